@@ -1,0 +1,42 @@
+# Two commands set everything up on a fresh machine:
+#   make demo   builds a robot from the embedded module set, writes its URDF, prints DOF, mass, TCP pose
+#   make test   runs the whole test suite (lint included)
+# Both create the virtual environment .venv and install what they need on first use.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+STAMP   = $(VENV)/.timor-installed
+
+.PHONY: venv demo test test-fast lint format bench clean
+
+$(STAMP): src/timor_core/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e 'src/timor_core[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/timor demo --out build/demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src benchmarks
+	$(VENV)/bin/ruff format --check src benchmarks
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format src benchmarks
+	$(VENV)/bin/ruff check --fix src benchmarks
+
+test: $(STAMP) lint
+	$(PY) -m pytest -q src/timor_core/tests
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" src/timor_core/tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

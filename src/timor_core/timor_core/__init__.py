@@ -1,0 +1,50 @@
+"""timor_core: modules, assemblies, URDF export and Pinocchio models for modular reconfigurable robots.
+
+Importable without ROS. The main API mirrors the Timor toolbox::
+
+    from timor_core import ModulesDB, ModuleAssembly
+    db = ModulesDB.from_name("geometric_primitive_modules")
+    A = ModuleAssembly.from_serial_modules(db, ("base", "J2", "i_45", "J2", "J2", "eef"))
+    urdf = A.to_urdf()
+    q0 = A.robot.random_configuration()
+"""
+
+from .assembly import ModuleAssembly
+from .db import ModulesDB, embedded_db_names
+from .errors import (
+    AssemblyError,
+    ConnectorError,
+    FormatError,
+    InputError,
+    MeshError,
+    TimorError,
+    UnknownModuleError,
+    URDFError,
+    ValidationError,
+)
+from .module import Body, Connector, Joint, Module, connectors_compatible, modules_compatible
+from .robot import PinRobot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ModulesDB",
+    "ModuleAssembly",
+    "PinRobot",
+    "Module",
+    "Body",
+    "Connector",
+    "Joint",
+    "connectors_compatible",
+    "modules_compatible",
+    "embedded_db_names",
+    "TimorError",
+    "InputError",
+    "FormatError",
+    "ValidationError",
+    "MeshError",
+    "UnknownModuleError",
+    "ConnectorError",
+    "AssemblyError",
+    "URDFError",
+]

@@ -1,0 +1,173 @@
+"""The ``timor`` command line: module sets, URDF export, forward kinematics and the demo.
+
+Errors in the user's input print one clear line on stderr (file, JSON path, value) and exit 2;
+no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError, TimorError
+
+__all__ = ["main"]
+
+
+def _load_db(source: str):
+    from .db import ModulesDB
+
+    return ModulesDB.load(source)
+
+
+def _cmd_db_info(args: argparse.Namespace) -> int:
+    db = _load_db(args.db)
+    info = {
+        "name": db.name,
+        "source": str(db.source) if db.source else None,
+        "ignore_collisions": db.ignore_collisions,
+        "modules": len(db),
+        "bases": [m.id for m in db.bases],
+        "end_effectors": [m.id for m in db.end_effectors],
+        "joints": [m.id for m in db.joints],
+        "links": [m.id for m in db.links],
+        "possible_connections": len(db.possible_connections) // 2,
+    }
+    if args.json:
+        info["module_details"] = [
+            {"id": m.id, "name": m.name, "dof": m.dof, "mass": m.mass, "cost": m.cost, "connectors": list(m.connectors)}
+            for m in db
+        ]
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"module set {db.name!r} ({len(db)} modules) from {info['source']}")
+    print(f"ignore_collisions: {db.ignore_collisions}; possible connections: {info['possible_connections']}")
+    print(f"{'ID':<12} {'name':<22} {'dof':>3} {'mass/kg':>8} {'cost':>8}  connectors")
+    for m in db:
+        conns = ", ".join(f"{c.id}({c.gender},{c.type})" for c in m.connectors.values())
+        print(f"{m.id:<12} {m.name:<22} {m.dof:>3} {m.mass:>8.3f} {m.cost:>8.2f}  {conns}")
+    return 0
+
+
+def _cmd_db_validate(args: argparse.Namespace) -> int:
+    from .validation import validate_db_file
+
+    problems = validate_db_file(Path(args.file))
+    if args.json:
+        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(p) for p in problems]}, indent=2))
+    elif problems:
+        for p in problems:
+            print(f"error: {p}", file=sys.stderr)
+    else:
+        print(f"{args.file}: valid")
+    return 1 if problems else 0
+
+
+def _assembly(args: argparse.Namespace):
+    from .assembly import ModuleAssembly
+
+    return ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules)
+
+
+def _cmd_urdf(args: argparse.Namespace) -> int:
+    assembly = _assembly(args)
+    text = assembly.to_urdf(
+        args.name, prefix=args.prefix, mesh_uri=args.mesh_uri, package=args.package, write_to=args.output
+    )
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
+    return 0
+
+
+def _parse_q(text: str | None, dof: int) -> np.ndarray:
+    if text is None:
+        return np.zeros(dof)
+    try:
+        q = np.array([float(v) for v in text.replace(" ", "").split(",") if v != ""])
+    except ValueError:
+        raise InputError("--q must be comma-separated numbers", value=text) from None
+    if q.shape != (dof,):
+        raise InputError(f"--q needs {dof} values for this {dof}-DOF robot, got {q.size}", value=text)
+    if not np.all(np.isfinite(q)):
+        raise InputError("--q values must be finite", value=text)
+    return q
+
+
+def _cmd_fk(args: argparse.Namespace) -> int:
+    robot = _assembly(args).robot
+    q = _parse_q(args.q, robot.dof)
+    out = {"tcp": robot.fk(q).tolist()}
+    if args.all:
+        out["frames"] = {k: v.tolist() for k, v in robot.fk(q, kind="full").items()}
+    print(json.dumps(out))
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(db_name=args.db, modules=args.modules, out_dir=Path(args.out))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="timor", description="Modular reconfigurable robots: modules to models.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    db = sub.add_parser("db", help="inspect and validate module sets")
+    dbs = db.add_subparsers(dest="db_command", required=True)
+    info = dbs.add_parser("info", help="summarise a module set (file, folder or embedded name)")
+    info.add_argument("db", help="modules.json, its folder, or an embedded set name")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(func=_cmd_db_info)
+    val = dbs.add_parser("validate", help="check a modules.json; list every error with its JSON path")
+    val.add_argument("file", help="modules.json")
+    val.add_argument("--json", action="store_true", help="print JSON")
+    val.set_defaults(func=_cmd_db_validate)
+
+    def robot_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("db", help="modules.json, its folder, or an embedded set name")
+        sp.add_argument("modules", nargs="+", help="module IDs of a serial chain, base first")
+
+    urdf = sub.add_parser("urdf", help="write the URDF of a serial assembly")
+    robot_args(urdf)
+    urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
+    urdf.add_argument("--name", help="robot name (default: set name + assembly hash)")
+    urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
+    urdf.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
+    urdf.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
+    urdf.set_defaults(func=_cmd_urdf)
+
+    fk = sub.add_parser("fk", help="forward kinematics of a serial assembly, as JSON")
+    robot_args(fk)
+    fk.add_argument("--q", help="joint values, comma-separated (default: zeros)")
+    fk.add_argument("--all", action="store_true", help="also print every frame")
+    fk.set_defaults(func=_cmd_fk)
+
+    demo = sub.add_parser("demo", help="build a robot from the embedded set, write its URDF, print its data")
+    demo.add_argument("--db", default="geometric_primitive_modules")
+    demo.add_argument("--modules", nargs="+", default=["base", "J2", "i_45", "J2", "J2", "eef"])
+    demo.add_argument("--out", default="build/demo", help="output folder")
+    demo.set_defaults(func=_cmd_demo)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``timor`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TimorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,425 @@
+"""PinRobot: the Pinocchio model of an assembly with its coal collision model, built directly.
+
+The model is built from the same kinematic tree as the URDF export, with the same frame names, so a
+model loaded from the URDF and this one agree. Coal shapes are shared between robots (modules are
+immutable); only placements and collision pairs are per robot.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import AssemblyError, InputError
+from .transforms import IDENTITY
+
+if TYPE_CHECKING:
+    from .assembly import ModuleAssembly
+
+__all__ = ["PinRobot", "build_robot"]
+
+_JOINT_MODELS = {"revolute": pin.JointModelRZ, "continuous": pin.JointModelRZ, "prismatic": pin.JointModelPZ}
+_BIG = np.finfo(float).max
+
+
+def _finite(v: float) -> float:
+    return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
+
+
+def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
+    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+    tree = assembly.tree(prefix)
+    model = pin.Model()
+    model.name = prefix + "timor_robot"
+    links = tree.links
+    n = len(links)
+    joint_of = [0] * n
+    frame_of = [0] * n
+    place_of: list[np.ndarray] = [IDENTITY] * n  # link frame in its parent joint's frame
+    armature: list[float] = []
+    friction: list[float] = []
+    damping: list[float] = []
+    body_frame = pin.FrameType.BODY
+    for k, link in enumerate(links):
+        if link.parent is None:
+            jid, placement_in_joint, parent_frame = 0, placement, 0
+        else:
+            p = link.parent
+            jp = place_of[p] @ link.origin
+            if link.joint_type == "fixed":
+                jid = joint_of[p]
+                placement_in_joint = jp
+                parent_frame = model.addFrame(
+                    pin.Frame(link.joint_name, jid, frame_of[p], pin.SE3(jp), pin.FrameType.FIXED_JOINT)
+                )
+            else:
+                j = link.joint
+                lim = j.limits
+                jid = model.addJoint(
+                    joint_of[p],
+                    _JOINT_MODELS[link.joint_type](),
+                    pin.SE3(jp),
+                    link.joint_name,
+                    np.array([_finite(lim.torque)]),
+                    np.array([_finite(lim.velocity)]),
+                    np.array([_finite(lim.lower)]),
+                    np.array([_finite(lim.upper)]),
+                )
+                placement_in_joint = IDENTITY
+                parent_frame = model.addJointFrame(jid, frame_of[p])
+                armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
+                friction.append(j.friction_coulomb or 0.0)
+                damping.append(j.friction_viscous or 0.0)
+        joint_of[k] = jid
+        place_of[k] = placement_in_joint
+        body_placement = placement_in_joint @ link.body_in_link
+        frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
+        body = link.body
+        if body.mass > 0:
+            model.appendBodyToJoint(
+                jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
+            )
+    tcp = None
+    for tool in tree.tools:
+        fid = model.addFrame(
+            pin.Frame(
+                tool.name,
+                joint_of[tool.link],
+                frame_of[tool.link],
+                pin.SE3(place_of[tool.link] @ tool.pose),
+                pin.FrameType.OP_FRAME,
+            )
+        )
+        tcp = fid if tcp is None else tcp
+    if armature:
+        model.armature = np.array(armature)
+        model.friction = np.array(friction)
+        model.damping = np.array(damping)
+    collision = _collision_model(tree, joint_of, frame_of, place_of)
+    return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
+
+
+def _collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
+    gm = pin.GeometryModel()
+    for k, link in enumerate(tree.links):
+        base = place_of[k] @ link.body_in_link
+        count = 0
+        for g in link.body.collision:
+            for shape, pose in g.coal_shapes():
+                obj = pin.GeometryObject(
+                    f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape
+                )
+                gm.addGeometryObject(obj)
+                count += 1
+    return gm
+
+
+def _joint_distance(model: pin.Model) -> np.ndarray:
+    """Number of movable joints on the tree path between any two joints (universe = 0)."""
+    nj = model.njoints
+    parents = list(model.parents)
+    depth = [0] * nj
+    for j in range(1, nj):
+        depth[j] = depth[parents[j]] + 1
+    D = np.zeros((nj, nj), dtype=int)
+    ancestors = []
+    for j in range(nj):
+        chain = [j]
+        while chain[-1] != 0:
+            chain.append(parents[chain[-1]])
+        ancestors.append(chain)
+    for a in range(nj):
+        set_a = set(ancestors[a])
+        for b in range(a + 1, nj):
+            lca = next(x for x in ancestors[b] if x in set_a)
+            D[a, b] = D[b, a] = depth[a] + depth[b] - 2 * depth[lca]
+    return D
+
+
+class PinRobot:
+    """A robot model: kinematics, dynamics and self-collision of one assembly.
+
+    Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
+    """
+
+    def __init__(
+        self,
+        model: pin.Model,
+        collision: pin.GeometryModel,
+        tcp: int | None,
+        assembly: ModuleAssembly | None,
+        ignore_collisions: str,
+        tree=None,
+        joint_of=None,
+        frame_of=None,
+        place_of=None,
+    ) -> None:
+        self.model = model
+        self.data = model.createData()
+        self.collision = collision
+        self.assembly = assembly
+        self.ignore_collisions = ignore_collisions
+        self._tcp = tcp
+        self._tree = tree
+        self._link_frames = (joint_of, frame_of, place_of)
+        self._collision_data: pin.GeometryData | None = None
+        self._pairs_ready = False
+        self._visual: pin.GeometryModel | None = None
+        self._q = pin.neutral(model)
+
+    # -- description -------------------------------------------------------------------------------
+    @property
+    def dof(self) -> int:
+        """Degrees of freedom."""
+        return self.model.nv
+
+    @property
+    def joints(self) -> list[str]:
+        """Names of the actuated joints, in configuration order."""
+        return list(self.model.names)[1:]
+
+    @property
+    def mass(self) -> float:
+        """Total mass in kg."""
+        return float(sum(inertia.mass for inertia in self.model.inertias))
+
+    @property
+    def tcp(self) -> int:
+        """Frame index of the tool centre point (``tool0``)."""
+        if self._tcp is None:
+            raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
+        return self._tcp
+
+    @property
+    def tcp_name(self) -> str:
+        """Name of the TCP frame."""
+        return self.model.frames[self.tcp].name
+
+    @property
+    def placement(self) -> np.ndarray:
+        """The base placement (pose of ``base_link`` in the world)."""
+        return self.model.frames[1].placement.homogeneous if self.model.nframes > 1 else np.eye(4)
+
+    @property
+    def frame_names(self) -> list[str]:
+        """All frame names (links, joints, tool frames)."""
+        return [f.name for f in self.model.frames]
+
+    @property
+    def joint_limits(self) -> np.ndarray:
+        """(2, dof) array of lower and upper position limits."""
+        return np.vstack((self.model.lowerPositionLimit, self.model.upperPositionLimit))
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """Joint velocity limits (rad/s or m/s)."""
+        return np.array(self.model.velocityLimit)
+
+    @property
+    def acceleration_limits(self) -> np.ndarray:
+        """Joint acceleration limits (inf where the module set gives none)."""
+        return np.array([link.joint.limits.acceleration for link in self._tree.actuated])
+
+    @property
+    def torque_limits(self) -> np.ndarray:
+        """Joint torque (force) limits."""
+        return np.array(self.model.effortLimit)
+
+    # -- configuration -----------------------------------------------------------------------------
+    @property
+    def q(self) -> np.ndarray:
+        """The current configuration (a copy)."""
+        return self._q.copy()
+
+    @q.setter
+    def q(self, value) -> None:
+        self._q = self._check_q(value)
+
+    def _check_q(self, q) -> np.ndarray:
+        if q is None:
+            return self._q
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if q.shape != (self.model.nq,):
+            raise InputError(f"configuration must have {self.model.nq} entries", value=q.tolist())
+        if not np.all(np.isfinite(q)):
+            raise InputError("configuration must be finite", value=q.tolist())
+        return q
+
+    def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
+        rng = np.random.default_rng(rng)
+        lo = np.where(self.model.lowerPositionLimit > -1e300, self.model.lowerPositionLimit, -np.pi)
+        hi = np.where(self.model.upperPositionLimit < 1e300, self.model.upperPositionLimit, np.pi)
+        return rng.uniform(lo, hi)
+
+    def within_limits(self, q=None) -> bool:
+        """True if q is within the position limits."""
+        q = self._check_q(q)
+        return bool(np.all(q >= self.model.lowerPositionLimit) and np.all(q <= self.model.upperPositionLimit))
+
+    # -- kinematics --------------------------------------------------------------------------------
+    def fk(self, q=None, kind: Literal["tcp", "joints", "full"] = "tcp"):
+        """Forward kinematics in the world frame.
+
+        ``tcp``: the 4×4 pose of tool0; ``joints``: (dof, 4, 4) joint frames; ``full``: a dict of every
+        frame name to its 4×4 pose.
+        """
+        q = self._check_q(q)
+        pin.forwardKinematics(self.model, self.data, q)
+        if kind == "tcp":
+            return pin.updateFramePlacement(self.model, self.data, self.tcp).homogeneous
+        if kind == "joints":
+            return np.array([self.data.oMi[j].homogeneous for j in range(1, self.model.njoints)])
+        if kind == "full":
+            pin.updateFramePlacements(self.model, self.data)
+            return {f.name: self.data.oMf[i].homogeneous for i, f in enumerate(self.model.frames)}
+        raise InputError("kind must be 'tcp', 'joints' or 'full'", value=kind)
+
+    def frame_pose(self, frame: str, q=None) -> np.ndarray:
+        """Pose of a named frame in the world."""
+        q = self._check_q(q)
+        if not self.model.existFrame(frame):
+            raise InputError("no such frame", value=frame)
+        pin.forwardKinematics(self.model, self.data, q)
+        return pin.updateFramePlacement(self.model, self.data, self.model.getFrameId(frame)).homogeneous
+
+    def jacobian(self, q=None, frame: str | None = None, reference: str = "world_aligned") -> np.ndarray:
+        """The 6×dof frame Jacobian ([v; ω]) of the TCP (or a named frame).
+
+        ``reference``: ``world_aligned`` (origin at the frame, axes of the world), ``local`` or ``world``.
+        """
+        q = self._check_q(q)
+        refs = {
+            "world_aligned": pin.ReferenceFrame.LOCAL_WORLD_ALIGNED,
+            "local": pin.ReferenceFrame.LOCAL,
+            "world": pin.ReferenceFrame.WORLD,
+        }
+        if reference not in refs:
+            raise InputError(f"reference must be one of {list(refs)}", value=reference)
+        fid = self.tcp if frame is None else self.model.getFrameId(frame)
+        return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference])
+
+    # -- dynamics ----------------------------------------------------------------------------------
+    def id(self, q=None, dq=None, ddq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
+        """Inverse dynamics: joint torques for q, dq, ddq (rigid bodies, plus rotor inertia by default).
+
+        ``friction`` adds Coulomb (sign(dq)·f_c) and viscous (d·dq) friction of the module set.
+        """
+        q = self._check_q(q)
+        dq = np.zeros(self.dof) if dq is None else np.asarray(dq, dtype=float)
+        ddq = np.zeros(self.dof) if ddq is None else np.asarray(ddq, dtype=float)
+        tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()
+        if motor_inertia:
+            tau += self.model.armature * ddq
+        if friction:
+            tau += self.model.friction * np.sign(dq) + self.model.damping * dq
+        return tau
+
+    def static_torque(self, q=None) -> np.ndarray:
+        """Torques that hold the robot still at q against gravity."""
+        q = self._check_q(q)
+        return pin.computeGeneralizedGravity(self.model, self.data, q).copy()
+
+    def mass_matrix(self, q=None) -> np.ndarray:
+        """Joint-space inertia matrix M(q) (with rotor inertia)."""
+        q = self._check_q(q)
+        M = pin.crba(self.model, self.data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return M
+
+    # -- collisions --------------------------------------------------------------------------------
+    def _ensure_pairs(self) -> None:
+        if self._pairs_ready:
+            return
+        gm = self.collision
+        n = gm.ngeoms
+        if n > 1:
+            parents = np.array([gm.geometryObjects[i].parentJoint for i in range(n)], dtype=int)
+            D = _joint_distance(self.model)[parents[:, None], parents[None, :]]
+            mode = self.ignore_collisions
+            if mode == "rigid":
+                active = D >= 1
+            elif mode == "rigid_via_joint":
+                active = D >= 2
+            else:  # via_joint: also ignore the two bodies directly joined by a joint
+                active = D >= 1
+                joint_of, frame_of, _ = self._link_frames
+                child_link = {}
+                parent_link_of_joint = {}
+                for k, link in enumerate(self._tree.links):
+                    if link.joint_type != "fixed" and link.parent is not None:
+                        child_link[k] = True
+                        parent_link_of_joint[joint_of[k]] = (link.parent, k)
+                frames = np.array([gm.geometryObjects[i].parentFrame for i in range(n)], dtype=int)
+                link_of_frame = {f: k for k, f in enumerate(frame_of)}
+                links_of_geom = np.array([link_of_frame.get(f, -1) for f in frames])
+                for _, (pl, cl) in parent_link_of_joint.items():
+                    a = links_of_geom == pl
+                    b = links_of_geom == cl
+                    active[np.ix_(a, b)] = False
+                    active[np.ix_(b, a)] = False
+            active = np.triu(active, 1)
+            gm.setCollisionPairs(active)
+        self._collision_data = pin.GeometryData(gm)
+        self._pairs_ready = True
+
+    @property
+    def collision_pairs(self) -> list[tuple[str, str]]:
+        """The geometry pairs checked for self-collision (names), per the set's ignore mode."""
+        self._ensure_pairs()
+        objs = self.collision.geometryObjects
+        return [(objs[p.first].name, objs[p.second].name) for p in self.collision.collisionPairs]
+
+    def self_collisions(self, q=None) -> list[tuple[str, str]]:
+        """All colliding geometry pairs at q (empty if none)."""
+        q = self._check_q(q)
+        self._ensure_pairs()
+        pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
+        objs = self.collision.geometryObjects
+        return [
+            (objs[p.first].name, objs[p.second].name)
+            for p, r in zip(self.collision.collisionPairs, self._collision_data.collisionResults)
+            if r.isCollision()
+        ]
+
+    def has_self_collision(self, q=None) -> bool:
+        """True if any checked pair of the robot's own geometries collides at q."""
+        q = self._check_q(q)
+        self._ensure_pairs()
+        return bool(pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, True))
+
+    @property
+    def visual(self) -> pin.GeometryModel:
+        """The visual geometry model (built on first use)."""
+        if self._visual is None:
+            self._visual = self._visual_model()
+        return self._visual
+
+    def _visual_model(self) -> pin.GeometryModel:
+        """Visual geometry: primitives as coal shapes; meshes by file path (loaded by the viewer)."""
+        import coal
+
+        from .geometry import Mesh
+
+        gm = pin.GeometryModel()
+        joint_of, frame_of, place_of = self._link_frames
+        for k, link in enumerate(self._tree.links):
+            base = place_of[k] @ link.body_in_link
+            shapes: list = []
+            for g in link.body.visual:
+                if isinstance(g, Mesh):
+                    shapes.append((coal.BVHModelOBBRSS(), g.pose, str(g.path), np.asarray(g.scale, dtype=float)))
+                else:
+                    shapes.extend((shape, pose, "", np.ones(3)) for shape, pose in g.coal_shapes())
+            for count, (shape, pose, path, scale) in enumerate(shapes):
+                placement = pin.SE3(base @ pose)
+                name = f"{link.name}_v{count}"
+                gm.addGeometryObject(
+                    pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale)
+                )
+        return gm
+
+    def __repr__(self) -> str:
+        return f"PinRobot(dof={self.dof}, mass={self.mass:.3f} kg, frames={self.model.nframes})"

@@ -1,0 +1,209 @@
+"""URDF export of an assembly: links per body, joints per module joint and per connection.
+
+Fragments that depend only on a module (a link's inertial and geometry, a joint origin) are cached
+on the module, so writing the URDF of a new assembly mostly joins cached strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import InputError
+from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
+from .transforms import rpy
+from .tree import TreeLink, ros_name
+
+if TYPE_CHECKING:
+    from .assembly import ModuleAssembly
+
+__all__ = ["assembly_to_urdf", "MESH_URI_MODES", "WRL_MODES", "origin_xml"]
+
+log = logging.getLogger(__name__)
+
+MESH_URI_MODES = ("file", "package", "relative")
+WRL_MODES = ("visual", "keep")
+_ORIGIN_CACHE: dict[bytes, str] = {}
+
+
+def _num(v: float) -> str:
+    v = float(v)
+    if abs(v) < 1e-12:
+        return "0"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)
+
+
+def origin_xml(T: np.ndarray) -> str:
+    """``<origin xyz=... rpy=.../>`` of a transform (cached by value)."""
+    key = T.tobytes()
+    text = _ORIGIN_CACHE.get(key)
+    if text is None:
+        r, p, y = rpy(T[:3, :3])
+        text = (
+            f'<origin xyz="{_num(T[0, 3])} {_num(T[1, 3])} {_num(T[2, 3])}" '
+            f'rpy="{_num(r)} {_num(p)} {_num(y)}"/>'
+        )
+        if len(_ORIGIN_CACHE) > 100_000:
+            _ORIGIN_CACHE.clear()
+        _ORIGIN_CACHE[key] = text
+    return text
+
+
+def _mesh_uri(mesh: Mesh, mode: str, package: str) -> str:
+    if mode == "file":
+        return "file://" + str(mesh.path)
+    if mode == "package":
+        return f"package://{package}/{mesh.file}"
+    return mesh.file
+
+
+def _geometry_xml(g: Geometry, mode: str, package: str) -> str | None:
+    if isinstance(g, Box):
+        return f'<box size="{_num(g.x)} {_num(g.y)} {_num(g.z)}"/>'
+    if isinstance(g, Cylinder):
+        return f'<cylinder radius="{_num(g.r)}" length="{_num(g.z)}"/>'
+    if isinstance(g, Sphere):
+        return f'<sphere radius="{_num(g.r)}"/>'
+    if isinstance(g, Mesh):
+        scale = " ".join(_num(s) for s in g.scale)
+        return f'<mesh filename="{_mesh_uri(g, mode, package)}" scale="{scale}"/>'
+    if isinstance(g, Empty):
+        return None
+    raise InputError(f"cannot write geometry of type {type(g).__name__} to URDF")
+
+
+def _shapes_xml(tag: str, geoms: tuple[Geometry, ...], B: np.ndarray, mode: str, package: str) -> str:
+    out = []
+    for g in geoms:
+        inner = _geometry_xml(g, mode, package)
+        if inner is None:
+            continue
+        out.append(f"    <{tag}>\n      {origin_xml(B @ g.pose)}\n      <geometry>{inner}</geometry>\n    </{tag}>\n")
+    return "".join(out)
+
+
+def _link_body_xml(link: TreeLink, mode: str, package: str, wrl: str) -> str:
+    """Everything inside ``<link>`` for a body placed at ``body_in_link`` (cached per module)."""
+    B = link.body_in_link
+    key = ("urdf-link", link.body.id, B.tobytes(), mode, package, wrl)
+    cache = link.module._cache
+    text = cache.get(key)
+    if text is not None:
+        return text
+    body = link.body
+    com = B[:3, :3] @ body.r_com + B[:3, 3]
+    r, p, y = rpy(B[:3, :3])
+    inertia = body.inertia
+    parts = [
+        "    <inertial>\n"
+        f'      <origin xyz="{_num(com[0])} {_num(com[1])} {_num(com[2])}" rpy="{_num(r)} {_num(p)} {_num(y)}"/>\n'
+        f'      <mass value="{_num(body.mass)}"/>\n'
+        f'      <inertia ixx="{_num(inertia[0, 0])}" ixy="{_num(inertia[0, 1])}" ixz="{_num(inertia[0, 2])}" '
+        f'iyy="{_num(inertia[1, 1])}" iyz="{_num(inertia[1, 2])}" izz="{_num(inertia[2, 2])}"/>\n'
+        "    </inertial>\n"
+    ]
+    parts.append(_shapes_xml("visual", body.visual, B, mode, package))
+    collision = body.collision
+    if wrl == "visual" and any(isinstance(g, Mesh) and g.is_convex_decomposition for g in collision):
+        replacement = tuple(g for g in body.visual if isinstance(g, Mesh))
+        if replacement:
+            log.debug("body %s: VRML collision mesh written as its visual mesh in URDF", body.id)
+            collision = tuple(
+                g for g in collision if not (isinstance(g, Mesh) and g.is_convex_decomposition)
+            ) + replacement
+    parts.append(_shapes_xml("collision", collision, B, mode, package))
+    text = "".join(parts)
+    cache[key] = text
+    return text
+
+
+def _joint_xml(link: TreeLink, parent_name: str) -> str:
+    head = f'  <joint name="{link.joint_name}" type="{link.joint_type}">\n'
+    body = f"    {origin_xml(link.origin)}\n" f'    <parent link="{parent_name}"/>\n' f'    <child link="{link.name}"/>\n'
+    j = link.joint
+    if j is None or link.joint_type == "fixed":
+        return head + body + "  </joint>\n"
+    key = ("urdf-joint", j.id)
+    cache = link.module._cache
+    tail = cache.get(key)
+    if tail is None:
+        lim = j.limits
+        position = "" if j.type == "continuous" else f'lower="{_num(lim.lower)}" upper="{_num(lim.upper)}" '
+        tail = (
+            '    <axis xyz="0 0 1"/>\n'
+            f'    <limit {position}effort="{_num(lim.torque)}" velocity="{_num(lim.velocity)}"/>\n'
+        )
+        if j.friction_viscous is not None or j.friction_coulomb is not None:
+            tail += (
+                f'    <dynamics damping="{_num(j.friction_viscous or 0.0)}" '
+                f'friction="{_num(j.friction_coulomb or 0.0)}"/>\n'
+            )
+        tail += "  </joint>\n"
+        cache[key] = tail
+    return head + body + tail
+
+
+def default_robot_name(assembly: ModuleAssembly) -> str:
+    """A deterministic robot name: the module set's name and a short hash of the assembly."""
+    digest = hashlib.sha1(json.dumps(assembly.to_json_data(), sort_keys=True).encode()).hexdigest()[:8]
+    return f"{ros_name(assembly.db.name) or 'timor'}_{digest}"
+
+
+def assembly_to_urdf(
+    assembly: ModuleAssembly,
+    name: str | None = None,
+    prefix: str = "",
+    mesh_uri: str = "file",
+    package: str | None = None,
+    wrl: str = "visual",
+) -> str:
+    """The URDF of an assembly.
+
+    ``mesh_uri``: ``file`` (absolute file:// URIs), ``package`` (``package://<package>/<path in set>``)
+    or ``relative`` (the path as written in the module set). ``wrl``: ``visual`` writes a body's VRML
+    convex decomposition as its visual mesh (what URDF consumers can read), ``keep`` keeps the .wrl file.
+    The root link is ``base_link``; each free ``eef`` connector gets a link ``tool0``, ``tool1``, ...
+    A non-identity base placement adds a ``world`` link. Closed chains raise AssemblyError.
+    """
+    if mesh_uri not in MESH_URI_MODES:
+        raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
+    if wrl not in WRL_MODES:
+        raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
+    package = package or ros_name(assembly.db.name) or "timor"
+    tree = assembly.tree(prefix)
+    robot_name = name if name is not None else default_robot_name(assembly)
+    out = [f'<?xml version="1.0" encoding="utf-8"?>\n<robot name="{_xml_escape(robot_name)}">\n']
+    links = tree.links
+    joints = []
+    for link in links:
+        out.append(f'  <link name="{link.name}">\n{_link_body_xml(link, mesh_uri, package, wrl)}  </link>\n')
+        if link.parent is not None:
+            joints.append(_joint_xml(link, links[link.parent].name))
+    for tool in tree.tools:
+        out.append(f'  <link name="{tool.name}"/>\n')
+        joints.append(
+            f'  <joint name="{links[tool.link].name}_to_{tool.name}" type="fixed">\n'
+            f"    {origin_xml(tool.pose)}\n"
+            f'    <parent link="{links[tool.link].name}"/>\n    <child link="{tool.name}"/>\n  </joint>\n'
+        )
+    if not np.array_equal(assembly.base_placement, np.eye(4)):
+        out.append(f'  <link name="{prefix}world"/>\n')
+        joints.append(
+            f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
+            f"    {origin_xml(assembly.base_placement)}\n"
+            f'    <parent link="{prefix}world"/>\n    <child link="{links[0].name}"/>\n  </joint>\n'
+        )
+    out.extend(joints)
+    out.append("</robot>\n")
+    return "".join(out)
+
+
+def _xml_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
