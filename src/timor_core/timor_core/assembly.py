@@ -70,9 +70,7 @@ class ModuleAssembly:
         modules = [db.by_id(m) for m in ids]
         base = modules[0].base_connectors
         if len(base) != 1:
-            raise AssemblyError(
-                f"the first module {ids[0]!r} must have exactly one base connector, it has {len(base)}"
-            )
+            raise AssemblyError(f"the first module {ids[0]!r} must have exactly one base connector, it has {len(base)}")
         used_in = base[0].id
         connections: list[Connection] = []
         for i in range(len(ids) - 1):
@@ -137,15 +135,15 @@ class ModuleAssembly:
             raise AssemblyError(f"base connector module index {i} out of range")
         c = self._connector(i, cid)
         if not c.is_base:
-            raise ConnectorError(f"base connector {cid!r} of module {self.module_ids[i]!r} is of type {c.type!r}, not 'base'")
+            raise ConnectorError(
+                f"base connector {cid!r} of module {self.module_ids[i]!r} is of type {c.type!r}, not 'base'"
+            )
         if (i, cid) in self._used:
             raise AssemblyError(f"base connector {cid!r} of module {i} is also used by a connection")
         return i, cid
 
     def _find_base_connector(self) -> tuple[int, str]:
-        free = [
-            (i, c.id) for i, m in enumerate(self.modules) for c in m.base_connectors if (i, c.id) not in self._used
-        ]
+        free = [(i, c.id) for i, m in enumerate(self.modules) for c in m.base_connectors if (i, c.id) not in self._used]
         if not self.modules:
             return (0, "")
         if len(free) != 1:
@@ -347,7 +345,10 @@ class ModuleAssembly:
         """Parse an assembly JSON (``moduleOrder`` required; connections default to a serial chain)."""
         try:
             d = jf.obj(data, "$")
-            order = [jf.string(m, f"$.moduleOrder[{k}]") for k, m in enumerate(jf.array(jf.req(d, "moduleOrder", "$"), "$.moduleOrder"))]
+            order = [
+                jf.string(m, f"$.moduleOrder[{k}]")
+                for k, m in enumerate(jf.array(jf.req(d, "moduleOrder", "$"), "$.moduleOrder"))
+            ]
             placement = None
             if "basePose" in d:
                 poses = jf.array(d["basePose"], "$.basePose")
@@ -359,7 +360,9 @@ class ModuleAssembly:
             conns = jf.array(d["moduleConnection"], "$.moduleConnection")
             for k, c in enumerate(conns):
                 if not isinstance(c, list) or len(c) != 4:
-                    raise InputError("expected [index, connector, index, connector]", path=f"$.moduleConnection[{k}]", value=c)
+                    raise InputError(
+                        "expected [index, connector, index, connector]", path=f"$.moduleConnection[{k}]", value=c
+                    )
             base = None
             if d.get("baseConnection"):
                 bcs = jf.array(d["baseConnection"], "$.baseConnection")

@@ -17,10 +17,10 @@ from typing import Any
 import networkx as nx
 
 from . import jsonfields as jf
-from .fileio import atomic_copy, atomic_write_text
 from .errors import InputError, UnknownModuleError, ValidationError
-from .module import Connector, Module, connectors_compatible
+from .fileio import atomic_copy, atomic_write_text
 from .geometry import Mesh
+from .module import Connector, Module, connectors_compatible
 
 __all__ = ["ModulesDB", "IGNORE_COLLISION_MODES", "embedded_db_names"]
 
@@ -165,13 +165,7 @@ class ModulesDB:
 
     def meshes(self) -> list[Mesh]:
         """Every mesh geometry referenced by the set's bodies."""
-        return [
-            g
-            for m in self
-            for b in m.bodies
-            for g in (*b.visual, *b.collision)
-            if isinstance(g, Mesh)
-        ]
+        return [g for m in self for b in m.bodies for g in (*b.visual, *b.collision) if isinstance(g, Mesh)]
 
     # -- container protocol ------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Module]:
@@ -259,9 +253,7 @@ class ModulesDB:
     def possible_connections(self) -> frozenset[tuple[str, str, str, str]]:
         """Every fitting pair as (module, connector, module, connector), each pair listed both ways."""
         ids = self.ids
-        return frozenset(
-            (a, ca, b, cb) for a in ids for b in ids for ca, cb in self.connections_between(a, b)
-        )
+        return frozenset((a, ca, b, cb) for a in ids for b in ids for ca, cb in self.connections_between(a, b))
 
     @cached_property
     def connectivity_graph(self) -> nx.MultiGraph:

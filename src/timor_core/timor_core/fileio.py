@@ -36,4 +36,3 @@ def atomic_copy(src: Path, dst: Path) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-

@@ -40,7 +40,12 @@ class Geometry:
 
     def to_json(self) -> dict:
         """The CoBRA JSON description of this geometry."""
-        return {"type": self.type_name, "parameters": self.parameters_json(), "pose": _pose_json(self.pose), **self.extra}
+        return {
+            "type": self.type_name,
+            "parameters": self.parameters_json(),
+            "pose": _pose_json(self.pose),
+            **self.extra,
+        }
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and self.to_json() == other.to_json()  # type: ignore[union-attr]
@@ -160,9 +165,7 @@ class Empty(Geometry):
         return []
 
 
-def geometry_from_json(
-    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None
-) -> Geometry:
+def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None) -> Geometry:
     """Parse one CoBRA geometry object; meshes are resolved (and must exist) relative to ``base_dir``."""
     d = jf.obj(data, path)
     kind = jf.string(jf.req(d, "type", path), f"{path}.type")

@@ -6,6 +6,7 @@ collision shapes) can be computed once per module database and shared by every a
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -37,6 +38,7 @@ __all__ = [
 GENDERS = ("m", "f", "h")
 RESERVED_CONNECTOR_TYPES = ("base", "eef")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+log = logging.getLogger(__name__)
 _MATING = {("m", "f"), ("f", "m"), ("h", "h")}
 
 
@@ -345,9 +347,7 @@ def _parse_module(data: Any, path: str, base_dir: Path | None, json_file: Path |
     bodies_json = jf.array(jf.req(d, "bodies", path), f"{path}.bodies")
     if not bodies_json:
         raise ValidationError("a module needs at least one body", path=f"{path}.bodies", value=bodies_json)
-    bodies = tuple(
-        _parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json)
-    )
+    bodies = tuple(_parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json))
     _unique((b.id for b in bodies), f"{path}.bodies", "body")
     connector_ids = [c.id for b in bodies for c in b.connectors]
     _unique(connector_ids, f"{path}.bodies[*].connectors", "connector")
@@ -429,10 +429,8 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str) -> None:
                 "inertia tensor of a body with mass must be positive definite", path=path, value=inertia.tolist()
             )
         tol = 1e-9 * scale
-        if eig[0] + eig[1] < eig[2] - tol:
-            raise ValidationError(
-                "principal moments of inertia violate the triangle inequality", path=path, value=inertia.tolist()
-            )
+        if eig[0] + eig[1] < eig[2] - tol:  # real module sets (IMPROV's L6) do this: warn, don't refuse
+            log.warning("%s: principal moments of inertia violate the triangle inequality: %s", path, eig.tolist())
     elif eig.min() < -1e-12:
         raise ValidationError("inertia tensor must be positive semi-definite", path=path, value=inertia.tolist())
 
@@ -509,9 +507,7 @@ def _check_tree(bodies: tuple[Body, ...], joints: tuple[Joint, ...], path: str) 
     for i, j in enumerate(joints):
         a, b = root(j.parent), root(j.child)
         if a == b:
-            raise ValidationError(
-                "joints of a module form a closed loop", path=f"{path}.joints[{i}]", value=j.id
-            )
+            raise ValidationError("joints of a module form a closed loop", path=f"{path}.joints[{i}]", value=j.id)
         parent_of[a] = b
     roots = {root(b.id) for b in bodies}
     if len(roots) > 1:

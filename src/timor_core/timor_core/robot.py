@@ -108,9 +108,7 @@ def _collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
         count = 0
         for g in link.body.collision:
             for shape, pose in g.coal_shapes():
-                obj = pin.GeometryObject(
-                    f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape
-                )
+                obj = pin.GeometryObject(f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape)
                 gm.addGeometryObject(obj)
                 count += 1
     return gm
@@ -416,9 +414,7 @@ class PinRobot:
             for count, (shape, pose, path, scale) in enumerate(shapes):
                 placement = pin.SE3(base @ pose)
                 name = f"{link.name}_v{count}"
-                gm.addGeometryObject(
-                    pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale)
-                )
+                gm.addGeometryObject(pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale))
         return gm
 
     def __repr__(self) -> str:

@@ -127,9 +127,7 @@ def _link_name(prefix: str, instance: int, body_id: str) -> str:
 def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
     if len(assembly.connections) != len(assembly.modules) - 1:
-        raise AssemblyError(
-            "the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree"
-        )
+        raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
     modules = assembly.modules
     # connector -> (other instance, other connector); both directions
     partner: dict[tuple[int, str], tuple[int, str]] = {}

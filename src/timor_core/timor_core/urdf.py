@@ -46,10 +46,7 @@ def origin_xml(T: np.ndarray) -> str:
     text = _ORIGIN_CACHE.get(key)
     if text is None:
         r, p, y = rpy(T[:3, :3])
-        text = (
-            f'<origin xyz="{_num(T[0, 3])} {_num(T[1, 3])} {_num(T[2, 3])}" '
-            f'rpy="{_num(r)} {_num(p)} {_num(y)}"/>'
-        )
+        text = f'<origin xyz="{_num(T[0, 3])} {_num(T[1, 3])} {_num(T[2, 3])}" rpy="{_num(r)} {_num(p)} {_num(y)}"/>'
         if len(_ORIGIN_CACHE) > 100_000:
             _ORIGIN_CACHE.clear()
         _ORIGIN_CACHE[key] = text
@@ -115,9 +112,9 @@ def _link_body_xml(link: TreeLink, mode: str, package: str, wrl: str) -> str:
         replacement = tuple(g for g in body.visual if isinstance(g, Mesh))
         if replacement:
             log.debug("body %s: VRML collision mesh written as its visual mesh in URDF", body.id)
-            collision = tuple(
-                g for g in collision if not (isinstance(g, Mesh) and g.is_convex_decomposition)
-            ) + replacement
+            collision = (
+                tuple(g for g in collision if not (isinstance(g, Mesh) and g.is_convex_decomposition)) + replacement
+            )
     parts.append(_shapes_xml("collision", collision, B, mode, package))
     text = "".join(parts)
     cache[key] = text
@@ -126,7 +123,7 @@ def _link_body_xml(link: TreeLink, mode: str, package: str, wrl: str) -> str:
 
 def _joint_xml(link: TreeLink, parent_name: str) -> str:
     head = f'  <joint name="{link.joint_name}" type="{link.joint_type}">\n'
-    body = f"    {origin_xml(link.origin)}\n" f'    <parent link="{parent_name}"/>\n' f'    <child link="{link.name}"/>\n'
+    body = f'    {origin_xml(link.origin)}\n    <parent link="{parent_name}"/>\n    <child link="{link.name}"/>\n'
     j = link.joint
     if j is None or link.joint_type == "fixed":
         return head + body + "  </joint>\n"

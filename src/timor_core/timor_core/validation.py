@@ -55,7 +55,9 @@ def validate_db_file(path: Path) -> list[InputError]:
             if header.id in seen:
                 errors.append(
                     ValidationError(
-                        f"duplicate module ID (also at {seen[header.id]})", file=path, path=f"{mp}.header.ID",
+                        f"duplicate module ID (also at {seen[header.id]})",
+                        file=path,
+                        path=f"{mp}.header.ID",
                         value=header.id,
                     )
                 )
