@@ -308,9 +308,9 @@ class PinRobot:
         q = self._check_q(q)
         dq = np.zeros(self.dof) if dq is None else np.asarray(dq, dtype=float)
         ddq = np.zeros(self.dof) if ddq is None else np.asarray(ddq, dtype=float)
-        tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()
-        if motor_inertia:
-            tau += self.model.armature * ddq
+        tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()  # includes the armature (rotor inertia) term
+        if not motor_inertia:
+            tau -= self.model.armature * ddq
         if friction:
             tau += self.model.friction * np.sign(dq) + self.model.damping * dq
         return tau
