@@ -22,12 +22,12 @@ demo: $(STAMP)
 	$(VENV)/bin/timor demo --out build/demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src benchmarks
-	$(VENV)/bin/ruff format --check src benchmarks
+	$(VENV)/bin/ruff check src $(wildcard benchmarks)
+	$(VENV)/bin/ruff format --check src $(wildcard benchmarks)
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format src benchmarks
-	$(VENV)/bin/ruff check --fix src benchmarks
+	$(VENV)/bin/ruff format src $(wildcard benchmarks)
+	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q src/timor_core/tests
