@@ -172,3 +172,37 @@ def test_no_eef_means_no_tcp(primitives):
     with pytest.raises(AssemblyError, match="end effector"):
         robot.fk(np.zeros(1))
     assert robot.frame_pose("m2_i_15_body", np.zeros(1)).shape == (4, 4)
+
+
+def test_continuous_and_fixed_joints(tmp_path):
+    """A continuous joint is written as such (Pinocchio loads it as a unit-circle joint); a fixed joint
+    inside a module is a fixed URDF joint and adds no degree of freedom."""
+    from conftest import primitives_json, write_db
+    from kinematics_reference import tool_poses
+
+    from timor_core import ModulesDB
+
+    data = primitives_json()
+    j1 = next(m for m in data["modules"] if m["header"]["ID"] == "J1")
+    j1["joints"][0]["type"] = "continuous"
+    j2 = next(m for m in data["modules"] if m["header"]["ID"] == "J2")
+    j2["joints"][0]["type"] = "fixed"
+    db = ModulesDB.from_json_file(write_db(tmp_path, data))
+    A = ModuleAssembly.from_serial_modules(db, ("base", "J1", "i_30", "J2", "J1", "eef"))
+    robot = A.robot
+    assert robot.dof == 2
+    assert np.all(np.isinf(robot.joint_limits))
+    text = A.to_urdf()
+    types = {j.get("name"): j.get("type") for j in ET.fromstring(text).iter("joint")}
+    assert types["m1_J1_joint"] == "continuous" and types["m3_J2_joint"] == "fixed"
+    mu = pin.buildModelFromXML(text)
+    du = mu.createData()
+    assert mu.nq == 4 and mu.nv == 2
+    q = np.array([2.5, -3.0])  # beyond +-pi is fine for a continuous joint
+    qu = np.zeros(4)
+    for k, name in enumerate(robot.joints):
+        idx = mu.joints[mu.getJointId(name)].idx_q
+        qu[idx : idx + 2] = np.cos(q[k]), np.sin(q[k])
+    pin.framesForwardKinematics(mu, du, qu)
+    np.testing.assert_allclose(du.oMf[mu.getFrameId("tool0")].homogeneous, robot.fk(q), atol=1e-9)
+    np.testing.assert_allclose(robot.fk(q), tool_poses(A, q)[0], atol=1e-9)

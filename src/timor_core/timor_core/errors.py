@@ -98,5 +98,5 @@ class AssemblyError(TimorError):
     """An assembly is structurally invalid (disconnected, closed chain, bad base connector, ...)."""
 
 
-class URDFError(TimorError):
+class URDFError(AssemblyError):
     """The assembly cannot be written as URDF (e.g. it contains a closed kinematic chain)."""

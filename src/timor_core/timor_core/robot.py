@@ -28,6 +28,11 @@ def _finite(v: float) -> float:
     return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
 
 
+def _infinite(a: np.ndarray) -> np.ndarray:
+    """Pinocchio stores 'no limit' as ±DBL_MAX; report it as ±inf."""
+    return np.where(np.abs(a) >= _BIG, np.sign(a) * np.inf, a)
+
+
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
     """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
     tree = assembly.tree(prefix)
@@ -208,12 +213,12 @@ class PinRobot:
     @property
     def joint_limits(self) -> np.ndarray:
         """(2, dof) array of lower and upper position limits."""
-        return np.vstack((self.model.lowerPositionLimit, self.model.upperPositionLimit))
+        return _infinite(np.vstack((self.model.lowerPositionLimit, self.model.upperPositionLimit)))
 
     @property
     def velocity_limits(self) -> np.ndarray:
         """Joint velocity limits (rad/s or m/s)."""
-        return np.array(self.model.velocityLimit)
+        return _infinite(np.array(self.model.velocityLimit))
 
     @property
     def acceleration_limits(self) -> np.ndarray:
@@ -223,7 +228,7 @@ class PinRobot:
     @property
     def torque_limits(self) -> np.ndarray:
         """Joint torque (force) limits."""
-        return np.array(self.model.effortLimit)
+        return _infinite(np.array(self.model.effortLimit))
 
     # -- configuration -----------------------------------------------------------------------------
     @property

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import InputError
+from .errors import AssemblyError, InputError, URDFError
 from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
 from .transforms import rpy
 from .tree import TreeLink, ros_name
@@ -174,7 +174,10 @@ def assembly_to_urdf(
     if wrl not in WRL_MODES:
         raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
     package = package or ros_name(assembly.db.name) or "timor"
-    tree = assembly.tree(prefix)
+    try:
+        tree = assembly.tree(prefix)
+    except AssemblyError as exc:
+        raise URDFError(f"cannot write URDF: {exc}") from None
     robot_name = name if name is not None else default_robot_name(assembly)
     out = [f'<?xml version="1.0" encoding="utf-8"?>\n<robot name="{_xml_escape(robot_name)}">\n']
     links = tree.links
