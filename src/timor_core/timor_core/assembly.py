@@ -357,26 +357,47 @@ class ModuleAssembly:
                 placement = jf.pose(poses[0], "$.basePose[0]")
             if "moduleConnection" not in d:
                 return cls.from_serial_modules(db, order, placement)
-            conns = jf.array(d["moduleConnection"], "$.moduleConnection")
-            for k, c in enumerate(conns):
+            conns = []
+            for k, c in enumerate(jf.array(d["moduleConnection"], "$.moduleConnection")):
+                cp = f"$.moduleConnection[{k}]"
                 if not isinstance(c, list) or len(c) != 4:
-                    raise InputError(
-                        "expected [index, connector, index, connector]", path=f"$.moduleConnection[{k}]", value=c
+                    raise InputError("expected [index, connector, index, connector]", path=cp, value=c)
+                conns.append(
+                    (
+                        _index(c[0], f"{cp}[0]"),
+                        jf.string(c[1], f"{cp}[1]"),
+                        _index(c[2], f"{cp}[2]"),
+                        jf.string(c[3], f"{cp}[3]"),
                     )
+                )
             base = None
             if d.get("baseConnection"):
                 bcs = jf.array(d["baseConnection"], "$.baseConnection")
                 if len(bcs) != 1:
                     raise InputError("exactly one base connection is supported", path="$.baseConnection", value=bcs)
-                base = bcs[0][:2]
+                bc = bcs[0]
+                if not isinstance(bc, list) or len(bc) < 2:
+                    raise InputError("expected [index, connector, ...]", path="$.baseConnection[0]", value=bc)
+                base = (_index(bc[0], "$.baseConnection[0][0]"), jf.string(bc[1], "$.baseConnection[0][1]"))
         except InputError as exc:
             raise exc.located(file=file) from None
-        return cls(db, order, conns, base, placement)
+        try:
+            return cls(db, order, conns, base, placement)
+        except (AssemblyError, ConnectorError, UnknownModuleError) as exc:
+            if file is None:
+                raise
+            raise type(exc)(f"{file}: {exc}") from None
 
     @classmethod
     def from_json_file(cls, db: ModulesDB, path: str | Path) -> ModuleAssembly:
         """Load an assembly JSON file."""
         return cls.from_json_data(db, jf.load_json_file(path), Path(path))
+
+
+def _index(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError("expected a module index (an integer)", path=path, value=value)
+    return value
 
 
 def _placement(T: np.ndarray | None) -> np.ndarray:

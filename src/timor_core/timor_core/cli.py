@@ -57,7 +57,8 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
 def _cmd_db_validate(args: argparse.Namespace) -> int:
     from .validation import validate_db_file
 
-    problems = validate_db_file(Path(args.file))
+    path = Path(args.file)
+    problems = validate_db_file(path / "modules.json" if path.is_dir() else path)
     if args.json:
         print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(p) for p in problems]}, indent=2))
     elif problems:
@@ -128,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_cmd_db_info)
     val = dbs.add_parser("validate", help="check a modules.json; list every error with its JSON path")
-    val.add_argument("file", help="modules.json")
+    val.add_argument("file", help="modules.json or its folder")
     val.add_argument("--json", action="store_true", help="print JSON")
     val.set_defaults(func=_cmd_db_validate)
 
@@ -166,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except TimorError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # unusable output paths and the like: say what and where, no traceback
+        where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 

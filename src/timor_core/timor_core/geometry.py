@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import jsonfields as jf
-from .errors import FormatError
+from .errors import FormatError, MeshError
 from .transforms import IDENTITY
 
 __all__ = ["Geometry", "Box", "Cylinder", "Sphere", "Mesh", "Empty", "geometry_from_json", "geometries_from_json"]
@@ -127,6 +127,7 @@ class Mesh(Geometry):
     file: str = ""
     path: Path = Path()
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    source: tuple[str | None, str | None] = (None, None)  # (JSON file, JSON path) that named the mesh
     type_name: ClassVar[str] = "mesh"
 
     def parameters_json(self) -> dict:
@@ -141,7 +142,12 @@ class Mesh(Geometry):
         """The triangle data (``MeshData`` or ``ConvexParts``), loaded once and cached."""
         from .meshes import load_mesh
 
-        return load_mesh(self.path, self.scale)
+        try:
+            return load_mesh(self.path, self.scale, json_file=self.source[0], json_path=self.source[1])
+        except MeshError as exc:
+            if self.source[0] is None:
+                raise
+            raise MeshError(exc.message, file=exc.file, path=exc.path, value=self.file) from None
 
     def _make_coal(self):
         from .meshes import ConvexParts, to_coal_bvh, to_coal_convex
@@ -184,7 +190,7 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
     if kind == "sphere":
         return Sphere(pose=T, extra=extra, r=positive("r"))
     if kind == "mesh":
-        from .meshes import resolve_mesh_path
+        from .meshes import MESH_EXTENSIONS, resolve_mesh_path
 
         file_field = jf.string(jf.req(params, "file", ppath), f"{ppath}.file")
         scale = params.get("scale", [1.0, 1.0, 1.0])
@@ -198,7 +204,21 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
         if base_dir is None:
             raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
         resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
-        return Mesh(pose=T, extra=extra, file=file_field, path=resolved, scale=tuple(float(s) for s in scale_v))
+        if resolved.suffix.lower() not in MESH_EXTENSIONS:
+            raise MeshError(
+                f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
+                file=json_file,
+                path=f"{ppath}.file",
+                value=file_field,
+            )
+        return Mesh(
+            pose=T,
+            extra=extra,
+            file=file_field,
+            path=resolved,
+            scale=tuple(float(s) for s in scale_v),
+            source=(str(json_file) if json_file else None, f"{ppath}.file"),
+        )
     if kind == "empty":
         return Empty(pose=T, extra=extra)
     raise FormatError(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,69 @@ def load_json_file(path: str | Path) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise FormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path) from None
-    except ValueError as exc:  # NaN / Infinity literals
-        raise FormatError(str(exc), file=path) from None
+    except ValueError:  # NaN / Infinity literals
+        raise _constant_error(text, path) from None
+
+
+_CONSTANT = re.compile(r"-?Infinity|NaN")
+_SENTINEL = "\u0000timor-non-finite\u0000"
+
+
+def _first_constant(text: str) -> tuple[int, str] | None:
+    """Offset and spelling of the first bare NaN/Infinity literal outside strings in JSON text."""
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "NI-":
+            m = _CONSTANT.match(text, i)
+            if m:
+                return i, m.group(0)
+    return None
+
+
+def _find_sentinel(value: Any, path: str) -> str | None:
+    if value == _SENTINEL:
+        return path
+    if isinstance(value, dict):
+        items = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for p, v in items:
+        found = _find_sentinel(v, p)
+        if found:
+            return found
+    return None
+
+
+def _constant_error(text: str, path: Path) -> FormatError:
+    """A FormatError for a NaN/Infinity literal naming its JSON path, line and column."""
+    hit = _first_constant(text)
+    if hit is None:
+        return FormatError("non-finite numbers (NaN, Infinity) are not allowed in JSON", file=path)
+    i, literal = hit
+    line = text.count("\n", 0, i) + 1
+    col = i - (text.rfind("\n", 0, i) + 1) + 1
+    json_path = None
+    try:
+        json_path = _find_sentinel(json.loads(text[:i] + json.dumps(_SENTINEL) + text[i + len(literal) :]), "$")
+    except ValueError:
+        pass
+    return FormatError(
+        f"non-finite number {literal} is not allowed in JSON (line {line}, column {col})",
+        file=path,
+        path=json_path,
+        value=literal,
+    )
 
 
 def _reject_constant(name: str) -> float:

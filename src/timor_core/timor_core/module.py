@@ -348,24 +348,31 @@ def _parse_module(data: Any, path: str, base_dir: Path | None, json_file: Path |
     if not bodies_json:
         raise ValidationError("a module needs at least one body", path=f"{path}.bodies", value=bodies_json)
     bodies = tuple(_parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json))
-    _unique((b.id for b in bodies), f"{path}.bodies", "body")
-    connector_ids = [c.id for b in bodies for c in b.connectors]
-    _unique(connector_ids, f"{path}.bodies[*].connectors", "connector")
+    _unique(((b.id, f"{path}.bodies[{i}].ID") for i, b in enumerate(bodies)), "body")
+    _unique(
+        (
+            (c.id, f"{path}.bodies[{i}].connectors[{k}].ID")
+            for i, b in enumerate(bodies)
+            for k, c in enumerate(b.connectors)
+        ),
+        "connector",
+    )
     joints_json = jf.array(d.get("joints", []), f"{path}.joints")
     body_ids = {b.id for b in bodies}
     joints = tuple(_parse_joint(j, f"{path}.joints[{i}]", body_ids) for i, j in enumerate(joints_json))
-    _unique((j.id for j in joints), f"{path}.joints", "joint")
+    _unique(((j.id, f"{path}.joints[{i}].ID") for i, j in enumerate(joints)), "joint")
     _check_tree(bodies, joints, path)
     extra = {k: v for k, v in d.items() if k not in ("header", "bodies", "joints")}
     return Module(header, bodies, joints, extra)
 
 
-def _unique(ids, path: str, what: str) -> None:
-    seen: set[str] = set()
-    for i in ids:
+def _unique(ids_and_paths, what: str) -> None:
+    """Raise on the second occurrence of an ID, naming both places."""
+    seen: dict[str, str] = {}
+    for i, path in ids_and_paths:
         if i in seen:
-            raise ValidationError(f"duplicate {what} ID", path=path, value=i)
-        seen.add(i)
+            raise ValidationError(f"duplicate {what} ID (first at {seen[i]})", path=path, value=i)
+        seen[i] = path
 
 
 def _parse_header(data: Any, path: str) -> ModuleHeader:
@@ -388,7 +395,10 @@ def _parse_connector(data: Any, path: str, body_id: str) -> Connector:
         raise ValidationError("unknown connector gender (expected m, f or h)", path=f"{path}.gender", value=gender)
     ctype = jf.string(jf.req(d, "type", path), f"{path}.type", nonempty=False)
     size_raw = d.get("size", [])
-    size = tuple(float(v) for v in jf.vector(size_raw if isinstance(size_raw, list) else [size_raw], f"{path}.size"))
+    if isinstance(size_raw, list):
+        size = tuple(float(v) for v in jf.vector(size_raw, f"{path}.size"))
+    else:
+        size = (jf.number(size_raw, f"{path}.size"),)
     T = jf.pose(jf.req(d, "pose", path), f"{path}.pose")
     extra = {k: v for k, v in d.items() if k not in ("ID", "gender", "type", "size", "pose")}
     return Connector(cid, body_id, T, gender, ctype, size, extra)
@@ -401,7 +411,7 @@ def _parse_body(data: Any, path: str, base_dir: Path | None, json_file: Path | N
     if mass < 0:
         raise ValidationError("mass must not be negative", path=f"{path}.mass", value=mass)
     inertia = jf.matrix(jf.req(d, "inertia", path), f"{path}.inertia", (3, 3))
-    _check_inertia(inertia, mass, f"{path}.inertia")
+    _check_inertia(inertia, mass, f"{path}.inertia", json_file)
     r_com = jf.vector(d.get("r_com", [0.0, 0.0, 0.0]), f"{path}.r_com", 3)
     conns = jf.array(d.get("connectors", []), f"{path}.connectors")
     connectors = tuple(_parse_connector(c, f"{path}.connectors[{i}]", bid) for i, c in enumerate(conns))
@@ -418,7 +428,7 @@ def _parse_body(data: Any, path: str, base_dir: Path | None, json_file: Path | N
     return Body(bid, mass, inertia, r_com, connectors, visual, collision, extra)
 
 
-def _check_inertia(inertia: np.ndarray, mass: float, path: str) -> None:
+def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path | None = None) -> None:
     scale = max(float(np.abs(inertia).max()), 1e-12)
     if not np.allclose(inertia, inertia.T, atol=1e-9 * scale + 1e-15):
         raise ValidationError("inertia tensor must be symmetric", path=path, value=inertia.tolist())
@@ -430,7 +440,12 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str) -> None:
             )
         tol = 1e-9 * scale
         if eig[0] + eig[1] < eig[2] - tol:  # real module sets (IMPROV's L6) do this: warn, don't refuse
-            log.warning("%s: principal moments of inertia violate the triangle inequality: %s", path, eig.tolist())
+            log.warning(
+                "%s: %s: principal moments of inertia violate the triangle inequality: %s",
+                json_file or "<module>",
+                path,
+                eig.tolist(),
+            )
     elif eig.min() < -1e-12:
         raise ValidationError("inertia tensor must be positive semi-definite", path=path, value=inertia.tolist())
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from . import jsonfields as jf
 from .db import IGNORE_COLLISION_MODES
 from .errors import InputError, ValidationError
+from .geometry import Mesh
 from .module import _check_tree, _parse_body, _parse_header, _parse_joint
 
 __all__ = ["validate_db_file"]
@@ -62,20 +63,45 @@ def validate_db_file(path: Path) -> list[InputError]:
                     )
                 )
             seen.setdefault(header.id, f"{mp}.header.ID")
-        bodies_json = attempt(lambda: jf.array(jf.req(md, "bodies", mp), f"{mp}.bodies")) or []
+        bodies_json = attempt(lambda: jf.array(jf.req(md, "bodies", mp), f"{mp}.bodies"))
+        if bodies_json is None:
+            continue
+        if not bodies_json:
+            errors.append(ValidationError("a module needs at least one body", file=path, path=f"{mp}.bodies", value=[]))
         bodies = [attempt(_parse_body, b, f"{mp}.bodies[{k}]", base_dir, path) for k, b in enumerate(bodies_json)]
         ok_bodies = [b for b in bodies if b is not None]
-        ids = [b.id for b in ok_bodies]
-        for dup in sorted({x for x in ids if ids.count(x) > 1}):
-            errors.append(ValidationError("duplicate body ID", file=path, path=f"{mp}.bodies", value=dup))
-        cids = [c.id for b in ok_bodies for c in b.connectors]
-        for dup in sorted({x for x in cids if cids.count(x) > 1}):
-            errors.append(ValidationError("duplicate connector ID", file=path, path=f"{mp}.bodies", value=dup))
+        # joints are checked against every body ID the file names, so one bad body reports one error
+        raw_ids = {str(b["ID"]) for b in bodies_json if isinstance(b, dict) and isinstance(b.get("ID"), (str, int))}
+        duplicates = _duplicates(((b.id, f"{mp}.bodies[{k}].ID") for k, b in enumerate(bodies) if b), "body", path)
+        duplicates += _duplicates(
+            (
+                (c.id, f"{mp}.bodies[{k}].connectors[{n}].ID")
+                for k, b in enumerate(bodies)
+                if b
+                for n, c in enumerate(b.connectors)
+            ),
+            "connector",
+            path,
+        )
         joints_json = attempt(lambda: jf.array(md.get("joints", []), f"{mp}.joints")) or []
-        joints = [attempt(_parse_joint, j, f"{mp}.joints[{k}]", set(ids)) for k, j in enumerate(joints_json)]
-        jids = [j.id for j in joints if j is not None]
-        for dup in sorted({x for x in jids if jids.count(x) > 1}):
-            errors.append(ValidationError("duplicate joint ID", file=path, path=f"{mp}.joints", value=dup))
-        if len(ok_bodies) == len(bodies) and all(j is not None for j in joints) and ok_bodies:
+        joints = [attempt(_parse_joint, j, f"{mp}.joints[{k}]", raw_ids) for k, j in enumerate(joints_json)]
+        duplicates += _duplicates(((j.id, f"{mp}.joints[{k}].ID") for k, j in enumerate(joints) if j), "joint", path)
+        errors.extend(duplicates)
+        if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
             attempt(_check_tree, tuple(ok_bodies), tuple(joints), mp)
+        for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
+            for g in (*body.visual, *body.collision):
+                if isinstance(g, Mesh):
+                    attempt(g.load)
     return errors
+
+
+def _duplicates(ids_and_paths, what: str, file: Path) -> list[InputError]:
+    seen: dict[str, str] = {}
+    found: list[InputError] = []
+    for i, where in ids_and_paths:
+        if i in seen:
+            found.append(ValidationError(f"duplicate {what} ID (first at {seen[i]})", file=file, path=where, value=i))
+        else:
+            seen[i] = where
+    return found
