@@ -616,16 +616,31 @@ def _hull_triangles(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return vertices, triangles
 
 
+def _robustly_3d(points: np.ndarray) -> bool:
+    """True if the points span a volume clearly (coal's convexHull crashes on flat or near-flat input)."""
+    if len(points) < 4:
+        return False
+    sv = np.linalg.svd(points - points.mean(axis=0), compute_uv=False)
+    return bool(sv[0] > 0 and sv[-1] > 1e-3 * sv[0])
+
+
 def to_coal_convex(mesh: MeshData) -> coal.ConvexBase:
     """A coal.Convex of the convex hull of the mesh's vertices, cached per MeshData object.
 
-    The hull is computed with scipy's qhull (coal.Convex.convexHull crashes on flat input in coal 3.0.3).
+    Clearly three-dimensional point sets use coal's own hull; flat or near-flat ones use scipy's qhull
+    (coal.Convex.convexHull crashes on flat input in coal 3.0.3).
     """
     with _coal_lock:
         cached = _convex_cache.get(mesh)
     if cached is not None:
         return cached
     points = np.unique(mesh.vertices, axis=0)
+    if _robustly_3d(points):  # coal's own qhull is safe here, and needs no scipy import (slow on cold start)
+        coal_points = coal.StdVec_Vec3s()
+        coal_points.extend(list(points))
+        convex = coal.Convex.convexHull(coal_points, True, None)
+        with _coal_lock:
+            return _convex_cache.setdefault(mesh, convex)
     try:
         vertices, triangles = _hull_triangles(points)
     except Exception as exc:  # QhullError: fewer than 4 points, or all on a line

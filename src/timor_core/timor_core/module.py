@@ -39,6 +39,7 @@ GENDERS = ("m", "f", "h")
 RESERVED_CONNECTOR_TYPES = ("base", "eef")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 log = logging.getLogger(__name__)
+_WARNED: set[tuple[str, str]] = set()  # (file, JSON path) of data warnings already logged
 _MATING = {("m", "f"), ("f", "m"), ("h", "h")}
 
 
@@ -439,7 +440,9 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path 
                 "inertia tensor of a body with mass must be positive definite", path=path, value=inertia.tolist()
             )
         tol = 1e-9 * scale
-        if eig[0] + eig[1] < eig[2] - tol:  # real module sets (IMPROV's L6) do this: warn, don't refuse
+        key = (str(json_file), path)
+        if eig[0] + eig[1] < eig[2] - tol and key not in _WARNED:  # IMPROV's L6 does this: warn once, accept
+            _WARNED.add(key)
             log.warning(
                 "%s: %s: principal moments of inertia violate the triangle inequality: %s",
                 json_file or "<module>",
