@@ -128,9 +128,13 @@ class Mesh(Geometry):
     path: Path = Path()
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
     source: tuple[str | None, str | None] = (None, None)  # (JSON file, JSON path) that named the mesh
+    missing: bool = False  # the file was absent and skipped on request: no shapes, written back unchanged
+    scalar_scale: bool = False  # the JSON gave one number for all three axes
     type_name: ClassVar[str] = "mesh"
 
     def parameters_json(self) -> dict:
+        if self.scalar_scale and len(set(self.scale)) == 1:
+            return {"file": self.file, "scale": float(self.scale[0])}
         return {"file": self.file, "scale": [float(s) for s in self.scale]}
 
     @property
@@ -152,6 +156,8 @@ class Mesh(Geometry):
     def _make_coal(self):
         from .meshes import ConvexParts, to_coal_bvh, to_coal_convex
 
+        if self.missing:
+            return []
         data = self.load()
         if isinstance(data, ConvexParts):
             return [(to_coal_convex(part), self.pose) for part in data.parts]
@@ -171,8 +177,14 @@ class Empty(Geometry):
         return []
 
 
-def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None) -> Geometry:
-    """Parse one CoBRA geometry object; meshes are resolved (and must exist) relative to ``base_dir``."""
+def geometry_from_json(
+    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None, missing: str = "error"
+) -> Geometry:
+    """Parse one CoBRA geometry object; meshes are resolved (and must exist) relative to ``base_dir``.
+
+    ``missing="skip"`` turns a mesh file that does not exist (inside ``base_dir``) into a logged warning and
+    a ``Mesh`` with ``missing=True`` that has no collision shapes but is written back unchanged.
+    """
     d = jf.obj(data, path)
     kind = jf.string(jf.req(d, "type", path), f"{path}.type")
     params = jf.obj(d.get("parameters", {}), f"{path}.parameters")
@@ -194,7 +206,8 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
 
         file_field = jf.string(jf.req(params, "file", ppath), f"{ppath}.file")
         scale = params.get("scale", [1.0, 1.0, 1.0])
-        if isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        scalar = isinstance(scale, (int, float)) and not isinstance(scale, bool)
+        if scalar:
             scale = [scale] * 3
         scale_v = jf.vector(scale, f"{ppath}.scale", 3)
         if np.any(scale_v <= 0):
@@ -203,7 +216,24 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
             raise ValidationError("mesh scale must be positive", path=f"{ppath}.scale", value=scale)
         if base_dir is None:
             raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
-        resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
+        try:
+            resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
+        except MeshError:
+            candidate = (Path(base_dir) / file_field).resolve()
+            inside = candidate.is_relative_to(Path(base_dir).resolve())
+            if missing != "skip" or not inside or candidate.exists():
+                raise
+            log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
+            return Mesh(
+                pose=T,
+                extra=extra,
+                file=file_field,
+                path=candidate,
+                scale=tuple(float(s) for s in scale_v),
+                source=(str(json_file) if json_file else None, f"{ppath}.file"),
+                missing=True,
+                scalar_scale=scalar,
+            )
         if resolved.suffix.lower() not in MESH_EXTENSIONS:
             raise MeshError(
                 f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
@@ -218,6 +248,7 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
             path=resolved,
             scale=tuple(float(s) for s in scale_v),
             source=(str(json_file) if json_file else None, f"{ppath}.file"),
+            scalar_scale=scalar,
         )
     if kind == "empty":
         return Empty(pose=T, extra=extra)
@@ -227,12 +258,12 @@ def geometry_from_json(data: Any, path: str, base_dir: Path | None = None, json_
 
 
 def geometries_from_json(
-    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None
+    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None, missing: str = "error"
 ) -> tuple[Geometry, ...]:
     """Parse a geometry list (composed geometry) or a single geometry object."""
     if data is None:
         return ()
     if isinstance(data, dict):
-        return (geometry_from_json(data, path, base_dir, json_file),)
+        return (geometry_from_json(data, path, base_dir, json_file, missing),)
     items = jf.array(data, path)
-    return tuple(geometry_from_json(g, f"{path}[{i}]", base_dir, json_file) for i, g in enumerate(items))
+    return tuple(geometry_from_json(g, f"{path}[{i}]", base_dir, json_file, missing) for i, g in enumerate(items))

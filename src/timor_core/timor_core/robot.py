@@ -365,7 +365,10 @@ class PinRobot:
                     active[np.ix_(b, a)] = False
             active = np.triu(active, 1)
             gm.setCollisionPairs(active)
+        from .collision import configure_requests
+
         self._collision_data = pin.GeometryData(gm)
+        configure_requests(self._collision_data)
         self._pairs_ready = True
 
     @property
@@ -392,6 +395,94 @@ class PinRobot:
         q = self._check_q(q)
         self._ensure_pairs()
         return bool(pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, True))
+
+    def reach(self, frame: int | None = None) -> float:
+        """An upper bound of the distance from the base to a frame (the TCP), over all configurations."""
+        fid = self.tcp if frame is None else frame
+        cache = self.__dict__.setdefault("_reach", {})
+        if fid not in cache:
+            f = self.model.frames[fid]
+            total = float(np.linalg.norm(f.placement.translation))
+            j = f.parentJoint
+            while j > 0:
+                total += float(np.linalg.norm(self.model.jointPlacements[j].translation))
+                if "P" in self.model.joints[j].shortname():  # prismatic: add its largest extension
+                    idx = self.model.joints[j].idx_q
+                    lo, hi = self.model.lowerPositionLimit[idx], self.model.upperPositionLimit[idx]
+                    total += float(max(abs(lo), abs(hi))) if max(abs(lo), abs(hi)) < 1e300 else np.inf
+                j = self.model.parents[j]
+            cache[fid] = total
+        return cache[fid]
+
+    # -- environment and inverse kinematics ---------------------------------------------------------
+    def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
+        """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
+        from .collision import CollisionChecker
+
+        key = (id(task), float(margin), self_collision)
+        cache = self.__dict__.setdefault("_checkers", {})
+        entry = cache.get(key)
+        if entry is None or entry[0] is not task:
+            obstacles = task.obstacles if task is not None else ()
+            entry = (task, CollisionChecker(self, obstacles, margin, self_collision))
+            cache[key] = entry
+        return entry[1]
+
+    def collisions(self, q=None, task=None, margin: float = 0.0):
+        """Every colliding pair at q: self-collisions and, with a task, collisions with its obstacles."""
+        return self.collision_checker(task, margin).collisions(self._check_q(q))
+
+    def has_collision(self, q=None, task=None, margin: float = 0.0) -> bool:
+        """True if the robot collides with itself or (with a task) with an obstacle at q."""
+        return self.collision_checker(task, margin).in_collision(self._check_q(q))
+
+    def ik(
+        self,
+        pose,
+        tolerance=None,
+        q_init=None,
+        task=None,
+        max_iter: int | None = None,
+        max_n_tries: int | None = None,
+        rng=None,
+        check_static_torques: bool = False,
+        ignore_self_collision: bool = False,
+        margin: float = 0.0,
+        details: bool = False,
+    ):
+        """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
+
+        Without a tolerance the default applies (0.1 mm, 0.1°). With a ``task`` the solution is also free
+        of collisions with its obstacles; self-collision is always checked unless ignored;
+        ``check_static_torques`` requires holding torques within limits. Deterministic given ``rng``.
+        ``details=True`` returns the full IKResult (tries, reason for failure, ...).
+        """
+        from .ik import IKConfig, solve_ik
+        from .task.tolerance import DEFAULT_TOLERANCE
+
+        desired = pose
+        if hasattr(pose, "nominal") and hasattr(pose, "tolerance"):
+            desired = pose.world
+            tolerance = tolerance if tolerance is not None else pose.tolerance
+        tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
+        defaults = IKConfig()
+        config = IKConfig(
+            max_iter=max_iter if max_iter is not None else defaults.max_iter,
+            max_n_tries=max_n_tries if max_n_tries is not None else defaults.max_n_tries,
+        )
+        result = solve_ik(
+            self,
+            desired,
+            tolerance,
+            q_init=q_init,
+            task=task,
+            rng=rng,
+            config=config,
+            check_self_collision=not ignore_self_collision,
+            check_static_torques=check_static_torques,
+            margin=margin,
+        )
+        return result if details else (result.q, result.success)
 
     @property
     def visual(self) -> pin.GeometryModel:

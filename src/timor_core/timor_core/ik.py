@@ -1,0 +1,225 @@
+"""Numerical inverse kinematics over a tolerance's projected pose error (Levenberg–Marquardt).
+
+Only what the tolerance forbids is driven to zero: a goal with x/y/z ±1 mm and a 45° rotation
+tolerance leaves the solver free inside that box and cone, which makes tolerant goals fast and
+robust. Random restarts within the joint limits; with a task, a solution must also be free of
+self-collision and of collision with the task's obstacles (and, on request, within torque limits).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pinocchio as pin
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .robot import PinRobot
+    from .task import Task
+
+__all__ = ["IKConfig", "IKResult", "solve_ik", "pose_residual"]
+
+_LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
+
+
+@dataclass(frozen=True)
+class IKConfig:
+    """Solver settings: iterations per try, tries (random restarts), damping and step limits."""
+
+    max_iter: int = 60
+    max_n_tries: int = 50
+    damping: float = 1e-4
+    max_step: float = 0.6  # rad (or m) per joint and iteration
+    margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
+
+
+@dataclass
+class IKResult:
+    """The outcome of an IK call: q, success, and why it failed if it did."""
+
+    q: np.ndarray
+    success: bool
+    reason: str = ""
+    tries: int = 0
+    iterations: int = 0
+    residual: float = math.inf  # weighted norm of the projected error of the best q
+    rejections: dict = field(default_factory=dict)  # why reached poses were refused: cause -> count
+
+    def __iter__(self):  # allows ``q, ok = solve_ik(...)``
+        return iter((self.q, self.success))
+
+
+class _Projector:
+    """The tolerance's 6D residual ([position; rotation] in world axes, zero exactly where the pose is valid)
+    and its Jacobian w.r.t. a world twist of the real pose (identity on the violated components)."""
+
+    def __init__(self, tolerance: Any, margin: float) -> None:
+        from .task.tolerance import residual
+
+        self.tolerance = tolerance
+        self.residual = residual
+        self.margin = margin
+        self.weights = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+
+    def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = self.residual(self.tolerance, desired, real, self.margin) * self.weights
+        G = np.diag(self.weights)
+        G[r == 0.0] = 0.0
+        return r, G
+
+
+def pose_residual(tolerance: Any, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """The weighted projected error the IK drives to zero (zero where the tolerance is satisfied)."""
+    return _Projector(tolerance, 0.0)(desired, real)[0]
+
+
+def solve_ik(
+    robot: PinRobot,
+    desired: np.ndarray,
+    tolerance: Any,
+    *,
+    q_init: np.ndarray | None = None,
+    task: Task | None = None,
+    rng: np.random.Generator | int | None = None,
+    config: IKConfig = IKConfig(),
+    check_self_collision: bool | None = None,
+    check_static_torques: bool = False,
+    margin: float = 0.0,
+    frame: str | None = None,
+) -> IKResult:
+    """Find q with fk(q) within ``tolerance`` of ``desired``; see PinRobot.ik for the options."""
+    desired = np.asarray(desired, dtype=float)
+    if desired.shape != (4, 4):
+        raise InputError("the desired pose must be a 4x4 matrix", value=desired.tolist())
+    rng = np.random.default_rng(rng)
+    model, data = robot.model, robot.data
+    fid = robot.tcp if frame is None else model.getFrameId(frame)
+    project = _Projector(tolerance, config.margin)
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    finite = np.isfinite(robot.joint_limits).all(axis=0)
+    self_collision = check_self_collision is not False
+    checker = None
+    if task is not None or self_collision:
+        checker = robot.collision_checker(task, margin, self_collision=self_collision)
+    torque_limits = robot.torque_limits if check_static_torques else None
+    gap = _outside_workspace(robot, fid, desired, tolerance)
+    if gap > 0:  # a cheap necessary condition: no configuration can reach it
+        q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
+        return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
+    eye = np.eye(6)
+    rejections: Counter[str] = Counter()
+    best_q, best_res = None, math.inf
+    iterations = 0
+    n = robot.dof
+    for attempt in range(config.max_n_tries):
+        if attempt == 0 and q_init is not None:
+            q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
+        else:
+            q = robot.random_configuration(rng)
+        lam = config.damping
+        pin.forwardKinematics(model, data, q)
+        T = pin.updateFramePlacement(model, data, fid).homogeneous
+        r, G = project(desired, T)
+        cost = float(r @ r)
+        stall_ref, stall_count = cost, 0
+        for _ in range(config.max_iter):
+            iterations += 1
+            if cost == 0.0:
+                break
+            stall_count += 1
+            if stall_count == 10:  # less than 10 % progress in 10 iterations: restart elsewhere
+                if cost > 0.9 * stall_ref:
+                    break
+                stall_ref, stall_count = cost, 0
+            J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA)
+            step = J.T @ np.linalg.solve(J @ J.T + lam * eye, r)
+            blocked = finite & (((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0)))
+            if blocked.any():  # joints at a limit that the step pushes further out take no part
+                J[:, blocked] = 0.0
+                step = J.T @ np.linalg.solve(J @ J.T + lam * eye, r)
+            big = np.abs(step).max()
+            if big > config.max_step:
+                step *= config.max_step / big
+            q_new = q - step
+            q_new = np.where(finite, np.clip(q_new, lo, hi), q_new)
+            pin.forwardKinematics(model, data, q_new)
+            T_new = pin.updateFramePlacement(model, data, fid).homogeneous
+            r_new, G_new = project(desired, T_new)
+            cost_new = float(r_new @ r_new)
+            if cost_new < cost:
+                q, r, G, cost, T = q_new, r_new, G_new, cost_new, T_new
+                lam = max(lam * 0.3, 1e-9)
+            else:
+                lam *= 10.0
+                if lam > 1e3:
+                    break
+        if cost < best_res:
+            best_q, best_res = q.copy(), cost
+        if cost > 0.0 or not tolerance.valid(desired, T):
+            continue
+        cause = _rejection(robot, q, checker, torque_limits)
+        if cause is None:
+            return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
+        rejections[cause] += 1
+    q_out = best_q if best_q is not None else robot.random_configuration(rng)
+    return IKResult(
+        q_out,
+        False,
+        _reason(rejections, best_res),
+        config.max_n_tries,
+        iterations,
+        math.sqrt(best_res),
+        dict(rejections),
+    )
+
+
+def _outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
+    """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
+    slack = _position_slack(tolerance)
+    base = robot.model.frames[1].placement.translation if robot.model.nframes > 1 else np.zeros(3)
+    distance = float(np.linalg.norm(desired[:3, 3] - base))
+    return max(0.0, distance - robot.reach(fid) - slack)
+
+
+def _position_slack(tolerance: Any) -> float:
+    """The largest position deviation the tolerance could allow (inf if it bounds no position)."""
+    parts = {p.projection: p.interval for p in getattr(tolerance, "parts", ())}
+    if "r_sph" in parts:
+        return parts["r_sph"].high
+    if all(a in parts for a in "xyz"):
+        return math.sqrt(sum(max(abs(parts[a].low), abs(parts[a].high)) ** 2 for a in "xyz"))
+    if "r_cyl" in parts and "z" in parts:
+        return math.hypot(parts["r_cyl"].high, max(abs(parts["z"].low), abs(parts["z"].high)))
+    return math.inf
+
+
+def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | None:
+    """Why a configuration that reaches the pose is refused (None if it is fine)."""
+    if checker is not None and checker.in_collision(q):
+        hits = checker.collisions(q)
+        if hits:
+            hit = next((h for h in hits if h.kind == "obstacle"), hits[0])
+            if hit.kind == "obstacle":
+                return f"collision with obstacle {hit.obstacle}"
+            return f"self-collision ({hit.robot_geometry} / {hit.other})"
+        return "collision"
+    if torque_limits is not None:
+        tau = robot.static_torque(q)
+        over = np.flatnonzero(np.abs(tau) > torque_limits)
+        if over.size:
+            j = int(over[np.argmax(np.abs(tau[over]) / torque_limits[over])])
+            return f"torque limit of joint {robot.joints[j]} ({abs(tau[j]):.1f} > {torque_limits[j]:.1f})"
+    return None
+
+
+def _reason(rejections: Counter, best_res: float) -> str:
+    if rejections:
+        cause, count = rejections.most_common(1)[0]
+        return f"{cause} (in {count} of {sum(rejections.values())} reached configurations)"
+    return f"unreachable (smallest weighted pose error {math.sqrt(best_res):.4g})"

@@ -1,0 +1,42 @@
+"""Tasks in the CoBRA task format: goals, obstacles, constraints and tolerances.
+
+``from timor_core.task import Task``; ``Task.from_json_file(path)``, ``task.to_json_file(path)``.
+"""
+
+from .constraints import (
+    AllGoalsFulfilled,
+    BasePlacement,
+    CollisionFree,
+    Constraint,
+    GoalOrder,
+    JointLimits,
+    SelfCollisionFree,
+    ValidJointAngles,
+)
+from .frames import FrameTree
+from .goals import At, Follow, Goal, Pause, Reach, ReturnTo
+from .obstacle import Obstacle
+from .pose import ToleratedPose
+from .task import Task, TaskHeader
+
+__all__ = [
+    "Task",
+    "TaskHeader",
+    "Obstacle",
+    "FrameTree",
+    "ToleratedPose",
+    "Goal",
+    "At",
+    "Reach",
+    "Pause",
+    "ReturnTo",
+    "Follow",
+    "Constraint",
+    "JointLimits",
+    "SelfCollisionFree",
+    "CollisionFree",
+    "AllGoalsFulfilled",
+    "GoalOrder",
+    "BasePlacement",
+    "ValidJointAngles",
+]

@@ -1,0 +1,201 @@
+"""Task constraints in the CoBRA format: what must hold over a whole solution (or during a goal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import jsonfields as jf
+from ..errors import FormatError, ValidationError
+from .frames import FrameTree
+from .pose import ToleratedPose
+
+__all__ = [
+    "Constraint",
+    "JointLimits",
+    "SelfCollisionFree",
+    "CollisionFree",
+    "AllGoalsFulfilled",
+    "GoalOrder",
+    "BasePlacement",
+    "ValidJointAngles",
+    "GenericConstraint",
+    "constraint_from_json",
+    "CONSTRAINT_TYPES",
+]
+
+JOINT_PARTS = ("q", "dq", "ddq", "tau")
+
+
+@dataclass(eq=False)
+class Constraint:
+    """Base class: a constraint knows its CoBRA ``type`` and writes itself back losslessly."""
+
+    extra: dict = field(default_factory=dict, kw_only=True)
+    type_name: ClassVar[str] = ""
+
+    def body_json(self) -> dict:
+        """Type-specific fields."""
+        return {}
+
+    def to_json(self) -> dict:
+        """The CoBRA JSON of this constraint."""
+        return {"type": self.type_name, **self.body_json(), **self.extra}
+
+
+@dataclass(eq=False)
+class JointLimits(Constraint):
+    """Joint position (q), velocity (dq), acceleration (ddq) and torque (tau) limits of the robot hold."""
+
+    parts_json: list[str] = field(default_factory=lambda: ["q", "dq", "tau"])
+    type_name: ClassVar[str] = "joint"
+
+    @property
+    def parts(self) -> frozenset[str]:
+        """The limited quantities (duplicates in the file are harmless)."""
+        return frozenset(self.parts_json)
+
+    def body_json(self) -> dict:
+        return {"parts": list(self.parts_json)}
+
+
+@dataclass(eq=False)
+class SelfCollisionFree(Constraint):
+    """The robot never collides with itself (per the module set's ignore mode)."""
+
+    type_name: ClassVar[str] = "selfCollisionFree"
+
+
+@dataclass(eq=False)
+class CollisionFree(Constraint):
+    """The robot never collides with an obstacle (optionally keeping a safety margin, in metres)."""
+
+    safety_margin: float | None = None
+    type_name: ClassVar[str] = "collisionFree"
+
+    def body_json(self) -> dict:
+        return {} if self.safety_margin is None else {"safetyMargin": self.safety_margin}
+
+
+@dataclass(eq=False)
+class AllGoalsFulfilled(Constraint):
+    """Every goal of the task is achieved."""
+
+    type_name: ClassVar[str] = "allGoalsFulfilled"
+
+
+@dataclass(eq=False)
+class GoalOrder(Constraint):
+    """The listed goals are achieved in this order."""
+
+    order: list[str] = field(default_factory=list)
+    type_name: ClassVar[str] = "allGoalsFulfilledInOrder"
+
+    def body_json(self) -> dict:
+        return {"order": list(self.order)}
+
+
+@dataclass(eq=False)
+class BasePlacement(Constraint):
+    """The robot's base must be placed within a tolerance around a nominal pose."""
+
+    pose: ToleratedPose | None = None
+    type_name: ClassVar[str] = "basePlacement"
+
+    def body_json(self) -> dict:
+        return {"pose": self.pose.to_json()} if self.pose is not None else {}
+
+
+@dataclass(eq=False)
+class ValidJointAngles(Constraint):
+    """Joint angles within [lower, upper]; ``coterminal`` compares angles mapped to [-π, π) first."""
+
+    limits: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)))
+    coterminal: bool = False
+    type_name: ClassVar[str] = "validJointAngles"
+
+    def valid(self, q: np.ndarray) -> bool:
+        """Check one configuration."""
+        q = np.asarray(q, dtype=float)
+        if self.coterminal:
+            q = np.mod(q + np.pi, 2 * np.pi) - np.pi
+        return bool(np.all(q >= self.limits[0]) and np.all(q <= self.limits[1]))
+
+    def body_json(self) -> dict:
+        return {"limits": self.limits.tolist(), "coterminal": self.coterminal}
+
+
+@dataclass(eq=False)
+class GenericConstraint(Constraint):
+    """Constraint types timor stores but does not evaluate (``goalsBySameRobot``, ``endEffector``, ...)."""
+
+    type_value: str = ""
+
+    def to_json(self) -> dict:
+        return {"type": self.type_value, **self.extra}
+
+
+_KNOWN_OPAQUE = ("goalsBySameRobot", "endEffector", "alwaysTrue", "validAssembly")
+CONSTRAINT_TYPES = (
+    "joint",
+    "selfCollisionFree",
+    "collisionFree",
+    "allGoalsFulfilled",
+    "allGoalsFulfilledInOrder",
+    "basePlacement",
+    "validJointAngles",
+    *_KNOWN_OPAQUE,
+)
+
+
+def constraint_from_json(data: Any, path: str, frames: FrameTree | None = None, owner: str = "") -> Constraint:
+    """Parse one constraint; unknown types raise FormatError naming the JSON path and the type."""
+    d = jf.obj(data, path)
+    ctype = jf.string(jf.req(d, "type", path), f"{path}.type")
+
+    def rest(*keys: str) -> dict:
+        return {k: v for k, v in d.items() if k not in ("type", *keys)}
+
+    if ctype == "joint":
+        parts = [
+            jf.string(p, f"{path}.parts[{i}]") for i, p in enumerate(jf.array(d.get("parts", []), f"{path}.parts"))
+        ]
+        for i, p in enumerate(parts):
+            if p not in JOINT_PARTS:
+                raise FormatError(
+                    f"unknown joint limit part (expected {', '.join(JOINT_PARTS)})", path=f"{path}.parts[{i}]", value=p
+                )
+        return JointLimits(parts_json=parts, extra=rest("parts"))
+    if ctype == "selfCollisionFree":
+        return SelfCollisionFree(extra=rest())
+    if ctype == "collisionFree":
+        margin = jf.number(d["safetyMargin"], f"{path}.safetyMargin", min_value=0.0) if "safetyMargin" in d else None
+        return CollisionFree(safety_margin=margin, extra=rest("safetyMargin"))
+    if ctype == "allGoalsFulfilled":
+        return AllGoalsFulfilled(extra=rest())
+    if ctype == "allGoalsFulfilledInOrder":
+        order = [
+            jf.string(g, f"{path}.order[{i}]")
+            for i, g in enumerate(jf.array(jf.req(d, "order", path), f"{path}.order"))
+        ]
+        return GoalOrder(order=order, extra=rest("order"))
+    if ctype == "basePlacement":
+        name = f"{owner}.constraint.base" if owner else "constraint.base"
+        pose = ToleratedPose.from_json(jf.req(d, "pose", path), f"{path}.pose", frames, name)
+        return BasePlacement(pose=pose, extra=rest("pose"))
+    if ctype == "validJointAngles":
+        limits = np.asarray(jf.array(jf.req(d, "limits", path), f"{path}.limits"), dtype=object)
+        if limits.ndim != 2 or limits.shape[0] != 2:
+            raise FormatError("limits must be [[lower...], [upper...]]", path=f"{path}.limits", value=d["limits"])
+        lim = np.vstack([jf.vector(list(row), f"{path}.limits[{i}]") for i, row in enumerate(d["limits"])])
+        if np.any(lim[0] > lim[1]):
+            raise ValidationError("inverted joint angle limits", path=f"{path}.limits", value=d["limits"])
+        coterminal = jf.boolean(d.get("coterminal", False), f"{path}.coterminal")
+        return ValidJointAngles(limits=lim, coterminal=coterminal, extra=rest("limits", "coterminal"))
+    if ctype in _KNOWN_OPAQUE:
+        return GenericConstraint(type_value=ctype, extra=rest())
+    raise FormatError(
+        f"unknown constraint type (expected one of {', '.join(CONSTRAINT_TYPES)})", path=f"{path}.type", value=ctype
+    )

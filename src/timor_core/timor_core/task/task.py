@@ -1,0 +1,232 @@
+"""Task: a CoBRA task file (header, frames, obstacles, goals, constraints), read and written losslessly.
+
+A task's ``header.ID`` is its path below the task folder without ``.json`` (``simple/PTP_1`` lives
+in ``tasks/simple/PTP_1.json``); asset paths in the task are relative to that task folder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import jsonfields as jf
+from ..errors import InputError, ValidationError
+from ..fileio import atomic_write_text
+from .constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
+from .frames import FrameTree
+from .goals import Goal, goal_from_json
+from .obstacle import Obstacle
+
+__all__ = ["TaskHeader", "Task"]
+
+
+@dataclass
+class TaskHeader:
+    """Task metadata; ``time_step`` and ``gravity`` matter for solutions, the rest is kept as given."""
+
+    id: str
+    name: str = ""
+    tags: list[str] = field(default_factory=list)
+    time_step: float = 0.01
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    extra: dict = field(default_factory=dict)
+    _present: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "$.header") -> TaskHeader:
+        """Parse the header (``ID`` required)."""
+        d = jf.obj(data, path)
+        tid = jf.string(jf.req(d, "ID", path), f"{path}.ID")
+        name = jf.string(d.get("taskName", tid), f"{path}.taskName", nonempty=False)
+        tags = [jf.string(t, f"{path}.tags[{i}]") for i, t in enumerate(jf.array(d.get("tags", []), f"{path}.tags"))]
+        step = jf.number(d.get("timeStepSize", 0.01), f"{path}.timeStepSize")
+        if step <= 0:
+            raise ValidationError("timeStepSize must be positive", path=f"{path}.timeStepSize", value=step)
+        gravity = jf.vector(d.get("gravity", [0.0, 0.0, -9.81]), f"{path}.gravity", 3)
+        present = tuple(k for k in ("taskName", "tags", "timeStepSize", "gravity") if k in d)
+        extra = {k: v for k, v in d.items() if k not in ("ID", "taskName", "tags", "timeStepSize", "gravity")}
+        return cls(tid, name, tags, step, gravity, extra, present)
+
+    def to_json(self) -> dict:
+        """The CoBRA JSON header."""
+        out: dict[str, Any] = {"ID": self.id}
+        values = {
+            "taskName": self.name,
+            "tags": list(self.tags),
+            "timeStepSize": self.time_step,
+            "gravity": [float(g) for g in self.gravity],
+        }
+        for key, value in values.items():
+            if key in self._present or key == "taskName":
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+
+class Task:
+    """What a robot must do: reach goals among obstacles under constraints."""
+
+    def __init__(
+        self,
+        header: TaskHeader,
+        obstacles: list[Obstacle] | None = None,
+        goals: list[Goal] | None = None,
+        constraints: list[Constraint] | None = None,
+        frames: FrameTree | None = None,
+        *,
+        source: Path | None = None,
+        base_dir: Path | None = None,
+        extra: dict | None = None,
+    ) -> None:
+        self.header = header
+        self.obstacles = list(obstacles or [])
+        self.goals = list(goals or [])
+        self.constraints = list(constraints or [])
+        self.frames = frames or FrameTree()
+        self.source = source
+        self.base_dir = base_dir
+        self.extra = dict(extra or {})
+        self._check_ids()
+
+    def _check_ids(self) -> None:
+        seen: set[str] = set()
+        for i, g in enumerate(self.goals):
+            if g.id in seen:
+                raise ValidationError("duplicate goal ID", file=self.source, path=f"$.goals[{i}].ID", value=g.id)
+            seen.add(g.id)
+        for i, c in enumerate(self.constraints):
+            if isinstance(c, GoalOrder):
+                for k, gid in enumerate(c.order):
+                    if gid not in seen:
+                        raise ValidationError(
+                            "goal order names an unknown goal",
+                            file=self.source,
+                            path=f"$.constraints[{i}].order[{k}]",
+                            value=gid,
+                        )
+        seen_obs: set[str] = set()
+        for i, o in enumerate(self.obstacles):
+            if o.id in seen_obs:
+                raise ValidationError(
+                    "duplicate obstacle ID", file=self.source, path=f"$.obstacles[{i}].ID", value=o.id
+                )
+            seen_obs.add(o.id)
+
+    # -- access ------------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        """The task's ID (its path below the task folder)."""
+        return self.header.id
+
+    @property
+    def name(self) -> str:
+        """The task's readable name."""
+        return self.header.name
+
+    def goal(self, goal_id: str) -> Goal:
+        """A goal by ID."""
+        for g in self.goals:
+            if g.id == goal_id:
+                return g
+        raise InputError("no such goal", value=goal_id)
+
+    @property
+    def base_placement(self) -> BasePlacement | None:
+        """The basePlacement constraint, if any."""
+        return next((c for c in self.constraints if isinstance(c, BasePlacement)), None)
+
+    def constraints_of(self, kind: type) -> list[Constraint]:
+        """All task-level constraints of one class."""
+        return [c for c in self.constraints if isinstance(c, kind)]
+
+    def __repr__(self) -> str:
+        return (
+            f"Task(id={self.id!r}, goals={len(self.goals)}, obstacles={len(self.obstacles)},"
+            f" constraints={len(self.constraints)})"
+        )
+
+    # -- JSON --------------------------------------------------------------------------------------
+    @classmethod
+    def from_json_data(
+        cls,
+        data: Any,
+        *,
+        source: Path | None = None,
+        base_dir: Path | None = None,
+        missing_assets: str = "error",
+    ) -> Task:
+        """Parse a task. Assets resolve in ``base_dir``; ``missing_assets="skip"`` logs and skips absent meshes."""
+        try:
+            d = jf.obj(data, "$")
+            header = TaskHeader.from_json(jf.req(d, "header", "$"))
+            frames = FrameTree.from_json(d.get("frames", {}))
+            obstacles = [
+                Obstacle.from_json(o, f"$.obstacles[{i}]", base_dir, source, missing_assets)
+                for i, o in enumerate(jf.array(d.get("obstacles", []), "$.obstacles"))
+            ]
+            goals = [
+                goal_from_json(g, f"$.goals[{i}]", frames)
+                for i, g in enumerate(jf.array(d.get("goals", []), "$.goals"))
+            ]
+            constraints = [
+                constraint_from_json(c, f"$.constraints[{i}]", frames)
+                for i, c in enumerate(jf.array(d.get("constraints", []), "$.constraints"))
+            ]
+        except InputError as exc:
+            raise exc.located(file=source) from None
+        present = tuple(k for k in ("frames", "obstacles", "goals", "constraints") if k in d)
+        extra = {k: v for k, v in d.items() if k not in ("header", "frames", "obstacles", "goals", "constraints")}
+        extra["_present"] = present
+        extra["_order"] = list(d.keys())
+        return cls(header, obstacles, goals, constraints, frames, source=source, base_dir=base_dir, extra=extra)
+
+    @classmethod
+    def from_json_file(
+        cls, path: str | Path, *, task_dir: str | Path | None = None, missing_assets: str = "error"
+    ) -> Task:
+        """Load a task file; the task folder is derived from ``header.ID`` unless ``task_dir`` is given."""
+        path = Path(path)
+        data = jf.load_json_file(path)
+        base = Path(task_dir) if task_dir is not None else _task_dir(path, data)
+        return cls.from_json_data(data, source=path, base_dir=base, missing_assets=missing_assets)
+
+    def to_json_data(self) -> dict:
+        """The CoBRA JSON of the task (same keys and order as it was read)."""
+        present = self.extra.get("_present", ("obstacles", "goals", "constraints"))
+        parts: dict[str, Any] = {"header": self.header.to_json()}
+        frames = self.frames.to_json()
+        if frames or "frames" in present:
+            parts["frames"] = frames
+        for key, items in (("obstacles", self.obstacles), ("goals", self.goals), ("constraints", self.constraints)):
+            if items or key in present:
+                parts[key] = [x.to_json() for x in items]
+        parts.update({k: v for k, v in self.extra.items() if not k.startswith("_")})
+        order = [k for k in self.extra.get("_order", []) if k in parts] + [
+            k for k in parts if k not in self.extra.get("_order", [])
+        ]
+        return {k: parts[k] for k in order}
+
+    def to_json_file(self, path: str | Path) -> Path:
+        """Write the task atomically (temp file, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(self.to_json_data(), indent=2) + "\n")
+        return path
+
+
+def _task_dir(path: Path, data: Any) -> Path:
+    """The task folder: the file's folder, minus as many levels as the header ID has path parts."""
+    folder = path.resolve().parent
+    try:
+        tid = str(data["header"]["ID"])
+    except (KeyError, TypeError):
+        return folder
+    depth = tid.count("/")
+    parts = Path(tid).parts
+    if depth and len(folder.parts) > depth and folder.parts[-depth:] == parts[:-1]:
+        return folder.parents[depth - 1]
+    return folder
