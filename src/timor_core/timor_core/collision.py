@@ -91,6 +91,10 @@ class CollisionChecker:
         self.model = gm
         self.data = pin.GeometryData(gm)
         configure_requests(self.data, self.margin)
+        # the AABB broad phase knows no safety margin: use it only without one
+        self._broadphase = (
+            None if self.margin else pin.BroadPhaseManager_NaiveCollisionManager(robot.model, gm, self.data)
+        )
         self.n_robot = n_robot
 
     @property
@@ -100,6 +104,8 @@ class CollisionChecker:
 
     def in_collision(self, q: np.ndarray) -> bool:
         """True if any checked pair collides (or comes closer than the margin) at q."""
+        if self._broadphase is not None:
+            return bool(pin.computeCollisions(self.robot.model, self.robot.data, self._broadphase, q, True))
         return bool(pin.computeCollisions(self.robot.model, self.robot.data, self.model, self.data, q, True))
 
     def collisions(self, q: np.ndarray) -> list[CollisionPair]:
