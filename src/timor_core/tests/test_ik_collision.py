@@ -1,0 +1,163 @@
+"""Inverse kinematics (with tolerances, obstacles, torques) and collision checks against obstacles."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from timor_core import ModuleAssembly
+from timor_core.collision import CollisionChecker
+from timor_core.geometry import Box, Sphere
+from timor_core.ik import pose_residual
+from timor_core.task import Obstacle, Task, TaskHeader
+from timor_core.task.tolerance import DEFAULT_TOLERANCE, tolerance_from_json
+from timor_core.transforms import translation
+
+USER_STUDY_TOL = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-0.001, 0.001]] * 3 + [[0.0, math.pi / 4]])
+SIX_DOF = ("base", "J1", "J2", "i_30", "J2", "i_30", "J1", "J2", "J1", "eef")
+
+
+@pytest.fixture(scope="module")
+def arm(primitives_module):
+    return ModuleAssembly.from_serial_modules(primitives_module, SIX_DOF).robot
+
+
+@pytest.fixture(scope="module")
+def primitives_module():
+    from timor_core import ModulesDB
+
+    return ModulesDB.from_name("geometric_primitive_modules")
+
+
+def reachable_goal(robot, rng):
+    while True:
+        q = robot.random_configuration(rng)
+        if not robot.has_self_collision(q):
+            return q, robot.fk(q)
+
+
+@pytest.mark.parametrize("tolerance", [DEFAULT_TOLERANCE, USER_STUDY_TOL], ids=["default", "user_study"])
+def test_ik_reaches_fk_goals(arm, tolerance):
+    rng = np.random.default_rng(0)
+    for k in range(25):
+        _, T = reachable_goal(arm, rng)
+        q, ok = arm.ik(T, tolerance=tolerance, rng=k)
+        assert ok, f"goal {k} not reached"
+        assert tolerance.valid(T, arm.fk(q))
+        assert arm.within_limits(q) and not arm.has_self_collision(q)
+
+
+def test_ik_default_tolerance_is_tight(arm):
+    rng = np.random.default_rng(1)
+    _, T = reachable_goal(arm, rng)
+    q, ok = arm.ik(T, rng=3)
+    assert ok
+    err = np.linalg.inv(T) @ arm.fk(q)
+    assert np.linalg.norm(err[:3, 3]) <= math.sqrt(3) * 1e-4
+    assert math.acos(max(-1.0, min(1.0, (np.trace(err[:3, :3]) - 1) / 2))) <= math.radians(0.1) + 1e-12
+
+
+def test_ik_is_deterministic_with_a_seed(arm):
+    _, T = reachable_goal(arm, np.random.default_rng(2))
+    a, _ = arm.ik(T, tolerance=USER_STUDY_TOL, rng=42)
+    b, _ = arm.ik(T, tolerance=USER_STUDY_TOL, rng=42)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_ik_outside_workspace_fails_fast(arm):
+    import time
+
+    T = translation((5.0, 0.0, 0.0))
+    start = time.perf_counter()
+    result = arm.ik(T, tolerance=USER_STUDY_TOL, rng=0, details=True)
+    assert not result.success and "workspace" in result.reason
+    assert time.perf_counter() - start < 0.05  # a bound check, no iterations
+    assert result.iterations == 0
+
+
+def test_ik_unreachable_orientation_reports_unreachable(arm):
+    # inside the reach sphere but below the floor of the base: never reachable exactly
+    T = translation((0.0, 0.0, -0.5))
+    result = arm.ik(T, rng=0, max_n_tries=5, details=True)
+    assert not result.success and result.reason.startswith("unreachable")
+
+
+def test_ik_with_q_init_starts_there(arm):
+    q0, T = reachable_goal(arm, np.random.default_rng(4))
+    result = arm.ik(T, tolerance=USER_STUDY_TOL, q_init=q0, rng=0, details=True)
+    assert result.success and result.tries == 1 and result.iterations <= 2
+
+
+def test_ik_avoids_obstacles_and_names_them(arm):
+    rng = np.random.default_rng(5)
+    q_goal, T = reachable_goal(arm, rng)
+    # a small ball around the elbow (a joint frame between TCP and base) of that configuration
+    frames = arm.fk(q_goal, kind="full")
+    elbow = frames["m4_J2_distal"][:3, 3]
+    ball = Obstacle("ball", (Sphere(pose=translation(elbow), r=0.08),))
+    task = Task(TaskHeader("synthetic"), obstacles=[ball])
+    assert arm.has_collision(q_goal, task)
+    hits = arm.collisions(q_goal, task)
+    assert any(h.kind == "obstacle" and h.obstacle == "ball" for h in hits)
+    result = arm.ik(T, tolerance=USER_STUDY_TOL, task=task, rng=1, details=True)
+    if result.success:  # another arm configuration avoids the ball
+        assert not arm.has_collision(result.q, task)
+    else:
+        assert "ball" in result.reason
+    # a wall through the goal position itself: every solution collides; the reason names it
+    wall = Obstacle("wall", (Box(pose=translation(T[:3, 3]), x=0.3, y=0.3, z=0.3),))
+    blocked = Task(TaskHeader("blocked"), obstacles=[wall])
+    result = arm.ik(T, tolerance=USER_STUDY_TOL, task=blocked, rng=1, max_n_tries=6, details=True)
+    assert not result.success and "obstacle wall" in result.reason
+
+
+def test_ik_static_torque_check(primitives_module):
+    robot = ModuleAssembly.from_serial_modules(primitives_module, SIX_DOF).robot
+    q, T = reachable_goal(robot, np.random.default_rng(6))
+    ok_q, ok = robot.ik(T, tolerance=USER_STUDY_TOL, rng=0, check_static_torques=True)
+    assert ok and np.all(np.abs(robot.static_torque(ok_q)) <= robot.torque_limits)
+    # a robot whose drives are far too weak: every solution violates a torque limit, and the reason says which
+    weak = ModuleAssembly.from_serial_modules(primitives_module, SIX_DOF).robot
+    weak.model.effortLimit[:] = 1e-3
+    result = weak.ik(T, tolerance=USER_STUDY_TOL, rng=0, check_static_torques=True, max_n_tries=4, details=True)
+    assert not result.success and "torque limit of joint" in result.reason
+
+
+def test_collision_checker_margin_and_separation(arm):
+    q = np.zeros(arm.dof)  # straight up; the TCP is at the top
+    top = arm.fk(q)[:3, 3]
+    # a ball 5 cm above the flange: free, but within a 10 cm margin
+    ball = Obstacle("ball", (Sphere(pose=translation(top + (0.0, 0.0, 0.05 + 0.02)), r=0.02),))
+    free = CollisionChecker(arm, [ball])
+    assert not free.in_collision(q) and free.collisions(q) == []
+    near = CollisionChecker(arm, [ball], margin=0.1)
+    assert near.in_collision(q)
+    assert any(c.obstacle == "ball" for c in near.collisions(q))
+    touching = Obstacle("ball", (Sphere(pose=translation(top), r=0.02),))
+    assert CollisionChecker(arm, [touching]).in_collision(q)
+    assert free.n_obstacle_geometries == 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31))
+def test_zero_residual_iff_valid(arm, seed):
+    rng = np.random.default_rng(seed)
+    T = arm.fk(arm.random_configuration(rng))
+    for tol in (USER_STUDY_TOL, DEFAULT_TOLERANCE):
+        near = tol.sample(T, rng)
+        assert tol.valid(T, near) and not pose_residual(tol, T, near).any()
+        far = arm.fk(arm.random_configuration(rng))
+        assert tol.valid(T, far) == (not pose_residual(tol, T, far).any())
+
+
+def test_improv_user_study_tolerance(improv):
+    robot = ModuleAssembly.from_serial_modules(improv, ("1", "21", "4", "21", "5", "23", "12")).robot
+    rng = np.random.default_rng(0)
+    for k in range(20):
+        _, T = reachable_goal(robot, rng)
+        q, ok = robot.ik(T, tolerance=USER_STUDY_TOL, rng=k)
+        assert ok and USER_STUDY_TOL.valid(T, robot.fk(q)) and not robot.has_self_collision(q)
