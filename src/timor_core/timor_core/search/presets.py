@@ -1,0 +1,54 @@
+"""Search spaces of published experiments, each built purely from generic :class:`SpaceOptions`."""
+
+from __future__ import annotations
+
+from ..db import ModulesDB
+from .rules import SpaceOptions
+from .space import SerialSpace
+
+__all__ = ["science2019_options", "science2019_space", "paper_exp2_options", "paper_exp2_space"]
+
+
+def science2019_options() -> SpaceOptions:
+    """The IMPROV space of Althoff et al., Science Robotics 2019: 32,768 six-DOF robots.
+
+    Base '1', end effector L3 ('12'); L7, L10, L11, PB22 and PB24 unused; three powerballs
+    PB21-PB21-PB23 or PB21-PB21-PB21, the first directly after the base; between two powerballs one
+    real link (L1, L2, L8, L9) with up to one extension (L4, L5, L6) on each side; after the last
+    powerball at most one extension: 2 x 64 x 64 x 4 = 32,768.
+    """
+    return SpaceOptions(
+        dof_min=6,
+        dof_max=6,
+        bases=("1",),
+        end_effectors=("12",),
+        exclude=("13", "16", "101", "22", "29"),
+        classes={"real": ("4", "5", "14", "15"), "ext": ("6", "7", "8")},
+        first_is_joint=True,
+        joint_sequences=(("21", "21", "23"), ("21", "21", "21")),
+        gap_patterns=(("real",), ("ext", "real"), ("real", "ext"), ("ext", "real", "ext")),
+        tail_patterns=((), ("ext",)),
+    )
+
+
+def science2019_space(db: ModulesDB) -> SerialSpace:
+    """:func:`science2019_options` on the IMPROV module set ``db``."""
+    return SerialSpace(db, science2019_options())
+
+
+def paper_exp2_options() -> SpaceOptions:
+    """Experiment 2 of the Timor paper (robco_like): at most 5 DOF, a joint directly after the base,
+    at most one link between two joints and at most one before the end effector: 11 + 11² + ... + 11⁵
+    = 177,155 assemblies."""
+    return SpaceOptions(
+        dof_min=1,
+        dof_max=5,
+        first_is_joint=True,
+        max_links_between_joints=1,
+        max_links_after_last_joint=1,
+    )
+
+
+def paper_exp2_space(db: ModulesDB) -> SerialSpace:
+    """:func:`paper_exp2_options` on ``db`` (``ModulesDB.from_name("robco_like")``)."""
+    return SerialSpace(db, paper_exp2_options())
