@@ -1,4 +1,4 @@
-"""The ``timor`` command line: module sets, URDF export, forward kinematics and the demo.
+"""The ``timor`` command line: module sets, URDF export, forward kinematics, tasks, per-goal feedback, demo.
 
 Errors in the user's input print one clear line on stderr (file, JSON path, value) and exit 2;
 no traceback.
@@ -118,6 +118,40 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_task_validate(args: argparse.Namespace) -> int:
+    from .solve import check_task_file
+
+    task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
+    if args.json:
+        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
+    elif problems:
+        for e in problems:
+            print(f"error: {e}", file=sys.stderr)
+    else:
+        print(f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)")
+    return 1 if problems else 0
+
+
+def _cmd_task_info(args: argparse.Namespace) -> int:
+    from .solve import format_task_info, load_task, task_info
+
+    info = task_info(load_task(args.file, args.skip_missing_assets))
+    print(json.dumps(info, indent=2) if args.json else format_task_info(info))
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from .assembly import ModuleAssembly
+    from .solve import assembly_cost, format_feedback, load_task, solve_feedback
+
+    cost = assembly_cost(args.cost)
+    task = load_task(args.file, args.skip_missing_assets)
+    assembly = ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules)
+    result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
+    print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="timor", description="Modular reconfigurable robots: modules to models.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -157,6 +191,27 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--modules", nargs="+", default=["base", "J2", "i_45", "J2", "J2", "eef"])
     demo.add_argument("--out", default="build/demo", help="output folder")
     demo.set_defaults(func=_cmd_demo)
+
+    task = sub.add_parser("task", help="inspect and validate CoBRA task files")
+    tasks = task.add_subparsers(dest="task_command", required=True)
+    tval = tasks.add_parser("validate", help="check a task file; list every error with its JSON path")
+    tinfo = tasks.add_parser("info", help="summarise a task: goals, obstacles, constraints")
+    for sp in (tval, tinfo):
+        sp.add_argument("file", help="task .json file")
+        sp.add_argument("--json", action="store_true", help="print JSON")
+        sp.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
+    tval.set_defaults(func=_cmd_task_validate)
+    tinfo.set_defaults(func=_cmd_task_info)
+
+    solve = sub.add_parser("solve", help="per-goal feedback: can a serial assembly reach each goal of a task?")
+    solve.add_argument("file", help="task .json file")
+    solve.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
+    solve.add_argument("--modules", nargs="+", required=True, help="module IDs of a serial chain, base first")
+    solve.add_argument("--json", action="store_true", help='print {"goals": [...], "cost": ...}')
+    solve.add_argument("--seed", type=int, default=0, help="random seed of the inverse kinematics (default 0)")
+    solve.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
+    solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
+    solve.set_defaults(func=_cmd_solve)
     return p
 
 
