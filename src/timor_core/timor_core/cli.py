@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -154,6 +155,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="timor", description="Modular reconfigurable robots: modules to models.")
+    p.add_argument(
+        "-v", "--verbose", action="count", default=0, help="show warnings about the data (-vv: also progress details)"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     db = sub.add_parser("db", help="inspect and validate module sets")
@@ -218,6 +222,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``timor`` console script."""
     args = _parser().parse_args(argv)
+    level = (logging.ERROR, logging.WARNING, logging.INFO)[min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     try:
         return int(args.func(args) or 0)
     except TimorError as exc:
