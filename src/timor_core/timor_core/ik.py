@@ -26,6 +26,7 @@ __all__ = ["IKConfig", "IKResult", "solve_ik", "pose_residual"]
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
+_CONVERGED = 1e-18  # squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class IKConfig:
     damping: float = 1e-4
     max_step: float = 0.6  # rad (or m) per joint and iteration
     margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
+    stall_window: int = 6  # iterations after which a try must have cut its cost by stall_ratio ...
+    stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
 
 
 @dataclass
@@ -55,23 +58,99 @@ class IKResult:
         return iter((self.q, self.success))
 
 
+_FAST = {"x": (-math.inf, math.inf), "y": (-math.inf, math.inf), "z": (-math.inf, math.inf)}
+_FAST.update({"r_sph": (0.0, math.inf), "Theta_R": (0.0, math.pi)})
+_FAST.update({n: (-math.pi, math.pi) for n in ("N_x", "N_y", "N_z")})
+_WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+_G_WEIGHTS = np.diag(_WEIGHTS)
+
+
+def _shrunk(name: str, low: float, high: float, margin: float) -> tuple[float, float]:
+    """Move real bounds ``margin`` inwards (bounds at the end of a projection's range stay)."""
+    r_lo, r_hi = _FAST[name]
+    lo = low + margin if low > r_lo else low
+    hi = high - margin if high < r_hi else high
+    if lo > hi:
+        lo = hi = 0.5 * (low + high)
+    return lo, hi
+
+
 class _Projector:
-    """The tolerance's 6D residual ([position; rotation] in world axes, zero exactly where the pose is valid)
-    and its Jacobian w.r.t. a world twist of the real pose (identity on the violated components)."""
+    """The 6D residual ([position; rotation] in world axes, zero exactly where the pose is within the
+    tolerance's (slightly shrunk) bounds) and its Jacobian w.r.t. a world twist of the real pose.
+
+    Tolerances made of x/y/z/r_sph/Theta_R/N_* in the nominal frame (nearly all goals) use a vectorised
+    closed form; anything else uses the tolerance module's general residual.
+    """
 
     def __init__(self, tolerance: Any, margin: float) -> None:
-        from .task.tolerance import residual
-
         self.tolerance = tolerance
-        self.residual = residual
         self.margin = margin
-        self.weights = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+        parts = getattr(tolerance, "parts", ())
+        fast = all(p.projection in _FAST for p in parts) and all(f == "nominal" for f in tolerance.frames)
+        self.fast = bool(fast)
+        if self.fast:
+            lo, hi = np.full(3, -math.inf), np.full(3, math.inf)
+            rlo, rhi = np.full(3, -math.inf), np.full(3, math.inf)
+            self.sph = self.theta = None
+            for p in parts:
+                b = _shrunk(p.projection, p.interval.low, p.interval.high, margin)
+                name = p.projection
+                if name in ("x", "y", "z"):
+                    a = "xyz".index(name)
+                    lo[a], hi[a] = max(lo[a], b[0]), min(hi[a], b[1])
+                elif name.startswith("N_"):
+                    a = "xyz".index(name[-1])
+                    rlo[a], rhi[a] = max(rlo[a], b[0]), min(rhi[a], b[1])
+                elif name == "r_sph":
+                    self.sph = b
+                else:
+                    self.theta = b
+            self.box = (lo, hi, rlo, rhi)
+            self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
+        else:
+            from .task.tolerance import residual
+
+            self.residual = residual
 
     def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r = self.residual(self.tolerance, desired, real, self.margin) * self.weights
-        G = np.diag(self.weights)
+        if self.fast:
+            r = self._fast(desired, real) * _WEIGHTS
+        else:
+            r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
+        G = _G_WEIGHTS.copy()
         G[r == 0.0] = 0.0
         return r, G
+
+    def _fast(self, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+        Rd = desired[:3, :3]
+        e = Rd.T @ (real[:3, 3] - desired[:3, 3])
+        lo, hi, rlo, rhi = self.box
+        pos = e - np.minimum(np.maximum(e, lo), hi)
+        if self.sph is not None:
+            r = math.sqrt(e @ e)
+            target = min(max(r, self.sph[0]), self.sph[1])
+            if r != target and r > 0.0:
+                pos = _maxabs(pos, e * (1.0 - target / r))
+        rot = np.zeros(3)
+        if self.theta is not None or self.rot_box:
+            w = pin.log3(Rd.T @ real[:3, :3])
+            if self.rot_box:
+                rot = w - np.minimum(np.maximum(w, rlo), rhi)
+            if self.theta is not None:
+                th = math.sqrt(w @ w)
+                target = min(max(th, self.theta[0]), self.theta[1])
+                if th != target and th > 0.0:
+                    rot = _maxabs(rot, w * (1.0 - target / th))
+        out = np.empty(6)
+        out[:3] = Rd @ pos
+        out[3:] = Rd @ rot
+        return out
+
+
+def _maxabs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Component-wise, the entry of larger magnitude (combining never cancels)."""
+    return np.where(np.abs(b) > np.abs(a), b, a)
 
 
 def pose_residual(tolerance: Any, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
@@ -130,11 +209,11 @@ def solve_ik(
         stall_ref, stall_count = cost, 0
         for _ in range(config.max_iter):
             iterations += 1
-            if cost == 0.0:
+            if cost <= _CONVERGED:
                 break
             stall_count += 1
-            if stall_count == 10:  # less than 10 % progress in 10 iterations: restart elsewhere
-                if cost > 0.9 * stall_ref:
+            if stall_count == config.stall_window:  # too little progress: restart elsewhere
+                if cost > config.stall_ratio * stall_ref:
                     break
                 stall_ref, stall_count = cost, 0
             J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA)
@@ -161,7 +240,7 @@ def solve_ik(
                     break
         if cost < best_res:
             best_q, best_res = q.copy(), cost
-        if cost > 0.0 or not tolerance.valid(desired, T):
+        if cost > _CONVERGED or not tolerance.valid(desired, T):
             continue
         cause = _rejection(robot, q, checker, torque_limits)
         if cause is None:

@@ -34,6 +34,7 @@ Semantics (as in the reference toolbox, timor-python 1.1.1, unless noted):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime
 import json
 import math
@@ -890,9 +891,18 @@ def solve_point_to_point(
         nonlocal q, samples
         if np.array_equal(target, q):
             return
-        traj = plan(robot, q, target, is_valid=is_valid, rng=rng, config=config, dt=dt)
-        if traj is None:
-            raise SolveError(f"goal {gid!r}: no collision-free motion found from the previous configuration")
+        # edges are checked at a finite resolution; the sampled trajectory must be valid at every sample
+        # (that is what Solution.valid checks), so refine the resolution until it is
+        cfg = config
+        for _ in range(4):
+            traj = plan(robot, q, target, is_valid=is_valid, rng=rng, config=cfg, dt=dt)
+            if traj is None:
+                raise SolveError(f"goal {gid!r}: no collision-free motion found from the previous configuration")
+            if all(is_valid(qk) for qk in traj.q):
+                break
+            cfg = dataclasses.replace(cfg, check_resolution=cfg.check_resolution / 4)
+        else:
+            raise SolveError(f"goal {gid!r}: no motion found that is collision-free at every time step")
         pieces.append(traj)
         samples += len(traj) - 1
         q = np.asarray(traj.q[-1], dtype=float)
