@@ -73,6 +73,41 @@ class RefAdapter:
     def tcp_position(self, robot, q):
         return robot.fk(q).homogeneous[:3, 3]
 
+    def tcp_pose(self, robot, q):
+        return robot.fk(q).homogeneous
+
+    # inverse kinematics: PinRobot.ik defaults (ik_method 'jacobian' for six DOF, max_iter=1000 in total over
+    # random restarts, ignore_self_collisions=False, i.e. a SelfCollisionFree outer constraint)
+    ik_settings = (
+        "robot.ik(ToleratedPose): defaults (jacobian method, max_iter=1000, self-colliding solutions rejected);"
+        " robot._rng = default_rng(k) before the call"
+    )
+
+    def ik_goal(self, T, projections, intervals):
+        import numpy as np
+        from timor.task import Tolerance
+        from timor.utilities.tolerated_pose import ToleratedPose
+        from timor.utilities.transformation import Transformation
+
+        # what ToleratedPose.from_json_data builds from toleranceProjection / tolerance (nominal frame)
+        tolerance = Tolerance.Composed(
+            [
+                Tolerance.ToleranceBase.from_projection(p, np.asarray(v, dtype=float))
+                for p, v in zip(projections, intervals)
+            ]
+        )
+        return ToleratedPose(Transformation(np.asarray(T, dtype=float)), tolerance)
+
+    def ik(self, robot, goal, seed):
+        import numpy as np
+
+        # the reference draws its start and restart configurations from robot._rng (no rng argument)
+        robot._rng = np.random.default_rng(seed)
+        return robot.ik(goal)
+
+    def ik_valid(self, robot, goal, q) -> bool:
+        return bool(goal.valid(robot.fk(q)))
+
     def self_collision(self, robot, q) -> bool:
         return bool(robot.has_self_collision(q))
 
