@@ -311,8 +311,9 @@ def time_parametrize(path, v_max, a_max, dt: float = 0.01) -> Trajectory:
         if not np.any(moving):
             continue
         span = np.abs(delta[moving])
-        V = float(np.min(v[moving] / span))  # max d/dt of the path parameter s in [0, 1]
-        A = float(np.min(a[moving] / span))  # max d²/dt² of s
+        with np.errstate(over="ignore"):  # a tiny segment may overflow the ratios to inf: capped below
+            V = float(np.min(v[moving] / span))  # max d/dt of the path parameter s in [0, 1]
+            A = float(np.min(a[moving] / span))  # max d²/dt² of s
         A = min(A, 1e300)  # a tiny segment can overflow the ratio; any finite bound is as good
         if V * V >= A:  # triangular: accelerate to the middle, then brake
             T = 2.0 / math.sqrt(A)
