@@ -17,7 +17,7 @@ import numpy as np
 from . import jsonfields as jf
 from .db import ModulesDB
 from .errors import AssemblyError, ConnectorError, InputError, UnknownModuleError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, write_json
 from .module import Module, connectors_compatible
 from .transforms import IDENTITY, ROT_X_PI, readonly
 from .tree import KinematicTree, build_tree
@@ -333,12 +333,7 @@ class ModuleAssembly:
 
     def to_json_file(self, path: str | Path) -> Path:
         """Save the assembly JSON atomically."""
-        import json
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_json_data(), indent=2) + "\n")
-        return path
+        return write_json(path, self.to_json_data())
 
     @classmethod
     def from_json_data(cls, db: ModulesDB, data: Any, file: Path | None = None) -> ModuleAssembly:

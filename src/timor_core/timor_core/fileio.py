@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["atomic_write_text", "atomic_copy"]
+__all__ = ["atomic_write_text", "atomic_copy", "write_json"]
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -36,3 +38,11 @@ def atomic_copy(src: Path, dst: Path) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json(path: str | Path, data: Any, indent: int = 2) -> Path:
+    """Write JSON atomically (creating the folder); NaN and infinity are refused, as JSON has none."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+    return path

@@ -36,7 +36,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime
-import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -47,7 +46,7 @@ import numpy as np
 from . import jsonfields as jf
 from .costs import CostFunction, parse_cost
 from .errors import FormatError, InputError, TimorError, ValidationError
-from .fileio import atomic_write_text
+from .fileio import write_json
 from .task import (
     AllGoalsFulfilled,
     At,
@@ -618,10 +617,7 @@ class Solution:
 
     def to_json_file(self, path: str | Path) -> Path:
         """Write the solution JSON atomically (temp file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_json_data(), indent=2) + "\n")
-        return path
+        return write_json(path, self.to_json_data())
 
     @classmethod
     def from_json_data(

@@ -6,7 +6,6 @@ in ``tasks/simple/PTP_1.json``); asset paths in the task are relative to that ta
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ import numpy as np
 
 from .. import jsonfields as jf
 from ..errors import InputError, ValidationError
-from ..fileio import atomic_write_text
+from ..fileio import write_json
 from .constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
 from .frames import FrameTree
 from .goals import Goal, goal_from_json
@@ -212,10 +211,7 @@ class Task:
 
     def to_json_file(self, path: str | Path) -> Path:
         """Write the task atomically (temp file, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(self.to_json_data(), indent=2) + "\n")
-        return path
+        return write_json(path, self.to_json_data())
 
 
 def _task_dir(path: Path, data: Any) -> Path:
