@@ -10,8 +10,23 @@
 >>> saved = it.state()          # JSON-able; space.iter(resume=saved) continues after `first`
 """
 
+from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, evaluate, load_db, load_task
+from .exhaustive import ExhaustiveSearch
+from .filters import (
+    DEFAULT_FILTER_NAMES,
+    Candidate,
+    Filter,
+    FilterChain,
+    FilterConfig,
+    Funnel,
+    GoalIK,
+    default_filters,
+)
 from .iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
+from .optimizer import Budget, Optimizer, RandomSearch, run_search
+from .parallel import ParallelEvaluator
 from .presets import paper_exp2_options, paper_exp2_space, science2019_options, science2019_space
+from .result import SearchResult
 from .rules import BUILTIN_CLASSES, SearchSpaceError, SpaceOptions
 from .space import SerialSpace
 
@@ -29,4 +44,27 @@ __all__ = [
     "science2019_space",
     "paper_exp2_options",
     "paper_exp2_space",
+    # configuration search: filters, evaluation, optimizers, results
+    "FilterConfig",
+    "FilterChain",
+    "Filter",
+    "Candidate",
+    "GoalIK",
+    "Funnel",
+    "default_filters",
+    "DEFAULT_FILTER_NAMES",
+    "Evaluation",
+    "Evaluator",
+    "evaluate",
+    "DBRef",
+    "TaskRef",
+    "load_db",
+    "load_task",
+    "ParallelEvaluator",
+    "Budget",
+    "Optimizer",
+    "run_search",
+    "RandomSearch",
+    "ExhaustiveSearch",
+    "SearchResult",
 ]

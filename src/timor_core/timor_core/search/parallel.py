@@ -1,0 +1,297 @@
+"""Evaluating many assemblies on all local cores, sharing the best-so-far bound, with a progress bar.
+
+:class:`ParallelEvaluator` owns a process pool (``concurrent.futures.ProcessPoolExecutor``) whose initializer
+loads the module set and the task once per worker (:func:`~.evaluate.load_db`, :func:`~.evaluate.load_task`)
+and builds one filter chain. Assemblies travel as ``(seq, ids)`` tuples in chunks; every chunk carries the
+best valid cost known when it is sent (the bound), and a worker lowers it further within the chunk. Chunks are
+sent in sequence order and sized so that one takes about ``target_chunk_time`` seconds. ``workers=1`` evaluates
+in this process, one assembly at a time, with the same code.
+
+Results do not depend on the number of workers: each assembly's verdict is deterministic (seeded by its IDs),
+and the best assembly is the one of least ``(cost, seq)`` — an assembly is only ever skipped by the bound when a
+valid assembly earlier in the sequence costs no more. The funnel's ``bound`` counts (how many assemblies were
+skipped, and therefore how many reached the later filters) do depend on timing.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from ..costs import CostFunction
+from ..db import ModulesDB
+from ..task import Task
+from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, _descriptor
+from .filters import Filter, FilterConfig, Funnel
+
+__all__ = ["ParallelEvaluator", "WorkerSpec", "resolve_workers", "Progress"]
+
+
+def resolve_workers(workers: int | None) -> int:
+    """``None``/``0``: all cores available to this process; otherwise at least 1."""
+    if not workers:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # not on Linux
+            return max(1, os.cpu_count() or 1)
+    return max(1, int(workers))
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs, picklable: references to the module set and the task, cost, settings."""
+
+    db: DBRef
+    task: TaskRef
+    cost: str
+    config: FilterConfig
+    filters: tuple[Filter, ...] | None = None
+
+    def evaluator(self) -> Evaluator:
+        return Evaluator(self.task, self.db, self.cost, self.config, self.filters)
+
+
+_WORKER: Evaluator | None = None
+
+
+def _init_worker(spec: WorkerSpec) -> None:
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and shuts the pool down
+    _WORKER = spec.evaluator()
+
+
+def _run_chunk(items: list[tuple[int, tuple[str, ...]]], bound: float) -> list[Evaluation]:
+    assert _WORKER is not None, "worker not initialised"
+    return _WORKER.evaluate_chunk(items, bound)
+
+
+def _ping() -> bool:
+    return _WORKER is not None
+
+
+def _default_context() -> multiprocessing.context.BaseContext | None:
+    # fork is fastest (workers inherit the imported modules) but unsafe once the parent runs other threads
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("forkserver")
+    return None
+
+
+class ParallelEvaluator:
+    """Evaluates streams of assemblies for one task on ``workers`` processes (1: in this process).
+
+    Use as a context manager (the pool starts on first use and stops on exit)::
+
+        with ParallelEvaluator(task, db, "mass", workers=None) as pe:
+            for evaluations in pe.stream(enumerate(space), bound=lambda: best):
+                ...
+
+    Args:
+        task, db, cost, config, filters: as for :class:`~.evaluate.Evaluator` (custom ``filters`` must be
+            picklable to be used with several workers).
+        workers: processes (None: all cores).
+        target_chunk_time: seconds of work per chunk (chunk sizes adapt to the measured speed).
+        max_chunk: the largest chunk.
+        mp_context: a multiprocessing context (default: fork on Linux when single-threaded, else forkserver).
+    """
+
+    def __init__(
+        self,
+        task: Task | TaskRef | str | Path,
+        db: ModulesDB | DBRef | str | Path,
+        cost: CostFunction | str | None = "mass",
+        config: FilterConfig | None = None,
+        filters: Sequence[Filter] | None = None,
+        workers: int | None = None,
+        target_chunk_time: float = 0.1,
+        max_chunk: int = 512,
+        mp_context: Any = None,
+    ) -> None:
+        self.workers = resolve_workers(workers)
+        self.config = config if config is not None else FilterConfig()
+        self.cost = _descriptor(cost)
+        self.filters = tuple(filters) if filters is not None else None
+        self.target_chunk_time = float(target_chunk_time)
+        self.max_chunk = int(max_chunk)
+        self.mp_context = mp_context
+        self._task, self._db = task, db
+        self._local: Evaluator | None = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._avg = 0.0  # running mean seconds per assembly
+        self._n = 0
+
+    # -- set-up ------------------------------------------------------------------------------------
+    @property
+    def local(self) -> Evaluator:
+        """The in-process evaluator (also used to validate the inputs before any worker starts)."""
+        if self._local is None:
+            self._local = Evaluator(self._task, self._db, self.cost, self.config, self.filters)
+        return self._local
+
+    @property
+    def filter_names(self) -> list[str]:
+        return self.local.chain.names
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            local = self.local
+            spec = WorkerSpec(DBRef.of(local.db), TaskRef.of(local.task), self.cost, self.config, self.filters)
+            ctx = self.mp_context if self.mp_context is not None else _default_context()
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=(spec,))
+        return self._pool
+
+    def start(self) -> ParallelEvaluator:
+        """Start the worker processes now (and wait until they are ready); a no-op with one worker.
+
+        Call it before starting other threads (a progress bar's monitor, say): the pool forks only while this
+        process is single-threaded.
+        """
+        if self.workers > 1 and self._pool is None:
+            pool = self._ensure_pool()
+            for fut in [pool.submit(_ping) for _ in range(self.workers)]:
+                fut.result()
+        return self
+
+    def close(self, cancel: bool = False) -> None:
+        """Stop the worker processes."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
+            self._pool = None
+
+    def __enter__(self) -> ParallelEvaluator:
+        self.local  # noqa: B018  (fail early on bad inputs)
+        return self
+
+    def __exit__(self, exc_type, *_: Any) -> None:
+        self.close(cancel=exc_type is not None)
+
+    # -- chunking ----------------------------------------------------------------------------------
+    def _learn(self, evaluations: Sequence[Evaluation]) -> None:
+        for ev in evaluations:
+            self._n += 1
+            self._avg += (ev.time - self._avg) / min(self._n, 200)  # a mean that forgets slowly
+
+    def _chunk_size(self) -> int:
+        if self._n < 4:
+            return 4
+        return max(1, min(self.max_chunk, int(self.target_chunk_time / max(self._avg, 1e-6))))
+
+    # -- evaluation --------------------------------------------------------------------------------
+    def stream(
+        self,
+        items: Iterable[tuple[int, Sequence[str]]],
+        bound: Callable[[], float] | float = math.inf,
+        stop: Callable[[], bool] | None = None,
+    ) -> Iterator[list[Evaluation]]:
+        """Evaluate ``(seq, ids)`` pairs; yields lists of evaluations as they complete (not in order).
+
+        ``bound()`` is read whenever a chunk is sent (give the caller's best cost so far); ``stop()`` ends
+        the stream early (chunks already sent still complete and are yielded).
+        """
+        get_bound = bound if callable(bound) else (lambda b=float(bound): b)
+        should_stop = stop if stop is not None else (lambda: False)
+        it = iter(items)
+        if self.workers == 1:
+            local = self.local
+            for seq, ids in it:
+                if should_stop():
+                    return
+                ev = local(ids, get_bound(), seq)
+                self._learn((ev,))
+                yield [ev]
+            return
+        pool = self._ensure_pool()
+        inflight: set[Future] = set()
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(inflight) < 2 * self.workers:
+                    if should_stop():
+                        exhausted = True
+                        break
+                    chunk = [(int(s), tuple(ids)) for s, ids in islice(it, self._chunk_size())]
+                    if not chunk:
+                        exhausted = True
+                        break
+                    inflight.add(pool.submit(_run_chunk, chunk, get_bound()))
+                if not inflight:
+                    return
+                done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    evaluations = fut.result()
+                    self._learn(evaluations)
+                    yield evaluations
+        except BaseException:
+            for fut in inflight:
+                fut.cancel()
+            self.close(cancel=True)
+            raise
+
+    def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+        """Evaluate a list of assemblies (e.g. a GA generation); results in input order, ``seq`` = position."""
+        out: list[Evaluation | None] = [None] * len(batch)
+        for evaluations in self.stream(enumerate(batch), bound):
+            for ev in evaluations:
+                out[ev.seq] = ev
+        return out  # type: ignore[return-value]
+
+
+# -- progress --------------------------------------------------------------------------------------
+
+_SHORT = {
+    "assembly": "asm",
+    "bound": "bnd",
+    "limits": "lim",
+    "robot": "rob",
+    "workspace": "ws",
+    "ik": "ik",
+    "ik_task": "task",
+    "torques": "tau",
+    "joint_limits": "q",
+}
+
+
+class Progress:
+    """A tqdm bar (assemblies/s, best cost, pass rate per filter); silent without tqdm or when disabled."""
+
+    def __init__(self, total: int | None, enabled: bool = True, desc: str = "search") -> None:
+        self.bar = None
+        self._last = 0.0
+        if not enabled:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is a dependency
+            return
+        self.bar = tqdm(total=total, unit="asm", desc=desc, smoothing=0.05, dynamic_ncols=True, mininterval=0.25)
+
+    def update(self, n: int, funnel: Funnel, best: float | None, force: bool = False) -> None:
+        if self.bar is None:
+            return
+        self.bar.update(n)
+        now = time.monotonic()
+        if force or now - self._last > 0.5:
+            self._last = now
+            rates = " ".join(
+                f"{_SHORT.get(name, name)}:{100 * funnel.pass_rate(name):.0f}%"
+                for name in funnel.names
+                if funnel.entered[name]
+            )
+            best_text = "-" if best is None else f"{best:.4g}"
+            self.bar.set_postfix_str(f"best={best_text} {rates}", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
