@@ -161,3 +161,17 @@ def test_improv_user_study_tolerance(improv):
         _, T = reachable_goal(robot, rng)
         q, ok = robot.ik(T, tolerance=USER_STUDY_TOL, rng=k)
         assert ok and USER_STUDY_TOL.valid(T, robot.fk(q)) and not robot.has_self_collision(q)
+
+
+def test_single_joint_robot_ik_and_jacobian(primitives_module):
+    """Pinocchio hands back a flat Jacobian for one joint; IK and robot.jacobian keep working (regression)."""
+    robot = ModuleAssembly.from_serial_modules(primitives_module, ("base", "J2", "i_45", "eef")).robot
+    assert robot.dof == 1 and robot.jacobian(np.zeros(1)).shape == (6, 1)
+    lo, hi = robot.joint_limits
+    T = robot.fk(np.array([hi[0]]))  # at the joint limit: steps that push further out are blocked
+    for k in range(5):
+        q, ok = robot.ik(T, tolerance=USER_STUDY_TOL, q_init=np.array([hi[0] - 0.1]), rng=k)
+        assert ok and USER_STUDY_TOL.valid(T, robot.fk(q))
+    beyond = robot.fk(np.array([hi[0] + 0.3]))  # only reachable past the limit: the solver pushes into it
+    result = robot.ik(beyond, q_init=np.array([hi[0]]), rng=0, max_n_tries=3, details=True)
+    assert not result.success and result.reason.startswith("unreachable")

@@ -216,7 +216,7 @@ def solve_ik(
                 if cost > config.stall_ratio * stall_ref:
                     break
                 stall_ref, stall_count = cost, 0
-            J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA)
+            J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA).reshape(6, n)  # (6,) for one joint
             step = J.T @ np.linalg.solve(J @ J.T + lam * eye, r)
             blocked = finite & (((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0)))
             if blocked.any():  # joints at a limit that the step pushes further out take no part

@@ -306,7 +306,8 @@ class PinRobot:
         if reference not in refs:
             raise InputError(f"reference must be one of {list(refs)}", value=reference)
         fid = self.tcp if frame is None else self.model.getFrameId(frame)
-        return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference])
+        # eigenpy returns a flat (6,) array for a single joint: keep the documented 6 x dof shape
+        return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference]).reshape(6, self.model.nv)
 
     # -- dynamics ----------------------------------------------------------------------------------
     def id(self, q=None, dq=None, ddq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
