@@ -1,4 +1,5 @@
-"""The ``timor`` command line: module sets, URDF export, forward kinematics, tasks, per-goal feedback, demo.
+"""The ``timor`` command line: module sets, URDF export, forward kinematics, tasks, per-goal feedback, demo,
+the paper's experiments.
 
 Errors in the user's input print one clear line on stderr (file, JSON path, value) and exit 2;
 no traceback.
@@ -153,6 +154,102 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_paper_exp1(args: argparse.Namespace) -> int:
+    from .paper import exp1
+
+    result = exp1(_load_db(args.db), limit=args.limit)
+    print(json.dumps(result.to_json()) if args.json else result.summary())
+    return 0
+
+
+def _search_space(name: str, db):
+    from .search import paper_exp2_space, science2019_space
+
+    if name == "auto":
+        name = "science2019" if "improv" in db.name.lower() else "exp2"
+    return science2019_space(db) if name == "science2019" else paper_exp2_space(db)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, RandomSearch
+    from .solve import load_task
+
+    db = _load_db(args.db)
+    task = load_task(args.task, False)
+    if not task.goals:
+        raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=args.task)
+    if not db.bases or not db.end_effectors:
+        raise InputError(f"the module set {db.name!r} needs a base and an end effector module", value=args.db)
+    config = FilterConfig(seed=args.seed)
+    budget = Budget(args.budget_evals, args.budget_seconds)
+    progress = not args.no_progress
+    if args.algorithm == "ga":
+        if args.min_dof > args.max_dof:
+            raise InputError(
+                f"--min-dof ({args.min_dof}) must not exceed --max-dof ({args.max_dof})", value=args.min_dof
+            )
+        optimizer = GeneticSearch(
+            db,
+            cost=args.cost,
+            max_dof=args.max_dof,
+            min_dof=args.min_dof,
+            generations=args.generations,
+            population=args.population,
+            seed=args.seed,
+            trials=args.trials,
+            early_stop=args.early_stop,
+            filters=config,
+            workers=args.workers,
+            progress=progress,
+        )
+    elif args.algorithm == "random":
+        optimizer = RandomSearch(
+            _search_space(args.space, db), args.cost, config, seed=args.seed, workers=args.workers, progress=progress
+        )
+    else:
+        optimizer = ExhaustiveSearch(
+            _search_space(args.space, db), args.cost, config, workers=args.workers, progress=progress
+        )
+    result = optimizer.optimize(task, db, budget)
+    if args.output:
+        result.to_json_file(args.output)
+    print(result.summary())
+    return 0
+
+
+def _cmd_result_show(args: argparse.Namespace) -> int:
+    from .search import SearchResult
+
+    result = SearchResult.from_json_file(args.file)
+    if args.json:
+        print(json.dumps(result.to_json_data(), indent=1))
+        return 0
+    print(result.summary())
+    for gid, g in result.best_goals.items():
+        print(f"goal {gid}: {'reached' if g.success else 'NOT reached'}{'' if g.success else f' ({g.reason})'}")
+    return 0
+
+
+def _nonnegative_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        x = -1.0
+    if not x >= 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
+    return x
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="timor", description="Modular reconfigurable robots: modules to models.")
     p.add_argument(
@@ -216,6 +313,46 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
     solve.set_defaults(func=_cmd_solve)
+
+    paper = sub.add_parser("paper", help="experiments of the Timor paper")
+    papers = paper.add_subparsers(dest="paper_command", required=True)
+    exp1 = papers.add_parser("exp1", help="URDFs of all 32,768 robots of the Science Robotics 2019 IMPROV space, timed")
+    exp1.add_argument("--db", required=True, help="the IMPROV modules.json (or its folder)")
+    exp1.add_argument("--json", action="store_true", help='print {"count", "seconds", "ms_per_assembly"}')
+    exp1.add_argument("--limit", type=_positive_int, help="stop after the first N assemblies (quick runs)")
+    exp1.set_defaults(func=_cmd_paper_exp1)
+
+    search = sub.add_parser("search", help="search the assembly that best serves a task (exhaustive, random, GA)")
+    search.add_argument("task", help="task .json file")
+    search.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
+    search.add_argument("--algorithm", choices=("exhaustive", "ga", "random"), default="exhaustive")
+    search.add_argument(
+        "--space",
+        choices=("exp2", "science2019", "auto"),
+        default="auto",
+        help="search space of the exhaustive and random search (auto: by the module set)",
+    )
+    search.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
+    search.add_argument("--budget-evals", type=_positive_int, help="stop after N evaluated assemblies")
+    search.add_argument("--budget-seconds", type=_nonnegative_float, help="stop after S seconds")
+    search.add_argument("--seed", type=int, default=0, help="seed of the search and of the IK (default 0)")
+    search.add_argument("--generations", type=_positive_int, default=50, help="GA generations (default 50)")
+    search.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
+    search.add_argument("--trials", type=_positive_int, default=1, help="independent GA runs (default 1)")
+    search.add_argument("--early-stop", type=_positive_int, help="GA: stop after N generations without change")
+    search.add_argument("--max-dof", type=_positive_int, default=6, help="GA: most degrees of freedom (default 6)")
+    search.add_argument("--min-dof", type=_positive_int, default=1, help="GA: fewest degrees of freedom (default 1)")
+    search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
+    search.add_argument("--no-progress", action="store_true", help="no progress bar")
+    search.add_argument("-o", "--output", help="write the result as JSON")
+    search.set_defaults(func=_cmd_search)
+
+    res = sub.add_parser("result", help="inspect search results")
+    ress = res.add_subparsers(dest="result_command", required=True)
+    show = ress.add_parser("show", help="best assembly, cost, per-goal status and funnel of a result.json")
+    show.add_argument("file", help="result .json file")
+    show.add_argument("--json", action="store_true", help="print the result JSON")
+    show.set_defaults(func=_cmd_result_show)
     return p
 
 

@@ -10,6 +10,7 @@
 >>> saved = it.state()          # JSON-able; space.iter(resume=saved) continues after `first`
 """
 
+from .cluster import ClusterError, DaskEvaluator
 from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, evaluate, load_db, load_task
 from .exhaustive import ExhaustiveSearch
 from .filters import (
@@ -22,6 +23,7 @@ from .filters import (
     GoalIK,
     default_filters,
 )
+from .ga import GeneticSearch, trial_histories
 from .iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
 from .optimizer import Budget, Optimizer, RandomSearch, run_search
 from .parallel import ParallelEvaluator
@@ -67,4 +69,8 @@ __all__ = [
     "RandomSearch",
     "ExhaustiveSearch",
     "SearchResult",
+    "GeneticSearch",
+    "trial_histories",
+    "DaskEvaluator",
+    "ClusterError",
 ]

@@ -48,6 +48,8 @@ class ExhaustiveSearch:
             costs of all assemblies are computed first, ~25 µs each), and the search stops as soon as the rest
             cannot beat the best (``stopped="bound"``): the first valid assembly is the optimum. ``seq`` is then
             the position in the sorted order (ties: space order).
+        evaluator: evaluate elsewhere than on a local process pool, e.g. on a Dask cluster
+            (:class:`~.cluster.DaskEvaluator`; then ``workers`` is ignored).
     """
 
     def __init__(
@@ -62,6 +64,7 @@ class ExhaustiveSearch:
         bound: float = math.inf,
         order: str = "space",
         mp_context: Any = None,
+        evaluator: Any = None,
     ) -> None:
         if not isinstance(space, SerialSpace):
             raise InputError("ExhaustiveSearch needs a SerialSpace", value=type(space).__name__)
@@ -77,6 +80,7 @@ class ExhaustiveSearch:
             raise InputError("order must be 'space' or 'cost'", value=order)
         self.order = order
         self.mp_context = mp_context
+        self.evaluator = evaluator
 
     def optimize(self, task: Task, db: ModulesDB | None = None, budget: Budget | int | None = None) -> SearchResult:
         """Search the space for ``task``; ``db`` must be the space's module set (default: it)."""
@@ -124,6 +128,7 @@ class ExhaustiveSearch:
             },
             mp_context=self.mp_context,
             stop_if=stop_if,
+            evaluator=self.evaluator,
         )
         if self.order == "cost":  # sorting by cost is part of the search
             result.wall_time += prepare

@@ -89,6 +89,7 @@ def run_search(
     settings: dict | None = None,
     mp_context: Any = None,
     stop_if: Callable[[SearchResult], bool] | None = None,
+    evaluator: Any = None,
 ) -> SearchResult:
     """Evaluate a sequence of ``(seq, ids)`` (seq increasing by one from ``first_seq``) and keep the best.
 
@@ -96,6 +97,9 @@ def run_search(
     ``stop_if(partial_result)``, checked before each chunk is sent, ends the search early with
     ``stopped="bound"`` (e.g. when the rest of a cost-sorted sequence cannot beat the best).
     The result's ``next_seq`` is the first position not evaluated.
+    ``evaluator``: an object with ParallelEvaluator's interface and ``bind(task, db, cost, config, filters)``
+    (e.g. :class:`~.cluster.DaskEvaluator`) used instead of a local process pool; if it has ``restore(result)``
+    (a resumed checkpoint), the progress it returns counts as done.
     """
     budget = Budget.of(budget)
     task = load_task(task)
@@ -105,7 +109,10 @@ def run_search(
     if budget.max_evaluations is not None:
         items = islice(items, budget.max_evaluations)
         total = budget.max_evaluations if total is None else min(total, budget.max_evaluations)
-    pe = ParallelEvaluator(task, db, cost, config, filters, workers=workers, mp_context=mp_context)
+    if evaluator is not None:
+        pe = evaluator.bind(task, db, cost, config, filters)
+    else:
+        pe = ParallelEvaluator(task, db, cost, config, filters, workers=workers, mp_context=mp_context)
     result = SearchResult(
         optimizer=name,
         task_id=task.id,
@@ -140,6 +147,8 @@ def run_search(
     def point() -> dict:
         return {"evaluations": result.evaluations, "time": time.perf_counter() - t0, "best_cost": result.best_cost}
 
+    if hasattr(pe, "restore"):
+        done = pe.restore(result)
     result.history.append(point())
     stopped = "exhausted"
     try:

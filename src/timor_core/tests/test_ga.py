@@ -1,0 +1,170 @@
+"""The genetic algorithm (PyGAD) over serial assemblies and the ``timor search`` / ``timor result show`` commands,
+on the synthetic task of test_search (two goals a known 3-DOF robot reaches)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from test_search import FAST, FLOOR, KNOWN, _check_solution, _task
+from timor_core.cli import main
+from timor_core.errors import InputError
+from timor_core.search import GeneticSearch, Optimizer, SearchResult, trial_histories
+
+from timor_core import ModuleAssembly
+
+MODULES = ("J", "L_100", "L_250", "I_200")  # the modules of test_search's SMALL space
+SETTINGS = dict(n_slots=7, max_dof=3, population=8, generations=5, filters=FAST, workers=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def task(robco):
+    robot = ModuleAssembly.from_serial_modules(robco, KNOWN).robot
+    rng = np.random.default_rng(5)
+    qs = []
+    while len(qs) < 2:
+        q = robot.random_configuration(rng)
+        if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.15:
+            qs.append(q)
+    return _task([robot.fk(q) for q in qs], obstacles=[FLOOR])
+
+
+def _ga(robco, **kw) -> GeneticSearch:
+    return GeneticSearch(robco, **{**SETTINGS, "modules": MODULES, "seed": 0, **kw})
+
+
+@pytest.fixture(scope="module")
+def run(robco, task):
+    ga = _ga(robco, trials=2)
+    return ga, ga.optimize(task, robco)
+
+
+def test_chromosomes_decode_to_valid_chains(robco):
+    ga = _ga(robco)
+    assert isinstance(ga, Optimizer)
+    assert ga.base == "base" and ga.eef == "gripper"
+    # joint slots only joints or empty, link slots only links or empty, the first slot always a joint
+    assert ga.gene_space[0] == [1] and ga.gene_space[2] == [0, 1] and ga.gene_space[1] == [0, 1, 2, 3]
+    genes = [1, 2, 0, 0, 1, 3, 1]  # J L_250 - - J I_200 J
+    assert ga.genes_to_slots(genes) == ("J", "L_250", "", "", "J", "I_200", "J")
+    assert ga.decode(genes) == KNOWN and ga.is_valid(KNOWN)
+    assert ga.decode([1, 0, 0, 0, 0, 0, 0]) == ("base", "J", "gripper")
+    assert not ga.is_valid(("base", "L_100", "gripper"))  # no joint
+    assert not ga.is_valid(("base", "J", "J", "J", "J", "gripper"))  # 4 > max_dof
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        genes = ga.random_chromosome(rng)
+        assert all(int(g) in space for g, space in zip(genes, ga.gene_space))
+        assert ga.is_valid(ga.decode(genes))
+
+
+def test_invalid_chromosomes_are_never_evaluated_and_the_cache_counts_hits(robco, task):
+    ga = _ga(robco, min_dof=3, generations=6)  # crossover makes chains of fewer than 3 DOF: invalid
+    result = ga.optimize(task, robco)
+    assert ga.evaluated and all(ga.is_valid(ids) for ids in ga.evaluated)
+    assert len(set(ga.evaluated)) == len(ga.evaluated) == result.evaluations  # each assembly evaluated once
+    assert ga.cache_hits > 0 and result.settings["cache_hits"] == ga.cache_hits
+    assert ga.invalid > 0 and result.settings["invalid"] == ga.invalid
+    assert result.funnel.total == result.evaluations
+
+
+def test_same_seed_same_result(robco, task, run):
+    ga, first = run
+    again = _ga(robco, trials=2).optimize(task, robco)
+    assert (again.best_ids, again.best_cost, again.evaluations) == (first.best_ids, first.best_cost, first.evaluations)
+    strip = [{k: v for k, v in p.items() if k != "time"} for p in first.history]
+    assert strip == [{k: v for k, v in p.items() if k != "time"} for p in again.history]
+
+
+def test_best_is_valid_and_reaches_every_goal(robco, task, run):
+    _, result = run
+    assert result.found and result.optimizer == "GeneticSearch"
+    assert result.best_ids[0] == "base" and result.best_ids[-1] == "gripper"
+    assert result.best_cost == pytest.approx(ModuleAssembly.from_serial_modules(robco, result.best_ids).robot.mass)
+    assert all(g.success for g in result.best_goals.values()) and set(result.best_goals) == {"g0", "g1"}
+    _check_solution(robco, result.best_ids, result.best_q, task)
+
+
+def test_two_trials_two_histories_and_json_round_trip(run, tmp_path):
+    _, result = run
+    hist = trial_histories(result)
+    assert len(hist) == 2
+    for h in hist:
+        assert [p["generation"] for p in h] == list(range(1, len(h) + 1))
+        assert all(p["best_fitness_cost"] <= p["median_cost"] for p in h)
+    back = SearchResult.from_json_file(result.to_json_file(tmp_path / "r.json"))
+    assert back.best_ids == result.best_ids and trial_histories(back) == hist
+
+
+def test_budget_and_bad_input(robco, task):
+    ga = _ga(robco, generations=20)
+    result = ga.optimize(task, robco, budget=10)
+    assert result.evaluations <= 10 and result.stopped == "max_evaluations"
+    with pytest.raises(InputError):
+        _ga(robco, min_dof=4)
+    with pytest.raises(InputError):
+        _ga(robco, base="gripper")
+    with pytest.raises(InputError):
+        GeneticSearch(robco, modules=("nope",))
+
+
+def test_early_stop(robco, task):
+    result = _ga(robco, generations=40, early_stop=2).optimize(task, robco)
+    assert len(trial_histories(result)[0]) < 40
+
+
+def _write_task(task, path):
+    path.write_text(json.dumps(task.to_json_data()))
+    return path
+
+
+def test_cli_search_ga_and_result_show(task, tmp_path, capsys):
+    tfile = _write_task(task, tmp_path / "task.json")
+    out = tmp_path / "result.json"
+    argv = ["search", str(tfile), "--db", "robco_like", "--algorithm", "ga", "--workers", "1", "--seed", "2"]
+    argv += ["--generations", "3", "--population", "6", "--max-dof", "3", "--no-progress", "-o", str(out)]
+    assert main(argv) == 0
+    assert "GeneticSearch" in capsys.readouterr().out
+    assert SearchResult.from_json_file(out).settings["max_dof"] == 3
+    assert main(["result", "show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "GeneticSearch" in text
+    assert main(["result", "show", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["optimizer"] == "GeneticSearch"
+
+
+def test_cli_search_exhaustive_with_budget(task, tmp_path, capsys):
+    tfile = _write_task(task, tmp_path / "task.json")
+    argv = ["search", str(tfile), "--db", "robco_like", "--workers", "1", "--budget-evals", "5", "--no-progress"]
+    assert main(argv) == 0
+    assert "ExhaustiveSearch" in capsys.readouterr().out
+
+
+def test_cli_bad_input(task, tmp_path, capsys):
+    tfile = _write_task(task, tmp_path / "task.json")
+    base = ["search", str(tfile), "--db", "robco_like", "--algorithm", "ga", "--no-progress"]
+    assert main([*base, "--min-dof", "4", "--max-dof", "3"]) == 2
+    assert "min-dof" in capsys.readouterr().err
+    empty = task.to_json_data()
+    empty["goals"] = []
+    (tmp_path / "empty.json").write_text(json.dumps(empty))
+    assert main(["search", str(tmp_path / "empty.json"), "--db", "robco_like", "--no-progress"]) == 2
+    assert "no goals" in capsys.readouterr().err
+    assert main(["result", "show", str(tmp_path / "missing.json")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_cli_subprocess(task, tmp_path):
+    tfile = _write_task(task, tmp_path / "task.json")
+    out = tmp_path / "r.json"
+    argv = ["search", str(tfile), "--db", "robco_like", "--algorithm", "ga", "--workers", "1"]
+    argv += ["--generations", "1", "--population", "4", "--max-dof", "2", "--no-progress", "-o", str(out)]
+    run = subprocess.run([sys.executable, "-m", "timor_core.cli", *argv], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "timor_core.cli", "result", "show", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0 and "GeneticSearch" in run.stdout

@@ -1,0 +1,460 @@
+"""Evaluating assemblies on a Dask distributed cluster, with retries of lost work and resumable checkpoints.
+
+:class:`DaskEvaluator` has the interface of :class:`~.parallel.ParallelEvaluator` (``stream``, ``evaluate_batch``,
+``start``, ``close``, a context manager), so every optimizer can use it::
+
+    from timor_core.search import DaskEvaluator, ExhaustiveSearch
+
+    with DaskEvaluator("tcp://scheduler:8786", checkpoint="run.ckpt.json") as de:   # or DaskEvaluator(n_workers=8)
+        result = ExhaustiveSearch(space, evaluator=de).optimize(task, db)
+
+Without an address a ``LocalCluster`` is started (worker processes on the loopback interface, one thread each,
+no dashboard) and closed when the evaluator is closed. Assemblies travel as ``(seq, ids)`` tuples of module IDs,
+in chunks; each worker process loads the module set and the task once (the per-process caches of
+:mod:`.evaluate`) and keeps one filter chain per search. A worker lost mid-run has its chunks run again
+elsewhere (results already received are kept). Every ``checkpoint_every`` completed chunks (and at the end)
+the evaluator writes a checkpoint (atomically): the completed positions as ranges, the evaluated and valid
+counts, the funnel and the best valid evaluation; ``resume=path`` skips the completed positions and reports the
+checkpoint's progress to the search (:meth:`restore`), so the union of the runs covers the space exactly once.
+Needs the optional dependency ``dask[distributed]`` (``pip install timor-core[cluster]``).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from ..costs import CostFunction
+from ..db import ModulesDB
+from ..errors import InputError
+from ..fileio import write_json
+from ..task import Task
+from .evaluate import DBRef, Evaluation, Evaluator, TaskRef
+from .filters import Filter, FilterConfig, Funnel
+from .parallel import ParallelEvaluator, WorkerSpec
+from .result import SearchResult
+
+__all__ = ["DaskEvaluator", "ClusterError", "CHECKPOINT_VERSION", "merge_ranges"]
+
+CHECKPOINT_VERSION = 1
+
+
+class ClusterError(InputError):
+    """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
+
+
+# -- on the workers ----------------------------------------------------------------------------------
+
+_EVALUATORS: dict[WorkerSpec, Evaluator] = {}
+
+
+def _worker_evaluator(spec: WorkerSpec) -> Evaluator:
+    """One evaluator (filter chain) per search per worker process; DB and task come from the process caches."""
+    ev = _EVALUATORS.get(spec)
+    if ev is None:
+        if len(_EVALUATORS) >= 4:
+            _EVALUATORS.clear()
+        ev = _EVALUATORS[spec] = spec.evaluator()
+    return ev
+
+
+def _run_chunk(spec: WorkerSpec, items: list[tuple[int, tuple[str, ...]]], bound: float) -> list[Evaluation]:
+    return _worker_evaluator(spec).evaluate_chunk(items, bound)
+
+
+# -- completed positions as sorted, disjoint [start, stop) ranges --------------------------------------
+
+
+def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
+    """Sorted, disjoint, non-adjacent ``[start, stop)`` ranges covering the given ones."""
+    out: list[list[int]] = []
+    for a, b in sorted((int(a), int(b)) for a, b in ranges if int(b) > int(a)):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def _runs(seqs: Iterable[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for s in sorted(seqs):
+        if out and s == out[-1][1]:
+            out[-1][1] = s + 1
+        else:
+            out.append([s, s + 1])
+    return out
+
+
+class _Done:
+    """Membership in merged ranges."""
+
+    def __init__(self, ranges: Iterable[Sequence[int]] = ()) -> None:
+        self.ranges = merge_ranges(ranges)
+        self._starts = [a for a, _ in self.ranges]
+
+    def add(self, ranges: Iterable[Sequence[int]]) -> None:
+        self.ranges = merge_ranges([*self.ranges, *ranges])
+        self._starts = [a for a, _ in self.ranges]
+
+    def __contains__(self, seq: int) -> bool:
+        k = bisect_right(self._starts, seq) - 1
+        return k >= 0 and seq < self.ranges[k][1]
+
+    def count(self) -> int:
+        return sum(b - a for a, b in self.ranges)
+
+
+# -- the evaluator -------------------------------------------------------------------------------------
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError:
+        raise ClusterError(
+            "the Dask evaluator needs dask[distributed]: pip install 'timor-core[cluster]'", value="distributed"
+        ) from None
+    return distributed
+
+
+class DaskEvaluator(ParallelEvaluator):
+    """Evaluates streams of assemblies for one task on a Dask cluster.
+
+    Args:
+        scheduler: a scheduler address (``"tcp://host:8786"``; a ``dask://`` prefix is accepted), or None to
+            start a local cluster of ``n_workers`` processes (closed with the evaluator).
+        n_workers: worker processes of the local cluster.
+        task, db, cost, config, filters: as for :class:`~.parallel.ParallelEvaluator`; may be left out and set
+            by :meth:`bind` (what an optimizer does when given ``evaluator=``).
+        chunk_size: assemblies per chunk (None: adapted so that one chunk takes about ``target_chunk_time``).
+        checkpoint: a JSON file written every ``checkpoint_every`` completed chunks and at the end.
+        resume: a checkpoint to continue from (its completed positions are skipped); by default also the file
+            the new checkpoints are written to.
+        retries: how often a chunk whose evaluation raised is tried again (chunks of lost workers are
+            rescheduled by the scheduler in any case).
+        connect_timeout: seconds to reach the scheduler before :class:`ClusterError`.
+    """
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        n_workers: int = 2,
+        *,
+        task: Task | TaskRef | str | Path | None = None,
+        db: ModulesDB | DBRef | str | Path | None = None,
+        cost: CostFunction | str | None = "mass",
+        config: FilterConfig | None = None,
+        filters: Sequence[Filter] | None = None,
+        chunk_size: int | None = None,
+        target_chunk_time: float = 0.5,
+        max_chunk: int = 512,
+        checkpoint: str | Path | None = None,
+        checkpoint_every: int = 10,
+        resume: str | Path | None = None,
+        retries: int = 2,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        super().__init__(
+            task, db, cost, config, filters, workers=n_workers, target_chunk_time=target_chunk_time, max_chunk=max_chunk
+        )
+        if scheduler is not None and scheduler.startswith("dask://"):
+            scheduler = "tcp://" + scheduler[len("dask://") :]
+        self.scheduler = scheduler
+        self.n_workers = max(1, int(n_workers))
+        self.chunk_size = None if chunk_size is None else max(1, int(chunk_size))
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else (Path(resume) if resume else None)
+        self.checkpoint_every = max(1, int(checkpoint_every))
+        self.retries = int(retries)
+        self.connect_timeout = float(connect_timeout)
+        self._cluster: Any = None
+        self._client: Any = None
+        self._depth = 0
+        self._reset_progress()
+        self._resumed: dict | None = None
+        self._fresh_resume = False
+        if resume is not None and Path(resume).is_file():
+            self._load_checkpoint(Path(resume))
+
+    # -- binding to a search -----------------------------------------------------------------------
+    def bind(
+        self,
+        task: Task | TaskRef | str | Path,
+        db: ModulesDB | DBRef | str | Path,
+        cost: CostFunction | str | None = "mass",
+        config: FilterConfig | None = None,
+        filters: Sequence[Filter] | None = None,
+    ) -> DaskEvaluator:
+        """Set the task, module set, cost and filters for a new search (keeps the cluster).
+
+        The progress of an earlier search is forgotten, except a checkpoint just loaded by ``resume``.
+        """
+        from .evaluate import _descriptor
+
+        if self._fresh_resume:
+            self._fresh_resume = False
+        else:
+            self._reset_progress()
+            self._resumed = None
+
+        self._task, self._db = task, db
+        self.cost = _descriptor(cost)
+        self.config = config if config is not None else FilterConfig()
+        self.filters = tuple(filters) if filters is not None else None
+        self._local = None
+        return self
+
+    def _spec(self) -> WorkerSpec:
+        if self._task is None or self._db is None:
+            raise InputError("DaskEvaluator needs a task and a module set (give them, or call bind)", value=None)
+        local = self.local
+        return WorkerSpec(DBRef.of(local.db), TaskRef.of(local.task), self.cost, self.config, self.filters)
+
+    # -- the cluster -------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The ``distributed.Client`` (connecting, or starting the local cluster, on first use)."""
+        if self._client is None:
+            distributed = _import_distributed()
+            if self.scheduler is None:
+                import logging
+
+                self._cluster = distributed.LocalCluster(
+                    n_workers=self.n_workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    host="127.0.0.1",
+                    scheduler_port=0,
+                    dashboard_address=None,
+                    worker_dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
+                self._client = distributed.Client(self._cluster, timeout=self.connect_timeout)
+            else:
+                try:
+                    self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout)
+                except (OSError, TimeoutError) as exc:
+                    raise ClusterError(
+                        f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s"
+                        f" ({type(exc).__name__})",
+                        value=self.scheduler,
+                    ) from None
+        return self._client
+
+    @property
+    def address(self) -> str:
+        """The scheduler's address."""
+        return self.client.scheduler.address
+
+    def _n_cluster_workers(self) -> int:
+        try:
+            return max(1, len(self.client.scheduler_info().get("workers", {})))
+        except Exception:  # noqa: BLE001 - only a sizing hint
+            return self.n_workers
+
+    def start(self) -> DaskEvaluator:
+        """Connect (or start the local cluster) and wait for at least one worker."""
+        client = self.client
+        if self._cluster is not None:
+            client.wait_for_workers(self.n_workers, timeout=60)
+        self.workers = self._n_cluster_workers()
+        return self
+
+    def close(self, cancel: bool = False) -> None:
+        """Close the client and, if this evaluator started it, the local cluster."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def __enter__(self) -> DaskEvaluator:
+        self._depth += 1
+        if self._task is not None:
+            self.local  # noqa: B018  (fail early on bad inputs)
+        return self
+
+    def __exit__(self, exc_type, *_: Any) -> None:
+        self._depth -= 1
+        if self._depth <= 0:
+            self._depth = 0
+            self.close(cancel=exc_type is not None)
+
+    # -- progress and checkpoints ------------------------------------------------------------------
+    def _reset_progress(self) -> None:
+        self._done = _Done()
+        self._evaluations = 0
+        self._valid = 0
+        self._funnel: Funnel | None = None
+        self._best: Evaluation | None = None
+        self._chunks = 0
+
+    def _record(self, evaluations: Sequence[Evaluation]) -> None:
+        self._done.add(_runs(ev.seq for ev in evaluations))
+        if self._funnel is None:
+            self._funnel = Funnel(self.filter_names)
+        for ev in evaluations:
+            self._evaluations += 1
+            self._funnel.record_evaluation(ev)
+            if ev.valid and ev.cost is not None:
+                self._valid += 1
+                if self._best is None or ev.rank < self._best.rank:
+                    self._best = ev
+        self._chunks += 1
+
+    def checkpoint_data(self) -> dict:
+        """The checkpoint: completed position ranges, counts, funnel and best valid evaluation so far."""
+        local = self.local
+        return {
+            "version": CHECKPOINT_VERSION,
+            "kind": "timor-search-checkpoint",
+            "task": local.task.id,
+            "db": local.db.name,
+            "cost": self.cost,
+            "done": self._done.ranges,
+            "evaluations": self._evaluations,
+            "valid": self._valid,
+            "chunks": self._chunks,
+            "funnel": None if self._funnel is None else self._funnel.to_json(),
+            "best": None if self._best is None else self._best.to_json(),
+        }
+
+    def write_checkpoint(self, path: str | Path | None = None) -> Path | None:
+        """Write the checkpoint (atomically) to ``path`` or the configured file; None if there is none."""
+        path = path if path is not None else self.checkpoint
+        if path is None:
+            return None
+        return write_json(path, self.checkpoint_data(), indent=1)
+
+    def _load_checkpoint(self, path: Path) -> None:
+        import json
+
+        try:
+            d = json.loads(path.read_text())
+            if d.get("version") != CHECKPOINT_VERSION or d.get("kind") != "timor-search-checkpoint":
+                raise ValueError("not a timor search checkpoint (version 1)")
+            self._done = _Done(d["done"])
+            self._evaluations = int(d["evaluations"])
+            self._valid = int(d["valid"])
+            self._chunks = int(d.get("chunks", 0))
+            self._funnel = Funnel.from_json(d["funnel"]) if d.get("funnel") is not None else None
+            self._best = Evaluation.from_json(d["best"]) if d.get("best") is not None else None
+        except (OSError, KeyError, TypeError, ValueError) as exc:
+            raise ClusterError(f"cannot resume from {path}: {exc}", file=path) from None
+        self._resumed = d
+        self._fresh_resume = True
+
+    @property
+    def done_ranges(self) -> list[list[int]]:
+        """Completed positions (including resumed ones) as ``[start, stop)`` ranges."""
+        return [list(r) for r in self._done.ranges]
+
+    def restore(self, result: SearchResult) -> int:
+        """Put a resumed checkpoint's progress into a fresh result; returns the positions already done."""
+        d = self._resumed
+        if d is None:
+            return 0
+        if (d.get("task"), d.get("db"), d.get("cost")) != (result.task_id, result.db_name, result.cost):
+            raise ClusterError(
+                "the checkpoint is of another search (task, module set or cost differ)",
+                value=[d.get("task"), d.get("db"), d.get("cost")],
+            )
+        result.evaluations += self._evaluations
+        result.valid += self._valid
+        if self._funnel is not None:
+            result.funnel = result.funnel.merge(self._funnel)
+        if self._best is not None:
+            result.consider(self._best)
+            result.improvements.append(
+                {
+                    "evaluations": 0,
+                    "time": 0.0,
+                    "cost": self._best.cost,
+                    "ids": list(self._best.ids),
+                    "seq": self._best.seq,
+                    "resumed": True,
+                }
+            )
+        return self._done.count()
+
+    def _chunk_bound(self, first_seq: int, bound: float) -> float:
+        # a resumed best may come from later positions than this chunk: let equal costs through so that ties
+        # still go to the smaller position (only results of earlier positions may skip by equal cost)
+        best = self._best if self._resumed is not None else None
+        if best is not None and best.cost is not None and first_seq < best.seq and bound >= best.cost:
+            return math.nextafter(best.cost, math.inf)
+        return bound
+
+    # -- evaluation --------------------------------------------------------------------------------
+    def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+        """Evaluate a list of assemblies (e.g. a GA generation); results in input order (no checkpoints)."""
+        saved, self.checkpoint = self.checkpoint, None
+        self._reset_progress()
+        self._resumed = None
+        try:
+            return super().evaluate_batch(batch, bound)
+        finally:
+            self.checkpoint = saved
+            self._reset_progress()
+
+    def _next_size(self) -> int:
+        return self.chunk_size if self.chunk_size is not None else self._chunk_size()
+
+    def stream(
+        self,
+        items: Iterable[tuple[int, Sequence[str]]],
+        bound: Callable[[], float] | float = math.inf,
+        stop: Callable[[], bool] | None = None,
+    ) -> Iterator[list[Evaluation]]:
+        """Evaluate ``(seq, ids)`` pairs on the cluster; yields lists of evaluations as chunks complete.
+
+        Positions already done (a resumed checkpoint, or earlier streams of this evaluator) are skipped.
+        """
+        distributed = _import_distributed()
+        get_bound = bound if callable(bound) else (lambda b=float(bound): b)
+        should_stop = stop if stop is not None else (lambda: False)
+        spec = self._spec()
+        client = self.client
+        done = self._done
+        it = ((int(s), tuple(ids)) for s, ids in items if int(s) not in done)
+        window = 2 * self._n_cluster_workers()
+        pending = distributed.as_completed()
+        inflight: set[Any] = set()
+        exhausted = False
+        since = 0
+        try:
+            while True:
+                while not exhausted and len(inflight) < window:
+                    if should_stop():
+                        exhausted = True
+                        break
+                    chunk = list(islice(it, self._next_size()))
+                    if not chunk:
+                        exhausted = True
+                        break
+                    b = self._chunk_bound(chunk[0][0], get_bound())
+                    fut = client.submit(_run_chunk, spec, chunk, b, pure=False, retries=self.retries)
+                    inflight.add(fut)
+                    pending.add(fut)
+                if not inflight:
+                    return
+                fut = next(pending)
+                inflight.discard(fut)
+                evaluations = fut.result()
+                self._learn(evaluations)
+                self._record(evaluations)
+                since += 1
+                if since >= self.checkpoint_every:
+                    since = 0
+                    self.write_checkpoint()
+                yield evaluations
+        finally:
+            for f in inflight:
+                f.cancel()
+            if self._chunks:
+                self.write_checkpoint()

@@ -1,0 +1,439 @@
+"""A genetic algorithm (PyGAD) over serial assemblies, as in the Timor paper.
+
+A chromosome has ``n_slots`` genes that alternate joint and link slots (gene 0, 2, 4, ... a joint module,
+gene 1, 3, ... a link module); every slot but the first may be empty. The base and the end effector are
+fixed. Decoding drops the empty slots (:func:`~.iterator.canonical`) and frames the rest with base and end
+effector; a decoding without a joint, with too many (or too few) degrees of freedom, or with a neighbour pair
+that does not connect, gets the worst fitness without evaluation. Otherwise the fitness is
+``-(cost + penalty * goals not reached)`` from :func:`~.evaluate.evaluate` (a whole generation per batch,
+on ``workers`` processes), cached by the decoded assembly.
+
+>>> from timor_core import ModulesDB
+>>> from timor_core.search import GeneticSearch
+>>> db = ModulesDB.from_name("robco_like")
+>>> ga = GeneticSearch(db, cost="mass", max_dof=5, generations=50, population=40, seed=0, trials=3)
+>>> result = ga.optimize(task, db)                          # doctest: +SKIP
+>>> trial_histories(result)[0][-1]["best_cost"]            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..costs import CostFunction
+from ..db import ModulesDB
+from ..errors import InputError
+from ..task import Task
+from .evaluate import Evaluation, _descriptor, load_db, load_task
+from .filters import FilterConfig, Funnel
+from .iterator import canonical
+from .optimizer import Budget
+from .parallel import ParallelEvaluator, Progress
+from .result import SearchResult
+
+__all__ = ["GeneticSearch", "trial_histories", "EMPTY"]
+
+logger = logging.getLogger(__name__)
+
+EMPTY = ""  # the empty slot in decoded chromosomes (module IDs are never empty)
+
+
+class GeneticSearch:
+    """A PyGAD genetic algorithm over serial assemblies of ``db`` (implements the Optimizer protocol).
+
+    Args:
+        db: the module set (its single base and end effector are used unless ``base``/``eef`` are given).
+        cost: an assembly-level cost (descriptor or CostFunction; default the mass).
+        n_slots: genes per chromosome (alternating joint / link slots, the first a joint).
+        max_dof, min_dof: bounds of the degrees of freedom (others are invalid and never evaluated).
+        generations, population: PyGAD's ``num_generations`` and ``sol_per_pop``.
+        seed: the GA's seed (trial ``t`` uses ``seed`` and ``t``); the IK seed is ``filters.seed``.
+        trials: independent runs; the result is the best over all, with one history per trial.
+        early_stop: stop a trial when the best fitness has not changed for this many generations (None: never).
+        filters: a :class:`~.filters.FilterConfig`.
+        workers: processes (None: all cores; 1: in this process).
+        progress: show a progress bar.
+        penalty: added to the cost per goal not reached (default: larger than any plausible cost, 1e6).
+        mutation_probability: per gene.
+        base, eef: module IDs of the fixed base and end effector.
+        modules: the joint and link modules the slots may hold (None: all of the module set).
+    """
+
+    def __init__(
+        self,
+        db: ModulesDB,
+        cost: CostFunction | str | None = "mass",
+        n_slots: int = 13,
+        max_dof: int = 6,
+        generations: int = 50,
+        population: int = 20,
+        seed: int = 0,
+        trials: int = 1,
+        early_stop: int | None = None,
+        filters: FilterConfig | None = None,
+        workers: int | None = None,
+        progress: bool = True,
+        *,
+        min_dof: int = 1,
+        penalty: float = 1e6,
+        mutation_probability: float = 0.15,
+        base: str | None = None,
+        eef: str | None = None,
+        modules: Sequence[str] | None = None,
+    ) -> None:
+        self.db = load_db(db)
+        for name, v, lo in (
+            ("n_slots", n_slots, 1),
+            ("max_dof", max_dof, 1),
+            ("min_dof", min_dof, 0),
+            ("generations", generations, 1),
+            ("population", population, 2),
+            ("trials", trials, 1),
+        ):
+            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+                raise InputError(f"{name} must be an integer >= {lo}", value=v)
+        if min_dof > max_dof:
+            raise InputError(f"min_dof ({min_dof}) must not exceed max_dof ({max_dof})", value=min_dof)
+        if early_stop is not None and (
+            isinstance(early_stop, bool) or not isinstance(early_stop, int) or early_stop < 1
+        ):
+            raise InputError("early_stop must be a positive integer or None", value=early_stop)
+        if not 0.0 <= mutation_probability <= 1.0:
+            raise InputError("mutation_probability must be in [0, 1]", value=mutation_probability)
+        self.base = self._pick(base, self.db.bases, "base")
+        self.eef = self._pick(eef, self.db.end_effectors, "end effector")
+        if modules is not None:
+            unknown = sorted(set(modules) - set(self.db.ids))
+            if unknown:
+                raise InputError(f"unknown modules {unknown} in the module set {self.db.name!r}", value=unknown)
+        allowed = set(self.db.ids if modules is None else modules)
+        self.joints = tuple(m.id for m in self.db.joints if m.id in allowed)
+        self.links = tuple(m.id for m in self.db.links if m.id in allowed)
+        if not self.joints:
+            raise InputError(f"the module set {self.db.name!r} has no joint module", value=self.db.name)
+        self.cost = cost
+        self.n_slots = n_slots
+        self.max_dof = max_dof
+        self.min_dof = min_dof
+        self.generations = generations
+        self.population = population
+        self.seed = int(seed)
+        self.trials = trials
+        self.early_stop = early_stop
+        self.config = filters if filters is not None else FilterConfig()
+        self.workers = workers
+        self.progress = progress
+        self.penalty = float(penalty)
+        self.mutation_probability = float(mutation_probability)
+        self._dof = {m.id: m.dof for m in self.db}
+        # gene k: 0 = empty, i > 0 = the (i-1)-th joint (even k) or link (odd k); gene 0 is never empty
+        self.gene_space: list[list[int]] = []
+        for k in range(n_slots):
+            options = self.joints if k % 2 == 0 else self.links
+            self.gene_space.append(list(range(0 if k else 1, len(options) + 1)))
+        # statistics of the last optimize()
+        self.cache: dict[tuple[str, ...], Evaluation] = {}
+        self.cache_hits = 0
+        self.invalid = 0
+        self.evaluated: list[tuple[str, ...]] = []
+
+    def _pick(self, given: str | None, modules, what: str) -> str:
+        ids = [m.id for m in modules]
+        if given is not None:
+            if given not in ids:
+                raise InputError(f"{given!r} is not a {what} of the module set {self.db.name!r} ({ids})", value=given)
+            return given
+        if len(ids) != 1:
+            raise InputError(
+                f"the module set {self.db.name!r} has {len(ids)} {what} modules {ids}; choose one", value=ids
+            )
+        return ids[0]
+
+    # -- chromosomes -------------------------------------------------------------------------------
+    def genes_to_slots(self, genes: Sequence[int]) -> tuple[str, ...]:
+        """The chromosome as module IDs per slot (``EMPTY`` for empty slots)."""
+        out = []
+        for k, g in enumerate(genes):
+            g = int(g)
+            options = self.joints if k % 2 == 0 else self.links
+            out.append(options[g - 1] if g > 0 else EMPTY)
+        return tuple(out)
+
+    def decode(self, genes: Sequence[int]) -> tuple[str, ...]:
+        """The assembly a chromosome stands for: ``(base, ..., eef)`` with the empty slots dropped."""
+        return (self.base, *canonical(self.genes_to_slots(genes), EMPTY), self.eef)
+
+    def is_valid(self, ids: Sequence[str]) -> bool:
+        """A joint, min_dof <= DOF <= max_dof, and every neighbour pair connects (exactly one free way)."""
+        dof = sum(self._dof[m] for m in ids)
+        if not any(m in self.joints for m in ids) or not self.min_dof <= dof <= self.max_dof:
+            return False
+        used = self.db[ids[0]].base_connectors[0].id
+        for a, b in zip(ids, ids[1:]):
+            options = [cb for ca, cb in self.db.connections_between(a, b) if ca != used]
+            if len(options) != 1:
+                return False
+            used = options[0]
+        return True
+
+    def random_chromosome(self, rng: np.random.Generator) -> np.ndarray:
+        """A random chromosome with a DOF in ``min_dof .. max_dof`` (when it fits; rejection sampled)."""
+        for _ in range(100):
+            genes = np.array([rng.choice(space) for space in self.gene_space], dtype=int)
+            self._repair(genes, rng)
+            if self.is_valid(self.decode(genes)):
+                return genes
+        return genes
+
+    def _repair(self, genes: np.ndarray, rng: np.random.Generator) -> None:
+        """Empty random joint slots (never the first) until the DOF is at most ``max_dof``."""
+        while True:
+            ids = [self.joints[g - 1] for g in genes[0::2] if g > 0]
+            if sum(self._dof[m] for m in ids) <= self.max_dof:
+                return
+            full = [k for k in range(2, len(genes), 2) if genes[k] > 0]
+            if not full:
+                return
+            genes[int(rng.choice(full))] = 0
+
+    def _mutation(self, rng: np.random.Generator):
+        def mutate(offspring: np.ndarray, ga: Any) -> np.ndarray:
+            for child in offspring:
+                for k, space in enumerate(self.gene_space):
+                    if rng.random() < self.mutation_probability:
+                        child[k] = rng.choice(space)
+                self._repair(child, rng)
+            return offspring
+
+        return mutate
+
+    def _crossover(self, rng: np.random.Generator):
+        """Single-point crossover at a slot boundary: slot k keeps its kind, so children stay in the gene spaces."""
+
+        def cross(parents: np.ndarray, offspring_size: tuple[int, int], ga: Any) -> np.ndarray:
+            out = np.empty(offspring_size, dtype=int)
+            n = len(parents)
+            for i in range(offspring_size[0]):
+                a, b = parents[i % n], parents[(i + 1) % n]
+                cut = int(rng.integers(1, self.n_slots)) if self.n_slots > 1 else 1
+                out[i, :cut], out[i, cut:] = a[:cut], b[cut:]
+            return out
+
+        return cross
+
+    # -- the search --------------------------------------------------------------------------------
+    def optimize(self, task: Task, db: ModulesDB | None = None, budget: Budget | int | None = None) -> SearchResult:
+        """Run ``trials`` GAs for ``task``; the best valid assembly over all of them, one history per trial."""
+        import pygad
+
+        db = self.db if db is None else load_db(db)
+        if db is not self.db and (db.name != self.db.name or db.ids != self.db.ids):
+            raise InputError(
+                f"the module set {db.name!r} is not the one the GA was built on ({self.db.name!r})", value=db.name
+            )
+        task = load_task(task)
+        if not task.goals:
+            raise InputError(f"the task {task.id!r} has no goals", value=task.id)
+        budget = Budget.of(budget)
+        n_goals = len(task.goals)
+        worst = self.penalty * (n_goals + 2)
+        self.cache, self.cache_hits, self.invalid, self.evaluated = {}, 0, 0, []
+        pe = ParallelEvaluator(task, self.db, self.cost, self.config, workers=self.workers)
+        result = SearchResult(
+            optimizer="GeneticSearch",
+            task_id=task.id,
+            db_name=self.db.name,
+            cost=_descriptor(self.cost),
+            workers=pe.workers,
+            settings={"filters": self.config.to_json(), **self.settings()},
+        )
+        t0 = time.perf_counter()
+        deadline = None if budget.max_time is None else t0 + budget.max_time
+        state = {"out": False}
+
+        def out_of_budget() -> bool:
+            if budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations:
+                return True
+            return deadline is not None and time.perf_counter() >= deadline
+
+        def penalised(ev: Evaluation) -> float:
+            if ev.valid and ev.cost is not None:
+                return float(ev.cost)
+            reached = sum(1 for g in ev.goals.values() if g.success)
+            base = float(ev.cost) if ev.cost is not None and math.isfinite(ev.cost) else self.penalty
+            return min(base, self.penalty) + self.penalty * (n_goals - reached)
+
+        bar: Progress | None = None
+
+        def fitness_batch(ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
+            ids_list = [self.decode(s) for s in solutions]
+            out: list[float | None] = [None] * len(ids_list)
+            todo: dict[tuple[str, ...], list[int]] = {}
+            for i, ids in enumerate(ids_list):
+                if not self.is_valid(ids):
+                    self.invalid += 1
+                    out[i] = -worst
+                elif ids in self.cache:
+                    self.cache_hits += 1
+                    out[i] = -penalised(self.cache[ids])
+                else:
+                    if ids in todo:
+                        self.cache_hits += 1
+                    todo.setdefault(ids, []).append(i)
+            batch = list(todo)
+            if budget.max_evaluations is not None:
+                batch = batch[: max(0, budget.max_evaluations - len(self.evaluated))]
+            if deadline is not None and time.perf_counter() >= deadline:
+                batch = []
+            if len(batch) < len(todo):
+                state["out"] = True
+            evaluations = _evaluate_batch(pe, batch)
+            for ids, ev in zip(batch, evaluations):
+                ev.seq = len(self.evaluated)
+                self.evaluated.append(ids)
+                self.cache[ids] = ev
+                result.evaluations += 1
+                result.cpu_time += ev.cpu
+                result.funnel.record_evaluation(ev)
+                if ev.valid:
+                    result.valid += 1
+                    if result.consider(ev):
+                        point = {"evaluations": result.evaluations, "time": time.perf_counter() - t0}
+                        result.improvements.append({**point, "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
+                for i in todo[ids]:
+                    out[i] = -penalised(ev)
+            for i, v in enumerate(out):
+                if v is None:  # over budget: not evaluated
+                    out[i] = -worst
+            if bar is not None:
+                bar.update(len(evaluations), result.funnel, result.best_cost)
+            return out  # type: ignore[return-value]
+
+        stopped = "exhausted"
+        try:
+            with pe:
+                pe.start()
+                result.funnel = Funnel(pe.filter_names)
+                bar = Progress(self.trials * self.generations * self.population, self.progress, desc="GA")
+                for trial in range(self.trials):
+                    if out_of_budget():
+                        break
+                    self._trial(pygad, trial, fitness_batch, result, t0, state, out_of_budget)
+                    if state["out"]:
+                        break
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+        finally:
+            if bar is not None:
+                bar.update(0, result.funnel, result.best_cost, force=True)
+                bar.close()
+        if stopped != "interrupted" and (state["out"] or out_of_budget()):
+            at_limit = budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations
+            stopped = "max_evaluations" if at_limit else "max_time"
+        result.wall_time = time.perf_counter() - t0
+        result.stopped = stopped
+        result.settings["cache_hits"] = self.cache_hits
+        result.settings["invalid"] = self.invalid
+        return result
+
+    def _trial(self, pygad: Any, trial: int, fitness_batch, result: SearchResult, t0: float, state, out_of_budget):
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
+        initial = np.array([self.random_chromosome(rng) for _ in range(self.population)], dtype=int)
+        generation = [0]
+
+        def record(ga: Any) -> None:
+            costs = -np.asarray(ga.last_generation_fitness, dtype=float)
+            result.history.append(
+                {
+                    "trial": trial,
+                    "generation": generation[0],
+                    "evaluations": result.evaluations,
+                    "time": time.perf_counter() - t0,
+                    "best_cost": result.best_cost,
+                    "best_fitness_cost": float(costs.min()),
+                    "median_cost": float(np.median(costs)),
+                }
+            )
+
+        def on_generation(ga: Any) -> str | None:
+            generation[0] += 1
+            record(ga)
+            if state["out"] or out_of_budget():
+                state["out"] = True
+                return "stop"
+            return None
+
+        ga = pygad.GA(
+            num_generations=self.generations,
+            num_parents_mating=max(2, self.population // 2),
+            fitness_func=fitness_batch,
+            fitness_batch_size=self.population,
+            initial_population=initial,
+            gene_type=int,
+            gene_space=self.gene_space,
+            parent_selection_type="tournament",
+            K_tournament=3,
+            keep_elitism=1,
+            crossover_type=self._crossover(rng),
+            mutation_type=self._mutation(rng),
+            on_generation=on_generation,
+            stop_criteria=None if self.early_stop is None else f"saturate_{self.early_stop}",
+            random_seed=(self.seed * 7919 + trial) & 0x7FFFFFFF,
+            suppress_warnings=True,
+        )
+        ga.run()
+
+    def settings(self) -> dict:
+        return {
+            "base": self.base,
+            "eef": self.eef,
+            "n_slots": self.n_slots,
+            "min_dof": self.min_dof,
+            "max_dof": self.max_dof,
+            "generations": self.generations,
+            "population": self.population,
+            "seed": self.seed,
+            "trials": self.trials,
+            "early_stop": self.early_stop,
+            "penalty": self.penalty,
+            "mutation_probability": self.mutation_probability,
+            "joints": list(self.joints),
+            "links": list(self.links),
+        }
+
+
+def _evaluate_batch(pe: ParallelEvaluator, batch: list[tuple[str, ...]]) -> list[Evaluation]:
+    """A generation in one batch; if evaluation raises (a bug in a filter), each assembly alone, errors invalid."""
+    if not batch:
+        return []
+    try:
+        return pe.evaluate_batch(batch)
+    except Exception:  # noqa: BLE001  (one bad assembly must not end the search)
+        logger.info("a batch evaluation failed; evaluating its assemblies one by one", exc_info=True)
+    out = []
+    for seq, ids in enumerate(batch):
+        try:
+            out.append(pe.local(ids, math.inf, seq))
+        except Exception as exc:  # noqa: BLE001
+            reason = f"evaluation error: {type(exc).__name__}: {exc}"
+            name = pe.filter_names[0]
+            out.append(
+                Evaluation(ids, False, failed_filter=name, reason=reason, reason_key="evaluation error", seq=seq)
+            )
+    return out
+
+
+def trial_histories(result: SearchResult) -> list[list[dict]]:
+    """The GA's history split by trial: per generation the best valid cost so far (``best_cost``), the best and
+    median penalised cost of the population (``best_fitness_cost``, ``median_cost``)."""
+    out: dict[int, list[dict]] = {}
+    for point in result.history:
+        if "trial" in point:
+            out.setdefault(int(point["trial"]), []).append(point)
+    return [out[k] for k in sorted(out)]
