@@ -126,3 +126,28 @@ def test_an_unreachable_scheduler_fails_fast_with_a_clear_error(space, task, rob
         ExhaustiveSearch(space, filters=FAST, progress=False, evaluator=de).optimize(task, robco)
     assert isinstance(info.value, InputError)
     assert time.perf_counter() - t0 < 10
+
+
+def test_cli_search_on_a_local_dask_cluster_with_checkpoint(task, tmp_path, capsys):  # noqa: F811
+    from timor_core.cli import main
+    from timor_core.search import SearchResult
+
+    tfile = tmp_path / "task.json"
+    tfile.write_text(json.dumps(task.to_json_data()))
+    out = tmp_path / "result.json"
+    argv = ["search", str(tfile), "--db", "robco_like", "--scheduler", "local", "--workers", "2"]
+    argv += ["--budget-evals", "12", "--no-progress", "-o", str(out)]
+    assert main(argv) == 0
+    assert "ExhaustiveSearch" in capsys.readouterr().out
+    result = SearchResult.from_json_file(out)
+    assert result.evaluations == 12
+    checkpoint = json.loads((tmp_path / "result.json.checkpoint.json").read_text())
+    assert checkpoint["evaluations"] == 12
+    # an unreachable scheduler: one clear line, exit 2
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    bad = ["search", str(tfile), "--db", "robco_like", "--scheduler", f"tcp://127.0.0.1:{port}", "--no-progress"]
+    assert main(bad) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "Traceback" not in err

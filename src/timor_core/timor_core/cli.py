@@ -207,8 +207,24 @@ def _cmd_search(args: argparse.Namespace) -> int:
             _search_space(args.space, db), args.cost, config, seed=args.seed, workers=args.workers, progress=progress
         )
     else:
+        evaluator = None
+        if args.scheduler or args.resume:
+            from .search import DaskEvaluator
+
+            checkpoint = args.checkpoint or (f"{args.output}.checkpoint.json" if args.output else None)
+            evaluator = DaskEvaluator(
+                None if args.scheduler in (None, "local") else args.scheduler,
+                n_workers=args.workers or 2,
+                checkpoint=checkpoint,
+                resume=args.resume,
+            )
         optimizer = ExhaustiveSearch(
-            _search_space(args.space, db), args.cost, config, workers=args.workers, progress=progress
+            _search_space(args.space, db),
+            args.cost,
+            config,
+            workers=args.workers,
+            progress=progress,
+            evaluator=evaluator,
         )
     result = optimizer.optimize(task, db, budget)
     if args.output:
@@ -345,6 +361,11 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     search.add_argument("--no-progress", action="store_true", help="no progress bar")
     search.add_argument("-o", "--output", help="write the result as JSON")
+    search.add_argument(
+        "--scheduler", help="exhaustive search on Dask distributed: tcp://host:8786, or 'local' for a LocalCluster"
+    )
+    search.add_argument("--checkpoint", help="Dask: write progress here (default: OUTPUT.checkpoint.json)")
+    search.add_argument("--resume", help="Dask: continue from this checkpoint file")
     search.set_defaults(func=_cmd_search)
 
     res = sub.add_parser("result", help="inspect search results")
