@@ -1142,6 +1142,8 @@ def check_residual(desired, tol, real):
         assert res.any()
     if valid:
         assert np.linalg.norm(res) <= 1e-9
+    if not residual(tol, desired, real, margin=1e-3).any():  # a margin only makes the residual stricter
+        assert valid
 
 
 @settings(max_examples=400, deadline=None)

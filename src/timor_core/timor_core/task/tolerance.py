@@ -115,6 +115,7 @@ DEGENERATE_STEP = 1e-6
 _AXES = {"x": 0, "y": 1, "z": 2, "N_x": 0, "N_y": 1, "N_z": 2}
 _LENGTHS = frozenset({"x", "y", "z", "r_cyl", "r_sph"})
 _KEEP_NOMINAL = 0.05  # share of sampling attempts that keep the position (rotation) at its nominal value
+_PURE_REJECTION = 200  # sampling attempts before rejected draws are also repaired with ``residual``
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -298,16 +299,16 @@ def _value(projection: str, local: np.ndarray) -> float:
 def _check_interval(projection: str, interval: Interval, path: str | None = None) -> None:
     """Raise ValidationError if the interval reaches outside the projection's range (naming the bound's path)."""
     lo_min, hi_max = _DOMAIN[projection]
-    angular = math.isfinite(hi_max)
-    slack = _DOMAIN_SLACK if angular else 0.0
+    slack_low = _DOMAIN_SLACK if lo_min == -PI else 0.0  # rounded pi is fine; a negative radius or angle is not
+    slack_high = _DOMAIN_SLACK if hi_max == PI else 0.0
     where = (lambda i: f"{path}[{i}]") if path else (lambda i: None)
-    if interval.low < lo_min - slack:
+    if interval.low < lo_min - slack_low:
         raise ValidationError(
             f"lower bound of '{projection}' must be >= {lo_min:g} (values below are meaningless)",
             path=where(0),
             value=interval.low,
         )
-    if interval.high > hi_max + slack:
+    if interval.high > hi_max + slack_high:
         raise ValidationError(
             f"upper bound of '{projection}' must be <= {hi_max:g}", path=where(1), value=interval.high
         )
@@ -369,15 +370,16 @@ class Tolerance(abc.ABC):
     ) -> np.ndarray:
         """A random real pose (4x4) that is valid with respect to ``desired``.
 
-        Spread "uniformly-ish" over the tolerated region: positions are drawn uniformly in a box, cylinder sector or
-        spherical sector built from the intervals (a random one of these when several projection families are
-        constrained; the rest is enforced by rejection), rotations with a uniform axis and an angle uniform in the
-        ``Theta_R`` interval, or uniformly in the box of ``N_*`` intervals. An unbounded side of a length interval is
-        cut ``SAMPLE_SPAN`` (or twice the largest finite length bound, if more; or the radius bound of the same
-        frame, if less) from the interval's point nearest 0; a family of
-        projections the tolerance does not mention is left at its nominal value (no translation if no position
-        projection is given, no rotation if no rotation projection is given); and a few attempts keep the nominal
-        position or rotation, which some tolerances allow and nothing else.
+        Spread "uniformly-ish" over the tolerated region: positions uniformly in a box, cylinder sector or spherical
+        sector built from the intervals (a random one of these when several projection families are constrained;
+        the rest is enforced by rejection); rotations with a uniform axis and an angle uniform in the ``Theta_R``
+        interval, or uniformly in the box of ``N_*`` intervals. An unbounded side of a length interval is cut
+        ``SAMPLE_SPAN`` — or twice the largest finite length bound of the tolerance, if more — from the interval's
+        point nearest 0 (and to a radius bound of the same frame). A family the tolerance does not mention stays at
+        its nominal value (no translation without position projections, no rotation without rotation projections),
+        and a few attempts keep the nominal position or rotation, which some tolerances allow and nothing else.
+        Should plain rejection fail for a while (thin intersections of several projections), rejected draws are
+        moved into the tolerance with ``residual`` (so these samples crowd towards the bounds).
 
         Raises TimorError if no valid pose is found in ``max_attempts`` draws (e.g. contradictory intervals).
         """
@@ -388,7 +390,7 @@ class Tolerance(abc.ABC):
         rot_proposals = _rotation_proposals(parts)
         if any(p is None for p in pos_proposals + rot_proposals):
             raise TimorError("the tolerance admits no pose: the intervals of a projection do not overlap")
-        for _ in range(max_attempts):
+        for attempt in range(max_attempts):
             T = D.copy()
             # now and then keep a family at its nominal value: some tolerances allow no other (e.g. angular position
             # projections about different axes that only meet at the nominal position)
@@ -405,6 +407,14 @@ class Tolerance(abc.ABC):
                 T[:3, :3] = R_F @ _exp3(omega) @ R_F.T @ D[:3, :3]
             if self.valid(D, T):
                 return T
+            if attempt >= _PURE_REJECTION:  # thin intersections: repair the draw with the IK residual
+                for _ in range(3):
+                    r = residual(self, D, T, margin=1e-7)
+                    T = T.copy()
+                    T[:3, 3] -= r[:3]
+                    T[:3, :3] = _exp3(-r[3:]) @ T[:3, :3]
+                    if self.valid(D, T):
+                        return T
         if self.valid(D, D):
             return D.copy()
         raise TimorError(f"could not sample a pose within the tolerance in {max_attempts} attempts")
@@ -485,6 +495,12 @@ def _bounded(iv: Interval, span: float, limit: float) -> tuple[float, float]:
     return (low, high) if low <= high else (low, low)
 
 
+def _off_seam(phi: float) -> float:
+    """Keep a sampled azimuth 1e-13 off ±pi: at the seam rounding decides between +pi and -pi (both valid up to
+    ``VALID_SLACK``, but not both for an interval at one end of the range)."""
+    return min(max(phi, -PI + 1e-13), PI - 1e-13)
+
+
 def _position_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal | None]:
     proposals: list[_Proposal | None] = []
     families = {"cart": {"x", "y", "z"}, "cyl": {"r_cyl", "phi_cyl"}, "sph": {"r_sph", "theta", "phi_sph"}}
@@ -527,7 +543,7 @@ def _position_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal 
 
             def draw_cyl(g, r_lo=r_lo, r_hi=r_hi, phi=phi, z_range=z_range):
                 r = math.sqrt(g.uniform(r_lo**2, r_hi**2))
-                a = g.uniform(phi.low, phi.high)
+                a = _off_seam(g.uniform(phi.low, phi.high))
                 return np.array([r * math.cos(a), r * math.sin(a), g.uniform(*z_range)])
 
             proposals.append((frame, draw_cyl))
@@ -539,7 +555,7 @@ def _position_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal 
                 r = np.cbrt(g.uniform(r_lo**3, r_hi**3))
                 t = math.acos(min(1.0, max(-1.0, g.uniform(math.cos(theta.high), math.cos(theta.low)))))
                 t = min(max(t, theta.low), theta.high)
-                a = g.uniform(phi.low, phi.high)
+                a = _off_seam(g.uniform(phi.low, phi.high))
                 return r * np.array([math.sin(t) * math.cos(a), math.sin(t) * math.sin(a), math.cos(t)])
 
             proposals.append((frame, draw_sph))
@@ -701,18 +717,6 @@ def _cone(e: np.ndarray, iv: Interval) -> np.ndarray:
     return length * np.array([math.sin(b) * math.cos(phi), math.sin(b) * math.sin(phi), math.cos(b)])
 
 
-def _off_axis(name: str, iv: Interval, local: np.ndarray, distance: float) -> np.ndarray:
-    """Move a point that is on (or within ``distance`` of) the axis/apex of a wedge/cone, where the angle is 0 by
-    convention or numerically arbitrary, ``distance`` into the middle of the region."""
-    mid = 0.5 * (iv.low + iv.high)
-    out = local.copy()
-    if name in ("phi_cyl", "phi_sph"):
-        out[:2] = distance * np.array([math.cos(mid), math.sin(mid)])
-        return out
-    phi = _azimuth(local[0], local[1])
-    return out + distance * np.array([math.sin(mid) * math.cos(phi), math.sin(mid) * math.sin(phi), math.cos(mid)])
-
-
 def _nearest(projection: str, iv: Interval, local: np.ndarray) -> np.ndarray:
     """The nearest point of ``local`` (a position deviation or rotation vector in the projection's frame) in the
     closure of the set the projection allows."""
@@ -783,18 +787,46 @@ def _feasible_point(x0: np.ndarray, blocks: list[_Block], sweeps: int, lift: flo
             increments[i] = y - x
         if all(_block_satisfied(block, x) for block in blocks):
             break
-    for name, iv, R_F in blocks:
-        full = (-PI, PI) if name in ("phi_cyl", "phi_sph") else (0.0, PI)
-        if name in ("phi_cyl", "phi_sph", "theta") and (iv.low > full[0] or iv.high < full[1]):
-            local = R_F.T @ x
-            size = math.hypot(local[0], local[1]) if name != "theta" else float(np.linalg.norm(local))
-            if size < lift:
-                x = R_F @ _off_axis(name, iv, local, lift)
+    return _off_axis(blocks, x, lift)
+
+
+def _off_axis(blocks: list[_Block], x: np.ndarray, lift: float) -> np.ndarray:
+    """Move a point closer than ``lift`` to the axis/apex of a restricting wedge/cone (where phi/theta are 0 by
+    convention, or numerically arbitrary) ``lift`` into the middle of the region (of wedge and cone together if
+    both are given in the same frame)."""
+    done: list[np.ndarray] = []
+    for name, _, R_F in blocks:
+        if name not in ("phi_cyl", "phi_sph", "theta") or any(np.array_equal(R_F, R) for R in done):
+            continue
+        done.append(R_F)
+        same = [(n, iv) for n, iv, R in blocks if np.array_equal(R, R_F)]
+        wedge: Interval | None = Interval(-PI, PI)
+        cone: Interval | None = Interval(0.0, PI)
+        for n, iv in same:
+            if n in ("phi_cyl", "phi_sph") and wedge is not None:
+                wedge = wedge.intersect(iv)
+            elif n == "theta" and cone is not None:
+                cone = cone.intersect(iv)
+        wedge = None if wedge == Interval(-PI, PI) else wedge
+        cone = None if cone == Interval(0.0, PI) else cone
+        local = R_F.T @ x
+        if cone is not None and float(np.linalg.norm(local)) < lift:
+            azimuth = 0.5 * (wedge.low + wedge.high) if wedge is not None else _azimuth(local[0], local[1])
+            polar = 0.5 * (cone.low + cone.high)
+            local = lift * np.array(
+                [math.sin(polar) * math.cos(azimuth), math.sin(polar) * math.sin(azimuth), math.cos(polar)]
+            )
+        elif wedge is not None and math.hypot(local[0], local[1]) < lift:
+            azimuth = 0.5 * (wedge.low + wedge.high)
+            local[:2] = lift * np.array([math.cos(azimuth), math.sin(azimuth)])
+        else:
+            continue
+        x = R_F @ local
     return x
 
 
 def residual(
-    tol: Tolerance, desired: np.ndarray, real: np.ndarray, margin: float = 0.0, sweeps: int = 100
+    tol: Tolerance, desired: np.ndarray, real: np.ndarray, margin: float = 0.0, sweeps: int = 1000
 ) -> np.ndarray:
     """The 6D pose error that the tolerance does not allow, for IK: ``[position (3), rotation (3)]`` in world axes.
 
@@ -815,7 +847,8 @@ def residual(
     * Several projections: the nearest point of their intersection, by Dykstra's alternating projections (the
       ``x``/``y``/``z`` resp. ``N_*`` intervals of one frame first merged into one box; at most ``sweeps`` rounds).
       Exact for convex sets — e.g. intervals containing the nominal value 0, wedges up to 180 and cones up to 90
-      degrees — and a heuristic otherwise (radius lower bounds); slow where bounds meet at a sharp angle.
+      degrees — and a heuristic otherwise (radius lower bounds). It stops as soon as all are satisfied (one round
+      for boxes and balls); bounds that meet at a sharp angle or touch need many rounds (some ms).
     * ``phi_*``/``theta`` are 0 by convention on the axis/apex, and numerically arbitrary a rounding error away
       from it, so a target closer than ``max(margin, DEGENERATE_STEP)`` (metres) to the axis/apex of a restricting
       ``phi_*``/``theta`` interval is moved that far into the middle of the wedge/cone — conservative: a real pose
