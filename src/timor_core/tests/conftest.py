@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from timor_core import ModulesDB
 
@@ -14,6 +16,12 @@ REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared"
 IMPROV_FILE = SHARED / "data" / "cobra" / "modules" / "IMPROV" / "modules.json"
 EMBEDDED = REPO / "src" / "timor_core" / "timor_core" / "data"
+
+
+# CI runs derandomized (the same examples every run, so a red CI always reproduces); developers get fresh ones
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("TIMOR_HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["TIMOR_HYPOTHESIS_PROFILE"])
 
 
 def pytest_configure(config):
