@@ -56,19 +56,24 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_problems(args: argparse.Namespace, problems: list, ok_text: str) -> int:
+    """Print a validation outcome (JSON with --json, else one error line each); exit 1 if anything is wrong."""
+    if args.json:
+        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
+    elif problems:
+        for e in problems:
+            print(f"error: {e}", file=sys.stderr)
+    else:
+        print(ok_text)
+    return 1 if problems else 0
+
+
 def _cmd_db_validate(args: argparse.Namespace) -> int:
     from .validation import validate_db_file
 
     path = Path(args.file)
     problems = validate_db_file(path / "modules.json" if path.is_dir() else path)
-    if args.json:
-        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(p) for p in problems]}, indent=2))
-    elif problems:
-        for p in problems:
-            print(f"error: {p}", file=sys.stderr)
-    else:
-        print(f"{args.file}: valid")
-    return 1 if problems else 0
+    return _report_problems(args, problems, f"{args.file}: valid")
 
 
 def _assembly(args: argparse.Namespace):
@@ -124,14 +129,12 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
     from .solve import check_task_file
 
     task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
-    if args.json:
-        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
-    elif problems:
-        for e in problems:
-            print(f"error: {e}", file=sys.stderr)
-    else:
-        print(f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)")
-    return 1 if problems else 0
+    ok = (
+        ""
+        if problems
+        else f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)"
+    )
+    return _report_problems(args, problems, ok)
 
 
 def _cmd_task_info(args: argparse.Namespace) -> int:

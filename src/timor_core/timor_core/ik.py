@@ -17,6 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import InputError
+from .task.tolerance import _DOMAIN
 
 if TYPE_CHECKING:
     from .robot import PinRobot
@@ -58,9 +59,8 @@ class IKResult:
         return iter((self.q, self.success))
 
 
-_FAST = {"x": (-math.inf, math.inf), "y": (-math.inf, math.inf), "z": (-math.inf, math.inf)}
-_FAST.update({"r_sph": (0.0, math.inf), "Theta_R": (0.0, math.pi)})
-_FAST.update({n: (-math.pi, math.pi) for n in ("N_x", "N_y", "N_z")})
+# projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
+_FAST = {name: _DOMAIN[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
 _WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
 _G_WEIGHTS = np.diag(_WEIGHTS)
 
