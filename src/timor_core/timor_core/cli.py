@@ -8,6 +8,7 @@ no traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -377,7 +378,20 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("file", help="result .json file")
     show.add_argument("--json", action="store_true", help="print the result JSON")
     show.set_defaults(func=_cmd_result_show)
+    for name in _EXTENSIONS:
+        importlib.import_module(name).register(sub)
     return p
+
+
+_EXTENSIONS: tuple[str, ...] = (
+    "timor_core.cli_export",
+    "timor_core.cli_ros",
+    "timor_core.cli_view",
+)
+"""Modules that add their own subcommands: each defines ``register(subparsers) -> None``.
+
+Each area (ROS artefacts, ROS nodes, visualization) owns its commands in its own module and keeps this file short.
+"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
