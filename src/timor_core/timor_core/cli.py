@@ -84,6 +84,10 @@ def _assembly(args: argparse.Namespace):
 
 
 def _cmd_urdf(args: argparse.Namespace) -> int:
+    if args.ros2_control or args.plugin:
+        from .cli_export import cmd_urdf_ros2_control
+
+        return cmd_urdf_ros2_control(args)
     assembly = _assembly(args)
     text = assembly.to_urdf(
         args.name, prefix=args.prefix, mesh_uri=args.mesh_uri, package=args.package, write_to=args.output
@@ -164,6 +168,35 @@ def _cmd_paper_exp1(args: argparse.Namespace) -> int:
     result = exp1(_load_db(args.db), limit=args.limit)
     print(json.dumps(result.to_json()) if args.json else result.summary())
     return 0
+
+
+def _cmd_paper_exp2(args: argparse.Namespace) -> int:
+    from .paper import exp2
+    from .solve import load_task
+
+    db = _load_db(args.db)
+    task = load_task(args.task, False)
+    algorithms = ("constrained", "ga") if args.algorithm == "both" else (args.algorithm,)
+    result = exp2(
+        db,
+        task,
+        algorithms=algorithms,
+        workers=args.workers,
+        generations=args.generations,
+        population=args.population,
+        trials=args.trials,
+        seed=args.seed,
+        order=args.order,
+        limit=args.limit,
+        progress=not args.no_progress and not args.json,
+    )
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        for run in result.runs:
+            run.result.to_json_file(out / f"{run.algorithm}.json")
+    print(json.dumps(result.to_json()) if args.json else result.summary())
+    return 0 if all(run.ok for run in result.runs) else 1
 
 
 def _search_space(name: str, db):
@@ -299,6 +332,8 @@ def _parser() -> argparse.ArgumentParser:
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
     urdf.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
     urdf.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
+    urdf.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block (mock hardware)")
+    urdf.add_argument("--plugin", help="ros2_control hardware plugin; implies --ros2-control")
     urdf.set_defaults(func=_cmd_urdf)
 
     fk = sub.add_parser("fk", help="forward kinematics of a serial assembly, as JSON")
@@ -341,6 +376,23 @@ def _parser() -> argparse.ArgumentParser:
     exp1.add_argument("--json", action="store_true", help='print {"count", "seconds", "ms_per_assembly"}')
     exp1.add_argument("--limit", type=_positive_int, help="stop after the first N assemblies (quick runs)")
     exp1.set_defaults(func=_cmd_paper_exp1)
+    exp2 = papers.add_parser(
+        "exp2", help="lightest RobCo-like robot for the user-study task: constrained search and GA, timed and verified"
+    )
+    exp2.add_argument("--task", required=True, help="the user-study task (user_study.json)")
+    exp2.add_argument("--db", default="robco_like", help="module set (default: the embedded robco_like)")
+    exp2.add_argument("--algorithm", choices=("both", "constrained", "ga"), default="both")
+    exp2.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
+    exp2.add_argument("--generations", type=_positive_int, default=500, help="GA generations (default 500)")
+    exp2.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
+    exp2.add_argument("--trials", type=_positive_int, default=1, help="GA trials (default 1)")
+    exp2.add_argument("--seed", type=int, default=0, help="seed of the GA and the IK (default 0)")
+    exp2.add_argument("--order", choices=("space", "cost"), default="space", help="constrained search order")
+    exp2.add_argument("--limit", type=_positive_int, help="constrained search: only the first N assemblies")
+    exp2.add_argument("--no-progress", action="store_true", help="no progress bar")
+    exp2.add_argument("--json", action="store_true", help="print the figures as JSON")
+    exp2.add_argument("-o", "--output", help="folder for the full search results (constrained.json, ga.json)")
+    exp2.set_defaults(func=_cmd_paper_exp2)
 
     search = sub.add_parser("search", help="search the assembly that best serves a task (exhaustive, random, GA)")
     search.add_argument("task", help="task .json file")

@@ -1,9 +1,164 @@
-"""Subcommands of ``timor`` for this area (registered by :mod:`timor_core.cli`)."""
+"""Subcommands of ``timor`` for ROS artefacts: ``moveit-config``, ``xacro`` and ``srdf`` (registered by cli).
+
+Also the ``<ros2_control>`` variant of ``timor urdf`` (its ``--ros2-control`` and ``--plugin`` flags).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register", "cmd_urdf_ros2_control"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def _assembly(args: argparse.Namespace):
+    from .assembly import ModuleAssembly
+    from .db import ModulesDB
+
+    return ModuleAssembly.from_serial_modules(ModulesDB.load(args.db), args.modules)
+
+
+def _ros2_control(args: argparse.Namespace, default: bool = False):
+    """The Ros2ControlConfig the flags ask for (None if neither --ros2-control nor --plugin, unless default)."""
+    from .ros2_control import Ros2ControlConfig
+
+    if args.plugin:
+        return Ros2ControlConfig(plugin=args.plugin)
+    if default or getattr(args, "ros2_control", False):
+        return Ros2ControlConfig()
+    return None
+
+
+def _emit(args: argparse.Namespace, text: str, what: str) -> None:
+    """Print to stdout, or write ``args.output`` atomically (creating its folder)."""
+    if args.output is None:
+        sys.stdout.write(text)
+        return
+    from .fileio import atomic_write_text
+
+    path = Path(args.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    print(f"wrote {path} ({what}, {len(text)} bytes)", file=sys.stderr)
+
+
+def cmd_urdf_ros2_control(args: argparse.Namespace) -> int:
+    """``timor urdf`` with a ``<ros2_control>`` block (called by cli's urdf command for these flags)."""
+    from .urdf import assembly_to_urdf
+
+    assembly = _assembly(args)
+    text = assembly_to_urdf(
+        assembly,
+        args.name,
+        prefix=args.prefix,
+        mesh_uri=args.mesh_uri,
+        package=args.package,
+        ros2_control=_ros2_control(args, default=True),
+    )
+    _emit(args, text, f"{assembly.dof} DOF")
+    return 0
+
+
+def _cmd_xacro(args: argparse.Namespace) -> int:
+    from .xacro import assembly_to_xacro
+
+    assembly = _assembly(args)
+    text = assembly_to_xacro(
+        assembly,
+        args.macro,
+        name=args.name,
+        instantiate=not args.macro_only,
+        prefix=args.prefix,
+        mesh_uri=args.mesh_uri,
+        package=args.package,
+        ros2_control=_ros2_control(args),
+    )
+    _emit(args, text, f"{assembly.dof} DOF")
+    return 0
+
+
+def _cmd_srdf(args: argparse.Namespace) -> int:
+    from .srdf import assembly_to_srdf
+
+    assembly = _assembly(args)
+    text = assembly_to_srdf(
+        assembly, name=args.name, prefix=args.prefix, n_samples=args.samples, seed=args.seed, group=args.group
+    )
+    _emit(args, text, f"{text.count('<disable_collisions')} disabled pairs")
+    return 0
+
+
+def _cmd_moveit_config(args: argparse.Namespace) -> int:
+    from .moveit_config import write_moveit_config
+
+    written = write_moveit_config(
+        _assembly(args),
+        args.output,
+        name=args.name,
+        prefix=args.prefix,
+        ros2_control=_ros2_control(args, default=True),
+        group=args.group,
+        n_samples=args.samples,
+        seed=args.seed,
+        mesh_uri=args.mesh_uri,
+        package=args.package,
+    )
+    for path in written.values():
+        print(path)
+    return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this module's subcommands to the ``timor`` parser."""
+    """Add ``moveit-config``, ``xacro`` and ``srdf`` to the ``timor`` parser."""
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
+        sp.add_argument("--modules", nargs="+", required=True, help="module IDs of a serial chain, base first")
+        sp.add_argument("--name", help="robot name (default: set name + assembly hash)")
+        sp.add_argument("--prefix", default="", help="prefix for every link and joint name")
+
+    def meshes(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
+        sp.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
+
+    def sampling(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--samples", type=_positive_int, default=1000, help="random configurations (default 1000)")
+        sp.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
+        sp.add_argument("--group", default="manipulator", help="planning group name (default manipulator)")
+
+    plugin_help = "ros2_control hardware plugin (default mock_components/GenericSystem)"
+
+    mc = sub.add_parser("moveit-config", help="write a MoveIt 2 config (URDF, SRDF, YAML files) of a serial assembly")
+    common(mc)
+    mc.add_argument("-o", "--output", required=True, help="output folder (other files in it are left alone)")
+    mc.add_argument("--plugin", help=plugin_help)
+    sampling(mc)
+    meshes(mc)
+    mc.set_defaults(func=_cmd_moveit_config)
+
+    xa = sub.add_parser("xacro", help="write a xacro macro (prefix parent *origin) of a serial assembly")
+    common(xa)
+    xa.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
+    xa.add_argument("--macro", help="macro name (default: the robot name)")
+    xa.add_argument("--macro-only", action="store_true", help="only define the macro (no world link, no call)")
+    xa.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block to the macro")
+    xa.add_argument("--plugin", help=plugin_help + "; implies --ros2-control")
+    meshes(xa)
+    xa.set_defaults(func=_cmd_xacro)
+
+    sr = sub.add_parser("srdf", help="write the MoveIt SRDF (group, home, collision matrix) of a serial assembly")
+    common(sr)
+    sr.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
+    sampling(sr)
+    sr.set_defaults(func=_cmd_srdf)

@@ -41,6 +41,9 @@ class IKConfig:
     margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
     stall_window: int = 6  # iterations after which a try must have cut its cost by stall_ratio ...
     stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
+    plateau_tries: int = 10  # give up when this many tries in a row (0: never) ...
+    plateau_ratio: float = 0.9  # ... did not cut the best residual below this fraction of it ...
+    plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
 
 
 @dataclass
@@ -196,7 +199,9 @@ def solve_ik(
     best_q, best_res = None, math.inf
     iterations = 0
     n = robot.dof
+    plateau_ref, plateau_count, tries = math.inf, 0, 0
     for attempt in range(config.max_n_tries):
+        tries = attempt + 1
         if attempt == 0 and q_init is not None:
             q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
         else:
@@ -241,6 +246,13 @@ def solve_ik(
         if cost < best_res:
             best_q, best_res = q.copy(), cost
         if cost > _CONVERGED or not tolerance.valid(desired, T):
+            if config.plateau_tries:  # every try ends in a local minimum far from the goal: stop early
+                if best_res < config.plateau_ratio * plateau_ref:
+                    plateau_ref, plateau_count = best_res, 0
+                else:
+                    plateau_count += 1
+                    if plateau_count >= config.plateau_tries and best_res > config.plateau_residual**2:
+                        break
             continue
         cause = _rejection(robot, q, checker, torque_limits)
         if cause is None:
@@ -251,7 +263,7 @@ def solve_ik(
         q_out,
         False,
         _reason(rejections, best_res),
-        config.max_n_tries,
+        tries,
         iterations,
         math.sqrt(best_res),
         dict(rejections),

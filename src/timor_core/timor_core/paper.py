@@ -12,6 +12,15 @@ assembly, with the reference toolbox on an Intel i7-11700KF (:data:`PAPER_EXP1`)
 (32768, 10.6, 0.32)
 
 ``timor paper exp1 --db IMPROV/modules.json [--json] [--limit N]`` runs the same from the command line.
+
+Experiment 2: find the lightest robot of the RobCo-like module set for the paper's user-study task
+(``user_study.json``: two goals, obstacles), once by the constrained exhaustive search over 177,155 assemblies
+(at most 5 DOF, a joint first, at most one link between joints and before the end effector) with the
+"lighter solution already found" bound, once by the genetic algorithm (13 genes, at most 6 DOF, 500
+generations). The paper reports 5.5 min and 21.9 min per GA trial (:data:`PAPER_EXP2`). Every robot reported
+is verified independently: the IK configurations found put the TCP within each goal's tolerance, free of
+collisions and within the torque and position limits (:func:`timor_core.solve.verify_goal_configurations`).
+``timor paper exp2 --task user_study.json [--db robco_like] [--json] [-o DIR]`` runs it.
 """
 
 from __future__ import annotations
@@ -23,9 +32,24 @@ from itertools import chain
 from .assembly import ModuleAssembly
 from .db import ModulesDB
 from .errors import InputError
-from .search import SearchSpaceError, SerialSpace, science2019_options
+from .search import SearchSpaceError, SerialSpace, paper_exp2_options, science2019_options
+from .search.result import SearchResult
+from .solve import verify_goal_configurations
+from .task import Task
 
-__all__ = ["EXP1_COUNT", "PAPER_EXP1", "Exp1Result", "exp1", "exp1_space"]
+__all__ = [
+    "EXP1_COUNT",
+    "EXP2_COUNT",
+    "PAPER_EXP1",
+    "PAPER_EXP2",
+    "Exp1Result",
+    "Exp2Run",
+    "Exp2Result",
+    "exp1",
+    "exp1_space",
+    "exp2",
+    "exp2_space",
+]
 
 EXP1_COUNT = 32_768
 """Size of the Science Robotics 2019 IMPROV space."""
@@ -105,3 +129,187 @@ def exp1(db: ModulesDB, *, limit: int | None = None) -> Exp1Result:
         count += 1
     seconds = time.perf_counter() - t0
     return Exp1Result(count=count, seconds=seconds, ms_per_assembly=seconds / count * 1e3)
+
+
+# -- experiment 2 -----------------------------------------------------------------------------------
+
+EXP2_COUNT = 177_155
+"""Size of the experiment-2 space on the RobCo-like set: 11 + 11² + ... + 11⁵."""
+
+PAPER_EXP2 = {"count": EXP2_COUNT, "constrained_minutes": 5.5, "ga_minutes_per_trial": 21.9, "generations": 500}
+"""Experiment 2 as the Timor paper reports it (reference toolbox)."""
+
+EXP2_ALGORITHMS = ("constrained", "ga")
+
+
+@dataclass(frozen=True)
+class Exp2Run:
+    """One search of experiment 2: what it found, how long it took, and the independent check of the robot.
+
+    ``verified`` holds one entry per goal (:func:`timor_core.solve.verify_goal_configurations`); ``ok`` is True
+    only if a robot was found and every goal checks out. ``result`` is the full SearchResult (history, funnel).
+    """
+
+    algorithm: str
+    seconds: float
+    evaluations: int
+    workers: int
+    best_ids: tuple[str, ...] | None
+    best_mass: float | None
+    verified: tuple[dict, ...]
+    settings: dict
+    result: SearchResult | None = None
+
+    @property
+    def ok(self) -> bool:
+        """A robot was found and it reaches every goal, free of collisions and within its limits."""
+        return self.best_ids is not None and bool(self.verified) and all(v["ok"] for v in self.verified)
+
+    def to_json(self) -> dict:
+        """Plain JSON (without the full search result)."""
+        d = {f: getattr(self, f) for f in ("algorithm", "seconds", "evaluations", "workers", "best_mass")}
+        d["best_ids"] = list(self.best_ids) if self.best_ids is not None else None
+        d["verified"] = list(self.verified)
+        d["ok"] = self.ok
+        d["settings"] = self.settings
+        return d
+
+    def summary(self) -> str:
+        """One readable line."""
+        name = {"constrained": "constrained search", "ga": "genetic algorithm"}[self.algorithm]
+        head = f"{name}: {self.evaluations} assemblies in {self.seconds:.1f} s ({self.workers} worker(s))"
+        if self.best_ids is None:
+            return head + "; no valid robot found"
+        check = (
+            "verified: reaches every goal, collision-free, within limits"
+            if self.ok
+            else "NOT VERIFIED: " + ("; ".join(f"{v['id']}: {v['reason']}" for v in self.verified if not v["ok"]))
+        )
+        return head + f"; best {' '.join(self.best_ids)}, {self.best_mass:.2f} kg ({check})"
+
+
+@dataclass(frozen=True)
+class Exp2Result:
+    """Both searches of experiment 2 (or the one asked for)."""
+
+    task_id: str
+    db_name: str
+    count: int
+    runs: tuple[Exp2Run, ...]
+
+    def to_json(self) -> dict:
+        """``{"task", "db", "count", "runs": [...], "paper": PAPER_EXP2}``."""
+        return {
+            "task": self.task_id,
+            "db": self.db_name,
+            "count": self.count,
+            "runs": [r.to_json() for r in self.runs],
+            "paper": PAPER_EXP2,
+        }
+
+    def summary(self) -> str:
+        """Readable lines, with the paper's figures for comparison."""
+        p = PAPER_EXP2
+        lines = [
+            f"experiment 2: task {self.task_id!r}, module set {self.db_name!r}, {self.count} assemblies (<= 5 DOF)"
+        ]
+        lines += ["  " + r.summary() for r in self.runs]
+        lines.append(
+            f"  paper (reference toolbox): constrained search {p['constrained_minutes']} min,"
+            f" GA {p['ga_minutes_per_trial']} min per trial of {p['generations']} generations"
+        )
+        return "\n".join(lines)
+
+
+def exp2_space(db: ModulesDB) -> SerialSpace:
+    """The experiment-2 space on ``db``; InputError unless ``db`` has a base, an end effector and joints."""
+    where = f"module set {db.name!r}"
+    if not db.bases or not db.end_effectors:
+        raise InputError(f"{where} needs a base and an end effector module for experiment 2", file=db.source)
+    if not db.joints:
+        raise InputError(f"{where} has no joint module: experiment 2 searches serial arms", file=db.source)
+    try:
+        return SerialSpace(db, paper_exp2_options())
+    except SearchSpaceError as exc:
+        raise InputError(f"{where} does not fit the experiment-2 space: {exc}", file=db.source) from None
+
+
+def exp2(
+    db: ModulesDB,
+    task: Task,
+    *,
+    algorithms: tuple[str, ...] = EXP2_ALGORITHMS,
+    workers: int | None = None,
+    generations: int = 500,
+    population: int = 20,
+    trials: int = 1,
+    seed: int = 0,
+    order: str = "space",
+    limit: int | None = None,
+    progress: bool = False,
+) -> Exp2Result:
+    """Experiment 2: the constrained search and/or the GA on ``task``, each timed and its best robot verified.
+
+    ``order``: the constrained search's order, ``"space"`` (as the paper iterates) or ``"cost"`` (lightest
+    first: stops at the first valid robot). ``limit`` evaluates only the first ``limit`` assemblies of the
+    constrained search (quick runs). Timed: the search alone (not loading the task or the module set).
+    """
+    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch
+
+    unknown = [a for a in algorithms if a not in EXP2_ALGORITHMS]
+    if unknown or not algorithms:
+        raise InputError(f"algorithms must be among {EXP2_ALGORITHMS}", value=list(algorithms))
+    if not task.goals:
+        raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=task.id)
+    if order not in ("space", "cost"):
+        raise InputError('order must be "space" or "cost"', value=order)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InputError("limit must be a positive integer", value=limit)
+    space = exp2_space(db)
+    config = FilterConfig(seed=seed)
+    runs = []
+    for algorithm in algorithms:
+        if algorithm == "constrained":
+            optimizer = ExhaustiveSearch(space, "mass", config, workers=workers, progress=progress, order=order)
+            settings = {"order": order, "limit": limit}
+            budget = Budget(limit, None)
+        else:
+            optimizer = GeneticSearch(
+                db,
+                cost="mass",
+                n_slots=13,
+                max_dof=6,
+                generations=generations,
+                population=population,
+                seed=seed,
+                trials=trials,
+                filters=config,
+                workers=workers,
+                progress=progress,
+            )
+            settings = {"generations": generations, "population": population, "trials": trials, "genes": 13}
+            budget = None
+        t0 = time.perf_counter()
+        result = optimizer.optimize(task, db, budget)
+        seconds = time.perf_counter() - t0
+        runs.append(_exp2_run(algorithm, seconds, result, task, db, {**settings, "seed": seed}))
+    return Exp2Result(task_id=task.id, db_name=db.name, count=space.count, runs=tuple(runs))
+
+
+def _exp2_run(algorithm: str, seconds: float, result: SearchResult, task: Task, db: ModulesDB, settings) -> Exp2Run:
+    verified: tuple[dict, ...] = ()
+    if result.best_ids is not None:
+        assembly = ModuleAssembly.from_serial_modules(db, result.best_ids)
+        q = {goal_id: g.q for goal_id, g in result.best_goals.items() if g.success}
+        verified = tuple(verify_goal_configurations(task, assembly, q))
+    return Exp2Run(
+        algorithm=algorithm,
+        seconds=seconds,
+        evaluations=result.evaluations,
+        workers=result.workers,
+        best_ids=result.best_ids,
+        best_mass=result.best_cost,
+        verified=verified,
+        settings=settings,
+        result=result,
+    )

@@ -7,6 +7,7 @@ immutable); only placements and collision pairs are per robot.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -472,11 +473,11 @@ class PinRobot:
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        defaults = IKConfig()
-        config = IKConfig(
-            max_iter=max_iter if max_iter is not None else defaults.max_iter,
-            max_n_tries=max_n_tries if max_n_tries is not None else defaults.max_n_tries,
-        )
+        config = IKConfig()
+        if max_iter is not None:
+            config = replace(config, max_iter=max_iter)
+        if max_n_tries is not None:
+            config = replace(config, max_n_tries=max_n_tries)
         result = solve_ik(
             self,
             desired,
@@ -519,6 +520,12 @@ class PinRobot:
                 name = f"{link.name}_v{count}"
                 gm.addGeometryObject(pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale))
         return gm
+
+    def visualize(self, q=None, **kwargs):
+        """Show the robot at q in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
+        from .viz.viewer import show_robot
+
+        return show_robot(self, q, **kwargs)
 
     def __repr__(self) -> str:
         return f"PinRobot(dof={self.dof}, mass={self.mass:.3f} kg, frames={self.model.nframes})"

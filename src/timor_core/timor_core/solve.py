@@ -48,6 +48,7 @@ __all__ = [
     "task_base_placement",
     "goal_feedback",
     "solve_feedback",
+    "verify_goal_configurations",
 ]
 
 
@@ -357,3 +358,68 @@ def format_feedback(task: Task, assembly: ModuleAssembly, result: dict, descript
         f"{reached} of {len(result['goals'])} goal(s) reached; cost ({descriptor or '0'}): {result['cost']:.6g}"
     )
     return "\n".join(lines)
+
+
+def verify_goal_configurations(
+    task: Task,
+    assembly: ModuleAssembly,
+    q_by_goal: dict[str, Any],
+    base_placement: np.ndarray | None = None,
+) -> list[dict]:
+    """Independently check given configurations against the pose goals of a task, without any IK.
+
+    Per ``At`` goal ``{"id", "ok", "pose_ok", "collisions", "torques_ok", "limits_ok", "reason"}``: the TCP pose at
+    ``q_by_goal[id]`` lies within the goal's tolerance, the robot (placed per the task) collides neither with
+    itself nor with an obstacle (within the collisionFree safety margin), the static torques are within the
+    joint torque limits and q within the position limits. A search result is only worth reporting if this holds.
+    """
+    placement = base_placement if base_placement is not None else task_base_placement(task)
+    robot = assembly.to_pin_robot(placement)
+    robot.model.gravity.linear = np.asarray(task.header.gravity, dtype=float)
+    margin = max((float(c.safety_margin or 0.0) for c in task.constraints_of(CollisionFree)), default=0.0)
+    out: list[dict] = []
+    for g in task.goals:
+        if not isinstance(g, At):
+            continue
+        q = q_by_goal.get(g.id)
+        if q is None:
+            out.append(
+                {
+                    "id": g.id,
+                    "ok": False,
+                    "pose_ok": False,
+                    "collisions": [],
+                    "torques_ok": False,
+                    "limits_ok": False,
+                    "reason": "no configuration given",
+                }
+            )
+            continue
+        q = np.asarray(q, dtype=float)
+        pose_ok = g.goal_pose.valid(robot.fk(q))
+        collisions = [c.describe() for c in robot.collisions(q, task, margin)]
+        tau = np.abs(robot.static_torque(q))
+        torques_ok = bool(np.all(tau <= robot.torque_limits + 1e-9))
+        limits_ok = robot.within_limits(q)
+        problems = [
+            text
+            for bad, text in (
+                (not pose_ok, "the TCP is outside the goal tolerance"),
+                (bool(collisions), "collision: " + ", ".join(collisions)),
+                (not torques_ok, "static torque above the limit"),
+                (not limits_ok, "q outside the joint limits"),
+            )
+            if bad
+        ]
+        out.append(
+            {
+                "id": g.id,
+                "ok": not problems,
+                "pose_ok": pose_ok,
+                "collisions": collisions,
+                "torques_ok": torques_ok,
+                "limits_ok": limits_ok,
+                "reason": "; ".join(problems),
+            }
+        )
+    return out

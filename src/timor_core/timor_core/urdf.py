@@ -21,6 +21,7 @@ from .tree import TreeLink, ros_name
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
+    from .ros2_control import Ros2ControlConfig
 
 __all__ = ["assembly_to_urdf", "MESH_URI_MODES", "WRL_MODES", "origin_xml"]
 
@@ -160,6 +161,7 @@ def assembly_to_urdf(
     mesh_uri: str = "file",
     package: str | None = None,
     wrl: str = "visual",
+    ros2_control: Ros2ControlConfig | None = None,
 ) -> str:
     """The URDF of an assembly.
 
@@ -168,6 +170,7 @@ def assembly_to_urdf(
     convex decomposition as its visual mesh (what URDF consumers can read), ``keep`` keeps the .wrl file.
     The root link is ``base_link``; each free ``eef`` connector gets a link ``tool0``, ``tool1``, ...
     A non-identity base placement adds a ``world`` link. Closed chains raise AssemblyError.
+    ``ros2_control`` appends a ``<ros2_control>`` block for the actuated joints (see timor_core.ros2_control).
     """
     if mesh_uri not in MESH_URI_MODES:
         raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
@@ -201,6 +204,10 @@ def assembly_to_urdf(
             f'    <parent link="{prefix}world"/>\n    <child link="{links[0].name}"/>\n  </joint>\n'
         )
     out.extend(joints)
+    if ros2_control is not None:
+        from .ros2_control import ros2_control_xml
+
+        out.append(ros2_control_xml(assembly, ros2_control, prefix=prefix, robot_name=robot_name))
     out.append("</robot>\n")
     return "".join(out)
 

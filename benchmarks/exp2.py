@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Experiment 2 of the Timor paper, side by side with the reference toolbox (timor-python 1.1.1) in one run.
+
+    python benchmarks/exp2.py                    # full: both of our searches, then the sample and GA comparisons
+    python benchmarks/exp2.py --quick            # 40-assembly sample, 5 GA generations, our full runs skipped
+    python benchmarks/exp2.py --json > e.json    # table on stderr, JSON report on stdout
+
+Experiment 2: the lightest robot of the RobCo-like module set (embedded ``robco_like``) for the paper's user-study
+task (``../shared/data/cobra/tasks/user_study.json``), by the constrained search over 177,155 assemblies and by the
+genetic algorithm (500 generations). The paper: 5.5 min and 21.9 min per GA trial (reference, i7-11700KF).
+
+What is measured, on the same module set and task, in this run:
+
+- **ours, full**: ``timor paper exp2 --algorithm constrained`` (space order, "lighter solution already found"
+  bound, all cores) and ``--algorithm ga --generations 500`` (one trial, all cores), each in a fresh process:
+  seconds, best robot and mass, and the independent check that the robot reaches both goals collision-free.
+- **constrained search, per assembly**: the same uniform random sample of the space (``--sample`` assemblies,
+  seeded) through each side's filter pipeline in one process, without the bound (so both sides do all the
+  work an assembly can cost). Reference pipeline: its own ``default_filters(task)`` (robot creation, IK
+  ignoring obstacles with max_iter 150, IK with the task with max_iter 1500) without its module-length filter,
+  which needs a base constraint that the user-study task does not have (it raises AttributeError).
+  Ours: ``timor_core.search.evaluate`` with the default filter chain. Ratio: reference total / ours total.
+  The reference's projected full-space time is its mean per assembly times 177,155 (no bound: an upper bound).
+- **GA trial**: both GAs with the same population (20), chromosome length (13 slots; the reference adds base and
+  end-effector genes), fitness (mass + 1e6 per goal not reached, DOF > 6 invalid), seed, ``--ga-generations``
+  generations, one process each. Ratio: reference seconds / ours.
+
+Each side runs as a worker process: ``exp2.py --worker ours`` under this interpreter, ``exp2.py --worker ref``
+under the reference interpreter (``run.resolve_ref_python``: ../refvenv) with its offline shim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import run  # noqa: E402  (the shared benchmark helpers; stdlib-only at import time)
+
+TASK_JSON = run.SHARED / "data" / "cobra" / "tasks" / "user_study.json"
+ROBCO_JSON = run.REPO / "src" / "timor_core" / "timor_core" / "data" / "robco_like" / "modules.json"
+FULL_COUNT = 177_155
+PENALTY = 1e6
+MAX_DOF = 6
+SLOTS = 13
+
+
+# -- workers ----------------------------------------------------------------------------------------
+def ours_sample(spec: dict) -> dict:
+    """Our filter chain on every sampled assembly (no bound), timed per assembly."""
+    from timor_core.search import FilterConfig
+    from timor_core.search.evaluate import evaluate, load_db, load_task
+
+    task, db = load_task(spec["task"]), load_db(spec["db"])
+    config = FilterConfig(seed=spec["seed"], bound=False)
+    evaluate(spec["ids"][0], task, db, "mass", config)  # warm-up: caches the filter chain, as in a search
+    times, valid = [], []
+    for ids in spec["ids"]:
+        t0 = time.perf_counter()
+        ev = evaluate(ids, task, db, "mass", config)
+        times.append(time.perf_counter() - t0)
+        valid.append(bool(ev.valid))
+    return {"times": times, "valid": valid}
+
+
+def ref_sample(spec: dict) -> dict:
+    """The reference's own default filters (less the module-length filter) on every sampled assembly."""
+    ModuleAssembly, db, task, filters, run_filters = _ref_setup(spec)
+    times, valid = [], []
+    for ids in spec["ids"]:
+        t0 = time.perf_counter()
+        ok = False
+        try:
+            _, ok = run_filters(filters, ModuleAssembly.from_serial_modules(db, ids), task)
+        except Exception:  # noqa: BLE001 - an assembly the reference cannot build or check counts as invalid
+            ok = False
+        times.append(time.perf_counter() - t0)
+        valid.append(bool(ok))
+    return {"times": times, "valid": valid}
+
+
+def ours_ga(spec: dict) -> dict:
+    from timor_core.search import FilterConfig, GeneticSearch
+    from timor_core.search.evaluate import load_db, load_task
+
+    task, db = load_task(spec["task"]), load_db(spec["db"])
+    ga = GeneticSearch(
+        db,
+        "mass",
+        n_slots=SLOTS,
+        max_dof=MAX_DOF,
+        generations=spec["generations"],
+        population=spec["population"],
+        seed=spec["seed"],
+        filters=FilterConfig(seed=spec["seed"]),
+        workers=1,
+        progress=False,
+        penalty=PENALTY,
+    )
+    t0 = time.perf_counter()
+    result = ga.optimize(task, db)
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "evaluated": len(ga.evaluated),
+        "best_ids": list(result.best_ids) if result.best_ids else None,
+        "best_mass": result.best_cost,
+    }
+
+
+def ref_ga(spec: dict) -> dict:
+    import numpy as np
+
+    ModuleAssembly, db, task, filters, run_filters = _ref_setup(spec)  # imports the reference (offline shim)
+    from timor.configuration_search.GA import GA
+    n_goals = len(task.goals)
+    evaluated = []
+
+    def fitness(assembly, _ga, _idx) -> float:
+        evaluated.append(1)
+        try:
+            if assembly.robot.dof > MAX_DOF:
+                return -PENALTY * (n_goals + 1)
+            results, _ = run_filters(filters, assembly, task)
+            reached = sum(bool(v) for v in results.goal_ik_success.values())
+            return -(assembly.mass + PENALTY * (n_goals - reached))
+        except Exception:  # noqa: BLE001 - not buildable: the worst fitness
+            return -PENALTY * (n_goals + 2)
+
+    ga = GA(db, rng=np.random.default_rng(spec["seed"]))
+    hp = {
+        "population_size": spec["population"],
+        "num_generations": spec["generations"],
+        "num_genes": SLOTS + 2,
+        "random_seed": spec["seed"],
+    }
+    t0 = time.perf_counter()
+    inst = ga.optimize(fitness, hp=hp, progress_bar=False, debug_logging_frequency=None)
+    seconds = time.perf_counter() - t0
+    genes, value, _ = inst.best_solution()
+    ids = [m for m in map(ga.all_modules.__getitem__, genes) if m != "EMPTY"]
+    mass = -float(value) if value > -PENALTY else None
+    return {"seconds": seconds, "evaluated": len(evaluated), "best_ids": ids if mass else None, "best_mass": mass}
+
+
+def _ref_setup(spec: dict):
+    import logging
+
+    import ref_worker
+
+    ref_worker._import_reference()
+    from timor import ModuleAssembly, ModulesDB
+    from timor.configuration_search.AssemblyFilter import default_filters, run_filters
+    from timor.task.Task import Task
+
+    logging.getLogger("Timor").setLevel(logging.ERROR)
+    db = ModulesDB.from_json_file(Path(spec["db"]))
+    task = Task.from_json_file(Path(spec["task"]))
+    filters = default_filters(task)[1:]  # [0], the module-length filter, needs a base constraint
+    return ModuleAssembly, db, task, filters, run_filters
+
+
+WORKERS = {
+    ("ours", "sample"): ours_sample,
+    ("ref", "sample"): ref_sample,
+    ("ours", "ga"): ours_ga,
+    ("ref", "ga"): ref_ga,
+}
+
+
+def worker_main(side: str) -> int:
+    spec = json.loads(sys.stdin.read())
+    sys.stdout.write(json.dumps(WORKERS[side, spec["mode"]](spec)) + "\n")
+    return 0
+
+
+# -- the driver -------------------------------------------------------------------------------------
+def sample_ids(n: int, seed: int) -> list[list[str]]:
+    """``n`` distinct assemblies drawn uniformly from our experiment-2 space (by index; no full list built)."""
+    from timor_core.db import ModulesDB
+    from timor_core.paper import exp2_space
+
+    space = exp2_space(ModulesDB.from_json_file(ROBCO_JSON))
+    picks = sorted(random.Random(seed).sample(range(space.count), n))
+    return [list(space[i]) for i in picks]
+
+
+def call(side: str, spec: dict, ref_python: str | None) -> tuple[dict | None, str]:
+    if side == "ours":
+        _, env = run.ours_command()
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "ours"]
+    else:
+        _, env = run.ref_command(ref_python)
+        cmd = [ref_python, str(Path(__file__).resolve()), "--worker", "ref"]
+    return run.run_worker(cmd, spec, env)
+
+
+def ours_full(algorithm: str, generations: int) -> tuple[dict | None, str]:
+    _, env = run.ours_command()
+    cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(TASK_JSON), "--db", str(ROBCO_JSON)]
+    cmd += ["--algorithm", algorithm, "--generations", str(generations), "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(run.REPO), timeout=run.WORKER_TIMEOUT)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return None, f"exit code {proc.returncode}: {proc.stderr.strip()[-2000:]}"
+    return json.loads(lines[-1])["runs"][0], ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--worker":
+        return worker_main(argv[1])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sample", type=int, default=150, help="assemblies in the per-assembly comparison (default 150)")
+    p.add_argument("--ga-generations", type=int, default=20, help="generations of the GA comparison (default 20)")
+    p.add_argument("--generations", type=int, default=500, help="generations of our full GA trial (default 500)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="--sample 40 --ga-generations 5, no full runs")
+    p.add_argument("--no-full", action="store_true", help="skip our full searches")
+    p.add_argument("--no-ref", action="store_true", help="measure our side only")
+    p.add_argument("--ref-python", default=None, help="reference interpreter (default $TIMOR_REF_PYTHON or ../refvenv)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout (the table on stderr)")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sample, args.ga_generations, args.no_full = 40, 5, True
+    out = sys.stderr if args.json else sys.stdout
+    if not TASK_JSON.is_file():
+        run.log(f"SKIPPED: the user-study task is not at {TASK_JSON}; nothing measured.")
+        if args.json:
+            print(json.dumps({"skipped": f"task missing: {TASK_JSON}"}))
+        return 0
+    report: dict = {"library": run.git_state(), "errors": {}, "settings": vars(args)}
+    ref_python, ref_error = (None, "--no-ref given") if args.no_ref else run.resolve_ref_python(args.ref_python)
+    if ref_error:
+        report["errors"]["ref"] = ref_error
+
+    if not args.no_full:
+        for algorithm in ("constrained", "ga"):
+            run.log(f"[ours] timor paper exp2 --algorithm {algorithm} ...")
+            fig, err = ours_full(algorithm, args.generations)
+            report[f"ours_full_{algorithm}"] = fig
+            if err:
+                report["errors"][f"ours_full_{algorithm}"] = err
+
+    ids = sample_ids(args.sample, args.seed)
+    base = {"task": str(TASK_JSON), "db": str(ROBCO_JSON), "seed": args.seed}
+    sides = ["ours"] + (["ref"] if ref_python else [])
+    for mode, spec in (
+        ("sample", {**base, "mode": "sample", "ids": ids}),
+        ("ga", {**base, "mode": "ga", "generations": args.ga_generations, "population": 20}),
+    ):
+        for side in sides:
+            run.log(f"[{side}] {mode} ...")
+            fig, err = call(side, spec, ref_python)
+            report[f"{side}_{mode}"] = fig
+            if err:
+                report["errors"][f"{side}_{mode}"] = err
+    report["summary"] = summarise(report, args)
+    print_table(report, out)
+    if args.json:
+        print(json.dumps(report))
+    return 0
+
+
+def summarise(r: dict, args) -> dict:
+    s: dict = {}
+    o, f = r.get("ours_sample"), r.get("ref_sample")
+    if o:
+        s["ours_ms_per_assembly"] = sum(o["times"]) / len(o["times"]) * 1e3
+        s["ours_valid_in_sample"] = sum(o["valid"])
+    if f:
+        s["ref_ms_per_assembly"] = sum(f["times"]) / len(f["times"]) * 1e3
+        s["ref_valid_in_sample"] = sum(f["valid"])
+        s["ref_projected_full_seconds"] = s["ref_ms_per_assembly"] * FULL_COUNT / 1e3
+    if o and f:
+        s["constrained_ratio"] = s["ref_ms_per_assembly"] / s["ours_ms_per_assembly"]
+    og, fg = r.get("ours_ga"), r.get("ref_ga")
+    if og and fg:
+        s["ga_ratio"] = fg["seconds"] / og["seconds"]
+        s["ref_projected_ga_500_seconds"] = fg["seconds"] / args.ga_generations * 500
+    full = r.get("ours_full_constrained")
+    if full and f:
+        s["full_constrained_ratio_vs_ref_projection"] = s["ref_projected_full_seconds"] / full["seconds"]
+    return s
+
+
+def print_table(r: dict, out) -> None:
+    s = r["summary"]
+
+    def line(text: str) -> None:
+        print(text, file=out)
+
+    line("experiment 2: robco_like + user_study.json")
+    for algorithm in ("constrained", "ga"):
+        fig = r.get(f"ours_full_{algorithm}")
+        if fig:
+            ids = " ".join(fig["best_ids"] or ["-"])
+            line(
+                f"  ours, full {algorithm:<11} {fig['seconds']:8.1f} s  {fig['evaluations']:>7} evaluated  best {ids}"
+                f" {fig['best_mass']} kg  verified={fig['ok']}"
+            )
+    if "ours_ms_per_assembly" in s:
+        line(f"  sample of {len(r['ours_sample']['times'])} assemblies, filter pipeline without bound:")
+        line(f"    ours {s['ours_ms_per_assembly']:9.2f} ms/assembly   valid {s['ours_valid_in_sample']}")
+    if "ref_ms_per_assembly" in s:
+        line(f"    ref  {s['ref_ms_per_assembly']:9.2f} ms/assembly   valid {s['ref_valid_in_sample']}")
+        line(f"    ratio {s['constrained_ratio']:.1f}x (target >= 10x)")
+        line(f"    ref projected over all {FULL_COUNT}: {s['ref_projected_full_seconds'] / 60:.1f} min")
+    for side in ("ours", "ref"):
+        g = r.get(f"{side}_ga")
+        if g:
+            line(
+                f"  GA {side:<4} {g['seconds']:8.1f} s  {g['evaluated']:>5} fitness evaluations"
+                f"  best {' '.join(g['best_ids'] or ['-'])} {g['best_mass']}"
+            )
+    if "ga_ratio" in s:
+        line(f"    ratio {s['ga_ratio']:.1f}x (target >= 5x)")
+    for k, v in r["errors"].items():
+        line(f"  ERROR {k}: {v}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The MoveIt 2 config folder and the ROS export subcommands of the ``timor`` CLI."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pinocchio as pin
+import pytest
+from timor_core.cli import main
+from timor_core.errors import InputError, UnknownModuleError
+from timor_core.moveit_config import MOVEIT_FILES, to_yaml, write_moveit_config
+from timor_core.ros2_control import Ros2ControlConfig
+from urdf_parser_py.urdf import URDF
+
+from timor_core import ModuleAssembly
+
+yaml = pytest.importorskip("yaml")  # PyYAML is only used to read the files back
+
+SET = "geometric_primitive_modules"
+CHAIN = ("base", "J2", "i_45", "J2", "J2", "eef")
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_moveit_config_files_agree(primitives, tmp_path):
+    A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
+    (tmp_path / "keep.txt").write_text("mine")
+    config = Ros2ControlConfig(plugin="my_hw/System", initial_positions={"m1_J2_joint": 0.5})
+    written = write_moveit_config(A, tmp_path, name="bot", prefix="p_", ros2_control=config, n_samples=100)
+    assert set(written) == {"bot.urdf", "bot.srdf", *MOVEIT_FILES}
+    assert (tmp_path / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*written, "keep.txt"])  # no temp files left
+    urdf_text = written["bot.urdf"].read_text()
+    urdf = URDF.from_xml_string(urdf_text)
+    assert pin.buildModelFromXML(urdf_text).nq == 3
+    joints = [j.name for j in urdf.joints if j.type != "fixed"]
+    assert joints == ["p_m1_J2_joint", "p_m3_J2_joint", "p_m4_J2_joint"]
+    control = ET.fromstring(urdf_text).find("ros2_control")
+    assert control.find("hardware/plugin").text == "my_hw/System"
+    srdf = ET.fromstring(written["bot.srdf"].read_text())
+    assert srdf.get("name") == urdf.name == "bot"
+    files = {name: yaml.safe_load(written[name].read_text()) for name in MOVEIT_FILES}
+    kin = files["kinematics.yaml"]["manipulator"]
+    assert kin["kinematics_solver"] == "kdl_kinematics_plugin/KDLKinematicsPlugin"
+    assert isinstance(kin["kinematics_solver_timeout"], float)
+    limits = files["joint_limits.yaml"]["joint_limits"]
+    assert list(limits) == joints
+    by_name = {j.name: j for j in urdf.joints}
+    for name, entry in limits.items():
+        assert entry["has_velocity_limits"] is True
+        assert entry["max_velocity"] == pytest.approx(by_name[name].limit.velocity)
+        assert entry["has_acceleration_limits"] is True and entry["max_acceleration"] == pytest.approx(8.0)
+        assert all(isinstance(entry[k], float) for k in ("max_velocity", "max_acceleration"))
+    cm = files["ros2_controllers.yaml"]["controller_manager"]["ros__parameters"]
+    assert cm["update_rate"] == 100
+    assert cm["arm_controller"]["type"] == "joint_trajectory_controller/JointTrajectoryController"
+    assert cm["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
+    arm = files["ros2_controllers.yaml"]["arm_controller"]["ros__parameters"]
+    assert arm["joints"] == joints
+    assert arm["command_interfaces"] == ["position"] and arm["state_interfaces"] == ["position", "velocity"]
+    mc = files["moveit_controllers.yaml"]
+    assert mc["moveit_controller_manager"] == "moveit_simple_controller_manager/MoveItSimpleControllerManager"
+    assert mc["moveit_simple_controller_manager"]["controller_names"] == ["arm_controller"]
+    follow = mc["moveit_simple_controller_manager"]["arm_controller"]
+    assert follow["type"] == "FollowJointTrajectory" and follow["joints"] == joints and follow["default"] is True
+    assert files["initial_positions.yaml"]["initial_positions"] == {
+        "p_m1_J2_joint": 0.5,
+        "p_m3_J2_joint": 0.0,
+        "p_m4_J2_joint": 0.0,
+    }
+    initial = control.find("joint[@name='p_m1_J2_joint']/state_interface[@name='position']/param").text
+    assert float(initial) == 0.5
+    assert set(files["pilz_cartesian_limits.yaml"]["cartesian_limits"]) == {
+        "max_trans_vel",
+        "max_trans_acc",
+        "max_trans_dec",
+        "max_rot_vel",
+    }
+
+
+def test_moveit_config_errors(primitives, tmp_path):
+    A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match="cannot write"):
+        write_moveit_config(A, blocker, n_samples=5)
+    with pytest.raises(InputError, match="cannot write"):
+        write_moveit_config(A, blocker / "sub", n_samples=5)
+    with pytest.raises(InputError, match="command interface"):
+        write_moveit_config(A, tmp_path / "a", ros2_control=Ros2ControlConfig(command_interfaces=()), n_samples=5)
+    with pytest.raises(InputError, match="update_rate"):
+        write_moveit_config(A, tmp_path / "b", update_rate=0, n_samples=5)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing written on bad input
+
+
+def test_yaml_writer_round_trips():
+    data = {
+        "a": {"b": [1, 2.0, 1e-05, -3.5e20, "yes", "no", "x/y_z", "with space", "", "1.5"]},
+        "empty": {},
+        "none": [],
+        "flags": {"t": True, "f": False},
+        "inf": float("inf"),
+    }
+    assert yaml.safe_load(to_yaml(data)) == data
+
+
+def test_cli_moveit_config_xacro_srdf(capsys, tmp_path):
+    out = tmp_path / "cfg"
+    code, stdout, err = _run(
+        capsys, "moveit-config", "--db", SET, "--modules", *CHAIN, "-o", str(out), "--prefix", "a_",
+        "--plugin", "my_hw/System", "--samples", "50", "--seed", "2", "--name", "arm",
+    )  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == sorted(["arm.urdf", "arm.srdf", *MOVEIT_FILES])
+    assert len(stdout.splitlines()) == 8
+    for name in MOVEIT_FILES:
+        assert yaml.safe_load((out / name).read_text())
+    assert ET.parse(out / "arm.urdf").getroot().find("ros2_control/hardware/plugin").text == "my_hw/System"
+    code, stdout, err = _run(
+        capsys, "srdf", "--db", SET, "--modules", *CHAIN, "--samples", "50", "--seed", "2", "--prefix", "a_",
+        "--name", "arm",
+    )  # fmt: skip
+    assert code == 0 and stdout == (out / "arm.srdf").read_text()  # same seed, same SRDF
+    target = tmp_path / "x" / "arm.xacro"
+    code, _, err = _run(capsys, "xacro", "--db", SET, "--modules", *CHAIN, "-o", str(target), "--macro", "arm",
+                        "--ros2-control")  # fmt: skip
+    assert code == 0 and "wrote" in err
+    root = ET.parse(target).getroot()
+    assert root.find("{http://www.ros.org/wiki/xacro}macro").get("name") == "arm"
+    code, stdout, _ = _run(capsys, "urdf", SET, *CHAIN, "--ros2-control")
+    assert code == 0 and ET.fromstring(stdout).find("ros2_control/hardware/plugin").text.startswith("mock_components")
+    code, stdout, _ = _run(capsys, "urdf", SET, *CHAIN)
+    assert code == 0 and ET.fromstring(stdout).find("ros2_control") is None
+
+
+def test_cli_errors_are_one_line(capsys, tmp_path):
+    code, stdout, err = _run(capsys, "srdf", "--db", SET, "--modules", "base", "NOPE")
+    assert code == 2 and stdout == "" and err.count("\n") == 1 and "NOPE" in err
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    code, _, err = _run(capsys, "moveit-config", "--db", SET, "--modules", *CHAIN, "-o", str(blocker), "--samples", "5")
+    assert code == 2 and err.startswith("error:") and err.count("\n") == 1
+    code, _, err = _run(capsys, "srdf", "--db", SET, "--modules", "base", "l_30", "eef")
+    assert code == 2 and "no movable joint" in err
+    code, _, err = _run(capsys, "xacro", "--db", SET, "--modules", *CHAIN, "--macro", "9x")
+    assert code == 2 and "macro name" in err
+    with pytest.raises(SystemExit):
+        main(["srdf", "--db", SET, "--modules", *CHAIN, "--samples", "0"])
+    assert UnknownModuleError.__mro__[1].__name__ == "TimorError"

@@ -1,0 +1,293 @@
+"""MoveIt 2 configuration files for an assembly, as the MoveIt Setup Assistant writes them.
+
+One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf``, ``kinematics.yaml``,
+``joint_limits.yaml``, ``ros2_controllers.yaml``, ``moveit_controllers.yaml``, ``initial_positions.yaml``
+and ``pilz_cartesian_limits.yaml``. Every text is generated before anything is written, each file is
+written atomically, and other files in the folder are left alone. YAML is emitted by a tiny writer
+(PyYAML is not a dependency).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+from .fileio import atomic_write_text
+from .ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
+from .srdf import assembly_to_srdf, planning_chain
+from .urdf import assembly_to_urdf, default_robot_name
+
+if TYPE_CHECKING:
+    from .assembly import ModuleAssembly
+
+__all__ = ["CartesianLimits", "MOVEIT_FILES", "write_moveit_config", "moveit_config_texts", "to_yaml"]
+
+KDL_PLUGIN = "kdl_kinematics_plugin/KDLKinematicsPlugin"
+ARM_CONTROLLER = "arm_controller"
+MOVEIT_FILES = (
+    "kinematics.yaml",
+    "joint_limits.yaml",
+    "ros2_controllers.yaml",
+    "moveit_controllers.yaml",
+    "initial_positions.yaml",
+    "pilz_cartesian_limits.yaml",
+)
+"""The YAML files of a config folder (besides ``<name>.urdf`` and ``<name>.srdf``)."""
+
+
+@dataclass(frozen=True)
+class CartesianLimits:
+    """Cartesian limits of the Pilz industrial motion planner (m/s, m/s², rad/s; deceleration negative)."""
+
+    max_trans_vel: float = 1.0
+    max_trans_acc: float = 2.25
+    max_trans_dec: float = -5.0
+    max_rot_vel: float = 1.57
+
+
+# -- a tiny YAML writer -----------------------------------------------------------------------------
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)
+        if "e" in text:  # YAML 1.1 (and ROS 2's parser) wants a dot in the mantissa: 1.0e-05
+            mantissa, exponent = text.split("e")
+            text = (mantissa if "." in mantissa else mantissa + ".0") + "e" + exponent
+        return text
+    text = str(value)
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
+        return text
+    return json.dumps(text)  # a JSON string is a valid double-quoted YAML scalar
+
+
+def to_yaml(data: dict, indent: int = 0) -> str:
+    """Block-style YAML of nested dicts, lists and scalars (floats always look like floats)."""
+    pad = " " * indent
+    out = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            text = to_yaml(value, indent + 2) if value else None
+            out.append(f"{pad}{_scalar(key)}:\n{text}" if text else f"{pad}{_scalar(key)}: {{}}\n")
+        elif isinstance(value, (list, tuple)):
+            if value:
+                out.append(f"{pad}{_scalar(key)}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in value))
+            else:
+                out.append(f"{pad}{_scalar(key)}: []\n")
+        else:
+            out.append(f"{pad}{_scalar(key)}: {_scalar(value)}\n")
+    return "".join(out)
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in text.splitlines()) + "\n"
+
+
+# -- the files ------------------------------------------------------------------------------------
+def _joint_limits(assembly: ModuleAssembly, prefix: str, velocity_scaling: float, acceleration_scaling: float) -> str:
+    limits: dict[str, Any] = {}
+    for link in controlled_joints(assembly, prefix):
+        lim = link.joint.limits
+        entry: dict[str, Any] = {}
+        entry["has_velocity_limits"] = math.isfinite(lim.velocity)
+        entry["max_velocity"] = float(lim.velocity) if math.isfinite(lim.velocity) else 0.0
+        entry["has_acceleration_limits"] = math.isfinite(lim.acceleration)
+        entry["max_acceleration"] = float(lim.acceleration) if math.isfinite(lim.acceleration) else 0.0
+        limits[link.joint_name] = entry
+    data = {
+        "default_velocity_scaling_factor": float(velocity_scaling),
+        "default_acceleration_scaling_factor": float(acceleration_scaling),
+        "joint_limits": limits,
+    }
+    return _comment(
+        "Joint limits for MoveIt, from the module set (they extend or override the URDF's).\n"
+        "has_acceleration_limits is false where the module set gives no acceleration limit;\n"
+        "the Pilz planner needs one for every joint."
+    ) + to_yaml(data)
+
+
+def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
+    """Command and state interfaces of the joint trajectory controller (a combination it supports)."""
+    command = next((i for i in ("position", "velocity", "effort") if i in config.command_interfaces), None)
+    if command is None:
+        raise InputError(
+            "the joint trajectory controller needs a position, velocity or effort command interface",
+            value=list(config.command_interfaces),
+        )
+    state = [i for i in ("position", "velocity") if i in config.state_interfaces]
+    return [command], state
+
+
+def moveit_config_texts(
+    assembly: ModuleAssembly,
+    *,
+    name: str | None = None,
+    prefix: str = "",
+    ros2_control: Ros2ControlConfig | None = None,
+    group: str = "manipulator",
+    n_samples: int = 1000,
+    seed: int = 0,
+    mesh_uri: str = "file",
+    package: str | None = None,
+    update_rate: int = 100,
+    velocity_scaling: float = 0.1,
+    acceleration_scaling: float = 0.1,
+    kinematics_resolution: float = 0.005,
+    kinematics_timeout: float = 0.005,
+    cartesian_limits: CartesianLimits | None = None,
+) -> dict[str, str]:
+    """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
+    for label, value in (
+        ("velocity_scaling", velocity_scaling),
+        ("acceleration_scaling", acceleration_scaling),
+    ):
+        if not 0 < value <= 1:
+            raise InputError(f"{label} must be in (0, 1]", value=value)
+    for label, value in (("kinematics_resolution", kinematics_resolution), ("kinematics_timeout", kinematics_timeout)):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{label} must be a positive number", value=value)
+    if isinstance(update_rate, bool) or not isinstance(update_rate, int) or update_rate < 1:
+        raise InputError("update_rate must be a positive integer (Hz)", value=update_rate)
+    config = ros2_control if ros2_control is not None else Ros2ControlConfig()
+    robot_name = name if name is not None else default_robot_name(assembly)
+    chain = planning_chain(assembly, prefix)
+    command, state = _interfaces(config)
+    texts = {
+        f"{robot_name}.urdf": assembly_to_urdf(
+            assembly, name=robot_name, prefix=prefix, mesh_uri=mesh_uri, package=package, ros2_control=config
+        ),
+        f"{robot_name}.srdf": assembly_to_srdf(
+            assembly, name=robot_name, prefix=prefix, n_samples=n_samples, seed=seed, group=group
+        ),
+    }
+    texts["kinematics.yaml"] = to_yaml(
+        {
+            group: {
+                "kinematics_solver": KDL_PLUGIN,
+                "kinematics_solver_search_resolution": float(kinematics_resolution),
+                "kinematics_solver_timeout": float(kinematics_timeout),
+            }
+        }
+    )
+    texts["joint_limits.yaml"] = _joint_limits(assembly, prefix, velocity_scaling, acceleration_scaling)
+    joints = list(chain.commanded)
+    texts["ros2_controllers.yaml"] = _comment("Controllers of ros2_control's controller manager") + to_yaml(
+        {
+            "controller_manager": {
+                "ros__parameters": {
+                    "update_rate": update_rate,
+                    ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
+                    "joint_state_broadcaster": {"type": "joint_state_broadcaster/JointStateBroadcaster"},
+                }
+            },
+            ARM_CONTROLLER: {
+                "ros__parameters": {
+                    "joints": joints,
+                    "command_interfaces": command,
+                    "state_interfaces": state,
+                    "allow_nonzero_velocity_at_trajectory_end": True,
+                }
+            },
+        }
+    )
+    texts["moveit_controllers.yaml"] = _comment("How MoveIt executes trajectories") + to_yaml(
+        {
+            "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
+            "moveit_simple_controller_manager": {
+                "controller_names": [ARM_CONTROLLER],
+                ARM_CONTROLLER: {
+                    "type": "FollowJointTrajectory",
+                    "action_ns": "follow_joint_trajectory",
+                    "default": True,
+                    "joints": joints,
+                },
+            },
+        }
+    )
+    texts["initial_positions.yaml"] = _comment("Initial positions of the ros2_control mock hardware") + to_yaml(
+        {"initial_positions": initial_positions(assembly, config, prefix)}
+    )
+    cart = cartesian_limits if cartesian_limits is not None else CartesianLimits()
+    texts["pilz_cartesian_limits.yaml"] = _comment("Cartesian limits of the Pilz industrial motion planner") + to_yaml(
+        {
+            "cartesian_limits": {
+                "max_trans_vel": float(cart.max_trans_vel),
+                "max_trans_acc": float(cart.max_trans_acc),
+                "max_trans_dec": float(cart.max_trans_dec),
+                "max_rot_vel": float(cart.max_rot_vel),
+            }
+        }
+    )
+    return texts
+
+
+def write_moveit_config(
+    assembly: ModuleAssembly,
+    out_dir: str | Path,
+    *,
+    name: str | None = None,
+    prefix: str = "",
+    ros2_control: Ros2ControlConfig | None = None,
+    group: str = "manipulator",
+    n_samples: int = 1000,
+    seed: int = 0,
+    mesh_uri: str = "file",
+    package: str | None = None,
+    update_rate: int = 100,
+    velocity_scaling: float = 0.1,
+    acceleration_scaling: float = 0.1,
+    kinematics_resolution: float = 0.005,
+    kinematics_timeout: float = 0.005,
+    cartesian_limits: CartesianLimits | None = None,
+) -> dict[str, Path]:
+    """Write the MoveIt 2 config of a serial assembly into ``out_dir``; return the written paths by file name.
+
+    ``name`` is the robot name (default: set name + assembly hash); ``ros2_control`` defaults to mock
+    hardware (``Ros2ControlConfig()``). The SRDF's collision matrix samples ``n_samples`` configurations
+    from ``seed``. The controller ``arm_controller`` drives the group's non-passive joints through the
+    first of the position, velocity, effort command interfaces. Unwritable folders raise InputError.
+    """
+    texts = moveit_config_texts(
+        assembly,
+        name=name,
+        prefix=prefix,
+        ros2_control=ros2_control,
+        group=group,
+        n_samples=n_samples,
+        seed=seed,
+        mesh_uri=mesh_uri,
+        package=package,
+        update_rate=update_rate,
+        velocity_scaling=velocity_scaling,
+        acceleration_scaling=acceleration_scaling,
+        kinematics_resolution=kinematics_resolution,
+        kinematics_timeout=kinematics_timeout,
+        cartesian_limits=cartesian_limits,
+    )
+    folder = Path(out_dir)
+    written: dict[str, Path] = {}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for file_name, text in texts.items():
+            path = folder / file_name
+            atomic_write_text(path, text)
+            written[file_name] = path
+    except OSError as exc:
+        where = exc.filename or folder
+        raise InputError(f"cannot write the MoveIt config: {exc.strerror or exc}", file=str(where)) from None
+    return written
