@@ -2,13 +2,17 @@
 #   make demo   builds a robot from the embedded module set, writes its URDF, prints DOF, mass, TCP pose
 #   make test   runs the whole test suite (lint included)
 # Both create the virtual environment .venv and install what they need on first use.
+#   make ros    adds ROS 2 (PyPI wheels), builds timor_interfaces (build/ros_ws) and installs timor_ros;
+#               `make test` then also runs src/timor_ros/test (skipped cleanly where ROS is not set up)
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.timor-installed
 
-.PHONY: venv demo test test-fast lint format bench clean
+.PHONY: venv demo test test-fast test-ros ros lint format bench clean
+
+ROS_STAMP = $(VENV)/.timor-ros-installed
 
 $(STAMP): src/timor_core/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +33,18 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format src $(wildcard benchmarks)
 	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks)
 
+$(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*) src/timor_interfaces/CMakeLists.txt
+	scripts/setup_ros.sh $(VENV)
+	touch $(ROS_STAMP)
+
+ros: $(ROS_STAMP)
+
 test: $(STAMP) lint
 	$(PY) -m pytest -q src/timor_core/tests
+	$(if $(wildcard $(ROS_STAMP)),$(PY) -m pytest -q src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
+
+test-ros: $(ROS_STAMP)
+	$(PY) -m pytest -q -s src/timor_ros/test
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" src/timor_core/tests

@@ -1,0 +1,25 @@
+# Loaded with -DCMAKE_PROJECT_INCLUDE=... when building interface packages against the ROS 2 PyPI wheels.
+# The wheels' exported <pkg>__rosidl_generator_py targets name the include folders of the machine that built
+# the wheels (/opt/python/cp3XX-cp3XX/...), which CMake rejects. At the end of configure, point them at this
+# interpreter's Python and NumPy include folders instead. Leaves the venv untouched; harmless with a real ROS.
+function(_timor_fix_wheel_py_includes)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module NumPy)
+  get_property(_targets DIRECTORY "${CMAKE_SOURCE_DIR}" PROPERTY IMPORTED_TARGETS)
+  foreach(_t IN LISTS _targets)
+    get_target_property(_inc ${_t} INTERFACE_INCLUDE_DIRECTORIES)
+    if(_inc AND "${_inc}" MATCHES "/opt/python/")
+      set(_fixed "")
+      foreach(_d IN LISTS _inc)
+        if(_d MATCHES "^/opt/python/.*/numpy/")
+          list(APPEND _fixed ${Python3_NumPy_INCLUDE_DIRS})
+        elseif(_d MATCHES "^/opt/python/.*/include/python3")
+          list(APPEND _fixed ${Python3_INCLUDE_DIRS})
+        else()
+          list(APPEND _fixed "${_d}")
+        endif()
+      endforeach()
+      set_target_properties(${_t} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${_fixed}")
+    endif()
+  endforeach()
+endfunction()
+cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _timor_fix_wheel_py_includes)

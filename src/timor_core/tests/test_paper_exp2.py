@@ -1,0 +1,130 @@
+"""Experiment 2 of the Timor paper: paper.exp2, `timor paper exp2`, and the independent check of found robots.
+
+Needs the user-study task from ../shared; the embedded robco_like set provides the modules.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from timor_core.assembly import ModuleAssembly
+from timor_core.cli import main
+from timor_core.db import ModulesDB
+from timor_core.errors import InputError
+from timor_core.paper import EXP2_COUNT, exp2, exp2_space
+from timor_core.solve import goal_feedback, load_task, verify_goal_configurations
+
+SHARED = Path(__file__).resolve().parents[3].parent / "shared"
+TASK = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
+
+pytestmark = pytest.mark.skipif(not TASK.is_file(), reason=f"user-study task not available (expected {TASK})")
+
+BEST = ("base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper")  # the lightest robot (11.02 kg)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return load_task(TASK)
+
+
+def test_space_count(robco):
+    assert exp2_space(robco).count == EXP2_COUNT == 177_155
+
+
+def test_verify_accepts_a_real_solution_and_rejects_a_wrong_one(robco, task):
+    assembly = ModuleAssembly.from_serial_modules(robco, BEST)
+    found = {g["id"]: g["q"] for g in goal_feedback(task, assembly) if g["reached"]}
+    assert set(found) == {"g1", "g2"}
+    checks = verify_goal_configurations(task, assembly, found)
+    assert [c["ok"] for c in checks] == [True, True]
+    # the configurations swapped: each TCP is then far from its goal
+    swapped = verify_goal_configurations(task, assembly, {"g1": found["g2"], "g2": found["g1"]})
+    assert not any(c["ok"] for c in swapped)
+    assert all("outside the goal tolerance" in c["reason"] for c in swapped)
+    missing = verify_goal_configurations(task, assembly, {"g1": found["g1"]})
+    assert missing[1] == {**missing[1], "ok": False, "reason": "no configuration given"}
+
+
+def test_verify_names_the_obstacle_hit(robco, task):
+    assembly = ModuleAssembly.from_serial_modules(robco, BEST)
+    rng = np.random.default_rng(3)
+    robot = assembly.to_pin_robot()
+    for _ in range(200):  # find a configuration that hits an obstacle
+        q = robot.random_configuration(rng)
+        if any(c.kind == "obstacle" for c in robot.collisions(q, task)):
+            break
+    else:
+        pytest.fail("no colliding configuration found")
+    (check,) = [c for c in verify_goal_configurations(task, assembly, {"g1": q}) if c["id"] == "g1"]
+    assert not check["ok"] and check["collisions"]
+    assert "collides with obstacle" in check["collisions"][0]
+
+
+def test_constrained_cost_order_finds_the_lightest_robot_verified(robco, task):
+    result = exp2(robco, task, algorithms=("constrained",), order="cost", workers=1)
+    (run,) = result.runs
+    assert run.best_ids == BEST and run.best_mass == pytest.approx(11.02)
+    assert run.ok and len(run.verified) == 2
+    data = json.loads(json.dumps(result.to_json()))
+    assert data["count"] == EXP2_COUNT and data["runs"][0]["ok"] is True
+
+
+def test_ga_short_run_is_reproducible(robco, task):
+    a = exp2(robco, task, algorithms=("ga",), generations=3, population=8, workers=1, seed=5).runs[0]
+    b = exp2(robco, task, algorithms=("ga",), generations=3, population=8, workers=1, seed=5).runs[0]
+    assert (a.best_ids, a.best_mass, a.evaluations) == (b.best_ids, b.best_mass, b.evaluations)
+    assert a.evaluations > 0
+    if a.best_ids is not None:  # whatever it found must check out independently
+        assert a.ok
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"algorithms": ("annealing",)}, "algorithms"),
+        ({"order": "random"}, "order"),
+        ({"limit": 0}, "limit"),
+    ],
+)
+def test_bad_arguments(robco, task, kwargs, needle):
+    with pytest.raises(InputError, match=needle):
+        exp2(robco, task, **kwargs)
+
+
+def test_db_without_end_effector(robco_json_without_eef, task):
+    with pytest.raises(InputError, match="end effector"):
+        exp2(robco_json_without_eef, task)
+
+
+@pytest.fixture
+def robco_json_without_eef(robco, tmp_path) -> ModulesDB:
+    src = Path(robco.source) if Path(robco.source).is_file() else Path(robco.source) / "modules.json"
+    data = json.loads(src.read_text())
+    data["modules"] = [m for m in data["modules"] if m["header"]["ID"] != "gripper"]
+    (tmp_path / "modules.json").write_text(json.dumps(data))
+    return ModulesDB.from_json_file(tmp_path / "modules.json")
+
+
+def test_cli_limit_json(capsys, tmp_path):
+    code = main(
+        ["paper", "exp2", "--task", str(TASK), "--algorithm", "constrained", "--limit", "30", "--workers", "1"]
+        + ["--json", "-o", str(tmp_path / "out")]
+    )
+    data = json.loads(capsys.readouterr().out)
+    (run,) = data["runs"]
+    assert run["evaluations"] == 30 and run["algorithm"] == "constrained"
+    assert code == (0 if run["ok"] else 1)
+    saved = json.loads((tmp_path / "out" / "constrained.json").read_text())
+    assert saved["evaluations"] == 30
+
+
+def test_cli_task_without_goals(capsys, tmp_path):
+    data = json.loads(TASK.read_text())
+    data["goals"] = []
+    path = tmp_path / "no_goals.json"
+    path.write_text(json.dumps(data))
+    assert main(["paper", "exp2", "--task", str(path)]) == 2
+    assert "no goals" in capsys.readouterr().err

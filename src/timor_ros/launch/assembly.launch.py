@@ -1,0 +1,80 @@
+"""modules_db + assembly + robot_state_publisher + joint_state_publisher(_gui) + RViz.
+
+  ros2 launch timor_ros assembly.launch.py db:=robco_like modules:="base J L_250 J gripper" prefix:=r1_
+Arguments: db, modules (space-separated IDs), prefix, rviz (true), gui (false: joint_state_publisher without GUI),
+description_from_topic (true: robot_state_publisher starts empty and gets the URDF from the assembly node's
+set_parameters; false: the URDF is also written at launch time with timor_core and given as its parameter).
+"""
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.substitutions import FindPackageShare
+
+ARGS = {
+    "db": ("geometric_primitive_modules", "embedded module set name or modules.json path"),
+    "modules": ("base J2 i_45 J2 J2 eef", "module IDs of the initial serial assembly, base first"),
+    "prefix": ("", "prefix of every link and joint name"),
+    "rviz": ("true", "start RViz"),
+    "gui": ("false", "joint_state_publisher_gui instead of joint_state_publisher"),
+    "description_from_topic": ("true", "robot_state_publisher gets the URDF from the assembly node only"),
+}
+
+
+def _nodes(context):
+    db = LaunchConfiguration("db").perform(context)
+    modules = LaunchConfiguration("modules").perform(context).split()
+    prefix = LaunchConfiguration("prefix").perform(context)
+    from_topic = LaunchConfiguration("description_from_topic").perform(context).lower() in ("1", "true", "yes")
+    rsp_params = {}
+    if not from_topic:
+        from timor_core import ModuleAssembly, ModulesDB
+
+        rsp_params["robot_description"] = ModuleAssembly.from_serial_modules(ModulesDB.load(db), modules).to_urdf(
+            prefix=prefix
+        )
+    return [
+        Node(package="timor_ros", executable="modules_db", name="modules_db", parameters=[{"db": db}], output="screen"),
+        Node(
+            package="timor_ros",
+            executable="assembly",
+            name="assembly",
+            parameters=[{"initial_assembly": modules, "prefix": prefix}],
+            output="screen",
+        ),
+        Node(
+            package="robot_state_publisher",
+            executable="robot_state_publisher",
+            name="robot_state_publisher",
+            parameters=[rsp_params] if rsp_params else [],
+            output="screen",
+        ),
+    ]
+
+
+def generate_launch_description() -> LaunchDescription:
+    rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
+    return LaunchDescription(
+        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in ARGS.items()]
+        + [
+            OpaqueFunction(function=_nodes),
+            Node(
+                package="joint_state_publisher",
+                executable="joint_state_publisher",
+                condition=UnlessCondition(LaunchConfiguration("gui")),
+            ),
+            Node(
+                package="joint_state_publisher_gui",
+                executable="joint_state_publisher_gui",
+                condition=IfCondition(LaunchConfiguration("gui")),
+            ),
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                arguments=["-d", rviz_config],
+                condition=IfCondition(LaunchConfiguration("rviz")),
+            ),
+        ]
+    )

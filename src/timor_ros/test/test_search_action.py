@@ -1,0 +1,94 @@
+"""The search action: feedback, result, apply_result through the assembly transaction, cancel."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+
+import numpy as np
+import pytest
+from rclpy.action import ActionClient
+from ros_helpers import start_up, stop, wait_for
+from timor_core.search import paper_exp2_space
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_interfaces.action import Search
+from timor_interfaces.srv import GetAssembly
+
+TOL = {"toleranceProjection": ["x", "y", "z"], "tolerance": [[-0.005, 0.005]] * 3}
+
+
+@pytest.fixture(scope="module")
+def task_json() -> str:
+    db = ModulesDB.from_name("robco_like")
+    first = next(iter(paper_exp2_space(db).iter()))  # the exhaustive search's first assembly reaches the goal
+    robot = ModuleAssembly.from_serial_modules(db, first).robot
+    T = robot.fk(np.full(robot.dof, 0.3))
+    goal = {"ID": "g0", "type": "at", "goalPose": {"nominal": T.tolist(), **TOL}}
+    return json.dumps({"header": {"ID": "t", "taskName": "t"}, "goals": [goal]})
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory, ros_client):
+    log = tmp_path_factory.mktemp("log") / "up.log"
+    proc = start_up("--db", "robco_like", "--no-srdf", log=log)
+    assert wait_for(lambda: "serving module set" in log.read_text(), 30), log.read_text()
+    yield proc
+    assert stop(proc) == 0, log.read_text()
+
+
+def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeout: float = 120.0):
+    client = ActionClient(ros_client.node, Search, "/search/search", callback_group=ros_client.group)
+    assert client.wait_for_server(timeout_sec=20)
+    feedback: list = []
+    handle_ready, done = threading.Event(), threading.Event()
+    box: dict = {}
+
+    def on_feedback(msg):
+        feedback.append(msg.feedback)
+        if cancel_after is not None and len(feedback) == cancel_after:
+            box["handle"].cancel_goal_async()
+
+    def on_goal(fut):
+        box["handle"] = fut.result()
+        handle_ready.set()
+        box["handle"].get_result_async().add_done_callback(lambda f: (box.update(result=f.result()), done.set()))
+
+    client.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
+    assert handle_ready.wait(20) and box["handle"].accepted
+    assert done.wait(timeout), "no result"
+    client.destroy()
+    return box["result"], feedback
+
+
+def test_search_reports_progress_and_applies_the_best(up, ros_client, task_json):
+    goal = Search.Goal(task_json=task_json, algorithm="exhaustive", budget_evals=60, seed=0, apply_result=True)
+    result, feedback = _send(ros_client, goal)
+    r = result.result
+    assert feedback and feedback[-1].evaluated >= 1
+    evaluated = [f.evaluated for f in feedback]
+    assert evaluated == sorted(evaluated)
+    data = json.loads(r.result_json)
+    assert data["evaluations"] == 60
+    assert r.best_modules, r.message  # a valid assembly within the budget: it is applied through set_assembly
+    if r.best_modules:
+        assert r.success and r.applied and not math.isnan(r.best_cost), r.message
+        now = ros_client.call(GetAssembly, "/assembly/get_assembly", GetAssembly.Request())
+        assert list(now.modules) == list(r.best_modules)
+    else:
+        assert not r.success and math.isnan(r.best_cost) and "no valid" in r.message
+    print(f"\nsearch: {r.message}; {len(feedback)} feedback messages")
+
+
+def test_search_can_be_canceled(up, ros_client, task_json):
+    goal = Search.Goal(task_json=task_json, algorithm="random", budget_seconds=120.0, seed=1)
+    result, feedback = _send(ros_client, goal, cancel_after=2, timeout=60)
+    assert result.status == 5  # CANCELED
+    assert result.result.stopped == "canceled"
+    assert json.loads(result.result.result_json)["evaluations"] >= 1
+
+
+def test_bad_task_aborts_with_reason(up, ros_client):
+    result, _ = _send(ros_client, Search.Goal(task_json="{", algorithm="exhaustive"), timeout=30)
+    assert result.status == 6 and "not valid JSON" in result.result.message  # ABORTED

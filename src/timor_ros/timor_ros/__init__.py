@@ -1,0 +1,1 @@
+"""ROS 2 nodes of timor (thin wrappers of timor_core)."""

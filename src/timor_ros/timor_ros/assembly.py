@@ -1,0 +1,220 @@
+"""assembly node: the robot description of a module assembly, reconfigurable at runtime.
+
+Services:
+  ~/set_assembly (timor_interfaces/srv/SetAssembly)  serial module IDs or a full assembly JSON
+  ~/get_assembly (timor_interfaces/srv/GetAssembly)  what is published now
+Topics (std_msgs/String; reliable, transient local, depth 1):
+  /robot_description, /robot_description_semantic
+Parameters (read-only):
+  modules_db_node      the modules_db node whose parameters hold the module set (default /modules_db)
+  initial_assembly     module IDs published at start (empty: nothing until the first request)
+  prefix               prefix of every link and joint name (same assembly + prefix -> same names)
+  ros2_control, ros2_control_plugin   add a <ros2_control> block to the URDF
+  srdf, srdf_samples, srdf_seed       the SRDF (disable-collisions sampling) on /robot_description_semantic
+  robot_state_publisher_node          whose ``robot_description`` parameter is set (default /robot_state_publisher)
+  service_timeout                     seconds to wait for other nodes' services (default 2.0)
+
+A reconfiguration is one transaction: validate -> publish URDF and SRDF -> set robot_state_publisher's
+``robot_description`` (skipped and reported if no such node offers set_parameters) -> report. A refused request
+publishes nothing; if a later step fails, the last good description is published again and ``failed_step``
+names the step.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.msg import ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import String
+from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
+
+from timor_core import TimorError
+from timor_interfaces.srv import GetAssembly, SetAssembly
+
+from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, string_array
+
+__all__ = ["AssemblyNode", "Outcome", "main"]
+
+_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The report of one reconfiguration."""
+
+    success: bool
+    message: str
+    urdf: str = ""
+    failed_step: str = ""
+
+
+class AssemblyNode(Node):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("assembly", **kwargs)
+        declare(self, "modules_db_node", "/modules_db", "node serving the module set as parameters", read_only=True)
+        declare(self, "initial_assembly", Parameter.Type.STRING_ARRAY, "module IDs published at start", read_only=True)
+        declare(self, "prefix", "", "prefix of every link and joint name", read_only=True)
+        declare(self, "ros2_control", False, "add a <ros2_control> block to the URDF", read_only=True)
+        declare(
+            self, "ros2_control_plugin", "mock_components/GenericSystem", "ros2_control hardware plugin", read_only=True
+        )
+        declare(self, "srdf", True, "publish an SRDF on /robot_description_semantic", read_only=True)
+        declare(self, "srdf_samples", 1000, "configurations sampled for the SRDF's disabled collisions", read_only=True)
+        declare(self, "srdf_seed", 0, "seed of the SRDF sampling", read_only=True)
+        declare(
+            self,
+            "robot_state_publisher_node",
+            "/robot_state_publisher",
+            "node whose robot_description parameter follows the assembly",
+            read_only=True,
+        )
+        declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
+        self.prefix = str(param(self, "prefix", ""))
+        self.plugin = str(param(self, "ros2_control_plugin")) if param(self, "ros2_control") else None
+        self.with_srdf = bool(param(self, "srdf"))
+        self.srdf_samples = int(param(self, "srdf_samples"))
+        self.srdf_seed = int(param(self, "srdf_seed"))
+        self.timeout = float(param(self, "service_timeout"))
+
+        self._lock = threading.Lock()  # one transaction at a time
+        self._good: RobotDescription | None = None
+        self._cache: OrderedDict[tuple, RobotDescription] = OrderedDict()
+        clients = ReentrantCallbackGroup()
+        self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
+        rsp = "/" + str(param(self, "robot_state_publisher_node")).strip("/")
+        self._rsp = self.create_client(SetParameters, f"{rsp}/set_parameters", callback_group=clients)
+        self.urdf_pub = self.create_publisher(String, "/robot_description", LATCHED)
+        self.srdf_pub = self.create_publisher(String, "/robot_description_semantic", LATCHED)
+        services = ReentrantCallbackGroup()
+        self.create_service(SetAssembly, "~/set_assembly", self._on_set, callback_group=services)
+        self.create_service(GetAssembly, "~/get_assembly", self._on_get, callback_group=services)
+        self._initial = string_array(self, "initial_assembly")
+        self._timer = None
+        if self._initial:
+            self._timer = self.create_timer(0.2, self._apply_initial, callback_group=MutuallyExclusiveCallbackGroup())
+
+    # -- start-up ----------------------------------------------------------------------------------
+    def _apply_initial(self) -> None:
+        """Publish ``initial_assembly`` as soon as the module set can be read (retries while it cannot)."""
+        outcome = self.apply(self._initial)
+        if outcome.success or outcome.failed_step != "modules_db":
+            self._timer.cancel()
+            log = self.get_logger().info if outcome.success else self.get_logger().error
+            log(f"initial assembly: {outcome.message}")
+        else:
+            self.get_logger().warn(f"initial assembly: {outcome.message} (retrying)", throttle_duration_sec=10.0)
+
+    # -- services ----------------------------------------------------------------------------------
+    def _on_set(self, request: SetAssembly.Request, response: SetAssembly.Response) -> SetAssembly.Response:
+        outcome = self.apply(list(request.modules), request.assembly_json)
+        response.success = outcome.success
+        response.message = outcome.message
+        response.urdf = outcome.urdf
+        response.failed_step = outcome.failed_step
+        return response
+
+    def _on_get(self, _request: GetAssembly.Request, response: GetAssembly.Response) -> GetAssembly.Response:
+        good = self._good
+        response.available = good is not None
+        if good is not None:
+            response.modules = list(good.module_ids)
+            response.assembly_json = good.assembly_json
+            response.urdf = good.urdf
+            response.srdf = good.srdf or ""
+        return response
+
+    # -- the transaction ---------------------------------------------------------------------------
+    def apply(self, modules: list[str], assembly_json: str = "") -> Outcome:
+        """Validate -> publish URDF and SRDF -> set robot_state_publisher's parameter -> report."""
+        with self._lock:
+            last = self._good.urdf if self._good is not None else ""
+            try:
+                db = self.db_client.get()
+            except (ServiceCallError, TimorError) as exc:
+                return Outcome(False, f"cannot read the module set: {exc}", last, "modules_db")
+            try:
+                assembly = assembly_from_request(db, modules, assembly_json)
+            except TimorError as exc:
+                return Outcome(False, f"invalid assembly: {exc}", last, "validate")
+            try:
+                new = self._describe(assembly)
+            except DescriptionError as exc:
+                return Outcome(False, f"cannot describe the assembly: {exc}", last, exc.step)
+
+            try:
+                self._publish(new)
+            except Exception as exc:  # noqa: BLE001 - any failure to publish must restore the last good one
+                self._restore()
+                return Outcome(False, f"cannot publish: {exc}", last, "publish")
+
+            rsp_note = self._set_rsp(new.urdf)
+            if rsp_note is not None and not rsp_note.startswith("skipped"):
+                self._restore()
+                return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
+
+            self._good = new
+            ids = " ".join(new.module_ids)
+            note = f"; robot_state_publisher {rsp_note}" if rsp_note else "; robot_state_publisher updated"
+            return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}", new.urdf)
+
+    def _describe(self, assembly) -> RobotDescription:
+        key = (self.db_client.revision, str(assembly.to_json_data()))
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+            return found
+        desc = describe(
+            assembly,
+            prefix=self.prefix,
+            srdf=self.with_srdf,
+            srdf_samples=self.srdf_samples,
+            seed=self.srdf_seed,
+            ros2_control_plugin=self.plugin,
+        )
+        self._cache[key] = desc
+        while len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return desc
+
+    def _publish(self, desc: RobotDescription) -> None:
+        self.urdf_pub.publish(String(data=desc.urdf))
+        if desc.srdf is not None:
+            self.srdf_pub.publish(String(data=desc.srdf))
+
+    def _restore(self) -> None:
+        if self._good is not None:
+            self._publish(self._good)
+            self._set_rsp(self._good.urdf)
+
+    def _set_rsp(self, urdf: str) -> str | None:
+        """None if robot_state_publisher took the URDF; "skipped: ..." if there is none; else the failure."""
+        if not self._rsp.service_is_ready():
+            return f"skipped: no {self._rsp.srv_name} service"
+        value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)
+        request = SetParameters.Request(parameters=[ParameterMsg(name="robot_description", value=value)])
+        try:
+            response = call_service(self._rsp, request, self.timeout)
+        except ServiceCallError as exc:
+            return str(exc)
+        result = response.results[0] if response.results else None
+        if result is None or not result.successful:
+            return f"refused the URDF: {result.reason if result else 'no result'}"
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .runner import spin_nodes
+
+    return spin_nodes([AssemblyNode], argv if argv is not None else sys.argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,178 @@
+"""timor_core's configuration search with progress reports and cancellation (no ROS here).
+
+The exhaustive and random searches run through :func:`timor_core.search.run_search`, whose ``stop_if`` hook
+sees the partial result before each evaluation (workers=1) or chunk: it reports progress and ends the search
+on request. The GA has no such hook yet, so its progress bar is swapped for one that reports and cancels
+(by raising KeyboardInterrupt, which the GA turns into a partial result with ``stopped="interrupted"``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from timor_core.search import (
+    Budget,
+    FilterConfig,
+    GeneticSearch,
+    SearchResult,
+    paper_exp2_space,
+    run_search,
+    science2019_space,
+)
+from timor_core.search.optimizer import space_info
+from timor_core.task import Task
+
+from timor_core import InputError, ModulesDB
+
+__all__ = ["ALGORITHMS", "Progress", "load_task_request", "search"]
+
+ALGORITHMS = ("exhaustive", "random", "ga")
+_GA_PATCH = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Progress:
+    evaluated: int
+    best_cost: float | None
+    best_ids: tuple[str, ...] | None
+
+
+def load_task_request(task_json: str = "", task_path: str = "") -> Task:
+    """A task from JSON text or, if that is empty, from a file."""
+    if task_json.strip():
+        try:
+            data = json.loads(task_json)
+        except ValueError as exc:
+            raise InputError(f"task JSON is not valid JSON: {exc}") from None
+        return Task.from_json_data(data)
+    if task_path.strip():
+        return Task.from_json_file(Path(task_path))
+    raise InputError("give a task as task_json or task_path")
+
+
+def _space(db: ModulesDB):
+    return science2019_space(db) if "improv" in db.name.lower() else paper_exp2_space(db)
+
+
+def search(
+    task: Task,
+    db: ModulesDB,
+    *,
+    algorithm: str = "exhaustive",
+    cost: str = "mass",
+    budget_seconds: float = 0.0,
+    budget_evals: int = 0,
+    seed: int = 0,
+    workers: int = 1,
+    on_progress: Callable[[Progress], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    report_every: float = 0.2,
+) -> tuple[SearchResult, bool]:
+    """Run a search; returns the result and whether it was canceled. ``on_progress`` is called at most every
+    ``report_every`` seconds and once at the end; ``cancel()`` is polled between evaluations."""
+    algorithm = algorithm or "exhaustive"
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}", value=algorithm)
+    if not task.goals:
+        raise InputError(f"the task {task.id!r} has no goals: nothing to search for")
+    budget = Budget(int(budget_evals) or None, float(budget_seconds) or None)
+    config = FilterConfig(seed=int(seed))
+    cancel = cancel or (lambda: False)
+    state = {"last": 0.0, "canceled": False}
+
+    def report(p: Progress, force: bool = False) -> None:
+        now = time.monotonic()
+        if on_progress is not None and (force or now - state["last"] >= report_every):
+            state["last"] = now
+            on_progress(p)
+
+    if algorithm == "ga":
+        result = _ga(task, db, cost, budget, config, int(seed), workers, report, cancel, state)
+    else:
+        space = _space(db)
+        if algorithm == "exhaustive":
+            items = enumerate(space.iter())
+            total = space.count
+        else:
+            drawn = space.count if budget.max_evaluations is None else min(space.count, budget.max_evaluations)
+            positions = random.Random(int(seed)).sample(range(space.count), drawn)
+            items = ((k, space[i]) for k, i in enumerate(positions))
+            total = space.count
+
+        def stop_if(partial: SearchResult) -> bool:
+            report(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
+            if cancel():
+                state["canceled"] = True
+            return state["canceled"]
+
+        name = "ExhaustiveSearch" if algorithm == "exhaustive" else "RandomSearch"
+        result = run_search(
+            name,
+            items,
+            total,
+            task,
+            db,
+            cost=cost,
+            config=config,
+            workers=workers,
+            progress=False,
+            budget=budget,
+            space=space_info(space),
+            settings={"seed": int(seed)},
+            stop_if=stop_if,
+        )
+    if state["canceled"]:
+        result.stopped = "canceled"
+    report(Progress(result.evaluations, result.best_cost, result.best_ids), force=True)
+    return result, state["canceled"]
+
+
+def _ga(task, db, cost, budget, config, seed, workers, report, cancel, state) -> SearchResult:
+    from timor_core.search import ga as ga_module
+
+    optimizer = GeneticSearch(db, cost=cost, seed=seed, filters=config, workers=workers, progress=True)
+
+    class Reporting:
+        def __init__(self, *_args, **_kwargs) -> None:
+            self.n = 0
+
+        def update(self, n: int, _funnel, best: float | None, force: bool = False) -> None:
+            self.n += n
+            best_ids = None
+            if best is not None:
+                best_ids = min(
+                    (ev for ev in optimizer.cache.values() if ev.valid and ev.cost is not None),
+                    key=lambda ev: ev.cost,
+                    default=None,
+                )
+                best_ids = best_ids.ids if best_ids is not None else None
+            report(Progress(self.n, best, best_ids))
+            if cancel() and not force:
+                state["canceled"] = True
+                raise KeyboardInterrupt
+
+        def close(self) -> None:
+            pass
+
+    with _GA_PATCH:
+        original = ga_module.Progress
+        ga_module.Progress = Reporting
+        try:
+            return optimizer.optimize(task, db, budget)
+        finally:
+            ga_module.Progress = original
+
+
+def nan_if_none(x: float | None) -> float:
+    return math.nan if x is None else float(x)
+
+
+def ids_list(ids: Sequence[str] | None) -> list[str]:
+    return [str(i) for i in ids] if ids else []
