@@ -220,6 +220,12 @@ class Solution:
         """Joint torques with rotor inertia and friction (what the joint-limit constraint checks)."""
         return self.torques()
 
+    def visualize(self, **kwargs):
+        """Play the solution in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
+        from .viz.viewer import show_solution
+
+        return show_solution(self, **kwargs)
+
     def __repr__(self) -> str:
         return f"Solution(task={self.task.id!r}, assembly={self.assembly.module_ids!r}, {self.trajectory!r})"
 

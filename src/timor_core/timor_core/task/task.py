@@ -142,6 +142,12 @@ class Task:
         """All task-level constraints of one class."""
         return [c for c in self.constraints if isinstance(c, kind)]
 
+    def visualize(self, **kwargs):
+        """Show the task in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
+        from ..viz.viewer import show_task
+
+        return show_task(self, **kwargs)
+
     def __repr__(self) -> str:
         return (
             f"Task(id={self.id!r}, goals={len(self.goals)}, obstacles={len(self.obstacles)},"
