@@ -2,8 +2,10 @@
 
   ros2 launch timor_ros assembly.launch.py db:=robco_like modules:="base J L_250 J gripper" prefix:=r1_
 Arguments: db, modules (space-separated IDs), prefix, rviz (true), gui (false: joint_state_publisher without GUI),
-description_from_topic (true: robot_state_publisher starts empty and gets the URDF from the assembly node's
-set_parameters; false: the URDF is also written at launch time with timor_core and given as its parameter).
+description_from_topic (true, needs robot_state_publisher >= 3.4.4, i.e. Kilted: robot_state_publisher runs with
+description_from_topic:=true and subscribes to the assembly node's /robot_description, so every reconfiguration
+reaches it through the topic; false: it starts with the initial URDF as its robot_description parameter, and the
+assembly node sets that parameter in every reconfiguration, which works on older distributions too).
 """
 
 from launch import LaunchDescription
@@ -28,10 +30,11 @@ def _nodes(context):
     modules = LaunchConfiguration("modules").perform(context).split()
     prefix = LaunchConfiguration("prefix").perform(context)
     from_topic = LaunchConfiguration("description_from_topic").perform(context).lower() in ("1", "true", "yes")
-    rsp_params = {}
+    rsp_params: dict = {"description_from_topic": True}
     if not from_topic:
         from timor_core import ModuleAssembly, ModulesDB
 
+        rsp_params = {}
         rsp_params["robot_description"] = ModuleAssembly.from_serial_modules(ModulesDB.load(db), modules).to_urdf(
             prefix=prefix
         )
@@ -41,14 +44,20 @@ def _nodes(context):
             package="timor_ros",
             executable="assembly",
             name="assembly",
-            parameters=[{"initial_assembly": modules, "prefix": prefix}],
+            parameters=[
+                {
+                    "initial_assembly": modules,
+                    "prefix": prefix,
+                    "robot_state_publisher_node": "" if from_topic else "/robot_state_publisher",
+                }
+            ],
             output="screen",
         ),
         Node(
             package="robot_state_publisher",
             executable="robot_state_publisher",
             name="robot_state_publisher",
-            parameters=[rsp_params] if rsp_params else [],
+            parameters=[rsp_params],
             output="screen",
         ),
     ]

@@ -73,7 +73,8 @@ class AssemblyNode(Node):
             self,
             "robot_state_publisher_node",
             "/robot_state_publisher",
-            "node whose robot_description parameter follows the assembly",
+            "node whose robot_description parameter follows the assembly; empty: none (robot_state_publisher"
+            " runs with description_from_topic:=true and reads /robot_description itself)",
             read_only=True,
         )
         declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
@@ -89,8 +90,8 @@ class AssemblyNode(Node):
         self._cache: OrderedDict[tuple, RobotDescription] = OrderedDict()
         clients = ReentrantCallbackGroup()
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
-        rsp = "/" + str(param(self, "robot_state_publisher_node")).strip("/")
-        self._rsp = self.create_client(SetParameters, f"{rsp}/set_parameters", callback_group=clients)
+        rsp = str(param(self, "robot_state_publisher_node")).strip("/")
+        self._rsp = self.create_client(SetParameters, f"/{rsp}/set_parameters", callback_group=clients) if rsp else None
         self.urdf_pub = self.create_publisher(String, "/robot_description", LATCHED)
         self.srdf_pub = self.create_publisher(String, "/robot_description_semantic", LATCHED)
         services = ReentrantCallbackGroup()
@@ -196,6 +197,8 @@ class AssemblyNode(Node):
 
     def _set_rsp(self, urdf: str) -> str | None:
         """None if robot_state_publisher took the URDF; "skipped: ..." if there is none; else the failure."""
+        if self._rsp is None:
+            return "skipped: it reads /robot_description (description_from_topic)"
         if not self._rsp.service_is_ready():
             return f"skipped: no {self._rsp.srv_name} service"
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)
