@@ -439,6 +439,7 @@ _EXTENSIONS: tuple[str, ...] = (
     "timor_core.cli_export",
     "timor_core.cli_ros",
     "timor_core.cli_view",
+    "timor_core.cli_configurator",
 )
 """Modules that add their own subcommands: each defines ``register(subparsers) -> None``.
 

@@ -1,0 +1,616 @@
+"""The configurator's page-independent logic: the design, its undo history, checks and a background GA run.
+
+Nothing here imports viser; the page (:mod:`.configurator`) only renders this state and forwards clicks to it.
+
+>>> from timor_core import ModulesDB
+>>> state = DesignState(ModulesDB.from_name("robco_like"))
+>>> state.set_slot(1, "J")
+>>> state.add_slot("L_250")
+>>> state.design.chain
+('base', 'J', 'L_250', 'gripper')
+>>> state.undo()
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..assembly import ModuleAssembly
+from ..costs import CostFunction
+from ..db import ModulesDB
+from ..errors import InputError, TimorError
+from ..task import Task
+
+__all__ = [
+    "ConfiguratorError",
+    "Attachment",
+    "Design",
+    "DesignState",
+    "GoalResult",
+    "CheckResult",
+    "check_design",
+    "OptimizeSettings",
+    "OptimizeProgress",
+    "OptimizeRun",
+    "ga_seed_genes",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class ConfiguratorError(TimorError):
+    """An edit of the design that cannot be done (no such slot, nothing to undo, no free connector, ...)."""
+
+
+# -- the design ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A module attached to a free connector: ``connector`` of assembly module ``parent`` takes ``module``."""
+
+    parent: int
+    connector: str
+    module: str
+    module_connector: str | None = None
+
+
+@dataclass(frozen=True)
+class Design:
+    """A serial chain (base first) plus modules attached to free connectors (indexed after the chain)."""
+
+    chain: tuple[str, ...]
+    attachments: tuple[Attachment, ...] = ()
+
+    def to_json(self) -> dict:
+        """The design as plain JSON."""
+        return {
+            "chain": list(self.chain),
+            "attachments": [
+                {
+                    "parent": a.parent,
+                    "connector": a.connector,
+                    "module": a.module,
+                    "module_connector": a.module_connector,
+                }
+                for a in self.attachments
+            ],
+        }
+
+    @property
+    def size(self) -> int:
+        """Number of module instances."""
+        return len(self.chain) + len(self.attachments)
+
+    def build(self, db: ModulesDB, base_placement: np.ndarray | None = None) -> ModuleAssembly:
+        """The assembly of this design (raises a TimorError saying which modules do not fit)."""
+        assembly = ModuleAssembly.from_serial_modules(db, self.chain, base_placement)
+        for a in self.attachments:
+            assembly.add(a.module, (a.parent, a.connector), a.module_connector)
+        return assembly
+
+    def remapped(self, mapping: Callable[[int], int | None], chain: Sequence[str]) -> Design:
+        """The design with a new chain, attachments re-indexed by ``mapping`` (None drops one and its subtree)."""
+        new_index: dict[int, int | None] = {i: mapping(i) for i in range(len(self.chain))}
+        kept: list[Attachment] = []
+        for k, a in enumerate(self.attachments):
+            parent = new_index.get(a.parent)
+            if parent is None:
+                new_index[len(self.chain) + k] = None
+                continue
+            new_index[len(self.chain) + k] = len(chain) + len(kept)
+            kept.append(replace(a, parent=parent))
+        return Design(tuple(chain), tuple(kept))
+
+
+def _default_chain(db: ModulesDB) -> tuple[str, ...]:
+    chain = [db.bases[0].id] if db.bases else [next(iter(db)).id]
+    if db.joints:
+        chain.append(db.joints[0].id)
+    if db.end_effectors:
+        chain.append(db.end_effectors[0].id)
+    return tuple(chain)
+
+
+class DesignState:
+    """The design being edited, its assembly (or why it cannot be built) and the undo/redo history."""
+
+    def __init__(
+        self,
+        db: ModulesDB,
+        design: Design | Sequence[str] | None = None,
+        base_placement: np.ndarray | None = None,
+    ) -> None:
+        self.db = db
+        self.base_placement = base_placement
+        if design is None:
+            design = Design(_default_chain(db))
+        elif not isinstance(design, Design):
+            design = Design(tuple(str(m) for m in design))
+        self._design = design
+        self._undo: list[Design] = []
+        self._redo: list[Design] = []
+        self._built: tuple[Design, ModuleAssembly | None, str] | None = None
+
+    # -- reading -----------------------------------------------------------------------------------
+    @property
+    def design(self) -> Design:
+        """The current design."""
+        return self._design
+
+    def _build(self) -> tuple[ModuleAssembly | None, str]:
+        if self._built is None or self._built[0] != self._design:
+            try:
+                self._built = (self._design, self._design.build(self.db, self.base_placement), "")
+            except TimorError as exc:
+                self._built = (self._design, None, str(exc))
+        return self._built[1], self._built[2]
+
+    @property
+    def assembly(self) -> ModuleAssembly | None:
+        """The current design's assembly, or None if it cannot be built (see :attr:`error`)."""
+        return self._build()[0]
+
+    @property
+    def error(self) -> str:
+        """Why the current design cannot be built ("" if it can)."""
+        return self._build()[1]
+
+    @property
+    def can_undo(self) -> bool:
+        """True if there is an edit to undo."""
+        return bool(self._undo)
+
+    @property
+    def can_redo(self) -> bool:
+        """True if there is an undone edit to redo."""
+        return bool(self._redo)
+
+    def slot_options(self, k: int) -> tuple[str, ...]:
+        """Module IDs offered for chain slot ``k``: bases for slot 0, every other module elsewhere."""
+        if k == 0 and self.db.bases:
+            return tuple(m.id for m in self.db.bases)
+        return tuple(m.id for m in self.db if not m.is_base)
+
+    def free_connectors(self) -> list[tuple[int, str]]:
+        """Connectors of the built assembly that are neither used nor the base connector, as (index, connector)."""
+        assembly = self.assembly
+        if assembly is None:
+            return []
+        used = {(i, ci) for i, ci, _, _ in assembly.connections} | {(j, cj) for _, _, j, cj in assembly.connections}
+        used.add(tuple(assembly.base_connector))
+        return [
+            (i, c.id)
+            for i, m in enumerate(assembly.modules)
+            for c in m.connectors.values()
+            if (i, c.id) not in used and not c.is_base and not c.is_eef
+        ]
+
+    def fitting_modules(self, index: int, connector: str) -> tuple[str, ...]:
+        """Modules with exactly one connector that fits ``connector`` of assembly module ``index``."""
+        assembly = self.assembly
+        if assembly is None or not 0 <= index < len(assembly):
+            return ()
+        parent = assembly.module_ids[index]
+        out = []
+        for m in self.db:
+            options = [cb for ca, cb in self.db.connections_between(parent, m.id) if ca == connector]
+            if len(options) == 1:
+                out.append(m.id)
+        return tuple(out)
+
+    # -- editing -----------------------------------------------------------------------------------
+    def _set(self, design: Design) -> bool:
+        if design == self._design:
+            return False
+        self._undo.append(self._design)
+        self._redo.clear()
+        self._design = design
+        return True
+
+    def replace(self, design: Design | Sequence[str]) -> bool:
+        """Make ``design`` (or a chain of module IDs) the current design, undoably; False if nothing changed."""
+        if not isinstance(design, Design):
+            design = Design(tuple(str(m) for m in design))
+        for m in (*design.chain, *(a.module for a in design.attachments)):
+            self.db.by_id(m)
+        return self._set(design)
+
+    def _check_module(self, module_id: str) -> str:
+        self.db.by_id(module_id)
+        return module_id
+
+    def _check_slot(self, k: int, n: int) -> int:
+        if not 0 <= k < n:
+            raise ConfiguratorError(f"there is no slot {k}: the chain has slots 0..{n - 1}")
+        return k
+
+    def set_slot(self, k: int, module_id: str) -> bool:
+        """Put ``module_id`` into chain slot ``k`` (attachments stay where they are)."""
+        chain = list(self._design.chain)
+        chain[self._check_slot(k, len(chain))] = self._check_module(module_id)
+        return self._set(replace(self._design, chain=tuple(chain)))
+
+    def add_slot(self, module_id: str, position: int | None = None) -> bool:
+        """Insert a slot holding ``module_id`` at ``position`` (default: before a final end effector, else last)."""
+        self._check_module(module_id)
+        chain = list(self._design.chain)
+        if position is None:
+            ends_in_eef = bool(chain) and self.db.by_id(chain[-1]).is_end_effector and len(chain) > 1
+            position = len(chain) - 1 if ends_in_eef else len(chain)
+        if not 0 <= position <= len(chain):
+            raise ConfiguratorError(f"cannot insert at position {position}: the chain has {len(chain)} slots")
+        chain.insert(position, module_id)
+        new = self._design.remapped(lambda i: i if i < position else i + 1, chain)
+        return self._set(new)
+
+    def remove_slot(self, k: int) -> bool:
+        """Remove chain slot ``k`` and every module attached to it (the chain keeps at least one slot)."""
+        chain = list(self._design.chain)
+        self._check_slot(k, len(chain))
+        if len(chain) == 1:
+            raise ConfiguratorError("the chain needs at least one module")
+        del chain[k]
+        new = self._design.remapped(lambda i: None if i == k else (i if i < k else i - 1), chain)
+        return self._set(new)
+
+    def attach(self, index: int, connector: str, module_id: str, module_connector: str | None = None) -> bool:
+        """Attach ``module_id`` to free ``connector`` of assembly module ``index``."""
+        self._check_module(module_id)
+        if (index, connector) not in self.free_connectors():
+            raise ConfiguratorError(f"connector {connector!r} of module {index} is not a free connector of the design")
+        candidate = replace(
+            self._design,
+            attachments=(*self._design.attachments, Attachment(index, connector, module_id, module_connector)),
+        )
+        candidate.build(self.db, self.base_placement)  # raises ConnectorError if it does not fit
+        return self._set(candidate)
+
+    def detach(self, k: int) -> bool:
+        """Remove attachment ``k`` and everything attached to it."""
+        n = len(self._design.chain)
+        atts = self._design.attachments
+        if not 0 <= k < len(atts):
+            raise ConfiguratorError(f"there is no attachment {k}")
+        dropped = {n + k}
+        kept: list[Attachment] = []
+        new_index: dict[int, int] = {i: i for i in range(n)}
+        for j, a in enumerate(atts):
+            if j == k or a.parent in dropped:
+                dropped.add(n + j)
+                continue
+            new_index[n + j] = n + len(kept)
+            kept.append(replace(a, parent=new_index[a.parent]))
+        return self._set(Design(self._design.chain, tuple(kept)))
+
+    def undo(self) -> bool:
+        """Go back one edit; False if there is none."""
+        if not self._undo:
+            return False
+        self._redo.append(self._design)
+        self._design = self._undo.pop()
+        return True
+
+    def redo(self) -> bool:
+        """Redo the last undone edit; False if there is none."""
+        if not self._redo:
+            return False
+        self._undo.append(self._design)
+        self._design = self._redo.pop()
+        return True
+
+
+# -- checking a design against the task ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GoalResult:
+    """One goal's verdict: reached or not, the configuration that reaches it, and why not."""
+
+    id: str
+    reached: bool
+    q: tuple[float, ...] | None
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """One readable line, as ``timor solve`` prints it."""
+        if self.reached:
+            return f"goal {self.id}: reached" + (f" ({self.reason})" if self.reason else "")
+        return f"goal {self.id}: NOT reached: {self.reason}"
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The per-goal feedback of one design (what ``timor solve`` computes), with the cost."""
+
+    design: Design
+    goals: tuple[GoalResult, ...]
+    cost: float
+    cost_descriptor: str
+    text: str
+    seconds: float = 0.0
+
+    @property
+    def reached(self) -> int:
+        """Number of goals reached."""
+        return sum(1 for g in self.goals if g.reached)
+
+    @property
+    def all_reached(self) -> bool:
+        """True if every goal is reached."""
+        return self.reached == len(self.goals)
+
+    def goal(self, goal_id: str) -> GoalResult:
+        """The result of one goal by ID."""
+        for g in self.goals:
+            if g.id == goal_id:
+                return g
+        raise ConfiguratorError(f"no goal {goal_id!r} in the check result")
+
+    @property
+    def summary(self) -> str:
+        """One line: goals reached and the cost."""
+        return f"{self.reached} of {len(self.goals)} goal(s) reached; cost ({self.cost_descriptor}): {self.cost:.6g}"
+
+
+def check_design(
+    task: Task,
+    assembly: ModuleAssembly,
+    design: Design | None = None,
+    *,
+    seed: int | None = 0,
+    cost: CostFunction | str | None = "mass",
+) -> CheckResult:
+    """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.solve.solve_feedback` (same IK, reasons)."""
+    from ..solve import assembly_cost, format_feedback, solve_feedback
+
+    cost_function = assembly_cost(cost)
+    t0 = time.perf_counter()
+    result = solve_feedback(task, assembly, seed=seed, cost=cost_function)
+    goals = tuple(
+        GoalResult(str(e["id"]), bool(e["reached"]), None if e["q"] is None else tuple(e["q"]), str(e["reason"]))
+        for e in result["goals"]
+    )
+    descriptor = cost_function.descriptor()
+    return CheckResult(
+        design=design if design is not None else Design(tuple(assembly.module_ids)),
+        goals=goals,
+        cost=float(result["cost"]),
+        cost_descriptor=descriptor or "0",
+        text=format_feedback(task, assembly, result, descriptor),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+# -- the genetic algorithm in the background -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptimizeSettings:
+    """Settings of a GA run from the configurator (small defaults: it runs while the user watches)."""
+
+    generations: int = 20
+    population: int = 16
+    max_dof: int = 6
+    min_dof: int = 1
+    seed: int = 0
+    cost: str = "mass"
+    workers: int = 1
+
+
+@dataclass
+class OptimizeProgress:
+    """What a running GA has done so far; ``done`` once it has ended (``stopped`` says how, ``error`` if it failed)."""
+
+    generation: int = 0
+    generations: int = 0
+    evaluated: int = 0
+    best_cost: float | None = None
+    best_ids: tuple[str, ...] | None = None
+    best_q: dict[str, list[float] | None] = field(default_factory=dict)
+    elapsed: float = 0.0
+    done: bool = False
+    stopped: str = ""
+    error: str = ""
+    seeded: bool = False
+
+    @property
+    def text(self) -> str:
+        """A readable status line."""
+        best = "none yet" if self.best_ids is None else f"{' '.join(self.best_ids)} (cost {self.best_cost:.6g})"
+        state = "running" if not self.done else (f"failed: {self.error}" if self.error else f"done ({self.stopped})")
+        return (
+            f"{state}; generation {self.generation}/{self.generations}, evaluated {self.evaluated},"
+            f" {self.elapsed:.1f} s; best: {best}"
+        )
+
+
+def ga_seed_genes(ga: Any, chain: Sequence[str]) -> np.ndarray | None:
+    """The GA chromosome of a serial chain (joints in even, links in odd slots), or None if it has none."""
+    if len(chain) < 2 or chain[0] != ga.base or chain[-1] != ga.eef:
+        return None
+    genes = np.zeros(ga.n_slots, dtype=int)
+    k = 0
+    for m in chain[1:-1]:
+        if m in ga.joints:
+            k += k % 2
+            index = ga.joints.index(m)
+        elif m in ga.links:
+            if k == 0:
+                return None  # the first slot must hold a joint
+            k += 1 - k % 2
+            index = ga.links.index(m)
+        else:
+            return None
+        if k >= ga.n_slots:
+            return None
+        genes[k] = index + 1
+        k += 1
+    return genes if ga.decode(genes) == tuple(chain) else None
+
+
+def _seeded_ga_class():
+    from ..search import GeneticSearch
+
+    class SeededGeneticSearch(GeneticSearch):
+        """A GeneticSearch whose first chromosome is a given design, reporting each batch and stoppable."""
+
+        def __init__(self, *args: Any, seed_genes=None, on_batch=None, stop: threading.Event, **kwargs: Any):
+            super().__init__(*args, **kwargs)
+            self._seed_genes = seed_genes
+            self._on_batch = on_batch
+            self._stop = stop
+
+        def random_chromosome(self, rng: np.random.Generator) -> np.ndarray:
+            if self._seed_genes is not None:
+                genes, self._seed_genes = self._seed_genes, None
+                return genes.copy()
+            return super().random_chromosome(rng)
+
+        def _trial(self, pygad, trial, fitness_batch, result, t0, state, out_of_budget):
+            def batch(ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
+                if self._stop.is_set():
+                    state["out"] = True
+                    return [-1e300] * len(solutions)
+                out = fitness_batch(ga, solutions, indices)
+                if self._on_batch is not None:
+                    self._on_batch(result, trial)
+                if self._stop.is_set():
+                    state["out"] = True
+                return out
+
+            return super()._trial(pygad, trial, batch, result, t0, state, out_of_budget)
+
+    return SeededGeneticSearch
+
+
+class OptimizeRun:
+    """A GA (timor_core.search.GeneticSearch) started from a design in a background thread, with live progress."""
+
+    def __init__(
+        self,
+        task: Task,
+        db: ModulesDB,
+        start: Sequence[str] | None = None,
+        settings: OptimizeSettings | None = None,
+        on_update: Callable[[OptimizeProgress], None] | None = None,
+    ) -> None:
+        self.task = task
+        self.db = db
+        self.start_chain = tuple(start) if start else None
+        self.settings = settings or OptimizeSettings()
+        self.on_update = on_update
+        self.progress = OptimizeProgress(generations=self.settings.generations)
+        self.result = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self.ga = self._make_ga()
+
+    def _make_ga(self):
+        from ..search import FilterConfig
+
+        s = self.settings
+        cls = _seeded_ga_class()
+        base = eef = None
+        if self.start_chain:
+            first, last = self.db.by_id(self.start_chain[0]), self.db.by_id(self.start_chain[-1])
+            base = first.id if first.is_base else None
+            eef = last.id if last.is_end_effector else None
+        ga = cls(
+            self.db,
+            cost=s.cost,
+            max_dof=s.max_dof,
+            min_dof=s.min_dof,
+            generations=s.generations,
+            population=s.population,
+            seed=s.seed,
+            filters=FilterConfig(seed=s.seed),
+            workers=s.workers,
+            progress=False,
+            base=base,
+            eef=eef,
+            on_batch=self._on_batch,
+            stop=self._stop,
+        )
+        genes = ga_seed_genes(ga, self.start_chain) if self.start_chain else None
+        ga._seed_genes = genes
+        self.progress.seeded = genes is not None
+        return ga
+
+    @property
+    def running(self) -> bool:
+        """True while the GA thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> OptimizeRun:
+        """Start the GA thread (once)."""
+        if self._thread is not None:
+            raise ConfiguratorError("this optimization was already started")
+        if not self.task.goals:
+            raise InputError(f"the task {self.task.id!r} has no goals: nothing to optimize for", value=self.task.id)
+        self._t0 = time.perf_counter()
+        self._thread = threading.Thread(target=self._run, name="timor-configurator-ga", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the GA to stop after the current generation."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> OptimizeProgress:
+        """Wait for the thread to end; the final progress."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.progress
+
+    def _publish(self, **changes: Any) -> None:
+        with self._lock:
+            for k, v in changes.items():
+                setattr(self.progress, k, v)
+            self.progress.elapsed = time.perf_counter() - self._t0
+            snapshot = replace(self.progress, best_q=dict(self.progress.best_q))
+        if self.on_update is not None:
+            try:
+                self.on_update(snapshot)
+            except Exception:  # noqa: BLE001  (a broken page must not end the search)
+                logger.exception("the optimize progress callback failed")
+
+    def _on_batch(self, result: Any, trial: int) -> None:
+        generation = sum(1 for h in result.history if h.get("trial") == trial)
+        self._publish(
+            generation=generation,
+            evaluated=result.evaluations,
+            best_cost=result.best_cost,
+            best_ids=None if result.best_ids is None else tuple(result.best_ids),
+            best_q=dict(result.best_q),
+        )
+
+    def _run(self) -> None:
+        try:
+            result = self.ga.optimize(self.task, self.db)
+        except Exception as exc:  # noqa: BLE001  (reported on the page)
+            logger.exception("the GA failed")
+            self._publish(done=True, error=f"{type(exc).__name__}: {exc}")
+            return
+        self.result = result
+        generations = sum(1 for h in result.history if "trial" in h)
+        self._publish(
+            done=True,
+            generation=generations,
+            evaluated=result.evaluations,
+            best_cost=result.best_cost,
+            best_ids=None if result.best_ids is None else tuple(result.best_ids),
+            best_q=dict(result.best_q),
+            stopped="stopped" if self._stop.is_set() else result.stopped,
+        )
