@@ -93,7 +93,8 @@ class FilterConfig:
             (physical robots must hold themselves; on by default, whatever the task's ``joint`` constraint says).
         stop_early: stop at the first failing goal (False: try every goal, e.g. to count reached goals).
         ik_tries, ik_iter: restarts and iterations per try of the kinematic IK (None: the IK defaults).
-        task_ik_tries: restarts of the task-aware IK (None: the IK default).
+        task_ik_tries: restarts of the task-aware IK (None: the IK default). 150 by default: where obstacles
+            leave only a small collision-free part of a goal's solution set, 50 random starts miss it too often.
         retries: extra task-aware IK runs (fresh random starts) when a solution violates torque or
             validJointAngles limits.
         seed: the seed of every IK (combined with the assembly's IDs and the goal).
@@ -108,7 +109,7 @@ class FilterConfig:
     stop_early: bool = True
     ik_tries: int | None = None
     ik_iter: int | None = None
-    task_ik_tries: int | None = None
+    task_ik_tries: int | None = 150
     retries: int = 2
     seed: int = 0
 
