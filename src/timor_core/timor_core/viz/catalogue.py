@@ -87,7 +87,7 @@ def show_db(db: ModulesDB, viewer: Viewer) -> list[ModuleView]:
     return views
 
 
-def _tile(renderer: OffscreenRenderer, view: ModuleView) -> np.ndarray:
+def _tile(renderer: OffscreenRenderer, view: ModuleView, radius: float | None = None) -> np.ndarray:
     items = []
     if view.mesh is not None:
         mesh = simplified(view.mesh)
@@ -102,11 +102,20 @@ def _tile(renderer: OffscreenRenderer, view: ModuleView) -> np.ndarray:
         items.append(Item(np.asarray(axis.vertices)[axis.faces], (30, 30, 200)))
     labels = [(C[:3, 3], cid) for cid, C in view.connectors.items()]
     points = np.concatenate([view.points] + [i.triangles.reshape(-1, 3) for i in items])
-    return renderer.render(items, Camera.fit(points, margin=1.25), labels)
+    camera = Camera.fit(points, margin=1.25)
+    if radius is not None:  # one scale for the whole sheet: sizes compare across tiles
+        camera.radius = radius
+    return renderer.render(items, camera, labels)
 
 
-def contact_sheet(db: ModulesDB, path: str | Path, *, cols: int = 4, tile: int = 260) -> Path:
-    """Write a PNG (or SVG) sheet of every module of a set: mesh, connectors (red, z axis blue) and their IDs."""
+def contact_sheet(
+    db: ModulesDB, path: str | Path, *, cols: int = 4, tile: int = 260, common_scale: bool = True
+) -> Path:
+    """Write a PNG (or SVG) sheet of every module of a set: mesh, connectors (red, z axis blue) and their IDs.
+
+    ``common_scale``: every tile at the scale of the largest module, so sizes compare at a glance (False: each
+    module fills its tile).
+    """
     from matplotlib.figure import Figure
 
     views = [module_view(m) for m in db]
@@ -115,11 +124,15 @@ def contact_sheet(db: ModulesDB, path: str | Path, *, cols: int = 4, tile: int =
     renderer = OffscreenRenderer(tile, tile)
     figure = Figure(figsize=(cols * tile / 100, rows * (tile + 30) / 100), dpi=100)
     figure.suptitle(f"module set {db.name!r}: {len(views)} modules")
+    radius = None
+    if common_scale:
+        radius = max(Camera.fit(v.points, margin=1.25).radius for v in views if len(v.points)) if views else None
     for k, view in enumerate(views):
         ax = figure.add_subplot(rows, cols, k + 1)
-        ax.imshow(_tile(renderer, view))
+        ax.imshow(_tile(renderer, view, radius))
         m = view.module
-        ax.set_title(f"{m.id}: {m.name} ({m.dof} DOF, {m.mass:.2f} kg)", fontsize=8)
+        name = m.name if len(m.name) <= 28 else m.name[:27] + "…"
+        ax.set_title(f"{m.id} · {m.dof} DOF · {m.mass:.2f} kg\n{name}", fontsize=7.5)
         ax.set_axis_off()
     renderer.close()
     return save_figure(figure, path, dpi=100)
