@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -114,6 +115,74 @@ def test_budget_and_bad_input(robco, task):
 def test_early_stop(robco, task):
     result = _ga(robco, generations=40, early_stop=2).optimize(task, robco)
     assert len(trial_histories(result)[0]) < 40
+
+
+SEEDED = ("base", "J", "L_100", "J", "I_200", "gripper")  # not a chromosome the random draw of seed 0 gives
+
+
+def test_encode_inverts_decode(robco):
+    ga = _ga(robco)
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        ids = ga.decode(ga.random_chromosome(rng))
+        genes = ga.encode(ids)
+        assert genes is not None and ga.decode(genes) == ids
+        assert all(int(g) in space for g, space in zip(genes, ga.gene_space))
+    assert list(ga.encode(KNOWN)) == [1, 2, 1, 3, 1, 0, 0]  # J L_250 J I_200 J, the empty slots last
+    assert ga.encode(("base", "J", "J", "gripper")).tolist() == [1, 0, 1, 0, 0, 0, 0]  # the link slot between empty
+    assert ga.encode(("base", "L_100", "J", "gripper")) is None  # the first slot holds a joint
+    assert ga.encode(("base", "J")) is None  # no end effector
+    assert ga.encode(("base", "L_150", "gripper")) is None  # not among the GA's modules
+    assert ga.encode(("base", *("J",) * 5, "gripper")) is None  # more joints than joint slots
+
+
+def test_initial_designs_are_evaluated_first(robco, task, caplog):
+    with caplog.at_level("WARNING", logger="timor_core.search.ga"):
+        ga = _ga(robco, generations=1, initial=[SEEDED, ("base", "L_100", "J", "gripper")])
+    assert ga.initial == (SEEDED,) and "cannot be encoded" in caplog.text
+    result = ga.optimize(task, robco)
+    assert SEEDED in ga.evaluated[: ga.population] and result.settings["initial"] == [list(SEEDED)]
+    plain = _ga(robco, generations=1)
+    plain.optimize(task, robco)
+    assert SEEDED not in plain.evaluated[: plain.population]
+
+
+def test_on_batch_reports_growing_evaluations(robco, task):
+    seen = []
+    result = _ga(robco, on_batch=lambda r, trial: seen.append((r.evaluations, trial)), trials=2).optimize(task, robco)
+    counts = [n for n, _ in seen]
+    assert len(seen) >= 2 and counts[0] > 0 and counts == sorted(counts) and counts[-1] == result.evaluations
+    assert {t for _, t in seen} == {0, 1} and [t for _, t in seen] == sorted(t for _, t in seen)
+
+
+def test_stop_from_on_batch_cancels_early(robco, task, run):
+    stop = threading.Event()
+    calls = []
+
+    def on_batch(result, trial):
+        calls.append(result.evaluations)
+        if len(calls) == 2:
+            stop.set()
+
+    ga = _ga(robco, trials=2, on_batch=on_batch, stop=stop)
+    result = ga.optimize(task, robco)
+    assert result.stopped == "canceled" and len(calls) == 2
+    assert result.evaluations == calls[-1] < run[1].evaluations
+    assert len(trial_histories(result)) == 1 and len(result.history) == 1  # the generation evaluated before the stop
+    stop = threading.Event()
+    stop.set()
+    result = _ga(robco, stop=stop).optimize(task, robco)
+    assert result.stopped == "canceled" and result.evaluations == 0 and not result.history
+
+
+def test_a_failing_on_batch_does_not_end_the_search(robco, task, run, caplog):
+    def on_batch(result, trial):
+        raise RuntimeError("broken page")
+
+    with caplog.at_level("ERROR", logger="timor_core.search.ga"):
+        result = _ga(robco, trials=2, on_batch=on_batch).optimize(task, robco)
+    assert "broken page" in caplog.text and result.stopped == "exhausted"
+    assert (result.best_ids, result.evaluations) == (run[1].best_ids, run[1].evaluations)
 
 
 def _write_task(task, path):

@@ -1,10 +1,9 @@
 """timor_core's configuration search with progress reports and cancellation (no ROS here).
 
 The exhaustive and random searches run through :func:`timor_core.search.run_search`, whose ``stop_if`` hook
-sees the partial result before each evaluation (workers=1) or chunk: it reports progress and ends the search
-on request. The GA has no such hook yet, so its progress bar is swapped for one that reports and cancels
-(by raising KeyboardInterrupt, which the GA turns into a partial result with ``stopped="interrupted"``).
-"""
+sees the partial result before each evaluation (workers=1) or chunk; the GA's ``on_batch`` hook sees it after
+each evaluated generation. Both report progress and poll ``cancel()``; a cancel ends the search (the GA through
+its ``stop`` event) with a partial result and ``stopped="canceled"``."""
 
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ from timor_core import InputError, ModulesDB
 __all__ = ["ALGORITHMS", "Progress", "load_task_request", "search"]
 
 ALGORITHMS = ("exhaustive", "random", "ga")
-_GA_PATCH = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -135,39 +133,18 @@ def search(
 
 
 def _ga(task, db, cost, budget, config, seed, workers, report, cancel, state) -> SearchResult:
-    from timor_core.search import ga as ga_module
+    stop = threading.Event()
 
-    optimizer = GeneticSearch(db, cost=cost, seed=seed, filters=config, workers=workers, progress=True)
+    def on_batch(partial: SearchResult, _trial: int) -> None:
+        report(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
+        if cancel():
+            state["canceled"] = True
+            stop.set()
 
-    class Reporting:
-        def __init__(self, *_args, **_kwargs) -> None:
-            self.n = 0
-
-        def update(self, n: int, _funnel, best: float | None, force: bool = False) -> None:
-            self.n += n
-            best_ids = None
-            if best is not None:
-                best_ids = min(
-                    (ev for ev in optimizer.cache.values() if ev.valid and ev.cost is not None),
-                    key=lambda ev: ev.cost,
-                    default=None,
-                )
-                best_ids = best_ids.ids if best_ids is not None else None
-            report(Progress(self.n, best, best_ids))
-            if cancel() and not force:
-                state["canceled"] = True
-                raise KeyboardInterrupt
-
-        def close(self) -> None:
-            pass
-
-    with _GA_PATCH:
-        original = ga_module.Progress
-        ga_module.Progress = Reporting
-        try:
-            return optimizer.optimize(task, db, budget)
-        finally:
-            ga_module.Progress = original
+    optimizer = GeneticSearch(
+        db, cost=cost, seed=seed, filters=config, workers=workers, progress=False, on_batch=on_batch, stop=stop
+    )
+    return optimizer.optimize(task, db, budget)
 
 
 def nan_if_none(x: float | None) -> float:

@@ -8,6 +8,10 @@ that does not connect, gets the worst fitness without evaluation. Otherwise the 
 ``-(cost + penalty * goals not reached)`` from :func:`~.evaluate.evaluate` (a whole generation per batch,
 on ``workers`` processes), cached by the decoded assembly.
 
+Designs to start from (``initial``) go into the first trial's population; ``on_batch`` sees the partial result
+after each evaluated batch (a live progress report) and setting ``stop`` ends the search after the current
+batch with ``stopped == "canceled"``.
+
 >>> from timor_core import ModulesDB
 >>> from timor_core.search import GeneticSearch
 >>> db = ModulesDB.from_name("robco_like")
@@ -20,8 +24,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,6 +68,14 @@ class GeneticSearch:
         mutation_probability: per gene.
         base, eef: module IDs of the fixed base and end effector.
         modules: the joint and link modules the slots may hold (None: all of the module set).
+        initial: designs (module IDs, base first, end effector last) placed first into the first trial's initial
+            population (the rest is random; at most ``population`` of them). A design that cannot be encoded as
+            a chromosome (:meth:`encode`) or is not valid (:meth:`is_valid`) is skipped with a logged warning;
+            ``self.initial`` holds the designs that were kept.
+        on_batch: called as ``on_batch(result, trial)`` after each evaluated batch (one per generation) with the
+            partial result; an exception it raises is logged and never ends the search.
+        stop: checked before and after each batch; once set, the search ends promptly (no further evaluation)
+            with ``result.stopped == "canceled"``.
     """
 
     def __init__(
@@ -86,6 +99,9 @@ class GeneticSearch:
         base: str | None = None,
         eef: str | None = None,
         modules: Sequence[str] | None = None,
+        initial: Sequence[Sequence[str]] | None = None,
+        on_batch: Callable[[SearchResult, int], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.db = load_db(db)
         for name, v, lo in (
@@ -137,6 +153,22 @@ class GeneticSearch:
         for k in range(n_slots):
             options = self.joints if k % 2 == 0 else self.links
             self.gene_space.append(list(range(0 if k else 1, len(options) + 1)))
+        self.on_batch = on_batch
+        self.stop = stop
+        self.initial: tuple[tuple[str, ...], ...] = ()
+        self._initial_genes: list[np.ndarray] = []
+        for design in initial or ():
+            ids = tuple(str(m) for m in design)
+            genes = self.encode(ids)
+            if genes is None:
+                logger.warning("the initial design %s cannot be encoded as a chromosome; skipped", " ".join(ids))
+            elif not self.is_valid(ids):
+                logger.warning("the initial design %s is not valid for this GA; skipped", " ".join(ids))
+            elif len(self._initial_genes) >= population:
+                logger.warning("more initial designs than the population (%d); skipped %s", population, " ".join(ids))
+            else:
+                self.initial += (ids,)
+                self._initial_genes.append(genes)
         # statistics of the last optimize()
         self.cache: dict[tuple[str, ...], Evaluation] = {}
         self.cache_hits = 0
@@ -168,6 +200,33 @@ class GeneticSearch:
     def decode(self, genes: Sequence[int]) -> tuple[str, ...]:
         """The assembly a chromosome stands for: ``(base, ..., eef)`` with the empty slots dropped."""
         return (self.base, *canonical(self.genes_to_slots(genes), EMPTY), self.eef)
+
+    def encode(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The chromosome of a design ``(base, ..., eef)`` (the inverse of :meth:`decode`), or None if there is none.
+
+        Joints go into the next even (joint) slot, links into the next odd (link) slot, leaving the skipped slot
+        empty; a design with another base or end effector, a module the slots may not hold, a link first or more
+        modules than the slots take has no chromosome.
+        """
+        ids = tuple(ids)
+        if len(ids) < 2 or ids[0] != self.base or ids[-1] != self.eef:
+            return None
+        genes = np.zeros(self.n_slots, dtype=int)
+        k = 0
+        for m in ids[1:-1]:
+            if m in self.joints:
+                k += k % 2
+                index = self.joints.index(m)
+            elif m in self.links and k > 0:
+                k += 1 - k % 2
+                index = self.links.index(m)
+            else:
+                return None
+            if k >= self.n_slots:
+                return None
+            genes[k] = index + 1
+            k += 1
+        return genes if genes[0] > 0 and self.decode(genes) == ids else None
 
     def is_valid(self, ids: Sequence[str]) -> bool:
         """A joint, min_dof <= DOF <= max_dof, and every neighbour pair connects (exactly one free way)."""
@@ -255,7 +314,12 @@ class GeneticSearch:
         )
         t0 = time.perf_counter()
         deadline = None if budget.max_time is None else t0 + budget.max_time
-        state = {"out": False}
+        state = {"out": False, "canceled": False, "skipped": False, "trial": 0}
+
+        def canceled() -> bool:
+            if self.stop is not None and self.stop.is_set():
+                state["canceled"] = True
+            return state["canceled"]
 
         def out_of_budget() -> bool:
             if budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations:
@@ -272,6 +336,9 @@ class GeneticSearch:
         bar: Progress | None = None
 
         def fitness_batch(ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
+            if canceled():  # evaluate nothing more; the generation ends the trial
+                state["skipped"] = True
+                return [-worst] * len(solutions)
             ids_list = [self.decode(s) for s in solutions]
             out: list[float | None] = [None] * len(ids_list)
             todo: dict[tuple[str, ...], list[int]] = {}
@@ -313,6 +380,12 @@ class GeneticSearch:
                     out[i] = -worst
             if bar is not None:
                 bar.update(len(evaluations), result.funnel, result.best_cost)
+            if self.on_batch is not None:
+                try:
+                    self.on_batch(result, state["trial"])
+                except Exception:  # noqa: BLE001  (a broken progress report must not end the search)
+                    logger.exception("the GA's on_batch callback failed")
+            canceled()
             return out  # type: ignore[return-value]
 
         stopped = "exhausted"
@@ -322,10 +395,11 @@ class GeneticSearch:
                 result.funnel = Funnel(pe.filter_names)
                 bar = Progress(self.trials * self.generations * self.population, self.progress, desc="GA")
                 for trial in range(self.trials):
-                    if out_of_budget():
+                    if out_of_budget() or canceled():
                         break
+                    state["trial"] = trial
                     self._trial(pygad, trial, fitness_batch, result, t0, state, out_of_budget)
-                    if state["out"]:
+                    if state["out"] or state["canceled"]:
                         break
         except KeyboardInterrupt:
             stopped = "interrupted"
@@ -333,7 +407,9 @@ class GeneticSearch:
             if bar is not None:
                 bar.update(0, result.funnel, result.best_cost, force=True)
                 bar.close()
-        if stopped != "interrupted" and (state["out"] or out_of_budget()):
+        if stopped != "interrupted" and state["canceled"]:
+            stopped = "canceled"
+        elif stopped != "interrupted" and (state["out"] or out_of_budget()):
             at_limit = budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations
             stopped = "max_evaluations" if at_limit else "max_time"
         result.wall_time = time.perf_counter() - t0
@@ -344,7 +420,9 @@ class GeneticSearch:
 
     def _trial(self, pygad: Any, trial: int, fitness_batch, result: SearchResult, t0: float, state, out_of_budget):
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
-        initial = np.array([self.random_chromosome(rng) for _ in range(self.population)], dtype=int)
+        seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
+        fresh = [self.random_chromosome(rng) for _ in range(self.population - len(seeded))]
+        initial = np.array([*seeded, *fresh], dtype=int)
         generation = [0]
 
         def record(ga: Any) -> None:
@@ -362,8 +440,12 @@ class GeneticSearch:
             )
 
         def on_generation(ga: Any) -> str | None:
+            if state["skipped"]:  # canceled before this generation's batch: nothing to record
+                return "stop"
             generation[0] += 1
             record(ga)
+            if state["canceled"]:
+                return "stop"
             if state["out"] or out_of_budget():
                 state["out"] = True
                 return "stop"
@@ -390,6 +472,7 @@ class GeneticSearch:
         ga.run()
 
     def settings(self) -> dict:
+        extra = {"initial": [list(ids) for ids in self.initial]} if self.initial else {}
         return {
             "base": self.base,
             "eef": self.eef,
@@ -405,6 +488,7 @@ class GeneticSearch:
             "mutation_probability": self.mutation_probability,
             "joints": list(self.joints),
             "links": list(self.links),
+            **extra,
         }
 
 

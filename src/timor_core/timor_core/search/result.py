@@ -41,7 +41,8 @@ class SearchResult:
         valid: assemblies that passed every filter.
         wall_time: seconds; cpu_time: CPU seconds spent evaluating, summed over the workers.
         workers: processes used.
-        stopped: ``"exhausted"`` (the whole sequence), ``"max_evaluations"``, ``"max_time"`` or ``"interrupted"``.
+        stopped: ``"exhausted"`` (the whole sequence), ``"max_evaluations"``, ``"max_time"``, ``"interrupted"`` or
+            ``"canceled"`` (a caller's stop event).
         next_seq: where a search over the same sequence would continue (every position before it is done).
         space: a description of the search space (fingerprint, count, options) or None.
         settings: the optimizer's settings (filter config, seed, ...).

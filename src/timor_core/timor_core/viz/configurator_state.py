@@ -435,62 +435,8 @@ class OptimizeProgress:
 
 
 def ga_seed_genes(ga: Any, chain: Sequence[str]) -> np.ndarray | None:
-    """The GA chromosome of a serial chain (joints in even, links in odd slots), or None if it has none."""
-    if len(chain) < 2 or chain[0] != ga.base or chain[-1] != ga.eef:
-        return None
-    genes = np.zeros(ga.n_slots, dtype=int)
-    k = 0
-    for m in chain[1:-1]:
-        if m in ga.joints:
-            k += k % 2
-            index = ga.joints.index(m)
-        elif m in ga.links:
-            if k == 0:
-                return None  # the first slot must hold a joint
-            k += 1 - k % 2
-            index = ga.links.index(m)
-        else:
-            return None
-        if k >= ga.n_slots:
-            return None
-        genes[k] = index + 1
-        k += 1
-    return genes if ga.decode(genes) == tuple(chain) else None
-
-
-def _seeded_ga_class():
-    from ..search import GeneticSearch
-
-    class SeededGeneticSearch(GeneticSearch):
-        """A GeneticSearch whose first chromosome is a given design, reporting each batch and stoppable."""
-
-        def __init__(self, *args: Any, seed_genes=None, on_batch=None, stop: threading.Event, **kwargs: Any):
-            super().__init__(*args, **kwargs)
-            self._seed_genes = seed_genes
-            self._on_batch = on_batch
-            self._stop = stop
-
-        def random_chromosome(self, rng: np.random.Generator) -> np.ndarray:
-            if self._seed_genes is not None:
-                genes, self._seed_genes = self._seed_genes, None
-                return genes.copy()
-            return super().random_chromosome(rng)
-
-        def _trial(self, pygad, trial, fitness_batch, result, t0, state, out_of_budget):
-            def batch(ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
-                if self._stop.is_set():
-                    state["out"] = True
-                    return [-1e300] * len(solutions)
-                out = fitness_batch(ga, solutions, indices)
-                if self._on_batch is not None:
-                    self._on_batch(result, trial)
-                if self._stop.is_set():
-                    state["out"] = True
-                return out
-
-            return super()._trial(pygad, trial, batch, result, t0, state, out_of_budget)
-
-    return SeededGeneticSearch
+    """The GA chromosome of a serial chain, or None if it has none (:meth:`~timor_core.search.GeneticSearch.encode`)."""
+    return ga.encode(chain)
 
 
 class OptimizeRun:
@@ -518,16 +464,15 @@ class OptimizeRun:
         self.ga = self._make_ga()
 
     def _make_ga(self):
-        from ..search import FilterConfig
+        from ..search import FilterConfig, GeneticSearch
 
         s = self.settings
-        cls = _seeded_ga_class()
         base = eef = None
         if self.start_chain:
             first, last = self.db.by_id(self.start_chain[0]), self.db.by_id(self.start_chain[-1])
             base = first.id if first.is_base else None
             eef = last.id if last.is_end_effector else None
-        ga = cls(
+        ga = GeneticSearch(
             self.db,
             cost=s.cost,
             max_dof=s.max_dof,
@@ -540,12 +485,11 @@ class OptimizeRun:
             progress=False,
             base=base,
             eef=eef,
+            initial=[self.start_chain] if self.start_chain else None,
             on_batch=self._on_batch,
             stop=self._stop,
         )
-        genes = ga_seed_genes(ga, self.start_chain) if self.start_chain else None
-        ga._seed_genes = genes
-        self.progress.seeded = genes is not None
+        self.progress.seeded = bool(ga.initial)
         return ga
 
     @property
