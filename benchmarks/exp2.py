@@ -71,6 +71,29 @@ def ours_sample(spec: dict) -> dict:
     return {"times": times, "valid": valid}
 
 
+def ours_scaling(spec: dict) -> dict:
+    """Our exhaustive search over one slice of the space (mostly 5-DOF robots), with ``workers`` processes."""
+    from timor_core.db import ModulesDB
+    from timor_core.paper import exp2_space
+    from timor_core.search import ExhaustiveSearch, FilterConfig
+    from timor_core.search.evaluate import load_task
+
+    space = exp2_space(ModulesDB.from_json_file(ROBCO_JSON))
+    task = load_task(spec["task"])
+    search = ExhaustiveSearch(
+        space,
+        "mass",
+        FilterConfig(seed=spec["seed"], bound=False),
+        workers=spec["workers"],
+        progress=False,
+        start=spec["start"],
+        stop=spec["start"] + spec["count"],
+    )
+    t0 = time.perf_counter()
+    result = search.optimize(task, space.db)
+    return {"seconds": time.perf_counter() - t0, "evaluations": result.evaluations, "cpu": result.cpu_time}
+
+
 def ref_sample(spec: dict) -> dict:
     """The reference's own default filters (less the module-length filter) on every sampled assembly."""
     ModuleAssembly, db, task, filters, run_filters = _ref_setup(spec)
@@ -178,6 +201,7 @@ def _ref_setup(spec: dict):
 
 
 WORKERS = {
+    ("ours", "scaling"): ours_scaling,
     ("ours", "sample"): ours_sample,
     ("ref", "sample"): ref_sample,
     ("ours", "ga"): ours_ga,
@@ -234,12 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="--sample 40 --ga-generations 5, no full runs")
     p.add_argument("--no-full", action="store_true", help="skip our full searches")
+    p.add_argument("--scaling", type=int, default=2000, help="assemblies of the 1-vs-2-worker run (0: skip)")
     p.add_argument("--no-ref", action="store_true", help="measure our side only")
     p.add_argument("--ref-python", default=None, help="reference interpreter (default $TIMOR_REF_PYTHON or ../refvenv)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout (the table on stderr)")
     args = p.parse_args(argv)
     if args.quick:
-        args.sample, args.ga_generations, args.no_full = 40, 5, True
+        args.sample, args.ga_generations, args.no_full, args.scaling = 40, 5, True, 300
     out = sys.stderr if args.json else sys.stdout
     if not TASK_JSON.is_file():
         run.log(f"SKIPPED: the user-study task is not at {TASK_JSON}; nothing measured.")
@@ -272,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
             report[f"{side}_{mode}"] = fig
             if err:
                 report["errors"][f"{side}_{mode}"] = err
+    for workers in (1, 2) if args.scaling else ():
+        run.log(f"[ours] exhaustive search over {args.scaling} assemblies with {workers} worker(s) ...")
+        spec = {**base, "mode": "scaling", "workers": workers, "start": 100_000, "count": args.scaling}
+        fig, err = call("ours", spec, ref_python)
+        report[f"ours_scaling_{workers}"] = fig
+        if err:
+            report["errors"][f"ours_scaling_{workers}"] = err
     report["summary"] = summarise(report, args)
     print_table(report, out)
     if args.json:
@@ -296,6 +328,9 @@ def summarise(r: dict, args) -> dict:
     if og and fg:
         s["ga_ratio"] = fg["seconds"] / og["seconds"]
         s["ref_projected_ga_500_seconds"] = fg["seconds"] / args.ga_generations * 500
+    w1, w2 = r.get("ours_scaling_1"), r.get("ours_scaling_2")
+    if w1 and w2:
+        s["speedup_2_workers"] = w1["seconds"] / w2["seconds"]
     full = r.get("ours_full_constrained")
     if full and f:
         s["full_constrained_ratio_vs_ref_projection"] = s["ref_projected_full_seconds"] / full["seconds"]
@@ -336,6 +371,12 @@ def print_table(r: dict, out) -> None:
             )
     if "ga_ratio" in s:
         line(f"    ratio {s['ga_ratio']:.1f}x (target >= 5x)")
+    if "speedup_2_workers" in s:
+        w1, w2 = r["ours_scaling_1"], r["ours_scaling_2"]
+        line(
+            f"  exhaustive search, {w1['evaluations']} assemblies: 1 worker {w1['seconds']:.1f} s,"
+            f" 2 workers {w2['seconds']:.1f} s: speed-up {s['speedup_2_workers']:.2f}x"
+        )
     for k, v in r["errors"].items():
         line(f"  ERROR {k}: {v}")
 
