@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,28 @@ def test_simplified_caps_triangles():
 
     mesh = trimesh.creation.icosphere(subdivisions=5)
     assert len(simplified(mesh, 500).faces) <= 500 < len(mesh.faces)
+
+
+USER_STUDY = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "cobra" / "tasks" / "user_study.json"
+
+
+@pytest.mark.skipif(not USER_STUDY.is_file(), reason=f"user-study task not available (expected {USER_STUDY})")
+def test_solution_of_the_user_study_plans_and_films(tmp_path, capsys):
+    """End to end on real data: solve the user study with its lightest robot, write the solution, film it."""
+    import imageio.v3 as iio
+    from timor_core.solution import Solution
+    from timor_core.solve import load_task
+
+    sol = tmp_path / "solution.json"
+    modules = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
+    args = ["solve", str(USER_STUDY), "--db", "robco_like", "--modules", *modules, "--solution", str(sol)]
+    assert main(args) == 0
+    assert "valid" in capsys.readouterr().err
+    solution = Solution.from_json_file(sol, load_task(USER_STUDY), "robco_like")
+    assert solution.valid and all(solution.achieved(g) for g in solution.task.goals)
+    out = tmp_path / "solution.mp4"
+    assert main(["video", str(sol), "--task", str(USER_STUDY), "--size", "320x240", "-o", str(out)]) == 0
+    frames = iio.imread(out, index=None)
+    assert len(frames) > 10
+    assert frames[0].std() > 5  # not blank
+    assert np.abs(frames[-1].astype(int) - frames[0]).mean() > 1.0  # the robot moved

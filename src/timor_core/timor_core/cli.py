@@ -159,6 +159,23 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     assembly = ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules)
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
+    if args.solution:
+        from .solution import solve_point_to_point
+
+        if not all(g["reached"] for g in result["goals"]):
+            print("error: no solution written: not every goal is reached", file=sys.stderr)
+            return 1
+        solution = solve_point_to_point(task, assembly, rng=args.seed, cost_function=cost)
+        path = solution.to_json_file(args.solution)
+        verdict = (
+            "valid"
+            if solution.valid
+            else "NOT valid: " + "; ".join(solution.goal_reason(g) for g in task.goals if not solution.achieved(g))
+        )
+        print(
+            f"wrote {path}: {len(solution.trajectory.t)} samples, {solution.trajectory.t[-1]:.2f} s, {verdict}",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -367,6 +384,9 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--seed", type=int, default=0, help="random seed of the inverse kinematics (default 0)")
     solve.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
+    solve.add_argument(
+        "--solution", help="also plan collision-free motions through the goals; write the CoBRA solution JSON here"
+    )
     solve.set_defaults(func=_cmd_solve)
 
     paper = sub.add_parser("paper", help="experiments of the Timor paper")
