@@ -138,7 +138,7 @@ def ours_ga(spec: dict) -> dict:
         population=spec["population"],
         seed=spec["seed"],
         filters=FilterConfig(seed=spec["seed"]),
-        workers=1,
+        workers=spec.get("workers", 1),
         progress=False,
         penalty=PENALTY,
     )
@@ -303,6 +303,12 @@ def main(argv: list[str] | None = None) -> int:
             report[f"{side}_{mode}"] = fig
             if err:
                 report["errors"][f"{side}_{mode}"] = err
+        if mode == "ga":  # the target is on 2 cores: ours can use both, the reference's GA runs in one process
+            run.log("[ours] ga, 2 workers ...")
+            fig, err = call("ours", {**spec, "workers": 2}, ref_python)
+            report["ours_ga_2w"] = fig
+            if err:
+                report["errors"]["ours_ga_2w"] = err
     for workers in (1, 2) if args.scaling else ():
         run.log(f"[ours] exhaustive search over {args.scaling} assemblies with {workers} worker(s) ...")
         spec = {**base, "mode": "scaling", "workers": workers, "start": 100_000, "count": args.scaling}
@@ -334,6 +340,8 @@ def summarise(r: dict, args) -> dict:
     og, fg = r.get("ours_ga"), r.get("ref_ga")
     if og and fg:
         s["ga_ratio"] = fg["seconds"] / og["seconds"]
+        if r.get("ours_ga_2w"):
+            s["ga_ratio_2_workers"] = fg["seconds"] / r["ours_ga_2w"]["seconds"]
         s["ref_projected_ga_500_seconds"] = fg["seconds"] / args.ga_generations * 500
     w1, w2 = r.get("ours_scaling_1"), r.get("ours_scaling_2")
     if w1 and w2:
@@ -372,15 +380,16 @@ def print_table(r: dict, out) -> None:
         )
         line(f"    ratio {s['constrained_ratio']:.1f}x (target >= 10x)")
         line(f"    ref projected over all {FULL_COUNT}: {s['ref_projected_full_seconds'] / 60:.1f} min")
-    for side in ("ours", "ref"):
-        g = r.get(f"{side}_ga")
+    for label, key in (("ours", "ours_ga"), ("ours 2w", "ours_ga_2w"), ("ref", "ref_ga")):
+        g = r.get(key)
         if g:
             line(
-                f"  GA {side:<4} {g['seconds']:8.1f} s  {g['evaluated']:>5} fitness evaluations"
+                f"  GA {label:<7} {g['seconds']:8.1f} s  {g['evaluated']:>5} fitness evaluations"
                 f"  best {' '.join(g['best_ids'] or ['-'])} {g['best_mass']}"
             )
     if "ga_ratio" in s:
-        line(f"    ratio {s['ga_ratio']:.1f}x (target >= 5x)")
+        both = f", 2 workers {s['ga_ratio_2_workers']:.1f}x" if "ga_ratio_2_workers" in s else ""
+        line(f"    ratio, 1 worker {s['ga_ratio']:.1f}x{both} (target on 2 cores >= 5x)")
     if "speedup_2_workers" in s:
         w1, w2 = r["ours_scaling_1"], r["ours_scaling_2"]
         line(

@@ -86,6 +86,32 @@ def test_ik_unreachable_orientation_reports_unreachable(arm):
     assert not result.success and result.reason.startswith("unreachable")
 
 
+def test_ik_gives_up_when_every_try_stalls_far_away(primitives_module):
+    """A goal inside the reach bound that no configuration reaches: the tries plateau, so the IK stops early;
+    with the plateau rule off it uses every try, and both agree that the goal is unreachable."""
+    from dataclasses import replace
+
+    from timor_core.ik import IKConfig, solve_ik
+
+    robot = ModuleAssembly.from_serial_modules(primitives_module, ("base", "J2", "i_45", "eef")).robot
+    T = translation((0.0, 0.0, 0.05))  # near the base: inside the reach sphere, off the one-joint circle
+    early = solve_ik(robot, T, DEFAULT_TOLERANCE, rng=0)
+    config = replace(IKConfig(), plateau_tries=0, far_plateau_tries=0)
+    full = solve_ik(robot, T, DEFAULT_TOLERANCE, rng=0, config=config)
+    assert not early.success and not full.success
+    assert early.reason.startswith("unreachable") and full.reason.startswith("unreachable")
+    assert early.tries < full.tries == config.max_n_tries
+    assert early.residual == pytest.approx(full.residual, rel=0.05)  # stopping early lost nothing
+
+
+def test_ik_plateau_keeps_hard_reachable_goals(arm):
+    """The plateau rule only fires far from the goal: reachable goals are all still found."""
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        _, T = reachable_goal(arm, rng)
+        assert arm.ik(T, USER_STUDY_TOL, rng=rng, ignore_self_collision=True)[1]
+
+
 def test_ik_with_q_init_starts_there(arm):
     q0, T = reachable_goal(arm, np.random.default_rng(4))
     result = arm.ik(T, tolerance=USER_STUDY_TOL, q_init=q0, rng=0, details=True)
