@@ -17,15 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli_args import load_db as _load_db
+from .cli_args import nonnegative_float as _nonnegative_float
+from .cli_args import positive_int as _positive_int
+from .cli_args import serial_assembly as _assembly
 from .errors import InputError, TimorError
 
 __all__ = ["main"]
-
-
-def _load_db(source: str):
-    from .db import ModulesDB
-
-    return ModulesDB.load(source)
 
 
 def _cmd_db_info(args: argparse.Namespace) -> int:
@@ -75,12 +73,6 @@ def _cmd_db_validate(args: argparse.Namespace) -> int:
     path = Path(args.file)
     problems = validate_db_file(path / "modules.json" if path.is_dir() else path)
     return _report_problems(args, problems, f"{args.file}: valid")
-
-
-def _assembly(args: argparse.Namespace):
-    from .assembly import ModuleAssembly
-
-    return ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules)
 
 
 def _cmd_urdf(args: argparse.Namespace) -> int:
@@ -151,12 +143,11 @@ def _cmd_task_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from .assembly import ModuleAssembly
     from .solve import assembly_cost, format_feedback, load_task, solve_feedback
 
     cost = assembly_cost(args.cost)
     task = load_task(args.file, args.skip_missing_assets)
-    assembly = ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules)
+    assembly = _assembly(args)
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
     if args.solution:
@@ -298,26 +289,6 @@ def _cmd_result_show(args: argparse.Namespace) -> int:
     for gid, g in result.best_goals.items():
         print(f"goal {gid}: {'reached' if g.success else 'NOT reached'}{'' if g.success else f' ({g.reason})'}")
     return 0
-
-
-def _nonnegative_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        x = -1.0
-    if not x >= 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
-    return x
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
 
 
 def _parser() -> argparse.ArgumentParser:

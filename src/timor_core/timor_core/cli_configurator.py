@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .cli_args import load_db
+
 
 def _cmd_configurator(args: argparse.Namespace) -> int:
-    from .db import ModulesDB
     from .solve import load_task
     from .viz import require
 
     require("viser")
     from .viz.configurator import Configurator
 
-    db = ModulesDB.load(args.db)
+    db = load_db(args.db)
     task = load_task(args.task, args.skip_missing_assets) if args.task else None
     page = Configurator(db, task, port=args.port, host=args.host, design=args.modules, cost=args.cost, seed=args.seed)
     print(f"timor configurator at {page.url} (Ctrl-C to stop)", flush=True)

@@ -9,24 +9,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_args import positive_int, serial_assembly
+
 __all__ = ["register", "cmd_urdf_ros2_control"]
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
-def _assembly(args: argparse.Namespace):
-    from .assembly import ModuleAssembly
-    from .db import ModulesDB
-
-    return ModuleAssembly.from_serial_modules(ModulesDB.load(args.db), args.modules)
 
 
 def _ros2_control(args: argparse.Namespace, default: bool = False):
@@ -53,45 +38,41 @@ def _emit(args: argparse.Namespace, text: str, what: str) -> None:
     print(f"wrote {path} ({what}, {len(text)} bytes)", file=sys.stderr)
 
 
+def _export_description(
+    args: argparse.Namespace, render, *positional, ros2_control_default: bool = False, **options
+) -> int:
+    """Render a robot description with the common flags (prefix, meshes, ros2_control) and emit it."""
+    assembly = serial_assembly(args)
+    text = render(
+        assembly,
+        *positional,
+        prefix=args.prefix,
+        mesh_uri=args.mesh_uri,
+        package=args.package,
+        ros2_control=_ros2_control(args, default=ros2_control_default),
+        **options,
+    )
+    _emit(args, text, f"{assembly.dof} DOF")
+    return 0
+
+
 def cmd_urdf_ros2_control(args: argparse.Namespace) -> int:
     """``timor urdf`` with a ``<ros2_control>`` block (called by cli's urdf command for these flags)."""
     from .urdf import assembly_to_urdf
 
-    assembly = _assembly(args)
-    text = assembly_to_urdf(
-        assembly,
-        args.name,
-        prefix=args.prefix,
-        mesh_uri=args.mesh_uri,
-        package=args.package,
-        ros2_control=_ros2_control(args, default=True),
-    )
-    _emit(args, text, f"{assembly.dof} DOF")
-    return 0
+    return _export_description(args, assembly_to_urdf, args.name, ros2_control_default=True)
 
 
 def _cmd_xacro(args: argparse.Namespace) -> int:
     from .xacro import assembly_to_xacro
 
-    assembly = _assembly(args)
-    text = assembly_to_xacro(
-        assembly,
-        args.macro,
-        name=args.name,
-        instantiate=not args.macro_only,
-        prefix=args.prefix,
-        mesh_uri=args.mesh_uri,
-        package=args.package,
-        ros2_control=_ros2_control(args),
-    )
-    _emit(args, text, f"{assembly.dof} DOF")
-    return 0
+    return _export_description(args, assembly_to_xacro, args.macro, name=args.name, instantiate=not args.macro_only)
 
 
 def _cmd_srdf(args: argparse.Namespace) -> int:
     from .srdf import assembly_to_srdf
 
-    assembly = _assembly(args)
+    assembly = serial_assembly(args)
     text = assembly_to_srdf(
         assembly, name=args.name, prefix=args.prefix, n_samples=args.samples, seed=args.seed, group=args.group
     )
@@ -103,7 +84,7 @@ def _cmd_moveit_config(args: argparse.Namespace) -> int:
     from .moveit_config import write_moveit_config
 
     written = write_moveit_config(
-        _assembly(args),
+        serial_assembly(args),
         args.output,
         name=args.name,
         prefix=args.prefix,
@@ -133,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
 
     def sampling(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--samples", type=_positive_int, default=1000, help="random configurations (default 1000)")
+        sp.add_argument("--samples", type=positive_int, default=1000, help="random configurations (default 1000)")
         sp.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
         sp.add_argument("--group", default="manipulator", help="planning group name (default manipulator)")
 

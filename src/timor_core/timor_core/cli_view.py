@@ -10,19 +10,13 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_args import load_db as _load_db
+from .cli_args import serial_assembly
 from .errors import InputError
 
 
-def _load_db(source: str):
-    from .db import ModulesDB
-
-    return ModulesDB.load(source)
-
-
 def _robot(args: argparse.Namespace):
-    from .assembly import ModuleAssembly
-
-    return ModuleAssembly.from_serial_modules(_load_db(args.db), args.modules).robot
+    return serial_assembly(args).robot
 
 
 def _solution(file: str, task: str | None, db: str | None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ from .urdf import assembly_to_urdf, default_robot_name
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
 
-__all__ = ["CartesianLimits", "MOVEIT_FILES", "write_moveit_config", "moveit_config_texts", "to_yaml"]
+__all__ = ["CartesianLimits", "MoveItOptions", "MOVEIT_FILES", "write_moveit_config", "moveit_config_texts", "to_yaml"]
 
 KDL_PLUGIN = "kdl_kinematics_plugin/KDLKinematicsPlugin"
 ARM_CONTROLLER = "arm_controller"
@@ -48,6 +48,49 @@ class CartesianLimits:
     max_trans_acc: float = 2.25
     max_trans_dec: float = -5.0
     max_rot_vel: float = 1.57
+
+
+@dataclass(frozen=True)
+class MoveItOptions:
+    """Options of a MoveIt config (see ``write_moveit_config``); invalid values raise InputError."""
+
+    name: str | None = None
+    prefix: str = ""
+    ros2_control: Ros2ControlConfig | None = None
+    group: str = "manipulator"
+    n_samples: int = 1000
+    seed: int = 0
+    mesh_uri: str = "file"
+    package: str | None = None
+    update_rate: int = 100
+    velocity_scaling: float = 0.1
+    acceleration_scaling: float = 0.1
+    kinematics_resolution: float = 0.005
+    kinematics_timeout: float = 0.005
+    cartesian_limits: CartesianLimits | None = None
+
+    def __post_init__(self) -> None:
+        for label in ("velocity_scaling", "acceleration_scaling"):
+            value = getattr(self, label)
+            if not 0 < value <= 1:
+                raise InputError(f"{label} must be in (0, 1]", value=value)
+        for label in ("kinematics_resolution", "kinematics_timeout"):
+            value = getattr(self, label)
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(f"{label} must be a positive number", value=value)
+        rate = self.update_rate
+        if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
+            raise InputError("update_rate must be a positive integer (Hz)", value=rate)
+
+    @classmethod
+    def build(cls, options: MoveItOptions | None = None, **overrides: Any) -> MoveItOptions:
+        """``options`` (default: all defaults) with the keyword ``overrides`` applied; unknown keywords raise."""
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"unknown MoveIt option(s): {', '.join(unknown)}")
+        if options is None:
+            return cls(**overrides)
+        return replace(options, **overrides) if overrides else options
 
 
 # -- a tiny YAML writer -----------------------------------------------------------------------------
@@ -134,63 +177,39 @@ def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
 
 
 def moveit_config_texts(
-    assembly: ModuleAssembly,
-    *,
-    name: str | None = None,
-    prefix: str = "",
-    ros2_control: Ros2ControlConfig | None = None,
-    group: str = "manipulator",
-    n_samples: int = 1000,
-    seed: int = 0,
-    mesh_uri: str = "file",
-    package: str | None = None,
-    update_rate: int = 100,
-    velocity_scaling: float = 0.1,
-    acceleration_scaling: float = 0.1,
-    kinematics_resolution: float = 0.005,
-    kinematics_timeout: float = 0.005,
-    cartesian_limits: CartesianLimits | None = None,
+    assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, str]:
     """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
-    for label, value in (
-        ("velocity_scaling", velocity_scaling),
-        ("acceleration_scaling", acceleration_scaling),
-    ):
-        if not 0 < value <= 1:
-            raise InputError(f"{label} must be in (0, 1]", value=value)
-    for label, value in (("kinematics_resolution", kinematics_resolution), ("kinematics_timeout", kinematics_timeout)):
-        if not (math.isfinite(value) and value > 0):
-            raise InputError(f"{label} must be a positive number", value=value)
-    if isinstance(update_rate, bool) or not isinstance(update_rate, int) or update_rate < 1:
-        raise InputError("update_rate must be a positive integer (Hz)", value=update_rate)
-    config = ros2_control if ros2_control is not None else Ros2ControlConfig()
-    robot_name = name if name is not None else default_robot_name(assembly)
+    opts = MoveItOptions.build(options, **overrides)
+    prefix, group = opts.prefix, opts.group
+    config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
+    robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
     chain = planning_chain(assembly, prefix)
     command, state = _interfaces(config)
     texts = {
         f"{robot_name}.urdf": assembly_to_urdf(
-            assembly, name=robot_name, prefix=prefix, mesh_uri=mesh_uri, package=package, ros2_control=config
+            assembly, name=robot_name, prefix=prefix, mesh_uri=opts.mesh_uri, package=opts.package, ros2_control=config
         ),
         f"{robot_name}.srdf": assembly_to_srdf(
-            assembly, name=robot_name, prefix=prefix, n_samples=n_samples, seed=seed, group=group
+            assembly, name=robot_name, prefix=prefix, n_samples=opts.n_samples, seed=opts.seed, group=group
         ),
     }
     texts["kinematics.yaml"] = to_yaml(
         {
             group: {
                 "kinematics_solver": KDL_PLUGIN,
-                "kinematics_solver_search_resolution": float(kinematics_resolution),
-                "kinematics_solver_timeout": float(kinematics_timeout),
+                "kinematics_solver_search_resolution": float(opts.kinematics_resolution),
+                "kinematics_solver_timeout": float(opts.kinematics_timeout),
             }
         }
     )
-    texts["joint_limits.yaml"] = _joint_limits(assembly, prefix, velocity_scaling, acceleration_scaling)
+    texts["joint_limits.yaml"] = _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling)
     joints = list(chain.commanded)
     texts["ros2_controllers.yaml"] = _comment("Controllers of ros2_control's controller manager") + to_yaml(
         {
             "controller_manager": {
                 "ros__parameters": {
-                    "update_rate": update_rate,
+                    "update_rate": opts.update_rate,
                     ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
                     "joint_state_broadcaster": {"type": "joint_state_broadcaster/JointStateBroadcaster"},
                 }
@@ -222,7 +241,7 @@ def moveit_config_texts(
     texts["initial_positions.yaml"] = _comment("Initial positions of the ros2_control mock hardware") + to_yaml(
         {"initial_positions": initial_positions(assembly, config, prefix)}
     )
-    cart = cartesian_limits if cartesian_limits is not None else CartesianLimits()
+    cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
     texts["pilz_cartesian_limits.yaml"] = _comment("Cartesian limits of the Pilz industrial motion planner") + to_yaml(
         {
             "cartesian_limits": {
@@ -237,48 +256,18 @@ def moveit_config_texts(
 
 
 def write_moveit_config(
-    assembly: ModuleAssembly,
-    out_dir: str | Path,
-    *,
-    name: str | None = None,
-    prefix: str = "",
-    ros2_control: Ros2ControlConfig | None = None,
-    group: str = "manipulator",
-    n_samples: int = 1000,
-    seed: int = 0,
-    mesh_uri: str = "file",
-    package: str | None = None,
-    update_rate: int = 100,
-    velocity_scaling: float = 0.1,
-    acceleration_scaling: float = 0.1,
-    kinematics_resolution: float = 0.005,
-    kinematics_timeout: float = 0.005,
-    cartesian_limits: CartesianLimits | None = None,
+    assembly: ModuleAssembly, out_dir: str | Path, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, Path]:
     """Write the MoveIt 2 config of a serial assembly into ``out_dir``; return the written paths by file name.
 
+    The options are ``options`` (a MoveItOptions, default: all defaults) with keyword ``overrides`` applied,
+    so ``write_moveit_config(a, folder, prefix="p_", n_samples=50)`` works as well.
     ``name`` is the robot name (default: set name + assembly hash); ``ros2_control`` defaults to mock
     hardware (``Ros2ControlConfig()``). The SRDF's collision matrix samples ``n_samples`` configurations
     from ``seed``. The controller ``arm_controller`` drives the group's non-passive joints through the
     first of the position, velocity, effort command interfaces. Unwritable folders raise InputError.
     """
-    texts = moveit_config_texts(
-        assembly,
-        name=name,
-        prefix=prefix,
-        ros2_control=ros2_control,
-        group=group,
-        n_samples=n_samples,
-        seed=seed,
-        mesh_uri=mesh_uri,
-        package=package,
-        update_rate=update_rate,
-        velocity_scaling=velocity_scaling,
-        acceleration_scaling=acceleration_scaling,
-        kinematics_resolution=kinematics_resolution,
-        kinematics_timeout=kinematics_timeout,
-        cartesian_limits=cartesian_limits,
-    )
+    texts = moveit_config_texts(assembly, options, **overrides)
     folder = Path(out_dir)
     written: dict[str, Path] = {}
     try:

@@ -17,13 +17,15 @@ import numpy as np
 from .errors import AssemblyError, InputError, URDFError
 from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
 from .transforms import rpy
-from .tree import TreeLink, ros_name
+from .tree import KinematicTree, TreeLink, ros_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .assembly import ModuleAssembly
     from .ros2_control import Ros2ControlConfig
 
-__all__ = ["assembly_to_urdf", "MESH_URI_MODES", "WRL_MODES", "origin_xml"]
+__all__ = ["assembly_to_urdf", "MESH_URI_MODES", "WRL_MODES", "origin_xml", "tree_xml", "mesh_package"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +156,49 @@ def default_robot_name(assembly: ModuleAssembly) -> str:
     return f"{ros_name(assembly.db.name) or 'timor'}_{digest}"
 
 
+def mesh_package(assembly: ModuleAssembly, mesh_uri: str, package: str | None, wrl: str) -> str:
+    """Check the mesh options of a description export; return the package of ``package://`` URIs.
+
+    The package defaults to the module set's name (``timor`` if it has none usable).
+    """
+    if mesh_uri not in MESH_URI_MODES:
+        raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
+    if wrl not in WRL_MODES:
+        raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
+    return package or ros_name(assembly.db.name) or "timor"
+
+
+def tree_xml(
+    tree: KinematicTree,
+    mesh_uri: str,
+    package: str,
+    wrl: str,
+    body_filter: Callable[[str], str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """The ``<link>`` and ``<joint>`` elements of a kinematic tree (two-space indented), tool frames included.
+
+    Returns (links, joints) as lists of XML chunks; ``body_filter`` is applied to each link's body.
+    """
+    links = tree.links
+    link_chunks: list[str] = []
+    joint_chunks: list[str] = []
+    for link in links:
+        body = _link_body_xml(link, mesh_uri, package, wrl)
+        if body_filter is not None:
+            body = body_filter(body)
+        link_chunks.append(f'  <link name="{link.name}">\n{body}  </link>\n')
+        if link.parent is not None:
+            joint_chunks.append(_joint_xml(link, links[link.parent].name))
+    for tool in tree.tools:
+        link_chunks.append(f'  <link name="{tool.name}"/>\n')
+        joint_chunks.append(
+            f'  <joint name="{links[tool.link].name}_to_{tool.name}" type="fixed">\n'
+            f"    {origin_xml(tool.pose)}\n"
+            f'    <parent link="{links[tool.link].name}"/>\n    <child link="{tool.name}"/>\n  </joint>\n'
+        )
+    return link_chunks, joint_chunks
+
+
 def assembly_to_urdf(
     assembly: ModuleAssembly,
     name: str | None = None,
@@ -172,11 +217,7 @@ def assembly_to_urdf(
     A non-identity base placement adds a ``world`` link. Closed chains raise AssemblyError.
     ``ros2_control`` appends a ``<ros2_control>`` block for the actuated joints (see timor_core.ros2_control).
     """
-    if mesh_uri not in MESH_URI_MODES:
-        raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
-    if wrl not in WRL_MODES:
-        raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
-    package = package or ros_name(assembly.db.name) or "timor"
+    package = mesh_package(assembly, mesh_uri, package, wrl)
     try:
         tree = assembly.tree(prefix)
     except AssemblyError as exc:
@@ -184,18 +225,8 @@ def assembly_to_urdf(
     robot_name = name if name is not None else default_robot_name(assembly)
     out = [f'<?xml version="1.0" encoding="utf-8"?>\n<robot name="{_xml_escape(robot_name)}">\n']
     links = tree.links
-    joints = []
-    for link in links:
-        out.append(f'  <link name="{link.name}">\n{_link_body_xml(link, mesh_uri, package, wrl)}  </link>\n')
-        if link.parent is not None:
-            joints.append(_joint_xml(link, links[link.parent].name))
-    for tool in tree.tools:
-        out.append(f'  <link name="{tool.name}"/>\n')
-        joints.append(
-            f'  <joint name="{links[tool.link].name}_to_{tool.name}" type="fixed">\n'
-            f"    {origin_xml(tool.pose)}\n"
-            f'    <parent link="{links[tool.link].name}"/>\n    <child link="{tool.name}"/>\n  </joint>\n'
-        )
+    link_chunks, joints = tree_xml(tree, mesh_uri, package, wrl)
+    out.extend(link_chunks)
     if not np.array_equal(assembly.base_placement, np.eye(4)):
         out.append(f'  <link name="{prefix}world"/>\n')
         joints.append(

@@ -14,13 +14,11 @@ from typing import TYPE_CHECKING
 from .errors import AssemblyError, InputError, URDFError
 from .tree import ros_name
 from .urdf import (
-    MESH_URI_MODES,
-    WRL_MODES,
-    _joint_xml,
-    _link_body_xml,
     _xml_escape,
     default_robot_name,
+    mesh_package,
     origin_xml,
+    tree_xml,
 )
 
 if TYPE_CHECKING:
@@ -53,19 +51,8 @@ def _macro_body(assembly: ModuleAssembly, mesh_uri: str, package: str, wrl: str)
         '    <xacro:insert_block name="origin"/>\n'
         f'    <parent link="${{parent}}"/>\n    <child link="{links[0].name}"/>\n  </joint>\n'
     ]
-    joints = []
-    for link in links:
-        body = _literal(_link_body_xml(link, mesh_uri, package, wrl))
-        out.append(f'  <link name="{link.name}">\n{body}  </link>\n')
-        if link.parent is not None:
-            joints.append(_joint_xml(link, links[link.parent].name))
-    for tool in tree.tools:
-        out.append(f'  <link name="{tool.name}"/>\n')
-        joints.append(
-            f'  <joint name="{links[tool.link].name}_to_{tool.name}" type="fixed">\n'
-            f"    {origin_xml(tool.pose)}\n"
-            f'    <parent link="{links[tool.link].name}"/>\n    <child link="{tool.name}"/>\n  </joint>\n'
-        )
+    link_chunks, joints = tree_xml(tree, mesh_uri, package, wrl, body_filter=_literal)
+    out.extend(link_chunks)
     out.extend(joints)
     return "".join(out)
 
@@ -82,10 +69,10 @@ def assembly_to_xacro(
     name: str | None = None,
     instantiate: bool = True,
     prefix: str = "",
+    ros2_control: Ros2ControlConfig | None = None,
     mesh_uri: str = "file",
     package: str | None = None,
     wrl: str = "visual",
-    ros2_control: Ros2ControlConfig | None = None,
 ) -> str:
     """A xacro file defining the macro ``macro_name(prefix parent *origin)`` for this assembly.
 
@@ -95,10 +82,7 @@ def assembly_to_xacro(
     ``xacro:include``). ``ros2_control`` puts a ``<ros2_control name="${prefix}<name>">`` block in the
     macro. Mesh options are those of ``assembly_to_urdf``.
     """
-    if mesh_uri not in MESH_URI_MODES:
-        raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
-    if wrl not in WRL_MODES:
-        raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
+    package = mesh_package(assembly, mesh_uri, package, wrl)
     robot_name = name if name is not None else default_robot_name(assembly)
     macro = macro_name if macro_name is not None else ros_name(robot_name)
     if macro_name is None and not _NAME.fullmatch(macro):
@@ -107,7 +91,6 @@ def assembly_to_xacro(
         raise InputError("a macro name must be letters, digits and underscores, not starting with a digit", value=macro)
     if ros_name(prefix) != prefix:
         raise InputError("the prefix must be letters, digits and underscores", value=prefix)
-    package = package or ros_name(assembly.db.name) or "timor"
     body = _macro_body(assembly, mesh_uri, package, wrl)
     if ros2_control is not None:
         from .ros2_control import ros2_control_xml
