@@ -30,34 +30,57 @@ def _label(result: SearchResult, k: int, many: bool) -> str:
 
 
 def plot_convergence(results: Sequence[SearchResult], path: str | Path) -> Path:
-    """Best and median cost per generation of every GA trial (other searches: best cost over evaluations)."""
+    """GA convergence per trial: the lightest valid robot so far (top) and how many goals the best and the median
+    individual of each generation miss (bottom; penalised costs decoded). Other searches: best cost over
+    evaluations."""
     from ..search.ga import trial_histories
 
-    fig = _figure()
-    ax = fig.add_subplot()
-    drawn = 0
+    fig = _figure(7.0, 5.5)
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    drawn, ga = 0, False
     for k, result in enumerate(results):
         trials = trial_histories(result)
         name = _label(result, k, len(results) > 1)
+        penalty = float(result.settings.get("penalty", 1e6))
         for trial, points in enumerate(trials):
-            g = [p["generation"] for p in points]
-            line = ax.plot(g, [p["best_fitness_cost"] for p in points], label=f"{name} trial {trial}: best")[0]
-            ax.plot(g, [p["median_cost"] for p in points], ls="--", color=line.get_color(), label="median")
+            ga = True
+            g = np.array([p["generation"] for p in points])
+            best = np.array([p["best_fitness_cost"] for p in points], dtype=float)
+            median = np.array([p["median_cost"] for p in points], dtype=float)
+            valid_best = np.where(best < penalty, best, np.inf)
+            so_far = np.minimum.accumulate(valid_best)
+            shown = np.isfinite(so_far)
+            label = f"{name} trial {trial}" if len(results) > 1 else f"trial {trial}"
+            color = None
+            if shown.any():
+                final = so_far[-1]
+                color = top.step(g[shown], so_far[shown], where="post", label=f"{label}: {final:.2f}")[0].get_color()
+            line = bottom.step(g, np.floor(best / penalty), where="post", color=color, label=f"{label}: best")[0]
+            bottom.step(g, np.floor(median / penalty), where="post", ls="--", color=line.get_color(), alpha=0.6)
             drawn += 1
         if not trials:
             points = [p for p in result.history if p.get("best_cost") is not None]
             if points:
                 x = [p["evaluations"] for p in points]
-                ax.step(x, [p["best_cost"] for p in points], where="post", label=f"{name}: best")
-                ax.set_xlabel("evaluated assemblies")
+                top.step(x, [p["best_cost"] for p in points], where="post", label=f"{name}: best")
+                bottom.set_xlabel("evaluated assemblies")
                 drawn += 1
     if not drawn:
         raise VizError("no convergence history in these results (no generations, no valid assembly found)")
-    ax.set_xlabel(ax.get_xlabel() or "generation")
-    ax.set_ylabel("cost (penalised for unreached goals)")
-    ax.set_title("convergence")
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    cost = results[0].cost if results else "cost"
+    top.set_ylabel(f"best valid {cost}")
+    top.set_title(f"convergence: {results[0].task_id}" if results else "convergence")
+    top.grid(alpha=0.3)
+    if top.get_legend_handles_labels()[0]:
+        top.legend(fontsize=7, title="lightest valid robot", title_fontsize=7)
+    if ga:
+        bottom.set_ylabel("goals missed")
+        bottom.yaxis.get_major_locator().set_params(integer=True)
+        bottom.text(
+            0.99, 0.95, "solid: best, dashed: median", transform=bottom.transAxes, ha="right", va="top", fontsize=7
+        )
+    bottom.set_xlabel(bottom.get_xlabel() or "generation")
+    bottom.grid(alpha=0.3)
     return save_figure(fig, path)
 
 
