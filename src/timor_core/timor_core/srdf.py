@@ -139,7 +139,7 @@ def collision_matrix(
                 gm.addCollisionPair(pin.CollisionPair(ga, gb))
                 pair_of.append(c)
     gd = pin.GeometryData(gm)
-    configure_requests(gd)
+    configure_requests(gd, model=gm)
     model, data = robot.model, robot.model.createData()
     pairs_of: list[list[int]] = [[] for _ in candidates]
     for p, c in enumerate(pair_of):
