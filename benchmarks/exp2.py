@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) == 2 and argv[0] == "--worker":
         return worker_main(argv[1])
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sample", type=int, default=150, help="assemblies in the per-assembly comparison (default 150)")
-    p.add_argument("--ga-generations", type=int, default=20, help="generations of the GA comparison (default 20)")
+    p.add_argument("--sample", type=int, default=150, help="assemblies compared one by one (150; 0: skip)")
+    p.add_argument("--ga-generations", type=int, default=20, help="generations of the GA comparison (20; 0: skip)")
     p.add_argument("--generations", type=int, default=500, help="generations of our full GA trial (default 500)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="--sample 40 --ga-generations 5, no full runs")
@@ -290,13 +290,14 @@ def main(argv: list[str] | None = None) -> int:
             if err:
                 report["errors"][f"ours_full_{algorithm}"] = err
 
-    ids = sample_ids(args.sample, args.seed)
     base = {"task": str(TASK_JSON), "db": str(ROBCO_JSON), "seed": args.seed}
     sides = ["ours"] + (["ref"] if ref_python else [])
-    for mode, spec in (
-        ("sample", {**base, "mode": "sample", "ids": ids}),
-        ("ga", {**base, "mode": "ga", "generations": args.ga_generations, "population": 20}),
-    ):
+    modes = []
+    if args.sample:
+        modes.append(("sample", {**base, "mode": "sample", "ids": sample_ids(args.sample, args.seed)}))
+    if args.ga_generations:
+        modes.append(("ga", {**base, "mode": "ga", "generations": args.ga_generations, "population": 20}))
+    for mode, spec in modes:
         for side in sides:
             run.log(f"[{side}] {mode} ...")
             fig, err = call(side, spec, ref_python)
