@@ -8,7 +8,14 @@ import pinocchio as pin
 import pytest
 from timor_core.cli import main
 from timor_core.errors import InputError, UnknownModuleError
-from timor_core.moveit_config import MOVEIT_FILES, to_yaml, write_moveit_config
+from timor_core.moveit_config import (
+    MOVEIT_FILES,
+    move_group_parameters,
+    moveit_config_data,
+    ros2_control_node_parameters,
+    to_yaml,
+    write_moveit_config,
+)
 from timor_core.ros2_control import Ros2ControlConfig
 from urdf_parser_py.urdf import URDF
 
@@ -82,6 +89,52 @@ def test_moveit_config_files_agree(primitives, tmp_path):
     }
 
 
+def test_ompl_planning_and_move_group_parameters(primitives, tmp_path):
+    A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
+    written = write_moveit_config(A, tmp_path, name="bot", prefix="p_", group="arm", n_samples=50)
+    files = {name: yaml.safe_load(written[name].read_text()) for name in MOVEIT_FILES}
+    data = moveit_config_data(A, name="bot", prefix="p_", group="arm", n_samples=50)
+    assert data == files  # the written YAML is exactly the data
+    ompl = files["ompl_planning.yaml"]
+    assert ompl["planning_plugins"] == ["ompl_interface/OMPLPlanner"]  # Jazzy+: a list, not planning_plugin
+    assert all(a.startswith("default_planning_request_adapters/") for a in ompl["request_adapters"])
+    assert "default_planning_response_adapters/AddTimeOptimalParameterization" in ompl["response_adapters"]
+    assert ompl["planner_configs"]["RRTConnectkConfigDefault"]["type"] == "geometric::RRTConnect"
+    assert ompl["arm"]["default_planner_config"] == "RRTConnectkConfigDefault"
+    assert set(ompl["arm"]["planner_configs"]) <= set(ompl["planner_configs"])
+
+    urdf_text, srdf_text = written["bot.urdf"].read_text(), written["bot.srdf"].read_text()
+    params = move_group_parameters(data, urdf_text, srdf_text)
+    assert params["robot_description"] == urdf_text and params["robot_description_semantic"] == srdf_text
+    assert params["robot_description_kinematics"]["arm"]["kinematics_solver"] == (
+        "kdl_kinematics_plugin/KDLKinematicsPlugin"
+    )
+    planning = params["robot_description_planning"]
+    joints = [j.name for j in URDF.from_xml_string(urdf_text).joints if j.type != "fixed"]
+    assert list(planning["joint_limits"]) == joints
+    assert set(planning["cartesian_limits"]) == {"max_trans_vel", "max_trans_acc", "max_trans_dec", "max_rot_vel"}
+    assert planning["default_velocity_scaling_factor"] == pytest.approx(0.1)
+    assert params["planning_pipelines"] == ["ompl"] and params["default_planning_pipeline"] == "ompl"
+    assert params["ompl"]["planning_plugins"] == ["ompl_interface/OMPLPlanner"]
+    assert params["ompl"]["arm"]["planner_configs"]
+    arm = files["ros2_controllers.yaml"]["arm_controller"]["ros__parameters"]
+    simple = params["moveit_simple_controller_manager"]
+    assert params["moveit_controller_manager"] == "moveit_simple_controller_manager/MoveItSimpleControllerManager"
+    assert simple["controller_names"] == ["arm_controller"]
+    assert simple["arm_controller"]["joints"] == arm["joints"] == joints
+    assert simple["arm_controller"]["action_ns"] == "follow_joint_trajectory"
+    assert params["trajectory_execution"]["allowed_start_tolerance"] > 0
+    assert params["moveit_manage_controllers"] is True and params["allow_trajectory_execution"] is True
+    assert params["publish_planning_scene"] is True
+    # ros2_control's files are not move_group's business
+    assert "controller_manager" not in params and "initial_positions" not in params and "arm_controller" not in params
+    # no PyYAML needed: plain types only, and the input data is not shared
+    params["robot_description_planning"]["joint_limits"].clear()
+    assert data["joint_limits.yaml"]["joint_limits"]
+    assert ros2_control_node_parameters(written) == [str(tmp_path / "ros2_controllers.yaml")]
+    assert ros2_control_node_parameters(tmp_path) == ros2_control_node_parameters(tmp_path / "ros2_controllers.yaml")
+
+
 def test_moveit_config_errors(primitives, tmp_path):
     A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
     blocker = tmp_path / "file"
@@ -116,7 +169,7 @@ def test_cli_moveit_config_xacro_srdf(capsys, tmp_path):
     )  # fmt: skip
     assert code == 0, err
     assert sorted(p.name for p in out.iterdir()) == sorted(["arm.urdf", "arm.srdf", *MOVEIT_FILES])
-    assert len(stdout.splitlines()) == 8
+    assert len(stdout.splitlines()) == 2 + len(MOVEIT_FILES) == 9
     for name in MOVEIT_FILES:
         assert yaml.safe_load((out / name).read_text())
     assert ET.parse(out / "arm.urdf").getroot().find("ros2_control/hardware/plugin").text == "my_hw/System"

@@ -1,14 +1,17 @@
 """MoveIt 2 configuration files for an assembly, as the MoveIt Setup Assistant writes them.
 
 One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf``, ``kinematics.yaml``,
-``joint_limits.yaml``, ``ros2_controllers.yaml``, ``moveit_controllers.yaml``, ``initial_positions.yaml``
-and ``pilz_cartesian_limits.yaml``. Every text is generated before anything is written, each file is
-written atomically, and other files in the folder are left alone. YAML is emitted by a tiny writer
-(PyYAML is not a dependency).
+``joint_limits.yaml``, ``ros2_controllers.yaml``, ``moveit_controllers.yaml``, ``initial_positions.yaml``,
+``pilz_cartesian_limits.yaml`` and ``ompl_planning.yaml`` (MoveIt 2 Jazzy+ keys). ``moveit_config_data``
+gives the YAML contents as plain dicts, ``move_group_parameters`` turns them into move_group's parameters
+(the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node.
+Every text is generated before anything is written, each file is written atomically, and other files in the
+folder are left alone. YAML is emitted by a tiny writer (PyYAML is not a dependency).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -25,10 +28,21 @@ from .urdf import assembly_to_urdf, default_robot_name
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
 
-__all__ = ["CartesianLimits", "MoveItOptions", "MOVEIT_FILES", "write_moveit_config", "moveit_config_texts", "to_yaml"]
+__all__ = [
+    "CartesianLimits",
+    "MoveItOptions",
+    "MOVEIT_FILES",
+    "write_moveit_config",
+    "moveit_config_data",
+    "moveit_config_texts",
+    "move_group_parameters",
+    "ros2_control_node_parameters",
+    "to_yaml",
+]
 
 KDL_PLUGIN = "kdl_kinematics_plugin/KDLKinematicsPlugin"
 ARM_CONTROLLER = "arm_controller"
+JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
 MOVEIT_FILES = (
     "kinematics.yaml",
     "joint_limits.yaml",
@@ -36,6 +50,7 @@ MOVEIT_FILES = (
     "moveit_controllers.yaml",
     "initial_positions.yaml",
     "pilz_cartesian_limits.yaml",
+    "ompl_planning.yaml",
 )
 """The YAML files of a config folder (besides ``<name>.urdf`` and ``<name>.srdf``)."""
 
@@ -142,7 +157,47 @@ def _comment(text: str) -> str:
 
 
 # -- the files ------------------------------------------------------------------------------------
-def _joint_limits(assembly: ModuleAssembly, prefix: str, velocity_scaling: float, acceleration_scaling: float) -> str:
+_COMMENTS = {
+    "joint_limits.yaml": (
+        "Joint limits for MoveIt, from the module set (they extend or override the URDF's).\n"
+        "has_acceleration_limits is false where the module set gives no acceleration limit;\n"
+        "the Pilz planner needs one for every joint."
+    ),
+    "ros2_controllers.yaml": "Controllers of ros2_control's controller manager",
+    "moveit_controllers.yaml": "How MoveIt executes trajectories",
+    "initial_positions.yaml": "Initial positions of the ros2_control mock hardware",
+    "pilz_cartesian_limits.yaml": "Cartesian limits of the Pilz industrial motion planner",
+    "ompl_planning.yaml": "The OMPL planning pipeline (MoveIt 2 Jazzy and newer)",
+}
+
+OMPL_REQUEST_ADAPTERS = (
+    "default_planning_request_adapters/ResolveConstraintFrames",
+    "default_planning_request_adapters/ValidateWorkspaceBounds",
+    "default_planning_request_adapters/CheckStartStateBounds",
+    "default_planning_request_adapters/CheckStartStateCollision",
+)
+OMPL_RESPONSE_ADAPTERS = (
+    "default_planning_response_adapters/AddTimeOptimalParameterization",
+    "default_planning_response_adapters/ValidateSolution",
+    "default_planning_response_adapters/DisplayMotionPath",
+)
+OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
+    "RRTConnectkConfigDefault": {"type": "geometric::RRTConnect", "range": 0.0},
+    "RRTkConfigDefault": {"type": "geometric::RRT", "range": 0.0, "goal_bias": 0.05},
+    "RRTstarkConfigDefault": {
+        "type": "geometric::RRTstar",
+        "range": 0.0,
+        "goal_bias": 0.05,
+        "delay_collision_checking": 1,
+    },
+    "PRMkConfigDefault": {"type": "geometric::PRM", "max_nearest_neighbors": 10},
+}
+"""OMPL planner configurations of every group; the first is the group's default."""
+
+
+def _joint_limits(
+    assembly: ModuleAssembly, prefix: str, velocity_scaling: float, acceleration_scaling: float
+) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     for link in controlled_joints(assembly, prefix):
         lim = link.joint.limits
@@ -152,16 +207,11 @@ def _joint_limits(assembly: ModuleAssembly, prefix: str, velocity_scaling: float
         entry["has_acceleration_limits"] = math.isfinite(lim.acceleration)
         entry["max_acceleration"] = float(lim.acceleration) if math.isfinite(lim.acceleration) else 0.0
         limits[link.joint_name] = entry
-    data = {
+    return {
         "default_velocity_scaling_factor": float(velocity_scaling),
         "default_acceleration_scaling_factor": float(acceleration_scaling),
         "joint_limits": limits,
     }
-    return _comment(
-        "Joint limits for MoveIt, from the module set (they extend or override the URDF's).\n"
-        "has_acceleration_limits is false where the module set gives no acceleration limit;\n"
-        "the Pilz planner needs one for every joint."
-    ) + to_yaml(data)
 
 
 def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
@@ -176,42 +226,47 @@ def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
     return [command], state
 
 
-def moveit_config_texts(
+def _ompl_planning(group: str) -> dict[str, Any]:
+    return {
+        "planning_plugins": ["ompl_interface/OMPLPlanner"],
+        "request_adapters": list(OMPL_REQUEST_ADAPTERS),
+        "response_adapters": list(OMPL_RESPONSE_ADAPTERS),
+        "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS),
+        group: {
+            "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
+            "planner_configs": list(OMPL_PLANNER_CONFIGS),
+        },
+    }
+
+
+def moveit_config_data(
     assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
-) -> dict[str, str]:
-    """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
+) -> dict[str, dict[str, Any]]:
+    """The content of every YAML file of the MoveIt config as plain dicts, by file name (``MOVEIT_FILES``).
+
+    Cheap (no SRDF sampling); see ``write_moveit_config`` for the options.
+    """
     opts = MoveItOptions.build(options, **overrides)
     prefix, group = opts.prefix, opts.group
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
-    robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
-    chain = planning_chain(assembly, prefix)
     command, state = _interfaces(config)
-    texts = {
-        f"{robot_name}.urdf": assembly_to_urdf(
-            assembly, name=robot_name, prefix=prefix, mesh_uri=opts.mesh_uri, package=opts.package, ros2_control=config
-        ),
-        f"{robot_name}.srdf": assembly_to_srdf(
-            assembly, name=robot_name, prefix=prefix, n_samples=opts.n_samples, seed=opts.seed, group=group
-        ),
-    }
-    texts["kinematics.yaml"] = to_yaml(
-        {
+    joints = list(planning_chain(assembly, prefix).commanded)
+    cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
+    return {
+        "kinematics.yaml": {
             group: {
                 "kinematics_solver": KDL_PLUGIN,
                 "kinematics_solver_search_resolution": float(opts.kinematics_resolution),
                 "kinematics_solver_timeout": float(opts.kinematics_timeout),
             }
-        }
-    )
-    texts["joint_limits.yaml"] = _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling)
-    joints = list(chain.commanded)
-    texts["ros2_controllers.yaml"] = _comment("Controllers of ros2_control's controller manager") + to_yaml(
-        {
+        },
+        "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
+        "ros2_controllers.yaml": {
             "controller_manager": {
                 "ros__parameters": {
                     "update_rate": opts.update_rate,
                     ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
-                    "joint_state_broadcaster": {"type": "joint_state_broadcaster/JointStateBroadcaster"},
+                    JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
                 }
             },
             ARM_CONTROLLER: {
@@ -222,10 +277,14 @@ def moveit_config_texts(
                     "allow_nonzero_velocity_at_trajectory_end": True,
                 }
             },
-        }
-    )
-    texts["moveit_controllers.yaml"] = _comment("How MoveIt executes trajectories") + to_yaml(
-        {
+        },
+        "moveit_controllers.yaml": {
+            "trajectory_execution": {
+                "allowed_execution_duration_scaling": 1.2,
+                "allowed_goal_duration_margin": 0.5,
+                "allowed_start_tolerance": 0.01,
+                "execution_duration_monitoring": True,
+            },
             "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
             "moveit_simple_controller_manager": {
                 "controller_names": [ARM_CONTROLLER],
@@ -233,26 +292,100 @@ def moveit_config_texts(
                     "type": "FollowJointTrajectory",
                     "action_ns": "follow_joint_trajectory",
                     "default": True,
-                    "joints": joints,
+                    "joints": list(joints),
                 },
             },
-        }
-    )
-    texts["initial_positions.yaml"] = _comment("Initial positions of the ros2_control mock hardware") + to_yaml(
-        {"initial_positions": initial_positions(assembly, config, prefix)}
-    )
-    cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
-    texts["pilz_cartesian_limits.yaml"] = _comment("Cartesian limits of the Pilz industrial motion planner") + to_yaml(
-        {
+        },
+        "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
+        "pilz_cartesian_limits.yaml": {
             "cartesian_limits": {
                 "max_trans_vel": float(cart.max_trans_vel),
                 "max_trans_acc": float(cart.max_trans_acc),
                 "max_trans_dec": float(cart.max_trans_dec),
                 "max_rot_vel": float(cart.max_rot_vel),
             }
+        },
+        "ompl_planning.yaml": _ompl_planning(group),
+    }
+
+
+def moveit_config_texts(
+    assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
+) -> dict[str, str]:
+    """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
+    opts = MoveItOptions.build(options, **overrides)
+    data = moveit_config_data(assembly, opts)  # validates the interfaces before the (slow) SRDF sampling
+    config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
+    robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
+    texts = {
+        f"{robot_name}.urdf": assembly_to_urdf(
+            assembly,
+            name=robot_name,
+            prefix=opts.prefix,
+            mesh_uri=opts.mesh_uri,
+            package=opts.package,
+            ros2_control=config,
+        ),
+        f"{robot_name}.srdf": assembly_to_srdf(
+            assembly, name=robot_name, prefix=opts.prefix, n_samples=opts.n_samples, seed=opts.seed, group=opts.group
+        ),
+    }
+    for file_name, content in data.items():
+        comment = _COMMENTS.get(file_name)
+        texts[file_name] = (_comment(comment) if comment else "") + to_yaml(content)
+    return texts
+
+
+def move_group_parameters(data: dict[str, dict[str, Any]], urdf: str, srdf: str) -> dict[str, Any]:
+    """All parameters of MoveIt's move_group node, laid out as ``moveit_configs_utils`` does (MoveIt 2 Jazzy+).
+
+    ``data`` is ``moveit_config_data(...)``; ``urdf`` and ``srdf`` are the robot description texts.
+    ros2_controllers.yaml and initial_positions.yaml belong to ros2_control, not to move_group. The
+    robot_description(_semantic) topics are left to their publishers (the assembly node).
+    """
+    planning = copy.deepcopy(data["joint_limits.yaml"])
+    planning.update(copy.deepcopy(data["pilz_cartesian_limits.yaml"]))
+    params: dict[str, Any] = {
+        "robot_description": urdf,
+        "robot_description_semantic": srdf,
+        "robot_description_kinematics": copy.deepcopy(data["kinematics.yaml"]),
+        "robot_description_planning": planning,
+        "planning_pipelines": ["ompl"],
+        "default_planning_pipeline": "ompl",
+        "ompl": copy.deepcopy(data["ompl_planning.yaml"]),
+        "moveit_manage_controllers": True,
+    }
+    params.update(copy.deepcopy(data["moveit_controllers.yaml"]))
+    params.update(
+        {
+            "allow_trajectory_execution": True,
+            "publish_planning_scene": True,
+            "publish_geometry_updates": True,
+            "publish_state_updates": True,
+            "publish_transforms_updates": True,
+            "publish_robot_description": False,
+            "publish_robot_description_semantic": False,
+            "monitor_dynamics": False,
         }
     )
-    return texts
+    return params
+
+
+def ros2_control_node_parameters(config: str | Path | dict[str, Path]) -> list[str]:
+    """The ``parameters`` of controller_manager's ros2_control_node: the ros2_controllers.yaml file itself.
+
+    ``config`` is a config folder, the file, or the ``write_moveit_config`` result. The file path (not a dict)
+    is what the node needs: the controller manager hands its ``--params-file`` arguments on to the controllers
+    it loads, so the ``arm_controller: ros__parameters`` section reaches the controller node. Since Jazzy the
+    controller manager reads the URDF from the ``/robot_description`` topic, so no robot_description here.
+    """
+    if isinstance(config, dict):
+        path = Path(config["ros2_controllers.yaml"])
+    else:
+        path = Path(config)
+        if path.is_dir():
+            path = path / "ros2_controllers.yaml"
+    return [str(path)]
 
 
 def write_moveit_config(
