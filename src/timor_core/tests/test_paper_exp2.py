@@ -128,3 +128,29 @@ def test_cli_task_without_goals(capsys, tmp_path):
     path.write_text(json.dumps(data))
     assert main(["paper", "exp2", "--task", str(path)]) == 2
     assert "no goals" in capsys.readouterr().err
+
+
+def test_ga_verdicts_do_not_depend_on_the_number_of_workers(robco, task):
+    """Seeded with the lightest robot, the GA has a valid bound from its first generation on; every assembly of a
+    generation must still get the same verdict (and fitness) on 1 and on 2 workers."""
+    from timor_core.search import FilterConfig, GeneticSearch
+
+    runs = []
+    for workers in (1, 2):
+        ga = GeneticSearch(
+            robco,
+            "mass",
+            generations=12,
+            population=16,
+            seed=3,
+            filters=FilterConfig(seed=3),
+            workers=workers,
+            progress=False,
+            initial=[BEST],
+        )
+        result = ga.optimize(task, robco)
+        verdicts = {ids: (ev.valid, ev.failed_filter) for ids, ev in ga.cache.items()}
+        history = [{k: v for k, v in point.items() if k != "time"} for point in result.history]
+        runs.append((ga.evaluated, verdicts, result.best_ids, result.best_cost, history))
+    assert runs[0][2] == BEST
+    assert runs[0] == runs[1]

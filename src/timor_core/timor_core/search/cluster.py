@@ -62,8 +62,10 @@ def _worker_evaluator(spec: WorkerSpec) -> Evaluator:
     return ev
 
 
-def _run_chunk(spec: WorkerSpec, items: list[tuple[int, tuple[str, ...]]], bound: float) -> list[Evaluation]:
-    return _worker_evaluator(spec).evaluate_chunk(items, bound)
+def _run_chunk(
+    spec: WorkerSpec, items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True
+) -> list[Evaluation]:
+    return _worker_evaluator(spec).evaluate_chunk(items, bound, lower_bound)
 
 
 # -- completed positions as sorted, disjoint [start, stop) ranges --------------------------------------
@@ -410,6 +412,8 @@ class DaskEvaluator(ParallelEvaluator):
         items: Iterable[tuple[int, Sequence[str]]],
         bound: Callable[[], float] | float = math.inf,
         stop: Callable[[], bool] | None = None,
+        lower_bound: bool = True,
+        max_chunk: int | None = None,
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs on the cluster; yields lists of evaluations as chunks complete.
 
@@ -433,12 +437,13 @@ class DaskEvaluator(ParallelEvaluator):
                     if should_stop():
                         exhausted = True
                         break
-                    chunk = list(islice(it, self._next_size()))
+                    size = self._next_size() if max_chunk is None else max(1, min(self._next_size(), max_chunk))
+                    chunk = list(islice(it, size))
                     if not chunk:
                         exhausted = True
                         break
                     b = self._chunk_bound(chunk[0][0], get_bound())
-                    fut = client.submit(_run_chunk, spec, chunk, b, pure=False, retries=self.retries)
+                    fut = client.submit(_run_chunk, spec, chunk, b, lower_bound, pure=False, retries=self.retries)
                     inflight.add(fut)
                     pending.add(fut)
                 if not inflight:

@@ -337,12 +337,16 @@ class Evaluator:
     def __call__(self, ids: Sequence[str], bound: float = math.inf, seq: int = -1, seed: int | None = None):
         return _evaluation(self.chain, ids, bound, seq, seed)
 
-    def evaluate_chunk(self, items: Iterable[tuple[int, Sequence[str]]], bound: float = math.inf) -> list[Evaluation]:
-        """Evaluate ``(seq, ids)`` pairs in order; each valid result lowers the bound for the rest."""
+    def evaluate_chunk(
+        self, items: Iterable[tuple[int, Sequence[str]]], bound: float = math.inf, lower_bound: bool = True
+    ) -> list[Evaluation]:
+        """Evaluate ``(seq, ids)`` pairs in order; with ``lower_bound`` each valid result lowers the bound for the
+        rest (a sequential search); without, every assembly is judged against ``bound`` alone (a GA generation,
+        whose fitness must not depend on how the batch was split)."""
         out = []
         for seq, ids in items:
             ev = self(ids, bound, seq)
-            if ev.valid and ev.cost is not None and ev.cost < bound:
+            if lower_bound and ev.valid and ev.cost is not None and ev.cost < bound:
                 bound = ev.cost
             out.append(ev)
         return out

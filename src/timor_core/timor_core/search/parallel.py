@@ -71,9 +71,9 @@ def _init_worker(spec: WorkerSpec) -> None:
     _WORKER = spec.evaluator()
 
 
-def _run_chunk(items: list[tuple[int, tuple[str, ...]]], bound: float) -> list[Evaluation]:
+def _run_chunk(items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True) -> list[Evaluation]:
     assert _WORKER is not None, "worker not initialised"
-    return _WORKER.evaluate_chunk(items, bound)
+    return _WORKER.evaluate_chunk(items, bound, lower_bound)
 
 
 def _ping() -> bool:
@@ -194,11 +194,16 @@ class ParallelEvaluator:
         items: Iterable[tuple[int, Sequence[str]]],
         bound: Callable[[], float] | float = math.inf,
         stop: Callable[[], bool] | None = None,
+        lower_bound: bool = True,
+        max_chunk: int | None = None,
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs; yields lists of evaluations as they complete (not in order).
 
         ``bound()`` is read whenever a chunk is sent (give the caller's best cost so far); ``stop()`` ends
-        the stream early (chunks already sent still complete and are yielded).
+        the stream early (chunks already sent still complete and are yielded). ``lower_bound``: a worker lowers
+        the bound within its chunk as it finds valid assemblies (False: the verdicts do not depend on how the
+        items are split into chunks, i.e. on the number of workers). ``max_chunk`` caps the chunk size (a small
+        batch is then spread over every worker instead of filling one chunk).
         """
         get_bound = bound if callable(bound) else (lambda b=float(bound): b)
         should_stop = stop if stop is not None else (lambda: False)
@@ -221,11 +226,12 @@ class ParallelEvaluator:
                     if should_stop():
                         exhausted = True
                         break
-                    chunk = [(int(s), tuple(ids)) for s, ids in islice(it, self._chunk_size())]
+                    size = self._chunk_size() if max_chunk is None else max(1, min(self._chunk_size(), max_chunk))
+                    chunk = [(int(s), tuple(ids)) for s, ids in islice(it, size)]
                     if not chunk:
                         exhausted = True
                         break
-                    inflight.add(pool.submit(_run_chunk, chunk, get_bound()))
+                    inflight.add(pool.submit(_run_chunk, chunk, get_bound(), lower_bound))
                 if not inflight:
                     return
                 done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
@@ -240,9 +246,13 @@ class ParallelEvaluator:
             raise
 
     def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
-        """Evaluate a list of assemblies (e.g. a GA generation); results in input order, ``seq`` = position."""
+        """Evaluate a list of assemblies (e.g. a GA generation); results in input order, ``seq`` = position.
+
+        Every assembly is judged against ``bound`` alone, so the verdicts do not depend on the number of workers.
+        """
         out: list[Evaluation | None] = [None] * len(batch)
-        for evaluations in self.stream(enumerate(batch), bound):
+        spread = max(1, math.ceil(len(batch) / self.workers))
+        for evaluations in self.stream(enumerate(batch), bound, lower_bound=False, max_chunk=spread):
             for ev in evaluations:
                 out[ev.seq] = ev
         return out  # type: ignore[return-value]
