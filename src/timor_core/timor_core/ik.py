@@ -121,16 +121,16 @@ class _Projector:
 
     def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.fast:
-            r = self._fast(desired, real) * _WEIGHTS
+            r = self._fast(desired, real)
         else:
             r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
-        G = _G_WEIGHTS.copy()
-        G[r == 0.0] = 0.0
+        G = _G_WEIGHTS * (r != 0.0)  # rows of satisfied components vanish (diagonal: columns too)
         return r, G
 
     def _fast(self, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+        """The weighted residual in closed form (few, small numpy operations: this runs in every IK step)."""
         Rd = desired[:3, :3]
-        e = Rd.T @ (real[:3, 3] - desired[:3, 3])
+        e = (real[:3, 3] - desired[:3, 3]) @ Rd  # the position error in the nominal frame
         lo, hi, rlo, rhi = self.box
         pos = e - np.minimum(np.maximum(e, lo), hi)
         if self.sph is not None:
@@ -138,19 +138,19 @@ class _Projector:
             target = min(max(r, self.sph[0]), self.sph[1])
             if r != target and r > 0.0:
                 pos = _maxabs(pos, e * (1.0 - target / r))
-        rot = np.zeros(3)
+        out = np.zeros(6)
+        out[:3] = Rd @ pos
         if self.theta is not None or self.rot_box:
             w = pin.log3(Rd.T @ real[:3, :3])
-            if self.rot_box:
-                rot = w - np.minimum(np.maximum(w, rlo), rhi)
+            rot = w - np.minimum(np.maximum(w, rlo), rhi) if self.rot_box else None
             if self.theta is not None:
                 th = math.sqrt(w @ w)
                 target = min(max(th, self.theta[0]), self.theta[1])
                 if th != target and th > 0.0:
-                    rot = _maxabs(rot, w * (1.0 - target / th))
-        out = np.empty(6)
-        out[:3] = Rd @ pos
-        out[3:] = Rd @ rot
+                    cone = w * (1.0 - target / th)
+                    rot = cone if rot is None else _maxabs(rot, cone)
+            if rot is not None:
+                out[3:] = (Rd @ rot) * ANGLE_WEIGHT
         return out
 
 
@@ -194,7 +194,6 @@ def solve_ik(
     fid = robot.tcp if frame is None else model.getFrameId(frame)
     project = _Projector(tolerance, config.margin)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    finite = np.isfinite(robot.joint_limits).all(axis=0)
     self_collision = check_self_collision is not False
     checker = None
     if task is not None or self_collision:
@@ -233,15 +232,14 @@ def solve_ik(
                 stall_ref, stall_count = cost, 0
             J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA).reshape(6, n)  # (6,) for one joint
             step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
-            blocked = finite & (((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0)))
+            blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
             if blocked.any():  # joints at a limit that the step pushes further out take no part
                 J[:, blocked] = 0.0
                 step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
             big = np.abs(step).max()
             if big > config.max_step:
                 step *= config.max_step / big
-            q_new = q - step
-            q_new = np.where(finite, np.clip(q_new, lo, hi), q_new)
+            q_new = np.minimum(np.maximum(q - step, lo), hi)  # infinite limits clip nothing
             pin.forwardKinematics(model, data, q_new)
             T_new = pin.updateFramePlacement(model, data, fid).homogeneous
             r_new, G_new = project(desired, T_new)
