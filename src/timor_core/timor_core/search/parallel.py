@@ -251,7 +251,7 @@ class ParallelEvaluator:
         Every assembly is judged against ``bound`` alone, so the verdicts do not depend on the number of workers.
         """
         out: list[Evaluation | None] = [None] * len(batch)
-        spread = max(1, math.ceil(len(batch) / self.workers))
+        spread = max(1, math.ceil(len(batch) / (4 * self.workers)))  # ~4 chunks per worker: balanced load
         for evaluations in self.stream(enumerate(batch), bound, lower_bound=False, max_chunk=spread):
             for ev in evaluations:
                 out[ev.seq] = ev
