@@ -103,7 +103,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
         model.armature = np.array(armature)
         model.friction = np.array(friction)
         model.damping = np.array(damping)
-    collision = _collision_model(tree, joint_of, frame_of, place_of)
+    collision = _collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
     return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
 
 
@@ -172,6 +172,8 @@ class PinRobot:
         self._pairs_ready = False
         self._visual: pin.GeometryModel | None = None
         self._q = pin.neutral(model)
+        self._sample_lo = np.where(model.lowerPositionLimit > -1e300, model.lowerPositionLimit, -np.pi)
+        self._sample_hi = np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi)
 
     # -- description -------------------------------------------------------------------------------
     @property
@@ -257,10 +259,9 @@ class PinRobot:
 
     def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
-        rng = np.random.default_rng(rng)
-        lo = np.where(self.model.lowerPositionLimit > -1e300, self.model.lowerPositionLimit, -np.pi)
-        hi = np.where(self.model.upperPositionLimit < 1e300, self.model.upperPositionLimit, np.pi)
-        return rng.uniform(lo, hi)
+        if not isinstance(rng, np.random.Generator):
+            rng = np.random.default_rng(rng)
+        return rng.uniform(self._sample_lo, self._sample_hi)
 
     def within_limits(self, q=None) -> bool:
         """True if q is within the position limits."""
