@@ -112,6 +112,19 @@ def test_budget_and_bad_input(robco, task):
         GeneticSearch(robco, modules=("nope",))
 
 
+def test_elitism_keeps_the_best_and_is_checked(robco, task):
+    """More elitism carries more of the best into each generation: fewer new robots to evaluate per generation."""
+    few = _ga(robco, generations=8, elitism=1)
+    many = _ga(robco, generations=8, elitism=4)
+    few.optimize(task, robco)
+    result = many.optimize(task, robco)
+    assert result.settings["elitism"] == 4
+    assert len(many.evaluated) < len(few.evaluated)
+    for bad in (-1, 10**6, 1.5, True):
+        with pytest.raises(InputError, match="elitism"):
+            _ga(robco, elitism=bad)
+
+
 def test_early_stop(robco, task):
     result = _ga(robco, generations=40, early_stop=2).optimize(task, robco)
     assert len(trial_histories(result)[0]) < 40

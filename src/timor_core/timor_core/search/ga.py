@@ -66,6 +66,8 @@ class GeneticSearch:
         progress: show a progress bar.
         penalty: added to the cost per goal not reached (default: larger than any plausible cost, 1e6).
         mutation_probability: per gene.
+        elitism: the best individuals carried over unchanged into each generation (more: fewer new robots to
+            evaluate per generation, faster convergence, less exploration; the reference toolbox keeps 5).
         base, eef: module IDs of the fixed base and end effector.
         modules: the joint and link modules the slots may hold (None: all of the module set).
         initial: designs (module IDs, base first, end effector last) placed first into the first trial's initial
@@ -96,6 +98,7 @@ class GeneticSearch:
         min_dof: int = 1,
         penalty: float = 1e6,
         mutation_probability: float = 0.15,
+        elitism: int = 1,
         base: str | None = None,
         eef: str | None = None,
         modules: Sequence[str] | None = None,
@@ -147,6 +150,9 @@ class GeneticSearch:
         self.progress = progress
         self.penalty = float(penalty)
         self.mutation_probability = float(mutation_probability)
+        if isinstance(elitism, bool) or not isinstance(elitism, int) or not 0 <= elitism < population:
+            raise InputError(f"elitism must be an integer in [0, population {population})", value=elitism)
+        self.elitism = elitism
         self._dof = {m.id: m.dof for m in self.db}
         # gene k: 0 = empty, i > 0 = the (i-1)-th joint (even k) or link (odd k); gene 0 is never empty
         self.gene_space: list[list[int]] = []
@@ -461,7 +467,7 @@ class GeneticSearch:
             gene_space=self.gene_space,
             parent_selection_type="tournament",
             K_tournament=3,
-            keep_elitism=1,
+            keep_elitism=self.elitism,
             crossover_type=self._crossover(rng),
             mutation_type=self._mutation(rng),
             on_generation=on_generation,
@@ -486,6 +492,7 @@ class GeneticSearch:
             "early_stop": self.early_stop,
             "penalty": self.penalty,
             "mutation_probability": self.mutation_probability,
+            "elitism": self.elitism,
             "joints": list(self.joints),
             "links": list(self.links),
             **extra,
