@@ -154,3 +154,27 @@ def test_ga_verdicts_do_not_depend_on_the_number_of_workers(robco, task):
         runs.append((ga.evaluated, verdicts, result.best_ids, result.best_cost, history))
     assert runs[0][2] == BEST
     assert runs[0] == runs[1]
+
+
+def test_ga_skips_robots_that_cannot_beat_the_best(robco, task):
+    """With the bound, robots no lighter than the best valid one are scored without IK; without it, never."""
+    from timor_core.search import FilterConfig, GeneticSearch
+
+    skipped = {}
+    for bound in (True, False):
+        ga = GeneticSearch(
+            robco,
+            "mass",
+            generations=6,
+            population=16,
+            seed=3,
+            filters=FilterConfig(seed=3, bound=bound),
+            workers=1,
+            progress=False,
+            initial=[BEST],
+        )
+        result = ga.optimize(task, robco)
+        assert result.best_ids == BEST
+        skipped[bound] = [ev for ev in ga.cache.values() if ev.failed_filter == "bound"]
+    assert skipped[True] and not skipped[False]
+    assert all(ev.cost >= 11.02 and not ev.goals for ev in skipped[True])
