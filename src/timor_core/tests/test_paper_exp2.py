@@ -178,3 +178,31 @@ def test_ga_skips_robots_that_cannot_beat_the_best(robco, task):
         skipped[bound] = [ev for ev in ga.cache.values() if ev.failed_filter == "bound"]
     assert skipped[True] and not skipped[False]
     assert all(ev.cost >= 11.02 and not ev.goals for ev in skipped[True])
+
+
+def test_ga_bound_is_per_trial(robco, task):
+    """Trial 0 finds the optimum at once (seeded); trial 1 still starts without a bound, as an independent run."""
+    from timor_core.search import FilterConfig, GeneticSearch
+
+    skips: list[tuple[int, int]] = []  # (trial, bound skips so far) after each generation's batch
+
+    def on_batch(result, trial):
+        skips.append((trial, result.funnel.failed("bound")))
+
+    ga = GeneticSearch(
+        robco,
+        "mass",
+        generations=4,
+        population=16,
+        seed=3,
+        trials=2,
+        filters=FilterConfig(seed=3),
+        workers=1,
+        progress=False,
+        initial=[BEST],
+        on_batch=on_batch,
+    )
+    assert ga.optimize(task, robco).best_ids == BEST
+    first_of_trial_1 = next(k for k, (trial, _) in enumerate(skips) if trial == 1)
+    assert skips[first_of_trial_1 - 1][1] > 0  # trial 0 skipped robots heavier than the optimum
+    assert skips[first_of_trial_1][1] == skips[first_of_trial_1 - 1][1]  # trial 1's first generation skipped none

@@ -323,7 +323,8 @@ class GeneticSearch:
         )
         t0 = time.perf_counter()
         deadline = None if budget.max_time is None else t0 + budget.max_time
-        state = {"out": False, "canceled": False, "skipped": False, "trial": 0}
+        state = {"out": False, "canceled": False, "skipped": False, "trial": 0, "trial_best": math.inf}
+        state["next_best"] = math.inf
 
         def canceled() -> bool:
             if self.stop is not None and self.stop.is_set():
@@ -351,13 +352,20 @@ class GeneticSearch:
             ids_list = [self.decode(s) for s in solutions]
             out: list[float | None] = [None] * len(ids_list)
             todo: dict[tuple[str, ...], list[int]] = {}
+            # the bound (FilterConfig.bound): a robot no lighter than the best valid one this trial found before
+            # this generation cannot improve it; it is scored as reaching no goal, without running its IK. Per
+            # trial, so that trials stay independent; fixed for the generation, so that no split of it matters.
+            bound = state["trial_best"] if self.config.bound else math.inf
             for i, ids in enumerate(ids_list):
+                cached = self.cache.get(ids)
                 if not self.is_valid(ids):
                     self.invalid += 1
                     out[i] = -worst
-                elif ids in self.cache:
-                    self.cache_hits += 1
-                    out[i] = -penalised(self.cache[ids])
+                elif cached is not None and not (cached.failed_filter == "bound" and (cached.cost or 0.0) < bound):
+                    self.cache_hits += 1  # (a robot skipped under a lower bound of another trial is evaluated anew)
+                    out[i] = -penalised(cached)
+                    if cached.valid and cached.cost is not None:
+                        state["next_best"] = min(state["next_best"], cached.cost)
                 else:
                     if ids in todo:
                         self.cache_hits += 1
@@ -369,9 +377,6 @@ class GeneticSearch:
                 batch = []
             if len(batch) < len(todo):
                 state["out"] = True
-            # the bound (FilterConfig.bound): a robot no lighter than the best valid one found before this
-            # generation cannot be the answer; it is scored as reaching no goal, without running its IK
-            bound = result.best_cost if self.config.bound and result.best_cost is not None else math.inf
             evaluations = _evaluate_batch(pe, batch, bound)
             for ids, ev in zip(batch, evaluations):
                 ev.seq = len(self.evaluated)
@@ -381,6 +386,7 @@ class GeneticSearch:
                 result.cpu_time += ev.cpu
                 result.funnel.record_evaluation(ev)
                 if ev.valid:
+                    state["next_best"] = min(state["next_best"], ev.cost)
                     result.valid += 1
                     if result.consider(ev):
                         point = {"evaluations": result.evaluations, "time": time.perf_counter() - t0}
@@ -390,6 +396,7 @@ class GeneticSearch:
             for i, v in enumerate(out):
                 if v is None:  # over budget: not evaluated
                     out[i] = -worst
+            state["trial_best"] = state["next_best"]
             if bar is not None:
                 bar.update(len(evaluations), result.funnel, result.best_cost)
             if self.on_batch is not None:
@@ -410,6 +417,7 @@ class GeneticSearch:
                     if out_of_budget() or canceled():
                         break
                     state["trial"] = trial
+                    state["trial_best"] = state["next_best"] = math.inf  # trials are independent runs
                     self._trial(pygad, trial, fitness_batch, result, t0, state, out_of_budget)
                     if state["out"] or state["canceled"]:
                         break
