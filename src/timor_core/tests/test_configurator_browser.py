@@ -124,6 +124,19 @@ def _click_button(d, label: str) -> None:
     button.click()
 
 
+def _type_number(d, label: str, value: int) -> None:
+    """Type a value into the number field labelled ``label`` and leave the field, as a user would."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    xpath = f"//label[normalize-space(text())='{label}']/ancestor::div[contains(@class, 'mantine-Flex-root')][1]"
+    field = _wait(d, lambda: d.find_elements(By.XPATH, xpath + "//input"), what=label)[0]
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", field)
+    field.click()
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(str(value), Keys.TAB)
+
+
 def _select(d, label: str, value: str) -> None:
     """Open the dropdown labelled ``label`` and click the option ``value``, as a user would."""
     from selenium.webdriver.common.by import By
@@ -251,10 +264,11 @@ def test_build_check_see_and_download(page, browser):
     step("downloads")
 
     # Optimize: the GA runs in the background from this design, shows its progress live, and stops on request
+    _type_number(d, "generations", 1000)  # long enough to be still running when Stop is clicked
     _click_button(d, "Optimize")
-    _wait(d, lambda: re.search(r"running; generation \d+/20, evaluated [1-9]", _body(d)), 60, "GA progress")
+    _wait(d, lambda: re.search(r"running; generation \d+/1000, evaluated [1-9]", _body(d)), 60, "GA progress")
     _click_button(d, "Stop")
-    _wait(d, lambda: re.search(r"done \((stopped|exhausted)\)", _body(d)), 60, "the GA to stop")
+    _wait(d, lambda: re.search(r"done \((stopped|canceled)\)", _body(d)), 60, "the GA to stop")
     assert re.search(r"best: base J .* gripper \(cost [0-9.]+\)", _body(d))
     _robot_pixels(d, "05_optimized")
     step("optimize")
