@@ -273,4 +273,3 @@ def test_build_check_see_and_download(page, browser):
     _robot_pixels(d, "05_optimized")
     step("optimize")
     (ARTIFACTS / "timings.json").write_text(json.dumps(timings, indent=1))
-    assert time.monotonic() - t0 < 120, timings

@@ -69,14 +69,11 @@ def test_ik_is_deterministic_with_a_seed(arm):
 
 
 def test_ik_outside_workspace_fails_fast(arm):
-    import time
 
     T = translation((5.0, 0.0, 0.0))
-    start = time.perf_counter()
     result = arm.ik(T, tolerance=USER_STUDY_TOL, rng=0, details=True)
     assert not result.success and "workspace" in result.reason
-    assert time.perf_counter() - start < 0.05  # a bound check, no iterations
-    assert result.iterations == 0
+    assert result.iterations == 0  # a bound check, no iterations
 
 
 def test_ik_unreachable_orientation_reports_unreachable(arm):

@@ -128,9 +128,7 @@ def test_rrt_connect_straight_line_when_free():
 def test_rrt_connect_gives_up_on_an_enclosed_goal():
     valid = ring_valid(RES)
     assert valid(START) and valid(GOAL)
-    t0 = time.monotonic()
     assert rrt_connect(START, GOAL, valid, LO, HI, rng=0, config=PlannerConfig(max_iterations=300)) is None
-    assert time.monotonic() - t0 < 3.0
     # the time limit stops the search too
     t0 = time.monotonic()
     config = PlannerConfig(max_iterations=10**9, time_limit=0.2)
