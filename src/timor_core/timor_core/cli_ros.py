@@ -19,17 +19,21 @@ def _cmd_ros_up(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return up(
-        args.db,
-        args.modules or (),
-        args.prefix,
-        editable=args.editable,
-        persist=args.persist,
-        ros2_control_plugin=args.ros2_control,
-        srdf=not args.no_srdf,
-        search=not args.no_search,
-        ros_args=args.ros_args or (),
-    )
+    from timor_ros.runner import exit_now
+
+    exit_now(
+        up(
+            args.db,
+            args.modules or (),
+            args.prefix,
+            editable=args.editable,
+            persist=args.persist,
+            ros2_control_plugin=args.ros2_control,
+            srdf=not args.no_srdf,
+            search=not args.no_search,
+            ros_args=args.ros_args or (),
+        )
+    )  # ends the process: no interpreter finalization after the nodes are down (see exit_now)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

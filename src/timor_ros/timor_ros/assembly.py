@@ -26,6 +26,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import NoReturn
 
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
@@ -213,10 +214,10 @@ class AssemblyNode(Node):
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .runner import spin_nodes
+def main(argv: list[str] | None = None) -> NoReturn:
+    from .runner import exit_now, spin_nodes
 
-    return spin_nodes([AssemblyNode], argv if argv is not None else sys.argv)
+    exit_now(spin_nodes([AssemblyNode], argv if argv is not None else sys.argv))
 
 
 if __name__ == "__main__":

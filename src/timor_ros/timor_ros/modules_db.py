@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
@@ -113,10 +114,10 @@ def _is_embedded(db: ModulesDB) -> bool:
     return db.source is not None and Path(db.source).resolve().is_relative_to(root)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .runner import spin_nodes
+def main(argv: list[str] | None = None) -> NoReturn:
+    from .runner import exit_now, spin_nodes
 
-    return spin_nodes([ModulesDBNode], argv if argv is not None else sys.argv)
+    exit_now(spin_nodes([ModulesDBNode], argv if argv is not None else sys.argv))
 
 
 if __name__ == "__main__":

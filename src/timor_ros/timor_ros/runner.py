@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -13,7 +14,7 @@ from rclpy.node import Node
 
 from timor_core import TimorError
 
-__all__ = ["spin_nodes"]
+__all__ = ["spin_nodes", "exit_now"]
 
 
 def spin_nodes(
@@ -45,8 +46,21 @@ def spin_nodes(
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
-        executor.shutdown(timeout_sec=2.0)
-        for node in nodes:
-            node.destroy_node()
+        # a callback still running (e.g. waiting on another node's service) must end before its node goes away
+        if executor.shutdown(timeout_sec=5.0):
+            for node in nodes:
+                node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` once everything above is shut down, skipping interpreter finalization.
+
+    The DDS middleware's native objects may otherwise be torn down in an arbitrary order after rclpy's, which
+    crashed ``timor ros up`` with SIGSEGV after a clean shutdown in about one CI run in four. Streams are
+    flushed first; every file timor writes is written atomically and closed before this point.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

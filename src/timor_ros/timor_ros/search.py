@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from typing import NoReturn
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -114,10 +115,10 @@ class SearchNode(Node):
         return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from .runner import spin_nodes
+def main(argv: list[str] | None = None) -> NoReturn:
+    from .runner import exit_now, spin_nodes
 
-    return spin_nodes([SearchNode], argv if argv is not None else sys.argv)
+    exit_now(spin_nodes([SearchNode], argv if argv is not None else sys.argv))
 
 
 if __name__ == "__main__":
