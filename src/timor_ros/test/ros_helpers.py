@@ -16,7 +16,8 @@ PY = sys.executable
 def start_up(*args: str, log: Path) -> subprocess.Popen:
     """`timor ros up ARGS` in its own process (through run_up.py, which stubs a missing SRDF writer)."""
     fh = open(log, "w")  # noqa: SIM115 - closed by the process' end
-    return subprocess.Popen([PY, str(HERE / "run_up.py"), *args], stdout=fh, stderr=subprocess.STDOUT, env=os.environ)
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a native crash prints every thread's Python stack to the log
+    return subprocess.Popen([PY, str(HERE / "run_up.py"), *args], stdout=fh, stderr=subprocess.STDOUT, env=env)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 20.0) -> int:
