@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from timor_core import TimorError
 
@@ -28,9 +30,12 @@ def spin_nodes(
     Returns 0 after a clean shutdown (SIGINT/SIGTERM), 2 if a node cannot start (bad parameters: one line on
     stderr, no traceback).
     """
-    rclpy.init(args=list(argv) if argv is not None else None)
-    # SIGTERM like SIGINT: rclpy's handler shuts the context down, the executor returns
-    signal.signal(signal.SIGTERM, lambda *_: rclpy.try_shutdown())
+    # our own SIGINT/SIGTERM handling: the executor stops, the nodes are destroyed, and only then is the context
+    # shut down (rclpy's default handler shuts the context down first, under the middleware's running threads,
+    # which crashed the process with SIGSEGV in some shutdowns)
+    rclpy.init(args=list(argv) if argv is not None else None, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     nodes: list[Node] = []
     executor = MultiThreadedExecutor(num_threads=threads)
     try:
@@ -39,7 +44,8 @@ def spin_nodes(
             node = factory(**kwargs)
             nodes.append(node)
             executor.add_node(node)
-        executor.spin()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.2)  # returns at least every 0.2 s to see the stop request
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except TimorError as exc:
@@ -51,6 +57,8 @@ def spin_nodes(
             for node in nodes:
                 node.destroy_node()
         rclpy.try_shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 
