@@ -65,9 +65,9 @@ def spin_nodes(
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` once everything above is shut down, skipping interpreter finalization.
 
-    The DDS middleware's native objects may otherwise be torn down in an arbitrary order after rclpy's, which
-    crashed ``timor ros up`` with SIGSEGV after a clean shutdown in about one CI run in four. Streams are
-    flushed first; every file timor writes is written atomically and closed before this point.
+    Nothing is left to finalize once :func:`spin_nodes` returns; skipping it keeps the middleware's native objects
+    from being torn down in an arbitrary order by the garbage collector. Streams are flushed first; every file
+    timor writes is written atomically and closed before this point.
     """
     sys.stdout.flush()
     sys.stderr.flush()
