@@ -386,7 +386,7 @@ def test_time_parametrize_respects_limits_and_follows_the_path(problem):
             continue
         m = d > 0
         V, A = np.min(v[m] / d[m]), np.min(a_eff[m] / d[m])
-        bound += 2 / math.sqrt(A) if V * V >= A else 1 / V + V / A
+        bound += 2 / math.sqrt(A) if V >= math.sqrt(A) else 1 / V + V / A  # V*V may overflow for tiny steps
         bound += dt
     assert tr.duration <= bound + 1e-9
 

@@ -18,8 +18,7 @@ def _cmd_configurator(args: argparse.Namespace) -> int:
     db = load_db(args.db)
     task = load_task(args.task, args.skip_missing_assets) if args.task else None
     page = Configurator(db, task, port=args.port, host=args.host, design=args.modules, cost=args.cost, seed=args.seed)
-    print(f"timor configurator at {page.url} (Ctrl-C to stop)", flush=True)
-    page.serve()
+    page.serve(on_ready=lambda: print(f"timor configurator at {page.url} (Ctrl-C to stop)", flush=True))
     print("configurator stopped", file=sys.stderr)
     return 0
 

@@ -34,8 +34,7 @@ def _solution(file: str, task: str | None, db: str | None):
 
 def _serve(viewer) -> int:
     """Print the viewer's address and serve until Ctrl-C."""
-    print(f"viewer at {viewer.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-    viewer.wait()
+    viewer.wait(on_ready=lambda: print(f"viewer at {viewer.url} (Ctrl-C to stop)", file=sys.stderr, flush=True))
     print("viewer stopped", file=sys.stderr)
     return 0
 

@@ -450,10 +450,10 @@ class Configurator:
         event.client.send_file_download(name, content, save_immediately=True)
 
     # -- lifetime ------------------------------------------------------------------------------------
-    def serve(self) -> None:
-        """Serve until Ctrl-C, then shut down cleanly."""
+    def serve(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve until Ctrl-C, then shut down cleanly; ``on_ready`` runs once Ctrl-C is handled (see Viewer.wait)."""
         try:
-            self.viewer.wait()
+            self.viewer.wait(on_ready=on_ready)
         finally:
             self.close()
 

@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -90,15 +92,27 @@ class Viewer:
         player.start()
         self._players.append(player)
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Serve until Ctrl-C (or ``timeout`` seconds), then close."""
+    def wait(self, timeout: float | None = None, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve until Ctrl-C (or ``timeout`` seconds), then close.
+
+        In the main thread Ctrl-C is caught by a handler installed *before* ``on_ready`` runs (e.g. printing the
+        address), so a Ctrl-C that arrives right after the announcement still ends the wait cleanly.
+        """
+        interrupted = threading.Event()
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, lambda *_: interrupted.set())
         end = None if timeout is None else time.monotonic() + timeout
         try:
-            while end is None or time.monotonic() < end:
-                time.sleep(0.1)
-        except KeyboardInterrupt:
+            if on_ready is not None:
+                on_ready()
+            while not interrupted.is_set() and (end is None or time.monotonic() < end):
+                interrupted.wait(0.1)
+        except KeyboardInterrupt:  # outside the main thread, or a handler of the caller's own
             pass
         finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
             self.close()
 
     def close(self) -> None:
