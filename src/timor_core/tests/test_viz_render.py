@@ -16,7 +16,7 @@ from timor_core.cli import main  # noqa: E402
 from timor_core.task.tolerance import Composed, ProjectionTolerance  # noqa: E402
 from timor_core.viz.catalogue import contact_sheet, module_view  # noqa: E402
 from timor_core.viz.render import simplified  # noqa: E402
-from timor_core.viz.shapes import tolerance_volume  # noqa: E402
+from timor_core.viz.shapes import frame_axes, tolerance_volume  # noqa: E402
 from timor_core.viz.video import random_motion, robot_frames, robot_video  # noqa: E402
 
 MODULES = ["base", "J2", "i_45", "J2", "J2", "eef"]
@@ -93,6 +93,18 @@ def test_tolerance_volume_shapes(parts, extents):
 def test_exact_and_rotation_only_tolerances_have_no_volume():
     assert tolerance_volume(Composed([ProjectionTolerance("Theta_R", (0.0, 0.1))]), np.eye(4)) is None
     assert tolerance_volume(Composed([ProjectionTolerance("x", (-1e-4, 1e-4))] * 1), np.eye(4)) is not None
+
+
+def test_frame_axes_point_along_the_frame():
+    T = np.eye(4)
+    T[:3, :3] = [[0, -1, 0], [1, 0, 0], [0, 0, 1]]  # 90 deg about z
+    T[:3, 3] = (0.5, -0.2, 1.0)
+    axes = frame_axes(T, length=0.1, radius=0.005)
+    assert [c for _, c in axes] == [(220, 50, 50), (50, 180, 60), (50, 90, 220)]
+    for (mesh, _), direction in zip(axes, T[:3, :3].T):
+        centre = mesh.bounds.mean(axis=0)
+        assert np.allclose(centre, T[:3, 3] + 0.05 * direction, atol=1e-6)  # from the origin along the axis
+        assert np.isclose(np.max(mesh.extents), 0.1, atol=1e-6)
 
 
 def test_simplified_caps_triangles():

@@ -162,3 +162,16 @@ def goal_poses(task) -> Iterator[tuple[str, object]]:
             yield goal.id, pose
         for i, p in enumerate(getattr(goal, "trajectory", []) or []):
             yield f"{goal.id}[{i}]", p
+
+
+AXIS_COLORS = ((220, 50, 50), (50, 180, 60), (50, 90, 220))
+
+
+def frame_axes(T: np.ndarray, length: float = 0.08, radius: float = 0.004) -> list[tuple[trimesh.Trimesh, tuple]]:
+    """Three thin cylinders along the x (red), y (green) and z (blue) axes of the frame ``T``, with their colors."""
+    T = np.asarray(T, dtype=float)
+    out = []
+    for axis, color in enumerate(AXIS_COLORS):
+        tip = T[:3, 3] + length * T[:3, axis]
+        out.append((trimesh.creation.cylinder(radius, segment=(T[:3, 3], tip), sections=8), color))
+    return out

@@ -12,7 +12,7 @@ from . import VizError, require
 from ._atomic import atomic_target
 from .render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
 from .scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR, ROBOT_COLOR
-from .shapes import geometries_mesh, goal_poses, tolerance_volume
+from .shapes import frame_axes, geometries_mesh, goal_poses, tolerance_volume
 
 if TYPE_CHECKING:
     from ..robot import PinRobot
@@ -39,7 +39,8 @@ def write_mp4(frames: Iterable[np.ndarray], path: str | Path, fps: float = 20.0)
 
 
 def task_items(task: Task) -> list[Item]:
-    """Render items of a task: obstacles (grey), goal tolerance volumes (green), base placement (blue)."""
+    """Render items of a task: obstacles (grey), goal tolerance volumes (green) with their frames' axes (x red,
+    y green, z blue), base placement (blue)."""
     items = []
     for obstacle in task.obstacles:
         mesh = geometries_mesh(obstacle.visual if obstacle.visual else obstacle.collision)
@@ -57,6 +58,7 @@ def task_items(task: Task) -> list[Item]:
             mesh = trimesh.creation.icosphere(subdivisions=1, radius=0.015)
             mesh.apply_translation(pose.world[:3, 3])
         items.append(Item(np.asarray(mesh.vertices)[mesh.faces], color, 0.35))
+        items.extend(Item(np.asarray(m.vertices)[m.faces], c, 1.0) for m, c in frame_axes(pose.world))
     return items
 
 
