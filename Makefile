@@ -26,12 +26,12 @@ demo: $(STAMP)
 	$(VENV)/bin/timor demo --out build/demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src $(wildcard benchmarks)
-	$(VENV)/bin/ruff format --check src $(wildcard benchmarks)
+	$(VENV)/bin/ruff check src $(wildcard benchmarks) $(wildcard examples)
+	$(VENV)/bin/ruff format --check src $(wildcard benchmarks) $(wildcard examples)
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format src $(wildcard benchmarks)
-	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks)
+	$(VENV)/bin/ruff format src $(wildcard benchmarks) $(wildcard examples)
+	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks) $(wildcard examples)
 
 $(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*) src/timor_interfaces/CMakeLists.txt
 	scripts/setup_ros.sh $(VENV)

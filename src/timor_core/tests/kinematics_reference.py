@@ -5,6 +5,7 @@ never looks at the kinematic tree the library builds."""
 from __future__ import annotations
 
 import numpy as np
+
 from timor_core.transforms import ROT_X_PI, inv, rot_z, translation
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 import timor_core.db
 import timor_core.fileio
 from timor_core.assembly import ModuleAssembly

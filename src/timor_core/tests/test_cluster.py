@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
+
 from timor_core.errors import InputError  # noqa: E402
 from timor_core.search import (  # noqa: E402
     Budget,

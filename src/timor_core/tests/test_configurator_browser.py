@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import REPO, SHARED
-from timor_core.solve import load_task, solve_feedback
-from timor_core.viz.configurator_state import GoalResult
 
 from timor_core import ModuleAssembly, ModulesDB
+from timor_core.solve import load_task, solve_feedback
+from timor_core.viz.configurator_state import GoalResult
 
 USER_STUDY = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
 ARTIFACTS = REPO / "build" / "test-artifacts" / "configurator"

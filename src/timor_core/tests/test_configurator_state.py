@@ -10,6 +10,8 @@ import threading
 import numpy as np
 import pytest
 from conftest import SHARED
+
+from timor_core import ModuleAssembly
 from timor_core.errors import TimorError, UnknownModuleError
 from timor_core.solve import format_feedback, load_task, solve_feedback
 from timor_core.viz.configurator_state import (
@@ -22,8 +24,6 @@ from timor_core.viz.configurator_state import (
     check_design,
     ga_seed_genes,
 )
-
-from timor_core import ModuleAssembly
 
 USER_STUDY = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
 needs_user_study = pytest.mark.skipif(not USER_STUDY.is_file(), reason=f"user-study task not found at {USER_STUDY}")

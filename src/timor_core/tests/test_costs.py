@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 import pytest
+
+from timor_core import InputError, ModuleAssembly
 from timor_core.costs import (
     COSTS,
     ComposedCost,
@@ -24,8 +26,6 @@ from timor_core.costs import (
 from timor_core.solution import Solution
 from timor_core.task import Task
 from timor_core.trajectory import Trajectory
-
-from timor_core import InputError, ModuleAssembly
 
 ROBCO_6DOF = ["base", "J", "L_250", "J", "L_100", "J", "L_100", "J", "L_100", "J", "L_100", "J", "gripper"]
 

@@ -11,12 +11,12 @@ import pytest
 from conftest import EMBEDDED, primitives_json, write_db
 from hypothesis import given
 from hypothesis import strategies as st
-from timor_core.errors import AssemblyError, ConnectorError
-from timor_core.module import Connector
-from timor_core.transforms import IDENTITY
 
 import timor_core
 from timor_core import ModuleAssembly, ModulesDB, connectors_compatible, modules_compatible
+from timor_core.errors import AssemblyError, ConnectorError
+from timor_core.module import Connector
+from timor_core.transforms import IDENTITY
 
 PAPER_IDS = ("base", "J2", "i_45", "J2", "J2", "eef")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from timor_core import ConnectorError, FormatError, InputError, ModulesDB, UnknownModuleError
 from timor_core.description import (
     DescriptionError,
     assembly_from_request,
@@ -15,8 +17,6 @@ from timor_core.description import (
     module_param_key,
     module_param_name,
 )
-
-from timor_core import ConnectorError, FormatError, InputError, ModulesDB, UnknownModuleError
 
 CHAIN = ["base", "J2", "i_45", "J2", "J2", "eef"]
 

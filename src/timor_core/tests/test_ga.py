@@ -11,11 +11,11 @@ import threading
 import numpy as np
 import pytest
 from test_search import FAST, FLOOR, KNOWN, _check_solution, _task
+
+from timor_core import ModuleAssembly
 from timor_core.cli import main
 from timor_core.errors import InputError
 from timor_core.search import GeneticSearch, Optimizer, SearchResult, trial_histories
-
-from timor_core import ModuleAssembly
 
 MODULES = ("J", "L_100", "L_250", "I_200")  # the modules of test_search's SMALL space
 SETTINGS = dict(n_slots=7, max_dof=3, population=8, generations=5, filters=FAST, workers=1, progress=False)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from timor_core import ModuleAssembly
 from timor_core.collision import CollisionChecker
 from timor_core.geometry import Box, Sphere
 from timor_core.ik import pose_residual
 from timor_core.task import Obstacle, Task, TaskHeader
 from timor_core.task.tolerance import DEFAULT_TOLERANCE, tolerance_from_json
 from timor_core.transforms import translation
-
-from timor_core import ModuleAssembly
 
 USER_STUDY_TOL = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-0.001, 0.001]] * 3 + [[0.0, math.pi / 4]])
 SIX_DOF = ("base", "J1", "J2", "i_30", "J2", "i_30", "J1", "J2", "J1", "eef")
@@ -205,6 +205,7 @@ def test_fast_self_collision_agrees_with_plain_narrow_phase(which, request, prim
     """Broad phase + bounding-volume GJK guess give the same verdicts as every pair through the plain narrow
     phase (stateless requests, default guess), whatever the order of the calls."""
     import pinocchio as pin
+
     from timor_core.collision import configure_requests
 
     if which == "improv":

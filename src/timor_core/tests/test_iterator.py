@@ -12,6 +12,8 @@ import tracemalloc
 
 import pytest
 from conftest import primitives_json
+
+from timor_core import InputError, ModuleAssembly, ModulesDB
 from timor_core.errors import ConnectorError
 from timor_core.search import (
     AssemblyIterator,
@@ -25,8 +27,6 @@ from timor_core.search import (
     science2019_space,
     to_chromosome,
 )
-
-from timor_core import InputError, ModuleAssembly, ModulesDB
 
 IMPROV_REAL = ("4", "5", "14", "15")
 IMPROV_EXT = ("6", "7", "8")

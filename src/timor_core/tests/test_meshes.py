@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from timor_core.errors import InputError, MeshError
 from timor_core.meshes import (
     MESH_EXTENSIONS,

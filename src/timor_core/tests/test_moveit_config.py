@@ -6,6 +6,9 @@ import xml.etree.ElementTree as ET
 
 import pinocchio as pin
 import pytest
+from urdf_parser_py.urdf import URDF
+
+from timor_core import ModuleAssembly
 from timor_core.cli import main
 from timor_core.errors import InputError, UnknownModuleError
 from timor_core.moveit_config import (
@@ -17,9 +20,6 @@ from timor_core.moveit_config import (
     write_moveit_config,
 )
 from timor_core.ros2_control import Ros2ControlConfig
-from urdf_parser_py.urdf import URDF
-
-from timor_core import ModuleAssembly
 
 yaml = pytest.importorskip("yaml")  # PyYAML is only used to read the files back
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from timor_core.cli import main
 from timor_core.db import ModulesDB
 from timor_core.errors import InputError

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from timor_core.assembly import ModuleAssembly
 from timor_core.cli import main
 from timor_core.db import ModulesDB

@@ -17,6 +17,7 @@ import pinocchio as pin
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from timor_core.assembly import ModuleAssembly
 from timor_core.db import ModulesDB
 from timor_core.errors import FormatError, InputError

@@ -12,6 +12,9 @@ import pytest
 from conftest import primitives_json, write_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from urdf_parser_py.urdf import URDF
+
+from timor_core import ModuleAssembly, ModulesDB
 from timor_core.collision import configure_requests
 from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.ros2_control import Ros2ControlConfig
@@ -19,9 +22,6 @@ from timor_core.srdf import assembly_to_srdf, collision_matrix, planning_chain
 from timor_core.transforms import from_rpy
 from timor_core.urdf import assembly_to_urdf
 from timor_core.xacro import assembly_to_xacro
-from urdf_parser_py.urdf import URDF
-
-from timor_core import ModuleAssembly, ModulesDB
 
 xacro = pytest.importorskip("xacro")
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError
 from timor_core.search import (
     DEFAULT_FILTER_NAMES,
@@ -28,8 +30,6 @@ from timor_core.search import (
 )
 from timor_core.search.filters import reason_category
 from timor_core.task import Task
-
-from timor_core import ModuleAssembly, ModulesDB
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 USER_STUDY = SHARED / "data" / "cobra" / "tasks" / "user_study.json"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from timor_core import FormatError, InputError, ModuleAssembly, ValidationError
 from timor_core.solution import Solution, SolveError, solve_point_to_point
 from timor_core.task import Task
 from timor_core.trajectory import Trajectory, time_parametrize
-
-from timor_core import FormatError, InputError, ModuleAssembly, ValidationError
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TASKS = SHARED / "data" / "cobra" / "tasks"

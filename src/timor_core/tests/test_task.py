@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import SHARED
+
 from timor_core.errors import FormatError, InputError, MeshError, TimorError, ValidationError
 from timor_core.task import At, BasePlacement, Follow, GoalOrder, JointLimits, Pause, Reach, Task
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
+
 from timor_core.errors import FormatError, InputError, TimorError, ValidationError
 from timor_core.task.tolerance import (
     DEFAULT_TOLERANCE,

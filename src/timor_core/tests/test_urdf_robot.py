@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pinocchio as pin
 import pytest
-from timor_core.errors import AssemblyError, InputError
 from urdf_parser_py.urdf import URDF
 
 from timor_core import ModuleAssembly
+from timor_core.errors import AssemblyError, InputError
 
 PAPER_IDS = ("base", "J2", "i_45", "J2", "J2", "eef")
 IMPROV_6DOF = ("1", "21", "4", "21", "5", "23", "12")

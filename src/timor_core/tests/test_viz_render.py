@@ -121,6 +121,7 @@ USER_STUDY = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "c
 def test_solution_of_the_user_study_plans_and_films(tmp_path, capsys):
     """End to end on real data: solve the user study with its lightest robot, write the solution, film it."""
     import imageio.v3 as iio
+
     from timor_core.solution import Solution
     from timor_core.solve import load_task
 

@@ -50,6 +50,7 @@ def _spawner(controller: str) -> Node:
 
 
 def _launch(context):
+    from timor_core import ModuleAssembly, ModulesDB
     from timor_core.moveit_config import (
         ARM_CONTROLLER,
         JOINT_STATE_BROADCASTER,
@@ -60,8 +61,6 @@ def _launch(context):
         write_moveit_config,
     )
     from timor_core.ros2_control import Ros2ControlConfig
-
-    from timor_core import ModuleAssembly, ModulesDB
 
     db = LaunchConfiguration("db").perform(context)
     modules = LaunchConfiguration("modules").perform(context).split()

@@ -6,6 +6,7 @@ import time
 
 import rclpy
 from std_msgs.msg import String
+
 from timor_ros.common import LATCHED
 
 timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0

@@ -18,6 +18,7 @@ import rclpy  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_ros.substitutions import FindPackageShare  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
+
 from timor_ros.common import LATCHED  # noqa: E402
 
 

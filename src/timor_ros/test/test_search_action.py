@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from rclpy.action import ActionClient
 from ros_helpers import start_up, stop, wait_for
-from timor_core.search import paper_exp2_space
 
 from timor_core import ModuleAssembly, ModulesDB
+from timor_core.search import paper_exp2_space
 from timor_interfaces.action import Search
 from timor_interfaces.srv import GetAssembly
 

@@ -35,9 +35,9 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
-from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
 
 from timor_core import TimorError
+from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
 from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, string_array

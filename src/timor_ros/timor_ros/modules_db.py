@@ -24,10 +24,10 @@ from typing import NoReturn
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from timor_core.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
-from timor_core.fileio import atomic_write_text
 
 from timor_core import ModulesDB, TimorError
+from timor_core.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
+from timor_core.fileio import atomic_write_text
 
 from .common import declare, param
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from timor_core import InputError, ModulesDB
 from timor_core.search import (
     Budget,
     FilterConfig,
@@ -27,8 +28,6 @@ from timor_core.search import (
 )
 from timor_core.search.optimizer import space_info
 from timor_core.task import Task
-
-from timor_core import InputError, ModulesDB
 
 __all__ = ["ALGORITHMS", "Progress", "load_task_request", "search"]
 
