@@ -83,6 +83,25 @@ def test_improv_mesh_uris(improv, tmp_path):
     assert URDF.from_xml_file(str(path)).get_root() == "base_link"
 
 
+def test_assembly_export_methods_match_the_module_functions(primitives, tmp_path):
+    from timor_core.ros2_control import Ros2ControlConfig
+    from timor_core.srdf import assembly_to_srdf
+    from timor_core.urdf import assembly_to_urdf
+    from timor_core.xacro import assembly_to_xacro
+
+    A = ModuleAssembly.from_serial_modules(primitives, PAPER_IDS)
+    control = Ros2ControlConfig(plugin="my_vendor/Hardware")
+    urdf = A.to_urdf(prefix="r_", ros2_control=control, write_to=tmp_path / "out" / "r.urdf")
+    assert urdf == assembly_to_urdf(A, prefix="r_", ros2_control=control)
+    assert ET.fromstring(urdf).find("ros2_control/hardware/plugin").text == "my_vendor/Hardware"
+    assert (tmp_path / "out" / "r.urdf").read_text() == urdf
+    xacro = A.to_xacro("arm", instantiate=False, write_to=tmp_path / "arm.xacro")
+    assert xacro == assembly_to_xacro(A, "arm", instantiate=False) == (tmp_path / "arm.xacro").read_text()
+    srdf = A.to_srdf(n_samples=50, seed=3, write_to=tmp_path / "r.srdf")
+    assert srdf == assembly_to_srdf(A, n_samples=50, seed=3) == (tmp_path / "r.srdf").read_text()
+    assert ET.fromstring(srdf).find("group").get("name") == "manipulator"
+
+
 def test_robot_api(primitives):
     robot = ModuleAssembly.from_serial_modules(primitives, PAPER_IDS).robot
     assert robot.dof == 3 and len(robot.joints) == 3

@@ -24,6 +24,7 @@ from .tree import KinematicTree, build_tree
 
 if TYPE_CHECKING:
     from .robot import PinRobot
+    from .ros2_control import Ros2ControlConfig
 
 __all__ = ["ModuleAssembly", "Connection"]
 
@@ -241,17 +242,38 @@ class ModuleAssembly:
         mesh_uri: str = "file",
         package: str | None = None,
         wrl: str = "visual",
+        ros2_control: Ros2ControlConfig | None = None,
         write_to: str | Path | None = None,
     ) -> str:
-        """The URDF of this assembly (see ``timor_core.urdf.assembly_to_urdf`` for the options)."""
+        """The URDF of this assembly (see ``timor_core.urdf.assembly_to_urdf`` for the options).
+
+        ``ros2_control`` (a ``timor_core.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
+        ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
+        """
         from .urdf import assembly_to_urdf
 
-        text = assembly_to_urdf(self, name=name, prefix=prefix, mesh_uri=mesh_uri, package=package, wrl=wrl)
-        if write_to is not None:
-            path = Path(write_to)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, text)
-        return text
+        text = assembly_to_urdf(
+            self, name=name, prefix=prefix, mesh_uri=mesh_uri, package=package, wrl=wrl, ros2_control=ros2_control
+        )
+        return _written(text, write_to)
+
+    def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
+        """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
+
+        ``options`` are those of ``timor_core.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
+        """
+        from .xacro import assembly_to_xacro
+
+        return _written(assembly_to_xacro(self, macro_name, **options), write_to)
+
+    def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
+        """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).
+
+        ``options`` are those of ``timor_core.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
+        """
+        from .srdf import assembly_to_srdf
+
+        return _written(assembly_to_srdf(self, **options), write_to)
 
     def to_pin_robot(
         self,
@@ -404,3 +426,12 @@ def _placement(T: np.ndarray | None) -> np.ndarray:
     if not is_rigid(T):
         raise InputError("base placement must be a 4x4 rigid transform", value=T.tolist())
     return readonly(T.copy())
+
+
+def _written(text: str, path: str | Path | None) -> str:
+    """Write ``text`` to ``path`` atomically (creating its folder) unless ``path`` is None; return ``text``."""
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    return text
