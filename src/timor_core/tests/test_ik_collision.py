@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -81,6 +82,15 @@ def test_ik_unreachable_orientation_reports_unreachable(arm):
     T = translation((0.0, 0.0, -0.5))
     result = arm.ik(T, rng=0, max_n_tries=5, details=True)
     assert not result.success and result.reason.startswith("unreachable")
+    # the reason says by how much the returned (closest) pose misses, in mm and degrees; the default tolerance
+    # is 0.1 mm / 0.1 deg, so the miss is the whole pose error up to that margin
+    match = re.search(r"misses the tolerance by ([\d.e+-]+) mm and ([\d.e+-]+) deg", result.reason)
+    assert match, result.reason
+    real = arm.fk(result.q)
+    position_mm = 1000 * np.linalg.norm(real[:3, 3] - T[:3, 3])
+    angle_deg = np.degrees(np.arccos(np.clip((np.trace(T[:3, :3].T @ real[:3, :3]) - 1) / 2, -1, 1)))
+    assert float(match[1]) == pytest.approx(position_mm, abs=0.15, rel=0.01)
+    assert float(match[2]) == pytest.approx(angle_deg, abs=0.15, rel=0.01)
 
 
 def test_ik_gives_up_when_every_try_stalls_far_away(primitives_module):

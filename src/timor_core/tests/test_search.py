@@ -200,7 +200,8 @@ def test_reason_categories():
     assert reason_category("collision with obstacle wall (in 3 of 5 reached configurations)") == (
         "collision with obstacle wall"
     )
-    assert reason_category("unreachable (smallest weighted pose error 0.1)") == "unreachable"
+    unreachable = "unreachable (the closest pose found misses the tolerance by 12 mm and 3 deg)"
+    assert reason_category(unreachable) == "unreachable"
     assert reason_category("torque limit of joint m1_J (97.1 > 80.0) (in 2 of 2)") == "torque limit of joint m1_J"
     assert reason_category("validJointAngles: joint m1_J at 1 outside [0, 0.5]") == "validJointAngles"
 

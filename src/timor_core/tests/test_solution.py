@@ -124,6 +124,42 @@ def test_point_to_point_solution_is_valid(solved, synthetic):
     json.dumps(report)  # JSON-serializable
 
 
+def test_point_to_point_from_a_given_start(solved, assembly, synthetic):
+    q0 = solved.trajectory.q[len(solved.trajectory) // 3]  # a valid configuration on the way, not at a goal
+    data = copy.deepcopy(synthetic)
+    data["goals"][-1].pop("returnToGoal")  # "back" now returns to the start
+    sol = solve_point_to_point(make_task(data), assembly, rng=2, q_start=q0)
+    assert sol.valid and sol.all_goals_achieved, sol.report()
+    assert np.array_equal(sol.trajectory.q[0], q0) and np.allclose(sol.trajectory.q[-1], q0)
+    assert sol.goal_times["g0"] > 0.0  # the robot moves to the first goal instead of starting there
+    with pytest.raises(InputError, match="q_start"):
+        solve_point_to_point(make_task(data), assembly, q_start=q0[:2])
+    robot = assembly.to_pin_robot(BASE)
+    samples = (robot.random_configuration(k) for k in range(200))
+    bad = next(q for q in samples if robot.has_collision(q, make_task(data)))
+    with pytest.raises(SolveError, match="start configuration .* is in collision"):
+        solve_point_to_point(make_task(data), assembly, q_start=bad)
+
+
+def test_cli_solution_from_a_given_start(solved, synthetic, tmp_path, capsys):
+    from timor_core.cli import main
+
+    task_file = tmp_path / "task.json"
+    task_file.write_text(json.dumps(synthetic))
+    q0 = solved.trajectory.q[len(solved.trajectory) // 3]
+    base = ["solve", str(task_file), "--db", "robco_like", "--modules", *ROBCO_6DOF]
+    out = tmp_path / "sol.json"
+    assert main([*base, "--solution", str(out), "--start", ",".join(map(repr, q0.tolist()))]) == 0
+    assert "valid" in capsys.readouterr().err
+    sol = Solution.from_json_file(out, make_task(synthetic), "robco_like")
+    assert sol.valid and np.allclose(sol.trajectory.q[0], q0)
+    assert main([*base, "--start", "0,0,0,0,0,0"]) != 0  # --start without --solution
+    assert "--start needs --solution" in capsys.readouterr().err
+    assert main([*base, "--solution", str(tmp_path / "x.json"), "--start", "0,0"]) != 0
+    assert "--start needs 6 values" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_searching_goal_times_finds_the_same_goals(solved, assembly, synthetic):
     searched = Solution(make_task(synthetic), assembly, solved.trajectory, BASE)
     assert searched.goal_times is None

@@ -91,17 +91,18 @@ def _cmd_urdf(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_q(text: str | None, dof: int) -> np.ndarray:
+def _parse_q(text: str | None, dof: int, option: str = "--q") -> np.ndarray:
+    """Joint values from a comma-separated option value (zeros if absent), checked for count and finiteness."""
     if text is None:
         return np.zeros(dof)
     try:
         q = np.array([float(v) for v in text.replace(" ", "").split(",") if v != ""])
     except ValueError:
-        raise InputError("--q must be comma-separated numbers", value=text) from None
+        raise InputError(f"{option} must be comma-separated numbers", value=text) from None
     if q.shape != (dof,):
-        raise InputError(f"--q needs {dof} values for this {dof}-DOF robot, got {q.size}", value=text)
+        raise InputError(f"{option} needs {dof} values for this {dof}-DOF robot, got {q.size}", value=text)
     if not np.all(np.isfinite(q)):
-        raise InputError("--q values must be finite", value=text)
+        raise InputError(f"{option} values must be finite", value=text)
     return q
 
 
@@ -148,6 +149,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     cost = assembly_cost(args.cost)
     task = load_task(args.file, args.skip_missing_assets)
     assembly = _assembly(args)
+    if args.start is not None and not args.solution:
+        raise InputError("--start needs --solution (it is where the planned motion starts)", value=args.start)
+    start = None if args.start is None else _parse_q(args.start, assembly.dof, "--start")
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
     if args.solution:
@@ -156,7 +160,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         if not all(g["reached"] for g in result["goals"]):
             print("error: no solution written: not every goal is reached", file=sys.stderr)
             return 1
-        solution = solve_point_to_point(task, assembly, rng=args.seed, cost_function=cost)
+        solution = solve_point_to_point(task, assembly, rng=args.seed, cost_function=cost, q_start=start)
         path = solution.to_json_file(args.solution)
         verdict = (
             "valid"
@@ -357,6 +361,12 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
     solve.add_argument(
         "--solution", help="also plan collision-free motions through the goals; write the CoBRA solution JSON here"
+    )
+    solve.add_argument(
+        "--start",
+        metavar="Q",
+        help="with --solution: comma-separated joint values (rad or m) the motion starts from (default: the first "
+        "goal's configuration)",
     )
     solve.set_defaults(func=_cmd_solve)
 

@@ -270,10 +270,14 @@ def solve_ik(
             return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
         rejections[cause] += 1
     q_out = best_q if best_q is not None else robot.random_configuration(rng)
+    miss = None
+    if not rejections and best_q is not None:  # say by how much the closest pose misses, in mm and degrees
+        pin.forwardKinematics(model, data, best_q)
+        miss = project(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
     return IKResult(
         q_out,
         False,
-        _reason(rejections, best_res),
+        _reason(rejections, miss),
         tries,
         iterations,
         math.sqrt(best_res),
@@ -320,8 +324,13 @@ def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | 
     return None
 
 
-def _reason(rejections: Counter, best_res: float) -> str:
+def _reason(rejections: Counter, miss: np.ndarray | None) -> str:
+    """Why IK failed: the most common reason reached poses were refused, or how far the closest pose missed."""
     if rejections:
         cause, count = rejections.most_common(1)[0]
         return f"{cause} (in {count} of {sum(rejections.values())} reached configurations)"
-    return f"unreachable (smallest weighted pose error {math.sqrt(best_res):.4g})"
+    if miss is None:
+        return "unreachable"
+    position_mm = 1000.0 * float(np.linalg.norm(miss[:3]))
+    angle_deg = math.degrees(float(np.linalg.norm(miss[3:])) / ANGLE_WEIGHT)
+    return f"unreachable (the closest pose found misses the tolerance by {position_mm:.3g} mm and {angle_deg:.3g} deg)"

@@ -807,6 +807,7 @@ def solve_point_to_point(
     rng: np.random.Generator | int | None = None,
     cost_function: CostFunction | str | None = None,
     planner_config=None,
+    q_start: np.ndarray | None = None,
 ) -> Solution:
     """Build a solution for a task of at / reach / pause / returnTo goals.
 
@@ -817,6 +818,10 @@ def solve_point_to_point(
     configurations are joined by collision-free motions (:func:`~timor_core.planning.plan`) that stop at every
     goal; goal times are recorded (goal2time). Goals run in the order of an allGoalsFulfilledInOrder constraint,
     then in task order. Raises :class:`SolveError` when a goal is unreachable or no motion is found.
+
+    The motion starts at ``q_start`` if given (it must be within the limits and free of collisions); otherwise
+    at the first goal's IK solution when the first goal is a pose, else at q = 0 (or a random valid configuration).
+    A returnTo goal without a target returns to that start.
     """
     from .planning import PlannerConfig, plan
 
@@ -871,9 +876,18 @@ def solve_point_to_point(
         if isinstance(g, Follow):
             raise SolveError(f"goal {g.id!r}: follow goals are not supported by solve_point_to_point")
 
-    # the start: the first pose goal's configuration, else q = 0 (or any valid configuration)
+    # the start: q_start, else the first pose goal's configuration, else q = 0 (or any valid configuration)
     first = next((g for g in order if isinstance(g, At)), None)
-    if first is not None and order[0] is first:
+    start_at_first = q_start is None and first is not None and order[0] is first
+    if q_start is not None:
+        q_start = np.asarray(q_start, dtype=float)
+        if q_start.shape != (robot.dof,):
+            raise InputError(f"q_start needs {robot.dof} joint values", path="q_start", value=q_start.tolist())
+        if not is_valid(q_start):
+            hits = robot.collisions(q_start, task, margin)
+            why = f"in collision ({hits[0].describe()})" if hits else "outside the joint limits or validJointAngles"
+            raise SolveError(f"the start configuration {q_start.tolist()} is {why}")
+    elif start_at_first:
         q_start = ik(first, None)
     else:
         q_start = np.zeros(robot.dof)
@@ -911,7 +925,7 @@ def solve_point_to_point(
 
     for g in order:
         if isinstance(g, At):
-            target = q_start if (g is first and not goal_index and order[0] is first) else ik(g, q)
+            target = q_start if (g is first and start_at_first) else ik(g, q)
             move_to(target, g.id)
         elif isinstance(g, Pause):
             n = max(0, math.ceil(g.duration / dt * (1 - 1e-12)))

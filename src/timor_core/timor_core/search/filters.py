@@ -231,7 +231,7 @@ class Candidate:
 
 def reason_category(reason: str) -> str:
     """The short form of an IK failure reason: ``"collision with obstacle wall (in 3 of 5 ...)"`` →
-    ``"collision with obstacle wall"``; ``"unreachable (smallest ...)"`` → ``"unreachable"``;
+    ``"collision with obstacle wall"``; ``"unreachable (the closest pose ...)"`` → ``"unreachable"``;
     ``"torque limit of joint m1_J (97.1 > 80.0)"`` → ``"torque limit of joint m1_J"``."""
     text = re.split(r" \(|: ", reason, maxsplit=1)[0].strip()
     return text or "failed"
