@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.solution import Solution, solve_point_to_point
+from timor_core.point_to_point import solve_point_to_point
+from timor_core.solution import Solution
 from timor_core.solve import solve_feedback
 from timor_core.task import Task
 

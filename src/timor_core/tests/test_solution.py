@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from timor_core import FormatError, InputError, ModuleAssembly, ValidationError
-from timor_core.solution import Solution, SolveError, solve_point_to_point
+from timor_core.point_to_point import solve_point_to_point
+from timor_core.solution import Solution, SolveError
 from timor_core.task import Task
 from timor_core.trajectory import Trajectory, time_parametrize
 
@@ -474,6 +475,14 @@ def test_solver_reports_unreachable_and_unsupported_goals(assembly, synthetic):
     follow = {"header": {"ID": "f"}, "goals": [{"ID": "f", "type": "follow", "trajectory": {"pose": [pose]}}]}
     with pytest.raises(SolveError, match="follow goals are not supported"):
         solve_point_to_point(make_task(follow), assembly, rng=0)
+
+
+def test_solver_is_still_importable_from_solution():
+    import timor_core.solution as solution_module
+
+    assert solution_module.solve_point_to_point is solve_point_to_point
+    with pytest.raises(AttributeError):
+        solution_module.no_such_name  # noqa: B018
 
 
 def test_bad_arguments(solved, assembly, synthetic):

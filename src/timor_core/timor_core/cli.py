@@ -155,7 +155,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
     if args.solution:
-        from .solution import solve_point_to_point
+        from .point_to_point import solve_point_to_point
 
         if not all(g["reached"] for g in result["goals"]):
             print("error: no solution written: not every goal is reached", file=sys.stderr)
