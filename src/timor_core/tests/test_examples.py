@@ -6,6 +6,7 @@ in a temporary folder, as a user would run it.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -23,7 +24,14 @@ from timor_core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 TASK_FILE = EXAMPLES / "data" / "pick_and_place.json"
-TESTED = {"build_robot.py", "inverse_kinematics.py", "task_and_solution.py", "search.py", "ros_exports.py"}
+TESTED = {
+    "build_robot.py",
+    "custom_module_and_tree.py",
+    "inverse_kinematics.py",
+    "task_and_solution.py",
+    "search.py",
+    "ros_exports.py",
+}
 
 
 def run_example(script: str, cwd: Path, *args: str) -> str:
@@ -64,6 +72,24 @@ def test_build_robot(tmp_path):
     data = model.createData()
     pin.framesForwardKinematics(model, data, np.array([0.3, -0.6, 1.2]))
     np.testing.assert_allclose(data.oMf[model.getFrameId("tool0")].homogeneous, fk, atol=1e-9)
+
+
+def test_custom_module_and_tree(tmp_path):
+    out = run_example("custom_module_and_tree.py", tmp_path, "out")
+    assert "module dual_base: connectors ['base', 'out_left', 'out_right']" in out
+    assert "two-arm robot: 8 modules, 4 DOF" in out
+    printed = {m[1]: np.array(json.loads(m[2])) for m in re.finditer(r"(tool\d) at q = 0: (\[.*\])", out)}
+    assert set(printed) == {"tool0", "tool1"}
+    # the URDF written has both tool frames where the script said, 0.6 m apart sideways (the base's connectors)
+    model = pin.buildModelFromUrdf(str(tmp_path / "out" / "two_arms.urdf"))
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, np.zeros(model.nq))
+    assert model.nq == 4
+    for tool, position in printed.items():
+        np.testing.assert_allclose(data.oMf[model.getFrameId(tool)].translation, position, atol=1e-4)
+    assert printed["tool0"][1] - printed["tool1"][1] == pytest.approx(0.6)
+    # the error names the file, the JSON path and the value
+    assert re.search(r"broken module refused: ValidationError: .*dual_base\.json: \$\.bodies\[0\]\.mass: .*-6\.0", out)
 
 
 def test_inverse_kinematics(tmp_path):
