@@ -15,7 +15,7 @@ from test_search import FAST, FLOOR, KNOWN, _check_solution, _task
 from timor_core import ModuleAssembly
 from timor_core.cli import main
 from timor_core.errors import InputError
-from timor_core.search import GeneticSearch, Optimizer, SearchResult, trial_histories
+from timor_core.search import GeneticSearch, Optimizer, SearchResult, load_space, trial_histories
 
 MODULES = ("J", "L_100", "L_250", "I_200")  # the modules of test_search's SMALL space
 SETTINGS = dict(n_slots=7, max_dof=3, population=8, generations=5, filters=FAST, workers=1, progress=False)
@@ -223,6 +223,33 @@ def test_cli_search_exhaustive_with_budget(task, tmp_path, capsys):
     argv = ["search", str(tfile), "--db", "robco_like", "--workers", "1", "--budget-evals", "5", "--no-progress"]
     assert main(argv) == 0
     assert "ExhaustiveSearch" in capsys.readouterr().out
+
+
+def test_cli_search_in_a_space_of_your_own(task, robco, tmp_path, capsys):
+    tfile = _write_task(task, tmp_path / "task.json")
+    space = tmp_path / "space.json"
+    options = {"dof_max": 2, "modules": ["J", "L_100", "L_150"], "first_is_joint": True}
+    options.update(max_links_between_joints=1, max_links_after_last_joint=1)
+    space.write_text(json.dumps(options))
+    out = tmp_path / "result.json"
+    argv = ["search", str(tfile), "--db", "robco_like", "--workers", "1", "--space", str(space), "--no-progress"]
+    assert main([*argv, "-o", str(out)]) == 0
+    result = SearchResult.from_json_file(out)
+    # J + tail, J + gap + J + tail, where gap and tail are each nothing, L_100 or L_150: 3 + 9 = 12 assemblies
+    assert result.evaluations == len(load_space(space, robco)) == 12
+    assert set(result.best_ids or ()) <= {"base", "J", "L_100", "L_150", "gripper"}
+    # bad options name the file and the option; a GA with a space is refused
+    space.write_text(json.dumps({"dof_max": 2, "modulez": ["J"]}))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "space.json" in err and "$.modulez" in err and "Traceback" not in err
+    space.write_text(json.dumps({"dof_min": 3, "dof_max": 2}))
+    assert main(argv) == 2
+    assert "dof_min (3) is larger than dof_max (2)" in capsys.readouterr().err
+    assert main([*argv[:-3], "--space", "nowhere", "--no-progress"]) == 2
+    assert "unknown search space" in capsys.readouterr().err
+    assert main([*argv[:-1], "--algorithm", "ga", "--no-progress"]) == 2
+    assert "--space shapes the exhaustive and random search" in capsys.readouterr().err
 
 
 def test_cli_bad_input(task, tmp_path, capsys):

@@ -14,7 +14,7 @@ import pytest
 from conftest import primitives_json
 
 from timor_core import InputError, ModuleAssembly, ModulesDB
-from timor_core.errors import ConnectorError
+from timor_core.errors import ConnectorError, FormatError
 from timor_core.search import (
     AssemblyIterator,
     SearchSpaceError,
@@ -468,3 +468,25 @@ def test_options_json_and_kwargs(primitives):
     with pytest.raises(TypeError):
         SerialSpace(primitives, o, dof_max=1)
     assert "SerialSpace" in repr(a)
+
+
+def test_load_space_from_presets_files_dicts_and_options(robco, tmp_path):
+    from timor_core.search import load_space, paper_exp2_options
+
+    assert len(load_space("exp2", robco)) == len(load_space("auto", robco)) == 177_155
+    options = {"dof_max": 1, "modules": ["J", "L_100"], "first_is_joint": True, "max_links_after_last_joint": 1}
+    file = tmp_path / "space.json"
+    file.write_text(json.dumps(options))
+    spaces = [load_space(file, robco), load_space(str(file), robco), load_space(options, robco)]
+    spaces.append(load_space(SpaceOptions.from_json(options), robco))
+    assert [list(s.iter()) for s in spaces[1:]] == [list(spaces[0].iter())] * 3
+    assert sorted(spaces[0].iter()) == [("base", "J", "L_100", "gripper"), ("base", "J", "gripper")]
+    assert load_space(paper_exp2_options(), robco).options == paper_exp2_options()
+    file.write_text(json.dumps({"dof_max": "two"}))
+    with pytest.raises(SearchSpaceError, match="expected an integer") as info:
+        load_space(file, robco)
+    assert info.value.file == str(file) and info.value.path == "$.dof_max" and info.value.value == "two"
+    with pytest.raises(InputError, match="unknown search space"):
+        load_space("science2020", robco)
+    with pytest.raises(FormatError, match="file not found"):
+        load_space(tmp_path / "missing.json", robco)

@@ -211,16 +211,8 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
     return 0 if all(run.ok for run in result.runs) else 1
 
 
-def _search_space(name: str, db):
-    from .search import paper_exp2_space, science2019_space
-
-    if name == "auto":
-        name = "science2019" if "improv" in db.name.lower() else "exp2"
-    return science2019_space(db) if name == "science2019" else paper_exp2_space(db)
-
-
 def _cmd_search(args: argparse.Namespace) -> int:
-    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, RandomSearch
+    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, RandomSearch, load_space
     from .solve import load_task
 
     db = _load_db(args.db)
@@ -233,6 +225,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     budget = Budget(args.budget_evals, args.budget_seconds)
     progress = not args.no_progress
     if args.algorithm == "ga":
+        if args.space != "auto":
+            raise InputError("--space shapes the exhaustive and random search; the GA's is set by --max-dof/--min-dof")
         if args.min_dof > args.max_dof:
             raise InputError(
                 f"--min-dof ({args.min_dof}) must not exceed --max-dof ({args.max_dof})", value=args.min_dof
@@ -253,7 +247,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
     elif args.algorithm == "random":
         optimizer = RandomSearch(
-            _search_space(args.space, db), args.cost, config, seed=args.seed, workers=args.workers, progress=progress
+            load_space(args.space, db), args.cost, config, seed=args.seed, workers=args.workers, progress=progress
         )
     else:
         evaluator = None
@@ -268,7 +262,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                 resume=args.resume,
             )
         optimizer = ExhaustiveSearch(
-            _search_space(args.space, db),
+            load_space(args.space, db),
             args.cost,
             config,
             workers=args.workers,
@@ -401,9 +395,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--algorithm", choices=("exhaustive", "ga", "random"), default="exhaustive")
     search.add_argument(
         "--space",
-        choices=("exp2", "science2019", "auto"),
         default="auto",
-        help="search space of the exhaustive and random search (auto: by the module set)",
+        help="search space of the exhaustive and random search: exp2, science2019, auto (by the module set), or a "
+        'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}',
     )
     search.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
     search.add_argument("--budget-evals", type=_positive_int, help="stop after N evaluated assemblies")

@@ -92,3 +92,17 @@ def test_search_can_be_canceled(up, ros_client, task_json):
 def test_bad_task_aborts_with_reason(up, ros_client):
     result, _ = _send(ros_client, Search.Goal(task_json="{", algorithm="exhaustive"), timeout=30)
     assert result.status == 6 and "not valid JSON" in result.result.message  # ABORTED
+
+
+def test_search_in_a_space_given_as_json(up, ros_client, task_json):
+    options = {"dof_max": 2, "modules": ["J", "L_100"], "first_is_joint": True, "max_links_between_joints": 1}
+    options["max_links_after_last_joint"] = 1
+    goal = Search.Goal(task_json=task_json, algorithm="exhaustive", space=json.dumps(options), seed=0)
+    result, _ = _send(ros_client, goal)
+    data = json.loads(result.result.result_json)
+    # J + tail, J + gap + J + tail; gap and tail each nothing or L_100: 2 + 4 = 6 assemblies, all evaluated
+    assert data["evaluations"] == 6 and result.result.stopped == "exhausted"
+    assert set(result.result.best_modules) <= {"base", "J", "L_100", "gripper"}
+    bad = Search.Goal(task_json=task_json, algorithm="exhaustive", space='{"dof_max": 2, "modulez": []}')
+    result, _ = _send(ros_client, bad, timeout=30)
+    assert result.status == 6 and "$.modulez" in result.result.message  # ABORTED, naming the option

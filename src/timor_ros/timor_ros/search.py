@@ -84,6 +84,7 @@ class SearchNode(Node):
                 budget_seconds=max(0.0, goal.budget_seconds),
                 budget_evals=max(0, goal.budget_evals),
                 seed=goal.seed,
+                space=goal.space,
                 workers=self.workers,
                 on_progress=feedback,
                 cancel=lambda: goal_handle.is_cancel_requested,

@@ -17,15 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from timor_core import InputError, ModulesDB
-from timor_core.search import (
-    Budget,
-    FilterConfig,
-    GeneticSearch,
-    SearchResult,
-    paper_exp2_space,
-    run_search,
-    science2019_space,
-)
+from timor_core.search import Budget, FilterConfig, GeneticSearch, SearchResult, load_space, run_search
 from timor_core.search.optimizer import space_info
 from timor_core.task import Task
 
@@ -54,8 +46,15 @@ def load_task_request(task_json: str = "", task_path: str = "") -> Task:
     raise InputError("give a task as task_json or task_path")
 
 
-def _space(db: ModulesDB):
-    return science2019_space(db) if "improv" in db.name.lower() else paper_exp2_space(db)
+def _space(spec: str, db: ModulesDB):
+    """The search space of a request: a preset name (empty: auto) or the JSON text of SpaceOptions."""
+    spec = spec.strip() or "auto"
+    if spec.startswith("{"):
+        try:
+            spec = json.loads(spec)
+        except ValueError as exc:
+            raise InputError(f"space JSON is not valid JSON: {exc}", value=spec) from None
+    return load_space(spec, db)
 
 
 def search(
@@ -68,12 +67,14 @@ def search(
     budget_evals: int = 0,
     seed: int = 0,
     workers: int = 1,
+    space: str = "",
     on_progress: Callable[[Progress], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     report_every: float = 0.2,
 ) -> tuple[SearchResult, bool]:
     """Run a search; returns the result and whether it was canceled. ``on_progress`` is called at most every
-    ``report_every`` seconds and once at the end; ``cancel()`` is polled between evaluations."""
+    ``report_every`` seconds and once at the end; ``cancel()`` is polled between evaluations. ``space`` (exhaustive
+    and random search): a preset name (empty: auto) or SpaceOptions as JSON text."""
     algorithm = algorithm or "exhaustive"
     if algorithm not in ALGORITHMS:
         raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}", value=algorithm)
@@ -90,10 +91,12 @@ def search(
             state["last"] = now
             on_progress(p)
 
+    if algorithm == "ga" and space.strip() not in ("", "auto"):
+        raise InputError("a space shapes the exhaustive and random search; the GA has its own", value=space)
     if algorithm == "ga":
         result = _ga(task, db, cost, budget, config, int(seed), workers, report, cancel, state)
     else:
-        space = _space(db)
+        space = _space(space, db)
         if algorithm == "exhaustive":
             items = enumerate(space.iter())
             total = space.count

@@ -27,7 +27,7 @@ from .ga import GeneticSearch, trial_histories
 from .iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
 from .optimizer import Budget, Optimizer, RandomSearch, run_search
 from .parallel import ParallelEvaluator
-from .presets import paper_exp2_options, paper_exp2_space, science2019_options, science2019_space
+from .presets import PRESETS, load_space, paper_exp2_options, paper_exp2_space, science2019_options, science2019_space
 from .result import SearchResult
 from .rules import BUILTIN_CLASSES, SearchSpaceError, SpaceOptions
 from .space import SerialSpace
@@ -46,6 +46,8 @@ __all__ = [
     "science2019_space",
     "paper_exp2_options",
     "paper_exp2_space",
+    "load_space",
+    "PRESETS",
     # configuration search: filters, evaluation, optimizers, results
     "FilterConfig",
     "FilterChain",

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from .. import jsonfields as jf
 from ..db import ModulesDB
-from .rules import SpaceOptions
+from ..errors import InputError
+from .rules import SearchSpaceError, SpaceOptions
 from .space import SerialSpace
 
-__all__ = ["science2019_options", "science2019_space", "paper_exp2_options", "paper_exp2_space"]
+__all__ = [
+    "science2019_options",
+    "science2019_space",
+    "paper_exp2_options",
+    "paper_exp2_space",
+    "PRESETS",
+    "load_space",
+]
 
 
 def science2019_options() -> SpaceOptions:
@@ -52,3 +64,35 @@ def paper_exp2_options() -> SpaceOptions:
 def paper_exp2_space(db: ModulesDB) -> SerialSpace:
     """:func:`paper_exp2_options` on ``db`` (``ModulesDB.from_name("robco_like")``)."""
     return SerialSpace(db, paper_exp2_options())
+
+
+#: Named spaces for ``load_space`` (and ``timor search --space``).
+PRESETS = ("auto", "exp2", "science2019")
+
+
+def load_space(spec: str | Path | SpaceOptions | dict[str, Any], db: ModulesDB) -> SerialSpace:
+    """A search space over ``db`` from a preset name, a JSON file of :class:`SpaceOptions`, a dict, or options.
+
+    Presets: ``exp2`` (:func:`paper_exp2_options`), ``science2019`` (:func:`science2019_options`) and ``auto``
+    (science2019 for an IMPROV set, else exp2). A file holds the options' JSON, e.g.
+    ``{"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}``; its errors name the file and option.
+    """
+    if isinstance(spec, SpaceOptions):
+        return SerialSpace(db, spec)
+    if isinstance(spec, dict):
+        return SerialSpace(db, SpaceOptions.from_json(spec))
+    if not isinstance(spec, (str, Path)):
+        raise InputError("a search space is a preset name, a JSON file, a dict or SpaceOptions", value=spec)
+    if str(spec) in PRESETS:
+        name = str(spec)
+        if name == "auto":
+            name = "science2019" if "improv" in db.name.lower() else "exp2"
+        return science2019_space(db) if name == "science2019" else paper_exp2_space(db)
+    path = Path(spec)
+    if not path.suffix == ".json" and not path.exists():
+        raise InputError(f"unknown search space (presets: {', '.join(PRESETS)}; or a .json file)", value=str(spec))
+    data = jf.load_json_file(path)
+    try:
+        return SerialSpace(db, SpaceOptions.from_json(data))
+    except SearchSpaceError as exc:
+        raise exc.located(file=path) from None
