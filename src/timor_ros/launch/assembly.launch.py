@@ -1,7 +1,8 @@
-"""modules_db + assembly + robot_state_publisher + joint_state_publisher(_gui) + RViz.
+"""modules_db + assembly + search + robot_state_publisher + joint_state_publisher(_gui) + RViz.
 
   ros2 launch timor_ros assembly.launch.py db:=robco_like modules:="base J L_250 J gripper" prefix:=r1_
 Arguments: db, modules (space-separated IDs), prefix, rviz (true), gui (false: joint_state_publisher without GUI),
+search (true: the search node with its action /search/search; search_workers processes, default 1),
 joint_state_publisher (true; false when something else publishes /joint_states, e.g. ros2_control's
 joint_state_broadcaster), ros2_control (false: the assembly node's URDF gets a <ros2_control> block with the
 hardware plugin ros2_control_plugin, default mock_components/GenericSystem),
@@ -28,6 +29,8 @@ ARGS = {
     "ros2_control": ("false", "add a <ros2_control> block to the published URDF"),
     "ros2_control_plugin": ("mock_components/GenericSystem", "ros2_control hardware plugin"),
     "description_from_topic": ("true", "robot_state_publisher gets the URDF from the assembly node only"),
+    "search": ("true", "start the search node (action /search/search)"),
+    "search_workers": ("1", "processes of the search node (1: in the node's process)"),
 }
 
 
@@ -82,6 +85,14 @@ def _joint_state_publisher(context):
     return [Node(package=package, executable=package, output="screen")]
 
 
+def _search(context):
+    if not _flag(context, "search"):
+        return []
+    workers = int(LaunchConfiguration("search_workers").perform(context))
+    params = [{"workers": workers}]
+    return [Node(package="timor_ros", executable="search", name="search", parameters=params, output="screen")]
+
+
 def generate_launch_description() -> LaunchDescription:
     rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
     return LaunchDescription(
@@ -89,6 +100,7 @@ def generate_launch_description() -> LaunchDescription:
         + [
             OpaqueFunction(function=_nodes),
             OpaqueFunction(function=_joint_state_publisher),
+            OpaqueFunction(function=_search),
             Node(
                 package="rviz2",
                 executable="rviz2",

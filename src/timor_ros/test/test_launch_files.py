@@ -159,6 +159,8 @@ def test_assembly_launch(load_launch):
         "ros2_control",
         "ros2_control_plugin",
         "description_from_topic",
+        "search",
+        "search_workers",
     }
     assert declared["ros2_control"] == "false" and declared["joint_state_publisher"] == "true"
     assert declared["ros2_control_plugin"] == "mock_components/GenericSystem"
@@ -173,6 +175,10 @@ def test_assembly_launch(load_launch):
     assert len(_nodes(entities, "joint_state_publisher")) == 1 and not _nodes(entities, "joint_state_publisher_gui")
     (rviz,) = _nodes(entities, "rviz2")
     assert isinstance(rviz.kwargs["condition"], IfCondition)
+    (search,) = _nodes(entities, "search")
+    assert search.kwargs["name"] == "search" and _params(search) == {"workers": 1}
+    assert not _nodes(_run(description, search="false"), "search")
+    assert _params(_nodes(_run(description, search_workers="2"), "search")[0]) == {"workers": 2}
 
     entities = _run(description, gui="true")
     assert len(_nodes(entities, "joint_state_publisher_gui")) == 1 and not _nodes(entities, "joint_state_publisher")
