@@ -740,3 +740,12 @@ def test_improv_visual_meshes_load_and_cache():
         assert load_mesh(stl) is mesh
         scaled = load_mesh(stl, (2.0, 1.0, -1.0))
         np.testing.assert_allclose(scaled.bounds, np.sort(mesh.bounds * [2.0, 1.0, -1.0], axis=0))
+
+
+@given(st.lists(st.tuples(*[st.sampled_from([-1.0, -0.0, 0.0, 0.5, 2.0])] * 3), min_size=1, max_size=40))
+def test_unique_rows_is_numpys_unique_rows(rows):
+    from timor_core.meshes import _unique_rows
+
+    a = np.array(rows)
+    expected = np.unique(a + 0.0, axis=0)  # + 0.0 turns -0.0 into 0.0: numpy compares the rows' bytes
+    np.testing.assert_array_equal(_unique_rows(a), expected)

@@ -200,6 +200,8 @@ class _VrmlParser:
         self.tokens: list[tuple[str, int]] = [
             (m.group(), m.start()) for m in _VRML_TOKEN_RE.finditer(text) if not m.group().startswith("#")
         ]
+        # atom flags per token, a sentinel past the end; a lone '"' (unterminated string) is none, so next() reports it
+        self.atoms = [token != '"' and self.is_atom(token) for token, _ in self.tokens] + [False]
         self.i = 0
         self.defs: dict[str, _VrmlNode | None] = {}
 
@@ -291,17 +293,21 @@ class _VrmlParser:
             self.next()
             items: list[Any] = []
             while (token := self.peek()) != "]":
-                if self.is_atom(token):
-                    items.append(self.next())
+                if self.atoms[self.i]:
+                    j = self.atoms.index(False, self.i)  # a run of atoms (e.g. all coordinates) at once
+                    items.extend(t for t, _ in self.tokens[self.i : j])
+                    self.i = j
+                elif token == '"':
+                    self.next()  # raises: unterminated string
                 elif token in ("DEF", "USE") or self.peek_after() == "{":
                     items.append(self.node())
                 else:
                     raise self.error(f"unexpected '{token}' in the value of field '{field}' of {node_type}")
             self.next()
             return items
-        if self.is_atom(token):
+        if self.atoms[self.i]:
             atoms = []
-            while self.i < len(self.tokens) and self.is_atom(self.peek()):
+            while self.atoms[self.i]:
                 atoms.append(self.next())
             return atoms
         if token in _VRML_PUNCT:
@@ -624,6 +630,18 @@ def _robustly_3d(points: np.ndarray) -> bool:
     return bool(sv[0] > 0 and sv[-1] > 1e-3 * sv[0])
 
 
+def _unique_rows(a: np.ndarray) -> np.ndarray:
+    """The distinct rows of ``a`` in lexicographic order, like ``np.unique(a, axis=0)`` (which imports numpy.ma on
+    first use: 15-20 ms of a cold start)."""
+    a = np.asarray(a, dtype=float).reshape(-1, 3)
+    if len(a) == 0:
+        return a
+    s = a[np.lexsort(a.T[::-1])]
+    keep = np.ones(len(s), dtype=bool)
+    keep[1:] = np.any(s[1:] != s[:-1], axis=1)
+    return s[keep]
+
+
 def to_coal_convex(mesh: MeshData) -> coal.ConvexBase:
     """A coal.Convex of the convex hull of the mesh's vertices, cached per MeshData object.
 
@@ -634,7 +652,7 @@ def to_coal_convex(mesh: MeshData) -> coal.ConvexBase:
         cached = _convex_cache.get(mesh)
     if cached is not None:
         return cached
-    points = np.unique(mesh.vertices, axis=0)
+    points = _unique_rows(mesh.vertices)
     if _robustly_3d(points):  # coal's own qhull is safe here, and needs no scipy import (slow on cold start)
         coal_points = coal.StdVec_Vec3s()
         coal_points.extend(list(points))
