@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from . import jsonfields as jf
@@ -23,6 +22,8 @@ from .transforms import IDENTITY, ROT_X_PI, readonly
 from .tree import KinematicTree, build_tree
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .robot import PinRobot
     from .ros2_control import Ros2ControlConfig
 
@@ -213,11 +214,15 @@ class ModuleAssembly:
     @property
     def is_tree(self) -> bool:
         """True if the modules form a tree (no closed kinematic chain)."""
+        import networkx as nx  # imported on first use (slow to import)
+
         return len(self.connections) == len(self.modules) - 1 and nx.is_connected(self.module_graph)
 
     @property
     def module_graph(self) -> nx.MultiGraph:
         """Module instances as nodes, one edge per connection."""
+        import networkx as nx
+
         G = nx.MultiGraph()
         G.add_nodes_from(range(len(self.modules)))
         for i, ci, j, cj in self.connections:
@@ -305,6 +310,8 @@ class ModuleAssembly:
         G = self._cache.get("graph")
         if G is not None:
             return G
+        import networkx as nx
+
         G = nx.DiGraph()
         for i, m in enumerate(self.modules):
             Gm = m.graph
@@ -327,6 +334,8 @@ class ModuleAssembly:
 
         Frames are G_a nodes: ``'world'`` or ``(index, 'body'|'connector'|'joint', id)``.
         """
+        import networkx as nx
+
         G = self.graph
         if target is None:
             raise AssemblyError("transform needs a target frame")

@@ -12,15 +12,16 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from . import jsonfields as jf
 from .errors import InputError, UnknownModuleError, ValidationError
 from .fileio import atomic_copy, atomic_write_text
 from .geometry import Mesh
 from .module import Connector, Module, connectors_compatible
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["ModulesDB", "IGNORE_COLLISION_MODES", "embedded_db_names"]
 
@@ -258,6 +259,8 @@ class ModulesDB:
     @cached_property
     def connectivity_graph(self) -> nx.MultiGraph:
         """G_c: modules as nodes, one edge per possible connection (keys are the connector pairs)."""
+        import networkx as nx  # imported on first use (slow to import)
+
         G = nx.MultiGraph()
         G.add_nodes_from((m.id, {"module": m}) for m in self)
         done = set()

@@ -11,15 +11,17 @@ import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from . import jsonfields as jf
 from .errors import FormatError, ValidationError
 from .geometry import Geometry, geometries_from_json
 from .transforms import IDENTITY, inv, readonly
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = [
     "GENDERS",
@@ -302,6 +304,8 @@ class Module:
         ``transform``, the pose of the target node's frame in the source node's frame.
         """
         if "graph" not in self._cache:
+            import networkx as nx  # imported on first use: 150+ ms of every cold start otherwise
+
             G = nx.DiGraph()
             for b in self.bodies:
                 G.add_node(("body", b.id), obj=b)
