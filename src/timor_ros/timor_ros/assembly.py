@@ -32,8 +32,10 @@ from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.timer import Timer
 from std_msgs.msg import String
 
 from timor_core import TimorError
@@ -92,14 +94,16 @@ class AssemblyNode(Node):
         clients = ReentrantCallbackGroup()
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
         rsp = str(param(self, "robot_state_publisher_node")).strip("/")
-        self._rsp = self.create_client(SetParameters, f"/{rsp}/set_parameters", callback_group=clients) if rsp else None
+        self._rsp: Client | None = None
+        if rsp:
+            self._rsp = self.create_client(SetParameters, f"/{rsp}/set_parameters", callback_group=clients)
         self.urdf_pub = self.create_publisher(String, "/robot_description", LATCHED)
         self.srdf_pub = self.create_publisher(String, "/robot_description_semantic", LATCHED)
         services = ReentrantCallbackGroup()
         self.create_service(SetAssembly, "~/set_assembly", self._on_set, callback_group=services)
         self.create_service(GetAssembly, "~/get_assembly", self._on_get, callback_group=services)
         self._initial = string_array(self, "initial_assembly")
-        self._timer = None
+        self._timer: Timer | None = None
         if self._initial:
             self._timer = self.create_timer(0.2, self._apply_initial, callback_group=MutuallyExclusiveCallbackGroup())
 
@@ -108,7 +112,8 @@ class AssemblyNode(Node):
         """Publish ``initial_assembly`` as soon as the module set can be read (retries while it cannot)."""
         outcome = self.apply(self._initial)
         if outcome.success or outcome.failed_step != "modules_db":
-            self._timer.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
             log = self.get_logger().info if outcome.success else self.get_logger().error
             log(f"initial assembly: {outcome.message}")
         else:

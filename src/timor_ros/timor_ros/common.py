@@ -8,6 +8,7 @@ from typing import Any
 from rcl_interfaces.msg import ParameterDescriptor, ParameterEvent
 from rcl_interfaces.srv import GetParameters
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter, parameter_value_to_python
@@ -86,7 +87,8 @@ class ModulesDBClient:
         self.target = "/" + target.strip("/")
         self.timeout = timeout
         self._group = ReentrantCallbackGroup()
-        self._client = node.create_client(GetParameters, f"{self.target}/get_parameters", callback_group=self._group)
+        service = f"{self.target}/get_parameters"
+        self._client: Client = node.create_client(GetParameters, service, callback_group=self._group)
         self._sub = node.create_subscription(
             ParameterEvent,
             "/parameter_events",

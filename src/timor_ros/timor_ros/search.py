@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 
 from timor_core import TimorError
@@ -40,7 +41,7 @@ class SearchNode(Node):
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
         group = ReentrantCallbackGroup()
         target = "/" + str(param(self, "assembly_node")).strip("/")
-        self._apply = self.create_client(SetAssembly, f"{target}/set_assembly", callback_group=group)
+        self._apply: Client = self.create_client(SetAssembly, f"{target}/set_assembly", callback_group=group)
         self._busy = threading.Lock()
         self._server = ActionServer(
             self,

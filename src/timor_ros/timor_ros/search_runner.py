@@ -12,9 +12,10 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from timor_core import InputError, ModulesDB
 from timor_core.search import Budget, FilterConfig, GeneticSearch, SearchResult, load_space, run_search
@@ -83,7 +84,7 @@ def search(
     budget = Budget(int(budget_evals) or None, float(budget_seconds) or None)
     config = FilterConfig(seed=int(seed))
     cancel = cancel or (lambda: False)
-    state = {"last": 0.0, "canceled": False}
+    state: dict[str, Any] = {"last": 0.0, "canceled": False}
 
     def report(p: Progress, force: bool = False) -> None:
         now = time.monotonic()
@@ -96,15 +97,16 @@ def search(
     if algorithm == "ga":
         result = _ga(task, db, cost, budget, config, int(seed), workers, report, cancel, state)
     else:
-        space = _space(space, db)
+        serial = _space(space, db)
+        items: Iterable[tuple[int, Sequence[str]]]
         if algorithm == "exhaustive":
-            items = enumerate(space.iter())
-            total = space.count
+            items = enumerate(serial.iter())
         else:
-            drawn = space.count if budget.max_evaluations is None else min(space.count, budget.max_evaluations)
-            positions = random.Random(int(seed)).sample(range(space.count), drawn)
-            items = ((k, space[i]) for k, i in enumerate(positions))
-            total = space.count
+            n = serial.count
+            drawn = n if budget.max_evaluations is None else min(n, budget.max_evaluations)
+            positions = random.Random(int(seed)).sample(range(n), drawn)
+            items = ((k, serial[i]) for k, i in enumerate(positions))
+        total = serial.count
 
         def stop_if(partial: SearchResult) -> bool:
             report(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
@@ -124,14 +126,14 @@ def search(
             workers=workers,
             progress=False,
             budget=budget,
-            space=space_info(space),
+            space=space_info(serial),
             settings={"seed": int(seed)},
             stop_if=stop_if,
         )
     if state["canceled"]:
         result.stopped = "canceled"
     report(Progress(result.evaluations, result.best_cost, result.best_ids), force=True)
-    return result, state["canceled"]
+    return result, bool(state["canceled"])
 
 
 def _ga(task, db, cost, budget, config, seed, workers, report, cancel, state) -> SearchResult:
