@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   builds a robot from the embedded module set, writes its URDF, prints DOF, mass, TCP pose
-#   make test   runs the whole test suite (lint included)
+#   make test   runs the whole test suite (lint and typecheck included)
 # Both create the virtual environment .venv and install what they need on first use.
 #   make ros    adds ROS 2 (PyPI wheels), builds timor_interfaces (build/ros_ws) and installs timor_ros;
 #               `make test` then also runs src/timor_ros/test (skipped cleanly where ROS is not set up)
@@ -10,7 +10,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.timor-installed
 
-.PHONY: venv demo test test-fast test-ros ros lint format bench clean
+.PHONY: venv demo test test-fast test-ros ros lint typecheck format bench clean
 
 ROS_STAMP = $(VENV)/.timor-ros-installed
 
@@ -29,6 +29,9 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src $(wildcard benchmarks) $(wildcard examples)
 	$(VENV)/bin/ruff format --check src $(wildcard benchmarks) $(wildcard examples)
 
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --config-file src/timor_core/pyproject.toml --ignore-missing-imports src/timor_core/timor_core src/timor_ros/timor_ros
+
 format: $(STAMP)
 	$(VENV)/bin/ruff format src $(wildcard benchmarks) $(wildcard examples)
 	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks) $(wildcard examples)
@@ -39,7 +42,7 @@ $(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*)
 
 ros: $(ROS_STAMP)
 
-test: $(STAMP) lint
+test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(PY) -m pytest -q src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
 

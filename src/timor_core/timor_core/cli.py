@@ -127,11 +127,11 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
     from .solve import check_task_file
 
     task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
-    ok = (
-        ""
-        if problems
-        else f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)"
-    )
+    if problems:
+        ok = ""
+    else:
+        assert task is not None  # check_task_file returns a task exactly when it finds no problems
+        ok = f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)"
     return _report_problems(args, problems, ok)
 
 
@@ -206,13 +206,14 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
         out = Path(args.output)
         out.mkdir(parents=True, exist_ok=True)
         for run in result.runs:
-            run.result.to_json_file(out / f"{run.algorithm}.json")
+            if run.result is not None:  # exp2 keeps the search result of every run
+                run.result.to_json_file(out / f"{run.algorithm}.json")
     print(json.dumps(result.to_json()) if args.json else result.summary())
     return 0 if all(run.ok for run in result.runs) else 1
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, RandomSearch, load_space
+    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer, RandomSearch, load_space
     from .solve import load_task
 
     db = _load_db(args.db)
@@ -224,6 +225,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     config = FilterConfig(seed=args.seed)
     budget = Budget(args.budget_evals, args.budget_seconds)
     progress = not args.no_progress
+    optimizer: Optimizer
     if args.algorithm == "ga":
         if args.space != "auto":
             raise InputError("--space shapes the exhaustive and random search; the GA's is set by --max-dof/--min-dof")

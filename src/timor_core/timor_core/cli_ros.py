@@ -21,7 +21,7 @@ def _cmd_ros_up(args: argparse.Namespace) -> int:
         return 2
     from timor_ros.runner import exit_now
 
-    exit_now(
+    return exit_now(
         up(
             args.db,
             args.modules or (),

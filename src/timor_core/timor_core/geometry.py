@@ -216,14 +216,21 @@ def geometry_from_json(
             raise ValidationError("mesh scale must be positive", path=f"{ppath}.scale", value=scale)
         if base_dir is None:
             raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
-        common = {
-            "pose": T,
-            "extra": extra,
-            "file": file_field,
-            "scale": tuple(float(s) for s in scale_v),
-            "source": (str(json_file) if json_file else None, f"{ppath}.file"),
-            "scalar_scale": scalar,
-        }
+        mesh_scale = (float(scale_v[0]), float(scale_v[1]), float(scale_v[2]))
+        source = (str(json_file) if json_file else None, f"{ppath}.file")
+
+        def mesh(mesh_path: Path, absent: bool = False) -> Mesh:
+            return Mesh(
+                pose=T,
+                extra=extra,
+                file=file_field,
+                path=mesh_path,
+                scale=mesh_scale,
+                source=source,
+                missing=absent,
+                scalar_scale=scalar,
+            )
+
         try:
             resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
         except MeshError:
@@ -232,7 +239,7 @@ def geometry_from_json(
             if missing != "skip" or not inside or candidate.exists():
                 raise
             log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
-            return Mesh(path=candidate, missing=True, **common)
+            return mesh(candidate, absent=True)
         if resolved.suffix.lower() not in MESH_EXTENSIONS:
             raise MeshError(
                 f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
@@ -240,7 +247,7 @@ def geometry_from_json(
                 path=f"{ppath}.file",
                 value=file_field,
             )
-        return Mesh(path=resolved, **common)
+        return mesh(resolved)
     if kind == "empty":
         return Empty(pose=T, extra=extra)
     raise FormatError(

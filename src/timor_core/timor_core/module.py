@@ -497,7 +497,7 @@ def _parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
         return jf.number(d[key], f"{path}.{key}", min_value=minimum) if key in d else None
 
     passive = jf.boolean(d["passive"], f"{path}.passive") if "passive" in d else None
-    known = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive")
+    known: tuple[str, ...] = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive")
     known += ("gearRatio", "motorInertia", "frictionCoulomb", "frictionViscous")
     return Joint(
         id=jid,

@@ -254,7 +254,7 @@ def exp2(
     first: stops at the first valid robot). ``limit`` evaluates only the first ``limit`` assemblies of the
     constrained search (quick runs). Timed: the search alone (not loading the task or the module set).
     """
-    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch
+    from .search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer
 
     unknown = [a for a in algorithms if a not in EXP2_ALGORITHMS]
     if unknown or not algorithms:
@@ -269,6 +269,7 @@ def exp2(
     config = FilterConfig(seed=seed)
     runs = []
     for algorithm in algorithms:
+        optimizer: Optimizer
         if algorithm == "constrained":
             optimizer = ExhaustiveSearch(space, "mass", config, workers=workers, progress=progress, order=order)
             settings = {"order": order, "limit": limit}

@@ -114,6 +114,7 @@ def solve_point_to_point(
             why = f"in collision ({hits[0].describe()})" if hits else "outside the joint limits or validJointAngles"
             raise SolveError(f"the start configuration {q_start.tolist()} is {why}")
     elif start_at_first:
+        assert first is not None  # start_at_first implies a first pose goal
         q_start = ik(first, None)
     else:
         q_start = np.zeros(robot.dof)

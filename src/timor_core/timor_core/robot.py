@@ -62,6 +62,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
                 )
             else:
                 j = link.joint
+                assert j is not None  # build_tree sets a joint on every non-fixed link
                 lim = j.limits
                 jid = model.addJoint(
                     joint_of[p],
@@ -393,6 +394,7 @@ class PinRobot:
         self._ensure_pairs()
         pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
         objs = self.collision.geometryObjects
+        assert self._collision_data is not None  # set by _ensure_pairs
         return [
             (objs[p.first].name, objs[p.second].name)
             for p, r in zip(self.collision.collisionPairs, self._collision_data.collisionResults)

@@ -291,9 +291,10 @@ class Solution:
             return self._search_return(goal, start)
         if isinstance(goal, At):  # a cheap pre-filter: the pose
             poses = self.tcp_poses
-            candidates = [i for i in range(start, n) if goal.goal_pose.valid(poses[i])]
+            goal_pose = goal.require_pose()
+            candidates = [i for i in range(start, n) if goal_pose.valid(poses[i])]
             if not candidates:
-                return None, self._pose_miss(goal.goal_pose, range(start, n))
+                return None, self._pose_miss(goal_pose, range(start, n))
         else:
             candidates = list(range(start, n))
         first_reason = ""
@@ -354,8 +355,9 @@ class Solution:
         tr = self.trajectory
         window = [i]
         if isinstance(goal, At):
-            if not goal.goal_pose.valid(self.tcp_poses[i]):
-                return f"TCP pose outside the tolerance ({_violation_text(goal.goal_pose, self.tcp_poses[i])})"
+            goal_pose = goal.require_pose()
+            if not goal_pose.valid(self.tcp_poses[i]):
+                return f"TCP pose outside the tolerance ({_violation_text(goal_pose, self.tcp_poses[i])})"
             if isinstance(goal, Reach):
                 v = np.abs(tr.dq[i])
                 if v.max(initial=0.0) > VELOCITY_EPS:
@@ -373,15 +375,15 @@ class Solution:
             window = list(range(j, i + 1))
             v = np.abs(tr.dq[j : i + 1])
             if v.max(initial=0.0) > VELOCITY_EPS:
-                k, m = np.unravel_index(int(np.argmax(v)), v.shape)
+                step, m = np.unravel_index(int(np.argmax(v)), v.shape)
                 return (
-                    f"moving during the pause: joint {self._robot.joints[m]} at {v[k, m]:.4g}"
-                    f" at t={_fmt_time(tr.t[j + k])} s"
+                    f"moving during the pause: joint {self._robot.joints[m]} at {v[step, m]:.4g}"
+                    f" at t={_fmt_time(tr.t[j + step])} s"
                 )
             drift = np.abs(tr.q[j : i + 1] - tr.q[j])
             if drift.max(initial=0.0) > HOLD_EPS:
-                k, m = np.unravel_index(int(np.argmax(drift)), drift.shape)
-                return f"joint {self._robot.joints[m]} drifts by {drift[k, m]:.4g} during the pause"
+                step, m = np.unravel_index(int(np.argmax(drift)), drift.shape)
+                return f"joint {self._robot.joints[m]} drifts by {drift[step, m]:.4g} during the pause"
         elif isinstance(goal, ReturnTo):
             ref, why = self._return_reference(goal)
             if ref is None:
@@ -594,14 +596,14 @@ class Solution:
                     )
                 prev = (gid, t)
             return self._result(c, True)
-        start, prev = 0, None
+        start, prev_id = 0, None
         for gid in c.order:
             goal = self.task.goal(gid)
             idx, reason = self._search(goal, start)
             if idx is None:
-                after = f" after goal {prev!r} (t={_fmt_time(self.trajectory.t[start])} s)" if prev else ""
+                after = f" after goal {prev_id!r} (t={_fmt_time(self.trajectory.t[start])} s)" if prev_id else ""
                 return self._result(c, False, None, f"goal {gid!r} is not achieved{after}: {reason}")
-            start, prev = idx, gid
+            start, prev_id = idx, gid
         return self._result(c, True)
 
     # -- JSON --------------------------------------------------------------------------------------

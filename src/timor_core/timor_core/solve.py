@@ -150,7 +150,7 @@ def _goal_info(g: Goal) -> dict:
     out: dict[str, Any] = {"id": g.id, "type": g.type_name}
     if isinstance(g, At):
         out["position"] = _position(g.goal_pose)
-        out["tolerance"] = _tolerance(g.goal_pose)
+        out["tolerance"] = _tolerance(g.require_pose())
     elif isinstance(g, Pause):
         out["duration"] = g.duration
     elif isinstance(g, ReturnTo):
@@ -284,7 +284,7 @@ def goal_feedback(
     by_id: dict[str, dict] = {}
     for g in task.goals:
         if isinstance(g, At):
-            ok, q, reason = _ik(robot, g.goal_pose, task, seed, check_tau, margin)
+            ok, q, reason = _ik(robot, g.require_pose(), task, seed, check_tau, margin)
             entry = {"id": g.id, "reached": ok, "q": q if ok else None, "reason": "" if ok else reason}
         elif isinstance(g, Follow):
             if not g.trajectory:
@@ -396,7 +396,7 @@ def verify_goal_configurations(
             )
             continue
         q = np.asarray(q, dtype=float)
-        pose_ok = g.goal_pose.valid(robot.fk(q))
+        pose_ok = g.require_pose().valid(robot.fk(q))
         collisions = [c.describe() for c in robot.collisions(q, task, margin)]
         tau = np.abs(robot.static_torque(q))
         torques_ok = bool(np.all(tau <= robot.torque_limits + 1e-9))

@@ -17,7 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import AssemblyError, InputError
-from .ros2_control import commanded, home_position
+from .ros2_control import _joint_name, commanded, home_position
 from .tree import KinematicTree
 from .urdf import _num, _xml_escape, default_robot_name
 
@@ -82,8 +82,8 @@ def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
         raise AssemblyError(
             f"SRDF export needs a serial robot: joints {off} are not on the chain {links[0].name} -> {tip_name}"
         )
-    joints = tuple(link.joint_name for link in tree.actuated)
-    driven = tuple(link.joint_name for link in tree.actuated if commanded(link))
+    joints = tuple(_joint_name(link) for link in tree.actuated)
+    driven = tuple(_joint_name(link) for link in tree.actuated if commanded(link))
     return PlanningChain(links[0].name, tip_name, joints, driven, has_tool)
 
 

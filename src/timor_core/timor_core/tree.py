@@ -131,19 +131,22 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     modules = assembly.modules
     # connector -> (other instance, other connector); both directions
     partner: dict[tuple[int, str], tuple[int, str]] = {}
-    for i, ci, j, cj in assembly.connections:
-        partner[(i, ci)] = (j, cj)
-        partner[(j, cj)] = (i, ci)
+    for a, ca, b, cb in assembly.connections:
+        partner[(a, ca)] = (b, cb)
+        partner[(b, cb)] = (a, ca)
 
     links: list[TreeLink] = []
     tools: list[ToolFrame] = []
     base_i, base_c = assembly.base_connector
     base_conn = modules[base_i].connectors[base_c]
     # root: the base body, in the mounting frame (base connector rotated by pi about x)
-    pending = [(base_i, base_conn.body_id, None, None, readonly(ROT_X_PI @ inv(base_conn.pose)), base_c)]
+    # (instance, entry body, parent link, joint name, entry offset, entry connector)
+    pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = [
+        (base_i, base_conn.body_id, None, None, readonly(ROT_X_PI @ inv(base_conn.pose)), base_c)
+    ]
     visited = [False] * len(modules)
     while pending:
-        next_pending = []
+        next_pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = []
         for inst, entry_body, parent_link, joint_name, entry_offset, entry_conn in pending:
             if visited[inst]:
                 raise AssemblyError("the assembly contains a closed kinematic chain")

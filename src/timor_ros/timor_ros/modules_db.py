@@ -97,7 +97,7 @@ class ModulesDBNode(Node):
                 new, added = db_with_modules(self.db, edits)
             except TimorError as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
-            if self.persist:
+            if self.persist and self.db.source is not None:  # persist needs a file (checked at start-up)
                 try:
                     atomic_write_text(Path(self.db.source), new.to_json_string() + "\n")
                 except OSError as exc:

@@ -161,9 +161,7 @@ class DaskEvaluator(ParallelEvaluator):
         retries: int = 2,
         connect_timeout: float = 5.0,
     ) -> None:
-        super().__init__(
-            task, db, cost, config, filters, workers=n_workers, target_chunk_time=target_chunk_time, max_chunk=max_chunk
-        )
+        self._setup(task, db, cost, config, filters, n_workers, target_chunk_time, max_chunk, None)
         if scheduler is not None and scheduler.startswith("dask://"):
             scheduler = "tcp://" + scheduler[len("dask://") :]
         self.scheduler = scheduler

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..costs import CostFunction
 from ..db import ModulesDB
+from ..errors import InputError
 from ..task import Task
 from .filters import Filter, FilterChain, FilterConfig, Funnel, GoalIK
 
@@ -139,17 +140,22 @@ class DBRef:
         base = str(db.base_dir) if db.base_dir is not None else None
         return cls(db.name, None, json.dumps(db.to_json_data(), sort_keys=True), base)
 
+    def _json_text(self) -> str:
+        if self.data is None:
+            raise InputError("a DBRef needs a path or the module set's JSON text", value=self.name)
+        return self.data
+
     @property
     def key(self) -> tuple:
         if self.path is not None:
             return ("file", self.path, self.name)
-        return ("data", hashlib.sha256(self.data.encode()).hexdigest(), self.name, self.base_dir)
+        return ("data", hashlib.sha256(self._json_text().encode()).hexdigest(), self.name, self.base_dir)
 
     def load(self) -> ModulesDB:
         if self.path is not None:
             return ModulesDB.from_json_file(self.path, name=self.name)
         base = Path(self.base_dir) if self.base_dir else None
-        return ModulesDB.from_json_data(json.loads(self.data), base_dir=base, name=self.name)
+        return ModulesDB.from_json_data(json.loads(self._json_text()), base_dir=base, name=self.name)
 
 
 @dataclass(frozen=True)

@@ -211,6 +211,18 @@ class Candidate:
     reason_key: str = ""
     reason: str = ""
 
+    def require_assembly(self) -> ModuleAssembly:
+        """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
+        if self.assembly is None:
+            raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
+        return self.assembly
+
+    def require_robot(self) -> PinRobot:
+        """The robot model built by the ``robot`` filter; InputError if no earlier filter in the chain built it."""
+        if self.robot is None:
+            raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)
+        return self.robot
+
     def fail(self, key: str, detail: str | None = None) -> bool:
         """Record why the candidate fails (``key``: short and from a bounded vocabulary); returns False."""
         self.reason_key = key
@@ -273,7 +285,7 @@ class BoundFilter(Filter):
     name = "bound"
 
     def __call__(self, c: Candidate) -> bool:
-        c.cost = float(c.ctx.cost.evaluate_assembly(c.assembly))
+        c.cost = float(c.ctx.cost.evaluate_assembly(c.require_assembly()))
         if not math.isfinite(c.cost):
             return c.fail("cost not finite", f"cost {c.cost} is not finite")
         if c.ctx.config.bound and c.cost >= c.bound:  # exact comparison keeps results order-independent
@@ -293,7 +305,7 @@ class LimitsFilter(Filter):
         n = len(c.ids)
         if cfg.max_modules is not None and n > cfg.max_modules:
             return c.fail("too many modules", f"{n} modules > max_modules {cfg.max_modules}")
-        dof = c.assembly.dof
+        dof = c.require_assembly().dof
         if cfg.min_dof is not None and dof < cfg.min_dof:
             return c.fail("too few DOF", f"{dof} DOF < min_dof {cfg.min_dof}")
         if cfg.max_dof is not None and dof > cfg.max_dof:
@@ -301,7 +313,7 @@ class LimitsFilter(Filter):
         if cfg.max_reach is not None:
             if not _build_robot(c):
                 return False
-            reach = c.robot.reach()
+            reach = c.require_robot().reach()
             if reach > cfg.max_reach:
                 return c.fail("too long", f"reach bound {reach:.3f} m > max_reach {cfg.max_reach:g} m")
         return True
@@ -310,8 +322,9 @@ class LimitsFilter(Filter):
 def _build_robot(c: Candidate) -> bool:
     if c.robot is not None:
         return True
+    assembly = c.require_assembly()
     try:
-        robot = c.assembly.to_pin_robot(c.ctx.placement)
+        robot = assembly.to_pin_robot(c.ctx.placement)
         robot.tcp  # noqa: B018  (raises without an end effector)
     except TimorError as exc:
         return c.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
@@ -335,7 +348,7 @@ class WorkspaceFilter(Filter):
     name = "workspace"
 
     def __call__(self, c: Candidate) -> bool:
-        robot = c.robot
+        robot = c.require_robot()
         ok = True
         for g in c.ctx.goals:
             gap = _outside_workspace(robot, robot.tcp, g.world, g.pose.tolerance)
@@ -375,7 +388,7 @@ class _GoalFilter(Filter):
 
 def _task_ik(c: Candidate, k: int, g: PoseGoal, q_init, stage: str, attempt: int = 0, torques: bool = False):
     cfg = c.ctx.config
-    return c.robot.ik(
+    return c.require_robot().ik(
         g.pose,
         q_init=q_init,
         task=c.ctx.task,
@@ -394,7 +407,7 @@ class IKFilter(_GoalFilter):
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
         cfg = c.ctx.config
-        result = c.robot.ik(
+        result = c.require_robot().ik(
             g.pose,
             rng=c.rng(self.name, k),
             ignore_self_collision=True,
@@ -431,11 +444,11 @@ class TorqueFilter(_GoalFilter):
         return super().__call__(c)
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
-        robot = c.robot
+        robot = c.require_robot()
         limits = robot.torque_limits
-        if _torques_ok(robot, rec.q, limits):
+        if _torques_ok(robot, _goal_q(rec), limits):
             return True
-        q_init = np.asarray(rec.q)
+        q_init: np.ndarray | None = np.asarray(rec.q)
         for attempt in range(1 + c.ctx.config.retries):
             result = _task_ik(c, k, g, q_init, self.name, attempt, torques=True)
             if result.success:
@@ -444,6 +457,13 @@ class TorqueFilter(_GoalFilter):
             rec.reason = result.reason
             q_init = None
         return False
+
+
+def _goal_q(rec: GoalIK) -> list[float]:
+    """The goal's configuration found by an earlier IK filter; InputError if none ran (chain misordered)."""
+    if rec.q is None:
+        raise InputError("no goal configuration yet: the 'ik' filter must come earlier in the chain")
+    return rec.q
 
 
 def _torques_ok(robot: PinRobot, q: Sequence[float], limits: np.ndarray) -> bool:
@@ -459,23 +479,26 @@ class JointLimitsFilter(_GoalFilter):
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
         constraints = (*c.ctx.angle_limits, *(x for x in g.constraints if isinstance(x, ValidJointAngles)))
-        why = _angles_violation(c.robot, rec.q, constraints)
+        robot = c.require_robot()
+        why = _angles_violation(robot, _goal_q(rec), constraints)
         if why is None:
             return True
         rec.reason = why
         if "wide for a" in why:  # no configuration of this robot can satisfy it
             return False
-        limits = c.robot.torque_limits if c.ctx.config.torques else None
+        limits = robot.torque_limits if c.ctx.config.torques else None
         for attempt in range(c.ctx.config.retries):
             result = _task_ik(c, k, g, None, self.name, attempt, torques=limits is not None)
-            if result.success and _angles_violation(c.robot, result.q, constraints) is None:
+            if result.success and _angles_violation(robot, result.q, constraints) is None:
                 rec.q, rec.reason = [float(v) for v in result.q], ""
                 return True
         return False
 
 
-def _angles_violation(robot: PinRobot, q: Sequence[float], constraints: Iterable[ValidJointAngles]) -> str | None:
-    q = np.asarray(q, dtype=float)
+def _angles_violation(
+    robot: PinRobot, q_in: Sequence[float] | np.ndarray, constraints: Iterable[ValidJointAngles]
+) -> str | None:
+    q = np.asarray(q_in, dtype=float)
     lo, hi = robot.joint_limits
     bad = np.flatnonzero((q < lo) | (q > hi))
     if bad.size:

@@ -27,7 +27,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -47,6 +47,17 @@ __all__ = ["GeneticSearch", "trial_histories", "EMPTY"]
 logger = logging.getLogger(__name__)
 
 EMPTY = ""  # the empty slot in decoded chromosomes (module IDs are never empty)
+
+
+class _RunState(TypedDict):
+    """The progress of one ``optimize`` run, shared by its callbacks."""
+
+    out: bool
+    canceled: bool
+    skipped: bool
+    trial: int
+    trial_best: float
+    next_best: float
 
 
 class GeneticSearch:
@@ -197,7 +208,7 @@ class GeneticSearch:
         return ids[0]
 
     # -- chromosomes -------------------------------------------------------------------------------
-    def genes_to_slots(self, genes: Sequence[int]) -> tuple[str, ...]:
+    def genes_to_slots(self, genes: Sequence[int] | np.ndarray) -> tuple[str, ...]:
         """The chromosome as module IDs per slot (``EMPTY`` for empty slots)."""
         out = []
         for k, g in enumerate(genes):
@@ -206,7 +217,7 @@ class GeneticSearch:
             out.append(options[g - 1] if g > 0 else EMPTY)
         return tuple(out)
 
-    def decode(self, genes: Sequence[int]) -> tuple[str, ...]:
+    def decode(self, genes: Sequence[int] | np.ndarray) -> tuple[str, ...]:
         """The assembly a chromosome stands for: ``(base, ..., eef)`` with the empty slots dropped."""
         return (self.base, *canonical(self.genes_to_slots(genes), EMPTY), self.eef)
 
@@ -323,8 +334,14 @@ class GeneticSearch:
         )
         t0 = time.perf_counter()
         deadline = None if budget.max_time is None else t0 + budget.max_time
-        state = {"out": False, "canceled": False, "skipped": False, "trial": 0, "trial_best": math.inf}
-        state["next_best"] = math.inf
+        state: _RunState = {
+            "out": False,
+            "canceled": False,
+            "skipped": False,
+            "trial": 0,
+            "trial_best": math.inf,
+            "next_best": math.inf,
+        }
 
         def canceled() -> bool:
             if self.stop is not None and self.stop.is_set():
@@ -386,7 +403,8 @@ class GeneticSearch:
                 result.cpu_time += ev.cpu
                 result.funnel.record_evaluation(ev)
                 if ev.valid:
-                    state["next_best"] = min(state["next_best"], ev.cost)
+                    if ev.cost is not None:  # always set by the bound filter
+                        state["next_best"] = min(state["next_best"], ev.cost)
                     result.valid += 1
                     if result.consider(ev):
                         point = {"evaluations": result.evaluations, "time": time.perf_counter() - t0}
@@ -438,7 +456,9 @@ class GeneticSearch:
         result.settings["invalid"] = self.invalid
         return result
 
-    def _trial(self, pygad: Any, trial: int, fitness_batch, result: SearchResult, t0: float, state, out_of_budget):
+    def _trial(
+        self, pygad: Any, trial: int, fitness_batch, result: SearchResult, t0: float, state: _RunState, out_of_budget
+    ):
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
         seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
         fresh = [self.random_chromosome(rng) for _ in range(self.population - len(seeded))]

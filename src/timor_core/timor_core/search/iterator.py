@@ -89,11 +89,14 @@ def _check_state(space: SerialSpace, state: Any) -> tuple[int, int]:
             path="$.space",
             value=state.get("space"),
         )
-    nxt, stop = state.get("next"), state.get("stop")
-    for key, v in (("next", nxt), ("stop", stop)):
+
+    def position(key: str) -> int:
+        v = state.get(key)
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= space.count:
             raise SearchSpaceError(f"{key} must be an integer in 0..{space.count}", path=f"$.{key}", value=v)
-    return nxt, stop
+        return v
+
+    return position("next"), position("stop")
 
 
 def _walk(space: SerialSpace, start: int, stop: int) -> Iterator[tuple[str, ...]]:
@@ -109,7 +112,8 @@ def _walk(space: SerialSpace, start: int, stop: int) -> Iterator[tuple[str, ...]
     trans, cum, suf = auto.trans, auto.cum, auto.suffixes
     # descend to position `start`
     stack: list[list[Any]] = []  # frames [transitions, chosen k, prefix before the choice]
-    s, i, prefix = 1, start, ()
+    prefix: tuple[str, ...] = ()
+    s, i = 1, start
     while suf[s] is None:
         c = cum[s]
         k = bisect_right(c, i) - 1
@@ -120,6 +124,7 @@ def _walk(space: SerialSpace, start: int, stop: int) -> Iterator[tuple[str, ...]
         prefix = (*prefix, m)
     while True:
         sufs = suf[s]
+        assert sufs is not None  # the descent stops at a state with cached suffixes
         left = len(sufs) - i
         if left >= remaining:
             yield from map(prefix.__add__, islice(sufs, i, i + remaining))

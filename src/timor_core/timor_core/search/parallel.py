@@ -31,6 +31,7 @@ from typing import Any
 
 from ..costs import CostFunction
 from ..db import ModulesDB
+from ..errors import InputError
 from ..task import Task
 from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, _descriptor
 from .filters import Filter, FilterConfig, Funnel
@@ -119,6 +120,21 @@ class ParallelEvaluator:
         max_chunk: int = 512,
         mp_context: Any = None,
     ) -> None:
+        self._setup(task, db, cost, config, filters, workers, target_chunk_time, max_chunk, mp_context)
+
+    def _setup(
+        self,
+        task: Task | TaskRef | str | Path | None,
+        db: ModulesDB | DBRef | str | Path | None,
+        cost: CostFunction | str | None,
+        config: FilterConfig | None,
+        filters: Sequence[Filter] | None,
+        workers: int | None,
+        target_chunk_time: float,
+        max_chunk: int,
+        mp_context: Any,
+    ) -> None:
+        """What the constructor does; a subclass that is given the task and module set later passes None."""
         self.workers = resolve_workers(workers)
         self.config = config if config is not None else FilterConfig()
         self.cost = _descriptor(cost)
@@ -137,6 +153,8 @@ class ParallelEvaluator:
     def local(self) -> Evaluator:
         """The in-process evaluator (also used to validate the inputs before any worker starts)."""
         if self._local is None:
+            if self._task is None or self._db is None:
+                raise InputError(f"{type(self).__name__} needs a task and a module set", value=None)
             self._local = Evaluator(self._task, self._db, self.cost, self.config, self.filters)
         return self._local
 

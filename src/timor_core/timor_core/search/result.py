@@ -110,7 +110,9 @@ class SearchResult:
             f" {self.stopped}), {self.valid} valid"
         )
         best = (
-            f"best: {' '.join(self.best_ids)} (cost {self.best_cost:.6g})" if self.found else "no valid assembly found"
+            f"best: {' '.join(self.best_ids)} (cost {self.best_cost:.6g})"
+            if self.best_ids is not None
+            else "no valid assembly found"
         )
         return "\n".join((head, best, self.funnel.summary()))
 

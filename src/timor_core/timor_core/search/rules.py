@@ -321,7 +321,7 @@ def resolve(db: ModulesDB, opt: SpaceOptions) -> ResolvedRules:
 
     successors = None
     if opt.successors is not None:
-        pairs = set()
+        pairs: set[tuple[str, str]] = set()
         for k, (a, b) in enumerate(opt.successors):
             sa, sb = token(a, f"$.successors[{k}][0]"), token(b, f"$.successors[{k}][1]")
             pairs.update((x, y) for x in sa for y in sb)

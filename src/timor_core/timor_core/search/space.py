@@ -151,8 +151,11 @@ class _Compiler:
         # a static link: it belongs to the current segment (head, or gap/tail after a joint)
         links += 1
         if g is not None:
-            g = self.gap.step(g, m) if seen else self.head.step(g, m)
+            pat = self.gap if seen else self.head
+            assert pat is not None  # g tracks the head (before the first joint) or gap patterns, which then exist
+            g = pat.step(g, m)
         if t is not None:
+            assert self.tail is not None  # t tracks the tail patterns, which then exist
             t = self.tail.step(t, m)
         cap = opt.max_links_between_joints if seen else opt.max_links_before_first_joint
         can_continue = (g is None or bool(g)) and self._within(links, cap)  # ... to a joint (gap or head)
@@ -164,14 +167,22 @@ class _Compiler:
         return (m, cb, dof, j, seen, self._clip_links(links), g, t, length)
 
     def _end_segment(self, seen: bool, links: int, g, t, at_eef: bool) -> bool:
+        # g tracks the head (before the first joint) or gap patterns and t the tail patterns: not None only if
+        # those patterns exist
         opt = self.opt
         if not at_eef:  # a joint closes the head (before the first joint) or a gap
             cap = opt.max_links_between_joints if seen else opt.max_links_before_first_joint
             pat = self.gap if seen else self.head
-            return self._within(links, cap) and (g is None or pat.done(g))
-        ok = self._within(links, opt.max_links_after_last_joint) and (t is None or self.tail.done(t))
+            return self._within(links, cap) and (g is None or (pat is not None and pat.done(g)))
+        ok = self._within(links, opt.max_links_after_last_joint) and (
+            t is None or (self.tail is not None and self.tail.done(t))
+        )
         if not seen:  # no joint at all: the links are head and tail at once
-            ok = ok and self._within(links, opt.max_links_before_first_joint) and (g is None or self.head.done(g))
+            ok = (
+                ok
+                and self._within(links, opt.max_links_before_first_joint)
+                and (g is None or (self.head is not None and self.head.done(g)))
+            )
         return ok
 
     # -- exploration, pruning, counting ----------------------------------------------------------
@@ -221,7 +232,7 @@ class _Compiler:
                     live[a] = 1
                     queue.append(a)
         trans = [tuple((m, b) for m, b in raw[a] if live[b]) if live[a] else () for a in range(n)]
-        raw = preds = []  # free memory before counting
+        raw, preds = [], []  # free memory before counting
         # topological order of the live part (Kahn); a leftover means a cycle = infinitely many chains
         indeg = [0] * n
         for a in range(n):
@@ -275,7 +286,9 @@ class _Automaton:
             if suf[a] is None and 0 < counts[a] <= SUFFIX_CACHE:
                 out: list[tuple[str, ...]] = []
                 for m, b in trans[a]:
-                    out.extend((m, *x) for x in fill(b))
+                    tail = fill(b)
+                    assert tail is not None  # a successor has at least one completion and no more than a
+                    out.extend((m, *x) for x in tail)
                 suf[a] = tuple(out)
             return suf[a]
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .. import jsonfields as jf
-from ..errors import FormatError
+from ..errors import FormatError, ValidationError
 from .constraints import Constraint, constraint_from_json
 from .frames import FrameTree
 from .pose import ToleratedPose
@@ -45,8 +45,14 @@ class At(Goal):
     goal_pose: ToleratedPose | None = None
     type_name: ClassVar[str] = "at"
 
+    def require_pose(self) -> ToleratedPose:
+        """The goal pose; raises ValidationError if the goal has none (only possible when built in code)."""
+        if self.goal_pose is None:
+            raise ValidationError(f"{self.type_name} goal {self.id!r} has no goal pose", value=self.id)
+        return self.goal_pose
+
     def body_json(self) -> dict:
-        return {"goalPose": self.goal_pose.to_json()}
+        return {"goalPose": self.require_pose().to_json()}
 
 
 @dataclass(eq=False)
@@ -109,7 +115,7 @@ def goal_from_json(data: Any, path: str, frames: FrameTree | None = None) -> Goa
         constraint_from_json(c, f"{path}.constraints[{i}]", frames, owner)
         for i, c in enumerate(jf.array(d.get("constraints", []), f"{path}.constraints"))
     ]
-    common = {"constraints": constraints, "has_constraints": "constraints" in d}
+    has_constraints = "constraints" in d
 
     def rest(*keys: str) -> dict:
         return {k: v for k, v in d.items() if k not in ("ID", "type", "constraints", *keys)}
@@ -117,15 +123,26 @@ def goal_from_json(data: Any, path: str, frames: FrameTree | None = None) -> Goa
     if gtype in ("at", "reach"):
         pose = ToleratedPose.from_json(jf.req(d, "goalPose", path), f"{path}.goalPose", frames, owner)
         cls = At if gtype == "at" else Reach
-        return cls(gid, goal_pose=pose, extra=rest("goalPose"), **common)
+        return cls(
+            gid, goal_pose=pose, extra=rest("goalPose"), constraints=constraints, has_constraints=has_constraints
+        )
     if gtype == "pause":
         duration = jf.number(jf.req(d, "duration", path), f"{path}.duration", min_value=0.0)
-        return Pause(gid, duration=duration, extra=rest("duration"), **common)
+        return Pause(
+            gid, duration=duration, extra=rest("duration"), constraints=constraints, has_constraints=has_constraints
+        )
     if gtype == "returnTo":
         target = d.get("returnToGoal")
         target = None if target is None else jf.string(target, f"{path}.returnToGoal")
         eps = jf.number(d["epsilon"], f"{path}.epsilon", min_value=0.0) if "epsilon" in d else None
-        return ReturnTo(gid, return_to=target, epsilon=eps, extra=rest("returnToGoal", "epsilon"), **common)
+        return ReturnTo(
+            gid,
+            return_to=target,
+            epsilon=eps,
+            extra=rest("returnToGoal", "epsilon"),
+            constraints=constraints,
+            has_constraints=has_constraints,
+        )
     if gtype == "follow":
         traj = jf.obj(jf.req(d, "trajectory", path), f"{path}.trajectory")
         poses_json = jf.array(jf.req(traj, "pose", f"{path}.trajectory"), f"{path}.trajectory.pose")
@@ -135,6 +152,7 @@ def goal_from_json(data: Any, path: str, frames: FrameTree | None = None) -> Goa
             trajectory=poses,
             trajectory_extra={k: v for k, v in traj.items() if k != "pose"},
             extra=rest("trajectory"),
-            **common,
+            constraints=constraints,
+            has_constraints=has_constraints,
         )
     raise FormatError(f"unknown goal type (expected one of {', '.join(GOAL_TYPES)})", path=f"{path}.type", value=gtype)

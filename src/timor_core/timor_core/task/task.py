@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,6 +21,8 @@ from .goals import Goal, goal_from_json
 from .obstacle import Obstacle
 
 __all__ = ["TaskHeader", "Task"]
+
+C = TypeVar("C", bound=Constraint)
 
 
 @dataclass
@@ -138,7 +140,7 @@ class Task:
         """The basePlacement constraint, if any."""
         return next((c for c in self.constraints if isinstance(c, BasePlacement)), None)
 
-    def constraints_of(self, kind: type) -> list[Constraint]:
+    def constraints_of(self, kind: type[C]) -> list[C]:
         """All task-level constraints of one class."""
         return [c for c in self.constraints if isinstance(c, kind)]
 

@@ -182,7 +182,7 @@ class ToleranceFrame:
         if array.shape not in ((4, 4), (3, 3)) or not np.all(np.isfinite(array)):
             raise InputError("a tolerance frame needs a finite 4x4 pose or 3x3 rotation", value=name)
         R = array[:3, :3]
-        return cls(name, tuple(tuple(float(v) for v in row) for row in R))
+        return cls(name, tuple((float(row[0]), float(row[1]), float(row[2])) for row in R))
 
     def matrix(self, desired_rotation: np.ndarray) -> np.ndarray:
         """The world orientation of this frame, given the desired pose's rotation."""
@@ -386,10 +386,12 @@ class Tolerance(abc.ABC):
         D = _as_pose(desired, "desired")
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         parts = self.parts
-        pos_proposals = _position_proposals(parts)
-        rot_proposals = _rotation_proposals(parts)
-        if any(p is None for p in pos_proposals + rot_proposals):
+        pos_candidates = _position_proposals(parts)
+        rot_candidates = _rotation_proposals(parts)
+        if any(p is None for p in pos_candidates + rot_candidates):
             raise TimorError("the tolerance admits no pose: the intervals of a projection do not overlap")
+        pos_proposals = [p for p in pos_candidates if p is not None]
+        rot_proposals = [p for p in rot_candidates if p is not None]
         for attempt in range(max_attempts):
             T = D.copy()
             # now and then keep a family at its nominal value: some tolerances allow no other (e.g. angular position
@@ -534,7 +536,11 @@ def _position_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal 
                 _bounded(xyz[1], span_xy, limit_xy),
                 _bounded(xyz[2], span_z, r_sph.high),
             ]
-            proposals.append((frame, lambda g, r=ranges: np.array([g.uniform(lo, hi) for lo, hi in r])))
+
+            def draw_cart(g, r=ranges):
+                return np.array([g.uniform(lo, hi) for lo, hi in r])
+
+            proposals.append((frame, draw_cart))
         elif family == "cyl":
             r_lo = r_cyl.low
             r_hi = r_cyl.high if math.isfinite(r_cyl.high) else r_lo + min(span, r_sph.high)

@@ -14,7 +14,7 @@ import trimesh
 from ._atomic import save_figure
 from .render import Camera, Item, OffscreenRenderer, simplified
 from .scene import ROBOT_COLOR, add_mesh, wxyz_xyz
-from .shapes import geometries_mesh
+from .shapes import concatenate_meshes, geometries_mesh
 
 if TYPE_CHECKING:
     from ..db import ModulesDB
@@ -50,9 +50,9 @@ def module_view(module: Module) -> ModuleView:
     poses = {root: np.eye(4)}
     for u, v in nx.bfs_edges(G, root):
         poses[v] = poses[u] @ G.edges[u, v]["transform"]
-    meshes = [geometries_mesh(b.visual or b.collision, poses[("body", b.id)]) for b in module.bodies]
-    meshes = [m for m in meshes if m is not None]
-    mesh = trimesh.util.concatenate(meshes) if meshes else None
+    body_meshes = [geometries_mesh(b.visual or b.collision, poses[("body", b.id)]) for b in module.bodies]
+    meshes = [m for m in body_meshes if m is not None]
+    mesh = concatenate_meshes(meshes) if meshes else None
     connectors = {c.id: poses[("connector", c.id)] for b in module.bodies for c in b.connectors}
     return ModuleView(module, mesh, connectors)
 

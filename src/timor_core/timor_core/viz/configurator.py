@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -189,7 +190,7 @@ class Configurator:
         self.stop_button.on_click(self._user(self._stop, render=False))
         self.use_best_button.on_click(self._user(self._use_best))
         for label, button in self.export_buttons.items():
-            button.on_click(self._user(lambda e, label=label: self._export(e, label), render=False))
+            button.on_click(self._user(partial(self._export, label=label), render=False))
 
     def _task_line(self) -> str:
         if self.task is None:
@@ -242,7 +243,11 @@ class Configurator:
             n = len(self.state.design.chain)
             self.remove_choice.options = [str(k) for k in range(n)]
             self.remove_choice.value = str(n - 2 if n > 2 else n - 1)
-            free = [f"{i} {self.state.assembly.module_ids[i]}: {c}" for i, c in self.state.free_connectors()]
+            free = (
+                [f"{i} {assembly.module_ids[i]}: {c}" for i, c in self.state.free_connectors()]
+                if assembly is not None
+                else []  # free_connectors() is empty then as well
+            )
             self.free_choice.options = free or [NONE]
             self._update_attach_modules(None)
             self.undo_button.disabled = not self.state.can_undo
@@ -267,7 +272,11 @@ class Configurator:
                 if module not in options:
                     options = (*options, module)
                 handle = self.server.gui.add_dropdown(f"slot {k}", options, initial_value=module)
-                handle.on_update(self._user(lambda e, k=k: self.state.set_slot(k, e.target.value)))
+
+                def set_slot(e: Any, k: int = k) -> None:
+                    self.state.set_slot(k, e.target.value)
+
+                handle.on_update(self._user(set_slot))
                 self._slot_handles.append(handle)
         atts = self.state.design.attachments
         if atts:
@@ -411,19 +420,19 @@ class Configurator:
             self.progress_bar.value = 100.0 * min(p.generation, p.generations) / max(p.generations, 1)
             self.progress_text.content = p.text
             if p.best_ids is not None and p.best_ids != self._best_ids:
-                self._show_best(p)
+                self._show_best(p, p.best_ids)
             if p.done:
                 self.optimize_button.disabled = False
                 self.stop_button.disabled = True
                 self.use_best_button.disabled = p.best_ids is None
 
-    def _show_best(self, p: OptimizeProgress) -> None:
+    def _show_best(self, p: OptimizeProgress, best_ids: tuple[str, ...]) -> None:
         if self._best is not None:
             self._best.remove()
             self._best = None
-        self._best_ids = p.best_ids
+        self._best_ids = best_ids
         try:
-            assembly = ModuleAssembly.from_serial_modules(self.db, p.best_ids, self.state.base_placement)
+            assembly = ModuleAssembly.from_serial_modules(self.db, best_ids, self.state.base_placement)
         except TimorError:
             return
         self._best = RobotScene(self.server, assembly.robot, root="/best", color=BEST_COLOR)

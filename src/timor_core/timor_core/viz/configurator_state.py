@@ -186,7 +186,7 @@ class DesignState:
         if assembly is None:
             return []
         used = {(i, ci) for i, ci, _, _ in assembly.connections} | {(j, cj) for _, _, j, cj in assembly.connections}
-        used.add(tuple(assembly.base_connector))
+        used.add(assembly.base_connector)
         return [
             (i, c.id)
             for i, m in enumerate(assembly.modules)

@@ -154,11 +154,11 @@ def plot_compare(results: Sequence[SearchResult], path: str | Path, labels: Sequ
     labels = list(labels) if labels else [f"{r.optimizer} #{k}" for k, r in enumerate(results)]
     fig = _figure(max(5.0, 1.4 * len(results) + 2), 4.5)
     ax = fig.add_subplot()
-    costs = [r.best_cost if r.found else np.nan for r in results]
+    costs = [r.best_cost if r.found and r.best_cost is not None else np.nan for r in results]
     x = np.arange(len(results))
     bars = ax.bar(x, np.nan_to_num(costs, nan=0.0), color=["#3a7bd5" if r.found else "#dd4444" for r in results])
     for bar, r in zip(bars, results):
-        text = " ".join(r.best_ids) if r.found else "none found"
+        text = " ".join(r.best_ids) if r.best_ids is not None else "none found"
         ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(f"best cost ({results[0].cost or 'cost'})")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import trimesh
@@ -103,8 +104,9 @@ class OffscreenRenderer:
         dpi = 100
         self.figure = Figure(figsize=(width / dpi, height / dpi), dpi=dpi, facecolor=background)
         self.canvas = FigureCanvasAgg(self.figure)
-        self.ax = self.figure.add_axes((0, 0, 1, 1), projection="3d", facecolor=background)
-        self.ax.computed_zorder = False  # the floor (zorder 0) always lies under the depth-sorted triangles
+        # an Axes3D (matplotlib types add_axes as returning Axes, and mpl_toolkits.mplot3d has no type information);
+        # computed_zorder off: the floor (zorder 0) always lies under the depth-sorted triangles
+        self.ax: Any = self.figure.add_axes((0, 0, 1, 1), projection="3d", facecolor=background, computed_zorder=False)
         self._collection = None
         self._floor = None
         self._texts: list = []

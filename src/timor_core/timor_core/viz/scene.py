@@ -37,6 +37,12 @@ def wxyz_xyz(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.array([w, x, y, z]), np.asarray(T)[:3, 3].copy()
 
 
+def _rgb(color: Sequence[int]) -> tuple[int, int, int]:
+    """A colour as the (r, g, b) int triple viser takes (viser rejects any other length)."""
+    r, g, b = (int(c) for c in color)
+    return r, g, b
+
+
 def add_mesh(
     server: viser.ViserServer,
     name: str,
@@ -51,7 +57,7 @@ def add_mesh(
         name,
         np.asarray(mesh.vertices, dtype=np.float32),
         np.asarray(mesh.faces, dtype=np.uint32),
-        color=tuple(int(c) for c in color),
+        color=_rgb(color),
         opacity=opacity,
         flat_shading=False,
         side="double" if opacity is not None else "front",
@@ -78,9 +84,9 @@ class RobotScene:
         self.server = server
         self.robot = robot
         self.root = root.rstrip("/")
-        self._color = tuple(int(c) for c in color)
-        self._frames = {}
-        self._meshes = []
+        self._color = _rgb(color)
+        self._frames: dict[int, viser.FrameHandle] = {}
+        self._meshes: list[viser.MeshHandle] = []
         for part in robot_parts(robot, geometry):
             if part.joint not in self._frames:
                 self._frames[part.joint] = server.scene.add_frame(f"{self.root}/joint{part.joint}", show_axes=False)
@@ -99,7 +105,7 @@ class RobotScene:
 
     def set_color(self, rgb: Sequence[int]) -> None:
         """Recolour every mesh of the robot (0-255 RGB)."""
-        self._color = tuple(int(c) for c in rgb)
+        self._color = _rgb(rgb)
         for handle in self._meshes:
             handle.color = self._color
 
@@ -107,8 +113,8 @@ class RobotScene:
         """Remove the robot's nodes from the scene."""
         for handle in self._meshes:
             handle.remove()
-        for handle in self._frames.values():
-            handle.remove()
+        for frame in self._frames.values():
+            frame.remove()
         self._meshes.clear()
         self._frames.clear()
 
@@ -133,7 +139,9 @@ def _add_pose(server: viser.ViserServer, name: str, pose, color: Sequence[int], 
     """A frame at a tolerated pose, its tolerance volume (translucent) and an optional label."""
     T = pose.world
     wxyz, xyz = wxyz_xyz(T)
-    handles = [server.scene.add_frame(f"{name}/frame", axes_length=0.08, axes_radius=0.004, wxyz=wxyz, position=xyz)]
+    handles: list[viser.SceneNodeHandle] = [
+        server.scene.add_frame(f"{name}/frame", axes_length=0.08, axes_radius=0.004, wxyz=wxyz, position=xyz)
+    ]
     volume = tolerance_volume(pose.tolerance, T)
     if volume is not None:
         handles.append(add_mesh(server, f"{name}/tolerance", volume, color, opacity=0.35))

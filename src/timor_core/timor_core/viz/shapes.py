@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
@@ -11,6 +12,9 @@ import trimesh
 
 from ..geometry import Box, Cylinder, Geometry, Mesh, Sphere
 from ..meshes import ConvexParts, MeshData, load_mesh
+
+if TYPE_CHECKING:
+    from ..task.pose import ToleratedPose
 
 __all__ = [
     "Part",
@@ -38,9 +42,14 @@ class Part:
     mesh: trimesh.Trimesh
 
 
+def concatenate_meshes(meshes: list[trimesh.Trimesh]) -> trimesh.Trimesh:
+    """``trimesh.util.concatenate`` of triangle meshes (one Trimesh; trimesh annotates the base Geometry)."""
+    return trimesh.util.concatenate(meshes)  # type: ignore[return-value]  # trimesh types it as Geometry
+
+
 def _data_mesh(data: MeshData | ConvexParts) -> trimesh.Trimesh:
     if isinstance(data, ConvexParts):
-        return trimesh.util.concatenate([_data_mesh(p) for p in data.parts])
+        return concatenate_meshes([_data_mesh(p) for p in data.parts])
     return trimesh.Trimesh(np.asarray(data.vertices), np.asarray(data.faces), process=False)
 
 
@@ -111,7 +120,7 @@ def geometries_mesh(geometries, T: np.ndarray | None = None) -> trimesh.Trimesh 
     meshes = [m for m in (geometry_mesh(g) for g in geometries) if m is not None]
     if not meshes:
         return None
-    mesh = trimesh.util.concatenate(meshes)
+    mesh = concatenate_meshes(meshes)
     return mesh if T is None else posed(mesh, T)
 
 
@@ -154,7 +163,7 @@ def tolerance_volume(tolerance, nominal: np.ndarray, span: float = DEFAULT_SPAN)
     return posed(mesh, T)
 
 
-def goal_poses(task) -> Iterator[tuple[str, object]]:
+def goal_poses(task) -> Iterator[tuple[str, ToleratedPose]]:
     """(label, ToleratedPose) of every goal pose of a task: at/reach goals and follow trajectories' poses."""
     for goal in task.goals:
         pose = getattr(goal, "goal_pose", None)

@@ -113,7 +113,10 @@ def robot_video(
     size: tuple[int, int] = (640, 480),
 ) -> Path:
     """Write an MP4 of a robot following a Trajectory (real time) or an N×dof array of q (one per frame)."""
-    qs = _resampled(trajectory, fps) if hasattr(trajectory, "duration") else np.asarray(trajectory)
+    if isinstance(trajectory, np.ndarray) or not hasattr(trajectory, "duration"):
+        qs = np.asarray(trajectory)
+    else:
+        qs = _resampled(trajectory, fps)
     return write_mp4(robot_frames(robot, qs, task=task, size=size), path, fps)
 
 

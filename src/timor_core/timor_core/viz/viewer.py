@@ -167,5 +167,6 @@ def animation(robot: PinRobot, trajectory: Trajectory | np.ndarray, dt: float | 
     if dt <= 0:
         raise VizError(f"dt must be positive, got {dt}")
     viewer = kwargs.pop("viewer", None) or Viewer(**kwargs)
-    viewer.play(viewer.add_robot(robot, np.asarray(q)[0]), q, dt)
+    q = np.asarray(q)
+    viewer.play(viewer.add_robot(robot, q[0]), q, dt)
     return viewer
