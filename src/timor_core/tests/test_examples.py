@@ -31,6 +31,7 @@ TESTED = {
     "task_and_solution.py",
     "search.py",
     "ros_exports.py",
+    "visualize.py",
 }
 
 
@@ -160,3 +161,19 @@ def test_ros_exports(tmp_path):
     expanded = xacro.process_file(str(folder / "example_arm.urdf.xacro")).toxml()
     links = [link.get("name") for link in ET.fromstring(expanded).iter("link")]
     assert "left_base_link" in links and "left_tool0" in links
+
+
+def test_visualize(tmp_path):
+    pytest.importorskip("matplotlib")
+    iio = pytest.importorskip("imageio.v3")
+    pytest.importorskip("imageio_ffmpeg")
+    out = run_example("visualize.py", tmp_path, "out")
+    assert re.search(r"solution valid: True, [\d.]+ s from q = \[0\.0, -1\.0, 1\.5\]", out)
+    frames = iio.imread(tmp_path / "out" / "pick_and_place.mp4", index=None)
+    assert len(frames) > 10 and frames.shape[1:3] == (240, 320)
+    assert frames[0].std() > 5  # not blank
+    assert np.abs(frames[len(frames) // 3].astype(int) - frames[0]).mean() > 0.5  # the robot moved
+    peaks = json.loads(re.search(r"peak \|tau\| per joint: (\[.*\])", out)[1])
+    assert len(peaks) == 3 and all(0 < p < 80 for p in peaks)  # within the drives' limits (80 N m)
+    plot = iio.imread(tmp_path / "out" / "pick_and_place_joints.png")
+    assert plot.ndim == 3 and plot.std() > 5

@@ -160,6 +160,10 @@ def test_shortcut_never_lengthens_and_keeps_validity(seed):
     # in free space everything collapses to the straight line
     free = shortcut(path, lambda q: True, rng, 10, RES)
     assert np.array_equal(free, [path[0], path[-1]])
+    # the random shortcuts add waypoints inside edges; the final greedy pass leaves none it could drop, so the
+    # timing (which stops at every waypoint) stops only where the path must turn
+    for k in range(1, len(out) - 1):
+        assert not edge_valid(out[k - 1], out[k + 1], valid, RES), f"waypoint {k} of {len(out)} is removable"
 
 
 def test_planner_config_is_validated():

@@ -231,28 +231,16 @@ def shortcut(path, is_valid: Validity, rng: np.random.Generator | int | None, it
 
     First removes waypoints greedily (from each waypoint, jump to the farthest one reachable in a valid
     straight line), then ``iterations`` times picks two random points on the path (anywhere along its
-    edges) and replaces the part between them by a straight edge if that edge is valid and shorter. The
-    result starts and ends at the same configurations, its edges are valid at ``resolution``, and it is
-    never longer than the input.
+    edges) and replaces the part between them by a straight edge if that edge is valid and shorter, then
+    removes waypoints greedily again (a random shortcut adds waypoints inside edges). The result starts and
+    ends at the same configurations, its edges are valid at ``resolution``, and it is never longer than the
+    input.
     """
     path = np.array(path, dtype=float)
     if path.ndim != 2 or len(path) < 3:
         return path.copy()
     rng = np.random.default_rng(rng)
-
-    # greedy waypoint removal
-    keep = [path[0]]
-    i = 0
-    while i < len(path) - 1:
-        j = len(path) - 1
-        while j > i + 1 and not edge_valid(path[i], path[j], is_valid, resolution):
-            j -= 1
-        keep.append(path[j])
-        i = j
-    reduced = np.array(keep)
-    if path_length(reduced) <= path_length(path):
-        path = reduced
-
+    path = _greedy(path, is_valid, resolution)
     for _ in range(iterations):
         if len(path) < 3:
             break
@@ -277,7 +265,24 @@ def shortcut(path, is_valid: Validity, rng: np.random.Generator | int | None, it
         if not edge_valid(p1, p2, is_valid, resolution):
             continue
         path = candidate
-    return path
+    # random shortcuts add waypoints inside edges, and the timing stops at every waypoint: drop those it can
+    return _greedy(path, is_valid, resolution)
+
+
+def _greedy(path: np.ndarray, is_valid: Validity, resolution: float) -> np.ndarray:
+    """Greedy waypoint removal: from each waypoint jump to the farthest one reachable by a valid straight edge."""
+    if len(path) < 3:
+        return path
+    keep = [path[0]]
+    i = 0
+    while i < len(path) - 1:
+        j = len(path) - 1
+        while j > i + 1 and not edge_valid(path[i], path[j], is_valid, resolution):
+            j -= 1
+        keep.append(path[j])
+        i = j
+    reduced = np.array(keep)
+    return reduced if path_length(reduced) <= path_length(path) else path
 
 
 def _default_validity(robot: PinRobot) -> tuple[Validity, Callable[[np.ndarray], str | None]]:
