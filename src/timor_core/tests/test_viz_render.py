@@ -61,6 +61,21 @@ def test_cli_video_needs_a_robot_or_solution(tmp_path, capsys):
     assert "--db and --modules" in capsys.readouterr().err
 
 
+def test_outputs_of_an_unknown_format_are_refused(robot, tmp_path, capsys):
+    from timor_core.errors import InputError
+    from timor_core.viz.video import write_mp4
+
+    with pytest.raises(InputError, match=r"\.mp4 file") as info:
+        write_mp4(robot_frames(robot, np.zeros((2, robot.dof)), size=(64, 48)), tmp_path / "v.avi")
+    assert info.value.value == str(tmp_path / "v.avi")
+    argv = ["video", "--db", "geometric_primitive_modules", "--modules", *MODULES, "-o", str(tmp_path / "v.txt")]
+    assert main(argv) == 2
+    assert main(["db", "sheet", "geometric_primitive_modules", "-o", str(tmp_path / "s.txt")]) == 2
+    err = capsys.readouterr().err
+    assert ".mp4 file" in err and "cannot write a figure as .txt" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temp file left behind
+
+
 def test_contact_sheet_not_blank(primitives, tmp_path):
     out = contact_sheet(primitives, tmp_path / "sheet.png", cols=4, tile=120)
     image = imageio.imread(out)[..., :3]

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import InputError
+
 __all__ = ["atomic_target", "save_figure"]
 
 
@@ -34,6 +36,10 @@ def save_figure(figure, path: str | Path, dpi: int = 120) -> Path:
     """Save a matplotlib figure atomically; the format follows the suffix (.png, .svg, .pdf)."""
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower() or "png"
+    supported = figure.canvas.get_supported_filetypes()
+    if fmt not in supported:
+        formats = ", ".join(sorted(supported))
+        raise InputError(f"cannot write a figure as .{fmt} (formats: {formats})", value=str(path))
     with atomic_target(path) as tmp:
         figure.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
     return path

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import InputError
 from . import VizError, require
 from ._atomic import atomic_target
 from .render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
@@ -25,6 +26,8 @@ __all__ = ["write_mp4", "task_items", "floor", "robot_frames", "robot_video", "s
 
 def write_mp4(frames: Iterable[np.ndarray], path: str | Path, fps: float = 20.0) -> Path:
     """Encode RGB frames (H, W, 3, uint8) as H.264 MP4, atomically (temp file beside the target, then rename)."""
+    if Path(path).suffix.lower() != ".mp4":
+        raise InputError("a video is written as an .mp4 file", value=str(path))
     iio = require("imageio.v2")
     require("imageio_ffmpeg")
     count = 0
