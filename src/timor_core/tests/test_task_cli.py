@@ -135,8 +135,13 @@ def test_validate_lists_every_error(tmp_path, capsys):
 
 def test_validate_and_info_of_a_good_task(tmp_path, capsys, robco_assembly):
     path = small_task(tmp_path, robco_assembly.robot)
-    code, out, _ = run(capsys, "task", "validate", str(path))
-    assert code == 0 and "valid" in out and "'small'" in out
+    code, out, err = run(capsys, "task", "validate", str(path))
+    assert code == 0 and "valid" in out and "'small'" in out and "warning" not in err
+    # a module file is no task: it parses (a task needs only a header), but its keys are flagged
+    module = {"header": {"ID": "m1"}, "bodies": [], "joints": []}
+    (tmp_path / "module.json").write_text(json.dumps(module))
+    code, out, err = run(capsys, "task", "validate", str(tmp_path / "module.json"))
+    assert code == 0 and "unknown top-level keys ['bodies', 'joints'] (is this a module file?)" in err
     code, out, _ = run(capsys, "task", "info", str(path), "--json")
     info = json.loads(out)
     assert code == 0 and info["id"] == "small" and info["name"] == "small task"

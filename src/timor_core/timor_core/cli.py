@@ -132,6 +132,10 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
     else:
         assert task is not None  # check_task_file returns a task exactly when it finds no problems
         ok = f"{args.file}: valid (task {task.id!r}: {len(task.goals)} goals, {len(task.obstacles)} obstacles)"
+        unknown = sorted(k for k in task.extra if not k.startswith("_"))
+        if unknown:  # kept for a lossless round trip, but no task reader uses them: often the wrong file
+            hint = " (is this a module file?)" if {"bodies", "joints"} & set(unknown) else ""
+            print(f"warning: {args.file}: unknown top-level keys {unknown}{hint}", file=sys.stderr)
     return _report_problems(args, problems, ok)
 
 
