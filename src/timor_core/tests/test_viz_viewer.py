@@ -92,6 +92,17 @@ def test_task_scene():
         assert viewer.server.get_port() == viewer.port
 
 
+def test_cli_view_checks_its_input_before_opening_a_port(capsys):
+    from timor_core.cli import main
+
+    port = _free_port()
+    argv = ["view", "robot", "--db", "robco_like", "--modules", "base", "Q", "gripper", "--port", str(port)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert "no module with ID 'Q'" in captured.err and "viser" not in captured.out + captured.err
+    assert _port_free(port)
+
+
 def test_ctrl_c_on_db_show_exits_cleanly():
     port = _free_port()
     cmd = [sys.executable, "-m", "timor_core.cli", "db", "show", "geometric_primitive_modules", "--port", str(port)]

@@ -56,17 +56,24 @@ def _interruptible(func):
 def _cmd_view(args: argparse.Namespace) -> int:
     from .viz.viewer import Viewer, show_solution
 
+    # load and check the input before the server starts: a bad file or module never opens a port
+    if args.what == "robot":
+        if not args.db or not args.modules:
+            raise InputError("timor view robot needs --db and --modules")
+        content = _robot(args)
+    elif args.what == "task":
+        from .task import Task
+
+        content = Task.from_json_file(args.file)
+    else:
+        content = _solution(args.file, args.task, args.db)
     with Viewer(port=args.port, host=args.host) as viewer:
         if args.what == "robot":
-            if not args.db or not args.modules:
-                raise InputError("timor view robot needs --db and --modules")
-            viewer.add_robot(_robot(args))
+            viewer.add_robot(content)
         elif args.what == "task":
-            from .task import Task
-
-            viewer.add_task(Task.from_json_file(args.file))
+            viewer.add_task(content)
         else:
-            show_solution(_solution(args.file, args.task, args.db), viewer)
+            show_solution(content, viewer)
         return _serve(viewer)
 
 
