@@ -1,5 +1,6 @@
 # Two commands set everything up on a fresh machine:
-#   make demo   builds a robot from the embedded module set, writes its URDF, prints DOF, mass, TCP pose
+#   make demo   builds a robot from the embedded module set (URDF, DOF, mass, TCP pose), then finds, verifies,
+#               plans and exports the lightest robot for the embedded pick-and-place task
 #   make test   runs the whole test suite (lint and typecheck included)
 # Both create the virtual environment .venv and install what they need on first use.
 #   make ros    adds ROS 2 (PyPI wheels), builds timor_interfaces (build/ros_ws) and installs timor_ros;

@@ -19,7 +19,7 @@ from timor_core.task import Task
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)
 
-task = Task.from_json_file(Path(__file__).parent / "data" / "pick_and_place.json")
+task = Task.from_name("pick_and_place")  # shipped with timor_core; Task.from_json_file(path) for your own
 db = ModulesDB.from_name("robco_like")
 
 # Serial robots base, ..., gripper with 1 to 3 joints (the drive module J), a joint right after the base,

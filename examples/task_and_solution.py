@@ -1,6 +1,6 @@
 """Check robots against a CoBRA task, plan a motion through its goals and write a CoBRA solution.
 
-Shows: loading a task (examples/data/pick_and_place.json: two goal poses, a pause, a return home, a crate and a
+Shows: loading a task (the embedded pick_and_place: two goal poses, a pause, a return home, a crate and a
 pillar as obstacles), per-goal feedback (task-aware IK: reached or not, and why), planning collision-free motions
 (solve_point_to_point), checking the solution against every constraint, and the solution JSON round trip.
 
@@ -19,7 +19,7 @@ from timor_core.task import Task
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)
 
-task = Task.from_json_file(Path(__file__).parent / "data" / "pick_and_place.json")
+task = Task.from_name("pick_and_place")  # shipped with timor_core; Task.from_json_file(path) for your own
 print(f"task {task.id!r}: goals {[g.id for g in task.goals]}, obstacles {[o.id for o in task.obstacles]}")
 db = ModulesDB.from_name("robco_like")
 

@@ -23,7 +23,7 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 out = Path(args[0]) if args else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)
 
-task = Task.from_json_file(Path(__file__).parent / "data" / "pick_and_place.json")
+task = Task.from_name("pick_and_place")  # shipped with timor_core; Task.from_json_file(path) for your own
 db = ModulesDB.from_name("robco_like")
 assembly = ModuleAssembly.from_serial_modules(db, ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"])
 

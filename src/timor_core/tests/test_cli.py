@@ -366,13 +366,28 @@ def test_demo(capsys, tmp_path):
     assert summary["dof"] == CHAIN_DOF and np.isclose(summary["mass_kg"], robot.mass, atol=1e-6)
     assembly = json.loads((out_dir / "assembly.json").read_text())
     assert assembly["moduleOrder"] == CHAIN
+    # the embedded task: the lightest robot found, verified, its motion planned and its MoveIt config written
+    task = summary["task"]
+    assert task["found"] and task["verified"] and task["solution_valid"], task
+    assert f"lightest robot : {' '.join(task['best'])}, {task['mass_kg']:.2f} kg (verified: True)" in out
+    from timor_core.solution import Solution
+    from timor_core.task import Task
+
+    solution = Solution.from_json_file(task["solution"], Task.from_name("pick_and_place"), "robco_like")
+    assert solution.valid and solution.all_goals_achieved
+    assert solution.assembly.module_ids == task["best"] and solution.cost == pytest.approx(task["mass_kg"])
+    moveit = Path(task["moveit_config"])
+    assert {"kinematics.yaml", "ros2_controllers.yaml"} <= {p.name for p in moveit.iterdir()}
+    urdf_with_control = next(moveit.glob("*.urdf"))
+    assert ET.parse(urdf_with_control).getroot().find("ros2_control") is not None
 
 
 def test_demo_custom_modules(capsys, tmp_path):
-    code, out, _ = _run(capsys, "demo", "--out", str(tmp_path), "--modules", "base", "J1", "l_30", "P1", "eef")
+    argv = ["demo", "--out", str(tmp_path), "--modules", "base", "J1", "l_30", "P1", "eef", "--no-task"]
+    code, out, _ = _run(capsys, *argv)
     assert code == 0
-    assert "DOF            : 2" in out
-    assert (tmp_path / "robot.urdf").is_file()
+    assert "DOF            : 2" in out and "task" not in out
+    assert (tmp_path / "robot.urdf").is_file() and not (tmp_path / "pick_and_place").exists()
 
 
 # ---------------------------------------------------------------------------------------------------------

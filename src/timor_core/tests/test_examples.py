@@ -23,7 +23,7 @@ from timor_core.solution import Solution
 from timor_core.task import Task
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-TASK_FILE = EXAMPLES / "data" / "pick_and_place.json"
+TASK_FILE = Path(__file__).resolve().parents[1] / "timor_core" / "data" / "tasks" / "pick_and_place.json"
 TESTED = {
     "build_robot.py",
     "custom_module_and_tree.py",

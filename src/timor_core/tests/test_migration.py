@@ -23,7 +23,7 @@ from timor_core.task import Task, ToleratedPose
 from timor_core.task.tolerance import Composed, ProjectionTolerance
 
 ROOT = Path(__file__).resolve().parents[3]
-TASK = ROOT / "examples" / "data" / "pick_and_place.json"
+TASK = ROOT / "src" / "timor_core" / "timor_core" / "data" / "tasks" / "pick_and_place.json"
 ARM = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 
 

@@ -295,3 +295,14 @@ def test_existing_commands_still_work(capsys):
     assert db.name == "geometric_primitive_modules"
     code, out, _ = run(capsys, "fk", "geometric_primitive_modules", "base", "J2", "eef", "--q", "0.1")
     assert code == 0 and len(json.loads(out)["tcp"]) == 4
+
+
+def test_embedded_tasks_load_and_unknown_names_list_the_known_ones():
+    from timor_core.errors import InputError
+    from timor_core.task import Task, embedded_task_names
+
+    assert "pick_and_place" in embedded_task_names()
+    task = Task.from_name("pick_and_place")
+    assert task.id == "pick_and_place" and len(task.goals) == 4 and len(task.obstacles) == 2
+    with pytest.raises(InputError, match="no embedded task named 'nope'; available: pick_and_place"):
+        Task.from_name("nope")

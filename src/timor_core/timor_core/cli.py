@@ -119,7 +119,8 @@ def _cmd_fk(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(db_name=args.db, modules=args.modules, out_dir=Path(args.out))
+    task = None if args.no_task else "pick_and_place"
+    run_demo(db_name=args.db, modules=args.modules, out_dir=Path(args.out), task=task)
     return 0
 
 
@@ -334,10 +335,13 @@ def _parser() -> argparse.ArgumentParser:
     fk.add_argument("--all", action="store_true", help="also print every frame")
     fk.set_defaults(func=_cmd_fk)
 
-    demo = sub.add_parser("demo", help="build a robot from the embedded set, write its URDF, print its data")
+    demo = sub.add_parser(
+        "demo", help="build a robot from the embedded set, then find, verify, plan and export a robot for a task"
+    )
     demo.add_argument("--db", default="geometric_primitive_modules")
     demo.add_argument("--modules", nargs="+", default=["base", "J2", "i_45", "J2", "J2", "eef"])
     demo.add_argument("--out", default="build/demo", help="output folder")
+    demo.add_argument("--no-task", action="store_true", help="skip the search and solution for the embedded task")
     demo.set_defaults(func=_cmd_demo)
 
     task = sub.add_parser("task", help="inspect and validate CoBRA task files")

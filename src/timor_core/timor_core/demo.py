@@ -1,4 +1,10 @@
-"""The main job on the embedded default data: build a robot, write its URDF, print DOF, mass, TCP pose."""
+"""The main job on the embedded default data.
+
+1. Build a robot from the embedded module set, write its URDF, print DOF, mass and TCP pose.
+2. For the embedded task ``pick_and_place``: search the lightest robco_like robot that solves it, check the
+   result independently, plan its motion (a CoBRA solution) and write its ROS 2 artefacts (a MoveIt config
+   with a ros2_control URDF).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +25,10 @@ def run_demo(
     db_name: str = "geometric_primitive_modules",
     modules: Sequence[str] = ("base", "J2", "i_45", "J2", "J2", "eef"),
     out_dir: Path = Path("build/demo"),
+    task: str | None = "pick_and_place",
 ) -> dict:
-    """Build the assembly, write ``<out_dir>/robot.urdf`` and ``assembly.json``, print and return a summary."""
+    """Build the assembly, write ``<out_dir>/robot.urdf`` and ``assembly.json``; then, unless ``task`` is None,
+    solve that embedded task (see the module docstring) into ``<out_dir>/<task>/``. Prints and returns a summary."""
     db = ModulesDB.from_name(db_name)
     assembly = ModuleAssembly.from_serial_modules(db, modules)
     out_dir = Path(out_dir)
@@ -54,5 +62,55 @@ def run_demo(
     print("TCP at that q:")
     print(np.array2string(robot.fk(q_rand), precision=4, suppress_small=True))
     print(f"self-collision at that q: {summary['self_collision_at_q_random']}")
+    if task is not None:
+        summary["task"] = _solve_task(task, out_dir / task)
     atomic_write_text(out_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _solve_task(name: str, out_dir: Path) -> dict:
+    """Search, verify, plan and export the lightest robco_like robot for the embedded task ``name``."""
+    from .moveit_config import write_moveit_config
+    from .point_to_point import solve_point_to_point
+    from .search import Budget, ExhaustiveSearch, SerialSpace, SpaceOptions
+    from .solve import verify_goal_configurations
+    from .task import Task
+
+    task = Task.from_name(name)
+    db = ModulesDB.from_name("robco_like")
+    print(f"\ntask           : {task.id} (embedded: {len(task.goals)} goals, {len(task.obstacles)} obstacles)")
+    options = SpaceOptions(
+        dof_max=3,
+        modules=("J", "L_100", "L_150", "L_200", "L_250"),
+        first_is_joint=True,
+        max_links_between_joints=1,
+        max_links_after_last_joint=1,
+    )
+    space = SerialSpace(db, options)
+    search = ExhaustiveSearch(space, cost="mass", order="cost", workers=1, progress=False)
+    result = search.optimize(task, db, Budget(max_time=120))
+    checked = f"{result.evaluations} of {len(space)} robco_like robots"
+    print(f"search         : {checked} checked in {result.wall_time:.1f} s (cheapest first)")
+    out: dict = {"id": task.id, "space": len(space), "evaluated": result.evaluations, "found": result.found}
+    if not result.found or result.best_ids is None or result.best_cost is None:
+        print("lightest robot : none in this space solves the task")
+        return out
+    best = result.best_assembly(db)
+    verified = all(check["ok"] for check in verify_goal_configurations(task, best, result.best_q))
+    print(f"lightest robot : {' '.join(result.best_ids)}, {result.best_cost:.2f} kg (verified: {verified})")
+    solution = solve_point_to_point(task, best, rng=0, cost_function="mass")
+    solution_path = solution.to_json_file(out_dir / "solution.json")
+    print(f"motion         : {solution.trajectory.t[-1]:.2f} s, valid: {solution.valid} -> {solution_path}")
+    moveit = write_moveit_config(best, out_dir / "moveit_config", n_samples=300)
+    folder = out_dir / "moveit_config"
+    print(f"ROS 2          : MoveIt config with a ros2_control URDF ({len(moveit)} files) -> {folder}")
+    out.update(
+        best=list(result.best_ids),
+        mass_kg=round(result.best_cost, 6),
+        verified=verified,
+        solution=str(solution_path),
+        solution_valid=solution.valid,
+        duration_s=round(float(solution.trajectory.t[-1]), 4),
+        moveit_config=str(folder),
+    )
+    return out

@@ -17,11 +17,12 @@ from .frames import FrameTree
 from .goals import At, Follow, Goal, Pause, Reach, ReturnTo
 from .obstacle import Obstacle
 from .pose import ToleratedPose
-from .task import Task, TaskHeader
+from .task import Task, TaskHeader, embedded_task_names
 
 __all__ = [
     "Task",
     "TaskHeader",
+    "embedded_task_names",
     "Obstacle",
     "FrameTree",
     "ToleratedPose",

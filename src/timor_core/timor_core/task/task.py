@@ -7,6 +7,7 @@ in ``tasks/simple/PTP_1.json``); asset paths in the task are relative to that ta
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from .frames import FrameTree
 from .goals import Goal, goal_from_json
 from .obstacle import Obstacle
 
-__all__ = ["TaskHeader", "Task"]
+__all__ = ["TaskHeader", "Task", "embedded_task_names"]
 
 C = TypeVar("C", bound=Constraint)
 
@@ -201,6 +202,15 @@ class Task:
         base = Path(task_dir) if task_dir is not None else _task_dir(path, data)
         return cls.from_json_data(data, source=path, base_dir=base, missing_assets=missing_assets)
 
+    @classmethod
+    def from_name(cls, name: str) -> Task:
+        """Load a task shipped with timor_core (see ``embedded_task_names()``), e.g. ``"pick_and_place"``."""
+        folder = resources.files("timor_core") / "data" / "tasks"
+        if not (folder / f"{name}.json").is_file():
+            raise InputError(f"no embedded task named {name!r}; available: {', '.join(embedded_task_names())}")
+        with resources.as_file(folder / f"{name}.json") as file:
+            return cls.from_json_file(file, task_dir=file.parent)
+
     def to_json_data(self) -> dict:
         """The CoBRA JSON of the task (same keys and order as it was read)."""
         present = self.extra.get("_present", ("obstacles", "goals", "constraints"))
@@ -234,3 +244,9 @@ def _task_dir(path: Path, data: Any) -> Path:
     if depth and len(folder.parts) > depth and folder.parts[-depth:] == parts[:-1]:
         return folder.parents[depth - 1]
     return folder
+
+
+def embedded_task_names() -> list[str]:
+    """Names of the tasks shipped inside the package (for ``Task.from_name``)."""
+    folder = resources.files("timor_core") / "data" / "tasks"
+    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
