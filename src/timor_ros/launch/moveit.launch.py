@@ -105,7 +105,7 @@ def _launch(context):
                 executable="ros2_control_node",
                 parameters=ros2_control_node_parameters(written),
                 # Jazzy and newer subscribe to /robot_description anyway; older ones to ~/robot_description
-                remappings=[("~/robot_description", "/robot_description")],
+                remappings=[("~/robot_description", "robot_description")],
                 output="screen",
             ),
             _spawner(JOINT_STATE_BROADCASTER),

@@ -41,10 +41,12 @@ class RosClient:
         assert done.wait(timeout), f"no answer from {name}"
         return future.result()
 
-    def latest_description(self, timeout: float = 10.0, after: str | None = None) -> str:
-        """The /robot_description a fresh subscription receives (one different from ``after`` if given)."""
+    def latest_description(
+        self, timeout: float = 10.0, after: str | None = None, topic: str = "/robot_description"
+    ) -> str:
+        """The description a fresh subscription to ``topic`` receives (one different from ``after`` if given)."""
         got: list[str] = []
-        sub = self.node.create_subscription(String, "/robot_description", lambda m: got.append(m.data), LATCHED)
+        sub = self.node.create_subscription(String, topic, lambda m: got.append(m.data), LATCHED)
         try:
             end = time.monotonic() + timeout
             while time.monotonic() < end:

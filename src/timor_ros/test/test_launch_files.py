@@ -161,6 +161,7 @@ def test_assembly_launch(load_launch):
         "description_from_topic",
         "search",
         "search_workers",
+        "namespace",
     }
     assert declared["ros2_control"] == "false" and declared["joint_state_publisher"] == "true"
     assert declared["ros2_control_plugin"] == "mock_components/GenericSystem"
@@ -178,6 +179,19 @@ def test_assembly_launch(load_launch):
     (search,) = _nodes(entities, "search")
     assert search.kwargs["name"] == "search" and _params(search) == {"workers": 1}
     assert not _nodes(_run(description, search="false"), "search")
+    # one robot per namespace: every node of the launch goes there (RViz through a substitution)
+    assert all(n.kwargs["namespace"] == "" for n in entities if n.kwargs.get("executable") != "rviz2")
+    namespaced = _run(description, namespace="r1", prefix="r1_")
+    assert {
+        n.kwargs["executable"]: n.kwargs["namespace"] for n in namespaced if n.kwargs.get("executable") != "rviz2"
+    } == {
+        "modules_db": "r1",
+        "assembly": "r1",
+        "robot_state_publisher": "r1",
+        "joint_state_publisher": "r1",
+        "search": "r1",
+    }
+    assert "namespace" in rviz.kwargs
     assert _params(_nodes(_run(description, search_workers="2"), "search")[0]) == {"workers": 2}
 
     entities = _run(description, gui="true")
@@ -192,7 +206,7 @@ def test_assembly_launch(load_launch):
 def test_assembly_launch_description_as_parameter(load_launch):
     description = load_launch("assembly.launch.py").generate_launch_description()
     entities = _run(description, description_from_topic="false", prefix="r1_")
-    assert _params(_nodes(entities, "assembly")[0])["robot_state_publisher_node"] == "/robot_state_publisher"
+    assert _params(_nodes(entities, "assembly")[0])["robot_state_publisher_node"] == "robot_state_publisher"
     rsp = _params(_nodes(entities, "robot_state_publisher")[0])
     assert "description_from_topic" not in rsp
     assert ET.fromstring(rsp["robot_description"]).find("joint").get("name").startswith("r1_")
@@ -225,7 +239,7 @@ def test_moveit_launch(load_launch, tmp_path):
     (control,) = _nodes(entities, "ros2_control_node")
     assert control.kwargs["package"] == "controller_manager"
     assert control.kwargs["parameters"] == [str(out / "ros2_controllers.yaml")]
-    assert ("~/robot_description", "/robot_description") in control.kwargs["remappings"]
+    assert ("~/robot_description", "robot_description") in control.kwargs["remappings"]
     spawned = {n.kwargs["arguments"][0]: n.kwargs for n in _nodes(entities, "spawner")}
     assert set(spawned) == {"joint_state_broadcaster", "arm_controller"}
     for kwargs in spawned.values():

@@ -3,15 +3,15 @@
 Services:
   ~/set_assembly (timor_interfaces/srv/SetAssembly)  serial module IDs or a full assembly JSON
   ~/get_assembly (timor_interfaces/srv/GetAssembly)  what is published now
-Topics (std_msgs/String; reliable, transient local, depth 1):
-  /robot_description, /robot_description_semantic
-Parameters (read-only):
-  modules_db_node      the modules_db node whose parameters hold the module set (default /modules_db)
+Topics (std_msgs/String; reliable, transient local, depth 1), relative to the node's namespace:
+  robot_description, robot_description_semantic (/robot_description, ... in the root namespace)
+Parameters (read-only; node names without a leading / are relative to this node's namespace):
+  modules_db_node      the modules_db node whose parameters hold the module set (default modules_db)
   initial_assembly     module IDs published at start (empty: nothing until the first request)
   prefix               prefix of every link and joint name (same assembly + prefix -> same names)
   ros2_control, ros2_control_plugin   add a <ros2_control> block to the URDF
   srdf, srdf_samples, srdf_seed       the SRDF (disable-collisions sampling) on /robot_description_semantic
-  robot_state_publisher_node          whose ``robot_description`` parameter is set (default /robot_state_publisher)
+  robot_state_publisher_node          whose ``robot_description`` parameter is set (default robot_state_publisher)
   service_timeout                     seconds to wait for other nodes' services (default 2.0)
 
 A reconfiguration is one transaction: validate -> publish URDF and SRDF -> set robot_state_publisher's
@@ -42,7 +42,16 @@ from timor_core import TimorError
 from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
-from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, string_array
+from .common import (
+    LATCHED,
+    ModulesDBClient,
+    ServiceCallError,
+    call_service,
+    declare,
+    param,
+    resolve_name,
+    string_array,
+)
 
 __all__ = ["AssemblyNode", "Outcome", "main"]
 
@@ -62,7 +71,7 @@ class Outcome:
 class AssemblyNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("assembly", **kwargs)
-        declare(self, "modules_db_node", "/modules_db", "node serving the module set as parameters", read_only=True)
+        declare(self, "modules_db_node", "modules_db", "node serving the module set as parameters", read_only=True)
         declare(self, "initial_assembly", Parameter.Type.STRING_ARRAY, "module IDs published at start", read_only=True)
         declare(self, "prefix", "", "prefix of every link and joint name", read_only=True)
         declare(self, "ros2_control", False, "add a <ros2_control> block to the URDF", read_only=True)
@@ -75,7 +84,7 @@ class AssemblyNode(Node):
         declare(
             self,
             "robot_state_publisher_node",
-            "/robot_state_publisher",
+            "robot_state_publisher",
             "node whose robot_description parameter follows the assembly; empty: none (robot_state_publisher"
             " runs with description_from_topic:=true and reads /robot_description itself)",
             read_only=True,
@@ -93,12 +102,13 @@ class AssemblyNode(Node):
         self._cache: OrderedDict[tuple, RobotDescription] = OrderedDict()
         clients = ReentrantCallbackGroup()
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
-        rsp = str(param(self, "robot_state_publisher_node")).strip("/")
+        rsp = str(param(self, "robot_state_publisher_node")).strip()
         self._rsp: Client | None = None
-        if rsp:
-            self._rsp = self.create_client(SetParameters, f"/{rsp}/set_parameters", callback_group=clients)
-        self.urdf_pub = self.create_publisher(String, "/robot_description", LATCHED)
-        self.srdf_pub = self.create_publisher(String, "/robot_description_semantic", LATCHED)
+        if rsp.strip("/"):
+            service = f"{resolve_name(self, rsp)}/set_parameters"
+            self._rsp = self.create_client(SetParameters, service, callback_group=clients)
+        self.urdf_pub = self.create_publisher(String, "robot_description", LATCHED)
+        self.srdf_pub = self.create_publisher(String, "robot_description_semantic", LATCHED)
         services = ReentrantCallbackGroup()
         self.create_service(SetAssembly, "~/set_assembly", self._on_set, callback_group=services)
         self.create_service(GetAssembly, "~/get_assembly", self._on_get, callback_group=services)
@@ -204,7 +214,7 @@ class AssemblyNode(Node):
     def _set_rsp(self, urdf: str) -> str | None:
         """None if robot_state_publisher took the URDF; "skipped: ..." if there is none; else the failure."""
         if self._rsp is None:
-            return "skipped: it reads /robot_description (description_from_topic)"
+            return f"skipped: it reads {self.urdf_pub.topic_name} (description_from_topic)"
         if not self._rsp.service_is_ready():
             return f"skipped: no {self._rsp.srv_name} service"
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)

@@ -76,6 +76,18 @@ def param(node: Node, name: str, empty: Any = None) -> Any:
     return empty if value is None else value
 
 
+def resolve_name(node: Node, name: str) -> str:
+    """The fully qualified name of a node or topic: ``name`` itself if absolute, else below ``node``'s namespace.
+
+    Relative defaults (``modules_db``, ``assembly``) make a set of timor nodes started in one namespace
+    (``--ros-args -r __ns:=/r1``, or a launch file's ``namespace``) find each other, one robot per namespace.
+    """
+    name = name.strip()
+    if name.startswith("/"):
+        return "/" + name.strip("/")
+    return node.get_namespace().rstrip("/") + "/" + name.strip("/")
+
+
 class ModulesDBClient:
     """The module set served by a modules_db node, read through its standard parameter services.
 
@@ -84,7 +96,7 @@ class ModulesDBClient:
 
     def __init__(self, node: Node, target: str, timeout: float = 5.0) -> None:
         self.node = node
-        self.target = "/" + target.strip("/")
+        self.target = resolve_name(node, target)
         self.timeout = timeout
         self._group = ReentrantCallbackGroup()
         service = f"{self.target}/get_parameters"

@@ -3,7 +3,8 @@
 Goals run one at a time in an executor worker thread, with feedback (assemblies evaluated, best cost and
 modules so far) and cancellation. With ``apply_result`` the best assembly is sent to the assembly node's
 ``set_assembly`` service, i.e. applied through the same transaction as any other reconfiguration.
-Parameters: modules_db_node (/modules_db), assembly_node (/assembly), workers (1: in this process),
+Parameters: modules_db_node (modules_db), assembly_node (assembly; relative names resolve in this node's namespace),
+workers (1: in this process),
 service_timeout (s).
 """
 
@@ -23,7 +24,7 @@ from timor_core import TimorError
 from timor_interfaces.action import Search
 from timor_interfaces.srv import SetAssembly
 
-from .common import ModulesDBClient, ServiceCallError, call_service, declare, param
+from .common import ModulesDBClient, ServiceCallError, call_service, declare, param, resolve_name
 from .search_runner import Progress, ids_list, load_task_request, nan_if_none, search
 
 __all__ = ["SearchNode", "main"]
@@ -32,15 +33,15 @@ __all__ = ["SearchNode", "main"]
 class SearchNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("search", **kwargs)
-        declare(self, "modules_db_node", "/modules_db", "node serving the module set as parameters", read_only=True)
-        declare(self, "assembly_node", "/assembly", "node whose set_assembly applies a result", read_only=True)
+        declare(self, "modules_db_node", "modules_db", "node serving the module set as parameters", read_only=True)
+        declare(self, "assembly_node", "assembly", "node whose set_assembly applies a result", read_only=True)
         declare(self, "workers", 1, "processes evaluating assemblies (1: in this process)", read_only=True)
         declare(self, "service_timeout", 5.0, "seconds to wait for other nodes' services", read_only=True)
         self.timeout = float(param(self, "service_timeout"))
         self.workers = int(param(self, "workers"))
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
         group = ReentrantCallbackGroup()
-        target = "/" + str(param(self, "assembly_node")).strip("/")
+        target = resolve_name(self, str(param(self, "assembly_node")))
         self._apply: Client = self.create_client(SetAssembly, f"{target}/set_assembly", callback_group=group)
         self._busy = threading.Lock()
         self._server = ActionServer(
