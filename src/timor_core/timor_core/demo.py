@@ -101,8 +101,8 @@ def _solve_task(name: str, out_dir: Path) -> dict:
     solution = solve_point_to_point(task, best, rng=0, cost_function="mass")
     solution_path = solution.to_json_file(out_dir / "solution.json")
     print(f"motion         : {solution.trajectory.t[-1]:.2f} s, valid: {solution.valid} -> {solution_path}")
-    moveit = write_moveit_config(best, out_dir / "moveit_config", n_samples=300)
     folder = out_dir / "moveit_config"
+    moveit = write_moveit_config(best, folder, n_samples=300)
     print(f"ROS 2          : MoveIt config with a ros2_control URDF ({len(moveit)} files) -> {folder}")
     out.update(
         best=list(result.best_ids),

@@ -89,7 +89,7 @@ def load_space(spec: str | Path | SpaceOptions | dict[str, Any], db: ModulesDB) 
             name = "science2019" if "improv" in db.name.lower() else "exp2"
         return science2019_space(db) if name == "science2019" else paper_exp2_space(db)
     path = Path(spec)
-    if not path.suffix == ".json" and not path.exists():
+    if path.suffix != ".json" and not path.exists():
         raise InputError(f"unknown search space (presets: {', '.join(PRESETS)}; or a .json file)", value=str(spec))
     data = jf.load_json_file(path)
     try:

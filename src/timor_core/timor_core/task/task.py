@@ -205,10 +205,10 @@ class Task:
     @classmethod
     def from_name(cls, name: str) -> Task:
         """Load a task shipped with timor_core (see ``embedded_task_names()``), e.g. ``"pick_and_place"``."""
-        folder = resources.files("timor_core") / "data" / "tasks"
-        if not (folder / f"{name}.json").is_file():
+        entry = _embedded_tasks() / f"{name}.json"
+        if not entry.is_file():
             raise InputError(f"no embedded task named {name!r}; available: {', '.join(embedded_task_names())}")
-        with resources.as_file(folder / f"{name}.json") as file:
+        with resources.as_file(entry) as file:
             return cls.from_json_file(file, task_dir=file.parent)
 
     def to_json_data(self) -> dict:
@@ -246,7 +246,11 @@ def _task_dir(path: Path, data: Any) -> Path:
     return folder
 
 
+def _embedded_tasks():
+    """The package folder of the embedded tasks (an importlib.resources Traversable)."""
+    return resources.files("timor_core") / "data" / "tasks"
+
+
 def embedded_task_names() -> list[str]:
     """Names of the tasks shipped inside the package (for ``Task.from_name``)."""
-    folder = resources.files("timor_core") / "data" / "tasks"
-    return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
+    return sorted(p.name[: -len(".json")] for p in _embedded_tasks().iterdir() if p.name.endswith(".json"))
