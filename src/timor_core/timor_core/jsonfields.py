@@ -14,11 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .errors import FormatError, ValidationError
+from .errors import FormatError, InputError, ValidationError
+from .limits import limits, read_input_text
 from .transforms import is_rigid
 
 __all__ = [
     "load_json_file",
+    "parse_json_text",
     "obj",
     "req",
     "opt",
@@ -35,20 +37,124 @@ _MISSING = object()
 
 
 def load_json_file(path: str | Path) -> Any:
-    """Read a JSON file; a missing, unreadable or invalid file raises FormatError naming it."""
+    """Read a JSON input file within the limits (regular file, size, depth; see ``timor_core.limits``).
+
+    A missing, unreadable, oversized or invalid file, duplicate keys, NaN/Infinity literals and nesting deeper
+    than ``max_json_depth`` raise FormatError naming the file (and the JSON path where known).
+    """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError("file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read file: {exc}", file=path) from None
+        text = read_input_text(path, what="file")
+    except FormatError:
+        raise
+    except InputError as exc:
+        raise FormatError(exc.message, file=exc.file, path=exc.path, value=exc.value) from None
+    return parse_json_text(text, file=path)
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKeyError(k)
+            seen.add(k)
+    return d
+
+
+_DUP_MARK = "\u0000timor-duplicate\u0000"
+
+
+def _mark_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        d[_DUP_MARK] = True
+    return d
+
+
+def parse_json_text(text: str, *, file: str | Path | None = None, what: str = "JSON text") -> Any:
+    """Parse JSON from a file or a request field within the limits; errors are FormatError naming the source.
+
+    Refuses: text longer than ``max_file_bytes``, invalid JSON, NaN/Infinity literals, duplicate keys in an
+    object (JSON parsers disagree on which one wins), nesting deeper than ``max_json_depth`` and numbers with
+    more than ``max_number_digits`` characters.
+    """
+    lim = limits()
+    if not isinstance(text, str):
+        raise FormatError(f"{what} must be a string", file=file, value=type(text).__name__)
+    if len(text) > lim.max_file_bytes:
+        raise FormatError(
+            f"{what} of {len(text)} characters exceeds the limit max_file_bytes ({lim.max_file_bytes}); raise it "
+            "with TIMOR_MAX_FILE_BYTES or timor_core.limits.set_limits(max_file_bytes=...)",
+            file=file,
+        )
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        raise FormatError(f"JSON nested too deeply (limit max_json_depth is {lim.max_json_depth})", file=file) from None
     except json.JSONDecodeError as exc:
-        raise FormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path) from None
-    except ValueError:  # NaN / Infinity literals
-        raise _constant_error(text, path) from None
+        raise FormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=file) from None
+    except _DuplicateKeyError as exc:
+        raise FormatError(
+            f"duplicate key {exc.key!r} in one JSON object (which one wins is undefined)",
+            file=file,
+            path=_duplicate_path(text),
+            value=exc.key,
+        ) from None
+    except ValueError as exc:  # NaN / Infinity literals, or an integer beyond Python's digit limit
+        if "NaN" in str(exc) or "Infinity" in str(exc):
+            raise _constant_error(text, file) from None
+        raise FormatError(
+            f"a number in the JSON has too many digits (limit max_number_digits is {lim.max_number_digits})",
+            file=file,
+        ) from None
+    _check_tree(data, file, lim.max_json_depth, lim.max_number_digits)
+    return data
+
+
+def _duplicate_path(text: str) -> str | None:
+    try:
+        data = json.loads(text, object_pairs_hook=_mark_duplicates)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[Any, str]] = [(data, "$")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            if _DUP_MARK in value:
+                return path
+            stack.extend((v, f"{path}.{k}") for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(value))
+    return None
+
+
+def _check_tree(data: Any, file: str | Path | None, max_depth: int, max_digits: int) -> None:
+    """Refuse nesting deeper than max_depth and integers of more than max_digits digits, iteratively."""
+    big = 10**max_digits
+    stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    while stack:
+        value, depth, parent = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise FormatError(
+                    f"JSON nested deeper than the limit max_json_depth ({max_depth}); raise it with "
+                    "TIMOR_MAX_JSON_DEPTH or timor_core.limits.set_limits(max_json_depth=...)",
+                    file=file,
+                )
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((v, depth + 1, value) for v in children if isinstance(v, (dict, list, int)))
+        elif isinstance(value, int) and not isinstance(value, bool) and not -big < value < big:
+            raise FormatError(
+                f"a number in the JSON has more than {max_digits} digits (limit max_number_digits)", file=file
+            )
 
 
 _CONSTANT = re.compile(r"-?Infinity|NaN")
@@ -76,22 +182,19 @@ def _first_constant(text: str) -> tuple[int, str] | None:
 
 
 def _find_sentinel(value: Any, path: str) -> str | None:
-    if value == _SENTINEL:
-        return path
-    if isinstance(value, dict):
-        items = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for p, v in items:
-        found = _find_sentinel(v, p)
-        if found:
-            return found
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        v, p = stack.pop()
+        if v == _SENTINEL:
+            return p
+        if isinstance(v, dict):
+            stack.extend(reversed([(x, f"{p}.{k}") for k, x in v.items()]))
+        elif isinstance(v, list):
+            stack.extend(reversed([(x, f"{p}[{i}]") for i, x in enumerate(v)]))
     return None
 
 
-def _constant_error(text: str, path: Path) -> FormatError:
+def _constant_error(text: str, path: str | Path | None) -> FormatError:
     """A FormatError for a NaN/Infinity literal naming its JSON path, line and column."""
     hit = _first_constant(text)
     if hit is None:
@@ -102,7 +205,7 @@ def _constant_error(text: str, path: Path) -> FormatError:
     json_path = None
     try:
         json_path = _find_sentinel(json.loads(text[:i] + json.dumps(_SENTINEL) + text[i + len(literal) :]), "$")
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     return FormatError(
         f"non-finite number {literal} is not allowed in JSON (line {line}, column {col})",
@@ -157,7 +260,10 @@ def number(value: Any, path: str, *, min_value: float | None = None, allow_inf: 
     """Require a finite real number (optionally bounded below)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FormatError("expected a number", path=path, value=value)
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValidationError("number too large", path=path, value=value) from None
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         raise ValidationError("expected a finite number", path=path, value=value)
     if min_value is not None and value < min_value:
