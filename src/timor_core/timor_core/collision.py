@@ -16,11 +16,26 @@ import coal
 import numpy as np
 import pinocchio as pin
 
+from .errors import InputError
+
 if TYPE_CHECKING:
     from .robot import PinRobot
     from .task import Obstacle
 
-__all__ = ["CollisionPair", "CollisionChecker", "configure_requests"]
+__all__ = ["CollisionPair", "CollisionChecker", "configure_requests", "check_margin"]
+
+MAX_MARGIN = 10.0
+"""Largest accepted safety margin in metres (a larger one makes every configuration collide)."""
+
+
+def check_margin(margin: float) -> float:
+    """A safety margin as a float in [0, MAX_MARGIN] m, or an InputError naming it."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)):
+        raise InputError("the safety margin must be a number of metres", value=margin)
+    m = float(margin)
+    if not 0.0 <= m <= MAX_MARGIN:  # refuses NaN too
+        raise InputError(f"the safety margin must be between 0 and {MAX_MARGIN:g} m", value=margin)
+    return m
 
 
 def configure_requests(data: pin.GeometryData, margin: float = 0.0, model: pin.GeometryModel | None = None) -> None:
@@ -73,7 +88,7 @@ class CollisionChecker:
         self_collision: bool = True,
     ) -> None:
         self.robot = robot
-        self.margin = float(margin)
+        self.margin = check_margin(margin)
         robot._ensure_pairs()
         gm = pin.GeometryModel()
         for obj in robot.collision.geometryObjects:
@@ -113,12 +128,14 @@ class CollisionChecker:
 
     def in_collision(self, q: np.ndarray) -> bool:
         """True if any checked pair collides (or comes closer than the margin) at q."""
+        q = self.robot.check_q(q)
         if self._broadphase is not None:
             return bool(pin.computeCollisions(self.robot.model, self.robot.data, self._broadphase, q, True))
         return bool(pin.computeCollisions(self.robot.model, self.robot.data, self.model, self.data, q, True))
 
     def collisions(self, q: np.ndarray) -> list[CollisionPair]:
         """Every colliding pair at q, with the obstacle named for robot–obstacle contacts."""
+        q = self.robot.check_q(q)
         pin.computeCollisions(self.robot.model, self.robot.data, self.model, self.data, q, False)
         objs = self.model.geometryObjects
         out = []

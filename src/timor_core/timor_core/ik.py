@@ -18,6 +18,7 @@ import pinocchio as pin
 from scipy.linalg.lapack import dposv as _dposv
 
 from .errors import InputError
+from .seeds import as_generator
 from .task.tolerance import _DOMAIN
 
 if TYPE_CHECKING:
@@ -47,6 +48,31 @@ class IKConfig:
     plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
     far_plateau_tries: int = 5  # the same, sooner (0: never), while the best residual stays above far_residual
     far_residual: float = 0.2
+
+    def check(self) -> None:
+        """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller)."""
+        counts = {
+            "max_iter": (1, MAX_ITER),
+            "max_n_tries": (1, MAX_TRIES),
+            "stall_window": (1, MAX_ITER),
+            "plateau_tries": (0, MAX_TRIES),
+            "far_plateau_tries": (0, MAX_TRIES),
+        }
+        for name, (lo, hi) in counts.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise InputError(f"IK setting {name} must be an integer in {lo}..{hi}", value=v)
+        reals = ("damping", "max_step", "margin", "stall_ratio", "plateau_ratio", "plateau_residual", "far_residual")
+        for name in reals:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v < math.inf:
+                raise InputError(f"IK setting {name} must be a finite number >= 0", value=v)
+
+
+MAX_ITER = 100_000
+"""Most iterations per IK try."""
+MAX_TRIES = 100_000
+"""Most IK tries (random restarts) per call."""
 
 
 @dataclass
@@ -186,12 +212,20 @@ def solve_ik(
     frame: str | None = None,
 ) -> IKResult:
     """Find q with fk(q) within ``tolerance`` of ``desired``; see PinRobot.ik for the options."""
-    desired = np.asarray(desired, dtype=float)
+    try:
+        desired = np.asarray(desired, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("the desired pose must be a 4x4 matrix of numbers", value=desired) from None
     if desired.shape != (4, 4):
         raise InputError("the desired pose must be a 4x4 matrix", value=desired.tolist())
-    rng = np.random.default_rng(rng)
+    if not np.all(np.isfinite(desired)):
+        raise InputError("the desired pose must be finite", value=desired.tolist())
+    config.check()
+    rng = as_generator(rng, "rng")
     model, data = robot.model, robot.data
-    fid = robot.tcp if frame is None else model.getFrameId(frame)
+    fid = robot.tcp if frame is None else robot.frame_id(frame)
+    if q_init is not None:
+        q_init = robot.check_q(q_init)
     project = _Projector(tolerance, config.margin)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     self_collision = check_self_collision is not False

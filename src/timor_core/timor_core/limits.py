@@ -21,6 +21,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import InputError
 
@@ -64,7 +65,7 @@ class Limits:
 
 
 def _from_env() -> Limits:
-    values = {}
+    values: dict[str, Any] = {}
     for f in dataclasses.fields(Limits):
         raw = os.environ.get(f"TIMOR_{f.name.upper()}")
         if raw is None:
@@ -96,7 +97,7 @@ def limits() -> Limits:
     return _current
 
 
-def set_limits(**changes: float) -> Limits:
+def set_limits(**changes: Any) -> Limits:
     """Change limits for the rest of the process; returns the previous limits."""
     global _current
     previous = _current
@@ -105,7 +106,7 @@ def set_limits(**changes: float) -> Limits:
 
 
 @contextlib.contextmanager
-def override_limits(**changes: float) -> Iterator[Limits]:
+def override_limits(**changes: Any) -> Iterator[Limits]:
     """Change limits inside a ``with`` block only."""
     global _current
     previous = set_limits(**changes)

@@ -14,6 +14,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import AssemblyError, InputError
+from .seeds import as_generator
 from .transforms import IDENTITY
 
 if TYPE_CHECKING:
@@ -242,31 +243,61 @@ class PinRobot:
 
     @q.setter
     def q(self, value) -> None:
-        self._q = self._check_q(value)
+        self._q = self.check_q(value)
 
-    def _check_q(self, q) -> np.ndarray:
+    def check_q(self, q) -> np.ndarray:
+        """A configuration as a finite float vector of ``dof`` entries (None: the current one), or an InputError."""
         if q is None:
             return self._q
         if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == self._q.shape:  # the hot path
             square = float(q @ q)
             if square - square == 0.0:  # finite (inf - inf and NaN are NaN)
                 return q
-        q = np.asarray(q, dtype=float).reshape(-1)
+        try:
+            q = np.asarray(q, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"configuration must be {self.model.nq} numbers", value=q) from None
         if q.shape != (self.model.nq,):
             raise InputError(f"configuration must have {self.model.nq} entries", value=q.tolist())
         if not np.all(np.isfinite(q)):
             raise InputError("configuration must be finite", value=q.tolist())
         return q
 
+    def _check_vector(self, v, name: str) -> np.ndarray:
+        """A finite vector of ``dof`` entries (velocities, accelerations), or an InputError naming it."""
+        try:
+            v = np.asarray(v, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} must be {self.model.nv} numbers", value=v) from None
+        if v.shape != (self.model.nv,):
+            raise InputError(f"{name} must have {self.model.nv} entries", value=v.tolist())
+        if not np.all(np.isfinite(v)):
+            raise InputError(f"{name} must be finite", value=v.tolist())
+        return v
+
+    def frame_id(self, frame: str | int) -> int:
+        """The index of a frame given by name or index; an unknown frame is an InputError, never a crash.
+
+        Pinocchio answers an unknown name with an index past the end, and indexing with it reads out of
+        bounds: every user-given frame goes through here before it reaches Pinocchio.
+        """
+        if isinstance(frame, str):
+            if not self.model.existFrame(frame):
+                raise InputError(f"no frame named {frame!r} (see frame_names)", value=frame)
+            return int(self.model.getFrameId(frame))
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+            if not 0 <= int(frame) < self.model.nframes:
+                raise InputError(f"frame index must be in 0..{self.model.nframes - 1}", value=frame)
+            return int(frame)
+        raise InputError("a frame is given by its name or index", value=frame)
+
     def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
-        if not isinstance(rng, np.random.Generator):
-            rng = np.random.default_rng(rng)
-        return rng.uniform(self._sample_lo, self._sample_hi)
+        return as_generator(rng, "rng").uniform(self._sample_lo, self._sample_hi)
 
     def within_limits(self, q=None) -> bool:
         """True if q is within the position limits."""
-        q = self._check_q(q)
+        q = self.check_q(q)
         return bool(np.all(q >= self.model.lowerPositionLimit) and np.all(q <= self.model.upperPositionLimit))
 
     # -- kinematics --------------------------------------------------------------------------------
@@ -276,7 +307,7 @@ class PinRobot:
         ``tcp``: the 4×4 pose of tool0; ``joints``: (dof, 4, 4) joint frames; ``full``: a dict of every
         frame name to its 4×4 pose.
         """
-        q = self._check_q(q)
+        q = self.check_q(q)
         pin.forwardKinematics(self.model, self.data, q)
         if kind == "tcp":
             return pin.updateFramePlacement(self.model, self.data, self.tcp).homogeneous
@@ -289,26 +320,25 @@ class PinRobot:
 
     def frame_pose(self, frame: str, q=None) -> np.ndarray:
         """Pose of a named frame in the world."""
-        q = self._check_q(q)
-        if not self.model.existFrame(frame):
-            raise InputError("no such frame", value=frame)
+        q = self.check_q(q)
+        fid = self.frame_id(frame)
         pin.forwardKinematics(self.model, self.data, q)
-        return pin.updateFramePlacement(self.model, self.data, self.model.getFrameId(frame)).homogeneous
+        return pin.updateFramePlacement(self.model, self.data, fid).homogeneous
 
     def jacobian(self, q=None, frame: str | None = None, reference: str = "world_aligned") -> np.ndarray:
         """The 6×dof frame Jacobian ([v; ω]) of the TCP (or a named frame).
 
         ``reference``: ``world_aligned`` (origin at the frame, axes of the world), ``local`` or ``world``.
         """
-        q = self._check_q(q)
+        q = self.check_q(q)
         refs = {
             "world_aligned": pin.ReferenceFrame.LOCAL_WORLD_ALIGNED,
             "local": pin.ReferenceFrame.LOCAL,
             "world": pin.ReferenceFrame.WORLD,
         }
-        if reference not in refs:
+        if not isinstance(reference, str) or reference not in refs:
             raise InputError(f"reference must be one of {list(refs)}", value=reference)
-        fid = self.tcp if frame is None else self.model.getFrameId(frame)
+        fid = self.tcp if frame is None else self.frame_id(frame)
         # eigenpy returns a flat (6,) array for a single joint: keep the documented 6 x dof shape
         return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference]).reshape(6, self.model.nv)
 
@@ -318,9 +348,9 @@ class PinRobot:
 
         ``friction`` adds Coulomb (sign(dq)·f_c) and viscous (d·dq) friction of the module set.
         """
-        q = self._check_q(q)
-        dq = np.zeros(self.dof) if dq is None else np.asarray(dq, dtype=float)
-        ddq = np.zeros(self.dof) if ddq is None else np.asarray(ddq, dtype=float)
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
         tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()  # includes the armature (rotor inertia) term
         if not motor_inertia:
             tau -= self.model.armature * ddq
@@ -330,12 +360,12 @@ class PinRobot:
 
     def static_torque(self, q=None) -> np.ndarray:
         """Torques that hold the robot still at q against gravity."""
-        q = self._check_q(q)
+        q = self.check_q(q)
         return pin.computeGeneralizedGravity(self.model, self.data, q).copy()
 
     def mass_matrix(self, q=None) -> np.ndarray:
         """Joint-space inertia matrix M(q) (with rotor inertia)."""
-        q = self._check_q(q)
+        q = self.check_q(q)
         M = pin.crba(self.model, self.data, q)
         M = np.triu(M) + np.triu(M, 1).T
         return M
@@ -390,7 +420,7 @@ class PinRobot:
 
     def self_collisions(self, q=None) -> list[tuple[str, str]]:
         """All colliding geometry pairs at q (empty if none)."""
-        q = self._check_q(q)
+        q = self.check_q(q)
         self._ensure_pairs()
         pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
         objs = self.collision.geometryObjects
@@ -403,13 +433,13 @@ class PinRobot:
 
     def has_self_collision(self, q=None) -> bool:
         """True if any checked pair of the robot's own geometries collides at q."""
-        q = self._check_q(q)
+        q = self.check_q(q)
         self._ensure_pairs()
         return bool(pin.computeCollisions(self.model, self.data, self._broadphase, q, True))
 
     def reach(self, frame: int | None = None) -> float:
         """An upper bound of the distance from the base to a frame (the TCP), over all configurations."""
-        fid = self.tcp if frame is None else frame
+        fid = self.tcp if frame is None else self.frame_id(frame)
         cache = self.__dict__.setdefault("_reach", {})
         if fid not in cache:
             f = self.model.frames[fid]
@@ -428,9 +458,12 @@ class PinRobot:
     # -- environment and inverse kinematics ---------------------------------------------------------
     def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
         """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
-        from .collision import CollisionChecker
+        from .collision import CollisionChecker, check_margin
 
-        key = (id(task), float(margin), self_collision)
+        margin = check_margin(margin)
+        if task is not None and not hasattr(task, "obstacles"):
+            raise InputError("task must be a Task (or None)", value=type(task).__name__)
+        key = (id(task), margin, bool(self_collision))
         cache = self.__dict__.setdefault("_checkers", {})
         entry = cache.get(key)
         if entry is None or entry[0] is not task:
@@ -441,11 +474,11 @@ class PinRobot:
 
     def collisions(self, q=None, task=None, margin: float = 0.0):
         """Every colliding pair at q: self-collisions and, with a task, collisions with its obstacles."""
-        return self.collision_checker(task, margin).collisions(self._check_q(q))
+        return self.collision_checker(task, margin).collisions(self.check_q(q))
 
     def has_collision(self, q=None, task=None, margin: float = 0.0) -> bool:
         """True if the robot collides with itself or (with a task) with an obstacle at q."""
-        return self.collision_checker(task, margin).in_collision(self._check_q(q))
+        return self.collision_checker(task, margin).in_collision(self.check_q(q))
 
     def ik(
         self,
@@ -481,6 +514,7 @@ class PinRobot:
             config = replace(config, max_iter=max_iter)
         if max_n_tries is not None:
             config = replace(config, max_n_tries=max_n_tries)
+        config.check()
         result = solve_ik(
             self,
             desired,
