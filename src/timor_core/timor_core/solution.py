@@ -37,6 +37,7 @@ import copy
 import datetime
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,16 @@ _HEADER_DEFAULTS: dict[str, Any] = {
     "notes": "",
     "tags": [],
 }
-_LAYOUT_KEYS = ("cost", "costFunction", "moduleSet", "moduleOrder", "moduleConnection", "baseConnection", "basePose")
+_LAYOUT_KEYS = (
+    "cost",
+    "costFunction",
+    "moduleSet",
+    "moduleOrder",
+    "moduleConnection",
+    "baseConnection",
+    "basePose",
+    "jointOrder",
+)
 
 
 class SolveError(TimorError):
@@ -617,6 +627,8 @@ class Solution:
         if self.goal_times:
             traj["goal2time"] = dict(self.goal_times)
         data["trajectory"] = traj
+        if _is_branched(self.assembly):  # say which column is which joint: q orders of trees have differed
+            data["jointOrder"] = list(self.assembly.robot.joints)
         for k, v in self.extra.items():
             data.setdefault(k, copy.deepcopy(v))
         return data
@@ -632,9 +644,15 @@ class Solution:
         task: Task | Mapping[str, Task],
         db: ModulesDB | str | Path,
         file: str | Path | None = None,
+        *,
+        legacy_breadth_first: bool = False,
     ) -> Solution:
         """Read a CoBRA solution. ``task`` is the task (or a mapping of task IDs to tasks); ``db`` the module set.
 
+        Configurations are in the depth-first joint order of Pinocchio's URDF loader (the reference's and
+        CoBRA's), or in the order the file's ``jointOrder`` names. ``legacy_breadth_first=True`` reads a solution
+        of a branched robot written by timor before it adopted that order (it numbered a tree's joints breadth
+        first and wrote no ``jointOrder``).
         Bad input raises a :class:`~timor_core.errors.InputError` naming the file, the JSON path and the value.
         """
         from .assembly import ModuleAssembly
@@ -669,6 +687,10 @@ class Solution:
             raise exc.located(file=file) from None
         assembly = ModuleAssembly.from_json_data(db, d, file)
         try:
+            trajectory = _in_joint_order(trajectory, assembly, d.get("jointOrder"), legacy_breadth_first)
+        except InputError as exc:
+            raise exc.located(file=file) from None
+        try:
             solution = cls(
                 the_task,
                 assembly,
@@ -690,13 +712,47 @@ class Solution:
         return solution
 
     @classmethod
-    def from_json_file(cls, path: str | Path, task: Task | Mapping[str, Task], db: ModulesDB | str | Path) -> Solution:
+    def from_json_file(
+        cls,
+        path: str | Path,
+        task: Task | Mapping[str, Task],
+        db: ModulesDB | str | Path,
+        *,
+        legacy_breadth_first: bool = False,
+    ) -> Solution:
         """Load a CoBRA solution file for a task (or a mapping of task IDs to tasks) and a module set."""
         path = Path(path)
-        return cls.from_json_data(jf.load_json_file(path), task, db, path)
+        return cls.from_json_data(jf.load_json_file(path), task, db, path, legacy_breadth_first=legacy_breadth_first)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _is_branched(assembly: ModuleAssembly) -> bool:
+    links = assembly.tree().links
+    parents = [link.parent for link in links if link.parent is not None]
+    return len(parents) != len(set(parents))
+
+
+def _in_joint_order(
+    trajectory: Trajectory, assembly: ModuleAssembly, stated: Any, legacy_breadth_first: bool
+) -> Trajectory:
+    """The trajectory with its columns in the robot's joint order (from ``jointOrder`` or the legacy order)."""
+    ours = list(assembly.robot.joints)
+    if stated is not None:
+        names = [jf.string(v, f"$.jointOrder[{i}]") for i, v in enumerate(jf.array(stated, "$.jointOrder"))]
+        if sorted(names) != sorted(ours):
+            raise ValidationError(
+                f"jointOrder must name each joint of the assembly once: {ours}", path="$.jointOrder", value=stated
+            )
+    elif legacy_breadth_first:
+        names = list(assembly.tree().breadth_first_joints)
+    else:
+        return trajectory
+    if names == ours or trajectory.q.ndim != 2 or trajectory.q.shape[1] != len(ours):
+        return trajectory
+    perm = [names.index(n) for n in ours]
+    return replace(trajectory, q=trajectory.q[:, perm], dq=trajectory.dq[:, perm], ddq=trajectory.ddq[:, perm])
 
 
 def _violation_text(pose, real: np.ndarray) -> str:

@@ -1,7 +1,11 @@
 """The kinematic tree of an assembly: one link per body, rooted at the base connector.
 
 This is the paper's Algorithm 1 (a breadth-first walk from the base connector) done once, shared by
-the URDF writer and the direct Pinocchio builder, so both describe exactly the same robot.
+the URDF writer and the direct Pinocchio builder, so both describe exactly the same robot. The links are then
+put in the order in which Pinocchio's URDF loader (and so the reference toolbox, PyBullet and MoveIt) number
+the joints: depth first, the children of a link in the byte order of their joint names (urdfdom keeps a link's
+child joints sorted by name). A configuration q therefore means the same in our model and in any model loaded
+from our URDF, for serial chains and for trees alike.
 
 Conventions:
 * Every link's frame is where its incoming joint puts it; ``body_in_link`` places the body frame in it.
@@ -13,7 +17,7 @@ Conventions:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +29,16 @@ from .transforms import IDENTITY, ROT_X_PI, inv, readonly
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
 
-__all__ = ["OrientedLink", "oriented_module", "TreeLink", "ToolFrame", "KinematicTree", "build_tree", "ros_name"]
+__all__ = [
+    "OrientedLink",
+    "oriented_module",
+    "TreeLink",
+    "ToolFrame",
+    "KinematicTree",
+    "build_tree",
+    "depth_first_order",
+    "ros_name",
+]
 
 _INVALID = re.compile(r"[^A-Za-z0-9_]")
 
@@ -108,11 +121,16 @@ class ToolFrame:
 
 @dataclass(frozen=True)
 class KinematicTree:
-    """Links in breadth-first order (parents before children) and the tool frames."""
+    """Links in depth-first order (parents before children; see the module docstring) and the tool frames.
+
+    ``breadth_first_joints`` names the actuated joints in the breadth-first order that timor used before
+    version 0.2 for trees, so configurations saved then can be migrated.
+    """
 
     links: tuple[TreeLink, ...]
     tools: tuple[ToolFrame, ...]
     prefix: str
+    breadth_first_joints: tuple[str, ...] = ()
 
     @property
     def actuated(self) -> tuple[TreeLink, ...]:
@@ -202,7 +220,39 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     if not all(visited):
         missing = [i for i, v in enumerate(visited) if not v]
         raise AssemblyError(f"modules at indices {missing} are not connected to the base")
+    legacy = tuple(link.joint_name for link in links if link.joint_type != "fixed" and link.joint_name)
+    order = depth_first_order(links)
+    new_index = {old: new for new, old in enumerate(order)}
+    ordered = tuple(_reparented(links[old], new_index) for old in order)
     named = tuple(
-        ToolFrame(f"{prefix}tool{k}", t.link, t.pose, t.instance, t.connector_id) for k, t in enumerate(tools)
+        ToolFrame(f"{prefix}tool{k}", new_index[t.link], t.pose, t.instance, t.connector_id)
+        for k, t in enumerate(tools)
     )
-    return KinematicTree(tuple(links), named, prefix)
+    return KinematicTree(ordered, named, prefix, legacy)
+
+
+def _reparented(link: TreeLink, new_index: dict[int, int]) -> TreeLink:
+    return link if link.parent is None else replace(link, parent=new_index[link.parent])
+
+
+def depth_first_order(links: list[TreeLink]) -> list[int]:
+    """Indices of ``links`` (root first) depth first, siblings in the byte order of their joint names.
+
+    This is how Pinocchio's URDF parser numbers joints: urdfdom stores a link's child joints in a map keyed
+    by name, and Pinocchio walks the tree recursively.
+    """
+    children: list[list[int]] = [[] for _ in links]
+    roots = []
+    for i, link in enumerate(links):
+        if link.parent is None:
+            roots.append(i)
+        else:
+            children[link.parent].append(i)
+    order: list[int] = []
+    stack = list(reversed(roots))
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        kids = sorted(children[i], key=lambda c: (links[c].joint_name or "").encode())
+        stack.extend(reversed(kids))
+    return order
