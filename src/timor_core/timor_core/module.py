@@ -109,6 +109,15 @@ class Body:
     collision: tuple[Geometry, ...] = ()
     extra: dict = field(default_factory=dict)
 
+    @property
+    def shown(self) -> tuple[Geometry, ...]:
+        """The geometry to draw: the visual geometry, or the collision geometry where a body has no visual.
+
+        The reference toolbox draws such bodies with their collision geometry; without the fallback a robot of
+        primitive modules had empty URDF visuals and an empty viewer.
+        """
+        return self.visual if self.visual else self.collision
+
     def to_json(self) -> dict:
         """The CoBRA JSON of this body."""
         out: dict[str, Any] = {

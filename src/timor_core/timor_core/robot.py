@@ -547,7 +547,7 @@ class PinRobot:
         for k, link in enumerate(self._tree.links):
             base = place_of[k] @ link.body_in_link
             shapes: list = []
-            for g in link.body.visual:
+            for g in link.body.shown:
                 if isinstance(g, Mesh):
                     shapes.append((coal.BVHModelOBBRSS(), g.pose, str(g.path), np.asarray(g.scale, dtype=float)))
                 else:

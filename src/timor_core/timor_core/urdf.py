@@ -109,7 +109,7 @@ def _link_body_xml(link: TreeLink, mode: str, package: str, wrl: str) -> str:
         f'iyy="{_num(inertia[1, 1])}" iyz="{_num(inertia[1, 2])}" izz="{_num(inertia[2, 2])}"/>\n'
         "    </inertial>\n"
     ]
-    parts.append(_shapes_xml("visual", body.visual, B, mode, package))
+    parts.append(_shapes_xml("visual", body.shown, B, mode, package))
     collision = body.collision
     if wrl == "visual" and any(isinstance(g, Mesh) and g.is_convex_decomposition for g in collision):
         replacement = tuple(g for g in body.visual if isinstance(g, Mesh))
