@@ -6,6 +6,8 @@ in ``tasks/simple/PTP_1.json``); asset paths in the task are relative to that ta
 
 from __future__ import annotations
 
+import filecmp
+import logging
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -15,7 +17,8 @@ import numpy as np
 
 from .. import jsonfields as jf
 from ..errors import InputError, ValidationError
-from ..fileio import write_json
+from ..fileio import atomic_copy, write_json
+from ..geometry import Mesh
 from .constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
 from .frames import FrameTree
 from .goals import Goal, goal_from_json
@@ -227,9 +230,62 @@ class Task:
         ]
         return {k: parts[k] for k in order}
 
-    def to_json_file(self, path: str | Path) -> Path:
-        """Write the task atomically (temp file, then rename)."""
-        return write_json(path, self.to_json_data())
+    def to_json_file(self, path: str | Path, *, copy_assets: bool = True) -> Path:
+        """Write the task atomically (temp file, then rename) and carry its mesh assets along.
+
+        ``path`` may be a folder: the task is then written to ``<folder>/<header.ID>.json``, where loading it
+        finds its task folder again. Mesh files are copied to where the saved task will look for them (relative
+        to its task folder, as in the source), so a task saved elsewhere reloads with its obstacles.
+        """
+        path = Path(path)
+        if path.is_dir():
+            path = path / f"{safe_relative(self.id, 'the task ID', file=self.source)}.json"
+        data = self.to_json_data()
+        if copy_assets:
+            _copy_assets(self, _task_dir(path, data), path)
+        return write_json(path, data)
+
+    def meshes(self) -> list[Mesh]:
+        """Every mesh geometry of the task's obstacles (collision and visual)."""
+        return [g for o in self.obstacles for g in (*o.collision, *(o.visual or ())) if isinstance(g, Mesh)]
+
+
+_log = logging.getLogger(__name__)
+
+
+def safe_relative(text: str, what: str, *, file: str | Path | None = None) -> str:
+    """A relative path below a folder (no absolute path, no '..'), or an InputError naming ``what``."""
+    p = Path(text)
+    if not text or p.is_absolute() or ".." in p.parts or "\x00" in text:
+        raise InputError(
+            f"{what} must be a relative path without '..' to be used as a file name", file=file, value=text
+        )
+    return text
+
+
+def _copy_assets(task: Task, new_dir: Path, target: Path) -> None:
+    """Copy each mesh of the task to ``new_dir / <its relative file name>`` unless it is already there."""
+    for mesh in task.meshes():
+        if Path(mesh.file).is_absolute():
+            continue  # an absolute path resolves from anywhere
+        rel = safe_relative(mesh.file, "a mesh file of the task", file=target)
+        dst = new_dir / rel
+        if dst.exists():
+            if dst.resolve() == mesh.path.resolve() or (
+                mesh.path.is_file() and filecmp.cmp(dst, mesh.path, shallow=False)
+            ):
+                continue
+            raise InputError(
+                "a different file of that name is already where the saved task would find this mesh; "
+                "it is not overwritten",
+                file=dst,
+                value=mesh.file,
+            )
+        if not mesh.path.is_file():  # loaded with missing_assets="skip": written back, nothing to copy
+            _log.warning("%s: mesh %s not found; the saved task refers to it without a copy", target, mesh.file)
+            continue
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        atomic_copy(mesh.path, dst)
 
 
 def _task_dir(path: Path, data: Any) -> Path:
