@@ -857,7 +857,7 @@ def test_save_failing_while_writing_leaves_old_file(tmp_path, monkeypatch, gpm_d
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(timor_core.fileio.os, "fsync", no_space)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(InputError, match="modules.json: cannot write: No space"):
         gpm_db.to_json_file(target)
     monkeypatch.undo()
     assert target.read_text() == original
@@ -875,7 +875,7 @@ def test_save_failing_in_rename_leaves_old_file(tmp_path, monkeypatch, gpm_db):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(timor_core.fileio.os, "replace", fail_replace)
-    with pytest.raises(PermissionError):
+    with pytest.raises(InputError, match="modules.json: cannot write: Permission denied"):
         gpm_db.to_json_file(target)
     monkeypatch.undo()
     assert os.replace is real_replace

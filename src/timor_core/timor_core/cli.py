@@ -11,15 +11,20 @@ import argparse
 import importlib
 import json
 import logging
+import re
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from .cli_args import Parser, add_robot_arguments, resolve_robot_arguments
 from .cli_args import load_db as _load_db
 from .cli_args import nonnegative_float as _nonnegative_float
 from .cli_args import positive_int as _positive_int
+from .cli_args import scheduler_address as _scheduler_address
+from .cli_args import seed as _seed
 from .cli_args import serial_assembly as _assembly
 from .errors import InputError, TimorError
 
@@ -112,7 +117,11 @@ def _cmd_fk(args: argparse.Namespace) -> int:
     out = {"tcp": robot.fk(q).tolist()}
     if args.all:
         out["frames"] = {k: v.tolist() for k, v in robot.fk(q, kind="full").items()}
-    print(json.dumps(out))
+    try:
+        text = json.dumps(out, allow_nan=False)
+    except ValueError:  # e.g. a prismatic joint at 1e308: the pose overflows
+        raise InputError("--q gives a pose that is not finite (joint values too large)", value=args.q) from None
+    print(text)
     return 0
 
 
@@ -156,6 +165,11 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     assembly = _assembly(args)
     if args.start is not None and not args.solution:
         raise InputError("--start needs --solution (it is where the planned motion starts)", value=args.start)
+    if args.solution:
+        from .fileio import output_target, refuse_overwriting_inputs
+
+        refuse_overwriting_inputs(args.solution, args.file, option="--solution")
+        output_target(args.solution)
     start = None if args.start is None else _parse_q(args.start, assembly.dof, "--start")
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
@@ -297,7 +311,7 @@ def _cmd_result_show(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="timor", description="Modular reconfigurable robots: modules to models.")
+    p = Parser(prog="timor", description="Modular reconfigurable robots: modules to models.")
     p.add_argument(
         "-v", "--verbose", action="count", default=0, help="show warnings about the data (-vv: also progress details)"
     )
@@ -314,12 +328,8 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--json", action="store_true", help="print JSON")
     val.set_defaults(func=_cmd_db_validate)
 
-    def robot_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("db", help="modules.json, its folder, or an embedded set name")
-        sp.add_argument("modules", nargs="+", help="module IDs of a serial chain, base first")
-
     urdf = sub.add_parser("urdf", help="write the URDF of a serial assembly")
-    robot_args(urdf)
+    add_robot_arguments(urdf)
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     urdf.add_argument("--name", help="robot name (default: set name + assembly hash)")
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
@@ -330,7 +340,7 @@ def _parser() -> argparse.ArgumentParser:
     urdf.set_defaults(func=_cmd_urdf)
 
     fk = sub.add_parser("fk", help="forward kinematics of a serial assembly, as JSON")
-    robot_args(fk)
+    add_robot_arguments(fk)
     fk.add_argument("--q", help="joint values, comma-separated (default: zeros)")
     fk.add_argument("--all", action="store_true", help="also print every frame")
     fk.set_defaults(func=_cmd_fk)
@@ -360,7 +370,7 @@ def _parser() -> argparse.ArgumentParser:
     solve.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
     solve.add_argument("--modules", nargs="+", required=True, help="module IDs of a serial chain, base first")
     solve.add_argument("--json", action="store_true", help='print {"goals": [...], "cost": ...}')
-    solve.add_argument("--seed", type=int, default=0, help="random seed of the inverse kinematics (default 0)")
+    solve.add_argument("--seed", type=_seed, default=0, help="random seed of the inverse kinematics (default 0)")
     solve.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
     solve.add_argument(
@@ -391,7 +401,7 @@ def _parser() -> argparse.ArgumentParser:
     exp2.add_argument("--generations", type=_positive_int, default=500, help="GA generations (default 500)")
     exp2.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
     exp2.add_argument("--trials", type=_positive_int, default=1, help="GA trials (default 1)")
-    exp2.add_argument("--seed", type=int, default=0, help="seed of the GA and the IK (default 0)")
+    exp2.add_argument("--seed", type=_seed, default=0, help="seed of the GA and the IK (default 0)")
     exp2.add_argument("--order", choices=("space", "cost"), default="space", help="constrained search order")
     exp2.add_argument("--limit", type=_positive_int, help="constrained search: only the first N assemblies")
     exp2.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -412,7 +422,7 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
     search.add_argument("--budget-evals", type=_positive_int, help="stop after N evaluated assemblies")
     search.add_argument("--budget-seconds", type=_nonnegative_float, help="stop after S seconds")
-    search.add_argument("--seed", type=int, default=0, help="seed of the search and of the IK (default 0)")
+    search.add_argument("--seed", type=_seed, default=0, help="seed of the search and of the IK (default 0)")
     search.add_argument("--generations", type=_positive_int, default=50, help="GA generations (default 50)")
     search.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
     search.add_argument("--trials", type=_positive_int, default=1, help="independent GA runs (default 1)")
@@ -423,7 +433,9 @@ def _parser() -> argparse.ArgumentParser:
     search.add_argument("--no-progress", action="store_true", help="no progress bar")
     search.add_argument("-o", "--output", help="write the result as JSON")
     search.add_argument(
-        "--scheduler", help="exhaustive search on Dask distributed: tcp://host:8786, or 'local' for a LocalCluster"
+        "--scheduler",
+        type=_scheduler_address,
+        help="exhaustive search on Dask distributed: tcp://host:8786, or 'local' for a LocalCluster",
     )
     search.add_argument("--checkpoint", help="Dask: write progress here (default: OUTPUT.checkpoint.json)")
     search.add_argument("--resume", help="Dask: continue from this checkpoint file")
@@ -452,9 +464,35 @@ Each area (ROS artefacts, ROS nodes, visualization) owns its commands in its own
 """
 
 
+_NUMBER_LIST = re.compile(r"-[0-9.]")
+_VALUE_OPTIONS = ("--q", "--start")
+"""Options whose value may start with a minus sign (comma-separated joint values such as -0.1,0.2)."""
+
+
+def _join_negative_values(argv: list[str]) -> list[str]:
+    """``--q -0.1,0.2`` -> ``--q=-0.1,0.2``: argparse would take ``-0.1,0.2`` for an option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in _VALUE_OPTIONS and i + 1 < len(argv) and _NUMBER_LIST.match(argv[i + 1]):
+            out.append(f"{token}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``timor`` console script."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``timor`` console script.
+
+    Exit codes: 0 success, 1 a check found problems, 2 bad input (one ``error:`` line naming the file, option
+    or value), 3 an internal error (a bug: one line, the traceback with -v), 130 interrupted.
+    """
+    parser = _parser()
+    args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
+    resolve_robot_arguments(args, getattr(args, "subparser", parser))
     level = (logging.ERROR, logging.WARNING, logging.INFO)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     try:
@@ -466,6 +504,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except (RecursionError, MemoryError) as exc:
+        print(f"error: input too large or too deeply nested ({type(exc).__name__})", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 — last resort: a bug must not print a traceback at a user
+        if args.verbose:
+            traceback.print_exc()
+        print(
+            f"error: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback; please report it)",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

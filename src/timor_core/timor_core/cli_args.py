@@ -3,8 +3,61 @@
 from __future__ import annotations
 
 import argparse
+import math
+import sys
 
-__all__ = ["load_db", "serial_assembly", "positive_int", "nonnegative_float"]
+__all__ = [
+    "load_db",
+    "serial_assembly",
+    "positive_int",
+    "nonnegative_float",
+    "positive_float",
+    "seed",
+    "port",
+    "scheduler_address",
+    "add_robot_arguments",
+    "resolve_robot_arguments",
+    "Parser",
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error format: usage, then one last line ``error: <command>: <message>``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def add_robot_arguments(sp: argparse.ArgumentParser) -> None:
+    """The robot of a subcommand: ``--db DB --modules ID ...`` or, as before, positional ``DB ID ...``."""
+    sp.add_argument(
+        "robot",
+        nargs="*",
+        metavar="DB MODULE",
+        help="module set (modules.json, its folder, or an embedded name) and module IDs, base first; "
+        "same as --db DB --modules ...",
+    )
+    sp.add_argument("--db", help="modules.json, its folder, or an embedded set name")
+    sp.add_argument("--modules", nargs="+", help="module IDs of a serial chain, base first")
+    sp.set_defaults(subparser=sp)
+
+
+def resolve_robot_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Fill ``args.db`` and ``args.modules`` from either form; refuse a mix or a missing part."""
+    positional = getattr(args, "robot", None)
+    if positional is None:
+        return
+    if positional:
+        if args.db is not None or args.modules is not None:
+            parser.error("give the robot either as DB MODULE ... or with --db/--modules, not both")
+        args.db, args.modules = positional[0], positional[1:]
+    if args.db is None or not args.modules:
+        parser.error("the robot is missing: give DB MODULE ... (or --db DB --modules MODULE ...)")
+
+
+MAX_SEED = 2**63 - 1
+"""Largest seed (numpy takes any integer >= 0; this keeps the option finite and printable)."""
 
 
 def load_db(source: str):
@@ -21,23 +74,83 @@ def serial_assembly(args: argparse.Namespace):
     return ModuleAssembly.from_serial_modules(load_db(args.db), args.modules)
 
 
-def nonnegative_float(text: str) -> float:
-    """argparse type: a number >= 0."""
+def _float(text: str) -> float:
     try:
         x = float(text)
     except ValueError:
-        x = -1.0
+        return math.nan
+    return x if math.isfinite(x) else math.nan
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    x = _float(text)
     if not x >= 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative number, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
     return x
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    x = _float(text)
+    if not x > 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return x
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    if len(text) > 30:  # also keeps int() away from 5,000-digit strings
+        return None
     try:
-        n = int(text)
+        return int(text)
     except ValueError:
-        n = 0
-    if n < 1:
+        return None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (at most 10**12)."""
+    n = _int(text)
+    if n is None or not 1 <= n <= 10**12:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return n
+
+
+def seed(text: str) -> int:
+    """argparse type: a random seed, an integer >= 0."""
+    n = _int(text)
+    if n is None or not 0 <= n <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return n
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port, 0 (any free port) to 65535."""
+    n = _int(text)
+    if n is None or not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return n
+
+
+def scheduler_address(text: str) -> str:
+    """argparse type: a Dask scheduler address ``tcp://host:port`` (or ``local``), checked before Dask starts."""
+    if text == "local":
+        return text
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        number = parts.port
+    except ValueError:
+        number = None
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("tcp", "tls", "inproc", "ws", "wss", "ucx")
+        or not parts.hostname
+        or number is None
+        or not 0 < number <= 65535
+        or parts.path not in ("", "/")
+    ):
+        raise argparse.ArgumentTypeError(f"expected 'local' or an address like tcp://host:8786, got {text!r}")
+    return text

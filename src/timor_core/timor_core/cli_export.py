@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_args import positive_int, serial_assembly
+from .cli_args import add_robot_arguments, positive_int, seed, serial_assembly
 
 __all__ = ["register", "cmd_urdf_ros2_control"]
 
@@ -104,8 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``moveit-config``, ``xacro`` and ``srdf`` to the ``timor`` parser."""
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
-        sp.add_argument("--modules", nargs="+", required=True, help="module IDs of a serial chain, base first")
+        add_robot_arguments(sp)
         sp.add_argument("--name", help="robot name (default: set name + assembly hash)")
         sp.add_argument("--prefix", default="", help="prefix for every link and joint name")
 
@@ -115,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def sampling(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--samples", type=positive_int, default=1000, help="random configurations (default 1000)")
-        sp.add_argument("--seed", type=int, default=0, help="seed of the random configurations (default 0)")
+        sp.add_argument("--seed", type=seed, default=0, help="seed of the random configurations (default 0)")
         sp.add_argument("--group", default="manipulator", help="planning group name (default manipulator)")
 
     plugin_help = "ros2_control hardware plugin (default mock_components/GenericSystem)"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .cli_args import load_db as _load_db
-from .cli_args import serial_assembly
+from .cli_args import port, positive_float, seed, serial_assembly
 from .errors import InputError
 
 
@@ -75,6 +75,14 @@ def _cmd_view(args: argparse.Namespace) -> int:
         else:
             show_solution(content, viewer)
         return _serve(viewer)
+
+
+def fps(text: str) -> float:
+    """argparse type: frames per second, a number in (0, 240]."""
+    value = positive_float(text)
+    if value > 240:
+        raise argparse.ArgumentTypeError(f"expected at most 240 frames per second, got {text!r}")
+    return value
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -149,7 +157,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _server_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--port", type=int, default=8080, help="port of the viewer (default 8080; 0: any free port)")
+    p.add_argument("--port", type=port, default=8080, help="port of the viewer (default 8080; 0: any free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0: all)")
 
 
@@ -177,8 +185,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     video.add_argument("--task", help="the task file of the solution")
     video.add_argument("--db", help="module set (solution: default its moduleSet)")
     video.add_argument("--modules", nargs="+", help="module IDs of a serial chain, base first (no solution)")
-    video.add_argument("--seed", type=int, default=0, help="seed of the random motion (default 0)")
-    video.add_argument("--fps", type=float, default=20.0, help="frames per second (default 20)")
+    video.add_argument("--seed", type=seed, default=0, help="seed of the random motion (default 0)")
+    video.add_argument("--fps", type=fps, default=20.0, help="frames per second (default 20)")
     video.add_argument("--size", type=_size, default=(640, 480), help="WIDTHxHEIGHT (default 640x480)")
     video.set_defaults(func=_cmd_video)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
-from .fileio import atomic_write_text
+from .fileio import write_files
 from .ros2_control import Ros2ControlConfig, _joint, _joint_name, controlled_joints, initial_positions
 from .srdf import assembly_to_srdf, planning_chain
 from .urdf import assembly_to_urdf, default_robot_name
@@ -402,14 +402,9 @@ def write_moveit_config(
     """
     texts = moveit_config_texts(assembly, options, **overrides)
     folder = Path(out_dir)
-    written: dict[str, Path] = {}
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for file_name, text in texts.items():
-            path = folder / file_name
-            atomic_write_text(path, text)
-            written[file_name] = path
-    except OSError as exc:
-        where = exc.filename or folder
-        raise InputError(f"cannot write the MoveIt config: {exc.strerror or exc}", file=str(where)) from None
+    for file_name in texts:  # file names come from the robot name: never a path of their own
+        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
+            raise InputError("a MoveIt config file name must be a plain file name", value=file_name)
+    paths = write_files({folder / file_name: text for file_name, text in texts.items()})
+    written = dict(zip(texts, paths))
     return written

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import AssemblyError, InputError
+from .names import check_prefix, xml_escape
 from .tree import TreeLink
 from .urdf import _num
 
@@ -137,7 +138,7 @@ def initial_positions(
 
 
 def _escape(text: str, for_xacro: bool) -> str:
-    text = text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+    text = xml_escape(text)
     return text.replace("${", "$${").replace("$(", "$$(") if for_xacro else text
 
 
@@ -163,6 +164,7 @@ def ros2_control_xml(
     infinite limits are left out. ``for_xacro`` escapes ``$`` in user text so xacro keeps it literally
     (the prefix may then be ``${prefix}``).
     """
+    check_prefix(prefix)
     positions = initial_positions(assembly, config, prefix)
     name = _escape(config.name, for_xacro) if config.name is not None else prefix + _escape(robot_name, for_xacro)
     out = [

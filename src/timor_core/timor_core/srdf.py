@@ -17,9 +17,10 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import AssemblyError, InputError
+from .names import check_name, xml_escape
 from .ros2_control import _joint_name, commanded, home_position
 from .tree import KinematicTree
-from .urdf import _num, _xml_escape, default_robot_name
+from .urdf import _num, default_robot_name
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
@@ -198,11 +199,11 @@ def assembly_to_srdf(
         raise InputError("the group name must be letters, digits and underscores", value=group)
     chain = planning_chain(assembly, prefix)
     tree = assembly.tree(prefix)
-    robot_name = name if name is not None else default_robot_name(assembly)
+    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
     out = [
         '<?xml version="1.0" encoding="utf-8"?>\n',
         "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
-        f'<robot name="{_xml_escape(robot_name)}">\n',
+        f'<robot name="{xml_escape(robot_name)}">\n',
         f'  <group name="{group}">\n',
         f'    <chain base_link="{chain.base_link}" tip_link="{chain.tip_link}"/>\n',
         "  </group>\n",

@@ -16,7 +16,6 @@ Conventions:
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from .errors import AssemblyError
 from .module import Body, Joint, Module
+from .names import check_prefix, ros_name
 from .transforms import IDENTITY, ROT_X_PI, inv, readonly
 
 if TYPE_CHECKING:
@@ -39,13 +39,6 @@ __all__ = [
     "depth_first_order",
     "ros_name",
 ]
-
-_INVALID = re.compile(r"[^A-Za-z0-9_]")
-
-
-def ros_name(text: str) -> str:
-    """A valid ROS/URDF name: letters, digits and underscores only."""
-    return _INVALID.sub("_", text)
 
 
 @dataclass(frozen=True)
@@ -144,6 +137,7 @@ def _link_name(prefix: str, instance: int, body_id: str) -> str:
 
 def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
+    check_prefix(prefix)
     if len(assembly.connections) != len(assembly.modules) - 1:
         raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
     modules = assembly.modules

@@ -16,8 +16,10 @@ import numpy as np
 
 from .errors import AssemblyError, InputError, URDFError
 from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
+from .names import check_name, xml_escape
+from .names import ros_name as ros_name
 from .transforms import rpy
-from .tree import KinematicTree, TreeLink, ros_name
+from .tree import KinematicTree, TreeLink
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,7 +75,7 @@ def _geometry_xml(g: Geometry, mode: str, package: str) -> str | None:
         return f'<sphere radius="{_num(g.r)}"/>'
     if isinstance(g, Mesh):
         scale = " ".join(_num(s) for s in g.scale)
-        return f'<mesh filename="{_mesh_uri(g, mode, package)}" scale="{scale}"/>'
+        return f'<mesh filename="{xml_escape(_mesh_uri(g, mode, package), "mesh file name")}" scale="{scale}"/>'
     if isinstance(g, Empty):
         return None
     raise InputError(f"cannot write geometry of type {type(g).__name__} to URDF")
@@ -165,7 +167,7 @@ def mesh_package(assembly: ModuleAssembly, mesh_uri: str, package: str | None, w
         raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
     if wrl not in WRL_MODES:
         raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
-    return package or ros_name(assembly.db.name) or "timor"
+    return check_name(package, "package name") if package is not None else (ros_name(assembly.db.name) or "timor")
 
 
 def tree_xml(
@@ -189,6 +191,14 @@ def tree_xml(
         link_chunks.append(f'  <link name="{link.name}">\n{body}  </link>\n')
         if link.parent is not None:
             joint_chunks.append(_joint_xml(link, links[link.parent].name))
+    names = [link.name for link in links] + [tool.name for tool in tree.tools]
+    joint_names = [str(link.joint_name) for link in links if link.parent is not None] + [
+        f"{links[tool.link].name}_to_{tool.name}" for tool in tree.tools
+    ]
+    for kind, seq in (("link", names), ("joint", joint_names)):
+        if len(set(seq)) != len(seq):
+            twice = sorted({n for n in seq if seq.count(n) > 1})
+            raise URDFError(f"the module IDs give two {kind}s the same name: {', '.join(map(str, twice))}")
     for tool in tree.tools:
         link_chunks.append(f'  <link name="{tool.name}"/>\n')
         joint_chunks.append(
@@ -222,8 +232,8 @@ def assembly_to_urdf(
         tree = assembly.tree(prefix)
     except AssemblyError as exc:
         raise URDFError(f"cannot write URDF: {exc}") from None
-    robot_name = name if name is not None else default_robot_name(assembly)
-    out = [f'<?xml version="1.0" encoding="utf-8"?>\n<robot name="{_xml_escape(robot_name)}">\n']
+    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
+    out = [f'<?xml version="1.0" encoding="utf-8"?>\n<robot name="{xml_escape(robot_name)}">\n']
     links = tree.links
     link_chunks, joints = tree_xml(tree, mesh_uri, package, wrl)
     out.extend(link_chunks)
@@ -241,7 +251,3 @@ def assembly_to_urdf(
         out.append(ros2_control_xml(assembly, ros2_control, prefix=prefix, robot_name=robot_name))
     out.append("</robot>\n")
     return "".join(out)
-
-
-def _xml_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")

@@ -12,9 +12,8 @@ import re
 from typing import TYPE_CHECKING
 
 from .errors import AssemblyError, InputError, URDFError
-from .tree import ros_name
+from .names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
 from .urdf import (
-    _xml_escape,
     default_robot_name,
     mesh_package,
     origin_xml,
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["assembly_to_xacro", "XACRO_NS", "PREFIX"]
 
 XACRO_NS = "http://www.ros.org/wiki/xacro"
-PREFIX = "${prefix}"
+PREFIX = XACRO_PREFIX
 """The literal prefix every name in the macro starts with (the macro's ``prefix`` parameter)."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -83,14 +82,13 @@ def assembly_to_xacro(
     macro. Mesh options are those of ``assembly_to_urdf``.
     """
     package = mesh_package(assembly, mesh_uri, package, wrl)
-    robot_name = name if name is not None else default_robot_name(assembly)
+    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
     macro = macro_name if macro_name is not None else ros_name(robot_name)
     if macro_name is None and not _NAME.fullmatch(macro):
         macro = "robot_" + macro
     if not _NAME.fullmatch(macro):
         raise InputError("a macro name must be letters, digits and underscores, not starting with a digit", value=macro)
-    if ros_name(prefix) != prefix:
-        raise InputError("the prefix must be letters, digits and underscores", value=prefix)
+    check_prefix(prefix)
     body = _macro_body(assembly, mesh_uri, package, wrl)
     if ros2_control is not None:
         from .ros2_control import ros2_control_xml
@@ -98,7 +96,7 @@ def assembly_to_xacro(
         body += ros2_control_xml(assembly, ros2_control, prefix=PREFIX, robot_name=robot_name, for_xacro=True)
     out = [
         '<?xml version="1.0" encoding="utf-8"?>\n',
-        f'<robot name="{_literal(_xml_escape(robot_name))}" xmlns:xacro="{XACRO_NS}">\n',
+        f'<robot name="{_literal(xml_escape(robot_name))}" xmlns:xacro="{XACRO_NS}">\n',
         f'  <xacro:macro name="{macro}" params="prefix parent *origin">\n',
         _indent(body, 2),
         "  </xacro:macro>\n",

@@ -28,6 +28,8 @@ def write_mp4(frames: Iterable[np.ndarray], path: str | Path, fps: float = 20.0)
     """Encode RGB frames (H, W, 3, uint8) as H.264 MP4, atomically (temp file beside the target, then rename)."""
     if Path(path).suffix.lower() != ".mp4":
         raise InputError("a video is written as an .mp4 file", value=str(path))
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps <= 240:
+        raise InputError("fps must be a number of frames per second in (0, 240]", value=fps)
     iio = require("imageio.v2")
     require("imageio_ffmpeg")
     count = 0
