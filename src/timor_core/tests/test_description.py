@@ -60,7 +60,7 @@ def test_db_with_modules_adds_replaces_and_refuses(db):
     assert added == ["J2b"] and new.ids[-1] == "J2b" and "J2b" not in db
     with pytest.raises(InputError, match="modules.J2b"):
         db_with_modules(db, {"modules.J3": json.dumps(j2)})
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(InputError, match="invalid JSON"):
         db_with_modules(db, {"modules.J2b": "{"})
     with pytest.raises(InputError):
         db_with_modules(db, {"modules.J2b": json.dumps({"header": {"ID": "J2b"}})})
@@ -75,7 +75,7 @@ def test_assembly_from_request(db):
         assembly_from_request(db, ["base", "NOPE"])
     with pytest.raises(ConnectorError):
         assembly_from_request(db, ["base", "eef", "J2"])
-    with pytest.raises(FormatError, match="not valid JSON"):
+    with pytest.raises(FormatError, match="invalid JSON"):
         assembly_from_request(db, assembly_json="{")
     with pytest.raises(InputError, match="not both"):
         assembly_from_request(db, CHAIN, json.dumps(a.to_json_data()))

@@ -931,9 +931,11 @@ def test_sample_defaults_leave_unconstrained_families_at_nominal():
 
 
 def test_sample_of_contradictory_tolerance_raises():
-    tol = tolerance_from_json(["x", "x"], [[0.1, 0.2], [0.3, 0.4]])
-    with pytest.raises(TimorError):
-        tol.sample(np.eye(4), 0)
+    # one projection twice with disjoint intervals is refused when read (issue 12: it was "valid")
+    with pytest.raises(ValidationError, match="disjoint"):
+        tolerance_from_json(["x", "x"], [[0.1, 0.2], [0.3, 0.4]])
+    overlapping = tolerance_from_json(["x", "x"], [[0.1, 0.3], [0.2, 0.4]])  # the intersection [0.2, 0.3]
+    assert 0.2 <= overlapping.sample(np.eye(4), 0)[0, 3] <= 0.3
     tol = tolerance_from_json(["r_sph", "x"], [[0, 0.1], [0.3, 0.4]])
     with pytest.raises(TimorError):
         tol.sample(np.eye(4), 0, max_attempts=200)

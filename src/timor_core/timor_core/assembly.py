@@ -15,8 +15,9 @@ import numpy as np
 
 from . import jsonfields as jf
 from .db import ModulesDB
-from .errors import AssemblyError, ConnectorError, InputError, UnknownModuleError
+from .errors import AssemblyError, ConnectorError, InputError, UnknownModuleError, ValidationError
 from .fileio import atomic_write_text, write_json
+from .limits import check_count
 from .module import Module, connectors_compatible
 from .transforms import IDENTITY, ROT_X_PI, readonly
 from .tree import KinematicTree, build_tree
@@ -45,7 +46,9 @@ class ModuleAssembly:
     ) -> None:
         self.db = db
         self.module_ids: list[str] = [str(m) for m in assembly_modules]
+        check_count(len(self.module_ids), "max_modules", "the number of modules in an assembly")
         self.modules: list[Module] = [db.by_id(m) for m in self.module_ids]
+        check_count(sum(m.dof for m in self.modules), "max_dof", "the degrees of freedom of an assembly")
         self.connections: list[Connection] = []
         self._used: dict[tuple[int, str], int] = {}
         self.base_placement = _placement(base_placement)
@@ -69,6 +72,7 @@ class ModuleAssembly:
         ids = [str(m) for m in module_ids]
         if not ids:
             raise AssemblyError("a serial assembly needs at least one module")
+        check_count(len(ids), "max_modules", "the number of modules in an assembly")
         modules = [db.by_id(m) for m in ids]
         base = modules[0].base_connectors
         if len(base) != 1:
@@ -158,6 +162,8 @@ class ModuleAssembly:
         ``connector`` picks the new module's connector; if omitted, the single one that fits is used.
         """
         new = self.db.by_id(module_id)
+        check_count(len(self.modules) + 1, "max_modules", "the number of modules in an assembly")
+        check_count(self.dof + new.dof, "max_dof", "the degrees of freedom of an assembly")
         i, ci = int(to[0]), str(to[1])
         if connector is None:
             options = [cb for ca, cb in self.db.connections_between(self.module_ids[i], module_id) if ca == ci]
@@ -371,10 +377,11 @@ class ModuleAssembly:
         """Parse an assembly JSON (``moduleOrder`` required; connections default to a serial chain)."""
         try:
             d = jf.obj(data, "$")
-            order = [
-                jf.string(m, f"$.moduleOrder[{k}]")
-                for k, m in enumerate(jf.array(jf.req(d, "moduleOrder", "$"), "$.moduleOrder"))
-            ]
+            order_json = jf.array(jf.req(d, "moduleOrder", "$"), "$.moduleOrder")
+            if not order_json:
+                raise ValidationError("an assembly needs at least one module", path="$.moduleOrder", value=[])
+            check_count(len(order_json), "max_modules", "the number of modules", path="$.moduleOrder")
+            order = [jf.string(m, f"$.moduleOrder[{k}]") for k, m in enumerate(order_json)]
             placement = None
             if "basePose" in d:
                 poses = jf.array(d["basePose"], "$.basePose")

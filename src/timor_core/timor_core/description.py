@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .db import ModulesDB
-from .errors import FormatError, InputError, TimorError
+from .errors import InputError, TimorError
+from .jsonfields import parse_json_text
+from .limits import check_count
 from .module import Module
 
 if TYPE_CHECKING:
@@ -73,10 +75,7 @@ def module_to_json_text(module: Module) -> str:
 
 def module_from_json_text(text: str, *, base_dir: Path | None = None, where: str = "$") -> Module:
     """Parse and validate one module from its JSON text (FormatError/ValidationError on bad input)."""
-    try:
-        data = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise FormatError(f"not valid JSON: {exc}", path=where) from None
+    data = parse_json_text(text, what="module JSON")
     return Module.from_json(data, where, base_dir=base_dir)
 
 
@@ -159,7 +158,10 @@ def assembly_from_request(db: ModulesDB, modules: Sequence[str] = (), assembly_j
     """
     from .assembly import ModuleAssembly
 
+    check_count(len(modules), "max_modules", "the number of module IDs in the request")
     ids = [str(m) for m in modules]
+    if not isinstance(assembly_json, str):
+        raise InputError("the assembly JSON must be text", value=type(assembly_json).__name__)
     text = assembly_json.strip() if assembly_json else ""
     if ids and text:
         raise InputError("give either module IDs or an assembly JSON, not both")
@@ -167,10 +169,7 @@ def assembly_from_request(db: ModulesDB, modules: Sequence[str] = (), assembly_j
         raise InputError("empty request: give module IDs (base first) or an assembly JSON")
     if ids:
         return ModuleAssembly.from_serial_modules(db, ids)
-    try:
-        data: Any = json.loads(text)
-    except ValueError as exc:
-        raise FormatError(f"assembly JSON is not valid JSON: {exc}") from None
+    data: Any = parse_json_text(text, what="assembly JSON")
     return ModuleAssembly.from_json_data(db, data)
 
 

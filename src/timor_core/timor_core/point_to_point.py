@@ -15,6 +15,7 @@ import numpy as np
 
 from .costs import CostFunction
 from .errors import InputError
+from .limits import check_count
 from .solution import Solution, SolveError
 from .task import At, CollisionFree, Follow, GoalOrder, JointLimits, Pause, ReturnTo, Task, ValidJointAngles
 from .trajectory import Trajectory
@@ -156,6 +157,7 @@ def solve_point_to_point(
             move_to(target, g.id)
         elif isinstance(g, Pause):
             n = max(0, math.ceil(g.duration / dt * (1 - 1e-12)))
+            check_count(samples + n + 1, "max_trajectory_samples", f"goal {g.id!r}: a pause of {g.duration:g} s")
             if n:
                 hold = np.repeat(q[None], n + 1, axis=0)
                 zeros = np.zeros_like(hold)

@@ -142,39 +142,53 @@ def collision_matrix(
     gd = pin.GeometryData(gm)
     configure_requests(gd, model=gm)
     model, data = robot.model, robot.model.createData()
-    pairs_of: list[list[int]] = [[] for _ in candidates]
-    for p, c in enumerate(pair_of):
-        pairs_of[c].append(p)
+    cand_of_pair = np.array(pair_of, dtype=int)
+    n_cand = len(candidates)
+    # a broad phase of our own: only pairs whose world-aligned bounding boxes overlap go to the narrow phase
+    # (an overlap is necessary for a collision, so the verdicts are the same; much faster for long robots)
+    boxes = [o.geometry.aabb_local for o in gm.geometryObjects]
+    centre = np.array([0.5 * (np.asarray(b.min_) + np.asarray(b.max_)) for b in boxes]).reshape(-1, 3)
+    half = np.array([0.5 * (np.asarray(b.max_) - np.asarray(b.min_)) for b in boxes]).reshape(-1, 3)
+    first = np.array([cp.first for cp in gm.collisionPairs], dtype=int)
+    second = np.array([cp.second for cp in gm.collisionPairs], dtype=int)
 
-    def colliding(q: np.ndarray, undecided: list[int]) -> set[int]:
-        pin.computeCollisions(model, data, gm, gd, q, False)
-        results = gd.collisionResults
-        return {c for c in undecided if any(results[p].isCollision() for p in pairs_of[c])}
+    def colliding(q: np.ndarray, undecided: np.ndarray) -> np.ndarray:
+        """Boolean mask of the candidates (among ``undecided``) that collide at q."""
+        hit = np.zeros(n_cand, dtype=bool)
+        if not len(first):
+            return hit
+        pin.updateGeometryPlacements(model, data, gm, gd, q)
+        placements = gd.oMg
+        R = np.array([placements[g].rotation for g in range(gm.ngeoms)])
+        t = np.array([placements[g].translation for g in range(gm.ngeoms)])
+        c = np.einsum("gij,gj->gi", R, centre) + t
+        e = np.einsum("gij,gj->gi", np.abs(R), half)
+        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + 1e-9, axis=1)
+        for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
+            if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
+                hit[cand_of_pair[p]] = True
+        return hit
 
     home = np.array([home_position(link) for link in tree.actuated])
-    at_home = colliding(home, list(range(len(candidates))))
-    for c in at_home:
-        reason[candidates[c]] = "Default"
-    always = set(range(len(candidates))) - at_home  # collided in every sample so far
-    never = set(always)  # no collision in any sample so far
-    active = gd.activeCollisionPairs
-    for c in at_home:
-        for p in pairs_of[c]:
-            active[p] = False
+    at_home = colliding(home, np.ones(n_cand, dtype=bool))
+    for c_home in np.flatnonzero(at_home):
+        reason[candidates[int(c_home)]] = "Default"
+    always = ~at_home  # collided in every sample so far
+    never = ~at_home  # no collision in any sample so far
     rng = np.random.default_rng(seed)
     for _ in range(int(n_samples)):
-        q = robot.random_configuration(rng)
-        hit = colliding(q, sorted(always | never))
-        decided = (always - hit) | (never & hit)
+        undecided = always | never
+        if not undecided.any():
+            break
+        hit = colliding(robot.random_configuration(rng), undecided)
         always &= hit
-        never -= hit
-        for c in decided - always - never:
-            for p in pairs_of[c]:
-                active[p] = False
-    for c in sorted(always):
-        reason[candidates[c]] = "Always"
-    for c in sorted(never):
-        reason[candidates[c]] = "Never"
+        never &= ~hit
+    always_set = {int(k) for k in np.flatnonzero(always)}
+    never_set = {int(k) for k in np.flatnonzero(never)}
+    for c_always in sorted(always_set):
+        reason[candidates[c_always]] = "Always"
+    for c_never in sorted(never_set):
+        reason[candidates[c_never]] = "Never"
     order = {r: k for k, r in enumerate(REASONS)}
     ranked = sorted(reason.items(), key=lambda item: (order[item[1]], item[0]))
     return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import FormatError, InputError
+from .limits import check_count
 
 __all__ = ["Trajectory", "time_parametrize"]
 
@@ -180,6 +181,7 @@ class Trajectory:
             raise InputError("dt must be a positive finite number", value=dt)
         duration = self.duration
         n = math.ceil(duration / dt * (1 - 1e-12))  # number of steps; the last one may be shorter
+        check_count(n + 1, "max_trajectory_samples", f"resampling {duration:.6g} s every {dt:g} s")
         times = np.arange(n + 1, dtype=float) * dt
         times[-1] = duration
         if n >= 1 and times[-1] <= times[-2]:  # rounding put the last regular sample on the end
@@ -328,6 +330,7 @@ def time_parametrize(path, v_max, a_max, dt: float = 0.01) -> Trajectory:
             segments.append((k, delta, n, V / scale, A / (scale * scale), ramp * scale))
 
     total = sum(s[2] for s in segments)
+    check_count(total + 1, "max_trajectory_samples", f"a timed motion of {total * dt:.6g} s at a time step of {dt:g} s")
     t = np.arange(total + 1, dtype=float) * dt
     q = np.empty((total + 1, dof))
     dq = np.zeros((total + 1, dof))

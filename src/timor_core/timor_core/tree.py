@@ -138,6 +138,8 @@ def _link_name(prefix: str, instance: int, body_id: str) -> str:
 def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
     check_prefix(prefix)
+    if not assembly.modules:
+        raise AssemblyError("an empty assembly has no robot: it needs at least one module")
     if len(assembly.connections) != len(assembly.modules) - 1:
         raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
     modules = assembly.modules

@@ -117,6 +117,27 @@ class FilterConfig:
         """A JSON-able dict of the settings."""
         return asdict(self)
 
+    def __post_init__(self) -> None:
+        ints = {
+            "max_modules": (1, 10**4),
+            "min_dof": (0, 10**4),
+            "max_dof": (0, 10**4),
+            "ik_tries": (1, 100_000),
+            "ik_iter": (1, 100_000),
+            "task_ik_tries": (1, 100_000),
+            "retries": (0, 1000),
+            "seed": (0, 2**63 - 1),
+        }
+        for name, (lo, hi) in ints.items():
+            v = getattr(self, name)
+            if v is None and name not in ("retries", "seed"):
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
+        reach = self.max_reach
+        if reach is not None and (isinstance(reach, bool) or not isinstance(reach, (int, float)) or not reach > 0):
+            raise InputError("filter setting max_reach must be a positive number of metres", value=reach)
+
     @classmethod
     def from_json(cls, data: dict | None) -> FilterConfig:
         """The inverse of :meth:`to_json` (unknown keys are an InputError)."""

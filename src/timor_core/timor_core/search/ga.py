@@ -34,6 +34,7 @@ import numpy as np
 from ..costs import CostFunction
 from ..db import ModulesDB
 from ..errors import InputError
+from ..limits import limits
 from ..task import Task
 from .evaluate import Evaluation, _descriptor, load_db, load_task
 from .filters import FilterConfig, Funnel
@@ -121,16 +122,18 @@ class GeneticSearch:
         stop: threading.Event | None = None,
     ) -> None:
         self.db = load_db(db)
-        for name, v, lo in (
-            ("n_slots", n_slots, 1),
-            ("max_dof", max_dof, 1),
-            ("min_dof", min_dof, 0),
-            ("generations", generations, 1),
-            ("population", population, 2),
-            ("trials", trials, 1),
+        lim = limits()
+        for name, v, lo, hi in (
+            ("n_slots", n_slots, 1, lim.max_modules),
+            ("max_dof", max_dof, 1, lim.max_dof),
+            ("min_dof", min_dof, 0, lim.max_dof),
+            ("generations", generations, 1, 10**6),
+            ("population", population, 2, 10**5),
+            ("trials", trials, 1, 10**4),
+            ("seed", seed, 0, 2**63 - 1),
         ):
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise InputError(f"{name} must be an integer >= {lo}", value=v)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise InputError(f"{name} must be an integer in {lo}..{hi}", value=v)
         if min_dof > max_dof:
             raise InputError(f"min_dof ({min_dof}) must not exceed max_dof ({max_dof})", value=min_dof)
         if early_stop is not None and (

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..costs import CostFunction
 from ..db import ModulesDB
 from ..errors import InputError
+from ..limits import check_count
 from ..task import Task
 from .evaluate import _descriptor, load_db, load_task
 from .filters import Filter, FilterConfig
@@ -41,8 +42,13 @@ class Budget:
         n = self.max_evaluations
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
             raise InputError("max_evaluations must be a non-negative integer or None", value=self.max_evaluations)
-        if self.max_time is not None and not (isinstance(self.max_time, (int, float)) and self.max_time >= 0):
-            raise InputError("max_time must be a non-negative number of seconds or None", value=self.max_time)
+        t = self.max_time
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf):
+            raise InputError("max_time must be a finite number of seconds >= 0, or None", value=t)
+        if n is not None:
+            check_count(n, "max_search_evals", "the evaluation budget")
+        if t is not None:
+            check_count(t, "max_search_seconds", "the time budget in seconds")
 
     @classmethod
     def of(cls, budget: Budget | int | dict | None) -> Budget:

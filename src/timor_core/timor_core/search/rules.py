@@ -18,6 +18,7 @@ from typing import Any
 
 from ..db import ModulesDB
 from ..errors import ValidationError
+from ..limits import limits
 from ..module import Module
 
 __all__ = ["SpaceOptions", "SearchSpaceError", "BUILTIN_CLASSES", "ResolvedRules"]
@@ -113,6 +114,15 @@ class SpaceOptions:
                 raise SearchSpaceError("expected an integer", path=f"$.{name}", value=v)
             if v < 0:
                 raise SearchSpaceError("must not be negative", path=f"$.{name}", value=v)
+            field_limit = "max_dof" if name.startswith("dof") else "max_modules"
+            cap = getattr(limits(), field_limit)
+            if v > cap:
+                raise SearchSpaceError(
+                    f"must be at most {cap} (limit {field_limit}; raise it with TIMOR_{field_limit.upper()} or "
+                    f"timor_core.limits.set_limits({field_limit}=...))",
+                    path=f"$.{name}",
+                    value=v,
+                )
         if self.dof_max is not None and self.dof_min > self.dof_max:
             raise SearchSpaceError(
                 f"dof_min ({self.dof_min}) is larger than dof_max ({self.dof_max})",

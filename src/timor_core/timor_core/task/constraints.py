@@ -117,8 +117,14 @@ class ValidJointAngles(Constraint):
     type_name: ClassVar[str] = "validJointAngles"
 
     def valid(self, q: np.ndarray) -> bool:
-        """Check one configuration."""
+        """Check one configuration (a ValidationError if the limits are not one per joint of the robot)."""
         q = np.asarray(q, dtype=float)
+        if q.shape[-1:] != self.limits.shape[1:]:
+            raise ValidationError(
+                f"the validJointAngles constraint gives limits for {self.limits.shape[1]} joints, "
+                f"but the robot has {q.shape[-1] if q.ndim else 0}",
+                value=self.limits.tolist(),
+            )
         if self.coterminal:
             q = np.mod(q + np.pi, 2 * np.pi) - np.pi
         return bool(np.all(q >= self.limits[0]) and np.all(q <= self.limits[1]))

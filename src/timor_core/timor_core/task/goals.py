@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from .. import jsonfields as jf
 from ..errors import FormatError, ValidationError
+from ..limits import check_count
 from .constraints import Constraint, constraint_from_json
 from .frames import FrameTree
 from .pose import ToleratedPose
@@ -128,6 +129,7 @@ def goal_from_json(data: Any, path: str, frames: FrameTree | None = None) -> Goa
         )
     if gtype == "pause":
         duration = jf.number(jf.req(d, "duration", path), f"{path}.duration", min_value=0.0)
+        check_count(duration, "max_duration_s", "a pause duration in seconds", path=f"{path}.duration")
         return Pause(
             gid, duration=duration, extra=rest("duration"), constraints=constraints, has_constraints=has_constraints
         )
@@ -146,6 +148,9 @@ def goal_from_json(data: Any, path: str, frames: FrameTree | None = None) -> Goa
     if gtype == "follow":
         traj = jf.obj(jf.req(d, "trajectory", path), f"{path}.trajectory")
         poses_json = jf.array(jf.req(traj, "pose", f"{path}.trajectory"), f"{path}.trajectory.pose")
+        if not poses_json:
+            raise ValidationError("a follow goal needs at least one pose", path=f"{path}.trajectory.pose", value=[])
+        check_count(len(poses_json), "max_trajectory_samples", "the poses of a follow goal", path=f"{path}.trajectory")
         poses = [ToleratedPose.from_json(p, f"{path}.trajectory.pose[{i}]", frames) for i, p in enumerate(poses_json)]
         return Follow(
             gid,

@@ -19,9 +19,10 @@ from .. import jsonfields as jf
 from ..errors import InputError, ValidationError
 from ..fileio import atomic_copy, write_json
 from ..geometry import Mesh
+from ..limits import check_count, limits
 from .constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
 from .frames import FrameTree
-from .goals import Goal, goal_from_json
+from .goals import Goal, ReturnTo, goal_from_json
 from .obstacle import Obstacle
 
 __all__ = ["TaskHeader", "Task", "embedded_task_names"]
@@ -51,6 +52,14 @@ class TaskHeader:
         step = jf.number(d.get("timeStepSize", 0.01), f"{path}.timeStepSize")
         if step <= 0:
             raise ValidationError("timeStepSize must be positive", path=f"{path}.timeStepSize", value=step)
+        lim = limits()
+        if not lim.min_time_step_s <= step <= lim.max_duration_s:
+            raise ValidationError(
+                f"timeStepSize must be between {lim.min_time_step_s:g} s and {lim.max_duration_s:g} s (limits "
+                "min_time_step_s, max_duration_s; see timor_core.limits)",
+                path=f"{path}.timeStepSize",
+                value=step,
+            )
         gravity = jf.vector(d.get("gravity", [0.0, 0.0, -9.81]), f"{path}.gravity", 3)
         present = tuple(k for k in ("taskName", "tags", "timeStepSize", "gravity") if k in d)
         extra = {k: v for k, v in d.items() if k not in ("ID", "taskName", "tags", "timeStepSize", "gravity")}
@@ -103,6 +112,14 @@ class Task:
             if g.id in seen:
                 raise ValidationError("duplicate goal ID", file=self.source, path=f"$.goals[{i}].ID", value=g.id)
             seen.add(g.id)
+        for i, g in enumerate(self.goals):
+            if isinstance(g, ReturnTo) and g.return_to is not None and (g.return_to not in seen or g.return_to == g.id):
+                raise ValidationError(
+                    "returnToGoal must name another goal of the task",
+                    file=self.source,
+                    path=f"$.goals[{i}].returnToGoal",
+                    value=g.return_to,
+                )
         for i, c in enumerate(self.constraints):
             if isinstance(c, GoalOrder):
                 for k, gid in enumerate(c.order):
@@ -175,14 +192,15 @@ class Task:
             d = jf.obj(data, "$")
             header = TaskHeader.from_json(jf.req(d, "header", "$"))
             frames = FrameTree.from_json(d.get("frames", {}))
+            obstacles_json = jf.array(d.get("obstacles", []), "$.obstacles")
+            check_count(len(obstacles_json), "max_obstacles", "the number of obstacles", path="$.obstacles")
             obstacles = [
                 Obstacle.from_json(o, f"$.obstacles[{i}]", base_dir, source, missing_assets)
-                for i, o in enumerate(jf.array(d.get("obstacles", []), "$.obstacles"))
+                for i, o in enumerate(obstacles_json)
             ]
-            goals = [
-                goal_from_json(g, f"$.goals[{i}]", frames)
-                for i, g in enumerate(jf.array(d.get("goals", []), "$.goals"))
-            ]
+            goals_json = jf.array(d.get("goals", []), "$.goals")
+            check_count(len(goals_json), "max_goals", "the number of goals", path="$.goals")
+            goals = [goal_from_json(g, f"$.goals[{i}]", frames) for i, g in enumerate(goals_json)]
             constraints = [
                 constraint_from_json(c, f"$.constraints[{i}]", frames)
                 for i, c in enumerate(jf.array(d.get("constraints", []), "$.constraints"))

@@ -682,6 +682,16 @@ def tolerance_from_json(
                     raise FormatError("unknown tolerance frame", path=fpath, value=frame_name) from None
                 resolved[frame_name] = ToleranceFrame.fixed(frame_name, pose)
             frame = resolved[frame_name]
+        for earlier in parts:
+            if earlier.projection == name and earlier.frame.name == frame.name:
+                if interval.low > earlier.interval.high or earlier.interval.low > interval.high:
+                    raise ValidationError(
+                        f"projection {name!r} is constrained twice with disjoint intervals "
+                        f"[{earlier.interval.low:g}, {earlier.interval.high:g}] and [{low:g}, {high:g}]: "
+                        "no pose can meet this tolerance",
+                        path=ipath,
+                        value=[low, high],
+                    )
         parts.append(ProjectionTolerance(name, interval, frame))
     return parts[0] if len(parts) == 1 else Composed(parts)
 
