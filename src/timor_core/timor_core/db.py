@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import jsonfields as jf
-from .errors import InputError, UnknownModuleError, ValidationError
+from .errors import InputError, UnknownModuleError, ValidationError, short_repr
 from .fileio import atomic_copy, atomic_write_text
 from .geometry import Mesh
 from .module import Connector, Module, connectors_compatible
@@ -198,8 +198,8 @@ class ModulesDB:
             return self._modules[module_id]
         except KeyError:
             raise UnknownModuleError(
-                f"module set {self.name!r} has no module with ID {module_id!r}"
-                f" (IDs: {', '.join(sorted(self._modules))})"
+                f"module set {self.name!r} has no module with ID {short_repr(module_id)}"
+                f" (IDs: {short_repr(', '.join(sorted(self._modules)), 400)[1:-1]})"
             ) from None
 
     def by_name(self, name: str) -> Module:

@@ -19,11 +19,37 @@ __all__ = [
     "ConnectorError",
     "AssemblyError",
     "URDFError",
+    "short_repr",
+    "explain",
 ]
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a hostile megabyte-long value never floods a message."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the error being reported
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_short = short_repr
+
+
+def explain(exc: BaseException, limit: int = 500) -> str:
+    """One line for a user about any exception: the message of a TimorError, a plain reason for the rest.
+
+    Services and the CLI answer every failure with such a line instead of a traceback (or a dead process).
+    """
+    if isinstance(exc, TimorError):
+        text = str(exc)
+    elif isinstance(exc, RecursionError):
+        text = "the input is nested too deeply"
+    elif isinstance(exc, MemoryError):
+        text = "the input is too large (out of memory)"
+    else:
+        text = f"internal error: {type(exc).__name__}: {exc}"
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

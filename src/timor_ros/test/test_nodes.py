@@ -89,7 +89,7 @@ def test_new_assembly_is_published_and_parses(up, ros_client):
     [
         (["base", "NOPE", "eef"], "", "NOPE"),
         (["base", "eef", "J2"], "", "no free connector"),
-        ([], "{not json", "not valid JSON"),
+        ([], "{not json", "invalid JSON"),
         ([], json.dumps({"moduleOrder": ["base", "J2"], "moduleConnection": [[0, "x", 1, "y"]]}), "x"),
         (["base", "J2"], '{"moduleOrder": ["base"]}', "not both"),
         ([], "", "empty request"),

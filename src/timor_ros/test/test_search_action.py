@@ -91,7 +91,7 @@ def test_search_can_be_canceled(up, ros_client, task_json):
 
 def test_bad_task_aborts_with_reason(up, ros_client):
     result, _ = _send(ros_client, Search.Goal(task_json="{", algorithm="exhaustive"), timeout=30)
-    assert result.status == 6 and "not valid JSON" in result.result.message  # ABORTED
+    assert result.status == 6 and "invalid JSON" in result.result.message  # ABORTED
 
 
 def test_search_in_a_space_given_as_json(up, ros_client, task_json):

@@ -40,6 +40,7 @@ from std_msgs.msg import String
 
 from timor_core import TimorError
 from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
+from timor_core.errors import explain
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
 from .common import (
@@ -48,6 +49,7 @@ from .common import (
     ServiceCallError,
     call_service,
     declare,
+    guarded,
     param,
     resolve_name,
     string_array,
@@ -110,8 +112,10 @@ class AssemblyNode(Node):
         self.urdf_pub = self.create_publisher(String, "robot_description", LATCHED)
         self.srdf_pub = self.create_publisher(String, "robot_description_semantic", LATCHED)
         services = ReentrantCallbackGroup()
-        self.create_service(SetAssembly, "~/set_assembly", self._on_set, callback_group=services)
-        self.create_service(GetAssembly, "~/get_assembly", self._on_get, callback_group=services)
+        on_set = guarded(self, "set_assembly", self._refuse_set)(self._on_set)
+        on_get = guarded(self, "get_assembly", lambda _reason, _request, response: response)(self._on_get)
+        self.create_service(SetAssembly, "~/set_assembly", on_set, callback_group=services)
+        self.create_service(GetAssembly, "~/get_assembly", on_get, callback_group=services)
         self._initial = string_array(self, "initial_assembly")
         self._timer: Timer | None = None
         if self._initial:
@@ -132,10 +136,25 @@ class AssemblyNode(Node):
     # -- services ----------------------------------------------------------------------------------
     def _on_set(self, request: SetAssembly.Request, response: SetAssembly.Response) -> SetAssembly.Response:
         outcome = self.apply(list(request.modules), request.assembly_json)
+        if not outcome.success:
+            self.get_logger().warn(
+                f"set_assembly refused ({outcome.failed_step}): {explain(TimorError(outcome.message))}"
+            )
         response.success = outcome.success
         response.message = outcome.message
         response.urdf = outcome.urdf
         response.failed_step = outcome.failed_step
+        return response
+
+    def _refuse_set(
+        self, reason: str, _request: SetAssembly.Request, response: SetAssembly.Response
+    ) -> SetAssembly.Response:
+        """The answer to a request that raised: refused with the reason; the last good robot stays published."""
+        good = self._good
+        response.success = False
+        response.message = f"invalid request: {reason}"
+        response.urdf = good.urdf if good is not None else ""
+        response.failed_step = "request"
         return response
 
     def _on_get(self, _request: GetAssembly.Request, response: GetAssembly.Response) -> GetAssembly.Response:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterEvent
@@ -16,8 +18,10 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from timor_core import ModulesDB
 from timor_core.description import db_from_parameters, module_param_name
+from timor_core.errors import explain
 
 __all__ = [
+    "guarded",
     "LATCHED",
     "ServiceCallError",
     "call_service",
@@ -60,6 +64,28 @@ def call_service(client: Any, request: Any, timeout: float) -> Any:
     if result is None:
         raise ServiceCallError(f"service {client.srv_name} failed: {future.exception()}")
     return result
+
+
+def guarded(node: Node, what: str, refuse: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Wrap a service, action or parameter callback: any exception becomes ``refuse(reason, *args)``.
+
+    A hostile request (deep JSON, a huge list, a value of the wrong kind) must be answered with a refusal and a
+    reason, never take the node (and every node in its process) down. One log line per refusal.
+    """
+
+    def wrap(callback: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(callback)
+        def inner(*args: Any) -> Any:
+            try:
+                return callback(*args)
+            except Exception as exc:  # noqa: BLE001 - RecursionError and MemoryError included
+                reason = explain(exc)
+                node.get_logger().error(f"{what}: refused: {reason}")
+                return refuse(reason, *args)
+
+        return inner
+
+    return wrap
 
 
 def declare(node: Node, name: str, default: Any, description: str, *, read_only: bool = False) -> None:

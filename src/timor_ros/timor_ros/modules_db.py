@@ -27,9 +27,10 @@ from rclpy.parameter import Parameter
 
 from timor_core import ModulesDB, TimorError
 from timor_core.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
+from timor_core.errors import explain
 from timor_core.fileio import atomic_write_text
 
-from .common import declare, param
+from .common import declare, guarded, param
 
 
 class ModulesDBNode(Node):
@@ -56,8 +57,14 @@ class ModulesDBNode(Node):
         declare(self, "db_ignore_collisions", self.db.ignore_collisions, "collision-ignore mode", read_only=True)
         for name, text in db_to_parameters(self.db).items():
             declare(self, name, text, f"CoBRA JSON of module {name[len(MODULE_PARAM_PREFIX) :]}", read_only=ro)
-        self.add_pre_set_parameters_callback(self._add_module_ids)
-        self.add_on_set_parameters_callback(self._validate)
+        self.add_pre_set_parameters_callback(
+            guarded(self, "set_parameters", lambda _reason, parameters: parameters)(self._add_module_ids)
+        )
+        self.add_on_set_parameters_callback(
+            guarded(self, "set_parameters", lambda reason, _p: SetParametersResult(successful=False, reason=reason))(
+                self._validate
+            )
+        )
         self.get_logger().info(
             f"serving module set {self.db.name!r} ({len(self.db)} modules) from {self.db.source}"
             + (" (editable" + (", persisted)" if self.persist else ")") if self.editable else "")
@@ -96,7 +103,8 @@ class ModulesDBNode(Node):
             try:
                 new, added = db_with_modules(self.db, edits)
             except TimorError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
+                self.get_logger().warn(f"set_parameters refused: {explain(exc)}")
+                return SetParametersResult(successful=False, reason=explain(exc))
             if self.persist and self.db.source is not None:  # persist needs a file (checked at start-up)
                 try:
                     atomic_write_text(Path(self.db.source), new.to_json_string() + "\n")

@@ -15,6 +15,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from timor_core import TimorError
+from timor_core.errors import explain
 
 __all__ = ["spin_nodes", "exit_now"]
 
@@ -45,7 +46,12 @@ def spin_nodes(
             nodes.append(node)
             executor.add_node(node)
         while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.2)  # returns at least every 0.2 s to see the stop request
+            try:
+                executor.spin_once(timeout_sec=0.2)  # returns at least every 0.2 s to see the stop request
+            except (KeyboardInterrupt, ExternalShutdownException):
+                raise
+            except Exception as exc:  # noqa: BLE001 - a callback that slipped past its guard: log, keep serving
+                print(f"error: a callback failed: {explain(exc)}", file=sys.stderr)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except TimorError as exc:

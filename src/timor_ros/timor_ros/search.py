@@ -21,10 +21,11 @@ from rclpy.client import Client
 from rclpy.node import Node
 
 from timor_core import TimorError
+from timor_core.errors import explain
 from timor_interfaces.action import Search
 from timor_interfaces.srv import SetAssembly
 
-from .common import ModulesDBClient, ServiceCallError, call_service, declare, param, resolve_name
+from .common import ModulesDBClient, ServiceCallError, call_service, declare, guarded, param, resolve_name
 from .search_runner import Progress, ids_list, load_task_request, nan_if_none, search
 
 __all__ = ["SearchNode", "main"]
@@ -48,8 +49,8 @@ class SearchNode(Node):
             self,
             Search,
             "~/search",
-            execute_callback=self._execute,
-            goal_callback=self._on_goal,
+            execute_callback=guarded(self, "search", self._refuse_goal)(self._execute),
+            goal_callback=guarded(self, "search goal", lambda _reason, _goal: GoalResponse.REJECT)(self._on_goal),
             cancel_callback=lambda _goal: CancelResponse.ACCEPT,
             callback_group=group,
         )
@@ -59,6 +60,11 @@ class SearchNode(Node):
             self.get_logger().warn("search goal rejected: a search is running")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
+
+    def _refuse_goal(self, reason: str, goal_handle) -> Search.Result:
+        """A goal whose execution raised: aborted with the reason (never an empty message)."""
+        goal_handle.abort()
+        return Search.Result(best_cost=float("nan"), message=f"search failed: {reason}")
 
     def _execute(self, goal_handle) -> Search.Result:
         with self._busy:
@@ -83,8 +89,8 @@ class SearchNode(Node):
                 db,
                 algorithm=goal.algorithm or "exhaustive",
                 cost=goal.cost or "mass",
-                budget_seconds=max(0.0, goal.budget_seconds),
-                budget_evals=max(0, goal.budget_evals),
+                budget_seconds=goal.budget_seconds,
+                budget_evals=goal.budget_evals,
                 seed=goal.seed,
                 space=goal.space,
                 workers=self.workers,
@@ -92,7 +98,8 @@ class SearchNode(Node):
                 cancel=lambda: goal_handle.is_cancel_requested,
             )
         except (TimorError, ServiceCallError, OSError) as exc:
-            out.message = f"search failed: {exc}"
+            out.message = f"search failed: {explain(exc)}"
+            self.get_logger().warn(f"search goal refused: {explain(exc)}")
             goal_handle.abort()
             return out
         out.best_modules = ids_list(result.best_ids)

@@ -7,7 +7,6 @@ its ``stop`` event) with a partial result and ``stopped="canceled"``."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import threading
@@ -18,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from timor_core import InputError, ModulesDB
+from timor_core.jsonfields import parse_json_text
 from timor_core.search import Budget, FilterConfig, GeneticSearch, SearchResult, load_space, run_search
 from timor_core.search.optimizer import space_info
+from timor_core.search.presets import PRESETS
 from timor_core.task import Task
 
 __all__ = ["ALGORITHMS", "Progress", "load_task_request", "search"]
@@ -35,15 +36,17 @@ class Progress:
 
 
 def load_task_request(task_json: str = "", task_path: str = "") -> Task:
-    """A task from JSON text or, if that is empty, from a file."""
+    """A task from JSON text or, if that is empty, from a file (an absolute path: the node's working folder is
+    not the caller's). Both are read within timor_core's limits (size, depth; regular files only)."""
     if task_json.strip():
-        try:
-            data = json.loads(task_json)
-        except ValueError as exc:
-            raise InputError(f"task JSON is not valid JSON: {exc}") from None
-        return Task.from_json_data(data)
+        return Task.from_json_data(parse_json_text(task_json, what="task JSON"))
     if task_path.strip():
-        return Task.from_json_file(Path(task_path))
+        path = Path(task_path)
+        if not path.is_absolute():
+            raise InputError(
+                "task_path must be an absolute path (the search node's working folder is not yours)", value=task_path
+            )
+        return Task.from_json_file(path)
     raise InputError("give a task as task_json or task_path")
 
 
@@ -51,10 +54,9 @@ def _space(spec: str, db: ModulesDB):
     """The search space of a request: a preset name (empty: auto) or the JSON text of SpaceOptions."""
     spec = spec.strip() or "auto"
     if spec.startswith("{"):
-        try:
-            spec = json.loads(spec)
-        except ValueError as exc:
-            raise InputError(f"space JSON is not valid JSON: {exc}", value=spec) from None
+        return load_space(parse_json_text(spec, what="space JSON"), db)
+    if spec not in PRESETS:  # a request names a preset or sends JSON; it never names a file on the node's machine
+        raise InputError(f"space must be one of {', '.join(PRESETS)} or SpaceOptions as JSON text", value=spec)
     return load_space(spec, db)
 
 
@@ -77,6 +79,12 @@ def search(
     ``report_every`` seconds and once at the end; ``cancel()`` is polled between evaluations. ``space`` (exhaustive
     and random search): a preset name (empty: auto) or SpaceOptions as JSON text."""
     algorithm = algorithm or "exhaustive"
+    if not (isinstance(budget_seconds, (int, float)) and 0 <= budget_seconds < math.inf):
+        raise InputError("budget_seconds must be a finite number >= 0 (0: no time limit)", value=budget_seconds)
+    if not (isinstance(budget_evals, int) and budget_evals >= 0):
+        raise InputError("budget_evals must be an integer >= 0 (0: no limit)", value=budget_evals)
+    if not (isinstance(seed, int) and seed >= 0):
+        raise InputError("seed must be an integer >= 0", value=seed)
     if algorithm not in ALGORITHMS:
         raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}", value=algorithm)
     if not task.goals:
