@@ -114,6 +114,10 @@ class ModulesDB:
     def from_name(cls, name: str) -> ModulesDB:
         """Load a module set shipped with timor_core (see ``embedded_db_names()``)."""
         key = _ALIASES.get(name, name)
+        if not isinstance(key, str) or key not in embedded_db_names():  # a name, never a path
+            raise UnknownModuleError(
+                f"no embedded module set named {short_repr(name)}; available: {', '.join(embedded_db_names())}"
+            )
         folder = resources.files("timor_core") / "data" / key
         if not (folder / "modules.json").is_file():
             raise UnknownModuleError(

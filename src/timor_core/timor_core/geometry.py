@@ -7,6 +7,7 @@ Collision objects for coal are built lazily and cached on the (immutable) geomet
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -236,7 +237,7 @@ def geometry_from_json(
         except MeshError:
             candidate = (Path(base_dir) / file_field).resolve()
             inside = candidate.is_relative_to(Path(base_dir).resolve())
-            if missing != "skip" or not inside or candidate.exists():
+            if missing != "skip" or not inside or _present(candidate):
                 raise
             log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
             return mesh(candidate, absent=True)
@@ -253,6 +254,17 @@ def geometry_from_json(
     raise FormatError(
         "unknown geometry type (expected box, cylinder, sphere, mesh or empty)", path=f"{path}.type", value=kind
     )
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path`` (an unusable name, e.g. one too long, counts as present: not skipped)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def geometries_from_json(

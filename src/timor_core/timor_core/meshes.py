@@ -6,10 +6,12 @@ share one copy of every mesh and of its coal collision object.
 
 from __future__ import annotations
 
-import gzip
+import os
 import re
+import stat as stat_module
 import threading
 import weakref
+import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ import coal
 import numpy as np
 
 from timor_core.errors import MeshError
+from timor_core.limits import limits
 
 __all__ = [
     "MESH_EXTENSIONS",
@@ -168,9 +171,13 @@ def resolve_mesh_path(
         raise fail(f"cannot resolve mesh file path: {exc}", candidate) from exc
     if not resolved.is_relative_to(base_resolved):
         raise fail(f"mesh file lies outside the module set's folder {base_resolved}", candidate)
-    if not resolved.exists():
-        raise fail(f"mesh file not found: {resolved}", candidate)
-    if not resolved.is_file():
+    try:
+        st = os.stat(resolved)
+    except FileNotFoundError:
+        raise fail(f"mesh file not found: {resolved}", candidate) from None
+    except OSError as exc:  # a name too long, a permission problem, ...
+        raise fail(f"cannot access mesh file: {exc.strerror or exc}", candidate) from None
+    if not stat_module.S_ISREG(st.st_mode):
         raise fail(f"mesh file is not a regular file: {resolved}", candidate)
     return resolved
 
@@ -448,10 +455,17 @@ def read_vrml(path: Path) -> list[MeshData]:
     except OSError as exc:
         raise MeshError(f"cannot read mesh file: {exc.strerror or exc}", file=path, value=str(path)) from exc
     try:
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
+        if data[:2] == b"\x1f\x8b":  # decompressed within the size limit: a small gzip bomb stays small
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            data = inflater.decompress(data, limits().max_mesh_bytes + 1)
+            if len(data) > limits().max_mesh_bytes or inflater.unconsumed_tail:
+                raise MeshError(
+                    f"decompressed VRML exceeds the limit max_mesh_bytes ({limits().max_mesh_bytes})",
+                    file=path,
+                    value=str(path),
+                )
         text = data.decode("utf-8")
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
         raise MeshError(f"cannot decode VRML file: {exc}", file=path, value=str(path)) from exc
     header = text.lstrip("\ufeff").split("\n", 1)[0].strip()
     if not header.startswith("#VRML V2.0"):
@@ -544,6 +558,11 @@ def load_mesh(
         raise fail(f"cannot access mesh file: {exc}") from exc
     if not resolved.is_file():
         raise fail("mesh file is not a regular file")
+    if stat.st_size > limits().max_mesh_bytes:
+        raise fail(
+            f"mesh file of {stat.st_size} bytes exceeds the limit max_mesh_bytes ({limits().max_mesh_bytes}); "
+            "raise it with TIMOR_MAX_MESH_BYTES or timor_core.limits.set_limits(max_mesh_bytes=...)"
+        )
     key = (
         str(resolved),
         stat.st_mtime_ns,
@@ -571,6 +590,11 @@ def load_mesh(
         except Exception as exc:  # trimesh raises all sorts of errors for broken files
             raise fail(f"cannot read mesh file: {type(exc).__name__}: {exc}") from exc
         result = _scaled(mesh, factors)
+    triangles = sum(len(p.faces) for p in result.parts) if isinstance(result, ConvexParts) else len(result.faces)
+    if triangles > limits().max_mesh_triangles:
+        raise fail(
+            f"mesh has {triangles} triangles, more than the limit max_mesh_triangles ({limits().max_mesh_triangles})"
+        )
 
     with _mesh_cache_lock:
         result = _mesh_cache.setdefault(key, result)  # another thread may have been faster

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..costs import CostFunction
 from ..db import ModulesDB
-from ..errors import InputError
+from ..errors import InputError, explain
 from ..fileio import write_json
 from ..task import Task
 from .evaluate import DBRef, Evaluation, Evaluator, TaskRef
@@ -332,10 +332,15 @@ class DaskEvaluator(ParallelEvaluator):
         return write_json(path, self.checkpoint_data(), indent=1)
 
     def _load_checkpoint(self, path: Path) -> None:
-        import json
+        from .. import jsonfields as jf
 
         try:
-            d = json.loads(path.read_text())
+            d = jf.load_json_file(path)
+        except InputError as exc:
+            raise ClusterError(f"cannot resume from {path}: {exc.message}", file=path) from None
+        try:
+            if not isinstance(d, dict):
+                raise ValueError("not a timor search checkpoint (a JSON object)")
             if d.get("version") != CHECKPOINT_VERSION or d.get("kind") != "timor-search-checkpoint":
                 raise ValueError("not a timor search checkpoint (version 1)")
             self._done = _Done(d["done"])
@@ -344,8 +349,8 @@ class DaskEvaluator(ParallelEvaluator):
             self._chunks = int(d.get("chunks", 0))
             self._funnel = Funnel.from_json(d["funnel"]) if d.get("funnel") is not None else None
             self._best = Evaluation.from_json(d["best"]) if d.get("best") is not None else None
-        except (OSError, KeyError, TypeError, ValueError) as exc:
-            raise ClusterError(f"cannot resume from {path}: {exc}", file=path) from None
+        except (OSError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+            raise ClusterError(f"cannot resume from {path}: {explain(exc)}", file=path) from None
         self._resumed = d
         self._fresh_resume = True
 

@@ -226,6 +226,8 @@ class Task:
     @classmethod
     def from_name(cls, name: str) -> Task:
         """Load a task shipped with timor_core (see ``embedded_task_names()``), e.g. ``"pick_and_place"``."""
+        if not isinstance(name, str) or name not in embedded_task_names():  # a name, never a path
+            raise InputError(f"no embedded task named {name!r}; available: {', '.join(embedded_task_names())}")
         entry = _embedded_tasks() / f"{name}.json"
         if not entry.is_file():
             raise InputError(f"no embedded task named {name!r}; available: {', '.join(embedded_task_names())}")
