@@ -253,6 +253,12 @@ def string(value: Any, path: str, *, nonempty: bool = True) -> str:
     value = str(value)
     if nonempty and not value:
         raise FormatError("expected a non-empty string", path=path, value=value)
+    if len(value) > limits().max_string_chars:
+        raise FormatError(
+            f"string of {len(value)} characters exceeds the limit max_string_chars ({limits().max_string_chars})",
+            path=path,
+            value=value,
+        )
     return value
 
 

@@ -1,0 +1,277 @@
+"""Hostile input through the CLI (issue 12): each refused cleanly, nothing written, nothing changed.
+
+Each case runs ``timor ...`` in a child process under a memory cap and a timeout: exit code != 0, one last
+``error:`` line naming the file, option or value, no traceback, inputs untouched, no temp files left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from hostile import assert_clean_error, run_cli
+
+GPM = "geometric_primitive_modules"
+POSE = [[1, 0, 0, 0.3], [0, 1, 0, 0], [0, 0, 1, 0.5], [0, 0, 0, 1]]
+ROBOT = ["base", "J2", "i_45", "J2", "J2", "eef"]
+
+
+def _deep(n: int = 100_000) -> str:
+    return "[" * n + "]" * n
+
+
+def _no_temp_files(folder: Path) -> None:
+    leftovers = [p for p in folder.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".") and "tmp" in p.name]
+    assert not leftovers, leftovers
+
+
+@pytest.fixture()
+def task_file(tmp_path) -> Path:
+    path = tmp_path / "task.json"
+    pose = [[1, 0, 0, 0.3], [0, 1, 0, 0.0], [0, 0, 1, 0.6], [0, 0, 0, 1]]
+    path.write_text(
+        json.dumps({"header": {"ID": "t"}, "goals": [{"ID": "g", "type": "at", "goalPose": {"nominal": pose}}]})
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "args_of",
+    [
+        lambda p: ["db", "validate", "/dev/zero"],
+        lambda p: ["db", "info", "/dev/zero"],
+        lambda p: ["db", "validate", str(p / "deep.json")],
+        lambda p: ["db", "info", str(p / "deep.json")],
+        lambda p: ["task", "validate", str(p / "deep.json")],
+        lambda p: ["task", "info", str(p / "deep.json")],
+        lambda p: ["task", "info", "/dev/zero"],
+        lambda p: ["solve", str(p / "deep.json"), "--db", GPM, "--modules", *ROBOT],
+        lambda p: ["result", "show", str(p / "deep.json")],
+        lambda p: ["db", "info", str(p)],  # a folder without modules.json
+    ],
+    ids=[
+        "db-validate-dev-zero",
+        "db-info-dev-zero",
+        "db-validate-deep",
+        "db-info-deep",
+        "task-validate-deep",
+        "task-info-deep",
+        "task-info-dev-zero",
+        "solve-deep-task",
+        "result-show-deep",
+        "db-info-empty-folder",
+    ],
+)
+def test_unbounded_or_deep_inputs_are_refused(tmp_path, args_of):
+    (tmp_path / "deep.json").write_text(_deep())
+    proc = run_cli(args_of(tmp_path), cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip(), "a refusal must say why"
+
+
+def test_prefix_injection_is_refused_by_every_exporter(tmp_path):
+    evil = 'a"/><evil/><x y="'
+    for cmd in (["urdf", GPM, *ROBOT], ["xacro", "--db", GPM, "--modules", *ROBOT], ["srdf", GPM, *ROBOT]):
+        proc = run_cli([*cmd, "--prefix", evil, "-o", str(tmp_path / "out.xml")], cwd=tmp_path)
+        assert_clean_error(proc, "prefix")
+        assert not (tmp_path / "out.xml").exists()
+
+
+def test_names_never_become_paths(tmp_path):
+    out = tmp_path / "a" / "b" / "cfg"
+    proc = run_cli(
+        ["moveit-config", "--db", GPM, "--modules", *ROBOT, "--name", "../../../evil", "-o", str(out)], cwd=tmp_path
+    )
+    assert_clean_error(proc, "name")
+    assert not list(tmp_path.rglob("evil*"))
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--seed=-1"], "seed"),
+        (["--seed", "1.5"], "seed"),
+    ],
+)
+def test_bad_numbers_on_solve(task_file, extra, needle):
+    proc = run_cli(["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, *extra], cwd=task_file.parent)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert needle in proc.stderr
+
+
+def test_scheduler_address_is_checked_before_dask_starts(task_file):
+    proc = run_cli(
+        ["search", str(task_file), "--db", GPM, "--scheduler", "tcp://localhost:notaport", "--no-progress"],
+        cwd=task_file.parent,
+        timeout=60,
+    )
+    assert_clean_error(proc, "notaport")
+
+
+def test_budget_seconds_must_be_positive(task_file):
+    proc = run_cli(["search", str(task_file), "--db", GPM, "--budget-seconds", "-1"], cwd=task_file.parent)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+
+
+def test_fk_never_prints_nan(tmp_path):
+    proc = run_cli(["fk", GPM, *ROBOT, "--q", "1e308,1e308,1e308"], cwd=tmp_path)
+    assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
+    if proc.returncode != 0:
+        assert_clean_error(proc)
+
+
+def test_output_onto_a_special_file_is_refused_without_temp_names(tmp_path):
+    proc = run_cli(["urdf", GPM, *ROBOT, "-o", "/proc/version"], cwd=tmp_path)
+    line = assert_clean_error(proc, "/proc/version")
+    assert ".tmp" not in line
+
+
+def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path):
+    target = tmp_path / "robot.urdf"
+    target.write_text("old")
+    os.chmod(target, 0o644)
+    assert run_cli(["urdf", GPM, *ROBOT, "-o", str(target)], cwd=tmp_path).returncode == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    link = tmp_path / "link.urdf"
+    link.symlink_to(target)
+    assert run_cli(["urdf", GPM, *ROBOT, "--prefix", "p_", "-o", str(link)], cwd=tmp_path).returncode == 0
+    assert link.is_symlink() and "p_base_link" in target.read_text()
+    _no_temp_files(tmp_path)
+
+
+def test_solution_must_not_overwrite_the_task(task_file):
+    before = task_file.read_bytes()
+    proc = run_cli(
+        ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, "--solution", str(task_file)],
+        cwd=task_file.parent,
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert task_file.read_bytes() == before
+
+
+def test_moveit_config_checks_every_target_first(tmp_path):
+    out = tmp_path / "cfg"
+    (out / "joint_limits.yaml").mkdir(parents=True)
+    proc = run_cli(["moveit-config", "--db", GPM, "--modules", *ROBOT, "-o", str(out)], cwd=tmp_path)
+    line = assert_clean_error(proc, "joint_limits.yaml")
+    assert ".tmp" not in line
+    assert sorted(p.name for p in out.iterdir()) == ["joint_limits.yaml"]
+
+
+def test_video_refuses_negative_fps(tmp_path):
+    proc = run_cli(
+        ["video", "--db", GPM, "--modules", *ROBOT, "--fps=-5", "-o", str(tmp_path / "v.mp4")], cwd=tmp_path, timeout=60
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and "Broken pipe" not in proc.stderr
+    assert "fps" in proc.stderr
+    assert not (tmp_path / "v.mp4").exists()
+
+
+def test_huge_integer_is_not_blamed_on_nan(tmp_path):
+    path = tmp_path / "modules.json"
+    text = json.dumps({"modules": []}).replace("[]", "[" + "1" * 5001 + "]")
+    path.write_text(text)
+    proc = run_cli(["db", "validate", str(path)], cwd=tmp_path)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "NaN" not in proc.stderr and "Infinity" not in proc.stderr
+
+
+def test_duplicate_keys_are_refused(tmp_path):
+    path = tmp_path / "modules.json"
+    path.write_text('{"modules": [], "modules": []}')
+    proc = run_cli(["db", "validate", str(path)], cwd=tmp_path)
+    assert proc.returncode != 0 and "duplicate" in proc.stderr.lower()
+
+
+def test_long_mesh_file_name_is_a_clean_error(tmp_path):
+    from conftest import primitives_json, write_db
+
+    data = primitives_json()
+    eye = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    data["modules"][0]["bodies"][0]["collision"] = [
+        {"type": "mesh", "parameters": {"file": "x" * 300 + ".stl"}, "pose": eye}
+    ]
+    path = write_db(tmp_path, data)
+    proc = run_cli(["db", "info", str(path)], cwd=tmp_path)
+    assert_clean_error(proc, "parameters.file")
+    assert "OSError" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "goals,constraints,needle",
+    [
+        (
+            [
+                {
+                    "ID": "g",
+                    "type": "at",
+                    "goalPose": {
+                        "nominal": [[1, 0, 0, 0.3], [0, 1, 0, 0], [0, 0, 1, 0.5], [0, 0, 0, 1]],
+                        "toleranceProjection": ["x", "x"],
+                        "tolerance": [[-0.1, -0.05], [0.05, 0.1]],
+                    },
+                }
+            ],
+            [],
+            "x",
+        ),
+        ([{"ID": "f", "type": "follow", "trajectory": []}], [], "trajectory"),
+        ([{"ID": "r", "type": "returnTo", "returnToGoal": "nosuch"}], [], "nosuch"),
+    ],
+    ids=["tolerance-disjoint", "follow-empty", "return-to-unknown"],
+)
+def test_task_validate_is_not_valid_too_early(tmp_path, goals, constraints, needle):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"header": {"ID": "t"}, "goals": goals, "constraints": constraints}))
+    proc = run_cli(["task", "validate", str(path)], cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_negative_joint_values_and_both_robot_forms(tmp_path):
+    for args in (
+        ["fk", GPM, *ROBOT, "--q", "-0.1,0.2,-0.3"],
+        ["fk", "--db", GPM, "--modules", *ROBOT, "--q=-0.1,0.2,-0.3"],
+    ):
+        proc = run_cli(args, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["tcp"][3] == [0.0, 0.0, 0.0, 1.0]
+    assert_clean_error(run_cli(["fk", GPM, *ROBOT, "--db", GPM], cwd=tmp_path), "not both")
+    assert_clean_error(run_cli(["fk"], cwd=tmp_path), "robot is missing")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["view", "robot", "--db", GPM, "--modules", *ROBOT, "--port", "70000"], "port"),
+        (["video", "--db", GPM, "--modules", *ROBOT, "--fps", "nan", "-o", "v.mp4"], "fps"),
+        (["video", "--db", GPM, "--modules", *ROBOT, "--fps", "1e400", "-o", "v.mp4"], "fps"),
+        (["moveit-config", "--db", GPM, "--modules", *ROBOT, "--seed", "-3", "-o", "cfg"], "seed"),
+        (["search", "t.json", "--db", GPM, "--workers", "0"], "workers"),
+        (["search", "t.json", "--db", GPM, "--budget-evals", "9" * 5001], "budget-evals"),
+        (["paper", "exp2", "--task", "t.json", "--generations", "-1"], "generations"),
+    ],
+)
+def test_numeric_options_are_checked_by_the_parser(tmp_path, args, needle):
+    proc = run_cli(args, cwd=tmp_path, timeout=60)
+    assert_clean_error(proc, needle)
+    assert not list(tmp_path.iterdir())
+
+
+def test_an_internal_error_is_one_line_and_exit_3(tmp_path):
+    code = (
+        "import sys, timor_core.cli as c\n"
+        "def boom(args):\n    raise RuntimeError('a bug')\n"
+        "c._cmd_db_info = boom\n"
+        "sys.exit(c.main(['db', 'info', 'geometric_primitive_modules']))\n"
+    )
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("error: internal error: RuntimeError: a bug")
