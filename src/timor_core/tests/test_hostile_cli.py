@@ -275,3 +275,36 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 3 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: internal error: RuntimeError: a bug")
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["urdf", GPM, *ROBOT, "--name", "../x"], "argument --name"),
+        (["urdf", GPM, *ROBOT, "--package", "a b"], "argument --package"),
+        (["srdf", GPM, *ROBOT, "--group", "g/h"], "argument --group"),
+        (["urdf", GPM, *ROBOT, "--plugin", 'a"><b'], "plugin"),
+        (["search", "t.json", "--db", GPM, "--workers", "100000000"], "argument --workers"),
+        (["db", "sheet", "robco_like", "--cols", "100000", "-o", "x.png"], "argument --cols"),
+        (["paper", "exp2", "--task", "t.json", "-o", "afile"], "not a folder"),
+        (["demo", "--out", "afile"], "not a folder"),
+        (["moveit-config", GPM, *ROBOT, "-o", "afile"], "not a folder"),
+    ],
+)
+def test_names_counts_and_output_folders_are_checked_first(tmp_path, args, needle):
+    (tmp_path / "afile").write_text("the user's")
+    proc = run_cli(args, cwd=tmp_path, timeout=60)
+    assert_clean_error(proc, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+    assert (tmp_path / "afile").read_text() == "the user's"
+
+
+def test_json_output_has_no_nan_or_infinity(tmp_path):
+    pose = [[1, 0, 0, 5.0], [0, 1, 0, 0], [0, 0, 1, 0.5], [0, 0, 0, 1]]  # out of reach: no cost, no q
+    task = tmp_path / "t.json"
+    task.write_text(
+        json.dumps({"header": {"ID": "t"}, "goals": [{"ID": "far", "type": "at", "goalPose": {"nominal": pose}}]})
+    )
+    proc = run_cli(["solve", str(task), "--db", GPM, "--modules", *ROBOT, "--json"], cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON output"))

@@ -118,8 +118,10 @@ def test_long_strings_and_huge_numbers_in_fields(tmp_path):
     assert info.value.path == "$.modules[0].header.ID"
     data = primitives_json()
     data["modules"][0]["bodies"][0]["mass"] = 10**350  # 351 digits: within the digit limit, beyond a float
-    with pytest.raises(TimorError) as info2:
+    with pytest.raises(FormatError, match="too large"):  # from a file: refused as JSON
         ModulesDB.from_json_file(write_db(tmp_path, data))
+    with pytest.raises(TimorError) as info2:  # as parsed data: refused by the field, naming it
+        ModulesDB.from_json_data(data, name="big")
     assert "$.modules[0].bodies[0].mass" in str(info2.value)
 
 

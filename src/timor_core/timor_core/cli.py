@@ -19,13 +19,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli_args import Parser, add_robot_arguments, resolve_robot_arguments
+from .cli_args import Parser, add_robot_arguments, json_text, resolve_robot_arguments
 from .cli_args import load_db as _load_db
+from .cli_args import name as _name
 from .cli_args import nonnegative_float as _nonnegative_float
+from .cli_args import output_folder as _output_folder
 from .cli_args import positive_int as _positive_int
 from .cli_args import scheduler_address as _scheduler_address
 from .cli_args import seed as _seed
 from .cli_args import serial_assembly as _assembly
+from .cli_args import workers as _workers
 from .errors import InputError, TimorError
 
 __all__ = ["main"]
@@ -49,7 +52,7 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
             {"id": m.id, "name": m.name, "dof": m.dof, "mass": m.mass, "cost": m.cost, "connectors": list(m.connectors)}
             for m in db
         ]
-        print(json.dumps(info, indent=2))
+        print(json_text(info, indent=2))
         return 0
     print(f"module set {db.name!r} ({len(db)} modules) from {info['source']}")
     print(f"ignore_collisions: {db.ignore_collisions}; possible connections: {info['possible_connections']}")
@@ -63,7 +66,7 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
 def _report_problems(args: argparse.Namespace, problems: list, ok_text: str) -> int:
     """Print a validation outcome (JSON with --json, else one error line each); exit 1 if anything is wrong."""
     if args.json:
-        print(json.dumps({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
+        print(json_text({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
     elif problems:
         for e in problems:
             print(f"error: {e}", file=sys.stderr)
@@ -153,7 +156,7 @@ def _cmd_task_info(args: argparse.Namespace) -> int:
     from .solve import format_task_info, load_task, task_info
 
     info = task_info(load_task(args.file, args.skip_missing_assets))
-    print(json.dumps(info, indent=2) if args.json else format_task_info(info))
+    print(json_text(info, indent=2) if args.json else format_task_info(info))
     return 0
 
 
@@ -172,7 +175,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         output_target(args.solution)
     start = None if args.start is None else _parse_q(args.start, assembly.dof, "--start")
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
-    print(json.dumps(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
+    print(json_text(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
     if args.solution:
         from .point_to_point import solve_point_to_point
 
@@ -197,7 +200,7 @@ def _cmd_paper_exp1(args: argparse.Namespace) -> int:
     from .paper import exp1
 
     result = exp1(_load_db(args.db), limit=args.limit)
-    print(json.dumps(result.to_json()) if args.json else result.summary())
+    print(json_text(result.to_json()) if args.json else result.summary())
     return 0
 
 
@@ -227,7 +230,7 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
         for run in result.runs:
             if run.result is not None:  # exp2 keeps the search result of every run
                 run.result.to_json_file(out / f"{run.algorithm}.json")
-    print(json.dumps(result.to_json()) if args.json else result.summary())
+    print(json_text(result.to_json()) if args.json else result.summary())
     return 0 if all(run.ok for run in result.runs) else 1
 
 
@@ -302,7 +305,7 @@ def _cmd_result_show(args: argparse.Namespace) -> int:
 
     result = SearchResult.from_json_file(args.file)
     if args.json:
-        print(json.dumps(result.to_json_data(), indent=1))
+        print(json_text(result.to_json_data(), indent=1))
         return 0
     print(result.summary())
     for gid, g in result.best_goals.items():
@@ -331,10 +334,10 @@ def _parser() -> argparse.ArgumentParser:
     urdf = sub.add_parser("urdf", help="write the URDF of a serial assembly")
     add_robot_arguments(urdf)
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
-    urdf.add_argument("--name", help="robot name (default: set name + assembly hash)")
+    urdf.add_argument("--name", type=_name, help="robot name (default: set name + assembly hash)")
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
     urdf.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
-    urdf.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
+    urdf.add_argument("--package", type=_name, help="package name for package:// mesh URIs (default: the set's name)")
     urdf.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block (mock hardware)")
     urdf.add_argument("--plugin", help="ros2_control hardware plugin; implies --ros2-control")
     urdf.set_defaults(func=_cmd_urdf)
@@ -350,7 +353,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--db", default="geometric_primitive_modules")
     demo.add_argument("--modules", nargs="+", default=["base", "J2", "i_45", "J2", "J2", "eef"])
-    demo.add_argument("--out", default="build/demo", help="output folder")
+    demo.add_argument("--out", type=_output_folder, default="build/demo", help="output folder")
     demo.add_argument("--no-task", action="store_true", help="skip the search and solution for the embedded task")
     demo.set_defaults(func=_cmd_demo)
 
@@ -397,7 +400,7 @@ def _parser() -> argparse.ArgumentParser:
     exp2.add_argument("--task", required=True, help="the user-study task (user_study.json)")
     exp2.add_argument("--db", default="robco_like", help="module set (default: the embedded robco_like)")
     exp2.add_argument("--algorithm", choices=("both", "constrained", "ga"), default="both")
-    exp2.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
+    exp2.add_argument("--workers", type=_workers, help="processes (default: all cores)")
     exp2.add_argument("--generations", type=_positive_int, default=500, help="GA generations (default 500)")
     exp2.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
     exp2.add_argument("--trials", type=_positive_int, default=1, help="GA trials (default 1)")
@@ -406,7 +409,9 @@ def _parser() -> argparse.ArgumentParser:
     exp2.add_argument("--limit", type=_positive_int, help="constrained search: only the first N assemblies")
     exp2.add_argument("--no-progress", action="store_true", help="no progress bar")
     exp2.add_argument("--json", action="store_true", help="print the figures as JSON")
-    exp2.add_argument("-o", "--output", help="folder for the full search results (constrained.json, ga.json)")
+    exp2.add_argument(
+        "-o", "--output", type=_output_folder, help="folder for the full search results (constrained.json, ga.json)"
+    )
     exp2.set_defaults(func=_cmd_paper_exp2)
 
     search = sub.add_parser("search", help="search the assembly that best serves a task (exhaustive, random, GA)")
@@ -419,7 +424,7 @@ def _parser() -> argparse.ArgumentParser:
         help="search space of the exhaustive and random search: exp2, science2019, auto (by the module set), or a "
         'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}',
     )
-    search.add_argument("--workers", type=_positive_int, help="processes (default: all cores)")
+    search.add_argument("--workers", type=_workers, help="processes (default: all cores)")
     search.add_argument("--budget-evals", type=_positive_int, help="stop after N evaluated assemblies")
     search.add_argument("--budget-seconds", type=_nonnegative_float, help="stop after S seconds")
     search.add_argument("--seed", type=_seed, default=0, help="seed of the search and of the IK (default 0)")

@@ -16,13 +16,18 @@ __all__ = [
     "port",
     "scheduler_address",
     "add_robot_arguments",
+    "workers",
+    "count",
+    "name",
+    "output_folder",
+    "json_text",
     "resolve_robot_arguments",
     "Parser",
 ]
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the project's error format: usage, then one last line ``error: <command>: <message>``."""
+    """argparse with the project's error format: the usage, then one last line ``error: <command>: <message>``."""
 
     def error(self, message: str):  # type: ignore[override]
         self.print_usage(sys.stderr)
@@ -114,6 +119,63 @@ def positive_int(text: str) -> int:
     if n is None or not 1 <= n <= 10**12:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return n
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(value, indent: int | None = None) -> str:
+    """Standard JSON for printing: a non-finite number (an unreachable goal's cost, say) is written as null."""
+    import json
+
+    return json.dumps(_finite(value), indent=indent, allow_nan=False)
+
+
+def workers(text: str) -> int:
+    """argparse type: a number of worker processes, 1 to 1024."""
+    n = _int(text)
+    if n is None or not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1-1024, got {text!r}")
+    return n
+
+
+def count(low: int, high: int):
+    """argparse type factory: an integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        n = _int(text)
+        if n is None or not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer {low}-{high}, got {text!r}")
+        return n
+
+    return parse
+
+
+def name(text: str) -> str:
+    """argparse type: a robot, package or group name (letters, digits, '_', '.', '-'; also a safe file name)."""
+    from .errors import InputError
+    from .names import check_name
+
+    try:
+        return check_name(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message + f" (got {text!r})") from None
+
+
+def output_folder(text: str) -> str:
+    """argparse type: an output folder, which may not exist yet but must not be a file."""
+    import os
+
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
+    return text
 
 
 def seed(text: str) -> int:

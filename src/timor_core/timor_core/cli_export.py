@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_args import add_robot_arguments, positive_int, seed, serial_assembly
+from .cli_args import add_robot_arguments, name, output_folder, positive_int, seed, serial_assembly
 
 __all__ = ["register", "cmd_urdf_ros2_control"]
 
@@ -105,23 +105,25 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     def common(sp: argparse.ArgumentParser) -> None:
         add_robot_arguments(sp)
-        sp.add_argument("--name", help="robot name (default: set name + assembly hash)")
+        sp.add_argument("--name", type=name, help="robot name (default: set name + assembly hash)")
         sp.add_argument("--prefix", default="", help="prefix for every link and joint name")
 
     def meshes(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
-        sp.add_argument("--package", help="package name for package:// mesh URIs (default: the set's name)")
+        sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
     def sampling(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--samples", type=positive_int, default=1000, help="random configurations (default 1000)")
         sp.add_argument("--seed", type=seed, default=0, help="seed of the random configurations (default 0)")
-        sp.add_argument("--group", default="manipulator", help="planning group name (default manipulator)")
+        sp.add_argument("--group", type=name, default="manipulator", help="planning group name (default manipulator)")
 
     plugin_help = "ros2_control hardware plugin (default mock_components/GenericSystem)"
 
     mc = sub.add_parser("moveit-config", help="write a MoveIt 2 config (URDF, SRDF, YAML files) of a serial assembly")
     common(mc)
-    mc.add_argument("-o", "--output", required=True, help="output folder (other files in it are left alone)")
+    mc.add_argument(
+        "-o", "--output", type=output_folder, required=True, help="output folder (other files in it are left alone)"
+    )
     mc.add_argument("--plugin", help=plugin_help)
     sampling(mc)
     meshes(mc)

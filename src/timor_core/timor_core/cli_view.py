@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from .cli_args import count, port, positive_float, seed, serial_assembly
 from .cli_args import load_db as _load_db
-from .cli_args import port, positive_float, seed, serial_assembly
 from .errors import InputError
 
 
@@ -210,5 +210,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     sheet = dbs.add_parser("sheet", help="a PNG contact sheet of every module of a set")
     sheet.add_argument("db", help="modules.json, its folder, or an embedded set name")
     sheet.add_argument("-o", "--output", required=True, help="output .png or .svg (written atomically)")
-    sheet.add_argument("--cols", type=int, default=4, help="modules per row (default 4)")
+    sheet.add_argument("--cols", type=count(1, 64), default=4, help="modules per row (default 4)")
     sheet.set_defaults(func=_cmd_db_sheet)

@@ -31,6 +31,7 @@ from .errors import InputError, TimorError
 from .jsonfields import parse_json_text
 from .limits import check_count
 from .module import Module
+from .names import check_plugin, check_prefix
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
@@ -48,6 +49,7 @@ __all__ = [
     "RobotDescription",
     "DescriptionError",
     "describe",
+    "check_node_settings",
 ]
 
 MODULE_PARAM_PREFIX = "modules."
@@ -171,6 +173,21 @@ def assembly_from_request(db: ModulesDB, modules: Sequence[str] = (), assembly_j
         return ModuleAssembly.from_serial_modules(db, ids)
     data: Any = parse_json_text(text, what="assembly JSON")
     return ModuleAssembly.from_json_data(db, data)
+
+
+def check_node_settings(
+    *, prefix: str, srdf_samples: int, seed: int, timeout: float, plugin: str | None = None
+) -> None:
+    """Refuse an assembly node's settings before it starts, rather than failing every request later."""
+    check_prefix(prefix)
+    if plugin is not None:
+        check_plugin(plugin)
+    if not 1 <= srdf_samples <= 100_000:
+        raise InputError("srdf_samples must be an integer in 1..100000", value=srdf_samples)
+    if seed < 0:
+        raise InputError("srdf_seed must be an integer >= 0", value=seed)
+    if not 0 < timeout <= 3600:
+        raise InputError("service_timeout must be a number of seconds in (0, 3600]", value=timeout)
 
 
 class DescriptionError(TimorError):

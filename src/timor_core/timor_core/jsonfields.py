@@ -138,7 +138,7 @@ def _duplicate_path(text: str) -> str | None:
 
 def _check_tree(data: Any, file: str | Path | None, max_depth: int, max_digits: int) -> None:
     """Refuse nesting deeper than max_depth and integers of more than max_digits digits, iteratively."""
-    big = 10**max_digits
+    big = min(10**max_digits, 2**1024)  # beyond 2**1024 an integer has no float: every reader would overflow
     stack: list[tuple[Any, int, Any]] = [(data, 1, None)]
     while stack:
         value, depth, parent = stack.pop()
@@ -153,7 +153,9 @@ def _check_tree(data: Any, file: str | Path | None, max_depth: int, max_digits: 
             stack.extend((v, depth + 1, value) for v in children if isinstance(v, (dict, list, int)))
         elif isinstance(value, int) and not isinstance(value, bool) and not -big < value < big:
             raise FormatError(
-                f"a number in the JSON has more than {max_digits} digits (limit max_number_digits)", file=file
+                f"a number in the JSON is too large (more than {max_digits} digits, limit max_number_digits, or "
+                "beyond the range of a float)",
+                file=file,
             )
 
 

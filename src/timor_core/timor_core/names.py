@@ -13,7 +13,15 @@ import re
 
 from .errors import InputError
 
-__all__ = ["ros_name", "check_prefix", "check_name", "xml_escape", "MAX_NAME_CHARS", "XACRO_PREFIX"]
+__all__ = [
+    "ros_name",
+    "check_prefix",
+    "check_name",
+    "check_plugin",
+    "xml_escape",
+    "MAX_NAME_CHARS",
+    "XACRO_PREFIX",
+]
 
 XACRO_PREFIX = "${prefix}"
 """The prefix of every name inside a xacro macro: the macro's own ``prefix`` parameter, expanded by xacro."""
@@ -65,6 +73,20 @@ def check_name(name: object, what: str = "name") -> str:
             value=name,
         )
     return name
+
+
+_PLUGIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:/|::)[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def check_plugin(plugin: object, what: str = "ros2_control hardware plugin") -> str:
+    """A pluginlib class name such as ``mock_components/GenericSystem`` or ``ns::Class``."""
+    if not isinstance(plugin, str) or not _PLUGIN.fullmatch(plugin) or len(plugin) > MAX_NAME_CHARS:
+        raise InputError(
+            f"the {what} must be a plugin class name such as mock_components/GenericSystem "
+            "(letters, digits, '_', separated by '/' or '::')",
+            value=plugin,
+        )
+    return plugin
 
 
 def xml_escape(text: str, what: str = "text") -> str:

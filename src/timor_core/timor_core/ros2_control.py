@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import AssemblyError, InputError
-from .names import check_prefix, xml_escape
+from .names import check_plugin, check_prefix, xml_escape
 from .tree import TreeLink
 from .urdf import _num
 
@@ -50,8 +50,7 @@ class Ros2ControlConfig:
     initial_positions: dict[str, float] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.plugin, str) or not self.plugin.strip():
-            raise InputError("the ros2_control hardware plugin must be a non-empty string", value=self.plugin)
+        check_plugin(self.plugin)
         for attr in ("command_interfaces", "state_interfaces"):
             value = getattr(self, attr)
             if isinstance(value, str):

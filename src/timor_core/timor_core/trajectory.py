@@ -74,7 +74,10 @@ def _parse_array(value: Any, path: str, ndim: int) -> np.ndarray:
         for i, v in enumerate(value):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise FormatError("expected a number", path=f"{path}[{i}]", value=v)
-            out[i] = float(v)
+            try:
+                out[i] = float(v)
+            except OverflowError:
+                raise FormatError("number too large", path=f"{path}[{i}]", value=v) from None
         return out
     if not isinstance(value, list):
         raise FormatError("expected a list of rows (lists of numbers)", path=path, value=value)

@@ -163,3 +163,27 @@ def test_a_good_request_still_works_after_the_hostile_ones(up, ros_client):
     proc, log = up
     assert proc.poll() is None, log.read_text()
     assert "refused" in log.read_text()  # each refusal was logged, one line each
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--prefix", 'a"/><evil/>'], "prefix"),
+        (["--db", "/dev/zero"], "not a regular file"),
+        (["--ros2-control", 'a"><b'], "plugin"),
+    ],
+    ids=["prefix", "dev-zero", "plugin"],
+)
+def test_hostile_start_up_settings_are_refused_with_one_line(tmp_path, args, needle):
+    import subprocess
+    import sys
+
+    base = ["--db", "geometric_primitive_modules"] if "--db" not in args else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "timor_core.cli", "ros", "up", *base, *args, "--no-search"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert needle in proc.stderr

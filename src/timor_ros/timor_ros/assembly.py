@@ -39,7 +39,13 @@ from rclpy.timer import Timer
 from std_msgs.msg import String
 
 from timor_core import TimorError
-from timor_core.description import DescriptionError, RobotDescription, assembly_from_request, describe
+from timor_core.description import (
+    DescriptionError,
+    RobotDescription,
+    assembly_from_request,
+    check_node_settings,
+    describe,
+)
 from timor_core.errors import explain
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
@@ -98,6 +104,13 @@ class AssemblyNode(Node):
         self.srdf_samples = int(param(self, "srdf_samples"))
         self.srdf_seed = int(param(self, "srdf_seed"))
         self.timeout = float(param(self, "service_timeout"))
+        check_node_settings(
+            prefix=self.prefix,
+            srdf_samples=self.srdf_samples,
+            seed=self.srdf_seed,
+            timeout=self.timeout,
+            plugin=self.plugin,
+        )
 
         self._lock = threading.Lock()  # one transaction at a time
         self._good: RobotDescription | None = None
