@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,46 @@ if os.environ.get("TIMOR_HYPOTHESIS_PROFILE"):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: slower tests (deselect with -m 'not slow')")
+    config.addinivalue_line("markers", "invalid_urdf: the test writes URDF files urdfdom must refuse (not checked)")
+
+
+# -- every URDF file the suite writes must pass urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser)
+_VENV_CHECK_URDF = Path(sys.executable).with_name("check_urdf")  # urdfdom's tool from the cmeel wheel Pinocchio pulls
+CHECK_URDF = str(_VENV_CHECK_URDF) if _VENV_CHECK_URDF.exists() else shutil.which("check_urdf")
+_CHECKED_URDFS: set[Path] = set()
+
+
+def check_urdf_file(path: Path) -> None:
+    """Fail the test unless urdfdom's ``check_urdf`` parses the file."""
+    assert CHECK_URDF, "check_urdf (urdfdom) not found: it comes with Pinocchio's cmeel wheels or liburdfdom-tools"
+    out = subprocess.run([CHECK_URDF, str(path)], capture_output=True, text=True, timeout=60)
+    _CHECKED_URDFS.add(path.resolve())
+    if out.returncode != 0 or "Successfully Parsed XML" not in out.stdout:
+        pytest.fail(f"check_urdf refuses {path}:\n{out.stdout[-2000:]}{out.stderr[-2000:]}", pytrace=False)
+
+
+def _check_urdfs_under(folder: Path) -> None:
+    for path in sorted(folder.rglob("*.urdf")):
+        if path.is_file() and not path.is_symlink() and path.resolve() not in _CHECKED_URDFS:
+            check_urdf_file(path)
+
+
+@pytest.fixture(autouse=True)
+def _written_urdfs_pass_check_urdf(request):
+    """After each test, run check_urdf on every ``*.urdf`` it wrote into its tmp_path."""
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is not None and not request.node.get_closest_marker("invalid_urdf"):
+        _check_urdfs_under(tmp)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_urdfs_pass_check_urdf(tmp_path_factory):
+    """At the end of the session, check_urdf on the URDFs written into shared temporary folders too."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith("test_")):
+        _check_urdfs_under(folder)
 
 
 @pytest.fixture(scope="session")

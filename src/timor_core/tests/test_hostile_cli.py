@@ -308,3 +308,21 @@ def test_json_output_has_no_nan_or_infinity(tmp_path):
     proc = run_cli(["solve", str(task), "--db", GPM, "--modules", *ROBOT, "--json"], cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON output"))
+
+
+def test_a_reader_that_goes_away_is_not_an_error():
+    """`timor db info SET | head -1`: the closed pipe ends the command quietly (exit 141, like Unix tools)."""
+    import subprocess
+    import sys
+
+    timor = Path(sys.executable).with_name("timor")
+    proc = subprocess.Popen(
+        [str(timor), "db", "info", "geometric_primitive_modules"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) in (0, 141)  # 0 if it wrote everything before the pipe closed
+    assert first.startswith(b"module set 'geometric_primitive_modules'")
+    assert b"Traceback" not in err and b"error" not in err

@@ -268,6 +268,15 @@ class ModuleAssembly:
         )
         return _written(text, write_to)
 
+    def to_mjcf(self, name: str | None = None, *, options: Any = None, write_to: str | Path | None = None) -> str:
+        """The MuJoCo model (MJCF) of this assembly, compiled by MuJoCo (see ``timor_core.mjcf``; needs mujoco).
+
+        ``options``: a ``timor_core.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
+        """
+        from .mjcf import assembly_to_mjcf
+
+        return assembly_to_mjcf(self, name, options=options, write_to=write_to)
+
     def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
         """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
 

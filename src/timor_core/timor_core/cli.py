@@ -11,6 +11,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import re
 import sys
 import traceback
@@ -63,24 +64,31 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_problems(args: argparse.Namespace, problems: list, ok_text: str) -> int:
-    """Print a validation outcome (JSON with --json, else one error line each); exit 1 if anything is wrong."""
+def _report_problems(args: argparse.Namespace, problems: list, ok_text: str, warnings: list | None = None) -> int:
+    """Print a validation outcome (JSON with --json, else one line each); exit 1 if anything is wrong."""
+    warnings = warnings or []
     if args.json:
-        print(json_text({"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}, indent=2))
-    elif problems:
+        out = {"file": args.file, "valid": not problems, "errors": [str(e) for e in problems]}
+        out["warnings"] = [str(w) for w in warnings]
+        print(json_text(out, indent=2))
+        return 1 if problems else 0
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if problems:
         for e in problems:
             print(f"error: {e}", file=sys.stderr)
     else:
-        print(ok_text)
+        print(ok_text + (f" ({len(warnings)} warning{'s' * (len(warnings) != 1)})" if warnings else ""))
     return 1 if problems else 0
 
 
 def _cmd_db_validate(args: argparse.Namespace) -> int:
-    from .validation import validate_db_file
+    from .validation import check_db_file
 
     path = Path(args.file)
-    problems = validate_db_file(path / "modules.json" if path.is_dir() else path)
-    return _report_problems(args, problems, f"{args.file}: valid")
+    report = check_db_file(path / "modules.json" if path.is_dir() else path)
+    warnings = [] if args.strict else report.warnings
+    return _report_problems(args, report.problems(args.strict), f"{args.file}: valid", warnings)
 
 
 def _cmd_urdf(args: argparse.Namespace) -> int:
@@ -329,6 +337,9 @@ def _parser() -> argparse.ArgumentParser:
     val = dbs.add_parser("validate", help="check a modules.json; list every error with its JSON path")
     val.add_argument("file", help="modules.json or its folder")
     val.add_argument("--json", action="store_true", help="print JSON")
+    val.add_argument(
+        "--strict", action="store_true", help="physically impossible data the loader accepts (inertia) is an error"
+    )
     val.set_defaults(func=_cmd_db_validate)
 
     urdf = sub.add_parser("urdf", help="write the URDF of a serial assembly")
@@ -336,7 +347,7 @@ def _parser() -> argparse.ArgumentParser:
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     urdf.add_argument("--name", type=_name, help="robot name (default: set name + assembly hash)")
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
-    urdf.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
+    urdf.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file")
     urdf.add_argument("--package", type=_name, help="package name for package:// mesh URIs (default: the set's name)")
     urdf.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block (mock hardware)")
     urdf.add_argument("--plugin", help="ros2_control hardware plugin; implies --ros2-control")
@@ -505,6 +516,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TimorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`timor ... | head`): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not complain either
+        return 141
     except OSError as exc:  # unusable output paths and the like: say what and where, no traceback
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
         print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Subcommands of ``timor`` for ROS artefacts: ``moveit-config``, ``xacro`` and ``srdf`` (registered by cli).
+"""Subcommands of ``timor`` for ROS and simulator artefacts: ``moveit-config``, ``xacro``, ``srdf`` and ``mjcf``.
 
 Also the ``<ros2_control>`` variant of ``timor urdf`` (its ``--ros2-control`` and ``--plugin`` flags).
 """
@@ -80,6 +80,23 @@ def _cmd_srdf(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mjcf(args: argparse.Namespace) -> int:
+    from .mjcf import MJCFOptions, assembly_to_mjcf
+
+    assembly = serial_assembly(args)
+    options = MJCFOptions(
+        balance_inertia=args.balance_inertia, actuators=args.actuators, contact_excludes=not args.no_excludes
+    )
+    text = assembly_to_mjcf(assembly, args.name, options=options, write_to=args.output)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        meshes = Path(args.output).with_name(f"{Path(args.output).stem}_meshes")
+        extra = f", meshes in {meshes}" if meshes.is_dir() else ""
+        print(f"wrote {args.output} ({assembly.dof} DOF{extra})", file=sys.stderr)
+    return 0
+
+
 def _cmd_moveit_config(args: argparse.Namespace) -> int:
     from .moveit_config import write_moveit_config
 
@@ -101,7 +118,7 @@ def _cmd_moveit_config(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add ``moveit-config``, ``xacro`` and ``srdf`` to the ``timor`` parser."""
+    """Add ``moveit-config``, ``xacro``, ``srdf`` and ``mjcf`` to the ``timor`` parser."""
 
     def common(sp: argparse.ArgumentParser) -> None:
         add_robot_arguments(sp)
@@ -109,7 +126,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--prefix", default="", help="prefix for every link and joint name")
 
     def meshes(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--mesh-uri", choices=("file", "package", "relative"), default="file")
+        sp.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file")
         sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
     def sampling(sp: argparse.ArgumentParser) -> None:
@@ -144,3 +161,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     sr.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     sampling(sr)
     sr.set_defaults(func=_cmd_srdf)
+
+    mj = sub.add_parser("mjcf", help="write a MuJoCo model (MJCF, compiled by MuJoCo) of a serial assembly")
+    add_robot_arguments(mj)
+    mj.add_argument("--name", type=name, help="model name (default: set name + assembly hash)")
+    mj.add_argument(
+        "-o", "--output", help="output file; its meshes go to <stem>_meshes beside it (default: stdout, absolute paths)"
+    )
+    mj.add_argument(
+        "--balance-inertia", action="store_true", help="let MuJoCo adjust inertia violating A + B >= C (else refused)"
+    )
+    mj.add_argument("--actuators", choices=("motor", "none"), default="motor", help="a motor per joint (default)")
+    mj.add_argument("--no-excludes", action="store_true", help="keep MuJoCo's parent-child filter, no <exclude>s")
+    mj.set_defaults(func=_cmd_mjcf)

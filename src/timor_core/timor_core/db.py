@@ -18,7 +18,7 @@ from . import jsonfields as jf
 from .errors import InputError, UnknownModuleError, ValidationError, short_repr
 from .fileio import atomic_copy, atomic_write_text
 from .geometry import Mesh
-from .module import Connector, Module, connectors_compatible
+from .module import LIMIT_KEYS, Connector, Module, connectors_compatible
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -75,7 +75,7 @@ class ModulesDB:
     def from_json_file(cls, path: str | Path, name: str | None = None) -> ModulesDB:
         """Load a CoBRA ``modules.json``; meshes are resolved relative to the file's folder."""
         path = Path(path).resolve() if Path(path).exists() else Path(path)
-        data = jf.load_json_file(path)
+        data = jf.load_json_file(path, infinity_keys=LIMIT_KEYS)
         return cls.from_json_data(data, base_dir=path.parent, source=path, name=name or path.parent.name)
 
     @classmethod

@@ -30,7 +30,7 @@ from .db import ModulesDB
 from .errors import InputError, TimorError
 from .jsonfields import parse_json_text
 from .limits import check_count
-from .module import Module
+from .module import LIMIT_KEYS, Module
 from .names import check_plugin, check_prefix
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def module_to_json_text(module: Module) -> str:
 
 def module_from_json_text(text: str, *, base_dir: Path | None = None, where: str = "$") -> Module:
     """Parse and validate one module from its JSON text (FormatError/ValidationError on bad input)."""
-    data = parse_json_text(text, what="module JSON")
+    data = parse_json_text(text, what="module JSON", infinity_keys=LIMIT_KEYS)
     return Module.from_json(data, where, base_dir=base_dir)
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "ConnectorError",
     "AssemblyError",
     "URDFError",
+    "MJCFError",
     "short_repr",
     "explain",
 ]
@@ -126,3 +127,7 @@ class AssemblyError(TimorError):
 
 class URDFError(AssemblyError):
     """The assembly cannot be written as URDF (e.g. it contains a closed kinematic chain)."""
+
+
+class MJCFError(TimorError):
+    """MuJoCo's compiler refuses the model, or MuJoCo is not installed (the message says which and why)."""

@@ -36,11 +36,13 @@ __all__ = [
 _MISSING = object()
 
 
-def load_json_file(path: str | Path) -> Any:
+def load_json_file(path: str | Path, *, infinity_keys: frozenset[str] = frozenset()) -> Any:
     """Read a JSON input file within the limits (regular file, size, depth; see ``timor_core.limits``).
 
     A missing, unreadable, oversized or invalid file, duplicate keys, NaN/Infinity literals and nesting deeper
-    than ``max_json_depth`` raise FormatError naming the file (and the JSON path where known).
+    than ``max_json_depth`` raise FormatError naming the file (and the JSON path where known). ``Infinity`` and
+    ``-Infinity`` are read as float infinities only as the value of a key in ``infinity_keys`` (unlimited joint
+    limits, as Python's json module writes them); NaN is always refused.
     """
     path = Path(path)
     try:
@@ -49,7 +51,7 @@ def load_json_file(path: str | Path) -> Any:
         raise
     except InputError as exc:
         raise FormatError(exc.message, file=exc.file, path=exc.path, value=exc.value) from None
-    return parse_json_text(text, file=path)
+    return parse_json_text(text, file=path, infinity_keys=infinity_keys)
 
 
 class _DuplicateKeyError(ValueError):
@@ -79,12 +81,15 @@ def _mark_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     return d
 
 
-def parse_json_text(text: str, *, file: str | Path | None = None, what: str = "JSON text") -> Any:
+def parse_json_text(
+    text: str, *, file: str | Path | None = None, what: str = "JSON text", infinity_keys: frozenset[str] = frozenset()
+) -> Any:
     """Parse JSON from a file or a request field within the limits; errors are FormatError naming the source.
 
     Refuses: text longer than ``max_file_bytes``, invalid JSON, NaN/Infinity literals, duplicate keys in an
     object (JSON parsers disagree on which one wins), nesting deeper than ``max_json_depth`` and numbers with
-    more than ``max_number_digits`` characters.
+    more than ``max_number_digits`` characters. ``Infinity``/``-Infinity`` are read where the key is in
+    ``infinity_keys`` (see ``load_json_file``) and refused, naming the JSON path, anywhere else.
     """
     lim = limits()
     if not isinstance(text, str):
@@ -96,7 +101,11 @@ def parse_json_text(text: str, *, file: str | Path | None = None, what: str = "J
             file=file,
         )
     try:
-        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        data = json.loads(
+            text,
+            parse_constant=_infinity_constant if infinity_keys else _reject_constant,
+            object_pairs_hook=_no_duplicates,
+        )
     except RecursionError:
         raise FormatError(f"JSON nested too deeply (limit max_json_depth is {lim.max_json_depth})", file=file) from None
     except json.JSONDecodeError as exc:
@@ -116,7 +125,33 @@ def parse_json_text(text: str, *, file: str | Path | None = None, what: str = "J
             file=file,
         ) from None
     _check_tree(data, file, lim.max_json_depth, lim.max_number_digits)
+    if infinity_keys and "Infinity" in text:
+        _check_infinities(data, file, infinity_keys)
     return data
+
+
+def _infinity_constant(name: str) -> float:
+    if name == "NaN":
+        raise ValueError("non-finite number NaN is not allowed in JSON")
+    return math.inf if name == "Infinity" else -math.inf
+
+
+def _check_infinities(data: Any, file: str | Path | None, keys: frozenset[str]) -> None:
+    """Refuse an infinity that is not the value of a key in ``keys`` (it was read only to allow those)."""
+    stack: list[tuple[Any, str, str | None]] = [(data, "$", None)]
+    while stack:
+        value, path, key = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((v, f"{path}.{k}", k) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend((v, f"{path}[{i}]", None) for i, v in enumerate(value))
+        elif isinstance(value, float) and math.isinf(value) and key not in keys:
+            raise FormatError(
+                f"{'-' if value < 0 else ''}Infinity is allowed only for unlimited limits ({', '.join(sorted(keys))})",
+                file=file,
+                path=path,
+                value=value,
+            )
 
 
 def _duplicate_path(text: str) -> str | None:

@@ -27,6 +27,8 @@ __all__ = [
     "GENDERS",
     "RESERVED_CONNECTOR_TYPES",
     "JOINT_TYPES",
+    "LIMIT_KEYS",
+    "triangle_inequality_violation",
     "Connector",
     "Body",
     "JointLimits",
@@ -135,7 +137,8 @@ class Body:
         return out
 
 
-_LIMIT_KEYS = ("positionLower", "positionUpper", "velocity", "acceleration", "peakTorque")
+LIMIT_KEYS = frozenset(("positionLower", "positionUpper", "velocity", "acceleration", "peakTorque"))
+"""Joint limit keys; each may be unlimited (left out, or ``Infinity`` as Python's json module writes it)."""
 
 
 @dataclass(frozen=True)
@@ -442,6 +445,17 @@ def _parse_body(data: Any, path: str, base_dir: Path | None, json_file: Path | N
     return Body(bid, mass, inertia, r_com, connectors, visual, collision, extra)
 
 
+def triangle_inequality_violation(inertia: np.ndarray) -> list[float] | None:
+    """The principal moments if they violate A + B >= C (no rigid body has them), else None.
+
+    Such a tensor is positive definite but physically impossible: MuJoCo refuses it, PyBullet zeroes it.
+    """
+    inertia = np.asarray(inertia, dtype=float)
+    eig = np.linalg.eigvalsh(inertia)
+    tol = 1e-9 * max(float(np.abs(inertia).max()), 1e-12)
+    return [float(e) for e in eig] if eig[0] + eig[1] < eig[2] - tol else None
+
+
 def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path | None = None) -> None:
     scale = max(float(np.abs(inertia).max()), 1e-12)
     if not np.allclose(inertia, inertia.T, atol=1e-9 * scale + 1e-15):
@@ -452,15 +466,15 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path 
             raise ValidationError(
                 "inertia tensor of a body with mass must be positive definite", path=path, value=inertia.tolist()
             )
-        tol = 1e-9 * scale
         key = (str(json_file), path)
-        if eig[0] + eig[1] < eig[2] - tol and key not in _WARNED:  # IMPROV's L6 does this: warn once, accept
-            _WARNED.add(key)
+        moments = triangle_inequality_violation(inertia)
+        if moments is not None and key not in _WARNED:  # IMPROV's L6 does this: warn once, accept (timor db
+            _WARNED.add(key)  # validate reports it, as an error with --strict)
             log.warning(
-                "%s: %s: principal moments of inertia violate the triangle inequality: %s",
+                "%s: %s: principal moments of inertia violate the triangle inequality (A + B >= C): %s",
                 json_file or "<module>",
                 path,
-                eig.tolist(),
+                moments,
             )
     elif eig.min() < -1e-12:
         raise ValidationError("inertia tensor must be positive semi-definite", path=path, value=inertia.tolist())
@@ -487,7 +501,7 @@ def _parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
     if "limits" in d:
         lim = jf.obj(d["limits"], f"{path}.limits")
         for key, value in lim.items():
-            if key in _LIMIT_KEYS:
+            if key in LIMIT_KEYS:
                 limits[key] = jf.number(value, f"{path}.limits.{key}", allow_inf=True)
             else:
                 limits[key] = value
@@ -495,6 +509,11 @@ def _parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
             if limits.get(key, 0.0) < 0:
                 raise ValidationError("limit must not be negative", path=f"{path}.limits.{key}", value=limits[key])
         lo, hi = limits.get("positionLower", -math.inf), limits.get("positionUpper", math.inf)
+        if lo == math.inf or hi == -math.inf:
+            key = "positionLower" if lo == math.inf else "positionUpper"
+            raise ValidationError(
+                "a position limit cannot be infinite on that side", path=f"{path}.limits.{key}", value=limits[key]
+            )
         if lo > hi:
             raise ValidationError(
                 "inverted position limits (positionLower > positionUpper)",

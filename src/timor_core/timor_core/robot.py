@@ -32,7 +32,7 @@ def _finite(v: float) -> float:
 
 def _infinite(a: np.ndarray) -> np.ndarray:
     """Pinocchio stores 'no limit' as ±DBL_MAX; report it as ±inf."""
-    return np.where(np.abs(a) >= _BIG, np.sign(a) * np.inf, a)
+    return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
 
 
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:

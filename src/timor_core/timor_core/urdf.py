@@ -27,11 +27,19 @@ if TYPE_CHECKING:
     from .assembly import ModuleAssembly
     from .ros2_control import Ros2ControlConfig
 
-__all__ = ["assembly_to_urdf", "MESH_URI_MODES", "WRL_MODES", "origin_xml", "tree_xml", "mesh_package"]
+__all__ = [
+    "assembly_to_urdf",
+    "URDF_UNLIMITED",
+    "MESH_URI_MODES",
+    "WRL_MODES",
+    "origin_xml",
+    "tree_xml",
+    "mesh_package",
+]
 
 log = logging.getLogger(__name__)
 
-MESH_URI_MODES = ("file", "package", "relative")
+MESH_URI_MODES = ("file", "package", "relative", "path")
 WRL_MODES = ("visual", "keep")
 _ORIGIN_CACHE: dict[bytes, str] = {}
 
@@ -43,6 +51,22 @@ def _num(v: float) -> str:
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     return repr(v)
+
+
+URDF_UNLIMITED = 1e9
+"""What an unlimited joint limit is written as in URDF (URDF has no spelling for it; urdfdom refuses ``inf``).
+
+Effort, velocity and position limits the module set leaves open become ``1e+09`` (or ``-1e+09``); the MoveIt
+``joint_limits.yaml`` says ``has_velocity_limits: false`` for them and ros2_control's interfaces leave them out.
+Reading a URDF, a magnitude of at least this value is read as unlimited again."""
+
+
+def _limit(v: float) -> str:
+    """A joint limit for URDF: infinite limits become ``±URDF_UNLIMITED``."""
+    v = float(v)
+    if math.isinf(v) or abs(v) >= URDF_UNLIMITED:
+        return "1e+09" if v > 0 else "-1e+09"
+    return _num(v)
 
 
 def origin_xml(T: np.ndarray) -> str:
@@ -63,6 +87,8 @@ def _mesh_uri(mesh: Mesh, mode: str, package: str) -> str:
         return "file://" + str(mesh.path)
     if mode == "package":
         return f"package://{package}/{mesh.file}"
+    if mode == "path":  # a plain absolute path: what MuJoCo's URDF reader and other non-ROS tools understand
+        return str(mesh.path)
     return mesh.file
 
 
@@ -137,10 +163,10 @@ def _joint_xml(link: TreeLink, parent_name: str) -> str:
     tail = cache.get(key)
     if tail is None:
         lim = j.limits
-        position = "" if j.type == "continuous" else f'lower="{_num(lim.lower)}" upper="{_num(lim.upper)}" '
+        position = "" if j.type == "continuous" else f'lower="{_limit(lim.lower)}" upper="{_limit(lim.upper)}" '
         tail = (
             '    <axis xyz="0 0 1"/>\n'
-            f'    <limit {position}effort="{_num(lim.torque)}" velocity="{_num(lim.velocity)}"/>\n'
+            f'    <limit {position}effort="{_limit(lim.torque)}" velocity="{_limit(lim.velocity)}"/>\n'
         )
         if j.friction_viscous is not None or j.friction_coulomb is not None:
             tail += (
@@ -220,9 +246,10 @@ def assembly_to_urdf(
 ) -> str:
     """The URDF of an assembly.
 
-    ``mesh_uri``: ``file`` (absolute file:// URIs), ``package`` (``package://<package>/<path in set>``)
-    or ``relative`` (the path as written in the module set). ``wrl``: ``visual`` writes a body's VRML
-    convex decomposition as its visual mesh (what URDF consumers can read), ``keep`` keeps the .wrl file.
+    ``mesh_uri``: ``file`` (absolute file:// URIs), ``package`` (``package://<package>/<path in set>``),
+    ``relative`` (the path as written in the module set) or ``path`` (plain absolute paths, for MuJoCo).
+    ``wrl``: ``visual`` writes a body's VRML convex decomposition as its visual mesh (what URDF consumers can
+    read), ``keep`` keeps the .wrl file.
     The root link is ``base_link``; each free ``eef`` connector gets a link ``tool0``, ``tool1``, ...
     A non-identity base placement adds a ``world`` link. Closed chains raise AssemblyError.
     ``ros2_control`` appends a ``<ros2_control>`` block for the actuated joints (see timor_core.ros2_control).

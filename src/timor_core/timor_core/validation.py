@@ -2,25 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import jsonfields as jf
 from .db import IGNORE_COLLISION_MODES
 from .errors import InputError, ValidationError
 from .geometry import Mesh
-from .module import _check_tree, _parse_body, _parse_header, _parse_joint
+from .module import LIMIT_KEYS, _check_tree, _parse_body, _parse_header, _parse_joint, triangle_inequality_violation
 
-__all__ = ["validate_db_file"]
+__all__ = ["DBReport", "check_db_file", "validate_db_file"]
 
 
-def validate_db_file(path: Path) -> list[InputError]:
-    """All problems of a ``modules.json``: each error names the file, the JSON path and the value."""
+@dataclass
+class DBReport:
+    """What ``check_db_file`` found: errors (the set is refused) and warnings (it loads, but is suspect)."""
+
+    errors: list[InputError] = field(default_factory=list)
+    warnings: list[InputError] = field(default_factory=list)
+
+    def problems(self, strict: bool = False) -> list[InputError]:
+        """The errors, and with ``strict`` the warnings too."""
+        return self.errors + self.warnings if strict else list(self.errors)
+
+
+def validate_db_file(path: Path, *, strict: bool = False) -> list[InputError]:
+    """All problems of a ``modules.json``: each error names the file, the JSON path and the value.
+
+    With ``strict``, physically impossible data the loader accepts (inertia violating the triangle
+    inequality) counts as an error too.
+    """
+    return check_db_file(path).problems(strict)
+
+
+def check_db_file(path: Path) -> DBReport:
+    """Every error and warning of a ``modules.json`` (see ``DBReport``); a bad file is never a crash."""
     path = Path(path)
+    report = DBReport()
     try:
-        data = jf.load_json_file(path)
+        data = jf.load_json_file(path, infinity_keys=LIMIT_KEYS)
     except InputError as exc:
-        return [exc]
-    errors: list[InputError] = []
+        report.errors.append(exc)
+        return report
+    errors = report.errors
     base_dir = path.resolve().parent
 
     def attempt(fn, *args):
@@ -34,7 +58,7 @@ def validate_db_file(path: Path) -> list[InputError]:
         data = {"modules": data}
     d = attempt(jf.obj, data, "$")
     if d is None:
-        return errors
+        return report
     mode = d.get("ignore_collisions", "rigid_via_joint")
     if mode not in IGNORE_COLLISION_MODES:
         errors.append(
@@ -44,7 +68,7 @@ def validate_db_file(path: Path) -> list[InputError]:
         )
     modules = attempt(lambda: jf.array(jf.req(d, "modules", "$"), "$.modules"))
     if modules is None:
-        return errors
+        return report
     seen: dict[str, str] = {}
     for i, m in enumerate(modules):
         mp = f"$.modules[{i}]"
@@ -69,6 +93,19 @@ def validate_db_file(path: Path) -> list[InputError]:
         if not bodies_json:
             errors.append(ValidationError("a module needs at least one body", file=path, path=f"{mp}.bodies", value=[]))
         bodies = [attempt(_parse_body, b, f"{mp}.bodies[{k}]", base_dir, path) for k, b in enumerate(bodies_json)]
+        for k, body in enumerate(bodies):
+            moments = triangle_inequality_violation(body.inertia) if body is not None and body.mass > 0 else None
+            if body is not None and moments is not None:
+                module = header.id if header is not None else f"#{i}"
+                report.warnings.append(
+                    ValidationError(
+                        f"module {module!r}, body {body.id!r}: principal moments of inertia violate the triangle "
+                        "inequality A + B >= C (no rigid body has them; MuJoCo refuses them, PyBullet zeroes them)",
+                        file=path,
+                        path=f"{mp}.bodies[{k}].inertia",
+                        value=[round(m, 9) for m in moments],
+                    )
+                )
         ok_bodies = [b for b in bodies if b is not None]
         # joints are checked against every body ID the file names, so one bad body reports one error
         raw_ids = {str(b["ID"]) for b in bodies_json if isinstance(b, dict) and isinstance(b.get("ID"), (str, int))}
@@ -93,7 +130,7 @@ def validate_db_file(path: Path) -> list[InputError]:
             for g in (*body.visual, *body.collision):
                 if isinstance(g, Mesh):
                     attempt(g.load)
-    return errors
+    return report
 
 
 def _duplicates(ids_and_paths, what: str, file: Path) -> list[InputError]:
