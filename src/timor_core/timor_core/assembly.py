@@ -307,6 +307,36 @@ class ModuleAssembly:
         placement = self.base_placement if base_placement is None else _placement(base_placement)
         return build_robot(self, placement, ignore_collisions or self.db.ignore_collisions, prefix)
 
+    @classmethod
+    def from_monolithic_robot(cls, robot: PinRobot) -> ModuleAssembly:
+        """A one-module assembly of a robot (e.g. from ``PinRobot.from_urdf``), as in the reference toolbox.
+
+        A robot built from a multi-module assembly is fused into one module through its URDF; the base
+        placement is kept.
+        """
+        from .urdf_import import assembly_from_urdf
+
+        source = robot.assembly
+        if source is None:
+            raise AssemblyError("the robot has no assembly to take its modules from")
+        if len(source.modules) == 1:
+            fused = cls.from_json_data(source.db, source.to_json_data())
+        else:
+            unplaced = cls.from_json_data(source.db, source.to_json_data())
+            unplaced.base_placement = np.eye(4)  # the placement stays the assembly's, not the module's
+            extras = {}  # what URDF cannot carry: rotor inertia and acceleration limits
+            for link in unplaced.tree().links:
+                j = link.joint
+                if j is not None and link.joint_type != "fixed":
+                    extra: dict[str, Any] = {"gearRatio": j.gear_ratio, "motorInertia": j.motor_inertia}
+                    extra = {k: v for k, v in extra.items() if v is not None}
+                    if "acceleration" in j.limits_json:
+                        extra["limits"] = {"acceleration": j.limits_json["acceleration"]}
+                    extras[str(link.joint_name)] = extra
+            fused = assembly_from_urdf(unplaced.to_urdf(mesh_uri="file"), joint_extras=extras)
+        fused.base_placement = source.base_placement
+        return fused
+
     @property
     def robot(self) -> PinRobot:
         """The Pinocchio robot of this assembly (built once, then cached)."""

@@ -8,6 +8,7 @@ immutable); only placements and collision pairs are per robot.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -176,6 +177,20 @@ class PinRobot:
         self._q = pin.neutral(model)
         self._sample_lo = np.where(model.lowerPositionLimit > -1e300, model.lowerPositionLimit, -np.pi)
         self._sample_hi = np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi)
+
+    @classmethod
+    def from_urdf(
+        cls, urdf_file: str | Path, package_dir: str | Path | None = None, *, tcp_link: str | None = None
+    ) -> PinRobot:
+        """The robot of a URDF file, through a one-module assembly (``robot.assembly``), as in the reference.
+
+        ``package_dir`` is a folder holding the packages ``package://`` mesh names refer to (ROS_PACKAGE_PATH
+        and AMENT_PREFIX_PATH are searched too); ``tcp_link`` see ``timor_core.urdf_import.db_from_urdf``.
+        """
+        from .urdf_import import assembly_from_urdf
+
+        dirs = [Path(package_dir)] if package_dir is not None else []
+        return assembly_from_urdf(Path(urdf_file), dirs, tcp_link=tcp_link).robot
 
     # -- description -------------------------------------------------------------------------------
     @property
