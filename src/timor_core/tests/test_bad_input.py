@@ -884,7 +884,7 @@ def test_save_failing_in_rename_leaves_old_file(tmp_path, monkeypatch, gpm_db):
 
 
 def test_save_then_load_round_trip(tmp_path, gpm_db):
-    target = gpm_db.to_json_file(tmp_path / "copy" / "modules.json")
+    target = gpm_db.to_json_file(tmp_path / gpm_db.name / "modules.json")
     assert ModulesDB.from_json_file(target) == gpm_db
     assert _leftovers(target.parent) == []
 

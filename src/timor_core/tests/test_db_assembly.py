@@ -38,14 +38,16 @@ def test_paper_code_sample_runs_as_written():
 @pytest.mark.parametrize("name", timor_core.embedded_db_names())
 def test_embedded_sets_round_trip_losslessly(name, tmp_path):
     db = ModulesDB.from_name(name)
-    out = db.to_json_file(tmp_path / "copy" / "modules.json")
+    out = db.to_json_file(tmp_path / name / "modules.json")  # a set's name is its folder's
     again = ModulesDB.from_json_file(out)
     assert again == db
-    assert again.to_json_data() == json.loads((EMBEDDED / name / "modules.json").read_text())
+    assert (
+        ModulesDB.from_json_file(out, name="other") != db
+    )  # equality includes the name    assert again.to_json_data() == json.loads((EMBEDDED / name / "modules.json").read_text())
 
 
 def test_improv_round_trip_copies_meshes(improv, tmp_path):
-    out = improv.to_json_file(tmp_path / "improv" / "modules.json")
+    out = improv.to_json_file(tmp_path / "IMPROV" / "modules.json")
     again = ModulesDB.from_json_file(out)
     assert again == improv
     meshes = again.meshes()
@@ -196,3 +198,24 @@ def test_from_serial_errors(primitives):
         ModuleAssembly.from_serial_modules(primitives, ("base", "eef", "J2"))
     with pytest.raises(timor_core.UnknownModuleError, match="nope"):
         ModuleAssembly.from_serial_modules(primitives, ("base", "nope"))
+
+
+def test_set_equality_ignores_spelled_out_defaults_but_not_the_name():
+    """Issue 13 item 11: equal sets are equal however their defaults were written; a different name differs."""
+    data = primitives_json()
+    data["ignore_collisions"] = "rigid_via_joint"
+    terse = primitives_json()
+    terse.pop("ignore_collisions", None)
+    for module in terse["modules"]:
+        for joint in module.get("joints", []):
+            joint.pop("passive", None)
+        for body in module["bodies"]:
+            for key in ("visual", "collision"):
+                if body.get(key) == []:
+                    body.pop(key)
+    a = ModulesDB.from_json_data(data, name="set")
+    assert a == ModulesDB.from_json_data(terse, name="set")
+    assert a != ModulesDB.from_json_data(data, name="another")
+    changed = primitives_json()
+    changed["modules"][1]["bodies"][0]["mass"] += 0.001
+    assert a != ModulesDB.from_json_data(changed, name="set")

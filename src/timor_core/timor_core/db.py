@@ -38,6 +38,19 @@ def embedded_db_names() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "modules.json").is_file())
 
 
+def _canonical(data: dict) -> list:
+    """The modules of a set's JSON with optional fields at their default left out, for comparing sets."""
+    modules = []
+    for module in data.get("modules", []):
+        m = dict(module)
+        m["bodies"] = [
+            {k: v for k, v in b.items() if not (k in ("visual", "collision") and v == [])} for b in m["bodies"]
+        ]
+        m["joints"] = [{k: v for k, v in j.items() if not (k == "passive" and v is False)} for j in m.get("joints", [])]
+        modules.append(m)
+    return modules
+
+
 class ModulesDB:
     """An immutable collection of modules with unique IDs, plus its collision-ignore mode."""
 
@@ -185,7 +198,13 @@ class ModulesDB:
         return item in self._modules
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ModulesDB) and self.to_json_data() == other.to_json_data()
+        """Same name, same collision rule and the same modules; defaults spelled out or left out are equal."""
+        return (
+            isinstance(other, ModulesDB)
+            and self.name == other.name
+            and self.ignore_collisions == other.ignore_collisions
+            and _canonical(self.to_json_data()) == _canonical(other.to_json_data())
+        )
 
     def __hash__(self) -> int:
         return id(self)
