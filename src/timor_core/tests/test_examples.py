@@ -107,7 +107,7 @@ def test_inverse_kinematics(tmp_path):
 def test_task_and_solution(tmp_path):
     out = run_example("task_and_solution.py", tmp_path, "out")
     assert "short robot reaches every goal: False" in out
-    assert re.search(r"pick: NOT reached \(unreachable", out)
+    assert re.search(r"pick: NOT reached \(no solution found", out)
     assert "robot reaches every goal: True" in out
     assert "solution valid: True, all goals achieved: True, cost 11.02" in out
     assert "VIOLATED" not in out

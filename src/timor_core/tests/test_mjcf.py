@@ -157,7 +157,7 @@ def test_improv_robot_in_memory_uses_absolute_paths(improv):
     assembly = ModuleAssembly.from_serial_modules(improv, IMPROV_CHAIN)
     text = assembly_to_mjcf(assembly)
     files = [m.get("file") for m in ET.fromstring(text).iter("mesh")]
-    assert files and all(f.startswith(str(IMPROV_FILE.parent)) for f in files)
+    assert files and all(f.startswith(str(IMPROV_FILE.resolve().parent)) for f in files)
     assert_same_model(assembly, mujoco.MjModel.from_xml_string(text), n=2)
 
 
@@ -178,7 +178,7 @@ def test_urdf_with_plain_paths_loads_in_mujoco_and_urdfdom(tmp_path, improv):
     assembly = ModuleAssembly.from_serial_modules(improv, IMPROV_CHAIN)
     path = tmp_path / "six.urdf"
     text = assembly.to_urdf("six", mesh_uri="path", write_to=path)
-    assert "file://" not in text and str(IMPROV_FILE.parent) in text
+    assert "file://" not in text and str(IMPROV_FILE.resolve().parent) in text
     check_urdf_file(path)
     model = mujoco.MjModel.from_xml_path(str(path))
     assert model.nq == assembly.robot.dof and model.nmesh > 0

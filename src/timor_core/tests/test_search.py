@@ -160,7 +160,7 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
         (reachable, ("base", "J", "I_200", "J", "I_200", "J", "L_100", "gripper"), math.inf, "limits", None),
         (reachable, ("base", "J"), math.inf, "robot", "no robot model: AssemblyError"),
         (_task([_at((5.0, 0.0, 0.3))]), KNOWN, math.inf, "workspace", "g0: outside workspace"),
-        (_task([_at((0.1, 0.0, 0.2))]), ("base", "J", "gripper"), math.inf, "ik", "g0: unreachable"),
+        (_task([_at((0.1, 0.0, 0.2))]), ("base", "J", "gripper"), math.inf, "ik", "g0: no solution found"),
         (
             _task([T], obstacles=[("block", (0.12, 0.12, 0.12), _at(T[:3, 3]))]),
             KNOWN,
@@ -200,8 +200,8 @@ def test_reason_categories():
     assert reason_category("collision with obstacle wall (in 3 of 5 reached configurations)") == (
         "collision with obstacle wall"
     )
-    unreachable = "unreachable (the closest pose found misses the tolerance by 12 mm and 3 deg)"
-    assert reason_category(unreachable) == "unreachable"
+    not_found = "no solution found (the closest pose found misses the tolerance by 12 mm and 3 deg)"
+    assert reason_category(not_found) == "no solution found"
     assert reason_category("torque limit of joint m1_J (97.1 > 80.0) (in 2 of 2)") == "torque limit of joint m1_J"
     assert reason_category("validJointAngles: joint m1_J at 1 outside [0, 0.5]") == "validJointAngles"
 
@@ -344,7 +344,9 @@ def test_user_study_search(robco):
     assert res.found and res.best_cost <= ev.cost + 1e-9
     _check_solution(robco, res.best_ids, res.best_q, task)
     reasons = {k for name in res.funnel.names for k in res.funnel.reasons[name]}
-    assert any(k.endswith("outside workspace") for k in reasons) and any(k.endswith("unreachable") for k in reasons)
+    assert any(k.endswith("outside workspace") for k in reasons) and any(
+        k.endswith("no solution found") for k in reasons
+    )
 
 
 @needs_user_study
@@ -372,3 +374,38 @@ def test_embedded_db_is_loaded_once_per_process():
 
     assert load_db("robco_like") is load_db("robco_like")
     assert isinstance(load_db("robco_like"), ModulesDB)
+
+
+def _follow_task(poses) -> Task:
+    trajectory = [{"nominal": np.asarray(T).tolist(), **TOL} for T in poses]
+    data = {
+        "header": {"ID": "follow", "taskName": "follow"},
+        "obstacles": [],
+        "goals": [{"ID": "f", "type": "follow", "trajectory": {"pose": trajectory}}],
+        "constraints": [],
+    }
+    return Task.from_json_data(data)
+
+
+def test_follow_goals_are_filtered_along_their_whole_trajectory(robco, known_robot, known_qs):
+    """Issue 13 item 11: a follow trajectory that leaves the workspace, or passes a pose no configuration reaches,
+    fails in the search filters (before: only its first pose was looked at, so it passed)."""
+    q0, q1 = known_qs
+    along = [known_robot.fk(q0 + (q1 - q0) * s) for s in np.linspace(0, 1, 9)]
+    config = FilterConfig(ik_tries=20, stop_early=True)
+    ok = FilterChain(_follow_task(along), robco, "mass", config)(KNOWN, math.inf)
+    assert ok.failed_filter is None, ok.reason
+
+    leaves = [*along[:5], _at((4.0, 0.0, 0.5)), *along[5:]]  # one pose far outside the workspace
+    c = FilterChain(_follow_task(leaves), robco, "mass", config)(KNOWN, math.inf)
+    assert c.failed_filter == "workspace" and "pose 5 of its trajectory" in c.reason
+    assert FilterChain(_task([leaves[0]]), robco, "mass", config)(KNOWN, math.inf).failed_filter is None
+
+    inside = known_robot.fk(q0)  # within reach, but turned so no configuration of the 3-axis arm matches it
+    inside[:3, :3] = np.diag([1.0, -1.0, -1.0]) @ inside[:3, :3]
+    twisted = [*along[:4], inside, *along[4:]]
+    config_all = FilterConfig(ik_tries=20, follow_samples=len(twisted))
+    c = FilterChain(_follow_task(twisted), robco, "mass", config_all)(KNOWN, math.inf)
+    assert c.failed_filter == "ik" and "pose 4 of its trajectory" in c.reason, c.reason
+    with pytest.raises(InputError, match="follow_samples"):
+        FilterConfig(follow_samples=-1)

@@ -43,7 +43,7 @@ class IKConfig:
     margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
     stall_window: int = 6  # iterations after which a try must have cut its cost by stall_ratio ...
     stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
-    plateau_tries: int = 10  # give up when this many tries in a row (0: never) ...
+    plateau_tries: int = 20  # give up when this many tries in a row (0: never) ...
     plateau_ratio: float = 0.9  # ... did not cut the best residual below this fraction of it ...
     plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
     far_plateau_tries: int = 5  # the same, sooner (0: never), while the best residual stays above far_residual
@@ -359,12 +359,16 @@ def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | 
 
 
 def _reason(rejections: Counter, miss: np.ndarray | None) -> str:
-    """Why IK failed: the most common reason reached poses were refused, or how far the closest pose missed."""
+    """Why IK failed: the most common reason reached poses were refused, or how far the closest pose missed.
+
+    Only the workspace check proves a goal "unreachable"; a search that ends without a solution says "no solution
+    found", since more tries or other starts may still find one."""
     if rejections:
         cause, count = rejections.most_common(1)[0]
         return f"{cause} (in {count} of {sum(rejections.values())} reached configurations)"
     if miss is None:
-        return "unreachable"
+        return "no solution found"
     position_mm = 1000.0 * float(np.linalg.norm(miss[:3]))
     angle_deg = math.degrees(float(np.linalg.norm(miss[3:])) / ANGLE_WEIGHT)
-    return f"unreachable (the closest pose found misses the tolerance by {position_mm:.3g} mm and {angle_deg:.3g} deg)"
+    miss_text = f"{position_mm:.3g} mm and {angle_deg:.3g} deg"
+    return f"no solution found (the closest pose found misses the tolerance by {miss_text})"

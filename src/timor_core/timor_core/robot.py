@@ -508,13 +508,15 @@ class PinRobot:
         ignore_self_collision: bool = False,
         margin: float = 0.0,
         details: bool = False,
+        config=None,
     ):
         """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
 
         Without a tolerance the default applies (0.1 mm, 0.1°). With a ``task`` the solution is also free
         of collisions with its obstacles; self-collision is always checked unless ignored;
         ``check_static_torques`` requires holding torques within limits. Deterministic given ``rng``.
-        ``details=True`` returns the full IKResult (tries, reason for failure, ...).
+        ``details=True`` returns the full IKResult (tries, reason for failure, ...). ``config``: an
+        ``timor_core.ik.IKConfig`` with every setting of the solver (``max_iter``/``max_n_tries`` override it).
         """
         from .ik import IKConfig, solve_ik
         from .task.tolerance import DEFAULT_TOLERANCE
@@ -524,7 +526,7 @@ class PinRobot:
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        config = IKConfig()
+        config = IKConfig() if config is None else config
         if max_iter is not None:
             config = replace(config, max_iter=max_iter)
         if max_n_tries is not None:

@@ -98,6 +98,8 @@ class FilterConfig:
         retries: extra task-aware IK runs (fresh random starts) when a solution violates torque or
             validJointAngles limits.
         seed: the seed of every IK (combined with the assembly's IDs and the goal).
+        follow_samples: poses of a follow goal's trajectory (after the first, evenly spaced, the last included)
+            the ``ik`` filter solves; every pose is checked against the workspace bound (0: workspace only).
     """
 
     max_modules: int | None = None
@@ -112,6 +114,7 @@ class FilterConfig:
     task_ik_tries: int | None = 150
     retries: int = 2
     seed: int = 0
+    follow_samples: int = 4
 
     def to_json(self) -> dict:
         """A JSON-able dict of the settings."""
@@ -126,11 +129,12 @@ class FilterConfig:
             "ik_iter": (1, 100_000),
             "task_ik_tries": (1, 100_000),
             "retries": (0, 1000),
+            "follow_samples": (0, 10_000),
             "seed": (0, 2**63 - 1),
         }
         for name, (lo, hi) in ints.items():
             v = getattr(self, name)
-            if v is None and name not in ("retries", "seed"):
+            if v is None and name not in ("retries", "seed", "follow_samples"):
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
@@ -174,11 +178,13 @@ class GoalIK:
 
 @dataclass(frozen=True)
 class PoseGoal:
-    """A goal the filters can check by IK: at / reach goals, and the first pose of a follow goal."""
+    """A goal the filters can check by IK: at / reach goals, and follow goals (their first pose, with the rest of
+    the trajectory in ``path``: the workspace filter checks every pose of it, the ``ik`` filter a sample)."""
 
     id: str
     pose: ToleratedPose
     constraints: tuple[Constraint, ...] = ()
+    path: tuple[ToleratedPose, ...] = ()
 
     @property
     def world(self) -> np.ndarray:
@@ -209,7 +215,8 @@ class TaskContext:
             if isinstance(g, At) and g.goal_pose is not None:
                 goals.append(PoseGoal(g.id, g.goal_pose, tuple(g.constraints)))
             elif isinstance(g, Follow) and g.trajectory:
-                goals.append(PoseGoal(g.id, g.trajectory[0], tuple(g.constraints)))
+                trajectory = tuple(g.trajectory)
+                goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
         self.goals: tuple[PoseGoal, ...] = tuple(goals)
 
 
@@ -264,7 +271,7 @@ class Candidate:
 
 def reason_category(reason: str) -> str:
     """The short form of an IK failure reason: ``"collision with obstacle wall (in 3 of 5 ...)"`` →
-    ``"collision with obstacle wall"``; ``"unreachable (the closest pose ...)"`` → ``"unreachable"``;
+    ``"collision with obstacle wall"``; ``"no solution found (the closest pose ...)"`` → ``"no solution found"``;
     ``"torque limit of joint m1_J (97.1 > 80.0)"`` → ``"torque limit of joint m1_J"``."""
     text = re.split(r" \(|: ", reason, maxsplit=1)[0].strip()
     return text or "failed"
@@ -372,11 +379,14 @@ class WorkspaceFilter(Filter):
         robot = c.require_robot()
         ok = True
         for g in c.ctx.goals:
-            gap = _outside_workspace(robot, robot.tcp, g.world, g.pose.tolerance)
+            gaps = [_outside_workspace(robot, robot.tcp, p.world, p.tolerance) for p in (g.pose, *g.path)]
+            worst = int(np.argmax(gaps))
+            gap = gaps[worst]
             if gap > 0:
                 rec = c.goal(g.id)
                 rec.success, rec.stage = False, self.name
-                rec.reason = f"{gap:.3f} m outside the workspace (reach bound {robot.reach():.3f} m)"
+                where = f" (pose {worst} of its trajectory)" if g.path else ""
+                rec.reason = f"{gap:.3f} m outside the workspace{where} (reach bound {robot.reach():.3f} m)"
                 if ok:
                     c.fail(f"{g.id}: outside workspace", f"goal {g.id}: {rec.reason}")
                 ok = False
@@ -438,7 +448,21 @@ class IKFilter(_GoalFilter):
         )
         rec.q = [float(v) for v in result.q]
         rec.reason = result.reason
-        return bool(result.success)
+        if not result.success or not g.path:
+            return bool(result.success)
+        q = result.q  # a follow goal: a sample of its trajectory, each pose seeded with the previous solution
+        n, m = len(g.path), cfg.follow_samples
+        picks = sorted({round(i * (n - 1) / max(m - 1, 1)) for i in range(m)}) if m else []
+        for i in picks:
+            step = c.require_robot().ik(
+                g.path[i], q_init=q, rng=c.rng(self.name, k, i + 1), ignore_self_collision=True,
+                max_n_tries=cfg.ik_tries, max_iter=cfg.ik_iter, details=True,
+            )  # fmt: skip
+            if not step.success:
+                rec.reason = f"pose {i + 1} of its trajectory: {step.reason}"
+                return False
+            q = step.q
+        return True
 
 
 class TaskIKFilter(_GoalFilter):
