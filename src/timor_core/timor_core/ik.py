@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,10 @@ if TYPE_CHECKING:
     from .robot import PinRobot
     from .task import Task
 
-__all__ = ["IKConfig", "IKResult", "solve_ik", "pose_residual"]
+__all__ = ["IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
+
+IK_METHODS = ("jacobian", "scipy")
+"""Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
 
 _LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
@@ -34,7 +38,11 @@ _CONVERGED = 1e-18  # squared residual treated as zero (1e-9: rounding, far insi
 
 @dataclass(frozen=True)
 class IKConfig:
-    """Solver settings: iterations per try, tries (random restarts), damping and step limits."""
+    """Solver settings: iterations per try, tries (random restarts), damping and step limits.
+
+    ``method``: one of IK_METHODS. ``solutions``: with a custom cost (see ``solve_ik``), how many valid solutions
+    to collect before returning the one of least cost (1: the first valid one).
+    """
 
     max_iter: int = 60
     max_n_tries: int = 50
@@ -48,6 +56,8 @@ class IKConfig:
     plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
     far_plateau_tries: int = 5  # the same, sooner (0: never), while the best residual stays above far_residual
     far_residual: float = 0.2
+    method: str = "jacobian"
+    solutions: int = 1
 
     def check(self) -> None:
         """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller)."""
@@ -57,7 +67,10 @@ class IKConfig:
             "stall_window": (1, MAX_ITER),
             "plateau_tries": (0, MAX_TRIES),
             "far_plateau_tries": (0, MAX_TRIES),
+            "solutions": (1, MAX_TRIES),
         }
+        if self.method not in IK_METHODS:
+            raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)
         for name, (lo, hi) in counts.items():
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
@@ -210,8 +223,14 @@ def solve_ik(
     check_static_torques: bool = False,
     margin: float = 0.0,
     frame: str | None = None,
+    joint_mask: Sequence[bool] | np.ndarray | None = None,
+    cost_function: Callable[[PinRobot, np.ndarray, np.ndarray], float] | None = None,
 ) -> IKResult:
-    """Find q with fk(q) within ``tolerance`` of ``desired``; see PinRobot.ik for the options."""
+    """Find q with fk(q) within ``tolerance`` of ``desired``; see PinRobot.ik for the options.
+
+    ``joint_mask``: True for the joints the solver may move; the others keep their ``q_init`` values (required
+    then). ``cost_function(robot, q, desired)``: among ``config.solutions`` valid solutions the one of least cost wins.
+    """
     try:
         desired = np.asarray(desired, dtype=float)
     except (TypeError, ValueError):
@@ -226,6 +245,8 @@ def solve_ik(
     fid = robot.tcp if frame is None else robot.frame_id(frame)
     if q_init is not None:
         q_init = robot.check_q(q_init)
+    free = _free_joints(joint_mask, robot.dof, q_init)
+    cost_fn = cost_function
     project = _Projector(tolerance, config.margin)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     self_collision = check_self_collision is not False
@@ -237,54 +258,25 @@ def solve_ik(
     if gap > 0:  # a cheap necessary condition: no configuration can reach it
         q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
         return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
-    eye = np.eye(6)
     rejections: Counter[str] = Counter()
     best_q, best_res = None, math.inf
     iterations = 0
     n = robot.dof
     plateau_ref, plateau_count, tries = math.inf, 0, 0
+    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
     for attempt in range(config.max_n_tries):
         tries = attempt + 1
         if attempt == 0 and q_init is not None:
             q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
         else:
             q = robot.random_configuration(rng)
-        lam = config.damping
-        pin.forwardKinematics(model, data, q)
-        T = pin.updateFramePlacement(model, data, fid).homogeneous
-        r, G = project(desired, T)
-        cost = float(r @ r)
-        stall_ref, stall_count = cost, 0
-        for _ in range(config.max_iter):
-            iterations += 1
-            if cost <= _CONVERGED:
-                break
-            stall_count += 1
-            if stall_count == config.stall_window:  # too little progress: restart elsewhere
-                if cost > config.stall_ratio * stall_ref:
-                    break
-                stall_ref, stall_count = cost, 0
-            J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA).reshape(6, n)  # (6,) for one joint
-            step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
-            blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
-            if blocked.any():  # joints at a limit that the step pushes further out take no part
-                J[:, blocked] = 0.0
-                step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
-            big = np.abs(step).max()
-            if big > config.max_step:
-                step *= config.max_step / big
-            q_new = np.minimum(np.maximum(q - step, lo), hi)  # infinite limits clip nothing
-            pin.forwardKinematics(model, data, q_new)
-            T_new = pin.updateFramePlacement(model, data, fid).homogeneous
-            r_new, G_new = project(desired, T_new)
-            cost_new = float(r_new @ r_new)
-            if cost_new < cost:
-                q, r, G, cost, T = q_new, r_new, G_new, cost_new, T_new
-                lam = max(lam * 0.3, 1e-9)
-            else:
-                lam *= 10.0
-                if lam > 1e3:
-                    break
+            if q_init is not None and not free.all():
+                q[~free] = q_init[~free]
+        if config.method == "scipy":
+            q, cost, T, used = _scipy_descend(robot, fid, desired, project, q, free, config)
+        else:
+            q, cost, T, used = _lm_descend(robot, fid, desired, project, q, free, config)
+        iterations += used
         if cost < best_res:
             best_q, best_res = q.copy(), cost
         if cost > _CONVERGED or not tolerance.valid(desired, T):
@@ -301,8 +293,16 @@ def solve_ik(
             continue
         cause = _rejection(robot, q, checker, torque_limits)
         if cause is None:
-            return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
+            if cost_fn is None:
+                return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
+            found.append((float(cost_fn(robot, q.copy(), desired)), q.copy(), attempt + 1))
+            if len(found) >= config.solutions:
+                break
+            continue
         rejections[cause] += 1
+    if found:
+        _, q_best, at = min(found, key=lambda item: item[0])
+        return IKResult(q_best, True, "", tries, iterations, 0.0, dict(rejections))
     q_out = best_q if best_q is not None else robot.random_configuration(rng)
     miss = None
     if not rejections and best_q is not None:  # say by how much the closest pose misses, in mm and degrees
@@ -317,6 +317,94 @@ def solve_ik(
         math.sqrt(best_res),
         dict(rejections),
     )
+
+
+def _free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
+    """The joints the solver may move (all without a mask); a mask that freezes joints needs q_init."""
+    if mask is None:
+        return np.ones(dof, dtype=bool)
+    free = np.asarray(mask)
+    if free.shape != (dof,) or free.dtype != bool:
+        raise InputError(f"joint_mask must be {dof} booleans", value=np.asarray(mask).tolist())
+    if not free.all() and q_init is None:
+        raise InputError("a joint_mask that freezes joints needs q_init (the frozen joints keep its values)")
+    return free
+
+
+def _lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
+                config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
+    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations)."""
+    model, data = robot.model, robot.data
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    n = robot.dof
+    eye = np.eye(6)
+    frozen = ~free
+    lam = config.damping
+    pin.forwardKinematics(model, data, q)
+    T = pin.updateFramePlacement(model, data, fid).homogeneous
+    r, G = project(desired, T)
+    cost = float(r @ r)
+    stall_ref, stall_count = cost, 0
+    iterations = 0
+    for _ in range(config.max_iter):
+        iterations += 1
+        if cost <= _CONVERGED:
+            break
+        stall_count += 1
+        if stall_count == config.stall_window:  # too little progress: restart elsewhere
+            if cost > config.stall_ratio * stall_ref:
+                break
+            stall_ref, stall_count = cost, 0
+        J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA).reshape(6, n)  # (6,) for one joint
+        if frozen.any():
+            J[:, frozen] = 0.0
+        step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
+        blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
+        if blocked.any():  # joints at a limit that the step pushes further out take no part
+            J[:, blocked] = 0.0
+            step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
+        big = np.abs(step).max()
+        if big > config.max_step:
+            step *= config.max_step / big
+        q_new = np.minimum(np.maximum(q - step, lo), hi)  # infinite limits clip nothing
+        pin.forwardKinematics(model, data, q_new)
+        T_new = pin.updateFramePlacement(model, data, fid).homogeneous
+        r_new, G_new = project(desired, T_new)
+        cost_new = float(r_new @ r_new)
+        if cost_new < cost:
+            q, r, G, cost, T = q_new, r_new, G_new, cost_new, T_new
+            lam = max(lam * 0.3, 1e-9)
+        else:
+            lam *= 10.0
+            if lam > 1e3:
+                break
+    return q, cost, T, iterations
+
+
+def _scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
+                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
+    """One descent with scipy's bounded least squares (trust region reflective) over the free joints."""
+    from scipy.optimize import least_squares
+
+    model, data = robot.model, robot.data
+    big = 1e300
+    lo = np.where(model.lowerPositionLimit > -big, model.lowerPositionLimit, -np.inf)[free]
+    hi = np.where(model.upperPositionLimit < big, model.upperPositionLimit, np.inf)[free]
+    x0 = np.clip(q[free], lo, hi)
+    full = q.copy()
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        full[free] = x
+        pin.forwardKinematics(model, data, full)
+        return project(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
+
+    result = least_squares(residual, x0, bounds=(lo, hi), max_nfev=config.max_iter * 4, xtol=1e-12, ftol=1e-12)
+    q = q.copy()
+    q[free] = result.x
+    pin.forwardKinematics(model, data, q)
+    T = pin.updateFramePlacement(model, data, fid).homogeneous
+    r = project(desired, T)[0]
+    return q, float(r @ r), T, int(result.nfev)
 
 
 def _outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:

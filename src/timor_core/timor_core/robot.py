@@ -373,6 +373,43 @@ class PinRobot:
             tau += self.model.friction * np.sign(dq) + self.model.damping * dq
         return tau
 
+    def fd(self, tau, q=None, dq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
+        """Forward dynamics: joint accelerations for torques ``tau`` at q, dq (no external forces).
+
+        The inverse of :meth:`id` with the same flags: rotor inertia by default, friction on request.
+        """
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        tau = self._check_vector(tau, "tau")
+        M = self.mass_matrix(q)
+        if not motor_inertia:
+            M = M - np.diag(self.model.armature)
+        bias = pin.rnea(self.model, self.data, q, dq, np.zeros(self.dof))  # Coriolis, centrifugal, gravity
+        if friction:
+            bias = bias + self.model.friction * np.sign(dq) + self.model.damping * dq
+        return np.linalg.solve(M, tau - bias)
+
+    def tcp_velocity(self, q=None, dq=None, frame: str | None = None) -> np.ndarray:
+        """The spatial velocity [v; ω] (world-aligned, at the frame's origin) of the TCP (or a frame) at q, dq."""
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        return self.jacobian(q, frame) @ dq
+
+    def tcp_acceleration(self, q=None, dq=None, ddq=None, frame: str | None = None) -> np.ndarray:
+        """The classical acceleration [a; α] (world-aligned) of the TCP (or a frame) at q, dq, ddq."""
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
+        fid = self.tcp if frame is None else self.frame_id(frame)
+        pin.forwardKinematics(self.model, self.data, q, dq, ddq)
+        a = pin.getFrameClassicalAcceleration(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        return np.asarray(a.vector, dtype=float).copy()
+
+    def manipulability_index(self, q=None) -> float:
+        """Yoshikawa's manipulability sqrt(det(J Jᵀ)) of the TCP Jacobian (0 for fewer than 6 DOF or at a
+        singularity; independent of the frame the Jacobian is expressed in)."""
+        J = self.jacobian(q)
+        return float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
+
     def static_torque(self, q=None) -> np.ndarray:
         """Torques that hold the robot still at q against gravity."""
         q = self.check_q(q)
@@ -509,6 +546,9 @@ class PinRobot:
         margin: float = 0.0,
         details: bool = False,
         config=None,
+        joint_mask=None,
+        ik_cost_function=None,
+        ik_method: str | None = None,
     ):
         """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
 
@@ -517,6 +557,9 @@ class PinRobot:
         ``check_static_torques`` requires holding torques within limits. Deterministic given ``rng``.
         ``details=True`` returns the full IKResult (tries, reason for failure, ...). ``config``: an
         ``timor_core.ik.IKConfig`` with every setting of the solver (``max_iter``/``max_n_tries`` override it).
+        As in the reference: ``joint_mask`` (True: the joint may move; the others keep ``q_init``),
+        ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
+        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
         """
         from .ik import IKConfig, solve_ik
         from .task.tolerance import DEFAULT_TOLERANCE
@@ -531,6 +574,8 @@ class PinRobot:
             config = replace(config, max_iter=max_iter)
         if max_n_tries is not None:
             config = replace(config, max_n_tries=max_n_tries)
+        if ik_method is not None:
+            config = replace(config, method=ik_method)
         config.check()
         result = solve_ik(
             self,
@@ -543,6 +588,8 @@ class PinRobot:
             check_self_collision=not ignore_self_collision,
             check_static_torques=check_static_torques,
             margin=margin,
+            joint_mask=joint_mask,
+            cost_function=ik_cost_function,
         )
         return result if details else (result.q, result.success)
 

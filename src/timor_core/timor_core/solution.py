@@ -52,6 +52,7 @@ from .task import (
     At,
     BasePlacement,
     CollisionFree,
+    EndEffector,
     Follow,
     GoalOrder,
     JointLimits,
@@ -547,6 +548,14 @@ class Solution:
             return self._result(c, False, None, f"{len(missed)} goal(s) not achieved: {text}")
         if isinstance(c, GoalOrder):
             return self._check_order(c)
+        if isinstance(c, EndEffector):
+            for i in indices:
+                q, dq = tr.q[i], tr.dq[i]
+                twist = robot.jacobian(q) @ np.asarray(dq, dtype=float)
+                why = c.violation(self.tcp_poses[i], twist)
+                if why is not None:
+                    return self._result(c, False, i, why)
+            return self._result(c, True)
         return self._result(c, True, None, "not evaluated by timor", checked=False)
 
     def _check_joint_limits(self, c: JointLimits, indices: list[int]) -> dict:

@@ -8,6 +8,7 @@ from .constraints import (
     BasePlacement,
     CollisionFree,
     Constraint,
+    EndEffector,
     GoalOrder,
     JointLimits,
     SelfCollisionFree,
@@ -40,4 +41,5 @@ __all__ = [
     "GoalOrder",
     "BasePlacement",
     "ValidJointAngles",
+    "EndEffector",
 ]

@@ -21,7 +21,9 @@ __all__ = [
     "GoalOrder",
     "BasePlacement",
     "ValidJointAngles",
+    "EndEffector",
     "GenericConstraint",
+    "TASK_LEVEL_ONLY",
     "constraint_from_json",
     "CONSTRAINT_TYPES",
 ]
@@ -134,6 +136,49 @@ class ValidJointAngles(Constraint):
 
 
 @dataclass(eq=False)
+class EndEffector(Constraint):
+    """The TCP keeps within a tolerated pose and/or within bounds of its speed (m/s) and angular speed (rad/s).
+
+    JSON: ``{"type": "endEffector", "pose"?: tolerated pose, "v_min"?, "v_max"?, "o_min"?, "o_max"?}``; the
+    bounds apply to the norms of the TCP's linear and angular velocity in the world frame.
+    """
+
+    pose: ToleratedPose | None = None
+    velocity_lim: tuple[float, float] = (-np.inf, np.inf)
+    rotation_velocity_lim: tuple[float, float] = (-np.inf, np.inf)
+    type_name: ClassVar[str] = "endEffector"
+
+    def violation(self, tcp: np.ndarray, twist: np.ndarray) -> str | None:
+        """Why a TCP pose (4x4) and twist ([v; ω], world frame) break the constraint, or None if they do not."""
+        v, w = float(np.linalg.norm(twist[:3])), float(np.linalg.norm(twist[3:]))
+        (v_lo, v_hi), (w_lo, w_hi) = self.velocity_lim, self.rotation_velocity_lim
+        if not v_lo <= v <= v_hi:
+            return f"TCP speed {v:.4g} m/s outside [{v_lo:.4g}, {v_hi:.4g}]"
+        if not w_lo <= w <= w_hi:
+            return f"TCP angular speed {w:.4g} rad/s outside [{w_lo:.4g}, {w_hi:.4g}]"
+        if self.pose is not None and not self.pose.valid(tcp):
+            return "TCP pose outside the constraint's tolerance"
+        return None
+
+    def body_json(self) -> dict:
+        out: dict[str, Any] = {"pose": self.pose.to_json()} if self.pose is not None else {}
+        for key, value in zip(("v_min", "v_max", "o_min", "o_max"), (*self.velocity_lim, *self.rotation_velocity_lim)):
+            if np.isfinite(value):
+                out[key] = float(value)
+        return out
+
+
+TASK_LEVEL_ONLY = (
+    "allGoalsFulfilled",
+    "allGoalsFulfilledInOrder",
+    "basePlacement",
+    "goalsBySameRobot",
+    "validAssembly",
+)
+"""Constraint types that describe the whole task (goal order, base placement, ...), never one goal."""
+
+
+@dataclass(eq=False)
 class GenericConstraint(Constraint):
     """Constraint types timor stores but does not evaluate (``goalsBySameRobot``, ``endEffector``, ...)."""
 
@@ -143,7 +188,7 @@ class GenericConstraint(Constraint):
         return {"type": self.type_value, **self.extra}
 
 
-_KNOWN_OPAQUE = ("goalsBySameRobot", "endEffector", "alwaysTrue", "validAssembly")
+_KNOWN_OPAQUE = ("goalsBySameRobot", "alwaysTrue", "validAssembly")
 CONSTRAINT_TYPES = (
     "joint",
     "selfCollisionFree",
@@ -152,6 +197,7 @@ CONSTRAINT_TYPES = (
     "allGoalsFulfilledInOrder",
     "basePlacement",
     "validJointAngles",
+    "endEffector",
     *_KNOWN_OPAQUE,
 )
 
@@ -160,6 +206,12 @@ def constraint_from_json(data: Any, path: str, frames: FrameTree | None = None, 
     """Parse one constraint; unknown types raise FormatError naming the JSON path and the type."""
     d = jf.obj(data, path)
     ctype = jf.string(jf.req(d, "type", path), f"{path}.type")
+    if owner.startswith("goal.") and ctype in TASK_LEVEL_ONLY:
+        raise ValidationError(
+            "a task-level constraint cannot belong to a goal (put it in the task's constraints)",
+            path=f"{path}.type",
+            value=ctype,
+        )
 
     def rest(*keys: str) -> dict:
         return {k: v for k, v in d.items() if k not in ("type", *keys)}
@@ -200,6 +252,24 @@ def constraint_from_json(data: Any, path: str, frames: FrameTree | None = None, 
             raise ValidationError("inverted joint angle limits", path=f"{path}.limits", value=d["limits"])
         coterminal = jf.boolean(d.get("coterminal", False), f"{path}.coterminal")
         return ValidJointAngles(limits=lim, coterminal=coterminal, extra=rest("limits", "coterminal"))
+    if ctype == "endEffector":
+        name = f"{owner}.constraint.eef" if owner else "constraint.eef"
+        eef_pose = ToleratedPose.from_json(d["pose"], f"{path}.pose", frames, name) if "pose" in d else None
+        bounds = []
+        for low, high in (("v_min", "v_max"), ("o_min", "o_max")):
+            lo = jf.number(d[low], f"{path}.{low}", allow_inf=True) if low in d else -np.inf
+            hi = jf.number(d[high], f"{path}.{high}", allow_inf=True) if high in d else np.inf
+            if lo > hi:
+                raise ValidationError(
+                    f"{low} > {high}: the constraint could never hold", path=f"{path}.{low}", value=lo
+                )
+            bounds.append((lo, hi))
+        return EndEffector(
+            pose=eef_pose,
+            velocity_lim=bounds[0],
+            rotation_velocity_lim=bounds[1],
+            extra=rest("pose", "v_min", "v_max", "o_min", "o_max"),
+        )
     if ctype in _KNOWN_OPAQUE:
         return GenericConstraint(type_value=ctype, extra=rest())
     raise FormatError(
