@@ -143,6 +143,55 @@ class Trajectory:
     def __repr__(self) -> str:
         return f"Trajectory(dof={self.dof}, samples={len(self)}, duration={self.duration:.4g} s)"
 
+    # -- conveniences (as the reference's Trajectory offers them) -----------------------------------
+    @classmethod
+    def stationary(cls, duration: float, q, dt: float | None = None) -> Trajectory:
+        """Rest at ``q`` for ``duration`` seconds: samples 0 and ``duration``, or every ``dt`` seconds up to the
+        first multiple of ``dt`` not shorter than ``duration``; velocities and accelerations are zero."""
+        duration = float(duration)
+        if not (math.isfinite(duration) and duration >= 0):
+            raise InputError("duration must be a finite number >= 0", value=duration)
+        q = np.asarray(q, dtype=float).reshape(-1)
+        if dt is None:
+            t = np.array([0.0, duration]) if duration > 0 else np.zeros(1)
+        else:
+            dt = float(dt)
+            if not (math.isfinite(dt) and dt > 0):
+                raise InputError("dt must be a positive finite number", value=dt)
+            n = math.ceil(duration / dt * (1 - 1e-12))
+            check_count(n + 1, "max_trajectory_samples", f"resting {duration:.6g} s every {dt:g} s")
+            t = np.arange(n + 1, dtype=float) * dt
+        Q = np.repeat(q[None], t.size, axis=0)
+        return cls(t, Q, np.zeros_like(Q), np.zeros_like(Q))
+
+    def sample_index(self, time: float, tol: float = 1e-9) -> int:
+        """The index of the sample at ``time`` (within ``tol``); InputError if no sample falls there."""
+        i = int(np.argmin(np.abs(self.t - float(time))))
+        if abs(self.t[i] - float(time)) > tol:
+            raise InputError(f"no sample at t={float(time):.6g} s (nearest: {self.t[i]:.6g} s)", value=time)
+        return i
+
+    def tcp_poses(self, robot) -> np.ndarray:
+        """The TCP pose (4x4) of ``robot`` at every sample: an (N, 4, 4) array."""
+        return np.array([robot.fk(q) for q in self.q])
+
+    def __add__(self, other: Trajectory) -> Trajectory:
+        """``a + b`` plays b after a (see :meth:`concatenate`)."""
+        if not isinstance(other, Trajectory):
+            return NotImplemented
+        return Trajectory.concatenate([self, other])
+
+    def __getitem__(self, item: int | slice) -> Trajectory:
+        """Samples ``item`` (an index or a slice with step 1) as a trajectory whose time starts at 0."""
+        if isinstance(item, (int, np.integer)):
+            item = slice(int(item), int(item) + 1 if item != -1 else None)
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            raise InputError("index a trajectory with an integer or a slice of step 1", value=item)
+        t = self.t[item]
+        if t.size == 0:
+            raise InputError("the slice selects no sample", value=item)
+        return Trajectory(t - t[0], self.q[item], self.dq[item], self.ddq[item])
+
     # -- evaluation --------------------------------------------------------------------------------
     def at(self, time) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Interpolated ``(q, dq, ddq)`` at ``time`` (a scalar or an array of times).

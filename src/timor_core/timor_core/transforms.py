@@ -19,6 +19,7 @@ __all__ = [
     "from_rpy",
     "readonly",
     "is_rigid",
+    "interpolate_poses",
 ]
 
 
@@ -96,3 +97,23 @@ def is_rigid(T: np.ndarray, tol: float = 1e-6) -> bool:
         return False
     R = T[:3, :3]
     return bool(np.allclose(R.T @ R, np.eye(3), atol=tol) and abs(np.linalg.det(R) - 1.0) < tol)
+
+
+def interpolate_poses(T_start: np.ndarray, T_end: np.ndarray, steps: int) -> np.ndarray:
+    """``steps`` poses from ``T_start`` to ``T_end`` (both included): positions on the straight line, rotations
+    along the shortest arc (SLERP), at evenly spaced fractions. Returns an (steps, 4, 4) array."""
+    import pinocchio as pin
+
+    steps = int(steps)
+    if steps < 2:
+        from .errors import InputError
+
+        raise InputError("interpolate_poses needs at least 2 steps", value=steps)
+    A, B = np.asarray(T_start, dtype=float), np.asarray(T_end, dtype=float)
+    w = pin.log3(A[:3, :3].T @ B[:3, :3])
+    out = np.repeat(np.eye(4)[None], steps, axis=0)
+    for k, a in enumerate(np.linspace(0.0, 1.0, steps)):
+        out[k, :3, :3] = A[:3, :3] @ pin.exp3(a * w)
+        out[k, :3, 3] = (1 - a) * A[:3, 3] + a * B[:3, 3]
+    out[-1] = B
+    return out
