@@ -5,15 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from timor_core import ModulesDB
+from timor_core.urdfdom import check_urdf, unchecked_urdfs
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared"
@@ -33,24 +31,20 @@ def pytest_configure(config):
 
 
 # -- every URDF file the suite writes must pass urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser)
-_VENV_CHECK_URDF = Path(sys.executable).with_name("check_urdf")  # urdfdom's tool from the cmeel wheel Pinocchio pulls
-CHECK_URDF = str(_VENV_CHECK_URDF) if _VENV_CHECK_URDF.exists() else shutil.which("check_urdf")
 _CHECKED_URDFS: set[Path] = set()
 
 
 def check_urdf_file(path: Path) -> None:
     """Fail the test unless urdfdom's ``check_urdf`` parses the file."""
-    assert CHECK_URDF, "check_urdf (urdfdom) not found: it comes with Pinocchio's cmeel wheels or liburdfdom-tools"
-    out = subprocess.run([CHECK_URDF, str(path)], capture_output=True, text=True, timeout=60)
-    _CHECKED_URDFS.add(path.resolve())
-    if out.returncode != 0 or "Successfully Parsed XML" not in out.stdout:
-        pytest.fail(f"check_urdf refuses {path}:\n{out.stdout[-2000:]}{out.stderr[-2000:]}", pytrace=False)
+    _CHECKED_URDFS.add(Path(path).resolve())
+    ok, output = check_urdf(path)
+    if not ok:
+        pytest.fail(f"check_urdf refuses {path}:\n{output}", pytrace=False)
 
 
 def _check_urdfs_under(folder: Path) -> None:
-    for path in sorted(folder.rglob("*.urdf")):
-        if path.is_file() and not path.is_symlink() and path.resolve() not in _CHECKED_URDFS:
-            check_urdf_file(path)
+    for path in unchecked_urdfs(folder, _CHECKED_URDFS):
+        check_urdf_file(path)
 
 
 @pytest.fixture(autouse=True)

@@ -8,10 +8,7 @@ inputs refused, multi-file outputs all or nothing, nothing outside the output fo
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -30,19 +27,15 @@ from timor_core.fileio import (
 )
 from timor_core.moveit_config import write_moveit_config
 from timor_core.names import check_name, check_prefix, ros_name, xml_escape
+from timor_core.urdfdom import check_urdf
 
 CHAIN = ("base", "J2", "i_45", "J2", "J2", "eef")
-# urdfdom's own checker: from the venv (cmeel's urdfdom wheel, which Pinocchio brings) or the system
-# (Debian liburdfdom-tools)
-_VENV_CHECK_URDF = Path(sys.executable).with_name("check_urdf")
-CHECK_URDF = str(_VENV_CHECK_URDF) if _VENV_CHECK_URDF.exists() else shutil.which("check_urdf")
 
 
 def _check_urdf(path: Path) -> None:
-    if CHECK_URDF is None:
-        pytest.skip("check_urdf (liburdfdom-tools) is not installed")
-    proc = subprocess.run([CHECK_URDF, str(path)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    """urdfdom's own checker (cmeel's urdfdom wheel, which Pinocchio brings, or Debian's liburdfdom-tools)."""
+    ok, output = check_urdf(path)
+    assert ok, output
 
 
 def _names(urdf: str) -> tuple[list[str], list[str]]:

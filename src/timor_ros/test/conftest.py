@@ -31,3 +31,19 @@ def ros_client():
     client = RosClient()
     yield client
     client.close()
+
+
+_CHECKED_URDFS: set[Path] = set()
+
+
+@pytest.fixture(autouse=True)
+def _written_urdfs_pass_check_urdf(request):
+    """After each test, urdfdom's check_urdf on every ``*.urdf`` it wrote into its tmp_path."""
+    from timor_core.urdfdom import check_urdf, unchecked_urdfs
+
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    for path in unchecked_urdfs(tmp, _CHECKED_URDFS) if tmp is not None else ():
+        ok, output = check_urdf(path)
+        if not ok:
+            pytest.fail(f"check_urdf refuses {path}:\n{output}", pytrace=False)
