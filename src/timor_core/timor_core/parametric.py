@@ -63,7 +63,11 @@ def solid_inertia(shape: str, dims: Sequence[float], density: float) -> tuple[fl
     raise InputError("shape must be cylinder, sphere or box", value=shape)
 
 
-def _body(body_id: str, parts: list[tuple[str, tuple[float, ...], np.ndarray]], density: float) -> dict[str, Any]:
+Part = tuple[str, tuple[float, ...], np.ndarray]
+"""A solid piece of a body: shape, dimensions, pose in the body frame."""
+
+
+def _body(body_id: str, parts: Sequence[Part], density: float) -> dict[str, Any]:
     """A CoBRA body of solid parts (shape, dims, pose in the body frame): collision geometry and composite inertia."""
     parts = [p for p in parts if all(d > 0 for d in p[1])]  # a zero-length piece has no geometry and no mass
     masses, coms, tensors = [], [], []
@@ -207,7 +211,7 @@ def _build(m: ParametricModule) -> tuple[list[dict], list[dict], tuple[dict, np.
     if m.kind == "orthogonal_link":
         l1, l2 = p["l1"], p["l2"]
         elbow = T((0, 0, l1)) @ rot_x(m.x_rotation)
-        parts = [("cylinder", (r, l1), T((0, 0, l1 / 2))), ("cylinder", (r, l2), elbow @ T((0, 0, l2 / 2)))]
+        parts: list[Part] = [("cylinder", (r, l1), T((0, 0, l1 / 2))), ("cylinder", (r, l2), elbow @ T((0, 0, l2 / 2)))]
         link = _body(f"{mid}_link", parts, rho)
         return [link], [], (link, _FLIP), (link, elbow @ T((0, 0, l2)))
     if m.kind == "straight_joint":
