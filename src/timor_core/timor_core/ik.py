@@ -20,7 +20,7 @@ from scipy.linalg.lapack import dposv as _dposv
 
 from .errors import InputError
 from .seeds import as_generator
-from .task.tolerance import _DOMAIN
+from .task.tolerance import PROJECTION_DOMAINS
 
 if TYPE_CHECKING:
     from .robot import PinRobot
@@ -105,7 +105,7 @@ class IKResult:
 
 
 # projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
-_FAST = {name: _DOMAIN[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
+_FAST = {name: PROJECTION_DOMAINS[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
 _WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
 _G_WEIGHTS = np.diag(_WEIGHTS)
 
@@ -254,7 +254,7 @@ def solve_ik(
     if task is not None or self_collision:
         checker = robot.collision_checker(task, margin, self_collision=self_collision)
     torque_limits = robot.torque_limits if check_static_torques else None
-    gap = _outside_workspace(robot, fid, desired, tolerance)
+    gap = outside_workspace(robot, fid, desired, tolerance)
     if gap > 0:  # a cheap necessary condition: no configuration can reach it
         q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
         return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
@@ -407,7 +407,7 @@ def _scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any,
     return q, float(r @ r), T, int(result.nfev)
 
 
-def _outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
+def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
     """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
     slack = _position_slack(tolerance)
     base = robot.model.frames[1].placement.translation if robot.model.nframes > 1 else np.zeros(3)

@@ -29,6 +29,10 @@ __all__ = [
     "JOINT_TYPES",
     "LIMIT_KEYS",
     "triangle_inequality_violation",
+    "check_tree",
+    "parse_body",
+    "parse_header",
+    "parse_joint",
     "Connector",
     "Body",
     "JointLimits",
@@ -360,11 +364,11 @@ class Module:
 # ---------------------------------------------------------------------------------------------------
 def _parse_module(data: Any, path: str, base_dir: Path | None, json_file: Path | None) -> Module:
     d = jf.obj(data, path)
-    header = _parse_header(jf.req(d, "header", path), f"{path}.header")
+    header = parse_header(jf.req(d, "header", path), f"{path}.header")
     bodies_json = jf.array(jf.req(d, "bodies", path), f"{path}.bodies")
     if not bodies_json:
         raise ValidationError("a module needs at least one body", path=f"{path}.bodies", value=bodies_json)
-    bodies = tuple(_parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json))
+    bodies = tuple(parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json))
     _unique(((b.id, f"{path}.bodies[{i}].ID") for i, b in enumerate(bodies)), "body")
     _unique(
         (
@@ -376,9 +380,9 @@ def _parse_module(data: Any, path: str, base_dir: Path | None, json_file: Path |
     )
     joints_json = jf.array(d.get("joints", []), f"{path}.joints")
     body_ids = {b.id for b in bodies}
-    joints = tuple(_parse_joint(j, f"{path}.joints[{i}]", body_ids) for i, j in enumerate(joints_json))
+    joints = tuple(parse_joint(j, f"{path}.joints[{i}]", body_ids) for i, j in enumerate(joints_json))
     _unique(((j.id, f"{path}.joints[{i}].ID") for i, j in enumerate(joints)), "joint")
-    _check_tree(bodies, joints, path)
+    check_tree(bodies, joints, path)
     extra = {k: v for k, v in d.items() if k not in ("header", "bodies", "joints")}
     return Module(header, bodies, joints, extra)
 
@@ -392,7 +396,7 @@ def _unique(ids_and_paths, what: str) -> None:
         seen[i] = path
 
 
-def _parse_header(data: Any, path: str) -> ModuleHeader:
+def parse_header(data: Any, path: str) -> ModuleHeader:
     d = jf.obj(data, path)
     mid = jf.string(jf.req(d, "ID", path), f"{path}.ID")
     name = jf.string(d.get("name", mid), f"{path}.name")
@@ -421,7 +425,7 @@ def _parse_connector(data: Any, path: str, body_id: str) -> Connector:
     return Connector(cid, body_id, T, gender, ctype, size, extra)
 
 
-def _parse_body(data: Any, path: str, base_dir: Path | None, json_file: Path | None) -> Body:
+def parse_body(data: Any, path: str, base_dir: Path | None, json_file: Path | None) -> Body:
     d = jf.obj(data, path)
     bid = jf.string(jf.req(d, "ID", path), f"{path}.ID")
     mass = jf.number(jf.req(d, "mass", path), f"{path}.mass")
@@ -480,7 +484,7 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path 
         raise ValidationError("inertia tensor must be positive semi-definite", path=path, value=inertia.tolist())
 
 
-def _parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
+def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
     d = jf.obj(data, path)
     jid = jf.string(jf.req(d, "ID", path), f"{path}.ID")
     jtype = jf.string(jf.req(d, "type", path), f"{path}.type")
@@ -544,7 +548,7 @@ def _parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
     )
 
 
-def _check_tree(bodies: tuple[Body, ...], joints: tuple[Joint, ...], path: str) -> None:
+def check_tree(bodies: tuple[Body, ...], joints: tuple[Joint, ...], path: str) -> None:
     """Bodies and joints of a module must form one tree (connected, no closed loop)."""
     parent_of: dict[str, str] = {b.id: b.id for b in bodies}
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .fileio import write_files
-from .ros2_control import Ros2ControlConfig, _joint, _joint_name, controlled_joints, initial_positions
+from .ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from .srdf import assembly_to_srdf, planning_chain
 from .urdf import assembly_to_urdf, default_robot_name
 
@@ -200,13 +200,13 @@ def _joint_limits(
 ) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     for link in controlled_joints(assembly, prefix):
-        lim = _joint(link).limits
+        lim = link.movable_joint().limits
         entry: dict[str, Any] = {}
         entry["has_velocity_limits"] = math.isfinite(lim.velocity)
         entry["max_velocity"] = float(lim.velocity) if math.isfinite(lim.velocity) else 0.0
         entry["has_acceleration_limits"] = math.isfinite(lim.acceleration)
         entry["max_acceleration"] = float(lim.acceleration) if math.isfinite(lim.acceleration) else 0.0
-        limits[_joint_name(link)] = entry
+        limits[link.movable_joint_name()] = entry
     return {
         "default_velocity_scaling_factor": float(velocity_scaling),
         "default_acceleration_scaling_factor": float(acceleration_scaling),

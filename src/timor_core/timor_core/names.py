@@ -9,11 +9,13 @@ through these functions instead.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 from .errors import InputError
 
 __all__ = [
+    "format_number",
     "ros_name",
     "check_prefix",
     "check_name",
@@ -101,3 +103,13 @@ def xml_escape(text: str, what: str = "text") -> str:
         .replace('"', "&quot;")
         .replace("'", "&apos;")
     )
+
+
+def format_number(v: float) -> str:
+    """A number for XML/URDF text: shortest round-trip repr, ``0`` for |v| < 1e-12, ``inf``/``-inf`` as such."""
+    v = float(v)
+    if abs(v) < 1e-12:
+        return "0"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return repr(v)

@@ -11,14 +11,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .errors import AssemblyError, InputError
+from .errors import InputError
 from .names import check_plugin, check_prefix, xml_escape
+from .names import format_number as _num
 from .tree import TreeLink
-from .urdf import _num
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
-    from .module import Joint
 
 __all__ = [
     "INTERFACES",
@@ -83,20 +82,6 @@ def controlled_joints(assembly: ModuleAssembly, prefix: str = "") -> tuple[TreeL
     return assembly.tree(prefix).actuated
 
 
-def _joint(link: TreeLink) -> Joint:
-    """The movable joint that attaches a link (every link of ``controlled_joints`` has one)."""
-    if link.joint is None:
-        raise AssemblyError(f"link {link.name!r} is not attached by a movable joint")
-    return link.joint
-
-
-def _joint_name(link: TreeLink) -> str:
-    """The URDF name of the movable joint that attaches a link (every link of ``controlled_joints`` has one)."""
-    if link.joint is None or link.joint_name is None:
-        raise AssemblyError(f"link {link.name!r} is not attached by a movable joint")
-    return link.joint_name
-
-
 def commanded(link: TreeLink) -> bool:
     """True if the joint is driven (not marked passive in the module set): it gets command interfaces."""
     return link.joint is not None and not link.joint.passive
@@ -104,7 +89,7 @@ def commanded(link: TreeLink) -> bool:
 
 def home_position(link: TreeLink) -> float:
     """Zero, clipped into the joint's position limits."""
-    lim = _joint(link).limits
+    lim = link.movable_joint().limits
     return float(min(max(0.0, lim.lower), lim.upper))
 
 
@@ -119,19 +104,19 @@ def initial_positions(
     given = dict(config.initial_positions or {}) if config is not None else {}
     out: dict[str, float] = {}
     for link in links:
-        name = _joint_name(link)
+        name = link.movable_joint_name()
         short = name[len(prefix) :]
         value = given.pop(name, None) if name in given else given.pop(short, None)
         if value is None:
             value = home_position(link)
-        lim = _joint(link).limits
+        lim = link.movable_joint().limits
         if not lim.lower <= value <= lim.upper:
             raise InputError(
                 f"initial position of joint {name!r} is outside its limits [{lim.lower}, {lim.upper}]", value=value
             )
         out[name] = float(value)
     if given:
-        known = ", ".join(_joint_name(link) for link in links)
+        known = ", ".join(link.movable_joint_name() for link in links)
         raise InputError(f"initial_positions names joints the robot does not have (has: {known})", value=sorted(given))
     return out
 
@@ -142,7 +127,7 @@ def _escape(text: str, for_xacro: bool) -> str:
 
 
 def _limits(link: TreeLink, interface: str) -> tuple[float, float]:
-    lim = _joint(link).limits
+    lim = link.movable_joint().limits
     if interface == "position":
         return lim.lower, lim.upper
     bound = {"velocity": lim.velocity, "acceleration": lim.acceleration, "effort": lim.torque}[interface]
@@ -192,7 +177,7 @@ def ros2_control_xml(
             if interface == "position":
                 out.append(
                     '      <state_interface name="position">\n'
-                    f'        <param name="initial_value">{_num(positions[_joint_name(link)])}</param>\n'
+                    f'        <param name="initial_value">{_num(positions[link.movable_joint_name()])}</param>\n'
                     "      </state_interface>\n"
                 )
             else:

@@ -18,9 +18,10 @@ import pinocchio as pin
 
 from .errors import AssemblyError, InputError
 from .names import check_name, xml_escape
-from .ros2_control import _joint_name, commanded, home_position
+from .names import format_number as _num
+from .ros2_control import commanded, home_position
 from .tree import KinematicTree
-from .urdf import _num, default_robot_name
+from .urdf import default_robot_name
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
@@ -83,8 +84,8 @@ def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
         raise AssemblyError(
             f"SRDF export needs a serial robot: joints {off} are not on the chain {links[0].name} -> {tip_name}"
         )
-    joints = tuple(_joint_name(link) for link in tree.actuated)
-    driven = tuple(_joint_name(link) for link in tree.actuated if commanded(link))
+    joints = tuple(link.movable_joint_name() for link in tree.actuated)
+    driven = tuple(link.movable_joint_name() for link in tree.actuated if commanded(link))
     return PlanningChain(links[0].name, tip_name, joints, driven, has_tool)
 
 

@@ -100,6 +100,18 @@ class TreeLink:
     joint: Joint | None
     origin: np.ndarray  # joint frame in the parent link frame
 
+    def movable_joint(self) -> Joint:
+        """The movable joint that attaches this link (AssemblyError for a link attached rigidly)."""
+        if self.joint is None or self.joint_type == "fixed":
+            raise AssemblyError(f"link {self.name!r} is not attached by a movable joint")
+        return self.joint
+
+    def movable_joint_name(self) -> str:
+        """The URDF name of the movable joint that attaches this link (AssemblyError if there is none)."""
+        if self.joint is None or self.joint_name is None or self.joint_type == "fixed":
+            raise AssemblyError(f"link {self.name!r} is not attached by a movable joint")
+        return self.joint_name
+
 
 @dataclass(frozen=True)
 class ToolFrame:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import AssemblyError, InputError, URDFError
 from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
-from .names import check_name, xml_escape
+from .names import check_name, format_number, xml_escape
 from .names import ros_name as ros_name
 from .transforms import rpy
 from .tree import KinematicTree, TreeLink
@@ -44,13 +44,7 @@ WRL_MODES = ("visual", "keep")
 _ORIGIN_CACHE: dict[bytes, str] = {}
 
 
-def _num(v: float) -> str:
-    v = float(v)
-    if abs(v) < 1e-12:
-        return "0"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return repr(v)
+_num = format_number
 
 
 URDF_UNLIMITED = 1e9

@@ -9,7 +9,7 @@ from . import jsonfields as jf
 from .db import IGNORE_COLLISION_MODES
 from .errors import InputError, ValidationError
 from .geometry import Mesh
-from .module import LIMIT_KEYS, _check_tree, _parse_body, _parse_header, _parse_joint, triangle_inequality_violation
+from .module import LIMIT_KEYS, check_tree, parse_body, parse_header, parse_joint, triangle_inequality_violation
 
 __all__ = ["DBReport", "check_db_file", "validate_db_file"]
 
@@ -75,7 +75,7 @@ def check_db_file(path: Path) -> DBReport:
         md = attempt(jf.obj, m, mp)
         if md is None:
             continue
-        header = attempt(lambda: _parse_header(jf.req(md, "header", mp), f"{mp}.header"))
+        header = attempt(lambda: parse_header(jf.req(md, "header", mp), f"{mp}.header"))
         if header is not None:
             if header.id in seen:
                 errors.append(
@@ -92,7 +92,7 @@ def check_db_file(path: Path) -> DBReport:
             continue
         if not bodies_json:
             errors.append(ValidationError("a module needs at least one body", file=path, path=f"{mp}.bodies", value=[]))
-        bodies = [attempt(_parse_body, b, f"{mp}.bodies[{k}]", base_dir, path) for k, b in enumerate(bodies_json)]
+        bodies = [attempt(parse_body, b, f"{mp}.bodies[{k}]", base_dir, path) for k, b in enumerate(bodies_json)]
         for k, body in enumerate(bodies):
             moments = triangle_inequality_violation(body.inertia) if body is not None and body.mass > 0 else None
             if body is not None and moments is not None:
@@ -121,11 +121,11 @@ def check_db_file(path: Path) -> DBReport:
             path,
         )
         joints_json = attempt(lambda: jf.array(md.get("joints", []), f"{mp}.joints")) or []
-        joints = [attempt(_parse_joint, j, f"{mp}.joints[{k}]", raw_ids) for k, j in enumerate(joints_json)]
+        joints = [attempt(parse_joint, j, f"{mp}.joints[{k}]", raw_ids) for k, j in enumerate(joints_json)]
         duplicates += _duplicates(((j.id, f"{mp}.joints[{k}].ID") for k, j in enumerate(joints) if j), "joint", path)
         errors.extend(duplicates)
         if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
-            attempt(_check_tree, tuple(ok_bodies), tuple(joints), mp)
+            attempt(check_tree, tuple(ok_bodies), tuple(joints), mp)
         for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
             for g in (*body.visual, *body.collision):
                 if isinstance(g, Mesh):

@@ -193,7 +193,7 @@ class DaskEvaluator(ParallelEvaluator):
 
         The progress of an earlier search is forgotten, except a checkpoint just loaded by ``resume``.
         """
-        from .evaluate import _descriptor
+        from .evaluate import cost_descriptor
 
         if self._fresh_resume:
             self._fresh_resume = False
@@ -202,7 +202,7 @@ class DaskEvaluator(ParallelEvaluator):
             self._resumed = None
 
         self._task, self._db = task, db
-        self.cost = _descriptor(cost)
+        self.cost = cost_descriptor(cost)
         self.config = config if config is not None else FilterConfig()
         self.filters = tuple(filters) if filters is not None else None
         self._local = None

@@ -235,14 +235,14 @@ def clear_caches() -> None:
     _CHAINS.clear()
 
 
-def _descriptor(cost: CostFunction | str | None) -> str:
+def cost_descriptor(cost: CostFunction | str | None) -> str:
     if cost is None:
         return "mass"
     return cost.descriptor() if isinstance(cost, CostFunction) else str(cost)
 
 
 def _chain(task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> FilterChain:
-    key = (id(task), id(db), _descriptor(cost), config)
+    key = (id(task), id(db), cost_descriptor(cost), config)
     entry = _CHAINS.get(key)
     if entry is not None and entry[0] is task and entry[1] is db:
         _CHAINS.move_to_end(key)

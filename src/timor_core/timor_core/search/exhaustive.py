@@ -22,7 +22,7 @@ from ..errors import InputError, TimorError
 from ..task import Task
 from .evaluate import load_task
 from .filters import FilterConfig
-from .optimizer import Budget, _check_db, run_search, space_info
+from .optimizer import Budget, check_db, run_search, space_info
 from .result import SearchResult
 from .space import SerialSpace
 
@@ -85,7 +85,7 @@ class ExhaustiveSearch:
     def optimize(self, task: Task, db: ModulesDB | None = None, budget: Budget | int | None = None) -> SearchResult:
         """Search the space for ``task``; ``db`` must be the space's module set (default: it)."""
         db = self.space.db if db is None else db
-        _check_db(self.space, db)
+        check_db(self.space, db)
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":

@@ -10,7 +10,7 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
 ``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
-                (``ik._outside_workspace``: a necessary condition, checked before any IK)
+                (``ik.outside_workspace``: a necessary condition, checked before any IK)
 ``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
 ``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
                 the ``ik`` solution
@@ -45,7 +45,7 @@ import numpy as np
 
 from ..costs import CostFunction
 from ..errors import InputError, TimorError
-from ..ik import _outside_workspace
+from ..ik import outside_workspace
 from ..task import At, CollisionFree, Follow, ValidJointAngles
 
 if TYPE_CHECKING:
@@ -379,7 +379,7 @@ class WorkspaceFilter(Filter):
         robot = c.require_robot()
         ok = True
         for g in c.ctx.goals:
-            gaps = [_outside_workspace(robot, robot.tcp, p.world, p.tolerance) for p in (g.pose, *g.path)]
+            gaps = [outside_workspace(robot, robot.tcp, p.world, p.tolerance) for p in (g.pose, *g.path)]
             worst = int(np.argmax(gaps))
             gap = gaps[worst]
             if gap > 0:

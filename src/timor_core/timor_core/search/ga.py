@@ -36,7 +36,7 @@ from ..db import ModulesDB
 from ..errors import InputError
 from ..limits import limits
 from ..task import Task
-from .evaluate import Evaluation, _descriptor, load_db, load_task
+from .evaluate import Evaluation, cost_descriptor, load_db, load_task
 from .filters import FilterConfig, Funnel
 from .iterator import canonical
 from .optimizer import Budget
@@ -331,7 +331,7 @@ class GeneticSearch:
             optimizer="GeneticSearch",
             task_id=task.id,
             db_name=self.db.name,
-            cost=_descriptor(self.cost),
+            cost=cost_descriptor(self.cost),
             workers=pe.workers,
             settings={"filters": self.config.to_json(), **self.settings()},
         )

@@ -22,7 +22,7 @@ from ..db import ModulesDB
 from ..errors import InputError
 from ..limits import check_count
 from ..task import Task
-from .evaluate import _descriptor, load_db, load_task
+from .evaluate import cost_descriptor, load_db, load_task
 from .filters import Filter, FilterConfig
 from .parallel import ParallelEvaluator, Progress
 from .result import SearchResult
@@ -123,7 +123,7 @@ def run_search(
         optimizer=name,
         task_id=task.id,
         db_name=db.name,
-        cost=_descriptor(cost),
+        cost=cost_descriptor(cost),
         workers=pe.workers,
         space=space,
         settings={"filters": config.to_json(), **(settings or {})},
@@ -228,7 +228,7 @@ class RandomSearch:
         self.progress = progress
 
     def optimize(self, task: Task, db: ModulesDB, budget: Budget | int | None = None) -> SearchResult:
-        _check_db(self.space, db)
+        check_db(self.space, db)
         budget = Budget.of(budget)
         n = self.space.count if self.samples is None else min(self.samples, self.space.count)
         drawn = n if budget.max_evaluations is None else min(n, budget.max_evaluations)
@@ -250,7 +250,7 @@ class RandomSearch:
         )
 
 
-def _check_db(space: SerialSpace, db: ModulesDB) -> None:
+def check_db(space: SerialSpace, db: ModulesDB) -> None:
     if db is not space.db and (db.name != space.db.name or db.ids != space.db.ids):
         raise InputError(
             f"the module set {db.name!r} is not the one the search space was built on ({space.db.name!r})",

@@ -33,7 +33,7 @@ from ..costs import CostFunction
 from ..db import ModulesDB
 from ..errors import InputError
 from ..task import Task
-from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, _descriptor
+from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
 from .filters import Filter, FilterConfig, Funnel
 
 __all__ = ["ParallelEvaluator", "WorkerSpec", "resolve_workers", "Progress"]
@@ -137,7 +137,7 @@ class ParallelEvaluator:
         """What the constructor does; a subclass that is given the task and module set later passes None."""
         self.workers = resolve_workers(workers)
         self.config = config if config is not None else FilterConfig()
-        self.cost = _descriptor(cost)
+        self.cost = cost_descriptor(cost)
         self.filters = tuple(filters) if filters is not None else None
         self.target_chunk_time = float(target_chunk_time)
         self.max_chunk = int(max_chunk)

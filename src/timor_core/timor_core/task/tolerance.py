@@ -87,7 +87,7 @@ POSITION_PROJECTIONS: frozenset[str] = frozenset(PROJECTIONS[:8])
 ROTATION_PROJECTIONS: frozenset[str] = frozenset(PROJECTIONS[8:])
 
 #: The range of values each projection can take; interval bounds must lie within it.
-_DOMAIN: dict[str, tuple[float, float]] = {
+PROJECTION_DOMAINS: dict[str, tuple[float, float]] = {
     "x": (-math.inf, math.inf),
     "y": (-math.inf, math.inf),
     "z": (-math.inf, math.inf),
@@ -298,7 +298,7 @@ def _value(projection: str, local: np.ndarray) -> float:
 
 def _check_interval(projection: str, interval: Interval, path: str | None = None) -> None:
     """Raise ValidationError if the interval reaches outside the projection's range (naming the bound's path)."""
-    lo_min, hi_max = _DOMAIN[projection]
+    lo_min, hi_max = PROJECTION_DOMAINS[projection]
     slack_low = _DOMAIN_SLACK if lo_min == -PI else 0.0  # rounded pi is fine; a negative radius or angle is not
     slack_high = _DOMAIN_SLACK if hi_max == PI else 0.0
     where = (lambda i: f"{path}[{i}]") if path else (lambda i: None)
@@ -757,7 +757,7 @@ def _shrunk(projection: str, iv: Interval, margin: float) -> Interval:
     ``margin`` inwards (at most to the middle)."""
     if margin <= 0.0:
         return iv
-    lo_min, hi_max = _DOMAIN[projection]
+    lo_min, hi_max = PROJECTION_DOMAINS[projection]
     move_low, move_high = iv.low > lo_min, iv.high < hi_max
     low = iv.low + margin if move_low else iv.low
     high = iv.high - margin if move_high else iv.high
