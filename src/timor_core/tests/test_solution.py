@@ -477,14 +477,6 @@ def test_solver_reports_unreachable_and_unsupported_goals(assembly, synthetic):
         solve_point_to_point(make_task(follow), assembly, rng=0)
 
 
-def test_solver_is_still_importable_from_solution():
-    import timor_core.solution as solution_module
-
-    assert solution_module.solve_point_to_point is solve_point_to_point
-    with pytest.raises(AttributeError):
-        solution_module.no_such_name  # noqa: B018
-
-
 def test_bad_arguments(solved, assembly, synthetic):
     with pytest.raises(InputError):
         Solution(make_task(synthetic), assembly, "not a trajectory")  # type: ignore[arg-type]

@@ -25,6 +25,10 @@ from .errors import (
 from .module import Body, Connector, Joint, Module, connectors_compatible, modules_compatible
 from .robot import PinRobot
 
+# the layers that implement operations the model and robot classes offer (see timor_core.extensions)
+from . import mjcf, srdf, urdf, urdf_import, xacro  # noqa: E402,F401  isort: skip
+from .viz import viewer as _viewer  # noqa: E402,F401  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [

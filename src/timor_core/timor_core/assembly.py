@@ -16,6 +16,7 @@ import numpy as np
 from . import jsonfields as jf
 from .db import ModulesDB
 from .errors import AssemblyError, ConnectorError, InputError, UnknownModuleError, ValidationError
+from .extensions import implementation
 from .fileio import atomic_write_text, write_json
 from .limits import check_count
 from .module import Module, connectors_compatible
@@ -25,9 +26,8 @@ from .tree import KinematicTree, build_tree
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .robot import PinRobot
-    from .ros2_control import Ros2ControlConfig
-
+PinRobot = Any  # timor_core.robot.PinRobot (a higher layer: not imported here)
+Ros2ControlConfig = Any  # timor_core.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
 __all__ = ["ModuleAssembly", "Connection"]
 
 Connection = tuple[int, str, int, str]
@@ -261,9 +261,7 @@ class ModuleAssembly:
         ``ros2_control`` (a ``timor_core.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
         ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
         """
-        from .urdf import assembly_to_urdf
-
-        text = assembly_to_urdf(
+        text = implementation("assembly_to_urdf")(
             self, name=name, prefix=prefix, mesh_uri=mesh_uri, package=package, wrl=wrl, ros2_control=ros2_control
         )
         return _written(text, write_to)
@@ -273,27 +271,21 @@ class ModuleAssembly:
 
         ``options``: a ``timor_core.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
         """
-        from .mjcf import assembly_to_mjcf
-
-        return assembly_to_mjcf(self, name, options=options, write_to=write_to)
+        return implementation("assembly_to_mjcf")(self, name, options=options, write_to=write_to)
 
     def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
         """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
 
         ``options`` are those of ``timor_core.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
         """
-        from .xacro import assembly_to_xacro
-
-        return _written(assembly_to_xacro(self, macro_name, **options), write_to)
+        return _written(implementation("assembly_to_xacro")(self, macro_name, **options), write_to)
 
     def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
         """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).
 
         ``options`` are those of ``timor_core.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
         """
-        from .srdf import assembly_to_srdf
-
-        return _written(assembly_to_srdf(self, **options), write_to)
+        return _written(implementation("assembly_to_srdf")(self, **options), write_to)
 
     def to_pin_robot(
         self,
@@ -302,10 +294,8 @@ class ModuleAssembly:
         prefix: str = "",
     ) -> PinRobot:
         """A new Pinocchio robot with its coal collision model, built directly (no URDF in between)."""
-        from .robot import build_robot
-
         placement = self.base_placement if base_placement is None else _placement(base_placement)
-        return build_robot(self, placement, ignore_collisions or self.db.ignore_collisions, prefix)
+        return implementation("build_robot")(self, placement, ignore_collisions or self.db.ignore_collisions, prefix)
 
     @classmethod
     def from_monolithic_robot(cls, robot: PinRobot) -> ModuleAssembly:
@@ -314,8 +304,7 @@ class ModuleAssembly:
         A robot built from a multi-module assembly is fused into one module through its URDF; the base
         placement is kept.
         """
-        from .urdf_import import assembly_from_urdf
-
+        assembly_from_urdf = implementation("assembly_from_urdf")
         source = robot.assembly
         if source is None:
             raise AssemblyError("the robot has no assembly to take its modules from")

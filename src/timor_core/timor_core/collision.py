@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import coal
 import numpy as np
@@ -18,10 +18,8 @@ import pinocchio as pin
 
 from .errors import InputError
 
-if TYPE_CHECKING:
-    from .robot import PinRobot
-    from .task import Obstacle
-
+PinRobot = Any  # timor_core.robot.PinRobot (it imports this module)
+Obstacle = Any  # a task obstacle (timor_core.task.Obstacle, a higher layer): .id and .collision
 __all__ = ["CollisionPair", "CollisionChecker", "configure_requests", "check_margin"]
 
 MAX_MARGIN = 10.0

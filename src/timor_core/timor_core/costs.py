@@ -38,7 +38,8 @@ from .errors import InputError
 
 if TYPE_CHECKING:
     from .assembly import ModuleAssembly
-    from .solution import Solution
+
+Solution = Any  # a timor_core.solution.Solution (it imports this module)
 
 __all__ = [
     "CostFunction",

@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pinocchio as pin
@@ -22,10 +22,8 @@ from .errors import InputError
 from .seeds import as_generator
 from .task.tolerance import PROJECTION_DOMAINS
 
-if TYPE_CHECKING:
-    from .robot import PinRobot
-    from .task import Task
-
+PinRobot = Any  # timor_core.robot.PinRobot (it imports this module)
+Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
 __all__ = ["IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
 
 IK_METHODS = ("jacobian", "scipy")

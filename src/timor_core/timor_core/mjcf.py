@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import InputError, MJCFError
+from .extensions import implements
 from .fileio import output_target, write_files
 from .meshes import ConvexParts, MeshData, load_mesh
 from .urdf import URDF_UNLIMITED, assembly_to_urdf
@@ -216,6 +217,7 @@ def _excludes(spec: Any, mujoco: Any, robot: Any) -> None:
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
 
 
+@implements("assembly_to_mjcf")
 def assembly_to_mjcf(
     assembly: ModuleAssembly,
     name: str | None = None,

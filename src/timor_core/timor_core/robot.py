@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import AssemblyError, InputError
+from .extensions import implementation, implements
 from .seeds import as_generator
 from .transforms import IDENTITY
 
@@ -36,6 +37,7 @@ def _infinite(a: np.ndarray) -> np.ndarray:
     return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
 
 
+@implements("build_robot")
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
     """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
     tree = assembly.tree(prefix)
@@ -187,10 +189,8 @@ class PinRobot:
         ``package_dir`` is a folder holding the packages ``package://`` mesh names refer to (ROS_PACKAGE_PATH
         and AMENT_PREFIX_PATH are searched too); ``tcp_link`` see ``timor_core.urdf_import.db_from_urdf``.
         """
-        from .urdf_import import assembly_from_urdf
-
         dirs = [Path(package_dir)] if package_dir is not None else []
-        return assembly_from_urdf(Path(urdf_file), dirs, tcp_link=tcp_link).robot
+        return implementation("assembly_from_urdf")(Path(urdf_file), dirs, tcp_link=tcp_link).robot
 
     # -- description -------------------------------------------------------------------------------
     @property
@@ -624,9 +624,7 @@ class PinRobot:
 
     def visualize(self, q=None, **kwargs):
         """Show the robot at q in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from .viz.viewer import show_robot
-
-        return show_robot(self, q, **kwargs)
+        return implementation("show_robot")(self, q, **kwargs)
 
     def __repr__(self) -> str:
         return f"PinRobot(dof={self.dof}, mass={self.mass:.3f} kg, frames={self.model.nframes})"

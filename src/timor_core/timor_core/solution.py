@@ -231,9 +231,9 @@ class Solution:
 
     def visualize(self, **kwargs):
         """Play the solution in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from .viz.viewer import show_solution
+        from .extensions import implementation
 
-        return show_solution(self, **kwargs)
+        return implementation("show_solution")(self, **kwargs)
 
     def __repr__(self) -> str:
         return f"Solution(task={self.task.id!r}, assembly={self.assembly.module_ids!r}, {self.trajectory!r})"
@@ -860,15 +860,3 @@ def _with_derivatives(traj: dict) -> dict:
     if "ddq" not in out:
         out["ddq"] = derive(np.asarray(out["dq"], dtype=float).reshape(q.shape)).tolist()
     return out
-
-
-# -- a simple solver for point goals ---------------------------------------------------------------
-
-
-def __getattr__(name: str) -> Any:
-    """``solve_point_to_point`` moved to :mod:`timor_core.point_to_point`; this keeps the old import working."""
-    if name == "solve_point_to_point":
-        from .point_to_point import solve_point_to_point
-
-        return solve_point_to_point
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from .errors import AssemblyError, InputError
+from .extensions import implements
 from .names import check_name, xml_escape
 from .names import format_number as _num
 from .ros2_control import commanded, home_position
@@ -195,6 +196,7 @@ def collision_matrix(
     return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]
 
 
+@implements("assembly_to_srdf")
 def assembly_to_srdf(
     assembly: ModuleAssembly,
     *,

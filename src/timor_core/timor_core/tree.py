@@ -17,7 +17,7 @@ Conventions:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -26,9 +26,7 @@ from .module import Body, Joint, Module
 from .names import check_prefix, ros_name
 from .transforms import IDENTITY, ROT_X_PI, inv, readonly
 
-if TYPE_CHECKING:
-    from .assembly import ModuleAssembly
-
+ModuleAssembly = Any  # timor_core.assembly.ModuleAssembly (it imports this module)
 __all__ = [
     "OrientedLink",
     "oriented_module",

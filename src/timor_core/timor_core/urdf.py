@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import AssemblyError, InputError, URDFError
+from .extensions import implements
 from .geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
 from .names import check_name, format_number, xml_escape
 from .names import ros_name as ros_name
@@ -229,6 +230,7 @@ def tree_xml(
     return link_chunks, joint_chunks
 
 
+@implements("assembly_to_urdf")
 def assembly_to_urdf(
     assembly: ModuleAssembly,
     name: str | None = None,

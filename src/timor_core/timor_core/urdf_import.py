@@ -23,6 +23,7 @@ import numpy as np
 
 from .db import ModulesDB
 from .errors import FormatError, MeshError, ValidationError
+from .extensions import implements
 from .limits import read_input_text
 from .transforms import from_rpy
 from .urdf import URDF_UNLIMITED
@@ -319,6 +320,7 @@ def db_from_urdf(
     return ModulesDB.from_json_data({"modules": [data]}, base_dir=base_dir, source=file, name=robot_name)
 
 
+@implements("assembly_from_urdf")
 def assembly_from_urdf(
     urdf: str | Path,
     package_dirs: Sequence[str | Path] | Mapping[str, str | Path] = (),

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .errors import AssemblyError, InputError, URDFError
+from .extensions import implements
 from .names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
 from .urdf import (
     default_robot_name,
@@ -61,6 +62,7 @@ def _indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
+@implements("assembly_to_xacro")
 def assembly_to_xacro(
     assembly: ModuleAssembly,
     macro_name: str | None = None,

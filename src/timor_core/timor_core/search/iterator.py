@@ -15,12 +15,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .rules import SearchSpaceError
 
-if TYPE_CHECKING:
-    from .space import SerialSpace
+SerialSpace = Any  # a timor_core.search.space.SerialSpace (it imports this module)
 
 __all__ = ["AssemblyIterator", "canonical", "to_chromosome", "iter_chromosomes", "STATE_VERSION"]
 

@@ -167,9 +167,9 @@ class Task:
 
     def visualize(self, **kwargs):
         """Show the task in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from ..viz.viewer import show_task
+        from ..extensions import implementation
 
-        return show_task(self, **kwargs)
+        return implementation("show_task")(self, **kwargs)
 
     def __repr__(self) -> str:
         return (

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..extensions import implements
 from . import VizError, require
 from .scene import RobotScene, add_task
 
@@ -131,6 +132,7 @@ class Viewer:
         self.close()
 
 
+@implements("show_robot")
 def show_robot(robot: PinRobot, q=None, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a robot at q in a (new) viewer and return the viewer."""
     viewer = viewer or Viewer(**kwargs)
@@ -138,6 +140,7 @@ def show_robot(robot: PinRobot, q=None, viewer: Viewer | None = None, **kwargs) 
     return viewer
 
 
+@implements("show_task")
 def show_task(task: Task, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a task in a (new) viewer and return the viewer."""
     viewer = viewer or Viewer(**kwargs)
@@ -145,6 +148,7 @@ def show_task(task: Task, viewer: Viewer | None = None, **kwargs) -> Viewer:
     return viewer
 
 
+@implements("show_solution")
 def show_solution(solution: Solution, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a solution's task and its robot playing the trajectory; returns the viewer."""
     viewer = viewer or Viewer(**kwargs)
