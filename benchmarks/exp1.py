@@ -10,7 +10,7 @@ Experiment 1: enumerate the Science Robotics 2019 IMPROV space (32,768 six-DOF s
 the URDF string of every assembly. The paper: 127 s, 3.9 ms per assembly (reference, i7-11700KF).
 
 - **ours**: the CLI path, ``timor paper exp1 --db IMPROV/modules.json --json`` in a fresh process
-  (``python -m timor_core.cli``, the repository's source first on PYTHONPATH): compiling the space,
+  (``python -m timor_core.cli.app``, the repository's source first on PYTHONPATH): compiling the space,
   iterating it, ``from_serial_modules`` + ``to_urdf`` for every assembly.
 - **ref, same robots**: the same tuples of module IDs (our space's order) through the reference's
   ``ModuleAssembly.from_serial_modules(db, ids).to_urdf()``. First a fixed sample (every k-th position,
@@ -200,8 +200,8 @@ def science_space():
     """Our Science 2019 space on IMPROV, the IDs of the modules it uses, and the paper's figures."""
     import logging
 
-    from timor_core.db import ModulesDB
-    from timor_core.paper import PAPER_EXP1, exp1_space
+    from timor_core.model.db import ModulesDB
+    from timor_core.paper.experiments import PAPER_EXP1, exp1_space
 
     logging.getLogger("timor_core").setLevel(logging.ERROR)  # IMPROV's L6 inertia warning, as in the CLI
     space = exp1_space(ModulesDB.from_json_file(run.IMPROV_JSON))

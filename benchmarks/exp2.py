@@ -56,10 +56,10 @@ SLOTS = 13
 # -- workers ----------------------------------------------------------------------------------------
 def ours_sample(spec: dict) -> dict:
     """Our filter chain on every sampled assembly (no bound), timed per assembly."""
-    from timor_core.assembly import ModuleAssembly
+    from timor_core.model.assembly import ModuleAssembly
     from timor_core.search import FilterConfig
     from timor_core.search.evaluate import evaluate, load_db, load_task
-    from timor_core.solve import verify_goal_configurations
+    from timor_core.task.solve import verify_goal_configurations
 
     task, db = load_task(spec["task"]), load_db(spec["db"])
     config = FilterConfig(seed=spec["seed"], bound=False)
@@ -79,8 +79,8 @@ def ours_sample(spec: dict) -> dict:
 
 def ours_scaling(spec: dict) -> dict:
     """Our exhaustive search over one slice of the space (mostly 5-DOF robots), with ``workers`` processes."""
-    from timor_core.db import ModulesDB
-    from timor_core.paper import exp2_space
+    from timor_core.model.db import ModulesDB
+    from timor_core.paper.experiments import exp2_space
     from timor_core.search import ExhaustiveSearch, FilterConfig
     from timor_core.search.evaluate import load_task
 
@@ -224,8 +224,8 @@ def worker_main(side: str) -> int:
 # -- the driver -------------------------------------------------------------------------------------
 def sample_ids(n: int, seed: int) -> list[list[str]]:
     """``n`` distinct assemblies drawn uniformly from our experiment-2 space (by index; no full list built)."""
-    from timor_core.db import ModulesDB
-    from timor_core.paper import exp2_space
+    from timor_core.model.db import ModulesDB
+    from timor_core.paper.experiments import exp2_space
 
     space = exp2_space(ModulesDB.from_json_file(ROBCO_JSON))
     picks = sorted(random.Random(seed).sample(range(space.count), n))
@@ -244,7 +244,17 @@ def call(side: str, spec: dict, ref_python: str | None) -> tuple[dict | None, st
 
 def ours_full(algorithm: str, generations: int) -> tuple[dict | None, str]:
     _, env = run.ours_command()
-    cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(TASK_JSON), "--db", str(ROBCO_JSON)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "timor_core.cli",
+        "paper",
+        "exp2",
+        "--task",
+        str(TASK_JSON),
+        "--db",
+        str(ROBCO_JSON),
+    ]
     cmd += ["--algorithm", algorithm, "--generations", str(generations), "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(run.REPO), timeout=run.WORKER_TIMEOUT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]

@@ -464,7 +464,7 @@ class OursAdapter:
 
         key = (tuple(projections), tuple(map(tuple, intervals)))
         if getattr(self, "_tol_key", None) != key:
-            from timor_core.task.tolerance import tolerance_from_json
+            from timor_core.kinematics.tolerance import tolerance_from_json
 
             self._tol_key, self._tol = key, tolerance_from_json(list(projections), [list(iv) for iv in intervals])
         return np.asarray(T, dtype=float), self._tol

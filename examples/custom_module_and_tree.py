@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
-from timor_core.module import Module
+from timor_core.model.module import Module
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ Run:  python examples/inverse_kinematics.py
 import numpy as np
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.task.tolerance import ProjectionTolerance
+from timor_core.kinematics.tolerance import ProjectionTolerance
 
 np.set_printoptions(precision=4, suppress=True)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.point_to_point import solve_point_to_point
 from timor_core.task import Task
+from timor_core.task.point_to_point import solve_point_to_point
 from timor_core.viz.plots import plot_trajectory, robot_limits
 from timor_core.viz.video import solution_video
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from timor_core import ModulesDB
-from timor_core.urdfdom import check_urdf, unchecked_urdfs
+from timor_core.export.urdfdom import check_urdf, unchecked_urdfs
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from timor_core.transforms import ROT_X_PI, inv, rot_z, translation
+from timor_core.common.transforms import ROT_X_PI, inv, rot_z, translation
 
 
 def motion(joint_type: str, q: float) -> np.ndarray:

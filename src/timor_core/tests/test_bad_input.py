@@ -17,10 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-import timor_core.db
-import timor_core.fileio
-from timor_core.assembly import ModuleAssembly
-from timor_core.db import ModulesDB
+import timor_core.common.fileio
+import timor_core.model.db
 from timor_core.errors import (
     AssemblyError,
     ConnectorError,
@@ -31,9 +29,11 @@ from timor_core.errors import (
     UnknownModuleError,
     ValidationError,
 )
-from timor_core.validation import validate_db_file
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
+from timor_core.model.validation import validate_db_file
 
-_GPM_FILE = Path(timor_core.db.__file__).parent / "data" / "geometric_primitive_modules" / "modules.json"
+_GPM_FILE = Path(timor_core.__file__).parent / "data" / "geometric_primitive_modules" / "modules.json"
 _GPM: dict = json.loads(_GPM_FILE.read_text(encoding="utf-8"))
 _UNSET = object()
 
@@ -840,7 +840,7 @@ def test_save_failing_in_json_dumps_leaves_old_file(tmp_path, monkeypatch, gpm_d
     def boom(*args, **kwargs):
         raise RuntimeError("serialization failed midway")
 
-    monkeypatch.setattr(timor_core.db, "json", SimpleNamespace(dumps=boom, loads=json.loads))
+    monkeypatch.setattr(timor_core.model.db, "json", SimpleNamespace(dumps=boom, loads=json.loads))
     with pytest.raises(RuntimeError, match="midway"):
         gpm_db.to_json_file(target)
     assert target.read_text() == original
@@ -856,7 +856,7 @@ def test_save_failing_while_writing_leaves_old_file(tmp_path, monkeypatch, gpm_d
     def no_space(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(timor_core.fileio.os, "fsync", no_space)
+    monkeypatch.setattr(timor_core.common.fileio.os, "fsync", no_space)
     with pytest.raises(InputError, match="modules.json: cannot write: No space"):
         gpm_db.to_json_file(target)
     monkeypatch.undo()
@@ -874,7 +874,7 @@ def test_save_failing_in_rename_leaves_old_file(tmp_path, monkeypatch, gpm_db):
     def fail_replace(src, dst):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(timor_core.fileio.os, "replace", fail_replace)
+    monkeypatch.setattr(timor_core.common.fileio.os, "replace", fail_replace)
     with pytest.raises(InputError, match="modules.json: cannot write: Permission denied"):
         gpm_db.to_json_file(target)
     monkeypatch.undo()

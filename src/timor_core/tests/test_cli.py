@@ -1,4 +1,4 @@
-"""Tests of the ``timor`` command line (timor_core.cli): in-process with capsys, and through a subprocess.
+"""Tests of the ``timor`` command line (timor_core.cli.app): in-process with capsys, and through a subprocess.
 
 Errors in the user's input must print one clear line on stderr and exit non-zero, never a traceback.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from timor_core.assembly import ModuleAssembly
-from timor_core.cli import main
-from timor_core.db import ModulesDB
+from timor_core.cli.app import main
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
 
 NAME = "geometric_primitive_modules"
 CHAIN = ["base", "J2", "i_45", "J2", "J2", "eef"]
@@ -371,8 +371,8 @@ def test_demo(capsys, tmp_path):
     task = summary["task"]
     assert task["found"] and task["verified"] and task["solution_valid"], task
     assert f"lightest robot : {' '.join(task['best'])}, {task['mass_kg']:.2f} kg (verified: True)" in out
-    from timor_core.solution import Solution
     from timor_core.task import Task
+    from timor_core.task.solution import Solution
 
     solution = Solution.from_json_file(task["solution"], Task.from_name("pick_and_place"), "robco_like")
     assert solution.valid and solution.all_goals_achieved

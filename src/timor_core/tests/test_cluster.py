@@ -130,7 +130,7 @@ def test_an_unreachable_scheduler_fails_fast_with_a_clear_error(space, task, rob
 
 
 def test_cli_search_on_a_local_dask_cluster_with_checkpoint(task, tmp_path, capsys):  # noqa: F811
-    from timor_core.cli import main
+    from timor_core.cli.app import main
     from timor_core.search import SearchResult
 
     tfile = tmp_path / "task.json"

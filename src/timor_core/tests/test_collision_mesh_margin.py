@@ -12,7 +12,7 @@ import pytest
 from conftest import SHARED
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.collision import CollisionChecker
+from timor_core.kinematics.collision import CollisionChecker
 from timor_core.task import Task
 
 PTP_3 = SHARED / "data" / "cobra" / "tasks" / "simple" / "PTP_3.json"

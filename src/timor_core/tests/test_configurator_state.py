@@ -13,7 +13,7 @@ from conftest import SHARED
 
 from timor_core import ModuleAssembly
 from timor_core.errors import TimorError, UnknownModuleError
-from timor_core.solve import format_feedback, load_task, solve_feedback
+from timor_core.task.solve import format_feedback, load_task, solve_feedback
 from timor_core.viz.configurator_state import (
     Attachment,
     ConfiguratorError,
@@ -194,7 +194,7 @@ def test_cli_port_in_use_is_one_line_and_exit_2():
 
 def test_cli_bad_db_is_a_timor_error(capsys):
     pytest.importorskip("viser")
-    from timor_core.cli import main
+    from timor_core.cli.app import main
 
     assert main(["configurator", "--db", "no_such_set", "--port", str(_free_port())]) == 2
     assert "no embedded module set" in capsys.readouterr().err

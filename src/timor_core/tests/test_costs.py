@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from timor_core import InputError, ModuleAssembly
-from timor_core.costs import (
+from timor_core.kinematics.trajectory import Trajectory
+from timor_core.task import Task
+from timor_core.task.costs import (
     COSTS,
     ComposedCost,
     CostFunction,
@@ -23,9 +25,7 @@ from timor_core.costs import (
     NumJoints,
     RobotMass,
 )
-from timor_core.solution import Solution
-from timor_core.task import Task
-from timor_core.trajectory import Trajectory
+from timor_core.task.solution import Solution
 
 ROBCO_6DOF = ["base", "J", "L_250", "J", "L_100", "J", "L_100", "J", "L_100", "J", "L_100", "J", "gripper"]
 

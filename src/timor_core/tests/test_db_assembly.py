@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import timor_core
 from timor_core import ModuleAssembly, ModulesDB, connectors_compatible, modules_compatible
+from timor_core.common.transforms import IDENTITY
 from timor_core.errors import AssemblyError, ConnectorError
-from timor_core.module import Connector
-from timor_core.transforms import IDENTITY
+from timor_core.model.module import Connector
 
 PAPER_IDS = ("base", "J2", "i_45", "J2", "J2", "eef")
 

@@ -1,4 +1,4 @@
-"""timor_core.description: module sets as parameters, requests to assemblies, URDF + SRDF (no ROS needed)."""
+"""timor_core.export.description: module sets as parameters, requests to assemblies, URDF + SRDF (no ROS needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import pytest
 
 from timor_core import ConnectorError, FormatError, InputError, ModulesDB, UnknownModuleError
-from timor_core.description import (
+from timor_core.export.description import (
     DescriptionError,
     assembly_from_request,
     db_from_parameters,
@@ -96,12 +96,12 @@ def test_describe_is_deterministic_with_prefix(db):
 def test_describe_writes_srdf_or_names_the_step(db, monkeypatch):
     a = assembly_from_request(db, CHAIN)
     try:
-        import timor_core.srdf  # noqa: F401  (written in parallel; may not exist yet)
+        import timor_core.export.srdf  # noqa: F401  (written in parallel; may not exist yet)
     except ImportError:
-        pytest.skip("timor_core.srdf not available yet")
+        pytest.skip("timor_core.export.srdf not available yet")
     d = describe(a, srdf_samples=20)
     assert "<robot" in d.srdf and "manipulator" in d.srdf
-    import timor_core.srdf as srdf_module
+    import timor_core.export.srdf as srdf_module
 
     def broken(*_a, **_k):
         raise InputError("no")
@@ -116,7 +116,7 @@ def test_describe_ros2_control(db):
     a = assembly_from_request(db, CHAIN)
     try:
         d = describe(a, srdf=False, ros2_control_plugin="mock_components/GenericSystem")
-    except DescriptionError as exc:  # timor_core.ros2_control is written in parallel
+    except DescriptionError as exc:  # timor_core.export.ros2_control is written in parallel
         assert exc.step == "urdf"
         pytest.skip(str(exc))
     assert "<ros2_control" in d.urdf and "mock_components/GenericSystem" in d.urdf

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timor_core import InputError, ModuleAssembly
-from timor_core.ik import IKConfig
+from timor_core.kinematics.ik import IKConfig
 
 CHAIN = ["base", "J", "L_250", "J", "L_100", "J", "L_100", "J", "L_100", "J", "L_100", "J", "gripper"]
 

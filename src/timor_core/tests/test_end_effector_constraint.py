@@ -11,9 +11,9 @@ import pytest
 from test_solution import BASE, ROBCO_6DOF, make_task, task_json
 
 from timor_core import ModuleAssembly, ValidationError
-from timor_core.point_to_point import solve_point_to_point
-from timor_core.solution import Solution
 from timor_core.task import EndEffector, Task
+from timor_core.task.point_to_point import solve_point_to_point
+from timor_core.task.solution import Solution
 
 
 @pytest.fixture(scope="module")

@@ -19,8 +19,8 @@ import pytest
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.search import SearchResult
-from timor_core.solution import Solution
 from timor_core.task import Task
+from timor_core.task.solution import Solution
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 TASK_FILE = Path(__file__).resolve().parents[1] / "timor_core" / "data" / "tasks" / "pick_and_place.json"

@@ -13,7 +13,7 @@ import pytest
 from test_search import FAST, FLOOR, KNOWN, _check_solution, _task
 
 from timor_core import ModuleAssembly
-from timor_core.cli import main
+from timor_core.cli.app import main
 from timor_core.errors import InputError
 from timor_core.search import GeneticSearch, Optimizer, SearchResult, load_space, trial_histories
 
@@ -274,6 +274,9 @@ def test_cli_subprocess(task, tmp_path):
     run = subprocess.run([sys.executable, "-m", "timor_core.cli", *argv], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     run = subprocess.run(
-        [sys.executable, "-m", "timor_core.cli", "result", "show", str(out)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "timor_core.cli", "result", "show", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert run.returncode == 0 and "GeneticSearch" in run.stdout

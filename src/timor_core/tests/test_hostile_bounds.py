@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
-from timor_core.description import assembly_from_request, describe
 from timor_core.errors import AssemblyError, InputError, ValidationError
+from timor_core.export.description import assembly_from_request, describe
+from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 from timor_core.limits import Limits, override_limits
 from timor_core.search import Budget, FilterConfig, GeneticSearch, load_space
 from timor_core.task import Task
-from timor_core.trajectory import Trajectory, time_parametrize
 
 POSE = [[1, 0, 0, 0.3], [0, 1, 0, 0.0], [0, 0, 1, 0.6], [0, 0, 0, 1]]
 

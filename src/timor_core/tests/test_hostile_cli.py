@@ -264,7 +264,7 @@ def test_numeric_options_are_checked_by_the_parser(tmp_path, args, needle):
 
 def test_an_internal_error_is_one_line_and_exit_3(tmp_path):
     code = (
-        "import sys, timor_core.cli as c\n"
+        "import sys, timor_core.cli.app as c\n"
         "def boom(args):\n    raise RuntimeError('a bug')\n"
         "c._cmd_db_info = boom\n"
         "sys.exit(c.main(['db', 'info', 'geometric_primitive_modules']))\n"

@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
-from timor_core import jsonfields as jf
+from timor_core.common import jsonfields as jf
 from timor_core.errors import FormatError, InputError, MeshError
 from timor_core.limits import Limits, limits, override_limits, read_input_bytes, set_limits
-from timor_core.meshes import clear_mesh_cache, load_mesh
+from timor_core.model.meshes import clear_mesh_cache, load_mesh
+from timor_core.model.validation import validate_db_file
 from timor_core.search import SearchResult, load_space
 from timor_core.task import Task
-from timor_core.validation import validate_db_file
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

@@ -18,16 +18,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.errors import InputError
-from timor_core.fileio import (
+from timor_core.common.fileio import (
     atomic_write_text,
     output_target,
     refuse_overwriting_inputs,
     write_files,
 )
-from timor_core.moveit_config import write_moveit_config
-from timor_core.names import check_name, check_prefix, ros_name, xml_escape
-from timor_core.urdfdom import check_urdf
+from timor_core.common.names import check_name, check_prefix, ros_name, xml_escape
+from timor_core.errors import InputError
+from timor_core.export.moveit_config import write_moveit_config
+from timor_core.export.urdfdom import check_urdf
 
 CHAIN = ("base", "J2", "i_45", "J2", "J2", "eef")
 

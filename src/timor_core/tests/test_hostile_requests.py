@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import TimorError
-from timor_core.description import assembly_from_request, db_with_modules, describe
+from timor_core.export.description import assembly_from_request, db_with_modules, describe
 
 IDS = ["base", "J1", "J2", "P1", "i_15", "i_30", "i_45", "l_15", "l_30", "l_45", "eef"]
 TEXT = st.text(max_size=30) | st.sampled_from(["[" * 70 + "]" * 70, '{"a": 1, "a": 2}', "1" * 500, "NaN", "{"])

@@ -17,13 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from timor_core import InputError, ModuleAssembly, ModulesDB
-from timor_core.ik import IKConfig
+from timor_core.kinematics.ik import IKConfig
 
 _BATTERY = textwrap.dedent(
     """
     import math
     import numpy as np
     from timor_core import InputError, ModuleAssembly, ModulesDB
+    from timor_core.kinematics.ik import solve_ik
 
     db = ModulesDB.from_name("geometric_primitive_modules")
     robot = ModuleAssembly.from_serial_modules(db, ("base", "J2", "i_45", "J2", "J2", "eef")).robot
@@ -51,7 +52,7 @@ _BATTERY = textwrap.dedent(
         "collisions with NaN margin": lambda: robot.has_collision(q, margin=math.nan),
         "collisions with negative margin": lambda: robot.collisions(q, margin=-1.0),
         "collisions with a non-task": lambda: robot.has_collision(q, task="tasks/x.json"),
-        "ik frame unknown": lambda: __import__("timor_core.ik").ik.solve_ik(robot, np.eye(4), None, frame="nosuch"),
+        "ik frame unknown": lambda: solve_ik(robot, np.eye(4), None, frame="nosuch"),
         "ik pose wrong shape": lambda: robot.ik(np.eye(3)),
         "ik pose NaN": lambda: robot.ik(np.full((4, 4), math.nan)),
         "ik q_init wrong size": lambda: robot.ik(robot.fk(q), q_init=np.zeros(robot.dof + 2)),

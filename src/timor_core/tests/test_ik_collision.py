@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly
-from timor_core.collision import CollisionChecker
-from timor_core.geometry import Box, Sphere
-from timor_core.ik import pose_residual
+from timor_core.common.transforms import translation
+from timor_core.kinematics.collision import CollisionChecker
+from timor_core.kinematics.ik import pose_residual
+from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE, tolerance_from_json
+from timor_core.model.geometry import Box, Sphere
 from timor_core.task import Obstacle, Task, TaskHeader
-from timor_core.task.tolerance import DEFAULT_TOLERANCE, tolerance_from_json
-from timor_core.transforms import translation
 
 USER_STUDY_TOL = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-0.001, 0.001]] * 3 + [[0.0, math.pi / 4]])
 SIX_DOF = ("base", "J1", "J2", "i_30", "J2", "i_30", "J1", "J2", "J1", "eef")
@@ -98,7 +98,7 @@ def test_ik_gives_up_when_every_try_stalls_far_away(primitives_module):
     with the plateau rule off it uses every try, and both agree that the goal is unreachable."""
     from dataclasses import replace
 
-    from timor_core.ik import IKConfig, solve_ik
+    from timor_core.kinematics.ik import IKConfig, solve_ik
 
     robot = ModuleAssembly.from_serial_modules(primitives_module, ("base", "J2", "i_45", "eef")).robot
     T = translation((0.0, 0.0, 0.05))  # near the base: inside the reach sphere, off the one-joint circle
@@ -216,7 +216,7 @@ def test_fast_self_collision_agrees_with_plain_narrow_phase(which, request, prim
     phase (stateless requests, default guess), whatever the order of the calls."""
     import pinocchio as pin
 
-    from timor_core.collision import configure_requests
+    from timor_core.kinematics.collision import configure_requests
 
     if which == "improv":
         db = request.getfixturevalue("improv")

@@ -1,4 +1,4 @@
-"""Tests of timor_core.meshes: path resolution, STL/OBJ/VRML loading, caching and coal conversion."""
+"""Tests of timor_core.model.meshes: path resolution, STL/OBJ/VRML loading, caching and coal conversion."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core.errors import InputError, MeshError
-from timor_core.meshes import (
+from timor_core.model.meshes import (
     MESH_EXTENSIONS,
     ConvexParts,
     MeshData,
@@ -744,7 +744,7 @@ def test_improv_visual_meshes_load_and_cache():
 
 @given(st.lists(st.tuples(*[st.sampled_from([-1.0, -0.0, 0.0, 0.5, 2.0])] * 3), min_size=1, max_size=40))
 def test_unique_rows_is_numpys_unique_rows(rows):
-    from timor_core.meshes import _unique_rows
+    from timor_core.model.meshes import _unique_rows
 
     a = np.array(rows)
     expected = np.unique(a + 0.0, axis=0)  # + 0.0 turns -0.0 into 0.0: numpy compares the rows' bytes

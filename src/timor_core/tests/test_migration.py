@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.point_to_point import solve_point_to_point
+from timor_core.kinematics.tolerance import Composed, ProjectionTolerance
 from timor_core.search import (
     ExhaustiveSearch,
     FilterConfig,
@@ -18,9 +18,9 @@ from timor_core.search import (
     SpaceOptions,
     science2019_options,
 )
-from timor_core.solution import Solution
 from timor_core.task import Task, ToleratedPose
-from timor_core.task.tolerance import Composed, ProjectionTolerance
+from timor_core.task.point_to_point import solve_point_to_point
+from timor_core.task.solution import Solution
 
 ROOT = Path(__file__).resolve().parents[3]
 TASK = ROOT / "src" / "timor_core" / "timor_core" / "data" / "tasks" / "pick_and_place.json"

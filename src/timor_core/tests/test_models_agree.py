@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kinematics_reference import generalized_gravity, tool_poses
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.transforms import from_rpy
+from timor_core.common.transforms import from_rpy
 
 PRIMITIVE_MIDDLE = ["J1", "J2", "P1", "i_15", "i_30", "i_45", "l_15", "l_30", "l_45"]
 ROBCO_MIDDLE = ["J", "L_100", "L_150", "L_200", "L_250", "I_50", "I_100", "I_150", "I_200", "I_300", "I_400"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from timor_core.cli import main
-from timor_core.db import ModulesDB
+from timor_core.cli.app import main
 from timor_core.errors import InputError
-from timor_core.paper import EXP1_COUNT, exp1, exp1_space
+from timor_core.model.db import ModulesDB
+from timor_core.paper.experiments import EXP1_COUNT, exp1, exp1_space
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 IMPROV_DIR = SHARED / "data" / "cobra" / "modules" / "IMPROV"
@@ -94,7 +94,18 @@ def test_cli_readable(capsys):
 
 def test_cli_subprocess():
     proc = subprocess.run(
-        [sys.executable, "-m", "timor_core.cli", "paper", "exp1", "--db", str(IMPROV_FILE), "--json", "--limit", "50"],
+        [
+            sys.executable,
+            "-m",
+            "timor_core.cli",
+            "paper",
+            "exp1",
+            "--db",
+            str(IMPROV_FILE),
+            "--json",
+            "--limit",
+            "50",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timor_core import InputError, ModuleAssembly, ModulesDB
-from timor_core.parametric import KINDS, ParametricModule, solid_inertia
-from timor_core.transforms import rot_x, rot_z, translation
+from timor_core.common.transforms import rot_x, rot_z, translation
+from timor_core.model.parametric import KINDS, ParametricModule, solid_inertia
 
 SIZE = (0.08,)  # the embedded primitives' connector size, so parametric modules join base and eef
 

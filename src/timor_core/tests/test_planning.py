@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from timor_core.assembly import ModuleAssembly
-from timor_core.db import ModulesDB
 from timor_core.errors import FormatError, InputError
-from timor_core.planning import PlannerConfig, edge_valid, path_length, plan, rrt_connect, shortcut
-from timor_core.trajectory import Trajectory, effective_acceleration_limits, time_parametrize
+from timor_core.kinematics.planning import PlannerConfig, edge_valid, path_length, plan, rrt_connect, shortcut
+from timor_core.kinematics.trajectory import Trajectory, effective_acceleration_limits, time_parametrize
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
 
 RES = 0.02
 LO = np.array([-2.0, -2.0])

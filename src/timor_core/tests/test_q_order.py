@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
-from timor_core.solution import Solution
+from timor_core.kinematics.trajectory import Trajectory
 from timor_core.task import Task
-from timor_core.trajectory import Trajectory
+from timor_core.task.solution import Solution
 
 CHAIN = ["J1", "J2", "P1", "i_30", "l_15", "tee", "tee"]
 

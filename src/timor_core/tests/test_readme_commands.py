@@ -9,7 +9,7 @@ import shlex
 import pytest
 from conftest import EMBEDDED, REPO, SHARED
 
-from timor_core.cli import main
+from timor_core.cli.app import main
 
 TASKS = SHARED / "data" / "cobra" / "tasks"
 

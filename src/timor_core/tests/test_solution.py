@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from timor_core import FormatError, InputError, ModuleAssembly, ValidationError
-from timor_core.point_to_point import solve_point_to_point
-from timor_core.solution import Solution, SolveError
+from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 from timor_core.task import Task
-from timor_core.trajectory import Trajectory, time_parametrize
+from timor_core.task.point_to_point import solve_point_to_point
+from timor_core.task.solution import Solution, SolveError
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TASKS = SHARED / "data" / "cobra" / "tasks"
@@ -143,7 +143,7 @@ def test_point_to_point_from_a_given_start(solved, assembly, synthetic):
 
 
 def test_cli_solution_from_a_given_start(solved, synthetic, tmp_path, capsys):
-    from timor_core.cli import main
+    from timor_core.cli.app import main
 
     task_file = tmp_path / "task.json"
     task_file.write_text(json.dumps(synthetic))

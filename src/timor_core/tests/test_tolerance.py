@@ -1,4 +1,4 @@
-"""Tests of goal-pose tolerances (timor_core.task.tolerance): projections, validity, sampling, JSON, IK residual."""
+"""Goal-pose tolerances (timor_core.kinematics.tolerance): projections, validity, sampling, JSON, IK residual."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from timor_core.errors import FormatError, InputError, TimorError, ValidationError
-from timor_core.task.tolerance import (
+from timor_core.kinematics.tolerance import (
     DEFAULT_TOLERANCE,
     NOMINAL_FRAME,
     PROJECTIONS,

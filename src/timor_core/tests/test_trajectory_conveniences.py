@@ -8,8 +8,8 @@ import pinocchio as pin
 import pytest
 
 from timor_core import InputError, ModuleAssembly
-from timor_core.trajectory import Trajectory, time_parametrize
-from timor_core.transforms import interpolate_poses
+from timor_core.common.transforms import interpolate_poses
+from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 
 
 def test_stationary_segments():

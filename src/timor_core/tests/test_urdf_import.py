@@ -13,10 +13,10 @@ import pytest
 
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.errors import FormatError, MeshError, ValidationError
-from timor_core.point_to_point import solve_point_to_point
-from timor_core.solution import Solution
+from timor_core.export.urdf_import import assembly_from_urdf, db_from_urdf
 from timor_core.task import Task
-from timor_core.urdf_import import assembly_from_urdf, db_from_urdf
+from timor_core.task.point_to_point import solve_point_to_point
+from timor_core.task.solution import Solution
 
 
 def _robots_share() -> Path:

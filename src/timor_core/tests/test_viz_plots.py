@@ -7,9 +7,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from timor_core.assembly import ModuleAssembly  # noqa: E402
-from timor_core.cli import main  # noqa: E402
-from timor_core.planning import plan  # noqa: E402
+from timor_core.cli.app import main  # noqa: E402
+from timor_core.kinematics.planning import plan  # noqa: E402
+from timor_core.model.assembly import ModuleAssembly  # noqa: E402
 from timor_core.search.filters import Funnel  # noqa: E402
 from timor_core.search.result import SearchResult  # noqa: E402
 from timor_core.viz import VizError  # noqa: E402

@@ -11,9 +11,9 @@ pytest.importorskip("matplotlib")
 imageio = pytest.importorskip("imageio.v2")
 pytest.importorskip("imageio_ffmpeg")
 
-from timor_core.assembly import ModuleAssembly  # noqa: E402
-from timor_core.cli import main  # noqa: E402
-from timor_core.task.tolerance import Composed, ProjectionTolerance  # noqa: E402
+from timor_core.cli.app import main  # noqa: E402
+from timor_core.kinematics.tolerance import Composed, ProjectionTolerance  # noqa: E402
+from timor_core.model.assembly import ModuleAssembly  # noqa: E402
 from timor_core.viz.catalogue import contact_sheet, module_view  # noqa: E402
 from timor_core.viz.render import simplified  # noqa: E402
 from timor_core.viz.shapes import frame_axes, tolerance_volume  # noqa: E402
@@ -137,8 +137,8 @@ def test_solution_of_the_user_study_plans_and_films(tmp_path, capsys):
     """End to end on real data: solve the user study with its lightest robot, write the solution, film it."""
     import imageio.v3 as iio
 
-    from timor_core.solution import Solution
-    from timor_core.solve import load_task
+    from timor_core.task.solution import Solution
+    from timor_core.task.solve import load_task
 
     sol = tmp_path / "solution.json"
     modules = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]

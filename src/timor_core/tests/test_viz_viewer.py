@@ -17,8 +17,8 @@ import pytest
 
 pytest.importorskip("viser")
 
-from timor_core.assembly import ModuleAssembly  # noqa: E402
 from timor_core.errors import TimorError  # noqa: E402
+from timor_core.model.assembly import ModuleAssembly  # noqa: E402
 from timor_core.task import Task  # noqa: E402
 from timor_core.viz.viewer import PortInUseError, Viewer, animation  # noqa: E402
 
@@ -93,7 +93,7 @@ def test_task_scene():
 
 
 def test_cli_view_checks_its_input_before_opening_a_port(capsys):
-    from timor_core.cli import main
+    from timor_core.cli.app import main
 
     port = _free_port()
     argv = ["view", "robot", "--db", "robco_like", "--modules", "base", "Q", "gripper", "--port", str(port)]

@@ -9,9 +9,7 @@ Importable without ROS. The main API mirrors the Timor toolbox::
     q0 = A.robot.random_configuration()
 """
 
-from .assembly import ModuleAssembly
-from .db import ModulesDB, embedded_db_names
-from .errors import (
+from timor_core.errors import (
     AssemblyError,
     ConnectorError,
     FormatError,
@@ -22,12 +20,14 @@ from .errors import (
     URDFError,
     ValidationError,
 )
-from .module import Body, Connector, Joint, Module, connectors_compatible, modules_compatible
-from .robot import PinRobot
+from timor_core.kinematics.robot import PinRobot
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB, embedded_db_names
+from timor_core.model.module import Body, Connector, Joint, Module, connectors_compatible, modules_compatible
 
-# the layers that implement operations the model and robot classes offer (see timor_core.extensions)
-from . import mjcf, srdf, urdf, urdf_import, xacro  # noqa: E402,F401  isort: skip
-from .viz import viewer as _viewer  # noqa: E402,F401  isort: skip
+# the layers that implement operations the model and robot classes offer (see timor_core.common.extensions)
+from timor_core.export import mjcf, srdf, urdf, urdf_import, xacro  # noqa: E402,F401  isort: skip
+from timor_core.viz import viewer as _viewer  # noqa: E402,F401  isort: skip
 
 __version__ = "0.1.0"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .assembly import ModuleAssembly
-from .db import ModulesDB
-from .fileio import atomic_write_text
+from timor_core.common.fileio import atomic_write_text
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
 
 __all__ = ["run_demo"]
 
@@ -70,11 +70,11 @@ def run_demo(
 
 def _solve_task(name: str, out_dir: Path) -> dict:
     """Search, verify, plan and export the lightest robco_like robot for the embedded task ``name``."""
-    from .moveit_config import write_moveit_config
-    from .point_to_point import solve_point_to_point
-    from .search import Budget, ExhaustiveSearch, SerialSpace, SpaceOptions
-    from .solve import verify_goal_configurations
-    from .task import Task
+    from timor_core.export.moveit_config import write_moveit_config
+    from timor_core.search import Budget, ExhaustiveSearch, SerialSpace, SpaceOptions
+    from timor_core.task import Task
+    from timor_core.task.point_to_point import solve_point_to_point
+    from timor_core.task.solve import verify_goal_configurations
 
     task = Task.from_name(name)
     db = ModulesDB.from_name("robco_like")

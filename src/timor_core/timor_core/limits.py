@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from timor_core.errors import InputError
 
 __all__ = ["Limits", "limits", "set_limits", "override_limits", "read_input_bytes", "read_input_text", "check_count"]
 

@@ -6,7 +6,7 @@ inspection), rviz (true), ros2_control (true), ros2_control_plugin (mock_compone
 
 At launch time the MoveIt configuration (URDF, SRDF, kinematics.yaml, joint_limits.yaml, ompl_planning.yaml, ...)
 is generated in-process with timor_core and written into ``config_dir``; move_group gets
-``timor_core.moveit_config.move_group_parameters`` (the ``moveit_configs_utils`` layout: OMPL pipeline, KDL,
+``timor_core.export.moveit_config.move_group_parameters`` (the ``moveit_configs_utils`` layout: OMPL pipeline, KDL,
 joint and Pilz cartesian limits, moveit_simple_controller_manager). With ``ros2_control:=true``,
 controller_manager's ros2_control_node runs with ros2_controllers.yaml and reads the URDF with its
 ``<ros2_control>`` block from /robot_description (published by the assembly node, started with
@@ -51,7 +51,7 @@ def _spawner(controller: str) -> Node:
 
 def _launch(context):
     from timor_core import ModuleAssembly, ModulesDB
-    from timor_core.moveit_config import (
+    from timor_core.export.moveit_config import (
         ARM_CONTROLLER,
         JOINT_STATE_BROADCASTER,
         MoveItOptions,
@@ -60,7 +60,7 @@ def _launch(context):
         ros2_control_node_parameters,
         write_moveit_config,
     )
-    from timor_core.ros2_control import Ros2ControlConfig
+    from timor_core.export.ros2_control import Ros2ControlConfig
 
     db = LaunchConfiguration("db").perform(context)
     modules = LaunchConfiguration("modules").perform(context).split()

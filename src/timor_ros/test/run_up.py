@@ -1,13 +1,13 @@
-"""`timor ros up` for the tests. If timor_core.srdf (written elsewhere) is not there yet, a stand-in SRDF
+"""`timor ros up` for the tests. If timor_core.export.srdf (written elsewhere) is not there yet, a stand-in SRDF
 writer is installed in this process only, so the tests exercise the node; the product code is unchanged."""
 
 import sys
 import types
 
 try:
-    import timor_core.srdf  # noqa: F401
+    import timor_core.export.srdf  # noqa: F401
 except ImportError:
-    stub = types.ModuleType("timor_core.srdf")
+    stub = types.ModuleType("timor_core.export.srdf")
 
     def assembly_to_srdf(assembly, *, name=None, prefix="", n_samples=1000, seed=0, group="manipulator"):
         tree = assembly.tree(prefix)
@@ -19,11 +19,11 @@ except ImportError:
 
     stub.assembly_to_srdf = assembly_to_srdf
     stub.STUB = True
-    sys.modules["timor_core.srdf"] = stub
+    sys.modules["timor_core.export.srdf"] = stub
     import timor_core
 
-    timor_core.srdf = stub
+    timor_core.export.srdf = stub
 
-from timor_core.cli import main  # noqa: E402
+from timor_core.cli.app import main  # noqa: E402
 
 sys.exit(main(["ros", "up", *sys.argv[1:]]))

@@ -16,7 +16,7 @@ from rclpy.parameter import parameter_value_to_python
 from ros_helpers import rss_kib, run_script, start_up, stop, wait_for
 
 from timor_core import ModulesDB
-from timor_core.description import module_from_json_text, module_param_name
+from timor_core.export.description import module_from_json_text, module_param_name
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
 pin = pytest.importorskip("pinocchio")

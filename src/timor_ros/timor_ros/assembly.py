@@ -39,14 +39,14 @@ from rclpy.timer import Timer
 from std_msgs.msg import String
 
 from timor_core import TimorError
-from timor_core.description import (
+from timor_core.errors import explain
+from timor_core.export.description import (
     DescriptionError,
     RobotDescription,
     assembly_from_request,
     check_node_settings,
     describe,
 )
-from timor_core.errors import explain
 from timor_interfaces.srv import GetAssembly, SetAssembly
 
 from .common import (

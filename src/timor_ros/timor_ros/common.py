@@ -17,8 +17,8 @@ from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_parameter_events
 
 from timor_core import ModulesDB
-from timor_core.description import db_from_parameters, module_param_name
 from timor_core.errors import explain
+from timor_core.export.description import db_from_parameters, module_param_name
 
 __all__ = [
     "guarded",

@@ -7,7 +7,7 @@ Parameters (all read-only, set at start):
 Published (read-only):
   module_ids            IDs in set order
   db_name, db_source, db_base_dir, db_ignore_collisions
-  modules.<key>         one per module: its CoBRA JSON (``<key>``: timor_core.description.module_param_key)
+  modules.<key>         one per module: its CoBRA JSON (``<key>``: timor_core.export.description.module_param_key)
 
 With ``editable:=true`` the ``modules.*`` parameters are writable: a new or changed module is parsed and
 validated with timor_core before it is accepted (a bad one is refused with the reason); ``module_ids`` follows
@@ -26,9 +26,9 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from timor_core import ModulesDB, TimorError
-from timor_core.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
+from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import explain
-from timor_core.fileio import atomic_write_text
+from timor_core.export.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
 
 from .common import declare, guarded, param
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from timor_core import InputError, ModulesDB
-from timor_core.jsonfields import parse_json_text
+from timor_core.common.jsonfields import parse_json_text
 from timor_core.search import Budget, FilterConfig, GeneticSearch, SearchResult, load_space, run_search
 from timor_core.search.optimizer import space_info
 from timor_core.search.presets import PRESETS

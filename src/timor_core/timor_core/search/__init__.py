@@ -10,10 +10,10 @@
 >>> saved = it.state()          # JSON-able; space.iter(resume=saved) continues after `first`
 """
 
-from .cluster import ClusterError, DaskEvaluator
-from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, evaluate, load_db, load_task
-from .exhaustive import ExhaustiveSearch
-from .filters import (
+from timor_core.search.cluster import ClusterError, DaskEvaluator
+from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, evaluate, load_db, load_task
+from timor_core.search.exhaustive import ExhaustiveSearch
+from timor_core.search.filters import (
     DEFAULT_FILTER_NAMES,
     Candidate,
     Filter,
@@ -23,14 +23,21 @@ from .filters import (
     GoalIK,
     default_filters,
 )
-from .ga import GeneticSearch, trial_histories
-from .iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
-from .optimizer import Budget, Optimizer, RandomSearch, run_search
-from .parallel import ParallelEvaluator
-from .presets import PRESETS, load_space, paper_exp2_options, paper_exp2_space, science2019_options, science2019_space
-from .result import SearchResult
-from .rules import BUILTIN_CLASSES, SearchSpaceError, SpaceOptions
-from .space import SerialSpace
+from timor_core.search.ga import GeneticSearch, trial_histories
+from timor_core.search.iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
+from timor_core.search.optimizer import Budget, Optimizer, RandomSearch, run_search
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.presets import (
+    PRESETS,
+    load_space,
+    paper_exp2_options,
+    paper_exp2_space,
+    science2019_options,
+    science2019_space,
+)
+from timor_core.search.result import SearchResult
+from timor_core.search.rules import BUILTIN_CLASSES, SearchSpaceError, SpaceOptions
+from timor_core.search.space import SerialSpace
 
 __all__ = [
     "SpaceOptions",

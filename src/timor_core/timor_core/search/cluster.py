@@ -28,15 +28,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError, explain
-from ..fileio import write_json
-from ..task import Task
-from .evaluate import DBRef, Evaluation, Evaluator, TaskRef
-from .filters import Filter, FilterConfig, Funnel
-from .parallel import ParallelEvaluator, WorkerSpec
-from .result import SearchResult
+from timor_core.common.fileio import write_json
+from timor_core.errors import InputError, explain
+from timor_core.model.db import ModulesDB
+from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef
+from timor_core.search.filters import Filter, FilterConfig, Funnel
+from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
+from timor_core.search.result import SearchResult
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = ["DaskEvaluator", "ClusterError", "CHECKPOINT_VERSION", "merge_ranges"]
 
@@ -193,7 +193,7 @@ class DaskEvaluator(ParallelEvaluator):
 
         The progress of an earlier search is forgotten, except a checkpoint just loaded by ``resume``.
         """
-        from .evaluate import cost_descriptor
+        from timor_core.search.evaluate import cost_descriptor
 
         if self._fresh_resume:
             self._fresh_resume = False
@@ -332,7 +332,7 @@ class DaskEvaluator(ParallelEvaluator):
         return write_json(path, self.checkpoint_data(), indent=1)
 
     def _load_checkpoint(self, path: Path) -> None:
-        from .. import jsonfields as jf
+        from timor_core.common import jsonfields as jf
 
         try:
             d = jf.load_json_file(path)

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError
-from ..task import Task
-from .filters import Filter, FilterChain, FilterConfig, Funnel, GoalIK
+from timor_core.errors import InputError
+from timor_core.model.db import ModulesDB
+from timor_core.search.filters import Filter, FilterChain, FilterConfig, Funnel, GoalIK
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = [
     "Evaluation",

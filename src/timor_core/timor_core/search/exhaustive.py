@@ -16,15 +16,15 @@ import math
 import time
 from typing import Any
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError, TimorError
-from ..task import Task
-from .evaluate import load_task
-from .filters import FilterConfig
-from .optimizer import Budget, check_db, run_search, space_info
-from .result import SearchResult
-from .space import SerialSpace
+from timor_core.errors import InputError, TimorError
+from timor_core.model.db import ModulesDB
+from timor_core.search.evaluate import load_task
+from timor_core.search.filters import FilterConfig
+from timor_core.search.optimizer import Budget, check_db, run_search, space_info
+from timor_core.search.result import SearchResult
+from timor_core.search.space import SerialSpace
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = ["ExhaustiveSearch"]
 
@@ -138,8 +138,8 @@ class ExhaustiveSearch:
 
 def _by_cost(assemblies, db: ModulesDB, task: Task, cost) -> list[tuple[float, tuple[str, ...]]]:
     """(cost, ids) of every assembly, cheapest first (stable: ties keep their order); unbuildable ones last."""
-    from ..assembly import ModuleAssembly
-    from ..solve import assembly_cost, task_base_placement
+    from timor_core.model.assembly import ModuleAssembly
+    from timor_core.task.solve import assembly_cost, task_base_placement
 
     cost_function = assembly_cost(cost if cost is not None else "mass")
     placement = task_base_placement(load_task(task))

@@ -43,16 +43,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..costs import CostFunction
-from ..errors import InputError, TimorError
-from ..ik import outside_workspace
-from ..task import At, CollisionFree, Follow, ValidJointAngles
+from timor_core.errors import InputError, TimorError
+from timor_core.kinematics.ik import outside_workspace
+from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
+from timor_core.task.costs import CostFunction
 
 if TYPE_CHECKING:
-    from ..assembly import ModuleAssembly
-    from ..db import ModulesDB
-    from ..robot import PinRobot
-    from ..task import Constraint, Task, ToleratedPose
+    from timor_core.kinematics.robot import PinRobot
+    from timor_core.model.assembly import ModuleAssembly
+    from timor_core.model.db import ModulesDB
+    from timor_core.task import Constraint, Task, ToleratedPose
 
 __all__ = [
     "FilterConfig",
@@ -200,7 +200,7 @@ class TaskContext:
     """
 
     def __init__(self, task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> None:
-        from ..solve import assembly_cost, task_base_placement
+        from timor_core.task.solve import assembly_cost, task_base_placement
 
         self.task = task
         self.db = db
@@ -298,7 +298,7 @@ class AssemblyFilter(Filter):
     name = "assembly"
 
     def __call__(self, c: Candidate) -> bool:
-        from ..assembly import ModuleAssembly
+        from timor_core.model.assembly import ModuleAssembly
 
         try:
             c.assembly = ModuleAssembly.from_serial_modules(c.ctx.db, c.ids, c.ctx.placement)

@@ -31,17 +31,17 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError
-from ..limits import limits
-from ..task import Task
-from .evaluate import Evaluation, cost_descriptor, load_db, load_task
-from .filters import FilterConfig, Funnel
-from .iterator import canonical
-from .optimizer import Budget
-from .parallel import ParallelEvaluator, Progress
-from .result import SearchResult
+from timor_core.errors import InputError
+from timor_core.limits import limits
+from timor_core.model.db import ModulesDB
+from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, load_task
+from timor_core.search.filters import FilterConfig, Funnel
+from timor_core.search.iterator import canonical
+from timor_core.search.optimizer import Budget
+from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.result import SearchResult
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = ["GeneticSearch", "trial_histories", "EMPTY"]
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from .rules import SearchSpaceError
+from timor_core.search.rules import SearchSpaceError
 
 SerialSpace = Any  # a timor_core.search.space.SerialSpace (it imports this module)
 

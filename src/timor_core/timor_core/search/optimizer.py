@@ -17,16 +17,16 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError
-from ..limits import check_count
-from ..task import Task
-from .evaluate import cost_descriptor, load_db, load_task
-from .filters import Filter, FilterConfig
-from .parallel import ParallelEvaluator, Progress
-from .result import SearchResult
-from .space import SerialSpace
+from timor_core.errors import InputError
+from timor_core.limits import check_count
+from timor_core.model.db import ModulesDB
+from timor_core.search.evaluate import cost_descriptor, load_db, load_task
+from timor_core.search.filters import Filter, FilterConfig
+from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.result import SearchResult
+from timor_core.search.space import SerialSpace
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = ["Budget", "Optimizer", "run_search", "RandomSearch", "space_info"]
 

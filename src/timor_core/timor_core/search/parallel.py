@@ -29,12 +29,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError
-from ..task import Task
-from .evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
-from .filters import Filter, FilterConfig, Funnel
+from timor_core.errors import InputError
+from timor_core.model.db import ModulesDB
+from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
+from timor_core.search.filters import Filter, FilterConfig, Funnel
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = ["ParallelEvaluator", "WorkerSpec", "resolve_workers", "Progress"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import jsonfields as jf
-from ..db import ModulesDB
-from ..errors import InputError
-from .rules import SearchSpaceError, SpaceOptions
-from .space import SerialSpace
+from timor_core.common import jsonfields as jf
+from timor_core.errors import InputError
+from timor_core.model.db import ModulesDB
+from timor_core.search.rules import SearchSpaceError, SpaceOptions
+from timor_core.search.space import SerialSpace
 
 __all__ = [
     "science2019_options",

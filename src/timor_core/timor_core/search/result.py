@@ -8,15 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import jsonfields as jf
-from ..errors import FormatError
-from ..fileio import atomic_write_text
-from .filters import Funnel, GoalIK
+from timor_core.common import jsonfields as jf
+from timor_core.common.fileio import atomic_write_text
+from timor_core.errors import FormatError
+from timor_core.search.filters import Funnel, GoalIK
 
 if TYPE_CHECKING:
-    from ..assembly import ModuleAssembly
-    from ..db import ModulesDB
-    from .evaluate import Evaluation
+    from timor_core.model.assembly import ModuleAssembly
+    from timor_core.model.db import ModulesDB
+    from timor_core.search.evaluate import Evaluation
 
 __all__ = ["SearchResult", "RESULT_VERSION"]
 
@@ -87,7 +87,7 @@ class SearchResult:
 
     def best_assembly(self, db: ModulesDB, base_placement=None) -> ModuleAssembly:
         """The best assembly built from ``db`` (ValueError if none was found)."""
-        from ..assembly import ModuleAssembly
+        from timor_core.model.assembly import ModuleAssembly
 
         if self.best_ids is None:
             raise ValueError("the search found no valid assembly")

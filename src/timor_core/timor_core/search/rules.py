@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..db import ModulesDB
-from ..errors import ValidationError
-from ..limits import limits
-from ..module import Module
+from timor_core.errors import ValidationError
+from timor_core.limits import limits
+from timor_core.model.db import ModulesDB
+from timor_core.model.module import Module
 
 __all__ = ["SpaceOptions", "SearchSpaceError", "BUILTIN_CLASSES", "ResolvedRules"]
 

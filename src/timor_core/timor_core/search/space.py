@@ -18,8 +18,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..db import ModulesDB
-from .rules import ResolvedRules, SearchSpaceError, SpaceOptions, resolve
+from timor_core.model.db import ModulesDB
+from timor_core.search.rules import ResolvedRules, SearchSpaceError, SpaceOptions, resolve
 
 __all__ = ["SerialSpace", "MAX_STATES"]
 
@@ -346,7 +346,7 @@ class SerialSpace:
 
     def iter(self, start: int = 0, stop: int | None = None, resume: dict | None = None):
         """A resumable iterator over positions ``start`` .. ``stop - 1`` (or continuing a saved ``state()``)."""
-        from .iterator import AssemblyIterator
+        from timor_core.search.iterator import AssemblyIterator
 
         return AssemblyIterator(self, start=start, stop=stop, resume=resume)
 

@@ -3,7 +3,9 @@
 ``from timor_core.task import Task``; ``Task.from_json_file(path)``, ``task.to_json_file(path)``.
 """
 
-from .constraints import (
+from timor_core.kinematics.frames import FrameTree
+from timor_core.kinematics.pose import ToleratedPose
+from timor_core.task.constraints import (
     AllGoalsFulfilled,
     BasePlacement,
     CollisionFree,
@@ -14,11 +16,9 @@ from .constraints import (
     SelfCollisionFree,
     ValidJointAngles,
 )
-from .frames import FrameTree
-from .goals import At, Follow, Goal, Pause, Reach, ReturnTo
-from .obstacle import Obstacle
-from .pose import ToleratedPose
-from .task import Task, TaskHeader, embedded_task_names
+from timor_core.task.goals import At, Follow, Goal, Pause, Reach, ReturnTo
+from timor_core.task.obstacle import Obstacle
+from timor_core.task.task import Task, TaskHeader, embedded_task_names
 
 __all__ = [
     "Task",

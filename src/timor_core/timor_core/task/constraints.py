@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import jsonfields as jf
-from ..errors import FormatError, ValidationError
-from .frames import FrameTree
-from .pose import ToleratedPose
+from timor_core.common import jsonfields as jf
+from timor_core.errors import FormatError, ValidationError
+from timor_core.kinematics.frames import FrameTree
+from timor_core.kinematics.pose import ToleratedPose
 
 __all__ = [
     "Constraint",

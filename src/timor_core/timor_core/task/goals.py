@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .. import jsonfields as jf
-from ..errors import FormatError, ValidationError
-from ..limits import check_count
-from .constraints import Constraint, constraint_from_json
-from .frames import FrameTree
-from .pose import ToleratedPose
+from timor_core.common import jsonfields as jf
+from timor_core.errors import FormatError, ValidationError
+from timor_core.kinematics.frames import FrameTree
+from timor_core.kinematics.pose import ToleratedPose
+from timor_core.limits import check_count
+from timor_core.task.constraints import Constraint, constraint_from_json
 
 __all__ = ["Goal", "At", "Reach", "Pause", "ReturnTo", "Follow", "goal_from_json", "GOAL_TYPES"]
 

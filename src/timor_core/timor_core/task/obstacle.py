@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import jsonfields as jf
-from ..geometry import Geometry, geometries_from_json
+from timor_core.common import jsonfields as jf
+from timor_core.model.geometry import Geometry, geometries_from_json
 
 __all__ = ["Obstacle"]
 

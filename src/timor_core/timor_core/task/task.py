@@ -15,15 +15,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .. import jsonfields as jf
-from ..errors import InputError, ValidationError
-from ..fileio import atomic_copy, write_json
-from ..geometry import Mesh
-from ..limits import check_count, limits
-from .constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
-from .frames import FrameTree
-from .goals import Goal, ReturnTo, goal_from_json
-from .obstacle import Obstacle
+from timor_core.common import jsonfields as jf
+from timor_core.common.fileio import atomic_copy, write_json
+from timor_core.errors import InputError, ValidationError
+from timor_core.kinematics.frames import FrameTree
+from timor_core.limits import check_count, limits
+from timor_core.model.geometry import Mesh
+from timor_core.task.constraints import BasePlacement, Constraint, GoalOrder, constraint_from_json
+from timor_core.task.goals import Goal, ReturnTo, goal_from_json
+from timor_core.task.obstacle import Obstacle
 
 __all__ = ["TaskHeader", "Task", "embedded_task_names"]
 
@@ -167,7 +167,7 @@ class Task:
 
     def visualize(self, **kwargs):
         """Show the task in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from ..extensions import implementation
+        from timor_core.common.extensions import implementation
 
         return implementation("show_task")(self, **kwargs)
 

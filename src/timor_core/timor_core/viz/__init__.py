@@ -8,7 +8,7 @@ Submodules: :mod:`.shapes` (geometry to triangle meshes), :mod:`.scene` (viser s
 
 from __future__ import annotations
 
-from ..errors import TimorError
+from timor_core.errors import TimorError
 
 __all__ = ["VizError", "require"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
-from ..fileio import atomic_target
+from timor_core.common.fileio import atomic_target
+from timor_core.errors import InputError
 
 __all__ = ["atomic_target", "save_figure"]
 

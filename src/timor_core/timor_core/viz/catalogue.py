@@ -11,15 +11,15 @@ import networkx as nx
 import numpy as np
 import trimesh
 
-from ._atomic import save_figure
-from .render import Camera, Item, OffscreenRenderer, simplified
-from .scene import ROBOT_COLOR, add_mesh, wxyz_xyz
-from .shapes import concatenate_meshes, geometries_mesh
+from timor_core.viz._atomic import save_figure
+from timor_core.viz.render import Camera, Item, OffscreenRenderer, simplified
+from timor_core.viz.scene import ROBOT_COLOR, add_mesh, wxyz_xyz
+from timor_core.viz.shapes import concatenate_meshes, geometries_mesh
 
 if TYPE_CHECKING:
-    from ..db import ModulesDB
-    from ..module import Module
-    from .viewer import Viewer
+    from timor_core.model.db import ModulesDB
+    from timor_core.model.module import Module
+    from timor_core.viz.viewer import Viewer
 
 __all__ = ["ModuleView", "module_view", "show_db", "contact_sheet"]
 

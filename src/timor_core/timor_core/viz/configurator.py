@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..assembly import ModuleAssembly
-from ..errors import TimorError
-from .configurator_state import (
+from timor_core.errors import TimorError
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.viz.configurator_state import (
     CheckResult,
     Design,
     DesignState,
@@ -26,12 +26,12 @@ from .configurator_state import (
     OptimizeSettings,
     check_design,
 )
-from .scene import GOAL_COLOR, ROBOT_COLOR, RobotScene, add_task
-from .viewer import DEFAULT_PORT, Viewer
+from timor_core.viz.scene import GOAL_COLOR, ROBOT_COLOR, RobotScene, add_task
+from timor_core.viz.viewer import DEFAULT_PORT, Viewer
 
 if TYPE_CHECKING:
-    from ..db import ModulesDB
-    from ..task import Task
+    from timor_core.model.db import ModulesDB
+    from timor_core.task import Task
 
 __all__ = ["Configurator", "export_files", "available_exports"]
 
@@ -44,13 +44,13 @@ NONE = "(none)"
 
 
 def _xacro(assembly: ModuleAssembly) -> str:
-    from ..xacro import assembly_to_xacro
+    from timor_core.export.xacro import assembly_to_xacro
 
     return assembly_to_xacro(assembly)
 
 
 def _srdf(assembly: ModuleAssembly) -> str:
-    from ..srdf import assembly_to_srdf
+    from timor_core.export.srdf import assembly_to_srdf
 
     return assembly_to_srdf(assembly)
 
@@ -61,8 +61,8 @@ def _assembly_json(assembly: ModuleAssembly) -> str:
 
 _EXPORTS: dict[str, tuple[str, Callable[[ModuleAssembly], str], str | None]] = {
     "URDF": ("urdf", lambda a: a.to_urdf(), None),
-    "xacro": ("urdf.xacro", _xacro, "timor_core.xacro"),
-    "SRDF": ("srdf", _srdf, "timor_core.srdf"),
+    "xacro": ("urdf.xacro", _xacro, "timor_core.export.xacro"),
+    "SRDF": ("srdf", _srdf, "timor_core.export.srdf"),
     "assembly JSON": ("json", _assembly_json, None),
 }
 
@@ -86,7 +86,7 @@ def available_exports() -> list[str]:
 
 def export_files(assembly: ModuleAssembly, label: str) -> tuple[str, bytes]:
     """The file name and content of one export (``"URDF"``, ``"xacro"``, ``"SRDF"``, ``"assembly JSON"``)."""
-    from ..urdf import default_robot_name
+    from timor_core.export.urdf import default_robot_name
 
     suffix, write, _ = _EXPORTS[label]
     return f"{default_robot_name(assembly)}.{suffix}", write(assembly).encode()
@@ -112,7 +112,7 @@ class Configurator:
         cost: str = "mass",
         seed: int = 0,
     ) -> None:
-        from ..solve import assembly_cost, task_base_placement
+        from timor_core.task.solve import assembly_cost, task_base_placement
 
         self.cost = assembly_cost(cost).descriptor() or "mass"
         self.seed = seed

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..assembly import ModuleAssembly
-from ..costs import CostFunction
-from ..db import ModulesDB
-from ..errors import InputError, TimorError
-from ..task import Task
+from timor_core.errors import InputError, TimorError
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
 
 __all__ = [
     "ConfiguratorError",
@@ -370,8 +370,9 @@ def check_design(
     seed: int | None = 0,
     cost: CostFunction | str | None = "mass",
 ) -> CheckResult:
-    """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.solve.solve_feedback` (same IK, reasons)."""
-    from ..solve import assembly_cost, format_feedback, solve_feedback
+    """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.task.solve.solve_feedback` (same IK and
+    reasons)."""
+    from timor_core.task.solve import assembly_cost, format_feedback, solve_feedback
 
     cost_function = assembly_cost(cost)
     t0 = time.perf_counter()
@@ -464,7 +465,7 @@ class OptimizeRun:
         self.ga = self._make_ga()
 
     def _make_ga(self):
-        from ..search import FilterConfig, GeneticSearch
+        from timor_core.search import FilterConfig, GeneticSearch
 
         s = self.settings
         base = eef = None

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import VizError, require
-from ._atomic import save_figure
+from timor_core.viz import VizError, require
+from timor_core.viz._atomic import save_figure
 
 if TYPE_CHECKING:
-    from ..search.result import SearchResult
-    from ..trajectory import Trajectory
+    from timor_core.kinematics.trajectory import Trajectory
+    from timor_core.search.result import SearchResult
 
 __all__ = ["plot_convergence", "plot_funnel", "plot_trajectory", "plot_compare", "robot_limits"]
 
@@ -33,7 +33,7 @@ def plot_convergence(results: Sequence[SearchResult], path: str | Path) -> Path:
     """GA convergence per trial: the lightest valid robot so far (top) and how many goals the best and the median
     individual of each generation miss (bottom; penalised costs decoded). Other searches: best cost over
     evaluations."""
-    from ..search.ga import trial_histories
+    from timor_core.search.ga import trial_histories
 
     fig = _figure(7.0, 5.5)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import trimesh
 
-from . import require
-from .shapes import Part, joint_poses, robot_parts
+from timor_core.viz import require
+from timor_core.viz.shapes import Part, joint_poses, robot_parts
 
 __all__ = ["Item", "Camera", "OffscreenRenderer", "RobotMesher", "simplified", "MAX_FACES"]
 

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 import trimesh
 
-from ..transforms import IDENTITY
-from .shapes import geometries_mesh, goal_poses, robot_parts, tolerance_volume
+from timor_core.common.transforms import IDENTITY
+from timor_core.viz.shapes import geometries_mesh, goal_poses, robot_parts, tolerance_volume
 
 if TYPE_CHECKING:
     import viser
 
-    from ..robot import PinRobot
-    from ..task import Task
+    from timor_core.kinematics.robot import PinRobot
+    from timor_core.task import Task
 
 __all__ = ["RobotScene", "add_task", "add_mesh", "wxyz_xyz", "ROBOT_COLOR", "OBSTACLE_COLOR", "GOAL_COLOR"]
 

@@ -10,11 +10,11 @@ import numpy as np
 import pinocchio as pin
 import trimesh
 
-from ..geometry import Box, Cylinder, Geometry, Mesh, Sphere
-from ..meshes import ConvexParts, MeshData, load_mesh
+from timor_core.model.geometry import Box, Cylinder, Geometry, Mesh, Sphere
+from timor_core.model.meshes import ConvexParts, MeshData, load_mesh
 
 if TYPE_CHECKING:
-    from ..task.pose import ToleratedPose
+    from timor_core.kinematics.pose import ToleratedPose
 
 __all__ = [
     "Part",

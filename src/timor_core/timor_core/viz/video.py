@@ -8,18 +8,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError
-from . import VizError, require
-from ._atomic import atomic_target
-from .render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
-from .scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR, ROBOT_COLOR
-from .shapes import frame_axes, geometries_mesh, goal_poses, tolerance_volume
+from timor_core.errors import InputError
+from timor_core.viz import VizError, require
+from timor_core.viz._atomic import atomic_target
+from timor_core.viz.render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
+from timor_core.viz.scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR, ROBOT_COLOR
+from timor_core.viz.shapes import frame_axes, geometries_mesh, goal_poses, tolerance_volume
 
 if TYPE_CHECKING:
-    from ..robot import PinRobot
-    from ..solution import Solution
-    from ..task import Task
-    from ..trajectory import Trajectory
+    from timor_core.kinematics.robot import PinRobot
+    from timor_core.kinematics.trajectory import Trajectory
+    from timor_core.task import Task
+    from timor_core.task.solution import Solution
 
 __all__ = ["write_mp4", "task_items", "floor", "robot_frames", "robot_video", "solution_video", "random_motion"]
 
@@ -132,7 +132,7 @@ def solution_video(solution: Solution, path: str | Path, *, fps: float = 20.0, s
 
 def random_motion(robot: PinRobot, seed: int = 0, tries: int = 200) -> Trajectory:
     """A collision-free motion between two random collision-free configurations, planned with RRT-Connect."""
-    from ..planning import plan
+    from timor_core.kinematics.planning import plan
 
     rng = np.random.default_rng(seed)
     free = []

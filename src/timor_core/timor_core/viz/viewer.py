@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..extensions import implements
-from . import VizError, require
-from .scene import RobotScene, add_task
+from timor_core.common.extensions import implements
+from timor_core.viz import VizError, require
+from timor_core.viz.scene import RobotScene, add_task
 
 if TYPE_CHECKING:
-    from ..robot import PinRobot
-    from ..solution import Solution
-    from ..task import Task
-    from ..trajectory import Trajectory
+    from timor_core.kinematics.robot import PinRobot
+    from timor_core.kinematics.trajectory import Trajectory
+    from timor_core.task import Task
+    from timor_core.task.solution import Solution
 
 __all__ = ["Viewer", "PortInUseError", "animation", "show_robot", "show_task", "show_solution", "DEFAULT_PORT"]
 

@@ -1,0 +1,218 @@
+"""Argument helpers shared by the ``timor`` subcommand modules (cli, cli_export, cli_view, cli_configurator)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+__all__ = [
+    "load_db",
+    "serial_assembly",
+    "positive_int",
+    "nonnegative_float",
+    "positive_float",
+    "seed",
+    "port",
+    "scheduler_address",
+    "add_robot_arguments",
+    "workers",
+    "count",
+    "name",
+    "output_folder",
+    "json_text",
+    "resolve_robot_arguments",
+    "Parser",
+]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the project's error format: the usage, then one last line ``error: <command>: <message>``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def add_robot_arguments(sp: argparse.ArgumentParser) -> None:
+    """The robot of a subcommand: ``--db DB --modules ID ...`` or, as before, positional ``DB ID ...``."""
+    sp.add_argument(
+        "robot",
+        nargs="*",
+        metavar="DB MODULE",
+        help="module set (modules.json, its folder, or an embedded name) and module IDs, base first; "
+        "same as --db DB --modules ...",
+    )
+    sp.add_argument("--db", help="modules.json, its folder, or an embedded set name")
+    sp.add_argument("--modules", nargs="+", help="module IDs of a serial chain, base first")
+    sp.set_defaults(subparser=sp)
+
+
+def resolve_robot_arguments(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Fill ``args.db`` and ``args.modules`` from either form; refuse a mix or a missing part."""
+    positional = getattr(args, "robot", None)
+    if positional is None:
+        return
+    if positional:
+        if args.db is not None or args.modules is not None:
+            parser.error("give the robot either as DB MODULE ... or with --db/--modules, not both")
+        args.db, args.modules = positional[0], positional[1:]
+    if args.db is None or not args.modules:
+        parser.error("the robot is missing: give DB MODULE ... (or --db DB --modules MODULE ...)")
+
+
+MAX_SEED = 2**63 - 1
+"""Largest seed (numpy takes any integer >= 0; this keeps the option finite and printable)."""
+
+
+def load_db(source: str):
+    """The module set of ``--db``: a modules.json, its folder, or an embedded set name."""
+    from timor_core.model.db import ModulesDB
+
+    return ModulesDB.load(source)
+
+
+def serial_assembly(args: argparse.Namespace):
+    """The serial assembly of ``args.modules`` (base first) from the module set ``args.db``."""
+    from timor_core.model.assembly import ModuleAssembly
+
+    return ModuleAssembly.from_serial_modules(load_db(args.db), args.modules)
+
+
+def _float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        return math.nan
+    return x if math.isfinite(x) else math.nan
+
+
+def nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    x = _float(text)
+    if not x >= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return x
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    x = _float(text)
+    if not x > 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return x
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    if len(text) > 30:  # also keeps int() away from 5,000-digit strings
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (at most 10**12)."""
+    n = _int(text)
+    if n is None or not 1 <= n <= 10**12:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_text(value, indent: int | None = None) -> str:
+    """Standard JSON for printing: a non-finite number (an unreachable goal's cost, say) is written as null."""
+    import json
+
+    return json.dumps(_finite(value), indent=indent, allow_nan=False)
+
+
+def workers(text: str) -> int:
+    """argparse type: a number of worker processes, 1 to 1024."""
+    n = _int(text)
+    if n is None or not 1 <= n <= 1024:
+        raise argparse.ArgumentTypeError(f"expected a number of processes 1-1024, got {text!r}")
+    return n
+
+
+def count(low: int, high: int):
+    """argparse type factory: an integer in [low, high]."""
+
+    def parse(text: str) -> int:
+        n = _int(text)
+        if n is None or not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer {low}-{high}, got {text!r}")
+        return n
+
+    return parse
+
+
+def name(text: str) -> str:
+    """argparse type: a robot, package or group name (letters, digits, '_', '.', '-'; also a safe file name)."""
+    from timor_core.common.names import check_name
+    from timor_core.errors import InputError
+
+    try:
+        return check_name(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message + f" (got {text!r})") from None
+
+
+def output_folder(text: str) -> str:
+    """argparse type: an output folder, which may not exist yet but must not be a file."""
+    import os
+
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
+    return text
+
+
+def seed(text: str) -> int:
+    """argparse type: a random seed, an integer >= 0."""
+    n = _int(text)
+    if n is None or not 0 <= n <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return n
+
+
+def port(text: str) -> int:
+    """argparse type: a TCP port, 0 (any free port) to 65535."""
+    n = _int(text)
+    if n is None or not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}")
+    return n
+
+
+def scheduler_address(text: str) -> str:
+    """argparse type: a Dask scheduler address ``tcp://host:port`` (or ``local``), checked before Dask starts."""
+    if text == "local":
+        return text
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        number = parts.port
+    except ValueError:
+        number = None
+        parts = None
+    if (
+        parts is None
+        or parts.scheme not in ("tcp", "tls", "inproc", "ws", "wss", "ucx")
+        or not parts.hostname
+        or number is None
+        or not 0 < number <= 65535
+        or parts.path not in ("", "/")
+    ):
+        raise argparse.ArgumentTypeError(f"expected 'local' or an address like tcp://host:8786, got {text!r}")
+    return text

@@ -1,0 +1,410 @@
+"""MoveIt 2 configuration files for an assembly, as the MoveIt Setup Assistant writes them.
+
+One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf``, ``kinematics.yaml``,
+``joint_limits.yaml``, ``ros2_controllers.yaml``, ``moveit_controllers.yaml``, ``initial_positions.yaml``,
+``pilz_cartesian_limits.yaml`` and ``ompl_planning.yaml`` (MoveIt 2 Jazzy+ keys). ``moveit_config_data``
+gives the YAML contents as plain dicts, ``move_group_parameters`` turns them into move_group's parameters
+(the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node.
+Every text is generated before anything is written, each file is written atomically, and other files in the
+folder are left alone. YAML is emitted by a tiny writer (PyYAML is not a dependency).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from timor_core.common.fileio import write_files
+from timor_core.errors import InputError
+from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
+from timor_core.export.srdf import assembly_to_srdf, planning_chain
+from timor_core.export.urdf import assembly_to_urdf, default_robot_name
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = [
+    "CartesianLimits",
+    "MoveItOptions",
+    "MOVEIT_FILES",
+    "write_moveit_config",
+    "moveit_config_data",
+    "moveit_config_texts",
+    "move_group_parameters",
+    "ros2_control_node_parameters",
+    "to_yaml",
+]
+
+KDL_PLUGIN = "kdl_kinematics_plugin/KDLKinematicsPlugin"
+ARM_CONTROLLER = "arm_controller"
+JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
+MOVEIT_FILES = (
+    "kinematics.yaml",
+    "joint_limits.yaml",
+    "ros2_controllers.yaml",
+    "moveit_controllers.yaml",
+    "initial_positions.yaml",
+    "pilz_cartesian_limits.yaml",
+    "ompl_planning.yaml",
+)
+"""The YAML files of a config folder (besides ``<name>.urdf`` and ``<name>.srdf``)."""
+
+
+@dataclass(frozen=True)
+class CartesianLimits:
+    """Cartesian limits of the Pilz industrial motion planner (m/s, m/s², rad/s; deceleration negative)."""
+
+    max_trans_vel: float = 1.0
+    max_trans_acc: float = 2.25
+    max_trans_dec: float = -5.0
+    max_rot_vel: float = 1.57
+
+
+@dataclass(frozen=True)
+class MoveItOptions:
+    """Options of a MoveIt config (see ``write_moveit_config``); invalid values raise InputError."""
+
+    name: str | None = None
+    prefix: str = ""
+    ros2_control: Ros2ControlConfig | None = None
+    group: str = "manipulator"
+    n_samples: int = 1000
+    seed: int = 0
+    mesh_uri: str = "file"
+    package: str | None = None
+    update_rate: int = 100
+    velocity_scaling: float = 0.1
+    acceleration_scaling: float = 0.1
+    kinematics_resolution: float = 0.005
+    kinematics_timeout: float = 0.005
+    cartesian_limits: CartesianLimits | None = None
+
+    def __post_init__(self) -> None:
+        for label in ("velocity_scaling", "acceleration_scaling"):
+            value = getattr(self, label)
+            if not 0 < value <= 1:
+                raise InputError(f"{label} must be in (0, 1]", value=value)
+        for label in ("kinematics_resolution", "kinematics_timeout"):
+            value = getattr(self, label)
+            if not (math.isfinite(value) and value > 0):
+                raise InputError(f"{label} must be a positive number", value=value)
+        rate = self.update_rate
+        if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
+            raise InputError("update_rate must be a positive integer (Hz)", value=rate)
+
+    @classmethod
+    def build(cls, options: MoveItOptions | None = None, **overrides: Any) -> MoveItOptions:
+        """``options`` (default: all defaults) with the keyword ``overrides`` applied; unknown keywords raise."""
+        unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
+        if unknown:
+            raise TypeError(f"unknown MoveIt option(s): {', '.join(unknown)}")
+        if options is None:
+            return cls(**overrides)
+        return replace(options, **overrides) if overrides else options
+
+
+# -- a tiny YAML writer -----------------------------------------------------------------------------
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        text = repr(value)
+        if "e" in text:  # YAML 1.1 (and ROS 2's parser) wants a dot in the mantissa: 1.0e-05
+            mantissa, exponent = text.split("e")
+            text = (mantissa if "." in mantissa else mantissa + ".0") + "e" + exponent
+        return text
+    text = str(value)
+    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
+        return text
+    return json.dumps(text)  # a JSON string is a valid double-quoted YAML scalar
+
+
+def to_yaml(data: dict, indent: int = 0) -> str:
+    """Block-style YAML of nested dicts, lists and scalars (floats always look like floats)."""
+    pad = " " * indent
+    out = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            text = to_yaml(value, indent + 2) if value else None
+            out.append(f"{pad}{_scalar(key)}:\n{text}" if text else f"{pad}{_scalar(key)}: {{}}\n")
+        elif isinstance(value, (list, tuple)):
+            if value:
+                out.append(f"{pad}{_scalar(key)}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in value))
+            else:
+                out.append(f"{pad}{_scalar(key)}: []\n")
+        else:
+            out.append(f"{pad}{_scalar(key)}: {_scalar(value)}\n")
+    return "".join(out)
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in text.splitlines()) + "\n"
+
+
+# -- the files ------------------------------------------------------------------------------------
+_COMMENTS = {
+    "joint_limits.yaml": (
+        "Joint limits for MoveIt, from the module set (they extend or override the URDF's).\n"
+        "has_acceleration_limits is false where the module set gives no acceleration limit;\n"
+        "the Pilz planner needs one for every joint."
+    ),
+    "ros2_controllers.yaml": "Controllers of ros2_control's controller manager",
+    "moveit_controllers.yaml": "How MoveIt executes trajectories",
+    "initial_positions.yaml": "Initial positions of the ros2_control mock hardware",
+    "pilz_cartesian_limits.yaml": "Cartesian limits of the Pilz industrial motion planner",
+    "ompl_planning.yaml": "The OMPL planning pipeline (MoveIt 2 Jazzy and newer)",
+}
+
+OMPL_REQUEST_ADAPTERS = (
+    "default_planning_request_adapters/ResolveConstraintFrames",
+    "default_planning_request_adapters/ValidateWorkspaceBounds",
+    "default_planning_request_adapters/CheckStartStateBounds",
+    "default_planning_request_adapters/CheckStartStateCollision",
+)
+OMPL_RESPONSE_ADAPTERS = (
+    "default_planning_response_adapters/AddTimeOptimalParameterization",
+    "default_planning_response_adapters/ValidateSolution",
+    "default_planning_response_adapters/DisplayMotionPath",
+)
+OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
+    "RRTConnectkConfigDefault": {"type": "geometric::RRTConnect", "range": 0.0},
+    "RRTkConfigDefault": {"type": "geometric::RRT", "range": 0.0, "goal_bias": 0.05},
+    "RRTstarkConfigDefault": {
+        "type": "geometric::RRTstar",
+        "range": 0.0,
+        "goal_bias": 0.05,
+        "delay_collision_checking": 1,
+    },
+    "PRMkConfigDefault": {"type": "geometric::PRM", "max_nearest_neighbors": 10},
+}
+"""OMPL planner configurations of every group; the first is the group's default."""
+
+
+def _joint_limits(
+    assembly: ModuleAssembly, prefix: str, velocity_scaling: float, acceleration_scaling: float
+) -> dict[str, Any]:
+    limits: dict[str, Any] = {}
+    for link in controlled_joints(assembly, prefix):
+        lim = link.movable_joint().limits
+        entry: dict[str, Any] = {}
+        entry["has_velocity_limits"] = math.isfinite(lim.velocity)
+        entry["max_velocity"] = float(lim.velocity) if math.isfinite(lim.velocity) else 0.0
+        entry["has_acceleration_limits"] = math.isfinite(lim.acceleration)
+        entry["max_acceleration"] = float(lim.acceleration) if math.isfinite(lim.acceleration) else 0.0
+        limits[link.movable_joint_name()] = entry
+    return {
+        "default_velocity_scaling_factor": float(velocity_scaling),
+        "default_acceleration_scaling_factor": float(acceleration_scaling),
+        "joint_limits": limits,
+    }
+
+
+def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
+    """Command and state interfaces of the joint trajectory controller (a combination it supports)."""
+    command = next((i for i in ("position", "velocity", "effort") if i in config.command_interfaces), None)
+    if command is None:
+        raise InputError(
+            "the joint trajectory controller needs a position, velocity or effort command interface",
+            value=list(config.command_interfaces),
+        )
+    state: list[str] = [i for i in ("position", "velocity") if i in config.state_interfaces]
+    return [command], state
+
+
+def _ompl_planning(group: str) -> dict[str, Any]:
+    return {
+        "planning_plugins": ["ompl_interface/OMPLPlanner"],
+        "request_adapters": list(OMPL_REQUEST_ADAPTERS),
+        "response_adapters": list(OMPL_RESPONSE_ADAPTERS),
+        "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS),
+        group: {
+            "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
+            "planner_configs": list(OMPL_PLANNER_CONFIGS),
+        },
+    }
+
+
+def moveit_config_data(
+    assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
+) -> dict[str, dict[str, Any]]:
+    """The content of every YAML file of the MoveIt config as plain dicts, by file name (``MOVEIT_FILES``).
+
+    Cheap (no SRDF sampling); see ``write_moveit_config`` for the options.
+    """
+    opts = MoveItOptions.build(options, **overrides)
+    prefix, group = opts.prefix, opts.group
+    config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
+    command, state = _interfaces(config)
+    joints = list(planning_chain(assembly, prefix).commanded)
+    cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
+    return {
+        "kinematics.yaml": {
+            group: {
+                "kinematics_solver": KDL_PLUGIN,
+                "kinematics_solver_search_resolution": float(opts.kinematics_resolution),
+                "kinematics_solver_timeout": float(opts.kinematics_timeout),
+            }
+        },
+        "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
+        "ros2_controllers.yaml": {
+            "controller_manager": {
+                "ros__parameters": {
+                    "update_rate": opts.update_rate,
+                    ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
+                    JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
+                }
+            },
+            ARM_CONTROLLER: {
+                "ros__parameters": {
+                    "joints": joints,
+                    "command_interfaces": command,
+                    "state_interfaces": state,
+                    "allow_nonzero_velocity_at_trajectory_end": True,
+                }
+            },
+        },
+        "moveit_controllers.yaml": {
+            "trajectory_execution": {
+                "allowed_execution_duration_scaling": 1.2,
+                "allowed_goal_duration_margin": 0.5,
+                "allowed_start_tolerance": 0.01,
+                "execution_duration_monitoring": True,
+            },
+            "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
+            "moveit_simple_controller_manager": {
+                "controller_names": [ARM_CONTROLLER],
+                ARM_CONTROLLER: {
+                    "type": "FollowJointTrajectory",
+                    "action_ns": "follow_joint_trajectory",
+                    "default": True,
+                    "joints": list(joints),
+                },
+            },
+        },
+        "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
+        "pilz_cartesian_limits.yaml": {
+            "cartesian_limits": {
+                "max_trans_vel": float(cart.max_trans_vel),
+                "max_trans_acc": float(cart.max_trans_acc),
+                "max_trans_dec": float(cart.max_trans_dec),
+                "max_rot_vel": float(cart.max_rot_vel),
+            }
+        },
+        "ompl_planning.yaml": _ompl_planning(group),
+    }
+
+
+def moveit_config_texts(
+    assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
+) -> dict[str, str]:
+    """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
+    opts = MoveItOptions.build(options, **overrides)
+    data = moveit_config_data(assembly, opts)  # validates the interfaces before the (slow) SRDF sampling
+    config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
+    robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
+    texts = {
+        f"{robot_name}.urdf": assembly_to_urdf(
+            assembly,
+            name=robot_name,
+            prefix=opts.prefix,
+            mesh_uri=opts.mesh_uri,
+            package=opts.package,
+            ros2_control=config,
+        ),
+        f"{robot_name}.srdf": assembly_to_srdf(
+            assembly, name=robot_name, prefix=opts.prefix, n_samples=opts.n_samples, seed=opts.seed, group=opts.group
+        ),
+    }
+    for file_name, content in data.items():
+        comment = _COMMENTS.get(file_name)
+        texts[file_name] = (_comment(comment) if comment else "") + to_yaml(content)
+    return texts
+
+
+def move_group_parameters(data: dict[str, dict[str, Any]], urdf: str, srdf: str) -> dict[str, Any]:
+    """All parameters of MoveIt's move_group node, laid out as ``moveit_configs_utils`` does (MoveIt 2 Jazzy+).
+
+    ``data`` is ``moveit_config_data(...)``; ``urdf`` and ``srdf`` are the robot description texts.
+    ros2_controllers.yaml and initial_positions.yaml belong to ros2_control, not to move_group. The
+    robot_description(_semantic) topics are left to their publishers (the assembly node).
+    """
+    planning = copy.deepcopy(data["joint_limits.yaml"])
+    planning.update(copy.deepcopy(data["pilz_cartesian_limits.yaml"]))
+    params: dict[str, Any] = {
+        "robot_description": urdf,
+        "robot_description_semantic": srdf,
+        "robot_description_kinematics": copy.deepcopy(data["kinematics.yaml"]),
+        "robot_description_planning": planning,
+        "planning_pipelines": ["ompl"],
+        "default_planning_pipeline": "ompl",
+        "ompl": copy.deepcopy(data["ompl_planning.yaml"]),
+        "moveit_manage_controllers": True,
+    }
+    params.update(copy.deepcopy(data["moveit_controllers.yaml"]))
+    params.update(
+        {
+            "allow_trajectory_execution": True,
+            "publish_planning_scene": True,
+            "publish_geometry_updates": True,
+            "publish_state_updates": True,
+            "publish_transforms_updates": True,
+            "publish_robot_description": False,
+            "publish_robot_description_semantic": False,
+            "monitor_dynamics": False,
+        }
+    )
+    return params
+
+
+def ros2_control_node_parameters(config: str | Path | dict[str, Path]) -> list[str]:
+    """The ``parameters`` of controller_manager's ros2_control_node: the ros2_controllers.yaml file itself.
+
+    ``config`` is a config folder, the file, or the ``write_moveit_config`` result. The file path (not a dict)
+    is what the node needs: the controller manager hands its ``--params-file`` arguments on to the controllers
+    it loads, so the ``arm_controller: ros__parameters`` section reaches the controller node. Since Jazzy the
+    controller manager reads the URDF from the ``/robot_description`` topic, so no robot_description here.
+    """
+    if isinstance(config, dict):
+        path = Path(config["ros2_controllers.yaml"])
+    else:
+        path = Path(config)
+        if path.is_dir():
+            path = path / "ros2_controllers.yaml"
+    return [str(path)]
+
+
+def write_moveit_config(
+    assembly: ModuleAssembly, out_dir: str | Path, options: MoveItOptions | None = None, **overrides: Any
+) -> dict[str, Path]:
+    """Write the MoveIt 2 config of a serial assembly into ``out_dir``; return the written paths by file name.
+
+    The options are ``options`` (a MoveItOptions, default: all defaults) with keyword ``overrides`` applied,
+    so ``write_moveit_config(a, folder, prefix="p_", n_samples=50)`` works as well.
+    ``name`` is the robot name (default: set name + assembly hash); ``ros2_control`` defaults to mock
+    hardware (``Ros2ControlConfig()``). The SRDF's collision matrix samples ``n_samples`` configurations
+    from ``seed``. The controller ``arm_controller`` drives the group's non-passive joints through the
+    first of the position, velocity, effort command interfaces. Unwritable folders raise InputError.
+    """
+    texts = moveit_config_texts(assembly, options, **overrides)
+    folder = Path(out_dir)
+    for file_name in texts:  # file names come from the robot name: never a path of their own
+        if Path(file_name).name != file_name or file_name in ("", ".", ".."):
+            raise InputError("a MoveIt config file name must be a plain file name", value=file_name)
+    paths = write_files({folder / file_name: text for file_name, text in texts.items()})
+    written = dict(zip(texts, paths))
+    return written

@@ -1,0 +1,247 @@
+"""SRDF export for MoveIt: a planning group, a home state, an end effector and the collision matrix.
+
+The collision matrix is computed as the MoveIt Setup Assistant does, over every pair of links with
+collision geometry: pairs joined by a joint are "Adjacent", pairs in collision at the home state are
+"Default", pairs in collision in every random sample are "Always" and pairs never in collision over
+``n_samples`` random configurations are "Never". All of them are disabled; every other pair (one that
+collided in some sample) stays checked. The robot's coal collision model does the checking.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from timor_core.common.extensions import implements
+from timor_core.common.names import check_name, xml_escape
+from timor_core.common.names import format_number as _num
+from timor_core.errors import AssemblyError, InputError
+from timor_core.export.ros2_control import commanded, home_position
+from timor_core.export.urdf import default_robot_name
+from timor_core.model.tree import KinematicTree
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = [
+    "REASONS",
+    "DisabledCollision",
+    "PlanningChain",
+    "planning_chain",
+    "collision_matrix",
+    "assembly_to_srdf",
+]
+
+REASONS = ("Adjacent", "Default", "Always", "Never")
+"""Why a link pair is not checked, in the order they are decided (the Setup Assistant's names)."""
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class DisabledCollision:
+    """A link pair MoveIt need not check, and why."""
+
+    link1: str
+    link2: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlanningChain:
+    """The serial chain MoveIt plans for: its end links and its movable joints, base first."""
+
+    base_link: str
+    tip_link: str
+    joints: tuple[str, ...]  # every movable joint of the chain (URDF names)
+    commanded: tuple[str, ...]  # the joints among them that are driven (not passive)
+    has_tool: bool  # True if the tip is a tool frame (tool0)
+
+
+def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
+    """The chain from ``base_link`` to ``tool0`` (or, without a tool frame, to the last link).
+
+    Raises AssemblyError if the robot has no movable joint or a movable joint is off that chain.
+    """
+    tree = assembly.tree(prefix)
+    links = tree.links
+    if not tree.actuated:
+        raise AssemblyError("the robot has no movable joint: there is nothing for MoveIt to plan")
+    if tree.tools:
+        tip_index, tip_name, has_tool = tree.tools[0].link, tree.tools[0].name, True
+    else:
+        tip_index, tip_name, has_tool = len(links) - 1, links[-1].name, False
+    on_path = set()
+    k: int | None = tip_index
+    while k is not None:
+        on_path.add(k)
+        k = links[k].parent
+    off = [link.joint_name for k, link in enumerate(links) if link.joint_type != "fixed" and k not in on_path]
+    if off:
+        raise AssemblyError(
+            f"SRDF export needs a serial robot: joints {off} are not on the chain {links[0].name} -> {tip_name}"
+        )
+    joints = tuple(link.movable_joint_name() for link in tree.actuated)
+    driven = tuple(link.movable_joint_name() for link in tree.actuated if commanded(link))
+    return PlanningChain(links[0].name, tip_name, joints, driven, has_tool)
+
+
+def _adjacent(tree: KinematicTree, has_geometry: list[bool]) -> set[tuple[int, int]]:
+    """Link pairs joined by a joint; links without geometry are bridged (their neighbours are adjacent)."""
+    n = len(tree.links)
+    neighbours: list[set[int]] = [set() for _ in range(n)]
+    for k, link in enumerate(tree.links):
+        if link.parent is not None:
+            neighbours[k].add(link.parent)
+            neighbours[link.parent].add(k)
+    for k in range(n):
+        if has_geometry[k]:
+            continue
+        around = sorted(neighbours[k])
+        for a in around:
+            neighbours[a].update(b for b in around if b != a)
+    return {(a, b) for a in range(n) for b in neighbours[a] if a < b and has_geometry[a] and has_geometry[b]}
+
+
+def collision_matrix(
+    assembly: ModuleAssembly, *, prefix: str = "", n_samples: int = 1000, seed: int = 0
+) -> list[DisabledCollision]:
+    """The link pairs to disable, with their reasons, in tree order (deterministic for a seed).
+
+    Random configurations are uniform within the joint limits ([-π, π] without limits).
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+        raise InputError("n_samples must be a positive integer", value=n_samples)
+    from timor_core.kinematics.collision import configure_requests
+
+    robot = assembly.to_pin_robot(prefix=prefix)
+    tree = assembly.tree(prefix)
+    names = [link.name for link in tree.links]
+    index = {name: k for k, name in enumerate(names)}
+    geoms: list[list[int]] = [[] for _ in names]
+    gm = pin.GeometryModel()
+    for g, obj in enumerate(robot.collision.geometryObjects):
+        geoms[index[robot.model.frames[obj.parentFrame].name]].append(g)
+        gm.addGeometryObject(obj)
+    has_geometry = [bool(g) for g in geoms]
+    reason: dict[tuple[int, int], str] = dict.fromkeys(_adjacent(tree, has_geometry), "Adjacent")
+    candidates = [
+        (a, b)
+        for a in range(len(names))
+        for b in range(a + 1, len(names))
+        if has_geometry[a] and has_geometry[b] and (a, b) not in reason
+    ]
+    pair_of: list[int] = []  # geometry pair index -> candidate index
+    for c, (a, b) in enumerate(candidates):
+        for ga in geoms[a]:
+            for gb in geoms[b]:
+                gm.addCollisionPair(pin.CollisionPair(ga, gb))
+                pair_of.append(c)
+    gd = pin.GeometryData(gm)
+    configure_requests(gd, model=gm)
+    model, data = robot.model, robot.model.createData()
+    cand_of_pair = np.array(pair_of, dtype=int)
+    n_cand = len(candidates)
+    # a broad phase of our own: only pairs whose world-aligned bounding boxes overlap go to the narrow phase
+    # (an overlap is necessary for a collision, so the verdicts are the same; much faster for long robots)
+    boxes = [o.geometry.aabb_local for o in gm.geometryObjects]
+    centre = np.array([0.5 * (np.asarray(b.min_) + np.asarray(b.max_)) for b in boxes]).reshape(-1, 3)
+    half = np.array([0.5 * (np.asarray(b.max_) - np.asarray(b.min_)) for b in boxes]).reshape(-1, 3)
+    first = np.array([cp.first for cp in gm.collisionPairs], dtype=int)
+    second = np.array([cp.second for cp in gm.collisionPairs], dtype=int)
+
+    def colliding(q: np.ndarray, undecided: np.ndarray) -> np.ndarray:
+        """Boolean mask of the candidates (among ``undecided``) that collide at q."""
+        hit = np.zeros(n_cand, dtype=bool)
+        if not len(first):
+            return hit
+        pin.updateGeometryPlacements(model, data, gm, gd, q)
+        placements = gd.oMg
+        R = np.array([placements[g].rotation for g in range(gm.ngeoms)])
+        t = np.array([placements[g].translation for g in range(gm.ngeoms)])
+        c = np.einsum("gij,gj->gi", R, centre) + t
+        e = np.einsum("gij,gj->gi", np.abs(R), half)
+        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + 1e-9, axis=1)
+        for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
+            if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
+                hit[cand_of_pair[p]] = True
+        return hit
+
+    home = np.array([home_position(link) for link in tree.actuated])
+    at_home = colliding(home, np.ones(n_cand, dtype=bool))
+    for c_home in np.flatnonzero(at_home):
+        reason[candidates[int(c_home)]] = "Default"
+    always = ~at_home  # collided in every sample so far
+    never = ~at_home  # no collision in any sample so far
+    rng = np.random.default_rng(seed)
+    for _ in range(int(n_samples)):
+        undecided = always | never
+        if not undecided.any():
+            break
+        hit = colliding(robot.random_configuration(rng), undecided)
+        always &= hit
+        never &= ~hit
+    always_set = {int(k) for k in np.flatnonzero(always)}
+    never_set = {int(k) for k in np.flatnonzero(never)}
+    for c_always in sorted(always_set):
+        reason[candidates[c_always]] = "Always"
+    for c_never in sorted(never_set):
+        reason[candidates[c_never]] = "Never"
+    order = {r: k for k, r in enumerate(REASONS)}
+    ranked = sorted(reason.items(), key=lambda item: (order[item[1]], item[0]))
+    return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]
+
+
+@implements("assembly_to_srdf")
+def assembly_to_srdf(
+    assembly: ModuleAssembly,
+    *,
+    name: str | None = None,
+    prefix: str = "",
+    n_samples: int = 1000,
+    seed: int = 0,
+    group: str = "manipulator",
+) -> str:
+    """The SRDF of a serial assembly for MoveIt (names match ``assembly_to_urdf`` with the same prefix).
+
+    Group ``group`` is the chain ``base_link`` → ``tool0``; ``home`` puts every joint at zero clipped into
+    its limits; with a tool frame, group ``<group>_eef`` (the tool link) is the end effector on ``tool0``.
+    Passive joints are declared passive. See ``collision_matrix`` for the disabled pairs.
+    """
+    if not isinstance(group, str) or not _NAME.fullmatch(group):
+        raise InputError("the group name must be letters, digits and underscores", value=group)
+    chain = planning_chain(assembly, prefix)
+    tree = assembly.tree(prefix)
+    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
+    out = [
+        '<?xml version="1.0" encoding="utf-8"?>\n',
+        "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
+        f'<robot name="{xml_escape(robot_name)}">\n',
+        f'  <group name="{group}">\n',
+        f'    <chain base_link="{chain.base_link}" tip_link="{chain.tip_link}"/>\n',
+        "  </group>\n",
+    ]
+    eef = f"{group}_eef"
+    if chain.has_tool:
+        out.append(f'  <group name="{eef}">\n    <link name="{chain.tip_link}"/>\n  </group>\n')
+    out.append(f'  <group_state name="home" group="{group}">\n')
+    out.extend(f'    <joint name="{link.joint_name}" value="{_num(home_position(link))}"/>\n' for link in tree.actuated)
+    out.append("  </group_state>\n")
+    if chain.has_tool:
+        out.append(
+            f'  <end_effector name="{eef}" parent_link="{chain.tip_link}" group="{eef}" parent_group="{group}"/>\n'
+        )
+    if np.array_equal(assembly.base_placement, np.eye(4)):
+        out.append(
+            f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
+            f' child_link="{chain.base_link}"/>\n'
+        )
+    out.extend(f'  <passive_joint name="{link.joint_name}"/>\n' for link in tree.actuated if not commanded(link))
+    for d in collision_matrix(assembly, prefix=prefix, n_samples=n_samples, seed=seed):
+        out.append(f'  <disable_collisions link1="{d.link1}" link2="{d.link2}" reason="{d.reason}"/>\n')
+    out.append("</robot>\n")
+    return "".join(out)

@@ -1,0 +1,160 @@
+"""Collision checking of a robot against itself and a task's obstacles, with a safety margin.
+
+One Pinocchio geometry model holds the robot's collision geometry and the obstacles (attached to the
+world); its pairs are the robot's self-collision pairs (per the module set's ignore mode) plus every
+robot × obstacle pair. Coal shapes are shared, so building a checker is cheap.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from timor_core.errors import InputError
+
+PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
+Obstacle = Any  # a task obstacle (timor_core.task.Obstacle, a higher layer): .id and .collision
+__all__ = ["CollisionPair", "CollisionChecker", "configure_requests", "check_margin"]
+
+MAX_MARGIN = 10.0
+"""Largest accepted safety margin in metres (a larger one makes every configuration collide)."""
+
+
+def check_margin(margin: float) -> float:
+    """A safety margin as a float in [0, MAX_MARGIN] m, or an InputError naming it."""
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)):
+        raise InputError("the safety margin must be a number of metres", value=margin)
+    m = float(margin)
+    if not 0.0 <= m <= MAX_MARGIN:  # refuses NaN too
+        raise InputError(f"the safety margin must be between 0 and {MAX_MARGIN:g} m", value=margin)
+    return m
+
+
+def configure_requests(
+    data: pin.GeometryData,
+    margin: float = 0.0,
+    model: pin.GeometryModel | None = None,
+    margin_from: int = 0,
+) -> None:
+    """Make every collision request of a GeometryData stateless (and apply a safety margin).
+
+    By default coal seeds GJK with the guess cached from the previous query; with one GeometryData
+    reused across configurations that made verdicts depend on the order of calls (seen on 28 of
+    3000 configurations, some with 7 cm penetration). The flag is deprecated but still honoured.
+    Given the GeometryModel, GJK starts instead from the bounding volumes' centres (their local AABBs are
+    computed here): stateless too, and ~15% faster on IMPROV robots (same verdicts on 9000 configurations of
+    three robots). Pairs with a triangle mesh (BVH) keep the default guess: coal tests a mesh triangle by
+    triangle, and those triangles have no bounding volume (it raised "computeLocalAABB must have been called").
+    With ``model``, the margin applies only to pairs whose second geometry has an index >= ``margin_from``
+    (the obstacles): a safety margin keeps the robot away from its surroundings, it does not inflate the robot.
+    """
+    is_mesh: list[bool] = []
+    if model is not None:
+        for obj in model.geometryObjects:
+            obj.geometry.computeLocalAABB()
+            is_mesh.append(isinstance(obj.geometry, coal.BVHModelBase))
+    pairs = model.collisionPairs if model is not None else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        for k, req in enumerate(data.collisionRequests):
+            req.enable_cached_gjk_guess = False
+            pair = pairs[k] if pairs is not None else None
+            if pair is not None and not (is_mesh[pair.first] or is_mesh[pair.second]):
+                req.gjk_initial_guess = coal.GJKInitialGuess.BoundingVolumeGuess
+            if margin and (pair is None or pair.second >= margin_from):
+                req.security_margin = margin
+
+
+@dataclass(frozen=True)
+class CollisionPair:
+    """Two colliding geometries; ``obstacle`` is the obstacle's ID for robot–obstacle contacts."""
+
+    robot_geometry: str
+    other: str
+    kind: str  # 'self' or 'obstacle'
+    obstacle: str | None = None
+
+    def describe(self) -> str:
+        """A sentence for users."""
+        if self.kind == "obstacle":
+            return f"{self.robot_geometry} collides with obstacle {self.obstacle}"
+        return f"self-collision between {self.robot_geometry} and {self.other}"
+
+
+class CollisionChecker:
+    """Checks a robot's configurations against self-collision and obstacles (with ``margin`` metres)."""
+
+    def __init__(
+        self,
+        robot: PinRobot,
+        obstacles: Iterable[Obstacle] = (),
+        margin: float = 0.0,
+        self_collision: bool = True,
+    ) -> None:
+        self.robot = robot
+        self.margin = check_margin(margin)
+        robot._ensure_pairs()
+        gm = pin.GeometryModel()
+        for obj in robot.collision.geometryObjects:
+            gm.addGeometryObject(obj)
+        n_robot = gm.ngeoms
+        self._obstacle_of: dict[int, str] = {}
+        for obstacle in obstacles:
+            count = 0
+            for g in obstacle.collision:
+                for shape, pose in g.coal_shapes():
+                    idx = gm.addGeometryObject(
+                        pin.GeometryObject(f"obstacle_{obstacle.id}_{count}", 0, 0, pin.SE3(pose), shape)
+                    )
+                    self._obstacle_of[idx] = obstacle.id
+                    count += 1
+        n = gm.ngeoms
+        active = np.zeros((n, n), dtype=bool)
+        if self_collision:
+            for p in robot.collision.collisionPairs:
+                active[p.first, p.second] = True
+        if n > n_robot and n_robot:
+            active[:n_robot, n_robot:] = True
+        gm.setCollisionPairs(active)
+        self.model = gm
+        self.data = pin.GeometryData(gm)
+        configure_requests(self.data, self.margin, gm, margin_from=n_robot)
+        # the AABB broad phase knows no safety margin: use it only without one
+        self._broadphase = (
+            None if self.margin else pin.BroadPhaseManager_NaiveCollisionManager(robot.model, gm, self.data)
+        )
+        self.n_robot = n_robot
+
+    @property
+    def n_obstacle_geometries(self) -> int:
+        """Number of obstacle collision shapes."""
+        return self.model.ngeoms - self.n_robot
+
+    def in_collision(self, q: np.ndarray) -> bool:
+        """True if any checked pair collides (or comes closer than the margin) at q."""
+        q = self.robot.check_q(q)
+        if self._broadphase is not None:
+            return bool(pin.computeCollisions(self.robot.model, self.robot.data, self._broadphase, q, True))
+        return bool(pin.computeCollisions(self.robot.model, self.robot.data, self.model, self.data, q, True))
+
+    def collisions(self, q: np.ndarray) -> list[CollisionPair]:
+        """Every colliding pair at q, with the obstacle named for robot–obstacle contacts."""
+        q = self.robot.check_q(q)
+        pin.computeCollisions(self.robot.model, self.robot.data, self.model, self.data, q, False)
+        objs = self.model.geometryObjects
+        out = []
+        for p, r in zip(self.model.collisionPairs, self.data.collisionResults):
+            if not r.isCollision():
+                continue
+            a, b = p.first, p.second
+            if b in self._obstacle_of:
+                out.append(CollisionPair(objs[a].name, objs[b].name, "obstacle", self._obstacle_of[b]))
+            else:
+                out.append(CollisionPair(objs[a].name, objs[b].name, "self"))
+        return out

@@ -1,0 +1,460 @@
+"""Numerical inverse kinematics over a tolerance's projected pose error (Levenberg–Marquardt).
+
+Only what the tolerance forbids is driven to zero: a goal with x/y/z ±1 mm and a 45° rotation
+tolerance leaves the solver free inside that box and cone, which makes tolerant goals fast and
+robust. Random restarts within the joint limits; with a task, a solution must also be free of
+self-collision and of collision with the task's obstacles (and, on request, within torque limits).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+from scipy.linalg.lapack import dposv as _dposv
+
+from timor_core.common.seeds import as_generator
+from timor_core.errors import InputError
+from timor_core.kinematics.tolerance import PROJECTION_DOMAINS
+
+PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
+Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
+__all__ = ["IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
+
+IK_METHODS = ("jacobian", "scipy")
+"""Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
+
+_LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
+_CONVERGED = 1e-18  # squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)
+
+
+@dataclass(frozen=True)
+class IKConfig:
+    """Solver settings: iterations per try, tries (random restarts), damping and step limits.
+
+    ``method``: one of IK_METHODS. ``solutions``: with a custom cost (see ``solve_ik``), how many valid solutions
+    to collect before returning the one of least cost (1: the first valid one).
+    """
+
+    max_iter: int = 60
+    max_n_tries: int = 50
+    damping: float = 1e-4
+    max_step: float = 0.6  # rad (or m) per joint and iteration
+    margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
+    stall_window: int = 6  # iterations after which a try must have cut its cost by stall_ratio ...
+    stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
+    plateau_tries: int = 20  # give up when this many tries in a row (0: never) ...
+    plateau_ratio: float = 0.9  # ... did not cut the best residual below this fraction of it ...
+    plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
+    far_plateau_tries: int = 5  # the same, sooner (0: never), while the best residual stays above far_residual
+    far_residual: float = 0.2
+    method: str = "jacobian"
+    solutions: int = 1
+
+    def check(self) -> None:
+        """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller)."""
+        counts = {
+            "max_iter": (1, MAX_ITER),
+            "max_n_tries": (1, MAX_TRIES),
+            "stall_window": (1, MAX_ITER),
+            "plateau_tries": (0, MAX_TRIES),
+            "far_plateau_tries": (0, MAX_TRIES),
+            "solutions": (1, MAX_TRIES),
+        }
+        if self.method not in IK_METHODS:
+            raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)
+        for name, (lo, hi) in counts.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise InputError(f"IK setting {name} must be an integer in {lo}..{hi}", value=v)
+        reals = ("damping", "max_step", "margin", "stall_ratio", "plateau_ratio", "plateau_residual", "far_residual")
+        for name in reals:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v < math.inf:
+                raise InputError(f"IK setting {name} must be a finite number >= 0", value=v)
+
+
+MAX_ITER = 100_000
+"""Most iterations per IK try."""
+MAX_TRIES = 100_000
+"""Most IK tries (random restarts) per call."""
+
+
+@dataclass
+class IKResult:
+    """The outcome of an IK call: q, success, and why it failed if it did."""
+
+    q: np.ndarray
+    success: bool
+    reason: str = ""
+    tries: int = 0
+    iterations: int = 0
+    residual: float = math.inf  # weighted norm of the projected error of the best q
+    rejections: dict = field(default_factory=dict)  # why reached poses were refused: cause -> count
+
+    def __iter__(self):  # allows ``q, ok = solve_ik(...)``
+        return iter((self.q, self.success))
+
+
+# projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
+_FAST = {name: PROJECTION_DOMAINS[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
+_WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+_G_WEIGHTS = np.diag(_WEIGHTS)
+
+
+def _shrunk(name: str, low: float, high: float, margin: float) -> tuple[float, float]:
+    """Move real bounds ``margin`` inwards (bounds at the end of a projection's range stay)."""
+    r_lo, r_hi = _FAST[name]
+    lo = low + margin if low > r_lo else low
+    hi = high - margin if high < r_hi else high
+    if lo > hi:
+        lo = hi = 0.5 * (low + high)
+    return lo, hi
+
+
+class _Projector:
+    """The 6D residual ([position; rotation] in world axes, zero exactly where the pose is within the
+    tolerance's (slightly shrunk) bounds) and its Jacobian w.r.t. a world twist of the real pose.
+
+    Tolerances made of x/y/z/r_sph/Theta_R/N_* in the nominal frame (nearly all goals) use a vectorised
+    closed form; anything else uses the tolerance module's general residual.
+    """
+
+    def __init__(self, tolerance: Any, margin: float) -> None:
+        self.tolerance = tolerance
+        self.margin = margin
+        parts = getattr(tolerance, "parts", ())
+        fast = all(p.projection in _FAST for p in parts) and all(f == "nominal" for f in tolerance.frames)
+        self.fast = bool(fast)
+        if self.fast:
+            lo, hi = np.full(3, -math.inf), np.full(3, math.inf)
+            rlo, rhi = np.full(3, -math.inf), np.full(3, math.inf)
+            self.sph = self.theta = None
+            for p in parts:
+                b = _shrunk(p.projection, p.interval.low, p.interval.high, margin)
+                name = p.projection
+                if name in ("x", "y", "z"):
+                    a = "xyz".index(name)
+                    lo[a], hi[a] = max(lo[a], b[0]), min(hi[a], b[1])
+                elif name.startswith("N_"):
+                    a = "xyz".index(name[-1])
+                    rlo[a], rhi[a] = max(rlo[a], b[0]), min(rhi[a], b[1])
+                elif name == "r_sph":
+                    self.sph = b
+                else:
+                    self.theta = b
+            self.box = (lo, hi, rlo, rhi)
+            self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
+        else:
+            from timor_core.kinematics.tolerance import residual
+
+            self.residual = residual
+
+    def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.fast:
+            r = self._fast(desired, real)
+        else:
+            r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
+        G = _G_WEIGHTS * (r != 0.0)  # rows of satisfied components vanish (diagonal: columns too)
+        return r, G
+
+    def _fast(self, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+        """The weighted residual in closed form (few, small numpy operations: this runs in every IK step)."""
+        Rd = desired[:3, :3]
+        e = (real[:3, 3] - desired[:3, 3]) @ Rd  # the position error in the nominal frame
+        lo, hi, rlo, rhi = self.box
+        pos = e - np.minimum(np.maximum(e, lo), hi)
+        if self.sph is not None:
+            r = math.sqrt(e @ e)
+            target = min(max(r, self.sph[0]), self.sph[1])
+            if r != target and r > 0.0:
+                pos = _maxabs(pos, e * (1.0 - target / r))
+        out = np.zeros(6)
+        out[:3] = Rd @ pos
+        if self.theta is not None or self.rot_box:
+            w = pin.log3(Rd.T @ real[:3, :3])
+            rot = w - np.minimum(np.maximum(w, rlo), rhi) if self.rot_box else None
+            if self.theta is not None:
+                th = math.sqrt(w @ w)
+                target = min(max(th, self.theta[0]), self.theta[1])
+                if th != target and th > 0.0:
+                    cone = w * (1.0 - target / th)
+                    rot = cone if rot is None else _maxabs(rot, cone)
+            if rot is not None:
+                out[3:] = (Rd @ rot) * ANGLE_WEIGHT
+        return out
+
+
+def _spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with A x = b for a symmetric positive definite A (LAPACK dposv: 5x less overhead than np.linalg.solve on
+    the 6x6 systems of every IK iteration); falls back to np.linalg.solve if A is not positive definite."""
+    _, x, info = _dposv(A, b)
+    return x if info == 0 else np.linalg.solve(A, b)
+
+
+def _maxabs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Component-wise, the entry of larger magnitude (combining never cancels)."""
+    return np.where(np.abs(b) > np.abs(a), b, a)
+
+
+def pose_residual(tolerance: Any, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """The weighted projected error the IK drives to zero (zero where the tolerance is satisfied)."""
+    return _Projector(tolerance, 0.0)(desired, real)[0]
+
+
+def solve_ik(
+    robot: PinRobot,
+    desired: np.ndarray,
+    tolerance: Any,
+    *,
+    q_init: np.ndarray | None = None,
+    task: Task | None = None,
+    rng: np.random.Generator | int | None = None,
+    config: IKConfig = IKConfig(),
+    check_self_collision: bool | None = None,
+    check_static_torques: bool = False,
+    margin: float = 0.0,
+    frame: str | None = None,
+    joint_mask: Sequence[bool] | np.ndarray | None = None,
+    cost_function: Callable[[PinRobot, np.ndarray, np.ndarray], float] | None = None,
+) -> IKResult:
+    """Find q with fk(q) within ``tolerance`` of ``desired``; see PinRobot.ik for the options.
+
+    ``joint_mask``: True for the joints the solver may move; the others keep their ``q_init`` values (required
+    then). ``cost_function(robot, q, desired)``: among ``config.solutions`` valid solutions the one of least cost wins.
+    """
+    try:
+        desired = np.asarray(desired, dtype=float)
+    except (TypeError, ValueError):
+        raise InputError("the desired pose must be a 4x4 matrix of numbers", value=desired) from None
+    if desired.shape != (4, 4):
+        raise InputError("the desired pose must be a 4x4 matrix", value=desired.tolist())
+    if not np.all(np.isfinite(desired)):
+        raise InputError("the desired pose must be finite", value=desired.tolist())
+    config.check()
+    rng = as_generator(rng, "rng")
+    model, data = robot.model, robot.data
+    fid = robot.tcp if frame is None else robot.frame_id(frame)
+    if q_init is not None:
+        q_init = robot.check_q(q_init)
+    free = _free_joints(joint_mask, robot.dof, q_init)
+    cost_fn = cost_function
+    project = _Projector(tolerance, config.margin)
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    self_collision = check_self_collision is not False
+    checker = None
+    if task is not None or self_collision:
+        checker = robot.collision_checker(task, margin, self_collision=self_collision)
+    torque_limits = robot.torque_limits if check_static_torques else None
+    gap = outside_workspace(robot, fid, desired, tolerance)
+    if gap > 0:  # a cheap necessary condition: no configuration can reach it
+        q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
+        return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
+    rejections: Counter[str] = Counter()
+    best_q, best_res = None, math.inf
+    iterations = 0
+    n = robot.dof
+    plateau_ref, plateau_count, tries = math.inf, 0, 0
+    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
+    for attempt in range(config.max_n_tries):
+        tries = attempt + 1
+        if attempt == 0 and q_init is not None:
+            q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
+        else:
+            q = robot.random_configuration(rng)
+            if q_init is not None and not free.all():
+                q[~free] = q_init[~free]
+        if config.method == "scipy":
+            q, cost, T, used = _scipy_descend(robot, fid, desired, project, q, free, config)
+        else:
+            q, cost, T, used = _lm_descend(robot, fid, desired, project, q, free, config)
+        iterations += used
+        if cost < best_res:
+            best_q, best_res = q.copy(), cost
+        if cost > _CONVERGED or not tolerance.valid(desired, T):
+            if config.plateau_tries:  # every try ends in a local minimum far from the goal: stop early
+                if best_res < config.plateau_ratio * plateau_ref:
+                    plateau_ref, plateau_count = best_res, 0
+                else:
+                    plateau_count += 1
+                    if best_res > config.plateau_residual**2 and (
+                        plateau_count >= config.plateau_tries
+                        or (0 < config.far_plateau_tries <= plateau_count and best_res > config.far_residual**2)
+                    ):
+                        break
+            continue
+        cause = _rejection(robot, q, checker, torque_limits)
+        if cause is None:
+            if cost_fn is None:
+                return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
+            found.append((float(cost_fn(robot, q.copy(), desired)), q.copy(), attempt + 1))
+            if len(found) >= config.solutions:
+                break
+            continue
+        rejections[cause] += 1
+    if found:
+        _, q_best, at = min(found, key=lambda item: item[0])
+        return IKResult(q_best, True, "", tries, iterations, 0.0, dict(rejections))
+    q_out = best_q if best_q is not None else robot.random_configuration(rng)
+    miss = None
+    if not rejections and best_q is not None:  # say by how much the closest pose misses, in mm and degrees
+        pin.forwardKinematics(model, data, best_q)
+        miss = project(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
+    return IKResult(
+        q_out,
+        False,
+        _reason(rejections, miss),
+        tries,
+        iterations,
+        math.sqrt(best_res),
+        dict(rejections),
+    )
+
+
+def _free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
+    """The joints the solver may move (all without a mask); a mask that freezes joints needs q_init."""
+    if mask is None:
+        return np.ones(dof, dtype=bool)
+    free = np.asarray(mask)
+    if free.shape != (dof,) or free.dtype != bool:
+        raise InputError(f"joint_mask must be {dof} booleans", value=np.asarray(mask).tolist())
+    if not free.all() and q_init is None:
+        raise InputError("a joint_mask that freezes joints needs q_init (the frozen joints keep its values)")
+    return free
+
+
+def _lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
+                config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
+    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations)."""
+    model, data = robot.model, robot.data
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    n = robot.dof
+    eye = np.eye(6)
+    frozen = ~free
+    lam = config.damping
+    pin.forwardKinematics(model, data, q)
+    T = pin.updateFramePlacement(model, data, fid).homogeneous
+    r, G = project(desired, T)
+    cost = float(r @ r)
+    stall_ref, stall_count = cost, 0
+    iterations = 0
+    for _ in range(config.max_iter):
+        iterations += 1
+        if cost <= _CONVERGED:
+            break
+        stall_count += 1
+        if stall_count == config.stall_window:  # too little progress: restart elsewhere
+            if cost > config.stall_ratio * stall_ref:
+                break
+            stall_ref, stall_count = cost, 0
+        J = G @ pin.computeFrameJacobian(model, data, q, fid, _LWA).reshape(6, n)  # (6,) for one joint
+        if frozen.any():
+            J[:, frozen] = 0.0
+        step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
+        blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
+        if blocked.any():  # joints at a limit that the step pushes further out take no part
+            J[:, blocked] = 0.0
+            step = J.T @ _spd_solve(J @ J.T + lam * eye, r)
+        big = np.abs(step).max()
+        if big > config.max_step:
+            step *= config.max_step / big
+        q_new = np.minimum(np.maximum(q - step, lo), hi)  # infinite limits clip nothing
+        pin.forwardKinematics(model, data, q_new)
+        T_new = pin.updateFramePlacement(model, data, fid).homogeneous
+        r_new, G_new = project(desired, T_new)
+        cost_new = float(r_new @ r_new)
+        if cost_new < cost:
+            q, r, G, cost, T = q_new, r_new, G_new, cost_new, T_new
+            lam = max(lam * 0.3, 1e-9)
+        else:
+            lam *= 10.0
+            if lam > 1e3:
+                break
+    return q, cost, T, iterations
+
+
+def _scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
+                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
+    """One descent with scipy's bounded least squares (trust region reflective) over the free joints."""
+    from scipy.optimize import least_squares
+
+    model, data = robot.model, robot.data
+    big = 1e300
+    lo = np.where(model.lowerPositionLimit > -big, model.lowerPositionLimit, -np.inf)[free]
+    hi = np.where(model.upperPositionLimit < big, model.upperPositionLimit, np.inf)[free]
+    x0 = np.clip(q[free], lo, hi)
+    full = q.copy()
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        full[free] = x
+        pin.forwardKinematics(model, data, full)
+        return project(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
+
+    result = least_squares(residual, x0, bounds=(lo, hi), max_nfev=config.max_iter * 4, xtol=1e-12, ftol=1e-12)
+    q = q.copy()
+    q[free] = result.x
+    pin.forwardKinematics(model, data, q)
+    T = pin.updateFramePlacement(model, data, fid).homogeneous
+    r = project(desired, T)[0]
+    return q, float(r @ r), T, int(result.nfev)
+
+
+def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
+    """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
+    slack = _position_slack(tolerance)
+    base = robot.model.frames[1].placement.translation if robot.model.nframes > 1 else np.zeros(3)
+    distance = float(np.linalg.norm(desired[:3, 3] - base))
+    return max(0.0, distance - robot.reach(fid) - slack)
+
+
+def _position_slack(tolerance: Any) -> float:
+    """The largest position deviation the tolerance could allow (inf if it bounds no position)."""
+    parts = {p.projection: p.interval for p in getattr(tolerance, "parts", ())}
+    if "r_sph" in parts:
+        return parts["r_sph"].high
+    if all(a in parts for a in "xyz"):
+        return math.sqrt(sum(max(abs(parts[a].low), abs(parts[a].high)) ** 2 for a in "xyz"))
+    if "r_cyl" in parts and "z" in parts:
+        return math.hypot(parts["r_cyl"].high, max(abs(parts["z"].low), abs(parts["z"].high)))
+    return math.inf
+
+
+def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | None:
+    """Why a configuration that reaches the pose is refused (None if it is fine)."""
+    if checker is not None and checker.in_collision(q):
+        hits = checker.collisions(q)
+        if hits:
+            hit = next((h for h in hits if h.kind == "obstacle"), hits[0])
+            if hit.kind == "obstacle":
+                return f"collision with obstacle {hit.obstacle}"
+            return f"self-collision ({hit.robot_geometry} / {hit.other})"
+        return "collision"
+    if torque_limits is not None:
+        tau = robot.static_torque(q)
+        over = np.flatnonzero(np.abs(tau) > torque_limits)
+        if over.size:
+            j = int(over[np.argmax(np.abs(tau[over]) / torque_limits[over])])
+            return f"torque limit of joint {robot.joints[j]} ({abs(tau[j]):.1f} > {torque_limits[j]:.1f})"
+    return None
+
+
+def _reason(rejections: Counter, miss: np.ndarray | None) -> str:
+    """Why IK failed: the most common reason reached poses were refused, or how far the closest pose missed.
+
+    Only the workspace check proves a goal "unreachable"; a search that ends without a solution says "no solution
+    found", since more tries or other starts may still find one."""
+    if rejections:
+        cause, count = rejections.most_common(1)[0]
+        return f"{cause} (in {count} of {sum(rejections.values())} reached configurations)"
+    if miss is None:
+        return "no solution found"
+    position_mm = 1000.0 * float(np.linalg.norm(miss[:3]))
+    angle_deg = math.degrees(float(np.linalg.norm(miss[3:])) / ANGLE_WEIGHT)
+    miss_text = f"{position_mm:.3g} mm and {angle_deg:.3g} deg"
+    return f"no solution found (the closest pose found misses the tolerance by {miss_text})"

@@ -1,0 +1,631 @@
+"""PinRobot: the Pinocchio model of an assembly with its coal collision model, built directly.
+
+The model is built from the same kinematic tree as the URDF export, with the same frame names, so a
+model loaded from the URDF and this one agree. Coal shapes are shared between robots (modules are
+immutable); only placements and collision pairs are per robot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pinocchio as pin
+
+from timor_core.common.extensions import implementation, implements
+from timor_core.common.seeds import as_generator
+from timor_core.common.transforms import IDENTITY
+from timor_core.errors import AssemblyError, InputError
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = ["PinRobot", "build_robot"]
+
+_JOINT_MODELS = {"revolute": pin.JointModelRZ, "continuous": pin.JointModelRZ, "prismatic": pin.JointModelPZ}
+_BIG = np.finfo(float).max
+
+
+def _finite(v: float) -> float:
+    return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
+
+
+def _infinite(a: np.ndarray) -> np.ndarray:
+    """Pinocchio stores 'no limit' as ±DBL_MAX; report it as ±inf."""
+    return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
+
+
+@implements("build_robot")
+def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
+    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+    tree = assembly.tree(prefix)
+    model = pin.Model()
+    model.name = prefix + "timor_robot"
+    links = tree.links
+    n = len(links)
+    joint_of = [0] * n
+    frame_of = [0] * n
+    place_of: list[np.ndarray] = [IDENTITY] * n  # link frame in its parent joint's frame
+    armature: list[float] = []
+    friction: list[float] = []
+    damping: list[float] = []
+    body_frame = pin.FrameType.BODY
+    for k, link in enumerate(links):
+        if link.parent is None:
+            jid, placement_in_joint, parent_frame = 0, placement, 0
+        else:
+            p = link.parent
+            jp = place_of[p] @ link.origin
+            if link.joint_type == "fixed":
+                jid = joint_of[p]
+                placement_in_joint = jp
+                parent_frame = model.addFrame(
+                    pin.Frame(link.joint_name, jid, frame_of[p], pin.SE3(jp), pin.FrameType.FIXED_JOINT)
+                )
+            else:
+                j = link.joint
+                assert j is not None  # build_tree sets a joint on every non-fixed link
+                lim = j.limits
+                jid = model.addJoint(
+                    joint_of[p],
+                    _JOINT_MODELS[link.joint_type](),
+                    pin.SE3(jp),
+                    link.joint_name,
+                    np.array([_finite(lim.torque)]),
+                    np.array([_finite(lim.velocity)]),
+                    np.array([_finite(lim.lower)]),
+                    np.array([_finite(lim.upper)]),
+                )
+                placement_in_joint = IDENTITY
+                parent_frame = model.addJointFrame(jid, frame_of[p])
+                armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
+                friction.append(j.friction_coulomb or 0.0)
+                damping.append(j.friction_viscous or 0.0)
+        joint_of[k] = jid
+        place_of[k] = placement_in_joint
+        body_placement = placement_in_joint @ link.body_in_link
+        frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
+        body = link.body
+        if body.mass > 0:
+            model.appendBodyToJoint(
+                jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
+            )
+    tcp = None
+    for tool in tree.tools:
+        fid = model.addFrame(
+            pin.Frame(
+                tool.name,
+                joint_of[tool.link],
+                frame_of[tool.link],
+                pin.SE3(place_of[tool.link] @ tool.pose),
+                pin.FrameType.OP_FRAME,
+            )
+        )
+        tcp = fid if tcp is None else tcp
+    if armature:
+        model.armature = np.array(armature)
+        model.friction = np.array(friction)
+        model.damping = np.array(damping)
+    collision = _collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
+    return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
+
+
+def _collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
+    gm = pin.GeometryModel()
+    for k, link in enumerate(tree.links):
+        base = place_of[k] @ link.body_in_link
+        count = 0
+        for g in link.body.collision:
+            for shape, pose in g.coal_shapes():
+                obj = pin.GeometryObject(f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape)
+                gm.addGeometryObject(obj)
+                count += 1
+    return gm
+
+
+def _joint_distance(model: pin.Model) -> np.ndarray:
+    """Number of movable joints on the tree path between any two joints (universe = 0)."""
+    nj = model.njoints
+    parents = list(model.parents)
+    depth = [0] * nj
+    for j in range(1, nj):
+        depth[j] = depth[parents[j]] + 1
+    D = np.zeros((nj, nj), dtype=int)
+    ancestors = []
+    for j in range(nj):
+        chain = [j]
+        while chain[-1] != 0:
+            chain.append(parents[chain[-1]])
+        ancestors.append(chain)
+    for a in range(nj):
+        set_a = set(ancestors[a])
+        for b in range(a + 1, nj):
+            lca = next(x for x in ancestors[b] if x in set_a)
+            D[a, b] = D[b, a] = depth[a] + depth[b] - 2 * depth[lca]
+    return D
+
+
+class PinRobot:
+    """A robot model: kinematics, dynamics and self-collision of one assembly.
+
+    Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
+    """
+
+    def __init__(
+        self,
+        model: pin.Model,
+        collision: pin.GeometryModel,
+        tcp: int | None,
+        assembly: ModuleAssembly | None,
+        ignore_collisions: str,
+        tree=None,
+        joint_of=None,
+        frame_of=None,
+        place_of=None,
+    ) -> None:
+        self.model = model
+        self.data = model.createData()
+        self.collision = collision
+        self.assembly = assembly
+        self.ignore_collisions = ignore_collisions
+        self._tcp = tcp
+        self._tree = tree
+        self._link_frames = (joint_of, frame_of, place_of)
+        self._collision_data: pin.GeometryData | None = None
+        self._pairs_ready = False
+        self._visual: pin.GeometryModel | None = None
+        self._q = pin.neutral(model)
+        self._sample_lo = np.where(model.lowerPositionLimit > -1e300, model.lowerPositionLimit, -np.pi)
+        self._sample_hi = np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi)
+
+    @classmethod
+    def from_urdf(
+        cls, urdf_file: str | Path, package_dir: str | Path | None = None, *, tcp_link: str | None = None
+    ) -> PinRobot:
+        """The robot of a URDF file, through a one-module assembly (``robot.assembly``), as in the reference.
+
+        ``package_dir`` is a folder holding the packages ``package://`` mesh names refer to (ROS_PACKAGE_PATH
+        and AMENT_PREFIX_PATH are searched too); ``tcp_link`` see ``timor_core.export.urdf_import.db_from_urdf``.
+        """
+        dirs = [Path(package_dir)] if package_dir is not None else []
+        return implementation("assembly_from_urdf")(Path(urdf_file), dirs, tcp_link=tcp_link).robot
+
+    # -- description -------------------------------------------------------------------------------
+    @property
+    def dof(self) -> int:
+        """Degrees of freedom."""
+        return self.model.nv
+
+    @property
+    def joints(self) -> list[str]:
+        """Names of the actuated joints, in configuration order."""
+        return list(self.model.names)[1:]
+
+    @property
+    def mass(self) -> float:
+        """Total mass in kg."""
+        return float(sum(inertia.mass for inertia in self.model.inertias))
+
+    @property
+    def tcp(self) -> int:
+        """Frame index of the tool centre point (``tool0``)."""
+        if self._tcp is None:
+            raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
+        return self._tcp
+
+    @property
+    def tcp_name(self) -> str:
+        """Name of the TCP frame."""
+        return self.model.frames[self.tcp].name
+
+    @property
+    def placement(self) -> np.ndarray:
+        """The base placement (pose of ``base_link`` in the world)."""
+        return self.model.frames[1].placement.homogeneous if self.model.nframes > 1 else np.eye(4)
+
+    @property
+    def frame_names(self) -> list[str]:
+        """All frame names (links, joints, tool frames)."""
+        return [f.name for f in self.model.frames]
+
+    @property
+    def joint_limits(self) -> np.ndarray:
+        """(2, dof) array of lower and upper position limits."""
+        return _infinite(np.vstack((self.model.lowerPositionLimit, self.model.upperPositionLimit)))
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """Joint velocity limits (rad/s or m/s)."""
+        return _infinite(np.array(self.model.velocityLimit))
+
+    @property
+    def acceleration_limits(self) -> np.ndarray:
+        """Joint acceleration limits (inf where the module set gives none)."""
+        return np.array([link.joint.limits.acceleration for link in self._tree.actuated])
+
+    @property
+    def torque_limits(self) -> np.ndarray:
+        """Joint torque (force) limits."""
+        return _infinite(np.array(self.model.effortLimit))
+
+    # -- configuration -----------------------------------------------------------------------------
+    @property
+    def q(self) -> np.ndarray:
+        """The current configuration (a copy)."""
+        return self._q.copy()
+
+    @q.setter
+    def q(self, value) -> None:
+        self._q = self.check_q(value)
+
+    def check_q(self, q) -> np.ndarray:
+        """A configuration as a finite float vector of ``dof`` entries (None: the current one), or an InputError."""
+        if q is None:
+            return self._q
+        if type(q) is np.ndarray and q.dtype == np.float64 and q.shape == self._q.shape:  # the hot path
+            square = float(q @ q)
+            if square - square == 0.0:  # finite (inf - inf and NaN are NaN)
+                return q
+        try:
+            q = np.asarray(q, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"configuration must be {self.model.nq} numbers", value=q) from None
+        if q.shape != (self.model.nq,):
+            raise InputError(f"configuration must have {self.model.nq} entries", value=q.tolist())
+        if not np.all(np.isfinite(q)):
+            raise InputError("configuration must be finite", value=q.tolist())
+        return q
+
+    def _check_vector(self, v, name: str) -> np.ndarray:
+        """A finite vector of ``dof`` entries (velocities, accelerations), or an InputError naming it."""
+        try:
+            v = np.asarray(v, dtype=float).reshape(-1)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} must be {self.model.nv} numbers", value=v) from None
+        if v.shape != (self.model.nv,):
+            raise InputError(f"{name} must have {self.model.nv} entries", value=v.tolist())
+        if not np.all(np.isfinite(v)):
+            raise InputError(f"{name} must be finite", value=v.tolist())
+        return v
+
+    def frame_id(self, frame: str | int) -> int:
+        """The index of a frame given by name or index; an unknown frame is an InputError, never a crash.
+
+        Pinocchio answers an unknown name with an index past the end, and indexing with it reads out of
+        bounds: every user-given frame goes through here before it reaches Pinocchio.
+        """
+        if isinstance(frame, str):
+            if not self.model.existFrame(frame):
+                raise InputError(f"no frame named {frame!r} (see frame_names)", value=frame)
+            return int(self.model.getFrameId(frame))
+        if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
+            if not 0 <= int(frame) < self.model.nframes:
+                raise InputError(f"frame index must be in 0..{self.model.nframes - 1}", value=frame)
+            return int(frame)
+        raise InputError("a frame is given by its name or index", value=frame)
+
+    def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
+        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
+        return as_generator(rng, "rng").uniform(self._sample_lo, self._sample_hi)
+
+    def within_limits(self, q=None) -> bool:
+        """True if q is within the position limits."""
+        q = self.check_q(q)
+        return bool(np.all(q >= self.model.lowerPositionLimit) and np.all(q <= self.model.upperPositionLimit))
+
+    # -- kinematics --------------------------------------------------------------------------------
+    def fk(self, q=None, kind: Literal["tcp", "joints", "full"] = "tcp"):
+        """Forward kinematics in the world frame.
+
+        ``tcp``: the 4×4 pose of tool0; ``joints``: (dof, 4, 4) joint frames; ``full``: a dict of every
+        frame name to its 4×4 pose.
+        """
+        q = self.check_q(q)
+        pin.forwardKinematics(self.model, self.data, q)
+        if kind == "tcp":
+            return pin.updateFramePlacement(self.model, self.data, self.tcp).homogeneous
+        if kind == "joints":
+            return np.array([self.data.oMi[j].homogeneous for j in range(1, self.model.njoints)])
+        if kind == "full":
+            pin.updateFramePlacements(self.model, self.data)
+            return {f.name: self.data.oMf[i].homogeneous for i, f in enumerate(self.model.frames)}
+        raise InputError("kind must be 'tcp', 'joints' or 'full'", value=kind)
+
+    def frame_pose(self, frame: str, q=None) -> np.ndarray:
+        """Pose of a named frame in the world."""
+        q = self.check_q(q)
+        fid = self.frame_id(frame)
+        pin.forwardKinematics(self.model, self.data, q)
+        return pin.updateFramePlacement(self.model, self.data, fid).homogeneous
+
+    def jacobian(self, q=None, frame: str | None = None, reference: str = "world_aligned") -> np.ndarray:
+        """The 6×dof frame Jacobian ([v; ω]) of the TCP (or a named frame).
+
+        ``reference``: ``world_aligned`` (origin at the frame, axes of the world), ``local`` or ``world``.
+        """
+        q = self.check_q(q)
+        refs = {
+            "world_aligned": pin.ReferenceFrame.LOCAL_WORLD_ALIGNED,
+            "local": pin.ReferenceFrame.LOCAL,
+            "world": pin.ReferenceFrame.WORLD,
+        }
+        if not isinstance(reference, str) or reference not in refs:
+            raise InputError(f"reference must be one of {list(refs)}", value=reference)
+        fid = self.tcp if frame is None else self.frame_id(frame)
+        # eigenpy returns a flat (6,) array for a single joint: keep the documented 6 x dof shape
+        return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference]).reshape(6, self.model.nv)
+
+    # -- dynamics ----------------------------------------------------------------------------------
+    def id(self, q=None, dq=None, ddq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
+        """Inverse dynamics: joint torques for q, dq, ddq (rigid bodies, plus rotor inertia by default).
+
+        ``friction`` adds Coulomb (sign(dq)·f_c) and viscous (d·dq) friction of the module set.
+        """
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
+        tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()  # includes the armature (rotor inertia) term
+        if not motor_inertia:
+            tau -= self.model.armature * ddq
+        if friction:
+            tau += self.model.friction * np.sign(dq) + self.model.damping * dq
+        return tau
+
+    def fd(self, tau, q=None, dq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
+        """Forward dynamics: joint accelerations for torques ``tau`` at q, dq (no external forces).
+
+        The inverse of :meth:`id` with the same flags: rotor inertia by default, friction on request.
+        """
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        tau = self._check_vector(tau, "tau")
+        M = self.mass_matrix(q)
+        if not motor_inertia:
+            M = M - np.diag(self.model.armature)
+        bias = pin.rnea(self.model, self.data, q, dq, np.zeros(self.dof))  # Coriolis, centrifugal, gravity
+        if friction:
+            bias = bias + self.model.friction * np.sign(dq) + self.model.damping * dq
+        return np.linalg.solve(M, tau - bias)
+
+    def tcp_velocity(self, q=None, dq=None, frame: str | None = None) -> np.ndarray:
+        """The spatial velocity [v; ω] (world-aligned, at the frame's origin) of the TCP (or a frame) at q, dq."""
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        return self.jacobian(q, frame) @ dq
+
+    def tcp_acceleration(self, q=None, dq=None, ddq=None, frame: str | None = None) -> np.ndarray:
+        """The classical acceleration [a; α] (world-aligned) of the TCP (or a frame) at q, dq, ddq."""
+        q = self.check_q(q)
+        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
+        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
+        fid = self.tcp if frame is None else self.frame_id(frame)
+        pin.forwardKinematics(self.model, self.data, q, dq, ddq)
+        a = pin.getFrameClassicalAcceleration(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        return np.asarray(a.vector, dtype=float).copy()
+
+    def manipulability_index(self, q=None) -> float:
+        """Yoshikawa's manipulability sqrt(det(J Jᵀ)) of the TCP Jacobian (0 for fewer than 6 DOF or at a
+        singularity; independent of the frame the Jacobian is expressed in)."""
+        J = self.jacobian(q)
+        return float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
+
+    def static_torque(self, q=None) -> np.ndarray:
+        """Torques that hold the robot still at q against gravity."""
+        q = self.check_q(q)
+        return pin.computeGeneralizedGravity(self.model, self.data, q).copy()
+
+    def mass_matrix(self, q=None) -> np.ndarray:
+        """Joint-space inertia matrix M(q) (with rotor inertia)."""
+        q = self.check_q(q)
+        M = pin.crba(self.model, self.data, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        return M
+
+    # -- collisions --------------------------------------------------------------------------------
+    def _ensure_pairs(self) -> None:
+        if self._pairs_ready:
+            return
+        gm = self.collision
+        n = gm.ngeoms
+        if n > 1:
+            parents = np.array([gm.geometryObjects[i].parentJoint for i in range(n)], dtype=int)
+            D = _joint_distance(self.model)[parents[:, None], parents[None, :]]
+            mode = self.ignore_collisions
+            if mode == "rigid":
+                active = D >= 1
+            elif mode == "rigid_via_joint":
+                active = D >= 2
+            else:  # via_joint: also ignore the two bodies directly joined by a joint
+                active = D >= 1
+                joint_of, frame_of, _ = self._link_frames
+                child_link = {}
+                parent_link_of_joint = {}
+                for k, link in enumerate(self._tree.links):
+                    if link.joint_type != "fixed" and link.parent is not None:
+                        child_link[k] = True
+                        parent_link_of_joint[joint_of[k]] = (link.parent, k)
+                frames = np.array([gm.geometryObjects[i].parentFrame for i in range(n)], dtype=int)
+                link_of_frame = {f: k for k, f in enumerate(frame_of)}
+                links_of_geom = np.array([link_of_frame.get(f, -1) for f in frames])
+                for _, (pl, cl) in parent_link_of_joint.items():
+                    a = links_of_geom == pl
+                    b = links_of_geom == cl
+                    active[np.ix_(a, b)] = False
+                    active[np.ix_(b, a)] = False
+            active = np.triu(active, 1)
+            gm.setCollisionPairs(active)
+        from timor_core.kinematics.collision import configure_requests
+
+        self._collision_data = pin.GeometryData(gm)
+        configure_requests(self._collision_data, model=gm)
+        # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts
+        self._broadphase = pin.BroadPhaseManager_NaiveCollisionManager(self.model, gm, self._collision_data)
+        self._pairs_ready = True
+
+    @property
+    def collision_pairs(self) -> list[tuple[str, str]]:
+        """The geometry pairs checked for self-collision (names), per the set's ignore mode."""
+        self._ensure_pairs()
+        objs = self.collision.geometryObjects
+        return [(objs[p.first].name, objs[p.second].name) for p in self.collision.collisionPairs]
+
+    def self_collisions(self, q=None) -> list[tuple[str, str]]:
+        """All colliding geometry pairs at q (empty if none)."""
+        q = self.check_q(q)
+        self._ensure_pairs()
+        pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
+        objs = self.collision.geometryObjects
+        assert self._collision_data is not None  # set by _ensure_pairs
+        return [
+            (objs[p.first].name, objs[p.second].name)
+            for p, r in zip(self.collision.collisionPairs, self._collision_data.collisionResults)
+            if r.isCollision()
+        ]
+
+    def has_self_collision(self, q=None) -> bool:
+        """True if any checked pair of the robot's own geometries collides at q."""
+        q = self.check_q(q)
+        self._ensure_pairs()
+        return bool(pin.computeCollisions(self.model, self.data, self._broadphase, q, True))
+
+    def reach(self, frame: int | None = None) -> float:
+        """An upper bound of the distance from the base to a frame (the TCP), over all configurations."""
+        fid = self.tcp if frame is None else self.frame_id(frame)
+        cache = self.__dict__.setdefault("_reach", {})
+        if fid not in cache:
+            f = self.model.frames[fid]
+            total = float(np.linalg.norm(f.placement.translation))
+            j = f.parentJoint
+            while j > 0:
+                total += float(np.linalg.norm(self.model.jointPlacements[j].translation))
+                if "P" in self.model.joints[j].shortname():  # prismatic: add its largest extension
+                    idx = self.model.joints[j].idx_q
+                    lo, hi = self.model.lowerPositionLimit[idx], self.model.upperPositionLimit[idx]
+                    total += float(max(abs(lo), abs(hi))) if max(abs(lo), abs(hi)) < 1e300 else np.inf
+                j = self.model.parents[j]
+            cache[fid] = total
+        return cache[fid]
+
+    # -- environment and inverse kinematics ---------------------------------------------------------
+    def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
+        """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
+        from timor_core.kinematics.collision import CollisionChecker, check_margin
+
+        margin = check_margin(margin)
+        if task is not None and not hasattr(task, "obstacles"):
+            raise InputError("task must be a Task (or None)", value=type(task).__name__)
+        key = (id(task), margin, bool(self_collision))
+        cache = self.__dict__.setdefault("_checkers", {})
+        entry = cache.get(key)
+        if entry is None or entry[0] is not task:
+            obstacles = task.obstacles if task is not None else ()
+            entry = (task, CollisionChecker(self, obstacles, margin, self_collision))
+            cache[key] = entry
+        return entry[1]
+
+    def collisions(self, q=None, task=None, margin: float = 0.0):
+        """Every colliding pair at q: self-collisions and, with a task, collisions with its obstacles."""
+        return self.collision_checker(task, margin).collisions(self.check_q(q))
+
+    def has_collision(self, q=None, task=None, margin: float = 0.0) -> bool:
+        """True if the robot collides with itself or (with a task) with an obstacle at q."""
+        return self.collision_checker(task, margin).in_collision(self.check_q(q))
+
+    def ik(
+        self,
+        pose,
+        tolerance=None,
+        q_init=None,
+        task=None,
+        max_iter: int | None = None,
+        max_n_tries: int | None = None,
+        rng=None,
+        check_static_torques: bool = False,
+        ignore_self_collision: bool = False,
+        margin: float = 0.0,
+        details: bool = False,
+        config=None,
+        joint_mask=None,
+        ik_cost_function=None,
+        ik_method: str | None = None,
+    ):
+        """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
+
+        Without a tolerance the default applies (0.1 mm, 0.1°). With a ``task`` the solution is also free
+        of collisions with its obstacles; self-collision is always checked unless ignored;
+        ``check_static_torques`` requires holding torques within limits. Deterministic given ``rng``.
+        ``details=True`` returns the full IKResult (tries, reason for failure, ...). ``config``: an
+        ``timor_core.kinematics.ik.IKConfig`` with every setting of the solver (``max_iter``/``max_n_tries``
+        override it).
+        As in the reference: ``joint_mask`` (True: the joint may move; the others keep ``q_init``),
+        ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
+        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
+        """
+        from timor_core.kinematics.ik import IKConfig, solve_ik
+        from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE
+
+        desired = pose
+        if hasattr(pose, "nominal") and hasattr(pose, "tolerance"):
+            desired = pose.world
+            tolerance = tolerance if tolerance is not None else pose.tolerance
+        tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
+        config = IKConfig() if config is None else config
+        if max_iter is not None:
+            config = replace(config, max_iter=max_iter)
+        if max_n_tries is not None:
+            config = replace(config, max_n_tries=max_n_tries)
+        if ik_method is not None:
+            config = replace(config, method=ik_method)
+        config.check()
+        result = solve_ik(
+            self,
+            desired,
+            tolerance,
+            q_init=q_init,
+            task=task,
+            rng=rng,
+            config=config,
+            check_self_collision=not ignore_self_collision,
+            check_static_torques=check_static_torques,
+            margin=margin,
+            joint_mask=joint_mask,
+            cost_function=ik_cost_function,
+        )
+        return result if details else (result.q, result.success)
+
+    @property
+    def visual(self) -> pin.GeometryModel:
+        """The visual geometry model (built on first use)."""
+        if self._visual is None:
+            self._visual = self._visual_model()
+        return self._visual
+
+    def _visual_model(self) -> pin.GeometryModel:
+        """Visual geometry: primitives as coal shapes; meshes by file path (loaded by the viewer)."""
+        import coal
+
+        from timor_core.model.geometry import Mesh
+
+        gm = pin.GeometryModel()
+        joint_of, frame_of, place_of = self._link_frames
+        for k, link in enumerate(self._tree.links):
+            base = place_of[k] @ link.body_in_link
+            shapes: list = []
+            for g in link.body.shown:
+                if isinstance(g, Mesh):
+                    shapes.append((coal.BVHModelOBBRSS(), g.pose, str(g.path), np.asarray(g.scale, dtype=float)))
+                else:
+                    shapes.extend((shape, pose, "", np.ones(3)) for shape, pose in g.coal_shapes())
+            for count, (shape, pose, path, scale) in enumerate(shapes):
+                placement = pin.SE3(base @ pose)
+                name = f"{link.name}_v{count}"
+                gm.addGeometryObject(pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale))
+        return gm
+
+    def visualize(self, q=None, **kwargs):
+        """Show the robot at q in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
+        return implementation("show_robot")(self, q, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"PinRobot(dof={self.dof}, mass={self.mass:.3f} kg, frames={self.model.nframes})"

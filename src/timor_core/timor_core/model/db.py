@@ -1,0 +1,306 @@
+"""ModulesDB: a set of modules in the CoBRA ``modules.json`` format, with its mesh folder.
+
+Everything derived from the modules (possible connections, oriented trees, URDF fragments, collision
+shapes) is cached on the DB and its modules, because modules never change after loading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from timor_core.common import jsonfields as jf
+from timor_core.common.fileio import atomic_copy, atomic_write_text
+from timor_core.errors import InputError, UnknownModuleError, ValidationError, short_repr
+from timor_core.model.geometry import Mesh
+from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_compatible
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+__all__ = ["ModulesDB", "IGNORE_COLLISION_MODES", "embedded_db_names"]
+
+IGNORE_COLLISION_MODES = ("rigid", "via_joint", "rigid_via_joint")
+_ALIASES = {
+    "geometric_primitives": "geometric_primitive_modules",
+    "robco": "robco_like",
+}
+
+
+def embedded_db_names() -> list[str]:
+    """Names of the module sets shipped inside the package (for ``ModulesDB.from_name``)."""
+    root = resources.files("timor_core") / "data"
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "modules.json").is_file())
+
+
+def _canonical(data: dict) -> list:
+    """The modules of a set's JSON with optional fields at their default left out, for comparing sets."""
+    modules = []
+    for module in data.get("modules", []):
+        m = dict(module)
+        m["bodies"] = [
+            {k: v for k, v in b.items() if not (k in ("visual", "collision") and v == [])} for b in m["bodies"]
+        ]
+        m["joints"] = [{k: v for k, v in j.items() if not (k == "passive" and v is False)} for j in m.get("joints", [])]
+        modules.append(m)
+    return modules
+
+
+class ModulesDB:
+    """An immutable collection of modules with unique IDs, plus its collision-ignore mode."""
+
+    def __init__(
+        self,
+        modules: Iterable[Module] = (),
+        *,
+        name: str = "",
+        ignore_collisions: str = "rigid_via_joint",
+        base_dir: Path | None = None,
+        source: Path | None = None,
+        extra: dict | None = None,
+    ) -> None:
+        self._modules: dict[str, Module] = {}
+        for m in modules:
+            if m.id in self._modules:
+                raise ValidationError("duplicate module ID", value=m.id, file=source)
+            self._modules[m.id] = m
+        if ignore_collisions not in IGNORE_COLLISION_MODES:
+            raise ValidationError(
+                f"ignore_collisions must be one of {', '.join(IGNORE_COLLISION_MODES)}",
+                path="$.ignore_collisions",
+                value=ignore_collisions,
+                file=source,
+            )
+        self.name = name
+        self.ignore_collisions = ignore_collisions
+        self.base_dir = base_dir
+        self.source = source
+        self.extra = dict(extra or {})
+        self._pair_cache: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
+
+    # -- loading and saving ------------------------------------------------------------------------
+    @classmethod
+    def from_json_file(cls, path: str | Path, name: str | None = None) -> ModulesDB:
+        """Load a CoBRA ``modules.json``; meshes are resolved relative to the file's folder."""
+        path = Path(path).resolve() if Path(path).exists() else Path(path)
+        data = jf.load_json_file(path, infinity_keys=LIMIT_KEYS)
+        return cls.from_json_data(data, base_dir=path.parent, source=path, name=name or path.parent.name)
+
+    @classmethod
+    def from_json_data(
+        cls, data: Any, *, base_dir: Path | None = None, source: Path | None = None, name: str = ""
+    ) -> ModulesDB:
+        """Build a DB from parsed JSON (a ``{"modules": [...]}`` object or a bare list of modules)."""
+        try:
+            if isinstance(data, list):
+                data = {"modules": data}
+            d = jf.obj(data, "$")
+            modules_json = jf.array(jf.req(d, "modules", "$"), "$.modules")
+            mode = jf.string(d.get("ignore_collisions", "rigid_via_joint"), "$.ignore_collisions")
+        except InputError as exc:
+            raise exc.located(file=source) from None
+        modules = [
+            Module.from_json(m, f"$.modules[{i}]", base_dir=base_dir, json_file=source)
+            for i, m in enumerate(modules_json)
+        ]
+        seen: dict[str, int] = {}
+        for i, m in enumerate(modules):
+            if m.id in seen:
+                raise ValidationError(
+                    f"duplicate module ID (also at $.modules[{seen[m.id]}])",
+                    path=f"$.modules[{i}].header.ID",
+                    value=m.id,
+                    file=source,
+                )
+            seen[m.id] = i
+        extra = {k: v for k, v in d.items() if k not in ("modules", "ignore_collisions")}
+        if "ignore_collisions" not in d:
+            extra["_no_mode"] = True
+        return cls(modules, name=name, ignore_collisions=mode, base_dir=base_dir, source=source, extra=extra)
+
+    @classmethod
+    def from_name(cls, name: str) -> ModulesDB:
+        """Load a module set shipped with timor_core (see ``embedded_db_names()``)."""
+        key = _ALIASES.get(name, name)
+        if not isinstance(key, str) or key not in embedded_db_names():  # a name, never a path
+            raise UnknownModuleError(
+                f"no embedded module set named {short_repr(name)}; available: {', '.join(embedded_db_names())}"
+            )
+        folder = resources.files("timor_core") / "data" / key
+        if not (folder / "modules.json").is_file():
+            raise UnknownModuleError(
+                f"no embedded module set named {name!r}; available: {', '.join(embedded_db_names())}"
+            )
+        with resources.as_file(folder / "modules.json") as file:
+            return cls.from_json_file(file, name=key)
+
+    @classmethod
+    def load(cls, name_or_file: str | Path) -> ModulesDB:
+        """An embedded set by name, or a ``modules.json`` (or its folder) by path."""
+        p = Path(name_or_file)
+        if p.is_dir():
+            p = p / "modules.json"
+        if p.is_file() or str(name_or_file).endswith(".json") or os.sep in str(name_or_file):
+            return cls.from_json_file(p)
+        return cls.from_name(str(name_or_file))
+
+    def to_json_data(self) -> dict:
+        """The CoBRA JSON of the whole set."""
+        out: dict[str, Any] = {}
+        if not self.extra.get("_no_mode"):
+            out["ignore_collisions"] = self.ignore_collisions
+        out["modules"] = [m.to_json() for m in self]
+        out.update({k: v for k, v in self.extra.items() if k != "_no_mode"})
+        return out
+
+    def to_json_string(self) -> str:
+        """The CoBRA JSON as text (two-space indentation)."""
+        return json.dumps(self.to_json_data(), indent=2)
+
+    def to_json_file(self, path: str | Path, copy_meshes: bool = True) -> Path:
+        """Write ``modules.json`` atomically (temp file, then rename); copy meshes next to it if needed.
+
+        Mesh files keep their path relative to the file, so the saved set loads to an equal DB.
+        """
+        path = Path(path)
+        folder = path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
+            for mesh in self.meshes():
+                target = (folder / mesh.file).resolve()
+                if not target.is_relative_to(folder.resolve()):
+                    raise ValidationError("mesh path escapes the target folder", value=mesh.file, file=path)
+                if not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    atomic_copy(mesh.path, target)
+        atomic_write_text(path, self.to_json_string() + "\n")
+        return path
+
+    def meshes(self) -> list[Mesh]:
+        """Every mesh geometry referenced by the set's bodies."""
+        return [g for m in self for b in m.bodies for g in (*b.visual, *b.collision) if isinstance(g, Mesh)]
+
+    # -- container protocol ------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __contains__(self, item: object) -> bool:
+        if isinstance(item, Module):
+            return item.id in self._modules
+        return item in self._modules
+
+    def __eq__(self, other: object) -> bool:
+        """Same name, same collision rule and the same modules; defaults spelled out or left out are equal."""
+        return (
+            isinstance(other, ModulesDB)
+            and self.name == other.name
+            and self.ignore_collisions == other.ignore_collisions
+            and _canonical(self.to_json_data()) == _canonical(other.to_json_data())
+        )
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"ModulesDB(name={self.name!r}, modules={len(self)})"
+
+    def __getitem__(self, module_id: str) -> Module:
+        return self.by_id(module_id)
+
+    def by_id(self, module_id: str) -> Module:
+        """The module with this ``header.ID``."""
+        try:
+            return self._modules[module_id]
+        except KeyError:
+            raise UnknownModuleError(
+                f"module set {self.name!r} has no module with ID {short_repr(module_id)}"
+                f" (IDs: {short_repr(', '.join(sorted(self._modules)), 400)[1:-1]})"
+            ) from None
+
+    def by_name(self, name: str) -> Module:
+        """The module with this readable ``header.name`` (must be unique)."""
+        found = [m for m in self if m.name == name]
+        if len(found) != 1:
+            raise UnknownModuleError(f"module set {self.name!r} has {len(found)} modules named {name!r}")
+        return found[0]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """All module IDs, in file order."""
+        return tuple(self._modules)
+
+    @cached_property
+    def bases(self) -> tuple[Module, ...]:
+        """Modules with a ``base`` connector."""
+        return tuple(m for m in self if m.is_base)
+
+    @cached_property
+    def end_effectors(self) -> tuple[Module, ...]:
+        """Modules with an ``eef`` connector."""
+        return tuple(m for m in self if m.is_end_effector)
+
+    @cached_property
+    def joints(self) -> tuple[Module, ...]:
+        """Modules with at least one actuated joint."""
+        return tuple(m for m in self if m.dof > 0)
+
+    @cached_property
+    def links(self) -> tuple[Module, ...]:
+        """Modules that are neither bases, end effectors nor joints."""
+        return tuple(m for m in self if not (m.is_base or m.is_end_effector or m.dof > 0))
+
+    # -- connectivity ------------------------------------------------------------------------------
+    def connections_between(self, a: str, b: str) -> tuple[tuple[str, str], ...]:
+        """All (connector of a, connector of b) pairs that fit (σ_c), cached per module pair."""
+        key = (a, b)
+        found = self._pair_cache.get(key)
+        if found is None:
+            ma, mb = self.by_id(a), self.by_id(b)
+            found = tuple(
+                (ca.id, cb.id)
+                for ca in ma.connectors.values()
+                for cb in mb.connectors.values()
+                if connectors_compatible(ca, cb)
+            )
+            self._pair_cache[key] = found
+        return found
+
+    @cached_property
+    def possible_connections(self) -> frozenset[tuple[str, str, str, str]]:
+        """Every fitting pair as (module, connector, module, connector), each pair listed both ways."""
+        ids = self.ids
+        return frozenset((a, ca, b, cb) for a in ids for b in ids for ca, cb in self.connections_between(a, b))
+
+    @cached_property
+    def connectivity_graph(self) -> nx.MultiGraph:
+        """G_c: modules as nodes, one edge per possible connection (keys are the connector pairs)."""
+        import networkx as nx  # imported on first use (slow to import)
+
+        G = nx.MultiGraph()
+        G.add_nodes_from((m.id, {"module": m}) for m in self)
+        done = set()
+        for a, ca, b, cb in sorted(self.possible_connections):
+            key = frozenset(((a, ca), (b, cb)))
+            if key in done:
+                continue
+            done.add(key)
+            G.add_edge(a, b, key=(ca, cb) if (a, ca) <= (b, cb) else (cb, ca), connectors=((a, ca), (b, cb)))
+        return G
+
+    def connector(self, module_id: str, connector_id: str) -> Connector:
+        """A connector by module and connector ID."""
+        m = self.by_id(module_id)
+        try:
+            return m.connectors[connector_id]
+        except KeyError:
+            raise UnknownModuleError(
+                f"module {module_id!r} has no connector {connector_id!r} (has: {', '.join(m.connectors)})"
+            ) from None

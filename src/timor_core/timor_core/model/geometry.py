@@ -1,0 +1,279 @@
+"""Geometry of bodies and obstacles: box, cylinder, sphere, mesh and empty, each with a pose.
+
+A body's visual or collision geometry is a tuple of these (several entries = composed geometry).
+Collision objects for coal are built lazily and cached on the (immutable) geometry object.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from timor_core.common import jsonfields as jf
+from timor_core.common.transforms import IDENTITY
+from timor_core.errors import FormatError, MeshError
+
+__all__ = ["Geometry", "Box", "Cylinder", "Sphere", "Mesh", "Empty", "geometry_from_json", "geometries_from_json"]
+
+log = logging.getLogger(__name__)
+
+
+def _pose_json(T: np.ndarray) -> list[list[float]]:
+    return [[float(v) for v in row] for row in T]
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """A geometric primitive or mesh placed at ``pose`` in its body's (or the world's) frame."""
+
+    pose: np.ndarray = field(default_factory=lambda: IDENTITY)
+    extra: dict = field(default_factory=dict)
+    type_name: ClassVar[str] = ""
+
+    def parameters_json(self) -> dict:
+        """The ``parameters`` object of the CoBRA geometry."""
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        """The CoBRA JSON description of this geometry."""
+        return {
+            "type": self.type_name,
+            "parameters": self.parameters_json(),
+            "pose": _pose_json(self.pose),
+            **self.extra,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.to_json() == other.to_json()  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def coal_shapes(self) -> list[tuple[Any, np.ndarray]]:
+        """Collision shapes (coal objects) with their poses relative to this geometry's frame's parent."""
+        cached = self.__dict__.get("_coal")
+        if cached is None:
+            cached = self._make_coal()
+            object.__setattr__(self, "_coal", cached)
+        return cached
+
+    def _make_coal(self) -> list[tuple[Any, np.ndarray]]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Box(Geometry):
+    """An axis-aligned box of full edge lengths x, y, z centred at its pose."""
+
+    x: float = 0.0
+    y: float = 0.0
+    z: float = 0.0
+    type_name: ClassVar[str] = "box"
+
+    def parameters_json(self) -> dict:
+        return {"x": self.x, "y": self.y, "z": self.z}
+
+    def _make_coal(self):
+        import coal
+
+        return [(coal.Box(self.x, self.y, self.z), self.pose)]
+
+
+@dataclass(frozen=True, eq=False)
+class Cylinder(Geometry):
+    """A cylinder of radius r and full length z along its pose's z axis, centred at its pose."""
+
+    r: float = 0.0
+    z: float = 0.0
+    type_name: ClassVar[str] = "cylinder"
+
+    def parameters_json(self) -> dict:
+        return {"r": self.r, "z": self.z}
+
+    def _make_coal(self):
+        import coal
+
+        return [(coal.Cylinder(self.r, self.z), self.pose)]
+
+
+@dataclass(frozen=True, eq=False)
+class Sphere(Geometry):
+    """A sphere of radius r centred at its pose."""
+
+    r: float = 0.0
+    type_name: ClassVar[str] = "sphere"
+
+    def parameters_json(self) -> dict:
+        return {"r": self.r}
+
+    def _make_coal(self):
+        import coal
+
+        return [(coal.Sphere(self.r), self.pose)]
+
+
+@dataclass(frozen=True, eq=False)
+class Mesh(Geometry):
+    """A mesh file (STL/OBJ/DAE, or a VRML convex decomposition) scaled and placed at its pose.
+
+    ``file`` is the path as written in the JSON (relative to the module set's folder); ``path`` is the
+    resolved, existing file.
+    """
+
+    file: str = ""
+    path: Path = Path()
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    source: tuple[str | None, str | None] = (None, None)  # (JSON file, JSON path) that named the mesh
+    missing: bool = False  # the file was absent and skipped on request: no shapes, written back unchanged
+    scalar_scale: bool = False  # the JSON gave one number for all three axes
+    type_name: ClassVar[str] = "mesh"
+
+    def parameters_json(self) -> dict:
+        if self.scalar_scale and len(set(self.scale)) == 1:
+            return {"file": self.file, "scale": float(self.scale[0])}
+        return {"file": self.file, "scale": [float(s) for s in self.scale]}
+
+    @property
+    def is_convex_decomposition(self) -> bool:
+        """True for VRML files, which hold one convex piece per shape."""
+        return self.path.suffix.lower() == ".wrl"
+
+    def load(self):
+        """The triangle data (``MeshData`` or ``ConvexParts``), loaded once and cached."""
+        from timor_core.model.meshes import load_mesh
+
+        try:
+            return load_mesh(self.path, self.scale, json_file=self.source[0], json_path=self.source[1])
+        except MeshError as exc:
+            if self.source[0] is None:
+                raise
+            raise MeshError(exc.message, file=exc.file, path=exc.path, value=self.file) from None
+
+    def _make_coal(self):
+        from timor_core.model.meshes import ConvexParts, to_coal_bvh, to_coal_convex
+
+        if self.missing:
+            return []
+        data = self.load()
+        if isinstance(data, ConvexParts):
+            return [(to_coal_convex(part), self.pose) for part in data.parts]
+        return [(to_coal_bvh(data), self.pose)]
+
+
+@dataclass(frozen=True, eq=False)
+class Empty(Geometry):
+    """No geometry (a body that is invisible or never collides)."""
+
+    type_name: ClassVar[str] = "empty"
+
+    def parameters_json(self) -> dict:
+        return {}
+
+    def _make_coal(self):
+        return []
+
+
+def geometry_from_json(
+    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None, missing: str = "error"
+) -> Geometry:
+    """Parse one CoBRA geometry object; meshes are resolved (and must exist) relative to ``base_dir``.
+
+    ``missing="skip"`` turns a mesh file that does not exist (inside ``base_dir``) into a logged warning and
+    a ``Mesh`` with ``missing=True`` that has no collision shapes but is written back unchanged.
+    """
+    d = jf.obj(data, path)
+    kind = jf.string(jf.req(d, "type", path), f"{path}.type")
+    params = jf.obj(d.get("parameters", {}), f"{path}.parameters")
+    ppath = f"{path}.parameters"
+    T = jf.pose(d["pose"], f"{path}.pose") if "pose" in d else IDENTITY
+    extra = {k: v for k, v in d.items() if k not in ("type", "parameters", "pose")}
+
+    def positive(key: str) -> float:
+        return jf.number(jf.req(params, key, ppath), f"{ppath}.{key}", min_value=0.0)
+
+    if kind == "box":
+        return Box(pose=T, extra=extra, x=positive("x"), y=positive("y"), z=positive("z"))
+    if kind == "cylinder":
+        return Cylinder(pose=T, extra=extra, r=positive("r"), z=positive("z"))
+    if kind == "sphere":
+        return Sphere(pose=T, extra=extra, r=positive("r"))
+    if kind == "mesh":
+        from timor_core.model.meshes import MESH_EXTENSIONS, resolve_mesh_path
+
+        file_field = jf.string(jf.req(params, "file", ppath), f"{ppath}.file")
+        scale = params.get("scale", [1.0, 1.0, 1.0])
+        scalar = isinstance(scale, (int, float)) and not isinstance(scale, bool)
+        if scalar:
+            scale = [scale] * 3
+        scale_v = jf.vector(scale, f"{ppath}.scale", 3)
+        if np.any(scale_v <= 0):
+            from timor_core.errors import ValidationError
+
+            raise ValidationError("mesh scale must be positive", path=f"{ppath}.scale", value=scale)
+        if base_dir is None:
+            raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
+        mesh_scale = (float(scale_v[0]), float(scale_v[1]), float(scale_v[2]))
+        source = (str(json_file) if json_file else None, f"{ppath}.file")
+
+        def mesh(mesh_path: Path, absent: bool = False) -> Mesh:
+            return Mesh(
+                pose=T,
+                extra=extra,
+                file=file_field,
+                path=mesh_path,
+                scale=mesh_scale,
+                source=source,
+                missing=absent,
+                scalar_scale=scalar,
+            )
+
+        try:
+            resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
+        except MeshError:
+            candidate = (Path(base_dir) / file_field).resolve()
+            inside = candidate.is_relative_to(Path(base_dir).resolve())
+            if missing != "skip" or not inside or _present(candidate):
+                raise
+            log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
+            return mesh(candidate, absent=True)
+        if resolved.suffix.lower() not in MESH_EXTENSIONS:
+            raise MeshError(
+                f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
+                file=json_file,
+                path=f"{ppath}.file",
+                value=file_field,
+            )
+        return mesh(resolved)
+    if kind == "empty":
+        return Empty(pose=T, extra=extra)
+    raise FormatError(
+        "unknown geometry type (expected box, cylinder, sphere, mesh or empty)", path=f"{path}.type", value=kind
+    )
+
+
+def _present(path: Path) -> bool:
+    """Whether something is at ``path`` (an unusable name, e.g. one too long, counts as present: not skipped)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def geometries_from_json(
+    data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None, missing: str = "error"
+) -> tuple[Geometry, ...]:
+    """Parse a geometry list (composed geometry) or a single geometry object."""
+    if data is None:
+        return ()
+    if isinstance(data, dict):
+        return (geometry_from_json(data, path, base_dir, json_file, missing),)
+    items = jf.array(data, path)
+    return tuple(geometry_from_json(g, f"{path}[{i}]", base_dir, json_file, missing) for i, g in enumerate(items))

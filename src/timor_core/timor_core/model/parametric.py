@@ -1,0 +1,250 @@
+"""Parameterizable modules: links and joints defined by a few numbers (lengths, radius, DH parameters).
+
+A :class:`ParametricModule` is a small immutable description (kind, parameters, limits, density, joint
+settings); :meth:`ParametricModule.freeze` turns it into an ordinary CoBRA :class:`~timor_core.model.module.Module`
+(solid cylinders and spheres of uniform density, inertia about the centre of mass by the parallel axis
+theorem) that every part of timor uses like any other module. :meth:`ParametricModule.resize` gives the
+same module with other parameters, checked against its limits, as a search over module dimensions needs.
+
+Kinds (parameters in order):
+
+- ``cylinder_link`` (radius, length): an I-shaped link; body frame at the centre.
+- ``orthogonal_link`` (radius, l1, l2): an L-shaped link, the second cylinder turned by ``x_rotation`` about x.
+- ``straight_joint`` (radius, length): two cylinders of length/2 with the joint between them, axis along the link.
+- ``orthogonal_joint`` (radius, l1, l2): two cylinders with the joint at the elbow, its axis turned by
+  ``x_rotation`` about x (perpendicular to the first cylinder).
+- ``dh_joint`` (radius, d, a, alpha): one revolute joint and link of the Denavit–Hartenberg (``DH``, joint
+  first) or modified (``MDH``, link first) convention: chained, the modules give the DH/MDH product.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from timor_core.common.transforms import rot_x, rot_y, rot_z, translation
+from timor_core.errors import InputError
+from timor_core.model.module import Module
+
+__all__ = ["KINDS", "ParametricModule", "solid_inertia"]
+
+KINDS: dict[str, tuple[str, ...]] = {
+    "cylinder_link": ("radius", "length"),
+    "orthogonal_link": ("radius", "l1", "l2"),
+    "straight_joint": ("radius", "length"),
+    "orthogonal_joint": ("radius", "l1", "l2"),
+    "dh_joint": ("radius", "d", "a", "alpha"),
+}
+"""Every kind of parametric module and the names of its parameters, in order."""
+
+_FLIP = rot_x(math.pi)  # a proximal connector points out of the module
+
+
+def solid_inertia(shape: str, dims: Sequence[float], density: float) -> tuple[float, np.ndarray]:
+    """Mass and inertia tensor (about the centre, in the shape's frame) of a solid ``cylinder`` (r, length along
+    z), ``sphere`` (r) or ``box`` (x, y, z) of uniform density."""
+    if shape == "cylinder":
+        r, h = dims
+        m = density * math.pi * r * r * h
+        side = m * (3 * r * r + h * h) / 12
+        return m, np.diag([side, side, m * r * r / 2])
+    if shape == "sphere":
+        (r,) = dims
+        m = density * 4 / 3 * math.pi * r**3
+        return m, np.eye(3) * (2 / 5 * m * r * r)
+    if shape == "box":
+        x, y, z = dims
+        m = density * x * y * z
+        return m, np.diag([y * y + z * z, x * x + z * z, x * x + y * y]) * (m / 12)
+    raise InputError("shape must be cylinder, sphere or box", value=shape)
+
+
+Part = tuple[str, tuple[float, ...], np.ndarray]
+"""A solid piece of a body: shape, dimensions, pose in the body frame."""
+
+
+def _body(body_id: str, parts: Sequence[Part], density: float) -> dict[str, Any]:
+    """A CoBRA body of solid parts (shape, dims, pose in the body frame): collision geometry and composite inertia."""
+    parts = [p for p in parts if all(d > 0 for d in p[1])]  # a zero-length piece has no geometry and no mass
+    masses, coms, tensors = [], [], []
+    geometry = []
+    for shape, dims, pose in parts:
+        m, inertia = solid_inertia(shape, dims, density)
+        R = pose[:3, :3]
+        masses.append(m)
+        coms.append(pose[:3, 3])
+        tensors.append(R @ inertia @ R.T)
+        keys = {"cylinder": ("r", "z"), "sphere": ("r",), "box": ("x", "y", "z")}[shape]
+        geometry.append({"type": shape, "parameters": dict(zip(keys, map(float, dims))), "pose": pose.tolist()})
+    mass = float(sum(masses))
+    com = sum(m * c for m, c in zip(masses, coms)) / mass if mass > 0 else np.zeros(3)
+    total = np.zeros((3, 3))
+    for m, c, inertia in zip(masses, coms, tensors):
+        d = c - com
+        total += inertia + m * (float(d @ d) * np.eye(3) - np.outer(d, d))
+    return {
+        "ID": body_id,
+        "mass": mass,
+        "inertia": ((total + total.T) / 2).tolist(),
+        "r_com": np.asarray(com, dtype=float).tolist(),
+        "connectors": [],
+        "collision": geometry,
+    }
+
+
+@dataclass(frozen=True)
+class ParametricModule:
+    """A module of one of the ``KINDS``, defined by its parameters (see the module doc).
+
+    ``limits``: (low, high) per parameter (default: lengths and radius in [0, inf), alpha in [-2π, 2π]).
+    ``density`` in kg/m³ (uniform solids). ``joint``: CoBRA joint fields added to the joint (``limits``,
+    ``gearRatio``, ``motorInertia``, ...). Connectors: ``connector_type``, ``connector_size``, and the genders of
+    the proximal and distal connector.
+    """
+
+    kind: str
+    module_id: str
+    parameters: tuple[float, ...]
+    limits: tuple[tuple[float, float], ...] | None = None
+    density: float = 1.0
+    joint_type: str = "revolute"
+    joint: Mapping[str, Any] = field(default_factory=dict)
+    convention: str = "DH"
+    x_rotation: float = math.pi / 2
+    connector_type: str = "default"
+    connector_size: tuple[float, ...] = ()
+    genders: tuple[str, str] = ("f", "m")
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InputError(f"kind must be one of {', '.join(KINDS)}", path="kind", value=self.kind)
+        names = KINDS[self.kind]
+        params = tuple(float(p) for p in self.parameters)
+        if len(params) != len(names):
+            raise InputError(f"{self.kind} takes {len(names)} parameters ({', '.join(names)})", value=params)
+        object.__setattr__(self, "parameters", params)
+        limits = self.limits if self.limits is not None else tuple(_default_limit(n) for n in names)
+        limits = tuple((float(lo), float(hi)) for lo, hi in limits)
+        if len(limits) != len(names) or any(lo > hi for lo, hi in limits):
+            raise InputError("limits must give (low, high) with low <= high for every parameter", value=limits)
+        object.__setattr__(self, "limits", limits)
+        for n, p, (lo, hi) in zip(names, params, limits):
+            if not math.isfinite(p) or not lo <= p <= hi:
+                raise InputError(f"parameter {n} = {p:g} outside its limits [{lo:g}, {hi:g}]", path=n, value=p)
+            if n != "alpha" and p < 0:
+                raise InputError(f"parameter {n} must not be negative", path=n, value=p)
+        if params[0] <= 0:
+            raise InputError("radius must be positive", path="radius", value=params[0])
+        if not (math.isfinite(self.density) and self.density > 0):
+            raise InputError("density must be a positive number (kg/m³)", path="density", value=self.density)
+        if self.joint_type not in ("revolute", "prismatic") or (
+            self.kind == "dh_joint" and self.joint_type != "revolute"
+        ):
+            raise InputError("joint_type must be revolute or prismatic (dh_joint: revolute)", value=self.joint_type)
+        if self.convention not in ("DH", "MDH"):
+            raise InputError("convention must be DH or MDH", path="convention", value=self.convention)
+
+    @property
+    def named_parameters(self) -> dict[str, float]:
+        """The parameters by name."""
+        return dict(zip(KINDS[self.kind], self.parameters))
+
+    def resize(self, parameters: Sequence[float]) -> ParametricModule:
+        """The same module with other parameters (InputError outside the limits)."""
+        return replace(self, parameters=tuple(parameters))
+
+    def dh_transform(self, theta: float = 0.0) -> np.ndarray:
+        """The DH (or MDH) transform of a ``dh_joint`` at joint angle ``theta``."""
+        if self.kind != "dh_joint":
+            raise InputError("only a dh_joint has a DH transform", value=self.kind)
+        _, d, a, alpha = self.parameters
+        if self.convention == "DH":
+            return rot_z(theta) @ translation((0, 0, d)) @ translation((a, 0, 0)) @ rot_x(alpha)
+        return rot_x(alpha) @ translation((a, 0, 0)) @ translation((0, 0, d)) @ rot_z(theta)
+
+    def freeze(self) -> Module:
+        """The ordinary module of these parameters."""
+        return Module.from_json(self.to_json(), f"parametric module {self.module_id!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        """The CoBRA JSON of the frozen module."""
+        bodies, joints, proximal, distal = _build(self)
+        size = [float(s) for s in self.connector_size]
+        for (body, pose), cid, gender in ((proximal, "proximal", self.genders[0]), (distal, "distal", self.genders[1])):
+            con = {"ID": f"{self.module_id}_{cid}", "pose": pose.tolist(), "gender": gender}
+            body["connectors"].append({**con, "type": self.connector_type, "size": size})
+        for j in joints:
+            j.update(dict(self.joint))
+        header = {"ID": self.module_id, "name": self.name or self.module_id}
+        return {"header": header, "bodies": [b for b in bodies], "joints": joints}
+
+
+def _default_limit(name: str) -> tuple[float, float]:
+    return (-2 * math.pi, 2 * math.pi) if name == "alpha" else (0.0, math.inf)
+
+
+def _joint(m: ParametricModule, parent: str, child: str, pose_parent: np.ndarray, pose_child: np.ndarray) -> dict:
+    return {
+        "ID": f"{m.module_id}_joint",
+        "parent": parent,
+        "child": child,
+        "type": m.joint_type,
+        "poseParent": pose_parent.tolist(),
+        "poseChild": pose_child.tolist(),
+    }
+
+
+def _build(m: ParametricModule) -> tuple[list[dict], list[dict], tuple[dict, np.ndarray], tuple[dict, np.ndarray]]:
+    """Bodies, joints, and (body, pose) of the proximal and distal connector of a parametric module."""
+    p, rho, mid = m.named_parameters, m.density, m.module_id
+    r = p["radius"]
+    T = translation
+    if m.kind == "cylinder_link":
+        h = p["length"]
+        link = _body(f"{mid}_link", [("cylinder", (r, h), np.eye(4))], rho)
+        return [link], [], (link, T((0, 0, -h / 2)) @ _FLIP), (link, T((0, 0, h / 2)))
+    if m.kind == "orthogonal_link":
+        l1, l2 = p["l1"], p["l2"]
+        elbow = T((0, 0, l1)) @ rot_x(m.x_rotation)
+        parts: list[Part] = [("cylinder", (r, l1), T((0, 0, l1 / 2))), ("cylinder", (r, l2), elbow @ T((0, 0, l2 / 2)))]
+        link = _body(f"{mid}_link", parts, rho)
+        return [link], [], (link, _FLIP), (link, elbow @ T((0, 0, l2)))
+    if m.kind == "straight_joint":
+        h = p["length"] / 2
+        prox = _body(f"{mid}_proximal", [("cylinder", (r, h), np.eye(4))], rho)
+        dist = _body(f"{mid}_distal", [("cylinder", (r, h), np.eye(4))], rho)
+        joint = _joint(m, prox["ID"], dist["ID"], T((0, 0, h / 2)), T((0, 0, h / 2)))
+        return [prox, dist], [joint], (prox, T((0, 0, -h / 2)) @ _FLIP), (dist, T((0, 0, h / 2)))
+    if m.kind == "orthogonal_joint":
+        l1, l2 = p["l1"], p["l2"]
+        prox = _body(f"{mid}_proximal", [("cylinder", (r, l1), np.eye(4))], rho)
+        dist = _body(f"{mid}_distal", [("cylinder", (r, l2), np.eye(4))], rho)
+        joint = _joint(m, prox["ID"], dist["ID"], T((0, 0, l1 / 2)) @ rot_x(m.x_rotation), T((0, 0, l2 / 2)))
+        return [prox, dist], [joint], (prox, T((0, 0, -l1 / 2)) @ _FLIP), (dist, T((0, 0, l2 / 2)))
+    # dh_joint: a massless proxy body and the real link (a cylinder along z over d, one along x over a)
+    d, a = p["d"], p["a"]
+    proxy: dict[str, Any] = {"ID": f"{mid}_proxy", "mass": 0.0, "inertia": np.zeros((3, 3)).tolist(),
+                             "r_com": [0.0, 0.0, 0.0], "connectors": []}  # fmt: skip
+    along_x = rot_y(math.pi / 2)
+    if m.convention == "DH":  # joint at the start, then d along z and a along x
+        parts = [
+            ("cylinder", (r, d), T((0, 0, d / 2))),
+            ("cylinder", (r, a), T((a / 2, 0, d)) @ along_x),
+            ("sphere", (r,), T((0, 0, d))),
+        ]
+        link = _body(f"{mid}_link", parts, rho)
+        joint = _joint(m, proxy["ID"], link["ID"], np.eye(4), np.eye(4))
+        return [proxy, link], [joint], (proxy, _FLIP), (link, m.dh_transform(0.0))
+    parts = [  # MDH: a along x, then (after alpha) d along the next joint's axis; the joint at the end
+        ("cylinder", (r, a), T((a / 2, 0, 0)) @ along_x),
+        ("cylinder", (r, d), rot_x(p["alpha"]) @ T((a, 0, d / 2))),
+        ("sphere", (r,), rot_x(p["alpha"]) @ T((a, 0, 0))),
+    ]
+    link = _body(f"{mid}_link", parts, rho)
+    joint = _joint(m, link["ID"], proxy["ID"], m.dh_transform(0.0), np.eye(4))
+    return [link, proxy], [joint], (link, _FLIP), (proxy, np.eye(4))

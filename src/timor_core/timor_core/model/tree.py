@@ -1,0 +1,264 @@
+"""The kinematic tree of an assembly: one link per body, rooted at the base connector.
+
+This is the paper's Algorithm 1 (a breadth-first walk from the base connector) done once, shared by
+the URDF writer and the direct Pinocchio builder, so both describe exactly the same robot. The links are then
+put in the order in which Pinocchio's URDF loader (and so the reference toolbox, PyBullet and MoveIt) number
+the joints: depth first, the children of a link in the byte order of their joint names (urdfdom keeps a link's
+child joints sorted by name). A configuration q therefore means the same in our model and in any model loaded
+from our URDF, for serial chains and for trees alike.
+
+Conventions:
+* Every link's frame is where its incoming joint puts it; ``body_in_link`` places the body frame in it.
+* A module entered through the child body of one of its joints is walked "backwards": the joint keeps
+  its coordinate q and its z axis, thanks to Rz(-q) = Rx(π) · Rz(q) · Rx(π) (likewise for prismatic).
+* The root link ``base_link`` is the mounting frame: the base connector frame rotated by π about x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from timor_core.common.names import check_prefix, ros_name
+from timor_core.common.transforms import IDENTITY, ROT_X_PI, inv, readonly
+from timor_core.errors import AssemblyError
+from timor_core.model.module import Body, Joint, Module
+
+ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it imports this module)
+__all__ = [
+    "OrientedLink",
+    "oriented_module",
+    "TreeLink",
+    "ToolFrame",
+    "KinematicTree",
+    "build_tree",
+    "depth_first_order",
+    "ros_name",
+]
+
+
+@dataclass(frozen=True)
+class OrientedLink:
+    """A body of a module seen from the module's entry body."""
+
+    body: Body
+    body_in_link: np.ndarray
+    parent: int | None  # index of the parent link within the oriented module
+    joint: Joint | None  # the module joint between parent and this link
+    origin: np.ndarray  # pose of the joint frame in the parent *link* frame (at q = 0)
+    reversed: bool = False
+
+
+def oriented_module(module: Module, entry_body: str) -> tuple[tuple[OrientedLink, ...], dict[str, int]]:
+    """The module's bodies as a tree walked from ``entry_body`` (cached per module and entry body)."""
+    key = ("oriented", entry_body)
+    cached = module._cache.get(key)
+    if cached is not None:
+        return cached
+    links: list[OrientedLink] = [OrientedLink(module.body[entry_body], IDENTITY, None, None, IDENTITY)]
+    index = {entry_body: 0}
+    queue = [0]
+    while queue:
+        i = queue.pop(0)
+        here = links[i]
+        bid = here.body.id
+        for j in module.joints:
+            if j.parent == bid and j.child not in index:
+                origin = here.body_in_link @ j.pose_parent
+                link = OrientedLink(module.body[j.child], j.pose_child, i, j, readonly(origin))
+            elif j.child == bid and j.parent not in index:
+                origin = here.body_in_link @ inv(j.pose_child) @ ROT_X_PI
+                link = OrientedLink(
+                    module.body[j.parent], readonly(ROT_X_PI @ inv(j.pose_parent)), i, j, readonly(origin), True
+                )
+            else:
+                continue
+            index[link.body.id] = len(links)
+            queue.append(len(links))
+            links.append(link)
+    result = (tuple(links), index)
+    module._cache[key] = result
+    return result
+
+
+@dataclass(frozen=True)
+class TreeLink:
+    """One link of the assembly's kinematic tree and the joint that attaches it to its parent."""
+
+    name: str
+    instance: int  # index of the module in the assembly
+    module: Module
+    body: Body
+    body_in_link: np.ndarray
+    parent: int | None  # index of the parent TreeLink
+    joint_name: str | None
+    joint_type: str  # 'fixed' for connections; otherwise the module joint's type
+    joint: Joint | None
+    origin: np.ndarray  # joint frame in the parent link frame
+
+    def movable_joint(self) -> Joint:
+        """The movable joint that attaches this link (AssemblyError for a link attached rigidly)."""
+        if self.joint is None or self.joint_type == "fixed":
+            raise AssemblyError(f"link {self.name!r} is not attached by a movable joint")
+        return self.joint
+
+    def movable_joint_name(self) -> str:
+        """The URDF name of the movable joint that attaches this link (AssemblyError if there is none)."""
+        if self.joint is None or self.joint_name is None or self.joint_type == "fixed":
+            raise AssemblyError(f"link {self.name!r} is not attached by a movable joint")
+        return self.joint_name
+
+
+@dataclass(frozen=True)
+class ToolFrame:
+    """A free end-effector connector: ``tool0``, ``tool1``, ..."""
+
+    name: str
+    link: int
+    pose: np.ndarray  # in the link frame
+    instance: int
+    connector_id: str
+
+
+@dataclass(frozen=True)
+class KinematicTree:
+    """Links in depth-first order (parents before children; see the module docstring) and the tool frames.
+
+    ``breadth_first_joints`` names the actuated joints in the breadth-first order that timor used before
+    version 0.2 for trees, so configurations saved then can be migrated.
+    """
+
+    links: tuple[TreeLink, ...]
+    tools: tuple[ToolFrame, ...]
+    prefix: str
+    breadth_first_joints: tuple[str, ...] = ()
+
+    @property
+    def actuated(self) -> tuple[TreeLink, ...]:
+        """Links attached by a movable joint, in tree order: one per degree of freedom."""
+        return tuple(link for link in self.links if link.joint_type != "fixed")
+
+
+def _link_name(prefix: str, instance: int, body_id: str) -> str:
+    return f"{prefix}m{instance}_{ros_name(body_id)}"
+
+
+def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
+    """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
+    check_prefix(prefix)
+    if not assembly.modules:
+        raise AssemblyError("an empty assembly has no robot: it needs at least one module")
+    if len(assembly.connections) != len(assembly.modules) - 1:
+        raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
+    modules = assembly.modules
+    # connector -> (other instance, other connector); both directions
+    partner: dict[tuple[int, str], tuple[int, str]] = {}
+    for a, ca, b, cb in assembly.connections:
+        partner[(a, ca)] = (b, cb)
+        partner[(b, cb)] = (a, ca)
+
+    links: list[TreeLink] = []
+    tools: list[ToolFrame] = []
+    base_i, base_c = assembly.base_connector
+    base_conn = modules[base_i].connectors[base_c]
+    # root: the base body, in the mounting frame (base connector rotated by pi about x)
+    # (instance, entry body, parent link, joint name, entry offset, entry connector)
+    pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = [
+        (base_i, base_conn.body_id, None, None, readonly(ROT_X_PI @ inv(base_conn.pose)), base_c)
+    ]
+    visited = [False] * len(modules)
+    while pending:
+        next_pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = []
+        for inst, entry_body, parent_link, joint_name, entry_offset, entry_conn in pending:
+            if visited[inst]:
+                raise AssemblyError("the assembly contains a closed kinematic chain")
+            visited[inst] = True
+            module = modules[inst]
+            olinks, _ = oriented_module(module, entry_body)
+            first = len(links)
+            is_root = parent_link is None
+            entry_b = entry_offset if is_root else IDENTITY  # body frame of the entry body in its link frame
+            for ol in olinks:
+                if ol.parent is None:
+                    name = f"{prefix}base_link" if is_root else _link_name(prefix, inst, ol.body.id)
+                    origin = IDENTITY if is_root else entry_offset
+                    links.append(
+                        TreeLink(name, inst, module, ol.body, entry_b, parent_link, joint_name, "fixed", None, origin)
+                    )
+                    continue
+                j = ol.joint
+                assert j is not None
+                origin = readonly(entry_b @ ol.origin) if ol.parent == 0 and is_root else ol.origin
+                links.append(
+                    TreeLink(
+                        _link_name(prefix, inst, ol.body.id),
+                        inst,
+                        module,
+                        ol.body,
+                        ol.body_in_link,
+                        first + ol.parent,
+                        f"{prefix}m{inst}_{ros_name(j.id)}",
+                        j.type,
+                        j,
+                        origin,
+                    )
+                )
+            # connectors of this module: children or tools
+            for k, ol in enumerate(olinks):
+                link_index = first + k
+                link = links[link_index]
+                for c in ol.body.connectors:
+                    if c.id == entry_conn:
+                        continue
+                    other = partner.get((inst, c.id))
+                    if other is not None:
+                        j_inst, j_conn = other
+                        cj = modules[j_inst].connectors[j_conn]
+                        offset = link.body_in_link @ c.pose @ ROT_X_PI @ inv(cj.pose)
+                        next_pending.append(
+                            (j_inst, cj.body_id, link_index, f"{prefix}m{inst}_to_m{j_inst}", readonly(offset), j_conn)
+                        )
+                    elif c.is_eef:
+                        tools.append(ToolFrame("", link_index, readonly(link.body_in_link @ c.pose), inst, c.id))
+        pending = next_pending
+    if not all(visited):
+        missing = [i for i, v in enumerate(visited) if not v]
+        raise AssemblyError(f"modules at indices {missing} are not connected to the base")
+    legacy = tuple(link.joint_name for link in links if link.joint_type != "fixed" and link.joint_name)
+    order = depth_first_order(links)
+    new_index = {old: new for new, old in enumerate(order)}
+    ordered = tuple(_reparented(links[old], new_index) for old in order)
+    named = tuple(
+        ToolFrame(f"{prefix}tool{k}", new_index[t.link], t.pose, t.instance, t.connector_id)
+        for k, t in enumerate(tools)
+    )
+    return KinematicTree(ordered, named, prefix, legacy)
+
+
+def _reparented(link: TreeLink, new_index: dict[int, int]) -> TreeLink:
+    return link if link.parent is None else replace(link, parent=new_index[link.parent])
+
+
+def depth_first_order(links: list[TreeLink]) -> list[int]:
+    """Indices of ``links`` (root first) depth first, siblings in the byte order of their joint names.
+
+    This is how Pinocchio's URDF parser numbers joints: urdfdom stores a link's child joints in a map keyed
+    by name, and Pinocchio walks the tree recursively.
+    """
+    children: list[list[int]] = [[] for _ in links]
+    roots = []
+    for i, link in enumerate(links):
+        if link.parent is None:
+            roots.append(i)
+        else:
+            children[link.parent].append(i)
+    order: list[int] = []
+    stack = list(reversed(roots))
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        kids = sorted(children[i], key=lambda c: (links[c].joint_name or "").encode())
+        stack.extend(reversed(kids))
+    return order
