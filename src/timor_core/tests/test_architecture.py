@@ -1,0 +1,123 @@
+"""The layer order of timor_core, read from the code's own import statements (every import: module level,
+inside functions and under TYPE_CHECKING), so docs/architecture.md stays true (issue 14)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "timor_core"
+
+LAYERS = {  # a module may import from its own layer (no circles) and from lower ones, never from higher ones
+    "errors": 0,
+    "limits": 0,
+    "common": 0,
+    "model": 1,
+    "kinematics": 2,
+    "task": 3,
+    "export": 4,
+    "search": 4,
+    "viz": 5,
+    "paper": 6,
+    "demo": 6,
+    "cli": 7,  # the command line runs everything, the demo and the paper's experiments included
+}
+SEPARATE = {("export", "search"), ("search", "export")}  # side by side: neither imports the other
+MAX_LINES = 450
+MAX_TOP_LEVEL_MODULES = 8
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[str, str, int]]:
+    """(imported module, imported name, line) for every import of a timor_core module in the file."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "timor_core" or target.startswith("timor_core."):
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    found.append((sub if sub in modules else target, alias.name, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, "", node.lineno) for a in node.names if a.name.startswith("timor_core")]
+    return found
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@pytest.fixture(scope="module")
+def graph() -> tuple[nx.DiGraph, list[tuple[str, str, str, int]]]:
+    modules = _modules()
+    G = nx.DiGraph()
+    edges = []
+    for module, path in modules.items():
+        G.add_node(module)
+        for target, name, line in _imports(path, module, modules):
+            if target != module:
+                G.add_edge(module, target)
+                edges.append((module, target, name, line))
+    return G, edges
+
+
+def test_every_module_belongs_to_a_layer():
+    unknown = sorted({_layer(m) for m in _modules()} - set(LAYERS) - {"__init__"})
+    assert not unknown, f"add these to LAYERS and docs/architecture.md: {unknown}"
+
+
+def test_no_import_circles(graph):
+    G, _ = graph
+    circles = [sorted(c) for c in nx.strongly_connected_components(G) if len(c) > 1]
+    assert not circles, circles
+
+
+def test_layers_import_only_downwards(graph):
+    _, edges = graph
+    wrong = []
+    for source, target, _name, line in edges:
+        a, b = _layer(source), _layer(target)
+        if a == "__init__":
+            continue  # the package facade re-exports the public API of every layer
+        if b == "__init__":
+            wrong.append(f"{source}:{line} imports the timor_core facade (import the defining module)")
+        elif LAYERS[b] > LAYERS[a] or (a, b) in SEPARATE:
+            wrong.append(f"{source}:{line} ({a}) imports {target} ({b})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_private_names_across_files(graph):
+    _, edges = graph
+    private = [f"{s}:{line} imports {name} from {t}" for s, t, name, line in edges
+               if name.startswith("_") and not name.startswith("__")]  # fmt: skip
+    assert not private, "\n".join(private)
+
+
+def test_few_modules_at_the_top():
+    top = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(top) + 1 <= MAX_TOP_LEVEL_MODULES, top
+
+
+def test_the_architecture_document_names_every_layer():
+    text = (PACKAGE.parents[2] / "docs" / "architecture.md").read_text()
+    missing = [layer for layer in LAYERS if f"`{layer}" not in text]
+    assert not missing, f"docs/architecture.md does not mention {missing}"
+    readme = (PACKAGE.parents[2] / "README.md").read_text()
+    assert "docs/architecture.md" in readme
