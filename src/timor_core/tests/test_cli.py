@@ -320,9 +320,13 @@ def test_fk_unknown_module(capsys):
 
 
 def test_fk_without_end_effector(capsys):
+    """Without an end effector the TCP is the frame ``tcp`` at the last module's free connector."""
     code, out, err = _run(capsys, "fk", NAME, "base", "J2", "--q", "0")
-    assert code == 2 and out == ""
-    assert "end effector" in err
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["tcp_frame"] == "tcp" and np.asarray(result["tcp"]).shape == (4, 4)
+    code, out, _ = _run(capsys, "fk", NAME, "base", "J2", "eef", "--q", "0")
+    assert code == 0 and json.loads(out)["tcp_frame"] == "tool0"
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -102,9 +102,16 @@ def test_joint_modules_move_and_links_do_not():
     prismatic = ParametricModule("straight_joint", "p", (0.05, 0.4), joint_type="prismatic")
     assert prismatic.freeze().joints[0].type == "prismatic"
     assert ParametricModule("cylinder_link", "c", (0.05, 0.4)).freeze().dof == 0
-    # an orthogonal joint's axis is perpendicular to its first cylinder
-    ortho = ParametricModule("orthogonal_joint", "o", (0.05, 0.2, 0.2), connector_size=SIZE)
+    # DH (default): the axis runs along the first cylinder, the second sticks out sideways and swings around it
+    ortho = ParametricModule("orthogonal_joint", "o", (0.05, 0.2, 0.3), connector_size=SIZE)
     robot = ModuleAssembly.from_serial_modules(_db(ortho), ["base", "o", "eef"]).robot
+    axis = robot.jacobian(np.zeros(1), reference="world_aligned")[3:, 0]
+    assert np.allclose(np.abs(axis), [0, 0, 1])
+    a, b = robot.fk(np.zeros(1))[:3, 3], robot.fk(np.array([np.pi]))[:3, 3]
+    assert a[2] == pytest.approx(b[2]) and np.linalg.norm(a[:2] - b[:2]) > 0.6  # 2 * (0.3 + eef length)
+    # MDH: the axis is turned, perpendicular to the first cylinder
+    mdh = ParametricModule("orthogonal_joint", "o", (0.05, 0.2, 0.3), connector_size=SIZE, convention="MDH")
+    robot = ModuleAssembly.from_serial_modules(_db(mdh), ["base", "o", "eef"]).robot
     axis = robot.jacobian(np.zeros(1), reference="world_aligned")[3:, 0]
     assert abs(axis @ [0, 0, 1]) < 1e-12 and np.linalg.norm(axis) == pytest.approx(1.0)
 

@@ -10,7 +10,7 @@ import pytest
 from urdf_parser_py.urdf import URDF
 
 from timor_core import ModuleAssembly
-from timor_core.errors import AssemblyError, InputError
+from timor_core.errors import InputError
 
 PAPER_IDS = ("base", "J2", "i_45", "J2", "J2", "eef")
 IMPROV_6DOF = ("1", "21", "4", "21", "5", "23", "12")
@@ -186,11 +186,20 @@ def test_improv_robot_collision_model(improv):
     assert any(results)  # some random configurations of a 6-DOF arm collide with itself
 
 
-def test_no_eef_means_no_tcp(primitives):
-    robot = ModuleAssembly.from_serial_modules(primitives, ("base", "J1", "i_15")).robot
-    with pytest.raises(AssemblyError, match="end effector"):
-        robot.fk(np.zeros(1))
-    assert robot.frame_pose("m2_i_15_body", np.zeros(1)).shape == (4, 4)
+def test_no_eef_means_a_tcp_at_the_last_free_connector(primitives):
+    """As in the reference toolbox, an assembly without an end effector has its TCP (frame ``tcp``, also in the
+    URDF) at the free connector of its last module; ``has_end_effector`` tells the two apart."""
+    assembly = ModuleAssembly.from_serial_modules(primitives, ("base", "J1", "i_15"))
+    robot = assembly.robot
+    assert not robot.has_end_effector and robot.tcp_name == "tcp"
+    i_15 = primitives["i_15"]
+    distal = next(c for c in i_15.connectors.values() if c.gender == "m")
+    body = robot.frame_pose("m2_i_15_body", np.zeros(1))
+    np.testing.assert_allclose(robot.fk(np.zeros(1)), body @ distal.pose, atol=1e-12)
+    assert "<link name=\"tcp\"/>" in assembly.to_urdf()
+    assert ModuleAssembly.from_serial_modules(primitives, ("base", "J1", "i_15", "eef")).robot.has_end_effector
+    base_only = ModuleAssembly.from_serial_modules(primitives, ("base",)).robot
+    assert base_only.dof == 0 and base_only.tcp_name == "tcp"  # at the base module's free connector
 
 
 def test_continuous_and_fixed_joints(tmp_path):

@@ -125,7 +125,7 @@ def _parse_q(text: str | None, dof: int, option: str = "--q") -> np.ndarray:
 def _cmd_fk(args: argparse.Namespace) -> int:
     robot = _assembly(args).robot
     q = _parse_q(args.q, robot.dof)
-    out = {"tcp": robot.fk(q).tolist()}
+    out: dict = {"tcp": robot.fk(q).tolist(), "tcp_frame": robot.tcp_name}
     if args.all:
         out["frames"] = {k: v.tolist() for k, v in robot.fk(q, kind="full").items()}
     try:

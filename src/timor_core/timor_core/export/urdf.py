@@ -212,15 +212,16 @@ def tree_xml(
         link_chunks.append(f'  <link name="{link.name}">\n{body}  </link>\n')
         if link.parent is not None:
             joint_chunks.append(_joint_xml(link, links[link.parent].name))
-    names = [link.name for link in links] + [tool.name for tool in tree.tools]
+    tools = tree.tcp_frames
+    names = [link.name for link in links] + [tool.name for tool in tools]
     joint_names = [str(link.joint_name) for link in links if link.parent is not None] + [
-        f"{links[tool.link].name}_to_{tool.name}" for tool in tree.tools
+        f"{links[tool.link].name}_to_{tool.name}" for tool in tools
     ]
     for kind, seq in (("link", names), ("joint", joint_names)):
         if len(set(seq)) != len(seq):
             twice = sorted({n for n in seq if seq.count(n) > 1})
             raise URDFError(f"the module IDs give two {kind}s the same name: {', '.join(map(str, twice))}")
-    for tool in tree.tools:
+    for tool in tools:
         link_chunks.append(f'  <link name="{tool.name}"/>\n')
         joint_chunks.append(
             f'  <joint name="{links[tool.link].name}_to_{tool.name}" type="fixed">\n'

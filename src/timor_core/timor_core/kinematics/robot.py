@@ -93,7 +93,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
                 jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
             )
     tcp = None
-    for tool in tree.tools:
+    for tool in tree.tcp_frames:
         fid = model.addFrame(
             pin.Frame(
                 tool.name,
@@ -209,10 +209,16 @@ class PinRobot:
         return float(sum(inertia.mass for inertia in self.model.inertias))
 
     @property
+    def has_end_effector(self) -> bool:
+        """True if the assembly ends in a free ``eef`` connector (the TCP is then ``tool0``)."""
+        return bool(self._tree.tools) if self._tree is not None else self._tcp is not None
+
+    @property
     def tcp(self) -> int:
-        """Frame index of the tool centre point (``tool0``)."""
+        """Frame index of the tool centre point: ``tool0``; for a robot without an end effector the frame ``tcp``
+        at a free connector of its last module (as the reference toolbox does; ``has_end_effector`` tells)."""
         if self._tcp is None:
-            raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
+            raise AssemblyError("this robot has no end effector and no free connector: there is no TCP")
         return self._tcp
 
     @property

@@ -7,6 +7,7 @@ times); connections are ``(i, connector_of_i, j, connector_of_j)``; ``base_conne
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -183,6 +184,27 @@ class ModuleAssembly:
             raise
         self._cache.clear()
         return len(self.modules) - 1
+
+    def start_with(self, module_id: str) -> int:
+        """Put the first module (a base) into an empty assembly; return its index (0)."""
+        if self.modules:
+            raise AssemblyError("start_with needs an empty assembly")
+        module = self.db.by_id(module_id)
+        self.module_ids.append(module.id)
+        self.modules.append(module)
+        self.base_connector = self._find_base_connector()
+        self._cache.clear()
+        return 0
+
+    def add_random_from_db(self, db_filter=None, rng=None) -> int:
+        """Attach a random fitting module of the set (see ``timor_core.model.growth.add_random_module``)."""
+        from timor_core.model.growth import add_random_module
+
+        return add_random_module(self, db_filter, rng)
+
+    def used_connectors(self) -> list[tuple[int, str]]:
+        """(module index, connector ID) of every connector a connection uses."""
+        return list(self._used)
 
     # -- plain properties --------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -448,6 +470,15 @@ class ModuleAssembly:
             if file is None:
                 raise
             raise type(exc)(f"{file}: {exc}") from None
+
+    def to_json_string(self) -> str:
+        """The assembly JSON as text (see :meth:`to_json_data`)."""
+        return json.dumps(self.to_json_data(), indent=2)
+
+    @classmethod
+    def from_json_string(cls, db: ModulesDB, text: str) -> ModuleAssembly:
+        """The inverse of :meth:`to_json_string`."""
+        return cls.from_json_data(db, jf.parse_json_text(text, what="assembly JSON"))
 
     @classmethod
     def from_json_file(cls, db: ModulesDB, path: str | Path) -> ModuleAssembly:

@@ -162,6 +162,12 @@ class ModulesDB:
         """The CoBRA JSON as text (two-space indentation)."""
         return json.dumps(self.to_json_data(), indent=2)
 
+    @classmethod
+    def from_json_string(cls, text: str, *, name: str = "", base_dir: Path | None = None) -> ModulesDB:
+        """A set from its JSON text (meshes resolve below ``base_dir``); the inverse of :meth:`to_json_string`."""
+        data = jf.parse_json_text(text, what="module set JSON", infinity_keys=LIMIT_KEYS)
+        return cls.from_json_data(data, base_dir=base_dir, name=name)
+
     def to_json_file(self, path: str | Path, copy_meshes: bool = True) -> Path:
         """Write ``modules.json`` atomically (temp file, then rename); copy meshes next to it if needed.
 
@@ -236,6 +242,11 @@ class ModulesDB:
     def ids(self) -> tuple[str, ...]:
         """All module IDs, in file order."""
         return tuple(self._modules)
+
+    @property
+    def all_module_ids(self) -> tuple[str, ...]:
+        """All module IDs, in file order (the reference's name for :attr:`ids`)."""
+        return self.ids
 
     @cached_property
     def bases(self) -> tuple[Module, ...]:

@@ -11,8 +11,9 @@ Kinds (parameters in order):
 - ``cylinder_link`` (radius, length): an I-shaped link; body frame at the centre.
 - ``orthogonal_link`` (radius, l1, l2): an L-shaped link, the second cylinder turned by ``x_rotation`` about x.
 - ``straight_joint`` (radius, length): two cylinders of length/2 with the joint between them, axis along the link.
-- ``orthogonal_joint`` (radius, l1, l2): two cylinders with the joint at the elbow, its axis turned by
-  ``x_rotation`` about x (perpendicular to the first cylinder).
+- ``orthogonal_joint`` (radius, l1, l2): two cylinders with the joint at the elbow; ``DH`` (default): the axis
+  runs along the first cylinder and the second is turned by ``x_rotation`` about x after the joint; ``MDH``: the
+  axis itself is turned (perpendicular to the first cylinder).
 - ``dh_joint`` (radius, d, a, alpha): one revolute joint and link of the Denavit–Hartenberg (``DH``, joint
   first) or modified (``MDH``, link first) convention: chained, the modules give the DH/MDH product.
 """
@@ -224,7 +225,9 @@ def _build(m: ParametricModule) -> tuple[list[dict], list[dict], tuple[dict, np.
         l1, l2 = p["l1"], p["l2"]
         prox = _body(f"{mid}_proximal", [("cylinder", (r, l1), np.eye(4))], rho)
         dist = _body(f"{mid}_distal", [("cylinder", (r, l2), np.eye(4))], rho)
-        joint = _joint(m, prox["ID"], dist["ID"], T((0, 0, l1 / 2)) @ rot_x(m.x_rotation), T((0, 0, l2 / 2)))
+        turn = rot_x(m.x_rotation)  # DH: the distal cylinder turns after the joint; MDH: the joint axis turns
+        before, after = (turn, np.eye(4)) if m.convention == "MDH" else (np.eye(4), turn)
+        joint = _joint(m, prox["ID"], dist["ID"], T((0, 0, l1 / 2)) @ before, after @ T((0, 0, l2 / 2)))
         return [prox, dist], [joint], (prox, T((0, 0, -l1 / 2)) @ _FLIP), (dist, T((0, 0, l2 / 2)))
     # dh_joint: a massless proxy body and the real link (a cylinder along z over d, one along x over a)
     d, a = p["d"], p["a"]

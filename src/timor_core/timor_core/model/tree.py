@@ -134,6 +134,14 @@ class KinematicTree:
     tools: tuple[ToolFrame, ...]
     prefix: str
     breadth_first_joints: tuple[str, ...] = ()
+    fallback_tcp: ToolFrame | None = None
+    """Without ``eef`` connectors: a frame ``tcp`` at a free connector of the last module (as the reference toolbox
+    places its TCP), so FK and IK work on any assembly; None when there are tools."""
+
+    @property
+    def tcp_frames(self) -> tuple[ToolFrame, ...]:
+        """The tool frames, or the fallback TCP when there is none."""
+        return self.tools if self.tools or self.fallback_tcp is None else (self.fallback_tcp,)
 
     @property
     def actuated(self) -> tuple[TreeLink, ...]:
@@ -161,6 +169,7 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
 
     links: list[TreeLink] = []
     tools: list[ToolFrame] = []
+    free: list[ToolFrame] = []  # free connectors that are neither base nor eef
     base_i, base_c = assembly.base_connector
     base_conn = modules[base_i].connectors[base_c]
     # root: the base body, in the mounting frame (base connector rotated by pi about x)
@@ -222,6 +231,8 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
                         )
                     elif c.is_eef:
                         tools.append(ToolFrame("", link_index, readonly(link.body_in_link @ c.pose), inst, c.id))
+                    elif not c.is_base:
+                        free.append(ToolFrame("", link_index, readonly(link.body_in_link @ c.pose), inst, c.id))
         pending = next_pending
     if not all(visited):
         missing = [i for i, v in enumerate(visited) if not v]
@@ -234,7 +245,11 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
         ToolFrame(f"{prefix}tool{k}", new_index[t.link], t.pose, t.instance, t.connector_id)
         for k, t in enumerate(tools)
     )
-    return KinematicTree(ordered, named, prefix, legacy)
+    fallback = None
+    if not tools and free:
+        last = max(free, key=lambda t: t.instance)  # the last module's (last listed) free connector
+        fallback = ToolFrame(f"{prefix}tcp", new_index[last.link], last.pose, last.instance, last.connector_id)
+    return KinematicTree(ordered, named, prefix, legacy, fallback)
 
 
 def _reparented(link: TreeLink, new_index: dict[int, int]) -> TreeLink:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from timor_core.errors import InputError, TimorError
+from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
 from timor_core.task.costs import CostFunction
@@ -353,7 +353,8 @@ def _build_robot(c: Candidate) -> bool:
     assembly = c.require_assembly()
     try:
         robot = assembly.to_pin_robot(c.ctx.placement)
-        robot.tcp  # noqa: B018  (raises without an end effector)
+        if not robot.has_end_effector:
+            raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
     except TimorError as exc:
         return c.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
     robot.model.gravity.linear = c.ctx.gravity
