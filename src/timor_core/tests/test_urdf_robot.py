@@ -196,7 +196,7 @@ def test_no_eef_means_a_tcp_at_the_last_free_connector(primitives):
     distal = next(c for c in i_15.connectors.values() if c.gender == "m")
     body = robot.frame_pose("m2_i_15_body", np.zeros(1))
     np.testing.assert_allclose(robot.fk(np.zeros(1)), body @ distal.pose, atol=1e-12)
-    assert "<link name=\"tcp\"/>" in assembly.to_urdf()
+    assert '<link name="tcp"/>' in assembly.to_urdf()
     assert ModuleAssembly.from_serial_modules(primitives, ("base", "J1", "i_15", "eef")).robot.has_end_effector
     base_only = ModuleAssembly.from_serial_modules(primitives, ("base",)).robot
     assert base_only.dof == 0 and base_only.tcp_name == "tcp"  # at the base module's free connector
