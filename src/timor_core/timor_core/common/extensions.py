@@ -24,7 +24,7 @@ OPERATIONS = {
     "assembly_to_srdf": "timor_core.export.srdf",
     "assembly_to_mjcf": "timor_core.export.mjcf",
     "assembly_from_urdf": "timor_core.export.urdf_import",
-    "build_robot": "timor_core.kinematics.robot",
+    "build_robot": "timor_core.kinematics.build",
     "show_robot": "timor_core.viz.viewer",
     "show_task": "timor_core.viz.viewer",
     "show_solution": "timor_core.viz.viewer",

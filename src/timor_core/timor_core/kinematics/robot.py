@@ -14,115 +14,22 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.extensions import implementation, implements
+from timor_core.common.extensions import implementation
 from timor_core.common.seeds import as_generator
-from timor_core.common.transforms import IDENTITY
 from timor_core.errors import AssemblyError, InputError
+from timor_core.kinematics.dynamics import RobotDynamics
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["PinRobot", "build_robot"]
+__all__ = ["PinRobot"]
 
-_JOINT_MODELS = {"revolute": pin.JointModelRZ, "continuous": pin.JointModelRZ, "prismatic": pin.JointModelPZ}
 _BIG = np.finfo(float).max
-
-
-def _finite(v: float) -> float:
-    return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
 
 
 def _infinite(a: np.ndarray) -> np.ndarray:
     """Pinocchio stores 'no limit' as ±DBL_MAX; report it as ±inf."""
     return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
-
-
-@implements("build_robot")
-def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
-    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
-    tree = assembly.tree(prefix)
-    model = pin.Model()
-    model.name = prefix + "timor_robot"
-    links = tree.links
-    n = len(links)
-    joint_of = [0] * n
-    frame_of = [0] * n
-    place_of: list[np.ndarray] = [IDENTITY] * n  # link frame in its parent joint's frame
-    armature: list[float] = []
-    friction: list[float] = []
-    damping: list[float] = []
-    body_frame = pin.FrameType.BODY
-    for k, link in enumerate(links):
-        if link.parent is None:
-            jid, placement_in_joint, parent_frame = 0, placement, 0
-        else:
-            p = link.parent
-            jp = place_of[p] @ link.origin
-            if link.joint_type == "fixed":
-                jid = joint_of[p]
-                placement_in_joint = jp
-                parent_frame = model.addFrame(
-                    pin.Frame(link.joint_name, jid, frame_of[p], pin.SE3(jp), pin.FrameType.FIXED_JOINT)
-                )
-            else:
-                j = link.joint
-                assert j is not None  # build_tree sets a joint on every non-fixed link
-                lim = j.limits
-                jid = model.addJoint(
-                    joint_of[p],
-                    _JOINT_MODELS[link.joint_type](),
-                    pin.SE3(jp),
-                    link.joint_name,
-                    np.array([_finite(lim.torque)]),
-                    np.array([_finite(lim.velocity)]),
-                    np.array([_finite(lim.lower)]),
-                    np.array([_finite(lim.upper)]),
-                )
-                placement_in_joint = IDENTITY
-                parent_frame = model.addJointFrame(jid, frame_of[p])
-                armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
-                friction.append(j.friction_coulomb or 0.0)
-                damping.append(j.friction_viscous or 0.0)
-        joint_of[k] = jid
-        place_of[k] = placement_in_joint
-        body_placement = placement_in_joint @ link.body_in_link
-        frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
-        body = link.body
-        if body.mass > 0:
-            model.appendBodyToJoint(
-                jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
-            )
-    tcp = None
-    for tool in tree.tcp_frames:
-        fid = model.addFrame(
-            pin.Frame(
-                tool.name,
-                joint_of[tool.link],
-                frame_of[tool.link],
-                pin.SE3(place_of[tool.link] @ tool.pose),
-                pin.FrameType.OP_FRAME,
-            )
-        )
-        tcp = fid if tcp is None else tcp
-    if armature:
-        model.armature = np.array(armature)
-        model.friction = np.array(friction)
-        model.damping = np.array(damping)
-    collision = _collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
-    return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
-
-
-def _collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
-    gm = pin.GeometryModel()
-    for k, link in enumerate(tree.links):
-        base = place_of[k] @ link.body_in_link
-        count = 0
-        for g in link.body.collision:
-            for shape, pose in g.coal_shapes():
-                obj = pin.GeometryObject(f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape)
-                gm.addGeometryObject(obj)
-                count += 1
-    return gm
 
 
 def _joint_distance(model: pin.Model) -> np.ndarray:
@@ -147,7 +54,7 @@ def _joint_distance(model: pin.Model) -> np.ndarray:
     return D
 
 
-class PinRobot:
+class PinRobot(RobotDynamics):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
     Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
@@ -363,71 +270,6 @@ class PinRobot:
         # eigenpy returns a flat (6,) array for a single joint: keep the documented 6 x dof shape
         return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference]).reshape(6, self.model.nv)
 
-    # -- dynamics ----------------------------------------------------------------------------------
-    def id(self, q=None, dq=None, ddq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
-        """Inverse dynamics: joint torques for q, dq, ddq (rigid bodies, plus rotor inertia by default).
-
-        ``friction`` adds Coulomb (sign(dq)·f_c) and viscous (d·dq) friction of the module set.
-        """
-        q = self.check_q(q)
-        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
-        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
-        tau = pin.rnea(self.model, self.data, q, dq, ddq).copy()  # includes the armature (rotor inertia) term
-        if not motor_inertia:
-            tau -= self.model.armature * ddq
-        if friction:
-            tau += self.model.friction * np.sign(dq) + self.model.damping * dq
-        return tau
-
-    def fd(self, tau, q=None, dq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
-        """Forward dynamics: joint accelerations for torques ``tau`` at q, dq (no external forces).
-
-        The inverse of :meth:`id` with the same flags: rotor inertia by default, friction on request.
-        """
-        q = self.check_q(q)
-        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
-        tau = self._check_vector(tau, "tau")
-        M = self.mass_matrix(q)
-        if not motor_inertia:
-            M = M - np.diag(self.model.armature)
-        bias = pin.rnea(self.model, self.data, q, dq, np.zeros(self.dof))  # Coriolis, centrifugal, gravity
-        if friction:
-            bias = bias + self.model.friction * np.sign(dq) + self.model.damping * dq
-        return np.linalg.solve(M, tau - bias)
-
-    def tcp_velocity(self, q=None, dq=None, frame: str | None = None) -> np.ndarray:
-        """The spatial velocity [v; ω] (world-aligned, at the frame's origin) of the TCP (or a frame) at q, dq."""
-        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
-        return self.jacobian(q, frame) @ dq
-
-    def tcp_acceleration(self, q=None, dq=None, ddq=None, frame: str | None = None) -> np.ndarray:
-        """The classical acceleration [a; α] (world-aligned) of the TCP (or a frame) at q, dq, ddq."""
-        q = self.check_q(q)
-        dq = np.zeros(self.dof) if dq is None else self._check_vector(dq, "dq")
-        ddq = np.zeros(self.dof) if ddq is None else self._check_vector(ddq, "ddq")
-        fid = self.tcp if frame is None else self.frame_id(frame)
-        pin.forwardKinematics(self.model, self.data, q, dq, ddq)
-        a = pin.getFrameClassicalAcceleration(self.model, self.data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        return np.asarray(a.vector, dtype=float).copy()
-
-    def manipulability_index(self, q=None) -> float:
-        """Yoshikawa's manipulability sqrt(det(J Jᵀ)) of the TCP Jacobian (0 for fewer than 6 DOF or at a
-        singularity; independent of the frame the Jacobian is expressed in)."""
-        J = self.jacobian(q)
-        return float(np.sqrt(max(np.linalg.det(J @ J.T), 0.0)))
-
-    def static_torque(self, q=None) -> np.ndarray:
-        """Torques that hold the robot still at q against gravity."""
-        q = self.check_q(q)
-        return pin.computeGeneralizedGravity(self.model, self.data, q).copy()
-
-    def mass_matrix(self, q=None) -> np.ndarray:
-        """Joint-space inertia matrix M(q) (with rotor inertia)."""
-        q = self.check_q(q)
-        M = pin.crba(self.model, self.data, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        return M
-
     # -- collisions --------------------------------------------------------------------------------
     def _ensure_pairs(self) -> None:
         if self._pairs_ready:
@@ -604,30 +446,10 @@ class PinRobot:
     def visual(self) -> pin.GeometryModel:
         """The visual geometry model (built on first use)."""
         if self._visual is None:
-            self._visual = self._visual_model()
+            from timor_core.kinematics.geometry_models import visual_model
+
+            self._visual = visual_model(self._tree, *self._link_frames)
         return self._visual
-
-    def _visual_model(self) -> pin.GeometryModel:
-        """Visual geometry: primitives as coal shapes; meshes by file path (loaded by the viewer)."""
-        import coal
-
-        from timor_core.model.geometry import Mesh
-
-        gm = pin.GeometryModel()
-        joint_of, frame_of, place_of = self._link_frames
-        for k, link in enumerate(self._tree.links):
-            base = place_of[k] @ link.body_in_link
-            shapes: list = []
-            for g in link.body.shown:
-                if isinstance(g, Mesh):
-                    shapes.append((coal.BVHModelOBBRSS(), g.pose, str(g.path), np.asarray(g.scale, dtype=float)))
-                else:
-                    shapes.extend((shape, pose, "", np.ones(3)) for shape, pose in g.coal_shapes())
-            for count, (shape, pose, path, scale) in enumerate(shapes):
-                placement = pin.SE3(base @ pose)
-                name = f"{link.name}_v{count}"
-                gm.addGeometryObject(pin.GeometryObject(name, joint_of[k], frame_of[k], placement, shape, path, scale))
-        return gm
 
     def visualize(self, q=None, **kwargs):
         """Show the robot at q in the browser viewer (needs the ``viz`` extra); returns the Viewer."""

@@ -1,0 +1,102 @@
+"""Building a PinRobot from an assembly: the Pinocchio model from the kinematic tree, with the same frame names
+as the URDF export (so a model loaded from the URDF agrees), rotor inertia and friction, and the coal collision
+model (coal shapes are shared between robots: modules are immutable)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pinocchio as pin
+
+from timor_core.common.extensions import implements
+from timor_core.common.transforms import IDENTITY
+from timor_core.kinematics.geometry_models import collision_model
+from timor_core.kinematics.robot import PinRobot
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = ["build_robot"]
+
+_JOINT_MODELS = {"revolute": pin.JointModelRZ, "continuous": pin.JointModelRZ, "prismatic": pin.JointModelPZ}
+_BIG = np.finfo(float).max
+
+
+def _finite(v: float) -> float:
+    return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
+
+
+@implements("build_robot")
+def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
+    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+    tree = assembly.tree(prefix)
+    model = pin.Model()
+    model.name = prefix + "timor_robot"
+    links = tree.links
+    n = len(links)
+    joint_of = [0] * n
+    frame_of = [0] * n
+    place_of: list[np.ndarray] = [IDENTITY] * n  # link frame in its parent joint's frame
+    armature: list[float] = []
+    friction: list[float] = []
+    damping: list[float] = []
+    body_frame = pin.FrameType.BODY
+    for k, link in enumerate(links):
+        if link.parent is None:
+            jid, placement_in_joint, parent_frame = 0, placement, 0
+        else:
+            p = link.parent
+            jp = place_of[p] @ link.origin
+            if link.joint_type == "fixed":
+                jid = joint_of[p]
+                placement_in_joint = jp
+                parent_frame = model.addFrame(
+                    pin.Frame(link.joint_name, jid, frame_of[p], pin.SE3(jp), pin.FrameType.FIXED_JOINT)
+                )
+            else:
+                j = link.joint
+                assert j is not None  # build_tree sets a joint on every non-fixed link
+                lim = j.limits
+                jid = model.addJoint(
+                    joint_of[p],
+                    _JOINT_MODELS[link.joint_type](),
+                    pin.SE3(jp),
+                    link.joint_name,
+                    np.array([_finite(lim.torque)]),
+                    np.array([_finite(lim.velocity)]),
+                    np.array([_finite(lim.lower)]),
+                    np.array([_finite(lim.upper)]),
+                )
+                placement_in_joint = IDENTITY
+                parent_frame = model.addJointFrame(jid, frame_of[p])
+                armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
+                friction.append(j.friction_coulomb or 0.0)
+                damping.append(j.friction_viscous or 0.0)
+        joint_of[k] = jid
+        place_of[k] = placement_in_joint
+        body_placement = placement_in_joint @ link.body_in_link
+        frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
+        body = link.body
+        if body.mass > 0:
+            model.appendBodyToJoint(
+                jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
+            )
+    tcp = None
+    for tool in tree.tcp_frames:
+        fid = model.addFrame(
+            pin.Frame(
+                tool.name,
+                joint_of[tool.link],
+                frame_of[tool.link],
+                pin.SE3(place_of[tool.link] @ tool.pose),
+                pin.FrameType.OP_FRAME,
+            )
+        )
+        tcp = fid if tcp is None else tcp
+    if armature:
+        model.armature = np.array(armature)
+        model.friction = np.array(friction)
+        model.damping = np.array(damping)
+    collision = collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
+    return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
