@@ -33,26 +33,23 @@ so an assembly gets the same verdict in any process and in any order.
 from __future__ import annotations
 
 import math
-import re
 import time
-import zlib
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
-from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
+from timor_core.search.candidate import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
+from timor_core.search.funnel import Funnel
+from timor_core.task import ValidJointAngles
 from timor_core.task.costs import CostFunction
 
 if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
-    from timor_core.model.assembly import ModuleAssembly
     from timor_core.model.db import ModulesDB
-    from timor_core.task import Constraint, Task, ToleratedPose
+    from timor_core.task import Task
 
 __all__ = [
     "FilterConfig",
@@ -76,205 +73,6 @@ __all__ = [
     "DEFAULT_FILTER_NAMES",
     "reason_category",
 ]
-
-
-# -- configuration --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FilterConfig:
-    """Settings of the default filter chain (a frozen, picklable dataclass; ``to_json``/``from_json``).
-
-    Attributes:
-        max_modules, min_dof, max_dof: limits of the ``limits`` filter (None: no limit).
-        max_reach: the robot's reach bound (m, base to TCP over all configurations) must not exceed this.
-        bound: skip assemblies whose cost is not below the best valid cost found so far.
-        torques: check static (gravity) torques at the goal configurations against the joint torque limits
-            (physical robots must hold themselves; on by default, whatever the task's ``joint`` constraint says).
-        stop_early: stop at the first failing goal (False: try every goal, e.g. to count reached goals).
-        ik_tries, ik_iter: restarts and iterations per try of the kinematic IK (None: the IK defaults).
-        task_ik_tries: restarts of the task-aware IK (None: the IK default). 150 by default: where obstacles
-            leave only a small collision-free part of a goal's solution set, 50 random starts miss it too often.
-        retries: extra task-aware IK runs (fresh random starts) when a solution violates torque or
-            validJointAngles limits.
-        seed: the seed of every IK (combined with the assembly's IDs and the goal).
-        follow_samples: poses of a follow goal's trajectory (after the first, evenly spaced, the last included)
-            the ``ik`` filter solves; every pose is checked against the workspace bound (0: workspace only).
-    """
-
-    max_modules: int | None = None
-    min_dof: int | None = None
-    max_dof: int | None = None
-    max_reach: float | None = None
-    bound: bool = True
-    torques: bool = True
-    stop_early: bool = True
-    ik_tries: int | None = None
-    ik_iter: int | None = None
-    task_ik_tries: int | None = 150
-    retries: int = 2
-    seed: int = 0
-    follow_samples: int = 4
-
-    def to_json(self) -> dict:
-        """A JSON-able dict of the settings."""
-        return asdict(self)
-
-    def __post_init__(self) -> None:
-        ints = {
-            "max_modules": (1, 10**4),
-            "min_dof": (0, 10**4),
-            "max_dof": (0, 10**4),
-            "ik_tries": (1, 100_000),
-            "ik_iter": (1, 100_000),
-            "task_ik_tries": (1, 100_000),
-            "retries": (0, 1000),
-            "follow_samples": (0, 10_000),
-            "seed": (0, 2**63 - 1),
-        }
-        for name, (lo, hi) in ints.items():
-            v = getattr(self, name)
-            if v is None and name not in ("retries", "seed", "follow_samples"):
-                continue
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
-        reach = self.max_reach
-        if reach is not None and (isinstance(reach, bool) or not isinstance(reach, (int, float)) or not reach > 0):
-            raise InputError("filter setting max_reach must be a positive number of metres", value=reach)
-
-    @classmethod
-    def from_json(cls, data: dict | None) -> FilterConfig:
-        """The inverse of :meth:`to_json` (unknown keys are an InputError)."""
-        if data is None:
-            return cls()
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise InputError(f"unknown filter settings {unknown} (known: {sorted(names)})", value=data)
-        return cls(**data)
-
-
-# -- per-goal and per-candidate records -----------------------------------------------------------
-
-
-@dataclass
-class GoalIK:
-    """What the filters found for one pose goal: the configuration, whether it is valid, why not."""
-
-    q: list[float] | None = None
-    success: bool = False
-    reason: str = ""
-    stage: str = ""  # the last filter that worked on this goal
-
-    def to_json(self) -> dict:
-        return {"q": self.q, "success": self.success, "reason": self.reason, "stage": self.stage}
-
-    @classmethod
-    def from_json(cls, d: dict) -> GoalIK:
-        q = d.get("q")
-        q = None if q is None else [float(v) for v in q]
-        return cls(q, bool(d["success"]), d.get("reason", ""), d.get("stage", ""))
-
-
-@dataclass(frozen=True)
-class PoseGoal:
-    """A goal the filters can check by IK: at / reach goals, and follow goals (their first pose, with the rest of
-    the trajectory in ``path``: the workspace filter checks every pose of it, the ``ik`` filter a sample)."""
-
-    id: str
-    pose: ToleratedPose
-    constraints: tuple[Constraint, ...] = ()
-    path: tuple[ToleratedPose, ...] = ()
-
-    @property
-    def world(self) -> np.ndarray:
-        return np.asarray(self.pose.world, dtype=float)
-
-
-class TaskContext:
-    """What every filter needs to know about the task, prepared once per chain.
-
-    ``placement``: the nominal pose of the task's basePlacement constraint (else None = identity);
-    ``margin``: the largest collisionFree safety margin; ``goals``: the pose goals in task order;
-    ``angle_limits``: task-level validJointAngles constraints.
-    """
-
-    def __init__(self, task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> None:
-        from timor_core.task.solve import assembly_cost, task_base_placement
-
-        self.task = task
-        self.db = db
-        self.cost = assembly_cost(cost if cost is not None else "mass")
-        self.config = config
-        self.placement = task_base_placement(task)
-        self.gravity = np.asarray(task.header.gravity, dtype=float)
-        self.margin = max((float(c.safety_margin or 0.0) for c in task.constraints_of(CollisionFree)), default=0.0)
-        self.angle_limits: tuple[ValidJointAngles, ...] = tuple(task.constraints_of(ValidJointAngles))
-        goals: list[PoseGoal] = []
-        for g in task.goals:
-            if isinstance(g, At) and g.goal_pose is not None:
-                goals.append(PoseGoal(g.id, g.goal_pose, tuple(g.constraints)))
-            elif isinstance(g, Follow) and g.trajectory:
-                trajectory = tuple(g.trajectory)
-                goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
-        self.goals: tuple[PoseGoal, ...] = tuple(goals)
-
-
-_STAGES = {"ik": 1, "ik_task": 2, "torques": 3, "joint_limits": 4}
-
-
-@dataclass
-class Candidate:
-    """One assembly on its way through the filters; filters read and write its intermediate results."""
-
-    ids: tuple[str, ...]
-    ctx: TaskContext
-    bound: float = math.inf
-    seed: int = 0
-    assembly: ModuleAssembly | None = None
-    robot: PinRobot | None = None
-    cost: float | None = None
-    goals: dict[str, GoalIK] = field(default_factory=dict)
-    failed_filter: str | None = None
-    reason_key: str = ""
-    reason: str = ""
-
-    def require_assembly(self) -> ModuleAssembly:
-        """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
-        if self.assembly is None:
-            raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
-        return self.assembly
-
-    def require_robot(self) -> PinRobot:
-        """The robot model built by the ``robot`` filter; InputError if no earlier filter in the chain built it."""
-        if self.robot is None:
-            raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)
-        return self.robot
-
-    def fail(self, key: str, detail: str | None = None) -> bool:
-        """Record why the candidate fails (``key``: short and from a bounded vocabulary); returns False."""
-        self.reason_key = key
-        self.reason = detail if detail is not None else key
-        return False
-
-    def rng(self, stage: str, goal_index: int, attempt: int = 0) -> np.random.Generator:
-        """A generator that depends only on the seed, the assembly, the stage, the goal and the attempt."""
-        crc = zlib.crc32("\0".join(self.ids).encode())
-        return np.random.default_rng([self.seed & 0xFFFFFFFF, crc, _STAGES.get(stage, 0), goal_index, attempt])
-
-    def goal(self, goal_id: str) -> GoalIK:
-        g = self.goals.get(goal_id)
-        if g is None:
-            g = self.goals[goal_id] = GoalIK()
-        return g
-
-
-def reason_category(reason: str) -> str:
-    """The short form of an IK failure reason: ``"collision with obstacle wall (in 3 of 5 ...)"`` →
-    ``"collision with obstacle wall"``; ``"no solution found (the closest pose ...)"`` → ``"no solution found"``;
-    ``"torque limit of joint m1_J (97.1 > 80.0)"`` → ``"torque limit of joint m1_J"``."""
-    text = re.split(r" \(|: ", reason, maxsplit=1)[0].strip()
-    return text or "failed"
 
 
 # -- the filters ----------------------------------------------------------------------------------
@@ -588,135 +386,6 @@ def default_filters() -> list[Filter]:
         TorqueFilter(),
         JointLimitsFilter(),
     ]
-
-
-# -- the funnel -----------------------------------------------------------------------------------
-
-
-class Funnel:
-    """Per filter: how many assemblies entered, passed, why the others failed, and the time spent (s).
-
-    ``record(evaluation)`` counts one finished evaluation (its ``failed_filter``, ``reason_key`` and
-    ``timings``); funnels of several workers ``merge``.
-    """
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self.names: list[str] = list(names)
-        self.entered: dict[str, int] = dict.fromkeys(self.names, 0)
-        self.passed: dict[str, int] = dict.fromkeys(self.names, 0)
-        self.reasons: dict[str, Counter[str]] = {n: Counter() for n in self.names}
-        self.time: dict[str, float] = dict.fromkeys(self.names, 0.0)
-
-    def record(self, failed_filter: str | None, reason_key: str = "", timings: Sequence[float] = ()) -> None:
-        """Count one candidate that failed at ``failed_filter`` (None: passed every filter)."""
-        for k, name in enumerate(self.names):
-            self.entered[name] += 1
-            if k < len(timings):
-                self.time[name] += timings[k]
-            if name == failed_filter:
-                self.reasons[name][reason_key] += 1
-                return
-            self.passed[name] += 1
-
-    def record_evaluation(self, ev: Any) -> None:
-        """Count an :class:`~.evaluate.Evaluation`."""
-        self.record(ev.failed_filter, ev.reason_key, ev.timings)
-
-    def merge(self, other: Funnel) -> Funnel:
-        """Add another funnel's counts (same filters) to this one; returns self."""
-        if other.names != self.names:
-            raise InputError("cannot merge funnels of different filter chains", value=other.names)
-        for n in self.names:
-            self.entered[n] += other.entered[n]
-            self.passed[n] += other.passed[n]
-            self.reasons[n].update(other.reasons[n])
-            self.time[n] += other.time[n]
-        return self
-
-    def failed(self, name: str) -> int:
-        return self.entered[name] - self.passed[name]
-
-    def pass_rate(self, name: str) -> float:
-        """Share of the assemblies entering this filter that passed it (nan if none entered)."""
-        e = self.entered[name]
-        return self.passed[name] / e if e else math.nan
-
-    @property
-    def total(self) -> int:
-        """Candidates counted."""
-        return self.entered[self.names[0]] if self.names else 0
-
-    @property
-    def valid(self) -> int:
-        """Candidates that passed every filter."""
-        return self.passed[self.names[-1]] if self.names else 0
-
-    def rows(self) -> list[dict]:
-        """One dict per filter (name, entered, passed, failed, pass_rate, time, reasons most common first),
-        ready for a funnel plot."""
-        return [
-            {
-                "name": n,
-                "entered": self.entered[n],
-                "passed": self.passed[n],
-                "failed": self.failed(n),
-                "pass_rate": self.pass_rate(n),
-                "time": self.time[n],
-                "reasons": dict(self.reasons[n].most_common()),
-            }
-            for n in self.names
-        ]
-
-    def to_json(self) -> dict:
-        return {
-            "filters": [
-                {
-                    "name": n,
-                    "entered": self.entered[n],
-                    "passed": self.passed[n],
-                    "time": self.time[n],
-                    "reasons": dict(self.reasons[n].most_common()),
-                }
-                for n in self.names
-            ]
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> Funnel:
-        rows = data["filters"]
-        f = cls([r["name"] for r in rows])
-        for r in rows:
-            n = r["name"]
-            f.entered[n], f.passed[n], f.time[n] = int(r["entered"]), int(r["passed"]), float(r.get("time", 0.0))
-            f.reasons[n] = Counter({str(k): int(v) for k, v in r.get("reasons", {}).items()})
-        return f
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Funnel):
-            return NotImplemented
-        return (self.names, self.entered, self.passed, self.reasons) == (
-            other.names,
-            other.entered,
-            other.passed,
-            other.reasons,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def summary(self) -> str:
-        """A readable table: per filter entered → passed (rate) and the most common reasons."""
-        lines = []
-        for r in self.rows():
-            rate = "-" if math.isnan(r["pass_rate"]) else f"{100 * r['pass_rate']:.1f}%"
-            reasons = ", ".join(f"{k} ×{v}" for k, v in list(r["reasons"].items())[:3])
-            lines.append(
-                f"{r['name']:>12}: {r['entered']:>8} → {r['passed']:>8} ({rate:>6}, {r['time']:.2f} s)"
-                + (f"  {reasons}" if reasons else "")
-            )
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return f"Funnel({', '.join(f'{n} {self.passed[n]}/{self.entered[n]}' for n in self.names)})"
 
 
 # -- the chain ------------------------------------------------------------------------------------

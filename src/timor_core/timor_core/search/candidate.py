@@ -1,0 +1,223 @@
+"""What the search filters share: their settings (FilterConfig), the task prepared once (TaskContext), and one
+assembly on its way through the filters (Candidate, with a GoalIK record per pose goal)."""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from timor_core.errors import InputError
+from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
+from timor_core.task.costs import CostFunction
+
+if TYPE_CHECKING:
+    from timor_core.kinematics.robot import PinRobot
+    from timor_core.model.assembly import ModuleAssembly
+    from timor_core.model.db import ModulesDB
+    from timor_core.task import Constraint, Task, ToleratedPose
+
+__all__ = ["FilterConfig", "GoalIK", "PoseGoal", "TaskContext", "Candidate", "reason_category"]
+
+
+# -- configuration --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    """Settings of the default filter chain (a frozen, picklable dataclass; ``to_json``/``from_json``).
+
+    Attributes:
+        max_modules, min_dof, max_dof: limits of the ``limits`` filter (None: no limit).
+        max_reach: the robot's reach bound (m, base to TCP over all configurations) must not exceed this.
+        bound: skip assemblies whose cost is not below the best valid cost found so far.
+        torques: check static (gravity) torques at the goal configurations against the joint torque limits
+            (physical robots must hold themselves; on by default, whatever the task's ``joint`` constraint says).
+        stop_early: stop at the first failing goal (False: try every goal, e.g. to count reached goals).
+        ik_tries, ik_iter: restarts and iterations per try of the kinematic IK (None: the IK defaults).
+        task_ik_tries: restarts of the task-aware IK (None: the IK default). 150 by default: where obstacles
+            leave only a small collision-free part of a goal's solution set, 50 random starts miss it too often.
+        retries: extra task-aware IK runs (fresh random starts) when a solution violates torque or
+            validJointAngles limits.
+        seed: the seed of every IK (combined with the assembly's IDs and the goal).
+        follow_samples: poses of a follow goal's trajectory (after the first, evenly spaced, the last included)
+            the ``ik`` filter solves; every pose is checked against the workspace bound (0: workspace only).
+    """
+
+    max_modules: int | None = None
+    min_dof: int | None = None
+    max_dof: int | None = None
+    max_reach: float | None = None
+    bound: bool = True
+    torques: bool = True
+    stop_early: bool = True
+    ik_tries: int | None = None
+    ik_iter: int | None = None
+    task_ik_tries: int | None = 150
+    retries: int = 2
+    seed: int = 0
+    follow_samples: int = 4
+
+    def to_json(self) -> dict:
+        """A JSON-able dict of the settings."""
+        return asdict(self)
+
+    def __post_init__(self) -> None:
+        ints = {
+            "max_modules": (1, 10**4),
+            "min_dof": (0, 10**4),
+            "max_dof": (0, 10**4),
+            "ik_tries": (1, 100_000),
+            "ik_iter": (1, 100_000),
+            "task_ik_tries": (1, 100_000),
+            "retries": (0, 1000),
+            "follow_samples": (0, 10_000),
+            "seed": (0, 2**63 - 1),
+        }
+        for name, (lo, hi) in ints.items():
+            v = getattr(self, name)
+            if v is None and name not in ("retries", "seed", "follow_samples"):
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
+        reach = self.max_reach
+        if reach is not None and (isinstance(reach, bool) or not isinstance(reach, (int, float)) or not reach > 0):
+            raise InputError("filter setting max_reach must be a positive number of metres", value=reach)
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> FilterConfig:
+        """The inverse of :meth:`to_json` (unknown keys are an InputError)."""
+        if data is None:
+            return cls()
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise InputError(f"unknown filter settings {unknown} (known: {sorted(names)})", value=data)
+        return cls(**data)
+
+
+# -- per-goal and per-candidate records -----------------------------------------------------------
+
+
+@dataclass
+class GoalIK:
+    """What the filters found for one pose goal: the configuration, whether it is valid, why not."""
+
+    q: list[float] | None = None
+    success: bool = False
+    reason: str = ""
+    stage: str = ""  # the last filter that worked on this goal
+
+    def to_json(self) -> dict:
+        return {"q": self.q, "success": self.success, "reason": self.reason, "stage": self.stage}
+
+    @classmethod
+    def from_json(cls, d: dict) -> GoalIK:
+        q = d.get("q")
+        q = None if q is None else [float(v) for v in q]
+        return cls(q, bool(d["success"]), d.get("reason", ""), d.get("stage", ""))
+
+
+@dataclass(frozen=True)
+class PoseGoal:
+    """A goal the filters can check by IK: at / reach goals, and follow goals (their first pose, with the rest of
+    the trajectory in ``path``: the workspace filter checks every pose of it, the ``ik`` filter a sample)."""
+
+    id: str
+    pose: ToleratedPose
+    constraints: tuple[Constraint, ...] = ()
+    path: tuple[ToleratedPose, ...] = ()
+
+    @property
+    def world(self) -> np.ndarray:
+        return np.asarray(self.pose.world, dtype=float)
+
+
+class TaskContext:
+    """What every filter needs to know about the task, prepared once per chain.
+
+    ``placement``: the nominal pose of the task's basePlacement constraint (else None = identity);
+    ``margin``: the largest collisionFree safety margin; ``goals``: the pose goals in task order;
+    ``angle_limits``: task-level validJointAngles constraints.
+    """
+
+    def __init__(self, task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> None:
+        from timor_core.task.solve import assembly_cost, task_base_placement
+
+        self.task = task
+        self.db = db
+        self.cost = assembly_cost(cost if cost is not None else "mass")
+        self.config = config
+        self.placement = task_base_placement(task)
+        self.gravity = np.asarray(task.header.gravity, dtype=float)
+        self.margin = max((float(c.safety_margin or 0.0) for c in task.constraints_of(CollisionFree)), default=0.0)
+        self.angle_limits: tuple[ValidJointAngles, ...] = tuple(task.constraints_of(ValidJointAngles))
+        goals: list[PoseGoal] = []
+        for g in task.goals:
+            if isinstance(g, At) and g.goal_pose is not None:
+                goals.append(PoseGoal(g.id, g.goal_pose, tuple(g.constraints)))
+            elif isinstance(g, Follow) and g.trajectory:
+                trajectory = tuple(g.trajectory)
+                goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
+        self.goals: tuple[PoseGoal, ...] = tuple(goals)
+
+
+_STAGES = {"ik": 1, "ik_task": 2, "torques": 3, "joint_limits": 4}
+
+
+@dataclass
+class Candidate:
+    """One assembly on its way through the filters; filters read and write its intermediate results."""
+
+    ids: tuple[str, ...]
+    ctx: TaskContext
+    bound: float = math.inf
+    seed: int = 0
+    assembly: ModuleAssembly | None = None
+    robot: PinRobot | None = None
+    cost: float | None = None
+    goals: dict[str, GoalIK] = field(default_factory=dict)
+    failed_filter: str | None = None
+    reason_key: str = ""
+    reason: str = ""
+
+    def require_assembly(self) -> ModuleAssembly:
+        """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
+        if self.assembly is None:
+            raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
+        return self.assembly
+
+    def require_robot(self) -> PinRobot:
+        """The robot model built by the ``robot`` filter; InputError if no earlier filter in the chain built it."""
+        if self.robot is None:
+            raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)
+        return self.robot
+
+    def fail(self, key: str, detail: str | None = None) -> bool:
+        """Record why the candidate fails (``key``: short and from a bounded vocabulary); returns False."""
+        self.reason_key = key
+        self.reason = detail if detail is not None else key
+        return False
+
+    def rng(self, stage: str, goal_index: int, attempt: int = 0) -> np.random.Generator:
+        """A generator that depends only on the seed, the assembly, the stage, the goal and the attempt."""
+        crc = zlib.crc32("\0".join(self.ids).encode())
+        return np.random.default_rng([self.seed & 0xFFFFFFFF, crc, _STAGES.get(stage, 0), goal_index, attempt])
+
+    def goal(self, goal_id: str) -> GoalIK:
+        g = self.goals.get(goal_id)
+        if g is None:
+            g = self.goals[goal_id] = GoalIK()
+        return g
+
+
+def reason_category(reason: str) -> str:
+    """The short form of an IK failure reason: ``"collision with obstacle wall (in 3 of 5 ...)"`` →
+    ``"collision with obstacle wall"``; ``"no solution found (the closest pose ...)"`` → ``"no solution found"``;
+    ``"torque limit of joint m1_J (97.1 > 80.0)"`` → ``"torque limit of joint m1_J"``."""
+    text = re.split(r" \(|: ", reason, maxsplit=1)[0].strip()
+    return text or "failed"
