@@ -1,0 +1,157 @@
+"""The models an assembly generates: its kinematic tree, URDF, xacro, SRDF, MJCF, its Pinocchio robot, and the
+one-module assembly of a robot. A mixin of ModuleAssembly, so ``assembly.to_urdf()`` and ``assembly.robot``
+read as in the reference toolbox; the exporters themselves live in higher layers and are looked up through
+``timor_core.common.extensions``. It uses the assembly's ``db``, ``base_placement``, ``modules``, ``_cache``,
+``tree``, ``to_json_data`` and ``from_json_data``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from timor_core.common.extensions import implementation
+from timor_core.common.fileio import atomic_write_text
+from timor_core.common.transforms import IDENTITY, readonly
+from timor_core.errors import AssemblyError, InputError
+from timor_core.model.tree import KinematicTree, build_tree
+
+if TYPE_CHECKING:
+    pass
+
+PinRobot = Any  # timor_core.kinematics.robot.PinRobot (a higher layer: not imported here)
+Ros2ControlConfig = Any  # timor_core.export.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
+__all__ = ["AssemblyModels", "placement_matrix", "written"]
+
+ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it mixes this class in)
+
+
+class AssemblyModels:
+    """Generated models of a ModuleAssembly (mixed into it; not used alone)."""
+
+    db: Any
+    base_placement: Any
+    modules: Any
+    _cache: Any
+    to_json_data: Any
+    from_json_data: Any
+
+    def tree(self, prefix: str = "") -> KinematicTree:
+        """The kinematic tree (links, joints, tool frames), cached per name prefix."""
+        key = ("tree", prefix)
+        tree = self._cache.get(key)
+        if tree is None:
+            tree = build_tree(self, prefix)
+            self._cache[key] = tree
+        return tree
+
+    def to_urdf(
+        self,
+        name: str | None = None,
+        *,
+        prefix: str = "",
+        mesh_uri: str = "file",
+        package: str | None = None,
+        wrl: str = "visual",
+        ros2_control: Ros2ControlConfig | None = None,
+        write_to: str | Path | None = None,
+    ) -> str:
+        """The URDF of this assembly (see ``timor_core.export.urdf.assembly_to_urdf`` for the options).
+
+        ``ros2_control`` (a ``timor_core.export.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
+        ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
+        """
+        text = implementation("assembly_to_urdf")(
+            self, name=name, prefix=prefix, mesh_uri=mesh_uri, package=package, wrl=wrl, ros2_control=ros2_control
+        )
+        return written(text, write_to)
+
+    def to_mjcf(self, name: str | None = None, *, options: Any = None, write_to: str | Path | None = None) -> str:
+        """The MuJoCo model (MJCF) of this assembly, compiled by MuJoCo (see ``timor_core.export.mjcf``; needs mujoco).
+
+        ``options``: a ``timor_core.export.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
+        """
+        return implementation("assembly_to_mjcf")(self, name, options=options, write_to=write_to)
+
+    def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
+        """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
+
+        ``options`` are those of ``timor_core.export.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
+        """
+        return written(implementation("assembly_to_xacro")(self, macro_name, **options), write_to)
+
+    def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
+        """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).
+
+        ``options`` are those of ``timor_core.export.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
+        """
+        return written(implementation("assembly_to_srdf")(self, **options), write_to)
+
+    def to_pin_robot(
+        self,
+        base_placement: np.ndarray | None = None,
+        ignore_collisions: str | None = None,
+        prefix: str = "",
+    ) -> PinRobot:
+        """A new Pinocchio robot with its coal collision model, built directly (no URDF in between)."""
+        placement = self.base_placement if base_placement is None else placement_matrix(base_placement)
+        return implementation("build_robot")(self, placement, ignore_collisions or self.db.ignore_collisions, prefix)
+
+    @classmethod
+    def from_monolithic_robot(cls, robot: PinRobot) -> ModuleAssembly:
+        """A one-module assembly of a robot (e.g. from ``PinRobot.from_urdf``), as in the reference toolbox.
+
+        A robot built from a multi-module assembly is fused into one module through its URDF; the base
+        placement is kept.
+        """
+        assembly_from_urdf = implementation("assembly_from_urdf")
+        source = robot.assembly
+        if source is None:
+            raise AssemblyError("the robot has no assembly to take its modules from")
+        if len(source.modules) == 1:
+            fused = cls.from_json_data(source.db, source.to_json_data())
+        else:
+            unplaced = cls.from_json_data(source.db, source.to_json_data())
+            unplaced.base_placement = np.eye(4)  # the placement stays the assembly's, not the module's
+            extras = {}  # what URDF cannot carry: rotor inertia and acceleration limits
+            for link in unplaced.tree().links:
+                j = link.joint
+                if j is not None and link.joint_type != "fixed":
+                    extra: dict[str, Any] = {"gearRatio": j.gear_ratio, "motorInertia": j.motor_inertia}
+                    extra = {k: v for k, v in extra.items() if v is not None}
+                    if "acceleration" in j.limits_json:
+                        extra["limits"] = {"acceleration": j.limits_json["acceleration"]}
+                    extras[str(link.joint_name)] = extra
+            fused = assembly_from_urdf(unplaced.to_urdf(mesh_uri="file"), joint_extras=extras)
+        fused.base_placement = source.base_placement
+        return fused
+
+    @property
+    def robot(self) -> PinRobot:
+        """The Pinocchio robot of this assembly (built once, then cached)."""
+        robot = self._cache.get("robot")
+        if robot is None:
+            robot = self.to_pin_robot()
+            self._cache["robot"] = robot
+        return robot
+
+
+def placement_matrix(T: np.ndarray | None) -> np.ndarray:
+    if T is None:
+        return IDENTITY
+    T = np.asarray(T, dtype=float)
+    from timor_core.common.transforms import is_rigid
+
+    if not is_rigid(T):
+        raise InputError("base placement must be a 4x4 rigid transform", value=T.tolist())
+    return readonly(T.copy())
+
+
+def written(text: str, path: str | Path | None) -> str:
+    """Write ``text`` to ``path`` atomically (creating its folder) unless ``path`` is None; return ``text``."""
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+    return text
