@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.viz import VizError, require
 from timor_core.viz.scene import RobotScene, add_task
 
@@ -132,7 +131,6 @@ class Viewer:
         self.close()
 
 
-@implements("show_robot")
 def show_robot(robot: PinRobot, q=None, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a robot at q in a (new) viewer and return the viewer."""
     viewer = viewer or Viewer(**kwargs)
@@ -140,7 +138,6 @@ def show_robot(robot: PinRobot, q=None, viewer: Viewer | None = None, **kwargs) 
     return viewer
 
 
-@implements("show_task")
 def show_task(task: Task, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a task in a (new) viewer and return the viewer."""
     viewer = viewer or Viewer(**kwargs)
@@ -148,7 +145,6 @@ def show_task(task: Task, viewer: Viewer | None = None, **kwargs) -> Viewer:
     return viewer
 
 
-@implements("show_solution")
 def show_solution(solution: Solution, viewer: Viewer | None = None, **kwargs) -> Viewer:
     """Show a solution's task and its robot playing the trajectory; returns the viewer."""
     viewer = viewer or Viewer(**kwargs)
