@@ -28,7 +28,7 @@ from timor_core.model.module import Body, Connector, Joint, Module, connectors_c
 # the layers that implement operations the model and robot classes offer (see timor_core.common.extensions)
 from timor_core.export import mjcf, srdf, urdf, urdf_import, xacro  # noqa: E402,F401  isort: skip
 from timor_core.kinematics import build as _build  # noqa: E402,F401  isort: skip
-import timor_core.viz  # noqa: E402,F401  isort: skip
+import timor_core.viz.operations  # noqa: E402,F401  isort: skip
 
 __version__ = "0.1.0"
 

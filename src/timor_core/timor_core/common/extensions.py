@@ -25,9 +25,9 @@ OPERATIONS = {
     "assembly_to_mjcf": "timor_core.export.mjcf",
     "assembly_from_urdf": "timor_core.export.urdf_import",
     "build_robot": "timor_core.kinematics.build",
-    "show_robot": "timor_core.viz",
-    "show_task": "timor_core.viz",
-    "show_solution": "timor_core.viz",
+    "show_robot": "timor_core.viz.operations",
+    "show_task": "timor_core.viz.operations",
+    "show_solution": "timor_core.viz.operations",
 }
 """Every operation and the module that implements it (for messages and the architecture test)."""
 

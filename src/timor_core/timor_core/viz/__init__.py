@@ -8,7 +8,6 @@ Submodules: :mod:`.shapes` (geometry to triangle meshes), :mod:`.scene` (viser s
 
 from __future__ import annotations
 
-from timor_core.common.extensions import implements
 from timor_core.errors import TimorError
 
 __all__ = ["VizError", "require"]
@@ -26,26 +25,3 @@ def require(module: str, extra: str = "viz"):
         return importlib.import_module(module)
     except ImportError:
         raise VizError(f"{module} is not installed: pip install 'timor_core[{extra}]'") from None
-
-
-# robot.visualize(), task.visualize() and solution.visualize(): registered here, where importing is cheap (the
-# viewer needs trimesh, about half a second to import), and the viewer is imported on first use
-@implements("show_robot")
-def _show_robot(*args, **kwargs):
-    from timor_core.viz.viewer import show_robot
-
-    return show_robot(*args, **kwargs)
-
-
-@implements("show_task")
-def _show_task(*args, **kwargs):
-    from timor_core.viz.viewer import show_task
-
-    return show_task(*args, **kwargs)
-
-
-@implements("show_solution")
-def _show_solution(*args, **kwargs):
-    from timor_core.viz.viewer import show_solution
-
-    return show_solution(*args, **kwargs)
