@@ -20,7 +20,7 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
-from timor_core.kinematics.tolerance import PROJECTION_DOMAINS
+from timor_core.kinematics.tolerance_base import PROJECTION_DOMAINS
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
@@ -150,7 +150,7 @@ class _Projector:
             self.box = (lo, hi, rlo, rhi)
             self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
         else:
-            from timor_core.kinematics.tolerance import residual
+            from timor_core.kinematics.tolerance_residual import residual
 
             self.residual = residual
 
