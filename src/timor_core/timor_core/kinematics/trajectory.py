@@ -140,10 +140,38 @@ class Trajectory:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __deepcopy__(self, memo: dict) -> Trajectory:
+        """A copy with its own read-only arrays (a plain deepcopy would make them writeable)."""
+        return Trajectory(self.t.copy(), self.q.copy(), self.dq.copy(), self.ddq.copy())
+
     def __repr__(self) -> str:
         return f"Trajectory(dof={self.dof}, samples={len(self)}, duration={self.duration:.4g} s)"
 
     # -- conveniences (as the reference's Trajectory offers them) -----------------------------------
+    @classmethod
+    def from_positions(cls, t, q) -> Trajectory:
+        """A trajectory from positions alone: ``t`` the sample times (or one number, the time step) and ``q``
+        (N, dof) or (N,) positions; velocities and accelerations by central differences (np.gradient)."""
+        Q = np.asarray(q, dtype=float)
+        if Q.ndim == 1:
+            Q = Q.reshape(-1, 1)
+        if np.ndim(t) == 0:
+            step = float(t)
+            if not (math.isfinite(step) and step > 0):
+                raise InputError("the time step must be a positive finite number", value=t)
+            times = np.arange(Q.shape[0], dtype=float) * step
+        else:
+            times = np.asarray(t, dtype=float)
+        if times.shape != (Q.shape[0],):
+            raise InputError(f"{Q.shape[0]} positions need {Q.shape[0]} times", value=np.shape(t))
+        if Q.shape[0] < 2:
+            dq = np.zeros_like(Q)
+            return cls(times, Q, dq, dq.copy())
+        if np.any(np.diff(times) <= 0):
+            raise FormatError("sample times must be strictly increasing", value=times.tolist()[:10])
+        dq = np.gradient(Q, times, axis=0)
+        return cls(times, Q, dq, np.gradient(dq, times, axis=0))
+
     @classmethod
     def stationary(cls, duration: float, q, dt: float | None = None) -> Trajectory:
         """Rest at ``q`` for ``duration`` seconds: samples 0 and ``duration``, or every ``dt`` seconds up to the
