@@ -118,7 +118,9 @@ class ChromosomeCoding:
                 return
             genes[int(rng.choice(full))] = 0
 
-    def _mutation(self, rng: np.random.Generator):
+    def mutation_operator(self, rng: np.random.Generator):
+        """pygad mutation: each gene redrawn from its slot's space with mutation_probability, then repaired."""
+
         def mutate(offspring: np.ndarray, ga: Any) -> np.ndarray:
             for child in offspring:
                 for k, space in enumerate(self.gene_space):
@@ -129,7 +131,7 @@ class ChromosomeCoding:
 
         return mutate
 
-    def _crossover(self, rng: np.random.Generator):
+    def crossover_operator(self, rng: np.random.Generator):
         """Single-point crossover at a slot boundary: slot k keeps its kind, so children stay in the gene spaces."""
 
         def cross(parents: np.ndarray, offspring_size: tuple[int, int], ga: Any) -> np.ndarray:
