@@ -7,6 +7,7 @@ Collision objects for coal are built lazily and cached on the (immutable) geomet
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,11 @@ class Geometry:
     def _make_coal(self) -> list[tuple[Any, np.ndarray]]:
         raise NotImplementedError
 
+    @property
+    def volume(self) -> float:
+        """The enclosed volume in m³ (a mesh's from its closed triangle surface; 0 for an empty geometry)."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True, eq=False)
 class Box(Geometry):
@@ -77,6 +83,10 @@ class Box(Geometry):
 
     def parameters_json(self) -> dict:
         return {"x": self.x, "y": self.y, "z": self.z}
+
+    @property
+    def volume(self) -> float:
+        return float(self.x * self.y * self.z)
 
     def _make_coal(self):
         import coal
@@ -95,6 +105,10 @@ class Cylinder(Geometry):
     def parameters_json(self) -> dict:
         return {"r": self.r, "z": self.z}
 
+    @property
+    def volume(self) -> float:
+        return float(math.pi * self.r**2 * self.z)
+
     def _make_coal(self):
         import coal
 
@@ -110,6 +124,10 @@ class Sphere(Geometry):
 
     def parameters_json(self) -> dict:
         return {"r": self.r}
+
+    @property
+    def volume(self) -> float:
+        return float(4 / 3 * math.pi * self.r**3)
 
     def _make_coal(self):
         import coal
@@ -154,6 +172,13 @@ class Mesh(Geometry):
                 raise
             raise MeshError(exc.message, file=exc.file, path=exc.path, value=self.file) from None
 
+    @property
+    def volume(self) -> float:
+        """From the closed triangle surface (each convex piece of a decomposition summed), scale applied."""
+        data = self.load()
+        parts = getattr(data, "parts", (data,))
+        return float(sum(abs(part.volume) for part in parts))
+
     def _make_coal(self):
         from timor_core.model.meshes import ConvexParts, to_coal_bvh, to_coal_convex
 
@@ -176,6 +201,10 @@ class Empty(Geometry):
 
     def _make_coal(self):
         return []
+
+    @property
+    def volume(self) -> float:
+        return 0.0
 
 
 def geometry_from_json(

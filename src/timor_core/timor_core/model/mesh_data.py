@@ -57,6 +57,12 @@ class MeshData:
         """Axis-aligned bounding box as a read-only (2, 3) array [min, max]."""
         return readonly_array(np.array([self.vertices.min(axis=0), self.vertices.max(axis=0)]))
 
+    @property
+    def volume(self) -> float:
+        """The signed volume enclosed by the triangles (positive for outward-facing faces of a closed surface)."""
+        v = self.vertices[self.faces]
+        return float(np.einsum("ij,ij->i", v[:, 0], np.cross(v[:, 1], v[:, 2])).sum() / 6.0)
+
 
 @dataclass(frozen=True, eq=False)
 class ConvexParts:
