@@ -1,0 +1,100 @@
+"""Compatibility suite (issue 13 item 12): the reference toolbox's tests/test_assembly_filters.py (timor-python
+1.1.1) ported to timor_core's filter chain (``timor_core.search.filters``), on example-robot-data's Panda imported
+as a one-module set, as the reference does with ``ModuleAssembly.from_monolithic_robot``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from test_ref_robot_setup import panda_paths  # noqa: F401  (fixture)
+
+from timor_core.export.urdf_import import db_from_urdf
+from timor_core.search.filters import DEFAULT_FILTER_NAMES, Filter, FilterChain, FilterConfig, default_filters
+from timor_core.task import Task
+
+TOL = {"toleranceProjection": ["r_sph", "Theta_R"], "tolerance": [[0, 0.002], [0, 0.05]]}
+
+
+@pytest.fixture(scope="module")
+def panda_db(panda_paths):  # noqa: F811
+    urdf, packages = panda_paths
+    return db_from_urdf(urdf, [packages], tcp_link="panda_hand", module_id="panda")
+
+
+@pytest.fixture(scope="module")
+def poses(panda_db):
+    from timor_core import ModuleAssembly
+
+    robot = ModuleAssembly.from_serial_modules(panda_db, ["panda"]).robot
+    rng = np.random.default_rng(99)
+    qs = [robot.random_configuration(rng) for _ in range(30)]
+    return [robot.fk(q) for q in qs if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.2]
+
+
+def _task(poses, obstacles=(), gravity=(0.0, 0.0, -9.81)) -> Task:
+    goals = [{"ID": f"g{k}", "type": "at", "goalPose": {"nominal": T.tolist(), **TOL}} for k, T in enumerate(poses)]
+    return Task.from_json_data(
+        {"header": {"ID": "filters", "gravity": list(gravity)}, "obstacles": list(obstacles), "goals": goals}
+    )
+
+
+def test_default_filters():
+    """ref: test_assembly_filters.py::test_default_filters"""
+    filters = default_filters()
+    assert len(filters) == len(DEFAULT_FILTER_NAMES) > 0 and all(isinstance(f, Filter) for f in filters)
+
+
+def test_ik_filter(panda_db, poses):
+    """ref: test_assembly_filters.py::test_ik_filter and ::test_intermediate_results"""
+    assert len(poses) >= 3
+    chain = FilterChain(_task(poses[:3]), panda_db, "mass", FilterConfig(torques=False))
+    candidate = chain(("panda",))
+    assert candidate.failed_filter is None, candidate.reason
+    assert len(candidate.goals) == 3 and all(g.success and g.q is not None for g in candidate.goals.values())
+    far = np.eye(4)
+    far[:3, 3] = (5.0, 0.0, 0.5)
+    unsolvable = FilterChain(_task([far]), panda_db, "mass")(("panda",))
+    assert unsolvable.failed_filter == "workspace"
+    # deliberate difference: per-goal results live in the candidate's GoalIK records (no separate
+    # "intermediate results" object that refuses being overwritten)
+
+
+def test_length_filter(panda_db, poses):
+    """ref: test_assembly_filters.py::test_length_filter (limits on modules / DOF)"""
+    task = _task(poses[:1])
+    assert FilterChain(task, panda_db, "mass", FilterConfig(max_modules=1))(("panda",)).failed_filter is None
+    too_many = FilterChain(task, panda_db, "mass", FilterConfig(max_dof=6))(("panda",))
+    assert too_many.failed_filter == "limits"
+
+
+def test_limits_met_filter(panda_db, poses):
+    """ref: test_assembly_filters.py::test_limits_met_filter (goal configurations within validJointAngles)"""
+    task = _task(poses[:1])
+    data = task.to_json_data()
+    data["constraints"] = [{"type": "validJointAngles", "limits": [[-0.001] * 9, [0.001] * 9]}]
+    c = FilterChain(Task.from_json_data(data), panda_db, "mass", FilterConfig(retries=1))(("panda",))
+    assert c.failed_filter == "joint_limits"
+
+
+def test_ik_solvable_with_obstacle(panda_db, poses):
+    """ref: test_assembly_filters.py::test_InverseKinematicSolvableWithObstacle"""
+    T = poses[0]
+    block = np.eye(4)
+    block[:3, 3] = T[:3, 3]
+    obstacle = {"ID": "block", "collision": [{"type": "box", "parameters": {"x": 0.2, "y": 0.2, "z": 0.2},
+                                               "pose": block.tolist()}]}  # fmt: skip
+    free = FilterChain(_task([T]), panda_db, "mass", FilterConfig(torques=False))(("panda",))
+    assert free.failed_filter is None
+    blocked = FilterChain(_task([T], [obstacle]), panda_db, "mass", FilterConfig(torques=False))(("panda",))
+    assert blocked.failed_filter == "ik_task" and "block" in blocked.reason
+
+
+def test_ik_solvable_with_tau(panda_db, poses):
+    """ref: test_assembly_filters.py::test_InverseKinematicSolvableWithTau"""
+    ok = FilterChain(_task(poses[:1]), panda_db, "mass")(("panda",))
+    assert ok.failed_filter is None
+    heavy = FilterChain(_task(poses[:1], gravity=(0.0, 0.0, -9810.0)), panda_db, "mass", FilterConfig(retries=0))
+    assert heavy(("panda",)).failed_filter == "torques"
+    assert math.isfinite(ok.cost or 0.0)
