@@ -19,12 +19,23 @@ from timor_core.common import jsonfields as jf
 from timor_core.common.transforms import IDENTITY
 from timor_core.errors import FormatError, MeshError
 
-__all__ = ["Geometry", "Box", "Cylinder", "Sphere", "Mesh", "Empty", "geometry_from_json", "geometries_from_json"]
+__all__ = [
+    "Geometry",
+    "Box",
+    "Cylinder",
+    "Sphere",
+    "Mesh",
+    "Empty",
+    "geometry_from_json",
+    "geometries_from_json",
+    "pose_json",
+]
 
 log = logging.getLogger(__name__)
 
 
-def _pose_json(T: np.ndarray) -> list[list[float]]:
+def pose_json(T: np.ndarray) -> list[list[float]]:
+    """A 4x4 pose as nested lists of floats (CoBRA JSON)."""
     return [[float(v) for v in row] for row in T]
 
 
@@ -45,7 +56,7 @@ class Geometry:
         return {
             "type": self.type_name,
             "parameters": self.parameters_json(),
-            "pose": _pose_json(self.pose),
+            "pose": pose_json(self.pose),
             **self.extra,
         }
 

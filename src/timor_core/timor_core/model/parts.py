@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.common.transforms import IDENTITY
-from timor_core.model.geometry import Geometry
+from timor_core.model.geometry import Geometry, pose_json
 
 if TYPE_CHECKING:
     pass
@@ -36,10 +36,6 @@ GENDERS = ("m", "f", "h")
 RESERVED_CONNECTOR_TYPES = ("base", "eef")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 _MATING = {("m", "f"), ("f", "m"), ("h", "h")}
-
-
-def pose_json(T: np.ndarray) -> list[list[float]]:
-    return [[float(v) for v in row] for row in T]
 
 
 @dataclass(frozen=True, eq=False)
