@@ -11,7 +11,8 @@ import pytest
 from test_ref_robot_setup import panda_paths  # noqa: F401  (fixture)
 
 from timor_core.export.urdf_import import db_from_urdf
-from timor_core.search.filters import DEFAULT_FILTER_NAMES, Filter, FilterChain, FilterConfig, default_filters
+from timor_core.search.filter_chain import FilterChain
+from timor_core.search.filters import DEFAULT_FILTER_NAMES, Filter, FilterConfig, default_filters
 from timor_core.task import Task
 
 TOL = {"toleranceProjection": ["r_sph", "Theta_R"], "tolerance": [[0, 0.002], [0, 0.05]]}

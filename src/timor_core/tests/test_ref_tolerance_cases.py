@@ -119,3 +119,92 @@ def test_tolerance_combinations():
     for bad in (0.3, (0.3,), (0.5, -0.5)):
         with pytest.raises((TypeError, ValueError)):  # a typed FormatError (a ValueError) or a TypeError
             ProjectionTolerance("x", bad)  # type: ignore[arg-type]
+
+
+# the reference's tolerance classes, as compositions of projections (their ``default()``: a small region)
+TOLERANCE_TYPES = {
+    "CartesianXYZ": [("x", (-1e-3, 1e-3)), ("y", (-1e-3, 1e-3)), ("z", (-1e-3, 1e-3))],
+    "CartesianCylindrical": [("r_cyl", (0.0, 1e-3)), ("phi_cyl", (-PI, PI)), ("z", (-1e-3, 1e-3))],
+    "CartesianSpheric": [("r_sph", (0.0, 1e-3)), ("theta", (0.0, PI)), ("phi_sph", (-PI, PI))],
+    "RotationAxis": [("N_x", (-0.01, 0.01)), ("N_y", (-0.01, 0.01)), ("N_z", (-0.01, 0.01))],
+    "RotationAbsolute": [("Theta_R", (0.0, 0.01))],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOLERANCE_TYPES))
+def test_tolerance_types(name):
+    """ref: test_tolerances.py::test_tolerance_types (reversed bounds refused, t + t == t, a sampled deviation is
+    valid, the projection JSON round trips to an equal tolerance)"""
+    from timor_core.kinematics.tolerance import tolerance_from_json
+
+    spec = TOLERANCE_TYPES[name]
+    tolerance = Composed([ProjectionTolerance(p, iv) for p, iv in spec])
+    for p, (low, high) in spec:
+        if low != high:
+            with pytest.raises(ValueError):  # a ValidationError names the projection
+                ProjectionTolerance(p, (high, low))
+    assert Composed([tolerance, tolerance]) == tolerance and (tolerance & tolerance) == tolerance
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        placement = _random_pose(rng)
+        assert tolerance.valid(placement, tolerance.sample(placement, rng))
+    projections, intervals = tolerance.to_json()
+    again = tolerance_from_json(projections, intervals)
+    assert again == tolerance and again.to_json() == (projections, intervals)
+
+
+def test_tolerance_reference_frame():
+    """ref: test_tolerances.py::test_tolerance_reference_frame (a narrow drilling cylinder: free about its axis)"""
+    rng = np.random.default_rng(3)
+    eps = PI / 180
+    cylinder = Composed([ProjectionTolerance("r_cyl", (0, 0.1)), ProjectionTolerance("z", (-0.01, 2.5))])
+    tolerance = Composed([cylinder, axis((-eps, eps), (-eps, eps), (-PI, PI))])
+    desired = rot_x(-PI / 2)
+    desired[:3, 3] = (1, 1, 2)
+    turns = [rot_z(PI * rng.random()) for _ in range(100)]
+    shift = translation((0.01, 0.03, 2))
+    for deviation in (*turns, shift, *(shift @ t for t in turns)):
+        assert tolerance.valid(desired, desired @ deviation)
+    by_hand = np.array([[1, 0, 0, 1], [0, 0, 1, 2.5], [0, -1, 0, 2], [0, 0, 0, 1]], dtype=float)
+    assert tolerance.valid(desired, by_hand)
+    failing = (translation((1.11, 1, 2)), translation((1.08, 1.08, 2)), desired @ rot_x(0.1), desired @ rot_y(0.1))
+    assert not any(tolerance.valid(desired, T) for T in failing)
+
+
+def test_visualization():
+    """ref: test_tolerances.py::test_visualization. The reference only draws the volumes; here each drawn volume
+    is checked against the tolerance: its volume equals the allowed region's (Monte Carlo over the bounding box)
+    and every valid position lies within its bounds."""
+    pytest.importorskip("manifold3d")
+    from timor_core.viz.tolerance_volume import tolerance_volume
+
+    def tol(*parts):
+        return Composed([ProjectionTolerance(p, iv) for p, iv in parts])
+
+    shapes = {
+        "box": tol(("x", (0, 0.7)), ("y", (0, 0.7)), ("z", (0, 0.5))),
+        "cylinder": tol(("r_cyl", (0, 0.5)), ("z", (-0.3, 0.3))),
+        "sphere": tol(("r_sph", (0, 0.33))),
+        "partial_cylinder": tol(("r_cyl", (0, 0.5)), ("z", (-0.1, 0.1)), ("phi_cyl", (PI / 4, PI / 2))),
+        "partial_sphere": tol(("r_sph", (0, 0.33)), ("theta", (0, PI / 2)), ("phi_sph", (-PI / 4, PI / 2))),
+        "composed": tol(("x", (0, 0.1)), ("y", (0, 0.1)), ("z", (0, 0.1)), ("r_sph", (0, 0.1))),
+        "world_slab_and_cylinder": Composed(
+            [ProjectionTolerance("x", (-0.03, 0.03), WORLD_FRAME), tol(("r_cyl", (0, 0.05)), ("z", (-0.1, 0.1)))]
+        ),
+    }
+    rng = np.random.default_rng(11)
+    nominal = rot_x(0.7) @ rot_z(0.3)
+    nominal[:3, 3] = (0.5, -1, 2)
+    for name, tolerance in shapes.items():
+        mesh = tolerance_volume(tolerance, nominal)
+        assert mesh is not None and mesh.is_watertight, name
+        low, high = mesh.bounds - 0.01, mesh.bounds + 0.01
+        points = rng.uniform(low[0], high[1], (20_000, 3))
+        real = np.repeat(nominal[None], len(points), axis=0)
+        real[:, :3, 3] = points
+        inside = np.array([tolerance.valid(nominal, T) for T in real])
+        estimate = inside.mean() * np.prod(high[1] - low[0])
+        assert mesh.volume == pytest.approx(estimate, rel=0.05), name
+        for _ in range(50):
+            p = tolerance.sample(nominal, rng)[:3, 3]
+            assert np.all(p >= mesh.bounds[0] - 1e-6) and np.all(p <= mesh.bounds[1] + 1e-6), name

@@ -16,7 +16,8 @@ from timor_core.kinematics.tolerance import Composed, ProjectionTolerance  # noq
 from timor_core.model.assembly import ModuleAssembly  # noqa: E402
 from timor_core.viz.catalogue import contact_sheet, module_view  # noqa: E402
 from timor_core.viz.render import simplified  # noqa: E402
-from timor_core.viz.shapes import frame_axes, tolerance_volume  # noqa: E402
+from timor_core.viz.shapes import frame_axes  # noqa: E402
+from timor_core.viz.tolerance_volume import tolerance_volume  # noqa: E402
 from timor_core.viz.video import random_motion, robot_frames, robot_video  # noqa: E402
 
 MODULES = ["base", "J2", "i_45", "J2", "J2", "eef"]

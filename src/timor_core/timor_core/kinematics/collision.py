@@ -20,7 +20,7 @@ from timor_core.errors import InputError
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Obstacle = Any  # a task obstacle (timor_core.task.Obstacle, a higher layer): .id and .collision
-__all__ = ["CollisionPair", "CollisionChecker", "configure_requests", "check_margin"]
+__all__ = ["CollisionPair", "CollisionChecker", "configure_requests", "check_margin", "joint_distance"]
 
 MAX_MARGIN = 10.0
 """Largest accepted safety margin in metres (a larger one makes every configuration collide)."""
@@ -158,3 +158,25 @@ class CollisionChecker:
             else:
                 out.append(CollisionPair(objs[a].name, objs[b].name, "self"))
         return out
+
+
+def joint_distance(model: pin.Model) -> np.ndarray:
+    """Number of movable joints on the tree path between any two joints (universe = 0)."""
+    nj = model.njoints
+    parents = list(model.parents)
+    depth = [0] * nj
+    for j in range(1, nj):
+        depth[j] = depth[parents[j]] + 1
+    D = np.zeros((nj, nj), dtype=int)
+    ancestors = []
+    for j in range(nj):
+        chain = [j]
+        while chain[-1] != 0:
+            chain.append(parents[chain[-1]])
+        ancestors.append(chain)
+    for a in range(nj):
+        set_a = set(ancestors[a])
+        for b in range(a + 1, nj):
+            lca = next(x for x in ancestors[b] if x in set_a)
+            D[a, b] = D[b, a] = depth[a] + depth[b] - 2 * depth[lca]
+    return D

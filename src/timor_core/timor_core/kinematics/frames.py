@@ -4,6 +4,7 @@ relative to another frame (``nominalParent``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +19,25 @@ __all__ = ["Frame", "FrameTree", "WORLD"]
 WORLD = "world"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Frame:
     """A frame: its pose relative to its parent frame."""
 
     name: str
     parent: str
     transform: np.ndarray
+
+    def __eq__(self, other: object) -> bool:
+        """Same name and parent, and the same transform up to 1e-9."""
+        if not isinstance(other, Frame):
+            return NotImplemented
+        return (
+            self.name == other.name
+            and self.parent == other.parent
+            and bool(np.allclose(self.transform, other.transform, atol=1e-9))
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # holds an array
 
 
 class FrameTree:
@@ -80,6 +93,32 @@ class FrameTree:
         self._frames[name] = frame
         self._world_cache.clear()
         return frame
+
+    def __getitem__(self, name: str) -> Frame:
+        """The frame called ``name`` (``world`` is the identity at the root)."""
+        if name == WORLD:
+            return Frame(WORLD, WORLD, IDENTITY)
+        try:
+            return self._frames[name]
+        except KeyError:
+            raise FormatError("unknown frame", value=name) from None
+
+    def __iter__(self) -> Iterator[Frame]:
+        """The frames but world, in the order they were added (parents before children)."""
+        return iter(self._frames.values())
+
+    def __eq__(self, other: object) -> bool:
+        """Same frame names, each with the same parent and (up to 1e-9) the same transform."""
+        if not isinstance(other, FrameTree):
+            return NotImplemented
+        if self._frames.keys() != other._frames.keys():
+            return False
+        return all(
+            f.parent == other._frames[n].parent and np.allclose(f.transform, other._frames[n].transform, atol=1e-9)
+            for n, f in self._frames.items()
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __contains__(self, name: object) -> bool:
         return name == WORLD or name in self._frames

@@ -32,28 +32,6 @@ def _infinite(a: np.ndarray) -> np.ndarray:
     return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
 
 
-def _joint_distance(model: pin.Model) -> np.ndarray:
-    """Number of movable joints on the tree path between any two joints (universe = 0)."""
-    nj = model.njoints
-    parents = list(model.parents)
-    depth = [0] * nj
-    for j in range(1, nj):
-        depth[j] = depth[parents[j]] + 1
-    D = np.zeros((nj, nj), dtype=int)
-    ancestors = []
-    for j in range(nj):
-        chain = [j]
-        while chain[-1] != 0:
-            chain.append(parents[chain[-1]])
-        ancestors.append(chain)
-    for a in range(nj):
-        set_a = set(ancestors[a])
-        for b in range(a + 1, nj):
-            lca = next(x for x in ancestors[b] if x in set_a)
-            D[a, b] = D[b, a] = depth[a] + depth[b] - 2 * depth[lca]
-    return D
-
-
 class PinRobot(RobotDynamics):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
@@ -274,11 +252,13 @@ class PinRobot(RobotDynamics):
     def _ensure_pairs(self) -> None:
         if self._pairs_ready:
             return
+        from timor_core.kinematics.collision import configure_requests, joint_distance
+
         gm = self.collision
         n = gm.ngeoms
         if n > 1:
             parents = np.array([gm.geometryObjects[i].parentJoint for i in range(n)], dtype=int)
-            D = _joint_distance(self.model)[parents[:, None], parents[None, :]]
+            D = joint_distance(self.model)[parents[:, None], parents[None, :]]
             mode = self.ignore_collisions
             if mode == "rigid":
                 active = D >= 1
@@ -303,8 +283,6 @@ class PinRobot(RobotDynamics):
                     active[np.ix_(b, a)] = False
             active = np.triu(active, 1)
             gm.setCollisionPairs(active)
-        from timor_core.kinematics.collision import configure_requests
-
         self._collision_data = pin.GeometryData(gm)
         configure_requests(self._collision_data, model=gm)
         # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +51,11 @@ from timor_core.common import jsonfields as jf
 from timor_core.errors import FormatError, InputError, TimorError, ValidationError
 from timor_core.kinematics.tolerance_base import (
     KEEP_NOMINAL,
-    LENGTHS,
     NOMINAL_FRAME,
-    PI,
     POSITION_PROJECTIONS,
     PROJECTIONS,
     PURE_REJECTION,
     ROTATION_PROJECTIONS,
-    SAMPLE_SPAN,
     VALID_SLACK,
     WORLD_FRAME,
     Deviation,
@@ -69,6 +66,7 @@ from timor_core.kinematics.tolerance_base import (
     exp3,
 )
 from timor_core.kinematics.tolerance_residual import residual
+from timor_core.kinematics.tolerance_sampling import position_proposals, rotation_proposals
 
 __all__ = [
     "PROJECTIONS",
@@ -133,6 +131,19 @@ class Tolerance(abc.ABC):
         """The CoBRA ``toleranceProjection`` and ``tolerance`` fields (``frames`` gives ``toleranceFrame``)."""
         return list(self.projections), [iv.to_json() for iv in self.intervals]
 
+    def __eq__(self, other: object) -> bool:
+        """The same projections with the same intervals in the same frames, in any order (a one-part Composed
+        equals its part)."""
+        if not isinstance(other, Tolerance):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _key(self) -> frozenset:
+        return frozenset((p.projection, p.interval, p.frame) for p in self.parts)
+
     def __and__(self, other: object) -> Composed:
         """Both tolerances at once (logical AND)."""
         if not isinstance(other, Tolerance):
@@ -160,8 +171,8 @@ class Tolerance(abc.ABC):
         D = as_pose(desired, "desired")
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         parts = self.parts
-        pos_candidates = _position_proposals(parts)
-        rot_candidates = _rotation_proposals(parts)
+        pos_candidates = position_proposals(parts)
+        rot_candidates = rotation_proposals(parts)
         if any(p is None for p in pos_candidates + rot_candidates):
             raise TimorError("the tolerance admits no pose: the intervals of a projection do not overlap")
         pos_proposals = [p for p in pos_candidates if p is not None]
@@ -196,7 +207,7 @@ class Tolerance(abc.ABC):
         raise TimorError(f"could not sample a pose within the tolerance in {max_attempts} attempts")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ProjectionTolerance(Tolerance):
     """One projection of the deviation must lie in one interval (in the given frame)."""
 
@@ -220,9 +231,12 @@ class ProjectionTolerance(Tolerance):
         return (self,)
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True, init=False, eq=False)
 class Composed(Tolerance):
-    """Several tolerances at once: valid iff every part is valid (an empty one is always valid)."""
+    """Several tolerances at once: valid iff every part is valid (an empty one is always valid).
+
+    A part given twice (same projection, interval and frame) is kept once, so ``t & t`` is ``t``.
+    """
 
     tolerances: tuple[ProjectionTolerance, ...]
 
@@ -231,156 +245,15 @@ class Composed(Tolerance):
         for tol in tolerances:
             if not isinstance(tol, Tolerance):
                 raise TypeError(f"expected a Tolerance, got {type(tol).__name__}")
-            flat.extend(tol.parts)
+            for part in tol.parts:
+                if not any(part._key() == seen._key() for seen in flat):
+                    flat.append(part)
         object.__setattr__(self, "tolerances", tuple(flat))
 
     @property
     def parts(self) -> tuple[ProjectionTolerance, ...]:
         """The single-projection tolerances, in order."""
         return self.tolerances
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Sampling proposals
-# --------------------------------------------------------------------------------------------------------------------
-
-_Proposal = tuple[ToleranceFrame, Callable[[np.random.Generator], Any]]
-
-
-def _merged(
-    parts: Sequence[ProjectionTolerance], names: Iterable[str], frame: ToleranceFrame | None, default: Interval
-):
-    """Intersection of the intervals of the given projections (in the given frame); None if empty."""
-    out: Interval | None = default
-    for p in parts:
-        if p.projection in names and (frame is None or p.frame == frame) and out is not None:
-            out = out.intersect(p.interval)
-    return out
-
-
-def _bounded(iv: Interval, span: float, limit: float) -> tuple[float, float]:
-    """A finite sub-range of a length interval for sampling.
-
-    An unbounded side is cut ``span`` away from the interval's point nearest 0; both sides are then limited to
-    ``[-limit, limit]`` (a radius bound of the same frame), which no valid point can exceed anyway.
-    """
-    c = iv.clip(0.0)
-    low = iv.low if math.isfinite(iv.low) else c - span
-    high = iv.high if math.isfinite(iv.high) else c + span
-    low, high = max(low, -limit), min(high, limit)
-    return (low, high) if low <= high else (low, low)
-
-
-def _off_seam(phi: float) -> float:
-    """Keep a sampled azimuth 1e-13 off ±pi: at the seam rounding decides between +pi and -pi (both valid up to
-    ``VALID_SLACK``, but not both for an interval at one end of the range)."""
-    return min(max(phi, -PI + 1e-13), PI - 1e-13)
-
-
-def _position_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal | None]:
-    proposals: list[_Proposal | None] = []
-    families = {"cart": {"x", "y", "z"}, "cyl": {"r_cyl", "phi_cyl"}, "sph": {"r_sph", "theta", "phi_sph"}}
-    seen: set[tuple[ToleranceFrame, str]] = set()
-    full_len = Interval(-math.inf, math.inf)
-    # the length scale of the tolerance: unbounded sides are cut this far (at least SAMPLE_SPAN) from their bound
-    finite = [abs(b) for p in parts if p.projection in LENGTHS for b in (p.interval.low, p.interval.high)]
-    span = max([SAMPLE_SPAN] + [2.0 * b for b in finite if math.isfinite(b)])
-    for part in parts:
-        if part.projection not in POSITION_PROJECTIONS:
-            continue
-        family = next(k for k, names in families.items() if part.projection in names)
-        key = (part.frame, family)
-        if key in seen:
-            continue
-        seen.add(key)
-        frame = part.frame
-        r_sph = _merged(parts, {"r_sph"}, frame, Interval(0.0, math.inf))
-        r_cyl = _merged(parts, {"r_cyl"}, frame, Interval(0.0, math.inf))
-        phi = _merged(parts, {"phi_cyl", "phi_sph"}, frame, Interval(-PI, PI))
-        theta = _merged(parts, {"theta"}, frame, Interval(0.0, PI))
-        xyz = [_merged(parts, {a}, frame, full_len) for a in ("x", "y", "z")]
-        if any(iv is None for iv in (r_sph, r_cyl, phi, theta, *xyz)):
-            proposals.append(None)
-            continue
-        limit_xy = min(r_cyl.high, r_sph.high)
-        span_xy, span_z = min(span, limit_xy), min(span, r_sph.high)
-        if family == "cart":
-            ranges = [
-                _bounded(xyz[0], span_xy, limit_xy),
-                _bounded(xyz[1], span_xy, limit_xy),
-                _bounded(xyz[2], span_z, r_sph.high),
-            ]
-
-            def draw_cart(g, r=ranges):
-                return np.array([g.uniform(lo, hi) for lo, hi in r])
-
-            proposals.append((frame, draw_cart))
-        elif family == "cyl":
-            r_lo = r_cyl.low
-            r_hi = r_cyl.high if math.isfinite(r_cyl.high) else r_lo + min(span, r_sph.high)
-            r_hi = max(r_lo, r_hi)
-            z_range = _bounded(xyz[2], span_z, r_sph.high)
-
-            def draw_cyl(g, r_lo=r_lo, r_hi=r_hi, phi=phi, z_range=z_range):
-                r = math.sqrt(g.uniform(r_lo**2, r_hi**2))
-                a = _off_seam(g.uniform(phi.low, phi.high))
-                return np.array([r * math.cos(a), r * math.sin(a), g.uniform(*z_range)])
-
-            proposals.append((frame, draw_cyl))
-        else:
-            r_lo = r_sph.low
-            r_hi = r_sph.high if math.isfinite(r_sph.high) else r_lo + span
-
-            def draw_sph(g, r_lo=r_lo, r_hi=r_hi, phi=phi, theta=theta):
-                r = np.cbrt(g.uniform(r_lo**3, r_hi**3))
-                t = math.acos(min(1.0, max(-1.0, g.uniform(math.cos(theta.high), math.cos(theta.low)))))
-                t = min(max(t, theta.low), theta.high)
-                a = _off_seam(g.uniform(phi.low, phi.high))
-                return r * np.array([math.sin(t) * math.cos(a), math.sin(t) * math.sin(a), math.cos(t)])
-
-            proposals.append((frame, draw_sph))
-    return proposals
-
-
-def _rotation_proposals(parts: Sequence[ProjectionTolerance]) -> list[_Proposal | None]:
-    proposals: list[_Proposal | None] = []
-    if any(p.projection == "Theta_R" for p in parts):
-        angle = _merged(parts, {"Theta_R"}, None, Interval(0.0, PI))
-        if angle is None:
-            proposals.append(None)
-        else:
-
-            def draw_ball(g, angle=angle):
-                axis = g.normal(size=3)
-                axis /= np.linalg.norm(axis)
-                return axis * g.uniform(angle.low, angle.high)
-
-            proposals.append((NOMINAL_FRAME, draw_ball))
-    seen: set[ToleranceFrame] = set()
-    for part in parts:
-        if part.projection not in ("N_x", "N_y", "N_z") or part.frame in seen:
-            continue
-        seen.add(part.frame)
-        box = [_merged(parts, {a}, part.frame, Interval(-PI, PI)) for a in ("N_x", "N_y", "N_z")]
-        if any(iv is None for iv in box):
-            proposals.append(None)
-            continue
-
-        def draw_box(g, box=box):
-            # components in random order, each within its interval and what is left of the ball |omega| <= pi
-            # (beyond pi a rotation vector belongs to another rotation)
-            omega, left = np.zeros(3), PI * PI
-            for k in g.permutation(3):
-                reach = math.sqrt(max(left, 0.0))
-                low, high = max(box[k].low, -reach), min(box[k].high, reach)
-                if low > high:
-                    return None
-                omega[k] = g.uniform(low, high)
-                left -= omega[k] ** 2
-            return omega
-
-        proposals.append((part.frame, draw_box))
-    return proposals
 
 
 # --------------------------------------------------------------------------------------------------------------------

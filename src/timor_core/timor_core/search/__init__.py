@@ -13,11 +13,11 @@
 from timor_core.search.cluster import ClusterError, DaskEvaluator
 from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, evaluate, load_db, load_task
 from timor_core.search.exhaustive import ExhaustiveSearch
+from timor_core.search.filter_chain import FilterChain
 from timor_core.search.filters import (
     DEFAULT_FILTER_NAMES,
     Candidate,
     Filter,
-    FilterChain,
     FilterConfig,
     Funnel,
     GoalIK,

@@ -22,7 +22,6 @@ Needs the optional dependency ``dask[distributed]`` (``pip install timor-core[cl
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
@@ -34,6 +33,7 @@ from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
 from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
+from timor_core.search.ranges import DoneRanges, merge_ranges, runs
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
@@ -66,49 +66,6 @@ def _run_chunk(
     spec: WorkerSpec, items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True
 ) -> list[Evaluation]:
     return _worker_evaluator(spec).evaluate_chunk(items, bound, lower_bound)
-
-
-# -- completed positions as sorted, disjoint [start, stop) ranges --------------------------------------
-
-
-def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
-    """Sorted, disjoint, non-adjacent ``[start, stop)`` ranges covering the given ones."""
-    out: list[list[int]] = []
-    for a, b in sorted((int(a), int(b)) for a, b in ranges if int(b) > int(a)):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
-def _runs(seqs: Iterable[int]) -> list[list[int]]:
-    out: list[list[int]] = []
-    for s in sorted(seqs):
-        if out and s == out[-1][1]:
-            out[-1][1] = s + 1
-        else:
-            out.append([s, s + 1])
-    return out
-
-
-class _Done:
-    """Membership in merged ranges."""
-
-    def __init__(self, ranges: Iterable[Sequence[int]] = ()) -> None:
-        self.ranges = merge_ranges(ranges)
-        self._starts = [a for a, _ in self.ranges]
-
-    def add(self, ranges: Iterable[Sequence[int]]) -> None:
-        self.ranges = merge_ranges([*self.ranges, *ranges])
-        self._starts = [a for a, _ in self.ranges]
-
-    def __contains__(self, seq: int) -> bool:
-        k = bisect_right(self._starts, seq) - 1
-        return k >= 0 and seq < self.ranges[k][1]
-
-    def count(self) -> int:
-        return sum(b - a for a, b in self.ranges)
 
 
 # -- the evaluator -------------------------------------------------------------------------------------
@@ -287,7 +244,7 @@ class DaskEvaluator(ParallelEvaluator):
 
     # -- progress and checkpoints ------------------------------------------------------------------
     def _reset_progress(self) -> None:
-        self._done = _Done()
+        self._done = DoneRanges()
         self._evaluations = 0
         self._valid = 0
         self._funnel: Funnel | None = None
@@ -295,7 +252,7 @@ class DaskEvaluator(ParallelEvaluator):
         self._chunks = 0
 
     def _record(self, evaluations: Sequence[Evaluation]) -> None:
-        self._done.add(_runs(ev.seq for ev in evaluations))
+        self._done.add(runs(ev.seq for ev in evaluations))
         if self._funnel is None:
             self._funnel = Funnel(self.filter_names)
         for ev in evaluations:
@@ -343,7 +300,7 @@ class DaskEvaluator(ParallelEvaluator):
                 raise ValueError("not a timor search checkpoint (a JSON object)")
             if d.get("version") != CHECKPOINT_VERSION or d.get("kind") != "timor-search-checkpoint":
                 raise ValueError("not a timor search checkpoint (version 1)")
-            self._done = _Done(d["done"])
+            self._done = DoneRanges(d["done"])
             self._evaluations = int(d["evaluations"])
             self._valid = int(d["valid"])
             self._chunks = int(d.get("chunks", 0))

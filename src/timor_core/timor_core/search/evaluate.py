@@ -24,7 +24,8 @@ import numpy as np
 
 from timor_core.errors import InputError
 from timor_core.model.db import ModulesDB
-from timor_core.search.filters import Filter, FilterChain, FilterConfig, Funnel, GoalIK
+from timor_core.search.filter_chain import FilterChain
+from timor_core.search.filters import Filter, FilterConfig, Funnel, GoalIK
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 

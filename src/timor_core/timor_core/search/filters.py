@@ -23,8 +23,8 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
 Each filter is a small object with a ``name`` and ``__call__(candidate) -> bool``; a failing filter writes a
 short reason key (bounded vocabulary, e.g. ``"g1: collision with obstacle wall"``) and a detailed reason into
 the :class:`Candidate`. Intermediate results (the robot, per-goal configurations) live in the candidate and are
-reused by later filters. :class:`FilterChain` runs the filters and counts, per filter, how many candidates
-entered and passed, and why they failed (a :class:`Funnel`).
+reused by later filters. ``search.filter_chain.FilterChain`` runs the filters and counts, per filter, how many
+candidates entered and passed, and why they failed (a :class:`Funnel`).
 
 Everything is deterministic: the IK of an assembly is seeded from ``FilterConfig.seed`` and the assembly's IDs,
 so an assembly gets the same verdict in any process and in any order.
@@ -33,7 +33,6 @@ so an assembly gets the same verdict in any process and in any order.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -44,12 +43,9 @@ from timor_core.kinematics.ik import outside_workspace
 from timor_core.search.candidate import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
 from timor_core.task import ValidJointAngles
-from timor_core.task.costs import CostFunction
 
 if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
-    from timor_core.model.db import ModulesDB
-    from timor_core.task import Task
 
 __all__ = [
     "FilterConfig",
@@ -67,7 +63,6 @@ __all__ = [
     "TaskIKFilter",
     "TorqueFilter",
     "JointLimitsFilter",
-    "FilterChain",
     "Funnel",
     "default_filters",
     "DEFAULT_FILTER_NAMES",
@@ -386,67 +381,3 @@ def default_filters() -> list[Filter]:
         TorqueFilter(),
         JointLimitsFilter(),
     ]
-
-
-# -- the chain ------------------------------------------------------------------------------------
-
-
-class FilterChain:
-    """Runs filters in order on a :class:`Candidate`, stopping at the first that fails, and keeps a :class:`Funnel`.
-
-    Args:
-        task, db: the task and the module set.
-        cost: an assembly-level cost (CostFunction or descriptor, default ``"mass"``); terms that need a
-            trajectory are refused (InputError).
-        config: a :class:`FilterConfig`.
-        filters: the filter objects (default: :func:`default_filters`); custom filters may subclass
-            :class:`Filter` and read ``candidate.ctx``.
-    """
-
-    def __init__(
-        self,
-        task: Task,
-        db: ModulesDB,
-        cost: CostFunction | str | None = "mass",
-        config: FilterConfig | None = None,
-        filters: Sequence[Filter] | None = None,
-    ) -> None:
-        self.config = config if config is not None else FilterConfig()
-        self.ctx = TaskContext(task, db, cost, self.config)
-        self.filters: list[Filter] = list(filters) if filters is not None else default_filters()
-        names = [f.name for f in self.filters]
-        if len(set(names)) != len(names) or not all(names):
-            raise InputError("filters need distinct, non-empty names", value=names)
-        self.funnel = Funnel(names)
-
-    @property
-    def names(self) -> list[str]:
-        return [f.name for f in self.filters]
-
-    def candidate(self, ids: Sequence[str], bound: float = math.inf, seed: int | None = None) -> Candidate:
-        """A fresh candidate for ``ids`` (``seed``: default ``config.seed``)."""
-        s = self.config.seed if seed is None else int(seed)
-        return Candidate(tuple(str(m) for m in ids), self.ctx, bound=float(bound), seed=s)
-
-    def run(self, c: Candidate) -> tuple[bool, list[float]]:
-        """Run the filters on a candidate: ``(passed every filter, seconds per entered filter)``."""
-        timings: list[float] = []
-        clock = time.perf_counter
-        for f in self.filters:
-            t0 = clock()
-            ok = f(c)
-            timings.append(clock() - t0)
-            if not ok:
-                c.failed_filter = f.name
-                if not c.reason_key:
-                    c.fail(f"{f.name} failed")
-                self.funnel.record(f.name, c.reason_key, timings)
-                return False, timings
-        self.funnel.record(None, "", timings)
-        return True, timings
-
-    def __call__(self, ids: Sequence[str], bound: float = math.inf) -> Candidate:
-        """Filter one assembly; returns the candidate with its verdict and intermediate results."""
-        c = self.candidate(ids, bound)
-        self.run(c)
-        return c

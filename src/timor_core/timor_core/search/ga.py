@@ -286,7 +286,7 @@ class GeneticSearch(ChromosomeCoding):
                 batch = []
             if len(batch) < len(todo):
                 state["out"] = True
-            evaluations = _evaluate_batch(pe, batch, bound)
+            evaluations = pe.evaluate_batch_isolated(batch, bound)
             for ids, ev in zip(batch, evaluations):
                 ev.seq = len(self.evaluated)
                 self.evaluated.append(ids)
@@ -423,27 +423,6 @@ class GeneticSearch(ChromosomeCoding):
             "links": list(self.links),
             **extra,
         }
-
-
-def _evaluate_batch(pe: ParallelEvaluator, batch: list[tuple[str, ...]], bound: float = math.inf) -> list[Evaluation]:
-    """A generation in one batch; if evaluation raises (a bug in a filter), each assembly alone, errors invalid."""
-    if not batch:
-        return []
-    try:
-        return pe.evaluate_batch(batch, bound)
-    except Exception:  # noqa: BLE001  (one bad assembly must not end the search)
-        logger.info("a batch evaluation failed; evaluating its assemblies one by one", exc_info=True)
-    out = []
-    for seq, ids in enumerate(batch):
-        try:
-            out.append(pe.local(ids, bound, seq))
-        except Exception as exc:  # noqa: BLE001
-            reason = f"evaluation error: {type(exc).__name__}: {exc}"
-            name = pe.filter_names[0]
-            out.append(
-                Evaluation(ids, False, failed_filter=name, reason=reason, reason_key="evaluation error", seq=seq)
-            )
-    return out
 
 
 def trial_histories(result: SearchResult) -> list[list[dict]]:

@@ -15,6 +15,7 @@ skipped, and therefore how many reached the later filters) do depend on timing.
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
 import os
@@ -37,6 +38,8 @@ from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
 __all__ = ["ParallelEvaluator", "WorkerSpec", "resolve_workers", "Progress"]
+
+logger = logging.getLogger(__name__)
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -274,6 +277,28 @@ class ParallelEvaluator:
             for ev in evaluations:
                 out[ev.seq] = ev
         return out  # type: ignore[return-value]
+
+    def evaluate_batch_isolated(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+        """``evaluate_batch``; if it raises (a bug in a filter), each assembly alone, an error making it invalid."""
+        if not batch:
+            return []
+        try:
+            return self.evaluate_batch(batch, bound)
+        except Exception:  # noqa: BLE001  (one bad assembly must not end the search)
+            logger.info("a batch evaluation failed; evaluating its assemblies one by one", exc_info=True)
+        out = []
+        for seq, ids in enumerate(batch):
+            try:
+                out.append(self.local(ids, bound, seq))
+            except Exception as exc:  # noqa: BLE001
+                reason = f"evaluation error: {type(exc).__name__}: {exc}"
+                name = self.filter_names[0]
+                out.append(
+                    Evaluation(
+                        tuple(ids), False, failed_filter=name, reason=reason, reason_key="evaluation error", seq=seq
+                    )
+                )
+        return out
 
 
 # -- progress --------------------------------------------------------------------------------------

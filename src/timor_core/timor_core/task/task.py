@@ -157,6 +157,11 @@ class Task:
         raise InputError("no such goal", value=goal_id)
 
     @property
+    def goals_by_id(self) -> dict[str, Goal]:
+        """The goals by ID (in task order)."""
+        return {g.id: g for g in self.goals}
+
+    @property
     def base_placement(self) -> BasePlacement | None:
         """The basePlacement constraint, if any."""
         return next((c for c in self.constraints if isinstance(c, BasePlacement)), None)

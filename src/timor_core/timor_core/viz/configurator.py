@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import numpy as np
 
 from timor_core.errors import TimorError
 from timor_core.model.assembly import ModuleAssembly
+from timor_core.viz.configurator_exports import EXPORT_LABELS, available_exports, export_files
 from timor_core.viz.configurator_state import (
     CheckResult,
     Design,
@@ -41,55 +41,6 @@ BEST_COLOR = (90, 120, 230)
 MISS_COLOR = (210, 60, 60)
 SLIDERS = "joint sliders"
 NONE = "(none)"
-
-
-def _xacro(assembly: ModuleAssembly) -> str:
-    from timor_core.export.xacro import assembly_to_xacro
-
-    return assembly_to_xacro(assembly)
-
-
-def _srdf(assembly: ModuleAssembly) -> str:
-    from timor_core.export.srdf import assembly_to_srdf
-
-    return assembly_to_srdf(assembly)
-
-
-def _assembly_json(assembly: ModuleAssembly) -> str:
-    return json.dumps(assembly.to_json_data(), indent=2) + "\n"
-
-
-_EXPORTS: dict[str, tuple[str, Callable[[ModuleAssembly], str], str | None]] = {
-    "URDF": ("urdf", lambda a: a.to_urdf(), None),
-    "xacro": ("urdf.xacro", _xacro, "timor_core.export.xacro"),
-    "SRDF": ("srdf", _srdf, "timor_core.export.srdf"),
-    "assembly JSON": ("json", _assembly_json, None),
-}
-
-
-def available_exports() -> list[str]:
-    """Export formats whose writer can be imported (xacro and SRDF are optional modules)."""
-    import importlib
-
-    out = []
-    for label, (_, _, module) in _EXPORTS.items():
-        if module is not None:
-            try:
-                found = importlib.import_module(module)
-            except ImportError:
-                continue
-            if not hasattr(found, f"assembly_to_{module.rsplit('.', 1)[1]}"):
-                continue
-        out.append(label)
-    return out
-
-
-def export_files(assembly: ModuleAssembly, label: str) -> tuple[str, bytes]:
-    """The file name and content of one export (``"URDF"``, ``"xacro"``, ``"SRDF"``, ``"assembly JSON"``)."""
-    from timor_core.export.urdf import default_robot_name
-
-    suffix, write, _ = _EXPORTS[label]
-    return f"{default_robot_name(assembly)}.{suffix}", write(assembly).encode()
 
 
 def _joint_range(lower: float, upper: float) -> tuple[float, float]:
@@ -176,7 +127,7 @@ class Configurator:
         with gui.add_folder("Export"):
             available = available_exports()
             self.export_buttons = {
-                label: gui.add_button(f"Download {label}", visible=label in available) for label in _EXPORTS
+                label: gui.add_button(f"Download {label}", visible=label in available) for label in EXPORT_LABELS
             }
         self.add_button.on_click(self._user(lambda e: self.state.add_slot(self.new_module.value)))
         self.remove_button.on_click(self._user(lambda e: self.state.remove_slot(int(self.remove_choice.value))))

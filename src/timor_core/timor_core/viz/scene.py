@@ -13,7 +13,8 @@ import numpy as np
 import trimesh
 
 from timor_core.common.transforms import IDENTITY
-from timor_core.viz.shapes import geometries_mesh, goal_poses, robot_parts, tolerance_volume
+from timor_core.viz.shapes import geometries_mesh, goal_poses, robot_parts
+from timor_core.viz.tolerance_volume import tolerance_volume
 
 if TYPE_CHECKING:
     import viser

@@ -22,14 +22,9 @@ __all__ = [
     "joint_poses",
     "geometry_mesh",
     "geometries_mesh",
-    "tolerance_volume",
     "goal_poses",
     "posed",
-    "DEFAULT_SPAN",
 ]
-
-#: How far (m) an unbounded side of a tolerance volume is drawn.
-DEFAULT_SPAN = 0.05
 
 
 @dataclass(frozen=True)
@@ -122,45 +117,6 @@ def geometries_mesh(geometries, T: np.ndarray | None = None) -> trimesh.Trimesh 
         return None
     mesh = concatenate_meshes(meshes)
     return mesh if T is None else posed(mesh, T)
-
-
-def _bounds(interval, span: float) -> tuple[float, float]:
-    low = interval.low if np.isfinite(interval.low) else -span
-    high = interval.high if np.isfinite(interval.high) else span
-    return low, high
-
-
-def tolerance_volume(tolerance, nominal: np.ndarray, span: float = DEFAULT_SPAN) -> trimesh.Trimesh | None:
-    """The region of allowed TCP positions of a tolerance around a nominal pose, as a mesh in the world.
-
-    Boxes for x/y/z, a cylinder for r_cyl (with z), a sphere for r_sph; unbounded sides are cut at ``span``;
-    None if the tolerance bounds no position (or only to under a millimetre, which would not be visible).
-    """
-    bounds: dict[str, tuple[float, float]] = {}
-    rotation = nominal[:3, :3]
-    for part in tolerance.parts:
-        if part.projection in ("x", "y", "z", "r_cyl", "r_sph"):
-            low, high = _bounds(part.interval, span)
-            old = bounds.get(part.projection, (-np.inf, np.inf))
-            bounds[part.projection] = (max(low, old[0]), min(high, old[1]))
-            rotation = part.frame.matrix(nominal[:3, :3])
-    if not bounds:
-        return None
-    x, y, z = (bounds.get(a, (-span, span)) for a in "xyz")
-    if "r_sph" in bounds:
-        mesh = trimesh.creation.icosphere(subdivisions=2, radius=bounds["r_sph"][1])
-    elif "r_cyl" in bounds:
-        mesh = trimesh.creation.cylinder(radius=bounds["r_cyl"][1], height=z[1] - z[0], sections=32)
-        mesh.apply_translation((0, 0, (z[0] + z[1]) / 2))
-    else:
-        mesh = trimesh.creation.box(extents=(x[1] - x[0], y[1] - y[0], z[1] - z[0]))
-        mesh.apply_translation(((x[0] + x[1]) / 2, (y[0] + y[1]) / 2, (z[0] + z[1]) / 2))
-    if mesh.extents.max() < 1e-3:
-        return None
-    T = np.eye(4)
-    T[:3, :3] = rotation
-    T[:3, 3] = nominal[:3, 3]
-    return posed(mesh, T)
 
 
 def goal_poses(task) -> Iterator[tuple[str, ToleratedPose]]:

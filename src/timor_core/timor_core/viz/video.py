@@ -13,7 +13,8 @@ from timor_core.viz import VizError, require
 from timor_core.viz._atomic import atomic_target
 from timor_core.viz.render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
 from timor_core.viz.scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR, ROBOT_COLOR
-from timor_core.viz.shapes import frame_axes, geometries_mesh, goal_poses, tolerance_volume
+from timor_core.viz.shapes import frame_axes, geometries_mesh, goal_poses
+from timor_core.viz.tolerance_volume import tolerance_volume
 
 if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
