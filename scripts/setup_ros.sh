@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# ROS 2 (Kilted) for timor without a ROS install, from the PyPI `ros-*` wheels:
+# ROS 2 (Kilted) for timor without a ROS install, from the PyPI `ros-*` wheels. THIS IS THE TEST SET-UP of this
+# repository (CI and `make test`); ROS users build src/ with colcon in their workspace (see README, docker/).
 #   1. installs rclpy, the standard interfaces and the ament/rosidl build tools into the venv,
-#   2. builds src/timor_interfaces with colcon into build/ros_ws (outside src),
-#   3. makes the built interfaces importable from the venv (a .pth file; links of the built libraries in
-#      $VENV/lib, which the wheels' bootstrapper puts on LD_LIBRARY_PATH),
-#   4. installs src/timor_ros into the venv (editable), so `timor ros up` and the tests can import it.
+#   2. adds the real upstream launch tooling and ros2 CLI (`ros2 launch/run/topic/param/service/action/interface`,
+#      launch_testing) from the ros-launch kit, if it is there (../shared/ros-launch, or $ROS_LAUNCH_KIT),
+#   3. builds src/timor_interfaces with colcon into build/ros_ws (outside src),
+#   4. makes the venv a ROS prefix that knows timor_interfaces and timor_ros (ament index, share/, lib/<pkg>/
+#      executables), with no `source` step: Python imports through .pth files, the built libraries linked into
+#      $VENV/lib (the wheels' bootstrapper puts it on LD_LIBRARY_PATH), launch files and RViz config linked
+#      from src/ (edits apply at once, like colcon --symlink-install), timor_ros installed editable.
 # Usage: scripts/setup_ros.sh [VENV]   (default: .venv; the venv must exist, e.g. from `make venv`)
-# Idempotent; re-run after editing an interface file. On a machine with a real ROS install, use colcon
-# directly instead (see docker/Dockerfile).
+# With a ROS 2 install sourced (ROS_DISTRO set), it builds both packages with that install's colcon instead.
+# Idempotent; re-run after editing an interface file or setup.py.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 VENV=$(cd "${1:-$ROOT/.venv}" && pwd)
@@ -18,6 +22,16 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$PY" -c 'import sys; assert (3, 10) <= sys.version_info[:2] <= (3, 13), "the ROS wheels need CPython 3.10-3.13"'
 "$PY" -c 'import sysconfig, os, sys; p = sysconfig.get_paths()["include"]; os.path.isfile(p + "/Python.h") or sys.exit("missing Python.h in " + p + " (install python3-dev)")'
 
+
+# a sourced ROS 2 install: colcon builds both packages against it (the venv needs --system-site-packages)
+if [ -n "${ROS_DISTRO:-}" ] && command -v colcon >/dev/null && [ -d "/opt/ros/${ROS_DISTRO}" ]; then
+  "$PY" -c 'import rclpy' 2>/dev/null || { echo "setup_ros: ROS $ROS_DISTRO is sourced but $PY cannot import rclpy: create the venv with --system-site-packages"; exit 1; }
+  "$PY" -c 'import timor_core' 2>/dev/null || "$PY" -m pip install -q -e "$ROOT/src/timor_core[test]"
+  (cd "$ROOT" && colcon --log-base "$WS/log" build --symlink-install --base-paths src \
+     --build-base "$WS/build" --install-base "$WS/install" --cmake-args -DPython3_EXECUTABLE="$PY")
+  echo "setup_ros: built with ROS $ROS_DISTRO; run: source $WS/install/setup.bash"
+  exit 0
+fi
 # 1. wheels: runtime, then the build tools the ros-* dependency metadata leaves out
 "$PY" -m pip install -q \
   ros-rclpy ros-std-msgs ros-std-srvs ros-rcl-interfaces ros-action-msgs ros-rmw-fastrtps-cpp \
@@ -27,7 +41,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 command -v cmake >/dev/null || "$PY" -m pip install -q cmake
 command -v cc >/dev/null || command -v gcc >/dev/null || { echo "setup_ros: a C compiler is needed (apt-get install build-essential)"; exit 1; }
 
-# 2. colcon build of the interface package (AMENT_PREFIX_PATH: ament finds the wheels' resource index there)
+# 2. the real launch tooling and ros2 CLI (test set-up only)
+KIT="${ROS_LAUNCH_KIT:-$ROOT/../shared/ros-launch}"
+if [ -f "$KIT/install.sh" ]; then
+  bash "$KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-launch kit failed"; exit 1; }
+else
+  echo "setup_ros: no ros-launch kit at $KIT: no ros2 launch / ros2 CLI here (the launch tests will skip)"
+fi
+
+# 3. colcon build of the interface package (AMENT_PREFIX_PATH: ament finds the wheels' resource index there)
 mkdir -p "$WS"
 (
   cd "$WS"
@@ -40,7 +62,7 @@ mkdir -p "$WS"
       -DCMAKE_INSTALL_RPATH="$WS/install/timor_interfaces/lib" -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON
 )
 
-# 3. importable without sourcing anything
+# 4. importable and known to the ament index without sourcing anything
 SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 PYVER=$("$PY" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')
 PKG_SITE=""
@@ -54,8 +76,41 @@ for lib in "$WS"/install/timor_interfaces/lib/libtimor_interfaces__*.so; do
   ln -sf "$lib" "$VENV/lib/$(basename "$lib")"
 done
 
-# 4. timor_ros (and timor_core, if the venv lacks it)
+# the ament index and share/ of timor_interfaces (ros2 interface show, rosidl lookups)
+IF_PREFIX="$WS/install/timor_interfaces"
+(cd "$IF_PREFIX/share/ament_index/resource_index" && find . -type f) | while read -r f; do
+  mkdir -p "$VENV/share/ament_index/resource_index/$(dirname "$f")"
+  ln -sf "$IF_PREFIX/share/ament_index/resource_index/$f" "$VENV/share/ament_index/resource_index/$f"
+done
+ln -sfn "$IF_PREFIX/share/timor_interfaces" "$VENV/share/timor_interfaces"
+
+# 5. timor_ros (and timor_core, if the venv lacks it): editable code, data files and executables in the prefix
 "$PY" -c 'import timor_core' 2>/dev/null || "$PY" -m pip install -q -e "$ROOT/src/timor_core[test]"
 "$PY" -m pip install -q -e "$ROOT/src/timor_ros" --no-deps
+RPKG="$ROOT/src/timor_ros"
+mkdir -p "$VENV/share/ament_index/resource_index/packages" "$VENV/share/timor_ros" "$VENV/lib/timor_ros"
+cp "$RPKG/resource/timor_ros" "$VENV/share/ament_index/resource_index/packages/timor_ros"
+ln -sf "$RPKG/package.xml" "$VENV/share/timor_ros/package.xml"
+for dir in launch rviz; do  # file links (ros2 launch does not walk linked folders); re-run after adding a file
+  rm -rf "${VENV:?}/share/timor_ros/$dir" && mkdir -p "$VENV/share/timor_ros/$dir"
+  for f in "$RPKG/$dir"/*; do ln -sf "$f" "$VENV/share/timor_ros/$dir/"; done
+done
+# console scripts where `ros2 run` and launch_ros look: <prefix>/lib/<package>/<executable>
+"$PY" - "$VENV/lib/timor_ros" <<'EOF'
+import os, sys
+from importlib import metadata
+out = sys.argv[1]
+for ep in metadata.distribution("timor_ros").entry_points:
+    if ep.group == "console_scripts":
+        module, _, attr = ep.value.partition(":")
+        path = os.path.join(out, ep.name)
+        with open(path, "w") as f:
+            f.write(f"#!{sys.executable}\nimport sys\nfrom {module} import {attr}\nsys.exit({attr}())\n")
+        os.chmod(path, 0o755)
+EOF
 
 "$PY" -c 'import rclpy, timor_interfaces.srv, timor_interfaces.action, timor_ros; print("setup_ros: ok (rclpy, timor_interfaces, timor_ros import)")'
+if [ -x "$VENV/bin/ros2" ]; then
+  "$VENV/bin/ros2" pkg prefix timor_ros >/dev/null && "$VENV/bin/ros2" pkg prefix timor_interfaces >/dev/null \
+    && echo "setup_ros: ok ($VENV/bin/ros2 finds timor_ros and timor_interfaces)"
+fi

@@ -1,73 +1,35 @@
 """modules_db + assembly + search + robot_state_publisher + joint_state_publisher(_gui) + RViz.
 
   ros2 launch timor_ros assembly.launch.py db:=robco_like modules:="base J L_250 J gripper" prefix:=r1_
-Arguments: db, modules (space-separated IDs), prefix, rviz (true), gui (false: joint_state_publisher without GUI),
-search (true: the search node with its action /search/search; search_workers processes, default 1),
-namespace (empty: every node of this launch in that namespace, e.g. r1: /r1/robot_description, /r1/assembly/...;
-with a prefix per robot, several robots share one system and one /tf),
-joint_state_publisher (true; false when something else publishes /joint_states, e.g. ros2_control's
-joint_state_broadcaster), ros2_control (false: the assembly node's URDF gets a <ros2_control> block with the
-hardware plugin ros2_control_plugin, default mock_components/GenericSystem),
-description_from_topic (true, needs robot_state_publisher >= 3.4.4, i.e. Kilted: robot_state_publisher runs with
-description_from_topic:=true and subscribes to the assembly node's /robot_description, so every reconfiguration
-reaches it through the topic; false: it starts with the initial URDF as its robot_description parameter, and the
-assembly node sets that parameter in every reconfiguration, which works on older distributions too).
+
+Arguments (``ros2 launch timor_ros assembly.launch.py --show-args``): db, modules (space-separated IDs), prefix,
+namespace (every node of this launch in it: /r1/robot_description, /r1/assembly/...; give each robot a prefix too,
+so several robots share one /tf), robot_state_publisher, rviz, gui, joint_state_publisher (false when something
+else publishes /joint_states, e.g. ros2_control's joint_state_broadcaster), ros2_control (the URDF gets a
+<ros2_control> block with the hardware plugin ros2_control_plugin), description_from_topic (true: Kilted's
+robot_state_publisher subscribes to the assembly node's robot_description topic; false: it starts with the URDF as
+a parameter, which the assembly node sets in every reconfiguration), search, search_workers.
+
+Every argument is checked, and every external package it would start is looked up, before any process starts;
+a bad value or a missing package ends the launch with one error and nothing left running.
 """
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-ARGS = {
-    "db": ("geometric_primitive_modules", "embedded module set name or modules.json path"),
-    "modules": ("base J2 i_45 J2 J2 eef", "module IDs of the initial serial assembly, base first"),
-    "prefix": ("", "prefix of every link and joint name"),
-    "rviz": ("true", "start RViz"),
-    "gui": ("false", "joint_state_publisher_gui instead of joint_state_publisher"),
-    "joint_state_publisher": ("true", "start joint_state_publisher (or its GUI); false with ros2_control"),
-    "ros2_control": ("false", "add a <ros2_control> block to the published URDF"),
-    "ros2_control_plugin": ("mock_components/GenericSystem", "ros2_control hardware plugin"),
-    "description_from_topic": ("true", "robot_state_publisher gets the URDF from the assembly node only"),
-    "search": ("true", "start the search node (action /search/search)"),
-    "search_workers": ("1", "processes of the search node (1: in the node's process)"),
-    "namespace": ("", "namespace of every node (one robot per namespace; give each a prefix too)"),
-}
+from timor_core.errors import InputError
+from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, AssemblyLaunch
+from timor_ros.launching import LaunchRefusedError, arguments, refuse_unknown_arguments, require_packages
 
 
-def _flag(context, name: str) -> bool:
-    return LaunchConfiguration(name).perform(context).strip().lower() in ("1", "true", "yes", "on")
-
-
-def _ns(context) -> str:
-    return LaunchConfiguration("namespace").perform(context).strip()
-
-
-def _nodes(context):
-    db = LaunchConfiguration("db").perform(context)
-    ns = _ns(context)
-    modules = LaunchConfiguration("modules").perform(context).split()
-    prefix = LaunchConfiguration("prefix").perform(context)
-    from_topic = _flag(context, "description_from_topic")
-    ros2_control = _flag(context, "ros2_control")
-    plugin = LaunchConfiguration("ros2_control_plugin").perform(context)
-    rsp_params: dict = {"description_from_topic": True}
-    if not from_topic:
-        from timor_core import ModuleAssembly, ModulesDB
-
-        assembly = ModuleAssembly.from_serial_modules(ModulesDB.load(db), modules)
-        rsp_params = {"robot_description": assembly.to_urdf(prefix=prefix)}  # replaced by the assembly node
-    return [
-        Node(
-            package="timor_ros",
-            executable="modules_db",
-            name="modules_db",
-            namespace=ns,
-            parameters=[{"db": db}],
-            output="screen",
-        ),
+def nodes(plan: AssemblyLaunch) -> list:
+    """The nodes of a validated assembly launch."""
+    ns = plan.namespace
+    out = [
+        Node(package="timor_ros", executable="modules_db", name="modules_db", namespace=ns,
+             parameters=[{"db": plan.db}], output="screen"),
         Node(
             package="timor_ros",
             executable="assembly",
@@ -75,64 +37,50 @@ def _nodes(context):
             namespace=ns,
             parameters=[
                 {
-                    "initial_assembly": modules,
-                    "prefix": prefix,
-                    "ros2_control": ros2_control,
-                    "ros2_control_plugin": plugin,
-                    "robot_state_publisher_node": "" if from_topic else "robot_state_publisher",  # same namespace
+                    "initial_assembly": list(plan.modules),
+                    "prefix": plan.prefix,
+                    "ros2_control": plan.ros2_control,
+                    "ros2_control_plugin": plan.ros2_control_plugin,
+                    # robot_state_publisher of the same namespace, when it takes the URDF as a parameter
+                    "robot_state_publisher_node": ""
+                    if plan.description_from_topic or not plan.robot_state_publisher
+                    else "robot_state_publisher",
                 }
             ],
             output="screen",
         ),
-        Node(
-            package="robot_state_publisher",
-            executable="robot_state_publisher",
-            name="robot_state_publisher",
-            namespace=ns,
-            parameters=[rsp_params],
-            output="screen",
-        ),
-    ]
+    ]  # fmt: skip
+    if plan.robot_state_publisher:
+        if plan.description_from_topic:
+            rsp_params: dict = {"description_from_topic": True}
+        else:  # replaced by the assembly node at every reconfiguration
+            rsp_params = {"robot_description": plan.assembly.to_urdf(prefix=plan.prefix)}
+        rsp = "robot_state_publisher"
+        out.append(Node(package=rsp, executable=rsp, name=rsp, namespace=ns, parameters=[rsp_params], output="screen"))
+    if plan.joint_state_publisher:
+        package = "joint_state_publisher_gui" if plan.gui else "joint_state_publisher"
+        out.append(Node(package=package, executable=package, namespace=ns, output="screen"))
+    if plan.search:
+        out.append(Node(package="timor_ros", executable="search", name="search", namespace=ns,
+                        parameters=[{"workers": plan.search_workers}], output="screen"))  # fmt: skip
+    if plan.rviz:  # its RobotModel display reads the relative robot_description of the namespace
+        rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
+        out.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], namespace=ns))
+    return out
 
 
-def _joint_state_publisher(context):
-    if not _flag(context, "joint_state_publisher"):
-        return []
-    package = "joint_state_publisher_gui" if _flag(context, "gui") else "joint_state_publisher"
-    return [Node(package=package, executable=package, namespace=_ns(context), output="screen")]
-
-
-def _search(context):
-    if not _flag(context, "search"):
-        return []
-    workers = int(LaunchConfiguration("search_workers").perform(context))
-    params = [{"workers": workers}]
-    return [
-        Node(
-            package="timor_ros",
-            executable="search",
-            name="search",
-            namespace=_ns(context),
-            parameters=params,
-            output="screen",
-        )
-    ]
+def _launch(context):
+    refuse_unknown_arguments("assembly.launch.py", ASSEMBLY_ARGUMENTS)
+    try:
+        plan = AssemblyLaunch.from_arguments(arguments(context, ASSEMBLY_ARGUMENTS))
+    except InputError as exc:
+        raise LaunchRefusedError(f"assembly.launch.py: {exc}; nothing was started") from None
+    require_packages(plan.external_packages())
+    return nodes(plan)
 
 
 def generate_launch_description() -> LaunchDescription:
-    rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
     return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in ARGS.items()]
-        + [
-            OpaqueFunction(function=_nodes),
-            OpaqueFunction(function=_joint_state_publisher),
-            OpaqueFunction(function=_search),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                arguments=["-d", rviz_config],
-                namespace=LaunchConfiguration("namespace"),  # its RobotModel reads the relative robot_description
-                condition=IfCondition(LaunchConfiguration("rviz")),
-            ),
-        ]
+        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in ASSEMBLY_ARGUMENTS.items()]
+        + [OpaqueFunction(function=_launch)]
     )

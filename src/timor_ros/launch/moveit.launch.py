@@ -1,8 +1,10 @@
 """assembly.launch.py plus MoveIt's move_group and (by default) ros2_control with mock hardware.
 
   ros2 launch timor_ros moveit.launch.py db:=robco_like modules:="base J L_250 J gripper" config_dir:=/tmp/timor_moveit
-Arguments: db, modules (space-separated IDs), prefix, config_dir (where the generated config is written for
-inspection), rviz (true), ros2_control (true), ros2_control_plugin (mock_components/GenericSystem).
+Arguments: those of assembly.launch.py, plus config_dir (where the generated config is written for inspection),
+move_group (true) and ros2_control (true here). Every argument is checked, and every external package it would
+start is looked up, before any process starts (``move_group:=false``, ``ros2_control:=false``,
+``robot_state_publisher:=false``, ``rviz:=false`` leave the C++ nodes out).
 
 At launch time the MoveIt configuration (URDF, SRDF, kinematics.yaml, joint_limits.yaml, ompl_planning.yaml, ...)
 is generated in-process with timor_core and written into ``config_dir``; move_group gets
@@ -20,24 +22,15 @@ move_group and the controller manager read the description once: relaunch to pla
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-ARGS = {
-    "db": ("geometric_primitive_modules", "embedded module set name or modules.json path"),
-    "modules": ("base J2 i_45 J2 J2 eef", "module IDs of the serial assembly, base first"),
-    "prefix": ("", "prefix of every link and joint name"),
-    "config_dir": ("/tmp/timor_moveit_config", "folder the generated MoveIt config is written to"),
-    "rviz": ("true", "start RViz"),
-    "ros2_control": ("true", "start ros2_control_node, joint_state_broadcaster and arm_controller"),
-    "ros2_control_plugin": ("mock_components/GenericSystem", "ros2_control hardware plugin"),
-}
+from timor_core.errors import InputError
+from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, MoveItLaunch
+from timor_ros.launching import LaunchRefusedError, arguments, refuse_unknown_arguments, require_packages
+
+ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 CONTROLLER_MANAGER = "/controller_manager"
-
-
-def _flag(context, name: str) -> bool:
-    return LaunchConfiguration(name).perform(context).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _spawner(controller: str) -> Node:
@@ -50,7 +43,6 @@ def _spawner(controller: str) -> Node:
 
 
 def _launch(context):
-    from timor_core import ModuleAssembly, ModulesDB
     from timor_core.export.moveit_config import (
         ARM_CONTROLLER,
         JOINT_STATE_BROADCASTER,
@@ -62,43 +54,33 @@ def _launch(context):
     )
     from timor_core.export.ros2_control import Ros2ControlConfig
 
-    db = LaunchConfiguration("db").perform(context)
-    modules = LaunchConfiguration("modules").perform(context).split()
-    prefix = LaunchConfiguration("prefix").perform(context)
-    config_dir = LaunchConfiguration("config_dir").perform(context)
-    plugin = LaunchConfiguration("ros2_control_plugin").perform(context)
-    ros2_control = _flag(context, "ros2_control")
-
-    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load(db), modules)
-    options = MoveItOptions(prefix=prefix, ros2_control=Ros2ControlConfig(plugin=plugin))
-    written = write_moveit_config(assembly, config_dir, options)
+    refuse_unknown_arguments("moveit.launch.py", ARGS)
+    try:
+        plan = MoveItLaunch.from_arguments(arguments(context, ARGS))
+    except InputError as exc:
+        raise LaunchRefusedError(f"moveit.launch.py: {exc}; nothing was started") from None
+    require_packages(plan.external_packages())
+    base = plan.base
+    options = MoveItOptions(prefix=base.prefix, ros2_control=Ros2ControlConfig(plugin=base.ros2_control_plugin))
+    written = write_moveit_config(base.assembly, plan.config_dir, options)
     urdf = next(path for name, path in written.items() if name.endswith(".urdf")).read_text()
     srdf = next(path for name, path in written.items() if name.endswith(".srdf")).read_text()
-    params = move_group_parameters(moveit_config_data(assembly, options), urdf, srdf)
+    params = move_group_parameters(moveit_config_data(base.assembly, options), urdf, srdf)
 
-    base = PythonLaunchDescriptionSource([FindPackageShare("timor_ros"), "/launch/assembly.launch.py"])
-    actions = [
-        IncludeLaunchDescription(
-            base,
-            launch_arguments={
-                "db": db,
-                "modules": " ".join(modules),
-                "prefix": prefix,
-                "rviz": LaunchConfiguration("rviz").perform(context),
-                "ros2_control": "true" if ros2_control else "false",
-                "ros2_control_plugin": plugin,
-                "joint_state_publisher": "false" if ros2_control else "true",
-            }.items(),
-        ),
-        Node(
-            package="moveit_ros_move_group",
-            executable="move_group",
-            name="move_group",
-            parameters=[params],
-            output="screen",
-        ),
-    ]
-    if ros2_control:
+    source = PythonLaunchDescriptionSource([FindPackageShare("timor_ros"), "/launch/assembly.launch.py"])
+    actions: list = [IncludeLaunchDescription(source, launch_arguments=plan.forwarded().items())]
+    if plan.move_group:
+        actions.append(
+            Node(
+                package="moveit_ros_move_group",
+                executable="move_group",
+                name="move_group",
+                namespace=base.namespace,
+                parameters=[params],
+                output="screen",
+            )
+        )
+    if plan.ros2_control:
         actions += [
             Node(
                 package="controller_manager",

@@ -83,7 +83,7 @@ class SearchNode(Node):
 
         try:
             db = self.db_client.get()
-            task = load_task_request(goal.task_json, goal.task_path)
+            task = load_task_request(goal.task_json, goal.task_path, goal.task_name)
             result, canceled = search(
                 task,
                 db,

@@ -35,9 +35,10 @@ class Progress:
     best_ids: tuple[str, ...] | None
 
 
-def load_task_request(task_json: str = "", task_path: str = "") -> Task:
+def load_task_request(task_json: str = "", task_path: str = "", task_name: str = "") -> Task:
     """A task from JSON text or, if that is empty, from a file (an absolute path: the node's working folder is
-    not the caller's). Both are read within timor_core's limits (size, depth; regular files only)."""
+    not the caller's), or else an embedded task by name. Read within timor_core's limits (size, depth; regular
+    files only)."""
     if task_json.strip():
         return Task.from_json_data(parse_json_text(task_json, what="task JSON"))
     if task_path.strip():
@@ -47,7 +48,9 @@ def load_task_request(task_json: str = "", task_path: str = "") -> Task:
                 "task_path must be an absolute path (the search node's working folder is not yours)", value=task_path
             )
         return Task.from_json_file(path)
-    raise InputError("give a task as task_json or task_path")
+    if task_name.strip():
+        return Task.from_name(task_name.strip())
+    raise InputError("give a task as task_json, task_path or task_name")
 
 
 def _space(spec: str, db: ModulesDB):

@@ -1,0 +1,182 @@
+"""Run the real `ros2` CLI of this environment (`ros2 launch`, `ros2 topic/param/service/action/interface/run`) in
+tests, and find every process a launch left behind.
+
+Each launch gets a unique token in its environment (inherited by every process it starts), so the tests can say
+for sure that no process of it is left after it ended, whether it failed or was stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+KIT = Path(os.environ.get("ROS_LAUNCH_KIT", REPO.parent / "shared" / "ros-launch"))
+ROS2 = Path(sys.prefix) / "bin" / "ros2"
+if not ROS2.exists() and shutil.which("ros2"):
+    ROS2 = Path(shutil.which("ros2"))  # a sourced ROS 2 install
+TOKEN_VAR = "TIMOR_TEST_LAUNCH_TOKEN"
+#: the C++ nodes the launch files can start, as placeholder PACKAGE/EXECUTABLE[:NODE] (ros-launch kit)
+PLACEHOLDERS = (
+    "robot_state_publisher/robot_state_publisher",
+    "rviz2/rviz2",
+    "moveit_ros_move_group/move_group",
+    "controller_manager/ros2_control_node:controller_manager",
+    "controller_manager/spawner",
+)
+
+
+def require_ros2() -> None:
+    """Skip unless the real `ros2` CLI with the launch tooling is installed (make ros, with the ros-launch kit)."""
+    if not ROS2.exists():
+        pytest.skip(f"no ros2 CLI ({ROS2}): make ros installs it from the ros-launch kit ({KIT})")
+    probe = subprocess.run([str(ROS2), "pkg", "prefix", "timor_ros"], capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"ros2 does not find timor_ros ({probe.stderr.strip()}): run make ros")
+
+
+def real_package(package: str) -> bool:
+    """Whether a package is installed for real (found in the ament index and not a ros-launch placeholder)."""
+    try:
+        from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    except ImportError:
+        return False
+    try:
+        manifest = Path(get_package_share_directory(package)) / "package.xml"
+    except (PackageNotFoundError, ValueError):
+        return False
+    return manifest.is_file() and "PLACEHOLDER" not in manifest.read_text(errors="replace")
+
+
+def make_placeholders(prefix: Path) -> Path:
+    """A prefix with placeholder packages for the C++ nodes (they only let our own nodes run)."""
+    script = KIT / "placeholder_pkg.py"
+    if not script.is_file():
+        pytest.skip(f"the ros-launch kit's placeholder_pkg.py is not available ({script})")
+    subprocess.run([sys.executable, str(script), str(prefix), *PLACEHOLDERS], check=True, capture_output=True)
+    return prefix
+
+
+def leftovers(token: str) -> list[str]:
+    """Command lines of the live processes whose environment carries the token."""
+    found = []
+    needle = f"{TOKEN_VAR}={token}".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except OSError:
+            continue
+    return found
+
+
+def ros2(*args: str, timeout: float = 60.0, env: dict | None = None) -> subprocess.CompletedProcess:
+    """One `ros2 ...` command to its end."""
+    return subprocess.run(
+        [str(ROS2), *args], capture_output=True, text=True, timeout=timeout, env=env or dict(os.environ)
+    )
+
+
+def ros2_until_ok(*args: str, within: float = 45.0) -> subprocess.CompletedProcess:
+    """A `ros2 ...` query retried until it succeeds: the CLI's daemon needs a moment to discover new nodes."""
+    end = time.monotonic() + within
+    while True:
+        got = ros2(*args)
+        if got.returncode == 0 or time.monotonic() > end:
+            return got
+        time.sleep(0.5)
+
+
+def echo_latched(topic: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    """`ros2 topic echo --once` of a latched std_msgs/String topic (reliable, transient local)."""
+    qos = ("--qos-durability", "transient_local", "--qos-reliability", "reliable")
+    return ros2("topic", "echo", "--once", "--full-length", *qos, topic, "std_msgs/msg/String", timeout=timeout)
+
+
+class Background:
+    """`ros2 ARGS` in the background, in its own process group, with a token in its environment."""
+
+    def __init__(self, args: list[str], log: Path, placeholders: Path | None = None) -> None:
+        self.token = uuid.uuid4().hex
+        self.log = log
+        env = dict(os.environ, **{TOKEN_VAR: self.token})
+        if placeholders is not None:
+            env["AMENT_PREFIX_PATH"] = os.pathsep.join(
+                [str(placeholders), *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
+            )
+        self._fh = open(log, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [str(ROS2), *args], stdout=self._fh, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait(self, timeout: float = 60.0) -> int:
+        """Wait for the launch to end by itself (e.g. a refused launch)."""
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            raise
+        finally:
+            self._fh.close()
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGINT (as Ctrl-C: launch shuts its processes down); SIGKILL to the group if it hangs."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._fh.close()
+        end = time.monotonic() + 10  # children may take a moment after launch itself ended
+        while leftovers(self.token) and time.monotonic() < end:
+            time.sleep(0.2)
+        return self.proc.returncode
+
+    def kill_leftovers(self) -> list[str]:
+        """Kill what is left (so one failing test does not spoil the next ones); return what was left."""
+        left = leftovers(self.token)
+        if left:
+            for proc in Path("/proc").iterdir():
+                if proc.name.isdigit():
+                    try:
+                        if f"{TOKEN_VAR}={self.token}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                            os.kill(int(proc.name), signal.SIGKILL)
+                    except OSError:
+                        pass
+        return left
+
+
+class Launch(Background):
+    """`ros2 launch ARGS` in the background."""
+
+    def __init__(self, args: list[str], log: Path, placeholders: Path | None = None) -> None:
+        super().__init__(["launch", *args], log, placeholders)
+
+
+def wait_for_output(launch: Background, text: str, timeout: float = 60.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in launch.output():
+            return True
+        if launch.proc.poll() is not None:
+            return text in launch.output()
+        time.sleep(0.2)
+    return False

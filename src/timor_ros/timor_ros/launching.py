@@ -1,0 +1,54 @@
+"""What the launch files share: their arguments as a dict, and the check that the external packages they would
+start are installed. Parsing and validation live in ``timor_core.export.launch_arguments``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from timor_core.export.launch_arguments import SWITCHES
+
+__all__ = ["LaunchRefusedError", "arguments", "require_packages", "refuse_unknown_arguments"]
+
+
+class LaunchRefusedError(RuntimeError):
+    """A launch refused before it started any process (bad argument, missing package)."""
+
+
+def arguments(context, declared: Iterable[str]) -> dict[str, str]:
+    """The values of the declared launch arguments in a launch context (defaults filled in by launch)."""
+    configs: Mapping[str, str] = context.launch_configurations
+    return {name: configs[name] for name in declared if name in configs}
+
+
+def refuse_unknown_arguments(launch_file: str, declared: Iterable[str]) -> None:
+    """When ``launch_file`` is the file given to ``ros2 launch``, refuse a ``name:=value`` it does not declare
+    (``ros2 launch`` ignores them silently, so ``rvis:=false`` would start RViz). Not checked when another launch
+    file includes this one: that file may have arguments of its own."""
+    import sys
+
+    argv = sys.argv
+    if not any(Path(a).name == launch_file for a in argv[1:]):
+        return
+    known = set(declared)
+    unknown = [a.split(":=", 1)[0] for a in argv[1:] if ":=" in a and a.split(":=", 1)[0] not in known]
+    if unknown:
+        raise LaunchRefusedError(
+            f"{launch_file}: unknown launch argument {unknown[0]!r} (its arguments: {', '.join(sorted(known))}); "
+            "nothing was started"
+        )
+
+
+def require_packages(packages: Iterable[str]) -> None:
+    """Raise one LaunchRefusedError naming every package that is not installed and the argument that leaves it out."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    missing = []
+    for package in packages:
+        try:
+            get_package_prefix(package)
+        except (PackageNotFoundError, ValueError):
+            switch = SWITCHES.get(package)
+            missing.append(f"{package} (leave it out with {switch})" if switch else package)
+    if missing:
+        raise LaunchRefusedError(f"not installed: {', '.join(missing)}; nothing was started")
