@@ -135,7 +135,11 @@ def test_readme_ros2_block(placeholders, tmp_path):
     try:
         for n, command in enumerate(commands):
             argv = shlex.split(command)
-            if argv[1] == "launch":
+            if argv[1] == "launch" and "--show-args" in argv:
+                shown = ros2(*argv[1:])
+                assert shown.returncode == 0 and "'search_workers'" in shown.stdout, shown.stdout + shown.stderr
+                assert "'robot_state_publisher'" in shown.stdout and "(default: 'true')" in shown.stdout
+            elif argv[1] == "launch":
                 args = _launch_args(command)
                 ns = next((a.split(":=", 1)[1] for a in args if a.startswith("namespace:=")), "")
                 if not ns:  # a second system in the root namespace would clash: stop the one running there
