@@ -14,7 +14,7 @@ pytest.importorskip("launch_testing", reason="no launch_testing: make ros instal
 
 from ros2_cli import real_package  # noqa: E402
 
-NEEDED = ("robot_state_publisher", "moveit_ros_move_group", "controller_manager", "mock_components")
+NEEDED = ("robot_state_publisher", "moveit_ros_move_group", "controller_manager", "hardware_interface")
 MISSING = [p for p in NEEDED if not real_package(p)]
 
 import launch  # noqa: E402
