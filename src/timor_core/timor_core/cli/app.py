@@ -285,6 +285,7 @@ def _parser() -> argparse.ArgumentParser:
 _EXTENSIONS: tuple[str, ...] = (
     "timor_core.cli.search",
     "timor_core.cli.export",
+    "timor_core.cli.hardware",
     "timor_core.cli.ros",
     "timor_core.cli.view",
     "timor_core.cli.configurator",

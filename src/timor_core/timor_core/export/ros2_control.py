@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERFACES",
+    "JointModule",
     "Ros2ControlConfig",
     "ros2_control_xml",
     "controlled_joints",
@@ -31,6 +32,16 @@ __all__ = [
 
 INTERFACES = ("position", "velocity", "acceleration", "effort")
 """The standard hardware interface names of ros2_control (hardware_interface/types/hardware_interface_type_values)."""
+
+
+@dataclass(frozen=True)
+class JointModule:
+    """A plugin element inside a ``<joint>``, e.g. ethercat_driver_ros2's ``<ec_module>`` of the joint's drive."""
+
+    name: str
+    plugin: str
+    parameters: dict[str, str] = field(default_factory=dict)
+    tag: str = "ec_module"
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,8 @@ class Ros2ControlConfig:
     command_interfaces: tuple[str, ...] = ("position", "velocity", "effort")
     state_interfaces: tuple[str, ...] = ("position", "velocity", "effort")
     initial_positions: dict[str, float] | None = None
+    joint_parameters: dict[str, dict[str, str]] = field(default_factory=dict)  # joint name -> its <param>s
+    joint_modules: dict[str, tuple[JointModule, ...]] = field(default_factory=dict)  # joint name -> plugins
 
     def __post_init__(self) -> None:
         check_plugin(self.plugin)
@@ -134,6 +147,24 @@ def _limits(link: TreeLink, interface: str) -> tuple[float, float]:
     return -bound, bound
 
 
+def _param(key: str, value: object, indent: int, for_xacro: bool) -> str:
+    return " " * indent + f'<param name="{_escape(key, for_xacro)}">{_escape(str(value), for_xacro)}</param>\n'
+
+
+def _joint_extras(config: Ros2ControlConfig, joint: str, prefix: str, for_xacro: bool) -> list[str]:
+    """The per-joint ``<param>``s and plugin modules of a joint (looked up without, then with the prefix)."""
+    short = joint[len(prefix) :] if prefix and joint.startswith(prefix) else joint
+    params = config.joint_parameters.get(short) or config.joint_parameters.get(joint) or {}
+    out = [_param(k, v, 6, for_xacro) for k, v in params.items()]
+    for module in config.joint_modules.get(short) or config.joint_modules.get(joint) or ():
+        tag = module.tag if module.tag.replace("_", "").isalnum() else "ec_module"
+        out.append(f'      <{tag} name="{_escape(module.name, for_xacro)}">\n')
+        out.append(f"        <plugin>{_escape(check_plugin(module.plugin), for_xacro)}</plugin>\n")
+        out.extend(_param(k, v, 8, for_xacro) for k, v in module.parameters.items())
+        out.append(f"      </{tag}>\n")
+    return out
+
+
 def ros2_control_xml(
     assembly: ModuleAssembly,
     config: Ros2ControlConfig,
@@ -182,6 +213,7 @@ def ros2_control_xml(
                 )
             else:
                 out.append(f'      <state_interface name="{interface}"/>\n')
+        out.extend(_joint_extras(config, str(link.joint_name), prefix, for_xacro))
         out.append("    </joint>\n")
     out.append("  </ros2_control>\n")
     return "".join(out)

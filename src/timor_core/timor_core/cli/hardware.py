@@ -1,0 +1,81 @@
+"""Subcommands of ``timor`` for real hardware: ``bringup`` (a ROS 2 bring-up package for mock hardware, Gazebo,
+CANopen, EtherCAT or a vendor plugin) and ``discover`` (the assembly on a live CANopen bus)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from timor_core.cli.args import add_robot_arguments, load_db, name, output_folder, positive_int, seed, serial_assembly
+
+__all__ = ["register"]
+
+
+def _cmd_bringup(args: argparse.Namespace) -> int:
+    from timor_core.export.bringup import write_bringup
+
+    result = write_bringup(
+        serial_assembly(args),
+        args.output,
+        args.hardware,
+        name=args.name,
+        prefix=args.prefix,
+        n_samples=args.samples,
+        seed=args.seed,
+    )
+    print(result.folder)
+    print(f"wrote {result.package} ({result.route} hardware, {len(result.files)} files)", file=sys.stderr)
+    return 0
+
+
+def _cmd_discover(args: argparse.Namespace) -> int:
+    from timor_core.export.bringup import load_route, write_bringup
+    from timor_core.export.discover import discover_canopen
+    from timor_core.export.hardware import HardwareProfile
+
+    db = load_db(args.db)
+    if args.profile:
+        profile = HardwareProfile.from_json_file(args.profile)
+    else:
+        if db.base_dir is None:
+            print("error: the module set has no folder with a hardware profile: give --profile", file=sys.stderr)
+            return 2
+        profile = HardwareProfile.for_db(db.base_dir, "canopen")
+    assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate)
+    for node in nodes:
+        print(f"node {node.node_id}: vendor 0x{node.vendor_id:08X} product 0x{node.product_code:08X} "
+              f"revision {node.revision} serial {node.serial}", file=sys.stderr)  # fmt: skip
+    print(" ".join(assembly.module_ids))
+    if args.output:
+        route = load_route(assembly, profile)
+        result = write_bringup(assembly, args.output, route, n_samples=args.samples)
+        print(f"wrote {result.folder}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``bringup`` and ``discover`` to the ``timor`` parser."""
+    bu = sub.add_parser("bringup", help="write a ROS 2 bring-up package (URDF, controllers, MoveIt, launch files)")
+    add_robot_arguments(bu)
+    bu.add_argument(
+        "--hardware",
+        default="mock",
+        help="mock (default), gazebo, canopen, ethercat, plugin (the set's hardware_<route>.json), "
+        "or the path of a hardware profile",
+    )
+    bu.add_argument("-o", "--output", type=output_folder, required=True, help="folder that gets <robot>_bringup")
+    bu.add_argument("--name", type=name, help="robot name (default: set name + assembly hash)")
+    bu.add_argument("--prefix", default="", help="prefix for every link and joint name")
+    bu.add_argument("--samples", type=positive_int, default=1000, help="configurations for the SRDF (default 1000)")
+    bu.add_argument("--seed", type=seed, default=0, help="seed of those configurations (default 0)")
+    bu.set_defaults(func=_cmd_bringup)
+
+    di = sub.add_parser("discover", help="read the assembly from a live CANopen bus (identity objects 0x1018)")
+    di.add_argument("--can", required=True, help="CAN channel, e.g. can0 (python-can)")
+    di.add_argument("--interface", default="socketcan", help="python-can interface: socketcan (default), virtual, ...")
+    di.add_argument("--bitrate", type=positive_int, help="bitrate (default: the profile's)")
+    di.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
+    di.add_argument("--profile", help="hardware profile (default: the set's hardware_canopen.json)")
+    di.add_argument("-o", "--output", type=output_folder, help="also write the robot's bring-up package here")
+    di.add_argument("--samples", type=positive_int, default=1000, help="configurations for the SRDF (default 1000)")
+    di.set_defaults(func=_cmd_discover)

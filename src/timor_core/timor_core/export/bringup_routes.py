@@ -1,0 +1,160 @@
+"""What each hardware route puts into a bring-up package: the ``<ros2_control>`` block, extra URDF, extra files.
+
+Routes: ``mock`` (mock_components/GenericSystem), ``gazebo`` (gz_ros2_control), and those of a hardware profile:
+``canopen`` (canopen_ros2_control/RobotSystem over ros2_canopen, with a ``bus.yml`` lely's dcfgen accepts),
+``ethercat`` (ethercat_driver_ros2, one EcCiA402Drive per joint), ``plugin`` (a vendor plugin with per-joint
+parameters). File paths inside the URDF are written with the token ``CONFIG_DIR``: the xacro turns it into
+``$(arg config_dir)``, which the package's launch files fill with its installed ``config`` folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from timor_core.common.names import format_number
+from timor_core.errors import InputError
+from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
+from timor_core.export.ros2_control import JointModule, Ros2ControlConfig
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = ["CONFIG_DIR", "BUS_NAME", "RouteFiles", "route_files", "bus_yml"]
+
+CONFIG_DIR = "@CONFIG_DIR@"
+BUS_NAME = "bus"  # config/bus/bus.yml, as ros2_canopen's cogen_dcf(bus) expects
+
+
+@dataclass(frozen=True)
+class RouteFiles:
+    """The route's ``<ros2_control>`` config, URDF additions and files (path in the package -> text or file)."""
+
+    route: str
+    control: Ros2ControlConfig
+    urdf_extra: str = ""
+    files: dict[str, str | Path] = field(default_factory=dict)
+    drives: tuple[JointDrive, ...] = ()
+    packages: tuple[str, ...] = ()  # ROS packages the control launch needs besides ros2_control
+
+
+def bus_yml(drives: list[JointDrive] | tuple[JointDrive, ...], profile: HardwareProfile) -> str:
+    """ros2_canopen's bus configuration (lely's YAML: the master and one section per drive, named after its
+    joint), with the scale factors between joint radians and drive counts and the mode of operation."""
+    lines = [
+        "# CANopen bus of the robot (ros2_canopen; lely dcfgen builds master.dcf from it). Written by timor.",
+        "options:",
+        '  dcf_path: "@BUS_CONFIG_PATH@"',
+        "master:",
+        f"  node_id: {profile.bus.master_node_id}",
+        '  driver: "ros2_canopen::MasterDriver"',
+        '  package: "canopen_master_driver"',
+        "  sync_period: 10000",
+    ]
+    for jd in drives:
+        d = jd.drive
+        to_dev = d.counts_per_radian
+        lines += [
+            f"{jd.joint}:",
+            f"  node_id: {jd.node_id}",
+            f'  dcf: "{d.eds.name if d.eds else ""}"',
+            '  driver: "ros2_canopen::Cia402Driver"',
+            '  package: "canopen_402_driver"',
+            "  period: 10",
+            f"  position_mode: {d.mode}",
+            "  heartbeat_producer: 1000",
+            f"  scale_pos_to_dev: {format_number(to_dev)}",
+            f"  scale_pos_from_dev: {format_number(1.0 / to_dev)}",
+            f"  scale_vel_to_dev: {format_number(to_dev)}",
+            f"  scale_vel_from_dev: {format_number(1.0 / to_dev)}",
+            "  sdo:",
+            f"    - {{index: 0x6060, sub_index: 0, value: {d.mode}}}  # mode of operation: {d.operation_mode}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _gazebo_block(robot: str) -> str:
+    return (
+        "  <gazebo>\n"
+        '    <plugin filename="gz_ros2_control-system" name="gz_ros2_control::GazeboSimROS2ControlPlugin">\n'
+        f"      <parameters>{CONFIG_DIR}/ros2_controllers.yaml</parameters>\n"
+        "    </plugin>\n"
+        "  </gazebo>\n"
+    )
+
+
+def _check_inertials(assembly: ModuleAssembly) -> None:
+    """Gazebo needs a positive mass and a physical inertia on every body."""
+    for module in assembly.modules:
+        for body in module.bodies:
+            mass = float(body.mass)
+            if not mass > 0 or not math.isfinite(mass):
+                raise InputError(f"module {module.id!r} body {body.id!r}: Gazebo needs a positive mass", value=mass)
+
+
+def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: str = "") -> RouteFiles:
+    """The ``<ros2_control>`` config and files of a route: ``"mock"``, ``"gazebo"`` or a hardware profile."""
+    if route == "mock":
+        return RouteFiles("mock", Ros2ControlConfig())
+    if route == "gazebo":
+        _check_inertials(assembly)
+        config = Ros2ControlConfig(plugin="gz_ros2_control/GazeboSimSystem")
+        return RouteFiles("gazebo", config, _gazebo_block(assembly.db.name), packages=("ros_gz_sim",))
+    if not isinstance(route, HardwareProfile):
+        raise InputError("unknown hardware route (mock, gazebo, or a hardware profile)", value=route)
+    profile = route
+    drives = tuple(joint_drives(assembly, profile, prefix))
+    if profile.route == "canopen":
+        files: dict[str, str | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(drives, profile)}
+        for jd in drives:
+            assert jd.drive.eds is not None
+            files[f"config/{BUS_NAME}/{jd.drive.eds.name}"] = jd.drive.eds
+        params = {
+            "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
+            "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",
+            "master_bin": "",
+            "can_interface_name": profile.bus.interface,
+            **profile.hardware_parameters,
+        }
+        config = Ros2ControlConfig(
+            plugin="canopen_ros2_control/RobotSystem",
+            hardware_parameters=params,
+            joint_parameters={jd.joint: {"node_id": str(jd.node_id)} for jd in drives},
+        )
+        return RouteFiles("canopen", config, files=files, drives=drives, packages=("canopen_ros2_control",))
+    if profile.route == "ethercat":
+        files = {}
+        modules: dict[str, tuple[JointModule, ...]] = {}
+        for jd in drives:
+            assert jd.drive.slave_config is not None
+            files[f"config/ethercat/{jd.drive.slave_config.name}"] = jd.drive.slave_config
+            modules[jd.joint] = (
+                JointModule(
+                    name=f"{jd.joint}_drive",
+                    plugin="ethercat_generic_plugins/EcCiA402Drive",
+                    parameters={
+                        "alias": "0",
+                        "position": str(jd.node_id),
+                        "mode_of_operation": str(jd.drive.mode),
+                        "slave_config": f"{CONFIG_DIR}/ethercat/{jd.drive.slave_config.name}",
+                    },
+                ),
+            )
+        params = {
+            "master_id": str(profile.bus.master_id),
+            "control_frequency": str(profile.bus.control_frequency),
+            **profile.hardware_parameters,
+        }
+        config = Ros2ControlConfig(
+            plugin="ethercat_driver/EthercatDriver", hardware_parameters=params, joint_modules=modules
+        )
+        return RouteFiles("ethercat", config, files=files, drives=drives, packages=("ethercat_driver",))
+    assert profile.plugin is not None
+    config = Ros2ControlConfig(
+        plugin=profile.plugin,
+        hardware_parameters=dict(profile.hardware_parameters),
+        joint_parameters={jd.joint: {"node_id": str(jd.node_id), **jd.drive.parameters} for jd in drives},
+    )
+    return RouteFiles("plugin", config, drives=drives, packages=(profile.plugin.split("/")[0],))
