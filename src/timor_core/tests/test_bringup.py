@@ -29,9 +29,12 @@ def arm(robco) -> ModuleAssembly:
 
 
 def _xacro(package: Path, config_dir: Path, **args: str) -> str:
+    """The package's xacro expanded as its launch files do (written beside it, so check_urdf checks it too)."""
     xacro = pytest.importorskip("xacro")
     (urdf_xacro,) = (package / "urdf").glob("*.urdf.xacro")
-    return xacro.process_file(str(urdf_xacro), mappings={"config_dir": str(config_dir), **args}).toxml()
+    text = xacro.process_file(str(urdf_xacro), mappings={"config_dir": str(config_dir), **args}).toxml()
+    (package / "urdf" / "expanded.urdf").write_text(text)
+    return text
 
 
 def _control(urdf: str) -> ET.Element:
@@ -79,7 +82,8 @@ def test_canopen_package_bus_yml_is_accepted_by_dcfgen(arm, tmp_path):
     assert params["bus_config"] == f"{tmp_path / 'cfg'}/bus/bus.yml" and params["can_interface_name"] == "vcan0"
     node_ids = [j.find("param[@name='node_id']").text for j in block.findall("joint")]
     assert node_ids == ["2", "3", "4"]
-    plain = _control((next((result.folder / "urdf").glob("*.urdf"))).read_text())
+    (plain_file,) = [p for p in (result.folder / "urdf").glob("*.urdf") if p.name != "expanded.urdf"]
+    plain = _control(plain_file.read_text())
     assert {p.get("name"): p.text for p in plain.findall("hardware/param")}["can_interface_name"] == "can0"
 
 

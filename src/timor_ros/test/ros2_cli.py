@@ -56,12 +56,13 @@ def real_package(package: str) -> bool:
     return manifest.is_file() and "PLACEHOLDER" not in manifest.read_text(errors="replace")
 
 
-def make_placeholders(prefix: Path) -> Path:
-    """A prefix with placeholder packages for the C++ nodes (they only let our own nodes run)."""
+def make_placeholders(prefix: Path, extra: tuple[str, ...] = ()) -> Path:
+    """A prefix with placeholder packages for the C++ nodes (they only let our own nodes run); ``extra``: more
+    PACKAGE/EXECUTABLE placeholders."""
     script = KIT / "placeholder_pkg.py"
     if not script.is_file():
         pytest.skip(f"the ros-launch kit's placeholder_pkg.py is not available ({script})")
-    subprocess.run([sys.executable, str(script), str(prefix), *PLACEHOLDERS], check=True, capture_output=True)
+    subprocess.run([sys.executable, str(script), str(prefix), *PLACEHOLDERS, *extra], check=True, capture_output=True)
     return prefix
 
 
@@ -108,13 +109,14 @@ def echo_latched(topic: str, timeout: float = 60.0) -> subprocess.CompletedProce
 class Background:
     """`ros2 ARGS` in the background, in its own process group, with a token in its environment."""
 
-    def __init__(self, args: list[str], log: Path, placeholders: Path | None = None) -> None:
+    def __init__(self, args: list[str], log: Path, placeholders: Path | list[Path] | None = None) -> None:
         self.token = uuid.uuid4().hex
         self.log = log
         env = dict(os.environ, **{TOKEN_VAR: self.token})
-        if placeholders is not None:
+        if placeholders is not None:  # one prefix or several, searched first
+            extra = [placeholders] if isinstance(placeholders, Path) else list(placeholders)
             env["AMENT_PREFIX_PATH"] = os.pathsep.join(
-                [str(placeholders), *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
+                [*map(str, extra), *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
             )
         self._fh = open(log, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
@@ -167,7 +169,7 @@ class Background:
 class Launch(Background):
     """`ros2 launch ARGS` in the background."""
 
-    def __init__(self, args: list[str], log: Path, placeholders: Path | None = None) -> None:
+    def __init__(self, args: list[str], log: Path, placeholders: Path | list[Path] | None = None) -> None:
         super().__init__(["launch", *args], log, placeholders)
 
 

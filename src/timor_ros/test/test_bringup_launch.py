@@ -1,0 +1,89 @@
+"""Generated bring-up packages (issue 16) built with colcon (ament_cmake from the PyPI wheels) and their launch files
+started under the real `ros2 launch`, with placeholders for the C++ nodes (they only show that the launch files
+start what they should with the right parameters; the drivers themselves are not here)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ros2_cli import ROS2, Launch, make_placeholders, require_ros2, ros2_until_ok, wait_for_output
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.export.bringup import write_bringup
+
+ARM = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
+ROUTES = ("mock", "canopen", "ethercat", "gazebo")
+EXTRA_PLACEHOLDERS = ("canopen_ros2_control/none", "ethercat_driver/none", "ros_gz_sim/create",
+                      "ros_gz_bridge/parameter_bridge")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """One colcon workspace with a bring-up package per route, built; returns the install folder."""
+    require_ros2()
+    colcon = Path(sys.prefix) / "bin" / "colcon"
+    if not colcon.exists():
+        pytest.skip("no colcon in this environment (make ros installs it)")
+    root = tmp_path_factory.mktemp("bringup_ws")
+    arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
+    for route in ROUTES:
+        write_bringup(arm, root / "src", route, name=f"arm_{route}", n_samples=20)
+    venv = sys.prefix
+    env = dict(os.environ, PATH=f"{venv}/bin:{os.environ['PATH']}", AMENT_PREFIX_PATH=venv, CMAKE_PREFIX_PATH=venv)
+    build = subprocess.run(
+        [str(colcon), "--log-base", str(root / "log"), "build", "--base-paths", str(root / "src"),
+         "--build-base", str(root / "build"), "--install-base", str(root / "install"), "--cmake-args",
+         f"-DPython3_EXECUTABLE={sys.executable}", "-DBUILD_TESTING=OFF"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    return root / "install"
+
+
+@pytest.fixture(scope="module")
+def prefixes(workspace, tmp_path_factory) -> list[Path]:
+    """The placeholders and every built package, searched before the environment's prefixes."""
+    placeholders = make_placeholders(tmp_path_factory.mktemp("placeholders"), EXTRA_PLACEHOLDERS)
+    return [placeholders, *(p for p in sorted(workspace.iterdir()) if (p / "share").is_dir())]
+
+
+@pytest.mark.parametrize(
+    ("route", "launch_file", "args", "started"),
+    [
+        ("mock", "view.launch.py", ["rviz:=false"], ("robot_state_publisher", "joint_state_publisher")),
+        ("mock", "control.launch.py", [], ("robot_state_publisher", "ros2_control_node", "spawner")),
+        ("mock", "moveit.launch.py", [], ("move_group", "ros2_control_node", "spawner")),
+        ("canopen", "control.launch.py", ["can_interface:=vcan0"], ("ros2_control_node", "spawner")),
+        ("ethercat", "control.launch.py", [], ("ros2_control_node", "spawner")),
+        ("gazebo", "sim.launch.py", ["gazebo:=false"], ("create", "parameter_bridge", "spawner")),
+    ],
+)
+def test_generated_launch_files_start_under_ros2_launch(workspace, prefixes, tmp_path, route, launch_file, args,
+                                                        started):  # fmt: skip
+    launch = Launch([f"arm_{route}_bringup", launch_file, *args], tmp_path / "launch.log", prefixes)
+    try:
+        for executable in started:
+            assert wait_for_output(launch, f"[{executable}-", 60), launch.output()[-3000:]
+        assert "Caught exception" not in launch.output(), launch.output()[-3000:]
+        if launch_file == "control.launch.py":  # the description robot_state_publisher got names the route
+            plugin = {"mock": "mock_components/GenericSystem", "canopen": "canopen_ros2_control/RobotSystem",
+                      "ethercat": "ethercat_driver/EthercatDriver"}[route]  # fmt: skip
+            got = ros2_until_ok("param", "get", "/robot_state_publisher", "robot_description")
+            assert plugin in got.stdout, got.stdout[-2000:]
+            if route == "canopen":
+                assert "vcan0" in got.stdout and "/config/bus/bus.yml" in got.stdout
+    finally:
+        launch.stop()
+        assert not launch.kill_leftovers()
+
+
+def test_a_bad_argument_starts_nothing(workspace, prefixes, tmp_path):
+    launch = Launch(["arm_mock_bringup", "view.launch.py", "rviz:=maybe"], tmp_path / "l.log", prefixes)
+    assert launch.wait(120) != 0
+    assert "nothing was started" in launch.output() and "process started" not in launch.output()
+    assert not launch.kill_leftovers()
+    assert ROS2.exists()
