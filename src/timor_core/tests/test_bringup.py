@@ -187,3 +187,34 @@ def test_improv_six_axis_on_canopen_with_meshes(tmp_path):
     joints = _control(urdf).findall("joint")
     assert len(joints) == assembly.robot.dof == 6
     assert [j.find("param[@name='node_id']").text for j in joints] == ["2", "3", "4", "5", "6", "7"]
+
+
+def test_gazebo_refuses_what_gazebo_cannot_simulate_and_welds_the_robot(tmp_path):
+    """IMPROV's module 7 has an inertia no rigid body has: refused, naming it; without it the robot is welded to
+    Gazebo's world, and massless bodies welded to a body with mass (module 21's) are accepted."""
+    if not IMPROV_FILE.is_file():
+        pytest.skip(f"IMPROV not available (expected {IMPROV_FILE})")
+    db = ModulesDB.from_json_file(IMPROV_FILE)
+    with pytest.raises(InputError, match=r"module '7' body '7': Gazebo needs a physical inertia"):
+        write_bringup(ModuleAssembly.from_serial_modules(db, ["1", "21", "4", "21", "5", "23", "7", "12"]),
+                      tmp_path, "gazebo", n_samples=10)  # fmt: skip
+    assert not list(tmp_path.iterdir())  # nothing written
+    result = write_bringup(ModuleAssembly.from_serial_modules(db, ["1", "21", "4", "21", "5", "23", "12"]),
+                           tmp_path, "gazebo", n_samples=10)  # fmt: skip
+    robot = ET.fromstring(_xacro(result.folder, tmp_path / "cfg"))
+    weld = robot.find("joint[@name='world_to_base_link']")
+    assert weld is not None and weld.get("type") == "fixed" and weld.find("parent").get("link") == "world"
+
+
+def test_every_embedded_profile_makes_a_package_dcfgen_accepts(tmp_path):
+    """The example profiles the embedded sets ship (a prismatic joint counts per metre: P1's 1000 counts x 500
+    motor turns per metre)."""
+    db = ModulesDB.from_name("geometric_primitive_modules")
+    arm = ModuleAssembly.from_serial_modules(db, ["base", "J1", "J2", "P1", "eef"])
+    result = write_bringup(arm, tmp_path, "canopen", n_samples=10)
+    bus = result.folder / "config" / "bus"
+    run = subprocess.run([DCFGEN, "-r", "-d", str(tmp_path), "bus.yml"], cwd=bus, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    text = (bus / "bus.yml").read_text()
+    assert "node_id: 10" in text and "node_id: 12" in text and "position_mode: 1" in text
+    assert "scale_pos_to_dev: 500000" in text and "scale_pos_to_dev: 16297.4" in text  # 2048 x 50 / 2 pi

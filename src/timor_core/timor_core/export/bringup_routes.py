@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from timor_core.common.names import format_number
 from timor_core.errors import InputError
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
 from timor_core.export.ros2_control import JointModule, Ros2ControlConfig
+from timor_core.model.module import triangle_inequality_violation
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -55,7 +58,7 @@ def bus_yml(drives: list[JointDrive] | tuple[JointDrive, ...], profile: Hardware
     ]
     for jd in drives:
         d = jd.drive
-        to_dev = d.counts_per_radian
+        to_dev = d.counts_per_unit(jd.prismatic)
         lines += [
             f"{jd.joint}:",
             f"  node_id: {jd.node_id}",
@@ -75,8 +78,16 @@ def bus_yml(drives: list[JointDrive] | tuple[JointDrive, ...], profile: Hardware
     return "\n".join(lines) + "\n"
 
 
-def _gazebo_block(robot: str) -> str:
-    return (
+def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
+    """The gz_ros2_control plugin; and the robot welded to Gazebo's world (unless the URDF has a world link)."""
+    weld = ""
+    if np.array_equal(assembly.base_placement, np.eye(4)):
+        weld = (
+            f'  <link name="{prefix}world"/>\n'
+            f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
+            f'    <parent link="{prefix}world"/>\n    <child link="{prefix}base_link"/>\n  </joint>\n'
+        )
+    return weld + (
         "  <gazebo>\n"
         '    <plugin filename="gz_ros2_control-system" name="gz_ros2_control::GazeboSimROS2ControlPlugin">\n'
         f"      <parameters>{CONFIG_DIR}/ros2_controllers.yaml</parameters>\n"
@@ -85,13 +96,33 @@ def _gazebo_block(robot: str) -> str:
     )
 
 
-def _check_inertials(assembly: ModuleAssembly) -> None:
-    """Gazebo needs a positive mass and a physical inertia on every body."""
-    for module in assembly.modules:
-        for body in module.bodies:
-            mass = float(body.mass)
-            if not mass > 0 or not math.isfinite(mass):
-                raise InputError(f"module {module.id!r} body {body.id!r}: Gazebo needs a positive mass", value=mass)
+def _check_inertials(assembly: ModuleAssembly, prefix: str) -> None:
+    """What Gazebo needs: every body a joint moves, together with the bodies welded to it (sdformat lumps them into
+    one link), has a positive mass; every body with mass has a physical inertia (positive, A + B >= C)."""
+    links = assembly.tree(prefix).links
+    group = list(range(len(links)))  # the moving link (or the root) each link is welded to
+    for k, link in enumerate(links):
+        if link.joint_type == "fixed" and link.parent is not None:
+            group[k] = group[link.parent]  # parents come before children
+    total = [0.0] * len(links)
+    for k, link in enumerate(links):
+        total[group[k]] += float(link.body.mass)
+        mass = float(link.body.mass)
+        if mass > 0:
+            moments = triangle_inequality_violation(link.body.inertia)
+            if moments is not None or np.linalg.eigvalsh(np.asarray(link.body.inertia, dtype=float))[0] <= 0:
+                raise InputError(
+                    f"module {link.module.id!r} body {link.body.id!r}: Gazebo needs a physical inertia (positive "
+                    "principal moments with A + B >= C)",
+                    value=moments or np.asarray(link.body.inertia).tolist(),
+                )
+    for k, link in enumerate(links):
+        if link.joint_type != "fixed" and not (total[k] > 0 and math.isfinite(total[k])):
+            raise InputError(
+                f"module {link.module.id!r} body {link.body.id!r}: Gazebo needs mass on what joint "
+                f"{link.joint_name} moves (the body and the bodies welded to it weigh nothing)",
+                value=total[k],
+            )
 
 
 def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: str = "") -> RouteFiles:
@@ -99,9 +130,9 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
     if route == "mock":
         return RouteFiles("mock", Ros2ControlConfig())
     if route == "gazebo":
-        _check_inertials(assembly)
+        _check_inertials(assembly, prefix)
         config = Ros2ControlConfig(plugin="gz_ros2_control/GazeboSimSystem")
-        return RouteFiles("gazebo", config, _gazebo_block(assembly.db.name), packages=("ros_gz_sim",))
+        return RouteFiles("gazebo", config, _gazebo_block(assembly, prefix), packages=("ros_gz_sim",))
     if not isinstance(route, HardwareProfile):
         raise InputError("unknown hardware route (mock, gazebo, or a hardware profile)", value=route)
     profile = route

@@ -65,15 +65,14 @@ class Drive:
     vendor_id: int | None = None
     product_code: int | None = None
     encoder_counts: int = 1  # per motor revolution
-    gear_ratio: float = 1.0
+    gear_ratio: float = 1.0  # motor revolutions per joint revolution (prismatic joints: per metre)
     operation_mode: str = "cyclic_synchronous_position"
     node_id: int | None = None  # fixed node id / slave position; default: by the chain
     parameters: dict[str, str] = field(default_factory=dict)  # plugin route: per-joint <param>s
 
-    @property
-    def counts_per_radian(self) -> float:
-        """Drive units (encoder counts) per radian at the joint."""
-        return self.encoder_counts * self.gear_ratio / (2 * math.pi)
+    def counts_per_unit(self, prismatic: bool = False) -> float:
+        """Drive units (encoder counts) per joint radian, or per metre for a prismatic joint."""
+        return self.encoder_counts * self.gear_ratio / (1.0 if prismatic else 2 * math.pi)
 
     @property
     def mode(self) -> int:
@@ -205,6 +204,7 @@ class JointDrive:
     module_id: str
     drive: Drive
     node_id: int  # CANopen node id, or EtherCAT slave position
+    prismatic: bool = False
 
 
 def joint_drives(assembly: ModuleAssembly, profile: HardwareProfile, prefix: str = "") -> list[JointDrive]:
@@ -238,5 +238,5 @@ def joint_drives(assembly: ModuleAssembly, profile: HardwareProfile, prefix: str
         if address in taken:
             raise InputError(f"joints {taken[address]} and {link.joint_name} have the same bus address", value=address)
         taken[address] = str(link.joint_name)
-        out.append(JointDrive(str(link.joint_name), link.module.id, drive, address))
+        out.append(JointDrive(str(link.joint_name), link.module.id, drive, address, link.joint_type == "prismatic"))
     return out
