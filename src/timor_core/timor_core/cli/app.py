@@ -186,7 +186,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         if not all(g["reached"] for g in result["goals"]):
             print("error: no solution written: not every goal is reached", file=sys.stderr)
             return 1
-        solution = solve_point_to_point(task, assembly, rng=args.seed, cost_function=cost, q_start=start)
+        from timor_core.kinematics.planning import PlannerConfig
+
+        solution = solve_point_to_point(
+            task, assembly, rng=args.seed, cost_function=cost, q_start=start,
+            planner_config=PlannerConfig(planner=args.planner),
+        )  # fmt: skip
         path = solution.to_json_file(args.solution)
         verdict = (
             "valid"
@@ -274,6 +279,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="Q",
         help="with --solution: comma-separated joint values (rad or m) the motion starts from (default: the first "
         "goal's configuration)",
+    )
+    solve.add_argument(
+        "--planner",
+        choices=("RRTConnect", "RRTstar", "BITstar", "PRM", "timor"),
+        default="RRTConnect",
+        help="with --solution: motion planner, OMPL's by name or timor's own RRT-Connect (default RRTConnect)",
     )
     solve.set_defaults(func=_cmd_solve)
 

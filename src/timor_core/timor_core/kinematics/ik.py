@@ -20,7 +20,7 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
-from timor_core.kinematics.tolerance_base import PROJECTION_DOMAINS
+from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
@@ -28,8 +28,6 @@ __all__ = ["IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
 
 IK_METHODS = ("jacobian", "scipy")
 """Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
-
-ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ class IKConfig:
     damping: float = 1e-4
     max_step: float = 0.6  # rad (or m) per joint and iteration
     margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
-    stall_window: int = 6  # iterations after which a try must have cut its cost by stall_ratio ...
+    stall_window: int = 5  # iterations after which a try must have cut its cost by stall_ratio ...
     stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
     plateau_tries: int = 20  # give up when this many tries in a row (0: never) ...
     plateau_ratio: float = 0.9  # ... did not cut the best residual below this fraction of it ...
@@ -54,9 +52,23 @@ class IKConfig:
     far_residual: float = 0.2
     method: str = "jacobian"
     solutions: int = 1
+    start_candidates: int = 6  # random starts: the best of this many random configurations (by residual)
 
     def check(self) -> None:
-        """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller)."""
+        """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).
+
+        A config that passed is remembered (configs are immutable), so the check costs nothing per IK call."""
+        try:
+            if self in _CHECKED:
+                return
+        except TypeError:  # an unhashable value in a field: check it the long way (and refuse it below)
+            pass
+        self._check()
+        if len(_CHECKED) > 256:
+            _CHECKED.clear()
+        _CHECKED.add(self)
+
+    def _check(self) -> None:
         counts = {
             "max_iter": (1, MAX_ITER),
             "max_n_tries": (1, MAX_TRIES),
@@ -64,6 +76,7 @@ class IKConfig:
             "plateau_tries": (0, MAX_TRIES),
             "far_plateau_tries": (0, MAX_TRIES),
             "solutions": (1, MAX_TRIES),
+            "start_candidates": (1, 1000),
         }
         if self.method not in IK_METHODS:
             raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)
@@ -77,6 +90,8 @@ class IKConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v < math.inf:
                 raise InputError(f"IK setting {name} must be a finite number >= 0", value=v)
 
+
+_CHECKED: set[IKConfig] = set()
 
 MAX_ITER = 100_000
 """Most iterations per IK try."""
@@ -98,105 +113,6 @@ class IKResult:
 
     def __iter__(self):  # allows ``q, ok = solve_ik(...)``
         return iter((self.q, self.success))
-
-
-# projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
-_FAST = {name: PROJECTION_DOMAINS[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
-_WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
-_G_WEIGHTS = np.diag(_WEIGHTS)
-
-
-def _shrunk(name: str, low: float, high: float, margin: float) -> tuple[float, float]:
-    """Move real bounds ``margin`` inwards (bounds at the end of a projection's range stay)."""
-    r_lo, r_hi = _FAST[name]
-    lo = low + margin if low > r_lo else low
-    hi = high - margin if high < r_hi else high
-    if lo > hi:
-        lo = hi = 0.5 * (low + high)
-    return lo, hi
-
-
-class _Projector:
-    """The 6D residual ([position; rotation] in world axes, zero exactly where the pose is within the
-    tolerance's (slightly shrunk) bounds) and its Jacobian w.r.t. a world twist of the real pose.
-
-    Tolerances made of x/y/z/r_sph/Theta_R/N_* in the nominal frame (nearly all goals) use a vectorised
-    closed form; anything else uses the tolerance module's general residual.
-    """
-
-    def __init__(self, tolerance: Any, margin: float) -> None:
-        self.tolerance = tolerance
-        self.margin = margin
-        parts = getattr(tolerance, "parts", ())
-        fast = all(p.projection in _FAST for p in parts) and all(f == "nominal" for f in tolerance.frames)
-        self.fast = bool(fast)
-        if self.fast:
-            lo, hi = np.full(3, -math.inf), np.full(3, math.inf)
-            rlo, rhi = np.full(3, -math.inf), np.full(3, math.inf)
-            self.sph = self.theta = None
-            for p in parts:
-                b = _shrunk(p.projection, p.interval.low, p.interval.high, margin)
-                name = p.projection
-                if name in ("x", "y", "z"):
-                    a = "xyz".index(name)
-                    lo[a], hi[a] = max(lo[a], b[0]), min(hi[a], b[1])
-                elif name.startswith("N_"):
-                    a = "xyz".index(name[-1])
-                    rlo[a], rhi[a] = max(rlo[a], b[0]), min(rhi[a], b[1])
-                elif name == "r_sph":
-                    self.sph = b
-                else:
-                    self.theta = b
-            self.box = (lo, hi, rlo, rhi)
-            self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
-        else:
-            from timor_core.kinematics.tolerance_residual import residual
-
-            self.residual = residual
-
-    def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self.fast:
-            r = self._fast(desired, real)
-        else:
-            r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
-        G = _G_WEIGHTS * (r != 0.0)  # rows of satisfied components vanish (diagonal: columns too)
-        return r, G
-
-    def _fast(self, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
-        """The weighted residual in closed form (few, small numpy operations: this runs in every IK step)."""
-        Rd = desired[:3, :3]
-        e = (real[:3, 3] - desired[:3, 3]) @ Rd  # the position error in the nominal frame
-        lo, hi, rlo, rhi = self.box
-        pos = e - np.minimum(np.maximum(e, lo), hi)
-        if self.sph is not None:
-            r = math.sqrt(e @ e)
-            target = min(max(r, self.sph[0]), self.sph[1])
-            if r != target and r > 0.0:
-                pos = _maxabs(pos, e * (1.0 - target / r))
-        out = np.zeros(6)
-        out[:3] = Rd @ pos
-        if self.theta is not None or self.rot_box:
-            w = pin.log3(Rd.T @ real[:3, :3])
-            rot = w - np.minimum(np.maximum(w, rlo), rhi) if self.rot_box else None
-            if self.theta is not None:
-                th = math.sqrt(w @ w)
-                target = min(max(th, self.theta[0]), self.theta[1])
-                if th != target and th > 0.0:
-                    cone = w * (1.0 - target / th)
-                    rot = cone if rot is None else _maxabs(rot, cone)
-            if rot is not None:
-                out[3:] = (Rd @ rot) * ANGLE_WEIGHT
-        return out
-
-
-def _maxabs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Component-wise, the entry of larger magnitude (combining never cancels)."""
-    return np.where(np.abs(b) > np.abs(a), b, a)
-
-
-def pose_residual(tolerance: Any, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
-    """The weighted projected error the IK drives to zero (zero where the tolerance is satisfied)."""
-    return _Projector(tolerance, 0.0)(desired, real)[0]
 
 
 def solve_ik(
@@ -236,7 +152,7 @@ def solve_ik(
         q_init = robot.check_q(q_init)
     free = free_joints(joint_mask, robot.dof, q_init)
     cost_fn = cost_function
-    project = _Projector(tolerance, config.margin)
+    project = projector(tolerance, config.margin)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     self_collision = check_self_collision is not False
     checker = None
@@ -258,7 +174,7 @@ def solve_ik(
         if attempt == 0 and q_init is not None:
             q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
         else:
-            q = robot.random_configuration(rng)
+            q = _start(robot, fid, desired, project, rng, config.start_candidates)
             if q_init is not None and not free.all():
                 q[~free] = q_init[~free]
         if config.method == "scipy":
@@ -268,7 +184,7 @@ def solve_ik(
         iterations += used
         if cost < best_res:
             best_q, best_res = q.copy(), cost
-        if cost > CONVERGED or not tolerance.valid(desired, T):
+        if cost > CONVERGED or not project.valid(desired, T):
             if config.plateau_tries:  # every try ends in a local minimum far from the goal: stop early
                 if best_res < config.plateau_ratio * plateau_ref:
                     plateau_ref, plateau_count = best_res, 0
@@ -306,6 +222,22 @@ def solve_ik(
         math.sqrt(best_res),
         dict(rejections),
     )
+
+
+def _start(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, k: int):
+    """A random start: of ``k`` random configurations the one whose TCP is nearest the goal (weighted residual)."""
+    if k <= 1:
+        return robot.random_configuration(rng)
+    model, data = robot.model, robot.data
+    best, best_cost = None, math.inf
+    for _ in range(k):
+        q = robot.random_configuration(rng)
+        pin.forwardKinematics(model, data, q)
+        r = project.weighted(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
+        c = float(r @ r)
+        if c < best_cost:
+            best, best_cost = q, c
+    return best
 
 
 def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:

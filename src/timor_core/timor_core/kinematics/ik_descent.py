@@ -42,17 +42,34 @@ def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
 
 def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
                 config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
-    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations)."""
+    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations).
+
+    Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
+    Pinocchio call evaluates a trial step and gives the Jacobian if the step is taken; the joint-limit logic only
+    runs while a joint sits at a limit.
+    """
     model, data = robot.model, robot.data
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    n = robot.dof
     eye = np.eye(6)
     frozen = ~free
+    any_frozen = bool(frozen.any())
     lam = config.damping
-    pin.forwardKinematics(model, data, q)
-    T = pin.updateFramePlacement(model, data, fid).homogeneous
-    r, G = project(desired, T)
+    max_step = config.max_step
+    stall_window, stall_ratio = config.stall_window, config.stall_ratio
+    weighted = project.weighted
+    jacobians, placement, frame_jacobian = pin.computeJointJacobians, pin.updateFramePlacement, pin.getFrameJacobian
+    nv = model.nv
+    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
+        pin.forwardKinematics(model, data, q)
+        T = placement(model, data, fid).homogeneous
+        r = weighted(desired, T)[0]
+        return q, float(r @ r), T, 1
+    jacobians(model, data, q)
+    T = placement(model, data, fid).homogeneous
+    r, g = weighted(desired, T)
+    Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)  # (6,) for one joint
     cost = float(r @ r)
+    at_limit = bool(((q <= lo) | (q >= hi)).any())
     stall_ref, stall_count = cost, 0
     iterations = 0
     for _ in range(config.max_iter):
@@ -60,28 +77,35 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         if cost <= CONVERGED:
             break
         stall_count += 1
-        if stall_count == config.stall_window:  # too little progress: restart elsewhere
-            if cost > config.stall_ratio * stall_ref:
+        if stall_count == stall_window:  # too little progress: restart elsewhere
+            if cost > stall_ratio * stall_ref:
                 break
             stall_ref, stall_count = cost, 0
-        J = G @ pin.computeFrameJacobian(model, data, q, fid, LWA).reshape(6, n)  # (6,) for one joint
-        if frozen.any():
+        J = Jf * g[:, None]
+        if any_frozen:
             J[:, frozen] = 0.0
-        step = J.T @ spd_solve(J @ J.T + lam * eye, r)
-        blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
-        if blocked.any():  # joints at a limit that the step pushes further out take no part
-            J[:, blocked] = 0.0
-            step = J.T @ spd_solve(J @ J.T + lam * eye, r)
-        big = np.abs(step).max()
-        if big > config.max_step:
-            step *= config.max_step / big
-        q_new = np.minimum(np.maximum(q - step, lo), hi)  # infinite limits clip nothing
-        pin.forwardKinematics(model, data, q_new)
-        T_new = pin.updateFramePlacement(model, data, fid).homogeneous
-        r_new, G_new = project(desired, T_new)
+        x, info = _dposv(J @ J.T + lam * eye, r)[1:]
+        step = J.T @ (x if info == 0 else np.linalg.solve(J @ J.T + lam * eye, r))
+        if at_limit:
+            blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
+            if blocked.any():  # joints at a limit that the step pushes further out take no part
+                J[:, blocked] = 0.0
+                step = J.T @ spd_solve(J @ J.T + lam * eye, r)
+        big = max(step.max(), -step.min())
+        if big > max_step:
+            step *= max_step / big
+        q_new = q - step
+        clipped = bool(((q_new < lo) | (q_new > hi)).any())
+        if clipped:
+            q_new = np.minimum(np.maximum(q_new, lo), hi)  # infinite limits clip nothing
+        jacobians(model, data, q_new)
+        T_new = placement(model, data, fid).homogeneous
+        r_new, g_new = weighted(desired, T_new)
         cost_new = float(r_new @ r_new)
         if cost_new < cost:
-            q, r, G, cost, T = q_new, r_new, G_new, cost_new, T_new
+            q, r, g, cost, T = q_new, r_new, g_new, cost_new, T_new
+            Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)
+            at_limit = clipped or (at_limit and bool(((q <= lo) | (q >= hi)).any()))
             lam = max(lam * 0.3, 1e-9)
         else:
             lam *= 10.0

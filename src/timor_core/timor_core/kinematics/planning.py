@@ -20,14 +20,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from timor_core.errors import InputError
+from timor_core.kinematics.ompl_planning import OMPL_PLANNERS, ompl_available, ompl_path
 from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 
 if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
 
-__all__ = ["PlannerConfig", "rrt_connect", "edge_valid", "shortcut", "path_length", "plan"]
+__all__ = ["PLANNERS", "PlannerConfig", "rrt_connect", "edge_valid", "shortcut", "path_length", "plan", "joint_path"]
 
 Validity = Callable[[np.ndarray], bool]
+PLANNERS = ("timor", *OMPL_PLANNERS)
+"""``timor``: this module's RRT-Connect; the others: OMPL's planners (``kinematics.ompl_planning``)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class PlannerConfig:
     search in wall time in addition to ``max_iterations``.
     """
 
+    planner: str = "RRTConnect"  # "timor" (our RRT-Connect) or one of ompl_planning.OMPL_PLANNERS
     max_iterations: int = 5000
     step: float = 0.2
     check_resolution: float = 0.02
@@ -48,6 +52,8 @@ class PlannerConfig:
     time_limit: float | None = 10.0
 
     def __post_init__(self) -> None:
+        if self.planner not in PLANNERS:
+            raise InputError(f"unknown planner (one of {', '.join(PLANNERS)})", value=self.planner)
         if not (isinstance(self.max_iterations, int) and self.max_iterations >= 0):
             raise InputError("max_iterations must be a non-negative integer", value=self.max_iterations)
         if not (isinstance(self.shortcut_iterations, int) and self.shortcut_iterations >= 0):
@@ -341,8 +347,36 @@ def plan(
     limits = robot.joint_limits
     lower = np.minimum(np.where(np.isfinite(limits[0]), limits[0], -np.pi), np.minimum(start, goal))
     upper = np.maximum(np.where(np.isfinite(limits[1]), limits[1], np.pi), np.maximum(start, goal))
-    path = rrt_connect(start, goal, is_valid, lower, upper, rng=rng, config=config)
+    path = joint_path(start, goal, is_valid, lower, upper, rng=rng, config=config)
     if path is None:
         return None
-    path = shortcut(path, is_valid, rng, config.shortcut_iterations, config.check_resolution)
     return time_parametrize(path, robot.velocity_limits, robot.acceleration_limits, dt)
+
+
+def joint_path(
+    start: np.ndarray,
+    goal: np.ndarray,
+    is_valid: Validity,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    rng: np.random.Generator | int | None = None,
+    config: PlannerConfig = PlannerConfig(),  # noqa: B008 (frozen, immutable default)
+) -> np.ndarray | None:
+    """A valid joint-space path (waypoints) with the configured planner, shortcut; None if none was found.
+
+    OMPL's planners are used when OMPL is installed; without it the ``RRTConnect`` default falls back to timor's
+    own RRT-Connect (other OMPL planners raise InputError).
+    """
+    gen = np.random.default_rng(rng)
+    name = config.planner
+    if name == "RRTConnect" and not ompl_available():
+        name = "timor"
+    if name == "timor":
+        path = rrt_connect(start, goal, is_valid, lower, upper, rng=gen, config=config)
+    else:
+        path = ompl_path(start, goal, is_valid, lower, upper, planner=name,
+                         time_limit=config.time_limit if config.time_limit is not None else 10.0,
+                         check_resolution=config.check_resolution, seed=int(gen.integers(1, 2**31 - 1)))  # fmt: skip
+    if path is None:
+        return None
+    return shortcut(path, is_valid, gen, config.shortcut_iterations, config.check_resolution)

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""IK against the strongest anchors (issue 17): timor_core's IK, the reference's default Python IK and its compiled
+``ik_method="jacobian_cpp"``, on five six-DOF IMPROV robots, the same reachable goals for all three, judged by one
+rule.
+
+    python benchmarks/ik_anchor.py                    # 30 goals per robot, about a minute
+    python benchmarks/ik_anchor.py --goals 10 --json  # fewer goals, the full report as JSON
+
+Goals: per robot, the FK of random configurations within the joint limits and free of self-collision (our model,
+seeded). Tolerance: position within 1 mm (r_sph) and rotation within 1 deg (Theta_R). The reference runs with
+``ignore_self_collisions=True`` (its self-collision check calls several IMPROV robots colliding in every
+configuration) and its defaults otherwise; ours with its defaults (self-collision checked). The judge, the same
+for all three: the returned q is within the joint limits, our FK of it is within 1 mm and 1 deg of the goal, and
+it is free of self-collision (our checker). Each side runs in its own process (the reference under its venv's
+Python, ``--ref-python``, offline through ../shared/bench-ref); times are per call, failures included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED = REPO.parent / "shared"
+IMPROV = SHARED / "data" / "cobra" / "modules" / "IMPROV" / "modules.json"
+SHIM = SHARED / "bench-ref"
+ROBOTS = (
+    ("1", "21", "4", "21", "5", "23", "7", "12"),
+    ("1", "22", "14", "21", "15", "23", "13"),
+    ("1", "29", "4", "22", "5", "23", "16"),
+    ("1", "21", "5", "29", "4", "23", "8", "101"),
+    ("1", "21", "14", "22", "6", "23", "12"),
+)
+POSITION = 0.001  # m
+ANGLE = math.radians(1.0)
+
+
+def _ours(spec: dict) -> list[dict]:
+    import numpy as np
+
+    from timor_core import ModuleAssembly, ModulesDB
+    from timor_core.kinematics.tolerance import Composed, ProjectionTolerance
+
+    db = ModulesDB.from_json_file(IMPROV)
+    tol = Composed([ProjectionTolerance("r_sph", (0.0, POSITION)), ProjectionTolerance("Theta_R", (0.0, ANGLE))])
+    out = []
+    for r, ids in enumerate(spec["robots"]):
+        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
+        robot.ik(np.asarray(spec["goals"][r][0]), tolerance=tol, rng=0)  # warm-up (caches, first calls)
+        for k, T in enumerate(spec["goals"][r]):
+            t0 = time.perf_counter()
+            q, ok = robot.ik(np.asarray(T), tolerance=tol, rng=k)
+            out.append({"robot": r, "goal": k, "ms": 1000 * (time.perf_counter() - t0), "ok": bool(ok),
+                        "q": [float(v) for v in q]})  # fmt: skip
+    return out
+
+
+def _ref(spec: dict, method: str) -> list[dict]:
+    sys.path.insert(0, str(SHIM))
+    import logging
+
+    import numpy as np
+    import timor_offline  # noqa: F401
+    from timor import ModuleAssembly, ModulesDB
+    from timor.task import Tolerance
+    from timor.utilities.tolerated_pose import ToleratedPose
+    from timor.utilities.transformation import Transformation
+
+    logging.getLogger("Timor").setLevel(logging.ERROR)
+    db = ModulesDB.from_json_file(IMPROV)
+    tol = Tolerance.Composed([Tolerance.CartesianSpheric(r=(0, POSITION)), Tolerance.RotationAbsolute(ANGLE)])
+    out = []
+    for r, ids in enumerate(spec["robots"]):
+        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
+        goals = [ToleratedPose(Transformation(np.asarray(T)), tol) for T in spec["goals"][r]]
+        robot.ik(goals[0], ik_method=method, ignore_self_collisions=True)  # warm-up
+        for k, goal in enumerate(goals):
+            robot._rng = np.random.default_rng(k)  # its starts come from robot._rng (no seed argument)
+            t0 = time.perf_counter()
+            q, ok = robot.ik(goal, ik_method=method, ignore_self_collisions=True)
+            out.append({"robot": r, "goal": k, "ms": 1000 * (time.perf_counter() - t0), "ok": bool(ok),
+                        "q": [float(v) for v in q]})  # fmt: skip
+    return out
+
+
+def _goals(n: int, seed: int) -> list[list]:
+    import numpy as np
+
+    from timor_core import ModuleAssembly, ModulesDB
+
+    db = ModulesDB.from_json_file(IMPROV)
+    rng = np.random.default_rng(seed)
+    goals = []
+    for ids in ROBOTS:
+        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
+        mine = []
+        while len(mine) < n:
+            q = robot.random_configuration(rng)
+            if not robot.has_self_collision(q):
+                mine.append(robot.fk(q).tolist())
+        goals.append(mine)
+    return goals
+
+
+def _judge(spec: dict, results: list[dict]) -> list[bool]:
+    """The one rule: within limits, FK within 1 mm and 1 deg of the goal, no self-collision (our model)."""
+    import numpy as np
+
+    from timor_core import ModuleAssembly, ModulesDB
+
+    db = ModulesDB.from_json_file(IMPROV)
+    robots = [ModuleAssembly.from_serial_modules(db, list(ids)).robot for ids in spec["robots"]]
+    verdicts = []
+    for res in results:
+        robot, T = robots[res["robot"]], np.asarray(spec["goals"][res["robot"]][res["goal"]])
+        q = np.asarray(res["q"])
+        lim = robot.joint_limits
+        ok = q.shape == (robot.dof,) and bool(np.all(q >= lim[0] - 1e-9) and np.all(q <= lim[1] + 1e-9))
+        if ok:
+            R = robot.fk(q)
+            angle = math.acos(max(-1.0, min(1.0, (np.trace(R[:3, :3].T @ T[:3, :3]) - 1) / 2)))
+            ok = np.linalg.norm(R[:3, 3] - T[:3, 3]) <= POSITION + 1e-9 and angle <= ANGLE + 1e-9
+            ok = ok and not robot.has_self_collision(q)
+        verdicts.append(bool(ok))
+    return verdicts
+
+
+def _run_worker(python: str, side: str, spec: dict) -> list[dict]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(SHIM)]))
+    proc = subprocess.run([python, __file__, "--worker", side], input=json.dumps(spec), capture_output=True,
+                          text=True, env=env, timeout=3600, cwd=str(SHIM if side != "ours" else REPO))  # fmt: skip
+    if proc.returncode != 0:
+        raise SystemExit(f"{side} worker failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _summary(times: list[float], verdicts: list[bool]) -> dict:
+    ordered = sorted(times)
+    p90 = ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
+    return {"success": 100.0 * sum(verdicts) / len(verdicts), "median_ms": statistics.median(times), "p90_ms": p90}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--goals", type=int, default=30, help="goals per robot (default 30)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--ref-python", default=str(REPO.parent / "refvenv" / "bin" / "python"))
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--worker", choices=("ours", "ref-python", "ref-cpp"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        spec = json.loads(sys.stdin.read())
+        if args.worker == "ours":
+            out = _ours(spec)
+        else:
+            out = _ref(spec, "jacobian" if args.worker == "ref-python" else "jacobian_cpp")
+        print(json.dumps(out))
+        return 0
+    if not IMPROV.is_file():
+        raise SystemExit(f"IMPROV not found at {IMPROV}")
+    spec = {"robots": [list(r) for r in ROBOTS], "goals": _goals(args.goals, args.seed)}
+    report = {}
+    for side, python in (("ours", sys.executable), ("ref-python", args.ref_python), ("ref-cpp", args.ref_python)):
+        results = _run_worker(python, side, spec)
+        report[side] = _summary([r["ms"] for r in results], _judge(spec, results))
+    ours = report["ours"]["median_ms"]
+    report["ratio_vs_ref_python"] = report["ref-python"]["median_ms"] / ours
+    report["ratio_vs_ref_cpp"] = report["ref-cpp"]["median_ms"] / ours
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    n = len(ROBOTS) * args.goals
+    head = f"IK on {len(ROBOTS)} six-DOF IMPROV robots, {n} reachable goals, 1 mm / 1 deg"
+    print(head + ", judged by our FK + self-collision")
+    print(f"{'side':<12}{'solved %':>10}{'median ms':>12}{'p90 ms':>10}")
+    for side in ("ours", "ref-python", "ref-cpp"):
+        r = report[side]
+        print(f"{side:<12}{r['success']:>10.1f}{r['median_ms']:>12.2f}{r['p90_ms']:>10.2f}")
+    print(f"median ratio: {report['ratio_vs_ref_python']:.2f}x vs the reference's Python IK (target >= 5), "
+          f"{report['ratio_vs_ref_cpp']:.2f}x vs its C++ IK (target >= 1)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

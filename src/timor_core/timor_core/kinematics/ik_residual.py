@@ -1,0 +1,193 @@
+"""The residual the IK drives to zero: a tolerance's projected pose error as a 6D vector ([position; rotation] in
+world axes, zero exactly where the pose is within the tolerance), with the weights of its Jacobian rows."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from timor_core.kinematics.tolerance_base import PROJECTION_DOMAINS, VALID_SLACK
+
+__all__ = ["ANGLE_WEIGHT", "Projector", "projector", "pose_residual"]
+
+ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mixed
+
+
+# projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
+_FAST = {name: PROJECTION_DOMAINS[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
+_WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+
+
+def _shrunk(name: str, low: float, high: float, margin: float) -> tuple[float, float]:
+    """Move real bounds ``margin`` inwards (bounds at the end of a projection's range stay)."""
+    r_lo, r_hi = _FAST[name]
+    lo = low + margin if low > r_lo else low
+    hi = high - margin if high < r_hi else high
+    if lo > hi:
+        lo = hi = 0.5 * (low + high)
+    return lo, hi
+
+
+class Projector:
+    """The 6D residual ([position; rotation] in world axes, zero exactly where the pose is within the
+    tolerance's (slightly shrunk) bounds) and its Jacobian w.r.t. a world twist of the real pose.
+
+    Tolerances made of x/y/z/r_sph/Theta_R/N_* in the nominal frame (nearly all goals) use a vectorised
+    closed form; anything else uses the tolerance module's general residual.
+    """
+
+    def __init__(self, tolerance: Any, margin: float) -> None:
+        self.tolerance = tolerance
+        self.margin = margin
+        parts = getattr(tolerance, "parts", ())
+        fast = all(p.projection in _FAST for p in parts) and all(f == "nominal" for f in tolerance.frames)
+        self.fast = bool(fast)
+        self.rot_box = False
+        if self.fast:
+            lo, hi = np.full(3, -math.inf), np.full(3, math.inf)
+            rlo, rhi = np.full(3, -math.inf), np.full(3, math.inf)
+            self.sph = self.theta = None
+            for p in parts:
+                b = _shrunk(p.projection, p.interval.low, p.interval.high, margin)
+                name = p.projection
+                if name in ("x", "y", "z"):
+                    a = "xyz".index(name)
+                    lo[a], hi[a] = max(lo[a], b[0]), min(hi[a], b[1])
+                elif name.startswith("N_"):
+                    a = "xyz".index(name[-1])
+                    rlo[a], rhi[a] = max(rlo[a], b[0]), min(rhi[a], b[1])
+                elif name == "r_sph":
+                    self.sph = b
+                else:
+                    self.theta = b
+            self.box = (lo, hi, rlo, rhi)
+            self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
+        else:
+            from timor_core.kinematics.tolerance_residual import residual
+
+            self.residual = residual
+        has_box = self.fast and bool(np.isfinite(self.box[0]).any() or np.isfinite(self.box[1]).any())
+        self.sphere_cone = self.fast and not has_box and not self.rot_box
+        self.sph_bounds = self.theta_bounds = None
+        if self.sphere_cone:  # the real bounds (intersected), for valid()
+            for p in parts:
+                bounds = (p.interval.low, p.interval.high)
+                if p.projection == "r_sph":
+                    old = self.sph_bounds or (-math.inf, math.inf)
+                    self.sph_bounds = (max(old[0], bounds[0]), min(old[1], bounds[1]))
+                else:
+                    old = self.theta_bounds or (-math.inf, math.inf)
+                    self.theta_bounds = (max(old[0], bounds[0]), min(old[1], bounds[1]))
+
+    def __call__(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(residual, G): G scales the rows of a world twist Jacobian; rows of satisfied components vanish."""
+        r, g = self.weighted(desired, real)
+        return r, np.diag(g)
+
+    def valid(self, desired: np.ndarray, real: np.ndarray) -> bool:
+        """Whether ``real`` meets the tolerance: the residual with the unshrunk bounds is zero, up to the slack of
+        ``Tolerance.valid`` (closed form for r_sph/Theta_R goals; else the tolerance's own check)."""
+        if not self.sphere_cone:
+            return bool(self.tolerance.valid(desired, real))
+        if self.sph_bounds is not None:
+            e = real[:3, 3] - desired[:3, 3]
+            d = math.sqrt(e @ e)
+            if not self.sph_bounds[0] - VALID_SLACK <= d <= self.sph_bounds[1] + VALID_SLACK:
+                return False
+        if self.theta_bounds is not None:
+            w = pin.log3(real[:3, :3] @ desired[:3, :3].T)
+            th = math.sqrt(w @ w)
+            if not self.theta_bounds[0] - VALID_SLACK <= th <= self.theta_bounds[1] + VALID_SLACK:
+                return False
+        return True
+
+    def weighted(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(residual, g): g is the diagonal of G, the weights of the components not yet satisfied."""
+        if self.sphere_cone:
+            return self._sphere_cone(desired, real)
+        if self.fast:
+            r = self._fast(desired, real)
+        else:
+            r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
+        return r, _WEIGHTS * (r != 0.0)
+
+    def _sphere_cone(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """r_sph and/or Theta_R only (most goals): the same residual as ``_fast``, computed in world axes (the
+        distance and the angle do not depend on the frame) with a handful of operations."""
+        out = np.zeros(6)
+        g = np.zeros(6)
+        sph, theta = self.sph, self.theta
+        if sph is not None:
+            e = real[:3, 3] - desired[:3, 3]
+            d = math.sqrt(e @ e)
+            if d > sph[1]:
+                out[:3] = e * (1.0 - sph[1] / d)
+                g[:3] = 1.0
+            elif d < sph[0]:
+                if d > 0.0:
+                    out[:3] = e * (1.0 - sph[0] / d)
+                    g[:3] = 1.0
+        if theta is not None:
+            w = pin.log3(real[:3, :3] @ desired[:3, :3].T)  # the rotation error in world axes
+            th = math.sqrt(w @ w)
+            target = theta[1] if th > theta[1] else (theta[0] if th < theta[0] else th)
+            if th != target and th > 0.0:
+                out[3:] = w * ((1.0 - target / th) * ANGLE_WEIGHT)
+                g[3:] = ANGLE_WEIGHT
+        return out, g
+
+    def _fast(self, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+        """The weighted residual in closed form (few, small numpy operations: this runs in every IK step)."""
+        Rd = desired[:3, :3]
+        e = (real[:3, 3] - desired[:3, 3]) @ Rd  # the position error in the nominal frame
+        lo, hi, rlo, rhi = self.box
+        pos = e - np.minimum(np.maximum(e, lo), hi)
+        if self.sph is not None:
+            r = math.sqrt(e @ e)
+            target = min(max(r, self.sph[0]), self.sph[1])
+            if r != target and r > 0.0:
+                pos = _maxabs(pos, e * (1.0 - target / r))
+        out = np.zeros(6)
+        out[:3] = Rd @ pos
+        if self.theta is not None or self.rot_box:
+            w = pin.log3(Rd.T @ real[:3, :3])
+            rot = w - np.minimum(np.maximum(w, rlo), rhi) if self.rot_box else None
+            if self.theta is not None:
+                th = math.sqrt(w @ w)
+                target = min(max(th, self.theta[0]), self.theta[1])
+                if th != target and th > 0.0:
+                    cone = w * (1.0 - target / th)
+                    rot = cone if rot is None else _maxabs(rot, cone)
+            if rot is not None:
+                out[3:] = (Rd @ rot) * ANGLE_WEIGHT
+        return out
+
+
+_PROJECTORS: dict[tuple[Any, float], Projector] = {}
+
+
+def projector(tolerance: Any, margin: float) -> Projector:
+    """The projector of a tolerance, built once per (tolerance, margin): tolerances are immutable and hashable."""
+    try:
+        key = (tolerance, margin)
+        found = _PROJECTORS.get(key)
+    except TypeError:  # an unhashable tolerance-like object
+        return Projector(tolerance, margin)
+    if found is None:
+        if len(_PROJECTORS) > 1024:
+            _PROJECTORS.clear()
+        found = _PROJECTORS[key] = Projector(tolerance, margin)
+    return found
+
+
+def _maxabs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Component-wise, the entry of larger magnitude (combining never cancels)."""
+    return np.where(np.abs(b) > np.abs(a), b, a)
+
+
+def pose_residual(tolerance: Any, desired: np.ndarray, real: np.ndarray) -> np.ndarray:
+    """The weighted projected error the IK drives to zero (zero where the tolerance is satisfied)."""
+    return Projector(tolerance, 0.0)(desired, real)[0]
