@@ -40,8 +40,8 @@ class IKConfig:
 
     max_iter: int = 60
     max_n_tries: int = 50
-    damping: float = 1e-4
-    max_step: float = 0.6  # rad (or m) per joint and iteration
+    damping: float = 3e-3
+    max_step: float = 1.0  # rad (or m) per joint and iteration
     margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
     stall_window: int = 5  # iterations after which a try must have cut its cost by stall_ratio ...
     stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
@@ -52,7 +52,7 @@ class IKConfig:
     far_residual: float = 0.2
     method: str = "jacobian"
     solutions: int = 1
-    start_candidates: int = 6  # random starts: the best of this many random configurations (by residual)
+    start_candidates: int = 4  # random starts: the best of this many random configurations (by residual)
 
     def check(self) -> None:
         """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).
