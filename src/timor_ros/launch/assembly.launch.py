@@ -19,9 +19,8 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from timor_core.errors import InputError
 from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, AssemblyLaunch
-from timor_ros.launching import LaunchRefusedError, arguments, refuse_unknown_arguments, require_packages
+from timor_ros.launching import checked_plan
 
 
 def nodes(plan: AssemblyLaunch) -> list:
@@ -70,13 +69,7 @@ def nodes(plan: AssemblyLaunch) -> list:
 
 
 def _launch(context):
-    refuse_unknown_arguments("assembly.launch.py", ASSEMBLY_ARGUMENTS)
-    try:
-        plan = AssemblyLaunch.from_arguments(arguments(context, ASSEMBLY_ARGUMENTS))
-    except InputError as exc:
-        raise LaunchRefusedError(f"assembly.launch.py: {exc}; nothing was started") from None
-    require_packages(plan.external_packages())
-    return nodes(plan)
+    return nodes(checked_plan(context, "assembly.launch.py", ASSEMBLY_ARGUMENTS, AssemblyLaunch.from_arguments))
 
 
 def generate_launch_description() -> LaunchDescription:

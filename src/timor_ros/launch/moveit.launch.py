@@ -25,9 +25,8 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from timor_core.errors import InputError
 from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, MoveItLaunch
-from timor_ros.launching import LaunchRefusedError, arguments, refuse_unknown_arguments, require_packages
+from timor_ros.launching import checked_plan
 
 ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 CONTROLLER_MANAGER = "/controller_manager"
@@ -54,12 +53,7 @@ def _launch(context):
     )
     from timor_core.export.ros2_control import Ros2ControlConfig
 
-    refuse_unknown_arguments("moveit.launch.py", ARGS)
-    try:
-        plan = MoveItLaunch.from_arguments(arguments(context, ARGS))
-    except InputError as exc:
-        raise LaunchRefusedError(f"moveit.launch.py: {exc}; nothing was started") from None
-    require_packages(plan.external_packages())
+    plan = checked_plan(context, "moveit.launch.py", ARGS, MoveItLaunch.from_arguments)
     base = plan.base
     options = MoveItOptions(prefix=base.prefix, ros2_control=Ros2ControlConfig(plugin=base.ros2_control_plugin))
     written = write_moveit_config(base.assembly, plan.config_dir, options)

@@ -3,12 +3,16 @@ start are installed. Parsing and validation live in ``timor_core.export.launch_a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
+from timor_core.errors import InputError
 from timor_core.export.launch_arguments import SWITCHES
 
-__all__ = ["LaunchRefusedError", "arguments", "require_packages", "refuse_unknown_arguments"]
+Plan = TypeVar("Plan")
+
+__all__ = ["LaunchRefusedError", "arguments", "checked_plan", "require_packages", "refuse_unknown_arguments"]
 
 
 class LaunchRefusedError(RuntimeError):
@@ -52,3 +56,18 @@ def require_packages(packages: Iterable[str]) -> None:
             missing.append(f"{package} (leave it out with {switch})" if switch else package)
     if missing:
         raise LaunchRefusedError(f"not installed: {', '.join(missing)}; nothing was started")
+
+
+def checked_plan(
+    context: Any, launch_file: str, declared: Iterable[str], parse: Callable[[dict[str, str]], Plan]
+) -> Plan:
+    """A launch file's validated arguments (``parse``), after refusing unknown CLI arguments and before checking
+    that every external package the plan starts is installed; any problem is one LaunchRefusedError."""
+    names = list(declared)
+    refuse_unknown_arguments(launch_file, names)
+    try:
+        plan = parse(arguments(context, names))
+    except InputError as exc:
+        raise LaunchRefusedError(f"{launch_file}: {exc}; nothing was started") from None
+    require_packages(plan.external_packages())  # type: ignore[attr-defined]
+    return plan

@@ -70,6 +70,20 @@ def _description(share, config_dir, extra=None):
 def _spawner(controller, extra=None):
     return Node(package="controller_manager", executable="spawner", output="screen",
                 arguments=[controller, "--controller-manager", "/controller_manager", *(extra or [])])
+
+
+def control_nodes(a, share, sim=False):
+    """robot_state_publisher, the controller manager (not in simulation: Gazebo runs it) and the spawners."""
+    config = os.path.join(share, "config")
+    urdf = _description(share, config, {text_mappings})
+    nodes = [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
+                  parameters=[{{"robot_description": urdf, "use_sim_time": sim}}])]
+    if not sim:
+        nodes.append(Node(package="controller_manager", executable="ros2_control_node", output="screen",
+                          parameters=[os.path.join(config, "ros2_controllers.yaml")],
+                          remappings=[("~/robot_description", "robot_description")]))
+    nodes += [_spawner("joint_state_broadcaster"), _spawner("arm_controller")]
+    return nodes
 '''
 
 _VIEW = """
@@ -87,30 +101,9 @@ def _launch(context):
     if a["rviz"]:
         nodes.append(Node(package="rviz2", executable="rviz2", output="screen"))
     return nodes
-
-
-def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v) for k, v in {**FLAGS, **TEXT}.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
 """
 
-_CONTROL = '''
-
-def control_nodes(a, share, sim=False):
-    """robot_state_publisher, the controller manager (not in simulation: Gazebo runs it) and the spawners."""
-    config = os.path.join(share, "config")
-    urdf = _description(share, config, {text_mappings})
-    nodes = [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-                  parameters=[{{"robot_description": urdf, "use_sim_time": sim}}])]
-    if not sim:
-        nodes.append(Node(package="controller_manager", executable="ros2_control_node", output="screen",
-                          parameters=[os.path.join(config, "ros2_controllers.yaml")],
-                          remappings=[("~/robot_description", "robot_description")]))
-    nodes += [_spawner("joint_state_broadcaster"), _spawner("arm_controller")]
-    return nodes
-
+_CONTROL = """
 
 def _launch(context):
     a = _args(context)
@@ -120,14 +113,7 @@ def _launch(context):
     if a["rviz"]:
         nodes.append(Node(package="rviz2", executable="rviz2", output="screen"))
     return nodes
-
-
-def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v) for k, v in {{**FLAGS, **TEXT}}.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
-'''
+"""
 
 _MOVEIT = """
 
@@ -162,22 +148,10 @@ def _launch(context):
     }}
     nodes = [Node(package="moveit_ros_move_group", executable="move_group", output="screen", parameters=[params])]
     if a["ros2_control"]:
-        nodes.append(Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-                          parameters=[{{"robot_description": urdf}}]))
-        nodes.append(Node(package="controller_manager", executable="ros2_control_node", output="screen",
-                          parameters=[os.path.join(config, "ros2_controllers.yaml")],
-                          remappings=[("~/robot_description", "robot_description")]))
-        nodes += [_spawner("joint_state_broadcaster"), _spawner("arm_controller")]
+        nodes += control_nodes(a, share)
     if a["rviz"]:
         nodes.append(Node(package="rviz2", executable="rviz2", output="screen"))
     return nodes
-
-
-def generate_launch_description():
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v) for k, v in {{**FLAGS, **TEXT}}.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
 """
 
 _SIM = """
@@ -207,11 +181,14 @@ def _launch(context):
         _spawner("arm_controller"),
     ]
     return actions
+"""
 
+
+_TAIL = """
 
 def generate_launch_description():
     return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v) for k, v in {{**FLAGS, **TEXT}}.items()]
+        [DeclareLaunchArgument(k, default_value=v) for k, v in {**FLAGS, **TEXT}.items()]
         + [OpaqueFunction(function=_launch)]
     )
 """
@@ -228,7 +205,8 @@ def launch_files(
     mappings = "{" + ", ".join(f'"{k}": a["{k}"]' for k in text_args) + "}"
 
     def head(doc: str, file: str, flags: dict[str, str], text: dict[str, str]) -> str:
-        return _COMMON.format(doc=doc, package=package, file=file, robot=robot, flags=repr(flags), text=repr(text))
+        return _COMMON.format(doc=doc, package=package, file=file, robot=robot, flags=repr(flags), text=repr(text),
+                              text_mappings=mappings)  # fmt: skip
 
     out = {
         "view.launch.py": head(
@@ -244,7 +222,7 @@ def launch_files(
             {"rviz": "false"},
             text_args,
         )  # fmt: skip
-        + _CONTROL.format(packages=repr(list(packages)), text_mappings=mappings),
+        + _CONTROL.format(packages=repr(list(packages))),
         "moveit.launch.py": head(
             "MoveIt's move_group with the robot's controllers.",
             "moveit.launch.py",
@@ -263,4 +241,4 @@ def launch_files(
             )  # fmt: skip
             + _SIM.format()
         )
-    return out
+    return {name: text + _TAIL for name, text in out.items()}
