@@ -161,6 +161,23 @@ class Exp2Run:
     result: SearchResult | None = None
 
     @property
+    def trial_best(self) -> tuple[float | None, ...]:
+        """GA: the lightest valid robot's mass of each trial (None: the trial found none); else ()."""
+        if self.algorithm != "ga" or self.result is None:
+            return ()
+        from timor_core.search.ga import trial_histories
+
+        out = []
+        for history in trial_histories(self.result):
+            found = [h["trial_best"] for h in history if h.get("trial_best") is not None]
+            out.append(min(found) if found else None)
+        return tuple(out)
+
+    def hits(self, optimum: float) -> int:
+        """GA: how many trials found a robot of mass ``optimum`` (to 5 g)."""
+        return sum(1 for b in self.trial_best if b is not None and abs(b - optimum) <= 0.005)
+
+    @property
     def ok(self) -> bool:
         """A robot was found and it reaches every goal, free of collisions and within its limits."""
         return self.best_ids is not None and bool(self.verified) and all(v["ok"] for v in self.verified)
@@ -172,6 +189,8 @@ class Exp2Run:
         d["verified"] = list(self.verified)
         d["ok"] = self.ok
         d["settings"] = self.settings
+        if self.algorithm == "ga":
+            d["trial_best"] = list(self.trial_best)
         return d
 
     def summary(self) -> str:
@@ -214,6 +233,17 @@ class Exp2Result:
             f"experiment 2: task {self.task_id!r}, module set {self.db_name!r}, {self.count} assemblies (<= 5 DOF)"
         ]
         lines += ["  " + r.summary() for r in self.runs]
+        exhaustive = next((r for r in self.runs if r.algorithm == "constrained" and r.best_mass is not None), None)
+        for run in (r for r in self.runs if r.algorithm == "ga" and r.best_mass is not None):
+            optimum = exhaustive.best_mass if exhaustive is not None else run.best_mass
+            what = "the constrained search's optimum" if exhaustive is not None else "the best of all trials"
+            trials = run.trial_best
+            found = sum(1 for b in trials if b is not None)
+            assert optimum is not None
+            lines.append(
+                f"  GA trials reaching {what} ({optimum:.2f} kg): {run.hits(optimum)} of {len(trials)};"
+                f" trials finding a valid robot: {found} of {len(trials)}"
+            )
         lines.append(
             f"  paper (reference toolbox): constrained search {p['constrained_minutes']} min,"
             f" GA {p['ga_minutes_per_trial']} min per trial of {p['generations']} generations"

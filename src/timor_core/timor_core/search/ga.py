@@ -245,12 +245,17 @@ class GeneticSearch(ChromosomeCoding):
                 return True
             return deadline is not None and time.perf_counter() >= deadline
 
+        stages = {name: k for k, name in enumerate(pe.filter_names)}
+
         def penalised(ev: Evaluation) -> float:
+            """Valid: the cost. Invalid: a penalty per goal not reached, then by how far down the filter chain the
+            robot came (a robot that failed only its torques is nearer a solution than one out of reach). Its mass
+            does not count: preferring light invalid robots breeds small robots that reach nothing."""
             if ev.valid and ev.cost is not None:
                 return float(ev.cost)
             reached = sum(1 for g in ev.goals.values() if g.success)
-            base = float(ev.cost) if ev.cost is not None and math.isfinite(ev.cost) else self.penalty
-            return min(base, self.penalty) + self.penalty * (n_goals - reached)
+            left = len(stages) - stages.get(ev.failed_filter or "", 0)
+            return self.penalty * (n_goals - reached) + 0.1 * self.penalty * left / max(1, len(stages))
 
         bar: Progress | None = None
 
@@ -368,6 +373,8 @@ class GeneticSearch(ChromosomeCoding):
                     "best_cost": result.best_cost,
                     "best_fitness_cost": float(costs.min()),
                     "median_cost": float(np.median(costs)),
+                    # the lightest valid robot of this trial so far (None: none yet)
+                    "trial_best": state["next_best"] if math.isfinite(state["next_best"]) else None,
                 }
             )
 
