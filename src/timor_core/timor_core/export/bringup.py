@@ -12,7 +12,7 @@ All files are written together or not at all.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -137,7 +137,7 @@ def write_bringup(
     if route.route == "canopen":
         xacro_args["can_interface"] = control.hardware_parameters["can_interface_name"]
         params = {**control.hardware_parameters, "can_interface_name": CAN_INTERFACE}
-        control = type(control)(**{**control.__dict__, "hardware_parameters": params})
+        control = replace(control, hardware_parameters=params)
     options = MoveItOptions(name=robot, prefix=prefix, ros2_control=control, mesh_uri="package", package=package,
                             n_samples=n_samples, seed=seed)  # fmt: skip
     texts = moveit_config_texts(assembly, options)

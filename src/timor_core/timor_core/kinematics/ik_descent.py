@@ -84,8 +84,7 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         J = Jf * g[:, None]
         if any_frozen:
             J[:, frozen] = 0.0
-        x, info = _dposv(J @ J.T + lam * eye, r)[1:]
-        step = J.T @ (x if info == 0 else np.linalg.solve(J @ J.T + lam * eye, r))
+        step = J.T @ spd_solve(J @ J.T + lam * eye, r)
         if at_limit:
             blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
             if blocked.any():  # joints at a limit that the step pushes further out take no part
