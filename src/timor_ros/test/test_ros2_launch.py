@@ -232,8 +232,14 @@ def test_launch_arguments_reach_the_nodes(placeholders, tmp_path):
         assert "Integer value is: 2" in param("/r1/search", "workers")
         description = echo_latched("/r1/robot_description").stdout
         assert "<ros2_control" in description and "my_hw/System" in description
-        nodes = ros2_until_ok("node", "list").stdout.split()
-        assert {"/r1/assembly", "/r1/modules_db", "/r1/search", "/r1/robot_state_publisher"} <= set(nodes), nodes
+        expected = {"/r1/assembly", "/r1/modules_db", "/r1/search", "/r1/robot_state_publisher"}
+        nodes: list[str] = []
+
+        def all_listed() -> bool:  # the CLI's daemon discovers nodes one by one: ask until all are there
+            nodes[:] = ros2_until_ok("node", "list").stdout.split()
+            return expected <= set(nodes)
+
+        assert wait_for(all_listed, 45, interval=0.5), nodes
         assert not any("joint_state_publisher" in n for n in nodes), nodes
     finally:
         _checked(launch)
