@@ -33,6 +33,18 @@ def ros_client():
     client.close()
 
 
+@pytest.fixture(scope="module")
+def ros2_daemon_stopped():
+    """Stop the ros2 CLI's daemon (started by `ros2 param get`, `ros2 node list`) when a module of tests ends."""
+    yield
+    from ros2_cli import ros2
+
+    try:
+        ros2("daemon", "stop", timeout=30)
+    except Exception:  # noqa: BLE001 - no CLI, nothing to stop
+        pass
+
+
 _CHECKED_URDFS: set[Path] = set()
 
 

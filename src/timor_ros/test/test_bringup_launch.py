@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ros2_cli import ROS2, Launch, make_placeholders, require_ros2, ros2, ros2_until_ok, wait_for_output
+from ros2_cli import ROS2, Launch, make_placeholders, require_ros2, ros2_until_ok, wait_for_output
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.export.bringup import write_bringup
@@ -20,15 +20,7 @@ ROUTES = ("mock", "canopen", "ethercat", "gazebo")
 EXTRA_PLACEHOLDERS = ("canopen_ros2_control/none", "ethercat_driver/none", "ros_gz_sim/create",
                       "ros_gz_bridge/parameter_bridge")  # fmt: skip
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_daemon():
-    """The ros2 CLI's daemon (started by `ros2 param get`) is stopped with the module, leaving nothing running."""
-    yield
-    try:
-        ros2("daemon", "stop", timeout=30)
-    except Exception:  # noqa: BLE001 - no CLI, nothing to stop
-        pass
+pytestmark = pytest.mark.usefixtures("ros2_daemon_stopped")  # nothing of the CLI left running
 
 
 @pytest.fixture(scope="module")

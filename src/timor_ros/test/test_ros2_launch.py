@@ -28,6 +28,8 @@ from ros_helpers import start_up, stop, wait_for
 README = REPO / "README.md"
 READY = "initial assembly: published"  # the assembly node's line once /robot_description is out
 
+pytestmark = pytest.mark.usefixtures("ros2_daemon_stopped")  # nothing of the CLI left running
+
 
 REAL = all(real_package(p) for p in ("robot_state_publisher", "moveit_ros_move_group", "controller_manager"))
 
@@ -37,15 +39,6 @@ def placeholders(tmp_path_factory) -> Path | None:
     """None where the C++ packages are really installed (the CI container), else a placeholder prefix."""
     require_ros2()
     return None if REAL else make_placeholders(tmp_path_factory.mktemp("placeholders"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_daemon():
-    yield
-    try:
-        ros2("daemon", "stop", timeout=30)
-    except Exception:  # noqa: BLE001 - no CLI, nothing to stop
-        pass
 
 
 def _readme_block(heading: str) -> list[str]:
