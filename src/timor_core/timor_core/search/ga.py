@@ -27,7 +27,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, load_task
 from timor_core.search.filters import FilterConfig, Funnel
 from timor_core.search.ga_coding import EMPTY, ChromosomeCoding
+from timor_core.search.ga_local import DescentStep
+from timor_core.search.ga_run import GARun
 from timor_core.search.optimizer import Budget
 from timor_core.search.parallel import ParallelEvaluator, Progress
 from timor_core.search.result import SearchResult
@@ -46,17 +48,6 @@ from timor_core.task.costs import CostFunction
 __all__ = ["GeneticSearch", "trial_histories", "EMPTY"]
 
 logger = logging.getLogger(__name__)
-
-
-class _RunState(TypedDict):
-    """The progress of one ``optimize`` run, shared by its callbacks."""
-
-    out: bool
-    canceled: bool
-    skipped: bool
-    trial: int
-    trial_best: float
-    next_best: float
 
 
 class GeneticSearch(ChromosomeCoding):
@@ -81,6 +72,10 @@ class GeneticSearch(ChromosomeCoding):
         mutation_probability: per gene.
         elitism: the best individuals carried over unchanged into each generation (more: fewer new robots to
             evaluate per generation, faster convergence, less exploration; the reference toolbox keeps 5).
+        local_search: the radius (0, 1 or 2 moves) of the descent (:class:`~.ga_local.Descent`) run from a trial's
+            best robot once it has not improved for ``local_search_after`` generations; its result replaces the
+            population's worst. On the user study (10 seeds, 500 generations) the optimum was reached by 3 of 10
+            trials without it: their best robots were two moves from it.
         base, eef: module IDs of the fixed base and end effector.
         modules: the joint and link modules the slots may hold (None: all of the module set).
         initial: designs (module IDs, base first, end effector last) placed first into the first trial's initial
@@ -112,6 +107,8 @@ class GeneticSearch(ChromosomeCoding):
         penalty: float = 1e6,
         mutation_probability: float = 0.15,
         elitism: int = 1,
+        local_search: int = 2,
+        local_search_after: int = 20,
         base: str | None = None,
         eef: str | None = None,
         modules: Sequence[str] | None = None,
@@ -168,6 +165,12 @@ class GeneticSearch(ChromosomeCoding):
         if isinstance(elitism, bool) or not isinstance(elitism, int) or not 0 <= elitism < population:
             raise InputError(f"elitism must be an integer in [0, population {population})", value=elitism)
         self.elitism = elitism
+        if local_search not in (0, 1, 2) or isinstance(local_search, bool):
+            raise InputError("local_search must be 0, 1 or 2 (moves)", value=local_search)
+        if isinstance(local_search_after, bool) or not isinstance(local_search_after, int) or local_search_after < 1:
+            raise InputError("local_search_after must be a positive integer", value=local_search_after)
+        self.local_search = local_search
+        self.local_search_after = local_search_after
         self._dof = {m.id: m.dof for m in self.db}
         # gene k: 0 = empty, i > 0 = the (i-1)-th joint (even k) or link (odd k); gene 0 is never empty
         self.gene_space: list[list[int]] = []
@@ -195,6 +198,7 @@ class GeneticSearch(ChromosomeCoding):
         self.cache_hits = 0
         self.invalid = 0
         self.evaluated: list[tuple[str, ...]] = []
+        self.descents: list[list[DescentStep]] = []
 
     # -- chromosomes -------------------------------------------------------------------------------
 
@@ -212,9 +216,7 @@ class GeneticSearch(ChromosomeCoding):
         if not task.goals:
             raise InputError(f"the task {task.id!r} has no goals", value=task.id)
         budget = Budget.of(budget)
-        n_goals = len(task.goals)
-        worst = self.penalty * (n_goals + 2)
-        self.cache, self.cache_hits, self.invalid, self.evaluated = {}, 0, 0, []
+        self.cache, self.cache_hits, self.invalid, self.evaluated, self.descents = {}, 0, 0, [], []
         pe = ParallelEvaluator(task, self.db, self.cost, self.config, workers=self.workers)
         result = SearchResult(
             optimizer="GeneticSearch",
@@ -224,176 +226,79 @@ class GeneticSearch(ChromosomeCoding):
             workers=pe.workers,
             settings={"filters": self.config.to_json(), **self.settings()},
         )
-        t0 = time.perf_counter()
-        deadline = None if budget.max_time is None else t0 + budget.max_time
-        state: _RunState = {
-            "out": False,
-            "canceled": False,
-            "skipped": False,
-            "trial": 0,
-            "trial_best": math.inf,
-            "next_best": math.inf,
-        }
-
-        def canceled() -> bool:
-            if self.stop is not None and self.stop.is_set():
-                state["canceled"] = True
-            return state["canceled"]
-
-        def out_of_budget() -> bool:
-            if budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations:
-                return True
-            return deadline is not None and time.perf_counter() >= deadline
-
-        stages = {name: k for k, name in enumerate(pe.filter_names)}
-
-        def penalised(ev: Evaluation) -> float:
-            """Valid: the cost. Invalid: a penalty per goal not reached, then by how far down the filter chain the
-            robot came (a robot that failed only its torques is nearer a solution than one out of reach). Its mass
-            does not count: preferring light invalid robots breeds small robots that reach nothing."""
-            if ev.valid and ev.cost is not None:
-                return float(ev.cost)
-            reached = sum(1 for g in ev.goals.values() if g.success)
-            left = len(stages) - stages.get(ev.failed_filter or "", 0)
-            return self.penalty * (n_goals - reached) + 0.1 * self.penalty * left / max(1, len(stages))
-
-        bar: Progress | None = None
-
-        def fitness_batch(ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
-            if canceled():  # evaluate nothing more; the generation ends the trial
-                state["skipped"] = True
-                return [-worst] * len(solutions)
-            ids_list = [self.decode(s) for s in solutions]
-            out: list[float | None] = [None] * len(ids_list)
-            todo: dict[tuple[str, ...], list[int]] = {}
-            # the bound (FilterConfig.bound): a robot no lighter than the best valid one this trial found before
-            # this generation cannot improve it; it is scored as reaching no goal, without running its IK. Per
-            # trial, so that trials stay independent; fixed for the generation, so that no split of it matters.
-            bound = state["trial_best"] if self.config.bound else math.inf
-            for i, ids in enumerate(ids_list):
-                cached = self.cache.get(ids)
-                if not self.is_valid(ids):
-                    self.invalid += 1
-                    out[i] = -worst
-                elif cached is not None and not (cached.failed_filter == "bound" and (cached.cost or 0.0) < bound):
-                    self.cache_hits += 1  # (a robot skipped under a lower bound of another trial is evaluated anew)
-                    out[i] = -penalised(cached)
-                    if cached.valid and cached.cost is not None:
-                        state["next_best"] = min(state["next_best"], cached.cost)
-                else:
-                    if ids in todo:
-                        self.cache_hits += 1
-                    todo.setdefault(ids, []).append(i)
-            batch = list(todo)
-            if budget.max_evaluations is not None:
-                batch = batch[: max(0, budget.max_evaluations - len(self.evaluated))]
-            if deadline is not None and time.perf_counter() >= deadline:
-                batch = []
-            if len(batch) < len(todo):
-                state["out"] = True
-            evaluations = pe.evaluate_batch_isolated(batch, bound)
-            for ids, ev in zip(batch, evaluations):
-                ev.seq = len(self.evaluated)
-                self.evaluated.append(ids)
-                self.cache[ids] = ev
-                result.evaluations += 1
-                result.cpu_time += ev.cpu
-                result.funnel.record_evaluation(ev)
-                if ev.valid:
-                    if ev.cost is not None:  # always set by the bound filter
-                        state["next_best"] = min(state["next_best"], ev.cost)
-                    result.valid += 1
-                    if result.consider(ev):
-                        point = {"evaluations": result.evaluations, "time": time.perf_counter() - t0}
-                        result.improvements.append({**point, "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
-                for i in todo[ids]:
-                    out[i] = -penalised(ev)
-            for i, v in enumerate(out):
-                if v is None:  # over budget: not evaluated
-                    out[i] = -worst
-            state["trial_best"] = state["next_best"]
-            if bar is not None:
-                bar.update(len(evaluations), result.funnel, result.best_cost)
-            if self.on_batch is not None:
-                try:
-                    self.on_batch(result, state["trial"])
-                except Exception:  # noqa: BLE001  (a broken progress report must not end the search)
-                    logger.exception("the GA's on_batch callback failed")
-            canceled()
-            return out  # type: ignore[return-value]
-
+        run = GARun(self, pe, len(task.goals), budget, result, self.on_batch, self.stop)
         stopped = "exhausted"
         try:
             with pe:
                 pe.start()
                 result.funnel = Funnel(pe.filter_names)
-                bar = Progress(self.trials * self.generations * self.population, self.progress, desc="GA")
+                run.bar = Progress(self.trials * self.generations * self.population, self.progress, desc="GA")
                 for trial in range(self.trials):
-                    if out_of_budget() or canceled():
+                    if run.out_of_budget() or run.canceled():
                         break
-                    state["trial"] = trial
-                    state["trial_best"] = state["next_best"] = math.inf  # trials are independent runs
-                    self._trial(pygad, trial, fitness_batch, result, t0, state, out_of_budget)
-                    if state["out"] or state["canceled"]:
+                    run.new_trial(trial)
+                    self._trial(pygad, run)
+                    if run.out or run.canceled_flag:
                         break
         except KeyboardInterrupt:
             stopped = "interrupted"
         finally:
-            if bar is not None:
-                bar.update(0, result.funnel, result.best_cost, force=True)
-                bar.close()
-        if stopped != "interrupted" and state["canceled"]:
+            if run.bar is not None:
+                run.bar.update(0, result.funnel, result.best_cost, force=True)
+                run.bar.close()
+        if stopped != "interrupted" and run.canceled_flag:
             stopped = "canceled"
-        elif stopped != "interrupted" and (state["out"] or out_of_budget()):
+        elif stopped != "interrupted" and (run.out or run.out_of_budget()):
             at_limit = budget.max_evaluations is not None and len(self.evaluated) >= budget.max_evaluations
             stopped = "max_evaluations" if at_limit else "max_time"
-        result.wall_time = time.perf_counter() - t0
+        result.wall_time = time.perf_counter() - run.t0
         result.stopped = stopped
         result.settings["cache_hits"] = self.cache_hits
         result.settings["invalid"] = self.invalid
+        result.settings["descent_evaluations"] = sum(step.evaluated for steps in self.descents for step in steps)
         return result
 
-    def _trial(
-        self, pygad: Any, trial: int, fitness_batch, result: SearchResult, t0: float, state: _RunState, out_of_budget
-    ):
+    def _trial(self, pygad: Any, run: GARun) -> None:
+        trial, result = run.trial, run.result
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
         seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
         fresh = [self.random_chromosome(rng) for _ in range(self.population - len(seeded))]
         initial = np.array([*seeded, *fresh], dtype=int)
-        generation = [0]
 
         def record(ga: Any) -> None:
             costs = -np.asarray(ga.last_generation_fitness, dtype=float)
             result.history.append(
                 {
                     "trial": trial,
-                    "generation": generation[0],
+                    "generation": run.generation,
                     "evaluations": result.evaluations,
-                    "time": time.perf_counter() - t0,
+                    "time": time.perf_counter() - run.t0,
                     "best_cost": result.best_cost,
                     "best_fitness_cost": float(costs.min()),
                     "median_cost": float(np.median(costs)),
                     # the lightest valid robot of this trial so far (None: none yet)
-                    "trial_best": state["next_best"] if math.isfinite(state["next_best"]) else None,
+                    "trial_best": run.next_best if math.isfinite(run.next_best) else None,
                 }
             )
 
         def on_generation(ga: Any) -> str | None:
-            if state["skipped"]:  # canceled before this generation's batch: nothing to record
+            if run.skipped:  # canceled before this generation's batch: nothing to record
                 return "stop"
-            generation[0] += 1
+            run.generation += 1
             record(ga)
-            if state["canceled"]:
+            if self.local_search and not run.canceled_flag and not run.out:
+                run.descend(ga)
+            if run.canceled_flag:
                 return "stop"
-            if state["out"] or out_of_budget():
-                state["out"] = True
+            if run.out or run.out_of_budget():
+                run.out = True
                 return "stop"
             return None
 
         ga = pygad.GA(
             num_generations=self.generations,
             num_parents_mating=max(2, self.population // 2),
-            fitness_func=fitness_batch,
+            fitness_func=run.fitness_batch,
             fitness_batch_size=self.population,
             initial_population=initial,
             gene_type=int,
@@ -426,6 +331,8 @@ class GeneticSearch(ChromosomeCoding):
             "penalty": self.penalty,
             "mutation_probability": self.mutation_probability,
             "elitism": self.elitism,
+            "local_search": self.local_search,
+            "local_search_after": self.local_search_after,
             "joints": list(self.joints),
             "links": list(self.links),
             **extra,

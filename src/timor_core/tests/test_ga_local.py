@@ -1,0 +1,167 @@
+"""The local descent of the genetic search (search.ga_local): its moves, its order and what it finds, on a
+synthetic landscape where the cost and the valid designs are known, and inside GeneticSearch on the GA tests' task."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_ga import MODULES, SETTINGS
+
+from timor_core.errors import InputError
+from timor_core.search import GeneticSearch
+from timor_core.search.ga_local import Descent, design_moves
+
+JOINTS = ("J",)
+LINKS = ("A", "B", "C")
+MASS = {"base": 1.0, "eef": 1.0, "J": 2.0, "A": 0.1, "B": 0.2, "C": 0.4}
+
+
+def cost(design) -> float:
+    return round(sum(MASS[m] for m in design), 6)
+
+
+def admissible(design) -> bool:
+    inner = design[1:-1]
+    return bool(inner) and inner[0] == "J" and 1 <= inner.count("J") <= 3 and len(inner) <= 7
+
+
+def test_moves_replace_remove_insert_and_merge():
+    d = ("base", "J", "A", "B", "J", "eef")
+    moves = design_moves(d, JOINTS, LINKS)
+    assert all(m[0] == "base" and m[-1] == "eef" for m in moves)
+    assert ("base", "J", "C", "B", "J", "eef") in moves  # replace a link by a link
+    assert ("base", "J", "B", "J", "eef") in moves  # remove
+    assert ("base", "J", "A", "B", "J", "C", "eef") in moves  # insert
+    assert ("base", "J", "C", "J", "eef") in moves  # merge two neighbouring links into one
+    assert ("base", "J", "J", "B", "J", "eef") not in moves  # a link is never replaced by a joint
+    assert d not in moves
+
+
+@given(st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=6))
+def test_every_move_is_one_edit_or_one_merge(inner):
+    d = ("base", *inner, "eef")
+    for m in design_moves(d, JOINTS, LINKS):
+        a, b = list(d[1:-1]), list(m[1:-1])
+        assert abs(len(a) - len(b)) <= 1
+        # strip the common prefix and suffix: what is left is at most two modules replaced by at most one, or back
+        while a and b and a[0] == b[0]:
+            a, b = a[1:], b[1:]
+        while a and b and a[-1] == b[-1]:
+            a, b = a[:-1], b[:-1]
+        assert len(a) <= 2 and len(b) <= 1 or len(a) <= 1 and len(b) <= 1
+
+
+class Landscape:
+    """``valid``: the designs that pass; records what is evaluated and under which bound."""
+
+    def __init__(self, valid):
+        self.valid = set(valid)
+        self.calls: list[tuple[list, float]] = []
+
+    def __call__(self, designs, bound):
+        self.calls.append((list(designs), bound))
+        return [cost(d) if d in self.valid else None for d in designs]
+
+
+def _descent(landscape, radius=2, batch=4):
+    return Descent(JOINTS, LINKS, admissible, cost, landscape, radius, batch)
+
+
+def test_descent_takes_a_two_move_step_the_operators_cannot_see():
+    start = ("base", "J", "A", "B", "J", "C", "eef")  # 6.7
+    target = ("base", "J", "C", "J", "B", "eef")  # 6.6: A B merged into C and C shortened to B (two moves)
+    landscape = Landscape([start, target])
+    end, end_cost = _descent(landscape).run(start, cost(start))
+    assert (end, end_cost) == (target, cost(target))
+    evaluated = [(d, b) for designs, b in landscape.calls for d in designs]
+    assert all(cost(d) < b for d, b in evaluated)  # never a design the bound would cut
+    assert len({d for d, _ in evaluated}) == len(evaluated)  # each design once
+    # radius 1 cannot see it
+    landscape = Landscape([start, target])
+    assert _descent(landscape, radius=1).run(start, cost(start)) == (start, cost(start))
+
+
+def test_descent_evaluates_cheapest_first_and_stops_at_the_first_valid():
+    start = ("base", "J", "C", "J", "C", "eef")  # 5.8
+    landscape = Landscape([start])
+    descent = _descent(landscape, radius=1, batch=1)
+    descent.run(start, cost(start))
+    order = [cost(designs[0]) for designs, _ in landscape.calls]
+    assert order == sorted(order) and len(order) == len(set(map(tuple, (d for d, _ in landscape.calls))))
+    cheaper = {d for d in descent.neighbourhood(start, 1) if cost(d) < cost(start)}
+    assert {designs[0] for designs, _ in landscape.calls} == cheaper  # nothing valid: all cheaper ones, once
+    # with valid designs, everything above the cheapest valid one is cut by the bound
+    valid = sorted(cheaper, key=cost)[len(cheaper) // 2]
+    landscape = Landscape([start, valid])
+    end, _ = _descent(landscape, radius=1, batch=1).run(start, cost(start))
+    first = [designs[0] for designs, _ in landscape.calls]
+    assert end == valid and cost(first[-1]) <= cost(valid)
+
+
+def test_descent_finds_the_cheapest_valid_design_within_two_moves_by_brute_force():
+    start = ("base", "J", "B", "J", "C", "eef")
+    all_designs = {
+        ("base", *inner, "eef")
+        for n in range(1, 8)
+        for inner in itertools.product(("J", *LINKS), repeat=n)
+        if admissible(("base", *inner, "eef"))
+    }
+    near = _descent(Landscape([])).neighbourhood(start, 2)
+    assert near <= all_designs
+    for k, valid in enumerate(sorted(near, key=lambda d: (cost(d), d))[:40:3]):
+        landscape = Landscape([start, valid])
+        end, c = _descent(landscape).run(start, cost(start))
+        expected = valid if cost(valid) < cost(start) else start
+        assert end == expected and c == cost(expected), k
+
+
+def test_descent_stops_when_the_budget_is_out():
+    start = ("base", "J", "C", "J", "C", "eef")
+    calls = []
+
+    def evaluate(designs, bound):
+        calls.append(designs)
+        return [None] * (len(designs) - 1)  # one short: out of budget
+
+    descent = _descent(evaluate)
+    assert descent.run(start, cost(start)) == (start, cost(start))
+    assert descent.out_of_budget and len(calls) == 1
+
+
+# -- inside GeneticSearch -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kwargs", [{"local_search": 3}, {"local_search": -1}, {"local_search_after": 0}])
+def test_bad_local_search_arguments(robco, kwargs):
+    with pytest.raises(InputError):
+        GeneticSearch(robco, **{**SETTINGS, "modules": MODULES, **kwargs})
+
+
+def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
+    import numpy as np
+    from test_ga import FLOOR, KNOWN, _task
+
+    from timor_core import ModuleAssembly
+
+    robot = ModuleAssembly.from_serial_modules(robco, KNOWN).robot
+    rng, qs = np.random.default_rng(5), []
+    while len(qs) < 2:  # the GA tests' task: two goals the known robot reaches
+        q = robot.random_configuration(rng)
+        if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.15:
+            qs.append(q)
+    task = _task([robot.fk(q) for q in qs], obstacles=[FLOOR])
+    kw = {**SETTINGS, "modules": MODULES, "generations": 6, "initial": [KNOWN]}  # found at once, then it stalls
+    ga = GeneticSearch(robco, **{**kw, "local_search_after": 2})
+    result = ga.optimize(task, robco)
+    assert result.best_ids is not None
+    assert len(set(ga.evaluated)) == len(ga.evaluated) == result.evaluations  # each assembly evaluated once
+    assert ga.descents, "a trial whose best stalled for 2 generations descends"
+    steps = [s for run in ga.descents for s in run]
+    assert result.settings["descent_evaluations"] == sum(s.evaluated for s in steps) > 0
+    assert all(s.centre[0] == ga.base and s.centre[-1] == ga.eef for s in steps)
+    off = GeneticSearch(robco, **{**kw, "local_search": 0})
+    assert off.optimize(task, robco).best_ids is not None
+    assert not off.descents and off.settings()["local_search"] == 0

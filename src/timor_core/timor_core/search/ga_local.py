@@ -1,0 +1,128 @@
+"""The local descent of the genetic search: from the best robot of a stalled trial, try every cheaper design one or
+two structural moves away, cheapest first, and move to the cheapest valid one until none is left.
+
+Why: the genetic operators change genes one at a time, but near the optimum a cheaper valid robot is often a
+compound step away (two links merged into one *and* a neighbouring link lengthened). Every intermediate design is
+invalid or heavier, so under the bound (everything no cheaper than the best is scored as reaching nothing) the GA
+never sees a gradient towards it. An exact search of the two-move neighbourhood finds it; evaluating the cheaper
+candidates in ascending cost order means every candidate above the first valid one is cut by the bound, so the
+descent costs about as many IK runs as there are candidates lighter than its result.
+
+A move on the modules between base and end effector: replace one module by another of its kind (joint by joint,
+link by link), remove one, insert one anywhere, or merge two neighbouring links into one link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Descent", "DescentStep", "design_moves"]
+
+Design = tuple[str, ...]
+
+
+def design_moves(design: Sequence[str], joints: Sequence[str], links: Sequence[str]) -> set[Design]:
+    """Every design one move from ``design`` (``(base, ..., eef)``; base and end effector stay), unchecked."""
+    base, inner, eef = design[0], list(design[1:-1]), design[-1]
+    link_set = set(links)
+    out: set[tuple[str, ...]] = set()
+    for i, m in enumerate(inner):
+        for other in links if m in link_set else joints:
+            if other != m:
+                out.add((*inner[:i], other, *inner[i + 1 :]))
+        out.add((*inner[:i], *inner[i + 1 :]))
+        if i + 1 < len(inner) and m in link_set and inner[i + 1] in link_set:
+            for other in links:
+                out.add((*inner[:i], other, *inner[i + 2 :]))
+    for i in range(len(inner) + 1):
+        for other in (*joints, *links):
+            out.add((*inner[:i], other, *inner[i:]))
+    return {(base, *x, eef) for x in out}
+
+
+@dataclass
+class DescentStep:
+    """One round of the descent: its centre, the move radius, how many cheaper candidates it evaluated."""
+
+    centre: Design
+    radius: int
+    evaluated: int
+    improved_to: Design | None = None
+
+
+@dataclass
+class Descent:
+    """A variable-neighbourhood descent over designs (radius 1, then 2; back to 1 after every improvement).
+
+    Args:
+        joints, links: the module IDs a slot may hold.
+        admissible: True for designs the search may propose (encodable and valid for the GA).
+        cost_of: the assembly-level cost of a design (cheap; no IK).
+        evaluate: evaluates designs under a bound and returns, per design, its cost if it is valid (else None);
+            it stays within the caller's budget (may return fewer results, which ends the descent).
+        radius: the largest neighbourhood (1 or 2).
+        batch: designs per evaluate call (the ascending order is kept across calls).
+    """
+
+    joints: Sequence[str]
+    links: Sequence[str]
+    admissible: Callable[[Design], bool]
+    cost_of: Callable[[Design], float]
+    evaluate: Callable[[list[Design], float], list[float | None]]
+    radius: int = 2
+    batch: int = 20
+    steps: list[DescentStep] = field(default_factory=list)
+    out_of_budget: bool = False
+    tried: set[Design] = field(default_factory=set)
+
+    def neighbourhood(self, centre: Design, radius: int) -> set[Design]:
+        """The admissible designs at most ``radius`` moves from ``centre`` (without it)."""
+        ring = {d for d in design_moves(centre, self.joints, self.links) if self.admissible(d)}
+        seen = set(ring)
+        for _ in range(radius - 1):
+            nxt: set[Design] = set()
+            for d in ring:
+                nxt |= {e for e in design_moves(d, self.joints, self.links) if e not in seen and self.admissible(e)}
+            seen |= nxt
+            ring = nxt
+        seen.discard(centre)
+        return seen
+
+    def run(self, start: Design, start_cost: float) -> tuple[Design, float]:
+        """Descend from a valid design; the cheapest valid design reached and its cost."""
+        centre, best = tuple(start), float(start_cost)
+        radius = 1
+        while radius <= self.radius and not self.out_of_budget:
+            found = self._round(centre, best, radius)
+            if found is None:
+                radius += 1
+                continue
+            centre, best = found
+            radius = 1
+        return centre, best
+
+    def _round(self, centre: Design, bound: float, radius: int) -> tuple[Design, float] | None:
+        """Evaluate the cheaper designs around ``centre`` in ascending cost; the cheapest valid one, if any."""
+        near = self.neighbourhood(centre, radius) - self.tried  # each design is evaluated once per descent
+        priced = sorted((c, d) for d in near if (c := self.cost_of(d)) < bound)
+        step = DescentStep(centre, radius, 0)
+        self.steps.append(step)
+        best: tuple[Design, float] | None = None
+        limit = bound
+        for k in range(0, len(priced), max(1, self.batch)):
+            designs = [d for c, d in priced[k : k + self.batch] if c < limit]
+            if not designs:
+                break
+            values = self.evaluate(designs, limit)
+            step.evaluated += len(values)
+            self.tried.update(designs[: len(values)])
+            for d, v in zip(designs, values):
+                if v is not None and v < limit:
+                    best, limit = (d, v), v
+            if len(values) < len(designs):
+                self.out_of_budget = True
+                break
+        if best is not None:
+            step.improved_to = best[0]
+        return best

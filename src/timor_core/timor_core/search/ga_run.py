@@ -1,0 +1,227 @@
+"""One ``GeneticSearch.optimize`` call: the fitness of a generation, the evaluations and their cache, the bound and
+best robot of the running trial, the budget, and the local descent (:mod:`.ga_local`) of a stalled trial.
+
+Kept apart from :mod:`.ga` (the configuration and PyGAD's loop) so that the fitness bookkeeping reads as one unit.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.search.evaluate import Evaluation
+from timor_core.search.ga_local import Descent
+from timor_core.search.optimizer import Budget
+from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.result import SearchResult
+from timor_core.task.solve import assembly_cost
+
+__all__ = ["GARun"]
+
+logger = logging.getLogger(__name__)
+
+Design = tuple[str, ...]
+
+
+class GARun:
+    """The state of one optimize() call of a GeneticSearch ``ga`` (its cache and statistics are written on ``ga``).
+
+    Args:
+        ga: the GeneticSearch (decode, is_valid, encode, penalty, config, ...).
+        pe: the started evaluator; n_goals: the task's goal count; budget: the run's budget.
+        result: the result being filled; on_batch, stop: the search's progress callback and stop event.
+    """
+
+    def __init__(
+        self,
+        ga: Any,
+        pe: ParallelEvaluator,
+        n_goals: int,
+        budget: Budget,
+        result: SearchResult,
+        on_batch: Callable[[SearchResult, int], None] | None,
+        stop: threading.Event | None,
+    ) -> None:
+        self.ga, self.pe, self.n_goals, self.budget, self.result = ga, pe, n_goals, budget, result
+        self.on_batch, self.stop = on_batch, stop
+        self.worst = ga.penalty * (n_goals + 2)
+        self.t0 = time.perf_counter()
+        self.deadline = None if budget.max_time is None else self.t0 + budget.max_time
+        self.stages = {name: k for k, name in enumerate(pe.filter_names)}
+        self.cost_function = assembly_cost(ga.cost)
+        self.design_costs: dict[Design, float] = {}
+        self.bar: Progress | None = None
+        self.out = self.canceled_flag = self.skipped = False
+        self.trial = 0
+        self.new_trial(0)
+
+    def new_trial(self, trial: int) -> None:
+        """Trials are independent runs: a fresh bound, best robot and descent memory."""
+        self.trial = trial
+        self.trial_best = self.next_best = math.inf
+        self.best_ids: Design = ()
+        self.improved_at = self.generation = 0
+        self.searched: set[Design] = set()
+
+    # -- budget and cancellation -------------------------------------------------------------------
+    def canceled(self) -> bool:
+        if self.stop is not None and self.stop.is_set():
+            self.canceled_flag = True
+        return self.canceled_flag
+
+    def out_of_budget(self) -> bool:
+        b = self.budget
+        if b.max_evaluations is not None and len(self.ga.evaluated) >= b.max_evaluations:
+            return True
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def budget_left(self, n: int) -> int:
+        """How many of ``n`` more evaluations the budget allows."""
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            return 0
+        if self.budget.max_evaluations is not None:
+            return min(n, max(0, self.budget.max_evaluations - len(self.ga.evaluated)))
+        return n
+
+    # -- evaluations -------------------------------------------------------------------------------
+    def penalised(self, ev: Evaluation) -> float:
+        """Valid: the cost. Invalid: a penalty per goal not reached, then by how far down the filter chain the
+        robot came (a robot that failed only its torques is nearer a solution than one out of reach). Its mass
+        does not count: preferring light invalid robots breeds small robots that reach nothing."""
+        if ev.valid and ev.cost is not None:
+            return float(ev.cost)
+        reached = sum(1 for g in ev.goals.values() if g.success)
+        left = len(self.stages) - self.stages.get(ev.failed_filter or "", 0)
+        return self.ga.penalty * (self.n_goals - reached) + 0.1 * self.ga.penalty * left / max(1, len(self.stages))
+
+    def lookup(self, ids: Design, bound: float) -> Evaluation | None:
+        """The cached evaluation (None: none, or skipped under a bound above ``bound``, so evaluated anew)."""
+        cached = self.ga.cache.get(ids)
+        if cached is not None and cached.failed_filter == "bound" and (cached.cost or 0.0) < bound:
+            return None
+        return cached
+
+    def found(self, ids: Design, ev: Evaluation) -> None:
+        """Track the trial's cheapest valid robot (and when it last improved)."""
+        if ev.valid and ev.cost is not None and ev.cost < self.next_best:
+            self.next_best, self.best_ids, self.improved_at = float(ev.cost), ids, self.generation
+
+    def evaluate(self, batch: list[Design], bound: float) -> list[Evaluation]:
+        """Evaluate (on the workers) and record: cache, statistics, the result and the trial's best."""
+        ga, result = self.ga, self.result
+        evaluations = self.pe.evaluate_batch_isolated(batch, bound)
+        for ids, ev in zip(batch, evaluations):
+            ev.seq = len(ga.evaluated)
+            ga.evaluated.append(ids)
+            ga.cache[ids] = ev
+            result.evaluations += 1
+            result.cpu_time += ev.cpu
+            result.funnel.record_evaluation(ev)
+            self.found(ids, ev)
+            if ev.valid:
+                result.valid += 1
+                if result.consider(ev):
+                    point = {"evaluations": result.evaluations, "time": time.perf_counter() - self.t0}
+                    result.improvements.append({**point, "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
+        if self.bar is not None:
+            self.bar.update(len(evaluations), result.funnel, result.best_cost)
+        return evaluations
+
+    def fitness_batch(self, pygad_ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
+        """PyGAD's batch fitness: one generation, cached per decoded assembly, the invalid never evaluated."""
+        ga = self.ga
+        if self.canceled():  # evaluate nothing more; the generation ends the trial
+            self.skipped = True
+            return [-self.worst] * len(solutions)
+        ids_list = [ga.decode(s) for s in solutions]
+        out: list[float | None] = [None] * len(ids_list)
+        todo: dict[Design, list[int]] = {}
+        # the bound (FilterConfig.bound): a robot no lighter than the best valid one this trial found before this
+        # generation cannot improve it; it is scored as reaching no goal, without running its IK. Per trial, so
+        # that trials stay independent; fixed for the generation, so that no split of it matters.
+        bound = self.trial_best if ga.config.bound else math.inf
+        for i, ids in enumerate(ids_list):
+            cached = self.lookup(ids, bound)  # (a robot skipped under a lower bound of another trial: anew)
+            if not ga.is_valid(ids):
+                ga.invalid += 1
+                out[i] = -self.worst
+            elif cached is not None:
+                ga.cache_hits += 1
+                out[i] = -self.penalised(cached)
+                self.found(ids, cached)
+            else:
+                if ids in todo:
+                    ga.cache_hits += 1
+                todo.setdefault(ids, []).append(i)
+        batch = list(todo)[: self.budget_left(len(todo))]
+        if len(batch) < len(todo):
+            self.out = True
+        for ids, ev in zip(batch, self.evaluate(batch, bound)):
+            for i in todo[ids]:
+                out[i] = -self.penalised(ev)
+        for i, v in enumerate(out):
+            if v is None:  # over budget: not evaluated
+                out[i] = -self.worst
+        self.trial_best = self.next_best
+        if self.on_batch is not None:
+            try:
+                self.on_batch(self.result, self.trial)
+            except Exception:  # noqa: BLE001  (a broken progress report must not end the search)
+                logger.exception("the GA's on_batch callback failed")
+        self.canceled()
+        return out  # type: ignore[return-value]
+
+    # -- the local descent -------------------------------------------------------------------------
+    def design_cost(self, ids: Design) -> float:
+        """The assembly-level cost of a design (what the bound filter compares), memoised."""
+        c = self.design_costs.get(ids)
+        if c is None:
+            assembly = ModuleAssembly.from_serial_modules(self.ga.db, ids)
+            c = self.design_costs[ids] = float(self.cost_function.evaluate_assembly(assembly))
+        return c
+
+    def admissible(self, ids: Design) -> bool:
+        return self.ga.encode(ids) is not None and self.ga.is_valid(ids)
+
+    def descent_costs(self, designs: list[Design], bound: float) -> list[float | None]:
+        """The descent's evaluation: per design its cost if valid, else None; cut short by the budget."""
+        if self.canceled():
+            return []
+        todo = [d for d in designs if self.lookup(d, bound) is None]
+        n = self.budget_left(len(todo))
+        if n < len(todo):
+            self.out = True
+            designs, todo = designs[: designs.index(todo[n])], todo[:n]
+        self.evaluate(todo, bound)
+        fresh = set(todo)
+        out: list[float | None] = []
+        for d in designs:
+            ev = self.ga.cache[d]
+            self.ga.cache_hits += d not in fresh
+            out.append(float(ev.cost) if ev.valid and ev.cost is not None else None)
+        return out
+
+    def descend(self, pygad_ga: Any) -> None:
+        """Once the trial's best robot has not improved for ``local_search_after`` generations: the descent from
+        it; a cheaper result replaces the population's worst (and becomes the bound of the next generation)."""
+        ga = self.ga
+        start, start_cost = self.best_ids, self.next_best
+        if not start or start in self.searched or self.generation - self.improved_at < ga.local_search_after:
+            return
+        descent = Descent(ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search)
+        end, end_cost = descent.run(start, start_cost)
+        self.searched.update((start, end))
+        ga.descents.append(descent.steps)
+        if end_cost < start_cost:
+            self.trial_best = self.next_best
+            self.improved_at = self.generation
+            worst_index = int(np.argmin(pygad_ga.last_generation_fitness))
+            pygad_ga.population[worst_index] = ga.encode(end)
+            pygad_ga.last_generation_fitness[worst_index] = -end_cost
