@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.errors import InputError
+from timor_core.errors import InputError, TimorError
 from timor_core.model.db import ModulesDB
 from timor_core.search.filter_chain import FilterChain
 from timor_core.search.filters import Filter, FilterConfig, Funnel, GoalIK
@@ -332,6 +332,35 @@ class Evaluator:
         self.db = load_db(db)
         self.config = config if config is not None else FilterConfig()
         self.chain = FilterChain(self.task, self.db, cost, self.config, filters)
+        names = self.chain.names
+        # the bound can be applied before the assembly is built: the default chain (assembly, then bound) and a
+        # cost that is a sum over module properties (mass, numJ, moduleCost)
+        self._early_bound = self.config.bound and names[:2] == ["assembly", "bound"]
+
+    def cut(self, ids: Sequence[str], bound: float, seq: int = -1) -> Evaluation | None:
+        """The bound filter's verdict without building the assembly, if the cost is known from the modules alone
+        and is not below ``bound`` (else None: evaluate in full). Counted in the funnel like the filter's."""
+        if not self._early_bound or bound == math.inf:
+            return None
+        try:
+            value = self.cost.evaluate_modules([self.db.by_id(m) for m in ids])
+        except TimorError:  # an unknown module: the assembly filter reports it
+            return None
+        if value is None or not math.isfinite(value) or value < bound:
+            return None
+        key = "cost not below the best found"
+        self.chain.funnel.record("bound", key, (0.0, 0.0))
+        reason = f"cost {value:.6g} is not below the best valid {bound:.6g} found"
+        return Evaluation(
+            tuple(str(m) for m in ids),
+            False,
+            value,
+            failed_filter="bound",
+            reason=reason,
+            reason_key=key,
+            seq=seq,
+            timings=(0.0, 0.0),
+        )
 
     @property
     def funnel(self) -> Funnel:
@@ -342,7 +371,8 @@ class Evaluator:
         return self.chain.ctx.cost
 
     def __call__(self, ids: Sequence[str], bound: float = math.inf, seq: int = -1, seed: int | None = None):
-        return _evaluation(self.chain, ids, bound, seq, seed)
+        cut = self.cut(ids, bound, seq)
+        return cut if cut is not None else _evaluation(self.chain, ids, bound, seq, seed)
 
     def evaluate_chunk(
         self, items: Iterable[tuple[int, Sequence[str]]], bound: float = math.inf, lower_bound: bool = True

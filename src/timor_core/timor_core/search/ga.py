@@ -255,7 +255,7 @@ class GeneticSearch(ChromosomeCoding):
         result.stopped = stopped
         result.settings["cache_hits"] = self.cache_hits
         result.settings["invalid"] = self.invalid
-        result.settings["descent_evaluations"] = sum(step.evaluated for steps in self.descents for step in steps)
+        result.settings["descent_evaluations"] = run.descent_evaluations
         return result
 
     def _trial(self, pygad: Any, run: GARun) -> None:

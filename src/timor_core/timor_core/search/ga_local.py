@@ -43,7 +43,7 @@ def design_moves(design: Sequence[str], joints: Sequence[str], links: Sequence[s
 
 @dataclass
 class DescentStep:
-    """One round of the descent: its centre, the move radius, how many cheaper candidates it evaluated."""
+    """One round of the descent: its centre, the move radius, how many cheaper candidates it passed to evaluate."""
 
     centre: Design
     radius: int

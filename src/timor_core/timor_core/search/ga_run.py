@@ -60,6 +60,7 @@ class GARun:
         self.bar: Progress | None = None
         self.out = self.canceled_flag = self.skipped = False
         self.trial = 0
+        self.descent_evaluations = 0  # assemblies the descents evaluated (not those they found in the cache)
         self.new_trial(0)
 
     def new_trial(self, trial: int) -> None:
@@ -200,11 +201,14 @@ class GARun:
             self.out = True
             designs, todo = designs[: designs.index(todo[n])], todo[:n]
         self.evaluate(todo, bound)
+        self.descent_evaluations += len(todo)
         fresh = set(todo)
         out: list[float | None] = []
         for d in designs:
             ev = self.ga.cache[d]
-            self.ga.cache_hits += d not in fresh
+            if d not in fresh:  # (a fresh one was counted by evaluate)
+                self.ga.cache_hits += 1
+                self.found(d, ev)
             out.append(float(ev.cost) if ev.valid and ev.cost is not None else None)
         return out
 

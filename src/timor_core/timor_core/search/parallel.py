@@ -241,6 +241,8 @@ class ParallelEvaluator:
         pool = self._ensure_pool()
         inflight: set[Future] = set()
         exhausted = False
+        cut: list[Evaluation] = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
+        it = self._uncut(it, get_bound, cut)
         try:
             while True:
                 while not exhausted and len(inflight) < 2 * self.workers:
@@ -249,6 +251,9 @@ class ParallelEvaluator:
                         break
                     size = self._chunk_size() if max_chunk is None else max(1, min(self._chunk_size(), max_chunk))
                     chunk = [(int(s), tuple(ids)) for s, ids in islice(it, size)]
+                    if cut:
+                        yield cut[:]
+                        cut.clear()
                     if not chunk:
                         exhausted = True
                         break
@@ -265,6 +270,18 @@ class ParallelEvaluator:
                 fut.cancel()
             self.close(cancel=True)
             raise
+
+    def _uncut(
+        self, items: Iterator[tuple[int, Sequence[str]]], bound: Callable[[], float], cut: list[Evaluation]
+    ) -> Iterator[tuple[int, Sequence[str]]]:
+        """``items`` without those the bound cuts from their modules alone (their evaluations go to ``cut``)."""
+        local = self.local
+        for seq, ids in items:
+            ev = local.cut(ids, bound(), seq)
+            if ev is None:
+                yield seq, ids
+            else:
+                cut.append(ev)
 
     def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
         """Evaluate a list of assemblies (e.g. a GA generation); results in input order, ``seq`` = position.

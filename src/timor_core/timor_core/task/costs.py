@@ -30,6 +30,7 @@ which equals the reference's ``sum(|tau|) * (t[1] - t[0])`` on uniformly sampled
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -105,6 +106,19 @@ class CostFunction:
     def evaluate_assembly(self, assembly: ModuleAssembly) -> float:
         """The weighted cost of an assembly; raises InputError for terms that need a trajectory."""
         return self.weight * float(self.assembly_value(assembly))
+
+    def modules_value(self, modules: Sequence[Any]) -> float | None:
+        """The unweighted value from the modules alone, if the term is a sum over module properties (else None).
+
+        Equal, to the last bit, to :meth:`assembly_value` of the assembly of these modules (same sum, same order),
+        so a search can compare it with a bound before it builds the assembly.
+        """
+        return None
+
+    def evaluate_modules(self, modules: Sequence[Any]) -> float | None:
+        """The weighted :meth:`modules_value` (None: the assembly is needed)."""
+        value = self.modules_value(modules)
+        return None if value is None else self.weight * float(value)
 
     @property
     def terms(self) -> tuple[CostFunction, ...]:
@@ -229,6 +243,10 @@ class ComposedCost(CostFunction):
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return sum(t.evaluate_assembly(assembly) for t in self._terms)
 
+    def modules_value(self, modules: Sequence[Any]) -> float | None:
+        values = [t.evaluate_modules(modules) for t in self._terms]
+        return None if any(v is None for v in values) else sum(values)  # type: ignore[arg-type]
+
     def descriptor(self, scale: float = 1.0) -> str:
         """The terms' descriptors, sorted (deterministic), joined by commas."""
         return ",".join(sorted(t.descriptor(self.weight * scale) for t in self._terms))
@@ -332,6 +350,9 @@ class RobotMass(_AssemblyCost):
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.mass)
 
+    def modules_value(self, modules: Sequence[Any]) -> float | None:
+        return float(sum(m.mass for m in modules))
+
 
 class NumJoints(_AssemblyCost):
     """Number of actuated joints."""
@@ -341,6 +362,9 @@ class NumJoints(_AssemblyCost):
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.dof)
 
+    def modules_value(self, modules: Sequence[Any]) -> float | None:
+        return float(sum(m.dof for m in modules))
+
 
 class ModuleCost(_AssemblyCost):
     """Sum of the modules' header costs (timor's addition to the CoBRA names)."""
@@ -349,6 +373,9 @@ class ModuleCost(_AssemblyCost):
 
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.cost)
+
+    def modules_value(self, modules: Sequence[Any]) -> float | None:
+        return float(sum(m.cost for m in modules))
 
 
 #: Every cost term by its descriptor name.
