@@ -40,11 +40,13 @@ import numpy as np
 
 from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
+from timor_core.kinematics.reach import position_slack, reach_gap
 from timor_core.search.candidate import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
 from timor_core.task import ValidJointAngles
 
 if TYPE_CHECKING:
+    from timor_core.kinematics.pose import ToleratedPose
     from timor_core.kinematics.robot import PinRobot
 
 __all__ = [
@@ -164,8 +166,16 @@ class RobotFilter(Filter):
         return _build_robot(c)
 
 
+def _gap(robot: PinRobot, pose: ToleratedPose) -> float:
+    """How far a pose's position lies beyond the robot's reach, allowing for its tolerance (0: maybe reachable):
+    the distance from the base against the reach bound, then the nested bounds of ``kinematics.reach``."""
+    gap = outside_workspace(robot, robot.tcp, pose.world, pose.tolerance)
+    return max(gap, reach_gap(robot, robot.tcp, pose.world[:3, 3], position_slack(pose.tolerance)))
+
+
 class WorkspaceFilter(Filter):
-    """Every pose goal lies within reach: distance from the base ≤ reach bound + the tolerance's position slack."""
+    """Every pose goal lies within reach: the distance from the base within the reach bound, and the nested reach
+    bounds of the first joints (``kinematics.reach``), each with the tolerance's position slack."""
 
     name = "workspace"
 
@@ -173,7 +183,7 @@ class WorkspaceFilter(Filter):
         robot = c.require_robot()
         ok = True
         for g in c.ctx.goals:
-            gaps = [outside_workspace(robot, robot.tcp, p.world, p.tolerance) for p in (g.pose, *g.path)]
+            gaps = [_gap(robot, p) for p in (g.pose, *g.path)]
             worst = int(np.argmax(gaps))
             gap = gaps[worst]
             if gap > 0:
