@@ -184,8 +184,10 @@ class GARun:
         """The assembly-level cost of a design (what the bound filter compares), memoised."""
         c = self.design_costs.get(ids)
         if c is None:
-            assembly = ModuleAssembly.from_serial_modules(self.ga.db, ids)
-            c = self.design_costs[ids] = float(self.cost_function.evaluate_assembly(assembly))
+            quick = self.cost_function.evaluate_modules([self.ga.db.by_id(m) for m in ids])
+            if quick is None:
+                quick = self.cost_function.evaluate_assembly(ModuleAssembly.from_serial_modules(self.ga.db, ids))
+            c = self.design_costs[ids] = float(quick)
         return c
 
     def admissible(self, ids: Design) -> bool:
