@@ -153,6 +153,7 @@ def solve_ik(
     free = free_joints(joint_mask, robot.dof, q_init)
     cost_fn = cost_function
     project = projector(tolerance, config.margin)
+    terms = project.lm_terms(desired)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     self_collision = check_self_collision is not False
     checker = None
@@ -174,13 +175,13 @@ def solve_ik(
         if attempt == 0 and q_init is not None:
             q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
         else:
-            q = _start(robot, fid, desired, project, rng, config.start_candidates)
+            q = _start(robot, fid, terms, rng, config.start_candidates)
             if q_init is not None and not free.all():
                 q[~free] = q_init[~free]
         if config.method == "scipy":
             q, cost, T, used = scipy_descend(robot, fid, desired, project, q, free, config)
         else:
-            q, cost, T, used = lm_descend(robot, fid, desired, project, q, free, config)
+            q, cost, T, used = lm_descend(robot, fid, desired, project, q, free, config, terms)
         iterations += used
         if cost < best_res:
             best_q, best_res = q.copy(), cost
@@ -224,20 +225,21 @@ def solve_ik(
     )
 
 
-def _start(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, k: int):
-    """A random start: of ``k`` random configurations the one whose TCP is nearest the goal (weighted residual)."""
+def _start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, k: int) -> np.ndarray:
+    """A random start: of ``k`` random configurations (one draw) the one whose TCP is nearest the goal (weighted
+    residual, ``terms`` of the goal's projector)."""
     if k <= 1:
         return robot.random_configuration(rng)
     model, data = robot.model, robot.data
-    best, best_cost = None, math.inf
-    for _ in range(k):
-        q = robot.random_configuration(rng)
-        pin.forwardKinematics(model, data, q)
-        r = project.weighted(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
-        c = float(r @ r)
+    fk, place = pin.forwardKinematics, pin.updateFramePlacement
+    candidates = robot.random_configuration(rng, k)
+    best, best_cost = 0, math.inf
+    for i, q in enumerate(candidates):
+        fk(model, data, q)
+        c = terms(place(model, data, fid))[1]
         if c < best_cost:
-            best, best_cost = q, c
-    return best
+            best, best_cost = i, c
+    return candidates[best].copy()
 
 
 def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:

@@ -41,14 +41,22 @@ def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
 
 
 def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
+                config: IKConfig, terms: Any = None) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
     """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations).
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
-    Pinocchio call evaluates a trial step and gives the Jacobian if the step is taken; the joint-limit logic only
-    runs while a joint sits at a limit.
+    Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
+    joint-limit logic only runs while a joint sits at a limit. ``terms``: ``project.lm_terms(desired)`` if the
+    caller has it already.
     """
     model, data = robot.model, robot.data
+    nv = model.nv
+    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
+        pin.forwardKinematics(model, data, q)
+        T = pin.updateFramePlacement(model, data, fid).homogeneous
+        r = project.weighted(desired, T)[0]
+        return q, float(r @ r), T, 1
+    terms = project.lm_terms(desired) if terms is None else terms
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     eye = np.eye(6)
     frozen = ~free
@@ -56,22 +64,17 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
     lam = config.damping
     max_step = config.max_step
     stall_window, stall_ratio = config.stall_window, config.stall_ratio
-    weighted = project.weighted
-    jacobians, placement, frame_jacobian = pin.computeJointJacobians, pin.updateFramePlacement, pin.getFrameJacobian
-    nv = model.nv
-    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
-        pin.forwardKinematics(model, data, q)
-        T = placement(model, data, fid).homogeneous
-        r = weighted(desired, T)[0]
-        return q, float(r @ r), T, 1
-    jacobians(model, data, q)
-    T = placement(model, data, fid).homogeneous
-    r, g = weighted(desired, T)
-    Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)  # (6,) for one joint
-    cost = float(r @ r)
+    jacobian, oMf, minimum, maximum = pin.computeFrameJacobian, data.oMf, np.minimum, np.maximum
+    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)  # (6,) for one joint
+    r, cost, column = terms(oMf[fid])
+    J = Jf * column
+    if any_frozen:
+        J[:, frozen] = 0.0
+    JJt = J @ J.T
     at_limit = bool(((q <= lo) | (q >= hi)).any())
     stall_ref, stall_count = cost, 0
     iterations = 0
+    current = True  # data holds the kinematics of q (not of a refused trial)
     for _ in range(config.max_iter):
         iterations += 1
         if cost <= CONVERGED:
@@ -81,36 +84,39 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
             if cost > stall_ratio * stall_ref:
                 break
             stall_ref, stall_count = cost, 0
-        J = Jf * g[:, None]
-        if any_frozen:
-            J[:, frozen] = 0.0
-        step = J.T @ spd_solve(J @ J.T + lam * eye, r)
+        step = J.T @ spd_solve(JJt + lam * eye, r)
         if at_limit:
             blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
             if blocked.any():  # joints at a limit that the step pushes further out take no part
-                J[:, blocked] = 0.0
-                step = J.T @ spd_solve(J @ J.T + lam * eye, r)
-        big = max(step.max(), -step.min())
+                Jb = J.copy()
+                Jb[:, blocked] = 0.0
+                step = Jb.T @ spd_solve(Jb @ Jb.T + lam * eye, r)
+        s = step.tolist()
+        big = max(max(s), -min(s))
         if big > max_step:
             step *= max_step / big
         q_new = q - step
-        clipped = bool(((q_new < lo) | (q_new > hi)).any())
-        if clipped:
-            q_new = np.minimum(np.maximum(q_new, lo), hi)  # infinite limits clip nothing
-        jacobians(model, data, q_new)
-        T_new = placement(model, data, fid).homogeneous
-        r_new, g_new = weighted(desired, T_new)
-        cost_new = float(r_new @ r_new)
+        q_clip = minimum(maximum(q_new, lo), hi)  # infinite limits clip nothing
+        clipped = q_clip.tolist() != q_new.tolist()
+        Jf = jacobian(model, data, q_clip, fid, LWA).reshape(6, nv)
+        r_new, cost_new, column = terms(oMf[fid])
         if cost_new < cost:
-            q, r, g, cost, T = q_new, r_new, g_new, cost_new, T_new
-            Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)
+            q, r, cost, current = q_clip, r_new, cost_new, True
+            J = Jf * column
+            if any_frozen:
+                J[:, frozen] = 0.0
+            JJt = J @ J.T
             at_limit = clipped or (at_limit and bool(((q <= lo) | (q >= hi)).any()))
             lam = max(lam * 0.3, 1e-9)
         else:
+            current = False
             lam *= 10.0
             if lam > 1e3:
                 break
-    return q, cost, T, iterations
+    if not current:
+        pin.forwardKinematics(model, data, q)
+        pin.updateFramePlacement(model, data, fid)
+    return q, cost, oMf[fid].homogeneous, iterations
 
 
 def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,

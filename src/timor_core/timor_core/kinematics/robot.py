@@ -63,7 +63,9 @@ class PinRobot(RobotDynamics):
         self._visual: pin.GeometryModel | None = None
         self._q = pin.neutral(model)
         self._sample_lo = np.where(model.lowerPositionLimit > -1e300, model.lowerPositionLimit, -np.pi)
-        self._sample_hi = np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi)
+        self._sample_span = (
+            np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi) - self._sample_lo
+        )
 
     @classmethod
     def from_urdf(
@@ -197,9 +199,14 @@ class PinRobot(RobotDynamics):
             return int(frame)
         raise InputError("a frame is given by its name or index", value=frame)
 
-    def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
-        return as_generator(rng, "rng").uniform(self._sample_lo, self._sample_hi)
+    def random_configuration(
+        self, rng: np.random.Generator | int | None = None, count: int | None = None
+    ) -> np.ndarray:
+        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none); with ``count``,
+        that many as the rows of one array (one draw: the IK's random starts). Same numbers as ``rng.uniform``."""
+        shape = self._sample_lo.shape if count is None else (count, *self._sample_lo.shape)
+        draw = as_generator(rng, "rng").random(shape)
+        return self._sample_lo + self._sample_span * draw
 
     def within_limits(self, q=None) -> bool:
         """True if q is within the position limits."""
