@@ -17,6 +17,7 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 CONVERGED = 1e-18
 """Squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)."""
 
+_EYE = np.eye(6)  # read only
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports the IK)
 IKConfig = Any  # timor_core.kinematics.ik.IKConfig (it imports this module)
 
@@ -41,13 +42,14 @@ def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
 
 
 def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                config: IKConfig, terms: Any = None) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
-    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations).
+                config: IKConfig, terms: Any = None) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations, cut short by a limit).
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
     Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
-    joint-limit logic only runs while a joint sits at a limit. ``terms``: ``project.lm_terms(desired)`` if the
-    caller has it already.
+    joint-limit logic only runs while a joint sits at a limit; a try whose steps a limit keeps blocking ends (most
+    tries that fail do so against a limit: a fresh start is cheaper than sliding along it). ``terms``:
+    ``project.lm_terms(desired)`` if the caller has it already.
     """
     model, data = robot.model, robot.data
     nv = model.nv
@@ -55,15 +57,16 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         pin.forwardKinematics(model, data, q)
         T = pin.updateFramePlacement(model, data, fid).homogeneous
         r = project.weighted(desired, T)[0]
-        return q, float(r @ r), T, 1
+        return q, float(r @ r), T, 1, False
     terms = project.lm_terms(desired) if terms is None else terms
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    eye = np.eye(6)
+    eye = _EYE
     frozen = ~free
     any_frozen = bool(frozen.any())
     lam = config.damping
     max_step = config.max_step
     stall_window, stall_ratio = config.stall_window, config.stall_ratio
+    patience, blocked_steps, cut = config.limit_patience, 0, False
     jacobian, oMf, minimum, maximum = pin.computeFrameJacobian, data.oMf, np.minimum, np.maximum
     Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)  # (6,) for one joint
     r, cost, column = terms(oMf[fid])
@@ -87,7 +90,13 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         step = J.T @ spd_solve(JJt + lam * eye, r)
         if at_limit:
             blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
-            if blocked.any():  # joints at a limit that the step pushes further out take no part
+            if not blocked.any():
+                blocked_steps = 0
+            else:  # joints at a limit that the step pushes further out take no part
+                blocked_steps += 1
+                if blocked_steps == patience:  # the way to the goal leads through a limit: restart elsewhere
+                    cut = True
+                    break
                 Jb = J.copy()
                 Jb[:, blocked] = 0.0
                 step = Jb.T @ spd_solve(Jb @ Jb.T + lam * eye, r)
@@ -107,6 +116,8 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
                 J[:, frozen] = 0.0
             JJt = J @ J.T
             at_limit = clipped or (at_limit and bool(((q <= lo) | (q >= hi)).any()))
+            if not at_limit:
+                blocked_steps = 0
             lam = max(lam * 0.3, 1e-9)
         else:
             current = False
@@ -116,12 +127,13 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
     if not current:
         pin.forwardKinematics(model, data, q)
         pin.updateFramePlacement(model, data, fid)
-    return q, cost, oMf[fid].homogeneous, iterations
+    return q, cost, oMf[fid].homogeneous, iterations, cut
 
 
 def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
-    """One descent with scipy's bounded least squares (trust region reflective) over the free joints."""
+                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One descent with scipy's bounded least squares (trust region reflective) over the free joints (as
+    ``lm_descend``; never cut short)."""
     from scipy.optimize import least_squares
 
     model, data = robot.model, robot.data
@@ -142,4 +154,4 @@ def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, 
     pin.forwardKinematics(model, data, q)
     T = pin.updateFramePlacement(model, data, fid).homogeneous
     r = project(desired, T)[0]
-    return q, float(r @ r), T, int(result.nfev)
+    return q, float(r @ r), T, int(result.nfev), False

@@ -211,10 +211,22 @@ class Projector:
 
 
 _PROJECTORS: dict[tuple[Any, float], Projector] = {}
+_BY_ID: dict[int, tuple[Any, float, Projector]] = {}  # the same tolerance object again: no hashing (it is not free)
 
 
 def projector(tolerance: Any, margin: float) -> Projector:
     """The projector of a tolerance, built once per (tolerance, margin): tolerances are immutable and hashable."""
+    seen = _BY_ID.get(id(tolerance))
+    if seen is not None and seen[0] is tolerance and seen[1] == margin:  # it holds the object: the id is not reused
+        return seen[2]
+    found = _projector(tolerance, margin)
+    if len(_BY_ID) > 256:
+        _BY_ID.clear()
+    _BY_ID[id(tolerance)] = (tolerance, margin, found)
+    return found
+
+
+def _projector(tolerance: Any, margin: float) -> Projector:
     try:
         key = (tolerance, margin)
         found = _PROJECTORS.get(key)

@@ -395,7 +395,7 @@ class PinRobot(RobotDynamics):
         ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
         wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
         """
-        from timor_core.kinematics.ik import IKConfig, solve_ik
+        from timor_core.kinematics.ik import DEFAULT_IK_CONFIG, solve_ik
         from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE
 
         desired = pose
@@ -403,7 +403,7 @@ class PinRobot(RobotDynamics):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        config = IKConfig() if config is None else config
+        config = DEFAULT_IK_CONFIG if config is None else config
         if max_iter is not None:
             config = replace(config, max_iter=max_iter)
         if max_n_tries is not None:
