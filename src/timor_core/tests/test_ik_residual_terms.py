@@ -1,5 +1,6 @@
-"""The IK loop's scalar residual (Projector.lm_terms) agrees with the reference form (Projector.weighted), and the
-batched random starts are the same numbers as one draw at a time."""
+"""The IK loop's fast parts: its scalar residual (Projector.lm_terms) agrees with the reference form
+(Projector.weighted), the batched random starts are the same numbers as one draw at a time, and crossing the gap
+between a joint's limits keeps solutions valid."""
 
 from __future__ import annotations
 
@@ -44,3 +45,20 @@ def test_batched_random_configurations_are_the_single_draws():
     rng = np.random.default_rng(5)
     np.testing.assert_array_equal(batch, [robot.random_configuration(rng) for _ in range(4)])
     assert all(robot.within_limits(q) for q in batch)
+
+
+@pytest.mark.parametrize("wraps", [0, 1, 3])
+def test_crossing_the_limit_gap_keeps_solutions_within_limits(wraps):
+    """Joints limited to +-166 deg leave a 28 deg gap: a try may cross it (limit_wraps), the result stays valid."""
+    from timor_core.kinematics.ik import IKConfig
+
+    db = ModulesDB.from_name("geometric_primitive_modules")
+    modules = ("base", "J1", "J2", "i_30", "J2", "i_30", "J1", "J2", "J1", "eef")
+    robot = ModuleAssembly.from_serial_modules(db, modules).robot
+    rng = np.random.default_rng(2)
+    tol = TOLERANCES["sphere and cone"]
+    for k in range(15):
+        T = robot.fk(robot.random_configuration(rng))
+        result = robot.ik(T, tol, rng=k, config=IKConfig(limit_wraps=wraps), details=True, ignore_self_collision=True)
+        assert result.success and robot.within_limits(result.q)
+        assert tol.valid(T, robot.fk(result.q))

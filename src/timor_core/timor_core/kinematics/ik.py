@@ -54,6 +54,7 @@ class IKConfig:
     solutions: int = 1
     start_candidates: int = 4  # random starts: the best of this many random configurations (by residual)
     limit_patience: int = 3  # abandon a try after this many steps in a row blocked by a joint limit (0: never)
+    limit_wraps: int = 1  # per try, how often a revolute joint may cross the narrow gap between its limits
 
     def check(self) -> None:
         """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).
@@ -84,6 +85,7 @@ class IKConfig:
             "solutions": (1, MAX_TRIES),
             "start_candidates": (1, 1000),
             "limit_patience": (0, MAX_ITER),
+            "limit_wraps": (0, MAX_ITER),
         }
         if self.method not in IK_METHODS:
             raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)

@@ -3,6 +3,7 @@ pose error (Levenberg–Marquardt, the default) or by scipy's bounded least squa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,9 +48,10 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
     Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
-    joint-limit logic only runs while a joint sits at a limit; a try whose steps a limit keeps blocking ends (most
-    tries that fail do so against a limit: a fresh start is cheaper than sliding along it). ``terms``:
-    ``project.lm_terms(desired)`` if the caller has it already.
+    joint-limit logic only runs while a joint sits at a limit. Most tries that fail do so against a limit: a
+    revolute joint whose limits leave a narrow gap in the full turn jumps to its other limit (physically a small
+    turn, ``limit_wraps`` times per try), and a try whose steps a limit keeps blocking ends (a fresh start is
+    cheaper than sliding along it). ``terms``: ``project.lm_terms(desired)`` if the caller has it already.
     """
     model, data = robot.model, robot.data
     nv = model.nv
@@ -67,6 +69,8 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
     max_step = config.max_step
     stall_window, stall_ratio = config.stall_window, config.stall_ratio
     patience, blocked_steps, cut = config.limit_patience, 0, False
+    crossable = _crossable(model, config.max_step)
+    wraps = config.limit_wraps if crossable is not None else 0
     jacobian, oMf, minimum, maximum = pin.computeFrameJacobian, data.oMf, np.minimum, np.maximum
     Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)  # (6,) for one joint
     r, cost, column = terms(oMf[fid])
@@ -93,6 +97,20 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
             if not blocked.any():
                 blocked_steps = 0
             else:  # joints at a limit that the step pushes further out take no part
+                jump = blocked & crossable if wraps else None
+                if jump is not None and jump.any():  # cross the narrow gap to the joint's other limit
+                    wraps -= 1
+                    q = q.copy()
+                    q[jump] = np.where(q[jump] >= hi[jump], lo[jump], hi[jump])
+                    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)
+                    r, cost, column = terms(oMf[fid])
+                    J = Jf * column
+                    if any_frozen:
+                        J[:, frozen] = 0.0
+                    JJt = J @ J.T
+                    current, blocked_steps, lam = True, 0, config.damping
+                    stall_ref, stall_count = cost, 0
+                    continue
                 blocked_steps += 1
                 if blocked_steps == patience:  # the way to the goal leads through a limit: restart elsewhere
                     cut = True
@@ -128,6 +146,28 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         pin.forwardKinematics(model, data, q)
         pin.updateFramePlacement(model, data, fid)
     return q, cost, oMf[fid].homogeneous, iterations, cut
+
+
+_CROSSABLE: dict[tuple[int, float], tuple[Any, np.ndarray | None]] = {}
+
+
+def _crossable(model: pin.Model, max_step: float) -> np.ndarray | None:
+    """The revolute joints whose limits leave a gap of at most ``max_step`` (rad) in the full turn: one at a limit
+    is physically that close to its other limit (None if there are none). Kept per model (it holds the model)."""
+    key = (id(model), max_step)
+    seen = _CROSSABLE.get(key)
+    if seen is not None and seen[0] is model:
+        return seen[1]
+    mask = np.zeros(model.nv, dtype=bool)
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    for joint in model.joints[1:]:
+        name = joint.shortname()
+        if joint.nq == joint.nv == 1 and name.startswith(("JointModelR", "JointModelRevolute")) and "RUB" not in name:
+            mask[joint.idx_v] = 2.0 * math.pi - (hi[joint.idx_q] - lo[joint.idx_q]) <= max_step
+    if len(_CROSSABLE) > 256:
+        _CROSSABLE.clear()
+    _CROSSABLE[key] = (model, mask if model.nq == model.nv and mask.any() else None)
+    return _CROSSABLE[key][1]
 
 
 def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
