@@ -3,7 +3,7 @@
 ``ik_method="jacobian_cpp"``, on five six-DOF IMPROV robots, the same reachable goals for all three, judged by one
 rule.
 
-    python benchmarks/ik_anchor.py                    # 30 goals per robot, about a minute
+    python benchmarks/ik_anchor.py                    # 30 goals per robot, 3 rounds, about half a minute
     python benchmarks/ik_anchor.py --goals 10 --json  # fewer goals, the full report as JSON
 
 Goals: per robot, the FK of random configurations within the joint limits and free of self-collision (our model,
@@ -11,8 +11,10 @@ seeded). Tolerance: position within 1 mm (r_sph) and rotation within 1 deg (Thet
 ``ignore_self_collisions=True`` (its self-collision check calls several IMPROV robots colliding in every
 configuration) and its defaults otherwise; ours with its defaults (self-collision checked). The judge, the same
 for all three: the returned q is within the joint limits, our FK of it is within 1 mm and 1 deg of the goal, and
-it is free of self-collision (our checker). Each side runs in its own process (the reference under its venv's
-Python, ``--ref-python``, offline through ../shared/bench-ref); times are per call, failures included.
+it is free of self-collision (our checker). Each side runs in its own process (ours on this checkout's
+src/timor_core; the reference under its venv's Python, ``--ref-python``, offline through ../shared/bench-ref), in
+``--rounds`` rounds of alternating order; times are per call, failures included, pooled over the rounds; each
+side's random generator is made outside the timed call.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ def _ours(spec: dict) -> list[dict]:
         robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
         robot.ik(np.asarray(spec["goals"][r][0]), tolerance=tol, rng=0)  # warm-up (caches, first calls)
         for k, T in enumerate(spec["goals"][r]):
+            rng = np.random.default_rng(k)  # made outside the timing, as the reference's robot._rng below
             t0 = time.perf_counter()
-            q, ok = robot.ik(np.asarray(T), tolerance=tol, rng=k)
+            q, ok = robot.ik(np.asarray(T), tolerance=tol, rng=rng)
             out.append({"robot": r, "goal": k, "ms": 1000 * (time.perf_counter() - t0), "ok": bool(ok),
                         "q": [float(v) for v in q]})  # fmt: skip
     return out
@@ -134,7 +137,9 @@ def _judge(spec: dict, results: list[dict]) -> list[bool]:
 
 
 def _run_worker(python: str, side: str, spec: dict) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), str(SHIM)]))
+    # ours: the timor_core of this checkout (not whichever one is installed); the reference: its venv and the shim
+    path = [str(REPO / "src" / "timor_core"), str(HERE)] if side == "ours" else [str(HERE), str(SHIM)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     proc = subprocess.run([python, __file__, "--worker", side], input=json.dumps(spec), capture_output=True,
                           text=True, env=env, timeout=3600, cwd=str(SHIM if side != "ours" else REPO))  # fmt: skip
     if proc.returncode != 0:
@@ -152,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--goals", type=int, default=30, help="goals per robot (default 30)")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each side, in alternating order (default 3)")
     parser.add_argument("--ref-python", default=str(REPO.parent / "refvenv" / "bin" / "python"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", choices=("ours", "ref-python", "ref-cpp"), help=argparse.SUPPRESS)
@@ -167,18 +173,29 @@ def main(argv: list[str] | None = None) -> int:
     if not IMPROV.is_file():
         raise SystemExit(f"IMPROV not found at {IMPROV}")
     spec = {"robots": [list(r) for r in ROBOTS], "goals": _goals(args.goals, args.seed)}
-    report = {}
-    for side, python in (("ours", sys.executable), ("ref-python", args.ref_python), ("ref-cpp", args.ref_python)):
-        results = _run_worker(python, side, spec)
-        report[side] = _summary([r["ms"] for r in results], _judge(spec, results))
+    pythons = {"ours": sys.executable, "ref-python": args.ref_python, "ref-cpp": args.ref_python}
+    pooled: dict[str, tuple[list[float], list[bool]]] = {side: ([], []) for side in pythons}
+    per_round = []  # the C++ reference's median over ours, per round
+    for round_ in range(args.rounds):  # alternate the order, so drifting machine load hits every side alike
+        order = ("ours", "ref-cpp", "ref-python") if round_ % 2 == 0 else ("ref-cpp", "ours", "ref-python")
+        times = {}
+        for side in order:
+            results = _run_worker(pythons[side], side, spec)
+            pooled[side][0].extend(r["ms"] for r in results)
+            pooled[side][1].extend(_judge(spec, results))
+            if side != "ref-python":
+                times[side] = statistics.median(r["ms"] for r in results)
+        per_round.append(times["ref-cpp"] / times["ours"])
+    report: dict = {side: _summary(*pooled[side]) for side in pythons}
     ours = report["ours"]["median_ms"]
     report["ratio_vs_ref_python"] = report["ref-python"]["median_ms"] / ours
     report["ratio_vs_ref_cpp"] = report["ref-cpp"]["median_ms"] / ours
+    report["ratio_vs_ref_cpp_per_round"] = per_round
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
     n = len(ROBOTS) * args.goals
-    head = f"IK on {len(ROBOTS)} six-DOF IMPROV robots, {n} reachable goals, 1 mm / 1 deg"
+    head = f"IK on {len(ROBOTS)} six-DOF IMPROV robots, {n} reachable goals x {args.rounds} rounds, 1 mm / 1 deg"
     print(head + ", judged by our FK + self-collision")
     print(f"{'side':<12}{'solved %':>10}{'median ms':>12}{'p90 ms':>10}")
     for side in ("ours", "ref-python", "ref-cpp"):
@@ -186,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{side:<12}{r['success']:>10.1f}{r['median_ms']:>12.2f}{r['p90_ms']:>10.2f}")
     print(f"median ratio: {report['ratio_vs_ref_python']:.2f}x vs the reference's Python IK (target >= 5), "
           f"{report['ratio_vs_ref_cpp']:.2f}x vs its C++ IK (target >= 1)")  # fmt: skip
+    print("per round vs its C++ IK: " + ", ".join(f"{x:.2f}x" for x in per_round))
     return 0
 
 

@@ -24,7 +24,7 @@ from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, proje
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
-__all__ = ["IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
+__all__ = ["DEFAULT_IK_CONFIG", "IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
 
 IK_METHODS = ("jacobian", "scipy")
 """Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
@@ -53,20 +53,27 @@ class IKConfig:
     method: str = "jacobian"
     solutions: int = 1
     start_candidates: int = 4  # random starts: the best of this many random configurations (by residual)
+    limit_patience: int = 3  # abandon a try after this many steps in a row blocked by a joint limit (0: never)
+    limit_wraps: int = 1  # per try, how often a revolute joint may cross the narrow gap between its limits
 
     def check(self) -> None:
         """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).
 
         A config that passed is remembered (configs are immutable), so the check costs nothing per IK call."""
+        if _CHECKED_IDS.get(id(self)) is self:  # the same object again (it is held: its id is not reused)
+            return
         try:
-            if self in _CHECKED:
-                return
+            known = self in _CHECKED
         except TypeError:  # an unhashable value in a field: check it the long way (and refuse it below)
-            pass
-        self._check()
-        if len(_CHECKED) > 256:
-            _CHECKED.clear()
-        _CHECKED.add(self)
+            known = False
+        if not known:
+            self._check()
+            if len(_CHECKED) > 256:
+                _CHECKED.clear()
+            _CHECKED.add(self)
+        if len(_CHECKED_IDS) > 256:
+            _CHECKED_IDS.clear()
+        _CHECKED_IDS[id(self)] = self
 
     def _check(self) -> None:
         counts = {
@@ -77,6 +84,8 @@ class IKConfig:
             "far_plateau_tries": (0, MAX_TRIES),
             "solutions": (1, MAX_TRIES),
             "start_candidates": (1, 1000),
+            "limit_patience": (0, MAX_ITER),
+            "limit_wraps": (0, MAX_ITER),
         }
         if self.method not in IK_METHODS:
             raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)
@@ -91,7 +100,10 @@ class IKConfig:
                 raise InputError(f"IK setting {name} must be a finite number >= 0", value=v)
 
 
+DEFAULT_IK_CONFIG = IKConfig()
+"""The settings used when none are given (shared: configs are immutable)."""
 _CHECKED: set[IKConfig] = set()
+_CHECKED_IDS: dict[int, IKConfig] = {}
 
 MAX_ITER = 100_000
 """Most iterations per IK try."""
@@ -123,7 +135,7 @@ def solve_ik(
     q_init: np.ndarray | None = None,
     task: Task | None = None,
     rng: np.random.Generator | int | None = None,
-    config: IKConfig = IKConfig(),
+    config: IKConfig = DEFAULT_IK_CONFIG,
     check_self_collision: bool | None = None,
     check_static_torques: bool = False,
     margin: float = 0.0,
@@ -142,7 +154,8 @@ def solve_ik(
         raise InputError("the desired pose must be a 4x4 matrix of numbers", value=desired) from None
     if desired.shape != (4, 4):
         raise InputError("the desired pose must be a 4x4 matrix", value=desired.tolist())
-    if not np.all(np.isfinite(desired)):
+    total = float(desired.sum())
+    if total - total != 0.0 and not np.all(np.isfinite(desired)):  # a finite sum: every entry is finite
         raise InputError("the desired pose must be finite", value=desired.tolist())
     config.check()
     rng = as_generator(rng, "rng")
@@ -153,6 +166,7 @@ def solve_ik(
     free = free_joints(joint_mask, robot.dof, q_init)
     cost_fn = cost_function
     project = projector(tolerance, config.margin)
+    terms = project.lm_terms(desired)
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
     self_collision = check_self_collision is not False
     checker = None
@@ -167,32 +181,33 @@ def solve_ik(
     best_q, best_res = None, math.inf
     iterations = 0
     n = robot.dof
-    plateau_ref, plateau_count, tries = math.inf, 0, 0
+    plateau_ref, plateau_count, far_count, tries = math.inf, 0, 0, 0
     found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
     for attempt in range(config.max_n_tries):
         tries = attempt + 1
         if attempt == 0 and q_init is not None:
             q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
         else:
-            q = _start(robot, fid, desired, project, rng, config.start_candidates)
+            q = _start(robot, fid, terms, rng, config.start_candidates)
             if q_init is not None and not free.all():
                 q[~free] = q_init[~free]
         if config.method == "scipy":
-            q, cost, T, used = scipy_descend(robot, fid, desired, project, q, free, config)
+            q, cost, T, used, cut = scipy_descend(robot, fid, desired, project, q, free, config)
         else:
-            q, cost, T, used = lm_descend(robot, fid, desired, project, q, free, config)
+            q, cost, T, used, cut = lm_descend(robot, fid, desired, project, q, free, config, terms)
         iterations += used
         if cost < best_res:
             best_q, best_res = q.copy(), cost
         if cost > CONVERGED or not project.valid(desired, T):
             if config.plateau_tries:  # every try ends in a local minimum far from the goal: stop early
                 if best_res < config.plateau_ratio * plateau_ref:
-                    plateau_ref, plateau_count = best_res, 0
+                    plateau_ref, plateau_count, far_count = best_res, 0, 0
                 else:
                     plateau_count += 1
+                    far_count += not cut  # a try cut short at a limit says little about how far the goal is
                     if best_res > config.plateau_residual**2 and (
                         plateau_count >= config.plateau_tries
-                        or (0 < config.far_plateau_tries <= plateau_count and best_res > config.far_residual**2)
+                        or (0 < config.far_plateau_tries <= far_count and best_res > config.far_residual**2)
                     ):
                         break
             continue
@@ -224,28 +239,36 @@ def solve_ik(
     )
 
 
-def _start(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, k: int):
-    """A random start: of ``k`` random configurations the one whose TCP is nearest the goal (weighted residual)."""
+def _start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, k: int) -> np.ndarray:
+    """A random start: of ``k`` random configurations (one draw) the one whose TCP is nearest the goal (weighted
+    residual, ``terms`` of the goal's projector)."""
     if k <= 1:
         return robot.random_configuration(rng)
     model, data = robot.model, robot.data
-    best, best_cost = None, math.inf
-    for _ in range(k):
-        q = robot.random_configuration(rng)
-        pin.forwardKinematics(model, data, q)
-        r = project.weighted(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
-        c = float(r @ r)
+    fk, place = pin.forwardKinematics, pin.updateFramePlacement
+    candidates = robot.random_configuration(rng, k)
+    best, best_cost = 0, math.inf
+    for i, q in enumerate(candidates):
+        fk(model, data, q)
+        c = terms(place(model, data, fid))[1]
         if c < best_cost:
-            best, best_cost = q, c
-    return best
+            best, best_cost = i, c
+    return candidates[best].copy()
 
 
 def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
     """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
-    slack = _position_slack(tolerance)
-    base = robot.model.frames[1].placement.translation if robot.model.nframes > 1 else np.zeros(3)
-    distance = float(np.linalg.norm(desired[:3, 3] - base))
-    return max(0.0, distance - robot.reach(fid) - slack)
+    slack = _SLACK.get(id(tolerance))
+    if slack is None or slack[0] is not tolerance:  # the same tolerance object again: known (it is held)
+        if len(_SLACK) > 256:
+            _SLACK.clear()
+        slack = _SLACK[id(tolerance)] = (tolerance, _position_slack(tolerance))
+    base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else (0.0, 0.0, 0.0)
+    distance = math.dist(desired[:3, 3].tolist(), base)
+    return max(0.0, distance - robot.reach(fid) - slack[1])
+
+
+_SLACK: dict[int, tuple[Any, float]] = {}
 
 
 def _position_slack(tolerance: Any) -> float:

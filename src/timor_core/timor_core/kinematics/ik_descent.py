@@ -3,6 +3,7 @@ pose error (Levenberg–Marquardt, the default) or by scipy's bounded least squa
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 CONVERGED = 1e-18
 """Squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)."""
 
+_EYE = np.eye(6)  # read only
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports the IK)
 IKConfig = Any  # timor_core.kinematics.ik.IKConfig (it imports this module)
 
@@ -41,37 +43,45 @@ def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
 
 
 def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
-    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations).
+                config: IKConfig, terms: Any = None) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations, cut short by a limit).
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
-    Pinocchio call evaluates a trial step and gives the Jacobian if the step is taken; the joint-limit logic only
-    runs while a joint sits at a limit.
+    Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
+    joint-limit logic only runs while a joint sits at a limit. Most tries that fail do so against a limit: a
+    revolute joint whose limits leave a narrow gap in the full turn jumps to its other limit (physically a small
+    turn, ``limit_wraps`` times per try), and a try whose steps a limit keeps blocking ends (a fresh start is
+    cheaper than sliding along it). ``terms``: ``project.lm_terms(desired)`` if the caller has it already.
     """
     model, data = robot.model, robot.data
+    nv = model.nv
+    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
+        pin.forwardKinematics(model, data, q)
+        T = pin.updateFramePlacement(model, data, fid).homogeneous
+        r = project.weighted(desired, T)[0]
+        return q, float(r @ r), T, 1, False
+    terms = project.lm_terms(desired) if terms is None else terms
     lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    eye = np.eye(6)
+    eye = _EYE
     frozen = ~free
     any_frozen = bool(frozen.any())
     lam = config.damping
     max_step = config.max_step
     stall_window, stall_ratio = config.stall_window, config.stall_ratio
-    weighted = project.weighted
-    jacobians, placement, frame_jacobian = pin.computeJointJacobians, pin.updateFramePlacement, pin.getFrameJacobian
-    nv = model.nv
-    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
-        pin.forwardKinematics(model, data, q)
-        T = placement(model, data, fid).homogeneous
-        r = weighted(desired, T)[0]
-        return q, float(r @ r), T, 1
-    jacobians(model, data, q)
-    T = placement(model, data, fid).homogeneous
-    r, g = weighted(desired, T)
-    Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)  # (6,) for one joint
-    cost = float(r @ r)
+    patience, blocked_steps, cut = config.limit_patience, 0, False
+    crossable = _crossable(model, config.max_step)
+    wraps = config.limit_wraps if crossable is not None else 0
+    jacobian, oMf, minimum, maximum = pin.computeFrameJacobian, data.oMf, np.minimum, np.maximum
+    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)  # (6,) for one joint
+    r, cost, column = terms(oMf[fid])
+    J = Jf * column
+    if any_frozen:
+        J[:, frozen] = 0.0
+    JJt = J @ J.T
     at_limit = bool(((q <= lo) | (q >= hi)).any())
     stall_ref, stall_count = cost, 0
     iterations = 0
+    current = True  # data holds the kinematics of q (not of a refused trial)
     for _ in range(config.max_iter):
         iterations += 1
         if cost <= CONVERGED:
@@ -81,41 +91,89 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
             if cost > stall_ratio * stall_ref:
                 break
             stall_ref, stall_count = cost, 0
-        J = Jf * g[:, None]
-        if any_frozen:
-            J[:, frozen] = 0.0
-        step = J.T @ spd_solve(J @ J.T + lam * eye, r)
+        step = J.T @ spd_solve(JJt + lam * eye, r)
         if at_limit:
             blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
-            if blocked.any():  # joints at a limit that the step pushes further out take no part
-                J[:, blocked] = 0.0
-                step = J.T @ spd_solve(J @ J.T + lam * eye, r)
-        big = max(step.max(), -step.min())
+            if not blocked.any():
+                blocked_steps = 0
+            else:  # joints at a limit that the step pushes further out take no part
+                jump = blocked & crossable if wraps else None
+                if jump is not None and jump.any():  # cross the narrow gap to the joint's other limit
+                    wraps -= 1
+                    q = q.copy()
+                    q[jump] = np.where(q[jump] >= hi[jump], lo[jump], hi[jump])
+                    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)
+                    r, cost, column = terms(oMf[fid])
+                    J = Jf * column
+                    if any_frozen:
+                        J[:, frozen] = 0.0
+                    JJt = J @ J.T
+                    current, blocked_steps, lam = True, 0, config.damping
+                    stall_ref, stall_count = cost, 0
+                    continue
+                blocked_steps += 1
+                if blocked_steps == patience:  # the way to the goal leads through a limit: restart elsewhere
+                    cut = True
+                    break
+                Jb = J.copy()
+                Jb[:, blocked] = 0.0
+                step = Jb.T @ spd_solve(Jb @ Jb.T + lam * eye, r)
+        s = step.tolist()
+        big = max(max(s), -min(s))
         if big > max_step:
             step *= max_step / big
         q_new = q - step
-        clipped = bool(((q_new < lo) | (q_new > hi)).any())
-        if clipped:
-            q_new = np.minimum(np.maximum(q_new, lo), hi)  # infinite limits clip nothing
-        jacobians(model, data, q_new)
-        T_new = placement(model, data, fid).homogeneous
-        r_new, g_new = weighted(desired, T_new)
-        cost_new = float(r_new @ r_new)
+        q_clip = minimum(maximum(q_new, lo), hi)  # infinite limits clip nothing
+        clipped = q_clip.tolist() != q_new.tolist()
+        Jf = jacobian(model, data, q_clip, fid, LWA).reshape(6, nv)
+        r_new, cost_new, column = terms(oMf[fid])
         if cost_new < cost:
-            q, r, g, cost, T = q_new, r_new, g_new, cost_new, T_new
-            Jf = frame_jacobian(model, data, fid, LWA).reshape(6, nv)
+            q, r, cost, current = q_clip, r_new, cost_new, True
+            J = Jf * column
+            if any_frozen:
+                J[:, frozen] = 0.0
+            JJt = J @ J.T
             at_limit = clipped or (at_limit and bool(((q <= lo) | (q >= hi)).any()))
+            if not at_limit:
+                blocked_steps = 0
             lam = max(lam * 0.3, 1e-9)
         else:
+            current = False
             lam *= 10.0
             if lam > 1e3:
                 break
-    return q, cost, T, iterations
+    if not current:
+        pin.forwardKinematics(model, data, q)
+        pin.updateFramePlacement(model, data, fid)
+    return q, cost, oMf[fid].homogeneous, iterations, cut
+
+
+_CROSSABLE: dict[tuple[int, float], tuple[Any, np.ndarray | None]] = {}
+
+
+def _crossable(model: pin.Model, max_step: float) -> np.ndarray | None:
+    """The revolute joints whose limits leave a gap of at most ``max_step`` (rad) in the full turn: one at a limit
+    is physically that close to its other limit (None if there are none). Kept per model (it holds the model)."""
+    key = (id(model), max_step)
+    seen = _CROSSABLE.get(key)
+    if seen is not None and seen[0] is model:
+        return seen[1]
+    mask = np.zeros(model.nv, dtype=bool)
+    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
+    for joint in model.joints[1:]:
+        name = joint.shortname()
+        if joint.nq == joint.nv == 1 and name.startswith(("JointModelR", "JointModelRevolute")) and "RUB" not in name:
+            mask[joint.idx_v] = 2.0 * math.pi - (hi[joint.idx_q] - lo[joint.idx_q]) <= max_step
+    if len(_CROSSABLE) > 256:
+        _CROSSABLE.clear()
+    _CROSSABLE[key] = (model, mask if model.nq == model.nv and mask.any() else None)
+    return _CROSSABLE[key][1]
 
 
 def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int]:  # fmt: skip
-    """One descent with scipy's bounded least squares (trust region reflective) over the free joints."""
+                   config: IKConfig) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One descent with scipy's bounded least squares (trust region reflective) over the free joints (as
+    ``lm_descend``; never cut short)."""
     from scipy.optimize import least_squares
 
     model, data = robot.model, robot.data
@@ -136,4 +194,4 @@ def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, 
     pin.forwardKinematics(model, data, q)
     T = pin.updateFramePlacement(model, data, fid).homogeneous
     r = project(desired, T)[0]
-    return q, float(r @ r), T, int(result.nfev)
+    return q, float(r @ r), T, int(result.nfev), False

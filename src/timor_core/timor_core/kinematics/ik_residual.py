@@ -4,6 +4,7 @@ world axes, zero exactly where the pose is within the tolerance), with the weigh
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,11 @@ ANGLE_WEIGHT = 0.3  # metres per radian when position and angle residuals are mi
 # projections the closed-form residual handles, with their value ranges (bounds at a range's end stay put)
 _FAST = {name: PROJECTION_DOMAINS[name] for name in ("x", "y", "z", "r_sph", "Theta_R", "N_x", "N_y", "N_z")}
 _WEIGHTS = np.array([1.0, 1.0, 1.0, ANGLE_WEIGHT, ANGLE_WEIGHT, ANGLE_WEIGHT])
+_PATTERNS = tuple(
+    _WEIGHTS[:, None] * np.array([(bits >> k) & 1 for k in range(6)], float)[:, None] for bits in range(64)
+)
+"""Row weights by which of the six components are non-zero (bit k: component k), as ``weighted`` gives them."""
+Terms = Callable[[pin.SE3], tuple[np.ndarray, float, np.ndarray]]
 
 
 def _shrunk(name: str, low: float, high: float, margin: float) -> tuple[float, float]:
@@ -114,6 +120,21 @@ class Projector:
             r = self.residual(self.tolerance, desired, real, self.margin) * _WEIGHTS
         return r, _WEIGHTS * (r != 0.0)
 
+    def lm_terms(self, desired: np.ndarray) -> Terms:
+        """For one goal, the function the IK loop calls per step: a TCP placement -> (residual, its squared norm,
+        the row weights as a (6, 1) column). The same residual as ``weighted``; for goals of x/y/z/r_sph/Theta_R
+        in scalar arithmetic (a handful of numpy calls per step instead of a dozen: they dominate its time)."""
+        if self.sphere_cone:
+            return _sphere_cone_terms(desired, self.sph, self.theta)
+        if self.fast and not self.rot_box:
+            return _box_terms(desired, self.box[:2], self.sph, self.theta)
+
+        def general(M: pin.SE3) -> tuple[np.ndarray, float, np.ndarray]:
+            r, g = self.weighted(desired, M.homogeneous)
+            return r, float(r @ r), g[:, None]
+
+        return general
+
     def _sphere_cone(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """r_sph and/or Theta_R only (most goals): the same residual as ``_fast``, computed in world axes (the
         distance and the angle do not depend on the frame) with a handful of operations."""
@@ -166,11 +187,96 @@ class Projector:
         return out
 
 
+Bounds = tuple[float, float] | None
+
+
+def _sphere_cone_terms(desired: np.ndarray, sph: Bounds, theta: Bounds) -> Terms:
+    """``Projector.lm_terms`` of r_sph/Theta_R goals: distance and angle in world axes (as ``_sphere_cone``)."""
+    px, py, pz = desired[:3, 3].tolist()
+    RdT = np.ascontiguousarray(desired[:3, :3].T)
+    s_lo, s_hi = sph if sph is not None else (-math.inf, math.inf)
+    t_lo, t_hi = theta if theta is not None else (-math.inf, math.inf)
+    rotation = theta is not None
+    both, position, turn, neither = _PATTERNS[63], _PATTERNS[7], _PATTERNS[56], _PATTERNS[0]
+    log3, array, sqrt = pin.log3, np.array, math.sqrt
+
+    def sphere_cone(M: pin.SE3) -> tuple[np.ndarray, float, np.ndarray]:
+        x, y, z = M.translation.tolist()
+        x, y, z = x - px, y - py, z - pz
+        d = sqrt(x * x + y * y + z * z)
+        f = 1.0 - s_hi / d if d > s_hi else (1.0 - s_lo / d if 0.0 < d < s_lo else 0.0)
+        x, y, z = x * f, y * f, z * f
+        u = v = w = 0.0
+        if rotation:
+            u, v, w = log3(M.rotation @ RdT).tolist()  # the rotation error in world axes
+            th = sqrt(u * u + v * v + w * w)
+            target = t_hi if th > t_hi else (t_lo if th < t_lo else th)
+            h = (1.0 - target / th) * ANGLE_WEIGHT if th != target and th > 0.0 else 0.0
+            u, v, w = u * h, v * h, w * h
+        cost = x * x + y * y + z * z + u * u + v * v + w * w
+        column = (both if f != 0.0 else turn) if u or v or w else (position if f != 0.0 else neither)
+        return array((x, y, z, u, v, w)), cost, column
+
+    return sphere_cone
+
+
+def _box_terms(desired: np.ndarray, box: tuple[np.ndarray, np.ndarray], sph: Bounds, theta: Bounds) -> Terms:
+    """``Projector.lm_terms`` of goals with an x/y/z box (and r_sph, Theta_R) in the nominal frame (as ``_fast``;
+    the cone's residual in world axes: R_d log(R_d^T R) = log(R R_d^T))."""
+    px, py, pz = desired[:3, 3].tolist()
+    (a, b, c), (d, e, f), (g, h, i) = desired[:3, :3].tolist()
+    RdT = np.ascontiguousarray(desired[:3, :3].T)
+    (lx, ly, lz), (hx, hy, hz) = box[0].tolist(), box[1].tolist()
+    s_lo, s_hi = sph if sph is not None else (-math.inf, math.inf)
+    t_lo, t_hi = theta if theta is not None else (-math.inf, math.inf)
+    sphere, rotation = sph is not None, theta is not None
+    log3, array, sqrt = pin.log3, np.array, math.sqrt
+
+    def box_cone(M: pin.SE3) -> tuple[np.ndarray, float, np.ndarray]:
+        x, y, z = M.translation.tolist()
+        x, y, z = x - px, y - py, z - pz
+        ex, ey, ez = a * x + d * y + g * z, b * x + e * y + h * z, c * x + f * y + i * z  # in the nominal frame
+        bx = ex - lx if ex < lx else (ex - hx if ex > hx else 0.0)
+        by = ey - ly if ey < ly else (ey - hy if ey > hy else 0.0)
+        bz = ez - lz if ez < lz else (ez - hz if ez > hz else 0.0)
+        if sphere:
+            r = sqrt(ex * ex + ey * ey + ez * ez)
+            target = s_lo if r < s_lo else (s_hi if r > s_hi else r)
+            if r != target and r > 0.0:  # per axis, the larger of the box's and the sphere's residual
+                k = 1.0 - target / r
+                bx, by, bz = (v if abs(v) > abs(o) else o for v, o in ((ex * k, bx), (ey * k, by), (ez * k, bz)))
+        x, y, z = a * bx + b * by + c * bz, d * bx + e * by + f * bz, g * bx + h * by + i * bz  # back to world axes
+        u = v = w = 0.0
+        if rotation:
+            u, v, w = log3(M.rotation @ RdT).tolist()
+            th = sqrt(u * u + v * v + w * w)
+            target = t_hi if th > t_hi else (t_lo if th < t_lo else th)
+            k = (1.0 - target / th) * ANGLE_WEIGHT if th != target and th > 0.0 else 0.0
+            u, v, w = u * k, v * k, w * k
+        cost = x * x + y * y + z * z + u * u + v * v + w * w
+        bits = (x != 0.0) | (y != 0.0) << 1 | (z != 0.0) << 2 | (u != 0.0) << 3 | (v != 0.0) << 4 | (w != 0.0) << 5
+        return array((x, y, z, u, v, w)), cost, _PATTERNS[bits]
+
+    return box_cone
+
+
 _PROJECTORS: dict[tuple[Any, float], Projector] = {}
+_BY_ID: dict[int, tuple[Any, float, Projector]] = {}  # the same tolerance object again: no hashing (it is not free)
 
 
 def projector(tolerance: Any, margin: float) -> Projector:
     """The projector of a tolerance, built once per (tolerance, margin): tolerances are immutable and hashable."""
+    seen = _BY_ID.get(id(tolerance))
+    if seen is not None and seen[0] is tolerance and seen[1] == margin:  # it holds the object: the id is not reused
+        return seen[2]
+    found = _projector(tolerance, margin)
+    if len(_BY_ID) > 256:
+        _BY_ID.clear()
+    _BY_ID[id(tolerance)] = (tolerance, margin, found)
+    return found
+
+
+def _projector(tolerance: Any, margin: float) -> Projector:
     try:
         key = (tolerance, margin)
         found = _PROJECTORS.get(key)

@@ -63,7 +63,9 @@ class PinRobot(RobotDynamics):
         self._visual: pin.GeometryModel | None = None
         self._q = pin.neutral(model)
         self._sample_lo = np.where(model.lowerPositionLimit > -1e300, model.lowerPositionLimit, -np.pi)
-        self._sample_hi = np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi)
+        self._sample_span = (
+            np.where(model.upperPositionLimit < 1e300, model.upperPositionLimit, np.pi) - self._sample_lo
+        )
 
     @classmethod
     def from_urdf(
@@ -197,9 +199,14 @@ class PinRobot(RobotDynamics):
             return int(frame)
         raise InputError("a frame is given by its name or index", value=frame)
 
-    def random_configuration(self, rng: np.random.Generator | int | None = None) -> np.ndarray:
-        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none)."""
-        return as_generator(rng, "rng").uniform(self._sample_lo, self._sample_hi)
+    def random_configuration(
+        self, rng: np.random.Generator | int | None = None, count: int | None = None
+    ) -> np.ndarray:
+        """A configuration drawn uniformly within the joint limits ([-π, π] where a joint has none); with ``count``,
+        that many as the rows of one array (one draw: the IK's random starts). Same numbers as ``rng.uniform``."""
+        shape = self._sample_lo.shape if count is None else (count, *self._sample_lo.shape)
+        draw = as_generator(rng, "rng").random(shape)
+        return self._sample_lo + self._sample_span * draw
 
     def within_limits(self, q=None) -> bool:
         """True if q is within the position limits."""
@@ -388,7 +395,7 @@ class PinRobot(RobotDynamics):
         ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
         wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
         """
-        from timor_core.kinematics.ik import IKConfig, solve_ik
+        from timor_core.kinematics.ik import DEFAULT_IK_CONFIG, solve_ik
         from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE
 
         desired = pose
@@ -396,7 +403,7 @@ class PinRobot(RobotDynamics):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        config = IKConfig() if config is None else config
+        config = DEFAULT_IK_CONFIG if config is None else config
         if max_iter is not None:
             config = replace(config, max_iter=max_iter)
         if max_n_tries is not None:
