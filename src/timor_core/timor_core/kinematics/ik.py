@@ -21,6 +21,7 @@ from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
+from timor_core.kinematics.reach import position_slack
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
@@ -262,25 +263,13 @@ def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance:
     if slack is None or slack[0] is not tolerance:  # the same tolerance object again: known (it is held)
         if len(_SLACK) > 256:
             _SLACK.clear()
-        slack = _SLACK[id(tolerance)] = (tolerance, _position_slack(tolerance))
+        slack = _SLACK[id(tolerance)] = (tolerance, position_slack(tolerance))
     base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else (0.0, 0.0, 0.0)
     distance = math.dist(desired[:3, 3].tolist(), base)
     return max(0.0, distance - robot.reach(fid) - slack[1])
 
 
 _SLACK: dict[int, tuple[Any, float]] = {}
-
-
-def _position_slack(tolerance: Any) -> float:
-    """The largest position deviation the tolerance could allow (inf if it bounds no position)."""
-    parts = {p.projection: p.interval for p in getattr(tolerance, "parts", ())}
-    if "r_sph" in parts:
-        return parts["r_sph"].high
-    if all(a in parts for a in "xyz"):
-        return math.sqrt(sum(max(abs(parts[a].low), abs(parts[a].high)) ** 2 for a in "xyz"))
-    if "r_cyl" in parts and "z" in parts:
-        return math.hypot(parts["r_cyl"].high, max(abs(parts["z"].low), abs(parts["z"].high)))
-    return math.inf
 
 
 def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | None:
