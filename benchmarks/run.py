@@ -542,7 +542,7 @@ def resolve_ref_python(arg: str | None) -> tuple[str | None, str]:
     log(f"creating the reference venv {DEFAULT_REF_VENV} with {REF_REQUIREMENT} (first run only) ...")
     for cmd in (
         [base, "-m", "venv", str(DEFAULT_REF_VENV)],
-        [str(py), "-m", "pip", "install", "-q", REF_REQUIREMENT],
+        [str(py), "-m", "pip", "install", "-q", REF_REQUIREMENT, "tqdm"],  # its GA imports tqdm, undeclared
     ):
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
