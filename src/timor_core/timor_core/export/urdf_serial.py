@@ -244,6 +244,8 @@ class _Compiled:
         key = placement.tobytes()
         found = self.poses.get(key)
         if found is None:
+            if len(self.poses) > 1000:  # placements differ per robot: keep the cache small
+                self.poses.clear()
             pose = json.dumps([[[float(v) for v in row] for row in placement]])
             found = self.poses[key] = (pose, not np.array_equal(placement, np.eye(4)))
         return found
