@@ -9,7 +9,7 @@ assembly, with the reference toolbox on an Intel i7-11700KF (:data:`PAPER_EXP1`)
 >>> from timor_core.paper.experiments import exp1
 >>> result = exp1(ModulesDB.from_json_file("IMPROV/modules.json"))     # doctest: +SKIP
 >>> result.count, result.seconds, result.ms_per_assembly                 # doctest: +SKIP
-(32768, 10.6, 0.32)
+(32768, 0.24, 0.0074)
 
 ``timor paper exp1 --db IMPROV/modules.json [--json] [--limit N]`` runs the same from the command line.
 
