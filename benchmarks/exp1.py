@@ -11,7 +11,10 @@ the URDF string of every assembly. The paper: 127 s, 3.9 ms per assembly (refere
 
 - **ours**: the CLI path, ``timor paper exp1 --db IMPROV/modules.json --json`` in a fresh process
   (``python -m timor_core.cli.app``, the repository's source first on PYTHONPATH): compiling the space,
-  iterating it, ``from_serial_modules`` + ``to_urdf`` for every assembly.
+  iterating it, ``urdf_of_serial(db, ids)`` for every assembly (the text of ``from_serial_modules`` +
+  ``to_urdf``, from strings compiled per module set).
+- **ours, API**: the same loop with ``ModuleAssembly.from_serial_modules(db, ids).to_urdf()`` (an assembly
+  object per robot, as on the reference's line), in a fresh process.
 - **ref, same robots**: the same tuples of module IDs (our space's order) through the reference's
   ``ModuleAssembly.from_serial_modules(db, ids).to_urdf()``. First a fixed sample (every k-th position,
   at most 4,096 assemblies spread over the space), then, if the projected total fits ``--ref-budget``
@@ -196,6 +199,41 @@ def run_ours(limit: int | None) -> tuple[dict | None, str]:
     return out, ""
 
 
+API_SNIPPET = """
+import json, logging, sys, time
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
+from timor_core.paper.experiments import exp1_space
+logging.getLogger("timor_core").setLevel(logging.ERROR)
+db = ModulesDB.from_json_file(sys.argv[1])
+limit = int(sys.argv[2]) if len(sys.argv) > 2 else None
+t0, count = time.perf_counter(), 0
+for ids in exp1_space(db).iter(stop=limit):
+    ModuleAssembly.from_serial_modules(db, ids).to_urdf()
+    count += 1
+seconds = time.perf_counter() - t0
+print(json.dumps({"count": count, "seconds": seconds, "ms_per_assembly": seconds / count * 1e3}))
+"""
+
+
+def run_ours_api(limit: int | None) -> tuple[dict | None, str]:
+    """Our general API on the same loop, in a fresh process: ``ModuleAssembly.from_serial_modules(db, ids).to_urdf()``
+    (an assembly object per robot, as the reference's line does; ``to_urdf`` routes serial chains to the same
+    compiled writer)."""
+    _, env = run.ours_command()
+    cmd = [sys.executable, "-c", API_SNIPPET, str(run.IMPROV_JSON)] + ([str(limit)] if limit else [])
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, cwd=str(run.REPO), timeout=run.WORKER_TIMEOUT
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        return None, f"exit code {proc.returncode}: {proc.stderr.strip()[-2000:]}"
+    return json.loads(lines[-1]), ""
+
+
 def science_space():
     """Our Science 2019 space on IMPROV, the IDs of the modules it uses, and the paper's figures."""
     import logging
@@ -251,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     ours, err = run_ours(args.limit)
     if err:
         errors["ours"] = err
+    run.log(f"[ours] the general API, from_serial_modules + to_urdf, over {count} assemblies ...")
+    api, err = run_ours_api(args.limit)
+    if err:
+        errors["ours api"] = err
 
     ref_python, ref_error = (None, "--no-ref given") if args.no_ref else run.resolve_ref_python(args.ref_python)
     if ref_python:
@@ -298,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     head = f"{'':<48} {'count':>7} {'seconds':>10} {'ms/assem.':>10} {'ref/ours':>9}"
     print(head + "\n" + "-" * (len(head) + 2), file=table_out)
     print(_line("ours: timor paper exp1 (CLI)", ours, None), file=table_out)
+    api_note = ""
+    if api and same:
+        api_ms = api["seconds"] / api["count"] * 1e3
+        api_note = f"ref same assemblies / this: {same['seconds'] / same['count'] * 1e3 / api_ms:.1f}x"
+    print(_line("ours: from_serial_modules+to_urdf (API)", api, None, api_note), file=table_out)
     if ref_python:
         note = ""
         if same and same["extrapolated"]:
@@ -352,6 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             "library": library,
             "paper": paper,
             "ours": ours,
+            "ours_api": api,
             "ours_mean_modules": mean_ours,
             "ref_same": same,
             "ref_iter": it,

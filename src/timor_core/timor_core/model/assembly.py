@@ -94,7 +94,20 @@ class ModuleAssembly(AssemblyModels):
             ca, cb = options[0]
             connections.append((i, ca, i + 1, cb))
             used_in = cb
-        return cls(db, ids, connections, (0, base[0].id), base_placement)
+        if cls is not ModuleAssembly:  # a subclass may check more in __init__
+            return cls(db, ids, connections, (0, base[0].id), base_placement)
+        # what __init__ would build; the connections fit and use distinct connectors by construction
+        check_count(sum([m.dof for m in modules]), "max_dof", "the degrees of freedom of an assembly")
+        assembly = cls.__new__(cls)
+        assembly.db, assembly.module_ids, assembly.modules = db, ids, modules
+        assembly.base_placement = placement_matrix(base_placement)
+        assembly._cache = {}
+        assembly.connections = connections
+        assembly._used = {}
+        for k, (i, ca, j, cb) in enumerate(connections):
+            assembly._used[(i, ca)] = assembly._used[(j, cb)] = k
+        assembly.base_connector = (0, base[0].id)
+        return assembly
 
     def _add_connection(self, c: Sequence[Any], k: int | None = None) -> None:
         where = f"connection {k} " if k is not None else "connection "

@@ -82,6 +82,7 @@ class ModulesDB:
         self.source = source
         self.extra = dict(extra or {})
         self._pair_cache: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
+        self._cache: dict[Any, Any] = {}  # derived data of higher layers (the compiled serial URDF writer)
 
     # -- loading and saving ------------------------------------------------------------------------
     @classmethod
@@ -214,6 +215,12 @@ class ModulesDB:
 
     def __hash__(self) -> int:
         return id(self)
+
+    def __getstate__(self) -> dict:
+        """Pickled without the derived-data cache (rebuilt on demand where the set is unpickled)."""
+        state = dict(self.__dict__)
+        state["_cache"] = {}
+        return state
 
     def __repr__(self) -> str:
         return f"ModulesDB(name={self.name!r}, modules={len(self)})"

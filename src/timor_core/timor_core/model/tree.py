@@ -24,7 +24,7 @@ import numpy as np
 from timor_core.common.names import check_prefix, ros_name
 from timor_core.common.transforms import IDENTITY, ROT_X_PI, inv, readonly
 from timor_core.errors import AssemblyError
-from timor_core.model.module import Body, Joint, Module
+from timor_core.model.module import Body, Connector, Joint, Module
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it imports this module)
 __all__ = [
@@ -34,6 +34,10 @@ __all__ = [
     "ToolFrame",
     "KinematicTree",
     "build_tree",
+    "instance_links",
+    "connection_offset",
+    "root_offset",
+    "connector_pose",
     "depth_first_order",
     "ros_name",
 ]
@@ -153,6 +157,68 @@ def _link_name(prefix: str, instance: int, body_id: str) -> str:
     return f"{prefix}m{instance}_{ros_name(body_id)}"
 
 
+def instance_links(
+    module: Module,
+    inst: int,
+    entry_body: str,
+    parent_link: int | None,
+    joint_name: str | None,
+    entry_offset: np.ndarray,
+    first: int,
+    prefix: str = "",
+) -> list[TreeLink]:
+    """The links of module instance ``inst`` entered through ``entry_body``: one step of :func:`build_tree`.
+
+    ``parent_link`` is None for the root (then ``entry_offset`` places the entry body in ``base_link``), else the
+    index of the link the instance hangs from, with ``entry_offset`` as the origin of the connection joint
+    ``joint_name``; ``first`` is the index the instance's first link gets (its links' parents count from it).
+    Shared with the compiled serial URDF writer, so both compute every transform the same way.
+    """
+    olinks, _ = oriented_module(module, entry_body)
+    is_root = parent_link is None
+    entry_b = entry_offset if is_root else IDENTITY  # body frame of the entry body in its link frame
+    out: list[TreeLink] = []
+    for ol in olinks:
+        if ol.parent is None:
+            name = f"{prefix}base_link" if is_root else _link_name(prefix, inst, ol.body.id)
+            origin = IDENTITY if is_root else entry_offset
+            out.append(TreeLink(name, inst, module, ol.body, entry_b, parent_link, joint_name, "fixed", None, origin))
+            continue
+        j = ol.joint
+        assert j is not None
+        origin = readonly(entry_b @ ol.origin) if ol.parent == 0 and is_root else ol.origin
+        out.append(
+            TreeLink(
+                _link_name(prefix, inst, ol.body.id),
+                inst,
+                module,
+                ol.body,
+                ol.body_in_link,
+                first + ol.parent,
+                f"{prefix}m{inst}_{ros_name(j.id)}",
+                j.type,
+                j,
+                origin,
+            )
+        )
+    return out
+
+
+def connection_offset(link: TreeLink, connector: Connector, other: Connector) -> np.ndarray:
+    """Origin, in ``link``'s frame, of the fixed joint from ``connector`` (on ``link``'s body) to ``other``."""
+    return readonly(link.body_in_link @ connector.pose @ ROT_X_PI @ inv(other.pose))
+
+
+def connector_pose(link: TreeLink, connector: Connector) -> np.ndarray:
+    """Pose of ``connector`` (on ``link``'s body) in ``link``'s frame: where a tool frame at it goes."""
+    return readonly(link.body_in_link @ connector.pose)
+
+
+def root_offset(base: Connector) -> np.ndarray:
+    """Pose of the base body in ``base_link`` (the mounting frame: base connector rotated by π about x)."""
+    return readonly(ROT_X_PI @ inv(base.pose))
+
+
 def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
     check_prefix(prefix)
@@ -175,7 +241,7 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     # root: the base body, in the mounting frame (base connector rotated by pi about x)
     # (instance, entry body, parent link, joint name, entry offset, entry connector)
     pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = [
-        (base_i, base_conn.body_id, None, None, readonly(ROT_X_PI @ inv(base_conn.pose)), base_c)
+        (base_i, base_conn.body_id, None, None, root_offset(base_conn), base_c)
     ]
     visited = [False] * len(modules)
     while pending:
@@ -187,33 +253,7 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
             module = modules[inst]
             olinks, _ = oriented_module(module, entry_body)
             first = len(links)
-            is_root = parent_link is None
-            entry_b = entry_offset if is_root else IDENTITY  # body frame of the entry body in its link frame
-            for ol in olinks:
-                if ol.parent is None:
-                    name = f"{prefix}base_link" if is_root else _link_name(prefix, inst, ol.body.id)
-                    origin = IDENTITY if is_root else entry_offset
-                    links.append(
-                        TreeLink(name, inst, module, ol.body, entry_b, parent_link, joint_name, "fixed", None, origin)
-                    )
-                    continue
-                j = ol.joint
-                assert j is not None
-                origin = readonly(entry_b @ ol.origin) if ol.parent == 0 and is_root else ol.origin
-                links.append(
-                    TreeLink(
-                        _link_name(prefix, inst, ol.body.id),
-                        inst,
-                        module,
-                        ol.body,
-                        ol.body_in_link,
-                        first + ol.parent,
-                        f"{prefix}m{inst}_{ros_name(j.id)}",
-                        j.type,
-                        j,
-                        origin,
-                    )
-                )
+            links.extend(instance_links(module, inst, entry_body, parent_link, joint_name, entry_offset, first, prefix))
             # connectors of this module: children or tools
             for k, ol in enumerate(olinks):
                 link_index = first + k
@@ -225,14 +265,14 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
                     if other is not None:
                         j_inst, j_conn = other
                         cj = modules[j_inst].connectors[j_conn]
-                        offset = link.body_in_link @ c.pose @ ROT_X_PI @ inv(cj.pose)
+                        offset = connection_offset(link, c, cj)
                         next_pending.append(
-                            (j_inst, cj.body_id, link_index, f"{prefix}m{inst}_to_m{j_inst}", readonly(offset), j_conn)
+                            (j_inst, cj.body_id, link_index, f"{prefix}m{inst}_to_m{j_inst}", offset, j_conn)
                         )
                     elif c.is_eef:
-                        tools.append(ToolFrame("", link_index, readonly(link.body_in_link @ c.pose), inst, c.id))
+                        tools.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
                     elif not c.is_base:
-                        free.append(ToolFrame("", link_index, readonly(link.body_in_link @ c.pose), inst, c.id))
+                        free.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
         pending = next_pending
     if not all(visited):
         missing = [i for i, v in enumerate(visited) if not v]
