@@ -244,6 +244,12 @@ WORKERS = {
 #: the issue's yardstick: the constrained search must take < 5 s on 2 workers where the reference's IDs -> URDF
 #: of a six-axis IMPROV robot takes 11.1 ms; measured here in the same run, before and after our full search
 YARDSTICK_MS = 11.1
+#: our full runs: (report key, algorithm, constrained search order)
+FULL_RUNS = (
+    ("constrained", "constrained", "cost"),
+    ("constrained_space", "constrained", "space"),
+    ("ga", "ga", "cost"),
+)
 CONSTRAINED_TARGET_S = 5.0
 
 
@@ -274,7 +280,7 @@ def call(side: str, spec: dict, ref_python: str | None) -> tuple[dict | None, st
     return run.run_worker(cmd, spec, env)
 
 
-def ours_full(algorithm: str, generations: int) -> tuple[dict | None, str]:
+def ours_full(algorithm: str, generations: int, order: str = "cost") -> tuple[dict | None, str]:
     _, env = run.ours_command()
     cmd = [
         sys.executable,
@@ -287,7 +293,7 @@ def ours_full(algorithm: str, generations: int) -> tuple[dict | None, str]:
         "--db",
         str(ROBCO_JSON),
     ]
-    cmd += ["--algorithm", algorithm, "--generations", str(generations), "--json"]
+    cmd += ["--algorithm", algorithm, "--generations", str(generations), "--order", order, "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(run.REPO), timeout=run.WORKER_TIMEOUT)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
@@ -331,17 +337,17 @@ def main(argv: list[str] | None = None) -> int:
         "reps": 5,
     }
     if not args.no_full:
-        for algorithm in ("constrained", "ga"):
-            if algorithm == "constrained" and ref_python and run.IMPROV_JSON.is_file():
+        for key, algorithm, order in FULL_RUNS:
+            if key == "constrained" and ref_python and run.IMPROV_JSON.is_file():
                 run.log("[ref] IDs -> URDF of a six-axis IMPROV robot (the machine's yardstick) ...")
                 fig, err = call("ref", yardstick, ref_python)
                 report["ref_urdf_before"] = fig
-            run.log(f"[ours] timor paper exp2 --algorithm {algorithm} ...")
-            fig, err = ours_full(algorithm, args.generations)
-            report[f"ours_full_{algorithm}"] = fig
+            run.log(f"[ours] timor paper exp2 --algorithm {algorithm} --order {order} ...")
+            fig, err = ours_full(algorithm, args.generations, order)
+            report[f"ours_full_{key}"] = fig
             if err:
-                report["errors"][f"ours_full_{algorithm}"] = err
-            if algorithm == "constrained" and report.get("ref_urdf_before"):
+                report["errors"][f"ours_full_{key}"] = err
+            if key == "constrained_space" and report.get("ref_urdf_before"):
                 fig, err = call("ref", yardstick, ref_python)
                 report["ref_urdf_after"] = fig
 
@@ -404,9 +410,11 @@ def summarise(r: dict, args) -> dict:
         s["speedup_2_workers"] = w1["seconds"] / w2["seconds"]
     full = r.get("ours_full_constrained")
     sticks = [r[k]["ms"] for k in ("ref_urdf_before", "ref_urdf_after") if r.get(k)]
-    if full and sticks:
+    if sticks:
         s["ref_urdf_ms"] = sum(sticks) / len(sticks)
-        s["constrained_seconds_scaled"] = full["seconds"] * YARDSTICK_MS / s["ref_urdf_ms"]
+        for key in ("constrained", "constrained_space"):
+            if r.get(f"ours_full_{key}"):
+                s[f"{key}_seconds_scaled"] = r[f"ours_full_{key}"]["seconds"] * YARDSTICK_MS / s["ref_urdf_ms"]
     if full and f:
         s["full_constrained_ratio_vs_ref_projection"] = s["ref_projected_full_seconds"] / full["seconds"]
     return s
@@ -419,21 +427,25 @@ def print_table(r: dict, out) -> None:
         print(text, file=out)
 
     line("experiment 2: robco_like + user_study.json")
-    for algorithm in ("constrained", "ga"):
-        fig = r.get(f"ours_full_{algorithm}")
+    for key, _, order in FULL_RUNS:
+        fig = r.get(f"ours_full_{key}")
         if fig:
             ids = " ".join(fig["best_ids"] or ["-"])
+            label = f"{key.split('_')[0]} ({order})" if key != "ga" else "ga"
             line(
-                f"  ours, full {algorithm:<11} {fig['seconds']:8.1f} s  {fig['evaluations']:>7} evaluated  best {ids}"
+                f"  ours, full {label:<18} {fig['seconds']:8.1f} s  {fig['evaluations']:>7} evaluated  best {ids}"
                 f" {fig['best_mass']} kg  verified={fig['ok']}"
             )
-    if "constrained_seconds_scaled" in s:
-        fig = r["ours_full_constrained"]
-        line(
-            f"    the reference's IDs -> URDF (six-axis IMPROV) took {s['ref_urdf_ms']:.1f} ms in this run: the"
-            f" constrained search's {fig['seconds']:.1f} s scale to {s['constrained_seconds_scaled']:.1f} s at"
-            f" {YARDSTICK_MS} ms (target < {CONSTRAINED_TARGET_S:g} s on {fig.get('workers', '?')} worker(s))"
-        )
+    if "ref_urdf_ms" in s:
+        line(f"    the reference's IDs -> URDF (six-axis IMPROV, run.py case 1): {s['ref_urdf_ms']:.1f} ms in this run")
+    for key in ("constrained", "constrained_space"):
+        if f"{key}_seconds_scaled" in s:
+            fig = r[f"ours_full_{key}"]
+            line(
+                f"    constrained search, {fig['settings'].get('order', '?')} order: {fig['seconds']:.1f} s scale to"
+                f" {s[f'{key}_seconds_scaled']:.1f} s at {YARDSTICK_MS} ms (target < {CONSTRAINED_TARGET_S:g} s on"
+                f" {fig.get('workers', '?')} worker(s))"
+            )
     if "ours_ms_per_assembly" in s:
         line(f"  sample of {len(r['ours_sample']['times'])} assemblies, filter pipeline without bound:")
         line(

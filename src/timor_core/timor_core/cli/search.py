@@ -164,7 +164,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp2.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
     exp2.add_argument("--trials", type=_positive_int, default=1, help="GA trials (default 1)")
     exp2.add_argument("--seed", type=_seed, default=0, help="seed of the GA and the IK (default 0)")
-    exp2.add_argument("--order", choices=("space", "cost"), default="space", help="constrained search order")
+    exp2.add_argument(
+        "--order",
+        choices=("cost", "space"),
+        default="cost",
+        help="constrained search order: lightest first (default; stops when nothing lighter is left) or the"
+        " paper's space order",
+    )
     exp2.add_argument("--limit", type=_positive_int, help="constrained search: only the first N assemblies")
     exp2.add_argument("--no-progress", action="store_true", help="no progress bar")
     exp2.add_argument("--json", action="store_true", help="print the figures as JSON")

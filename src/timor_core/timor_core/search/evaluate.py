@@ -336,6 +336,7 @@ class Evaluator:
         # the bound can be applied before the assembly is built: the default chain (assembly, then bound) and a
         # cost that is a sum over module properties (mass, numJ, moduleCost)
         self._early_bound = self.config.bound and names[:2] == ["assembly", "bound"]
+        self._reasons: dict[tuple[float, float], str] = {}
 
     def cut(self, ids: Sequence[str], bound: float, seq: int = -1) -> Evaluation | None:
         """The bound filter's verdict without building the assembly, if the cost is known from the modules alone
@@ -350,7 +351,11 @@ class Evaluator:
             return None
         key = "cost not below the best found"
         self.chain.funnel.record("bound", key, (0.0, 0.0))
-        reason = f"cost {value:.6g} is not below the best valid {bound:.6g} found"
+        reason = self._reasons.get((value, bound))
+        if reason is None:  # the same few sums against the same bound, over and over: formatted once
+            if len(self._reasons) > 4096:
+                self._reasons.clear()
+            reason = self._reasons[value, bound] = f"cost {value:.6g} is not below the best valid {bound:.6g} found"
         return Evaluation(
             tuple(str(m) for m in ids),
             False,

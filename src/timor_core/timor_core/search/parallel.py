@@ -231,18 +231,24 @@ class ParallelEvaluator:
         it = iter(items)
         if self.workers == 1:
             local = self.local
-            for seq, ids in it:
+            cut: list[Evaluation] = []  # cut by the bound before they are built, reported in batches
+            for seq, ids in self._uncut(it, get_bound, cut, should_stop):
+                if cut:
+                    yield cut[:]
+                    cut.clear()
                 if should_stop():
                     return
                 ev = local(ids, get_bound(), seq)
                 self._learn((ev,))
                 yield [ev]
+            if cut:
+                yield cut
             return
         pool = self._ensure_pool()
         inflight: set[Future] = set()
         exhausted = False
-        cut: list[Evaluation] = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
-        it = self._uncut(it, get_bound, cut)
+        cut = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
+        it = self._uncut(it, get_bound, cut, should_stop)
         try:
             while True:
                 while not exhausted and len(inflight) < 2 * self.workers:
@@ -272,11 +278,20 @@ class ParallelEvaluator:
             raise
 
     def _uncut(
-        self, items: Iterator[tuple[int, Sequence[str]]], bound: Callable[[], float], cut: list[Evaluation]
+        self,
+        items: Iterator[tuple[int, Sequence[str]]],
+        bound: Callable[[], float],
+        cut: list[Evaluation],
+        stop: Callable[[], bool],
     ) -> Iterator[tuple[int, Sequence[str]]]:
-        """``items`` without those the bound cuts from their modules alone (their evaluations go to ``cut``)."""
+        """``items`` without those the bound cuts from their modules alone (their evaluations go to ``cut``), until
+        ``stop()`` (checked before each item: a search that may end early must not cut through the rest)."""
         local = self.local
-        for seq, ids in items:
+        while not stop():
+            item = next(items, None)
+            if item is None:
+                return
+            seq, ids = item
             ev = local.cut(ids, bound(), seq)
             if ev is None:
                 yield seq, ids
