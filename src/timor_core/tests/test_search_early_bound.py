@@ -80,3 +80,18 @@ def test_searches_are_the_same_with_and_without_the_early_bound(space, task, rob
         assert fast.funnel.reasons[name] == slow.funnel.reasons[name], name
     if order == "space":
         assert fast.funnel.failed("bound") > 0
+
+
+def test_evaluate_serial_builds_the_assembly_only_when_it_must():
+    class Modules(CostFunction):  # an assembly-level cost that is not a sum over module properties
+        name = "modules"
+        needs = "assembly"
+
+        def assembly_value(self, assembly):
+            return float(len(assembly.module_ids)) ** 2
+
+    ids = SPACE[7]
+    assert Modules().evaluate_modules([DB.by_id(m) for m in ids]) is None
+    assert Modules(2.0).evaluate_serial(DB, ids) == 2.0 * len(ids) ** 2
+    mass = CostFunction.from_descriptor("mass")
+    assert mass.evaluate_serial(DB, ids) == mass.evaluate_assembly(ModuleAssembly.from_serial_modules(DB, ids))

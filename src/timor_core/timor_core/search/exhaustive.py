@@ -139,18 +139,14 @@ class ExhaustiveSearch:
 
 def _by_cost(assemblies, db: ModulesDB, task: Task, cost) -> list[tuple[float, tuple[str, ...]]]:
     """(cost, ids) of every assembly, cheapest first (stable: ties keep their order); unbuildable ones last."""
-    from timor_core.model.assembly import ModuleAssembly
     from timor_core.task.solve import assembly_cost, task_base_placement
 
     cost_function = assembly_cost(cost if cost is not None else "mass")
     placement = task_base_placement(load_task(task))
     out = []
     for ids in assemblies:
-        try:  # from the modules alone where the cost allows it (the same value, without building the assembly)
-            quick = cost_function.evaluate_modules([db.by_id(m) for m in ids])
-            if quick is None:
-                quick = cost_function.evaluate_assembly(ModuleAssembly.from_serial_modules(db, ids, placement))
-            value = float(quick)
+        try:
+            value = cost_function.evaluate_serial(db, ids, placement)
         except TimorError:
             value = math.inf
         out.append((value, ids))

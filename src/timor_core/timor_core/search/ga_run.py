@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.model.assembly import ModuleAssembly
 from timor_core.search.evaluate import Evaluation
 from timor_core.search.ga_local import Descent
 from timor_core.search.optimizer import Budget
@@ -184,10 +183,7 @@ class GARun:
         """The assembly-level cost of a design (what the bound filter compares), memoised."""
         c = self.design_costs.get(ids)
         if c is None:
-            quick = self.cost_function.evaluate_modules([self.ga.db.by_id(m) for m in ids])
-            if quick is None:
-                quick = self.cost_function.evaluate_assembly(ModuleAssembly.from_serial_modules(self.ga.db, ids))
-            c = self.design_costs[ids] = float(quick)
+            c = self.design_costs[ids] = self.cost_function.evaluate_serial(self.ga.db, ids)
         return c
 
     def admissible(self, ids: Design) -> bool:

@@ -120,6 +120,16 @@ class CostFunction:
         value = self.modules_value(modules)
         return None if value is None else self.weight * float(value)
 
+    def evaluate_serial(self, db: Any, ids: Sequence[str], base_placement: Any = None) -> float:
+        """The weighted cost of the serial assembly of module ``ids``: from the modules alone where the cost allows
+        it (the same value, without building the assembly), else from the assembly built."""
+        value = self.evaluate_modules([db.by_id(m) for m in ids])
+        if value is None:
+            from timor_core.model.assembly import ModuleAssembly
+
+            value = self.evaluate_assembly(ModuleAssembly.from_serial_modules(db, ids, base_placement))
+        return float(value)
+
     @property
     def terms(self) -> tuple[CostFunction, ...]:
         """The atomic terms (with their effective weights)."""
