@@ -77,10 +77,7 @@ class GARun:
         return self.canceled_flag
 
     def out_of_budget(self) -> bool:
-        b = self.budget
-        if b.max_evaluations is not None and len(self.ga.evaluated) >= b.max_evaluations:
-            return True
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.budget_left(1) == 0
 
     def budget_left(self, n: int) -> int:
         """How many of ``n`` more evaluations the budget allows."""
