@@ -247,7 +247,8 @@ class AssemblyNode(Node):
         """None if robot_state_publisher took the URDF; "skipped: ..." if there is none; else the failure."""
         if self._rsp is None:
             return f"skipped: it reads {self.urdf_pub.topic_name} (description_from_topic)"
-        if not self._rsp.service_is_ready():
+        # a robot_state_publisher started with the launch may not be discovered yet: give it the service timeout
+        if not self._rsp.service_is_ready() and not self._rsp.wait_for_service(timeout_sec=self.timeout):
             return f"skipped: no {self._rsp.srv_name} service"
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)
         request = SetParameters.Request(parameters=[ParameterMsg(name="robot_description", value=value)])
