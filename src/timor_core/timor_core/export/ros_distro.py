@@ -25,7 +25,15 @@ from dataclasses import dataclass
 
 from timor_core.errors import InputError
 
-__all__ = ["DISTROS", "DEFAULT_DISTRO", "NodeBehaviour", "node_behaviour", "parse_version", "check_distro"]
+__all__ = [
+    "DISTROS",
+    "DEFAULT_DISTRO",
+    "NodeBehaviour",
+    "node_behaviour",
+    "ompl_pipeline",
+    "parse_version",
+    "check_distro",
+]
 
 #: the ROS 2 distros whose node behaviour timor knows, oldest first
 DISTROS = ("humble", "jazzy", "kilted", "rolling")
@@ -93,3 +101,43 @@ def node_behaviour(distro: str | None = None, versions: Mapping[str, str] | None
         cm_private_topic=private,
         moveit_layout="humble" if name == "humble" else "jazzy",
     )
+
+
+#: MoveIt 2 Jazzy and newer (moveit2@jazzy moveit_configs_utils/default_configs/ompl_planning.yaml)
+OMPL_PIPELINE_JAZZY: dict = {
+    "planning_plugins": ["ompl_interface/OMPLPlanner"],
+    "request_adapters": [
+        "default_planning_request_adapters/ResolveConstraintFrames",
+        "default_planning_request_adapters/ValidateWorkspaceBounds",
+        "default_planning_request_adapters/CheckStartStateBounds",
+        "default_planning_request_adapters/CheckStartStateCollision",
+    ],
+    "response_adapters": [
+        "default_planning_response_adapters/AddTimeOptimalParameterization",
+        "default_planning_response_adapters/ValidateSolution",
+        "default_planning_response_adapters/DisplayMotionPath",
+    ],
+}
+#: MoveIt 2 Humble (moveit2@humble moveit_configs_utils/default_configs/ompl_planning.yaml): one plugin name, the
+#: adapters as one space-separated string, processed in this order
+OMPL_PIPELINE_HUMBLE: dict = {
+    "planning_plugin": "ompl_interface/OMPLPlanner",
+    "request_adapters": " ".join(
+        f"default_planner_request_adapters/{name}"
+        for name in (
+            "AddTimeOptimalParameterization",
+            "ResolveConstraintFrames",
+            "FixWorkspaceBounds",
+            "FixStartStateBounds",
+            "FixStartStateCollision",
+            "FixStartStatePathConstraints",
+        )
+    ),
+    "start_state_max_bounds_error": 0.1,
+}
+
+
+def ompl_pipeline(distro: str) -> dict:
+    """The plugin and adapter entries of MoveIt's ompl_planning.yaml in the layout ``distro`` reads."""
+    layout = OMPL_PIPELINE_HUMBLE if check_distro(distro) == "humble" else OMPL_PIPELINE_JAZZY
+    return {k: list(v) if isinstance(v, list) else v for k, v in layout.items()}
