@@ -17,16 +17,22 @@ a bad value or a missing package ends the launch with one error and nothing left
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
 
 from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, AssemblyLaunch
-from timor_ros.launching import checked_plan, initial_urdf, nodes_of_this_install, reads_description_topic
+from timor_ros.launching import (
+    checked_plan,
+    initial_urdf,
+    nodes_of_this_install,
+    reads_description_topic,
+    rviz_config_for,
+)
 
 
 def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
     """The nodes of a validated assembly launch; ``from_topic``: robot_state_publisher reads /robot_description."""
     ns = plan.namespace
     rsp = "robot_state_publisher"
+    param_mode = plan.robot_state_publisher and not from_topic  # the assembly node sets its parameter
     out = [
         Node(package="timor_ros", executable="modules_db", name="modules_db", namespace=ns,
              parameters=[{"db": plan.db}], output="screen"),
@@ -43,7 +49,9 @@ def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
                     "ros2_control_plugin": plan.ros2_control_plugin,
                     "srdf": plan.srdf,
                     # robot_state_publisher of the same namespace, when it takes the URDF as a parameter
-                    "robot_state_publisher_node": rsp if plan.robot_state_publisher and not from_topic else "",
+                    "robot_state_publisher_node": rsp if param_mode else "",
+                    "require_robot_state_publisher": param_mode,
+                    "service_timeout": 10.0,  # discovery of a node started with this launch, on a busy machine
                 }
             ],
             output="screen",
@@ -66,7 +74,7 @@ def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
         out.append(Node(package="timor_ros", executable="search", name="search", namespace=ns,
                         parameters=[{"workers": plan.search_workers}], output="screen"))  # fmt: skip
     if plan.rviz:  # its RobotModel display reads the relative robot_description of the namespace
-        rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
+        rviz_config = rviz_config_for(plan.prefix + "base_link")
         out.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], namespace=ns))
     return out
 

@@ -133,3 +133,18 @@ def initial_urdf(plan: Any) -> str:
 
     plugin = plan.ros2_control_plugin if plan.ros2_control else None
     return describe(plan.assembly, prefix=plan.prefix, srdf=False, ros2_control_plugin=plugin).urdf
+
+
+def rviz_config_for(fixed_frame: str) -> str:
+    """timor_ros's RViz configuration with ``fixed_frame`` (the robot's prefixed root link), written to a temporary
+    file whose path is returned: with a name prefix the robot has no ``base_link`` for RViz to show it in."""
+    import re
+    import tempfile
+
+    from ament_index_python.packages import get_package_share_directory
+
+    text = (Path(get_package_share_directory("timor_ros")) / "rviz" / "timor.rviz").read_text()
+    text = re.sub(r"(?m)^(\s*Fixed Frame:) .*$", lambda m: f"{m.group(1)} {fixed_frame}", text)
+    with tempfile.NamedTemporaryFile("w", prefix="timor_", suffix=".rviz", delete=False) as f:
+        f.write(text)
+    return f.name

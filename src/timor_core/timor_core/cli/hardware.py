@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from timor_core.cli.args import add_robot_arguments, load_db, name, output_folder, positive_int, seed, serial_assembly
+from timor_core.export.ros_distro import DEFAULT_DISTRO, DISTROS
 
 __all__ = ["register"]
 
@@ -22,6 +23,7 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         n_samples=args.samples,
         seed=args.seed,
+        ros_distro=args.ros_distro,
     )
     print(result.folder)
     print(f"wrote {result.package} ({result.route} hardware, {len(result.files)} files)", file=sys.stderr)
@@ -68,6 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     bu.add_argument("--prefix", default="", help="prefix for every link and joint name")
     bu.add_argument("--samples", type=positive_int, default=1000, help="configurations for the SRDF (default 1000)")
     bu.add_argument("--seed", type=seed, default=0, help="seed of those configurations (default 0)")
+    bu.add_argument("--ros-distro", choices=DISTROS, default=DEFAULT_DISTRO,
+                    help=f"ROS 2 distro of the robot's computer (MoveIt files; default {DEFAULT_DISTRO})")  # fmt: skip
     bu.set_defaults(func=_cmd_bringup)
 
     di = sub.add_parser("discover", help="read the assembly from a live CANopen bus (identity objects 0x1018)")
