@@ -1,5 +1,6 @@
 """launch_testing (the real upstream plugin, under pytest): assembly.launch.py brings up /robot_description, and
-with the real robot_state_publisher (a ROS 2 install, e.g. the CI container) the TF chain base_link -> tool0 (make ros installs it from ../shared/ros-cpp).
+with the real robot_state_publisher (make ros installs it from ../shared/ros-cpp; a ROS 2 install has it) the TF
+chain base_link -> tool0.
 
 robot_state_publisher and RViz take part only where they are really installed (a placeholder does not count);
 elsewhere they are switched off with their launch arguments. Skipped without launch_testing (make ros).
