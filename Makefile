@@ -11,7 +11,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.timor-installed
 
-.PHONY: venv demo test test-fast test-ros ros lint typecheck format bench clean
+.PHONY: venv demo test test-fast test-ros test-ros-random test-ros-load ros lint typecheck format bench clean
 
 ROS_STAMP = $(VENV)/.timor-ros-installed
 
@@ -49,6 +49,14 @@ test: $(STAMP) lint typecheck
 
 test-ros: $(ROS_STAMP)
 	$(PY) -m pytest -q -s src/timor_ros/test
+
+# the ROS suite in 3 random orders (pytest-random-order), then with both cores kept busy by 2 bounded CPU burners
+test-ros-random: $(ROS_STAMP)
+	for seed in 1 2 3; do $(PY) -m pytest -q -p random_order --random-order-seed=$$seed src/timor_ros/test || exit 1; done
+
+test-ros-load: $(ROS_STAMP)
+	timeout 1800 sh -c 'yes > /dev/null' & timeout 1800 sh -c 'yes > /dev/null' & \
+	$(PY) -m pytest -q src/timor_ros/test; rc=$$?; pkill -f "sh -c yes > /dev/null"; exit $$rc
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" src/timor_core/tests

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,9 +21,14 @@ pytest.importorskip("timor_ros", reason="timor_ros is not installed (scripts/set
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# every process the tests start inherits this marker: after the suite none may be left (pytest_sessionfinish)
+SESSION_VAR = "TIMOR_TEST_SESSION"
+os.environ[SESSION_VAR] = uuid.uuid4().hex
 # before any rclpy context exists in this process; inherited by every node and client process
 os.environ["ROS_DOMAIN_ID"] = os.environ.get("TIMOR_TEST_ROS_DOMAIN_ID") or str(random.randint(10, 100))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
+    os.environ["ROS_LOCALHOST_ONLY"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -59,3 +66,43 @@ def _written_urdfs_pass_check_urdf(request):
         ok, output = check_urdf(path)
         if not ok:
             pytest.fail(f"check_urdf refuses {path}:\n{output}", pytrace=False)
+
+
+def _session_leftovers() -> list[tuple[int, str]]:
+    """(pid, command line) of live processes started by this test session (the marker in their environment)."""
+    needle = f"{SESSION_VAR}={os.environ[SESSION_VAR]}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            if needle in (proc / "environ").read_bytes().split(b"\0"):
+                if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append((int(proc.name), (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
+        except OSError:
+            continue
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No process a test started may outlive the suite, whether its test passed or failed: the ros2 CLI's daemon
+    is stopped, anything else left is killed and fails the run, named."""
+    import subprocess
+    import time
+
+    from ros2_cli import ROS2
+
+    if ROS2.exists() and _session_leftovers():
+        subprocess.run([str(ROS2), "daemon", "stop"], capture_output=True, timeout=30)
+    end = time.monotonic() + 10
+    while _session_leftovers() and time.monotonic() < end:
+        time.sleep(0.2)
+    left = _session_leftovers()
+    for pid, _ in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if left:
+        print("\nprocesses left behind by the ROS tests (killed):\n" + "\n".join(c for _, c in left), file=sys.stderr)
+        session.exitstatus = 1

@@ -5,6 +5,7 @@ start what they should with the right parameters; the drivers themselves are not
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,15 +29,19 @@ pytestmark = pytest.mark.usefixtures("ros2_daemon_stopped")  # nothing of the CL
 def workspace(tmp_path_factory) -> Path:
     """One colcon workspace with a bring-up package per route, built; returns the install folder."""
     require_ros2()
-    colcon = Path(sys.prefix) / "bin" / "colcon"
-    if not colcon.exists():
+    sourced = bool(os.environ.get("ROS_DISTRO")) and shutil.which("colcon") is not None  # a ROS 2 install
+    colcon = Path(shutil.which("colcon") or "") if sourced else Path(sys.prefix) / "bin" / "colcon"
+    if not colcon.is_file():
         pytest.skip("no colcon in this environment (make ros installs it)")
     root = tmp_path_factory.mktemp("bringup_ws")
     arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
     for route in ROUTES:
         write_bringup(arm, root / "src", route, name=f"arm_{route}", n_samples=20)
-    venv = sys.prefix
-    env = dict(os.environ, PATH=f"{venv}/bin:{os.environ['PATH']}", AMENT_PREFIX_PATH=venv, CMAKE_PREFIX_PATH=venv)
+    if sourced:  # the install's own prefixes, as its setup.bash set them
+        env = dict(os.environ)
+    else:  # make ros: the venv is the ROS prefix
+        venv = sys.prefix
+        env = dict(os.environ, PATH=f"{venv}/bin:{os.environ['PATH']}", AMENT_PREFIX_PATH=venv, CMAKE_PREFIX_PATH=venv)
     build = subprocess.run(
         [str(colcon), "--log-base", str(root / "log"), "build", "--base-paths", str(root / "src"),
          "--build-base", str(root / "build"), "--install-base", str(root / "install"), "--cmake-args",

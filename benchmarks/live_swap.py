@@ -1,0 +1,121 @@
+"""Live swap latency: a set_assembly request -> the real robot_state_publisher publishes TF of the new robot.
+
+    .venv/bin/python benchmarks/live_swap.py [--rounds 20] [--json]
+
+Needs `make ros` with the ros-cpp kit (the real robot_state_publisher; ../shared/ros-cpp). Starts
+`ros2 launch timor_ros assembly.launch.py` (modules_db, assembly, the real robot_state_publisher, the real
+joint_state_publisher; no RViz, no search) in an isolated ROS domain, then swaps between two robots whose link
+names differ, `--rounds` times. Per swap it measures, from the moment the request is sent:
+  * answer: the assembly node's response (validated, URDF + SRDF published, robot_state_publisher's parameter set);
+  * tf: every link of the new robot reachable from its root on /tf + /tf_static, with the moving joints' transforms
+    received after the request (joint_state_publisher follows /robot_description and publishes at 10 Hz).
+The figures are medians and the 90th percentile over the rounds; there is no reference counterpart (the reference
+toolbox has no ROS nodes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src" / "timor_ros" / "test"))  # the tests' ROS helpers (TF listener, launcher)
+os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+ROBOTS = (
+    ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"],
+    ["base", "J", "L_100", "J", "L_150", "J", "L_250", "gripper"],
+)
+
+
+def _links(urdf: str) -> tuple[str, list[str]]:
+    import xml.etree.ElementTree as ET
+
+    tree = ET.fromstring(urdf)
+    children = [j.find("child").get("link") for j in tree.iter("joint")]
+    root = next(link.get("name") for link in tree.iter("link") if link.get("name") not in children)
+    return root, children
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=20, help="swaps to time (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    args = parser.parse_args()
+
+    from ros2_cli import Launch, real_package
+    from ros_client import RosClient
+    from tf_tools import TfListener
+
+    from timor_interfaces.srv import GetAssembly, SetAssembly
+
+    if not real_package("robot_state_publisher"):
+        print("the real robot_state_publisher is not installed (make ros with ../shared/ros-cpp)", file=sys.stderr)
+        return 2
+    log = Path("/tmp") / f"timor_live_swap_{os.getpid()}.log"
+    launch = Launch(["timor_ros", "assembly.launch.py", "db:=robco_like", f"modules:={' '.join(ROBOTS[0])}",
+                     "rviz:=false", "search:=false"], log)  # fmt: skip
+    client = RosClient()
+    tf = TfListener(client.node)
+    answers, tfs = [], []
+    try:
+        end = time.monotonic() + 90
+        while time.monotonic() < end:
+            try:
+                if client.call(GetAssembly, "/assembly/get_assembly", GetAssembly.Request(), timeout=10).available:
+                    break
+            except AssertionError:
+                pass
+            time.sleep(0.5)
+        for k in range(args.rounds + 1):  # the first swap warms caches and is not counted
+            modules = ROBOTS[(k + 1) % 2]
+            t0 = time.monotonic()
+            response = client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=modules), 30)
+            t_answer = time.monotonic() - t0
+            if not response.success:
+                print(f"swap refused: {response.message}", file=sys.stderr)
+                return 1
+            root, links = _links(response.urdf)
+            while len(tf.wait_for(root, links, 0.02, newer_than=t0)) < len(links):
+                if time.monotonic() - t0 > 30:
+                    print(f"no TF of the new robot within 30 s\n{launch.output()[-2000:]}", file=sys.stderr)
+                    return 1
+            t_tf = time.monotonic() - t0
+            if k:
+                answers.append(t_answer)
+                tfs.append(t_tf)
+    finally:
+        tf.close()
+        client.close()
+        launch.stop()
+        launch.kill_leftovers()
+    report = {
+        "rounds": len(tfs),
+        "answer_ms": {"median": 1e3 * statistics.median(answers), "p90": 1e3 * _percentile(answers, 0.9)},
+        "tf_ms": {"median": 1e3 * statistics.median(tfs), "p90": 1e3 * _percentile(tfs, 0.9)},
+    }
+    print(
+        f"live swap, {report['rounds']} rounds: answer median {report['answer_ms']['median']:.0f} ms "
+        f"(p90 {report['answer_ms']['p90']:.0f}); request -> TF of the new robot median "
+        f"{report['tf_ms']['median']:.0f} ms (p90 {report['tf_ms']['p90']:.0f})",
+        file=sys.stderr,
+    )
+    if args.json:
+        print(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
