@@ -70,18 +70,9 @@ def _written_urdfs_pass_check_urdf(request):
 
 def _session_leftovers() -> list[tuple[int, str]]:
     """(pid, command line) of live processes started by this test session (the marker in their environment)."""
-    needle = f"{SESSION_VAR}={os.environ[SESSION_VAR]}".encode()
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            if needle in (proc / "environ").read_bytes().split(b"\0"):
-                if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    found.append((int(proc.name), (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()))
-        except OSError:
-            continue
-    return found
+    from ros2_cli import marked_processes
+
+    return marked_processes(SESSION_VAR, os.environ[SESSION_VAR])
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -70,10 +70,10 @@ def make_placeholders(prefix: Path, extra: tuple[str, ...] = ()) -> Path:
     return prefix
 
 
-def leftovers(token: str) -> list[str]:
-    """Command lines of the live processes whose environment carries the token."""
+def marked_processes(var: str, value: str) -> list[tuple[int, str]]:
+    """(pid, command line) of the live processes (not zombies, not this one) with ``var=value`` in their environment."""
     found = []
-    needle = f"{TOKEN_VAR}={token}".encode()
+    needle = f"{var}={value}".encode()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
@@ -81,10 +81,16 @@ def leftovers(token: str) -> list[str]:
             if needle in (proc / "environ").read_bytes().split(b"\0"):
                 state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
                 if state != "Z":
-                    found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+                    cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    found.append((int(proc.name), cmdline))
         except OSError:
             continue
     return found
+
+
+def leftovers(token: str) -> list[str]:
+    """Command lines of the live processes whose environment carries the token."""
+    return [cmdline for _, cmdline in marked_processes(TOKEN_VAR, token)]
 
 
 def ros2(*args: str, timeout: float = 60.0, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -159,14 +165,11 @@ class Background:
     def kill_leftovers(self) -> list[str]:
         """Kill what is left (so one failing test does not spoil the next ones); return what was left."""
         left = leftovers(self.token)
-        if left:
-            for proc in Path("/proc").iterdir():
-                if proc.name.isdigit():
-                    try:
-                        if f"{TOKEN_VAR}={self.token}".encode() in (proc / "environ").read_bytes().split(b"\0"):
-                            os.kill(int(proc.name), signal.SIGKILL)
-                    except OSError:
-                        pass
+        for pid, _ in marked_processes(TOKEN_VAR, self.token):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         return left
 
 

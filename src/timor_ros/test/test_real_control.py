@@ -11,12 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from control_tools import JointStateCache, controller_states, follow
-from ros2_cli import Launch, real_package, require_ros2
+from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.kinematics.planning import plan
+from timor_ros.launching import installed_versions
 
 NEEDED = ("robot_state_publisher", "controller_manager", "joint_trajectory_controller", "joint_state_broadcaster")
 pytestmark = pytest.mark.skipif(
@@ -91,3 +92,31 @@ def _tcp_close(tf: TfListener, prefix: str, expected: np.ndarray) -> bool:
         return False
     dp, dr = pose_error(pose, expected)
     return dp < 1e-3 and dr < 1e-3
+
+
+@pytest.mark.parametrize("distro", ["humble", "jazzy"])
+def test_moveit_launch_wires_each_distro(ros_client, tmp_path, distro):
+    """ros_distro picks the MoveIt layout (Humble's planning_plugin, Jazzy's list); the installed controller
+    manager's version decides over the name how it is wired: 4.24 here reads robot_description itself, so it gets
+    no remapping even with ros_distro:=humble (a Humble one, 2.x, would: test_ros_distro.py). The controllers come
+    up either way."""
+    import yaml
+
+    require_ros2()
+    config = tmp_path / "config"
+    args = ["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(CHAIN)}", "move_group:=false",
+            "rviz:=false", "search:=false", f"config_dir:={config}", f"ros_distro:={distro}"]  # fmt: skip
+    launch = Launch(args, tmp_path / "launch.log")
+    try:
+        ok = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, "/controller_manager").items(), 120, 1)
+        assert ok, launch.output()[-4000:]
+        ompl = yaml.safe_load((config / "ompl_planning.yaml").read_text())
+        assert ("planning_plugin" in ompl) == (distro == "humble") != ("planning_plugins" in ompl)
+        managers = [c for _, c in marked_processes(TOKEN_VAR, launch.token) if "ros2_control_node" in c]
+        assert managers, launch.output()[-3000:]
+        installed = installed_versions(["controller_manager"])["controller_manager"]
+        assert int(installed.split(".")[0]) >= 4, installed
+        assert "~/robot_description" not in managers[0], managers
+    finally:
+        launch.stop()
+        assert not launch.kill_leftovers()

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from ros2_cli import Launch, real_package, require_ros2
+from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
 from ros_helpers import wait_for
 from tf_tools import JointStates, TfListener, pose_error
 
@@ -186,21 +186,8 @@ def test_tf_of_a_branched_robot_equals_timor_fk(launched, ros_client, tmp_path):
 
 
 def _pids(token: str, needle: str) -> list[int]:
-    """Processes of a launch (its token in their environment) whose command line contains ``needle``."""
-    import os
-    from pathlib import Path
-
-    from ros2_cli import TOKEN_VAR
-
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and f"{TOKEN_VAR}={token}".encode() in (proc / "environ").read_bytes().split(b"\0"):
-                if needle.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-        except OSError:
-            continue
-    return [p for p in found if p != os.getpid()]
+    """Processes of a launch whose command line contains ``needle``."""
+    return [pid for pid, cmdline in marked_processes(TOKEN_VAR, token) if needle in cmdline]
 
 
 @pytest.mark.parametrize("launched", [("", "")], indirect=True, ids=["root"])
