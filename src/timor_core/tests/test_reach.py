@@ -32,13 +32,31 @@ SPACES = {
 }
 
 
+def _placement(rng: np.random.Generator, spread: float) -> np.ndarray:
+    """A random base placement: any rotation, the origin within ``spread`` of the world's."""
+    from scipy.spatial.transform import Rotation
+
+    m = np.eye(4)
+    m[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+    m[:3, 3] = rng.uniform(-spread, spread, 3)
+    return m
+
+
 @settings(max_examples=80, deadline=None)
-@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
-def test_a_reached_position_is_never_excluded(name, pick, seed):
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.2, 3.0]),
+)
+def test_a_reached_position_is_never_excluded(name, pick, seed, spread):
+    """Wherever the base is placed (issue 25: the reach bound measured joint 1 from the world's origin, so a base
+    moved 0.18 m down refused goals the robot reaches): neither bound the search and the IK use refuses a pose."""
     space = SPACES[name]
     ids = space[int(pick * space.count)]
-    robot = ModuleAssembly.from_serial_modules(DBS[name], ids).robot
     rng = np.random.default_rng(seed)
+    placement = _placement(rng, spread) if spread else None
+    robot = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot
     for _ in range(20):
         # anywhere in the joint space, beyond the limits too: the bounds ignore limits
         q = rng.uniform(-2 * np.pi, 2 * np.pi, robot.dof)
@@ -50,8 +68,9 @@ def test_a_reached_position_is_never_excluded(name, pick, seed):
                 if "P" in robot.model.joints[j].shortname()
             ]
             q[prismatic] = rng.uniform(lo[prismatic], hi[prismatic])  # a prismatic joint within its travel
-        p = robot.fk(q)[:3, 3]
-        assert reach_gap(robot, robot.tcp, p) == 0.0, (ids, q.tolist())
+        pose = robot.fk(q)
+        assert reach_gap(robot, robot.tcp, pose[:3, 3]) == 0.0, (ids, q.tolist())
+        assert outside_workspace(robot, robot.tcp, pose, None) == 0.0, (ids, q.tolist(), placement)
 
 
 def test_the_chain_keeps_the_leading_revolute_joints():

@@ -323,15 +323,19 @@ class PinRobot(RobotDynamics):
         return bool(pin.computeCollisions(self.model, self.data, self._broadphase, q, True))
 
     def reach(self, frame: int | None = None) -> float:
-        """An upper bound of the distance from the base to a frame (the TCP), over all configurations."""
+        """An upper bound of the distance from the base (the origin of ``base_link``, wherever the robot is placed)
+        to a frame (the TCP), over all configurations."""
         fid = self.tcp if frame is None else self.frame_id(frame)
         cache = self.__dict__.setdefault("_reach", {})
         if fid not in cache:
             f = self.model.frames[fid]
             total = float(np.linalg.norm(f.placement.translation))
+            base = self.placement[:3, 3]
             j = f.parentJoint
             while j > 0:
-                total += float(np.linalg.norm(self.model.jointPlacements[j].translation))
+                # the first joint's placement is in the world: measure it from the base, not the world's origin
+                offset = self.model.jointPlacements[j].translation - (base if self.model.parents[j] == 0 else 0.0)
+                total += float(np.linalg.norm(offset))
                 if "P" in self.model.joints[j].shortname():  # prismatic: add its largest extension
                     idx = self.model.joints[j].idx_q
                     lo, hi = self.model.lowerPositionLimit[idx], self.model.upperPositionLimit[idx]
