@@ -217,3 +217,12 @@ def test_ga_reaches_the_optimum_where_the_operators_alone_stall(robco, task):
     assert run.best_ids == BEST and run.best_mass == pytest.approx(11.02)
     assert run.ok and len(run.verified) == 2
     assert run.result.settings["descent_evaluations"] > 0
+
+
+def test_a_ga_trial_at_or_below_the_optimum_is_a_hit(monkeypatch):
+    """Issue 25: a trial that found a lighter robot (the GA's space is wider) counted as a miss."""
+    from timor_core.paper.experiments import Exp2Run
+
+    run = Exp2Run("ga", 1.0, 10, 1, None, None, (), {})
+    monkeypatch.setattr(Exp2Run, "trial_best", property(lambda self: (13.64, 13.94, 13.943, 13.96, None)))
+    assert run.hits(13.94) == 3  # lighter, equal, within 5 g of rounding; heavier and none are misses

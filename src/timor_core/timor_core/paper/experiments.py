@@ -177,8 +177,9 @@ class Exp2Run:
         return tuple(out)
 
     def hits(self, optimum: float) -> int:
-        """GA: how many trials found a robot of mass ``optimum`` (to 5 g)."""
-        return sum(1 for b in self.trial_best if b is not None and abs(b - optimum) <= 0.005)
+        """GA: how many trials found a robot at or below ``optimum`` (5 g of rounding allowed). Lighter counts: the
+        GA's space is wider than the constrained search's (up to six joints, links in a row)."""
+        return sum(1 for b in self.trial_best if b is not None and b <= optimum + 0.005)
 
     @property
     def ok(self) -> bool:
@@ -244,7 +245,7 @@ class Exp2Result:
             found = sum(1 for b in trials if b is not None)
             assert optimum is not None
             lines.append(
-                f"  GA trials reaching {what} ({optimum:.2f} kg): {run.hits(optimum)} of {len(trials)};"
+                f"  GA trials at or below {what} ({optimum:.2f} kg): {run.hits(optimum)} of {len(trials)};"
                 f" trials finding a valid robot: {found} of {len(trials)}"
             )
         lines.append(
