@@ -69,7 +69,8 @@ def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
                         remappings=remappings, output="screen"))  # fmt: skip
     if plan.joint_state_publisher:
         package = "joint_state_publisher_gui" if plan.gui else "joint_state_publisher"
-        out.append(Node(package=package, executable=package, namespace=ns, output="screen"))
+        # 50 Hz (its default is 10): TF of a robot swapped in at run time follows within one period
+        out.append(Node(package=package, executable=package, namespace=ns, parameters=[{"rate": 50}], output="screen"))
     if plan.search:
         out.append(Node(package="timor_ros", executable="search", name="search", namespace=ns,
                         parameters=[{"workers": plan.search_workers}], output="screen"))  # fmt: skip
