@@ -180,7 +180,7 @@ def check_int(value: Any, what: str, low: int, high_field: str | int, *, path: s
     """``value`` as an int in ``[low, high]`` (``high``: a limit's name or a number), else an InputError naming
     ``what`` and the value. Refuses bools, floats with a fraction, strings and anything that is not a number."""
     high = getattr(_current, high_field) if isinstance(high_field, str) else high_field
-    bound = f"{low}..{high:g}" + (f" ({_hint(high_field)})" if isinstance(high_field, str) else "")
+    bound = f"{low}..{high}" + (f" ({_hint(high_field)})" if isinstance(high_field, str) else "")
     try:
         n = -1 if isinstance(value, bool) else operator.index(value)
     except TypeError:

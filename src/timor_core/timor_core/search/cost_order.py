@@ -170,7 +170,7 @@ def _passes(
             return
         batch = sorted((-p, -i, ids) for p, i, ids in worst)
         worst = []
-        for price, index, ids in batch:
+        for price, _index, ids in batch:
             yield price, ids
         after = (batch[-1][0], batch[-1][1])
         if len(batch) < chunk:

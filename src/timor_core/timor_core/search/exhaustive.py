@@ -140,4 +140,3 @@ class ExhaustiveSearch:
             result.wall_time += prepare
             result.settings["prepare_time"] = prepare
         return result
-

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
-import os
 import signal
 import sys
 import threading
