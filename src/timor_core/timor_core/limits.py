@@ -168,7 +168,7 @@ def override_limits(**changes: Any) -> Iterator[Limits]:
 
 
 def _hint(field: str) -> str:
-    return f"limit {field}; raise it with TIMOR_{field.upper()} or timor_core.limits.set_limits({field}=...)"
+    return f"limit {field}; change it with TIMOR_{field.upper()} or timor_core.limits.set_limits({field}=...)"
 
 
 def limit_hint(field: str) -> str:
