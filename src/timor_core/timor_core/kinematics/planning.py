@@ -218,9 +218,9 @@ def rrt_connect(
         raise InputError("lower bounds must not exceed upper bounds", value=[lower.tolist(), upper.tolist()])
     rng = np.random.default_rng(rng)
     res = config.check_resolution
+    check_motion_checks(lower, upper, res)
     if edge_valid(start, goal, is_valid, res):
         return np.vstack((start, goal))
-    check_motion_checks(lower, upper, res)
     deadline = time.monotonic() + config.seconds
     capacity = min(config.max_iterations, 4096) + 2
     start_tree, goal_tree = _Tree(start, capacity), _Tree(goal, capacity)
@@ -396,8 +396,8 @@ def joint_path(
     if name == "timor":
         path = rrt_connect(start, goal, is_valid, lower, upper, rng=gen, config=config)
     else:
-        path = ompl_path(start, goal, is_valid, lower, upper, planner=name,
-                         time_limit=config.time_limit if config.time_limit is not None else 10.0,
+        seconds = config.time_limit if config.time_limit is not None else min(10.0, limits().max_plan_seconds)
+        path = ompl_path(start, goal, is_valid, lower, upper, planner=name, time_limit=seconds,
                          check_resolution=config.check_resolution, seed=int(gen.integers(1, 2**31 - 1)))  # fmt: skip
     if path is None:
         return None
