@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.errors import InputError
-from timor_core.limits import cap_workers, check_int, limits
+from timor_core.limits import cap_workers, check_int, check_number, limits
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, load_task
 from timor_core.search.filters import FilterConfig, Funnel
@@ -159,15 +159,14 @@ class GeneticSearch(ChromosomeCoding):
         cap_workers(workers)  # refuse a bad count before any work
         self.workers = workers
         self.progress = progress
-        self.penalty = float(penalty)
+        self.penalty = check_number(penalty, "penalty", 0.0, 1e300)
         self.mutation_probability = float(mutation_probability)
         if isinstance(elitism, bool) or not isinstance(elitism, int) or not 0 <= elitism < population:
             raise InputError(f"elitism must be an integer in [0, population {population})", value=elitism)
         self.elitism = elitism
         if local_search not in (0, 1, 2) or isinstance(local_search, bool):
             raise InputError("local_search must be 0, 1 or 2 (moves)", value=local_search)
-        if isinstance(local_search_after, bool) or not isinstance(local_search_after, int) or local_search_after < 1:
-            raise InputError("local_search_after must be a positive integer", value=local_search_after)
+        check_int(local_search_after, "local_search_after", 1, "max_generations")
         self.local_search = local_search
         self.local_search_after = local_search_after
         self._dof = {m.id: m.dof for m in self.db}
