@@ -284,11 +284,13 @@ def exp2(
 ) -> Exp2Result:
     """Experiment 2: the constrained search and/or the GA on ``task``, each timed and its best robot verified.
 
-    ``order``: the constrained search's order, ``"cost"`` (the default: every assembly priced from its modules,
-    then the lightest first; the first valid robot is the optimum, and the search stops once no assembly left is
-    lighter, having shown that none of the 177,155 is a lighter valid robot) or ``"space"`` (as the paper iterates:
-    the bound only starts to skip assemblies once a valid robot is found, at position 67,743 here). ``limit``
-    evaluates only the first ``limit`` assemblies of the constrained search (quick runs). Timed: the search alone
+    ``order``: the constrained search's order, ``"cost"`` (the default: the lightest first, priced from the modules
+    and streamed in bounded memory by :func:`timor_core.search.cost_order.by_cost`; the first valid robot is the
+    optimum, and the search stops once no assembly left is lighter, having shown that none of the 177,155 is a
+    lighter valid robot) or ``"space"`` (as the paper iterates: the bound only starts to skip assemblies once a
+    valid robot is found, at position 67,743 here). ``limit`` evaluates only the first ``limit`` assemblies of the
+    constrained search (quick runs; 1 .. the ``max_search_evals`` limit, and never more workers than ``limit``).
+    Timed: the search alone
     (not loading the task or the module set).
     """
     from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer
