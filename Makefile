@@ -15,7 +15,7 @@ STAMP   = $(VENV)/.timor-installed
 
 ROS_STAMP = $(VENV)/.timor-ros-installed
 
-$(STAMP): src/timor_core/pyproject.toml
+$(STAMP): src/timor_core/pyproject.toml src/timor_core/setup.cfg src/timor_core/setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'src/timor_core[test]'

@@ -3,7 +3,8 @@
 # repository (CI and `make test`); ROS users build src/ with colcon in their workspace (see README, docker/).
 #   1. installs rclpy, the standard interfaces and the ament/rosidl build tools into the venv,
 #   2. adds the real upstream launch tooling and ros2 CLI (`ros2 launch/run/topic/param/service/action/interface`,
-#      launch_testing) from the ros-launch kit, if it is there (../shared/ros-launch, or $ROS_LAUNCH_KIT),
+#      launch_testing) from the ros-launch kit, if it is there (../shared/ros-launch, or $ROS_LAUNCH_KIT), and the
+#      real C++ nodes (robot_state_publisher, ros2_control) from the ros-cpp kit (../shared/ros-cpp, $ROS_CPP_KIT),
 #   3. builds src/timor_interfaces with colcon into build/ros_ws (outside src),
 #   4. makes the venv a ROS prefix that knows timor_interfaces and timor_ros (ament index, share/, lib/<pkg>/
 #      executables), with no `source` step: Python imports through .pth files, the built libraries linked into
@@ -47,6 +48,15 @@ if [ -f "$KIT/install.sh" ]; then
   bash "$KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-launch kit failed"; exit 1; }
 else
   echo "setup_ros: no ros-launch kit at $KIT: no ros2 launch / ros2 CLI here (the launch tests will skip)"
+fi
+
+# 2b. the real C++ nodes the launch files start (robot_state_publisher, tf2_ros, ros2_control_node, spawner,
+#     mock_components, joint_state_broadcaster, joint_trajectory_controller), built from upstream sources (test set-up)
+CPP_KIT="${ROS_CPP_KIT:-$ROOT/../shared/ros-cpp}"
+if [ -f "$CPP_KIT/install.sh" ] && [ -x "$VENV/bin/ros2" ]; then
+  bash "$CPP_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-cpp kit failed"; exit 1; }
+else
+  echo "setup_ros: no ros-cpp kit at $CPP_KIT: no real robot_state_publisher / ros2_control here (their tests will skip)"
 fi
 
 # 3. colcon build of the interface package (AMENT_PREFIX_PATH: ament finds the wheels' resource index there)

@@ -62,11 +62,11 @@ def test_moveit_config_files_agree(primitives, tmp_path):
         assert entry["max_velocity"] == pytest.approx(by_name[name].limit.velocity)
         assert entry["has_acceleration_limits"] is True and entry["max_acceleration"] == pytest.approx(8.0)
         assert all(isinstance(entry[k], float) for k in ("max_velocity", "max_acceleration"))
-    cm = files["ros2_controllers.yaml"]["controller_manager"]["ros__parameters"]
+    cm = files["ros2_controllers.yaml"]["/**/controller_manager"]["ros__parameters"]
     assert cm["update_rate"] == 100
     assert cm["arm_controller"]["type"] == "joint_trajectory_controller/JointTrajectoryController"
     assert cm["joint_state_broadcaster"]["type"] == "joint_state_broadcaster/JointStateBroadcaster"
-    arm = files["ros2_controllers.yaml"]["arm_controller"]["ros__parameters"]
+    arm = files["ros2_controllers.yaml"]["/**/arm_controller"]["ros__parameters"]
     assert arm["joints"] == joints
     assert arm["command_interfaces"] == ["position"] and arm["state_interfaces"] == ["position", "velocity"]
     mc = files["moveit_controllers.yaml"]
@@ -117,7 +117,7 @@ def test_ompl_planning_and_move_group_parameters(primitives, tmp_path):
     assert params["planning_pipelines"] == ["ompl"] and params["default_planning_pipeline"] == "ompl"
     assert params["ompl"]["planning_plugins"] == ["ompl_interface/OMPLPlanner"]
     assert params["ompl"]["arm"]["planner_configs"]
-    arm = files["ros2_controllers.yaml"]["arm_controller"]["ros__parameters"]
+    arm = files["ros2_controllers.yaml"]["/**/arm_controller"]["ros__parameters"]
     simple = params["moveit_simple_controller_manager"]
     assert params["moveit_controller_manager"] == "moveit_simple_controller_manager/MoveItSimpleControllerManager"
     assert simple["controller_names"] == ["arm_controller"]
@@ -206,3 +206,24 @@ def test_cli_errors_are_one_line(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["srdf", "--db", SET, "--modules", *CHAIN, "--samples", "0"])
     assert UnknownModuleError.__mro__[1].__name__ == "TimorError"
+
+
+@pytest.mark.parametrize("distro", ["humble", "jazzy", "kilted", "rolling"])
+def test_ompl_planning_in_the_layout_of_each_distro(primitives, distro):
+    """Checked against each distro's own defaults: moveit2@humble and moveit2@jazzy
+    moveit_configs_utils/default_configs/ompl_planning.yaml (Kilted and Rolling read Jazzy's layout)."""
+    A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
+    ompl = moveit_config_data(A, group="arm", distro=distro)["ompl_planning.yaml"]
+    if distro == "humble":  # planning_plugin: one name; request_adapters: one string, AddTimeOptimal... first
+        assert ompl["planning_plugin"] == "ompl_interface/OMPLPlanner" and "planning_plugins" not in ompl
+        adapters = ompl["request_adapters"].split()
+        assert adapters[0] == "default_planner_request_adapters/AddTimeOptimalParameterization"
+        assert all(a.startswith("default_planner_request_adapters/") for a in adapters) and len(adapters) == 6
+        assert "response_adapters" not in ompl and ompl["start_state_max_bounds_error"] == 0.1
+    else:
+        assert ompl["planning_plugins"] == ["ompl_interface/OMPLPlanner"] and "planning_plugin" not in ompl
+        assert ompl["request_adapters"][0] == "default_planning_request_adapters/ResolveConstraintFrames"
+        assert ompl["response_adapters"][0] == "default_planning_response_adapters/AddTimeOptimalParameterization"
+    assert ompl["arm"]["default_planner_config"] == "RRTConnectkConfigDefault"
+    with pytest.raises(InputError, match="distro"):
+        moveit_config_data(A, distro="noetic")

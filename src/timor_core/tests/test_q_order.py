@@ -7,13 +7,13 @@ passed by index went to the wrong joints. Random trees of a module set with bran
 
 from __future__ import annotations
 
-import copy
 import json
 
 import numpy as np
 import pinocchio as pin
 import pytest
-from conftest import primitives_json, write_db
+from branched_set import branched_json
+from conftest import write_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,37 +25,9 @@ from timor_core.task.solution import Solution
 CHAIN = ["J1", "J2", "P1", "i_30", "l_15", "tee", "tee"]
 
 
-def _branched_json() -> dict:
-    """Primitives plus a base with three outputs and a 'tee' link with two distal connectors."""
-    data = primitives_json()
-    base = copy.deepcopy(next(m for m in data["modules"] if m["header"]["ID"] == "base"))
-    base["header"]["ID"] = base["header"]["name"] = "base3"
-    out = next(c for c in base["bodies"][0]["connectors"] if c["ID"] == "base_out")
-    base["bodies"][0]["connectors"].remove(out)
-    for k, y in enumerate((0.4, 0.0, -0.4)):
-        c = copy.deepcopy(out)
-        c["ID"] = f"out_{k}"
-        c["pose"][1][3] = y
-        base["bodies"][0]["connectors"].append(c)
-    tee = copy.deepcopy(next(m for m in data["modules"] if m["header"]["ID"] == "l_15"))
-    tee["header"]["ID"] = tee["header"]["name"] = "tee"
-    body = tee["bodies"][0]
-    body["ID"] = "tee_body"
-    for c in body["connectors"]:
-        c["ID"] = c["ID"].replace("l_15", "tee")
-    distal = next(c for c in body["connectors"] if "distal" in c["ID"])
-    side = copy.deepcopy(distal)
-    side["ID"] = "tee_side_connector"
-    side["pose"][0][3] += 0.1
-    body["connectors"].append(side)
-    data["modules"].append(base)
-    data["modules"].append(tee)
-    return data
-
-
 @pytest.fixture(scope="module")
 def branched(tmp_path_factory) -> ModulesDB:
-    return ModulesDB.from_json_file(write_db(tmp_path_factory.mktemp("branched"), _branched_json()))
+    return ModulesDB.from_json_file(write_db(tmp_path_factory.mktemp("branched"), branched_json()))
 
 
 def _free_connectors(db: ModulesDB, assembly: ModuleAssembly) -> list[tuple[int, str]]:

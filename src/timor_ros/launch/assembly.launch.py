@@ -17,15 +17,22 @@ a bad value or a missing package ends the launch with one error and nothing left
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
 
 from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, AssemblyLaunch
-from timor_ros.launching import checked_plan
+from timor_ros.launching import (
+    checked_plan,
+    initial_urdf,
+    nodes_of_this_install,
+    reads_description_topic,
+    rviz_config_for,
+)
 
 
-def nodes(plan: AssemblyLaunch) -> list:
-    """The nodes of a validated assembly launch."""
+def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
+    """The nodes of a validated assembly launch; ``from_topic``: robot_state_publisher reads /robot_description."""
     ns = plan.namespace
+    rsp = "robot_state_publisher"
+    param_mode = plan.robot_state_publisher and not from_topic  # the assembly node sets its parameter
     out = [
         Node(package="timor_ros", executable="modules_db", name="modules_db", namespace=ns,
              parameters=[{"db": plan.db}], output="screen"),
@@ -40,22 +47,26 @@ def nodes(plan: AssemblyLaunch) -> list:
                     "prefix": plan.prefix,
                     "ros2_control": plan.ros2_control,
                     "ros2_control_plugin": plan.ros2_control_plugin,
+                    "srdf": plan.srdf,
                     # robot_state_publisher of the same namespace, when it takes the URDF as a parameter
-                    "robot_state_publisher_node": ""
-                    if plan.description_from_topic or not plan.robot_state_publisher
-                    else "robot_state_publisher",
+                    "robot_state_publisher_node": rsp if param_mode else "",
+                    "require_robot_state_publisher": param_mode,
+                    "service_timeout": 10.0,  # discovery of a node started with this launch, on a busy machine
                 }
             ],
             output="screen",
         ),
     ]  # fmt: skip
     if plan.robot_state_publisher:
-        if plan.description_from_topic:
+        remappings: list[tuple[str, str]] = []
+        if from_topic:
             rsp_params: dict = {"description_from_topic": True}
-        else:  # replaced by the assembly node at every reconfiguration
-            rsp_params = {"robot_description": plan.assembly.to_urdf(prefix=plan.prefix)}
-        rsp = "robot_state_publisher"
-        out.append(Node(package=rsp, executable=rsp, name=rsp, namespace=ns, parameters=[rsp_params], output="screen"))
+        else:  # the assembly node's URDF, replaced by it at every reconfiguration
+            rsp_params = {"robot_description": initial_urdf(plan)}
+            # it republishes its parameter on robot_description: keep that topic to one publisher, the assembly node
+            remappings = [("robot_description", f"{rsp}/robot_description")]
+        out.append(Node(package=rsp, executable=rsp, name=rsp, namespace=ns, parameters=[rsp_params],
+                        remappings=remappings, output="screen"))  # fmt: skip
     if plan.joint_state_publisher:
         package = "joint_state_publisher_gui" if plan.gui else "joint_state_publisher"
         out.append(Node(package=package, executable=package, namespace=ns, output="screen"))
@@ -63,13 +74,15 @@ def nodes(plan: AssemblyLaunch) -> list:
         out.append(Node(package="timor_ros", executable="search", name="search", namespace=ns,
                         parameters=[{"workers": plan.search_workers}], output="screen"))  # fmt: skip
     if plan.rviz:  # its RobotModel display reads the relative robot_description of the namespace
-        rviz_config = [FindPackageShare("timor_ros"), "/rviz/timor.rviz"]
+        rviz_config = rviz_config_for(plan.prefix + "base_link")
         out.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], namespace=ns))
     return out
 
 
 def _launch(context):
-    return nodes(checked_plan(context, "assembly.launch.py", ASSEMBLY_ARGUMENTS, AssemblyLaunch.from_arguments))
+    plan = checked_plan(context, "assembly.launch.py", ASSEMBLY_ARGUMENTS, AssemblyLaunch.from_arguments)
+    from_topic = reads_description_topic(plan.description_from_topic, nodes_of_this_install(plan.ros_distro))
+    return nodes(plan, from_topic)
 
 
 def generate_launch_description() -> LaunchDescription:

@@ -26,17 +26,19 @@ from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
 from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, MoveItLaunch
-from timor_ros.launching import checked_plan
+from timor_ros.launching import checked_plan, nodes_of_this_install
 
 ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
-CONTROLLER_MANAGER = "/controller_manager"
 
 
-def _spawner(controller: str) -> Node:
+def _spawner(controller: str, namespace: str) -> Node:
+    """A spawner of ``controller`` for the controller manager of ``namespace``."""
+    manager = "/" + "/".join(p for p in (*namespace.strip("/").split("/"), "controller_manager") if p)
     return Node(
         package="controller_manager",
         executable="spawner",
-        arguments=[controller, "--controller-manager", CONTROLLER_MANAGER],
+        namespace=namespace,
+        arguments=[controller, "--controller-manager", manager],
         output="screen",
     )
 
@@ -55,7 +57,10 @@ def _launch(context):
 
     plan = checked_plan(context, "moveit.launch.py", ARGS, MoveItLaunch.from_arguments)
     base = plan.base
-    options = MoveItOptions(prefix=base.prefix, ros2_control=Ros2ControlConfig(plugin=base.ros2_control_plugin))
+    nodes = nodes_of_this_install(base.ros_distro)
+    options = MoveItOptions(
+        prefix=base.prefix, ros2_control=Ros2ControlConfig(plugin=base.ros2_control_plugin), distro=nodes.distro
+    )
     written = write_moveit_config(base.assembly, plan.config_dir, options)
     urdf = next(path for name, path in written.items() if name.endswith(".urdf")).read_text()
     srdf = next(path for name, path in written.items() if name.endswith(".srdf")).read_text()
@@ -79,13 +84,14 @@ def _launch(context):
             Node(
                 package="controller_manager",
                 executable="ros2_control_node",
+                namespace=base.namespace,
                 parameters=ros2_control_node_parameters(written),
-                # Jazzy and newer subscribe to /robot_description anyway; older ones to ~/robot_description
-                remappings=[("~/robot_description", "robot_description")],
+                # Jazzy and newer read robot_description of their namespace; Humble's ~/robot_description
+                remappings=nodes.cm_remappings(),
                 output="screen",
             ),
-            _spawner(JOINT_STATE_BROADCASTER),
-            _spawner(ARM_CONTROLLER),
+            _spawner(JOINT_STATE_BROADCASTER, base.namespace),
+            _spawner(ARM_CONTROLLER, base.namespace),
         ]
     return actions
 

@@ -24,7 +24,8 @@ ROS2 = Path(sys.prefix) / "bin" / "ros2"
 if not ROS2.exists() and shutil.which("ros2"):
     ROS2 = Path(shutil.which("ros2"))  # a sourced ROS 2 install
 TOKEN_VAR = "TIMOR_TEST_LAUNCH_TOKEN"
-#: the C++ nodes the launch files can start, as placeholder PACKAGE/EXECUTABLE[:NODE] (ros-launch kit)
+#: the C++ nodes the launch files can start, as placeholder PACKAGE/EXECUTABLE[:NODE] (ros-launch kit); only
+#: those not really installed get one (the ros-cpp kit installs robot_state_publisher and controller_manager)
 PLACEHOLDERS = (
     "robot_state_publisher/robot_state_publisher",
     "rviz2/rviz2",
@@ -62,7 +63,10 @@ def make_placeholders(prefix: Path, extra: tuple[str, ...] = ()) -> Path:
     script = KIT / "placeholder_pkg.py"
     if not script.is_file():
         pytest.skip(f"the ros-launch kit's placeholder_pkg.py is not available ({script})")
-    subprocess.run([sys.executable, str(script), str(prefix), *PLACEHOLDERS, *extra], check=True, capture_output=True)
+    wanted = [p for p in (*PLACEHOLDERS, *extra) if not real_package(p.split("/", 1)[0])]
+    prefix.mkdir(parents=True, exist_ok=True)
+    if wanted:
+        subprocess.run([sys.executable, str(script), str(prefix), *wanted], check=True, capture_output=True)
     return prefix
 
 

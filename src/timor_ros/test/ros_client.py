@@ -1,4 +1,12 @@
-"""A client node of the tests' own process, spun by a MultiThreadedExecutor in a background thread."""
+"""A client node of the tests' own process, spun by a MultiThreadedExecutor in a background thread.
+
+Why the tests once lost every answer after a first "no answer from /assembly/get_assembly" (issue 22): the spin
+thread died. A subscription destroyed from a test's thread while the executor was building its wait set raised
+rclpy's ``InvalidHandle: cannot use Destroyable because destruction was requested`` inside ``spin()``; the thread
+ended, nothing was spun any more, and every later response went unheard although the nodes had answered (their
+processes were idle). The spin loop below survives that (rclpy rebuilds its wait set on the next turn), and a call
+that got no answer is sent once more on a new client before it fails.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,14 @@ import time
 
 import rclpy
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from std_msgs.msg import String
 
 from timor_ros.common import LATCHED
+
+InvalidHandle = rclpy_implementation.InvalidHandle
 
 
 class RosClient:
@@ -23,23 +34,40 @@ class RosClient:
         self.executor.add_node(self.node)
         self.group = ReentrantCallbackGroup()
         self._clients: dict = {}
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._stop = threading.Event()
+        self.spin_errors: list[str] = []
+        self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.1)
+            except InvalidHandle as exc:  # an entity destroyed during the wait-set build: the next turn rebuilds it
+                self.spin_errors.append(str(exc))
+            except ExternalShutdownException:
+                return
 
     def add_node(self, node: Node) -> None:
         self.executor.add_node(node)
 
     def call(self, srv_type, name: str, request, timeout: float = 20.0):
+        """The response of service ``name``; a request left unanswered for ``timeout`` is sent once more on a new
+        client (a lost DDS reply must not fail the call, nor a stale client every later one)."""
         key = (srv_type, name)
-        if key not in self._clients:
-            self._clients[key] = self.node.create_client(srv_type, name, callback_group=self.group)
-        client = self._clients[key]
-        assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
-        done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _f: done.set())
-        assert done.wait(timeout), f"no answer from {name}"
-        return future.result()
+        for _attempt in (1, 2):
+            if key not in self._clients:
+                self._clients[key] = self.node.create_client(srv_type, name, callback_group=self.group)
+            client = self._clients[key]
+            assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
+            done = threading.Event()
+            future = client.call_async(request)
+            future.add_done_callback(lambda _f: done.set())
+            if done.wait(timeout):
+                return future.result()
+            client.remove_pending_request(future)
+            self.node.destroy_client(self._clients.pop(key))
+        raise AssertionError(f"no answer from {name} (twice, {timeout:g} s each; spin errors: {self.spin_errors})")
 
     def latest_description(
         self, timeout: float = 10.0, after: str | None = None, topic: str = "/robot_description"
@@ -58,6 +86,8 @@ class RosClient:
             self.node.destroy_subscription(sub)
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5.0)
         self.executor.shutdown(timeout_sec=2.0)
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)

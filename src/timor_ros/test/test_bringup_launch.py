@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
-from ros2_cli import ROS2, Launch, make_placeholders, require_ros2, ros2_until_ok, wait_for_output
+from ros2_cli import ROS2, Launch, make_placeholders, real_package, require_ros2, ros2_until_ok, wait_for_output
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.export.bringup import write_bringup
@@ -89,3 +90,44 @@ def test_a_bad_argument_starts_nothing(workspace, prefixes, tmp_path):
     assert "nothing was started" in launch.output() and "process started" not in launch.output()
     assert not launch.kill_leftovers()
     assert ROS2.exists()
+
+
+@pytest.mark.skipif(
+    not all(real_package(p) for p in ("robot_state_publisher", "controller_manager", "joint_trajectory_controller")),
+    reason="the real robot_state_publisher / ros2_control are not installed (make ros, ../shared/ros-cpp)",
+)
+def test_mock_route_runs_a_timor_plan_on_the_real_controllers(workspace, prefixes, tmp_path, ros_client):
+    """The package's control.launch.py with the real nodes: both controllers active, a timor plan executed through
+    arm_controller, /joint_states at the goal and TF's TCP at timor's FK of the goal."""
+    from control_tools import JointStateCache, controller_states, follow
+    from ros_helpers import wait_for
+    from tf_tools import TfListener, pose_error
+
+    from timor_core.kinematics.planning import plan
+
+    launch = Launch(["arm_mock_bringup", "control.launch.py"], tmp_path / "launch.log", prefixes)
+    arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
+    joints = list(arm.robot.model.names)[1:]
+    states, tf = JointStateCache(ros_client.node, "/joint_states"), TfListener(ros_client.node)
+    try:
+        active = {"joint_state_broadcaster": "active", "arm_controller": "active"}
+        ok = wait_for(lambda: active.items() <= controller_states(ros_client, "/controller_manager").items(), 120, 1)
+        assert ok, launch.output()[-4000:]
+        start = states.positions(joints)
+        goal = np.array([-0.7, 0.5, -1.1])
+        accepted, result = follow(ros_client, "/arm_controller/follow_joint_trajectory", joints,
+                                  plan(arm.robot, start, goal, rng=2))  # fmt: skip
+        assert accepted and result is not None and result.result.error_code == 0, launch.output()[-3000:]
+        assert wait_for(lambda: float(np.max(np.abs(states.positions(joints) - goal))) < 1e-3, 10, 0.1)
+
+        def tcp_error():
+            pose = tf.lookup("base_link", "tool0")
+            return pose is not None and max(pose_error(pose, arm.robot.fk(goal))) < 1e-3
+
+        assert wait_for(tcp_error, 20, 0.1), tf.lookup("base_link", "tool0")
+        assert "process has died" not in launch.output(), launch.output()[-3000:]
+    finally:
+        states.close()
+        tf.close()
+        launch.stop()
+        assert not launch.kill_leftovers()

@@ -12,6 +12,7 @@ Parameters (read-only; node names without a leading / are relative to this node'
   ros2_control, ros2_control_plugin   add a <ros2_control> block to the URDF
   srdf, srdf_samples, srdf_seed       the SRDF (disable-collisions sampling) on /robot_description_semantic
   robot_state_publisher_node          whose ``robot_description`` parameter is set (default robot_state_publisher)
+  require_robot_state_publisher       it runs: wait for it, and fail (not skip) a reconfiguration it does not take
   service_timeout                     seconds to wait for other nodes' services (default 2.0)
 
 A reconfiguration is one transaction: validate -> publish URDF and SRDF -> set robot_state_publisher's
@@ -97,6 +98,14 @@ class AssemblyNode(Node):
             " runs with description_from_topic:=true and reads /robot_description itself)",
             read_only=True,
         )
+        declare(
+            self,
+            "require_robot_state_publisher",
+            False,
+            "robot_state_publisher_node runs (a launch started it): wait for it up to service_timeout, and a"
+            " reconfiguration it does not take fails instead of skipping it",
+            read_only=True,
+        )
         declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
         self.prefix = str(param(self, "prefix", ""))
         self.plugin = str(param(self, "ros2_control_plugin")) if param(self, "ros2_control") else None
@@ -104,6 +113,7 @@ class AssemblyNode(Node):
         self.srdf_samples = int(param(self, "srdf_samples"))
         self.srdf_seed = int(param(self, "srdf_seed"))
         self.timeout = float(param(self, "service_timeout"))
+        self.require_rsp = bool(param(self, "require_robot_state_publisher"))
         check_node_settings(
             prefix=self.prefix,
             srdf_samples=self.srdf_samples,
@@ -138,7 +148,7 @@ class AssemblyNode(Node):
     def _apply_initial(self) -> None:
         """Publish ``initial_assembly`` as soon as the module set can be read (retries while it cannot)."""
         outcome = self.apply(self._initial)
-        if outcome.success or outcome.failed_step != "modules_db":
+        if outcome.success or outcome.failed_step not in ("modules_db", "robot_state_publisher"):
             if self._timer is not None:
                 self._timer.cancel()
             log = self.get_logger().info if outcome.success else self.get_logger().error
@@ -243,11 +253,24 @@ class AssemblyNode(Node):
             self._publish(self._good)
             self._set_rsp(self._good.urdf)
 
+    def _rsp_node_known(self) -> bool:
+        """Whether the graph knows the robot_state_publisher node whose service ``self._rsp`` calls."""
+        assert self._rsp is not None
+        full = self._rsp.srv_name.rsplit("/", 1)[0]
+        namespace, _, name = full.rpartition("/")
+        return (name, namespace or "/") in self.get_node_names_and_namespaces()
+
     def _set_rsp(self, urdf: str) -> str | None:
         """None if robot_state_publisher took the URDF; "skipped: ..." if there is none; else the failure."""
         if self._rsp is None:
             return f"skipped: it reads {self.urdf_pub.topic_name} (description_from_topic)"
-        if not self._rsp.service_is_ready():
+        # a required robot_state_publisher, or one whose node is known but whose service is not matched yet, gets
+        # the service timeout; with no such node at all (timor ros up without one) nothing waits
+        if not self._rsp.service_is_ready() and not (
+            (self.require_rsp or self._rsp_node_known()) and self._rsp.wait_for_service(timeout_sec=self.timeout)
+        ):
+            if self.require_rsp:
+                return f"no {self._rsp.srv_name} service within {self.timeout:g} s"
             return f"skipped: no {self._rsp.srv_name} service"
         value = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=urdf)
         request = SetParameters.Request(parameters=[ParameterMsg(name="robot_description", value=value)])

@@ -16,6 +16,7 @@ from timor_core.cli.args import (
     seed,
     serial_assembly,
 )
+from timor_core.export.ros_distro import DEFAULT_DISTRO, DISTROS
 
 __all__ = ["register"]
 
@@ -31,6 +32,7 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         n_samples=args.samples,
         seed=args.seed,
+        ros_distro=args.ros_distro,
     )
     print(result.folder)
     print(f"wrote {result.package} ({result.route} hardware, {len(result.files)} files)", file=sys.stderr)
@@ -79,6 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"
     )
     bu.add_argument("--seed", type=seed, default=0, help="seed of those configurations (default 0)")
+    bu.add_argument("--ros-distro", choices=DISTROS, default=DEFAULT_DISTRO,
+                    help=f"ROS 2 distro of the robot's computer (MoveIt files; default {DEFAULT_DISTRO})")  # fmt: skip
     bu.set_defaults(func=_cmd_bringup)
 
     di = sub.add_parser("discover", help="read the assembly from a live CANopen bus (identity objects 0x1018)")

@@ -22,6 +22,7 @@ from timor_core.export.bringup_launch import launch_files
 from timor_core.export.bringup_routes import CONFIG_DIR, RouteFiles, route_files
 from timor_core.export.hardware import HardwareProfile
 from timor_core.export.moveit_config import MoveItOptions, moveit_config_texts
+from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro
 from timor_core.export.urdf import default_robot_name
 from timor_core.model.geometry import Mesh
 
@@ -125,8 +126,13 @@ def write_bringup(
     prefix: str = "",
     n_samples: int = 1000,
     seed: int = 0,
+    ros_distro: str = DEFAULT_DISTRO,
 ) -> Bringup:
-    """Write ``<out_dir>/<robot>_bringup`` (see the module docstring) and return what was written."""
+    """Write ``<out_dir>/<robot>_bringup`` (see the module docstring) and return what was written.
+
+    ``ros_distro`` picks the layout of the MoveIt files (Humble's differs); the launch files wire the controller
+    manager for the ``$ROS_DISTRO`` they run under, ``ros_distro`` where it is not set."""
+    ros_distro = check_distro(ros_distro, "ros_distro")
     route = route_files(assembly, load_route(assembly, hardware), prefix)
     robot = name if name is not None else default_robot_name(assembly)
     package = f"{robot.lower()}_bringup"
@@ -139,7 +145,7 @@ def write_bringup(
         params = {**control.hardware_parameters, "can_interface_name": CAN_INTERFACE}
         control = replace(control, hardware_parameters=params)
     options = MoveItOptions(name=robot, prefix=prefix, ros2_control=control, mesh_uri="package", package=package,
-                            n_samples=n_samples, seed=seed)  # fmt: skip
+                            n_samples=n_samples, seed=seed, distro=ros_distro)  # fmt: skip
     texts = moveit_config_texts(assembly, options)
     urdf = texts.pop(f"{robot}.urdf").replace(f"package://{package}/", f"package://{package}/meshes/")
     urdf = urdf.replace("</robot>", route.urdf_extra + "</robot>") if route.urdf_extra else urdf
@@ -159,7 +165,7 @@ def write_bringup(
     for rel, content in route.files.items():
         files[folder / rel] = content.read_bytes() if isinstance(content, Path) else content
     text_args = {"can_interface": xacro_args["can_interface"]} if "can_interface" in xacro_args else {}
-    for file_name, text in launch_files(package, robot, route.route, route.packages, text_args).items():
+    for file_name, text in launch_files(package, robot, route.route, route.packages, text_args, ros_distro).items():
         files[folder / "launch" / file_name] = text
     sources = _mesh_sources(assembly)
     for rel in sorted(set(re.findall(rf"package://{package}/meshes/([^\"]+)", urdf))):

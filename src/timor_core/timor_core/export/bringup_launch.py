@@ -25,6 +25,7 @@ from launch_ros.actions import Node
 
 PACKAGE = "{package}"
 ROBOT = "{robot}"
+DISTRO = "{distro}"  # the ROS 2 distro it was generated for; $ROS_DISTRO decides where it is set
 FLAGS = {flags}
 TEXT = {text}
 
@@ -79,9 +80,11 @@ def control_nodes(a, share, sim=False):
     nodes = [Node(package="robot_state_publisher", executable="robot_state_publisher", output="screen",
                   parameters=[{{"robot_description": urdf, "use_sim_time": sim}}])]
     if not sim:
+        # Humble's controller manager listens on ~/robot_description; Jazzy's and newer on robot_description
+        humble = os.environ.get("ROS_DISTRO", DISTRO) == "humble"
         nodes.append(Node(package="controller_manager", executable="ros2_control_node", output="screen",
                           parameters=[os.path.join(config, "ros2_controllers.yaml")],
-                          remappings=[("~/robot_description", "robot_description")]))
+                          remappings=[("~/robot_description", "robot_description")] if humble else []))
     nodes += [_spawner("joint_state_broadcaster"), _spawner("arm_controller")]
     return nodes
 '''
@@ -195,7 +198,12 @@ def generate_launch_description():
 
 
 def launch_files(
-    package: str, robot: str, route: str, packages: tuple[str, ...], text_args: dict[str, str]
+    package: str,
+    robot: str,
+    route: str,
+    packages: tuple[str, ...],
+    text_args: dict[str, str],
+    distro: str = "kilted",
 ) -> dict[str, str]:
     """The launch files of the package by file name (``sim.launch.py`` only for the gazebo route).
 
@@ -206,7 +214,7 @@ def launch_files(
 
     def head(doc: str, file: str, flags: dict[str, str], text: dict[str, str]) -> str:
         return _COMMON.format(doc=doc, package=package, file=file, robot=robot, flags=repr(flags), text=repr(text),
-                              text_mappings=mappings)  # fmt: skip
+                              text_mappings=mappings, distro=distro)  # fmt: skip
 
     out = {
         "view.launch.py": head(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from timor_core.common.names import check_plugin, check_prefix
 from timor_core.errors import InputError
+from timor_core.export.ros_distro import check_distro
 from timor_core.limits import limit_hint, limits
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
@@ -26,6 +27,7 @@ __all__ = [
     "AssemblyLaunch",
     "MoveItLaunch",
     "parse_flag",
+    "parse_auto_flag",
     "SWITCHES",
     "check_arguments",
 ]
@@ -42,7 +44,17 @@ ASSEMBLY_ARGUMENTS: dict[str, tuple[str, str]] = {
     "joint_state_publisher": ("true", "start joint_state_publisher (or its GUI); false with ros2_control"),
     "ros2_control": ("false", "add a <ros2_control> block to the published URDF"),
     "ros2_control_plugin": ("mock_components/GenericSystem", "ros2_control hardware plugin"),
-    "description_from_topic": ("true", "robot_state_publisher gets the URDF from the assembly node's topic"),
+    "description_from_topic": (
+        "auto",
+        "robot_state_publisher reads the URDF from the assembly node's topic (true; robot_state_publisher 3.4.4+),"
+        " or takes it as a parameter the assembly node sets at every reconfiguration (false); auto: true where the"
+        " installed robot_state_publisher can",
+    ),
+    "ros_distro": (
+        "",
+        "ROS 2 distro whose node behaviour to expect (humble, jazzy, kilted, rolling; empty: $ROS_DISTRO)",
+    ),
+    "srdf": ("true", "publish the SRDF on robot_description_semantic (false for branched robots: it needs a chain)"),
     "search": ("true", "start the search node (action search/search)"),
     "search_workers": ("1", "processes of the search node (1: in the node's process)"),
 }
@@ -101,6 +113,11 @@ def parse_flag(name: str, value: str) -> bool:
     raise InputError(f"launch argument {name!r} must be true or false", value=value)
 
 
+def parse_auto_flag(name: str, value: str) -> bool | None:
+    """A boolean launch argument that may also be ``auto`` (None: decided by what is installed)."""
+    return None if str(value).strip().lower() == "auto" else parse_flag(name, value)
+
+
 def _arg(args: Mapping[str, str], defaults: Mapping[str, tuple[str, str]], name: str) -> str:
     return str(args.get(name, defaults[name][0]))
 
@@ -119,7 +136,9 @@ class AssemblyLaunch:
     joint_state_publisher: bool
     ros2_control: bool
     ros2_control_plugin: str
-    description_from_topic: bool
+    description_from_topic: bool | None
+    ros_distro: str
+    srdf: bool
     search: bool
     search_workers: int
     assembly: ModuleAssembly
@@ -135,9 +154,13 @@ class AssemblyLaunch:
 
         flags = {
             name: parse_flag(name, get(name))
-            for name in ("robot_state_publisher", "rviz", "gui", "joint_state_publisher", "ros2_control",
-                         "description_from_topic", "search")
+            for name in ("robot_state_publisher", "rviz", "gui", "joint_state_publisher", "ros2_control", "srdf",
+                         "search")
         }  # fmt: skip
+        from_topic = parse_auto_flag("description_from_topic", get("description_from_topic"))
+        distro = get("ros_distro").strip()
+        if distro:
+            distro = check_distro(distro, "launch argument 'ros_distro'")
         try:
             prefix = check_prefix(get("prefix").strip(), "launch argument 'prefix'")
             plugin = check_plugin(get("ros2_control_plugin"), "launch argument 'ros2_control_plugin'")
@@ -175,6 +198,8 @@ class AssemblyLaunch:
             namespace=namespace,
             ros2_control_plugin=plugin,
             search_workers=int(text),
+            description_from_topic=from_topic,
+            ros_distro=distro,
             assembly=assembly,
             **flags,
         )
@@ -241,7 +266,11 @@ class MoveItLaunch:
             "joint_state_publisher": str(b.joint_state_publisher).lower(),
             "ros2_control": str(self.ros2_control).lower(),
             "ros2_control_plugin": b.ros2_control_plugin,
-            "description_from_topic": str(b.description_from_topic).lower(),
+            "description_from_topic": "auto"
+            if b.description_from_topic is None
+            else str(b.description_from_topic).lower(),
+            "ros_distro": b.ros_distro,
+            "srdf": str(b.srdf).lower(),
             "search": str(b.search).lower(),
             "search_workers": str(b.search_workers),
         }

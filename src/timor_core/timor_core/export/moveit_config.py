@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from timor_core.common.fileio import write_files
 from timor_core.errors import InputError
 from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
+from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
 from timor_core.export.urdf import assembly_to_urdf, default_robot_name
 from timor_core.limits import check_int
@@ -44,6 +45,8 @@ __all__ = [
 KDL_PLUGIN = "kdl_kinematics_plugin/KDLKinematicsPlugin"
 ARM_CONTROLLER = "arm_controller"
 JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
+CM_KEY = "/**/controller_manager"
+"""The controller manager's key in ros2_controllers.yaml: its node in any namespace."""
 MOVEIT_FILES = (
     "kinematics.yaml",
     "joint_limits.yaml",
@@ -84,8 +87,11 @@ class MoveItOptions:
     kinematics_resolution: float = 0.005
     kinematics_timeout: float = 0.005
     cartesian_limits: CartesianLimits | None = None
+    #: the ROS 2 distro whose MoveIt reads the files (the ompl_planning.yaml layout differs for Humble)
+    distro: str = DEFAULT_DISTRO
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "distro", check_distro(self.distro, "MoveIt option distro"))
         for label in ("velocity_scaling", "acceleration_scaling"):
             value = getattr(self, label)
             if not 0 < value <= 1:
@@ -169,20 +175,9 @@ _COMMENTS = {
     "moveit_controllers.yaml": "How MoveIt executes trajectories",
     "initial_positions.yaml": "Initial positions of the ros2_control mock hardware",
     "pilz_cartesian_limits.yaml": "Cartesian limits of the Pilz industrial motion planner",
-    "ompl_planning.yaml": "The OMPL planning pipeline (MoveIt 2 Jazzy and newer)",
+    "ompl_planning.yaml": "The OMPL planning pipeline",
 }
 
-OMPL_REQUEST_ADAPTERS = (
-    "default_planning_request_adapters/ResolveConstraintFrames",
-    "default_planning_request_adapters/ValidateWorkspaceBounds",
-    "default_planning_request_adapters/CheckStartStateBounds",
-    "default_planning_request_adapters/CheckStartStateCollision",
-)
-OMPL_RESPONSE_ADAPTERS = (
-    "default_planning_response_adapters/AddTimeOptimalParameterization",
-    "default_planning_response_adapters/ValidateSolution",
-    "default_planning_response_adapters/DisplayMotionPath",
-)
 OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
     "RRTConnectkConfigDefault": {"type": "geometric::RRTConnect", "range": 0.0},
     "RRTkConfigDefault": {"type": "geometric::RRT", "range": 0.0, "goal_bias": 0.05},
@@ -228,11 +223,9 @@ def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
     return [command], state
 
 
-def _ompl_planning(group: str) -> dict[str, Any]:
+def _ompl_planning(group: str, distro: str) -> dict[str, Any]:
     return {
-        "planning_plugins": ["ompl_interface/OMPLPlanner"],
-        "request_adapters": list(OMPL_REQUEST_ADAPTERS),
-        "response_adapters": list(OMPL_RESPONSE_ADAPTERS),
+        **ompl_pipeline(distro),
         "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS),
         group: {
             "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
@@ -263,15 +256,15 @@ def moveit_config_data(
             }
         },
         "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
-        "ros2_controllers.yaml": {
-            "controller_manager": {
+        "ros2_controllers.yaml": {  # "/**/": the node in any namespace (several robots, one per namespace)
+            CM_KEY: {
                 "ros__parameters": {
                     "update_rate": opts.update_rate,
                     ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
                     JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
                 }
             },
-            ARM_CONTROLLER: {
+            f"/**/{ARM_CONTROLLER}": {
                 "ros__parameters": {
                     "joints": joints,
                     "command_interfaces": command,
@@ -307,7 +300,7 @@ def moveit_config_data(
                 "max_rot_vel": float(cart.max_rot_vel),
             }
         },
-        "ompl_planning.yaml": _ompl_planning(group),
+        "ompl_planning.yaml": _ompl_planning(group, opts.distro),
     }
 
 
