@@ -9,12 +9,21 @@ from __future__ import annotations
 import contextlib
 import os
 import resource
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-__all__ = ["memory_cap", "run_cli", "assert_clean_error", "CLI_MEMORY_BYTES"]
+__all__ = [
+    "memory_cap",
+    "time_cap",
+    "TimeCapExceeded",
+    "run_cli",
+    "run_python",
+    "assert_clean_error",
+    "CLI_MEMORY_BYTES",
+]
 
 CLI_MEMORY_BYTES = 3 * 2**30
 """Address space of a CLI child process: ample for any legitimate command of the suite, far below the machine."""
@@ -40,6 +49,40 @@ def memory_cap(extra_bytes: int = 1536 * 2**20) -> Iterator[None]:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+class TimeCapExceeded(BaseException):
+    """Raised inside a ``time_cap`` block that ran too long (a BaseException: no ``except Exception`` swallows it)."""
+
+
+@contextlib.contextmanager
+def time_cap(seconds: float = 60.0) -> Iterator[None]:
+    """Inside the block, a hang becomes a test failure after ``seconds`` (a wall-clock alarm, not a speed check)."""
+
+    def fire(_signum, _frame):
+        raise TimeCapExceeded(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_python(
+    code: str, *, timeout: float = 120.0, memory: int = CLI_MEMORY_BYTES, cwd: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c CODE`` in a child process under an address-space cap and a timeout."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_cap_child(memory),
+    )
 
 
 def _cap_child(limit: int):

@@ -7,12 +7,12 @@ import pytest
 from timor_core.errors import InputError
 from timor_core.export.launch_arguments import (
     ASSEMBLY_ARGUMENTS,
-    MAX_SEARCH_WORKERS,
     SWITCHES,
     AssemblyLaunch,
     MoveItLaunch,
     parse_flag,
 )
+from timor_core.limits import limits
 
 
 def test_defaults_make_a_valid_launch():
@@ -28,7 +28,7 @@ def test_defaults_make_a_valid_launch():
     [
         ({"search_workers": "two"}, "search_workers"),
         ({"search_workers": "0"}, "search_workers"),
-        ({"search_workers": str(MAX_SEARCH_WORKERS + 1)}, "search_workers"),
+        ({"search_workers": str(limits().max_workers + 1)}, "search_workers"),
         ({"modules": "base nosuch eef"}, "nosuch"),
         ({"modules": "  "}, "modules"),
         ({"db": "/no/such/modules.json"}, "/no/such/modules.json"),

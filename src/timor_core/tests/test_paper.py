@@ -138,4 +138,5 @@ def test_cli_bad_limit(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["paper", "exp1", "--db", str(IMPROV_FILE), "--limit", "0"])
     assert exc.value.code == 2
-    assert "positive integer" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--limit" in err and "expected an integer 1-" in err and "max_search_evals" in err

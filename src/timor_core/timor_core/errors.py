@@ -15,6 +15,7 @@ __all__ = [
     "FormatError",
     "ValidationError",
     "MeshError",
+    "UntrustedPathError",
     "UnknownModuleError",
     "ConnectorError",
     "AssemblyError",
@@ -108,6 +109,10 @@ class ValidationError(InputError):
 
 class MeshError(InputError):
     """A mesh file is missing, unreadable, of an unknown format, or outside the allowed folder."""
+
+
+class UntrustedPathError(InputError):
+    """A file a request names lies outside the folders the server was configured to trust."""
 
 
 class UnknownModuleError(TimorError, KeyError):

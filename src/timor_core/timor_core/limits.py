@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import operator
 import os
 import stat
 from collections.abc import Iterator
@@ -25,7 +26,20 @@ from typing import Any
 
 from timor_core.errors import InputError
 
-__all__ = ["Limits", "limits", "set_limits", "override_limits", "read_input_bytes", "read_input_text", "check_count"]
+__all__ = [
+    "Limits",
+    "limits",
+    "set_limits",
+    "override_limits",
+    "read_input_bytes",
+    "read_input_text",
+    "check_count",
+    "check_int",
+    "check_number",
+    "cap_workers",
+    "available_cores",
+    "limit_hint",
+]
 
 
 @dataclass(frozen=True)
@@ -61,7 +75,35 @@ class Limits:
     max_search_seconds: float = 7 * 86_400.0
     """Longest time budget of one search, in seconds (one week)."""
     max_search_evals: int = 100_000_000
-    """Most assemblies one search may evaluate."""
+    """Most assemblies one search may evaluate (also ``--limit`` and ``--budget-evals``)."""
+    max_generations: int = 1_000_000
+    """Most generations of one GA trial (also ``early_stop``)."""
+    max_population: int = 100_000
+    """Largest GA population."""
+    max_trials: int = 10_000
+    """Most GA trials of one search."""
+    max_workers: int = 256
+    """Most worker processes of one search; more than the machine's cores only with ``force_workers``."""
+    force_workers: bool = False
+    """Allow more worker processes than cores (else a larger request is cut to the cores, with a log line)."""
+    max_samples: int = 100_000
+    """Most random configurations sampled for an SRDF's collision matrix (``--samples``)."""
+    max_plan_seconds: float = 600.0
+    """Longest time limit of one motion-planning query, in seconds."""
+    max_plan_iterations: int = 10_000_000
+    """Most iterations (and shortcut iterations) of one motion-planning query."""
+    min_check_resolution: float = 1e-4
+    """Finest distance between two collision checks along a planned motion (and smallest step), in rad or m."""
+    max_edge_checks: int = 1_000_000
+    """Most collision checks along one straight motion (its length in joint space / ``check_resolution``)."""
+    min_module_size_m: float = 1e-6
+    """Smallest radius of a parametric module, in metres."""
+    max_module_size_m: float = 1_000.0
+    """Largest radius or length of a parametric module, in metres."""
+    max_density: float = 1e6
+    """Largest density of a parametric module, in kg/m³."""
+    max_path_chars: int = 4_096
+    """Longest file or folder path given as an argument (a launch argument's ``config_dir``, say)."""
 
 
 def _from_env() -> Limits:
@@ -69,6 +111,11 @@ def _from_env() -> Limits:
     for f in dataclasses.fields(Limits):
         raw = os.environ.get(f"TIMOR_{f.name.upper()}")
         if raw is None:
+            continue
+        if f.type in (bool, "bool"):
+            if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise InputError(f"environment variable TIMOR_{f.name.upper()} must be true or false", value=raw)
+            values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
             continue
         kind = int if f.type in (int, "int") else float
         try:
@@ -84,6 +131,10 @@ def _from_env() -> Limits:
 def _checked(lim: Limits) -> Limits:
     for f in dataclasses.fields(lim):
         v = getattr(lim, f.name)
+        if f.type in (bool, "bool"):
+            if not isinstance(v, bool):
+                raise InputError(f"limit {f.name} must be True or False", value=v)
+            continue
         if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v and v != float("inf")):
             raise InputError(f"limit {f.name} must be a positive finite number", value=v)
     return lim
@@ -117,7 +168,74 @@ def override_limits(**changes: Any) -> Iterator[Limits]:
 
 
 def _hint(field: str) -> str:
-    return f"limit {field}; raise it with TIMOR_{field.upper()} or timor_core.limits.set_limits({field}=...)"
+    return f"limit {field}; change it with TIMOR_{field.upper()} or timor_core.limits.set_limits({field}=...)"
+
+
+def limit_hint(field: str) -> str:
+    """``limit FIELD; raise it with TIMOR_FIELD or ...``: how a message tells a user to change a limit."""
+    return _hint(field)
+
+
+def check_int(value: Any, what: str, low: int, high_field: str | int, *, path: str | None = None) -> int:
+    """``value`` as an int in ``[low, high]`` (``high``: a limit's name or a number), else an InputError naming
+    ``what`` and the value. Refuses bools, floats with a fraction, strings and anything that is not a number."""
+    high = getattr(_current, high_field) if isinstance(high_field, str) else high_field
+    bound = f"{low}..{high}" + (f" ({_hint(high_field)})" if isinstance(high_field, str) else "")
+    try:
+        n = -1 if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        raise InputError(f"{what} must be an integer in {bound}", path=path, value=value) from None
+    if isinstance(value, bool):
+        raise InputError(f"{what} must be an integer in {bound}", path=path, value=value)
+    if not low <= n <= high:
+        raise InputError(f"{what} must be an integer in {bound}", path=path, value=value)
+    return n
+
+
+def check_number(
+    value: Any, what: str, low: float | str, high: float | str, *, low_open: bool = False, path: str | None = None
+) -> float:
+    """``value`` as a finite float in ``[low, high]`` (``(low, high]`` with ``low_open``; ``low``, ``high``: numbers
+    or limits' names), else an InputError naming ``what`` and the value (NaN and infinities included)."""
+    bottom = getattr(_current, low) if isinstance(low, str) else low
+    top = getattr(_current, high) if isinstance(high, str) else high
+    named = [f for f in (low, high) if isinstance(f, str)]
+    span = f"{'(' if low_open else '['}{bottom:g}, {top:g}]" + "".join(f" ({_hint(f)})" for f in named)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise InputError(f"{what} must be a number in {span}", path=path, value=value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{what} must be a number in {span}", path=path, value=value) from None
+    if not (x > bottom if low_open else x >= bottom) or not x <= top or x != x:
+        raise InputError(f"{what} must be a finite number in {span}", path=path, value=value)
+    return x
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity; else ``os.cpu_count()``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def cap_workers(workers: Any, what: str = "workers") -> int:
+    """A number of worker processes: None/0 are all cores; else an integer 1..``max_workers``, cut to the cores
+    unless the ``force_workers`` limit is set (forking hundreds of processes to evaluate one assembly helps no one).
+    """
+    cores = available_cores()
+    if workers is None or (not isinstance(workers, bool) and isinstance(workers, int) and workers == 0):
+        return cores
+    n = check_int(workers, what, 1, "max_workers")
+    if n > cores and not _current.force_workers:
+        import logging
+
+        logging.getLogger(__name__).info(
+            "%s: %d requested, %d cores: using %d (set TIMOR_FORCE_WORKERS=1 for more)", what, n, cores, cores
+        )
+        return cores
+    return n
 
 
 def check_count(

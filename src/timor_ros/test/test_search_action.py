@@ -6,6 +6,7 @@ import json
 import math
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,3 +120,20 @@ def test_search_in_a_space_given_as_json(up, ros_client, task_json):
     bad = Search.Goal(task_json=task_json, algorithm="exhaustive", space='{"dof_max": 2, "modulez": []}')
     result, _ = _send(ros_client, bad, timeout=30)
     assert result.status == 6 and "$.modulez" in result.result.message  # ABORTED, naming the option
+
+
+def test_task_paths_only_from_trusted_folders(up, ros_client, tmp_path):
+    """A task_path inside the default trusted folders (the embedded tasks) is opened; the same file elsewhere is not."""
+    from importlib import resources
+
+    embedded = Path(str(resources.files("timor_core") / "data" / "tasks" / "pick_and_place.json"))
+    goal = Search.Goal(task_path=str(embedded), algorithm="exhaustive", budget_evals=1, seed=0)
+    result, _ = _send(ros_client, goal, timeout=60)
+    assert result.status == 4, result.result.message  # SUCCEEDED
+    assert json.loads(result.result.result_json)["evaluations"] == 1
+    copy = tmp_path / "pick_and_place.json"
+    copy.write_text(embedded.read_text())
+    if Path.cwd().resolve() in copy.resolve().parents:  # the node's working folder (this one) is trusted too
+        pytest.skip("the test's temporary folder lies inside the working folder")
+    result, _ = _send(ros_client, Search.Goal(task_path=str(copy), budget_evals=1), timeout=30)
+    assert result.status == 6 and "outside the trusted task folders" in result.result.message  # ABORTED

@@ -5,7 +5,8 @@ modules so far) and cancellation. With ``apply_result`` the best assembly is sen
 ``set_assembly`` service, i.e. applied through the same transaction as any other reconfiguration.
 Parameters: modules_db_node (modules_db), assembly_node (assembly; relative names resolve in this node's namespace),
 workers (1: in this process),
-service_timeout (s).
+service_timeout (s), trusted_task_folders (a goal's task_path is opened only inside these; default: the embedded
+tasks and the node's working folder).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from timor_core import TimorError
 from timor_core.errors import explain
+from timor_core.task.trusted import trusted_task_path
 from timor_interfaces.action import Search
 from timor_interfaces.srv import SetAssembly
 
@@ -38,8 +41,10 @@ class SearchNode(Node):
         declare(self, "assembly_node", "assembly", "node whose set_assembly applies a result", read_only=True)
         declare(self, "workers", 1, "processes evaluating assemblies (1: in this process)", read_only=True)
         declare(self, "service_timeout", 5.0, "seconds to wait for other nodes' services", read_only=True)
+        declare(self, "trusted_task_folders", Parameter.Type.STRING_ARRAY, "folders task_path may name", read_only=True)
         self.timeout = float(param(self, "service_timeout"))
         self.workers = int(param(self, "workers"))
+        self.trusted = list(param(self, "trusted_task_folders", empty=[]))
         self.db_client = ModulesDBClient(self, str(param(self, "modules_db_node")), self.timeout)
         group = ReentrantCallbackGroup()
         target = resolve_name(self, str(param(self, "assembly_node")))
@@ -83,7 +88,8 @@ class SearchNode(Node):
 
         try:
             db = self.db_client.get()
-            task = load_task_request(goal.task_json, goal.task_path, goal.task_name)
+            path = str(trusted_task_path(goal.task_path, self.trusted)) if goal.task_path.strip() else ""
+            task = load_task_request(goal.task_json, path, goal.task_name)
             result, canceled = search(
                 task,
                 db,

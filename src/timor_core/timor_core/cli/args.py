@@ -17,6 +17,8 @@ __all__ = [
     "scheduler_address",
     "add_robot_arguments",
     "workers",
+    "limited",
+    "limited_float",
     "count",
     "name",
     "output_folder",
@@ -138,12 +140,43 @@ def json_text(value, indent: int | None = None) -> str:
     return json.dumps(_finite(value), indent=indent, allow_nan=False)
 
 
+def limited(field: str, low: int = 1):
+    """argparse type factory: an integer from ``low`` to the limit ``field`` of :mod:`timor_core.limits` (read when
+    the option is parsed; the message says how to raise it)."""
+
+    def parse(text: str) -> int:
+        from timor_core.limits import limit_hint, limits
+
+        high = getattr(limits(), field)
+        n = _int(text)
+        if n is None or not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer {low}-{high} ({limit_hint(field)}), got {text!r}")
+        return n
+
+    parse.__name__ = field
+    return parse
+
+
+def limited_float(field: str):
+    """argparse type factory: a finite number from 0 to the limit ``field`` of :mod:`timor_core.limits`."""
+
+    def parse(text: str) -> float:
+        from timor_core.limits import limit_hint, limits
+
+        high = getattr(limits(), field)
+        x = _float(text)
+        if not 0 <= x <= high:
+            raise argparse.ArgumentTypeError(f"expected a number 0-{high:g} ({limit_hint(field)}), got {text!r}")
+        return x
+
+    parse.__name__ = field
+    return parse
+
+
 def workers(text: str) -> int:
-    """argparse type: a number of worker processes, 1 to 1024."""
-    n = _int(text)
-    if n is None or not 1 <= n <= 1024:
-        raise argparse.ArgumentTypeError(f"expected a number of processes 1-1024, got {text!r}")
-    return n
+    """argparse type: a number of worker processes, 1 to the ``max_workers`` limit (more than the cores are cut
+    to the cores unless the ``force_workers`` limit is set)."""
+    return limited("max_workers")(text)
 
 
 def count(low: int, high: int):

@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from timor_core.cli.args import add_robot_arguments, name, output_folder, positive_int, seed, serial_assembly
+from timor_core.cli.args import add_robot_arguments, limited, name, output_folder, seed, serial_assembly
 
 __all__ = ["register", "cmd_urdf_ros2_control"]
 
@@ -130,7 +130,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
     def sampling(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--samples", type=positive_int, default=1000, help="random configurations (default 1000)")
+        sp.add_argument(
+            "--samples", type=limited("max_samples"), default=1000, help="random configurations (default 1000)"
+        )
         sp.add_argument("--seed", type=seed, default=0, help="seed of the random configurations (default 0)")
         sp.add_argument("--group", type=name, default="manipulator", help="planning group name (default manipulator)")
 

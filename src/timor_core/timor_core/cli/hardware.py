@@ -6,7 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from timor_core.cli.args import add_robot_arguments, load_db, name, output_folder, positive_int, seed, serial_assembly
+from timor_core.cli.args import (
+    add_robot_arguments,
+    limited,
+    load_db,
+    name,
+    output_folder,
+    positive_int,
+    seed,
+    serial_assembly,
+)
 from timor_core.export.ros_distro import DEFAULT_DISTRO, DISTROS
 
 __all__ = ["register"]
@@ -68,7 +77,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     bu.add_argument("-o", "--output", type=output_folder, required=True, help="folder that gets <robot>_bringup")
     bu.add_argument("--name", type=name, help="robot name (default: set name + assembly hash)")
     bu.add_argument("--prefix", default="", help="prefix for every link and joint name")
-    bu.add_argument("--samples", type=positive_int, default=1000, help="configurations for the SRDF (default 1000)")
+    bu.add_argument(
+        "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"
+    )
     bu.add_argument("--seed", type=seed, default=0, help="seed of those configurations (default 0)")
     bu.add_argument("--ros-distro", choices=DISTROS, default=DEFAULT_DISTRO,
                     help=f"ROS 2 distro of the robot's computer (MoveIt files; default {DEFAULT_DISTRO})")  # fmt: skip
@@ -81,5 +92,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     di.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
     di.add_argument("--profile", help="hardware profile (default: the set's hardware_canopen.json)")
     di.add_argument("-o", "--output", type=output_folder, help="also write the robot's bring-up package here")
-    di.add_argument("--samples", type=positive_int, default=1000, help="configurations for the SRDF (default 1000)")
+    di.add_argument(
+        "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"
+    )
     di.set_defaults(func=_cmd_discover)

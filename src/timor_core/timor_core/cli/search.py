@@ -6,15 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from timor_core.cli.args import json_text
+from timor_core.cli.args import json_text, limited, limited_float
 from timor_core.cli.args import load_db as _load_db
-from timor_core.cli.args import nonnegative_float as _nonnegative_float
 from timor_core.cli.args import output_folder as _output_folder
-from timor_core.cli.args import positive_int as _positive_int
 from timor_core.cli.args import scheduler_address as _scheduler_address
 from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import workers as _workers
 from timor_core.errors import InputError
+from timor_core.limits import cap_workers
 
 __all__ = ["register"]
 
@@ -112,7 +111,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
             checkpoint = args.checkpoint or (f"{args.output}.checkpoint.json" if args.output else None)
             evaluator = DaskEvaluator(
                 None if args.scheduler in (None, "local") else args.scheduler,
-                n_workers=args.workers or 2,
+                n_workers=cap_workers(args.workers or 2),
                 checkpoint=checkpoint,
                 resume=args.resume,
             )
@@ -151,7 +150,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp1 = papers.add_parser("exp1", help="URDFs of all 32,768 robots of the Science Robotics 2019 IMPROV space, timed")
     exp1.add_argument("--db", required=True, help="the IMPROV modules.json (or its folder)")
     exp1.add_argument("--json", action="store_true", help='print {"count", "seconds", "ms_per_assembly"}')
-    exp1.add_argument("--limit", type=_positive_int, help="stop after the first N assemblies (quick runs)")
+    exp1.add_argument(
+        "--limit", type=limited("max_search_evals"), help="stop after the first N assemblies (quick runs)"
+    )
     exp1.set_defaults(func=_cmd_paper_exp1)
     exp2 = papers.add_parser(
         "exp2", help="lightest RobCo-like robot for the user-study task: constrained search and GA, timed and verified"
@@ -160,9 +161,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     exp2.add_argument("--db", default="robco_like", help="module set (default: the embedded robco_like)")
     exp2.add_argument("--algorithm", choices=("both", "constrained", "ga"), default="both")
     exp2.add_argument("--workers", type=_workers, help="processes (default: all cores)")
-    exp2.add_argument("--generations", type=_positive_int, default=500, help="GA generations (default 500)")
-    exp2.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
-    exp2.add_argument("--trials", type=_positive_int, default=1, help="GA trials (default 1)")
+    exp2.add_argument(
+        "--generations", type=limited("max_generations"), default=500, help="GA generations (default 500)"
+    )
+    exp2.add_argument("--population", type=limited("max_population", 2), default=20, help="GA population (default 20)")
+    exp2.add_argument("--trials", type=limited("max_trials"), default=1, help="GA trials (default 1)")
     exp2.add_argument("--seed", type=_seed, default=0, help="seed of the GA and the IK (default 0)")
     exp2.add_argument(
         "--order",
@@ -171,7 +174,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="constrained search order: lightest first (default; stops when nothing lighter is left) or the"
         " paper's space order",
     )
-    exp2.add_argument("--limit", type=_positive_int, help="constrained search: only the first N assemblies")
+    exp2.add_argument(
+        "--limit", type=limited("max_search_evals"), help="constrained search: only the first N assemblies"
+    )
     exp2.add_argument("--no-progress", action="store_true", help="no progress bar")
     exp2.add_argument("--json", action="store_true", help="print the figures as JSON")
     exp2.add_argument(
@@ -190,15 +195,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}',
     )
     search.add_argument("--workers", type=_workers, help="processes (default: all cores)")
-    search.add_argument("--budget-evals", type=_positive_int, help="stop after N evaluated assemblies")
-    search.add_argument("--budget-seconds", type=_nonnegative_float, help="stop after S seconds")
+    search.add_argument("--budget-evals", type=limited("max_search_evals"), help="stop after N evaluated assemblies")
+    search.add_argument("--budget-seconds", type=limited_float("max_search_seconds"), help="stop after S seconds")
     search.add_argument("--seed", type=_seed, default=0, help="seed of the search and of the IK (default 0)")
-    search.add_argument("--generations", type=_positive_int, default=50, help="GA generations (default 50)")
-    search.add_argument("--population", type=_positive_int, default=20, help="GA population (default 20)")
-    search.add_argument("--trials", type=_positive_int, default=1, help="independent GA runs (default 1)")
-    search.add_argument("--early-stop", type=_positive_int, help="GA: stop after N generations without change")
-    search.add_argument("--max-dof", type=_positive_int, default=6, help="GA: most degrees of freedom (default 6)")
-    search.add_argument("--min-dof", type=_positive_int, default=1, help="GA: fewest degrees of freedom (default 1)")
+    search.add_argument(
+        "--generations", type=limited("max_generations"), default=50, help="GA generations (default 50)"
+    )
+    search.add_argument(
+        "--population", type=limited("max_population", 2), default=20, help="GA population (default 20)"
+    )
+    search.add_argument("--trials", type=limited("max_trials"), default=1, help="independent GA runs (default 1)")
+    search.add_argument(
+        "--early-stop", type=limited("max_generations"), help="GA: stop after N generations without change"
+    )
+    search.add_argument("--max-dof", type=limited("max_dof"), default=6, help="GA: most degrees of freedom (default 6)")
+    search.add_argument(
+        "--min-dof", type=limited("max_dof"), default=1, help="GA: fewest degrees of freedom (default 1)"
+    )
     search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     search.add_argument("--no-progress", action="store_true", help="no progress bar")
     search.add_argument("-o", "--output", help="write the result as JSON")

@@ -17,6 +17,7 @@ from pathlib import Path
 from timor_core.common.names import check_plugin, check_prefix
 from timor_core.errors import InputError
 from timor_core.export.ros_distro import check_distro
+from timor_core.limits import limit_hint, limits
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 
@@ -28,7 +29,7 @@ __all__ = [
     "parse_flag",
     "parse_auto_flag",
     "SWITCHES",
-    "MAX_SEARCH_WORKERS",
+    "check_arguments",
 ]
 
 #: name -> (default, description) of assembly.launch.py's arguments.
@@ -75,9 +76,31 @@ SWITCHES: dict[str, str] = {
     "controller_manager": "ros2_control:=false",
 }
 
-MAX_SEARCH_WORKERS = 64
 _NAMESPACE = re.compile(r"/?[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+_WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
+
+
+def check_arguments(args: Mapping[str, object], known: Mapping[str, object]) -> dict[str, str]:
+    """The arguments as strings, each a known name, without NUL characters and at most ``max_path_chars`` long
+    (a launch argument is a name, a flag, a number or a path); else an InputError naming the argument."""
+    unknown = sorted(str(k) for k in set(args) - set(known))
+    if unknown:
+        raise InputError(f"unknown launch argument (expected one of {', '.join(known)})", value=unknown[0])
+    longest = limits().max_path_chars
+    out = {}
+    for name, value in args.items():
+        text = value if isinstance(value, str) else str(value)
+        if "\x00" in text:
+            raise InputError(f"launch argument {name!r} contains a NUL character", value=text)
+        if len(text) > longest:
+            raise InputError(
+                f"launch argument {name!r} has {len(text)} characters, more than the {limit_hint('max_path_chars')}"
+                f" ({longest})",
+                value=text,
+            )
+        out[str(name)] = text
+    return out
 
 
 def parse_flag(name: str, value: str) -> bool:
@@ -124,11 +147,7 @@ class AssemblyLaunch:
     def from_arguments(cls, args: Mapping[str, str]) -> AssemblyLaunch:
         """Parse and check every argument (missing ones take their defaults); raise InputError naming the first
         bad one. Loads the module set and builds the initial assembly, so unknown modules fail here too."""
-        unknown = sorted(set(args) - set(ASSEMBLY_ARGUMENTS) - set(MOVEIT_ARGUMENTS))
-        if unknown:
-            raise InputError(
-                f"unknown launch argument (expected one of {', '.join(ASSEMBLY_ARGUMENTS)})", value=unknown[0]
-            )
+        args = check_arguments(args, {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS})
 
         def get(name: str) -> str:
             return _arg(args, ASSEMBLY_ARGUMENTS, name)
@@ -154,9 +173,12 @@ class AssemblyLaunch:
                 value=namespace,
             )
         text = get("search_workers").strip()
-        if not text.isdigit() or not 1 <= int(text) <= MAX_SEARCH_WORKERS:
+        most = limits().max_workers
+        if not _WHOLE.fullmatch(text) or not 1 <= int(text) <= most:
             raise InputError(
-                f"launch argument 'search_workers' must be a whole number 1..{MAX_SEARCH_WORKERS}", value=text
+                f"launch argument 'search_workers' must be a whole number 1..{most} ({limit_hint('max_workers')};"
+                " more than the cores are cut to the cores)",
+                value=text,
             )
         modules = tuple(get("modules").split())
         if not modules:
@@ -192,6 +214,22 @@ class AssemblyLaunch:
         return out
 
 
+def _folder(text: str) -> Path:
+    """``config_dir``: a folder (or none yet) after ``~`` expansion; every failure an InputError naming it."""
+    if not text.strip():
+        raise InputError("launch argument 'config_dir' is empty", value=text)
+    try:
+        path = Path(text).expanduser()
+    except RuntimeError as exc:  # ~nosuchuser/x: no such user's home
+        raise InputError(f"launch argument 'config_dir': cannot expand '~' ({exc})", value=text) from None
+    try:
+        if path.exists() and not path.is_dir():
+            raise InputError("launch argument 'config_dir' is not a folder", value=str(path))
+    except OSError as exc:  # a component longer than the file system allows, a loop of links, ...
+        raise InputError(f"launch argument 'config_dir' cannot be used: {exc.strerror or exc}", value=text) from None
+    return path
+
+
 @dataclass(frozen=True)
 class MoveItLaunch:
     """moveit.launch.py's arguments: the assembly launch's plus where to write the config and what to start."""
@@ -203,12 +241,11 @@ class MoveItLaunch:
 
     @classmethod
     def from_arguments(cls, args: Mapping[str, str]) -> MoveItLaunch:
-        """Parse and check every argument (see ``AssemblyLaunch.from_arguments``)."""
+        """Parse and check every argument (see ``AssemblyLaunch.from_arguments``); an unknown one is refused."""
+        args = check_arguments(args, {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS})
         ros2_control = parse_flag("ros2_control", _arg(args, MOVEIT_ARGUMENTS, "ros2_control"))
         move_group = parse_flag("move_group", _arg(args, MOVEIT_ARGUMENTS, "move_group"))
-        config_dir = Path(_arg(args, MOVEIT_ARGUMENTS, "config_dir")).expanduser()
-        if config_dir.exists() and not config_dir.is_dir():
-            raise InputError("launch argument 'config_dir' is not a folder", value=str(config_dir))
+        config_dir = _folder(_arg(args, MOVEIT_ARGUMENTS, "config_dir"))
         base_args = {k: v for k, v in args.items() if k in ASSEMBLY_ARGUMENTS}
         base_args["ros2_control"] = "true" if ros2_control else "false"
         if ros2_control:  # /joint_states comes from joint_state_broadcaster

@@ -25,6 +25,7 @@ from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints,
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
 from timor_core.export.urdf import assembly_to_urdf, default_robot_name
+from timor_core.limits import check_int
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -99,6 +100,7 @@ class MoveItOptions:
             value = getattr(self, label)
             if not (math.isfinite(value) and value > 0):
                 raise InputError(f"{label} must be a positive number", value=value)
+        check_int(self.n_samples, "n_samples", 1, "max_samples")
         rate = self.update_rate
         if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
             raise InputError("update_rate must be a positive integer (Hz)", value=rate)

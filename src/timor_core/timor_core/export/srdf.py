@@ -22,6 +22,7 @@ from timor_core.common.names import format_number as _num
 from timor_core.errors import AssemblyError, InputError
 from timor_core.export.ros2_control import commanded, home_position
 from timor_core.export.urdf import default_robot_name
+from timor_core.limits import check_int
 from timor_core.model.tree import KinematicTree
 
 if TYPE_CHECKING:
@@ -114,8 +115,7 @@ def collision_matrix(
 
     Random configurations are uniform within the joint limits ([-π, π] without limits).
     """
-    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-        raise InputError("n_samples must be a positive integer", value=n_samples)
+    n_samples = check_int(n_samples, "n_samples", 1, "max_samples")
     from timor_core.kinematics.collision import configure_requests
 
     robot = assembly.to_pin_robot(prefix=prefix)

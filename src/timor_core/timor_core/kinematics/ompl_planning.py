@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from timor_core.errors import InputError
+from timor_core.limits import check_number
 
 __all__ = ["OMPL_PLANNERS", "ompl_available", "ompl_path"]
 
@@ -55,6 +56,8 @@ def ompl_path(
     """
     if planner not in OMPL_PLANNERS:
         raise InputError(f"unknown OMPL planner (one of {', '.join(OMPL_PLANNERS)})", value=planner)
+    time_limit = check_number(time_limit, "time_limit", 0.0, "max_plan_seconds", low_open=True)
+    check_resolution = check_number(check_resolution, "check_resolution", "min_check_resolution", 100.0)
     try:
         from ompl import base as ob
         from ompl import geometric as og
@@ -66,6 +69,22 @@ def ompl_path(
     if seed is not None and not _SEEDED:  # OMPL takes one seed per process, before its first random number
         ou.RNG.setSeed(int(seed) % (2**31 - 1) + 1)
         _SEEDED = True
+    try:
+        path = _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, check_resolution, simplify)
+    except RuntimeError as exc:  # OMPL's own refusals (bounds, resolution, ...): a typed error naming the query
+        raise InputError(
+            f"OMPL's {planner} refused the query (check_resolution {check_resolution:g}, time_limit {time_limit:g},"
+            f" bounds {np.round(lower, 6).tolist()}..{np.round(upper, 6).tolist()}): {exc}",
+            value=planner,
+        ) from None
+    if path is None or len(path) < 2:
+        return None
+    path[0], path[-1] = start, goal
+    return path
+
+
+def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, check_resolution, simplify):
+    """One query through OMPL's SimpleSetup: the waypoints of an exact solution, or None."""
     n = len(start)
     space = ob.RealVectorStateSpace(n)
     bounds = ob.RealVectorBounds(n)
@@ -101,7 +120,4 @@ def ompl_path(
     finally:  # drop OMPL's objects while their types are alive (nanobind warns about leaks at exit otherwise)
         del setup, info, a, b, space, bounds
         gc.collect()
-    if path is None or len(path) < 2:
-        return None
-    path[0], path[-1] = start, goal
     return path

@@ -22,6 +22,7 @@ import numpy as np
 from timor_core.errors import InputError
 from timor_core.kinematics.ompl_planning import OMPL_PLANNERS, ompl_available, ompl_path
 from timor_core.kinematics.trajectory import Trajectory, time_parametrize
+from timor_core.limits import check_int, check_number, limit_hint, limits
 
 if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
@@ -32,6 +33,9 @@ Validity = Callable[[np.ndarray], bool]
 PLANNERS = ("timor", *OMPL_PLANNERS)
 """``timor``: this module's RRT-Connect; the others: OMPL's planners (``kinematics.ompl_planning``)."""
 
+MAX_STEP = 100.0
+"""Largest ``step`` and ``check_resolution`` (rad or m): a motion checked once per 100 rad is not checked at all."""
+
 
 @dataclass(frozen=True)
 class PlannerConfig:
@@ -39,8 +43,10 @@ class PlannerConfig:
 
     ``step`` bounds the Euclidean joint-space length of one tree extension (rad); ``check_resolution`` is the
     largest max-norm distance between two validity checks along an edge; ``goal_bias`` is the probability of
-    steering towards the other tree's root instead of a random sample; ``time_limit`` (s, or None) bounds the
-    search in wall time in addition to ``max_iterations``.
+    steering towards the other tree's root instead of a random sample; ``time_limit`` (s) bounds the search in wall
+    time in addition to ``max_iterations`` (None: timor's planner stops at the ``max_plan_seconds`` limit, OMPL's
+    after 10 s). Every field is checked here (limits ``max_plan_iterations``, ``min_check_resolution``,
+    ``max_plan_seconds``); an InputError names the field and the value.
     """
 
     planner: str = "RRTConnect"  # "timor" (our RRT-Connect) or one of ompl_planning.OMPL_PLANNERS
@@ -52,22 +58,36 @@ class PlannerConfig:
     time_limit: float | None = 10.0
 
     def __post_init__(self) -> None:
-        if self.planner not in PLANNERS:
-            raise InputError(f"unknown planner (one of {', '.join(PLANNERS)})", value=self.planner)
-        if not (isinstance(self.max_iterations, int) and self.max_iterations >= 0):
-            raise InputError("max_iterations must be a non-negative integer", value=self.max_iterations)
-        if not (isinstance(self.shortcut_iterations, int) and self.shortcut_iterations >= 0):
-            raise InputError("shortcut_iterations must be a non-negative integer", value=self.shortcut_iterations)
-        for name in ("step", "check_resolution"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise InputError(f"{name} must be a positive finite number", value=value)
-        if not (isinstance(self.goal_bias, (int, float)) and 0.0 <= self.goal_bias <= 1.0):
-            raise InputError("goal_bias must be in [0, 1]", value=self.goal_bias)
-        if self.time_limit is not None and not (
-            isinstance(self.time_limit, (int, float)) and not math.isnan(self.time_limit) and self.time_limit > 0
-        ):
-            raise InputError("time_limit must be positive or None", value=self.time_limit)
+        if not isinstance(self.planner, str) or self.planner not in PLANNERS:
+            known = ", ".join(PLANNERS)
+            raise InputError(f"PlannerConfig.planner: unknown planner (one of {known})", value=self.planner)
+        for name in ("max_iterations", "shortcut_iterations"):
+            check_int(getattr(self, name), f"PlannerConfig.{name}", 0, "max_plan_iterations")
+        for name in ("step", "check_resolution"):  # a finer resolution multiplies the collision checks per motion
+            check_number(getattr(self, name), f"PlannerConfig.{name}", "min_check_resolution", MAX_STEP)
+        check_number(self.goal_bias, "PlannerConfig.goal_bias", 0.0, 1.0)
+        if self.time_limit is not None:  # finite: an impossible query must end (inf made OMPL's anytime planners
+            # return no path at all, 1e12 never returned)
+            check_number(self.time_limit, "PlannerConfig.time_limit", 0.0, "max_plan_seconds", low_open=True)
+
+    @property
+    def seconds(self) -> float:
+        """The wall-time limit in force: ``time_limit``, or the ``max_plan_seconds`` limit when it is None."""
+        return float(self.time_limit) if self.time_limit is not None else float(limits().max_plan_seconds)
+
+
+def check_motion_checks(lower: np.ndarray, upper: np.ndarray, resolution: float) -> None:
+    """Refuse a ``check_resolution`` that would need more than ``max_edge_checks`` collision checks along one
+    straight motion across the planning box ``[lower, upper]`` (checked before planning starts)."""
+    extent = float(np.max(np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float), initial=0.0))
+    checks = extent / resolution
+    limit = limits().max_edge_checks
+    if not checks <= limit:
+        raise InputError(
+            f"PlannerConfig.check_resolution: a motion across the joint range ({extent:g}) would take {checks:.3g}"
+            f" collision checks, more than the {limit_hint('max_edge_checks')} ({limit}); use a coarser resolution",
+            value=resolution,
+        )
 
 
 def _vector(value, name: str, dof: int | None = None) -> np.ndarray:
@@ -198,14 +218,15 @@ def rrt_connect(
         raise InputError("lower bounds must not exceed upper bounds", value=[lower.tolist(), upper.tolist()])
     rng = np.random.default_rng(rng)
     res = config.check_resolution
+    check_motion_checks(lower, upper, res)
     if edge_valid(start, goal, is_valid, res):
         return np.vstack((start, goal))
-    deadline = None if config.time_limit is None else time.monotonic() + config.time_limit
+    deadline = time.monotonic() + config.seconds
     capacity = min(config.max_iterations, 4096) + 2
     start_tree, goal_tree = _Tree(start, capacity), _Tree(goal, capacity)
     trees = [start_tree, goal_tree]
     for _ in range(config.max_iterations):
-        if deadline is not None and time.monotonic() > deadline:
+        if time.monotonic() > deadline:
             break
         a, b = trees
         if rng.random() < config.goal_bias:
@@ -367,6 +388,7 @@ def joint_path(
     OMPL's planners are used when OMPL is installed; without it the ``RRTConnect`` default falls back to timor's
     own RRT-Connect (other OMPL planners raise InputError).
     """
+    check_motion_checks(lower, upper, config.check_resolution)
     gen = np.random.default_rng(rng)
     name = config.planner
     if name == "RRTConnect" and not ompl_available():
@@ -374,8 +396,8 @@ def joint_path(
     if name == "timor":
         path = rrt_connect(start, goal, is_valid, lower, upper, rng=gen, config=config)
     else:
-        path = ompl_path(start, goal, is_valid, lower, upper, planner=name,
-                         time_limit=config.time_limit if config.time_limit is not None else 10.0,
+        seconds = config.time_limit if config.time_limit is not None else min(10.0, limits().max_plan_seconds)
+        path = ompl_path(start, goal, is_valid, lower, upper, planner=name, time_limit=seconds,
                          check_resolution=config.check_resolution, seed=int(gen.integers(1, 2**31 - 1)))  # fmt: skip
     if path is None:
         return None

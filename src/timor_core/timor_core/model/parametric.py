@@ -29,6 +29,7 @@ import numpy as np
 
 from timor_core.common.transforms import rot_x, rot_y, rot_z, translation
 from timor_core.errors import InputError
+from timor_core.limits import check_number, limit_hint, limits
 from timor_core.model.module import Module
 
 __all__ = ["KINDS", "ParametricModule", "solid_inertia"]
@@ -122,33 +123,69 @@ class ParametricModule:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise InputError(f"kind must be one of {', '.join(KINDS)}", path="kind", value=self.kind)
+        where = f"parametric module {self.module_id!r}"
+        if not isinstance(self.kind, str) or self.kind not in KINDS:
+            raise InputError(f"{where}: kind must be one of {', '.join(KINDS)}", path="kind", value=self.kind)
         names = KINDS[self.kind]
-        params = tuple(float(p) for p in self.parameters)
+        params = _numbers(self.parameters, f"{where}: parameters", "parameters")
         if len(params) != len(names):
-            raise InputError(f"{self.kind} takes {len(names)} parameters ({', '.join(names)})", value=params)
+            raise InputError(
+                f"{where}: {self.kind} takes {len(names)} parameters ({', '.join(names)})",
+                path="parameters",
+                value=params,
+            )
         object.__setattr__(self, "parameters", params)
-        limits = self.limits if self.limits is not None else tuple(_default_limit(n) for n in names)
-        limits = tuple((float(lo), float(hi)) for lo, hi in limits)
-        if len(limits) != len(names) or any(lo > hi for lo, hi in limits):
-            raise InputError("limits must give (low, high) with low <= high for every parameter", value=limits)
-        object.__setattr__(self, "limits", limits)
-        for n, p, (lo, hi) in zip(names, params, limits):
-            if not math.isfinite(p) or not lo <= p <= hi:
-                raise InputError(f"parameter {n} = {p:g} outside its limits [{lo:g}, {hi:g}]", path=n, value=p)
-            if n != "alpha" and p < 0:
-                raise InputError(f"parameter {n} must not be negative", path=n, value=p)
-        if params[0] <= 0:
-            raise InputError("radius must be positive", path="radius", value=params[0])
-        if not (math.isfinite(self.density) and self.density > 0):
-            raise InputError("density must be a positive number (kg/m³)", path="density", value=self.density)
+        if self.limits is None:
+            limits_ = tuple(_default_limit(n) for n in names)
+        else:
+            try:
+                pairs = [tuple(pair) for pair in self.limits]
+            except TypeError:
+                pairs = []
+            if len(pairs) != len(names) or any(len(pair) != 2 for pair in pairs):
+                raise InputError(f"{where}: limits must give (low, high) for every parameter", path="limits",
+                                 value=self.limits)  # fmt: skip
+            limits_ = tuple((lo, hi) for lo, hi in (_numbers(p, f"{where}: limits", "limits", True) for p in pairs))
+        if any(lo > hi for lo, hi in limits_):
+            raise InputError(f"{where}: limits must give low <= high for every parameter", path="limits", value=limits_)
+        object.__setattr__(self, "limits", limits_)
+        biggest = limits().max_module_size_m
+        for n, p, (lo, hi) in zip(names, params, limits_):
+            if not lo <= p <= hi:
+                raise InputError(f"{where}: parameter {n} = {p:g} outside its limits [{lo:g}, {hi:g}]", path=n, value=p)
+            if n == "alpha":
+                continue
+            if p < 0 or p > biggest:  # the body's mass and inertia must stay finite: blame the parameter, not them
+                raise InputError(
+                    f"{where}: parameter {n} must be 0..{biggest:g} m ({limit_hint('max_module_size_m')})",
+                    path=n,
+                    value=p,
+                )
+        smallest = limits().min_module_size_m
+        if params[0] < smallest:
+            raise InputError(
+                f"{where}: radius must be positive, at least {smallest:g} m ({limit_hint('min_module_size_m')})",
+                path="radius",
+                value=params[0],
+            )
+        for name, low, high in (("density", 0.0, "max_density"), ("x_rotation", -2 * math.pi, 2 * math.pi)):
+            value = check_number(getattr(self, name), f"{where}: {name}", low, high, low_open=name == "density",
+                                 path=name)  # fmt: skip
+            object.__setattr__(self, name, value)
         if self.joint_type not in ("revolute", "prismatic") or (
             self.kind == "dh_joint" and self.joint_type != "revolute"
         ):
-            raise InputError("joint_type must be revolute or prismatic (dh_joint: revolute)", value=self.joint_type)
+            raise InputError(f"{where}: joint_type must be revolute or prismatic (dh_joint: revolute)",
+                             path="joint_type", value=self.joint_type)  # fmt: skip
         if self.convention not in ("DH", "MDH"):
-            raise InputError("convention must be DH or MDH", path="convention", value=self.convention)
+            raise InputError(f"{where}: convention must be DH or MDH", path="convention", value=self.convention)
+        if not isinstance(self.joint, Mapping):
+            raise InputError(f"{where}: joint must be a mapping of CoBRA joint fields", path="joint", value=self.joint)
+        object.__setattr__(self, "connector_size", _numbers(self.connector_size, f"{where}: connector_size",
+                                                            "connector_size"))  # fmt: skip
+        if not (isinstance(self.genders, (tuple, list)) and len(self.genders) == 2):
+            raise InputError(f"{where}: genders must be two genders (proximal, distal)", path="genders",
+                             value=self.genders)  # fmt: skip
 
     @property
     def named_parameters(self) -> dict[str, float]:
@@ -169,8 +206,15 @@ class ParametricModule:
         return rot_x(alpha) @ translation((a, 0, 0)) @ translation((0, 0, d)) @ rot_z(theta)
 
     def freeze(self) -> Module:
-        """The ordinary module of these parameters."""
-        return Module.from_json(self.to_json(), f"parametric module {self.module_id!r}")
+        """The ordinary module of these parameters (an InputError names the module and its parameters)."""
+        try:
+            return Module.from_json(self.to_json(), f"parametric module {self.module_id!r}")
+        except InputError as exc:
+            raise InputError(
+                f"parametric module {self.module_id!r} with {self.named_parameters}: {exc.message}",
+                path=exc.path,
+                value=exc.value,
+            ) from None
 
     def to_json(self) -> dict[str, Any]:
         """The CoBRA JSON of the frozen module."""
@@ -183,6 +227,30 @@ class ParametricModule:
             j.update(dict(self.joint))
         header = {"ID": self.module_id, "name": self.name or self.module_id}
         return {"header": header, "bodies": [b for b in bodies], "joints": joints}
+
+
+def _numbers(values: Any, what: str, path: str, infinite: bool = False) -> tuple[float, ...]:
+    """``values`` as a tuple of floats (finite unless ``infinite``), else an InputError naming ``what``."""
+    if isinstance(values, (str, bytes)):
+        raise InputError(f"{what} must be numbers", path=path, value=values)
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise InputError(f"{what} must be numbers", path=path, value=values) from None
+    if len(items) > 16:
+        raise InputError(f"{what}: at most 16 numbers", path=path, value=values)
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise InputError(f"{what} must be numbers", path=path, value=values)
+        try:
+            x = float(v)
+        except OverflowError:  # an int beyond a double
+            raise InputError(f"{what} must be finite numbers", path=path, value=values) from None
+        if x != x or (not infinite and math.isinf(x)):
+            raise InputError(f"{what} must be finite numbers", path=path, value=values)
+        out.append(x)
+    return tuple(out)
 
 
 def _default_limit(name: str) -> tuple[float, float]:

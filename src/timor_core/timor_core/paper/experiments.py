@@ -31,6 +31,7 @@ from itertools import chain
 
 from timor_core.errors import InputError
 from timor_core.export.urdf_serial import urdf_of_serial
+from timor_core.limits import cap_workers, check_int
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.search import SearchSpaceError, SerialSpace, paper_exp2_options, science2019_options
@@ -122,8 +123,8 @@ def exp1(db: ModulesDB, *, limit: int | None = None) -> Exp1Result:
     (compiled on the first assemblies, inside the timing). Not timed: loading ``db``.
     ``limit`` stops after the first ``limit`` assemblies of the space's order (quick runs).
     """
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InputError("limit must be a positive integer", value=limit)
+    if limit is not None:
+        check_int(limit, "limit", 1, "max_search_evals")
     t0 = time.perf_counter()
     space = exp1_space(db)
     count = 0
@@ -284,11 +285,13 @@ def exp2(
 ) -> Exp2Result:
     """Experiment 2: the constrained search and/or the GA on ``task``, each timed and its best robot verified.
 
-    ``order``: the constrained search's order, ``"cost"`` (the default: every assembly priced from its modules,
-    then the lightest first; the first valid robot is the optimum, and the search stops once no assembly left is
-    lighter, having shown that none of the 177,155 is a lighter valid robot) or ``"space"`` (as the paper iterates:
-    the bound only starts to skip assemblies once a valid robot is found, at position 67,743 here). ``limit``
-    evaluates only the first ``limit`` assemblies of the constrained search (quick runs). Timed: the search alone
+    ``order``: the constrained search's order, ``"cost"`` (the default: the lightest first, priced from the modules
+    and streamed in bounded memory by :func:`timor_core.search.cost_order.by_cost`; the first valid robot is the
+    optimum, and the search stops once no assembly left is lighter, having shown that none of the 177,155 is a
+    lighter valid robot) or ``"space"`` (as the paper iterates: the bound only starts to skip assemblies once a
+    valid robot is found, at position 67,743 here). ``limit`` evaluates only the first ``limit`` assemblies of the
+    constrained search (quick runs; 1 .. the ``max_search_evals`` limit, and never more workers than ``limit``).
+    Timed: the search alone
     (not loading the task or the module set).
     """
     from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer
@@ -300,8 +303,9 @@ def exp2(
         raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=task.id)
     if order not in ("space", "cost"):
         raise InputError('order must be "space" or "cost"', value=order)
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise InputError("limit must be a positive integer", value=limit)
+    if limit is not None:
+        check_int(limit, "limit", 1, "max_search_evals")
+    cap_workers(workers)  # a bad count is refused before the space is built
     space = exp2_space(db)
     config = FilterConfig(seed=seed)
     runs = []

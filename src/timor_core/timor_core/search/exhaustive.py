@@ -16,8 +16,10 @@ import math
 import time
 from typing import Any
 
-from timor_core.errors import InputError, TimorError
+from timor_core.errors import InputError
+from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
+from timor_core.search.cost_order import by_cost
 from timor_core.search.evaluate import load_task
 from timor_core.search.filters import FilterConfig
 from timor_core.search.optimizer import Budget, check_db, run_search, space_info
@@ -25,6 +27,7 @@ from timor_core.search.result import SearchResult
 from timor_core.search.space import SerialSpace
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
+from timor_core.task.solve import task_base_placement
 
 __all__ = ["ExhaustiveSearch"]
 
@@ -44,11 +47,10 @@ class ExhaustiveSearch:
         progress: show a progress bar (assemblies/s, best cost, pass rate per filter).
         start, stop: a slice of the space (e.g. to continue a search from ``result.next_seq``).
         bound: only assemblies cheaper than this count as valid (e.g. the best cost of an earlier run).
-        order: ``"space"`` (the space's order; ``seq`` is the space index) or ``"cost"``: cheapest first (the
-            costs of all assemblies are computed first: ~1 µs each for costs that sum module properties, such as
-            the mass; ~25 µs where the assembly must be built), and the search stops as soon as the rest
-            cannot beat the best (``stopped="bound"``): the first valid assembly is the optimum. ``seq`` is then
-            the position in the sorted order (ties: space order).
+        order: ``"space"`` (the space's order; ``seq`` is the space index) or ``"cost"``: cheapest first, streamed
+            (:func:`~.cost_order.by_cost`: memory grows with the assemblies taken, not with the space), and the
+            search stops as soon as the rest cannot beat the best (``stopped="bound"``): the first valid assembly
+            is the optimum. ``seq`` is then the position in the cost order (ties: space order).
         evaluator: evaluate elsewhere than on a local process pool, e.g. on a Dask cluster
             (:class:`~.cluster.DaskEvaluator`; then ``workers`` is ignored).
     """
@@ -72,6 +74,7 @@ class ExhaustiveSearch:
         self.space = space
         self.cost = cost
         self.config = filters if filters is not None else FilterConfig()
+        cap_workers(workers)  # refuse a bad count before any work
         self.workers = workers
         self.progress = progress
         self.start = int(start)
@@ -94,7 +97,9 @@ class ExhaustiveSearch:
             first = self.start
         else:
             t0 = time.perf_counter()
-            ranked = _by_cost(it, db, task, self.cost)
+            ranked = by_cost(
+                self.space, self.cost, self.start, self.stop, base_placement=task_base_placement(load_task(task))
+            )
             prepare = time.perf_counter() - t0
             last = [-math.inf]
 
@@ -135,20 +140,3 @@ class ExhaustiveSearch:
             result.wall_time += prepare
             result.settings["prepare_time"] = prepare
         return result
-
-
-def _by_cost(assemblies, db: ModulesDB, task: Task, cost) -> list[tuple[float, tuple[str, ...]]]:
-    """(cost, ids) of every assembly, cheapest first (stable: ties keep their order); unbuildable ones last."""
-    from timor_core.task.solve import assembly_cost, task_base_placement
-
-    cost_function = assembly_cost(cost if cost is not None else "mass")
-    placement = task_base_placement(load_task(task))
-    out = []
-    for ids in assemblies:
-        try:
-            value = cost_function.evaluate_serial(db, ids, placement)
-        except TimorError:
-            value = math.inf
-        out.append((value, ids))
-    out.sort(key=lambda x: x[0])
-    return out

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.errors import InputError
-from timor_core.limits import limits
+from timor_core.limits import cap_workers, check_int, check_number, limits
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, load_task
 from timor_core.search.filters import FilterConfig, Funnel
@@ -122,19 +122,17 @@ class GeneticSearch(ChromosomeCoding):
             ("n_slots", n_slots, 1, lim.max_modules),
             ("max_dof", max_dof, 1, lim.max_dof),
             ("min_dof", min_dof, 0, lim.max_dof),
-            ("generations", generations, 1, 10**6),
-            ("population", population, 2, 10**5),
-            ("trials", trials, 1, 10**4),
+            ("generations", generations, 1, lim.max_generations),
+            ("population", population, 2, lim.max_population),
+            ("trials", trials, 1, lim.max_trials),
             ("seed", seed, 0, 2**63 - 1),
         ):
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise InputError(f"{name} must be an integer in {lo}..{hi}", value=v)
         if min_dof > max_dof:
             raise InputError(f"min_dof ({min_dof}) must not exceed max_dof ({max_dof})", value=min_dof)
-        if early_stop is not None and (
-            isinstance(early_stop, bool) or not isinstance(early_stop, int) or early_stop < 1
-        ):
-            raise InputError("early_stop must be a positive integer or None", value=early_stop)
+        if early_stop is not None:
+            check_int(early_stop, "early_stop", 1, "max_generations")
         if not 0.0 <= mutation_probability <= 1.0:
             raise InputError("mutation_probability must be in [0, 1]", value=mutation_probability)
         self.base = self._pick(base, self.db.bases, "base")
@@ -158,17 +156,17 @@ class GeneticSearch(ChromosomeCoding):
         self.trials = trials
         self.early_stop = early_stop
         self.config = filters if filters is not None else FilterConfig()
+        cap_workers(workers)  # refuse a bad count before any work
         self.workers = workers
         self.progress = progress
-        self.penalty = float(penalty)
+        self.penalty = check_number(penalty, "penalty", 0.0, 1e300)
         self.mutation_probability = float(mutation_probability)
         if isinstance(elitism, bool) or not isinstance(elitism, int) or not 0 <= elitism < population:
             raise InputError(f"elitism must be an integer in [0, population {population})", value=elitism)
         self.elitism = elitism
         if local_search not in (0, 1, 2) or isinstance(local_search, bool):
             raise InputError("local_search must be 0, 1 or 2 (moves)", value=local_search)
-        if isinstance(local_search_after, bool) or not isinstance(local_search_after, int) or local_search_after < 1:
-            raise InputError("local_search_after must be a positive integer", value=local_search_after)
+        check_int(local_search_after, "local_search_after", 1, "max_generations")
         self.local_search = local_search
         self.local_search_after = local_search_after
         self._dof = {m.id: m.dof for m in self.db}

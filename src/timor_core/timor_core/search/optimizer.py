@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from timor_core.errors import InputError
-from timor_core.limits import check_count
+from timor_core.limits import cap_workers, check_count
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import cost_descriptor, load_db, load_task
 from timor_core.search.filters import Filter, FilterConfig
@@ -118,7 +118,10 @@ def run_search(
     if evaluator is not None:
         pe = evaluator.bind(task, db, cost, config, filters)
     else:
-        pe = ParallelEvaluator(task, db, cost, config, filters, workers=workers, mp_context=mp_context)
+        n = cap_workers(workers)
+        if total is not None:  # never more processes than assemblies to evaluate (``--limit 1 --workers 1000``)
+            n = max(1, min(n, total))
+        pe = ParallelEvaluator(task, db, cost, config, filters, workers=n, mp_context=mp_context)
     result = SearchResult(
         optimizer=name,
         task_id=task.id,
@@ -224,6 +227,7 @@ class RandomSearch:
         self.config = filters if filters is not None else FilterConfig()
         self.samples = samples
         self.seed = seed
+        cap_workers(workers)  # refuse a bad count before any work
         self.workers = workers
         self.progress = progress
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
-import os
 import signal
 import sys
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from timor_core.errors import InputError
+from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
 from timor_core.search.filters import Filter, FilterConfig, Funnel
@@ -43,13 +43,9 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_workers(workers: int | None) -> int:
-    """``None``/``0``: all cores available to this process; otherwise at least 1."""
-    if not workers:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # not on Linux
-            return max(1, os.cpu_count() or 1)
-    return max(1, int(workers))
+    """``None``/``0``: all cores available to this process; otherwise 1..``max_workers``, cut to the cores unless
+    the ``force_workers`` limit is set (:func:`timor_core.limits.cap_workers`)."""
+    return cap_workers(workers)
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,9 @@ class CostFunction:
     default_weight: ClassVar[float] = 1.0
     #: "trajectory": needs a solution's trajectory; "solution": needs a solution; "assembly": an assembly suffices
     needs: ClassVar[str] = "trajectory"
+    #: True if the value is a plain sum of one number per module (``modules_value`` of a list is the sum of the
+    #: values of its modules): a search can then walk its space cheapest first without pricing all of it
+    additive: ClassVar[bool] = False
 
     def __init__(self, weight: float | None = None) -> None:
         w = self.default_weight if weight is None else weight
@@ -356,6 +359,7 @@ class RobotMass(_AssemblyCost):
     """Total mass of the robot (kg)."""
 
     name = "mass"
+    additive = True
 
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.mass)
@@ -368,6 +372,7 @@ class NumJoints(_AssemblyCost):
     """Number of actuated joints."""
 
     name = "numJ"
+    additive = True
 
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.dof)
@@ -380,6 +385,7 @@ class ModuleCost(_AssemblyCost):
     """Sum of the modules' header costs (timor's addition to the CoBRA names)."""
 
     name = "moduleCost"
+    additive = True
 
     def assembly_value(self, assembly: ModuleAssembly) -> float:
         return float(assembly.cost)
