@@ -203,7 +203,8 @@ class Exp2Run:
         name = {"constrained": "constrained search", "ga": "genetic algorithm"}[self.algorithm]
         head = f"{name}: {self.evaluations} assemblies in {self.seconds:.1f} s ({self.workers} worker(s))"
         if self.best_ids is None:
-            return head + "; no valid robot found"
+            why = (self.result.settings.get("unreachable") or []) if self.result is not None else []
+            return head + "; no valid robot found" + "".join(f" ({w}: no robot of the space can)" for w in why)
         check = (
             "verified: reaches every goal, collision-free, within limits"
             if self.ok

@@ -20,11 +20,12 @@ from timor_core.errors import InputError
 from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
 from timor_core.search.cost_order import by_cost
-from timor_core.search.evaluate import load_task
+from timor_core.search.evaluate import cost_descriptor, load_task
 from timor_core.search.filters import FilterConfig
 from timor_core.search.optimizer import Budget, check_db, run_search, space_info
 from timor_core.search.result import SearchResult
 from timor_core.search.space import SerialSpace
+from timor_core.search.space_reach import unreachable_goals
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 from timor_core.task.solve import task_base_placement
@@ -90,6 +91,11 @@ class ExhaustiveSearch:
         """Search the space for ``task``; ``db`` must be the space's module set (default: it)."""
         db = self.space.db if db is None else db
         check_db(self.space, db)
+        task = load_task(task)
+        t0 = time.perf_counter()
+        out_of_reach = unreachable_goals(self.space, task)
+        if out_of_reach:  # proven for every assembly of the space: nothing to enumerate
+            return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -97,9 +103,7 @@ class ExhaustiveSearch:
             first = self.start
         else:
             t0 = time.perf_counter()
-            ranked = by_cost(
-                self.space, self.cost, self.start, self.stop, base_placement=task_base_placement(load_task(task))
-            )
+            ranked = by_cost(self.space, self.cost, self.start, self.stop, base_placement=task_base_placement(task))
             prepare = time.perf_counter() - t0
             last = [-math.inf]
 
@@ -139,4 +143,28 @@ class ExhaustiveSearch:
         if self.order == "cost":  # sorting by cost is part of the search
             result.wall_time += prepare
             result.settings["prepare_time"] = prepare
+        return result
+
+    def _unreachable(self, task: Task, db: ModulesDB, goals: list, seconds: float) -> SearchResult:
+        """The result of a search that needs no evaluation: a goal lies beyond every assembly's reach
+        (:func:`~.space_reach.unreachable_goals`); ``stopped="unreachable"``, the reasons in ``settings``."""
+        result = SearchResult(
+            optimizer="ExhaustiveSearch",
+            task_id=task.id,
+            db_name=db.name,
+            cost=cost_descriptor(self.cost),
+            space=space_info(self.space),
+            settings={
+                "filters": self.config.to_json(),
+                "start": self.start,
+                "stop": self.stop,
+                "bound": None if math.isinf(self.bound) else self.bound,
+                "order": self.order,
+                "unreachable": [g.text() for g in goals],
+            },
+        )
+        result.wall_time = seconds
+        result.stopped = "unreachable"
+        result.next_seq = self.stop  # every assembly is decided: none reaches the goal
+        result.history.append({"evaluations": 0, "time": seconds, "best_cost": None})
         return result

@@ -41,8 +41,9 @@ class SearchResult:
         valid: assemblies that passed every filter.
         wall_time: seconds; cpu_time: CPU seconds spent evaluating, summed over the workers.
         workers: processes used.
-        stopped: ``"exhausted"`` (the whole sequence), ``"max_evaluations"``, ``"max_time"``, ``"interrupted"`` or
-            ``"canceled"`` (a caller's stop event).
+        stopped: ``"exhausted"`` (the whole sequence), ``"max_evaluations"``, ``"max_time"``, ``"interrupted"``,
+            ``"canceled"`` (a caller's stop event) or ``"unreachable"`` (a goal lies beyond every assembly's reach,
+            proven before enumerating: ``settings["unreachable"]`` says which).
         next_seq: where a search over the same sequence would continue (every position before it is done).
         space: a description of the search space (fingerprint, count, options) or None.
         settings: the optimizer's settings (filter config, seed, ...).
@@ -112,7 +113,7 @@ class SearchResult:
         best = (
             f"best: {' '.join(self.best_ids)} (cost {self.best_cost:.6g})"
             if self.best_ids is not None
-            else "no valid assembly found"
+            else "no valid assembly found" + "".join(f"; {why}" for why in self.settings.get("unreachable", ()))
         )
         return "\n".join((head, best, self.funnel.summary()))
 

@@ -1,0 +1,132 @@
+"""Goals out of every assembly's reach (search.space_reach): the bound is sound (property test over random robots,
+base placements and configurations of the embedded sets and, when present, the real IMPROV set), tight on a
+stretched arm, and lets the constrained search answer a task nothing can solve without enumerating the space."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import IMPROV_FILE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.cli.app import main
+from timor_core.search import ExhaustiveSearch, SerialSpace, SpaceOptions, paper_exp2_space, science2019_options
+from timor_core.search.space_reach import module_span, space_reach, unreachable_goals
+from timor_core.task.solve import load_task
+
+TASKS = Path(__file__).parent / "data" / "exp2_tasks"
+UNREACHABLE = TASKS / "unreachable.json"
+DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
+WIDE = SpaceOptions(
+    dof_min=1,
+    dof_max=5,
+    first_is_joint=False,
+    max_links_between_joints=2,
+    max_links_before_first_joint=1,
+    max_links_after_last_joint=1,
+)
+SPACES = {name: SerialSpace(db, WIDE) for name, db in DBS.items()}
+if IMPROV_FILE.is_file():
+    DBS["IMPROV"] = ModulesDB.from_json_file(IMPROV_FILE)
+    SPACES["IMPROV"] = SerialSpace(DBS["IMPROV"], science2019_options())
+
+
+def _placement(rng: np.random.Generator, spread: float) -> np.ndarray:
+    from scipy.spatial.transform import Rotation
+
+    m = np.eye(4)
+    m[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+    m[:3, 3] = rng.uniform(-spread, spread, 3)
+    return m
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(sorted(SPACES)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.3, 4.0]),
+)
+def test_no_assembly_reaches_beyond_the_space_bound(name, pick, seed, spread):
+    """Any assembly, any base placement, any configuration (prismatic joints within their travel): the TCP lies
+    within the sum of its modules' spans, and that within the space's bound, of the base placement."""
+    space = SPACES[name]
+    ids = space[int(pick * space.count)]
+    rng = np.random.default_rng(seed)
+    placement = _placement(rng, spread)
+    robot = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot
+    own = sum(module_span(DBS[name][m]) for m in ids)
+    bound = space_reach(space)
+    assert own <= bound + 1e-12
+    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+    for _ in range(20):
+        q = rng.uniform(-2 * np.pi, 2 * np.pi, robot.dof)
+        for j in range(1, robot.model.njoints):
+            if "P" in robot.model.joints[j].shortname():
+                k = robot.model.joints[j].idx_q
+                q[k] = rng.uniform(lo[k], hi[k])
+        distance = float(np.linalg.norm(robot.fk(q)[:3, 3] - placement[:3, 3]))
+        assert distance <= own + 1e-9, (ids, q.tolist())
+
+
+def test_the_bound_is_reached_by_the_stretched_arm(robco):
+    """Experiment 2's space: base, five joints each followed by the 0.4 m tube, the gripper; at q = 0 it stands
+    straight up, exactly as far as the bound says (2.94 m)."""
+    space = paper_exp2_space(robco)
+    assert space_reach(space) == pytest.approx(0.06 + 5 * 0.15 + 5 * 0.4 + 0.13)
+    ids = ("base", *(["J", "I_400"] * 5), "gripper")
+    assert ids in space
+    tcp = ModuleAssembly.from_serial_modules(robco, ids).robot.fk(np.zeros(5))[:3, 3]
+    assert np.linalg.norm(tcp) == pytest.approx(space_reach(space))
+
+
+def test_module_span_of_a_prismatic_joint_adds_its_travel(primitives):
+    spans = {m.id: module_span(m) for m in primitives}
+    prismatic = [m for m in primitives if any(j.type == "prismatic" for j in m.joints)]
+    assert prismatic, "the primitive set has a prismatic joint module"
+    for m in prismatic:
+        travel = max(max(abs(j.limits.lower), abs(j.limits.upper)) for j in m.joints if j.type == "prismatic")
+        assert spans[m.id] >= travel > 0
+
+
+@pytest.mark.parametrize("order", ["cost", "space"])
+def test_a_task_nothing_can_solve_is_answered_without_enumerating(robco, order):
+    task = load_task(UNREACHABLE)
+    result = ExhaustiveSearch(paper_exp2_space(robco), "mass", workers=1, progress=False, order=order).optimize(task)
+    assert result.stopped == "unreachable" and result.evaluations == 0 and result.best_ids is None
+    (why,) = result.settings["unreachable"]
+    assert why.startswith("goal g2 is 5.025 m from the base") and "2.940 m" in why
+    assert "goal g2 is 5.025 m" in result.summary()
+    data = json.loads(json.dumps(result.to_json_data()))
+    assert data["stopped"] == "unreachable"
+
+
+def test_the_bound_is_measured_from_the_base_placement(robco, tmp_path):
+    """The same goal 5 m from the origin, with the base placed 3 m towards it: no longer provably out of reach."""
+    data = json.loads(UNREACHABLE.read_text())
+    space = paper_exp2_space(robco)
+    assert [g.goal for g in unreachable_goals(space, load_task(UNREACHABLE))] == ["g2"]
+    placed = [[1.0, 0.0, 0.0, 3.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    data["constraints"] = [{"type": "basePlacement", "pose": {"nominal": placed}}]
+    data["goals"] = [g for g in data["goals"] if g["ID"] == "g2"]
+    (tmp_path / "moved.json").write_text(json.dumps(data))
+    assert unreachable_goals(space, load_task(tmp_path / "moved.json")) == []
+
+
+def test_every_other_new_task_may_be_reachable(robco):
+    space = paper_exp2_space(robco)
+    for path in sorted(TASKS.glob("*.json")):
+        if path != UNREACHABLE:
+            assert unreachable_goals(space, load_task(path)) == [], path.name
+
+
+def test_cli_exp2_names_the_unreachable_goal(capsys):
+    code = main(["paper", "exp2", "--task", str(UNREACHABLE), "--algorithm", "constrained", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "0 assemblies" in out and "goal g2 is 5.025 m from the base" in out
