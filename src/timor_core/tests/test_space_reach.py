@@ -130,3 +130,23 @@ def test_cli_exp2_names_the_unreachable_goal(capsys):
     out = capsys.readouterr().out
     assert code in (0, 1)
     assert "0 assemblies" in out and "goal g2 is 5.025 m from the base" in out
+
+
+def test_the_search_refuses_an_assembly_too_short_for_a_goal_without_building_it(robco):
+    """The ``robot`` filter leaves the model unbuilt when the module spans prove a goal out of reach; the
+    ``workspace`` filter refuses it, as the reach bound of the built robot does."""
+    from timor_core.kinematics.ik import outside_workspace
+    from timor_core.search import FilterChain
+
+    task = load_task(TASKS / "moved_goals.json")
+    chain = FilterChain(task, robco, "mass")
+    short = ("base", "J", "I_50", "gripper")  # 0.39 m of spans; g1 is 0.53 m from the base
+    c = chain(short, np.inf)
+    assert c.robot is None and c.failed_filter == "workspace" and c.reason_key == "g1: outside workspace"
+    assert "module span bound 0.390 m" in c.reason
+    robot = ModuleAssembly.from_serial_modules(robco, short).robot
+    for g in task.goals:
+        assert outside_workspace(robot, robot.tcp, np.asarray(g.goal_pose.world), g.goal_pose.tolerance) > 0
+    # one long enough for both goals by its spans is built and judged by the nested bounds and the IK
+    c = chain(("base", "J", "I_400", "J", "I_400", "gripper"), np.inf)
+    assert c.robot is not None

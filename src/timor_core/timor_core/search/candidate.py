@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from timor_core.errors import InputError
+from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
 from timor_core.task.costs import CostFunction
 
@@ -184,6 +184,9 @@ class Candidate:
     failed_filter: str | None = None
     reason_key: str = ""
     reason: str = ""
+    beyond_span: dict[str, tuple[float, float, int]] | None = None
+    """Goals the module spans prove out of reach, ``{goal: (gap, span, pose index)}`` (m): the ``robot`` filter
+    then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly (``search.space_reach``)."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
@@ -191,8 +194,27 @@ class Candidate:
             raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
         return self.assembly
 
+    def build_robot(self) -> bool:
+        """Build the robot model once (at the task's base placement, with its gravity); False (the candidate failed,
+        the reason says why) if it does not build or has no TCP."""
+        if self.robot is not None:
+            return True
+        assembly = self.require_assembly()
+        try:
+            robot = assembly.to_pin_robot(self.ctx.placement)
+            if not robot.has_end_effector:
+                raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
+        except TimorError as exc:
+            return self.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
+        robot.model.gravity.linear = self.ctx.gravity
+        self.robot = robot
+        return True
+
     def require_robot(self) -> PinRobot:
-        """The robot model built by the ``robot`` filter; InputError if no earlier filter in the chain built it."""
+        """The robot model built by the ``robot`` filter (built now if that filter deferred it); InputError if no
+        earlier filter in the chain built it."""
+        if self.robot is None and self.beyond_span is not None and not self.build_robot():
+            raise InputError(f"no robot model: {self.reason}", value=self.ids)
         if self.robot is None:
             raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)
         return self.robot
