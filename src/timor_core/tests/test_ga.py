@@ -239,7 +239,10 @@ def test_cli_search_in_a_space_of_your_own(task, robco, tmp_path, capsys):
     assert main([*argv, "-o", str(out)]) == 0
     result = SearchResult.from_json_file(out)
     # J + tail, J + gap + J + tail, where gap and tail are each nothing, L_100 or L_150: 3 + 9 = 12 assemblies
-    assert result.evaluations == len(load_space(space, robco)) == 12
+    assert result.space is not None and result.space["count"] == len(load_space(space, robco)) == 12
+    # none of them reaches as far as the task's farthest goal: proven before any is evaluated (issue 25)
+    assert result.stopped == "unreachable" and result.evaluations == 0, result.summary()
+    assert "no assembly of the space reaches farther than" in result.settings["unreachable"][0]
     assert set(result.best_ids or ()) <= {"base", "J", "L_100", "L_150", "gripper"}
     # bad options name the file and the option; a GA with a space is refused
     space.write_text(json.dumps({"dof_max": 2, "modulez": ["J"]}))

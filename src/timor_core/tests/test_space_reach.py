@@ -19,6 +19,13 @@ from timor_core.search import ExhaustiveSearch, SerialSpace, SpaceOptions, paper
 from timor_core.search.space_reach import module_span, space_reach, unreachable_goals
 from timor_core.task.solve import load_task
 
+
+def load_task_data(data: dict):
+    from timor_core.task import Task
+
+    return Task.from_json_data(data)
+
+
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 UNREACHABLE = TASKS / "unreachable.json"
 DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
@@ -133,20 +140,51 @@ def test_cli_exp2_names_the_unreachable_goal(capsys):
 
 
 def test_the_search_refuses_an_assembly_too_short_for_a_goal_without_building_it(robco):
-    """The ``robot`` filter leaves the model unbuilt when the module spans prove a goal out of reach; the
-    ``workspace`` filter refuses it, as the reach bound of the built robot does."""
+    """The ``robot`` filter leaves the model unbuilt when the modules alone prove a goal out of reach; the
+    ``workspace`` filter refuses it with the reason the built robot gives."""
     from timor_core.kinematics.ik import outside_workspace
     from timor_core.search import FilterChain
 
     task = load_task(TASKS / "moved_goals.json")
     chain = FilterChain(task, robco, "mass")
-    short = ("base", "J", "I_50", "gripper")  # 0.39 m of spans; g1 is 0.53 m from the base
+    short = ("base", "J", "I_50", "gripper")  # g1 is 0.53 m from the base
     c = chain(short, np.inf)
     assert c.robot is None and c.failed_filter == "workspace" and c.reason_key == "g1: outside workspace"
-    assert "module span bound 0.390 m" in c.reason
     robot = ModuleAssembly.from_serial_modules(robco, short).robot
+    assert f"(reach bound {robot.reach():.3f} m)" in c.reason
     for g in task.goals:
         assert outside_workspace(robot, robot.tcp, np.asarray(g.goal_pose.world), g.goal_pose.tolerance) > 0
-    # one long enough for both goals by its spans is built and judged by the nested bounds and the IK
-    c = chain(("base", "J", "I_400", "J", "I_400", "gripper"), np.inf)
-    assert c.robot is not None
+    # the task's optimum: built, and valid
+    c = chain(("base", "J", "L_200", "J", "L_100", "J", "L_100", "J", "gripper"), np.inf)
+    assert c.robot is not None and c.failed_filter is None
+
+
+@pytest.mark.parametrize("name", ["moved_goals", "more_goals", "obstacle_middle", "five_joints"])
+def test_the_bounds_from_the_modules_give_the_built_robots_verdict(robco, name):
+    """Random assemblies of experiment 2's space, with the task's base moved and turned: the workspace verdict
+    and reason with the robot unbuilt (``stop_early``, the search's default) are those of the built robot
+    (``stop_early=False`` builds every robot)."""
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filters import AssemblyFilter, LimitsFilter, RobotFilter, WorkspaceFilter
+    from timor_core.search.quick_reach import quick_chain
+
+    data = json.loads((TASKS / f"{name}.json").read_text())
+    rng = np.random.default_rng(len(name))
+    placement = _placement(rng, 0.3)
+    data["constraints"] = [{"type": "basePlacement", "pose": {"nominal": placement.tolist()}}]
+    task = load_task_data(data)
+    filters = [AssemblyFilter(), LimitsFilter(), RobotFilter(), WorkspaceFilter()]
+    quick = FilterChain(task, robco, "mass", FilterConfig(), filters)
+    built = FilterChain(task, robco, "mass", FilterConfig(stop_early=False), filters)
+    space = paper_exp2_space(robco)
+    refused = 0
+    for i in rng.integers(0, space.count, 150):
+        ids = space[int(i)]
+        a, b = quick(ids, np.inf), built(ids, np.inf)
+        assert b.robot is not None
+        assert (a.failed_filter, a.reason_key, a.reason) == (b.failed_filter, b.reason_key, b.reason), ids
+        refused += a.failed_filter == "workspace"
+        assert (a.robot is None) == (a.failed_filter == "workspace")
+        qc = quick_chain(ModuleAssembly.from_serial_modules(robco, ids, base_placement=placement), placement)
+        assert qc is not None and qc.reach == pytest.approx(b.robot.reach())
+    assert refused > 20

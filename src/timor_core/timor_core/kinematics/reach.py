@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["ReachChain", "position_slack", "reach_chain", "reach_gap"]
+__all__ = ["ReachChain", "chain_gap", "position_slack", "reach_chain", "reach_gap"]
 
 #: samples of joint 1's angle for level 3 (error bound: distance from the axis * pi / SAMPLES)
 SAMPLES = 720
@@ -108,7 +108,11 @@ def _split(v: np.ndarray, axis: np.ndarray) -> tuple[float, float]:
 def reach_gap(robot: Any, fid: int, position: np.ndarray, slack: float = 0.0) -> float:
     """How far (m) ``position`` lies outside the nested reach bounds of frame ``fid``, less ``slack`` (0: the
     bounds do not exclude it). A positive value proves that no configuration puts the frame there."""
-    c = reach_chain(robot, fid)
+    return chain_gap(reach_chain(robot, fid), position, slack)
+
+
+def chain_gap(c: ReachChain, position: np.ndarray, slack: float = 0.0) -> float:
+    """:func:`reach_gap` for a :class:`ReachChain` however obtained (e.g. from the modules, before any robot)."""
     g = np.asarray(position, dtype=float)
     slack = slack + ROUNDING
     n = len(c.radii)

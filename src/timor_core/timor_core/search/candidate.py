@@ -184,9 +184,9 @@ class Candidate:
     failed_filter: str | None = None
     reason_key: str = ""
     reason: str = ""
-    beyond_span: dict[str, tuple[float, float, int]] | None = None
-    """Goals the module spans prove out of reach, ``{goal: (gap, span, pose index)}`` (m): the ``robot`` filter
-    then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly (``search.space_reach``)."""
+    beyond_reach: tuple[str, str] | None = None
+    """``(goal, reason)``: a goal the modules alone prove out of reach (``search.quick_reach``); the ``robot``
+    filter then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly with that reason."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
@@ -213,7 +213,7 @@ class Candidate:
     def require_robot(self) -> PinRobot:
         """The robot model built by the ``robot`` filter (built now if that filter deferred it); InputError if no
         earlier filter in the chain built it."""
-        if self.robot is None and self.beyond_span is not None and not self.build_robot():
+        if self.robot is None and self.beyond_reach is not None and not self.build_robot():
             raise InputError(f"no robot model: {self.reason}", value=self.ids)
         if self.robot is None:
             raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)

@@ -1,0 +1,134 @@
+"""The workspace filter's bounds from the modules alone, before the Pinocchio model is built.
+
+Why: on tasks other than the user study most assemblies the cost order tries fail the workspace filter, and each
+first paid ~0.4 ms (unloaded) for its robot model. The bounds it checks (``PinRobot.reach`` and the nested
+bounds of :mod:`timor_core.kinematics.reach`) need only the joint origins and axes at q = 0 and the TCP, which
+follow from the modules' connector and joint poses: a few 4x4 products. :func:`quick_chain` gives them for serial
+assemblies of modules with at most one revolute (or continuous) joint each; anything else gets None (the search
+then builds the robot and checks as before). The values are those of the built robot (a test compares them on
+random assemblies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from timor_core.common.transforms import ROT_X_PI, inv
+from timor_core.kinematics.reach import ReachChain, chain_gap, position_slack
+from timor_core.search.candidate import Candidate
+from timor_core.search.space_reach import module_span
+
+__all__ = ["QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
+
+_REVOLUTE = ("revolute", "continuous")
+
+
+@dataclass(frozen=True)
+class QuickChain:
+    """What the workspace filter needs: the base position, ``PinRobot.reach`` of the TCP and its nested chain."""
+
+    base: np.ndarray
+    reach: float
+    chain: ReachChain
+
+
+def _body_poses(module: Any, entry_body: str, entry_pose: np.ndarray) -> tuple[dict[str, np.ndarray], list]:
+    """World poses (q = 0) of the module's bodies from its entry body's, and its joint frames on the way."""
+    poses = {entry_body: entry_pose}
+    frames = []
+    todo = [entry_body]
+    while todo:
+        b = todo.pop()
+        for j in module.joints:
+            if j.parent == b and j.child not in poses:
+                frame = poses[b] @ j.pose_parent
+                poses[j.child] = frame @ j.pose_child
+                frames.append(frame)
+                todo.append(j.child)
+            elif j.child == b and j.parent not in poses:
+                frame = poses[b] @ inv(j.pose_child)
+                poses[j.parent] = frame @ inv(j.pose_parent)
+                frames.append(frame)
+                todo.append(j.parent)
+    return poses, frames
+
+
+def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | None:
+    """The base position, reach bound and nested reach chain of a serial assembly's TCP at ``placement``; None if
+    the assembly is not a chain of modules with at most one revolute joint each ending in one tool frame."""
+    modules = assembly.modules
+    if any(len(m.joints) > 1 or any(j.type not in _REVOLUTE for j in m.joints) for m in modules):
+        return None
+    if [(a, b) for a, _, b, _ in assembly.connections] != [(i, i + 1) for i in range(len(modules) - 1)]:
+        return None
+    world = np.eye(4) if placement is None else np.asarray(placement, dtype=float)
+    base_module, base_id = assembly.base_connector
+    if base_module != 0:
+        return None
+    first = modules[0]
+    connector = first.connectors[base_id]
+    pose = world @ ROT_X_PI @ inv(connector.pose)
+    entry_body = connector.body_id
+    origins, axes = [], []
+    tcp = None
+    for i, module in enumerate(modules):
+        poses, frames = _body_poses(module, entry_body, pose)
+        for f in frames:
+            origins.append(f[:3, 3].copy())
+            axes.append(f[:3, 2].copy())
+        if i + 1 < len(modules):
+            _, out_id, _, in_id = assembly.connections[i]
+            out = module.connectors[out_id]
+            nxt = modules[i + 1].connectors[in_id]
+            pose = poses[out.body_id] @ out.pose @ ROT_X_PI @ inv(nxt.pose)
+            entry_body = nxt.body_id
+        else:
+            used = {assembly.connections[i - 1][3]} if i else {base_id}
+            tools = [c for c in module.eef_connectors if c.id not in used]
+            if len(tools) != 1:
+                return None
+            tcp = (poses[tools[0].body_id] @ tools[0].pose)[:3, 3]
+    if tcp is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
+        return None
+    base = world[:3, 3]
+    points = [base, *origins, tcp]
+    steps = [float(np.linalg.norm(points[k + 1] - points[k])) for k in range(len(points) - 1)]
+    radii = [float(sum(steps[k + 1 :])) for k in range(len(origins))]
+    chain = ReachChain(np.array(origins).reshape(-1, 3), np.array(axes).reshape(-1, 3), np.array(radii))
+    return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain)
+
+
+def quick_gap(qc: QuickChain, pose: Any) -> float:
+    """What ``filters._gap`` gives for the built robot: the distance from the base beyond the reach bound, and the
+    nested bounds, each less the tolerance's position slack (0: maybe reachable)."""
+    slack = position_slack(pose.tolerance)
+    p = np.asarray(pose.world, dtype=float)[:3, 3]
+    gap = max(0.0, float(np.linalg.norm(p - qc.base)) - qc.reach - slack)
+    return max(gap, chain_gap(qc.chain, p, slack))
+
+
+def first_unreachable(c: Candidate) -> tuple[str, str] | None:
+    """``(goal, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as the workspace
+    filter would report it for the built robot; None if the modules prove none (the robot must be built)."""
+    qc = quick_chain(c.require_assembly(), c.ctx.placement)
+    for g in c.ctx.goals:
+        poses = (g.pose, *g.path)
+        if qc is not None:
+            gaps = [quick_gap(qc, p) for p in poses]
+            bound = f"reach bound {qc.reach:.3f} m"
+        else:  # not a plain chain: the module spans only (sound, weaker)
+            base = np.zeros(3) if c.ctx.placement is None else np.asarray(c.ctx.placement, dtype=float)[:3, 3]
+            span = sum(module_span(c.ctx.db[m]) for m in c.ids)
+            far = [
+                float(np.linalg.norm(np.asarray(p.world)[:3, 3] - base)) - position_slack(p.tolerance) for p in poses
+            ]
+            gaps = [f - span if f > span + 1e-9 else 0.0 for f in far]
+            bound = f"module span bound {span:.3f} m"
+        worst = int(np.argmax(gaps))
+        if gaps[worst] > 0:
+            where = f" (pose {worst} of its trajectory)" if g.path else ""
+            return g.id, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
+    return None
