@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from timor_core.common.names import format_number
 from timor_core.errors import InputError
+from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
 from timor_core.export.ros2_control import JointModule, Ros2ControlConfig
 from timor_core.model.module import triangle_inequality_violation
@@ -25,10 +25,9 @@ from timor_core.model.module import triangle_inequality_violation
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["CONFIG_DIR", "BUS_NAME", "RouteFiles", "route_files", "bus_yml"]
+__all__ = ["CONFIG_DIR", "RouteFiles", "route_files"]
 
 CONFIG_DIR = "@CONFIG_DIR@"
-BUS_NAME = "bus"  # config/bus/bus.yml, as ros2_canopen's cogen_dcf(bus) expects
 
 
 @dataclass(frozen=True)
@@ -38,44 +37,9 @@ class RouteFiles:
     route: str
     control: Ros2ControlConfig
     urdf_extra: str = ""
-    files: dict[str, str | Path] = field(default_factory=dict)
+    files: dict[str, str | bytes | Path] = field(default_factory=dict)
     drives: tuple[JointDrive, ...] = ()
     packages: tuple[str, ...] = ()  # ROS packages the control launch needs besides ros2_control
-
-
-def bus_yml(drives: list[JointDrive] | tuple[JointDrive, ...], profile: HardwareProfile) -> str:
-    """ros2_canopen's bus configuration (lely's YAML: the master and one section per drive, named after its
-    joint), with the scale factors between joint radians and drive counts and the mode of operation."""
-    lines = [
-        "# CANopen bus of the robot (ros2_canopen; lely dcfgen builds master.dcf from it). Written by timor.",
-        "options:",
-        '  dcf_path: "@BUS_CONFIG_PATH@"',
-        "master:",
-        f"  node_id: {profile.bus.master_node_id}",
-        '  driver: "ros2_canopen::MasterDriver"',
-        '  package: "canopen_master_driver"',
-        "  sync_period: 10000",
-    ]
-    for jd in drives:
-        d = jd.drive
-        to_dev = d.counts_per_unit(jd.prismatic)
-        lines += [
-            f"{jd.joint}:",
-            f"  node_id: {jd.node_id}",
-            f'  dcf: "{d.eds.name if d.eds else ""}"',
-            '  driver: "ros2_canopen::Cia402Driver"',
-            '  package: "canopen_402_driver"',
-            "  period: 10",
-            f"  position_mode: {d.mode}",
-            "  heartbeat_producer: 1000",
-            f"  scale_pos_to_dev: {format_number(to_dev)}",
-            f"  scale_pos_from_dev: {format_number(1.0 / to_dev)}",
-            f"  scale_vel_to_dev: {format_number(to_dev)}",
-            f"  scale_vel_from_dev: {format_number(1.0 / to_dev)}",
-            "  sdo:",
-            f"    - {{index: 0x6060, sub_index: 0, value: {d.mode}}}  # mode of operation: {d.operation_mode}",
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
@@ -138,10 +102,18 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
     profile = route
     drives = tuple(joint_drives(assembly, profile, prefix))
     if profile.route == "canopen":
-        files: dict[str, str | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(drives, profile)}
-        for jd in drives:
-            assert jd.drive.eds is not None
-            files[f"config/{BUS_NAME}/{jd.drive.eds.name}"] = jd.drive.eds
+        devices = bus_devices(drives, profile)
+        commands = {dev.command for dev in devices}
+        if len(commands) > 1:
+            raise InputError(
+                "the drives' operation modes give different command interfaces (one controller commands all "
+                "joints): " + ", ".join(f"{dev.module_id}: {dev.command}" for dev in devices),
+                file=profile.source,
+                path="$.drives",
+            )
+        files: dict[str, str | bytes | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(devices, profile)}
+        for dev in devices:
+            files[f"config/{BUS_NAME}/{dev.dcf}"] = dev.content
         params = {
             "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
             "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",
@@ -152,7 +124,8 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
         config = Ros2ControlConfig(
             plugin="canopen_ros2_control/RobotSystem",
             hardware_parameters=params,
-            joint_parameters={jd.joint: {"node_id": str(jd.node_id)} for jd in drives},
+            command_interfaces=tuple(commands) or ("position",),
+            joint_parameters={dev.joint: {"device_name": dev.name} for dev in devices},
         )
         return RouteFiles("canopen", config, files=files, drives=drives, packages=("canopen_ros2_control",))
     if profile.route == "ethercat":
