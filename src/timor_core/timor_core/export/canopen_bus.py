@@ -96,10 +96,9 @@ def _with_identity(data: bytes, vendor: int, product: int) -> bytes:
             section = stripped[1:-1].strip().lower()
             out.append(line)
             if section == "deviceinfo":
-                out.append("; VendorNumber and ProductNumber from the hardware profile (timor)\r\n"
-                           if line.endswith("\r\n") else "; VendorNumber and ProductNumber from the hardware profile (timor)\n")  # fmt: skip
                 nl = "\r\n" if line.endswith("\r\n") else "\n"
-                out += [f"VendorNumber=0x{vendor:08X}{nl}", f"ProductNumber=0x{product:08X}{nl}"]
+                out += [f"; VendorNumber and ProductNumber from the hardware profile (timor){nl}",
+                        f"VendorNumber=0x{vendor:08X}{nl}", f"ProductNumber=0x{product:08X}{nl}"]  # fmt: skip
             continue
         key = stripped.split("=", 1)[0].strip().lower()
         if section == "deviceinfo" and key in ("vendornumber", "productnumber"):

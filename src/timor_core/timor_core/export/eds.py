@@ -7,7 +7,7 @@ package is written, not when ``dcfgen`` runs at build time: size-limited, text (
 - identity: ``VendorNumber``/``ProductNumber`` of ``[DeviceInfo]``, else the values of 0x1018 sub 1/2;
 - every (sub-)object with its data type, access and whether it can be PDO-mapped;
 - the CiA 402 units: 0x60A8 (SI unit position), 0x60A9 (SI unit velocity), 0x608F (encoder increments per
-  motor revolution).
+  motor revolution); unit codes understood: increment 0xB5, rad 0x10, degree 0x41, revolution 0xB4, metre 0x01.
 """
 
 from __future__ import annotations
@@ -115,9 +115,12 @@ def si_unit(raw: int, velocity: bool, where: str) -> SiUnit:
         name, per_turn, per_metre = _ANGLE[unit][0], _ANGLE[unit][1], None
     elif unit in _LENGTH:
         name, per_turn, per_metre = _LENGTH[unit][0], None, _LENGTH[unit][1]
+    elif unit == 0xB5:  # increments of the encoder (maxon EPOS4: 0x60A8 = 0x00B50000, "inc")
+        name, per_turn, per_metre = "increment", None, None
     else:
         raise InputError(
-            f"{where}: position unit code 0x{unit:02X} is not one timor converts (rad, degree, revolution, metre); "
+            f"{where}: position unit code 0x{unit:02X} is not one timor converts (increment, rad, degree, "
+            "revolution, metre); "
             "give scale_pos_to_dev/scale_vel_to_dev in the profile",
             value=f"0x{raw:08X}",
         )
