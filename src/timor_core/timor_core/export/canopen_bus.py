@@ -119,7 +119,7 @@ def _scales(jd: JointDrive, eds: Eds, where: str) -> tuple[float, float]:
     turns = d.turns_per_unit(jd.prismatic)
     pos_unit = _unit(eds, 0x60A8, False, where)
     vel_unit = _unit(eds, 0x60A9, True, where)
-    counts = d.encoder_counts
+    counts: float | None = d.encoder_counts
     if counts is None:
         inc, rev = eds.number(0x608F, 1), eds.number(0x608F, 2)
         counts = inc / rev if inc and rev and (inc, rev) != (1, 1) else None
@@ -194,7 +194,7 @@ def _pdos(eds: Eds, command: str, where: str) -> tuple[tuple[tuple[int, ...], ..
                     file=eds.path,
                     path=f"{where}.eds",
                 )
-            bits = sum(eds.get(i).bits or 64 for i in entries)  # type: ignore[union-attr]
+            bits = sum(obj.bits or 64 for obj in (eds.get(i) for i in entries) if obj is not None)
             if bits > 64:
                 raise InputError(f"{eds.path.name}: {kind} {k + 1} would carry {bits} bits (at most 64)", path=where)
     return rpdo, tpdo

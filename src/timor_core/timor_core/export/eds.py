@@ -148,8 +148,8 @@ def read_eds(path: Path, field: str = "eds") -> Eds:
         raise InputError(f"{field}: cannot read ({exc.strerror})", file=path) from None
     try:
         return parse_eds(data, path, field)
-    except InputError as exc:
-        raise exc.located(file=path) from None
+    except InputError as exc:  # name the EDS file itself (the error is located in the profile later)
+        raise InputError(f"{exc.message} (file {path})", path=exc.path, value=exc.value) from None
 
 
 def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:

@@ -210,7 +210,7 @@ def _hex(value: int | None) -> str:
 
 def _identity(s: dict, path: str, eds: Eds) -> tuple[int, int]:
     """The drive's (vendor id, product code): the profile's and the EDS's must agree; one of them must give it."""
-    out = []
+    out: list[int] = []
     for key, from_eds, what in (("vendor_id", eds.vendor_id, "VendorNumber / 0x1018 sub 1"),
                                 ("product_code", eds.product_code, "ProductNumber / 0x1018 sub 2")):  # fmt: skip
         given = _int(s[key], f"{path}.{key}") if key in s else None
@@ -224,7 +224,9 @@ def _identity(s: dict, path: str, eds: Eds) -> tuple[int, int]:
             raise InputError(
                 f"the EDS {eds.path.name} gives no {key} ({what}): give it in the profile", path=f"{path}.{key}"
             )
-        out.append(given if given is not None else from_eds)
+        value = given if given is not None else from_eds
+        assert value is not None  # one of them is set (above)
+        out.append(value)
     return out[0], out[1]
 
 
