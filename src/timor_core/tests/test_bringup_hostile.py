@@ -252,3 +252,55 @@ def test_mesh_names_with_markup_are_copied_into_the_package(tmp_path):
 @given(st.text(alphabet=st.sampled_from("$${}()ab'\" "), max_size=20))
 def test_xacro_escape_expands_back_to_the_text(text):
     assert xacro.eval_text(xacro_escape(text), xacro.Table()) == text
+
+
+EPOS4_ETHERCAT = Path(__file__).parent / "data" / "vendor_eds" / "ethercat_epos4_config_with_gear_box.yaml"
+
+
+def _ethercat(folder: Path, drive: dict, files: dict[str, str | Path]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copy(content, folder / name)
+        else:
+            (folder / name).write_text(content)
+    path = folder / "ethercat.json"
+    path.write_text(json.dumps({"route": "ethercat", "drives": {"J": drive}}))
+    return path
+
+
+def test_a_real_ethercat_slave_configuration_gives_its_identity_and_is_copied(tmp_path):
+    arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
+    profile = _ethercat(tmp_path / "p", {"slave_config": "epos4.yaml"}, {"epos4.yaml": EPOS4_ETHERCAT})
+    result = write_bringup(arm, tmp_path / "out", profile, name="arm", n_samples=5)
+    assert (result.folder / "config" / "ethercat" / "epos4.yaml").read_bytes() == EPOS4_ETHERCAT.read_bytes()
+    plain = _xacro_is_plain(result.folder, "arm")
+    modules = [j.find("ec_module") for j in plain.findall("ros2_control/joint")]
+    assert {m.find("param[@name='slave_config']").text for m in modules} == {
+        str((result.folder / "config" / "ethercat" / "epos4.yaml").resolve())
+    }
+
+
+ETHERCAT_REFUSED = [
+    ("mismatch", {"product_code": "0x63500001"}, {}, ["$.drives.J.product_code", "0x63500001", "0x63500000"]),
+    ("not-yaml", {}, {"epos4.yaml": "vendor_id: [\n"}, ["$.drives.J.slave_config", "not valid YAML"]),
+    ("alias", {}, {"epos4.yaml": "a: &x [1, 2]\nb: [*x, *x]\n"}, ["aliases are not accepted"]),
+    ("no-product", {}, {"epos4.yaml": "vendor_id: 0xfb\n"}, ["product_id", "epos4.yaml"]),
+    ("bad-type", {}, {"epos4.yaml": "vendor_id: 1\nproduct_id: 2\nrpdo:\n  - channels:\n"
+                      "      - {index: 0x607a, type: float}\n"}, ["rpdo[0].channels[0].type", "float"]),
+    ("no-position", {}, {"epos4.yaml": "vendor_id: 1\nproduct_id: 2\n"}, ["maps no rpdo command_interface"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "drive", "files", "needles"), ETHERCAT_REFUSED, ids=[c[0] for c in ETHERCAT_REFUSED])
+def test_a_bad_ethercat_slave_configuration_is_refused(tmp_path, capsys, case, drive, files, needles):
+    profile = _ethercat(
+        tmp_path / "p", {"slave_config": "epos4.yaml", **drive}, {"epos4.yaml": EPOS4_ETHERCAT, **files}
+    )
+    code, err = _bringup(profile, tmp_path / "out", capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

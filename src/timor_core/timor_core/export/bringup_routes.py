@@ -10,6 +10,7 @@ parameters). File paths inside the URDF are written with the token ``CONFIG_DIR`
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from timor_core.errors import InputError
-from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml
+from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml, command_interface
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
 from timor_core.export.ros2_control import JointModule, Ros2ControlConfig
 from timor_core.model.module import triangle_inequality_violation
@@ -131,9 +132,28 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
     if profile.route == "ethercat":
         files = {}
         modules: dict[str, tuple[JointModule, ...]] = {}
+        names: dict[Path, str] = {}
         for jd in drives:
-            assert jd.drive.slave_config is not None
-            files[f"config/ethercat/{jd.drive.slave_config.name}"] = jd.drive.slave_config
+            slave, info = jd.drive.slave_config, jd.drive.slave_info
+            assert slave is not None and info is not None
+            command = command_interface(jd.drive.mode)
+            for kind, needed, have in (("rpdo command_interface", command, info.command_interfaces),
+                                       ("tpdo state_interface", "position", info.state_interfaces)):  # fmt: skip
+                if needed not in have:
+                    raise InputError(
+                        f"the slave configuration maps no {kind} {needed!r} (the {jd.drive.operation_mode} mode "
+                        f"needs it; file {slave})",
+                        file=profile.source,
+                        path=f"$.drives.{jd.module_id}.slave_config",
+                        value=sorted(have),
+                    )
+            if slave not in names:
+                stem = re.sub(r"[^A-Za-z0-9_.-]", "_", slave.stem).strip(".") or "slave"
+                name, k = f"{stem}.yaml", 2
+                while name in names.values():
+                    name, k = f"{stem}_{k}.yaml", k + 1
+                names[slave] = name
+                files[f"config/ethercat/{name}"] = slave
             modules[jd.joint] = (
                 JointModule(
                     name=f"{jd.joint}_drive",
@@ -142,7 +162,7 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
                         "alias": "0",
                         "position": str(jd.node_id),
                         "mode_of_operation": str(jd.drive.mode),
-                        "slave_config": f"{CONFIG_DIR}/ethercat/{jd.drive.slave_config.name}",
+                        "slave_config": f"{CONFIG_DIR}/ethercat/{names[slave]}",
                     },
                 ),
             )

@@ -27,6 +27,7 @@ from timor_core.common import jsonfields as jf
 from timor_core.common.names import check_plugin
 from timor_core.errors import InputError
 from timor_core.export.eds import MAX_EDS_BYTES, Eds, read_eds
+from timor_core.export.ethercat_config import MAX_SLAVE_CONFIG_BYTES, SlaveConfig, read_slave_config
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -75,6 +76,7 @@ class Drive:
     scale_pos_to_dev: float | None = None  # overrides what the EDS's units give (drive units per rad or m)
     scale_vel_to_dev: float | None = None
     eds_info: Eds | None = field(default=None, compare=False, repr=False)  # the parsed EDS (CANopen)
+    slave_info: SlaveConfig | None = field(default=None, compare=False, repr=False)  # checked (EtherCAT)
 
     def turns_per_unit(self, prismatic: bool = False) -> float:
         """Motor revolutions per joint radian, or per metre for a prismatic joint."""
@@ -270,7 +272,10 @@ def _drive(module_id: str, spec: Any, path: str, route: str, folder: Path) -> Dr
         kwargs["vendor_id"], kwargs["product_code"] = _identity(s, path, eds)
         kwargs["eds"], kwargs["eds_info"] = eds_path, eds
     elif route == "ethercat":
-        kwargs["slave_config"] = profile_file(jf.req(s, "slave_config", path), f"{path}.slave_config", folder)
+        field_ = f"{path}.slave_config"
+        config = profile_file(jf.req(s, "slave_config", path), field_, folder, MAX_SLAVE_CONFIG_BYTES)
+        info = read_slave_config(config, field_, kwargs["vendor_id"], kwargs["product_code"])
+        kwargs.update(slave_config=config, slave_info=info, vendor_id=info.vendor_id, product_code=info.product_id)
     return Drive(module_id, **kwargs)
 
 
