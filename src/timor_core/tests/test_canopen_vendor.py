@@ -184,3 +184,29 @@ def test_encoder_counts_come_from_the_eds_or_must_be_given(arm, tmp_path):
 
     with pytest.raises(InputError, match=r"elmo_gold.dcf gives none per motor revolution \(0x608F\)"):
         route_files(arm, profile)  # its 0x608F is the placeholder 1/1
+
+
+def test_a_velocity_mode_gives_velocity_mode_the_target_velocity_pdo_and_velocity_commands(arm, tmp_path):
+    mode = {"operation_mode": "cyclic_synchronous_velocity"}
+    drives = {m: {**d, **mode} for m, d in MIXED.items() if m != "P1"}
+    drives["P1"] = {**MIXED["J2"], "gear_ratio": 500, **mode}  # the Elmo drive on the linear axis too
+    result = write_bringup(arm, tmp_path / "out", _profile(tmp_path, drives), name="vel", n_samples=5)
+    bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
+    joints = _joints((result.folder / "urdf" / "vel.urdf").read_text())
+    for joint in joints:
+        dev = bus[joint.find("param[@name='device_name']").text]
+        assert dev["velocity_mode"] == 9 and "position_mode" not in dev
+        assert [c.get("name") for c in joint.findall("command_interface")] == ["velocity"]
+        assert dev["rpdo"][2]["mapping"] == [{"index": 0x60FF, "sub_index": 0}]
+    controllers = yaml.safe_load((result.folder / "config" / "ros2_controllers.yaml").read_text())
+    assert controllers["arm_controller"]["ros__parameters"]["command_interfaces"] == ["velocity"]
+
+
+def test_modes_and_objects_the_drive_lacks_are_refused(arm, tmp_path):
+    torque = {**MIXED, "P1": {**MIXED["P1"], "operation_mode": "cyclic_synchronous_torque"}}
+    with pytest.raises(InputError, match=r"schunk_0_63.dcf has no object 0x6071 \(target torque\)"):
+        write_bringup(arm, tmp_path / "out", _profile(tmp_path, torque), n_samples=5)
+    mixed = {**MIXED, "J2": {**MIXED["J2"], "operation_mode": "cyclic_synchronous_velocity"}}
+    with pytest.raises(InputError, match=r"different command interfaces .*J2: velocity"):
+        write_bringup(arm, tmp_path / "out", _profile(tmp_path / "m", mixed), n_samples=5)
+    assert not (tmp_path / "out").exists()
