@@ -304,3 +304,18 @@ def test_a_bad_ethercat_slave_configuration_is_refused(tmp_path, capsys, case, d
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.text(alphabet=st.sampled_from("$${}()&<>'\"; a\\"), min_size=1, max_size=16))
+def test_any_parameter_text_reaches_the_expanded_urdf_unchanged(text):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        profile = Path(tmp) / "plugin.json"
+        profile.write_text(json.dumps({"route": "plugin", "plugin": "vendor/Arm", "hardware_parameters": {"p": text},
+                                       "drives": {"J": {"parameters": {"q": text}}}}))  # fmt: skip
+        arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM[:3] + ARM[-1:])
+        result = write_bringup(arm, Path(tmp) / "out", profile, name="arm", n_samples=2)
+        plain = _xacro_is_plain(result.folder, "arm")
+        assert plain.find("ros2_control/hardware/param[@name='p']").text == text
