@@ -319,3 +319,15 @@ def test_any_parameter_text_reaches_the_expanded_urdf_unchanged(text):
         result = write_bringup(arm, Path(tmp) / "out", profile, name="arm", n_samples=2)
         plain = _xacro_is_plain(result.folder, "arm")
         assert plain.find("ros2_control/hardware/param[@name='p']").text == text
+
+
+def test_an_eds_named_like_dcfgens_output_does_not_take_its_place(tmp_path):
+    def edit(data, folder):
+        shutil.copy(folder / "hardware" / "cia402_drive.eds", folder / "hardware" / "master.dcf")
+        data["drives"]["J"]["eds"] = "hardware/master.dcf"
+
+    arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
+    result = write_bringup(arm, tmp_path / "out", _profile(tmp_path / "prof", edit=edit), name="arm", n_samples=5)
+    bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
+    assert {v["dcf"] for k, v in bus.items() if k not in ("options", "master")} == {"master_2.dcf"}
+    assert not (result.folder / "config" / "bus" / "master.dcf").exists()

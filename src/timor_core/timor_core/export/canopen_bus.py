@@ -139,7 +139,8 @@ def _scales(jd: JointDrive, eds: Eds, where: str) -> tuple[float, float]:
         elif jd.prismatic:
             value = unit.per_metre or 1.0
         else:
-            raise InputError(f"{what}: a revolute joint's drive in a length unit", path=where, value=unit.describe())
+            raise InputError(f"{what}: {eds.path.name} gives a length unit for a revolute joint's drive", file=eds.path,
+                             path=f"{where}.eds", value=unit.describe())  # fmt: skip
         return value / 10.0**unit.exponent if unit is not None else value
 
     pos = d.scale_pos_to_dev if d.scale_pos_to_dev is not None else per_unit(pos_unit, "position")
@@ -208,7 +209,7 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
     """Plan the bus (see the module docstring); InputError naming the drive's field for anything its EDS refuses."""
     names: set[str] = set()
     files: dict[tuple[Path, int, int, bool], str] = {}
-    used: set[str] = set()
+    used: set[str] = {"master.dcf"}  # dcfgen's output in the same folder
     out = []
     for jd in drives:
         d, eds = jd.drive, jd.drive.eds_info
