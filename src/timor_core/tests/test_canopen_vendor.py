@@ -137,7 +137,8 @@ def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, eds):
     arm = ModuleAssembly.from_serial_modules(robco, ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"])
     drive = {"eds": f"eds/{eds}", "gear_ratio": 101, "encoder_counts": 4096}
     if eds == "pilz_prbt_0_1.dcf":
-        drive.update(vendor_id="0x00000000", product_code="0x0")  # no identity in the file: the profile's
+        # no identity in the file: the profile's (a placeholder here; a real profile takes what discover prints)
+        drive.update(vendor_id="0x00000ABC", product_code="0x00000001")
     mode = "profile_position" if eds == "pilz_prbt_0_1.dcf" else "cyclic_synchronous_position"
     profile = _profile(tmp_path / "hw", {"J": {**drive, "operation_mode": mode}})
     result = write_bringup(arm, tmp_path / "src", profile, name="one", n_samples=10)
@@ -159,6 +160,9 @@ def test_a_profile_identity_that_differs_from_the_eds_is_refused_naming_both(arm
 def test_an_eds_without_identity_needs_the_profiles(arm, tmp_path):
     drives = {**MIXED, "P1": {k: v for k, v in MIXED["P1"].items() if k != "product_code"}}
     with pytest.raises(InputError, match=r"schunk_0_63.dcf gives no product_code .*give it in the profile"):
+        HardwareProfile.from_json_file(_profile(tmp_path, drives))
+    drives = {**MIXED, "P1": {**MIXED["P1"], "vendor_id": 0}}
+    with pytest.raises(InputError, match=r"0 would make the master check nothing at boot"):
         HardwareProfile.from_json_file(_profile(tmp_path, drives))
 
 

@@ -222,6 +222,13 @@ def _identity(s: dict, path: str, eds: Eds) -> tuple[int, int]:
                 path=f"{path}.{key}",
                 value=_hex(given),
             )
+        if from_eds is None and given == 0:
+            raise InputError(
+                f"the EDS {eds.path.name} gives no {key} ({what}) and 0 would make the master check nothing at boot: "
+                "give the drive's (timor discover prints it)",
+                path=f"{path}.{key}",
+                value=given,
+            )
         if given is None and from_eds is None:
             raise InputError(
                 f"the EDS {eds.path.name} gives no {key} ({what}): give it in the profile", path=f"{path}.{key}"
