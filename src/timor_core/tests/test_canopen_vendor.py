@@ -10,6 +10,7 @@ from __future__ import annotations
 import configparser
 import json
 import math
+import os
 import shutil
 import struct
 import subprocess
@@ -214,3 +215,20 @@ def test_modes_and_objects_the_drive_lacks_are_refused(arm, tmp_path):
     with pytest.raises(InputError, match=r"different command interfaces .*J2: velocity"):
         write_bringup(arm, tmp_path / "out", _profile(tmp_path / "m", mixed), n_samples=5)
     assert not (tmp_path / "out").exists()
+
+
+@needs_kit
+def test_without_lely_core_libraries_the_package_builds_and_says_the_bus_cannot_start(tmp_path):
+    """Where ros2_canopen is not installed (a workspace for the mock route, the launch tests of timor_ros)."""
+    robco = ModulesDB.from_name("robco_like")
+    arm = ModuleAssembly.from_serial_modules(robco, ["base", "J", "L_250", "J", "gripper"])
+    result = write_bringup(arm, tmp_path / "src", "canopen", name="nolely", n_samples=5)
+    run = subprocess.run(["bash", str(KIT / "build_package.sh"), str(VENV), str(result.folder), str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ,
+                              "CMAKE_ARGS": "-DCMAKE_DISABLE_FIND_PACKAGE_lely_core_libraries=TRUE"})  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+    log = (tmp_path / "out" / "build.log").read_text()
+    assert "lely_core_libraries (ros2_canopen) not found: no master.dcf" in log
+    config = tmp_path / "out" / "install" / "share" / "nolely_bringup" / "config" / "bus"
+    assert (config / "bus.yml").is_file() and not (config / "master.dcf").exists()
