@@ -43,7 +43,7 @@ MIXED = {
     "J1": {"eds": "eds/maxon_epos4_50_15.dcf", "gear_ratio": 101, "encoder_counts": 4096},
     "J2": {"eds": "eds/elmo_gold.dcf", "gear_ratio": 50, "encoder_counts": 2048, "vendor_id": "0x9A"},
     "P1": {"eds": "eds/schunk_0_63.dcf", "gear_ratio": 500, "encoder_counts": 1000, "vendor_id": "0x000000D2",
-           "product_code": "0x00000063", "operation_mode": "cyclic_synchronous_position"},
+           "product_code": "0x00000063", "operation_mode": "interpolated_position"},  # its 0x6502: pp, vl, ip
 }  # fmt: skip
 
 
@@ -108,7 +108,8 @@ def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_p
         dev = bus[device]  # RobotSystem: config.get_entry(device_name, "driver")
         assert dev["driver"] == "ros2_canopen::Cia402Driver" and dev["node_id"] == node_id
         commands = [c.get("name") for c in joint.findall("command_interface")]
-        assert commands == ["position"] and dev["position_mode"] == 8  # cia402_data.hpp: position_mode -> position
+        mode = 7 if node_id == 7 else 8  # the Schunk drive in interpolated position mode
+        assert commands == ["position"] and dev["position_mode"] == mode  # cia402_data.hpp: position_mode -> position
         assert not {"velocity_mode", "effort_mode"} & set(dev)
         assert (config / f"{device}.bin").is_file() and (config / dev["dcf"]).is_file()
         vendor, product = expected[node_id]
@@ -117,7 +118,7 @@ def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_p
         sdo = _bin(config / f"{device}.bin")  # what the master writes to the drive at boot
         assert sdo[(0x1600, 1)] == 0x60400010 and sdo[(0x1601, 1)] == 0x607A0020  # controlword, target position
         assert sdo[(0x1A00, 1)] == 0x60410010 and sdo[(0x1A01, 1)] == 0x60640020  # statusword, position actual
-        assert sdo[(0x60C2, 1)] == 10 and sdo[(0x60C2, 2)] == -3 and sdo[(0x6060, 0)] == 8
+        assert sdo[(0x60C2, 1)] == 10 and sdo[(0x60C2, 2)] == -3 and sdo[(0x6060, 0)] == mode
     assert sorted(int(k) for k in master["1F81Value"] if k.isdigit() and k != "0") == [5, 6, 7]
     hw = {p.get("name"): p.text for p in ET.fromstring(urdf).findall("ros2_control/hardware/param")}
     assert hw["bus_config"] == str(config / "bus.yml") and hw["master_config"] == str(config / "master.dcf")
@@ -209,7 +210,8 @@ def test_a_velocity_mode_gives_velocity_mode_the_target_velocity_pdo_and_velocit
 
 def test_modes_and_objects_the_drive_lacks_are_refused(arm, tmp_path):
     torque = {**MIXED, "P1": {**MIXED["P1"], "operation_mode": "cyclic_synchronous_torque"}}
-    with pytest.raises(InputError, match=r"schunk_0_63.dcf has no object 0x6071 \(target torque\)"):
+    with pytest.raises(InputError, match=r"schunk_0_63.dcf: the drive does not support cyclic_synchronous_torque "
+                       r"\(mode 10; its supported drive modes 0x6502 are 0x00000043\)"):  # fmt: skip
         write_bringup(arm, tmp_path / "out", _profile(tmp_path, torque), n_samples=5)
     mixed = {**MIXED, "J2": {**MIXED["J2"], "operation_mode": "cyclic_synchronous_velocity"}}
     with pytest.raises(InputError, match=r"different command interfaces .*J2: velocity"):

@@ -11,7 +11,7 @@ PDOs as in ros2_canopen's CiA 402 examples: RPDO 1 controlword + modes of operat
 mode; TPDO 1 statusword + modes of operation display, TPDO 2 position + velocity actual value (all on SYNC);
 further PDOs of the drive are switched off. An object the EDS does not have, or cannot map, is refused (the
 optional 0x6060/0x6061/0x606C stay on SDO when not mappable). Cyclic modes also set the interpolation time
-period 0x60C2 to the SYNC period.
+period 0x60C2 to the SYNC period. A mode the drive's supported drive modes (0x6502) exclude is refused.
 
 Scale factors (``scale_pos_to_dev``: drive units per joint radian, or per metre): the drive's units come from
 its EDS: 0x60A8/0x60A9 (SI unit position/velocity; absent: encoder increments, and increments per second), the
@@ -216,6 +216,15 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
         assert d.eds is not None and eds is not None and d.vendor_id is not None and d.product_code is not None
         where = f"$.drives.{jd.module_id}"
         command = command_interface(d.mode)
+        supported = eds.number(0x6502)  # supported drive modes: bit k is mode k + 1
+        if supported and not supported >> (d.mode - 1) & 1:
+            raise InputError(
+                f"{eds.path.name}: the drive does not support {d.operation_mode} (mode {d.mode}; its supported "
+                f"drive modes 0x6502 are 0x{supported:08X})",
+                file=eds.path,
+                path=f"{where}.operation_mode",
+                value=d.operation_mode,
+            )
         rpdo, tpdo = _pdos(eds, command, where)
         sdo: list[tuple[int, int, int, str]] = []
         if d.mode in _CYCLIC:

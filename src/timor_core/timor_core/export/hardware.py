@@ -41,6 +41,7 @@ OPERATION_MODES = {
     "profile_position": 1,
     "profile_velocity": 3,
     "homing": 6,
+    "interpolated_position": 7,
     "cyclic_synchronous_position": 8,
     "cyclic_synchronous_velocity": 9,
     "cyclic_synchronous_torque": 10,
