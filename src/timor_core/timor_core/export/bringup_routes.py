@@ -136,7 +136,7 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
         for jd in drives:
             slave, info = jd.drive.slave_config, jd.drive.slave_info
             assert slave is not None and info is not None
-            command = command_interface(jd.drive.mode)
+            command = command_interface(jd.drive.mode, f"$.drives.{jd.module_id}")
             for kind, needed, have in (("rpdo command_interface", command, info.command_interfaces),
                                        ("tpdo state_interface", "position", info.state_interfaces)):  # fmt: skip
                 if needed not in have:

@@ -69,8 +69,15 @@ class BusDevice:
     product_code: int
 
 
-def command_interface(mode: int) -> str:
-    """The ros2_control command interface RobotSystem exports for a CiA 402 mode of operation."""
+def command_interface(mode: int, where: str = "$.drives.*") -> str:
+    """The ros2_control command interface RobotSystem exports for a CiA 402 mode of operation (homing has none:
+    InputError)."""
+    if mode not in _COMMAND:
+        raise InputError(
+            "homing is not a mode to run a robot in: give a position, velocity or torque mode",
+            path=f"{where}.operation_mode",
+            value=mode,
+        )
     return _COMMAND[mode]
 
 
@@ -215,7 +222,7 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
         d, eds = jd.drive, jd.drive.eds_info
         assert d.eds is not None and eds is not None and d.vendor_id is not None and d.product_code is not None
         where = f"$.drives.{jd.module_id}"
-        command = command_interface(d.mode)
+        command = command_interface(d.mode, where)
         supported = eds.number(0x6502)  # supported drive modes: bit k is mode k + 1
         if supported and not supported >> (d.mode - 1) & 1:
             raise InputError(
