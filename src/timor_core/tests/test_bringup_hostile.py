@@ -113,7 +113,8 @@ REFUSED = [
     ("node-id-master", _set("bus", "first_node_id", value=1), ["$.bus.first_node_id", "master", "profile.json"]),
     ("product-mismatch", _set("drives", "J", "product_code", value="0x403"),
      ["$.drives.J.product_code", "0x00000403", "0x00000402"]),
-    ("homing", _set("drives", "J", "operation_mode", value="homing"), ["$.drives.J.operation_mode", "homing is not a mode"]),
+    ("homing", _set("drives", "J", "operation_mode", value="homing"),
+     ["$.drives.J.operation_mode", "homing is not a mode"]),
     ("scale-negative", _set("drives", "J", "scale_vel_to_dev", value=-1), ["$.drives.J.scale_vel_to_dev"]),
 ]  # fmt: skip
 
