@@ -234,3 +234,23 @@ def test_without_lely_core_libraries_the_package_builds_and_says_the_bus_cannot_
     assert "lely_core_libraries (ros2_canopen) not found: no master.dcf" in log
     config = tmp_path / "out" / "install" / "share" / "nolely_bringup" / "config" / "bus"
     assert (config / "bus.yml").is_file() and not (config / "master.dcf").exists()
+
+
+def test_discovery_of_the_three_vendor_drives_on_a_simulated_bus(tmp_path):
+    """The simulator answers from the vendor files (with the profile's identity for the Schunk drive, which has
+    none); discovery maps the identities back to J1, J2, P1 and writes their package."""
+    pytest.importorskip("canopen")
+    import uuid
+
+    from timor_core.export.canopen_sim import sim_drives, simulated_bus
+    from timor_core.export.discover import discover_canopen
+
+    db = ModulesDB.from_name("geometric_primitive_modules")
+    profile = HardwareProfile.from_json_file(_profile(tmp_path / "hw", MIXED))
+    channel = f"vendor_{uuid.uuid4().hex[:8]}"
+    with simulated_bus(channel, "virtual", sim_drives(profile, ["5:J1", "6:J2", "7:P1"])):
+        assembly, nodes = discover_canopen(channel, "virtual", profile, db)
+    assert assembly.module_ids == ARM
+    assert [(n.vendor_id, n.product_code) for n in nodes] == [(0xFB, 0x65520000), (0x9A, 0x30923), (0xD2, 0x63)]
+    result = write_bringup(assembly, tmp_path / "src", profile, name="found", n_samples=5)
+    assert (result.folder / "config" / "bus" / "bus.yml").is_file()
