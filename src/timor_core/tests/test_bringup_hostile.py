@@ -333,3 +333,20 @@ def test_an_eds_named_like_dcfgens_output_does_not_take_its_place(tmp_path):
     bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
     assert {v["dcf"] for k, v in bus.items() if k not in ("options", "master")} == {"master_2.dcf"}
     assert not (result.folder / "config" / "bus" / "master.dcf").exists()
+
+
+def test_a_hostile_can_interface_name_in_hardware_parameters_stays_text(tmp_path):
+    """The bus interface is checked; hardware_parameters can still override can_interface_name: it becomes the
+    xacro argument's default (escaped), and the launch files' default (a Python literal)."""
+    hostile = 'can0"/><xacro:include filename="/etc/hostname"/>${1+1}'
+
+    def edit(data, folder):
+        data["hardware_parameters"] = {"can_interface_name": hostile}
+
+    arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
+    result = write_bringup(arm, tmp_path / "out", _profile(tmp_path / "prof", edit=edit), name="arm", n_samples=5)
+    plain = _xacro_is_plain(result.folder, "arm")  # no can_interface mapping: the xacro's default is used
+    assert plain.find("ros2_control/hardware/param[@name='can_interface_name']").text == hostile
+    control = (result.folder / "launch" / "control.launch.py").read_text()
+    compile(control, "control.launch.py", "exec")
+    assert repr(hostile) in control
