@@ -254,3 +254,29 @@ def test_discovery_of_the_three_vendor_drives_on_a_simulated_bus(tmp_path):
     assert [(n.vendor_id, n.product_code) for n in nodes] == [(0xFB, 0x65520000), (0x9A, 0x30923), (0xD2, 0x63)]
     result = write_bringup(assembly, tmp_path / "src", profile, name="found", n_samples=5)
     assert (result.folder / "config" / "bus" / "bus.yml").is_file()
+
+
+def test_a_drive_that_scales_positions_itself_needs_the_profiles_scale_factors(arm, tmp_path):
+    """The Elmo file's factor group is 1/1 (accepted above); set to 10/1 the drive's units are no longer encoder
+    increments at the motor, and timor asks for the scale factors instead of guessing."""
+    folder = tmp_path / "hw"
+    _profile(folder, MIXED)
+    elmo = folder / "eds" / "elmo_gold.dcf"
+    text = elmo.read_text(encoding="latin-1")
+    start = text.index("[6091sub1]")
+    end = text.index("[", start + 1)
+    elmo.write_text(text[:start] + text[start:end].replace("DefaultValue=1", "DefaultValue=10") + text[end:],
+                    encoding="latin-1")  # fmt: skip
+    from timor_core.export.bringup_routes import route_files
+
+    profile = HardwareProfile.from_json_file(folder / "profile.json")
+    with pytest.raises(
+        InputError, match=r"elmo_gold.dcf: the drive scales positions itself \(0x6091 gear ratio 10/1\)"
+    ):
+        route_files(arm, profile)
+    over = {**MIXED, "J2": {**MIXED["J2"], "scale_pos_to_dev": 1000, "scale_vel_to_dev": 1000}}
+    (folder / "profile.json").write_text(json.dumps({"route": "canopen", "bus": {"first_node_id": 5}, "drives": over}))
+    bus = yaml.safe_load(
+        route_files(arm, HardwareProfile.from_json_file(folder / "profile.json")).files["config/bus/bus.yml"]
+    )
+    assert [v for k, v in bus.items() if k not in ("options", "master")][1]["scale_pos_to_dev"] == 1000

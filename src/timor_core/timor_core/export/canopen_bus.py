@@ -17,7 +17,8 @@ Scale factors (``scale_pos_to_dev``: drive units per joint radian, or per metre)
 its EDS: 0x60A8/0x60A9 (SI unit position/velocity; absent: encoder increments, and increments per second), the
 encoder's increments per motor revolution from the profile's ``encoder_counts`` or else 0x608F; the profile's
 ``gear_ratio`` is motor revolutions per joint revolution (per metre). ``scale_pos_to_dev``/``scale_vel_to_dev``
-in the profile override both.
+in the profile override both. A drive that scales positions itself (factor group 0x6091/0x6092 not 1/1, or the
+older dimension indices 0x608A/0x608C set) needs both overrides.
 """
 
 from __future__ import annotations
@@ -121,8 +122,36 @@ def _unit(eds: Eds, index: int, velocity: bool, where: str) -> SiUnit | None:
     return si_unit(raw, velocity, f"{where}: {eds.path.name} 0x{index:04X}")
 
 
+def _factor_group(eds: Eds, d_overrides: bool, where: str) -> None:
+    """Refuse what the scale factors cannot account for (unless the profile gives them): a drive that scales
+    positions itself (CiA 402 factor group 0x6091 gear ratio, 0x6092 feed constant, other than 1/1), or the
+    older DSP 402 dimension indices 0x608A/0x608C set to a unit."""
+    if d_overrides:
+        return
+    for index, name in ((0x6091, "gear ratio"), (0x6092, "feed constant")):
+        pair = (eds.number(index, 1), eds.number(index, 2))
+        if None not in pair and pair != (1, 1) and 0 not in pair:
+            raise InputError(
+                f"{eds.path.name}: the drive scales positions itself (0x{index:04X} {name} {pair[0]}/{pair[1]}): "
+                "give scale_pos_to_dev and scale_vel_to_dev in the profile",
+                file=eds.path,
+                path=f"{where}.scale_pos_to_dev",
+            )
+    for index, name in ((0x608A, "position dimension index"), (0x608C, "velocity dimension index")):
+        value = eds.number(index)
+        if value and eds.number(0x60A8 if index == 0x608A else 0x60A9) is None:
+            raise InputError(
+                f"{eds.path.name}: 0x{index:04X} {name} {value} is a unit timor does not convert: give "
+                "scale_pos_to_dev and scale_vel_to_dev in the profile",
+                file=eds.path,
+                path=f"{where}.scale_pos_to_dev",
+                value=value,
+            )
+
+
 def _scales(jd: JointDrive, eds: Eds, where: str) -> tuple[float, float]:
     d = jd.drive
+    _factor_group(eds, d.scale_pos_to_dev is not None and d.scale_vel_to_dev is not None, where)
     turns = d.turns_per_unit(jd.prismatic)
     pos_unit = _unit(eds, 0x60A8, False, where)
     vel_unit = _unit(eds, 0x60A9, True, where)
