@@ -12,6 +12,7 @@ identical frames merge on a real bus), anything after the identity read.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,6 @@ def simulated_bus(channel: str, interface: str, drives: list[SimDrive]) -> Itera
                     sdo[0x1018][sub].raw = value
             network.add_node(node)
         yield networks
-    finally:
-        for network in networks:
-            network.disconnect()
+    finally:  # each disconnect waits up to a second for its reader thread: all at once
+        with ThreadPoolExecutor(max_workers=max(1, len(networks))) as pool:
+            list(pool.map(lambda network: network.disconnect(), networks))
