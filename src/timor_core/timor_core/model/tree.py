@@ -10,12 +10,14 @@ from our URDF, for serial chains and for trees alike.
 Conventions:
 * Every link's frame is where its incoming joint puts it; ``body_in_link`` places the body frame in it.
 * A module entered through the child body of one of its joints is walked "backwards": the joint keeps
-  its coordinate q and its z axis, thanks to Rz(-q) = Rx(π) · Rz(q) · Rx(π) (likewise for prismatic).
+  its coordinate q and its z axis, thanks to Rz(-q) = Rx(π) · Rz(q) · Rx(π) (likewise for prismatic; a joint
+  with another ``axis`` a uses a half turn F about a line perpendicular to a: R_a(-q) = F · R_a(q) · F).
 * The root link ``base_link`` is the mounting frame: the base connector frame rotated by π about x.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,10 +27,12 @@ from timor_core.common.names import check_prefix, ros_name
 from timor_core.common.transforms import IDENTITY, ROT_X_PI, inv, readonly
 from timor_core.errors import AssemblyError
 from timor_core.model.module import Body, Connector, Joint, Module
+from timor_core.model.parts import Z_AXIS
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it imports this module)
 __all__ = [
     "OrientedLink",
+    "axis_flip",
     "oriented_module",
     "TreeLink",
     "ToolFrame",
@@ -55,6 +59,18 @@ class OrientedLink:
     reversed: bool = False
 
 
+def axis_flip(axis: tuple[float, float, float]) -> np.ndarray:
+    """A half turn that maps the joint axis onto its negative: Rx(π) for z, else about a perpendicular line."""
+    if axis == Z_AXIS:
+        return ROT_X_PI
+    a = np.asarray(axis, dtype=float)
+    u = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+    u /= np.linalg.norm(u)
+    F = np.eye(4)
+    F[:3, :3] = 2.0 * np.outer(u, u) - np.eye(3)
+    return readonly(F)
+
+
 def oriented_module(module: Module, entry_body: str) -> tuple[tuple[OrientedLink, ...], dict[str, int]]:
     """The module's bodies as a tree walked from ``entry_body`` (cached per module and entry body)."""
     key = ("oriented", entry_body)
@@ -63,19 +79,25 @@ def oriented_module(module: Module, entry_body: str) -> tuple[tuple[OrientedLink
         return cached
     links: list[OrientedLink] = [OrientedLink(module.body[entry_body], IDENTITY, None, None, IDENTITY)]
     index = {entry_body: 0}
-    queue = [0]
+    touching: dict[str, list[Joint]] = {}  # the joints at each body, in module order (linear in the joints)
+    for j in module.joints:
+        touching.setdefault(j.parent, []).append(j)
+        if j.child != j.parent:
+            touching.setdefault(j.child, []).append(j)
+    queue = deque([0])
     while queue:
-        i = queue.pop(0)
+        i = queue.popleft()
         here = links[i]
         bid = here.body.id
-        for j in module.joints:
+        for j in touching.get(bid, ()):
             if j.parent == bid and j.child not in index:
                 origin = here.body_in_link @ j.pose_parent
                 link = OrientedLink(module.body[j.child], j.pose_child, i, j, readonly(origin))
             elif j.child == bid and j.parent not in index:
-                origin = here.body_in_link @ inv(j.pose_child) @ ROT_X_PI
+                flip = axis_flip(j.axis)
+                origin = here.body_in_link @ inv(j.pose_child) @ flip
                 link = OrientedLink(
-                    module.body[j.parent], readonly(ROT_X_PI @ inv(j.pose_parent)), i, j, readonly(origin), True
+                    module.body[j.parent], readonly(flip @ inv(j.pose_parent)), i, j, readonly(origin), True
                 )
             else:
                 continue
