@@ -78,12 +78,12 @@ def assert_same_robot(robot: PinRobot, model: pin.Model, names: dict[str, str], 
         return  # Pinocchio's dynamics crash on a model without joints; the frames are all there is
     fid = model.getFrameId(tcp, pin.FrameType.BODY)
     pin.computeJointJacobians(model, data, qp)
-    expected = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+    expected = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).reshape(6, model.nv)
     ours = robot.jacobian(q, frame=robot.model.getFrameId(names[tcp], pin.FrameType.BODY))
     np.testing.assert_allclose(ours, expected[:, v], atol=atol, err_msg="Jacobian")
     np.testing.assert_allclose(robot.static_torque(q), pin.computeGeneralizedGravity(model, data, qp)[v], atol=atol,
                                err_msg="gravity torques")  # fmt: skip
     if dynamics:
-        M = pin.crba(model, data, qp)
+        M = np.asarray(pin.crba(model, data, qp)).reshape(model.nv, model.nv)
         M = np.triu(M) + np.triu(M, 1).T
         np.testing.assert_allclose(robot.mass_matrix(q), M[np.ix_(v, v)], atol=atol, err_msg="mass matrix")

@@ -119,6 +119,19 @@ def _refuse_xacro(root: ET.Element | None, file: Path | None, parse_error: str =
         raise FormatError("this is a xacro file, not a URDF: expand it first (xacro FILE > robot.urdf)", file=file)
 
 
+_JSON_TO_URDF = ((".parameters.file", "/mesh@filename"), (".parameters.scale", "/mesh@scale"),
+                 (".inertia", "/inertial/inertia"), (".mass", "/inertial/mass"), (".limits", "/limit"))  # fmt: skip
+
+
+def _urdf_path(rest: str) -> str:
+    """The URDF spelling of the part of a module-JSON path below a body or joint (``.visual[0].parameters.file``
+    -> ``/visual[1]/mesh@filename``; URDF counts elements from 1)."""
+    rest = re.sub(r"\.(visual|collision)\[(\d+)\]", lambda m: f"/{m.group(1)}[{int(m.group(2)) + 1}]", rest)
+    for json_part, urdf_part in _JSON_TO_URDF:
+        rest = rest.replace(json_part, urdf_part)
+    return rest
+
+
 def _located(exc: InputError, file: Path | None, bodies: list[dict], joints: list[dict]) -> InputError:
     """The error of the generated module JSON, re-pointed at the URDF link or joint it came from."""
     path = exc.path or ""
@@ -127,7 +140,7 @@ def _located(exc: InputError, file: Path | None, bodies: list[dict], joints: lis
         kind, k, rest = m.group(1), int(m.group(2)), m.group(3)
         items = bodies if kind == "bodies" else joints
         if k < len(items):
-            path = f"{'link' if kind == 'bodies' else 'joint'}[@name='{items[k]['ID']}']{rest}"
+            path = f"{'link' if kind == 'bodies' else 'joint'}[@name='{items[k]['ID']}']{_urdf_path(rest)}"
     err = type(exc).__new__(type(exc))
     InputError.__init__(err, exc.message, file=file, path=path or None, value=exc.value)
     return err

@@ -192,7 +192,12 @@ class PinRobot(RobotDynamics):
         if isinstance(frame, str):
             if not self.model.existFrame(frame):
                 raise InputError(f"no frame named {frame!r} (see frame_names)", value=frame)
-            return int(self.model.getFrameId(frame))
+            try:
+                return int(self.model.getFrameId(frame))
+            except ValueError:  # several frames match, e.g. a URDF joint and link of the same name
+                kinds = ", ".join(f"{k} ({f.type.name})" for k, f in enumerate(self.model.frames) if f.name == frame)
+                raise InputError(f"several frames are named {frame!r}: give the index of one: {kinds}",
+                                 value=frame) from None  # fmt: skip
         if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
             if not 0 <= int(frame) < self.model.nframes:
                 raise InputError(f"frame index must be in 0..{self.model.nframes - 1}", value=frame)
