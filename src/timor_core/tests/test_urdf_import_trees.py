@@ -5,18 +5,13 @@ are refused at once, the error naming the URDF file and the link or joint."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pinocchio as pin
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from urdf_agreement import assert_same_robot, link_names
 
-from timor_core import ModuleAssembly
-from timor_core.errors import FormatError, MeshError, ValidationError
-from timor_core.export.urdf_import import assembly_from_urdf, db_from_urdf
+from timor_core.export.urdf_import import assembly_from_urdf
 from timor_core.export.urdfdom import check_urdf
 
 finite = st.floats(-1.0, 1.0, allow_nan=False)

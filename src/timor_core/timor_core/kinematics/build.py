@@ -38,6 +38,7 @@ def joint_model(kind: str, axis: tuple[float, float, float]) -> pin.JointModel:
     a = np.asarray(axis, dtype=float)
     return pin.JointModelRevoluteUnaligned(a) if revolute else pin.JointModelPrismaticUnaligned(a)
 
+
 _BIG = np.finfo(float).max
 
 
