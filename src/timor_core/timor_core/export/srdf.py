@@ -255,7 +255,7 @@ def assembly_to_srdf(
         out.append(
             f'  <end_effector name="{eef}" parent_link="{chain.tip_link}" group="{eef}" parent_group="{group}"/>\n'
         )
-    if np.array_equal(assembly.base_placement, np.eye(4)):
+    if np.array_equal(assembly.base_placement, np.eye(4)) and chain.base_link != "world":  # (UR's root is world)
         out.append(
             f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
             f' child_link="{chain.base_link}"/>\n'
