@@ -593,16 +593,29 @@ def test_mesh_symlink_escaping_the_folder(tmp_path):
     _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.file", "link.stl", "outside")
 
 
-def test_mesh_negative_scale(tmp_path):
+def test_mesh_zero_scale(tmp_path):
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "cube.stl").write_text(_CUBE_STL)
+    data = _gpm()
+    _module(data, "i_30")["bodies"][0]["visual"] = [
+        {"type": "mesh", "parameters": {"file": "cube.stl", "scale": [1.0, 0.0, 1.0]}}
+    ]
+    path = _write(tmp_path / "set", data)
+    exc = _load_error(path, ValidationError)
+    _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.scale", [1.0, 0.0, 1.0], "zero")
+
+
+def test_mesh_negative_scale_mirrors(tmp_path):
+    """A negative factor mirrors the mesh, as URDF allows (TIAGo Pro, Centauro): it loads, faces turned."""
     (tmp_path / "set").mkdir()
     (tmp_path / "set" / "cube.stl").write_text(_CUBE_STL)
     data = _gpm()
     _module(data, "i_30")["bodies"][0]["visual"] = [
         {"type": "mesh", "parameters": {"file": "cube.stl", "scale": [1.0, -1.0, 1.0]}}
     ]
-    path = _write(tmp_path / "set", data)
-    exc = _load_error(path, ValidationError)
-    _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.scale", [1.0, -1.0, 1.0], "positive")
+    db = ModulesDB.from_json_file(_write(tmp_path / "set", data))
+    mesh = db["i_30"].bodies[0].visual[0]
+    assert mesh.scale == (1.0, -1.0, 1.0) and mesh.volume > 0
 
 
 def test_mesh_with_unsupported_extension(tmp_path):

@@ -28,6 +28,7 @@ import numpy as np
 
 from timor_core.common.extensions import implements
 from timor_core.errors import FormatError, InputError, ValidationError
+from timor_core.export.urdf_build import module_set
 from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader, check_tree
 from timor_core.export.urdf_reader import resolve_package_uri as resolve_package_uri
 from timor_core.limits import read_input_text
@@ -41,6 +42,7 @@ __all__ = ["ToolConnector", "db_from_urdf", "assembly_from_urdf", "resolve_packa
 
 #: Link names that say "tool frame", best first (``fnmatch``-like, lower case): the TCP guess prefers them.
 TOOL_NAMES = (r"tool0", r"(.*_)?tcp", r"(.*_)?end_?effector(_link)?", r"(.*_)?ee_link", r"(.*_)?flange")
+_TOOL_PATTERNS = tuple(re.compile(p) for p in TOOL_NAMES)
 
 
 @dataclass(frozen=True)
@@ -91,8 +93,8 @@ def guess_tool_link(children: Mapping[str, list[str]], actuated: Mapping[str, bo
             under.add(c)
             stack.append(c)
     preferred = set(chain) | under
-    for pattern in TOOL_NAMES:
-        matches = [n for n in order if re.fullmatch(pattern, n.lower())]
+    for pattern in _TOOL_PATTERNS:
+        matches = [n for n in order if pattern.fullmatch(n.lower())]
         if matches:
             return next((n for n in matches if n in preferred), matches[0])
     return chain[-1]
@@ -105,11 +107,12 @@ def _read_text(urdf: str | Path) -> tuple[str, Path | None]:
     return str(urdf), None
 
 
-def _refuse_xacro(root: ET.Element | None, file: Path | None, parse_error: str = "") -> None:
+def _refuse_xacro(root: ET.Element | None, file: Path | None, parse_error: str = "", text: str | None = None) -> None:
     """A xacro file (a macro, a property, ``${...}`` or ``$(...)`` left unexpanded) is refused, named: read as
     URDF its macros would silently vanish. An expanded URDF may keep the xacro namespace declaration."""
     found = file is not None and file.suffix == ".xacro" or "unbound prefix" in parse_error
-    for element in root.iter() if root is not None else ():
+    suspicious = text is None or XACRO_NAMESPACE in text or "${" in text or "$(" in text
+    for element in root.iter() if root is not None and suspicious else ():
         if found:
             break
         found = element.tag.startswith(f"{{{XACRO_NAMESPACE}}}") or any(
@@ -172,7 +175,7 @@ def db_from_urdf(
     except ET.ParseError as exc:
         _refuse_xacro(None, file, str(exc))
         raise FormatError(f"not well-formed XML: {exc}", file=file) from None
-    _refuse_xacro(root, file)
+    _refuse_xacro(root, file, text=text)
     if root.tag != "robot":
         raise FormatError("the root element must be <robot>", file=file, value=root.tag)
     dirs: Sequence[Path] | Mapping[str, Path]
@@ -212,9 +215,8 @@ def db_from_urdf(
     header: dict[str, Any] = {"ID": module_id or robot_name, "name": robot_name}
     if keep_names:
         header["keepNames"] = True
-    data = {"header": header, "bodies": bodies, "joints": joints}
     try:
-        return ModulesDB.from_json_data({"modules": [data]}, base_dir=base_dir, source=file, name=robot_name)
+        return module_set(header, bodies, joints, base_dir, file, robot_name)
     except InputError as exc:
         raise _located(exc, file, bodies, joints) from None
 

@@ -6,6 +6,7 @@ or joint (``link[@name='...']``, ``joint[@name='...']``), never the module JSON 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -16,9 +17,10 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from timor_core.common.transforms import from_rpy
+from timor_core.common.transforms import IDENTITY, readonly
 from timor_core.errors import FormatError, MeshError, ValidationError
 from timor_core.export.urdf import URDF_UNLIMITED
+from timor_core.limits import limits
 
 log = logging.getLogger(__name__)
 
@@ -29,29 +31,69 @@ XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 _INERTIA = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
-def _floats(text: str | None, n: int, default: Sequence[float], where: str, file: Path | None) -> np.ndarray:
+def _floats(text: str | None, n: int, default: Sequence[float], where: str, file: Path | None) -> tuple[float, ...]:
     if text is None:
-        return np.asarray(default, dtype=float)
+        return tuple(default)
     try:
-        values = np.array([float(x) for x in text.split()], dtype=float)
+        values = tuple(map(float, text.split()))
     except ValueError:
         raise FormatError("expected numbers", file=file, path=where, value=text) from None
-    if values.shape != (n,) or not np.all(np.isfinite(values)):
+    if len(values) != n or not math.isfinite(math.fsum(values)):  # fsum: inf or nan if any value is
         raise FormatError(f"expected {n} finite numbers", file=file, path=where, value=text)
     return values
 
 
 def _number(text: str | None, where: str, file: Path | None, default: float = 0.0) -> float:
-    return float(_floats(text, 1, (default,), where, file)[0])
+    return _floats(text, 1, (default,), where, file)[0]
+
+
+def _rotation(roll: float, pitch: float, yaw: float) -> list[list[float]]:
+    """URDF's Rz(yaw) Ry(pitch) Rx(roll), in plain floats (numpy's small products cost more per link)."""
+    cr, sr, cp, sp, cy, sy = (
+        math.cos(roll),
+        math.sin(roll),
+        math.cos(pitch),
+        math.sin(pitch),
+        math.cos(yaw),
+        math.sin(yaw),
+    )
+    return [
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ]
 
 
 def _origin(element: ET.Element | None, where: str, file: Path | None) -> np.ndarray:
-    T = np.eye(4)
+    """The pose of an element's ``<origin>`` (a shared read-only identity without one)."""
     origin = element.find("origin") if element is not None else None
-    if origin is not None:
-        T[:3, :3] = from_rpy(*_floats(origin.get("rpy"), 3, (0, 0, 0), f"{where}/origin@rpy", file))[:3, :3]
-        T[:3, 3] = _floats(origin.get("xyz"), 3, (0, 0, 0), f"{where}/origin@xyz", file)
-    return T
+    if origin is None:
+        return IDENTITY
+    rpy = _floats(origin.get("rpy"), 3, (0, 0, 0), f"{where}/origin@rpy", file)
+    x, y, z = _floats(origin.get("xyz"), 3, (0, 0, 0), f"{where}/origin@xyz", file)
+    if not any(rpy):
+        if not (x or y or z):
+            return IDENTITY
+        return np.array([[1.0, 0.0, 0.0, x], [0.0, 1.0, 0.0, y], [0.0, 0.0, 1.0, z], [0.0, 0.0, 0.0, 1.0]])
+    (a, b, c), (d, e, f), (g, h, i) = _rotation(*rpy)
+    return np.array([[a, b, c, x], [d, e, f, y], [g, h, i, z], [0.0, 0.0, 0.0, 1.0]])
+
+
+def _inertia_values(element: ET.Element | None, where: str, file: Path | None) -> list[float]:
+    """ixx, ixy, ixz, iyy, iyz, izz of an ``<inertia>`` (0 where missing), read in one pass."""
+    if element is None:
+        return [0.0] * 6
+    try:
+        values = [float(element.get(k, 0.0)) for k in _INERTIA]
+        if math.isfinite(math.fsum(values)):
+            return values
+    except ValueError:
+        pass
+    return [_number(element.get(k), f"{where}/inertial/inertia@{k}", file) for k in _INERTIA]  # names the bad one
+
+
+_NO_INERTIA = readonly(np.zeros((3, 3)))
+_NO_COM = readonly(np.zeros(3))
 
 
 def resolve_package_uri(uri: str, urdf_dir: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path]) -> Path:
@@ -97,6 +139,8 @@ class UrdfJoint:
 def physical_inertia(inertia: np.ndarray, where: str, file: Path | None) -> np.ndarray:
     """The inertia tensor, its negative eigenvalues (a tensor no body has) set to zero with a warning naming the
     link; Pinocchio takes such a tensor as it is, so the mass matrix then differs from its model of the file."""
+    if not inertia[0, 1] and not inertia[0, 2] and not inertia[1, 2] and min(np.diag(inertia)) >= 0:
+        return inertia  # diagonal: no eigenvalues to find (the common case, and fast for 100,000 links)
     eig, vec = np.linalg.eigh(inertia)
     scale = float(np.abs(inertia).max())
     if eig.min() >= -1e-9 * scale - 1e-12:
@@ -119,7 +163,7 @@ class UrdfReader:
         shape = geometry[0] if geometry is not None and len(geometry) else None
         if shape is None:
             raise FormatError("needs a <geometry> with one shape", file=self.file, path=where)
-        pose = _origin(element, where, self.file).tolist()
+        pose = _origin(element, where, self.file).tolist()  # geometry goes through the model's own parser
         file = self.file
         if shape.tag == "box":
             x, y, z = _floats(shape.get("size"), 3, (), f"{where}/box@size", file)
@@ -142,10 +186,10 @@ class UrdfReader:
             if not path.is_file():
                 raise MeshError("mesh file not found", file=file, path=f"{where}/mesh@filename", value=str(path))
             scale = _floats(shape.get("scale"), 3, (1, 1, 1), f"{where}/mesh@scale", file)
-            if np.any(scale == 0):
+            if 0.0 in scale:
                 raise ValidationError("mesh scale must not be zero", file=file, path=f"{where}/mesh@scale",
                                       value=shape.get("scale"))  # fmt: skip
-            params: dict[str, Any] = {"file": "", "scale": scale.tolist()}
+            params: dict[str, Any] = {"file": "", "scale": list(scale)}
             self.meshes.append((params, path))
             return {"type": "mesh", "parameters": params, "pose": pose}
         raise FormatError(f"unsupported geometry <{shape.tag}>", file=file, path=where)
@@ -155,7 +199,7 @@ class UrdfReader:
         name = link.get("name", "")
         where = f"link[@name='{name}']"
         inertial = link.find("inertial")
-        mass, inertia, com = 0.0, np.zeros((3, 3)), np.zeros(3)
+        mass, inertia, com = 0.0, _NO_INERTIA, _NO_COM
         if inertial is not None:
             T = _origin(inertial, f"{where}/inertial", self.file)
             m = inertial.find("mass")
@@ -164,12 +208,12 @@ class UrdfReader:
                 raise ValidationError("mass must not be negative", file=self.file, path=f"{where}/inertial/mass",
                                       value=mass)  # fmt: skip
             i = inertial.find("inertia")
-            c = [_number(i.get(k) if i is not None else None, f"{where}/inertial/inertia@{k}", self.file)
-                 for k in _INERTIA]  # fmt: skip
+            c = _inertia_values(i, where, self.file)
             local = np.array([[c[0], c[1], c[2]], [c[1], c[3], c[4]], [c[2], c[4], c[5]]])
-            inertia = physical_inertia(T[:3, :3] @ local @ T[:3, :3].T, where, self.file)
-            com = T[:3, 3]
-        body: dict[str, Any] = {"ID": name, "mass": mass, "inertia": inertia.tolist(), "r_com": com.tolist()}
+            R = T[:3, :3]
+            inertia = physical_inertia(local if T is IDENTITY else R @ local @ R.T, where, self.file)
+            com = T[:3, 3].copy()
+        body: dict[str, Any] = {"ID": name, "mass": mass, "inertia": inertia, "r_com": com}
         body["connectors"] = []
         for tag in ("visual", "collision"):
             body[tag] = [self.geometry(e, f"{where}/{tag}[{k + 1}]") for k, e in enumerate(link.findall(tag))]
@@ -188,13 +232,17 @@ class UrdfReader:
         if parent is None or child is None or not parent.get("link") or not child.get("link"):
             raise FormatError("needs <parent link=...> and <child link=...>", file=file, path=where)
         out: dict[str, Any] = {"ID": name, "parent": parent.get("link"), "child": child.get("link"), "type": kind}
-        out["poseParent"] = _origin(joint, where, file).tolist()
+        out["poseParent"] = _origin(joint, where, file)
         if kind != "fixed":
             axis = joint.find("axis")
-            a = _floats(axis.get("xyz") if axis is not None else None, 3, (1, 0, 0), f"{where}/axis@xyz", file)
+            a = np.asarray(
+                _floats(axis.get("xyz") if axis is not None else None, 3, (1, 0, 0), f"{where}/axis@xyz", file)
+            )
             norm = float(np.linalg.norm(a))
             if norm < 1e-9:
-                raise ValidationError("joint axis must not be zero", file=file, path=f"{where}/axis@xyz", value=a)
+                raise ValidationError(
+                    "joint axis must not be zero", file=file, path=f"{where}/axis@xyz", value=a.tolist()
+                )
             out["axis"] = (a / norm).tolist()
         limit = joint.find("limit")
         limits: dict[str, float] = {}
@@ -230,6 +278,12 @@ def check_tree(links: Sequence[str], joints: Sequence[UrdfJoint], file: Path | N
     """The root link, after checking that the links form one tree: unique names, every joint between two links
     that exist, each link the child of at most one joint, one root, every link below it (no cycle).
     Linear in the number of links and joints."""
+    longest = limits().max_string_chars
+    for kind, names in (("link", links), ("joint", [j.name for j in joints])):
+        for name in names:
+            if len(name) > longest:
+                raise ValidationError(f"a {kind} name longer than {longest} characters (max_string_chars)", file=file,
+                                      path=f"{kind}[@name]", value=name)  # fmt: skip
     seen: set[str] = set()
     for name in links:
         if name in seen or not name:
