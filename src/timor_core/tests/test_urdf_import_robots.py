@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 import pinocchio as pin
 import pytest
-from urdf_agreement import assert_same_robot, body_frames, example_urdfs, link_names, pinocchio_q, robots_share
+from urdf_agreement import (
+    assert_same_collision_geometry,
+    assert_same_robot,
+    body_frames,
+    example_urdfs,
+    link_names,
+    pinocchio_q,
+    robots_share,
+)
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import MeshError
@@ -91,7 +100,24 @@ def _check(path, tmp_path) -> None:
 @pytest.mark.parametrize("name", ARMS)
 def test_arm_equals_pinocchios_loader(name, tmp_path, caplog):
     caplog.set_level(logging.ERROR)  # the triangle-inequality warnings of some URDFs' inertias
-    _check(next(p for p in URDFS if p.name == name), tmp_path)
+    path = next(p for p in URDFS if p.name == name)
+    _check(path, tmp_path)
+    robot = assembly_from_urdf(path, [SHARE.parent]).robot
+    q = robot.random_configuration(np.random.default_rng(3))
+    assert_same_collision_geometry(robot, pin.buildModelFromUrdf(str(path)), path, [SHARE.parent], q)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SHARE is None, reason="example-robot-data is not installed (pip install example-robot-data)")
+@pytest.mark.parametrize("name", ["tiago_pro.urdf", "centauro.urdf"])
+def test_mirrored_meshes_where_pinocchio_puts_them(name):
+    """TIAGo Pro and Centauro scale meshes by -1 (mirror images): the collision shapes agree with Pinocchio's."""
+    path = next(p for p in URDFS if p.name == name)
+    assert re.search(r'scale="[^"]*-', path.read_text())  # a negative factor: a mirror image
+    with override_limits(max_dof=MAX_DOF):
+        robot = assembly_from_urdf(path, [SHARE.parent]).robot
+        q = robot.random_configuration(np.random.default_rng(4))
+        assert_same_collision_geometry(robot, pin.buildModelFromUrdf(str(path)), path, [SHARE.parent], q)
 
 
 @pytest.mark.slow

@@ -145,3 +145,12 @@ def test_ik_with_continuous_joints_has_no_overflow():
             if success:
                 np.testing.assert_allclose(robot.fk(q)[:3, 3], target[:3, 3], atol=1e-3)
     assert solved >= 16  # measured: 18 of 20 with the default IK settings
+
+
+def test_from_urdf_takes_a_base_placement():
+    """One of the reference suite's disagreements: ``PinRobot.from_urdf(..., base_placement=T)`` places the robot."""
+    T = pin.SE3(pin.rpy.rpyToMatrix(0.1, -0.2, 0.3), np.array([0.5, -0.4, 0.2])).homogeneous
+    path = _urdf("ur5_robot.urdf")
+    placed, plain = PinRobot.from_urdf(path, SHARE.parent, base_placement=T), PinRobot.from_urdf(path, SHARE.parent)
+    q = np.linspace(-1, 1, 6)
+    np.testing.assert_allclose(placed.fk(q), T @ plain.fk(q), atol=1e-12)

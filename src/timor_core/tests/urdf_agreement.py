@@ -76,6 +76,7 @@ def assert_same_robot(robot: PinRobot, model: pin.Model, names: dict[str, str], 
                                    err_msg=f"link frame {link}")  # fmt: skip
     if model.nv == 0:
         return  # Pinocchio's dynamics crash on a model without joints; the frames are all there is
+    assert_same_limits(robot, model)
     fid = model.getFrameId(tcp, pin.FrameType.BODY)
     pin.computeJointJacobians(model, data, qp)
     expected = pin.getFrameJacobian(model, data, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED).reshape(6, model.nv)
@@ -87,3 +88,44 @@ def assert_same_robot(robot: PinRobot, model: pin.Model, names: dict[str, str], 
         M = np.asarray(pin.crba(model, data, qp)).reshape(model.nv, model.nv)
         M = np.triu(M) + np.triu(M, 1).T
         np.testing.assert_allclose(robot.mass_matrix(q), M[np.ix_(v, v)], atol=atol, err_msg="mass matrix")
+
+
+def assert_same_limits(robot: PinRobot, model: pin.Model) -> None:
+    """Position limits of revolute and prismatic joints, velocity and effort limits: Pinocchio's where the URDF
+    gives one (a missing or zero effort/velocity, and magnitudes from 1e9 on, are 'unlimited' in timor)."""
+    for k, (iq, iv, nq) in enumerate(joint_indices(model, robot)):
+        if nq == 1 and np.isfinite(robot.joint_limits[:, k]).all():
+            lower, upper = model.lowerPositionLimit[iq], model.upperPositionLimit[iq]
+            np.testing.assert_allclose(robot.joint_limits[:, k], [lower, upper], rtol=1e-12, err_msg=robot.joints[k])
+        for ours, theirs in ((robot.velocity_limits[k], model.velocityLimit[iv]),
+                             (robot.torque_limits[k], model.effortLimit[iv])):  # fmt: skip
+            assert ours == theirs if 0 < theirs < 1e9 else np.isinf(ours), (robot.joints[k], ours, theirs)
+
+
+def assert_same_collision_geometry(robot: PinRobot, model: pin.Model, urdf: Path, package_dirs: list[Path],
+                                   q: np.ndarray) -> None:  # fmt: skip
+    """Every collision shape of Pinocchio's model of the file (its mesh with its scale, mirrored ones too: compared
+    by their bounding boxes) is where one of ours is at q, and there are as many of ours."""
+    geoms = pin.buildGeomFromUrdf(
+        model, str(urdf), pin.GeometryType.COLLISION, package_dirs=[str(p) for p in package_dirs]
+    )
+    data, geom_data = model.createData(), geoms.createData()
+    pin.updateGeometryPlacements(model, data, geoms, geom_data, pinocchio_q(model, robot, q))
+    ours = robot.collision
+    our_data = ours.createData()
+    pin.updateGeometryPlacements(robot.model, robot.model.createData(), ours, our_data, q)
+    assert ours.ngeoms == geoms.ngeoms
+    left = list(range(ours.ngeoms))
+    for k, obj in enumerate(geoms.geometryObjects):
+        where, box = geom_data.oMg[k].homogeneous, _aabb(obj)
+        match = next((m for m in left if np.allclose(our_data.oMg[m].homogeneous, where, atol=1e-9)
+                      and np.allclose(_aabb(ours.geometryObjects[m]), box, atol=1e-6)), None)  # fmt: skip
+        assert match is not None, f"no collision shape of ours is {obj.name} ({Path(obj.meshPath).name}) at q"
+        left.remove(match)
+
+
+def _aabb(obj) -> np.ndarray:
+    """The shape's bounding box in its own frame (the mesh scale applied)."""
+    geometry = obj.geometry
+    geometry.computeLocalAABB()
+    return np.array([geometry.aabb_local.min_, geometry.aabb_local.max_])
