@@ -42,7 +42,7 @@ __all__ = ["ToolConnector", "db_from_urdf", "assembly_from_urdf", "resolve_packa
 
 #: Link names that say "tool frame", best first (``fnmatch``-like, lower case): the TCP guess prefers them.
 TOOL_NAMES = (r"tool0", r"(.*_)?tcp", r"(.*_)?end_?effector(_link)?", r"(.*_)?ee_link", r"(.*_)?flange")
-_TOOL_PATTERNS = tuple(re.compile(p) for p in TOOL_NAMES)
+_TOOL_PATTERN = re.compile("|".join(f"({p.replace('(', '(?:')})" for p in TOOL_NAMES))  # group k: pattern k
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,14 @@ def guess_tool_link(children: Mapping[str, list[str]], actuated: Mapping[str, bo
             under.add(c)
             stack.append(c)
     preferred = set(chain) | under
-    for pattern in _TOOL_PATTERNS:
-        matches = [n for n in order if pattern.fullmatch(n.lower())]
-        if matches:
-            return next((n for n in matches if n in preferred), matches[0])
+    by_rank: dict[int, list[str]] = {}  # one pass over the names: the rank of the first pattern each matches
+    for n in order:
+        m = _TOOL_PATTERN.fullmatch(n.lower())
+        if m is not None and m.lastindex is not None:
+            by_rank.setdefault(m.lastindex, []).append(n)
+    if by_rank:
+        matches = by_rank[min(by_rank)]
+        return next((n for n in matches if n in preferred), matches[0])
     return chain[-1]
 
 

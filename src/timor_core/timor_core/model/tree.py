@@ -349,7 +349,9 @@ def _tool_name(prefix: str, k: int, taken: set[str]) -> str:
 
 
 def _reparented(link: TreeLink, new_index: dict[int, int]) -> TreeLink:
-    return link if link.parent is None else replace(link, parent=new_index[link.parent])
+    if link.parent is None or new_index[link.parent] == link.parent:
+        return link  # (a chain keeps its order: no copy per link)
+    return replace(link, parent=new_index[link.parent])
 
 
 def depth_first_order(links: list[TreeLink]) -> list[int]:
