@@ -79,7 +79,11 @@ def test_constraint_abstraction_level(panda):  # noqa: F811
             Task.from_json_data(refused)
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: per-constraint is_valid_at / is_valid_until on solutions")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AttributeError,
+    reason="missing feature: per-constraint is_valid_at / is_valid_until on solutions",
+)
 def test_constraint_scoping(panda):  # noqa: F811
     """ref: test_constraints.py::test_constraint_scoping"""
     from timor_core.task.constraints import JointLimits
