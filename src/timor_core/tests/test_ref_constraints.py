@@ -141,3 +141,17 @@ def _eef(pose: dict | None, v=(-np.inf, np.inf), o=(-np.inf, np.inf)) -> EndEffe
             data[key] = float(value)
     task = Task.from_json_data(_task(constraints=[data]))
     return next(c for c in task.constraints if isinstance(c, EndEffector))
+
+
+def test_end_effector_from_json():
+    """One of the reference suite's disagreements: ``EndEffector.from_json`` (a round trip of its JSON)."""
+    from timor_core.errors import FormatError as _FormatError
+
+    pose = {"nominal": np.eye(4).tolist(), "toleranceProjection": ["r_sph"], "tolerance": [[0, 0.01]]}
+    data = {"type": "endEffector", "v_max": 0.5, "o_min": 0.0, "o_max": 1.0, "pose": pose}
+    eef = EndEffector.from_json(data)
+    assert isinstance(eef, EndEffector) and eef.velocity_lim == (-np.inf, 0.5) and eef.rotation_velocity_lim == (0, 1)
+    assert EndEffector.from_json(eef.to_json()).to_json() == eef.to_json()
+    assert eef.pose is not None and eef.pose.valid(np.eye(4))
+    with pytest.raises(_FormatError, match="endEffector"):
+        EndEffector.from_json({"type": "selfCollisionFree"})
