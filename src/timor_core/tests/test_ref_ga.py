@@ -119,8 +119,12 @@ def test_mutation_weights(robco):
     GeneticSearch(robco, mutation_weights={"J": 2.0})  # type: ignore[call-arg]
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="missing feature: selectable parent selection (rank based "
-                   "with a selection pressure, on lexicographic fitness); pygad's steady-state selection is used")  # fmt: skip
+@pytest.mark.xfail(
+    strict=True,
+    raises=TypeError,
+    reason="missing feature: selectable parent selection (rank based with a selection pressure, on lexicographic "
+    "fitness); pygad's steady-state selection is used",
+)
 def test_selection(robco):
     """ref: test_ga.py::test_selection"""
     GeneticSearch(robco, selection_type="rank", selection_pressure=2.0)  # type: ignore[call-arg]
