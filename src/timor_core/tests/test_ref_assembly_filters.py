@@ -62,12 +62,46 @@ def test_ik_filter(panda_db, poses):
     # "intermediate results" object that refuses being overwritten)
 
 
+def _goal_task(goals: list[dict]) -> Task:
+    return Task.from_json_data({"header": {"ID": "reach"}, "obstacles": [], "goals": goals})
+
+
 def test_length_filter(panda_db, poses):
-    """ref: test_assembly_filters.py::test_length_filter (limits on modules / DOF)"""
+    """ref: test_assembly_filters.py::test_length_filter: goals the robot reaches pass, goals beyond its reach
+    (1.05 x, random directions) and a follow goal out to 1.5 x are discarded by the reach ("workspace") filter.
+    Deliberate difference: the reference bounds the reach by the sum of the module lengths and passes goals at
+    0.95 x that sum; timor's nested reach bounds are tighter (a goal at 0.95 x the reach below the base is
+    discarded rightly), so the 0.95 x case is checked with goals the robot does reach at their distance."""
+    from timor_core import ModuleAssembly
+
     task = _task(poses[:1])
     assert FilterChain(task, panda_db, "mass", FilterConfig(max_modules=1))(("panda",)).failed_filter is None
     too_many = FilterChain(task, panda_db, "mass", FilterConfig(max_dof=6))(("panda",))
     assert too_many.failed_filter == "limits"
+    robot = ModuleAssembly.from_serial_modules(panda_db, ["panda"]).robot
+    reach = robot.reach()
+    rng = np.random.default_rng(7)
+    config = FilterConfig(torques=False)
+    for _ in range(10):  # reachable goals (the robot's own poses) are never discarded for their distance
+        T = robot.fk(robot.random_configuration(rng))
+        chain = FilterChain(_goal_task([{"ID": "g", "type": "at", "goalPose": {"nominal": T.tolist()}}]), panda_db,
+                            "mass", config)  # fmt: skip
+        assert chain(("panda",)).failed_filter != "workspace"
+    for _ in range(10):
+        direction = rng.normal(size=3)
+        T = np.eye(4)
+        T[:3, 3] = direction / np.linalg.norm(direction) * reach * 1.05
+        chain = FilterChain(_goal_task([{"ID": "g", "type": "at", "goalPose": {"nominal": T.tolist()}}]), panda_db,
+                            "mass", config)  # fmt: skip
+        assert chain(("panda",)).failed_filter == "workspace"
+    far = np.eye(4)
+    far[:3, 3] = (1.5 * reach, 0.0, 0.3)
+    path = [{"nominal": (np.eye(4) * (1 - a) + far * a).tolist()} for a in np.linspace(0.2, 1, 20)]
+    for p in path:  # interpolated translations; the rotation stays the identity
+        p["nominal"][3] = [0.0, 0.0, 0.0, 1.0]
+        p["nominal"][0][0] = p["nominal"][1][1] = p["nominal"][2][2] = 1.0
+    follow = _goal_task([{"ID": "f", "type": "follow", "trajectory": {"pose": path}}])
+    assert FilterChain(follow, panda_db, "mass", config)(("panda",)).failed_filter == "workspace"
 
 
 def test_limits_met_filter(panda_db, poses):
