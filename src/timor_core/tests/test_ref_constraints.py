@@ -155,3 +155,31 @@ def test_end_effector_from_json():
     assert eef.pose is not None and eef.pose.valid(np.eye(4))
     with pytest.raises(_FormatError, match="endEffector"):
         EndEffector.from_json({"type": "selfCollisionFree"})
+
+
+def _state(panda, q, dq, constraints) -> list[str]:  # noqa: F811
+    """The reference's ``check_single_state``: the types of the constraints a one-state solution at (q, dq) fails."""
+    trajectory = Trajectory(np.array([0.0, DT]), np.array([q, q]), np.array([dq, dq]), np.zeros((2, len(q))))
+    return [f["type"] for f in _solution(_task(constraints=constraints), panda, trajectory).failed_constraints()]
+
+
+def test_robot_constraints(panda):  # noqa: F811
+    """ref: test_constraints.py::test_robot_constraints (constraints on one robot state)"""
+    rng = np.random.default_rng(280)
+    q = _free_q(panda, rng)
+    dq = rng.random(panda.dof) * panda.velocity_limits
+    dq0 = np.zeros(panda.dof)
+    assert _state(panda, q, dq, [{"type": "alwaysTrue"}]) == []
+    limits = [{"type": "joint", "parts": ["q", "dq", "tau"]}]
+    assert _state(panda, q, dq0, limits) == []
+    assert _state(panda, q, dq, limits) == []
+    assert _state(panda, q, panda.velocity_limits + 1, limits) == ["joint"]
+    # deliberate difference: robots are immutable, so no check can move the robot's placement (the reference tests
+    # that its check leaves the placement alone)
+    placement = panda.placement.copy()
+    _state(panda, q, dq, limits)
+    np.testing.assert_array_equal(panda.placement, placement)
+    while not panda.has_self_collision(q):
+        q = panda.random_configuration(rng)
+    collisions = [{"type": "collisionFree"}, {"type": "selfCollisionFree"}]
+    assert sorted(_state(panda, q, dq0, collisions)) == ["collisionFree", "selfCollisionFree"]
