@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from importlib import metadata
 
 import numpy as np
 import pinocchio as pin
@@ -148,4 +149,6 @@ def test_import_count(caplog):
             continue
         imported += 1
         too_many_joints += model.nv > 32
-    assert (len(URDFS), loaded, imported, imported - too_many_joints) == (69, 68, 67, 57)
+    assert imported == loaded - sum(p.name in REFUSED for p in URDFS)  # every URDF Pinocchio loads, but the refused
+    if metadata.version("example-robot-data") == "6.0.0":  # the README's figures are for this version
+        assert (len(URDFS), loaded, imported, imported - too_many_joints) == (69, 68, 67, 57)
