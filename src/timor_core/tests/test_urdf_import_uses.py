@@ -154,3 +154,15 @@ def test_from_urdf_takes_a_base_placement():
     placed, plain = PinRobot.from_urdf(path, SHARE.parent, base_placement=T), PinRobot.from_urdf(path, SHARE.parent)
     q = np.linspace(-1, 1, 6)
     np.testing.assert_allclose(placed.fk(q), T @ plain.fk(q), atol=1e-12)
+
+
+def test_an_ambiguous_frame_name_is_an_input_error():
+    """Z1's joint and link gripperStator share a name: frame_pose by that name says so; by index it works."""
+    from timor_core.errors import InputError
+
+    robot = PinRobot.from_urdf(_urdf("z1.urdf"), SHARE.parent)
+    with pytest.raises(InputError, match="several frames") as err:
+        robot.frame_pose("m0_gripperStator", np.zeros(robot.dof))
+    assert "BODY" in str(err.value) and "FIXED_JOINT" in str(err.value)
+    body = robot.model.getFrameId("m0_gripperStator", pin.FrameType.BODY)
+    assert robot.frame_pose(body, np.zeros(robot.dof)).shape == (4, 4)
