@@ -47,10 +47,16 @@ def _body(data: Mapping[str, Any], k: int, base_dir: Path, file: Path | None) ->
     return Body(data["ID"], float(data["mass"]), inertia, com, connectors, visual, collision, dict(_PRESENT))
 
 
+_KNOWN = {"ID", "type", "parent", "child", "poseParent", "axis", "limits", "frictionViscous", "frictionCoulomb"}
+_KNOWN |= {"gearRatio", "motorInertia"}
+_Z = (0.0, 0.0, 1.0)
+
+
 def _joint(data: Mapping[str, Any], k: int) -> Joint:
     where = f"$.modules[0].joints[{k}]"
-    known = {"ID", "type", "parent", "child", "poseParent", "axis", "limits", "frictionViscous", "frictionCoulomb"}
-    known |= {"gearRatio", "motorInertia"}
+    if data.keys() <= {"ID", "type", "parent", "child", "poseParent"}:  # a fixed joint as the reader makes it
+        pose = readonly(np.asarray(data["poseParent"], dtype=float))
+        return Joint(id=data["ID"], type=data["type"], parent=data["parent"], child=data["child"], pose_parent=pose)
     limits = dict(data.get("limits", {}))
     for key, value in limits.items():  # joint_extras may add an acceleration limit
         if key in LIMIT_KEYS:
@@ -61,7 +67,7 @@ def _joint(data: Mapping[str, Any], k: int) -> Joint:
     def optional(key: str, minimum: float | None = 0.0) -> float | None:
         return jf.number(data[key], f"{where}.{key}", min_value=minimum) if key in data else None
 
-    axis = data.get("axis", (0.0, 0.0, 1.0))
+    axis = data.get("axis", _Z)
     return Joint(
         id=data["ID"],
         type=data["type"],
@@ -73,7 +79,7 @@ def _joint(data: Mapping[str, Any], k: int) -> Joint:
         motor_inertia=optional("motorInertia"),
         friction_coulomb=optional("frictionCoulomb"),
         friction_viscous=optional("frictionViscous"),
-        extra={key: value for key, value in data.items() if key not in known},
+        extra={key: value for key, value in data.items() if key not in _KNOWN},
         axis=(float(axis[0]), float(axis[1]), float(axis[2])),
     )
 

@@ -38,7 +38,7 @@ def _floats(text: str | None, n: int, default: Sequence[float], where: str, file
         values = tuple(map(float, text.split()))
     except ValueError:
         raise FormatError("expected numbers", file=file, path=where, value=text) from None
-    if len(values) != n or not math.isfinite(math.fsum(values)):  # fsum: inf or nan if any value is
+    if len(values) != n or not all(map(math.isfinite, values)):
         raise FormatError(f"expected {n} finite numbers", file=file, path=where, value=text)
     return values
 
@@ -74,9 +74,9 @@ def _origin(element: ET.Element | None, where: str, file: Path | None) -> np.nda
     if not any(rpy):
         if not (x or y or z):
             return IDENTITY
-        return np.array([[1.0, 0.0, 0.0, x], [0.0, 1.0, 0.0, y], [0.0, 0.0, 1.0, z], [0.0, 0.0, 0.0, 1.0]])
+        return np.array((1.0, 0.0, 0.0, x, 0.0, 1.0, 0.0, y, 0.0, 0.0, 1.0, z, 0.0, 0.0, 0.0, 1.0)).reshape(4, 4)
     (a, b, c), (d, e, f), (g, h, i) = _rotation(*rpy)
-    return np.array([[a, b, c, x], [d, e, f, y], [g, h, i, z], [0.0, 0.0, 0.0, 1.0]])
+    return np.array((a, b, c, x, d, e, f, y, g, h, i, z, 0.0, 0.0, 0.0, 1.0)).reshape(4, 4)
 
 
 def _inertia_values(element: ET.Element | None, where: str, file: Path | None) -> list[float]:
@@ -93,6 +93,7 @@ def _inertia_values(element: ET.Element | None, where: str, file: Path | None) -
 
 
 _NO_INERTIA = readonly(np.zeros((3, 3)))
+_OFF_DIAGONAL = ~np.eye(3, dtype=bool)
 _NO_COM = readonly(np.zeros(3))
 
 
@@ -209,10 +210,14 @@ class UrdfReader:
                                       value=mass)  # fmt: skip
             i = inertial.find("inertia")
             c = _inertia_values(i, where, self.file)
-            local = np.array([[c[0], c[1], c[2]], [c[1], c[3], c[4]], [c[2], c[4], c[5]]])
-            R = T[:3, :3]
-            inertia = physical_inertia(local if T is IDENTITY else R @ local @ R.T, where, self.file)
-            com = T[:3, 3].copy()
+            local = np.array((c[0], c[1], c[2], c[1], c[3], c[4], c[2], c[4], c[5])).reshape(3, 3)
+            diagonal_frame = T is IDENTITY or not T[:3, :3].any(where=_OFF_DIAGONAL)
+            if not (c[1] or c[2] or c[4]) and min(c[0], c[3], c[5]) >= 0 and diagonal_frame:
+                inertia = local  # diagonal in the link frame: physical as it is (the common case, no eigenvalues)
+            else:
+                R = T[:3, :3]
+                inertia = physical_inertia(local if T is IDENTITY else R @ local @ R.T, where, self.file)
+            com = _NO_COM if T is IDENTITY else T[:3, 3].copy()
         body: dict[str, Any] = {"ID": name, "mass": mass, "inertia": inertia, "r_com": com}
         body["connectors"] = []
         for tag in ("visual", "collision"):
