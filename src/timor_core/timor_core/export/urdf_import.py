@@ -16,6 +16,7 @@ entry, its angle, where Pinocchio's own model of the file takes two (cos, sin).
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -171,6 +172,24 @@ def db_from_urdf(
     URDF's names and root (no ``m0_`` prefix, no ``base_link``), so controller and MoveIt configurations written
     for the URDF apply. ``tool_connector``: the type, size and gender of the connector at the tool link.
     """
+    enabled = gc.isenabled()
+    gc.disable()  # the import allocates millions of objects for a big URDF and makes no cycles: the cyclic collector
+    try:  # would spend about a third of the time looking for some
+        return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, keep_names, tool_connector)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _db_from_urdf(
+    urdf: str | Path,
+    package_dirs: Sequence[str | Path] | Mapping[str, str | Path],
+    module_id: str | None,
+    tcp_link: str | None,
+    joint_extras: Mapping[str, Mapping[str, Any]] | None,
+    keep_names: bool,
+    tool_connector: ToolConnector | None,
+) -> ModulesDB:
     text, file = _read_text(urdf)
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise FormatError("a URDF must not declare a DOCTYPE or entities", file=file)
