@@ -47,10 +47,11 @@ def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
     """The gz_ros2_control plugin; and the robot welded to Gazebo's world (unless the URDF has a world link)."""
     weld = ""
     if np.array_equal(assembly.base_placement, np.eye(4)):
+        root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
         weld = (
             f'  <link name="{prefix}world"/>\n'
             f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
-            f'    <parent link="{prefix}world"/>\n    <child link="{prefix}base_link"/>\n  </joint>\n'
+            f'    <parent link="{prefix}world"/>\n    <child link="{root}"/>\n  </joint>\n'
         )
     return weld + (
         "  <gazebo>\n"
