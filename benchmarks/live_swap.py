@@ -11,6 +11,11 @@ names differ, `--rounds` times. Per swap it measures, from the moment the reques
     received after the request (joint_state_publisher follows /robot_description and publishes at 10 Hz).
 The figures are medians and the 90th percentile over the rounds; there is no reference counterpart (the reference
 toolbox has no ROS nodes).
+
+The real controller_manager (4.24) reads the robot description once ("ResourceManager has already loaded a urdf.
+Ignoring attempt to reload"), so ros2_control takes a new robot by a relaunch. `--control N` times that N times:
+`ros2 launch timor_ros moveit.launch.py move_group:=false` for the other robot, from the start of the command to
+joint_state_broadcaster and arm_controller active for the new robot's joints.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20, help="swaps to time (default 20)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    parser.add_argument("--control", type=int, default=0, help="also time N ros2_control relaunches (default 0)")
     args = parser.parse_args()
 
     from ros2_cli import Launch, real_package
@@ -101,8 +107,10 @@ def main() -> int:
         client.close()
         launch.stop()
         launch.kill_leftovers()
+    control = _control_relaunches(args.control) if args.control else []
     report = {
         "rounds": len(tfs),
+        "control_relaunch_s": control,
         "answer_ms": {"median": 1e3 * statistics.median(answers), "p90": 1e3 * _percentile(answers, 0.9)},
         "tf_ms": {"median": 1e3 * statistics.median(tfs), "p90": 1e3 * _percentile(tfs, 0.9)},
     }
@@ -112,9 +120,45 @@ def main() -> int:
         f"{report['tf_ms']['median']:.0f} ms (p90 {report['tf_ms']['p90']:.0f})",
         file=sys.stderr,
     )
+    if control:
+        median = statistics.median(control)
+        print(f"ros2_control relaunch for the other robot, {len(control)} runs: median {median:.2f} s "
+              f"(min {min(control):.2f}, max {max(control):.2f})", file=sys.stderr)  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=1))
     return 0
+
+
+def _control_relaunches(runs: int) -> list[float]:
+    """Seconds from `ros2 launch moveit.launch.py` to both controllers active, per run (alternating robots)."""
+    import tempfile
+
+    from control_tools import controller_states
+    from ros2_cli import Launch
+    from ros_client import RosClient
+
+    client = RosClient()
+    out = []
+    try:
+        for k in range(runs):
+            folder = Path(tempfile.mkdtemp(prefix="timor_control_swap_"))
+            t0 = time.monotonic()
+            launch = Launch(["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(ROBOTS[k % 2])}",
+                             "move_group:=false", "rviz:=false", "search:=false", f"config_dir:={folder}"],
+                            folder / "launch.log")  # fmt: skip
+            try:
+                wanted = {"joint_state_broadcaster": "active", "arm_controller": "active"}
+                while not wanted.items() <= controller_states(client, "/controller_manager", 2.0).items():
+                    if time.monotonic() - t0 > 120:
+                        raise RuntimeError(f"controllers not active within 120 s\n{launch.output()[-2000:]}")
+                    time.sleep(0.05)
+                out.append(time.monotonic() - t0)
+            finally:
+                launch.stop()
+                launch.kill_leftovers()
+    finally:
+        client.close()
+    return out
 
 
 if __name__ == "__main__":

@@ -59,6 +59,15 @@ else
   echo "setup_ros: no ros-cpp kit at $CPP_KIT: no real robot_state_publisher / ros2_control here (their tests will skip)"
 fi
 
+# 2c. ros2_canopen's build macros (generate_dcf/cogen_dcf), cogen and lely's dcfgen, so the tests build generated
+#     CANopen bring-up packages as colcon would (../shared/ros2-canopen, $ROS2_CANOPEN_KIT; test set-up)
+CANOPEN_KIT="${ROS2_CANOPEN_KIT:-$ROOT/../shared/ros2-canopen}"
+if [ -f "$CANOPEN_KIT/install.sh" ]; then
+  bash "$CANOPEN_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros2-canopen kit failed"; exit 1; }
+else
+  echo "setup_ros: no ros2-canopen kit at $CANOPEN_KIT: the CANopen package build tests will skip"
+fi
+
 # 3. colcon build of the interface package (AMENT_PREFIX_PATH: ament finds the wheels' resource index there)
 mkdir -p "$WS"
 (

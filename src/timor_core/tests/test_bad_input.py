@@ -405,17 +405,31 @@ def test_negative_mass(tmp_path):
 @pytest.mark.parametrize(
     "inertia",
     [
-        [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.0]],  # zero eigenvalue
         [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, -0.01]],  # negative eigenvalue
         [[0.01, 0.02, 0.0], [0.02, 0.01, 0.0], [0.0, 0.0, 0.01]],  # eigenvalues 0.03, -0.01, 0.01
-        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],  # all zero
     ],
-    ids=["zero-eig", "negative-eig", "indefinite-offdiag", "zero"],
+    ids=["negative-eig", "indefinite-offdiag"],
 )
-def test_inertia_not_positive_definite(tmp_path, inertia):
+def test_inertia_not_positive_semi_definite(tmp_path, inertia):
     path, exc = _case(tmp_path, lambda d: _module(d, "i_15")["bodies"][0].__setitem__("inertia", inertia))
     assert isinstance(exc, ValidationError)
-    _check(exc, path, "$.modules[4].bodies[0].inertia", inertia, "positive definite")
+    _check(exc, path, "$.modules[4].bodies[0].inertia", inertia, "positive semi-definite")
+
+
+@pytest.mark.parametrize(
+    "inertia",
+    [
+        [[0.01, 0.0, 0.0], [0.0, 0.01, 0.0], [0.0, 0.0, 0.0]],  # a thin rod: one zero moment
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]],  # a point mass
+    ],
+    ids=["rod", "point-mass"],
+)
+def test_point_masses_and_rods_load(tmp_path, inertia):
+    """Idealised bodies URDFs use (and Pinocchio takes) load; their inertia is kept as given."""
+    data = _gpm()
+    _module(data, "i_15")["bodies"][0]["inertia"] = inertia
+    db = ModulesDB.from_json_file(_write(tmp_path / "set", data))
+    np.testing.assert_array_equal(db["i_15"].bodies[0].inertia, inertia)
 
 
 def test_inertia_not_symmetric(tmp_path):
@@ -579,16 +593,29 @@ def test_mesh_symlink_escaping_the_folder(tmp_path):
     _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.file", "link.stl", "outside")
 
 
-def test_mesh_negative_scale(tmp_path):
+def test_mesh_zero_scale(tmp_path):
+    (tmp_path / "set").mkdir()
+    (tmp_path / "set" / "cube.stl").write_text(_CUBE_STL)
+    data = _gpm()
+    _module(data, "i_30")["bodies"][0]["visual"] = [
+        {"type": "mesh", "parameters": {"file": "cube.stl", "scale": [1.0, 0.0, 1.0]}}
+    ]
+    path = _write(tmp_path / "set", data)
+    exc = _load_error(path, ValidationError)
+    _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.scale", [1.0, 0.0, 1.0], "zero")
+
+
+def test_mesh_negative_scale_mirrors(tmp_path):
+    """A negative factor mirrors the mesh, as URDF allows (TIAGo Pro, Centauro): it loads, faces turned."""
     (tmp_path / "set").mkdir()
     (tmp_path / "set" / "cube.stl").write_text(_CUBE_STL)
     data = _gpm()
     _module(data, "i_30")["bodies"][0]["visual"] = [
         {"type": "mesh", "parameters": {"file": "cube.stl", "scale": [1.0, -1.0, 1.0]}}
     ]
-    path = _write(tmp_path / "set", data)
-    exc = _load_error(path, ValidationError)
-    _check(exc, path, "$.modules[5].bodies[0].visual[0].parameters.scale", [1.0, -1.0, 1.0], "positive")
+    db = ModulesDB.from_json_file(_write(tmp_path / "set", data))
+    mesh = db["i_30"].bodies[0].visual[0]
+    assert mesh.scale == (1.0, -1.0, 1.0) and mesh.volume > 0
 
 
 def test_mesh_with_unsupported_extension(tmp_path):

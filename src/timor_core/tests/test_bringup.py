@@ -80,8 +80,9 @@ def test_canopen_package_bus_yml_is_accepted_by_dcfgen(arm, tmp_path):
     assert block.findtext("hardware/plugin") == "canopen_ros2_control/RobotSystem"
     params = {p.get("name"): p.text for p in block.findall("hardware/param")}
     assert params["bus_config"] == f"{tmp_path / 'cfg'}/bus/bus.yml" and params["can_interface_name"] == "vcan0"
-    node_ids = [j.find("param[@name='node_id']").text for j in block.findall("joint")]
-    assert node_ids == ["2", "3", "4"]
+    devices = [j.find("param[@name='device_name']").text for j in block.findall("joint")]
+    assert devices == [j.get("name") for j in block.findall("joint")]  # the joint names are plain identifiers
+    assert all(j.find("command_interface").get("name") == "position" for j in block.findall("joint"))
     (plain_file,) = [p for p in (result.folder / "urdf").glob("*.urdf") if p.name != "expanded.urdf"]
     plain = _control(plain_file.read_text())
     assert {p.get("name"): p.text for p in plain.findall("hardware/param")}["can_interface_name"] == "can0"
@@ -148,7 +149,7 @@ def test_vendor_plugin_profile_with_per_joint_parameters(arm, tmp_path):
 )
 def test_bad_profiles_are_refused_naming_field_and_value(robco, arm, tmp_path, edit, needle):
     data = json.loads((robco.base_dir / "hardware_canopen.json").read_text())
-    data["drives"]["J"]["eds"] = str(robco.base_dir / "hardware" / "cia402_drive.eds")
+    shutil.copytree(robco.base_dir / "hardware", tmp_path / "hardware")
     edit(data)
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))
@@ -174,7 +175,8 @@ def test_improv_six_axis_on_canopen_with_meshes(tmp_path):
         pytest.skip(f"IMPROV not available (expected {IMPROV_FILE})")
     db = ModulesDB.from_json_file(IMPROV_FILE)
     eds = Path(ModulesDB.from_name("robco_like").base_dir) / "hardware" / "cia402_drive.eds"
-    drive = {"eds": str(eds), "encoder_counts": 4096, "gear_ratio": 161, "product_code": "0x402"}
+    shutil.copy(eds, tmp_path / "drive.eds")
+    drive = {"eds": "drive.eds", "encoder_counts": 4096, "gear_ratio": 161, "product_code": "0x402"}
     profile = tmp_path / "improv_canopen.json"
     profile.write_text(json.dumps({"route": "canopen", "drives": {m: drive for m in ("21", "22", "23", "29")}}))
     assembly = ModuleAssembly.from_serial_modules(db, ["1", "21", "4", "21", "5", "23", "7", "12"])
@@ -186,7 +188,9 @@ def test_improv_six_axis_on_canopen_with_meshes(tmp_path):
         assert (result.folder / "meshes" / uri.split("/meshes/", 1)[1]).is_file()
     joints = _control(urdf).findall("joint")
     assert len(joints) == assembly.robot.dof == 6
-    assert [j.find("param[@name='node_id']").text for j in joints] == ["2", "3", "4", "5", "6", "7"]
+    bus = (result.folder / "config" / "bus" / "bus.yml").read_text()
+    assert [f"node_id: {k}" in bus for k in range(2, 8)] == [True] * 6
+    assert all(j.find("param[@name='device_name']") is not None for j in joints)
 
 
 def test_gazebo_refuses_what_gazebo_cannot_simulate_and_welds_the_robot(tmp_path):

@@ -54,7 +54,7 @@ def test_the_robot_on_the_bus_is_found_in_node_id_order(bus, profile, robco):
 def test_an_unknown_drive_is_named_by_node_id_and_product_code(bus, profile, robco):
     bus(2)
     bus(3, product_code=0xBEEF)
-    with pytest.raises(DiscoveryError, match=r"node 3: unknown drive .*product 0x0000BEEF"):
+    with pytest.raises(DiscoveryError, match=r"node 3: vendor 0x00000F1E product 0x0000BEEF .*unknown drive"):
         discover_canopen(bus.channel, "virtual", profile, robco)
 
 
@@ -83,3 +83,77 @@ def test_cli_discover_prints_the_assembly_and_writes_its_bringup(bus, tmp_path, 
     assert "node 2: vendor 0x00000F1E product 0x00000402" in captured.err
     (package,) = tmp_path.glob("*_bringup")
     assert (package / "config" / "bus" / "bus.yml").is_file()
+
+
+def _sims(profile, *specs, **kw):
+    from timor_core.export.canopen_sim import SimDrive
+
+    drive = profile.drives["J"]
+    return [SimDrive(n, drive.eds, drive.vendor_id, drive.product_code, serial=s, **kw) for n, s in specs]
+
+
+def test_two_drives_at_one_node_id_are_refused_naming_it(profile, robco):
+    from timor_core.export.canopen_sim import simulated_bus
+
+    channel = f"timor_{uuid.uuid4().hex[:8]}"
+    with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (3, 3), (3, 99), (4, 4))):
+        with pytest.raises(DiscoveryError, match=r"node id 3 answered more than once: two drives share it"):
+            discover_canopen(channel, "virtual", profile, robco)
+
+
+def test_a_drive_missing_between_others_or_from_the_chain_is_named(profile, robco):
+    from timor_core.export.canopen_sim import simulated_bus
+
+    channel = f"timor_{uuid.uuid4().hex[:8]}"
+    with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (4, 4))):
+        with pytest.raises(DiscoveryError, match=r"the bus lacks node id 3: .*node ids 2..4 \(found 2, 4\)"):
+            discover_canopen(channel, "virtual", profile, robco)
+    channel = f"timor_{uuid.uuid4().hex[:8]}"
+    with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (3, 3))):  # the chain has links for 3 joints
+        with pytest.raises(DiscoveryError, match=r"the bus lacks node id 4"):
+            discover_canopen(channel, "virtual", profile, robco)
+
+
+def test_a_drive_with_only_the_mandatory_identity_entries_is_found(profile, robco):
+    """CiA 301 makes only 0x1018 sub 1 (vendor id) mandatory: product, revision and serial may be absent."""
+    from timor_core.export.canopen_sim import simulated_bus
+
+    channel = f"timor_{uuid.uuid4().hex[:8]}"
+    with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (3, 3), (4, 4), mandatory_only=True)):
+        assembly, nodes = discover_canopen(channel, "virtual", profile, robco)
+    assert assembly.module_ids == ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
+    assert [(n.vendor_id, n.product_code, n.revision, n.serial) for n in nodes] == [(0xF1E, None, None, None)] * 3
+
+
+def test_discover_from_a_shell_against_a_simulator_in_another_process(tmp_path):
+    """docs/hardware.md's commands: ``timor canopen-sim`` in one process, ``timor discover`` in another, over
+    python-can's udp_multicast interface (a multicast group on this host)."""
+    import random
+    import subprocess
+    import sys
+
+    from hostile import run_cli
+
+    group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
+    try:
+        can = pytest.importorskip("can")
+        can.Bus(interface="udp_multicast", channel=group).shutdown()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"python-can's udp_multicast interface does not work here ({exc})")
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "timor_core.cli", "canopen-sim", "--can", group, "--db", "robco_like",
+         "--drive", "2:J", "--drive", "3:J", "--drive", "4:J", "--seconds", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert sim.stdout is not None and sim.stdout.readline().strip() == "ready"
+        proc = run_cli(["discover", "--can", group, "--interface", "udp_multicast", "--db", "robco_like",
+                        "-o", str(tmp_path), "--samples", "5"], timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "base J L_250 J L_150 J L_150 gripper"
+        assert "node 4: vendor 0x00000F1E product 0x00000402 revision 1 serial 4" in proc.stderr
+        assert (next(tmp_path.glob("*_bringup")) / "config" / "bus" / "bus.yml").is_file()
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
+    assert sim.returncode == 0, sim.stderr.read() if sim.stderr else ""

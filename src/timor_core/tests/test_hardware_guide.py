@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import shlex
+import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -25,14 +30,43 @@ COMMANDS = _commands()
 
 
 def test_the_guide_has_its_commands():
-    assert [c.split()[1] for c in COMMANDS] == ["bringup", "bringup", "bringup", "discover"]
+    assert [c.split()[1] for c in COMMANDS] == [
+        "bringup", "bringup", "bringup", "bringup", "discover", "canopen-sim", "discover"]  # fmt: skip
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c.split()[-3] for c in COMMANDS])
+def _epos4_profile(folder: Path) -> None:
+    """The guide's hw/epos4.json (its JSON block) beside the maxon DCF it names."""
+    blocks = [b.split("```", 1)[0] for b in GUIDE.read_text().split("```json")[1:]]
+    block = next(b for b in blocks if "maxon_epos4" in b)
+    (folder / "hw" / "eds").mkdir(parents=True)
+    (folder / "hw" / "epos4.json").write_text(json.dumps(json.loads(block)))
+    shutil.copy(Path(__file__).parent / "data" / "vendor_eds" / "maxon_epos4_50_15.dcf", folder / "hw" / "eds")
+
+
+def _simulator(group: str) -> subprocess.Popen:
+    """The guide's ``timor canopen-sim ... &`` on another multicast group, in its own process, once ready."""
+    (line,) = [c for c in COMMANDS if c.split()[1] == "canopen-sim"]
+    argv = [a for a in shlex.split(line)[1:] if a != "&"]
+    argv = [group if a == "239.74.163.2" else a for a in argv] + ["--seconds", "60"]
+    sim = subprocess.Popen([sys.executable, "-m", "timor_core.cli", *argv], stdout=subprocess.PIPE, text=True)
+    assert sim.stdout is not None and sim.stdout.readline().strip() == "ready"
+    return sim
+
+
+RUN = [c for c in COMMANDS if c.split()[1] != "canopen-sim"]  # the simulator runs beside its discover
+
+
+@pytest.mark.parametrize("command", RUN, ids=[f"{k}-{c.split()[1]}" for k, c in enumerate(RUN)])
 def test_guide_command_runs(command, tmp_path, capsys):
     argv = shlex.split(command)[1:]
-    network = None
-    if argv[0] == "discover":  # the guide's can0 becomes a virtual bus with three simulated drives
+    network = sim = None
+    if "hw/epos4.json" in argv:
+        _epos4_profile(tmp_path)
+    if "udp_multicast" in argv:
+        group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
+        sim = _simulator(group)
+        argv = [group if a == "239.74.163.2" else a for a in argv]
+    elif argv[0] == "discover":  # the guide's can0 becomes a virtual bus with three simulated drives
         canopen = pytest.importorskip("canopen")
         from timor_core import ModulesDB
 
@@ -51,8 +85,14 @@ def test_guide_command_runs(command, tmp_path, capsys):
         os.chdir(cwd)
         if network is not None:
             network.disconnect()
+        if sim is not None:
+            sim.terminate()
+            sim.wait(timeout=30)
     assert code == 0, capsys.readouterr().err
     (package,) = (tmp_path / "ws" / "src").glob("*_bringup")
     assert (package / "package.xml").is_file() and (package / "launch" / "control.launch.py").is_file()
     if argv[0] == "discover":
         assert capsys.readouterr().out.strip() == "base J L_250 J L_150 J L_150 gripper"
+    if "hw/epos4.json" in argv:
+        bus = (package / "config" / "bus" / "bus.yml").read_text()
+        assert "scale_pos_to_dev: 65841.7" in bus and "scale_vel_to_dev: 964.4" in bus  # the guide's table

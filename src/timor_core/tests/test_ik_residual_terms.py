@@ -26,7 +26,7 @@ TOLERANCES = {
 @pytest.mark.parametrize("name", sorted(TOLERANCES))
 def test_lm_terms_match_weighted(name):
     project = projector(TOLERANCES[name], 1e-7)
-    pin.seed(3)  # SE3.Random draws from the C library's global generator: without a seed it depends on test order
+    pin.seed(3)  # SE3.Random draws from Pinocchio's generator: unseeded, it depends on test order (a rare pose failed)
     rng = np.random.default_rng(3)
     for _ in range(200):
         desired, real = (pin.SE3.Random() for _ in range(2))

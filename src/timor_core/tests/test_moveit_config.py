@@ -13,6 +13,7 @@ from timor_core.cli.app import main
 from timor_core.errors import InputError, UnknownModuleError
 from timor_core.export.moveit_config import (
     MOVEIT_FILES,
+    MoveItOptions,
     move_group_parameters,
     moveit_config_data,
     ros2_control_node_parameters,
@@ -227,3 +228,21 @@ def test_ompl_planning_in_the_layout_of_each_distro(primitives, distro):
     assert ompl["arm"]["default_planner_config"] == "RRTConnectkConfigDefault"
     with pytest.raises(InputError, match="distro"):
         moveit_config_data(A, distro="noetic")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("update_rate", 10**6),
+        ("update_rate", True),
+        ("kinematics_timeout", 1e9),
+        ("kinematics_timeout", 0.0),
+        ("kinematics_resolution", float("nan")),
+        ("kinematics_resolution", 2.0),
+    ],
+)
+def test_moveit_options_have_both_bounds(field, value):
+    """Issue 26: update_rate and kinematics_timeout had only a lower bound."""
+    with pytest.raises(InputError, match=field) as err:
+        MoveItOptions(**{field: value})
+    assert "must be" in str(err.value)

@@ -44,6 +44,8 @@ ROSDEP = {
     "scipy": "python3-scipy",
     "pycollada": "python3-collada",
     "tqdm": "python3-tqdm",
+    "pyyaml": "python3-yaml",
+    "yaml": "python3-yaml",
 }
 #: install_requires without a rosdep key: pip installs them; package.xml must say so in a comment
 PIP_ONLY = ("pygad",)

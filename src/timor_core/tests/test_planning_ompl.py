@@ -19,7 +19,8 @@ from timor_core.model.db import ModulesDB  # noqa: E402
 
 @pytest.mark.parametrize("planner", OMPL_PLANNERS)
 def test_every_ompl_planner_goes_around_the_wall(planner):
-    path = ompl_path(START, GOAL, wall_valid(RES), LO, HI, planner=planner, time_limit=0.3, check_resolution=RES,
+    # 3 s of wall time: anytime planners use it all, but 0.3 s was too little for RRTstar on a loaded CI machine
+    path = ompl_path(START, GOAL, wall_valid(RES), LO, HI, planner=planner, time_limit=3.0, check_resolution=RES,
                      seed=1)  # fmt: skip
     assert path is not None
     assert np.array_equal(path[0], START) and np.array_equal(path[-1], GOAL)

@@ -79,7 +79,11 @@ def test_constraint_abstraction_level(panda):  # noqa: F811
             Task.from_json_data(refused)
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: per-constraint is_valid_at / is_valid_until on solutions")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AttributeError,
+    reason="missing feature: per-constraint is_valid_at / is_valid_until on solutions",
+)
 def test_constraint_scoping(panda):  # noqa: F811
     """ref: test_constraints.py::test_constraint_scoping"""
     from timor_core.task.constraints import JointLimits
@@ -137,3 +141,45 @@ def _eef(pose: dict | None, v=(-np.inf, np.inf), o=(-np.inf, np.inf)) -> EndEffe
             data[key] = float(value)
     task = Task.from_json_data(_task(constraints=[data]))
     return next(c for c in task.constraints if isinstance(c, EndEffector))
+
+
+def test_end_effector_from_json():
+    """One of the reference suite's disagreements: ``EndEffector.from_json`` (a round trip of its JSON)."""
+    from timor_core.errors import FormatError as _FormatError
+
+    pose = {"nominal": np.eye(4).tolist(), "toleranceProjection": ["r_sph"], "tolerance": [[0, 0.01]]}
+    data = {"type": "endEffector", "v_max": 0.5, "o_min": 0.0, "o_max": 1.0, "pose": pose}
+    eef = EndEffector.from_json(data)
+    assert isinstance(eef, EndEffector) and eef.velocity_lim == (-np.inf, 0.5) and eef.rotation_velocity_lim == (0, 1)
+    assert EndEffector.from_json(eef.to_json()).to_json() == eef.to_json()
+    assert eef.pose is not None and eef.pose.valid(np.eye(4))
+    with pytest.raises(_FormatError, match="endEffector"):
+        EndEffector.from_json({"type": "selfCollisionFree"})
+
+
+def _state(panda, q, dq, constraints) -> list[str]:  # noqa: F811
+    """The reference's ``check_single_state``: the types of the constraints a one-state solution at (q, dq) fails."""
+    trajectory = Trajectory(np.array([0.0, DT]), np.array([q, q]), np.array([dq, dq]), np.zeros((2, len(q))))
+    return [f["type"] for f in _solution(_task(constraints=constraints), panda, trajectory).failed_constraints()]
+
+
+def test_robot_constraints(panda):  # noqa: F811
+    """ref: test_constraints.py::test_robot_constraints (constraints on one robot state)"""
+    rng = np.random.default_rng(280)
+    q = _free_q(panda, rng)
+    dq = rng.random(panda.dof) * panda.velocity_limits
+    dq0 = np.zeros(panda.dof)
+    assert _state(panda, q, dq, [{"type": "alwaysTrue"}]) == []
+    limits = [{"type": "joint", "parts": ["q", "dq", "tau"]}]
+    assert _state(panda, q, dq0, limits) == []
+    assert _state(panda, q, dq, limits) == []
+    assert _state(panda, q, panda.velocity_limits + 1, limits) == ["joint"]
+    # deliberate difference: robots are immutable, so no check can move the robot's placement (the reference tests
+    # that its check leaves the placement alone)
+    placement = panda.placement.copy()
+    _state(panda, q, dq, limits)
+    np.testing.assert_array_equal(panda.placement, placement)
+    while not panda.has_self_collision(q):
+        q = panda.random_configuration(rng)
+    collisions = [{"type": "collisionFree"}, {"type": "selfCollisionFree"}]
+    assert sorted(_state(panda, q, dq0, collisions)) == ["collisionFree", "selfCollisionFree"]

@@ -10,6 +10,7 @@ import pytest
 from conftest import SHARED
 
 from timor_core import ModuleAssembly
+from timor_core.kinematics.pose import ToleratedPose
 from timor_core.task import Task
 
 IMPROV_SIX = ("1", "21", "4", "21", "5", "23", "7", "12")
@@ -34,28 +35,32 @@ def test_fk(robot):
 
 
 def test_ik(robot):
-    """ref: test_ik_cpp.py::test_ik"""
+    """ref: test_ik_cpp.py::test_ik: 100 random goals; a start at the solution converges at once, and every solution
+    found from elsewhere is valid in the reference's sense: ``ToleratedPose(goal).valid(fk(q))`` (position and
+    rotation within the default tolerance), within the joint limits and free of self-collision."""
     rng = np.random.default_rng(1)
     failures = 0
     tried = 0
-    while tried < 50:
+    while tried < 100:
         q = robot.random_configuration(rng)
         if robot.has_self_collision(q):
             continue  # the reference only counts these; goals of collision-free q must be found
         tried += 1
         k = tried
         goal = robot.fk(q)
+        tolerated = ToleratedPose(goal)
         at_once = robot.ik(goal, q_init=q, ignore_self_collision=True, details=True)
         assert at_once.success and at_once.tries == 1 and at_once.iterations <= 3  # starting at the solution
-        result = robot.ik(goal, rng=k, details=True)
+        assert tolerated.valid(robot.fk(at_once.q))
+        result = robot.ik(tolerated, rng=k, details=True)
         if not result.success:
             failures += 1
             continue
         lo, hi = robot.joint_limits
         assert np.all(lo <= result.q) and np.all(result.q <= hi)
         assert not robot.has_self_collision(result.q)
-        assert np.allclose(robot.fk(result.q)[:3, 3], goal[:3, 3], atol=2e-4)
-    assert failures <= 2, failures
+        assert tolerated.valid(robot.fk(result.q))  # position and rotation, at the solver's own tolerance
+    assert failures <= 2, failures  # the reference prints its count; ours measured 0 of 100 (2026-11-26)
 
 
 def test_ik_in_a_task(improv):
@@ -74,7 +79,7 @@ def test_ik_in_a_task(improv):
         if ok:
             found += 1
             assert not robot.has_self_collision(q_ik) and not robot.has_collision(q_ik, task)
-            assert np.allclose(robot.fk(q_ik)[:3, 3], goal[:3, 3], atol=2e-4)
+            assert ToleratedPose(goal).valid(robot.fk(q_ik))  # position and rotation, as the reference checks
     assert found >= 10
 
 

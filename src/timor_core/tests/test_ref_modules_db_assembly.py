@@ -210,7 +210,9 @@ def test_robot_property(improv):
     assert assembly.robot is robot  # reading does not
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: export of an assembly in a configuration to a trimesh")
+@pytest.mark.xfail(
+    strict=True, raises=AttributeError, reason="missing feature: export of an assembly in a configuration to a trimesh"
+)
 def test_export_to_trimesh(improv):
     """ref: test_assembly.py::test_export_to_trimesh"""
     assembly = ModuleAssembly.from_serial_modules(improv, IMPROV_SIX)

@@ -178,7 +178,9 @@ def test_ik_respects_torque_limits(panda_paths):
     assert not ok
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: a public default_ik_cost_function (pose distance cost)")
+@pytest.mark.xfail(
+    strict=True, raises=AttributeError, reason="missing feature: a public default_ik_cost_function (pose distance cost)"
+)
 def test_default_ik_cost_function():
     """ref: test_robot_setup.py::test_default_ik_cost_function"""
     from timor_core.kinematics import ik

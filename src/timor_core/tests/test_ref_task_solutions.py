@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from timor_core import InputError, ModuleAssembly
+from timor_core.errors import FormatError
 from timor_core.kinematics.trajectory import Trajectory
 from timor_core.task import Task
 from timor_core.task.costs import ComposedCost, CostFunction, CycleTime, Effort, MechanicalEnergy, QDist
 from timor_core.task.point_to_point import solve_point_to_point
-from timor_core.task.solution import Solution
+from timor_core.task.solution import Solution, SolveError
 
 ABBREVIATIONS = {"cyc": CycleTime, "mechEnergy": MechanicalEnergy, "qDist": QDist, "effort": Effort}
 CHAIN = ["base", "J", "L_250", "J", "L_100", "J", "L_100", "J", "L_100", "J", "L_100", "J", "gripper"]
@@ -120,7 +121,7 @@ def test_follow_goal(setting):
     assert not Solution(task, assembly, off, np.eye(4)).achieved("f")
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: solve_point_to_point plans follow goals")
+@pytest.mark.xfail(strict=True, raises=SolveError, reason="missing feature: solve_point_to_point plans follow goals")
 def test_solve_follow_goal(setting):
     """ref: test_task_solutions.py::test_follow_goal (the reference also plans it)"""
     assembly, robot, qs = setting
@@ -130,7 +131,7 @@ def test_solve_follow_goal(setting):
     assert solve_point_to_point(Task.from_json_data(data), assembly, rng=0).achieved("f")
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: force/torque constraints on a follow goal")
+@pytest.mark.xfail(strict=True, raises=FormatError, reason="missing feature: force/torque constraints on a follow goal")
 def test_follow_force_torque_constraint():
     """ref: test_task_solutions.py::test_follow_force_torque_constraint"""
     Task.from_json_data({"header": {"ID": "ft"}, "goals": [], "constraints": [{"type": "forceTorque"}]})

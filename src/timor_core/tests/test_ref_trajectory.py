@@ -59,7 +59,9 @@ def test_stationary():
         assert np.all(tr.q == q) and not tr.dq.any() and not tr.ddq.any()
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: untimed trajectories (positions without times)")
+@pytest.mark.xfail(
+    strict=True, raises=TypeError, reason="missing feature: untimed trajectories (positions without times)"
+)
 def test_untimed():
     """ref: test_trajectory.py::test_untimed"""
     Trajectory(q=np.random.default_rng(2).random((100, 1)))  # type: ignore[call-arg]
@@ -84,7 +86,9 @@ def test_deepcopy():
         again.ddq[-1] += 1
 
 
-@pytest.mark.xfail(strict=True, reason="missing feature: trajectories of tolerated poses (use lists of poses)")
+@pytest.mark.xfail(
+    strict=True, raises=TypeError, reason="missing feature: trajectories of tolerated poses (use lists of poses)"
+)
 def test_pose_trajectory():
     """ref: test_trajectory.py::test_PoseTrajectory"""
     Trajectory(pose=np.eye(4)[None])  # type: ignore[call-arg]

@@ -36,17 +36,19 @@ def share() -> Path:
 
 
 ROBOTS = {
-    "panda": ("robots/panda_description/urdf/panda.urdf", "panda_hand"),
+    "panda": ("robots/panda_description/urdf/panda.urdf", "panda_hand_tcp"),
     "ur5": ("robots/ur_description/urdf/ur5_robot.urdf", "tool0"),
     "ur5_gripper": ("robots/ur_description/urdf/ur5_gripper.urdf", "tool0"),
 }
 
 
 def _body_pose(assembly: ModuleAssembly, link: str, q: np.ndarray) -> np.ndarray:
-    """The pose of a URDF link in the imported model (its link frame is the joint frame, z along the axis)."""
+    """The pose of a URDF link in the imported model: its link frame is the URDF's (issue 24)."""
     for tree_link in assembly.tree().links:
         if tree_link.body.id == link:
-            return assembly.robot.frame_pose(tree_link.name, q) @ tree_link.body_in_link
+            np.testing.assert_array_equal(tree_link.body_in_link, np.eye(4))
+            fid = assembly.robot.model.getFrameId(tree_link.name, pin.FrameType.BODY)
+            return assembly.robot.frame_pose(fid, q)
     raise KeyError(link)
 
 

@@ -6,9 +6,10 @@ Arguments (``ros2 launch timor_ros assembly.launch.py --show-args``): db, module
 namespace (every node of this launch in it: /r1/robot_description, /r1/assembly/...; give each robot a prefix too,
 so several robots share one /tf), robot_state_publisher, rviz, gui, joint_state_publisher (false when something
 else publishes /joint_states, e.g. ros2_control's joint_state_broadcaster), ros2_control (the URDF gets a
-<ros2_control> block with the hardware plugin ros2_control_plugin), description_from_topic (true: Kilted's
-robot_state_publisher subscribes to the assembly node's robot_description topic; false: it starts with the URDF as
-a parameter, which the assembly node sets in every reconfiguration), search, search_workers.
+<ros2_control> block with the hardware plugin ros2_control_plugin), description_from_topic (true:
+robot_state_publisher 3.4.4+ subscribes to the assembly node's robot_description topic; false: it starts with the
+URDF as a parameter, which the assembly node sets in every reconfiguration; auto, the default: true where the
+installed one can), ros_distro (whose node behaviour to expect; default $ROS_DISTRO), srdf, search, search_workers.
 
 Every argument is checked, and every external package it would start is looked up, before any process starts;
 a bad value or a missing package ends the launch with one error and nothing left running.

@@ -37,6 +37,7 @@ def workspace(tmp_path_factory) -> Path:
     arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
     for route in ROUTES:
         write_bringup(arm, root / "src", route, name=f"arm_{route}", n_samples=20)
+    write_bringup(arm, root / "src", "mock", name="arm_prefixed", prefix="p_", n_samples=20)
     if sourced:  # the install's own prefixes, as its setup.bash set them
         env = dict(os.environ)
     else:  # make ros: the venv is the ROS prefix
@@ -89,10 +90,12 @@ def test_generated_launch_files_start_under_ros2_launch(workspace, prefixes, tmp
         assert not launch.kill_leftovers()
 
 
-def test_a_bad_argument_starts_nothing(workspace, prefixes, tmp_path):
-    launch = Launch(["arm_mock_bringup", "view.launch.py", "rviz:=maybe"], tmp_path / "l.log", prefixes)
+@pytest.mark.parametrize("arg", ["rviz:=maybe", "namespace:=1bad/../x"])
+def test_a_bad_argument_starts_nothing(workspace, prefixes, tmp_path, arg):
+    launch = Launch(["arm_mock_bringup", "view.launch.py", arg], tmp_path / "l.log", prefixes)
     assert launch.wait(120) != 0
     assert "nothing was started" in launch.output() and "process started" not in launch.output()
+    assert arg.split(":=")[0] in launch.output()
     assert not launch.kill_leftovers()
     assert ROS2.exists()
 
@@ -101,35 +104,41 @@ def test_a_bad_argument_starts_nothing(workspace, prefixes, tmp_path):
     not all(real_package(p) for p in ("robot_state_publisher", "controller_manager", "joint_trajectory_controller")),
     reason="the real robot_state_publisher / ros2_control are not installed (make ros, ../shared/ros-cpp)",
 )
-def test_mock_route_runs_a_timor_plan_on_the_real_controllers(workspace, prefixes, tmp_path, ros_client):
+@pytest.mark.parametrize(("package", "ns", "prefix"), [("arm_mock", "", ""), ("arm_prefixed", "r6", "p_")])
+def test_mock_route_runs_a_timor_plan_on_the_real_controllers(workspace, prefixes, tmp_path, ros_client, package,
+                                                              ns, prefix):  # fmt: skip
     """The package's control.launch.py with the real nodes: both controllers active, a timor plan executed through
-    arm_controller, /joint_states at the goal and TF's TCP at timor's FK of the goal."""
+    arm_controller, /joint_states at the goal and TF's TCP at timor's FK of the goal; also for a package written
+    with a name prefix and launched in a namespace."""
     from control_tools import JointStateCache, controller_states, follow
     from ros_helpers import wait_for
     from tf_tools import TfListener, pose_error
 
     from timor_core.kinematics.planning import plan
 
-    launch = Launch(["arm_mock_bringup", "control.launch.py"], tmp_path / "launch.log", prefixes)
+    args = [f"{package}_bringup", "control.launch.py"] + ([f"namespace:={ns}"] if ns else [])
+    launch = Launch(args, tmp_path / "launch.log", prefixes)
     arm = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM)
-    joints = list(arm.robot.model.names)[1:]
-    states, tf = JointStateCache(ros_client.node, "/joint_states"), TfListener(ros_client.node)
+    joints = [prefix + n for n in list(arm.robot.model.names)[1:]]
+    root = "/" + ns if ns else ""
+    states, tf = JointStateCache(ros_client.node, f"{root}/joint_states"), TfListener(ros_client.node)
     try:
         active = {"joint_state_broadcaster": "active", "arm_controller": "active"}
-        ok = wait_for(lambda: active.items() <= controller_states(ros_client, "/controller_manager").items(), 120, 1)
+        manager = f"{root}/controller_manager"
+        ok = wait_for(lambda: active.items() <= controller_states(ros_client, manager).items(), 120, 1)
         assert ok, launch.output()[-4000:]
         start = states.positions(joints)
         goal = np.array([-0.7, 0.5, -1.1])
-        accepted, result = follow(ros_client, "/arm_controller/follow_joint_trajectory", joints,
+        accepted, result = follow(ros_client, f"{root}/arm_controller/follow_joint_trajectory", joints,
                                   plan(arm.robot, start, goal, rng=2))  # fmt: skip
         assert accepted and result is not None and result.result.error_code == 0, launch.output()[-3000:]
         assert wait_for(lambda: float(np.max(np.abs(states.positions(joints) - goal))) < 1e-3, 10, 0.1)
 
         def tcp_error():
-            pose = tf.lookup("base_link", "tool0")
+            pose = tf.lookup(prefix + "base_link", prefix + "tool0")
             return pose is not None and max(pose_error(pose, arm.robot.fk(goal))) < 1e-3
 
-        assert wait_for(tcp_error, 20, 0.1), tf.lookup("base_link", "tool0")
+        assert wait_for(tcp_error, 20, 0.1), tf.lookup(prefix + "base_link", prefix + "tool0")
         assert "process has died" not in launch.output(), launch.output()[-3000:]
     finally:
         states.close()

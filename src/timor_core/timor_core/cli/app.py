@@ -300,6 +300,7 @@ _EXTENSIONS: tuple[str, ...] = (
     "timor_core.cli.ros",
     "timor_core.cli.view",
     "timor_core.cli.configurator",
+    "timor_core.cli.importer",
 )
 """Modules that add their own subcommands: each defines ``register(subparsers) -> None``.
 

@@ -6,6 +6,8 @@ import argparse
 import math
 import sys
 
+from timor_core.errors import InputError
+
 __all__ = [
     "load_db",
     "serial_assembly",
@@ -71,6 +73,9 @@ def load_db(source: str):
     """The module set of ``--db``: a modules.json, its folder, or an embedded set name."""
     from timor_core.model.db import ModulesDB
 
+    if source.endswith((".urdf", ".xacro")):
+        raise InputError("a URDF is not a module set: convert it first with `timor import URDF -o modules.json`",
+                         path="--db", value=source)  # fmt: skip
     return ModulesDB.load(source)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from timor_core.cli.args import (
     add_robot_arguments,
@@ -17,6 +18,9 @@ from timor_core.cli.args import (
     serial_assembly,
 )
 from timor_core.export.ros_distro import DEFAULT_DISTRO, DISTROS
+
+if TYPE_CHECKING:
+    from timor_core.export.hardware import HardwareProfile
 
 __all__ = ["register"]
 
@@ -42,26 +46,52 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
 def _cmd_discover(args: argparse.Namespace) -> int:
     from timor_core.export.bringup import load_route, write_bringup
     from timor_core.export.discover import discover_canopen
-    from timor_core.export.hardware import HardwareProfile
 
     db = load_db(args.db)
-    if args.profile:
-        profile = HardwareProfile.from_json_file(args.profile)
-    else:
-        if db.base_dir is None:
-            print("error: the module set has no folder with a hardware profile: give --profile", file=sys.stderr)
-            return 2
-        profile = HardwareProfile.for_db(db.base_dir, "canopen")
+    profile = _profile(args)
     assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate)
     for node in nodes:
-        print(f"node {node.node_id}: vendor 0x{node.vendor_id:08X} product 0x{node.product_code:08X} "
-              f"revision {node.revision} serial {node.serial}", file=sys.stderr)  # fmt: skip
+        print(node.describe(), file=sys.stderr)
     print(" ".join(assembly.module_ids))
     if args.output:
         route = load_route(assembly, profile)
         result = write_bringup(assembly, args.output, route, n_samples=args.samples)
         print(f"wrote {result.folder}", file=sys.stderr)
     return 0
+
+
+def _cmd_canopen_sim(args: argparse.Namespace) -> int:
+    import signal
+    import time
+
+    from timor_core.export.canopen_sim import sim_drives, simulated_bus
+
+    profile = _profile(args)
+    drives = sim_drives(profile, args.drive)
+    with simulated_bus(args.can, args.interface, drives):
+        for d in drives:
+            print(f"simulating node {d.node_id}: vendor 0x{d.vendor_id:08X} product 0x{d.product_code:08X}",
+                  file=sys.stderr)  # fmt: skip
+        print("ready", flush=True)
+        stop: list[int] = []
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
+        end = time.monotonic() + args.seconds if args.seconds else None
+        while not stop and (end is None or time.monotonic() < end):
+            time.sleep(0.05)
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> HardwareProfile:
+    """The ``--profile`` given, else the module set's CANopen profile."""
+    from timor_core.errors import InputError
+    from timor_core.export.hardware import HardwareProfile
+
+    if args.profile:
+        return HardwareProfile.from_json_file(args.profile)
+    db = load_db(args.db)
+    if db.base_dir is None:
+        raise InputError("the module set has no folder with a hardware profile: give --profile", value=args.db)
+    return HardwareProfile.for_db(db.base_dir, "canopen")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,3 +126,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"
     )
     di.set_defaults(func=_cmd_discover)
+
+    si = sub.add_parser("canopen-sim", help="simulate CiA 402 drives of a hardware profile on a CAN bus (for discover)")
+    si.add_argument("--can", required=True, help="CAN channel (udp_multicast: a multicast group, e.g. 239.74.163.2)")
+    si.add_argument("--interface", default="udp_multicast", help="python-can interface (default udp_multicast)")
+    si.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
+    si.add_argument("--profile", help="hardware profile (default: the set's hardware_canopen.json)")
+    si.add_argument("--drive", action="append", required=True, metavar="NODE_ID:MODULE_ID",
+                    help="a drive to simulate: node id and the joint module whose drive it is (repeat)")  # fmt: skip
+    si.add_argument("--seconds", type=float, default=0.0, help="stop after this long (default: until stopped)")
+    si.set_defaults(func=_cmd_canopen_sim)

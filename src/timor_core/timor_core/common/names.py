@@ -21,6 +21,7 @@ __all__ = [
     "check_name",
     "check_plugin",
     "xml_escape",
+    "xacro_escape",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -113,3 +114,20 @@ def format_number(v: float) -> str:
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
     return repr(v)
+
+
+_DOLLARS = re.compile(r"(\$+)(.?)", re.S)
+
+
+def xacro_escape(text: str) -> str:
+    """Text that xacro expands back to itself (nothing in it evaluated): a run of ``$`` before ``{`` or ``(``
+    gets one more ``$`` (xacro drops one); a run of two or more before anything else (an error in xacro) becomes
+    ``${'$'}`` per ``$``."""
+
+    def one(m: re.Match[str]) -> str:
+        run, after = m.group(1), m.group(2)
+        if after in ("{", "("):
+            return "$" + run + after
+        return (run if len(run) == 1 else "${'$'}" * len(run)) + after
+
+    return _DOLLARS.sub(one, text)

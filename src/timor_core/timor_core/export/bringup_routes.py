@@ -10,14 +10,15 @@ parameters). File paths inside the URDF are written with the token ``CONFIG_DIR`
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from timor_core.common.names import format_number
 from timor_core.errors import InputError
+from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml, command_interface
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
 from timor_core.export.ros2_control import JointModule, Ros2ControlConfig
 from timor_core.model.module import triangle_inequality_violation
@@ -25,10 +26,9 @@ from timor_core.model.module import triangle_inequality_violation
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["CONFIG_DIR", "BUS_NAME", "RouteFiles", "route_files", "bus_yml"]
+__all__ = ["CONFIG_DIR", "RouteFiles", "route_files"]
 
 CONFIG_DIR = "@CONFIG_DIR@"
-BUS_NAME = "bus"  # config/bus/bus.yml, as ros2_canopen's cogen_dcf(bus) expects
 
 
 @dataclass(frozen=True)
@@ -38,54 +38,20 @@ class RouteFiles:
     route: str
     control: Ros2ControlConfig
     urdf_extra: str = ""
-    files: dict[str, str | Path] = field(default_factory=dict)
+    files: dict[str, str | bytes | Path] = field(default_factory=dict)
     drives: tuple[JointDrive, ...] = ()
     packages: tuple[str, ...] = ()  # ROS packages the control launch needs besides ros2_control
-
-
-def bus_yml(drives: list[JointDrive] | tuple[JointDrive, ...], profile: HardwareProfile) -> str:
-    """ros2_canopen's bus configuration (lely's YAML: the master and one section per drive, named after its
-    joint), with the scale factors between joint radians and drive counts and the mode of operation."""
-    lines = [
-        "# CANopen bus of the robot (ros2_canopen; lely dcfgen builds master.dcf from it). Written by timor.",
-        "options:",
-        '  dcf_path: "@BUS_CONFIG_PATH@"',
-        "master:",
-        f"  node_id: {profile.bus.master_node_id}",
-        '  driver: "ros2_canopen::MasterDriver"',
-        '  package: "canopen_master_driver"',
-        "  sync_period: 10000",
-    ]
-    for jd in drives:
-        d = jd.drive
-        to_dev = d.counts_per_unit(jd.prismatic)
-        lines += [
-            f"{jd.joint}:",
-            f"  node_id: {jd.node_id}",
-            f'  dcf: "{d.eds.name if d.eds else ""}"',
-            '  driver: "ros2_canopen::Cia402Driver"',
-            '  package: "canopen_402_driver"',
-            "  period: 10",
-            f"  position_mode: {d.mode}",
-            "  heartbeat_producer: 1000",
-            f"  scale_pos_to_dev: {format_number(to_dev)}",
-            f"  scale_pos_from_dev: {format_number(1.0 / to_dev)}",
-            f"  scale_vel_to_dev: {format_number(to_dev)}",
-            f"  scale_vel_from_dev: {format_number(1.0 / to_dev)}",
-            "  sdo:",
-            f"    - {{index: 0x6060, sub_index: 0, value: {d.mode}}}  # mode of operation: {d.operation_mode}",
-        ]
-    return "\n".join(lines) + "\n"
 
 
 def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
     """The gz_ros2_control plugin; and the robot welded to Gazebo's world (unless the URDF has a world link)."""
     weld = ""
     if np.array_equal(assembly.base_placement, np.eye(4)):
+        root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
         weld = (
             f'  <link name="{prefix}world"/>\n'
             f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
-            f'    <parent link="{prefix}world"/>\n    <child link="{prefix}base_link"/>\n  </joint>\n'
+            f'    <parent link="{prefix}world"/>\n    <child link="{root}"/>\n  </joint>\n'
         )
     return weld + (
         "  <gazebo>\n"
@@ -138,10 +104,18 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
     profile = route
     drives = tuple(joint_drives(assembly, profile, prefix))
     if profile.route == "canopen":
-        files: dict[str, str | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(drives, profile)}
-        for jd in drives:
-            assert jd.drive.eds is not None
-            files[f"config/{BUS_NAME}/{jd.drive.eds.name}"] = jd.drive.eds
+        devices = bus_devices(drives, profile)
+        commands = {dev.command for dev in devices}
+        if len(commands) > 1:
+            raise InputError(
+                "the drives' operation modes give different command interfaces (one controller commands all "
+                "joints): " + ", ".join(f"{dev.module_id}: {dev.command}" for dev in devices),
+                file=profile.source,
+                path="$.drives",
+            )
+        files: dict[str, str | bytes | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(devices, profile)}
+        for dev in devices:
+            files[f"config/{BUS_NAME}/{dev.dcf}"] = dev.content
         params = {
             "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
             "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",
@@ -152,15 +126,35 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
         config = Ros2ControlConfig(
             plugin="canopen_ros2_control/RobotSystem",
             hardware_parameters=params,
-            joint_parameters={jd.joint: {"node_id": str(jd.node_id)} for jd in drives},
+            command_interfaces=tuple(commands) or ("position",),
+            joint_parameters={dev.joint: {"device_name": dev.name} for dev in devices},
         )
         return RouteFiles("canopen", config, files=files, drives=drives, packages=("canopen_ros2_control",))
     if profile.route == "ethercat":
         files = {}
         modules: dict[str, tuple[JointModule, ...]] = {}
+        names: dict[Path, str] = {}
         for jd in drives:
-            assert jd.drive.slave_config is not None
-            files[f"config/ethercat/{jd.drive.slave_config.name}"] = jd.drive.slave_config
+            slave, info = jd.drive.slave_config, jd.drive.slave_info
+            assert slave is not None and info is not None
+            command = command_interface(jd.drive.mode, f"$.drives.{jd.module_id}")
+            for kind, needed, have in (("rpdo command_interface", command, info.command_interfaces),
+                                       ("tpdo state_interface", "position", info.state_interfaces)):  # fmt: skip
+                if needed not in have:
+                    raise InputError(
+                        f"the slave configuration maps no {kind} {needed!r} (the {jd.drive.operation_mode} mode "
+                        f"needs it; file {slave})",
+                        file=profile.source,
+                        path=f"$.drives.{jd.module_id}.slave_config",
+                        value=sorted(have),
+                    )
+            if slave not in names:
+                stem = re.sub(r"[^A-Za-z0-9_.-]", "_", slave.stem).strip(".") or "slave"
+                name, k = f"{stem}.yaml", 2
+                while name in names.values():
+                    name, k = f"{stem}_{k}.yaml", k + 1
+                names[slave] = name
+                files[f"config/ethercat/{name}"] = slave
             modules[jd.joint] = (
                 JointModule(
                     name=f"{jd.joint}_drive",
@@ -169,7 +163,7 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
                         "alias": "0",
                         "position": str(jd.node_id),
                         "mode_of_operation": str(jd.drive.mode),
-                        "slave_config": f"{CONFIG_DIR}/ethercat/{jd.drive.slave_config.name}",
+                        "slave_config": f"{CONFIG_DIR}/ethercat/{names[slave]}",
                     },
                 ),
             )

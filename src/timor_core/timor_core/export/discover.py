@@ -36,32 +36,66 @@ class FoundNode:
 
     node_id: int
     vendor_id: int
-    product_code: int
-    revision: int
-    serial: int
+    product_code: int | None  # None: the drive has no 0x1018 sub 2 (optional in CiA 301)
+    revision: int | None
+    serial: int | None
+
+    def describe(self) -> str:
+        def hex_(v: int | None) -> str:
+            return "none" if v is None else f"0x{v:08X}"
+
+        return (f"node {self.node_id}: vendor {hex_(self.vendor_id)} product {hex_(self.product_code)} "
+                f"revision {self.revision} serial {self.serial}")  # fmt: skip
+
+
+def _scan_answers(network: Any, node_ids: range, timeout: float) -> dict[int, int]:
+    """Node id -> number of answers to canopen's scan (an SDO read of 0x1000 sent to every node id)."""
+    answers: dict[int, int] = {}
+
+    def count(can_id: int, data: bytearray, timestamp: float) -> None:
+        if len(data) >= 4 and data[1:4] == b"\x00\x10\x00":  # an answer about object 0x1000 sub 0
+            answers[can_id - 0x580] = answers.get(can_id - 0x580, 0) + 1
+
+    for node_id in node_ids:
+        network.subscribe(0x580 + node_id, count)
+    try:
+        network.scanner.reset()
+        network.scanner.search(limit=max(node_ids) + 1)
+        time.sleep(timeout)
+    finally:
+        for node_id in node_ids:
+            network.unsubscribe(0x580 + node_id, count)
+    return answers
 
 
 def scan_identities(network: Any, node_ids: range = range(1, 128), timeout: float = 0.5) -> list[FoundNode]:
-    """The nodes of a connected ``canopen.Network`` that answer an SDO read of 0x1018, by node id.
+    """The nodes of a connected ``canopen.Network`` that answer an SDO read, with their identity object 0x1018.
 
-    Uses canopen's scanner (one SDO request to every node id at once), then reads the identity of each node
-    that answered. ``timeout`` is how long to listen for answers to the scan.
+    One SDO request to every node id at once (canopen's scanner); a node id answered twice is refused (two
+    drives share it). Then 0x1018 of each node: sub 1 (mandatory) must answer, sub 2-4 may be absent.
     """
-    network.scanner.reset()
-    network.scanner.search(limit=max(node_ids) + 1)
-    time.sleep(timeout)
+    answers = _scan_answers(network, node_ids, timeout)
+    twice = sorted(n for n, k in answers.items() if k > 1)
+    if twice:
+        raise DiscoveryError(f"node id {', '.join(map(str, twice))} answered more than once: two drives share it")
     found = []
     for node_id in sorted(set(network.scanner.nodes) & set(node_ids)):
         node = network.add_node(node_id, object_dictionary=None) if node_id not in network else network[node_id]
         sdo = node.sdo
 
-        def read(sub: int, sdo: Any = sdo) -> int:
-            return int.from_bytes(sdo.upload(0x1018, sub), "little")
+        def read(sub: int, sdo: Any = sdo, optional: bool = True) -> int | None:
+            try:
+                return int.from_bytes(sdo.upload(0x1018, sub), "little")
+            except Exception as exc:  # noqa: BLE001 - an SDO abort (no such sub-object) or no answer
+                if optional and getattr(exc, "code", None) in (0x06090011, 0x06020000):
+                    return None  # SDO abort "sub-index/object does not exist": allowed for sub 2-4
+                raise DiscoveryError(
+                    f"node {node_id}: cannot read its identity object 0x1018 sub {sub} ({exc})"
+                ) from None
 
-        try:
-            found.append(FoundNode(node_id, read(1), read(2), read(3), read(4)))
-        except Exception as exc:  # noqa: BLE001 - a node that does not answer its identity object
-            raise DiscoveryError(f"node {node_id}: cannot read its identity object 0x1018 ({exc})") from None
+        vendor = read(1, optional=False)
+        assert vendor is not None
+        found.append(FoundNode(node_id, vendor, read(2), read(3), read(4)))
     return found
 
 
@@ -79,14 +113,15 @@ def chain_from_nodes(nodes: list[FoundNode], profile: HardwareProfile, db: Modul
             raise DiscoveryError(f"node id {node.node_id} answers twice (two drives share it)")
         seen[node.node_id] = node
         module = by_code.get((node.vendor_id, node.product_code)) or by_code.get((None, node.product_code))
+        if node.product_code is None:  # no 0x1018 sub 2: the vendor alone must tell
+            same = {m for (v, _), m in by_code.items() if v == node.vendor_id}
+            module = same.pop() if len(same) == 1 else None
         if module is None:
-            raise DiscoveryError(
-                f"node {node.node_id}: unknown drive (vendor 0x{node.vendor_id:08X}, "
-                f"product 0x{node.product_code:08X}); add it to the hardware profile"
-            )
+            raise DiscoveryError(f"{node.describe()}: unknown drive; add it to the hardware profile")
         joints.append(module)
     if not joints:
         raise DiscoveryError("no drive answered on the bus")
+    _check_complete(sorted(seen), profile)
     chain = profile.chain
     base = chain.base if chain is not None and chain.base else None
     eef = chain.end_effector if chain is not None and chain.end_effector else None
@@ -106,6 +141,20 @@ def chain_from_nodes(nodes: list[FoundNode], profile: HardwareProfile, db: Modul
         ids.append(joint)
         ids.extend(links[k] if k < len(links) else ())
     return [*ids, eef]
+
+
+def _check_complete(found: list[int], profile: HardwareProfile) -> None:
+    """Refuse a bus that lacks drives the chain expects: node ids from ``first_node_id`` up to the highest found,
+    or up to the number of joints of the profile's ``chain.links``."""
+    first = profile.bus.first_node_id
+    n = len(profile.chain.links) if profile.chain is not None and profile.chain.links else 0
+    expected = set(range(first, max([*found, first + n - 1]) + 1))
+    missing = sorted(expected - set(found))
+    if missing:
+        raise DiscoveryError(
+            f"the bus lacks node id {', '.join(map(str, missing))}: the profile's chain expects joints at node ids "
+            f"{first}..{max(expected)} (found {', '.join(map(str, found))})"
+        )
 
 
 def discover_canopen(

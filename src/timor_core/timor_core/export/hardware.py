@@ -18,6 +18,7 @@ ethercat_driver_ros2: ``slave_config``, ``alias``), ``plugin`` (any vendor ros2_
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from timor_core.common import jsonfields as jf
 from timor_core.common.names import check_plugin
 from timor_core.errors import InputError
+from timor_core.export.eds import MAX_EDS_BYTES, Eds, read_eds
+from timor_core.export.ethercat_config import MAX_SLAVE_CONFIG_BYTES, SlaveConfig, read_slave_config
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -32,11 +35,13 @@ if TYPE_CHECKING:
 __all__ = ["ROUTES", "OPERATION_MODES", "Drive", "Bus", "Chain", "HardwareProfile", "JointDrive", "joint_drives"]
 
 ROUTES = ("canopen", "ethercat", "plugin")
+_INTERFACE = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # socketcan names (can0, vcan0), udp_multicast groups
 #: CiA 402 modes of operation (object 0x6060) by name.
 OPERATION_MODES = {
     "profile_position": 1,
     "profile_velocity": 3,
     "homing": 6,
+    "interpolated_position": 7,
     "cyclic_synchronous_position": 8,
     "cyclic_synchronous_velocity": 9,
     "cyclic_synchronous_torque": 10,
@@ -64,15 +69,19 @@ class Drive:
     slave_config: Path | None = None  # EtherCAT: the ethercat_driver_ros2 slave configuration (YAML)
     vendor_id: int | None = None
     product_code: int | None = None
-    encoder_counts: int = 1  # per motor revolution
+    encoder_counts: int | None = None  # per motor revolution (default: the EDS's 0x608F)
     gear_ratio: float = 1.0  # motor revolutions per joint revolution (prismatic joints: per metre)
     operation_mode: str = "cyclic_synchronous_position"
     node_id: int | None = None  # fixed node id / slave position; default: by the chain
     parameters: dict[str, str] = field(default_factory=dict)  # plugin route: per-joint <param>s
+    scale_pos_to_dev: float | None = None  # overrides what the EDS's units give (drive units per rad or m)
+    scale_vel_to_dev: float | None = None
+    eds_info: Eds | None = field(default=None, compare=False, repr=False)  # the parsed EDS (CANopen)
+    slave_info: SlaveConfig | None = field(default=None, compare=False, repr=False)  # checked (EtherCAT)
 
-    def counts_per_unit(self, prismatic: bool = False) -> float:
-        """Drive units (encoder counts) per joint radian, or per metre for a prismatic joint."""
-        return self.encoder_counts * self.gear_ratio / (1.0 if prismatic else 2 * math.pi)
+    def turns_per_unit(self, prismatic: bool = False) -> float:
+        """Motor revolutions per joint radian, or per metre for a prismatic joint."""
+        return self.gear_ratio / (1.0 if prismatic else 2 * math.pi)
 
     @property
     def mode(self) -> int:
@@ -137,8 +146,15 @@ class HardwareProfile:
         if route not in ROUTES:
             raise InputError(f"unknown route (expected one of {', '.join(ROUTES)})", path="$.route", value=route)
         b = jf.obj(d.get("bus", {}), "$.bus")
+        interface = jf.string(b.get("interface", "can0"), "$.bus.interface")
+        if not _INTERFACE.fullmatch(interface):
+            raise InputError(
+                "not a CAN interface name (letters, digits, '_', '.', ':', '-'; at most 64)",
+                path="$.bus.interface",
+                value=interface,
+            )
         bus = Bus(
-            interface=jf.string(b.get("interface", "can0"), "$.bus.interface"),
+            interface=interface,
             bitrate=_int(b.get("bitrate", 1_000_000), "$.bus.bitrate", 10_000, 1_000_000),
             master_node_id=_int(b.get("master_node_id", 1), "$.bus.master_node_id", 1, 127),
             first_node_id=_int(b.get("first_node_id", 2), "$.bus.first_node_id", 1, 127),
@@ -166,12 +182,71 @@ class HardwareProfile:
         return cls(route, bus, drives, plugin, params, source, chain)
 
 
-def _file(value: Any, path: str, folder: Path) -> Path:
+def profile_file(value: Any, path: str, folder: Path, max_bytes: int = MAX_EDS_BYTES) -> Path:
+    """A file a profile names: a relative path that stays inside the profile's folder (no absolute path, no
+    ``..``, no symlink out), a regular file of at most ``max_bytes``. Raises InputError naming field and value."""
     text = jf.string(value, path)
-    p = (folder / text).resolve()
-    if not p.is_file():
-        raise InputError("file not found", path=path, value=str(p))
-    return p
+    if "\x00" in text:
+        raise InputError("a file name cannot hold a NUL byte", path=path, value=text)
+    if Path(text).is_absolute() or ".." in Path(text).parts or text.startswith("~"):
+        raise InputError("must be a path inside the profile's folder (relative, without '..')", path=path, value=text)
+    root = folder.resolve()
+    try:
+        target = (root / text).resolve()
+        inside = target.is_relative_to(root)
+        is_file = target.is_file()
+        size = target.stat().st_size if is_file else 0
+    except (OSError, RuntimeError) as exc:
+        raise InputError(f"cannot read ({exc})", path=path, value=text) from None
+    if not inside:
+        raise InputError(f"leads out of the profile's folder (a symlink to {target})", path=path, value=text)
+    if not is_file:
+        raise InputError(f"file not found in {root}", path=path, value=text)
+    if size > max_bytes:
+        raise InputError(f"file too large ({size} bytes, limit {max_bytes})", path=path, value=text)
+    return target
+
+
+def _hex(value: int | None) -> str:
+    return "none" if value is None else f"0x{value:08X}"
+
+
+def _identity(s: dict, path: str, eds: Eds) -> tuple[int, int]:
+    """The drive's (vendor id, product code): the profile's and the EDS's must agree; one of them must give it."""
+    out: list[int] = []
+    for key, from_eds, what in (("vendor_id", eds.vendor_id, "VendorNumber / 0x1018 sub 1"),
+                                ("product_code", eds.product_code, "ProductNumber / 0x1018 sub 2")):  # fmt: skip
+        given = _int(s[key], f"{path}.{key}") if key in s else None
+        if given is not None and from_eds is not None and given != from_eds:
+            raise InputError(
+                f"the profile's {key} {_hex(given)} differs from the EDS's {_hex(from_eds)} ({eds.path.name}, {what})",
+                path=f"{path}.{key}",
+                value=_hex(given),
+            )
+        if from_eds is None and given == 0:
+            raise InputError(
+                f"the EDS {eds.path.name} gives no {key} ({what}) and 0 would make the master check nothing at boot: "
+                "give the drive's (timor discover prints it)",
+                path=f"{path}.{key}",
+                value=given,
+            )
+        if given is None and from_eds is None:
+            raise InputError(
+                f"the EDS {eds.path.name} gives no {key} ({what}): give it in the profile", path=f"{path}.{key}"
+            )
+        value = given if given is not None else from_eds
+        assert value is not None  # one of them is set (above)
+        out.append(value)
+    return out[0], out[1]
+
+
+def _scale(s: dict, key: str, path: str) -> float | None:
+    if key not in s:
+        return None
+    value = jf.number(s[key], f"{path}.{key}", min_value=1e-12)
+    if not 0 < value <= 1e12:
+        raise InputError("expected a positive number up to 1e12", path=f"{path}.{key}", value=value)
+    return value
 
 
 def _drive(module_id: str, spec: Any, path: str, route: str, folder: Path) -> Drive:
@@ -180,19 +255,35 @@ def _drive(module_id: str, spec: Any, path: str, route: str, folder: Path) -> Dr
     if mode not in OPERATION_MODES:
         modes = ", ".join(OPERATION_MODES)
         raise InputError(f"unknown operation mode (one of {modes})", path=f"{path}.operation_mode", value=mode)
+    gear = jf.number(s.get("gear_ratio", 1.0), f"{path}.gear_ratio", min_value=1e-6)
+    if gear > 1e6:
+        raise InputError("expected a gear ratio in [1e-6, 1e6]", path=f"{path}.gear_ratio", value=gear)
+    low = 1 if route == "canopen" else 0
     kwargs: dict[str, Any] = {
-        "encoder_counts": _int(s.get("encoder_counts", 1), f"{path}.encoder_counts", 1, 1 << 31),
-        "gear_ratio": jf.number(s.get("gear_ratio", 1.0), f"{path}.gear_ratio", min_value=1e-6),
+        "encoder_counts": _int(s["encoder_counts"], f"{path}.encoder_counts", 1, 1 << 31)
+        if "encoder_counts" in s
+        else None,
+        "gear_ratio": gear,
         "operation_mode": mode,
-        "node_id": _int(s["node_id"], f"{path}.node_id", 0, 127) if "node_id" in s else None,
+        "node_id": _int(s["node_id"], f"{path}.node_id", low, 127 if route == "canopen" else 65535)
+        if "node_id" in s
+        else None,
         "vendor_id": _int(s["vendor_id"], f"{path}.vendor_id") if "vendor_id" in s else None,
         "product_code": _int(s["product_code"], f"{path}.product_code") if "product_code" in s else None,
         "parameters": {str(k): str(v) for k, v in jf.obj(s.get("parameters", {}), f"{path}.parameters").items()},
+        "scale_pos_to_dev": _scale(s, "scale_pos_to_dev", path),
+        "scale_vel_to_dev": _scale(s, "scale_vel_to_dev", path),
     }
     if route == "canopen":
-        kwargs["eds"] = _file(jf.req(s, "eds", path), f"{path}.eds", folder)
+        eds_path = profile_file(jf.req(s, "eds", path), f"{path}.eds", folder)
+        eds = read_eds(eds_path, f"{path}.eds")
+        kwargs["vendor_id"], kwargs["product_code"] = _identity(s, path, eds)
+        kwargs["eds"], kwargs["eds_info"] = eds_path, eds
     elif route == "ethercat":
-        kwargs["slave_config"] = _file(jf.req(s, "slave_config", path), f"{path}.slave_config", folder)
+        field_ = f"{path}.slave_config"
+        config = profile_file(jf.req(s, "slave_config", path), field_, folder, MAX_SLAVE_CONFIG_BYTES)
+        info = read_slave_config(config, field_, kwargs["vendor_id"], kwargs["product_code"])
+        kwargs.update(slave_config=config, slave_info=info, vendor_id=info.vendor_id, product_code=info.product_id)
     return Drive(module_id, **kwargs)
 
 
@@ -233,10 +324,22 @@ def joint_drives(assembly: ModuleAssembly, profile: HardwareProfile, prefix: str
             )
         base = profile.bus.first_node_id if profile.route == "canopen" else 0
         address = drive.node_id if drive.node_id is not None else base + k
+        where = f"$.drives.{link.module.id}.node_id" if drive.node_id is not None else "$.bus.first_node_id"
         if profile.route == "canopen" and (not 1 <= address <= 127 or address == profile.bus.master_node_id):
-            raise InputError(f"joint {link.joint_name}: node id out of 1..127 or the master's", value=address)
+            raise InputError(
+                f"joint {link.joint_name}: node id {address} is out of 1..127 or the master's "
+                f"({profile.bus.master_node_id})",
+                file=profile.source,
+                path=where,
+                value=address,
+            )
         if address in taken:
-            raise InputError(f"joints {taken[address]} and {link.joint_name} have the same bus address", value=address)
+            raise InputError(
+                f"joints {taken[address]} and {link.joint_name} have the same bus address {address}",
+                file=profile.source,
+                path=where,
+                value=address,
+            )
         taken[address] = str(link.joint_name)
         out.append(JointDrive(str(link.joint_name), link.module.id, drive, address, link.joint_type == "prismatic"))
     return out

@@ -25,7 +25,7 @@ from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints,
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
 from timor_core.export.urdf import assembly_to_urdf, default_robot_name
-from timor_core.limits import check_int
+from timor_core.limits import check_int, check_number
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -96,14 +96,12 @@ class MoveItOptions:
             value = getattr(self, label)
             if not 0 < value <= 1:
                 raise InputError(f"{label} must be in (0, 1]", value=value)
-        for label in ("kinematics_resolution", "kinematics_timeout"):
-            value = getattr(self, label)
-            if not (math.isfinite(value) and value > 0):
-                raise InputError(f"{label} must be a positive number", value=value)
+        # fixed ranges (README, Limits): KDL's search step at most 1 rad, its timeout at most 60 s per call, the
+        # controller manager's loop at most 10 kHz
+        check_number(self.kinematics_resolution, "kinematics_resolution", 0.0, 1.0, low_open=True)
+        check_number(self.kinematics_timeout, "kinematics_timeout", 0.0, 60.0, low_open=True)
         check_int(self.n_samples, "n_samples", 1, "max_samples")
-        rate = self.update_rate
-        if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
-            raise InputError("update_rate must be a positive integer (Hz)", value=rate)
+        check_int(self.update_rate, "update_rate (Hz)", 1, 10_000)
 
     @classmethod
     def build(cls, options: MoveItOptions | None = None, **overrides: Any) -> MoveItOptions:

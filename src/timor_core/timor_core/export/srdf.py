@@ -61,12 +61,14 @@ class PlanningChain:
     joints: tuple[str, ...]  # every movable joint of the chain (URDF names)
     commanded: tuple[str, ...]  # the joints among them that are driven (not passive)
     has_tool: bool  # True if the tip is a tool frame (tool0)
+    hand: tuple[str, ...] = ()  # movable joints that branch off the chain's last body (a gripper's fingers)
 
 
 def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
     """The chain from ``base_link`` to ``tool0`` (or, without a tool frame, to the last link).
 
-    Raises AssemblyError if the robot has no movable joint or a movable joint is off that chain.
+    Movable joints branching off the chain's last body (a gripper's fingers) are its ``hand``; AssemblyError if
+    the robot has no movable joint or another movable joint is off that chain.
     """
     tree = assembly.tree(prefix)
     links = tree.links
@@ -81,14 +83,27 @@ def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
     while k is not None:
         on_path.add(k)
         k = links[k].parent
-    off = [link.joint_name for k, link in enumerate(links) if link.joint_type != "fixed" and k not in on_path]
+    last_movable = max((k for k in on_path if links[k].joint_type != "fixed"), default=0)
+    end_body = {k for k in on_path if k >= last_movable}  # the chain's last body: rigidly after its last joint
+    hand: list[int] = []
+    off: list[int] = []
+    for k, link in enumerate(links):
+        if link.joint_type == "fixed" or k in on_path:
+            continue
+        j = k
+        while j not in on_path:
+            j = links[j].parent  # type: ignore[assignment]  # the root is on the path
+        (hand if j in end_body else off).append(k)
     if off:
+        names = [links[k].joint_name for k in off]
         raise AssemblyError(
-            f"SRDF export needs a serial robot: joints {off} are not on the chain {links[0].name} -> {tip_name}"
+            f"SRDF export needs a serial robot: joints {names} are not on the chain {links[0].name} -> {tip_name}"
         )
-    joints = tuple(link.movable_joint_name() for link in tree.actuated)
-    driven = tuple(link.movable_joint_name() for link in tree.actuated if commanded(link))
-    return PlanningChain(links[0].name, tip_name, joints, driven, has_tool)
+    chain = [link for k, link in enumerate(links) if link.joint_type != "fixed" and k in on_path]
+    joints = tuple(link.movable_joint_name() for link in chain)
+    driven = tuple(link.movable_joint_name() for link in chain if commanded(link))
+    fingers = tuple(links[k].movable_joint_name() for k in hand)
+    return PlanningChain(links[0].name, tip_name, joints, driven, has_tool, fingers)
 
 
 def _adjacent(tree: KinematicTree, has_geometry: list[bool]) -> set[tuple[int, int]]:
@@ -206,10 +221,11 @@ def assembly_to_srdf(
     seed: int = 0,
     group: str = "manipulator",
 ) -> str:
-    """The SRDF of a serial assembly for MoveIt (names match ``assembly_to_urdf`` with the same prefix).
+    """The SRDF of a serial assembly (a hand may branch off its end) for MoveIt (names as ``assembly_to_urdf``'s).
 
     Group ``group`` is the chain ``base_link`` → ``tool0``; ``home`` puts every joint at zero clipped into
-    its limits; with a tool frame, group ``<group>_eef`` (the tool link) is the end effector on ``tool0``.
+    its limits; with a tool frame, group ``<group>_eef`` (the tool link and the hand's joints, with its own
+    ``home``) is the end effector on ``tool0``.
     Passive joints are declared passive. See ``collision_matrix`` for the disabled pairs.
     """
     if not isinstance(group, str) or not _NAME.fullmatch(group):
@@ -227,15 +243,19 @@ def assembly_to_srdf(
     ]
     eef = f"{group}_eef"
     if chain.has_tool:
-        out.append(f'  <group name="{eef}">\n    <link name="{chain.tip_link}"/>\n  </group>\n')
-    out.append(f'  <group_state name="home" group="{group}">\n')
-    out.extend(f'    <joint name="{link.joint_name}" value="{_num(home_position(link))}"/>\n' for link in tree.actuated)
-    out.append("  </group_state>\n")
+        fingers = "".join(f'    <joint name="{j}"/>\n' for j in chain.hand)
+        out.append(f'  <group name="{eef}">\n    <link name="{chain.tip_link}"/>\n{fingers}  </group>\n')
+    for state_group, members in ((group, chain.joints), (eef, chain.hand if chain.has_tool else ())):
+        if members:
+            out.append(f'  <group_state name="home" group="{state_group}">\n')
+            out.extend(f'    <joint name="{link.joint_name}" value="{_num(home_position(link))}"/>\n'
+                       for link in tree.actuated if link.joint_name in members)  # fmt: skip
+            out.append("  </group_state>\n")
     if chain.has_tool:
         out.append(
             f'  <end_effector name="{eef}" parent_link="{chain.tip_link}" group="{eef}" parent_group="{group}"/>\n'
         )
-    if np.array_equal(assembly.base_placement, np.eye(4)):
+    if np.array_equal(assembly.base_placement, np.eye(4)) and chain.base_link != "world":  # (UR's root is world)
         out.append(
             f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
             f' child_link="{chain.base_link}"/>\n'

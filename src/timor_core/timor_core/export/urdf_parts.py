@@ -176,8 +176,9 @@ def joint_xml(link: TreeLink, parent_name: str) -> str:
     if tail is None:
         lim = j.limits
         position = "" if j.type == "continuous" else f'lower="{_limit(lim.lower)}" upper="{_limit(lim.upper)}" '
+        axis = " ".join(_num(a) for a in j.axis)
         tail = (
-            '    <axis xyz="0 0 1"/>\n'
+            f'    <axis xyz="{axis}"/>\n'
             f'    <limit {position}effort="{_limit(lim.torque)}" velocity="{_limit(lim.velocity)}"/>\n'
         )
         if j.friction_viscous is not None or j.friction_coulomb is not None:

@@ -102,6 +102,8 @@ def serial_assembly_urdf(
     for k, c in enumerate(conns):
         if c[0] != k or c[2] != k + 1:
             return None
+    if any(m.header.extra.get("keepNames") for m in assembly.modules):
+        return None  # names kept from a URDF: the general writer names them (see tree.keeps_names)
     compiled = _compiled(assembly.db, prefix, mesh_uri, package, wrl)
     if compiled is None:
         return None

@@ -17,14 +17,41 @@ from timor_core.kinematics.robot import PinRobot
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["build_robot"]
+__all__ = ["build_robot", "joint_model", "body_inertia"]
 
-_JOINT_MODELS = {"revolute": pin.JointModelRZ, "continuous": pin.JointModelRZ, "prismatic": pin.JointModelPZ}
+_ALIGNED = {
+    (True, (1.0, 0.0, 0.0)): pin.JointModelRX,
+    (True, (0.0, 1.0, 0.0)): pin.JointModelRY,
+    (True, (0.0, 0.0, 1.0)): pin.JointModelRZ,
+    (False, (1.0, 0.0, 0.0)): pin.JointModelPX,
+    (False, (0.0, 1.0, 0.0)): pin.JointModelPY,
+    (False, (0.0, 0.0, 1.0)): pin.JointModelPZ,
+}
+
+
+def joint_model(kind: str, axis: tuple[float, float, float]) -> pin.JointModel:
+    """Pinocchio's joint model for a revolute/continuous (one q each) or prismatic joint about/along ``axis``."""
+    revolute = kind != "prismatic"
+    aligned = _ALIGNED.get((revolute, axis))
+    if aligned is not None:
+        return aligned()
+    a = np.asarray(axis, dtype=float)
+    return pin.JointModelRevoluteUnaligned(a) if revolute else pin.JointModelPrismaticUnaligned(a)
+
+
 _BIG = np.finfo(float).max
 
 
 def _finite(v: float) -> float:
     return v if np.isfinite(v) else (_BIG if v > 0 else -_BIG)
+
+
+def body_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> pin.Inertia:
+    """Pinocchio's inertia of a body, set field by field: the checked constructor refuses a diagonal entry of
+    -1e-20 (rounding in a URDF's numbers) that the module set's validation, and Pinocchio's URDF loader, accept."""
+    out = pin.Inertia.Zero()
+    out.mass, out.lever, out.inertia = float(mass), np.asarray(com, dtype=float), np.asarray(inertia, dtype=float)
+    return out
 
 
 @implements("build_robot")
@@ -60,7 +87,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
                 lim = j.limits
                 jid = model.addJoint(
                     joint_of[p],
-                    _JOINT_MODELS[link.joint_type](),
+                    joint_model(link.joint_type, j.axis),
                     pin.SE3(jp),
                     link.joint_name,
                     np.array([_finite(lim.torque)]),
@@ -78,10 +105,8 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
         body_placement = placement_in_joint @ link.body_in_link
         frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
         body = link.body
-        if body.mass > 0:
-            model.appendBodyToJoint(
-                jid, pin.Inertia(body.mass, body.r_com, np.asarray(body.inertia)), pin.SE3(body_placement)
-            )
+        if body.mass > 0 or np.any(body.inertia):  # a massless link may still carry rotational inertia
+            model.appendBodyToJoint(jid, body_inertia(body.mass, body.r_com, body.inertia), pin.SE3(body_placement))
     tcp = None
     for tool in tree.tcp_frames:
         fid = model.addFrame(

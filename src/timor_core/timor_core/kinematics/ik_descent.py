@@ -148,6 +148,7 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
     return q, cost, oMf[fid].homogeneous, iterations, cut
 
 
+_NO_LIMIT = 1e300  # Pinocchio stores "no limit" as ±DBL_MAX
 _CROSSABLE: dict[tuple[int, float], tuple[Any, np.ndarray | None]] = {}
 
 
@@ -163,7 +164,9 @@ def _crossable(model: pin.Model, max_step: float) -> np.ndarray | None:
     for joint in model.joints[1:]:
         name = joint.shortname()
         if joint.nq == joint.nv == 1 and name.startswith(("JointModelR", "JointModelRevolute")) and "RUB" not in name:
-            mask[joint.idx_v] = 2.0 * math.pi - (hi[joint.idx_q] - lo[joint.idx_q]) <= max_step
+            low, high = float(lo[joint.idx_q]), float(hi[joint.idx_q])
+            limited = max(abs(low), abs(high)) < _NO_LIMIT  # a continuous joint's ±DBL_MAX: no gap (no overflow)
+            mask[joint.idx_v] = limited and 2.0 * math.pi - (high - low) <= max_step
     if len(_CROSSABLE) > 256:
         _CROSSABLE.clear()
     _CROSSABLE[key] = (model, mask if model.nq == model.nv and mask.any() else None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pinocchio as pin
@@ -18,21 +18,15 @@ from timor_core.common.extensions import implementation
 from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
+from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
 __all__ = ["PinRobot"]
 
-_BIG = np.finfo(float).max
 
-
-def _infinite(a: np.ndarray) -> np.ndarray:
-    """Pinocchio stores 'no limit' as ±DBL_MAX; report it as ±inf."""
-    return np.where(np.abs(a) >= _BIG, np.copysign(np.inf, a), a)
-
-
-class PinRobot(RobotDynamics):
+class PinRobot(RobotDynamics, RobotLimits):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
     Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
@@ -69,15 +63,25 @@ class PinRobot(RobotDynamics):
 
     @classmethod
     def from_urdf(
-        cls, urdf_file: str | Path, package_dir: str | Path | None = None, *, tcp_link: str | None = None
+        cls,
+        urdf_file: str | Path,
+        package_dir: str | Path | None = None,
+        *,
+        tcp_link: str | None = None,
+        base_placement: np.ndarray | None = None,
+        **options: Any,
     ) -> PinRobot:
         """The robot of a URDF file, through a one-module assembly (``robot.assembly``), as in the reference.
 
         ``package_dir`` is a folder holding the packages ``package://`` mesh names refer to (ROS_PACKAGE_PATH
-        and AMENT_PREFIX_PATH are searched too); ``tcp_link`` see ``timor_core.export.urdf_import.db_from_urdf``.
+        and AMENT_PREFIX_PATH are searched too); ``tcp_link``, ``keep_names``, ``tool_connector`` see
+        ``timor_core.export.urdf_import.db_from_urdf``; ``base_placement`` (4x4) places the robot in the world.
         """
         dirs = [Path(package_dir)] if package_dir is not None else []
-        return implementation("assembly_from_urdf")(Path(urdf_file), dirs, tcp_link=tcp_link).robot
+        assembly = implementation("assembly_from_urdf")(Path(urdf_file), dirs, tcp_link=tcp_link, **options)
+        if base_placement is not None:
+            assembly.base_placement = base_placement
+        return assembly.robot
 
     # -- description -------------------------------------------------------------------------------
     @property
@@ -122,26 +126,6 @@ class PinRobot(RobotDynamics):
     def frame_names(self) -> list[str]:
         """All frame names (links, joints, tool frames)."""
         return [f.name for f in self.model.frames]
-
-    @property
-    def joint_limits(self) -> np.ndarray:
-        """(2, dof) array of lower and upper position limits."""
-        return _infinite(np.vstack((self.model.lowerPositionLimit, self.model.upperPositionLimit)))
-
-    @property
-    def velocity_limits(self) -> np.ndarray:
-        """Joint velocity limits (rad/s or m/s)."""
-        return _infinite(np.array(self.model.velocityLimit))
-
-    @property
-    def acceleration_limits(self) -> np.ndarray:
-        """Joint acceleration limits (inf where the module set gives none)."""
-        return np.array([link.joint.limits.acceleration for link in self._tree.actuated])
-
-    @property
-    def torque_limits(self) -> np.ndarray:
-        """Joint torque (force) limits."""
-        return _infinite(np.array(self.model.effortLimit))
 
     # -- configuration -----------------------------------------------------------------------------
     @property
@@ -192,7 +176,12 @@ class PinRobot(RobotDynamics):
         if isinstance(frame, str):
             if not self.model.existFrame(frame):
                 raise InputError(f"no frame named {frame!r} (see frame_names)", value=frame)
-            return int(self.model.getFrameId(frame))
+            try:
+                return int(self.model.getFrameId(frame))
+            except ValueError:  # several frames match, e.g. a URDF joint and link of the same name
+                kinds = ", ".join(f"{k} ({f.type.name})" for k, f in enumerate(self.model.frames) if f.name == frame)
+                raise InputError(f"several frames are named {frame!r}: give the index of one: {kinds}",
+                                 value=frame) from None  # fmt: skip
         if isinstance(frame, (int, np.integer)) and not isinstance(frame, (bool, np.bool_)):
             if not 0 <= int(frame) < self.model.nframes:
                 raise InputError(f"frame index must be in 0..{self.model.nframes - 1}", value=frame)

@@ -251,10 +251,10 @@ def geometry_from_json(
         if scalar:
             scale = [scale] * 3
         scale_v = jf.vector(scale, f"{ppath}.scale", 3)
-        if np.any(scale_v <= 0):
+        if np.any(scale_v == 0):  # a negative factor mirrors the mesh (URDF allows it; faces are turned)
             from timor_core.errors import ValidationError
 
-            raise ValidationError("mesh scale must be positive", path=f"{ppath}.scale", value=scale)
+            raise ValidationError("mesh scale must not be zero", path=f"{ppath}.scale", value=scale)
         if base_dir is None:
             raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
         mesh_scale = (float(scale_v[0]), float(scale_v[1]), float(scale_v[2]))

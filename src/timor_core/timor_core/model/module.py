@@ -23,6 +23,7 @@ from timor_core.model.parts import (
     JOINT_TYPES,
     LIMIT_KEYS,
     RESERVED_CONNECTOR_TYPES,
+    Z_AXIS,
     Body,
     Connector,
     Joint,
@@ -287,10 +288,10 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path 
     if not np.allclose(inertia, inertia.T, atol=1e-9 * scale + 1e-15):
         raise ValidationError("inertia tensor must be symmetric", path=path, value=inertia.tolist())
     eig = np.linalg.eigvalsh(inertia)
-    if mass > 0:
-        if eig.min() <= 0:
+    if mass > 0:  # a point mass (zero tensor) or a thin rod (one zero moment) is an idealisation URDF allows
+        if eig.min() < -1e-9 * scale - 1e-12:
             raise ValidationError(
-                "inertia tensor of a body with mass must be positive definite", path=path, value=inertia.tolist()
+                "inertia tensor of a body with mass must be positive semi-definite", path=path, value=inertia.tolist()
             )
         key = (str(json_file), path)
         moments = triangle_inequality_violation(inertia)
@@ -351,7 +352,14 @@ def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
         return jf.number(d[key], f"{path}.{key}", min_value=minimum) if key in d else None
 
     passive = jf.boolean(d["passive"], f"{path}.passive") if "passive" in d else None
-    known: tuple[str, ...] = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive")
+    axis = Z_AXIS
+    if "axis" in d:
+        a = jf.vector(d["axis"], f"{path}.axis", 3)
+        norm = float(np.linalg.norm(a))
+        if not norm > 1e-9:
+            raise ValidationError("a joint axis must not be zero", path=f"{path}.axis", value=d["axis"])
+        axis = (float(a[0] / norm), float(a[1] / norm), float(a[2] / norm))
+    known: tuple[str, ...] = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive", "axis")
     known += ("gearRatio", "motorInertia", "frictionCoulomb", "frictionViscous")
     return Joint(
         id=jid,
@@ -367,6 +375,7 @@ def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
         friction_viscous=optional_number("frictionViscous"),
         passive=passive,
         extra={k: v for k, v in d.items() if k not in known},
+        axis=axis,
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "GENDERS",
     "RESERVED_CONNECTOR_TYPES",
     "JOINT_TYPES",
+    "Z_AXIS",
     "LIMIT_KEYS",
     "Connector",
     "Body",
@@ -36,6 +37,8 @@ GENDERS = ("m", "f", "h")
 RESERVED_CONNECTOR_TYPES = ("base", "eef")
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
 _MATING = {("m", "f"), ("f", "m"), ("h", "h")}
+#: The CoBRA joint axis (in the joint frame).
+Z_AXIS: tuple[float, float, float] = (0.0, 0.0, 1.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,7 +146,8 @@ class JointLimits:
 class Joint:
     """A joint between two bodies of a module: T_child = T_parent · pose_parent · M(q) · pose_child.
 
-    M(q) rotates about (revolute, continuous) or translates along (prismatic) the joint frame's z axis.
+    M(q) rotates about (revolute, continuous) or translates along (prismatic) the joint frame's ``axis``: z in
+    CoBRA; an imported URDF keeps its own axis (JSON ``axis``, a timor extension), so its link frames stay its own.
     """
 
     id: str
@@ -159,6 +163,7 @@ class Joint:
     friction_viscous: float | None = None
     passive: bool | None = None
     extra: dict = field(default_factory=dict)
+    axis: tuple[float, float, float] = Z_AXIS
 
     @property
     def actuated(self) -> bool:
@@ -188,6 +193,8 @@ class Joint:
             out["passive"] = self.passive
         out["poseParent"] = pose_json(self.pose_parent)
         out["poseChild"] = pose_json(self.pose_child)
+        if self.axis != Z_AXIS:
+            out["axis"] = list(self.axis)
         if self.limits_json:
             out["limits"] = dict(self.limits_json)
         for key, value in (

@@ -10,12 +10,15 @@ from our URDF, for serial chains and for trees alike.
 Conventions:
 * Every link's frame is where its incoming joint puts it; ``body_in_link`` places the body frame in it.
 * A module entered through the child body of one of its joints is walked "backwards": the joint keeps
-  its coordinate q and its z axis, thanks to Rz(-q) = Rx(π) · Rz(q) · Rx(π) (likewise for prismatic).
+  its coordinate q and its z axis, thanks to Rz(-q) = Rx(π) · Rz(q) · Rx(π) (likewise for prismatic; a joint
+  with another ``axis`` a uses a half turn F about a line perpendicular to a: R_a(-q) = F · R_a(q) · F).
 * The root link ``base_link`` is the mounting frame: the base connector frame rotated by π about x.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,16 +28,19 @@ from timor_core.common.names import check_prefix, ros_name
 from timor_core.common.transforms import IDENTITY, ROT_X_PI, inv, readonly
 from timor_core.errors import AssemblyError
 from timor_core.model.module import Body, Connector, Joint, Module
+from timor_core.model.parts import Z_AXIS
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it imports this module)
 __all__ = [
     "OrientedLink",
+    "axis_flip",
     "oriented_module",
     "TreeLink",
     "ToolFrame",
     "KinematicTree",
     "build_tree",
     "instance_links",
+    "keeps_names",
     "connection_offset",
     "root_offset",
     "connector_pose",
@@ -55,6 +61,18 @@ class OrientedLink:
     reversed: bool = False
 
 
+def axis_flip(axis: tuple[float, float, float]) -> np.ndarray:
+    """A half turn that maps the joint axis onto its negative: Rx(π) for z, else about a perpendicular line."""
+    if axis == Z_AXIS:
+        return ROT_X_PI
+    a = np.asarray(axis, dtype=float)
+    u = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+    u /= np.linalg.norm(u)
+    F = np.eye(4)
+    F[:3, :3] = 2.0 * np.outer(u, u) - np.eye(3)
+    return readonly(F)
+
+
 def oriented_module(module: Module, entry_body: str) -> tuple[tuple[OrientedLink, ...], dict[str, int]]:
     """The module's bodies as a tree walked from ``entry_body`` (cached per module and entry body)."""
     key = ("oriented", entry_body)
@@ -63,19 +81,25 @@ def oriented_module(module: Module, entry_body: str) -> tuple[tuple[OrientedLink
         return cached
     links: list[OrientedLink] = [OrientedLink(module.body[entry_body], IDENTITY, None, None, IDENTITY)]
     index = {entry_body: 0}
-    queue = [0]
+    touching: dict[str, list[Joint]] = {}  # the joints at each body, in module order (linear in the joints)
+    for j in module.joints:
+        touching.setdefault(j.parent, []).append(j)
+        if j.child != j.parent:
+            touching.setdefault(j.child, []).append(j)
+    queue = deque([0])
     while queue:
-        i = queue.pop(0)
+        i = queue.popleft()
         here = links[i]
         bid = here.body.id
-        for j in module.joints:
+        for j in touching.get(bid, ()):
             if j.parent == bid and j.child not in index:
                 origin = here.body_in_link @ j.pose_parent
                 link = OrientedLink(module.body[j.child], j.pose_child, i, j, readonly(origin))
             elif j.child == bid and j.parent not in index:
-                origin = here.body_in_link @ inv(j.pose_child) @ ROT_X_PI
+                flip = axis_flip(j.axis)
+                origin = here.body_in_link @ inv(j.pose_child) @ flip
                 link = OrientedLink(
-                    module.body[j.parent], readonly(ROT_X_PI @ inv(j.pose_parent)), i, j, readonly(origin), True
+                    module.body[j.parent], readonly(flip @ inv(j.pose_parent)), i, j, readonly(origin), True
                 )
             else:
                 continue
@@ -166,21 +190,30 @@ def instance_links(
     entry_offset: np.ndarray,
     first: int,
     prefix: str = "",
+    keep_names: bool = False,
 ) -> list[TreeLink]:
     """The links of module instance ``inst`` entered through ``entry_body``: one step of :func:`build_tree`.
 
     ``parent_link`` is None for the root (then ``entry_offset`` places the entry body in ``base_link``), else the
     index of the link the instance hangs from, with ``entry_offset`` as the origin of the connection joint
     ``joint_name``; ``first`` is the index the instance's first link gets (its links' parents count from it).
-    Shared with the compiled serial URDF writer, so both compute every transform the same way.
+    Shared with the compiled serial URDF writer, so both compute every transform the same way. ``keep_names``:
+    links and joints are named as the module's bodies and joints (the root too), see :func:`keeps_names`.
     """
     olinks, _ = oriented_module(module, entry_body)
+
+    def link_name(body_id: str) -> str:
+        return f"{prefix}{ros_name(body_id)}" if keep_names else _link_name(prefix, inst, body_id)
+
+    def joint_name_of(joint: Joint) -> str:
+        return f"{prefix}{ros_name(joint.id)}" if keep_names else f"{prefix}m{inst}_{ros_name(joint.id)}"
+
     is_root = parent_link is None
     entry_b = entry_offset if is_root else IDENTITY  # body frame of the entry body in its link frame
     out: list[TreeLink] = []
     for ol in olinks:
         if ol.parent is None:
-            name = f"{prefix}base_link" if is_root else _link_name(prefix, inst, ol.body.id)
+            name = f"{prefix}base_link" if is_root and not keep_names else link_name(ol.body.id)
             origin = IDENTITY if is_root else entry_offset
             out.append(TreeLink(name, inst, module, ol.body, entry_b, parent_link, joint_name, "fixed", None, origin))
             continue
@@ -189,19 +222,25 @@ def instance_links(
         origin = readonly(entry_b @ ol.origin) if ol.parent == 0 and is_root else ol.origin
         out.append(
             TreeLink(
-                _link_name(prefix, inst, ol.body.id),
+                link_name(ol.body.id),
                 inst,
                 module,
                 ol.body,
                 ol.body_in_link,
                 first + ol.parent,
-                f"{prefix}m{inst}_{ros_name(j.id)}",
+                joint_name_of(j),
                 j.type,
                 j,
                 origin,
             )
         )
     return out
+
+
+def keeps_names(module: Module, modules: Sequence[Module]) -> bool:
+    """Whether ``module``'s links keep its own names in an assembly of ``modules``: it asks so (``keepNames`` in
+    its header, set by a URDF import with ``keep_names``) and occurs once (two copies would clash)."""
+    return module.header.extra.get("keepNames") is True and sum(m is module or m.id == module.id for m in modules) == 1
 
 
 def connection_offset(link: TreeLink, connector: Connector, other: Connector) -> np.ndarray:
@@ -253,7 +292,10 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
             module = modules[inst]
             olinks, _ = oriented_module(module, entry_body)
             first = len(links)
-            links.extend(instance_links(module, inst, entry_body, parent_link, joint_name, entry_offset, first, prefix))
+            keep = keeps_names(module, modules)
+            links.extend(
+                instance_links(module, inst, entry_body, parent_link, joint_name, entry_offset, first, prefix, keep)
+            )
             # connectors of this module: children or tools
             for k, ol in enumerate(olinks):
                 link_index = first + k
@@ -281,19 +323,35 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     order = depth_first_order(links)
     new_index = {old: new for new, old in enumerate(order)}
     ordered = tuple(_reparented(links[old], new_index) for old in order)
+    taken = {link.name for link in links}
+    if len(taken) != len(links):
+        counts: dict[str, int] = {}
+        for link in links:
+            counts[link.name] = counts.get(link.name, 0) + 1
+        twice = next(name for name, n in counts.items() if n > 1)
+        raise AssemblyError(f"two links are named {twice!r} (modules that keep their URDF names clash)")
     named = tuple(
-        ToolFrame(f"{prefix}tool{k}", new_index[t.link], t.pose, t.instance, t.connector_id)
+        ToolFrame(_tool_name(prefix, k, taken), new_index[t.link], t.pose, t.instance, t.connector_id)
         for k, t in enumerate(tools)
     )
     fallback = None
     if not tools and free:
         last = max(free, key=lambda t: t.instance)  # the last module's (last listed) free connector
-        fallback = ToolFrame(f"{prefix}tcp", new_index[last.link], last.pose, last.instance, last.connector_id)
+        tcp = f"{prefix}tcp" if f"{prefix}tcp" not in taken else f"{prefix}timor_tcp"
+        fallback = ToolFrame(tcp, new_index[last.link], last.pose, last.instance, last.connector_id)
     return KinematicTree(ordered, named, prefix, legacy, fallback)
 
 
+def _tool_name(prefix: str, k: int, taken: set[str]) -> str:
+    """``tool<k>``, or ``timor_tool<k>`` where a link kept from a URDF already has that name (UR's ``tool0``)."""
+    name = f"{prefix}tool{k}"
+    return name if name not in taken else f"{prefix}timor_tool{k}"
+
+
 def _reparented(link: TreeLink, new_index: dict[int, int]) -> TreeLink:
-    return link if link.parent is None else replace(link, parent=new_index[link.parent])
+    if link.parent is None or new_index[link.parent] == link.parent:
+        return link  # (a chain keeps its order: no copy per link)
+    return replace(link, parent=new_index[link.parent])
 
 
 def depth_first_order(links: list[TreeLink]) -> list[int]:

@@ -46,6 +46,16 @@ class Constraint:
         """The CoBRA JSON of this constraint."""
         return {"type": self.type_name, **self.body_json(), **self.extra}
 
+    @classmethod
+    def from_json(cls, data: Any, path: str = "$", frames: FrameTree | None = None) -> Constraint:
+        """A constraint from its CoBRA JSON, as the reference's ``EndEffector.from_json``; called on a subclass,
+        JSON of another type is a FormatError naming the expected type."""
+        constraint = constraint_from_json(data, path, frames)
+        if not isinstance(constraint, cls):
+            raise FormatError(f"expected a constraint of type {cls.type_name!r}", path=f"{path}.type",
+                              value=constraint.type_name or data.get("type"))  # fmt: skip
+        return constraint
+
 
 @dataclass(eq=False)
 class JointLimits(Constraint):

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""URDF import at scale (issue 24 item 7): a made-up chain of N links (one revolute joint in 5,000, so 20 DOF at
+100,000 links, within max_dof; the rest fixed; every joint about y), imported by ``db_from_urdf`` and its
+kinematic tree built, each size in a fresh process so the peak memory is that size's own.
+
+    python benchmarks/urdf_import.py                      # 1,000 / 10,000 / 100,000 links
+    python benchmarks/urdf_import.py --links 1000 100000 --json
+
+Per size: seconds to import (parse, checks, module set) and to build the assembly's tree, wall and CPU (on a shared
+machine the CPU time is the steadier figure), the peak resident memory of the process (MB) and wall microseconds per
+link; linear means the time per link stays flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+
+def chain_urdf(n: int) -> str:
+    """A URDF chain of ``n`` links with unit inertia; joint k is revolute every 5000th, else fixed."""
+    inertial = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    links = "".join(f'<link name="l{k}">{inertial}</link>' for k in range(n))
+    joints = "".join(
+        f'<joint name="j{k}" type="{"revolute" if k % 5000 == 0 else "fixed"}"><parent link="l{k}"/>'
+        f'<child link="l{k + 1}"/><origin xyz="0 0 0.01" rpy="0 0.1 0"/><axis xyz="0 1 0"/>'
+        '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        for k in range(n - 1)
+    )
+    return f'<robot name="chain">{links}{joints}</robot>'
+
+
+def measure(n: int) -> dict:
+    """Import one chain of ``n`` links in this process."""
+    from timor_core import ModuleAssembly
+    from timor_core.export.urdf_import import db_from_urdf
+
+    text = chain_urdf(n)
+    start, cpu = time.perf_counter(), time.process_time()
+    db = db_from_urdf(text)
+    imported, cpu_imported = time.perf_counter(), time.process_time()
+    tree = ModuleAssembly.from_serial_modules(db, ["chain"]).tree()
+    built, cpu_built = time.perf_counter(), time.process_time()
+    assert len(tree.links) == n
+    return {
+        "links": n,
+        "import_s": round(imported - start, 3),
+        "tree_s": round(built - imported, 3),
+        "import_cpu_s": round(cpu_imported - cpu, 3),  # CPU time: what a loaded shared machine still tells
+        "tree_cpu_s": round(cpu_built - cpu_imported, 3),
+        "us_per_link": round((built - start) / n * 1e6, 1),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--links", type=int, nargs="+", default=[1000, 10_000, 100_000])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the worker: one size in this process
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(measure(args.one)))
+        return
+    rows = []
+    for n in args.links:
+        out = subprocess.run([sys.executable, __file__, "--one", str(n)], capture_output=True, text=True, check=True)
+        rows.append(json.loads(out.stdout))
+        if not args.json:
+            r = rows[-1]
+            print(f"{r['links']:>8} links: import {r['import_s']:6.2f} s (CPU {r['import_cpu_s']:6.2f} s), tree "
+                  f"{r['tree_s']:6.2f} s (CPU {r['tree_cpu_s']:6.2f} s), {r['us_per_link']:6.1f} us/link, "
+                  f"peak {r['peak_rss_mb']} MB", file=sys.stderr)  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

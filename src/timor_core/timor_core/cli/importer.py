@@ -1,0 +1,69 @@
+"""``timor import``: a robot's URDF as a one-module set (``modules.json`` with its meshes beside it), which every
+robot command then takes as ``DB MODULE`` (see ``timor_core.export.urdf_import``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from timor_core.errors import InputError
+
+__all__ = ["register"]
+
+
+def _connector(text: str):
+    """``TYPE[:SIZE[,SIZE...][:GENDER]]`` -> ToolConnector (e.g. ``robco:0.08:m``)."""
+    from timor_core.export.urdf_import import ToolConnector
+
+    parts = text.split(":")
+    if not parts[0] or len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"expected TYPE[:SIZE[,SIZE...][:GENDER]], got {text!r}")
+    try:
+        size = tuple(float(v) for v in parts[1].split(",") if v) if len(parts) > 1 else ()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"connector sizes must be numbers, got {parts[1]!r}") from None
+    return ToolConnector(parts[0], size, parts[2] if len(parts) > 2 else "m")
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    from timor_core.export.urdf_import import ToolConnector, db_from_urdf
+
+    output = Path(args.output)
+    if output.suffix != ".json":
+        raise InputError("-o must name a .json file (the module set; its meshes are copied beside it)",
+                         path="-o", value=args.output)  # fmt: skip
+    db = db_from_urdf(
+        Path(args.urdf),
+        [Path(d) for d in args.package_dir],
+        module_id=args.module_id,
+        tcp_link=args.tcp_link,
+        keep_names=args.keep_names,
+        tool_connector=args.tool_connector or ToolConnector(),
+    )
+    db.to_json_file(output)
+    module = next(iter(db))
+    dof = sum(j.actuated for j in module.joints)
+    print(f"wrote {output}: module {module.id!r} ({dof} DOF, {len(module.bodies)} links); "
+          f"e.g. timor fk {output} {module.id}", file=sys.stderr)  # fmt: skip
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``timor import``."""
+    p = sub.add_parser("import", help="a robot's URDF as a one-module set (modules.json) for every robot command")
+    p.add_argument("urdf", help="the URDF file (a xacro file must be expanded first: xacro FILE > robot.urdf)")
+    p.add_argument("-o", "--output", required=True, help="the module set to write (modules.json); meshes go beside")
+    p.add_argument("--package-dir", action="append", default=[], metavar="DIR",
+                   help="folder holding the packages of package:// mesh names (repeatable; ROS_PACKAGE_PATH and "
+                   "AMENT_PREFIX_PATH are searched too)")  # fmt: skip
+    p.add_argument("--tcp-link", help="the link that carries the tool frame (default: guessed, tool-frame names first)")
+    p.add_argument("--keep-names", action="store_true", help="keep the URDF's link and joint names and root")
+    p.add_argument("--module-id", help="the module's ID (default: the robot's name)")
+    p.add_argument(
+        "--tool-connector",
+        type=_connector,
+        metavar="TYPE[:SIZE[:GENDER]]",
+        help="the tool link's connector, made to fit another set's gripper (default: eef, the TCP)",
+    )
+    p.set_defaults(func=_cmd_import)
