@@ -43,10 +43,12 @@ class RosClient:
         while not self._stop.is_set() and self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except InvalidHandle as exc:  # an entity destroyed during the wait-set build: the next turn rebuilds it
-                self.spin_errors.append(str(exc))
             except ExternalShutdownException:
                 return
+            except InvalidHandle as exc:  # an entity destroyed during the wait-set build: the next turn rebuilds it
+                self.spin_errors.append(str(exc))
+            except Exception as exc:  # noqa: BLE001 - a test's callback raised: keep hearing the other answers
+                self.spin_errors.append(f"{type(exc).__name__}: {exc}")
 
     def add_node(self, node: Node) -> None:
         self.executor.add_node(node)
