@@ -54,6 +54,9 @@ def _client(ros_client) -> ActionClient:
 
 
 def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeout: float = 120.0):
+    """Send a goal; return its result and every feedback message of it. The feedback is read from the action's
+    feedback topic directly: rclpy's client drops a goal's feedback once its result is in, and the last feedback
+    (published just before the result) may arrive after it."""
     client = _client(ros_client)
     assert client.wait_for_server(timeout_sec=20)
     feedback: list = []
@@ -61,19 +64,31 @@ def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeou
     box: dict = {}
 
     def on_feedback(msg):
-        feedback.append(msg.feedback)
-        if cancel_after is not None and len(feedback) == cancel_after:
-            box["handle"].cancel_goal_async()
+        if "handle" in box and bytes(msg.goal_id.uuid) == bytes(box["handle"].goal_id.uuid):
+            feedback.append(msg.feedback)
+            if cancel_after is not None and len(feedback) == cancel_after:
+                box["handle"].cancel_goal_async()
 
     def on_goal(fut):
         box["handle"] = fut.result()
         handle_ready.set()
         box["handle"].get_result_async().add_done_callback(lambda f: (box.update(result=f.result()), done.set()))
 
-    client.send_goal_async(goal, feedback_callback=on_feedback).add_done_callback(on_goal)
-    assert handle_ready.wait(20) and box["handle"].accepted
-    assert done.wait(timeout), "no result"
-    return box["result"], feedback
+    sub = ros_client.node.create_subscription(
+        Search.Impl.FeedbackMessage, "/search/search/_action/feedback", on_feedback, 100,
+        callback_group=ros_client.group,
+    )  # fmt: skip
+    try:
+        client.send_goal_async(goal).add_done_callback(on_goal)
+        assert handle_ready.wait(20) and box["handle"].accepted
+        assert done.wait(timeout), "no result"
+        evaluations = json.loads(box["result"].result.result_json or "{}").get("evaluations")
+        end = time.monotonic() + 5  # the last feedback may come after the result
+        while evaluations and not (feedback and feedback[-1].evaluated >= evaluations) and time.monotonic() < end:
+            time.sleep(0.05)
+    finally:
+        ros_client.node.destroy_subscription(sub)
+    return box["result"], list(feedback)
 
 
 def test_search_reports_progress_and_applies_the_best(up, ros_client, task_json):
