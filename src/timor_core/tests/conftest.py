@@ -91,3 +91,31 @@ def write_db(tmp_path: Path, data: dict, name: str = "modules.json") -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(data, indent=1))
     return path
+
+
+def random_placement(rng, spread: float):
+    """A random base placement for property tests: any rotation, the origin within ``spread`` of the world's."""
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    m = np.eye(4)
+    m[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+    m[:3, 3] = rng.uniform(-spread, spread, 3)
+    return m
+
+
+def anywhere_configuration(robot, rng):
+    """A configuration anywhere in ±2π (beyond the limits too: reach bounds ignore them), prismatic joints within
+    their travel."""
+    import numpy as np
+
+    q = rng.uniform(-2 * np.pi, 2 * np.pi, robot.dof)
+    if robot.dof:
+        lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
+        prismatic = [
+            robot.model.joints[j].idx_q
+            for j in range(1, robot.model.njoints)
+            if "P" in robot.model.joints[j].shortname()
+        ]
+        q[prismatic] = rng.uniform(lo[prismatic], hi[prismatic])
+    return q

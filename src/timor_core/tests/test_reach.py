@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,16 +33,6 @@ SPACES = {
 }
 
 
-def _placement(rng: np.random.Generator, spread: float) -> np.ndarray:
-    """A random base placement: any rotation, the origin within ``spread`` of the world's."""
-    from scipy.spatial.transform import Rotation
-
-    m = np.eye(4)
-    m[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
-    m[:3, 3] = rng.uniform(-spread, spread, 3)
-    return m
-
-
 @settings(max_examples=80, deadline=None)
 @given(
     name=st.sampled_from(sorted(DBS)),
@@ -55,19 +46,10 @@ def test_a_reached_position_is_never_excluded(name, pick, seed, spread):
     space = SPACES[name]
     ids = space[int(pick * space.count)]
     rng = np.random.default_rng(seed)
-    placement = _placement(rng, spread) if spread else None
+    placement = random_placement(rng, spread) if spread else None
     robot = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot
     for _ in range(20):
-        # anywhere in the joint space, beyond the limits too: the bounds ignore limits
-        q = rng.uniform(-2 * np.pi, 2 * np.pi, robot.dof)
-        if robot.dof:
-            lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
-            prismatic = [
-                robot.model.joints[j].idx_q
-                for j in range(1, robot.model.njoints)
-                if "P" in robot.model.joints[j].shortname()
-            ]
-            q[prismatic] = rng.uniform(lo[prismatic], hi[prismatic])  # a prismatic joint within its travel
+        q = anywhere_configuration(robot, rng)
         pose = robot.fk(q)
         assert reach_gap(robot, robot.tcp, pose[:3, 3]) == 0.0, (ids, q.tolist())
         assert outside_workspace(robot, robot.tcp, pose, None) == 0.0, (ids, q.tolist(), placement)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import IMPROV_FILE
+from conftest import IMPROV_FILE, anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,15 +43,6 @@ if IMPROV_FILE.is_file():
     SPACES["IMPROV"] = SerialSpace(DBS["IMPROV"], science2019_options())
 
 
-def _placement(rng: np.random.Generator, spread: float) -> np.ndarray:
-    from scipy.spatial.transform import Rotation
-
-    m = np.eye(4)
-    m[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
-    m[:3, 3] = rng.uniform(-spread, spread, 3)
-    return m
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     name=st.sampled_from(sorted(SPACES)),
@@ -65,18 +56,13 @@ def test_no_assembly_reaches_beyond_the_space_bound(name, pick, seed, spread):
     space = SPACES[name]
     ids = space[int(pick * space.count)]
     rng = np.random.default_rng(seed)
-    placement = _placement(rng, spread)
+    placement = random_placement(rng, spread)
     robot = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot
     own = sum(module_span(DBS[name][m]) for m in ids)
     bound = space_reach(space)
     assert own <= bound + 1e-12
-    lo, hi = robot.model.lowerPositionLimit, robot.model.upperPositionLimit
     for _ in range(20):
-        q = rng.uniform(-2 * np.pi, 2 * np.pi, robot.dof)
-        for j in range(1, robot.model.njoints):
-            if "P" in robot.model.joints[j].shortname():
-                k = robot.model.joints[j].idx_q
-                q[k] = rng.uniform(lo[k], hi[k])
+        q = anywhere_configuration(robot, rng)
         distance = float(np.linalg.norm(robot.fk(q)[:3, 3] - placement[:3, 3]))
         assert distance <= own + 1e-9, (ids, q.tolist())
 
@@ -170,7 +156,7 @@ def test_the_bounds_from_the_modules_give_the_built_robots_verdict(robco, name):
 
     data = json.loads((TASKS / f"{name}.json").read_text())
     rng = np.random.default_rng(len(name))
-    placement = _placement(rng, 0.3)
+    placement = random_placement(rng, 0.3)
     data["constraints"] = [{"type": "basePlacement", "pose": {"nominal": placement.tolist()}}]
     task = load_task_data(data)
     filters = [AssemblyFilter(), LimitsFilter(), RobotFilter(), WorkspaceFilter()]
