@@ -28,7 +28,7 @@ from math import lcm
 from typing import Any
 
 from timor_core.errors import TimorError
-from timor_core.search.space import SerialSpace
+from timor_core.search.space import SerialSpace, post_order
 from timor_core.task.costs import CostFunction
 from timor_core.task.solve import assembly_cost
 
@@ -92,18 +92,10 @@ def _best_first(
     largest = [0] * n  # largest sum of |contribution| over the completions (for the float error bound)
     depth = [0] * n
     cheapest[0] = 0
-    stack = [1]  # post-order over the DAG without recursion (chains may be long)
-    while stack:
-        s = stack[-1]
-        todo = [b for _, b in trans[s] if cheapest[b] is None]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        if cheapest[s] is None:
-            cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
-            largest[s] = max(abs(unit[m]) + largest[b] for m, b in trans[s])
-            depth[s] = 1 + max(depth[b] for _, b in trans[s])
+    for s in post_order(trans):
+        cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
+        largest[s] = max(abs(unit[m]) + largest[b] for m, b in trans[s])
+        depth[s] = 1 + max(depth[b] for _, b in trans[s])
     magnitude = largest[1] / scale
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth[1] + len(cost.terms) + 4) * _EPS * magnitude + 1e-300

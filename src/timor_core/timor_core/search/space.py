@@ -21,7 +21,7 @@ from typing import Any
 from timor_core.model.db import ModulesDB
 from timor_core.search.rules import ResolvedRules, SearchSpaceError, SpaceOptions, resolve
 
-__all__ = ["SerialSpace", "MAX_STATES"]
+__all__ = ["SerialSpace", "MAX_STATES", "post_order"]
 
 MAX_STATES = 2_000_000  # refuse option sets whose automaton would be larger than this
 SUFFIX_CACHE = 256  # states with at most this many completions keep them as tuples (speed, bounded memory)
@@ -418,3 +418,21 @@ class SerialSpace:
             return d
 
         return dict(sorted(dist(1).items()))
+
+
+def post_order(trans: Any, root: int = 1, terminal: int = 0) -> list[int]:
+    """The states of a compiled space's automaton reachable from ``root``, each after every state it leads to
+    (``terminal`` left out): the order in which per-state quantities over completions (cheapest cost, longest
+    reach) can be computed from the states' successors. Iterative, since chains may be long."""
+    seen, order, stack = {terminal}, [], [root]
+    while stack:
+        s = stack[-1]
+        todo = [b for _, b in trans[s] if b not in seen]
+        if todo:
+            stack.extend(todo)
+            continue
+        stack.pop()
+        if s not in seen:
+            seen.add(s)
+            order.append(s)
+    return order

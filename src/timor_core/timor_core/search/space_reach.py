@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.kinematics.reach import position_slack
-from timor_core.search.space import SerialSpace
+from timor_core.search.space import SerialSpace, post_order
 
 __all__ = ["UnreachableGoal", "module_span", "space_reach", "unreachable_goals"]
 
@@ -101,16 +101,8 @@ def space_reach(space: SerialSpace) -> float:
     spans = {m: module_span(space.db[m]) for s in trans for m, _ in s}
     longest: list[float | None] = [None] * len(trans)
     longest[0] = 0.0
-    stack = [1]  # post-order over the DAG without recursion
-    while stack:
-        s = stack[-1]
-        todo = [b for _, b in trans[s] if longest[b] is None]
-        if todo:
-            stack.extend(todo)
-            continue
-        stack.pop()
-        if longest[s] is None:
-            longest[s] = max((spans[m] + longest[b] for m, b in trans[s]), default=-math.inf)  # type: ignore[operator]
+    for s in post_order(trans):
+        longest[s] = max((spans[m] + longest[b] for m, b in trans[s]), default=-math.inf)  # type: ignore[operator]
     value = longest[1]
     return -math.inf if value is None else float(value)
 
