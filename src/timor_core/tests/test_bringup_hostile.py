@@ -22,6 +22,7 @@ from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.common.names import xacro_escape
 from timor_core.export.bringup import write_bringup
+from timor_core.export.launch_arguments import BringupLaunch
 
 yaml = pytest.importorskip("yaml")
 xacro = pytest.importorskip("xacro")
@@ -337,7 +338,7 @@ def test_an_eds_named_like_dcfgens_output_does_not_take_its_place(tmp_path):
 
 def test_a_hostile_can_interface_name_in_hardware_parameters_stays_text(tmp_path):
     """The bus interface is checked; hardware_parameters can still override can_interface_name: it becomes the
-    xacro argument's default (escaped), and the launch files' default (a Python literal)."""
+    xacro argument's default (escaped), and the launch files' default (in their data file, bringup.yaml)."""
     hostile = 'can0"/><xacro:include filename="/etc/hostname"/>${1+1}'
 
     def edit(data, folder):
@@ -347,6 +348,7 @@ def test_a_hostile_can_interface_name_in_hardware_parameters_stays_text(tmp_path
     result = write_bringup(arm, tmp_path / "out", _profile(tmp_path / "prof", edit=edit), name="arm", n_samples=5)
     plain = _xacro_is_plain(result.folder, "arm")  # no can_interface mapping: the xacro's default is used
     assert plain.find("ros2_control/hardware/param[@name='can_interface_name']").text == hostile
-    control = (result.folder / "launch" / "control.launch.py").read_text()
-    compile(control, "control.launch.py", "exec")
-    assert repr(hostile) in control
+    data = yaml.safe_load((result.folder / "launch" / "bringup.yaml").read_text())
+    assert data["xacro_arguments"] == {"can_interface": hostile}
+    declared = BringupLaunch.arguments(result.folder / "launch" / "control.launch.py")
+    assert declared["can_interface"][0] == hostile

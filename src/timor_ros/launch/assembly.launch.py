@@ -15,21 +15,23 @@ Every argument is checked, and every external package it would start is looked u
 a bad value or a missing package ends the launch with one error and nothing left running.
 """
 
+from typing import Any
+
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
 
-from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, AssemblyLaunch
-from timor_ros.launching import (
+from timor_core.export.launch_arguments import (
+    ASSEMBLY_ARGUMENTS,
+    SWITCHES,
+    AssemblyLaunch,
     checked_plan,
-    initial_urdf,
-    nodes_of_this_install,
-    reads_description_topic,
-    rviz_config_for,
+    require_packages,
 )
+from timor_ros.launching import initial_urdf, nodes_of_this_install, reads_description_topic, rviz_config_for
 
 
-def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
+def nodes(plan: AssemblyLaunch, from_topic: bool) -> list[Node]:
     """The nodes of a validated assembly launch; ``from_topic``: robot_state_publisher reads /robot_description."""
     ns = plan.namespace
     rsp = "robot_state_publisher"
@@ -81,8 +83,9 @@ def nodes(plan: AssemblyLaunch, from_topic: bool) -> list:
     return out
 
 
-def _launch(context):
+def _launch(context: Any) -> list[Node]:
     plan = checked_plan(context, "assembly.launch.py", ASSEMBLY_ARGUMENTS, AssemblyLaunch.from_arguments)
+    require_packages(plan.external_packages(), SWITCHES)
     from_topic = reads_description_topic(plan.description_from_topic, nodes_of_this_install(plan.ros_distro))
     return nodes(plan, from_topic)
 

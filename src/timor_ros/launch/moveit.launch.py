@@ -19,31 +19,40 @@ Reconfiguring the assembly at runtime updates /robot_description and /robot_desc
 move_group and the controller manager read the description once: relaunch to plan and execute for a new robot.
 """
 
-from launch import LaunchDescription
+from typing import Any
+
+from launch import Action, LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, MoveItLaunch
-from timor_ros.launching import checked_plan, nodes_of_this_install
+from timor_core.export.launch_arguments import (
+    ASSEMBLY_ARGUMENTS,
+    MOVEIT_ARGUMENTS,
+    SWITCHES,
+    MoveItLaunch,
+    checked_plan,
+    controller_manager,
+    require_packages,
+)
+from timor_ros.launching import nodes_of_this_install
 
 ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 
 
 def _spawner(controller: str, namespace: str) -> Node:
     """A spawner of ``controller`` for the controller manager of ``namespace``."""
-    manager = "/" + "/".join(p for p in (*namespace.strip("/").split("/"), "controller_manager") if p)
     return Node(
         package="controller_manager",
         executable="spawner",
         namespace=namespace,
-        arguments=[controller, "--controller-manager", manager],
+        arguments=[controller, "--controller-manager", controller_manager(namespace)],
         output="screen",
     )
 
 
-def _launch(context):
+def _launch(context: Any) -> list[Action]:
     from timor_core.export.moveit_config import (
         ARM_CONTROLLER,
         JOINT_STATE_BROADCASTER,
@@ -56,6 +65,7 @@ def _launch(context):
     from timor_core.export.ros2_control import Ros2ControlConfig
 
     plan = checked_plan(context, "moveit.launch.py", ARGS, MoveItLaunch.from_arguments)
+    require_packages(plan.external_packages(), SWITCHES)
     base = plan.base
     nodes = nodes_of_this_install(base.ros_distro)
     options = MoveItOptions(
@@ -67,7 +77,7 @@ def _launch(context):
     params = move_group_parameters(moveit_config_data(base.assembly, options), urdf, srdf)
 
     source = PythonLaunchDescriptionSource([FindPackageShare("timor_ros"), "/launch/assembly.launch.py"])
-    actions: list = [IncludeLaunchDescription(source, launch_arguments=plan.forwarded().items())]
+    actions: list[Action] = [IncludeLaunchDescription(source, launch_arguments=plan.forwarded().items())]
     if plan.move_group:
         actions.append(
             Node(

@@ -1,89 +1,28 @@
-"""What the launch files share: their arguments as a dict, and the check that the external packages they would
-start are installed. Parsing and validation live in ``timor_core.export.launch_arguments``."""
+"""What timor_ros's launch files need from the ROS install: the versions of the C++ nodes they start (which decide
+how they are wired), the first URDF and the RViz configuration. Argument validation, the package check and
+``LaunchRefusedError`` are those of every launch file: ``timor_core.export.launch_arguments``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from timor_core.errors import InputError
-from timor_core.export.launch_arguments import SWITCHES
+from timor_core.export.launch_arguments import LaunchRefusedError
 from timor_core.export.ros_distro import NodeBehaviour, node_behaviour
-
-Plan = TypeVar("Plan")
 
 __all__ = [
     "LaunchRefusedError",
-    "arguments",
-    "checked_plan",
+    "initial_urdf",
     "installed_versions",
     "nodes_of_this_install",
     "reads_description_topic",
-    "require_packages",
-    "refuse_unknown_arguments",
+    "rviz_config_for",
 ]
 
 #: the C++ packages whose version decides how timor wires them (see timor_core.export.ros_distro)
 VERSIONED = ("robot_state_publisher", "controller_manager")
-
-
-class LaunchRefusedError(RuntimeError):
-    """A launch refused before it started any process (bad argument, missing package)."""
-
-
-def arguments(context, declared: Iterable[str]) -> dict[str, str]:
-    """The values of the declared launch arguments in a launch context (defaults filled in by launch)."""
-    configs: Mapping[str, str] = context.launch_configurations
-    return {name: configs[name] for name in declared if name in configs}
-
-
-def refuse_unknown_arguments(launch_file: str, declared: Iterable[str]) -> None:
-    """When ``launch_file`` is the file given to ``ros2 launch``, refuse a ``name:=value`` it does not declare
-    (``ros2 launch`` ignores them silently, so ``rvis:=false`` would start RViz). Not checked when another launch
-    file includes this one: that file may have arguments of its own."""
-    import sys
-
-    argv = sys.argv
-    if not any(Path(a).name == launch_file for a in argv[1:]):
-        return
-    known = set(declared)
-    unknown = [a.split(":=", 1)[0] for a in argv[1:] if ":=" in a and a.split(":=", 1)[0] not in known]
-    if unknown:
-        raise LaunchRefusedError(
-            f"{launch_file}: unknown launch argument {unknown[0]!r} (its arguments: {', '.join(sorted(known))}); "
-            "nothing was started"
-        )
-
-
-def require_packages(packages: Iterable[str]) -> None:
-    """Raise one LaunchRefusedError naming every package that is not installed and the argument that leaves it out."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-
-    missing = []
-    for package in packages:
-        try:
-            get_package_prefix(package)
-        except (PackageNotFoundError, ValueError):
-            switch = SWITCHES.get(package)
-            missing.append(f"{package} (leave it out with {switch})" if switch else package)
-    if missing:
-        raise LaunchRefusedError(f"not installed: {', '.join(missing)}; nothing was started")
-
-
-def checked_plan(
-    context: Any, launch_file: str, declared: Iterable[str], parse: Callable[[dict[str, str]], Plan]
-) -> Plan:
-    """A launch file's validated arguments (``parse``), after refusing unknown CLI arguments and before checking
-    that every external package the plan starts is installed; any problem is one LaunchRefusedError."""
-    names = list(declared)
-    refuse_unknown_arguments(launch_file, names)
-    try:
-        plan = parse(arguments(context, names))
-    except InputError as exc:
-        raise LaunchRefusedError(f"{launch_file}: {exc}; nothing was started") from None
-    require_packages(plan.external_packages())  # type: ignore[attr-defined]
-    return plan
 
 
 def installed_versions(packages: Iterable[str] = VERSIONED) -> dict[str, str]:
@@ -109,7 +48,7 @@ def nodes_of_this_install(distro: str = "") -> NodeBehaviour:
     try:
         return node_behaviour(distro or None, installed_versions())
     except InputError as exc:
-        raise LaunchRefusedError(f"{exc}; nothing was started") from None
+        raise LaunchRefusedError(str(exc)) from None
 
 
 def reads_description_topic(wanted: bool | None, nodes: NodeBehaviour) -> bool:
@@ -121,7 +60,7 @@ def reads_description_topic(wanted: bool | None, nodes: NodeBehaviour) -> bool:
         version = installed_versions(["robot_state_publisher"]).get("robot_state_publisher", "unknown")
         raise LaunchRefusedError(
             f"description_from_topic:=true needs robot_state_publisher 3.4.4+ (installed: {version}, "
-            f"{nodes.distro}); use description_from_topic:=false or auto; nothing was started"
+            f"{nodes.distro}); use description_from_topic:=false or auto"
         )
     return wanted
 

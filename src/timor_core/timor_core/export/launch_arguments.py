@@ -1,43 +1,55 @@
-"""The launch arguments of timor_ros's launch files, validated before any process starts.
+"""Launch arguments: the one validation of every launch file, timor_ros's (``assembly``, ``moveit``) and those of the
+generated bring-up packages (``view``, ``control``, ``moveit``, ``sim``; templates in ``export/bringup_templates``).
 
 ``ros2 launch`` hands every argument over as a string. A launch file that parses them while it starts nodes
-fails halfway (``search_workers:=two`` after four nodes started) and leaves processes behind. So the launch
-files parse everything here first, in one step: an ``AssemblyLaunch`` or ``MoveItLaunch`` or an ``InputError``
-naming the argument and its value. Only then do they check that the external packages they would start are
-installed (``external_packages``), and only then start anything.
+fails halfway (``search_workers:=two`` after four nodes started) and leaves processes behind. So every launch file
+goes through the same three steps here before it starts anything (``checked_plan``): it refuses a ``name:=value``
+it does not declare, parses every argument at once (an ``AssemblyLaunch``, ``MoveItLaunch`` or ``BringupLaunch``,
+or an ``InputError`` naming the argument and its value), and checks that the external packages it would start are
+installed. Any problem ends the launch with one ``LaunchRefusedError`` and nothing running. ROS is imported only
+inside the functions that look at a launch context or the installed packages: the module itself needs no ROS.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from timor_core.common.names import check_plugin, check_prefix
-from timor_core.errors import InputError
-from timor_core.export.ros_distro import check_distro
+from timor_core.errors import InputError, TimorError
+from timor_core.export.ros_distro import check_distro, node_behaviour
 from timor_core.limits import limit_hint, limits
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 
-__all__ = [
-    "ASSEMBLY_ARGUMENTS",
-    "MOVEIT_ARGUMENTS",
-    "AssemblyLaunch",
-    "MoveItLaunch",
-    "parse_flag",
-    "parse_auto_flag",
-    "SWITCHES",
-    "check_arguments",
-]
+__all__ = ["ASSEMBLY_ARGUMENTS", "BRINGUP_ARGUMENTS", "BRINGUP_DATA", "MOVEIT_ARGUMENTS", "SWITCHES", "AssemblyLaunch",
+           "BringupLaunch", "LaunchRefusedError", "MoveItLaunch", "check_arguments", "check_namespace", "checked_plan",
+           "controller_manager", "parse_auto_flag", "parse_flag", "refuse_unknown_arguments",
+           "require_packages"]  # fmt: skip
+
+Plan = TypeVar("Plan")
+
+
+class LaunchRefusedError(TimorError):
+    """A launch refused before it started any process (unknown or bad argument, missing package)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"{reason}; nothing was started")
+
+
+NAMESPACE_ARGUMENT = ("", "namespace of every node, one robot per namespace (leave it out for the root)")
 
 #: name -> (default, description) of assembly.launch.py's arguments.
 ASSEMBLY_ARGUMENTS: dict[str, tuple[str, str]] = {
     "db": ("geometric_primitive_modules", "embedded module set name or modules.json path"),
     "modules": ("base J2 i_45 J2 J2 eef", "module IDs of the initial serial assembly, base first"),
     "prefix": ("", "prefix of every link and joint name (leave it out for none)"),
-    "namespace": ("", "namespace of every node, one robot per namespace (leave it out for the root)"),
+    "namespace": NAMESPACE_ARGUMENT,
     "robot_state_publisher": ("true", "start robot_state_publisher (C++ package robot_state_publisher)"),
     "rviz": ("true", "start RViz (C++ package rviz2)"),
     "gui": ("false", "joint_state_publisher_gui instead of joint_state_publisher"),
@@ -76,7 +88,24 @@ SWITCHES: dict[str, str] = {
     "controller_manager": "ros2_control:=false",
 }
 
-_NAMESPACE = re.compile(r"/?[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*")
+#: launch file name -> name -> (default, description): the arguments of a generated bring-up package's launch files
+#: (control and moveit also take the package's xacro arguments, e.g. ``can_interface``: see ``BringupLaunch``)
+BRINGUP_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
+    "view.launch.py": {"rviz": ("true", "start RViz"), "joint_state_publisher": ("true", "start it")},
+    "control.launch.py": {"rviz": ("false", "start RViz")},
+    "moveit.launch.py": {
+        "rviz": ("false", "start RViz"),
+        "ros2_control": ("true", "start ros2_control (control.launch.py) beside move_group"),
+    },
+    "sim.launch.py": {
+        "gazebo": ("true", "start Gazebo (false: spawn into a Gazebo that already runs)"),
+        "world": ("empty.sdf", "the Gazebo world"),
+    },
+}
+#: the data file beside a bring-up package's launch files: what they know of the package (``BringupLaunch``)
+BRINGUP_DATA = "bringup.yaml"
+
+_NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 _WHOLE = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() also takes '²', which int() refuses
 
@@ -116,6 +145,23 @@ def parse_flag(name: str, value: str) -> bool:
 def parse_auto_flag(name: str, value: str) -> bool | None:
     """A boolean launch argument that may also be ``auto`` (None: decided by what is installed)."""
     return None if str(value).strip().lower() == "auto" else parse_flag(name, value)
+
+
+def check_namespace(value: str) -> str:
+    """The ``namespace`` argument: names of letters, digits and '_' separated by '/' (leading and trailing '/' and
+    blanks are dropped: ``/r1/`` -> ``r1``), or empty for the root; else an InputError."""
+    namespace = str(value).strip().strip("/")
+    if namespace and not _NAMESPACE.fullmatch(namespace):
+        raise InputError(
+            "launch argument 'namespace' must be a ROS namespace (letters, digits, '_', separated by '/')",
+            value=value,
+        )
+    return namespace
+
+
+def controller_manager(namespace: str) -> str:
+    """The full name of the controller manager of a namespace (what the spawners are told)."""
+    return "/" + "/".join(p for p in (*namespace.strip("/").split("/"), "controller_manager") if p)
 
 
 def _arg(args: Mapping[str, str], defaults: Mapping[str, tuple[str, str]], name: str) -> str:
@@ -166,12 +212,7 @@ class AssemblyLaunch:
             plugin = check_plugin(get("ros2_control_plugin"), "launch argument 'ros2_control_plugin'")
         except InputError as exc:
             raise InputError(exc.message, value=exc.value) from None
-        namespace = get("namespace").strip()
-        if namespace and not _NAMESPACE.fullmatch(namespace):
-            raise InputError(
-                "launch argument 'namespace' must be a ROS namespace (letters, digits, '_', separated by '/')",
-                value=namespace,
-            )
+        namespace = check_namespace(get("namespace"))
         text = get("search_workers").strip()
         most = limits().max_workers
         if not _WHOLE.fullmatch(text) or not 1 <= int(text) <= most:
@@ -255,24 +296,10 @@ class MoveItLaunch:
     def forwarded(self) -> dict[str, str]:
         """The arguments handed to assembly.launch.py."""
         b = self.base
+        values = {name: getattr(b, name) for name in ASSEMBLY_ARGUMENTS}
+        values.update(modules=" ".join(b.modules), ros2_control=self.ros2_control)
         return {
-            "db": b.db,
-            "modules": " ".join(b.modules),
-            "prefix": b.prefix,
-            "namespace": b.namespace,
-            "robot_state_publisher": str(b.robot_state_publisher).lower(),
-            "rviz": str(b.rviz).lower(),
-            "gui": str(b.gui).lower(),
-            "joint_state_publisher": str(b.joint_state_publisher).lower(),
-            "ros2_control": str(self.ros2_control).lower(),
-            "ros2_control_plugin": b.ros2_control_plugin,
-            "description_from_topic": "auto"
-            if b.description_from_topic is None
-            else str(b.description_from_topic).lower(),
-            "ros_distro": b.ros_distro,
-            "srdf": str(b.srdf).lower(),
-            "search": str(b.search).lower(),
-            "search_workers": str(b.search_workers),
+            k: "auto" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()
         }
 
     def external_packages(self) -> list[str]:
@@ -283,3 +310,139 @@ class MoveItLaunch:
         if self.ros2_control:
             out.append("controller_manager")
         return out
+
+
+def _bringup_data(launch_file: str | Path) -> dict[str, Any]:
+    """The package's data file beside a bring-up launch file (an InputError naming it if it is missing or bad)."""
+    import yaml
+
+    path = Path(launch_file).with_name(BRINGUP_DATA)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read the bring-up data: {exc}", file=path) from None
+    for key, kind in {
+        "package": str,
+        "robot": str,
+        "distro": str,
+        "route_packages": list,
+        "xacro_arguments": dict,
+    }.items():
+        if not isinstance(data, dict) or not isinstance(data.get(key), kind):
+            raise InputError(f"the bring-up data needs {key!r} ({kind.__name__})", file=path, path=f"$.{key}")
+    return data
+
+
+@dataclass(frozen=True)
+class BringupLaunch:
+    """A generated bring-up package's launch file, its arguments validated: the package's data (its
+    ``launch/bringup.yaml``: package, robot, distro, the route's driver packages, the xacro arguments with their
+    defaults) and the values of this launch file's arguments."""
+
+    package: str
+    robot: str
+    distro: str
+    route_packages: tuple[str, ...]
+    namespace: str
+    flags: dict[str, bool]  # the arguments whose default is true or false
+    text: dict[str, str]  # the others: the xacro arguments this file takes (and ``world`` for sim)
+    xacro_arguments: tuple[str, ...]
+
+    @staticmethod
+    def arguments(launch_file: str | Path) -> dict[str, tuple[str, str]]:
+        """name -> (default, description) of a bring-up launch file's arguments (control and moveit also take the
+        package's xacro arguments)."""
+        name = Path(launch_file).name
+        out = {"namespace": NAMESPACE_ARGUMENT, **BRINGUP_ARGUMENTS[name]}
+        if name in ("control.launch.py", "moveit.launch.py"):
+            xacro = _bringup_data(launch_file)["xacro_arguments"]
+            out.update({str(k): (str(v), f"xacro argument {k} of the robot description") for k, v in xacro.items()})
+        return out
+
+    @classmethod
+    def from_arguments(cls, launch_file: str | Path, args: Mapping[str, str]) -> BringupLaunch:
+        """Parse and check every argument of ``launch_file`` (missing ones take their defaults)."""
+        data, declared = _bringup_data(launch_file), cls.arguments(launch_file)
+        args = check_arguments(args, declared)
+        values = {name: args.get(name, default) for name, (default, _) in declared.items()}
+        flags = {k: parse_flag(k, values[k]) for k, (default, _) in declared.items() if default in ("true", "false")}
+        return cls(
+            package=data["package"],
+            robot=data["robot"],
+            distro=check_distro(data["distro"], "the bring-up data's distro"),
+            route_packages=tuple(str(p) for p in data["route_packages"]),
+            namespace=check_namespace(values["namespace"]),
+            flags=flags,
+            text={name: values[name] for name in declared if name not in flags and name != "namespace"},
+            xacro_arguments=tuple(str(k) for k in data["xacro_arguments"]),
+        )
+
+    @classmethod
+    def checked(cls, context: Any, launch_file: str | Path) -> BringupLaunch:
+        """``checked_plan`` of a bring-up launch file: its validated arguments, or one LaunchRefusedError."""
+        try:
+            declared = cls.arguments(launch_file)
+        except InputError as exc:
+            raise LaunchRefusedError(f"{Path(launch_file).name}: {exc}") from None
+        return checked_plan(context, Path(launch_file).name, declared, lambda a: cls.from_arguments(launch_file, a))
+
+    def description(self, share: str | Path) -> str:
+        """The robot's URDF: the package's xacro expanded with its installed config folder and the xacro arguments
+        of this launch file."""
+        import xacro
+
+        mappings = {"config_dir": str(Path(share) / "config")}
+        mappings.update({k: v for k, v in self.text.items() if k in self.xacro_arguments})
+        return xacro.process_file(str(Path(share) / "urdf" / f"{self.robot}.urdf.xacro"), mappings=mappings).toxml()
+
+    def cm_remappings(self) -> list[tuple[str, str]]:
+        """ros2_control_node's remappings for ``$ROS_DISTRO`` (the package's distro where it is not set)."""
+        distro = os.environ.get("ROS_DISTRO") or self.distro
+        try:
+            return node_behaviour(distro).cm_remappings()
+        except InputError as exc:
+            raise LaunchRefusedError(str(exc)) from None
+
+
+def refuse_unknown_arguments(launch_file: str, declared: Iterable[str], argv: list[str] | None = None) -> None:
+    """When ``launch_file`` is the file given to ``ros2 launch``, refuse a ``name:=value`` it does not declare
+    (``ros2 launch`` ignores them silently, so ``rvis:=false`` would start RViz). Not checked when another launch
+    file includes this one: that file may have arguments of its own."""
+    argv = sys.argv if argv is None else argv
+    if not any(Path(a).name == launch_file for a in argv[1:]):
+        return
+    known = set(declared)
+    unknown = [a.split(":=", 1)[0] for a in argv[1:] if ":=" in a and a.split(":=", 1)[0] not in known]
+    if unknown:
+        raise LaunchRefusedError(
+            f"{launch_file}: unknown launch argument {unknown[0]!r} (its arguments: {', '.join(sorted(known))})"
+        )
+
+
+def require_packages(packages: Iterable[str], switches: Mapping[str, str] | None = None) -> None:
+    """One LaunchRefusedError naming every package that is not installed (and the argument that leaves it out)."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    missing = []
+    for package in dict.fromkeys(packages):
+        try:
+            get_package_prefix(package)
+        except (PackageNotFoundError, ValueError):
+            switch = (switches or {}).get(package)
+            missing.append(f"{package} (leave it out with {switch})" if switch else package)
+    if missing:
+        raise LaunchRefusedError(f"not installed: {', '.join(missing)}")
+
+
+def checked_plan(
+    context: Any, launch_file: str, declared: Iterable[str], parse: Callable[[dict[str, str]], Plan]
+) -> Plan:
+    """A launch file's validated arguments (``parse`` of the values in the launch ``context``), after refusing
+    unknown command-line arguments; a bad value is one LaunchRefusedError naming the file and the argument."""
+    names = list(declared)
+    refuse_unknown_arguments(launch_file, names)
+    configs: Mapping[str, str] = context.launch_configurations
+    try:
+        return parse({name: configs[name] for name in names if name in configs})
+    except InputError as exc:
+        raise LaunchRefusedError(f"{launch_file}: {exc}") from None
