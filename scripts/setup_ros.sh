@@ -129,6 +129,8 @@ for ep in metadata.distribution("timor_ros").entry_points:
 EOF
 
 "$PY" -c 'import rclpy, timor_interfaces.srv, timor_interfaces.action, timor_ros; print("setup_ros: ok (rclpy, timor_interfaces, timor_ros import)")'
+# `timor ros` reaches timor_ros through its `timor.cli` entry point (timor_ros/setup.py), registered by the install above
+"$PY" -c 'from importlib import metadata; assert [e for e in metadata.entry_points(group="timor.cli") if e.name == "ros"], "timor_ros registers no timor.cli entry point"; print("setup_ros: ok (timor ros: the timor.cli entry point of timor_ros)")'
 if [ -x "$VENV/bin/ros2" ]; then
   "$VENV/bin/ros2" pkg prefix timor_ros >/dev/null && "$VENV/bin/ros2" pkg prefix timor_interfaces >/dev/null \
     && echo "setup_ros: ok ($VENV/bin/ros2 finds timor_ros and timor_interfaces)"

@@ -29,5 +29,7 @@ setup(
             "assembly = timor_ros.assembly:main",
             "search = timor_ros.search:main",
         ],
+        # `timor ros ...`: timor (timor_core.cli.plugins) finds the subcommands here, without importing timor_ros
+        "timor.cli": ["ros = timor_ros.cli:register"],
     },
 )

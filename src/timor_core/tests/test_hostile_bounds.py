@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
 from timor_core.errors import AssemblyError, InputError, ValidationError
-from timor_core.export.description import assembly_from_request, describe
+from timor_core.export.robot_description import assembly_from_ids_or_json, describe
 from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 from timor_core.limits import Limits, override_limits
 from timor_core.search import Budget, FilterConfig, GeneticSearch, load_space
@@ -132,14 +132,14 @@ def test_an_empty_module_order_is_not_a_closed_chain(primitives):
 def test_the_largest_accepted_request_is_described_in_bounded_time(robco: ModulesDB):
     """set_assembly's work for max_dof joints: 50 joints took 28.6 s; the SRDF's collision matrix dominated."""
     n = Limits().max_dof
-    A = assembly_from_request(robco, ["base", *["J", "L_100"] * n, "gripper"])
+    A = assembly_from_ids_or_json(robco, ["base", *["J", "L_100"] * n, "gripper"])
     start = time.monotonic()
     desc = describe(A, srdf_samples=1000)
     seconds = time.monotonic() - start
     assert A.dof == n and desc.srdf
     assert seconds < 20, f"{seconds:.1f} s"  # a hang guard, not a benchmark (about 1.4 s here)
     with pytest.raises(InputError, match="max_dof"):
-        assembly_from_request(robco, ["base", *["J", "L_100"] * (n + 1), "gripper"])
+        assembly_from_ids_or_json(robco, ["base", *["J", "L_100"] * (n + 1), "gripper"])
 
 
 @pytest.mark.parametrize(

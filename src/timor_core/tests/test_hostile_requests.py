@@ -1,7 +1,8 @@
 """The request handling behind the ROS 2 nodes, fuzzed without ROS (issue 12).
 
-``assembly_from_request`` + ``describe`` is what ``set_assembly`` runs, ``db_with_modules`` what a module edit
-through ``set_parameters`` runs. Any request gives a description or a TimorError, quickly, within a memory cap;
+``assembly_from_ids_or_json`` + ``describe`` is what ``set_assembly`` runs, ``module_from_json_text`` +
+``db_with_modules`` what a module edit through ``set_parameters`` runs (its parameter names: timor_ros's tests).
+Any request gives a description or a TimorError, quickly, within a memory cap;
 never another exception (the node's guard would still answer, but a bug would hide behind it).
 """
 
@@ -15,7 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import TimorError
-from timor_core.export.description import assembly_from_request, db_with_modules, describe
+from timor_core.export.robot_description import (
+    assembly_from_ids_or_json,
+    db_with_modules,
+    describe,
+    module_from_json_text,
+)
 
 IDS = ["base", "J1", "J2", "P1", "i_15", "i_30", "i_45", "l_15", "l_30", "l_45", "eef"]
 TEXT = st.text(max_size=30) | st.sampled_from(["[" * 70 + "]" * 70, '{"a": 1, "a": 2}', "1" * 500, "NaN", "{"])
@@ -35,7 +41,7 @@ def _answer(db, modules, text) -> None:
     start = time.monotonic()
     with memory_cap():
         try:
-            desc = describe(assembly_from_request(db, modules, text), srdf_samples=20)
+            desc = describe(assembly_from_ids_or_json(db, modules, text), srdf_samples=20)
         except TimorError:
             pass
         else:
@@ -62,10 +68,10 @@ def test_fuzz_set_assembly_by_any_text(primitives, text):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.dictionaries(st.text(max_size=15), TEXT | st.integers(), max_size=3))
-def test_fuzz_module_edits(primitives, updates):
+@given(st.lists(TEXT, max_size=3))
+def test_fuzz_module_edits(primitives, texts):
     with memory_cap():
         try:
-            db_with_modules(primitives, updates)
+            db_with_modules(primitives, [module_from_json_text(t) for t in texts])
         except TimorError:
             pass

@@ -14,10 +14,12 @@ PY = sys.executable
 
 
 def start_up(*args: str, log: Path) -> subprocess.Popen:
-    """`timor ros up ARGS` in its own process (through run_up.py, which stubs a missing SRDF writer)."""
+    """`timor ros up ARGS` in its own process, as a user runs it (the `timor` CLI reaching timor_ros by its entry
+    point)."""
     fh = open(log, "w")  # noqa: SIM115 - closed by the process' end
     env = dict(os.environ, PYTHONFAULTHANDLER="1")  # a native crash prints every thread's Python stack to the log
-    return subprocess.Popen([PY, str(HERE / "run_up.py"), *args], stdout=fh, stderr=subprocess.STDOUT, env=env)
+    argv = [PY, "-m", "timor_core.cli", "ros", "up", *args]
+    return subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, env=env)
 
 
 def stop(proc: subprocess.Popen, timeout: float = 20.0) -> int:

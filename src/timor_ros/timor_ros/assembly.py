@@ -41,11 +41,10 @@ from std_msgs.msg import String
 
 from timor_core import TimorError
 from timor_core.errors import explain
-from timor_core.export.description import (
+from timor_core.export.robot_description import (
     DescriptionError,
     RobotDescription,
-    assembly_from_request,
-    check_node_settings,
+    assembly_from_ids_or_json,
     describe,
 )
 from timor_interfaces.srv import GetAssembly, SetAssembly
@@ -61,6 +60,7 @@ from .common import (
     resolve_name,
     string_array,
 )
+from .parameters import check_node_settings
 
 __all__ = ["AssemblyNode", "Outcome", "main"]
 
@@ -200,7 +200,7 @@ class AssemblyNode(Node):
             except (ServiceCallError, TimorError) as exc:
                 return Outcome(False, f"cannot read the module set: {exc}", last, "modules_db")
             try:
-                assembly = assembly_from_request(db, modules, assembly_json)
+                assembly = assembly_from_ids_or_json(db, modules, assembly_json)
             except TimorError as exc:
                 return Outcome(False, f"invalid assembly: {exc}", last, "validate")
             try:

@@ -17,8 +17,9 @@ from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_parameter_events
 
 from timor_core import ModulesDB
-from timor_core.errors import explain
-from timor_core.export.description import db_from_parameters, module_param_name
+from timor_core.errors import TimorError, explain
+
+from .parameters import db_from_parameters, module_param_name
 
 __all__ = [
     "guarded",
@@ -43,7 +44,7 @@ LATCHED = QoSProfile(
 DB_INFO_PARAMETERS = ("module_ids", "db_name", "db_source", "db_base_dir", "db_ignore_collisions")
 
 
-class ServiceCallError(RuntimeError):
+class ServiceCallError(TimorError):
     """A service is not offered, or did not answer in time."""
 
 

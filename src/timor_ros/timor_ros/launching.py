@@ -68,7 +68,7 @@ def reads_description_topic(wanted: bool | None, nodes: NodeBehaviour) -> bool:
 def initial_urdf(plan: Any) -> str:
     """The URDF the assembly node publishes first for an ``AssemblyLaunch`` (same prefix and ros2_control block),
     given to robot_state_publisher as its start-up parameter so that both agree from the first message."""
-    from timor_core.export.description import describe
+    from timor_core.export.robot_description import describe
 
     plugin = plan.ros2_control_plugin if plan.ros2_control else None
     return describe(plan.assembly, prefix=plan.prefix, srdf=False, ros2_control_plugin=plugin).urdf

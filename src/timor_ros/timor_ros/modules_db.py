@@ -7,7 +7,7 @@ Parameters (all read-only, set at start):
 Published (read-only):
   module_ids            IDs in set order
   db_name, db_source, db_base_dir, db_ignore_collisions
-  modules.<key>         one per module: its CoBRA JSON (``<key>``: timor_core.export.description.module_param_key)
+  modules.<key>         one per module: its CoBRA JSON (``<key>``: timor_ros.parameters.module_param_key)
 
 With ``editable:=true`` the ``modules.*`` parameters are writable: a new or changed module is parsed and
 validated with timor_core before it is accepted (a bad one is refused with the reason); ``module_ids`` follows
@@ -28,9 +28,9 @@ from rclpy.parameter import Parameter
 from timor_core import ModulesDB, TimorError
 from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import explain
-from timor_core.export.description import MODULE_PARAM_PREFIX, db_to_parameters, db_with_modules
 
 from .common import declare, guarded, param
+from .parameters import MODULE_PARAM_PREFIX, db_to_parameters, db_with_module_parameters
 
 
 class ModulesDBNode(Node):
@@ -77,7 +77,7 @@ class ModulesDBNode(Node):
         if not edits or any(p.name == "module_ids" for p in parameters):
             return parameters
         try:
-            new, _ = db_with_modules(self.db, {p.name: p.value for p in edits})
+            new, _ = db_with_module_parameters(self.db, {p.name: p.value for p in edits})
         except TimorError:
             return parameters  # _validate refuses it with the reason
         if list(new.ids) != list(self.db.ids):
@@ -101,7 +101,7 @@ class ModulesDBNode(Node):
             return SetParametersResult(successful=True)
         with self._lock:
             try:
-                new, added = db_with_modules(self.db, edits)
+                new, added = db_with_module_parameters(self.db, edits)
             except TimorError as exc:
                 self.get_logger().warn(f"set_parameters refused: {explain(exc)}")
                 return SetParametersResult(successful=False, reason=explain(exc))

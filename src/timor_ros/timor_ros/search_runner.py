@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from timor_core import InputError, ModulesDB
 from timor_core.common.jsonfields import parse_json_text
@@ -63,6 +62,44 @@ def _space(spec: str, db: ModulesDB):
     return load_space(spec, db)
 
 
+class _Watch:
+    """What a running search reports: progress at most every ``every`` seconds (and once at the end), and whether
+    ``cancel()`` asked it to stop."""
+
+    def __init__(self, on_progress: Callable[[Progress], None] | None, cancel: Callable[[], bool], every: float):
+        self.on_progress, self.cancel, self.every = on_progress, cancel, every
+        self.last = 0.0
+        self.canceled = False
+
+    def report(self, partial: SearchResult, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.on_progress is not None and (force or now - self.last >= self.every):
+            self.last = now
+            self.on_progress(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
+
+    def stop_if(self, partial: SearchResult) -> bool:
+        """Report, then poll ``cancel()``: True once the search should stop."""
+        self.report(partial)
+        self.canceled = self.canceled or bool(self.cancel())
+        return self.canceled
+
+
+def _check_request(task: Task, algorithm: str, budget_seconds: float, budget_evals: int, seed: int, space: str) -> None:
+    """Refuse a search request's bad values before anything runs (InputError naming the field)."""
+    if not (isinstance(budget_seconds, (int, float)) and 0 <= budget_seconds < math.inf):
+        raise InputError("budget_seconds must be a finite number >= 0 (0: no time limit)", value=budget_seconds)
+    if not (isinstance(budget_evals, int) and budget_evals >= 0):
+        raise InputError("budget_evals must be an integer >= 0 (0: no limit)", value=budget_evals)
+    if not (isinstance(seed, int) and seed >= 0):
+        raise InputError("seed must be an integer >= 0", value=seed)
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}", value=algorithm)
+    if not task.goals:
+        raise InputError(f"the task {task.id!r} has no goals: nothing to search for")
+    if algorithm == "ga" and space.strip() not in ("", "auto"):
+        raise InputError("a space shapes the exhaustive and random search; the GA has its own", value=space)
+
+
 def search(
     task: Task,
     db: ModulesDB,
@@ -82,78 +119,59 @@ def search(
     ``report_every`` seconds and once at the end; ``cancel()`` is polled between evaluations. ``space`` (exhaustive
     and random search): a preset name (empty: auto) or SpaceOptions as JSON text."""
     algorithm = algorithm or "exhaustive"
-    if not (isinstance(budget_seconds, (int, float)) and 0 <= budget_seconds < math.inf):
-        raise InputError("budget_seconds must be a finite number >= 0 (0: no time limit)", value=budget_seconds)
-    if not (isinstance(budget_evals, int) and budget_evals >= 0):
-        raise InputError("budget_evals must be an integer >= 0 (0: no limit)", value=budget_evals)
-    if not (isinstance(seed, int) and seed >= 0):
-        raise InputError("seed must be an integer >= 0", value=seed)
-    if algorithm not in ALGORITHMS:
-        raise InputError(f"algorithm must be one of {', '.join(ALGORITHMS)}", value=algorithm)
-    if not task.goals:
-        raise InputError(f"the task {task.id!r} has no goals: nothing to search for")
+    _check_request(task, algorithm, budget_seconds, budget_evals, seed, space)
     budget = Budget(int(budget_evals) or None, float(budget_seconds) or None)
     config = FilterConfig(seed=int(seed))
-    cancel = cancel or (lambda: False)
-    state: dict[str, Any] = {"last": 0.0, "canceled": False}
-
-    def report(p: Progress, force: bool = False) -> None:
-        now = time.monotonic()
-        if on_progress is not None and (force or now - state["last"] >= report_every):
-            state["last"] = now
-            on_progress(p)
-
-    if algorithm == "ga" and space.strip() not in ("", "auto"):
-        raise InputError("a space shapes the exhaustive and random search; the GA has its own", value=space)
+    watch = _Watch(on_progress, cancel or (lambda: False), report_every)
     if algorithm == "ga":
-        result = _ga(task, db, cost, budget, config, int(seed), workers, report, cancel, state)
+        result = _ga(task, db, cost, budget, config, int(seed), workers, watch)
     else:
-        serial = _space(space, db)
-        items: Iterable[tuple[int, Sequence[str]]]
-        if algorithm == "exhaustive":
-            items = enumerate(serial.iter())
-        else:
-            n = serial.count
-            drawn = n if budget.max_evaluations is None else min(n, budget.max_evaluations)
-            positions = random.Random(int(seed)).sample(range(n), drawn)
-            items = ((k, serial[i]) for k, i in enumerate(positions))
-        total = serial.count
-
-        def stop_if(partial: SearchResult) -> bool:
-            report(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
-            if cancel():
-                state["canceled"] = True
-            return state["canceled"]
-
-        name = "ExhaustiveSearch" if algorithm == "exhaustive" else "RandomSearch"
-        result = run_search(
-            name,
-            items,
-            total,
-            task,
-            db,
-            cost=cost,
-            config=config,
-            workers=workers,
-            progress=False,
-            budget=budget,
-            space=space_info(serial),
-            settings={"seed": int(seed)},
-            stop_if=stop_if,
-        )
-    if state["canceled"]:
+        result = _serial_search(task, db, algorithm, space, cost, budget, config, int(seed), workers, watch)
+    if watch.canceled:
         result.stopped = "canceled"
-    report(Progress(result.evaluations, result.best_cost, result.best_ids), force=True)
-    return result, bool(state["canceled"])
+    watch.report(result, force=True)
+    return result, watch.canceled
 
 
-def _ga(task, db, cost, budget, config, seed, workers, report, cancel, state) -> SearchResult:
+def _serial_search(
+    task: Task, db: ModulesDB, algorithm: str, space: str, cost: str, budget: Budget, config: FilterConfig,
+    seed: int, workers: int, watch: _Watch,
+) -> SearchResult:  # fmt: skip
+    """The exhaustive search (every assembly of the space in order) or the random one (a sample without repeats)."""
+    serial = _space(space, db)
+    items: Iterable[tuple[int, Sequence[str]]]
+    if algorithm == "exhaustive":
+        items = enumerate(serial.iter())
+    else:
+        n = serial.count
+        drawn = n if budget.max_evaluations is None else min(n, budget.max_evaluations)
+        positions = random.Random(seed).sample(range(n), drawn)
+        items = ((k, serial[i]) for k, i in enumerate(positions))
+    name = "ExhaustiveSearch" if algorithm == "exhaustive" else "RandomSearch"
+    return run_search(
+        name,
+        items,
+        serial.count,
+        task,
+        db,
+        cost=cost,
+        config=config,
+        workers=workers,
+        progress=False,
+        budget=budget,
+        space=space_info(serial),
+        settings={"seed": seed},
+        stop_if=watch.stop_if,
+    )
+
+
+def _ga(
+    task: Task, db: ModulesDB, cost: str, budget: Budget, config: FilterConfig, seed: int, workers: int, watch: _Watch
+) -> SearchResult:
     stop = threading.Event()
 
     def on_batch(partial: SearchResult, _trial: int) -> None:
-        report(Progress(partial.evaluations, partial.best_cost, partial.best_ids))
-        if cancel():
-            state["canceled"] = True
+        if watch.stop_if(partial):
             stop.set()
 
     optimizer = GeneticSearch(

@@ -297,7 +297,7 @@ _EXTENSIONS: tuple[str, ...] = (
     "timor_core.cli.search",
     "timor_core.cli.export",
     "timor_core.cli.hardware",
-    "timor_core.cli.ros",
+    "timor_core.cli.plugins",
     "timor_core.cli.view",
     "timor_core.cli.configurator",
     "timor_core.cli.importer",

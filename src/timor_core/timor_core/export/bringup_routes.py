@@ -101,85 +101,94 @@ def route_files(assembly: ModuleAssembly, route: str | HardwareProfile, prefix: 
         return RouteFiles("gazebo", config, _gazebo_block(assembly, prefix), packages=("ros_gz_sim",))
     if not isinstance(route, HardwareProfile):
         raise InputError("unknown hardware route (mock, gazebo, or a hardware profile)", value=route)
-    profile = route
-    drives = tuple(joint_drives(assembly, profile, prefix))
-    if profile.route == "canopen":
-        devices = bus_devices(drives, profile)
-        commands = {dev.command for dev in devices}
-        if len(commands) > 1:
-            raise InputError(
-                "the drives' operation modes give different command interfaces (one controller commands all "
-                "joints): " + ", ".join(f"{dev.module_id}: {dev.command}" for dev in devices),
-                file=profile.source,
-                path="$.drives",
-            )
-        files: dict[str, str | bytes | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(devices, profile)}
-        for dev in devices:
-            files[f"config/{BUS_NAME}/{dev.dcf}"] = dev.content
-        params = {
-            "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
-            "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",
-            "master_bin": "",
-            "can_interface_name": profile.bus.interface,
-            **profile.hardware_parameters,
-        }
-        config = Ros2ControlConfig(
-            plugin="canopen_ros2_control/RobotSystem",
-            hardware_parameters=params,
-            command_interfaces=tuple(commands) or ("position",),
-            joint_parameters={dev.joint: {"device_name": dev.name} for dev in devices},
-        )
-        return RouteFiles("canopen", config, files=files, drives=drives, packages=("canopen_ros2_control",))
-    if profile.route == "ethercat":
-        files = {}
-        modules: dict[str, tuple[JointModule, ...]] = {}
-        names: dict[Path, str] = {}
-        for jd in drives:
-            slave, info = jd.drive.slave_config, jd.drive.slave_info
-            assert slave is not None and info is not None
-            command = command_interface(jd.drive.mode, f"$.drives.{jd.module_id}")
-            for kind, needed, have in (("rpdo command_interface", command, info.command_interfaces),
-                                       ("tpdo state_interface", "position", info.state_interfaces)):  # fmt: skip
-                if needed not in have:
-                    raise InputError(
-                        f"the slave configuration maps no {kind} {needed!r} (the {jd.drive.operation_mode} mode "
-                        f"needs it; file {slave})",
-                        file=profile.source,
-                        path=f"$.drives.{jd.module_id}.slave_config",
-                        value=sorted(have),
-                    )
-            if slave not in names:
-                stem = re.sub(r"[^A-Za-z0-9_.-]", "_", slave.stem).strip(".") or "slave"
-                name, k = f"{stem}.yaml", 2
-                while name in names.values():
-                    name, k = f"{stem}_{k}.yaml", k + 1
-                names[slave] = name
-                files[f"config/ethercat/{name}"] = slave
-            modules[jd.joint] = (
-                JointModule(
-                    name=f"{jd.joint}_drive",
-                    plugin="ethercat_generic_plugins/EcCiA402Drive",
-                    parameters={
-                        "alias": "0",
-                        "position": str(jd.node_id),
-                        "mode_of_operation": str(jd.drive.mode),
-                        "slave_config": f"{CONFIG_DIR}/ethercat/{names[slave]}",
-                    },
-                ),
-            )
-        params = {
-            "master_id": str(profile.bus.master_id),
-            "control_frequency": str(profile.bus.control_frequency),
-            **profile.hardware_parameters,
-        }
-        config = Ros2ControlConfig(
-            plugin="ethercat_driver/EthercatDriver", hardware_parameters=params, joint_modules=modules
-        )
-        return RouteFiles("ethercat", config, files=files, drives=drives, packages=("ethercat_driver",))
-    assert profile.plugin is not None
+    drives = tuple(joint_drives(assembly, route, prefix))
+    if route.route == "canopen":
+        return _canopen_route(route, drives)
+    if route.route == "ethercat":
+        return _ethercat_route(route, drives)
+    assert route.plugin is not None
     config = Ros2ControlConfig(
-        plugin=profile.plugin,
-        hardware_parameters=dict(profile.hardware_parameters),
+        plugin=route.plugin,
+        hardware_parameters=dict(route.hardware_parameters),
         joint_parameters={jd.joint: {"node_id": str(jd.node_id), **jd.drive.parameters} for jd in drives},
     )
-    return RouteFiles("plugin", config, drives=drives, packages=(profile.plugin.split("/")[0],))
+    return RouteFiles("plugin", config, drives=drives, packages=(route.plugin.split("/")[0],))
+
+
+def _canopen_route(profile: HardwareProfile, drives: tuple[JointDrive, ...]) -> RouteFiles:
+    """canopen_ros2_control/RobotSystem over ros2_canopen: bus.yml and the drives' EDS/DCF files."""
+    devices = bus_devices(drives, profile)
+    commands = {dev.command for dev in devices}
+    if len(commands) > 1:
+        raise InputError(
+            "the drives' operation modes give different command interfaces (one controller commands all "
+            "joints): " + ", ".join(f"{dev.module_id}: {dev.command}" for dev in devices),
+            file=profile.source,
+            path="$.drives",
+        )
+    files: dict[str, str | bytes | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(devices, profile)}
+    for dev in devices:
+        files[f"config/{BUS_NAME}/{dev.dcf}"] = dev.content
+    params = {
+        "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
+        "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",
+        "master_bin": "",
+        "can_interface_name": profile.bus.interface,
+        **profile.hardware_parameters,
+    }
+    config = Ros2ControlConfig(
+        plugin="canopen_ros2_control/RobotSystem",
+        hardware_parameters=params,
+        command_interfaces=tuple(commands) or ("position",),
+        joint_parameters={dev.joint: {"device_name": dev.name} for dev in devices},
+    )
+    return RouteFiles("canopen", config, files=files, drives=drives, packages=("canopen_ros2_control",))
+
+
+def _ethercat_route(profile: HardwareProfile, drives: tuple[JointDrive, ...]) -> RouteFiles:
+    """ethercat_driver_ros2: one EcCiA402Drive per joint, the slave configurations copied into config/ethercat."""
+    files: dict[str, str | bytes | Path] = {}
+    modules: dict[str, tuple[JointModule, ...]] = {}
+    names: dict[Path, str] = {}
+    for jd in drives:
+        slave, info = jd.drive.slave_config, jd.drive.slave_info
+        assert slave is not None and info is not None
+        command = command_interface(jd.drive.mode, f"$.drives.{jd.module_id}")
+        for kind, needed, have in (("rpdo command_interface", command, info.command_interfaces),
+                                   ("tpdo state_interface", "position", info.state_interfaces)):  # fmt: skip
+            if needed not in have:
+                raise InputError(
+                    f"the slave configuration maps no {kind} {needed!r} (the {jd.drive.operation_mode} mode "
+                    f"needs it; file {slave})",
+                    file=profile.source,
+                    path=f"$.drives.{jd.module_id}.slave_config",
+                    value=sorted(have),
+                )
+        if slave not in names:
+            stem = re.sub(r"[^A-Za-z0-9_.-]", "_", slave.stem).strip(".") or "slave"
+            name, k = f"{stem}.yaml", 2
+            while name in names.values():
+                name, k = f"{stem}_{k}.yaml", k + 1
+            names[slave] = name
+            files[f"config/ethercat/{name}"] = slave
+        modules[jd.joint] = (
+            JointModule(
+                name=f"{jd.joint}_drive",
+                plugin="ethercat_generic_plugins/EcCiA402Drive",
+                parameters={
+                    "alias": "0",
+                    "position": str(jd.node_id),
+                    "mode_of_operation": str(jd.drive.mode),
+                    "slave_config": f"{CONFIG_DIR}/ethercat/{names[slave]}",
+                },
+            ),
+        )
+    params = {
+        "master_id": str(profile.bus.master_id),
+        "control_frequency": str(profile.bus.control_frequency),
+        **profile.hardware_parameters,
+    }
+    config = Ros2ControlConfig(
+        plugin="ethercat_driver/EthercatDriver", hardware_parameters=params, joint_modules=modules
+    )
+    return RouteFiles("ethercat", config, files=files, drives=drives, packages=("ethercat_driver",))

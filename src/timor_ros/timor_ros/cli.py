@@ -1,25 +1,32 @@
-"""Subcommands of ``timor`` for this area (registered by :mod:`timor_core.cli.app`): ``timor ros up``.
+"""``timor ros up``: the subcommands timor_ros adds to ``timor`` through the ``timor.cli`` entry point (setup.py);
+``timor`` finds them with importlib.metadata and never imports timor_ros itself.
 
-``timor_ros`` and rclpy are imported only when a command runs, so ``timor`` works without ROS.
+rclpy and the nodes are imported only when a command runs, so ``timor --help`` stays fast and works where rclpy
+cannot be loaded (the command then says why).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+from timor_core.errors import TimorError
+
+__all__ = ["RosUnavailableError", "register"]
+
+
+class RosUnavailableError(TimorError):
+    """timor_ros is installed but rclpy (or the interfaces it was built with) cannot be loaded."""
 
 
 def _cmd_ros_up(args: argparse.Namespace) -> int:
     try:
+        from timor_ros.runner import exit_now
         from timor_ros.up import up
     except ImportError as exc:
-        print(
-            f"error: timor ros needs rclpy and the timor_ros package ({exc}); "
-            "run scripts/setup_ros.sh or source a ROS 2 workspace with timor_ros",
-            file=sys.stderr,
-        )
-        return 2
-    from timor_ros.runner import exit_now
+        raise RosUnavailableError(
+            f"timor ros needs rclpy and timor_interfaces ({exc}); run scripts/setup_ros.sh or source a ROS 2 "
+            "workspace with timor_ros"
+        ) from None
 
     return exit_now(
         up(
@@ -37,7 +44,7 @@ def _cmd_ros_up(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this module's subcommands to the ``timor`` parser."""
+    """Add ``timor ros`` to the ``timor`` parser (the ``timor.cli`` entry point ``ros``)."""
     ros = sub.add_parser("ros", help="ROS 2 nodes (needs rclpy and timor_ros)")
     rs = ros.add_subparsers(dest="ros_command", required=True)
     up = rs.add_parser(
