@@ -173,3 +173,13 @@ def test_every_launch_file_type_checks():
                          capture_output=True, text=True)  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
     assert f"in {len(files)} source files" in run.stdout
+
+
+def test_no_function_over_60_lines_in_the_launch_and_bring_up_code():
+    export = TEMPLATES.parent
+    files = [*export.glob("bringup*.py"), export / "launch_arguments.py", export / "robot_description.py",
+             *TEMPLATES.glob("*.py")]  # fmt: skip
+    functions = [(path.name, node) for path in files for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]  # fmt: skip
+    long = [f"{name} {f.name}: {f.end_lineno - f.lineno + 1}" for name, f in functions if f.end_lineno - f.lineno >= 60]
+    assert len(files) >= 9 and not long, long

@@ -80,33 +80,7 @@ class Outcome:
 class AssemblyNode(Node):
     def __init__(self, **kwargs) -> None:
         super().__init__("assembly", **kwargs)
-        declare(self, "modules_db_node", "modules_db", "node serving the module set as parameters", read_only=True)
-        declare(self, "initial_assembly", Parameter.Type.STRING_ARRAY, "module IDs published at start", read_only=True)
-        declare(self, "prefix", "", "prefix of every link and joint name", read_only=True)
-        declare(self, "ros2_control", False, "add a <ros2_control> block to the URDF", read_only=True)
-        declare(
-            self, "ros2_control_plugin", "mock_components/GenericSystem", "ros2_control hardware plugin", read_only=True
-        )
-        declare(self, "srdf", True, "publish an SRDF on /robot_description_semantic", read_only=True)
-        declare(self, "srdf_samples", 1000, "configurations sampled for the SRDF's disabled collisions", read_only=True)
-        declare(self, "srdf_seed", 0, "seed of the SRDF sampling", read_only=True)
-        declare(
-            self,
-            "robot_state_publisher_node",
-            "robot_state_publisher",
-            "node whose robot_description parameter follows the assembly; empty: none (robot_state_publisher"
-            " runs with description_from_topic:=true and reads /robot_description itself)",
-            read_only=True,
-        )
-        declare(
-            self,
-            "require_robot_state_publisher",
-            False,
-            "robot_state_publisher_node runs (a launch started it): wait for it up to service_timeout, and a"
-            " reconfiguration it does not take fails instead of skipping it",
-            read_only=True,
-        )
-        declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
+        self._declare_parameters()
         self.prefix = str(param(self, "prefix", ""))
         self.plugin = str(param(self, "ros2_control_plugin")) if param(self, "ros2_control") else None
         self.with_srdf = bool(param(self, "srdf"))
@@ -143,6 +117,36 @@ class AssemblyNode(Node):
         self._timer: Timer | None = None
         if self._initial:
             self._timer = self.create_timer(0.2, self._apply_initial, callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _declare_parameters(self) -> None:
+        """The node's parameters, all read-only: set at start (launch file, --ros-args), read once."""
+        declare(self, "modules_db_node", "modules_db", "node serving the module set as parameters", read_only=True)
+        declare(self, "initial_assembly", Parameter.Type.STRING_ARRAY, "module IDs published at start", read_only=True)
+        declare(self, "prefix", "", "prefix of every link and joint name", read_only=True)
+        declare(self, "ros2_control", False, "add a <ros2_control> block to the URDF", read_only=True)
+        declare(
+            self, "ros2_control_plugin", "mock_components/GenericSystem", "ros2_control hardware plugin", read_only=True
+        )
+        declare(self, "srdf", True, "publish an SRDF on /robot_description_semantic", read_only=True)
+        declare(self, "srdf_samples", 1000, "configurations sampled for the SRDF's disabled collisions", read_only=True)
+        declare(self, "srdf_seed", 0, "seed of the SRDF sampling", read_only=True)
+        declare(
+            self,
+            "robot_state_publisher_node",
+            "robot_state_publisher",
+            "node whose robot_description parameter follows the assembly; empty: none (robot_state_publisher"
+            " runs with description_from_topic:=true and reads /robot_description itself)",
+            read_only=True,
+        )
+        declare(
+            self,
+            "require_robot_state_publisher",
+            False,
+            "robot_state_publisher_node runs (a launch started it): wait for it up to service_timeout, and a"
+            " reconfiguration it does not take fails instead of skipping it",
+            read_only=True,
+        )
+        declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
 
     # -- start-up ----------------------------------------------------------------------------------
     def _apply_initial(self) -> None:

@@ -91,7 +91,7 @@ SWITCHES: dict[str, str] = {
 #: launch file name -> name -> (default, description): the arguments of a generated bring-up package's launch files
 #: (control and moveit also take the package's xacro arguments, e.g. ``can_interface``: see ``BringupLaunch``)
 BRINGUP_ARGUMENTS: dict[str, dict[str, tuple[str, str]]] = {
-    "view.launch.py": {"rviz": ("true", "start RViz"), "joint_state_publisher": ("true", "start it")},
+    "view.launch.py": {"rviz": ("true", "start RViz"), "joint_state_publisher": ("true", "start the publisher")},
     "control.launch.py": {"rviz": ("false", "start RViz")},
     "moveit.launch.py": {
         "rviz": ("false", "start RViz"),
