@@ -113,12 +113,22 @@ def _odd_cases(db: ModulesDB) -> Iterator[Case]:
             start, j1_in, "J1_side", "i_15_proximal_connector", "i_15_distal_connector", eef_in
         ),
         ("base", "J1", "J1", "eef"): chain(start, j1_in, j1_out, j1_in, "J1_side", eef_in),
-        ("base", "J2", "J1", "eef"): chain(start, "J2_proximal_connector", "J2_distal_connector", j1_in, j1_out, eef_in),
-        ("base", "P1", "J1", "eef"): chain(start, "P1_proximal_connector", "P1_distal_connector", j1_in, j1_out, eef_in),
-        ("base", "J1", "P1", "eef"): chain(start, j1_in, j1_out, "P1_proximal_connector", "P1_distal_connector", eef_in),
+        ("base", "J2", "J1", "eef"): chain(
+            start, "J2_proximal_connector", "J2_distal_connector", j1_in, j1_out, eef_in
+        ),
+        ("base", "P1", "J1", "eef"): chain(
+            start, "P1_proximal_connector", "P1_distal_connector", j1_in, j1_out, eef_in
+        ),
+        ("base", "J1", "P1", "eef"): chain(
+            start, j1_in, j1_out, "P1_proximal_connector", "P1_distal_connector", eef_in
+        ),
     }
     for ids, connections in cases.items():
-        yield f"odd/{'-'.join(ids)}", lambda ids=ids, c=connections: ModuleAssembly(db, ids, c, (0, "base")).to_urdf(), db
+        yield (
+            f"odd/{'-'.join(ids)}",
+            lambda ids=ids, c=connections: ModuleAssembly(db, ids, c, (0, "base")).to_urdf(),
+            db,
+        )
     for ids in (["base", "J2", "J1", "eef"], ["base", "J1", "P1", "eef"], ["base", "P1", "J1"], ["base", "J1", "eef"]):
         yield f"odd-ids/{'-'.join(ids)}", _urdf(db, ids), db
 
@@ -147,18 +157,20 @@ def _tree_cases(folder: Path) -> Iterator[Case]:
             conns.append((len(ids) - 2, out, len(ids) - 1, "eef_proximal_connector"))
     for k, options in enumerate(OPTIONS):
         placement = PLACED if k % 2 else None
-        yield f"tree/{k}", lambda o=options, p=placement: ModuleAssembly(db, ids, conns, (0, "base"), p).to_urdf(
-            o.get("name"), **{key: v for key, v in o.items() if key != "name"}
-        ), db
+        yield (
+            f"tree/{k}",
+            lambda o=options, p=placement: ModuleAssembly(db, ids, conns, (0, "base"), p).to_urdf(
+                o.get("name"), **{key: v for key, v in o.items() if key != "name"}
+            ),
+            db,
+        )
     tee = ["base", "tee", "J1", "eef", "J2"]
     tee_conns = [(0, "base_out", 1, "tee_proximal_connector"), (1, "tee_distal_connector", 2, "J1_proximal_connector"),
                  (2, "J1_distal_connector", 3, "eef_proximal_connector"), (1, "tee_side_connector", 4,
                  "J2_proximal_connector")]  # fmt: skip
     yield "tree/tee", lambda: ModuleAssembly(db, tee, tee_conns, (0, "base")).to_urdf(), db
     config = Ros2ControlConfig()
-    yield "tree/ros2_control", lambda: ModuleAssembly(db, tee, tee_conns, (0, "base")).to_urdf(
-        ros2_control=config
-    ), db
+    yield "tree/ros2_control", lambda: ModuleAssembly(db, tee, tee_conns, (0, "base")).to_urdf(ros2_control=config), db
     flipped = [(b, cb, a, ca) for a, ca, b, cb in tee_conns]
     yield "tree/flipped", lambda: ModuleAssembly(db, tee, flipped, (0, "base")).to_urdf("r"), db
     yield "xacro/tee", lambda: ModuleAssembly(db, tee, tee_conns, (0, "base")).to_xacro("m", prefix="p_"), db
@@ -199,9 +211,13 @@ def cases(folder: Path, improv: bool = True, imported: bool = True) -> Iterator[
     ros = Ros2ControlConfig(command_interfaces=("position",), state_interfaces=("position", "velocity"))
     yield "ros2_control/chain", _urdf(primitives, ["base", "J1", "l_15", "J2", "eef"], None, "bot", prefix="p_",
                                       ros2_control=ros), primitives  # fmt: skip
-    yield "xacro/chain", lambda: ModuleAssembly.from_serial_modules(primitives, ["base", "J1", "eef"]).to_xacro(
-        ros2_control=ros, mesh_uri="package"
-    ), primitives
+    yield (
+        "xacro/chain",
+        lambda: ModuleAssembly.from_serial_modules(primitives, ["base", "J1", "eef"]).to_xacro(
+            ros2_control=ros, mesh_uri="package"
+        ),
+        primitives,
+    )
     if imported:
         yield from _imported_cases()
 

@@ -1,0 +1,115 @@
+"""The one URDF writer (export/urdf.py): the text of every golden case, the same text from module IDs, the cache.
+
+The goldens (tests/data/urdf_goldens.json, see urdf_cases.py) pin the bytes of the exp1 sample, random chains of
+the embedded sets, trees, chains with odd modules, tool frames, errors, imported robots and xacro files.
+Real consumers read the text elsewhere: check_urdf on every URDF a test writes (conftest), Pinocchio's model of
+it against the direct builder (test_models_agree.py, test_q_order.py), the URDF import round trip.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from urdf_cases import GOLDENS, PLACED, cases, digest, outcome, serial_chains
+
+from timor_core.errors import InputError, TimorError
+from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, urdf_of_serial
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.model.db import ModulesDB
+
+GOLDEN = json.loads(GOLDENS.read_text())
+
+
+def test_every_golden_case_gives_its_bytes(tmp_path):
+    checked, wrong = 0, []
+    for case_id, fn, db in cases(tmp_path):
+        if case_id not in GOLDEN:  # optional data (IMPROV, example-robot-data) absent when written
+            continue
+        checked += 1
+        if digest(outcome(fn, db)) != GOLDEN[case_id]:
+            wrong.append(case_id)
+    assert not wrong, f"{len(wrong)} of {checked} cases differ from their golden: {wrong[:10]}"
+    assert checked >= 330  # the cases that need no optional data
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except TimorError as exc:
+        return (type(exc), str(exc))
+
+
+def test_module_ids_give_the_assemblys_text(primitives, robco):
+    """``urdf_of_serial(db, ids)`` (no assembly built) = ``from_serial_modules(db, ids).to_urdf()``."""
+    for db in (primitives, robco):
+        for k, ids in enumerate(serial_chains(db, 40, seed=11)):
+            placement = PLACED if k % 5 == 0 else None
+            options = UrdfOptions(prefix="p_" if k % 2 else "", mesh_uri=("file", "package", "relative")[k % 3])
+            expected = ModuleAssembly.from_serial_modules(db, ids, placement).to_urdf(None, **asdict(options))
+            assert urdf_of_serial(db, ids, None, options, base_placement=placement) == expected
+            assert urdf_of_serial(db, ids, "r", prefix=options.prefix, mesh_uri=options.mesh_uri) == assembly_to_urdf(
+                ModuleAssembly.from_serial_modules(db, ids), "r", options
+            )
+
+
+def test_no_kinematic_tree_is_built(robco, monkeypatch):
+    ids = serial_chains(robco, 1, seed=5)[0]
+    expected = ModuleAssembly.from_serial_modules(robco, ids).to_urdf()
+
+    def no_tree(self, prefix=""):
+        raise AssertionError("the writer must not build the kinematic tree")
+
+    monkeypatch.setattr(ModuleAssembly, "tree", no_tree)
+    assert urdf_of_serial(robco, ids) == expected
+    assert ModuleAssembly.from_serial_modules(robco, ids).to_urdf() == expected
+
+
+def test_pickled_set_leaves_the_fragments_behind(robco):
+    ids = serial_chains(robco, 1, seed=9)[0]
+    text = urdf_of_serial(robco, ids)
+    assert any(key[0] == "urdf-fragments" for key in robco._cache if isinstance(key, tuple))
+    copy = pickle.loads(pickle.dumps(robco))
+    assert copy._cache == {}
+    assert urdf_of_serial(copy, ids) == text
+
+
+def test_options_are_one_validated_object(primitives):
+    A = ModuleAssembly.from_serial_modules(primitives, ["base", "J1", "eef"])
+    assert A.to_urdf("r", mesh_uri="package", prefix="a_") == assembly_to_urdf(
+        A, "r", UrdfOptions(prefix="a_", mesh_uri="package")
+    )
+    assert assembly_to_urdf(A, "r", UrdfOptions(prefix="a_"), mesh_uri="package") == A.to_urdf(
+        "r", mesh_uri="package", prefix="a_"
+    )
+    for bad in ({"mesh_uri": "ftp"}, {"wrl": "drop"}, {"package": "../x"}, {"prefix": "a b"}):
+        with pytest.raises(InputError, match=next(iter(bad))):
+            UrdfOptions(**bad)
+    with pytest.raises(InputError, match="unknown URDF option"):
+        assembly_to_urdf(A, None, mesh="file")
+    with pytest.raises(InputError, match="UrdfOptions"):
+        assembly_to_urdf(A, None, {"mesh_uri": "file"})  # type: ignore[arg-type]
+
+
+_DB = ModulesDB.from_name("geometric_primitive_modules")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ids=st.lists(st.sampled_from(_DB.ids), min_size=0, max_size=9),
+    prefix=st.sampled_from(["", "a_", "${prefix}"]),
+    mesh_uri=st.sampled_from(["file", "package", "relative", "path"]),
+    placed=st.booleans(),
+)
+def test_any_id_list_gives_the_assemblys_text_or_error(ids, prefix, mesh_uri, placed):
+    placement = PLACED if placed else None
+    options = {"prefix": prefix, "mesh_uri": mesh_uri}
+    built = _outcome(lambda: ModuleAssembly.from_serial_modules(_DB, ids, placement).to_urdf(**options))
+    assert _outcome(lambda: urdf_of_serial(_DB, ids, base_placement=placement, **options)) == built
+    if isinstance(built, str):
+        assert np.array_equal(placement is not None, "world_to_base_link" in built)
