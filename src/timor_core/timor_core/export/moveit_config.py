@@ -6,15 +6,13 @@ One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf
 gives the YAML contents as plain dicts, ``move_group_parameters`` turns them into move_group's parameters
 (the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node.
 Every text is generated before anything is written, each file is written atomically, and other files in the
-folder are left alone. YAML is emitted by a tiny writer (PyYAML is not a dependency).
+folder are left alone. YAML is written by PyYAML (:func:`timor_core.export.yaml_text.to_yaml`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import math
-import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +23,7 @@ from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints,
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
 from timor_core.export.urdf import assembly_to_urdf, default_robot_name
+from timor_core.export.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
 
 if TYPE_CHECKING:
@@ -112,50 +111,6 @@ class MoveItOptions:
         if options is None:
             return cls(**overrides)
         return replace(options, **overrides) if overrides else options
-
-
-# -- a tiny YAML writer -----------------------------------------------------------------------------
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
-_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        text = repr(value)
-        if "e" in text:  # YAML 1.1 (and ROS 2's parser) wants a dot in the mantissa: 1.0e-05
-            mantissa, exponent = text.split("e")
-            text = (mantissa if "." in mantissa else mantissa + ".0") + "e" + exponent
-        return text
-    text = str(value)
-    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
-        return text
-    return json.dumps(text)  # a JSON string is a valid double-quoted YAML scalar
-
-
-def to_yaml(data: dict, indent: int = 0) -> str:
-    """Block-style YAML of nested dicts, lists and scalars (floats always look like floats)."""
-    pad = " " * indent
-    out = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            text = to_yaml(value, indent + 2) if value else None
-            out.append(f"{pad}{_scalar(key)}:\n{text}" if text else f"{pad}{_scalar(key)}: {{}}\n")
-        elif isinstance(value, (list, tuple)):
-            if value:
-                out.append(f"{pad}{_scalar(key)}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in value))
-            else:
-                out.append(f"{pad}{_scalar(key)}: []\n")
-        else:
-            out.append(f"{pad}{_scalar(key)}: {_scalar(value)}\n")
-    return "".join(out)
 
 
 def _comment(text: str) -> str:
