@@ -22,7 +22,7 @@ from timor_core.errors import InputError
 from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
-from timor_core.export.urdf import assembly_to_urdf, default_robot_name
+from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
 from timor_core.export.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
 
@@ -101,13 +101,19 @@ class MoveItOptions:
         check_number(self.kinematics_timeout, "kinematics_timeout", 0.0, 60.0, low_open=True)
         check_int(self.n_samples, "n_samples", 1, "max_samples")
         check_int(self.update_rate, "update_rate (Hz)", 1, 10_000)
+        self.urdf_options  # noqa: B018  (checks prefix, mesh_uri and package now, not when writing)
+
+    @property
+    def urdf_options(self) -> UrdfOptions:
+        """The names and mesh references of the URDF (``prefix``, ``mesh_uri``, ``package``)."""
+        return UrdfOptions.build(None, prefix=self.prefix, mesh_uri=self.mesh_uri, package=self.package)
 
     @classmethod
     def build(cls, options: MoveItOptions | None = None, **overrides: Any) -> MoveItOptions:
         """``options`` (default: all defaults) with the keyword ``overrides`` applied; unknown keywords raise."""
         unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
         if unknown:
-            raise TypeError(f"unknown MoveIt option(s): {', '.join(unknown)}")
+            raise InputError(f"unknown MoveIt option(s): {', '.join(unknown)}", value=unknown)
         if options is None:
             return cls(**overrides)
         return replace(options, **overrides) if overrides else options
@@ -187,6 +193,49 @@ def _ompl_planning(group: str, distro: str) -> dict[str, Any]:
     }
 
 
+def _ros2_controllers(update_rate: int, joints: list[str], command: list[str], state: list[str]) -> dict[str, Any]:
+    """ros2_controllers.yaml: the controller manager and the joint trajectory controller over ``joints``."""
+    return {  # "/**/": the node in any namespace (several robots, one per namespace)
+        CM_KEY: {
+            "ros__parameters": {
+                "update_rate": update_rate,
+                ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
+                JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
+            }
+        },
+        f"/**/{ARM_CONTROLLER}": {
+            "ros__parameters": {
+                "joints": joints,
+                "command_interfaces": command,
+                "state_interfaces": state,
+                "allow_nonzero_velocity_at_trajectory_end": True,
+            }
+        },
+    }
+
+
+def _moveit_controllers(joints: list[str]) -> dict[str, Any]:
+    """moveit_controllers.yaml: MoveIt executes trajectories through the arm controller's action."""
+    return {
+        "trajectory_execution": {
+            "allowed_execution_duration_scaling": 1.2,
+            "allowed_goal_duration_margin": 0.5,
+            "allowed_start_tolerance": 0.01,
+            "execution_duration_monitoring": True,
+        },
+        "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
+        "moveit_simple_controller_manager": {
+            "controller_names": [ARM_CONTROLLER],
+            ARM_CONTROLLER: {
+                "type": "FollowJointTrajectory",
+                "action_ns": "follow_joint_trajectory",
+                "default": True,
+                "joints": list(joints),
+            },
+        },
+    }
+
+
 def moveit_config_data(
     assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, dict[str, Any]]:
@@ -209,41 +258,8 @@ def moveit_config_data(
             }
         },
         "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
-        "ros2_controllers.yaml": {  # "/**/": the node in any namespace (several robots, one per namespace)
-            CM_KEY: {
-                "ros__parameters": {
-                    "update_rate": opts.update_rate,
-                    ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
-                    JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
-                }
-            },
-            f"/**/{ARM_CONTROLLER}": {
-                "ros__parameters": {
-                    "joints": joints,
-                    "command_interfaces": command,
-                    "state_interfaces": state,
-                    "allow_nonzero_velocity_at_trajectory_end": True,
-                }
-            },
-        },
-        "moveit_controllers.yaml": {
-            "trajectory_execution": {
-                "allowed_execution_duration_scaling": 1.2,
-                "allowed_goal_duration_margin": 0.5,
-                "allowed_start_tolerance": 0.01,
-                "execution_duration_monitoring": True,
-            },
-            "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
-            "moveit_simple_controller_manager": {
-                "controller_names": [ARM_CONTROLLER],
-                ARM_CONTROLLER: {
-                    "type": "FollowJointTrajectory",
-                    "action_ns": "follow_joint_trajectory",
-                    "default": True,
-                    "joints": list(joints),
-                },
-            },
-        },
+        "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state),
+        "moveit_controllers.yaml": _moveit_controllers(joints),
         "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
         "pilz_cartesian_limits.yaml": {
             "cartesian_limits": {
@@ -266,14 +282,7 @@ def moveit_config_texts(
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
     texts = {
-        f"{robot_name}.urdf": assembly_to_urdf(
-            assembly,
-            name=robot_name,
-            prefix=opts.prefix,
-            mesh_uri=opts.mesh_uri,
-            package=opts.package,
-            ros2_control=config,
-        ),
+        f"{robot_name}.urdf": assembly_to_urdf(assembly, robot_name, opts.urdf_options, ros2_control=config),
         f"{robot_name}.srdf": assembly_to_srdf(
             assembly, name=robot_name, prefix=opts.prefix, n_samples=opts.n_samples, seed=opts.seed, group=opts.group
         ),
