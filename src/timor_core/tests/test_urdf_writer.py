@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import json
 import pickle
+import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
+from branched_set import branched_json
+from conftest import check_urdf_file, write_db
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from urdf_cases import GOLDENS, PLACED, cases, digest, outcome, serial_chains
@@ -22,6 +27,7 @@ from timor_core.errors import InputError, TimorError
 from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, urdf_of_serial
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
+from timor_core.paper.experiments import exp1_space
 
 GOLDEN = json.loads(GOLDENS.read_text())
 
@@ -96,6 +102,21 @@ def test_options_are_one_validated_object(primitives):
         assembly_to_urdf(A, None, {"mesh_uri": "file"})  # type: ignore[arg-type]
 
 
+def test_xacro_takes_the_same_options(improv):
+    A = ModuleAssembly.from_serial_modules(improv, exp1_space(improv)[0])  # a set with meshes
+    by_object = A.to_xacro("m", options=UrdfOptions(mesh_uri="package", package="pkg"))
+    assert by_object == A.to_xacro("m", mesh_uri="package", package="pkg")
+    assert 'filename="package://pkg/' in by_object and "${prefix}m1_" in by_object
+
+
+def test_xacro_refuses_bad_options(primitives):
+    A = ModuleAssembly.from_serial_modules(primitives, ["base", "J1", "eef"])
+    with pytest.raises(InputError, match="unknown xacro option"):
+        A.to_xacro("m", mesh="package")
+    with pytest.raises(InputError, match="mesh_uri"):
+        A.to_xacro("m", mesh_uri="ftp")
+
+
 _DB = ModulesDB.from_name("geometric_primitive_modules")
 
 
@@ -113,3 +134,47 @@ def test_any_id_list_gives_the_assemblys_text_or_error(ids, prefix, mesh_uri, pl
     assert _outcome(lambda: urdf_of_serial(_DB, ids, base_placement=placement, **options)) == built
     if isinstance(built, str):
         assert np.array_equal(placement is not None, "world_to_base_link" in built)
+
+
+@pytest.fixture(scope="module")
+def branched(tmp_path_factory) -> ModulesDB:
+    return ModulesDB.from_json_file(write_db(tmp_path_factory.mktemp("branched"), branched_json()))
+
+
+_ARM = ["J1", "J2", "P1", "tee", "l_15", "i_30", "eef"]
+
+
+def _tree(db: ModulesDB, choices: list[tuple[int, int]]) -> ModuleAssembly:
+    """A tree grown from base3 by adding modules at free connectors (incompatible choices are skipped)."""
+    A = ModuleAssembly(db, ["base3"])
+    for pick_module, pick_connector in choices:
+        used = {(a, ca) for a, ca, _, _ in A.connections} | {(b, cb) for _, _, b, cb in A.connections}
+        free = sorted((i, c) for i, m in enumerate(A.module_ids) for c in db.by_id(m).connectors
+                      if (i, c) not in used and (i, c) != A.base_connector)  # fmt: skip
+        if not free:
+            break
+        try:
+            A.add(_ARM[pick_module % len(_ARM)], free[pick_connector % len(free)])
+        except TimorError:
+            continue
+    return A
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=12), st.booleans())
+def test_trees_follow_the_kinematic_tree_and_pass_check_urdf(branched, choices, prefixed):
+    """A tree's URDF has the kinematic tree's links and joints in its depth-first order, tool frames after them,
+    and urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser) reads it."""
+    A = _tree(branched, choices)
+    prefix = "p_" if prefixed else ""
+    text = A.to_urdf(prefix=prefix)
+    tree = A.tree(prefix)
+    root = ET.fromstring(text)
+    tcp = tree.tcp_frames
+    assert [e.get("name") for e in root.findall("link")] == [link.name for link in tree.links] + [t.name for t in tcp]
+    joints = [str(link.joint_name) for link in tree.links[1:]] + [f"{tree.links[t.link].name}_to_{t.name}" for t in tcp]
+    assert [e.get("name") for e in root.findall("joint")] == joints
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "tree.urdf"
+        path.write_text(text)
+        check_urdf_file(path)
