@@ -184,22 +184,28 @@ def _walk(assembly: ModuleAssembly, writer: Writer, what: str) -> _Walk:
     order, fragments = walk.order, walk.fragments
     order.append(writer.root(base, modules[base], base_connector, keep[base]))
     fragments[base] = order[0]
+    ids, templates, plain = assembly.module_ids, walk.templates, True
     for fragment in order:  # breadth first (the list grows)
         out = [(c, other) for c, other in at[fragment.inst].items() if c != fragment.entry]
+        rank, known = fragment.rank, fragment.next
         if len(out) > 1:
-            rank = fragment.rank
             if any(c not in rank for c, _ in out):
                 _tree_error(assembly, writer, what)
             out.sort(key=lambda pair: rank[pair[0]])
         sig = []
         for c, (b, cb) in out:
-            if fragments[b] is not None or c not in fragment.rank:
+            if fragments[b] is not None or c not in rank:
                 _tree_error(assembly, writer, what)
-            child = fragments[b] = writer.child(fragment, c, b, modules[b], cb, keep[b])
+            child = known.get((c, b, ids[b], cb, keep[b]))  # (what writer.child looks up first)
+            if child is None:
+                child = writer.child(fragment, c, b, modules[b], cb, keep[b])
+            fragments[b] = child
             order.append(child)
             sig.append((c, b))
-        walk.plain = walk.plain and fragment.plain
-        walk.templates[fragment.inst] = fragment.template(tuple(sig))
+        plain = plain and fragment.plain
+        key = tuple(sig)
+        templates[fragment.inst] = fragment.templates.get(key) or fragment.template(key)
+    walk.plain = plain
     if len(order) != n:
         _tree_error(assembly, writer, what)
     return walk

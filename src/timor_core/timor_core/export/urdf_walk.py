@@ -39,7 +39,7 @@ Tools = list[tuple[str, str, str]]  # (link, tool name, origin) of each tool fra
 class Template:
     """An instance's text for one set of connected connectors (``sig``: (connector, child instance) pairs)."""
 
-    __slots__ = ("items", "sig", "children", "eefs", "tcp")
+    __slots__ = ("items", "sig", "children", "eefs", "tcp", "then")
 
     def __init__(self, items: tuple[Item, ...], sig: tuple[tuple[str, int], ...], free: tuple[Free, ...]) -> None:
         self.items = items
@@ -47,6 +47,8 @@ class Template:
         self.children = tuple(b for _, b in sig)
         self.eefs = tuple((link, origin) for eef, link, origin in free if eef)  # tool frames
         self.tcp = next(((link, origin) for eef, link, origin in free if not eef), None)  # a tcp, without tools
+        # text, then one child's subtree (a link of a chain): composed without keeping a place to come back to
+        self.then = items[1] if len(items) == 2 and isinstance(items[0], tuple) and isinstance(items[1], int) else -1
 
 
 class Fragment:
@@ -243,7 +245,13 @@ def compose(templates: Sequence[Template | None], root: int) -> tuple[list[str],
     links: list[str] = []
     joints: list[str] = []
     stack: list[tuple[tuple[Item, ...], int]] = []
-    items: tuple[Item, ...] = templates[root].items  # type: ignore[union-attr]
+    template: Any = templates[root]
+    while template.then >= 0:
+        text = template.items[0]
+        links.append(text[0])
+        joints.append(text[1])
+        template = templates[template.then]
+    items: tuple[Item, ...] = template.items
     pos = 0
     while True:
         n = len(items)
