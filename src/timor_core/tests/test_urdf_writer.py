@@ -160,12 +160,25 @@ def _tree(db: ModulesDB, choices: list[tuple[int, int]]) -> ModuleAssembly:
     return A
 
 
+def _renumbered(A: ModuleAssembly, rng) -> ModuleAssembly:
+    """The same robot with its module instances numbered in another order (the base need not be instance 0)."""
+    order = list(range(len(A.module_ids)))
+    rng.shuffle(order)
+    new = {old: k for k, old in enumerate(order)}
+    connections = [(new[a], ca, new[b], cb) for a, ca, b, cb in A.connections]
+    base = (new[A.base_connector[0]], A.base_connector[1])
+    return ModuleAssembly(A.db, [A.module_ids[old] for old in order], connections, base)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=12), st.booleans())
-def test_trees_follow_the_kinematic_tree_and_pass_check_urdf(branched, choices, prefixed):
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=12), st.booleans(), st.randoms()
+)
+def test_trees_follow_the_kinematic_tree_and_pass_check_urdf(branched, choices, prefixed, rng):
     """A tree's URDF has the kinematic tree's links and joints in its depth-first order, tool frames after them,
-    and urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser) reads it."""
-    A = _tree(branched, choices)
+    and urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser) reads it; for any numbering of the
+    module instances."""
+    A = _renumbered(_tree(branched, choices), rng)
     prefix = "p_" if prefixed else ""
     text = A.to_urdf(prefix=prefix)
     tree = A.tree(prefix)
