@@ -246,3 +246,38 @@ def test_moveit_options_have_both_bounds(field, value):
     with pytest.raises(InputError, match=field) as err:
         MoveItOptions(**{field: value})
     assert "must be" in str(err.value)
+
+
+_RCL_READS = """
+import sys, yaml, rclpy
+from rclpy.node import Node
+path = sys.argv[1]
+rclpy.init(args=["--ros-args", "--params-file", path])
+data = yaml.safe_load(open(path))
+def flat(d, pre=""):
+    for k, v in d.items():
+        yield from flat(v, pre + k + ".") if isinstance(v, dict) else [(pre + k, v)]
+for key in data:
+    node = Node(key.rsplit("/", 1)[1], namespace="/robot1", automatically_declare_parameters_from_overrides=True)
+    for name, value in flat(data[key]["ros__parameters"]):
+        got = node.get_parameter(name).value
+        assert (list(got) if not isinstance(got, (str, bool, int, float)) else got) == value, (name, got, value)
+    node.destroy_node()
+rclpy.shutdown()
+print("rcl read", len(data), "nodes")
+"""
+
+
+def test_rcl_reads_the_controller_file_as_written(primitives, tmp_path):
+    """ROS 2's own parameter parser (rcl_yaml_param_parser, through rclpy) reads ros2_controllers.yaml as PyYAML
+    does: every value of both nodes, in a namespace (the "/**/" keys)."""
+    pytest.importorskip("rclpy", reason="rclpy is not installed (make ros)")
+    import subprocess
+    import sys
+
+    A = ModuleAssembly.from_serial_modules(primitives, CHAIN)
+    written = write_moveit_config(A, tmp_path, prefix="p_", n_samples=5)
+    done = subprocess.run([sys.executable, "-c", _RCL_READS, str(written["ros2_controllers.yaml"])],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "rcl read 2 nodes" in done.stdout

@@ -24,7 +24,7 @@ import numpy as np
 from timor_core.common.extensions import implements
 from timor_core.common.fileio import output_target, write_files
 from timor_core.errors import InputError, MJCFError
-from timor_core.export.urdf import URDF_UNLIMITED, assembly_to_urdf
+from timor_core.export.urdf import URDF_UNLIMITED, UrdfOptions, assembly_to_urdf
 from timor_core.model.meshes import ConvexParts, MeshData, load_mesh
 
 if TYPE_CHECKING:
@@ -236,7 +236,9 @@ def assembly_to_mjcf(
     mujoco = _mujoco()
     target = output_target(write_to) if write_to is not None else None
     mesh_folder = f"{target.stem}_meshes" if target is not None else None
-    urdf = assembly_to_urdf(assembly, name, mesh_uri="path", wrl="keep" if target is not None else "visual")
+    urdf = assembly_to_urdf(
+        assembly, name, UrdfOptions(mesh_uri="path", wrl="keep" if target is not None else "visual")
+    )
     with tempfile.TemporaryDirectory(prefix="timor-mjcf-") as stage:
         plan = _MeshPlan(Path(mesh_folder) if mesh_folder else None, Path(stage))
         staged = _staged_urdf(urdf, plan, options.balance_inertia)

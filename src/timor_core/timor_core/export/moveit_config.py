@@ -6,15 +6,13 @@ One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf
 gives the YAML contents as plain dicts, ``move_group_parameters`` turns them into move_group's parameters
 (the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node.
 Every text is generated before anything is written, each file is written atomically, and other files in the
-folder are left alone. YAML is emitted by a tiny writer (PyYAML is not a dependency).
+folder are left alone. YAML is written by PyYAML (:func:`timor_core.export.yaml_text.to_yaml`).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import math
-import re
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +22,8 @@ from timor_core.errors import InputError
 from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.srdf import assembly_to_srdf, planning_chain
-from timor_core.export.urdf import assembly_to_urdf, default_robot_name
+from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
+from timor_core.export.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
 
 if TYPE_CHECKING:
@@ -102,60 +101,22 @@ class MoveItOptions:
         check_number(self.kinematics_timeout, "kinematics_timeout", 0.0, 60.0, low_open=True)
         check_int(self.n_samples, "n_samples", 1, "max_samples")
         check_int(self.update_rate, "update_rate (Hz)", 1, 10_000)
+        self.urdf_options  # noqa: B018  (checks prefix, mesh_uri and package now, not when writing)
+
+    @property
+    def urdf_options(self) -> UrdfOptions:
+        """The names and mesh references of the URDF (``prefix``, ``mesh_uri``, ``package``)."""
+        return UrdfOptions.build(None, prefix=self.prefix, mesh_uri=self.mesh_uri, package=self.package)
 
     @classmethod
     def build(cls, options: MoveItOptions | None = None, **overrides: Any) -> MoveItOptions:
         """``options`` (default: all defaults) with the keyword ``overrides`` applied; unknown keywords raise."""
         unknown = sorted(set(overrides) - {f.name for f in fields(cls)})
         if unknown:
-            raise TypeError(f"unknown MoveIt option(s): {', '.join(unknown)}")
+            raise InputError(f"unknown MoveIt option(s): {', '.join(unknown)}", value=unknown)
         if options is None:
             return cls(**overrides)
         return replace(options, **overrides) if overrides else options
-
-
-# -- a tiny YAML writer -----------------------------------------------------------------------------
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
-_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
-def _scalar(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        text = repr(value)
-        if "e" in text:  # YAML 1.1 (and ROS 2's parser) wants a dot in the mantissa: 1.0e-05
-            mantissa, exponent = text.split("e")
-            text = (mantissa if "." in mantissa else mantissa + ".0") + "e" + exponent
-        return text
-    text = str(value)
-    if _PLAIN.fullmatch(text) and text.lower() not in _RESERVED:
-        return text
-    return json.dumps(text)  # a JSON string is a valid double-quoted YAML scalar
-
-
-def to_yaml(data: dict, indent: int = 0) -> str:
-    """Block-style YAML of nested dicts, lists and scalars (floats always look like floats)."""
-    pad = " " * indent
-    out = []
-    for key, value in data.items():
-        if isinstance(value, dict):
-            text = to_yaml(value, indent + 2) if value else None
-            out.append(f"{pad}{_scalar(key)}:\n{text}" if text else f"{pad}{_scalar(key)}: {{}}\n")
-        elif isinstance(value, (list, tuple)):
-            if value:
-                out.append(f"{pad}{_scalar(key)}:\n" + "".join(f"{pad}  - {_scalar(v)}\n" for v in value))
-            else:
-                out.append(f"{pad}{_scalar(key)}: []\n")
-        else:
-            out.append(f"{pad}{_scalar(key)}: {_scalar(value)}\n")
-    return "".join(out)
 
 
 def _comment(text: str) -> str:
@@ -232,6 +193,49 @@ def _ompl_planning(group: str, distro: str) -> dict[str, Any]:
     }
 
 
+def _ros2_controllers(update_rate: int, joints: list[str], command: list[str], state: list[str]) -> dict[str, Any]:
+    """ros2_controllers.yaml: the controller manager and the joint trajectory controller over ``joints``."""
+    return {  # "/**/": the node in any namespace (several robots, one per namespace)
+        CM_KEY: {
+            "ros__parameters": {
+                "update_rate": update_rate,
+                ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
+                JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
+            }
+        },
+        f"/**/{ARM_CONTROLLER}": {
+            "ros__parameters": {
+                "joints": joints,
+                "command_interfaces": command,
+                "state_interfaces": state,
+                "allow_nonzero_velocity_at_trajectory_end": True,
+            }
+        },
+    }
+
+
+def _moveit_controllers(joints: list[str]) -> dict[str, Any]:
+    """moveit_controllers.yaml: MoveIt executes trajectories through the arm controller's action."""
+    return {
+        "trajectory_execution": {
+            "allowed_execution_duration_scaling": 1.2,
+            "allowed_goal_duration_margin": 0.5,
+            "allowed_start_tolerance": 0.01,
+            "execution_duration_monitoring": True,
+        },
+        "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
+        "moveit_simple_controller_manager": {
+            "controller_names": [ARM_CONTROLLER],
+            ARM_CONTROLLER: {
+                "type": "FollowJointTrajectory",
+                "action_ns": "follow_joint_trajectory",
+                "default": True,
+                "joints": list(joints),
+            },
+        },
+    }
+
+
 def moveit_config_data(
     assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, dict[str, Any]]:
@@ -254,41 +258,8 @@ def moveit_config_data(
             }
         },
         "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
-        "ros2_controllers.yaml": {  # "/**/": the node in any namespace (several robots, one per namespace)
-            CM_KEY: {
-                "ros__parameters": {
-                    "update_rate": opts.update_rate,
-                    ARM_CONTROLLER: {"type": "joint_trajectory_controller/JointTrajectoryController"},
-                    JOINT_STATE_BROADCASTER: {"type": "joint_state_broadcaster/JointStateBroadcaster"},
-                }
-            },
-            f"/**/{ARM_CONTROLLER}": {
-                "ros__parameters": {
-                    "joints": joints,
-                    "command_interfaces": command,
-                    "state_interfaces": state,
-                    "allow_nonzero_velocity_at_trajectory_end": True,
-                }
-            },
-        },
-        "moveit_controllers.yaml": {
-            "trajectory_execution": {
-                "allowed_execution_duration_scaling": 1.2,
-                "allowed_goal_duration_margin": 0.5,
-                "allowed_start_tolerance": 0.01,
-                "execution_duration_monitoring": True,
-            },
-            "moveit_controller_manager": "moveit_simple_controller_manager/MoveItSimpleControllerManager",
-            "moveit_simple_controller_manager": {
-                "controller_names": [ARM_CONTROLLER],
-                ARM_CONTROLLER: {
-                    "type": "FollowJointTrajectory",
-                    "action_ns": "follow_joint_trajectory",
-                    "default": True,
-                    "joints": list(joints),
-                },
-            },
-        },
+        "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state),
+        "moveit_controllers.yaml": _moveit_controllers(joints),
         "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
         "pilz_cartesian_limits.yaml": {
             "cartesian_limits": {
@@ -311,14 +282,7 @@ def moveit_config_texts(
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     robot_name = opts.name if opts.name is not None else default_robot_name(assembly)
     texts = {
-        f"{robot_name}.urdf": assembly_to_urdf(
-            assembly,
-            name=robot_name,
-            prefix=opts.prefix,
-            mesh_uri=opts.mesh_uri,
-            package=opts.package,
-            ros2_control=config,
-        ),
+        f"{robot_name}.urdf": assembly_to_urdf(assembly, robot_name, opts.urdf_options, ros2_control=config),
         f"{robot_name}.srdf": assembly_to_srdf(
             assembly, name=robot_name, prefix=opts.prefix, n_samples=opts.n_samples, seed=opts.seed, group=opts.group
         ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pinocchio as pin
@@ -123,6 +123,78 @@ def _adjacent(tree: KinematicTree, has_geometry: list[bool]) -> set[tuple[int, i
     return {(a, b) for a in range(n) for b in neighbours[a] if a < b and has_geometry[a] and has_geometry[b]}
 
 
+def _link_geometries(robot: Any, names: list[str]) -> tuple[pin.GeometryModel, list[list[int]]]:
+    """A geometry model of the robot's collision objects, and the objects of each link (by tree index)."""
+    index = {name: k for k, name in enumerate(names)}
+    geoms: list[list[int]] = [[] for _ in names]
+    gm = pin.GeometryModel()
+    for g, obj in enumerate(robot.collision.geometryObjects):
+        geoms[index[robot.model.frames[obj.parentFrame].name]].append(g)
+        gm.addGeometryObject(obj)
+    return gm, geoms
+
+
+class _PairChecker:
+    """Which candidate link pairs collide at a configuration (every geometry pair of the two links counts).
+
+    A broad phase of our own: only pairs whose world-aligned bounding boxes overlap go to the narrow phase (an
+    overlap is necessary for a collision, so the verdicts are the same; much faster for long robots).
+    """
+
+    def __init__(self, robot: Any, gm: pin.GeometryModel, geoms: list[list[int]], candidates: list[tuple[int, int]]):
+        from timor_core.kinematics.collision import configure_requests
+
+        pair_of: list[int] = []  # geometry pair index -> candidate index
+        for c, (a, b) in enumerate(candidates):
+            for ga in geoms[a]:
+                for gb in geoms[b]:
+                    gm.addCollisionPair(pin.CollisionPair(ga, gb))
+                    pair_of.append(c)
+        self.gm, self.gd = gm, pin.GeometryData(gm)
+        configure_requests(self.gd, model=gm)
+        self.model, self.data = robot.model, robot.model.createData()
+        self.cand_of_pair = np.array(pair_of, dtype=int)
+        self.n_cand = len(candidates)
+        boxes = [o.geometry.aabb_local for o in gm.geometryObjects]
+        self.centre = np.array([0.5 * (np.asarray(b.min_) + np.asarray(b.max_)) for b in boxes]).reshape(-1, 3)
+        self.half = np.array([0.5 * (np.asarray(b.max_) - np.asarray(b.min_)) for b in boxes]).reshape(-1, 3)
+        self.first = np.array([cp.first for cp in gm.collisionPairs], dtype=int)
+        self.second = np.array([cp.second for cp in gm.collisionPairs], dtype=int)
+
+    def colliding(self, q: np.ndarray, undecided: np.ndarray) -> np.ndarray:
+        """Boolean mask of the candidates (among ``undecided``) that collide at q."""
+        hit = np.zeros(self.n_cand, dtype=bool)
+        if not len(self.first):
+            return hit
+        gm, gd, first, second, cand_of_pair = self.gm, self.gd, self.first, self.second, self.cand_of_pair
+        pin.updateGeometryPlacements(self.model, self.data, gm, gd, q)
+        placements = gd.oMg
+        R = np.array([placements[g].rotation for g in range(gm.ngeoms)])
+        t = np.array([placements[g].translation for g in range(gm.ngeoms)])
+        c = np.einsum("gij,gj->gi", R, self.centre) + t
+        e = np.einsum("gij,gj->gi", np.abs(R), self.half)
+        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + 1e-9, axis=1)
+        for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
+            if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
+                hit[cand_of_pair[p]] = True
+        return hit
+
+
+def _sampled(checker: _PairChecker, robot: Any, at_home: np.ndarray, n_samples: int, seed: int) -> tuple[set, set]:
+    """The candidates in collision in every sample ("Always") and in none ("Never"), of those free at home."""
+    always = ~at_home  # collided in every sample so far
+    never = ~at_home  # no collision in any sample so far
+    rng = np.random.default_rng(seed)
+    for _ in range(int(n_samples)):
+        undecided = always | never
+        if not undecided.any():
+            break
+        hit = checker.colliding(robot.random_configuration(rng), undecided)
+        always &= hit
+        never &= ~hit
+    return {int(k) for k in np.flatnonzero(always)}, {int(k) for k in np.flatnonzero(never)}
+
+
 def collision_matrix(
     assembly: ModuleAssembly, *, prefix: str = "", n_samples: int = 1000, seed: int = 0
 ) -> list[DisabledCollision]:
@@ -131,17 +203,10 @@ def collision_matrix(
     Random configurations are uniform within the joint limits ([-π, π] without limits).
     """
     n_samples = check_int(n_samples, "n_samples", 1, "max_samples")
-    from timor_core.kinematics.collision import configure_requests
-
     robot = assembly.to_pin_robot(prefix=prefix)
     tree = assembly.tree(prefix)
     names = [link.name for link in tree.links]
-    index = {name: k for k, name in enumerate(names)}
-    geoms: list[list[int]] = [[] for _ in names]
-    gm = pin.GeometryModel()
-    for g, obj in enumerate(robot.collision.geometryObjects):
-        geoms[index[robot.model.frames[obj.parentFrame].name]].append(g)
-        gm.addGeometryObject(obj)
+    gm, geoms = _link_geometries(robot, names)
     has_geometry = [bool(g) for g in geoms]
     reason: dict[tuple[int, int], str] = dict.fromkeys(_adjacent(tree, has_geometry), "Adjacent")
     candidates = [
@@ -150,58 +215,12 @@ def collision_matrix(
         for b in range(a + 1, len(names))
         if has_geometry[a] and has_geometry[b] and (a, b) not in reason
     ]
-    pair_of: list[int] = []  # geometry pair index -> candidate index
-    for c, (a, b) in enumerate(candidates):
-        for ga in geoms[a]:
-            for gb in geoms[b]:
-                gm.addCollisionPair(pin.CollisionPair(ga, gb))
-                pair_of.append(c)
-    gd = pin.GeometryData(gm)
-    configure_requests(gd, model=gm)
-    model, data = robot.model, robot.model.createData()
-    cand_of_pair = np.array(pair_of, dtype=int)
-    n_cand = len(candidates)
-    # a broad phase of our own: only pairs whose world-aligned bounding boxes overlap go to the narrow phase
-    # (an overlap is necessary for a collision, so the verdicts are the same; much faster for long robots)
-    boxes = [o.geometry.aabb_local for o in gm.geometryObjects]
-    centre = np.array([0.5 * (np.asarray(b.min_) + np.asarray(b.max_)) for b in boxes]).reshape(-1, 3)
-    half = np.array([0.5 * (np.asarray(b.max_) - np.asarray(b.min_)) for b in boxes]).reshape(-1, 3)
-    first = np.array([cp.first for cp in gm.collisionPairs], dtype=int)
-    second = np.array([cp.second for cp in gm.collisionPairs], dtype=int)
-
-    def colliding(q: np.ndarray, undecided: np.ndarray) -> np.ndarray:
-        """Boolean mask of the candidates (among ``undecided``) that collide at q."""
-        hit = np.zeros(n_cand, dtype=bool)
-        if not len(first):
-            return hit
-        pin.updateGeometryPlacements(model, data, gm, gd, q)
-        placements = gd.oMg
-        R = np.array([placements[g].rotation for g in range(gm.ngeoms)])
-        t = np.array([placements[g].translation for g in range(gm.ngeoms)])
-        c = np.einsum("gij,gj->gi", R, centre) + t
-        e = np.einsum("gij,gj->gi", np.abs(R), half)
-        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + 1e-9, axis=1)
-        for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
-            if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
-                hit[cand_of_pair[p]] = True
-        return hit
-
+    checker = _PairChecker(robot, gm, geoms, candidates)
     home = np.array([home_position(link) for link in tree.actuated])
-    at_home = colliding(home, np.ones(n_cand, dtype=bool))
+    at_home = checker.colliding(home, np.ones(len(candidates), dtype=bool))
     for c_home in np.flatnonzero(at_home):
         reason[candidates[int(c_home)]] = "Default"
-    always = ~at_home  # collided in every sample so far
-    never = ~at_home  # no collision in any sample so far
-    rng = np.random.default_rng(seed)
-    for _ in range(int(n_samples)):
-        undecided = always | never
-        if not undecided.any():
-            break
-        hit = colliding(robot.random_configuration(rng), undecided)
-        always &= hit
-        never &= ~hit
-    always_set = {int(k) for k in np.flatnonzero(always)}
-    never_set = {int(k) for k in np.flatnonzero(never)}
+    always_set, never_set = _sampled(checker, robot, at_home, n_samples, seed)
     for c_always in sorted(always_set):
         reason[candidates[c_always]] = "Always"
     for c_never in sorted(never_set):

@@ -1,9 +1,8 @@
 """The pieces of a URDF: ``<link>``, ``<joint>``, tool and world elements, origins, the default robot name.
 
-Both URDF writers build their text from these functions — the general one walking the kinematic tree
-(:mod:`timor_core.export.urdf`) and the compiled one for serial chains (:mod:`timor_core.export.urdf_serial`) —
-so the two cannot drift apart: they write the same bytes. Fragments that depend only on a module (a link's
-inertial and geometry, a joint's limits) are cached on the module.
+The URDF writer (:mod:`timor_core.export.urdf`, through the fragments of :mod:`timor_core.export.urdf_walk`)
+builds its text from these functions. Pieces that depend only on a module (a link's inertial and geometry, a
+joint's limits) are cached on the module.
 """
 
 from __future__ import annotations
@@ -14,9 +13,10 @@ import math
 
 import numpy as np
 
-from timor_core.common.names import check_name, format_number, ros_name, xml_escape
+from timor_core.common.names import format_number, ros_name, xml_escape
 from timor_core.common.transforms import rpy
 from timor_core.errors import InputError
+from timor_core.export.urdf_options import MESH_URI_MODES, WRL_MODES
 from timor_core.model.geometry import Box, Cylinder, Empty, Geometry, Mesh, Sphere
 from timor_core.model.tree import TreeLink
 
@@ -30,14 +30,11 @@ __all__ = [
     "joint_xml",
     "tool_xml",
     "world_xml",
-    "check_mesh_options",
     "robot_name_of",
 ]
 
 log = logging.getLogger(__name__)
 
-MESH_URI_MODES = ("file", "package", "relative", "path")
-WRL_MODES = ("visual", "keep")
 _ORIGIN_CACHE: dict[bytes, str] = {}
 
 _num = format_number
@@ -69,18 +66,6 @@ def origin_xml(T: np.ndarray) -> str:
             _ORIGIN_CACHE.clear()
         _ORIGIN_CACHE[key] = text
     return text
-
-
-def check_mesh_options(db_name: str, mesh_uri: str, package: str | None, wrl: str) -> str:
-    """Check the mesh options of a description export; return the package of ``package://`` URIs.
-
-    The package defaults to the module set's name ``db_name`` (``timor`` if it has none usable).
-    """
-    if mesh_uri not in MESH_URI_MODES:
-        raise InputError(f"mesh_uri must be one of {MESH_URI_MODES}", value=mesh_uri)
-    if wrl not in WRL_MODES:
-        raise InputError(f"wrl must be one of {WRL_MODES}", value=wrl)
-    return check_name(package, "package name") if package is not None else (ros_name(db_name) or "timor")
 
 
 def robot_name_of(db_name: str, assembly_json: str) -> str:

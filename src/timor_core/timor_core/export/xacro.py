@@ -9,17 +9,14 @@ assembly's base placement), so ``xacro`` expands it into a complete URDF equal t
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from timor_core.common.extensions import implements
 from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
-from timor_core.errors import AssemblyError, InputError, URDFError
-from timor_core.export.urdf import (
-    default_robot_name,
-    mesh_package,
-    origin_xml,
-    tree_xml,
-)
+from timor_core.errors import InputError
+from timor_core.export.urdf import default_robot_name, links_and_joints, origin_xml
+from timor_core.export.urdf_options import UrdfOptions
 
 if TYPE_CHECKING:
     from timor_core.export.ros2_control import Ros2ControlConfig
@@ -39,19 +36,14 @@ def _literal(text: str) -> str:
     return text.replace("${", "$${").replace("$(", "$$(")
 
 
-def _macro_body(assembly: ModuleAssembly, mesh_uri: str, package: str, wrl: str) -> str:
+def _macro_body(assembly: ModuleAssembly, options: UrdfOptions) -> str:
     """Links and joints of the robot with ``${prefix}`` names (two-space indented like the URDF export)."""
-    try:
-        tree = assembly.tree(PREFIX)
-    except AssemblyError as exc:
-        raise URDFError(f"cannot write xacro: {exc}") from None
-    links = tree.links
+    link_chunks, joints, root = links_and_joints(assembly, replace(options, prefix=PREFIX), literal=True, what="xacro")
     out = [
         f'  <joint name="{PREFIX}${{parent}}_to_base_link" type="fixed">\n'
         '    <xacro:insert_block name="origin"/>\n'
-        f'    <parent link="${{parent}}"/>\n    <child link="{links[0].name}"/>\n  </joint>\n'
+        f'    <parent link="${{parent}}"/>\n    <child link="{root}"/>\n  </joint>\n'
     ]
-    link_chunks, joints = tree_xml(tree, mesh_uri, package, wrl, body_filter=_literal)
     out.extend(link_chunks)
     out.extend(joints)
     return "".join(out)
@@ -71,9 +63,8 @@ def assembly_to_xacro(
     instantiate: bool = True,
     prefix: str = "",
     ros2_control: Ros2ControlConfig | None = None,
-    mesh_uri: str = "file",
-    package: str | None = None,
-    wrl: str = "visual",
+    options: UrdfOptions | None = None,
+    **mesh: Any,
 ) -> str:
     """A xacro file defining the macro ``macro_name(prefix parent *origin)`` for this assembly.
 
@@ -81,9 +72,13 @@ def assembly_to_xacro(
     file also adds a ``world`` link and calls the macro with ``prefix`` on it at the base placement,
     so ``xacro`` expands it to a complete URDF; without it, the file only defines the macro (for
     ``xacro:include``). ``ros2_control`` puts a ``<ros2_control name="${prefix}<name>">`` block in the
-    macro. Mesh options are those of ``assembly_to_urdf``.
+    macro. ``options`` (or the keywords ``mesh_uri``, ``package``, ``wrl``) are those of ``assembly_to_urdf``;
+    the macro's names start with its ``prefix`` parameter instead of ``options.prefix``.
     """
-    package = mesh_package(assembly, mesh_uri, package, wrl)
+    unknown = sorted(set(mesh) - {"mesh_uri", "package", "wrl"})
+    if unknown:
+        raise InputError(f"unknown xacro option(s): {', '.join(unknown)}", value=unknown)
+    urdf_options = UrdfOptions.build(options, **mesh)
     robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
     macro = macro_name if macro_name is not None else ros_name(robot_name)
     if macro_name is None and not _NAME.fullmatch(macro):
@@ -91,7 +86,7 @@ def assembly_to_xacro(
     if not _NAME.fullmatch(macro):
         raise InputError("a macro name must be letters, digits and underscores, not starting with a digit", value=macro)
     check_prefix(prefix)
-    body = _macro_body(assembly, mesh_uri, package, wrl)
+    body = _macro_body(assembly, urdf_options)
     if ros2_control is not None:
         from timor_core.export.ros2_control import ros2_control_xml
 
