@@ -19,10 +19,10 @@ from __future__ import annotations
 import gc
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,8 +40,6 @@ from timor_core.model.parts import GENDERS
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
-
-_T = TypeVar("_T")
 
 __all__ = ["ToolConnector", "db_from_urdf", "assembly_from_urdf", "resolve_package_uri", "guess_tool_link"]
 
@@ -133,11 +131,11 @@ def _db_from_urdf(
     else:
         dirs = [Path(d) for d in package_dirs]
     reader = UrdfReader(file, dirs)
-    urdf_joints = _read_all(root.iterfind("joint"), reader.joint)
+    urdf_joints = reader.joints(root.iterfind("joint"))
     link_elements = root.findall("link")
     names = [e.get("name", "") for e in link_elements]
     tree = check_tree(names, urdf_joints, file)  # before anything walks the links: no cycle, one root
-    links = _read_all(link_elements, reader.link)
+    links = reader.links(link_elements)
     robot_name = root.get("name") or "robot"
     del root, link_elements
     actuated = {uj.child: uj.kind != "fixed" for uj in urdf_joints}
@@ -173,15 +171,6 @@ def _parse(text: str, file: Path | None) -> ET.Element:
     if root.tag != "robot":
         raise FormatError("the root element must be <robot>", file=file, value=root.tag)
     return root
-
-
-def _read_all(elements: Iterable[ET.Element], read: Callable[[ET.Element], _T]) -> list[_T]:
-    """Each element read, then emptied: the parsed tree shrinks while the module grows (less peak memory)."""
-    out = []
-    for element in elements:
-        out.append(read(element))
-        element.clear()
-    return out
 
 
 @implements("assembly_from_urdf")

@@ -15,10 +15,10 @@ import logging
 import math
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -27,6 +27,7 @@ from timor_core.errors import FormatError, InputError, MeshError, TimorError, Va
 from timor_core.export.urdf import URDF_UNLIMITED
 
 log = logging.getLogger(__name__)
+_R = TypeVar("_R")
 
 __all__ = [
     "FloatStack",
@@ -39,9 +40,11 @@ __all__ = [
 ]
 
 SUPPORTED_JOINTS = ("revolute", "continuous", "prismatic", "fixed")
+_SUPPORTED = frozenset(SUPPORTED_JOINTS)
 XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 _INERTIA = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 _ZERO3 = (0.0, 0.0, 0.0)
+_ZERO6 = (0.0,) * 6
 _X_AXIS = (1.0, 0.0, 0.0)
 _OFF_DIAGONAL = (1, 2, 4, 6, 8, 9)  # the rotation's off-diagonal entries in a row-major 4x4 pose
 _ORIGIN = ("/origin@rpy", "/origin@xyz")
@@ -86,15 +89,17 @@ def _mass(text: str | None) -> float:
     return _number(text, "/inertial/mass@value")
 
 
-def _rotation(roll: float, pitch: float, yaw: float) -> list[list[float]]:
-    """URDF's Rz(yaw) Ry(pitch) Rx(roll), in plain floats (numpy's small products cost more per link)."""
+def _pose(roll: float, pitch: float, yaw: float, x: float, y: float, z: float) -> tuple[float, ...]:
+    """URDF's pose: Rz(yaw) Ry(pitch) Rx(roll) and the translation, row-major 4x4, in plain floats (numpy's small
+    products cost more per link)."""
     cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
     cy, sy = math.cos(yaw), math.sin(yaw)
-    return [
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ]
+    return (
+        cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr, x,
+        sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr, y,
+        -sp, cp * sr, cp * cr, z,
+        0.0, 0.0, 0.0, 1.0,
+    )  # fmt: skip
 
 
 def _origin(element: ET.Element, suffixes: tuple[str, str]) -> tuple[float, ...] | None:
@@ -118,8 +123,7 @@ def _origin(element: ET.Element, suffixes: tuple[str, str]) -> tuple[float, ...]
         if not (x or y or z):
             return None
         return (1.0, 0.0, 0.0, x, 0.0, 1.0, 0.0, y, 0.0, 0.0, 1.0, z, 0.0, 0.0, 0.0, 1.0)
-    (a, b, c), (d, e, f), (g, h, i) = _rotation(roll, pitch, yaw)
-    return (a, b, c, x, d, e, f, y, g, h, i, z, 0.0, 0.0, 0.0, 1.0)
+    return _pose(roll, pitch, yaw, x, y, z)
 
 
 def _pose_json(pose: tuple[float, ...] | None) -> list[list[float]]:
@@ -132,7 +136,7 @@ def _inertia_values(element: ET.Element | None) -> list[float]:
     if element is None:
         return [0.0] * 6
     try:
-        values = [float(element.get(k, 0.0)) for k in _INERTIA]
+        values = list(map(float, map(element.get, _INERTIA, _ZERO6)))
         if math.isfinite(sum(values)) or all(map(math.isfinite, values)):
             return values
     except ValueError:
@@ -237,25 +241,32 @@ class UrdfReader:
         self.meshes: list[tuple[dict, Path]] = []  # (geometry parameters, resolved file)
         self.poses, self.inertias, self.coms = FloatStack(4, 4), FloatStack(3, 3), FloatStack(3)
 
-    def link(self, element: ET.Element) -> UrdfLink:
-        """A ``<link>``: the body frame is the link frame."""
-        name = element.get("name", "")
+    def links(self, elements: Iterable[ET.Element]) -> list[UrdfLink]:
+        """Every ``<link>`` (the body frame is the link frame), each element emptied once read."""
+        return self._read_all(elements, "link", self._link)
+
+    def joints(self, elements: Iterable[ET.Element]) -> list[UrdfJoint]:
+        """Every ``<joint>`` (origin, axis kept so the child link's frame is the URDF's, limits, friction), each
+        element emptied once read. A ``<mimic>`` joint becomes an independent joint, as in Pinocchio's default URDF
+        loader."""
+        return self._read_all(elements, "joint", self._joint)
+
+    def _read_all(self, elements: Iterable[ET.Element], kind: str, read: Callable[[ET.Element], _R]) -> list[_R]:
+        """Each element read, then emptied (the parsed tree shrinks while the records grow: less peak memory);
+        a bad value named with the file and the element."""
+        out: list[_R] = []
+        append = out.append
+        element = None
         try:
-            return self._link(element, name)
+            for element in elements:
+                append(read(element))
+                element.clear()
         except _ReadError as bad:
-            raise bad.located("link", name, self.file) from None
+            raise bad.located(kind, element.get("name", "") if element is not None else "", self.file) from None
+        return out
 
-    def joint(self, element: ET.Element) -> UrdfJoint:
-        """A ``<joint>``: origin, axis (kept, so the child link's frame is the URDF's), limits, friction.
-
-        A ``<mimic>`` joint becomes an independent joint, as in Pinocchio's default URDF loader."""
-        name = element.get("name", "")
-        try:
-            return self._joint(element, name)
-        except _ReadError as bad:
-            raise bad.located("joint", name, self.file) from None
-
-    def _link(self, link: ET.Element, name: str) -> UrdfLink:
+    def _link(self, link: ET.Element) -> UrdfLink:
+        name = link.get("name", "")
         inertial = link.find("inertial")
         mass, inertia, com = 0.0, -1, -1
         if inertial is not None:
@@ -326,9 +337,9 @@ class UrdfReader:
         self.meshes.append((params, path))
         return params
 
-    def _joint(self, joint: ET.Element, name: str) -> UrdfJoint:
-        kind = joint.get("type", "")
-        if kind not in SUPPORTED_JOINTS:
+    def _joint(self, joint: ET.Element) -> UrdfJoint:
+        name, kind = joint.get("name", ""), joint.get("type", "")
+        if kind not in _SUPPORTED:
             message = f"joint type {kind!r} is not supported (only {', '.join(SUPPORTED_JOINTS)})"
             raise _ReadError(ValidationError, message, "@type", kind)
         parent, child = joint.find("parent"), joint.find("child")
