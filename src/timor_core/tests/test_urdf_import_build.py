@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -66,3 +69,16 @@ def test_a_made_module_loads_back_equal():
     db = db_from_urdf(text)
     again = ModulesDB.from_json_data(json.loads(db.to_json_string()))
     assert next(iter(again)) == next(iter(db))
+
+
+def test_the_benchmark_command_runs():
+    """``python benchmarks/urdf_import.py --links ... --json`` (benchmarks/README.md) at small sizes: the chain imports
+    with every link and the figures are there (no time is asserted)."""
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "urdf_import.py"
+    if not script.is_file():
+        pytest.skip("benchmarks/ is not beside this checkout's src/")
+    out = subprocess.run([sys.executable, str(script), "--links", "20", "200", "--json"], capture_output=True,
+                         text=True, check=True, timeout=600)  # fmt: skip
+    rows = json.loads(out.stdout)
+    assert [r["links"] for r in rows] == [20, 200]
+    assert all(r["import_cpu_s"] >= 0 and r["peak_rss_mb"] > 0 for r in rows)
