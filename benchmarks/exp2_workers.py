@@ -28,7 +28,7 @@ def ours_sample(spec: dict) -> dict:
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.search import FilterConfig
     from timor_core.search.evaluate import evaluate, load_db, load_task
-    from timor_core.task.solve import verify_goal_configurations
+    from timor_core.task.feedback import verify_goal_configurations
 
     task, db = load_task(spec.get("sample_task", spec["task"])), load_db(spec["db"])
     config = FilterConfig(seed=spec["seed"], bound=False)

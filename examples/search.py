@@ -14,7 +14,7 @@ from pathlib import Path
 from timor_core import ModulesDB
 from timor_core.search import Budget, ExhaustiveSearch, GeneticSearch, SerialSpace, SpaceOptions
 from timor_core.task import Task
-from timor_core.task.solve import verify_goal_configurations
+from timor_core.task.feedback import verify_goal_configurations
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)

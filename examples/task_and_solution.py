@@ -12,9 +12,9 @@ from pathlib import Path
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.task import Task
+from timor_core.task.feedback import solve_feedback
 from timor_core.task.point_to_point import solve_point_to_point
 from timor_core.task.solution import Solution
-from timor_core.task.solve import solve_feedback
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)

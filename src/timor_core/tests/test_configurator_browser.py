@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, SHARED
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.task.solve import load_task, solve_feedback
+from timor_core.task.feedback import load_task, solve_feedback
 from timor_core.viz.configurator_state import GoalResult
 
 USER_STUDY = SHARED / "data" / "cobra" / "tasks" / "user_study.json"

@@ -13,7 +13,7 @@ from conftest import SHARED
 
 from timor_core import ModuleAssembly
 from timor_core.errors import TimorError, UnknownModuleError
-from timor_core.task.solve import format_feedback, load_task, solve_feedback
+from timor_core.task.feedback import format_feedback, load_task, solve_feedback
 from timor_core.viz.configurator_state import (
     Attachment,
     ConfiguratorError,

@@ -16,7 +16,7 @@ from timor_core.errors import InputError
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.paper.experiments import EXP2_COUNT, exp2, exp2_space
-from timor_core.task.solve import goal_feedback, load_task, verify_goal_configurations
+from timor_core.task.feedback import goal_feedback, load_task, verify_goal_configurations
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TASK = SHARED / "data" / "cobra" / "tasks" / "user_study.json"

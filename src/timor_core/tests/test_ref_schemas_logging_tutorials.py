@@ -7,7 +7,7 @@ import pytest
 from conftest import EMBEDDED, SHARED
 
 from timor_core.model.validation import check_db_file
-from timor_core.task.solve import validate_task_file
+from timor_core.task.feedback import validate_task_file
 
 TASKS = SHARED / "data" / "cobra" / "tasks"
 MODULES = SHARED / "data" / "cobra" / "modules"

@@ -17,7 +17,7 @@ from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.search import ExhaustiveSearch, SerialSpace, SpaceOptions, paper_exp2_space, science2019_options
 from timor_core.search.space_reach import module_span, space_reach, unreachable_goals
-from timor_core.task.solve import load_task
+from timor_core.task.feedback import load_task
 
 
 def load_task_data(data: dict):

@@ -18,7 +18,7 @@ import pytest
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.task import Task
-from timor_core.task.solve import check_task_file, goal_feedback, solve_feedback, task_base_placement, task_info
+from timor_core.task.feedback import check_task_file, goal_feedback, solve_feedback, task_base_placement, task_info
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TASKS = SHARED / "data" / "cobra" / "tasks"

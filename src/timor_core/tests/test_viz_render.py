@@ -138,8 +138,8 @@ def test_solution_of_the_user_study_plans_and_films(tmp_path, capsys):
     """End to end on real data: solve the user study with its lightest robot, write the solution, film it."""
     import imageio.v3 as iio
 
+    from timor_core.task.feedback import load_task
     from timor_core.task.solution import Solution
-    from timor_core.task.solve import load_task
 
     sol = tmp_path / "solution.json"
     modules = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]

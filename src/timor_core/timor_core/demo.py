@@ -73,8 +73,8 @@ def _solve_task(name: str, out_dir: Path) -> dict:
     from timor_core.export.moveit_config import write_moveit_config
     from timor_core.search import Budget, ExhaustiveSearch, SerialSpace, SpaceOptions
     from timor_core.task import Task
+    from timor_core.task.feedback import verify_goal_configurations
     from timor_core.task.point_to_point import solve_point_to_point
-    from timor_core.task.solve import verify_goal_configurations
 
     task = Task.from_name(name)
     db = ModulesDB.from_name("robco_like")

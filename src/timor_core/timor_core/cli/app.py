@@ -141,7 +141,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_task_validate(args: argparse.Namespace) -> int:
-    from timor_core.task.solve import check_task_file
+    from timor_core.task.feedback import check_task_file
 
     task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
     if problems:
@@ -157,7 +157,7 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_task_info(args: argparse.Namespace) -> int:
-    from timor_core.task.solve import format_task_info, load_task, task_info
+    from timor_core.task.feedback import format_task_info, load_task, task_info
 
     info = task_info(load_task(args.file, args.skip_missing_assets))
     print(json_text(info, indent=2) if args.json else format_task_info(info))
@@ -165,7 +165,7 @@ def _cmd_task_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from timor_core.task.solve import assembly_cost, format_feedback, load_task, solve_feedback
+    from timor_core.task.feedback import assembly_cost, format_feedback, load_task, solve_feedback
 
     cost = assembly_cost(args.cost)
     task = load_task(args.file, args.skip_missing_assets)

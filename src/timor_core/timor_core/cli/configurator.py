@@ -9,7 +9,7 @@ from timor_core.cli.args import load_db, port, seed
 
 
 def _cmd_configurator(args: argparse.Namespace) -> int:
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
     from timor_core.viz import require
 
     require("viser")

@@ -28,7 +28,7 @@ def _cmd_paper_exp1(args: argparse.Namespace) -> int:
 
 def _cmd_paper_exp2(args: argparse.Namespace) -> int:
     from timor_core.paper.experiments import exp2
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
 
     db = _load_db(args.db)
     task = load_task(args.task, False)
@@ -66,7 +66,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         RandomSearch,
         load_space,
     )
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
 
     db = _load_db(args.db)
     task = load_task(args.task, False)

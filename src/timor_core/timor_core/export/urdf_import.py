@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,9 +28,12 @@ import numpy as np
 
 from timor_core.common.extensions import implements
 from timor_core.errors import FormatError, InputError, ValidationError
-from timor_core.export.urdf_build import module_set
-from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader, check_tree
+from timor_core.export.urdf_build import UrdfParts, module_set
+from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader
 from timor_core.export.urdf_reader import resolve_package_uri as resolve_package_uri
+from timor_core.export.urdf_tree import TOOL_NAMES as TOOL_NAMES
+from timor_core.export.urdf_tree import check_tree
+from timor_core.export.urdf_tree import guess_tool_link as guess_tool_link
 from timor_core.limits import read_input_text
 from timor_core.model.db import ModulesDB
 from timor_core.model.parts import GENDERS
@@ -40,10 +42,6 @@ if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
 __all__ = ["ToolConnector", "db_from_urdf", "assembly_from_urdf", "resolve_package_uri", "guess_tool_link"]
-
-#: Link names that say "tool frame", best first (``fnmatch``-like, lower case): the TCP guess prefers them.
-TOOL_NAMES = (r"tool0", r"(.*_)?tcp", r"(.*_)?end_?effector(_link)?", r"(.*_)?ee_link", r"(.*_)?flange")
-_TOOL_PATTERN = re.compile("|".join(f"({p.replace('(', '(?:')})" for p in TOOL_NAMES))  # group k: pattern k
 
 
 @dataclass(frozen=True)
@@ -66,45 +64,6 @@ class ToolConnector:
                 "size": [float(s) for s in self.size]}  # fmt: skip
 
 
-def guess_tool_link(children: Mapping[str, list[str]], actuated: Mapping[str, bool], root: str,
-                    order: Sequence[str]) -> str:  # fmt: skip
-    """The tool link: a link named like a tool frame (``TOOL_NAMES``, best pattern first; among several, one on
-    or below the main chain, else the first in the file), else the end of the main chain: from the root into the
-    child with the most joints below it, stopping where equal branches with joints split (a hand's fingers)."""
-    below: dict[str, int] = {}
-    stack, walk = [root], []
-    while stack:
-        n = stack.pop()
-        walk.append(n)
-        stack.extend(children.get(n, []))
-    for n in reversed(walk):
-        below[n] = int(actuated.get(n, False)) + sum(below[c] for c in children.get(n, []))
-    chain = [root]
-    while children.get(chain[-1]):
-        kids = children[chain[-1]]
-        best = max(below[k] for k in kids)
-        top = [k for k in kids if below[k] == best]
-        if len(top) != 1:
-            break
-        chain.append(top[0])
-    under = {chain[-1]}  # everything below the end of the main chain
-    stack = [chain[-1]]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            under.add(c)
-            stack.append(c)
-    preferred = set(chain) | under
-    by_rank: dict[int, list[str]] = {}  # one pass over the names: the rank of the first pattern each matches
-    for n in order:
-        m = _TOOL_PATTERN.fullmatch(n.lower())
-        if m is not None and m.lastindex is not None:
-            by_rank.setdefault(m.lastindex, []).append(n)
-    if by_rank:
-        matches = by_rank[min(by_rank)]
-        return next((n for n in matches if n in preferred), matches[0])
-    return chain[-1]
-
-
 def _read_text(urdf: str | Path) -> tuple[str, Path | None]:
     if isinstance(urdf, Path) or (isinstance(urdf, str) and "<robot" not in urdf):
         file = Path(urdf).resolve()
@@ -125,33 +84,6 @@ def _refuse_xacro(root: ET.Element | None, file: Path | None, parse_error: str =
         )
     if found:
         raise FormatError("this is a xacro file, not a URDF: expand it first (xacro FILE > robot.urdf)", file=file)
-
-
-_JSON_TO_URDF = ((".parameters.file", "/mesh@filename"), (".parameters.scale", "/mesh@scale"),
-                 (".inertia", "/inertial/inertia"), (".mass", "/inertial/mass"), (".limits", "/limit"))  # fmt: skip
-
-
-def _urdf_path(rest: str) -> str:
-    """The URDF spelling of the part of a module-JSON path below a body or joint (``.visual[0].parameters.file``
-    -> ``/visual[1]/mesh@filename``; URDF counts elements from 1)."""
-    rest = re.sub(r"\.(visual|collision)\[(\d+)\]", lambda m: f"/{m.group(1)}[{int(m.group(2)) + 1}]", rest)
-    for json_part, urdf_part in _JSON_TO_URDF:
-        rest = rest.replace(json_part, urdf_part)
-    return rest
-
-
-def _located(exc: InputError, file: Path | None, bodies: list[dict], joints: list[dict]) -> InputError:
-    """The error of the generated module JSON, re-pointed at the URDF link or joint it came from."""
-    path = exc.path or ""
-    m = re.match(r"\$\.modules\[0\]\.(bodies|joints)\[(\d+)\](.*)", path)
-    if m:
-        kind, k, rest = m.group(1), int(m.group(2)), m.group(3)
-        items = bodies if kind == "bodies" else joints
-        if k < len(items):
-            path = f"{'link' if kind == 'bodies' else 'joint'}[@name='{items[k]['ID']}']{_urdf_path(rest)}"
-    err = type(exc).__new__(type(exc))
-    InputError.__init__(err, exc.message, file=file, path=path or None, value=exc.value)
-    return err
 
 
 def db_from_urdf(
@@ -191,6 +123,43 @@ def _db_from_urdf(
     tool_connector: ToolConnector | None,
 ) -> ModulesDB:
     text, file = _read_text(urdf)
+    root = _parse(text, file)
+    del text  # the parsed elements are what is read from now on (and each is emptied once read)
+    dirs: Sequence[Path] | Mapping[str, Path]
+    if isinstance(package_dirs, Mapping):
+        dirs = {k: Path(v) for k, v in package_dirs.items()}
+    else:
+        dirs = [Path(d) for d in package_dirs]
+    reader = UrdfReader(file, dirs)
+    urdf_joints = reader.joints(root.iterfind("joint"))
+    link_elements = root.findall("link")
+    names = [e.get("name", "") for e in link_elements]
+    tree = check_tree(names, urdf_joints, file)  # before anything walks the links: no cycle, one root
+    links = reader.links(link_elements)
+    robot_name = root.get("name") or "robot"
+    del root, link_elements
+    actuated = {uj.child: uj.kind != "fixed" for uj in urdf_joints}
+    tcp = tcp_link if tcp_link is not None else guess_tool_link(tree, actuated, names)
+    if tcp not in actuated and tcp != tree.root:
+        raise ValidationError("tcp_link names no link of the URDF", file=file, path="tcp_link", value=tcp)
+    flip = np.diag([1.0, -1.0, -1.0, 1.0]).tolist()  # the base connector faces the world (rotation pi about x)
+    connectors: dict[str, list[dict[str, Any]]] = {tree.root: [], tcp: []}
+    connectors[tree.root].append({"ID": "base", "pose": flip, "gender": "f", "type": "base", "size": []})
+    connectors[tcp].append((tool_connector or ToolConnector()).to_json())
+    base_dir = file.parent if file is not None else Path.cwd()
+    if reader.meshes:
+        base_dir = Path(os.path.commonpath([str(base_dir), *(str(p.parent) for _, p in reader.meshes)]))
+    for params, path in reader.meshes:
+        params["file"] = path.relative_to(base_dir).as_posix()
+    header: dict[str, Any] = {"ID": module_id or robot_name, "name": robot_name}
+    if keep_names:
+        header["keepNames"] = True
+    parts = UrdfParts(links, urdf_joints, reader, connectors, joint_extras or {})
+    return module_set(header, parts, base_dir, file, robot_name)
+
+
+def _parse(text: str, file: Path | None) -> ET.Element:
+    """The ``<robot>`` element of a URDF text; a DOCTYPE, malformed XML or a xacro file refused, named."""
     if "<!DOCTYPE" in text or "<!ENTITY" in text:
         raise FormatError("a URDF must not declare a DOCTYPE or entities", file=file)
     try:
@@ -201,47 +170,7 @@ def _db_from_urdf(
     _refuse_xacro(root, file, text=text)
     if root.tag != "robot":
         raise FormatError("the root element must be <robot>", file=file, value=root.tag)
-    dirs: Sequence[Path] | Mapping[str, Path]
-    if isinstance(package_dirs, Mapping):
-        dirs = {k: Path(v) for k, v in package_dirs.items()}
-    else:
-        dirs = [Path(d) for d in package_dirs]
-    reader = UrdfReader(file, dirs)
-    link_elements = root.findall("link")
-    urdf_joints = [reader.joint(j) for j in root.findall("joint")]
-    names = [e.get("name", "") for e in link_elements]
-    root_link = check_tree(names, urdf_joints, file)  # before anything walks the links: no cycle, one root
-    bodies = [reader.body(e) for e in link_elements]
-    joints = [j.data for j in urdf_joints]
-    for j in joints:
-        extra = dict((joint_extras or {}).get(j["ID"], {}))
-        if "limits" in extra:
-            j["limits"] = {**j.get("limits", {}), **extra.pop("limits")}
-        j.update(extra)
-    children: dict[str, list[str]] = {}
-    for uj in urdf_joints:
-        children.setdefault(uj.parent, []).append(uj.child)
-    actuated = {uj.child: uj.kind != "fixed" for uj in urdf_joints}
-    tcp = tcp_link if tcp_link is not None else guess_tool_link(children, actuated, root_link, names)
-    if tcp not in actuated and tcp != root_link:
-        raise ValidationError("tcp_link names no link of the URDF", file=file, path="tcp_link", value=tcp)
-    flip = np.diag([1.0, -1.0, -1.0, 1.0]).tolist()  # the base connector faces the world (rotation pi about x)
-    by_name = {b["ID"]: b for b in bodies}
-    by_name[root_link]["connectors"].append({"ID": "base", "pose": flip, "gender": "f", "type": "base", "size": []})
-    by_name[tcp]["connectors"].append((tool_connector or ToolConnector()).to_json())
-    robot_name = root.get("name") or "robot"
-    base_dir = file.parent if file is not None else Path.cwd()
-    if reader.meshes:
-        base_dir = Path(os.path.commonpath([str(base_dir), *(str(p.parent) for _, p in reader.meshes)]))
-    for params, path in reader.meshes:
-        params["file"] = path.relative_to(base_dir).as_posix()
-    header: dict[str, Any] = {"ID": module_id or robot_name, "name": robot_name}
-    if keep_names:
-        header["keepNames"] = True
-    try:
-        return module_set(header, bodies, joints, base_dir, file, robot_name)
-    except InputError as exc:
-        raise _located(exc, file, bodies, joints) from None
+    return root
 
 
 @implements("assembly_from_urdf")

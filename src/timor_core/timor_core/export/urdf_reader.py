@@ -1,6 +1,12 @@
 """Reading a URDF's elements for the importer: links (mass, inertia, visual and collision shapes), joints (type,
 origin, axis, limits) and the checks that the links form one tree, each error naming the URDF file and the link
-or joint (``link[@name='...']``, ``joint[@name='...']``), never the module JSON made from them.
+or joint (``link[@name='...']``, ``joint[@name='...']``), never the module JSON made from them. The tree checks are
+in :mod:`timor_core.export.urdf_tree`.
+
+Speed (100,000 links well under 10 s): a link or joint is read into a small record; its pose, inertia and centre of
+mass go as plain floats into one list per shape (:class:`FloatStack`), made into one read-only numpy array at the
+end, a view per link, where three small arrays per link cost more than reading the link. An error's path is
+formatted only when there is an error (:class:`_ReadError` carries its suffix to the element's reader).
 """
 
 from __future__ import annotations
@@ -9,92 +15,147 @@ import logging
 import math
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from timor_core.common.transforms import IDENTITY, readonly
-from timor_core.errors import FormatError, MeshError, ValidationError
+from timor_core.errors import FormatError, InputError, MeshError, TimorError, ValidationError
 from timor_core.export.urdf import URDF_UNLIMITED
-from timor_core.limits import limits
 
 log = logging.getLogger(__name__)
+_R = TypeVar("_R")
 
-__all__ = ["UrdfJoint", "UrdfReader", "resolve_package_uri", "check_tree", "XACRO_NAMESPACE"]
+__all__ = [
+    "FloatStack",
+    "UrdfLink",
+    "UrdfJoint",
+    "UrdfReader",
+    "resolve_package_uri",
+    "physical_inertia",
+    "XACRO_NAMESPACE",
+]
 
 SUPPORTED_JOINTS = ("revolute", "continuous", "prismatic", "fixed")
+_SUPPORTED = frozenset(SUPPORTED_JOINTS)
 XACRO_NAMESPACE = "http://www.ros.org/wiki/xacro"
 _INERTIA = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+_ZERO3 = (0.0, 0.0, 0.0)
+_ZERO6 = (0.0,) * 6
+_X_AXIS = (1.0, 0.0, 0.0)
+_OFF_DIAGONAL = (1, 2, 4, 6, 8, 9)  # the rotation's off-diagonal entries in a row-major 4x4 pose
+_ORIGIN = ("/origin@rpy", "/origin@xyz")
+_INERTIAL_ORIGIN = ("/inertial/origin@rpy", "/inertial/origin@xyz")
 
 
-def _floats(text: str | None, n: int, default: Sequence[float], where: str, file: Path | None) -> tuple[float, ...]:
+class _ReadError(TimorError):
+    """A value of the element being read is wrong: its reader adds the file and the element's name to the path."""
+
+    def __init__(self, error: type[InputError], message: str, suffix: str, value: Any = ...) -> None:
+        super().__init__(message)
+        self.error, self.message, self.suffix, self.value = error, message, suffix, value
+
+    def located(self, kind: str, name: str, file: Path | None) -> InputError:
+        """The error, at ``kind[@name='name']`` + suffix of ``file``."""
+        return self.error(self.message, file=file, path=f"{kind}[@name='{name}']{self.suffix}", value=self.value)
+
+
+def _floats(text: str | None, n: int, default: tuple[float, ...], suffix: str) -> tuple[float, ...]:
     if text is None:
-        return tuple(default)
+        return default
     try:
         values = tuple(map(float, text.split()))
     except ValueError:
-        raise FormatError("expected numbers", file=file, path=where, value=text) from None
-    if len(values) != n or not all(map(math.isfinite, values)):
-        raise FormatError(f"expected {n} finite numbers", file=file, path=where, value=text)
+        raise _ReadError(FormatError, "expected numbers", suffix, text) from None
+    if len(values) != n or (not math.isfinite(sum(values)) and not all(map(math.isfinite, values))):
+        raise _ReadError(FormatError, f"expected {n} finite numbers", suffix, text)
     return values
 
 
-def _number(text: str | None, where: str, file: Path | None, default: float = 0.0) -> float:
-    return _floats(text, 1, (default,), where, file)[0]
+def _number(text: str | None, suffix: str, default: float = 0.0) -> float:
+    return _floats(text, 1, (default,), suffix)[0]
 
 
-def _rotation(roll: float, pitch: float, yaw: float) -> list[list[float]]:
-    """URDF's Rz(yaw) Ry(pitch) Rx(roll), in plain floats (numpy's small products cost more per link)."""
-    cr, sr, cp, sp, cy, sy = (
-        math.cos(roll),
-        math.sin(roll),
-        math.cos(pitch),
-        math.sin(pitch),
-        math.cos(yaw),
-        math.sin(yaw),
-    )
-    return [
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ]
+def _mass(text: str | None) -> float:
+    try:
+        mass = float(text) if text is not None else 0.0  # the common case: one plain number
+        if math.isfinite(mass):
+            return mass
+    except ValueError:
+        pass
+    return _number(text, "/inertial/mass@value")
 
 
-def _origin(element: ET.Element | None, where: str, file: Path | None) -> np.ndarray:
-    """The pose of an element's ``<origin>`` (a shared read-only identity without one)."""
-    origin = element.find("origin") if element is not None else None
+def _pose(roll: float, pitch: float, yaw: float, x: float, y: float, z: float) -> tuple[float, ...]:
+    """URDF's pose: Rz(yaw) Ry(pitch) Rx(roll) and the translation, row-major 4x4, in plain floats (numpy's small
+    products cost more per link)."""
+    cr, sr, cp, sp = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return (
+        cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr, x,
+        sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr, y,
+        -sp, cp * sr, cp * cr, z,
+        0.0, 0.0, 0.0, 1.0,
+    )  # fmt: skip
+
+
+def _origin(element: ET.Element, suffixes: tuple[str, str]) -> tuple[float, ...] | None:
+    """The row-major 4x4 pose of an element's ``<origin>``; None for the identity (no origin, or a zero one)."""
+    origin = element.find("origin")
     if origin is None:
-        return IDENTITY
-    rpy = _floats(origin.get("rpy"), 3, (0, 0, 0), f"{where}/origin@rpy", file)
-    x, y, z = _floats(origin.get("xyz"), 3, (0, 0, 0), f"{where}/origin@xyz", file)
-    if not any(rpy):
+        return None
+    rpy_text, xyz_text = origin.get("rpy"), origin.get("xyz")
+    rpy_split = rpy_text.split() if rpy_text is not None else ["0", "0", "0"]
+    xyz_split = xyz_text.split() if xyz_text is not None else ["0", "0", "0"]
+    try:  # both attributes in one conversion (the common case); any doubt goes the careful way, which names it
+        if len(rpy_split) != 3 or len(xyz_split) != 3:
+            raise ValueError
+        roll, pitch, yaw, x, y, z = map(float, rpy_split + xyz_split)
+        if not math.isfinite(roll + pitch + yaw + x + y + z):
+            raise ValueError
+    except ValueError:
+        roll, pitch, yaw = _floats(rpy_text, 3, _ZERO3, suffixes[0])
+        x, y, z = _floats(xyz_text, 3, _ZERO3, suffixes[1])
+    if not (roll or pitch or yaw):
         if not (x or y or z):
-            return IDENTITY
-        return np.array((1.0, 0.0, 0.0, x, 0.0, 1.0, 0.0, y, 0.0, 0.0, 1.0, z, 0.0, 0.0, 0.0, 1.0)).reshape(4, 4)
-    (a, b, c), (d, e, f), (g, h, i) = _rotation(*rpy)
-    return np.array((a, b, c, x, d, e, f, y, g, h, i, z, 0.0, 0.0, 0.0, 1.0)).reshape(4, 4)
+            return None
+        return (1.0, 0.0, 0.0, x, 0.0, 1.0, 0.0, y, 0.0, 0.0, 1.0, z, 0.0, 0.0, 0.0, 1.0)
+    return _pose(roll, pitch, yaw, x, y, z)
 
 
-def _inertia_values(element: ET.Element | None, where: str, file: Path | None) -> list[float]:
+def _pose_json(pose: tuple[float, ...] | None) -> list[list[float]]:
+    flat = pose or (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+    return [list(flat[k : k + 4]) for k in (0, 4, 8, 12)]
+
+
+def _inertia_values(element: ET.Element | None) -> list[float]:
     """ixx, ixy, ixz, iyy, iyz, izz of an ``<inertia>`` (0 where missing), read in one pass."""
     if element is None:
         return [0.0] * 6
     try:
-        values = [float(element.get(k, 0.0)) for k in _INERTIA]
-        if math.isfinite(math.fsum(values)):
+        values = list(map(float, map(element.get, _INERTIA, _ZERO6)))
+        if math.isfinite(sum(values)) or all(map(math.isfinite, values)):
             return values
     except ValueError:
         pass
-    return [_number(element.get(k), f"{where}/inertial/inertia@{k}", file) for k in _INERTIA]  # names the bad one
+    return [_number(element.get(k), f"/inertial/inertia@{k}") for k in _INERTIA]  # names the bad one
 
 
-_NO_INERTIA = readonly(np.zeros((3, 3)))
-_OFF_DIAGONAL = ~np.eye(3, dtype=bool)
-_NO_COM = readonly(np.zeros(3))
+def physical_inertia(inertia: np.ndarray, where: str, file: Path | None) -> np.ndarray:
+    """The inertia tensor, its negative eigenvalues (a tensor no body has) set to zero with a warning naming the
+    link; Pinocchio takes such a tensor as it is, so the mass matrix then differs from its model of the file."""
+    if not inertia[0, 1] and not inertia[0, 2] and not inertia[1, 2] and min(np.diag(inertia)) >= 0:
+        return inertia  # diagonal: no eigenvalues to find
+    eig, vec = np.linalg.eigh(inertia)
+    scale = float(np.abs(inertia).max())
+    if eig.min() >= -1e-9 * scale - 1e-12:
+        return inertia
+    log.warning("%s: %s: inertia is not positive semi-definite (eigenvalues %s); negative ones set to 0",
+                file or "<URDF>", where, eig.tolist())  # fmt: skip
+    return (vec * np.clip(eig, 0.0, None)) @ vec.T
 
 
 def resolve_package_uri(uri: str, urdf_dir: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path]) -> Path:
@@ -126,215 +187,202 @@ def resolve_package_uri(uri: str, urdf_dir: Path | None, package_dirs: Sequence[
     return path.resolve()
 
 
-@dataclass
+class FloatStack:
+    """Many small read-only arrays of one shape, collected as floats and made at once: one numpy array and a view
+    per item (three small numpy arrays per link took a fifth of the import of 100,000 links)."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+        self._flat: list[float] = []
+        self._count = 0
+
+    def add(self, values: Iterable[float]) -> int:
+        """Append one item (its values row-major); its index among the arrays."""
+        self._flat.extend(values)
+        self._count += 1
+        return self._count - 1
+
+    def arrays(self) -> list[np.ndarray]:
+        """The items as read-only arrays of the shape, in the order added."""
+        block = np.array(self._flat, dtype=float).reshape(self._count, *self.shape)
+        block.flags.writeable = False
+        return list(block)
+
+
+@dataclass(slots=True)
+class UrdfLink:
+    """One URDF link as read: mass, where its inertia and centre of mass are, its geometry as CoBRA JSON."""
+
+    name: str
+    mass: float
+    inertia: int  # index in the reader's inertias (about the centre of mass, in the link frame); -1: zero
+    com: int  # index in the reader's centres of mass; -1: at the link's origin
+    visual: Sequence[dict]
+    collision: Sequence[dict]
+
+
+@dataclass(slots=True)
 class UrdfJoint:
-    """One URDF joint as a CoBRA joint (``data``) and what the tree checks need."""
+    """One URDF joint as read: what the tree checks need, where its origin is, the fields of a moving joint."""
 
     name: str
     kind: str
     parent: str
     child: str
-    data: dict[str, Any] = field(default_factory=dict)
-
-
-def physical_inertia(inertia: np.ndarray, where: str, file: Path | None) -> np.ndarray:
-    """The inertia tensor, its negative eigenvalues (a tensor no body has) set to zero with a warning naming the
-    link; Pinocchio takes such a tensor as it is, so the mass matrix then differs from its model of the file."""
-    if not inertia[0, 1] and not inertia[0, 2] and not inertia[1, 2] and min(np.diag(inertia)) >= 0:
-        return inertia  # diagonal: no eigenvalues to find (the common case, and fast for 100,000 links)
-    eig, vec = np.linalg.eigh(inertia)
-    scale = float(np.abs(inertia).max())
-    if eig.min() >= -1e-9 * scale - 1e-12:
-        return inertia
-    log.warning("%s: %s: inertia is not positive semi-definite (eigenvalues %s); negative ones set to 0",
-                file or "<URDF>", where, eig.tolist())  # fmt: skip
-    return (vec * np.clip(eig, 0.0, None)) @ vec.T
+    pose: int  # index in the reader's poses; -1: the identity
+    moving: dict[str, Any] | None = None  # CoBRA fields of a moving joint: axis, limits, friction
 
 
 class UrdfReader:
-    """Reads one URDF's links and joints into CoBRA body and joint JSON, and collects the meshes they name."""
+    """Reads one URDF's links and joints into records, their numbers into stacks, and collects the meshes."""
 
     def __init__(self, file: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path]) -> None:
         self.file, self.package_dirs = file, package_dirs
         self.meshes: list[tuple[dict, Path]] = []  # (geometry parameters, resolved file)
+        self.poses, self.inertias, self.coms = FloatStack(4, 4), FloatStack(3, 3), FloatStack(3)
 
-    def geometry(self, element: ET.Element, where: str) -> dict:
-        """A CoBRA geometry from a ``<visual>`` or ``<collision>`` element."""
+    def links(self, elements: Iterable[ET.Element]) -> list[UrdfLink]:
+        """Every ``<link>`` (the body frame is the link frame), each element emptied once read."""
+        return self._read_all(elements, "link", self._link)
+
+    def joints(self, elements: Iterable[ET.Element]) -> list[UrdfJoint]:
+        """Every ``<joint>`` (origin, axis kept so the child link's frame is the URDF's, limits, friction), each
+        element emptied once read. A ``<mimic>`` joint becomes an independent joint, as in Pinocchio's default URDF
+        loader."""
+        return self._read_all(elements, "joint", self._joint)
+
+    def _read_all(self, elements: Iterable[ET.Element], kind: str, read: Callable[[ET.Element], _R]) -> list[_R]:
+        """Each element read, then emptied (the parsed tree shrinks while the records grow: less peak memory);
+        a bad value named with the file and the element."""
+        out: list[_R] = []
+        append = out.append
+        element = None
+        try:
+            for element in elements:
+                append(read(element))
+                element.clear()
+        except _ReadError as bad:
+            raise bad.located(kind, element.get("name", "") if element is not None else "", self.file) from None
+        return out
+
+    def _link(self, link: ET.Element) -> UrdfLink:
+        name = link.get("name", "")
+        inertial = link.find("inertial")
+        mass, inertia, com = 0.0, -1, -1
+        if inertial is not None:
+            T = _origin(inertial, _INERTIAL_ORIGIN)
+            m = inertial.find("mass")
+            mass = _mass(m.get("value") if m is not None else None)
+            if mass < 0:
+                raise _ReadError(ValidationError, "mass must not be negative", "/inertial/mass", mass)
+            c = _inertia_values(inertial.find("inertia"))
+            if any(c):
+                inertia = self.inertias.add(self._inertia(c, T, name))
+            if T is not None and (T[3] or T[7] or T[11]):
+                com = self.coms.add((T[3], T[7], T[11]))
+        visual: Sequence[dict] = ()
+        collision: Sequence[dict] = ()
+        if link.find("visual") is not None:
+            visual = [self._geometry(e, f"/visual[{k + 1}]") for k, e in enumerate(link.iterfind("visual"))]
+        if link.find("collision") is not None:
+            collision = [self._geometry(e, f"/collision[{k + 1}]") for k, e in enumerate(link.iterfind("collision"))]
+        return UrdfLink(name, mass, inertia, com, visual, collision)
+
+    def _inertia(self, c: list[float], T: tuple[float, ...] | None, name: str) -> Sequence[float]:
+        """The inertia tensor in the link frame (row-major), from the ``<inertial>`` frame's values."""
+        if not (c[1] or c[2] or c[4]) and min(c[0], c[3], c[5]) >= 0:
+            if T is None or not any(T[k] for k in _OFF_DIAGONAL):  # diagonal and stays so: no numpy needed
+                return (c[0], 0.0, 0.0, 0.0, c[3], 0.0, 0.0, 0.0, c[5])
+        local = np.array((c[0], c[1], c[2], c[1], c[3], c[4], c[2], c[4], c[5])).reshape(3, 3)
+        if T is not None:
+            R = np.array(T).reshape(4, 4)[:3, :3]
+            local = R @ local @ R.T
+        return physical_inertia(local, f"link[@name='{name}']", self.file).ravel().tolist()
+
+    def _geometry(self, element: ET.Element, where: str) -> dict:
+        """A CoBRA geometry from a ``<visual>`` or ``<collision>`` element (``where``: its path in the link)."""
         geometry = element.find("geometry")
         shape = geometry[0] if geometry is not None and len(geometry) else None
         if shape is None:
-            raise FormatError("needs a <geometry> with one shape", file=self.file, path=where)
-        pose = _origin(element, where, self.file).tolist()  # geometry goes through the model's own parser
-        file = self.file
+            raise _ReadError(FormatError, "needs a <geometry> with one shape", where)
+        pose = _pose_json(_origin(element, (f"{where}/origin@rpy", f"{where}/origin@xyz")))
         if shape.tag == "box":
-            x, y, z = _floats(shape.get("size"), 3, (), f"{where}/box@size", file)
+            x, y, z = _floats(shape.get("size"), 3, (), f"{where}/box@size")
             return {"type": "box", "parameters": {"x": x, "y": y, "z": z}, "pose": pose}
         if shape.tag == "cylinder":
-            r = _floats(shape.get("radius"), 1, (), f"{where}/cylinder@radius", file)[0]
-            z = _floats(shape.get("length"), 1, (), f"{where}/cylinder@length", file)[0]
+            r = _floats(shape.get("radius"), 1, (), f"{where}/cylinder@radius")[0]
+            z = _floats(shape.get("length"), 1, (), f"{where}/cylinder@length")[0]
             return {"type": "cylinder", "parameters": {"r": r, "z": z}, "pose": pose}
         if shape.tag == "sphere":
-            r = _floats(shape.get("radius"), 1, (), f"{where}/sphere@radius", file)[0]
+            r = _floats(shape.get("radius"), 1, (), f"{where}/sphere@radius")[0]
             return {"type": "sphere", "parameters": {"r": r}, "pose": pose}
         if shape.tag == "mesh":
-            name = shape.get("filename")
-            if not name:
-                raise FormatError("mesh needs a filename", file=file, path=f"{where}/mesh")
-            try:
-                path = resolve_package_uri(name, file.parent if file else None, self.package_dirs)
-            except MeshError as exc:
-                raise MeshError(exc.message, file=file, path=f"{where}/mesh@filename", value=name) from None
-            if not path.is_file():
-                raise MeshError("mesh file not found", file=file, path=f"{where}/mesh@filename", value=str(path))
-            scale = _floats(shape.get("scale"), 3, (1, 1, 1), f"{where}/mesh@scale", file)
-            if 0.0 in scale:
-                raise ValidationError("mesh scale must not be zero", file=file, path=f"{where}/mesh@scale",
-                                      value=shape.get("scale"))  # fmt: skip
-            params: dict[str, Any] = {"file": "", "scale": list(scale)}
-            self.meshes.append((params, path))
-            return {"type": "mesh", "parameters": params, "pose": pose}
-        raise FormatError(f"unsupported geometry <{shape.tag}>", file=file, path=where)
+            return {"type": "mesh", "parameters": self._mesh(shape, where), "pose": pose}
+        raise _ReadError(FormatError, f"unsupported geometry <{shape.tag}>", where)
 
-    def body(self, link: ET.Element) -> dict:
-        """A CoBRA body from a ``<link>``: the body frame is the link frame."""
-        name = link.get("name", "")
-        where = f"link[@name='{name}']"
-        inertial = link.find("inertial")
-        mass, inertia, com = 0.0, _NO_INERTIA, _NO_COM
-        if inertial is not None:
-            T = _origin(inertial, f"{where}/inertial", self.file)
-            m = inertial.find("mass")
-            mass = _number(m.get("value") if m is not None else None, f"{where}/inertial/mass@value", self.file)
-            if mass < 0:
-                raise ValidationError("mass must not be negative", file=self.file, path=f"{where}/inertial/mass",
-                                      value=mass)  # fmt: skip
-            i = inertial.find("inertia")
-            c = _inertia_values(i, where, self.file)
-            local = np.array((c[0], c[1], c[2], c[1], c[3], c[4], c[2], c[4], c[5])).reshape(3, 3)
-            diagonal_frame = T is IDENTITY or not T[:3, :3].any(where=_OFF_DIAGONAL)
-            if not (c[1] or c[2] or c[4]) and min(c[0], c[3], c[5]) >= 0 and diagonal_frame:
-                inertia = local  # diagonal in the link frame: physical as it is (the common case, no eigenvalues)
-            else:
-                R = T[:3, :3]
-                inertia = physical_inertia(local if T is IDENTITY else R @ local @ R.T, where, self.file)
-            com = _NO_COM if T is IDENTITY else T[:3, 3].copy()
-        body: dict[str, Any] = {"ID": name, "mass": mass, "inertia": inertia, "r_com": com}
-        body["connectors"] = []
-        for tag in ("visual", "collision"):
-            body[tag] = [self.geometry(e, f"{where}/{tag}[{k + 1}]") for k, e in enumerate(link.findall(tag))]
-        return body
+    def _mesh(self, shape: ET.Element, where: str) -> dict:
+        name = shape.get("filename")
+        if not name:
+            raise _ReadError(FormatError, "mesh needs a filename", f"{where}/mesh")
+        try:
+            path = resolve_package_uri(name, self.file.parent if self.file else None, self.package_dirs)
+        except MeshError as exc:
+            raise _ReadError(MeshError, exc.message, f"{where}/mesh@filename", name) from None
+        if not path.is_file():
+            raise _ReadError(MeshError, "mesh file not found", f"{where}/mesh@filename", str(path))
+        scale = _floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
+        if 0.0 in scale:
+            raise _ReadError(ValidationError, "mesh scale must not be zero", f"{where}/mesh@scale", shape.get("scale"))
+        params: dict[str, Any] = {"file": "", "scale": list(scale)}  # file: relative to the set, once all are known
+        self.meshes.append((params, path))
+        return params
 
-    def joint(self, joint: ET.Element) -> UrdfJoint:
-        """A CoBRA joint from a ``<joint>``: origin, axis (kept, so the child link's frame is the URDF's), limits.
-
-        A ``<mimic>`` joint becomes an independent joint, as in Pinocchio's default URDF loader."""
+    def _joint(self, joint: ET.Element) -> UrdfJoint:
         name, kind = joint.get("name", ""), joint.get("type", "")
-        where, file = f"joint[@name='{name}']", self.file
-        if kind not in SUPPORTED_JOINTS:
-            raise ValidationError(f"joint type {kind!r} is not supported (only {', '.join(SUPPORTED_JOINTS)})",
-                                  file=file, path=f"{where}@type", value=kind)  # fmt: skip
+        if kind not in _SUPPORTED:
+            message = f"joint type {kind!r} is not supported (only {', '.join(SUPPORTED_JOINTS)})"
+            raise _ReadError(ValidationError, message, "@type", kind)
         parent, child = joint.find("parent"), joint.find("child")
-        if parent is None or child is None or not parent.get("link") or not child.get("link"):
-            raise FormatError("needs <parent link=...> and <child link=...>", file=file, path=where)
-        out: dict[str, Any] = {"ID": name, "parent": parent.get("link"), "child": child.get("link"), "type": kind}
-        out["poseParent"] = _origin(joint, where, file)
-        if kind != "fixed":
-            axis = joint.find("axis")
-            a = np.asarray(
-                _floats(axis.get("xyz") if axis is not None else None, 3, (1, 0, 0), f"{where}/axis@xyz", file)
-            )
-            norm = float(np.linalg.norm(a))
-            if norm < 1e-9:
-                raise ValidationError(
-                    "joint axis must not be zero", file=file, path=f"{where}/axis@xyz", value=a.tolist()
-                )
-            out["axis"] = (a / norm).tolist()
+        parent_link = parent.get("link") if parent is not None else None
+        child_link = child.get("link") if child is not None else None
+        if not parent_link or not child_link:
+            raise _ReadError(FormatError, "needs <parent link=...> and <child link=...>", "")
+        T = _origin(joint, _ORIGIN)
+        pose = -1 if T is None else self.poses.add(T)
+        moving = None if kind == "fixed" else self._moving(joint, kind)
+        return UrdfJoint(name, kind, parent_link, child_link, pose, moving)
+
+    def _moving(self, joint: ET.Element, kind: str) -> dict[str, Any]:
+        """The CoBRA fields of a moving joint: unit axis, limits (unlimited left out), friction."""
+        axis = joint.find("axis")
+        a = _floats(axis.get("xyz") if axis is not None else None, 3, _X_AXIS, "/axis@xyz")
+        norm = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
+        if norm < 1e-9:
+            raise _ReadError(ValidationError, "joint axis must not be zero", "/axis@xyz", list(a))
+        out: dict[str, Any] = {"axis": [a[0] / norm, a[1] / norm, a[2] / norm]}
         limit = joint.find("limit")
-        limits: dict[str, float] = {}
-        if limit is not None and kind in ("revolute", "prismatic"):
+        bounds: dict[str, float] = {}
+        if limit is not None and kind != "continuous":
             for key, attr in (("positionLower", "lower"), ("positionUpper", "upper")):
                 if limit.get(attr) is not None:
-                    value = _number(limit.get(attr), f"{where}/limit@{attr}", file)
+                    value = _number(limit.get(attr), f"/limit@{attr}")
                     if abs(value) < URDF_UNLIMITED:
-                        limits[key] = value
-            if limits.get("positionLower", -np.inf) > limits.get("positionUpper", np.inf):
-                raise ValidationError("lower limit above the upper limit", file=file, path=f"{where}/limit",
-                                      value=(limit.get("lower"), limit.get("upper")))  # fmt: skip
-        if limit is not None and kind != "fixed":
+                        bounds[key] = value
+            if bounds.get("positionLower", -math.inf) > bounds.get("positionUpper", math.inf):
+                raise _ReadError(ValidationError, "lower limit above the upper limit", "/limit",
+                           (limit.get("lower"), limit.get("upper")))  # fmt: skip
+        if limit is not None:
             for key, attr in (("velocity", "velocity"), ("peakTorque", "effort")):
-                value = _number(limit.get(attr), f"{where}/limit@{attr}", file)
+                value = _number(limit.get(attr), f"/limit@{attr}")
                 if 0 < value < URDF_UNLIMITED:
-                    limits[key] = value
-        if limits:
-            out["limits"] = limits
+                    bounds[key] = value
+        if bounds:
+            out["limits"] = bounds
         dynamics = joint.find("dynamics")
-        if dynamics is not None and kind != "fixed":
-            for key, attr in (("frictionViscous", "damping"), ("frictionCoulomb", "friction")):
-                if dynamics.get(attr) is not None:
-                    value = _number(dynamics.get(attr), f"{where}/dynamics@{attr}", file)
-                    if value < 0:
-                        raise ValidationError("must not be negative", file=file, path=f"{where}/dynamics@{attr}",
-                                              value=value)  # fmt: skip
-                    out[key] = value
-        return UrdfJoint(name, kind, out["parent"], out["child"], out)
-
-
-def check_tree(links: Sequence[str], joints: Sequence[UrdfJoint], file: Path | None) -> str:
-    """The root link, after checking that the links form one tree: unique names, every joint between two links
-    that exist, each link the child of at most one joint, one root, every link below it (no cycle).
-    Linear in the number of links and joints."""
-    longest = limits().max_string_chars
-    for kind, names in (("link", links), ("joint", [j.name for j in joints])):
-        for name in names:
-            if len(name) > longest:
-                raise ValidationError(f"a {kind} name longer than {longest} characters (max_string_chars)", file=file,
-                                      path=f"{kind}[@name]", value=name)  # fmt: skip
-    seen: set[str] = set()
-    for name in links:
-        if name in seen or not name:
-            raise ValidationError("two links have this name" if name else "a link needs a name", file=file,
-                                  path=f"link[@name='{name}']", value=name)  # fmt: skip
-        seen.add(name)
-    parent_joint: dict[str, str] = {}
-    joint_names: set[str] = set()
-    children: dict[str, list[str]] = {}
-    for j in joints:
-        path = f"joint[@name='{j.name}']"
-        if j.name in joint_names or not j.name:
-            raise ValidationError("two joints have this name" if j.name else "a joint needs a name", file=file,
-                                  path=path, value=j.name)  # fmt: skip
-        joint_names.add(j.name)
-        for role, link in (("parent", j.parent), ("child", j.child)):
-            if link not in seen:
-                raise ValidationError(f"its {role} link is not a link of the URDF", file=file,
-                                      path=f"{path}/{role}@link", value=link)  # fmt: skip
-        if j.parent == j.child:
-            raise ValidationError("a joint cannot join a link to itself", file=file, path=f"{path}/child@link",
-                                  value=j.child)  # fmt: skip
-        if j.child in parent_joint:
-            raise ValidationError(f"link {j.child!r} is the child of two joints ({parent_joint[j.child]!r} and "
-                                  f"{j.name!r}); a URDF must be a tree", file=file, path=f"{path}/child@link",
-                                  value=j.child)  # fmt: skip
-        parent_joint[j.child] = j.name
-        children.setdefault(j.parent, []).append(j.child)
-    roots = [n for n in links if n not in parent_joint]
-    if not links:
-        raise ValidationError("a URDF needs at least one <link>", file=file)
-    if not roots:
-        raise ValidationError("every link is some joint's child: the joints form a cycle", file=file,
-                              path=f"link[@name='{links[0]}']", value=list(links[:5]))  # fmt: skip
-    if len(roots) > 1:
-        raise ValidationError("a URDF needs exactly one root link (a link that is no joint's child)", file=file,
-                              value=roots[:10])  # fmt: skip
-    reached = {roots[0]}
-    stack = [roots[0]]
-    while stack:
-        for c in children.get(stack.pop(), ()):
-            if c not in reached:
-                reached.add(c)
-                stack.append(c)
-    if len(reached) != len(links):
-        cut = [n for n in links if n not in reached]
-        raise ValidationError("these links hang in a cycle of joints, not below the root", file=file,
-                              path=f"link[@name='{cut[0]}']", value=cut[:10])  # fmt: skip
-    return roots[0]
+        for key, attr in (("frictionViscous", "damping"), ("frictionCoulomb", "friction")):
+            if dynamics is not None and dynamics.get(attr) is not None:
+                value = _number(dynamics.get(attr), f"/dynamics@{attr}")
+                if value < 0:
+                    raise _ReadError(ValidationError, "must not be negative", f"/dynamics@{attr}", value)
+                out[key] = value
+        return out

@@ -4,6 +4,7 @@ model (coal shapes are shared between robots: modules are immutable)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,6 +17,8 @@ from timor_core.kinematics.robot import PinRobot
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
+    from timor_core.model.parts import Joint
+    from timor_core.model.tree import TreeLink
 
 __all__ = ["build_robot", "joint_model", "body_inertia"]
 
@@ -54,6 +57,46 @@ def body_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> pin.Inert
     return out
 
 
+@dataclass
+class _Rotors:
+    """Per moving joint, in order: rotor inertia (reflected through the gear), Coulomb and viscous friction."""
+
+    armature: list[float] = field(default_factory=list)
+    friction: list[float] = field(default_factory=list)
+    damping: list[float] = field(default_factory=list)
+
+    def add(self, j: Joint) -> None:
+        self.armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
+        self.friction.append(j.friction_coulomb or 0.0)
+        self.damping.append(j.friction_viscous or 0.0)
+
+    def set_on(self, model: pin.Model) -> None:
+        """Give the model these values (a model without moving joints keeps its empty ones)."""
+        if self.armature:
+            model.armature = np.array(self.armature)
+            model.friction = np.array(self.friction)
+            model.damping = np.array(self.damping)
+
+
+def _add_joint(model: pin.Model, link: TreeLink, parent: int, placement: np.ndarray, rotors: _Rotors) -> int:
+    """Add the moving joint that attaches ``link`` (limits, and its rotor and friction to ``rotors``): its id."""
+    j = link.joint
+    assert j is not None  # build_tree sets a joint on every non-fixed link
+    lim = j.limits
+    jid = model.addJoint(
+        parent,
+        joint_model(link.joint_type, j.axis),
+        pin.SE3(placement),
+        link.joint_name,
+        np.array([_finite(lim.torque)]),
+        np.array([_finite(lim.velocity)]),
+        np.array([_finite(lim.lower)]),
+        np.array([_finite(lim.upper)]),
+    )
+    rotors.add(j)
+    return jid
+
+
 @implements("build_robot")
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
     """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
@@ -65,9 +108,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
     joint_of = [0] * n
     frame_of = [0] * n
     place_of: list[np.ndarray] = [IDENTITY] * n  # link frame in its parent joint's frame
-    armature: list[float] = []
-    friction: list[float] = []
-    damping: list[float] = []
+    rotors = _Rotors()
     body_frame = pin.FrameType.BODY
     for k, link in enumerate(links):
         if link.parent is None:
@@ -82,24 +123,9 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
                     pin.Frame(link.joint_name, jid, frame_of[p], pin.SE3(jp), pin.FrameType.FIXED_JOINT)
                 )
             else:
-                j = link.joint
-                assert j is not None  # build_tree sets a joint on every non-fixed link
-                lim = j.limits
-                jid = model.addJoint(
-                    joint_of[p],
-                    joint_model(link.joint_type, j.axis),
-                    pin.SE3(jp),
-                    link.joint_name,
-                    np.array([_finite(lim.torque)]),
-                    np.array([_finite(lim.velocity)]),
-                    np.array([_finite(lim.lower)]),
-                    np.array([_finite(lim.upper)]),
-                )
+                jid = _add_joint(model, link, joint_of[p], jp, rotors)
                 placement_in_joint = IDENTITY
                 parent_frame = model.addJointFrame(jid, frame_of[p])
-                armature.append((j.motor_inertia or 0.0) * (j.gear_ratio or 1.0) ** 2)
-                friction.append(j.friction_coulomb or 0.0)
-                damping.append(j.friction_viscous or 0.0)
         joint_of[k] = jid
         place_of[k] = placement_in_joint
         body_placement = placement_in_joint @ link.body_in_link
@@ -109,19 +135,10 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
             model.appendBodyToJoint(jid, body_inertia(body.mass, body.r_com, body.inertia), pin.SE3(body_placement))
     tcp = None
     for tool in tree.tcp_frames:
-        fid = model.addFrame(
-            pin.Frame(
-                tool.name,
-                joint_of[tool.link],
-                frame_of[tool.link],
-                pin.SE3(place_of[tool.link] @ tool.pose),
-                pin.FrameType.OP_FRAME,
-            )
-        )
+        frame = pin.Frame(tool.name, joint_of[tool.link], frame_of[tool.link],
+                          pin.SE3(place_of[tool.link] @ tool.pose), pin.FrameType.OP_FRAME)  # fmt: skip
+        fid = model.addFrame(frame)
         tcp = fid if tcp is None else tcp
-    if armature:
-        model.armature = np.array(armature)
-        model.friction = np.array(friction)
-        model.damping = np.array(damping)
+    rotors.set_on(model)
     collision = collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
     return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)

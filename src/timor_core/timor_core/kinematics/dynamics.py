@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["RobotDynamics"]
+from timor_core.errors import TimorError
+
+__all__ = ["RobotDynamics", "DynamicsError"]
+
+
+class DynamicsError(TimorError, ValueError):
+    """The dynamics are not defined: e.g. a moving link with no mass or inertia at or rigidly below it (and no
+    rotor inertia) makes the mass matrix singular; the message names its joints."""
 
 
 class RobotDynamics:
@@ -20,6 +27,7 @@ class RobotDynamics:
     data: Any
     dof: Any
     tcp: Any
+    joints: Any
 
     def check_q(self, q) -> np.ndarray:  # provided by PinRobot
         raise NotImplementedError
@@ -62,7 +70,14 @@ class RobotDynamics:
         bias = pin.rnea(self.model, self.data, q, dq, np.zeros(self.dof))  # Coriolis, centrifugal, gravity
         if friction:
             bias = bias + self.model.friction * np.sign(dq) + self.model.damping * dq
-        return np.linalg.solve(M, tau - bias)
+        try:
+            return np.linalg.solve(M, tau - bias)
+        except np.linalg.LinAlgError:
+            idle = [name for name, m in zip(self.joints, np.diag(M)) if m <= 0.0]
+            raise DynamicsError(
+                f"forward dynamics: the mass matrix is singular at q={np.round(q, 6).tolist()}; joints moving no mass "
+                f"or inertia (give the link mass, or the joint rotor inertia): {idle or 'none alone'}"
+            ) from None
 
     def tcp_velocity(self, q=None, dq=None, frame: str | None = None) -> np.ndarray:
         """The spatial velocity [v; ω] (world-aligned, at the frame's origin) of the TCP (or a frame) at q, dq."""

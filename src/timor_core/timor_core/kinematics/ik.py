@@ -149,6 +149,95 @@ def solve_ik(
     ``joint_mask``: True for the joints the solver may move; the others keep their ``q_init`` values (required
     then). ``cost_function(robot, q, desired)``: among ``config.solutions`` valid solutions the one of least cost wins.
     """
+    desired = _checked_pose(desired)
+    config.check()
+    rng = as_generator(rng, "rng")
+    fid = robot.tcp if frame is None else robot.frame_id(frame)
+    q_init = robot.check_q(q_init) if q_init is not None else None
+    free = free_joints(joint_mask, robot.dof, q_init)
+    project = projector(tolerance, config.margin)
+    terms = project.lm_terms(desired)
+    checker = _checker(robot, task, check_self_collision is not False, margin)
+    torque_limits = robot.torque_limits if check_static_torques else None
+    gap = outside_workspace(robot, fid, desired, tolerance)
+    if gap > 0:  # a cheap necessary condition: no configuration can reach it
+        return _unreachable(robot, gap, q_init, rng)
+    progress = _Progress()
+    plateau = _Plateau(config)
+    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
+    for attempt in range(config.max_n_tries):
+        progress.tries = attempt + 1
+        q = _try_start(robot, fid, terms, rng, config, q_init if attempt == 0 else None, free, q_init)
+        q, cost, T, used, cut = _descend(robot, fid, desired, project, q, free, config, terms)
+        progress.iterations += used
+        if cost < progress.best_res:
+            progress.best_q, progress.best_res = q.copy(), cost
+        if cost > CONVERGED or not project.valid(desired, T):
+            if plateau.stop(progress.best_res, cut):  # every try ends in a local minimum far from the goal
+                break
+            continue
+        cause = _rejection(robot, q, checker, torque_limits)
+        if cause is not None:
+            progress.rejections[cause] += 1
+        elif cost_function is None:
+            return progress.result(q, True)
+        else:
+            found.append((float(cost_function(robot, q.copy(), desired)), q.copy(), attempt + 1))
+            if len(found) >= config.solutions:
+                break
+    if found:
+        return progress.result(min(found, key=lambda item: item[0])[1], True)
+    return progress.failure(robot, fid, desired, project, rng)
+
+
+@dataclass
+class _Progress:
+    """An IK call so far: tries, iterations, the best q and its squared residual, why valid poses were refused."""
+
+    tries: int = 0
+    iterations: int = 0
+    best_q: np.ndarray | None = None
+    best_res: float = math.inf
+    rejections: Counter[str] = field(default_factory=Counter)
+
+    def result(self, q: np.ndarray, success: bool, reason: str = "") -> IKResult:
+        """The call's result with ``q`` (a success: residual 0)."""
+        residual = 0.0 if success else math.sqrt(self.best_res)
+        return IKResult(q, success, reason, self.tries, self.iterations, residual, dict(self.rejections))
+
+    def failure(self, robot: PinRobot, fid: int, desired: np.ndarray, project: Any,
+                rng: np.random.Generator) -> IKResult:  # fmt: skip
+        """The failed call's result: the best q and why (poses refused, or how far the closest pose misses)."""
+        miss = None
+        if not self.rejections and self.best_q is not None:  # by how much the closest pose misses, mm and degrees
+            pin.forwardKinematics(robot.model, robot.data, self.best_q)
+            miss = project(desired, pin.updateFramePlacement(robot.model, robot.data, fid).homogeneous)[0]
+        q_out = self.best_q if self.best_q is not None else robot.random_configuration(rng)
+        return self.result(q_out, False, _reason(self.rejections, miss))
+
+
+def _checker(robot: PinRobot, task: Task | None, self_collision: bool, margin: float) -> Any:
+    """The collision checker a solution must pass (None: neither obstacles nor self-collision to check)."""
+    if task is None and not self_collision:
+        return None
+    return robot.collision_checker(task, margin, self_collision=self_collision)
+
+
+def _descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
+             config: IKConfig, terms: Any) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One try from q by the configured method: (q, squared residual, TCP pose, iterations, cut short)."""
+    if config.method == "scipy":
+        return scipy_descend(robot, fid, desired, project, q, free, config)
+    return lm_descend(robot, fid, desired, project, q, free, config, terms)
+
+
+def _unreachable(robot: PinRobot, gap: float, q_init: np.ndarray | None, rng: np.random.Generator) -> IKResult:
+    q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
+    return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
+
+
+def _checked_pose(desired: Any) -> np.ndarray:
+    """The desired pose as a finite 4x4 float array (InputError otherwise)."""
     try:
         desired = np.asarray(desired, dtype=float)
     except (TypeError, ValueError):
@@ -158,86 +247,46 @@ def solve_ik(
     total = float(desired.sum())
     if total - total != 0.0 and not np.all(np.isfinite(desired)):  # a finite sum: every entry is finite
         raise InputError("the desired pose must be finite", value=desired.tolist())
-    config.check()
-    rng = as_generator(rng, "rng")
-    model, data = robot.model, robot.data
-    fid = robot.tcp if frame is None else robot.frame_id(frame)
-    if q_init is not None:
-        q_init = robot.check_q(q_init)
-    free = free_joints(joint_mask, robot.dof, q_init)
-    cost_fn = cost_function
-    project = projector(tolerance, config.margin)
-    terms = project.lm_terms(desired)
-    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    self_collision = check_self_collision is not False
-    checker = None
-    if task is not None or self_collision:
-        checker = robot.collision_checker(task, margin, self_collision=self_collision)
-    torque_limits = robot.torque_limits if check_static_torques else None
-    gap = outside_workspace(robot, fid, desired, tolerance)
-    if gap > 0:  # a cheap necessary condition: no configuration can reach it
-        q0 = robot.random_configuration(rng) if q_init is None else np.asarray(q_init, dtype=float)
-        return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
-    rejections: Counter[str] = Counter()
-    best_q, best_res = None, math.inf
-    iterations = 0
-    n = robot.dof
-    plateau_ref, plateau_count, far_count, tries = math.inf, 0, 0, 0
-    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
-    for attempt in range(config.max_n_tries):
-        tries = attempt + 1
-        if attempt == 0 and q_init is not None:
-            q = np.clip(np.asarray(q_init, dtype=float).reshape(n), lo, hi)
-        else:
-            q = _start(robot, fid, terms, rng, config.start_candidates)
-            if q_init is not None and not free.all():
-                q[~free] = q_init[~free]
-        if config.method == "scipy":
-            q, cost, T, used, cut = scipy_descend(robot, fid, desired, project, q, free, config)
-        else:
-            q, cost, T, used, cut = lm_descend(robot, fid, desired, project, q, free, config, terms)
-        iterations += used
-        if cost < best_res:
-            best_q, best_res = q.copy(), cost
-        if cost > CONVERGED or not project.valid(desired, T):
-            if config.plateau_tries:  # every try ends in a local minimum far from the goal: stop early
-                if best_res < config.plateau_ratio * plateau_ref:
-                    plateau_ref, plateau_count, far_count = best_res, 0, 0
-                else:
-                    plateau_count += 1
-                    far_count += not cut  # a try cut short at a limit says little about how far the goal is
-                    if best_res > config.plateau_residual**2 and (
-                        plateau_count >= config.plateau_tries
-                        or (0 < config.far_plateau_tries <= far_count and best_res > config.far_residual**2)
-                    ):
-                        break
-            continue
-        cause = _rejection(robot, q, checker, torque_limits)
-        if cause is None:
-            if cost_fn is None:
-                return IKResult(q, True, "", attempt + 1, iterations, 0.0, dict(rejections))
-            found.append((float(cost_fn(robot, q.copy(), desired)), q.copy(), attempt + 1))
-            if len(found) >= config.solutions:
-                break
-            continue
-        rejections[cause] += 1
-    if found:
-        _, q_best, at = min(found, key=lambda item: item[0])
-        return IKResult(q_best, True, "", tries, iterations, 0.0, dict(rejections))
-    q_out = best_q if best_q is not None else robot.random_configuration(rng)
-    miss = None
-    if not rejections and best_q is not None:  # say by how much the closest pose misses, in mm and degrees
-        pin.forwardKinematics(model, data, best_q)
-        miss = project(desired, pin.updateFramePlacement(model, data, fid).homogeneous)[0]
-    return IKResult(
-        q_out,
-        False,
-        _reason(rejections, miss),
-        tries,
-        iterations,
-        math.sqrt(best_res),
-        dict(rejections),
-    )
+    return desired
+
+
+def _try_start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, config: IKConfig,
+               first: np.ndarray | None, free: np.ndarray, q_init: np.ndarray | None) -> np.ndarray:  # fmt: skip
+    """Where a try starts: ``first`` (q_init, on the first try) clipped to the limits, else a random start whose
+    frozen joints (``free`` False) keep their ``q_init`` values."""
+    if first is not None:
+        model = robot.model
+        return np.clip(np.asarray(first, dtype=float).reshape(robot.dof), model.lowerPositionLimit,
+                       model.upperPositionLimit)  # fmt: skip
+    q = _start(robot, fid, terms, rng, config.start_candidates)
+    if q_init is not None and not free.all():
+        q[~free] = q_init[~free]
+    return q
+
+
+class _Plateau:
+    """When to give up: every try ends in a local minimum far from the goal (``plateau_*`` and ``far_*`` of the
+    IKConfig): the best residual has not improved by ``plateau_ratio`` for ``plateau_tries`` tries (or for
+    ``far_plateau_tries`` tries not cut short at a limit while still farther than ``far_residual``)."""
+
+    def __init__(self, config: IKConfig) -> None:
+        self.config = config
+        self.ref, self.count, self.far_count = math.inf, 0, 0
+
+    def stop(self, best_res: float, cut: bool) -> bool:
+        """After a failed try (``cut``: it was cut short at a limit), with the best squared residual so far."""
+        c = self.config
+        if not c.plateau_tries:
+            return False
+        if best_res < c.plateau_ratio * self.ref:
+            self.ref, self.count, self.far_count = best_res, 0, 0
+            return False
+        self.count += 1
+        self.far_count += not cut  # a try cut short at a limit says little about how far the goal is
+        return best_res > c.plateau_residual**2 and (
+            self.count >= c.plateau_tries
+            or (0 < c.far_plateau_tries <= self.far_count and best_res > c.far_residual**2)
+        )
 
 
 def _start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, k: int) -> np.ndarray:

@@ -48,39 +48,34 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
     Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
-    joint-limit logic only runs while a joint sits at a limit. Most tries that fail do so against a limit: a
-    revolute joint whose limits leave a narrow gap in the full turn jumps to its other limit (physically a small
-    turn, ``limit_wraps`` times per try), and a try whose steps a limit keeps blocking ends (a fresh start is
-    cheaper than sliding along it). ``terms``: ``project.lm_terms(desired)`` if the caller has it already.
+    joint-limit logic (:class:`_LimitGuard`) only runs while a joint sits at a limit. ``terms``:
+    ``project.lm_terms(desired)`` if the caller has it already.
     """
     model, data = robot.model, robot.data
-    nv = model.nv
-    if nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
+    if model.nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
         pin.forwardKinematics(model, data, q)
         T = pin.updateFramePlacement(model, data, fid).homogeneous
         r = project.weighted(desired, T)[0]
         return q, float(r @ r), T, 1, False
     terms = project.lm_terms(desired) if terms is None else terms
-    lo, hi = model.lowerPositionLimit, model.upperPositionLimit
-    eye = _EYE
-    frozen = ~free
-    any_frozen = bool(frozen.any())
-    lam = config.damping
-    max_step = config.max_step
-    stall_window, stall_ratio = config.stall_window, config.stall_ratio
-    patience, blocked_steps, cut = config.limit_patience, 0, False
-    crossable = _crossable(model, config.max_step)
-    wraps = config.limit_wraps if crossable is not None else 0
+    frozen = ~free if not free.all() else None
+    q, cost, iterations, cut, current = _lm_steps(model, data, fid, terms, frozen, q, config)
+    if not current:  # data holds a refused trial: back to q
+        pin.forwardKinematics(model, data, q)
+        pin.updateFramePlacement(model, data, fid)
+    return q, cost, data.oMf[fid].homogeneous, iterations, cut
+
+
+def _lm_steps(model: pin.Model, data: Any, fid: int, terms: Any, frozen: np.ndarray | None, q: np.ndarray,
+              config: IKConfig) -> tuple[np.ndarray, float, int, bool, bool]:  # fmt: skip
+    """The steps of :func:`lm_descend`: (q, squared residual, iterations, cut short by a limit, data holds q)."""
+    lo, hi, eye, nv = model.lowerPositionLimit, model.upperPositionLimit, _EYE, model.nv
+    lam, max_step, stall_window, stall_ratio = config.damping, config.max_step, config.stall_window, config.stall_ratio
     jacobian, oMf, minimum, maximum = pin.computeFrameJacobian, data.oMf, np.minimum, np.maximum
-    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)  # (6,) for one joint
-    r, cost, column = terms(oMf[fid])
-    J = Jf * column
-    if any_frozen:
-        J[:, frozen] = 0.0
-    JJt = J @ J.T
+    guard = _LimitGuard(model, config)
+    r, cost, J, JJt = _linearized(model, data, fid, q, terms, frozen)
     at_limit = bool(((q <= lo) | (q >= hi)).any())
-    stall_ref, stall_count = cost, 0
-    iterations = 0
+    stall_ref, stall_count, iterations = cost, 0, 0
     current = True  # data holds the kinematics of q (not of a refused trial)
     for _ in range(config.max_iter):
         iterations += 1
@@ -93,31 +88,15 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
             stall_ref, stall_count = cost, 0
         step = J.T @ spd_solve(JJt + lam * eye, r)
         if at_limit:
-            blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
-            if not blocked.any():
-                blocked_steps = 0
-            else:  # joints at a limit that the step pushes further out take no part
-                jump = blocked & crossable if wraps else None
-                if jump is not None and jump.any():  # cross the narrow gap to the joint's other limit
-                    wraps -= 1
-                    q = q.copy()
-                    q[jump] = np.where(q[jump] >= hi[jump], lo[jump], hi[jump])
-                    Jf = jacobian(model, data, q, fid, LWA).reshape(6, nv)
-                    r, cost, column = terms(oMf[fid])
-                    J = Jf * column
-                    if any_frozen:
-                        J[:, frozen] = 0.0
-                    JJt = J @ J.T
-                    current, blocked_steps, lam = True, 0, config.damping
-                    stall_ref, stall_count = cost, 0
-                    continue
-                blocked_steps += 1
-                if blocked_steps == patience:  # the way to the goal leads through a limit: restart elsewhere
-                    cut = True
-                    break
-                Jb = J.copy()
-                Jb[:, blocked] = 0.0
-                step = Jb.T @ spd_solve(Jb @ Jb.T + lam * eye, r)
+            step, jumped = guard.step(q, step, J, lam, r)
+            if step is None and jumped is None:  # the way to the goal leads through a limit: restart elsewhere
+                return q, cost, iterations, True, current
+            if jumped is not None:  # crossed the narrow gap to a joint's other limit: start over from there
+                q = jumped
+                r, cost, J, JJt = _linearized(model, data, fid, q, terms, frozen)
+                current, lam = True, config.damping
+                stall_ref, stall_count = cost, 0
+                continue
         s = step.tolist()
         big = max(max(s), -min(s))
         if big > max_step:
@@ -129,23 +108,73 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         r_new, cost_new, column = terms(oMf[fid])
         if cost_new < cost:
             q, r, cost, current = q_clip, r_new, cost_new, True
-            J = Jf * column
-            if any_frozen:
+            J = Jf * column  # as _masked does, inline: once per accepted step
+            if frozen is not None:
                 J[:, frozen] = 0.0
             JJt = J @ J.T
             at_limit = clipped or (at_limit and bool(((q <= lo) | (q >= hi)).any()))
             if not at_limit:
-                blocked_steps = 0
+                guard.blocked_steps = 0
             lam = max(lam * 0.3, 1e-9)
         else:
             current = False
             lam *= 10.0
             if lam > 1e3:
                 break
-    if not current:
-        pin.forwardKinematics(model, data, q)
-        pin.updateFramePlacement(model, data, fid)
-    return q, cost, oMf[fid].homogeneous, iterations, cut
+    return q, cost, iterations, False, current
+
+
+def _linearized(model: pin.Model, data: Any, fid: int, q: np.ndarray, terms: Any,
+                frozen: np.ndarray | None) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:  # fmt: skip
+    """At q: the weighted residual, its squared norm, the masked weighted Jacobian and J J^T (data then holds q)."""
+    Jf = pin.computeFrameJacobian(model, data, q, fid, LWA).reshape(6, model.nv)  # (6,) for one joint
+    r, cost, column = terms(data.oMf[fid])
+    J, JJt = _masked(Jf, column, frozen)
+    return r, cost, J, JJt
+
+
+def _masked(Jf: np.ndarray, column: Any, frozen: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The weighted Jacobian with the frozen joints' columns zero, and J J^T."""
+    J = Jf * column
+    if frozen is not None:
+        J[:, frozen] = 0.0
+    return J, J @ J.T
+
+
+class _LimitGuard:
+    """The joint-limit logic of one descent, run only while a joint sits at a limit. Most tries that fail do so
+    against a limit: a revolute joint whose limits leave a narrow gap in the full turn jumps to its other limit
+    (physically a small turn, ``limit_wraps`` times per try), and a try whose steps a limit keeps blocking for
+    ``limit_patience`` steps ends (a fresh start is cheaper than sliding along it)."""
+
+    def __init__(self, model: pin.Model, config: IKConfig) -> None:
+        self.lo, self.hi = model.lowerPositionLimit, model.upperPositionLimit
+        self.crossable = _crossable(model, config.max_step)
+        self.wraps = config.limit_wraps if self.crossable is not None else 0
+        self.patience, self.blocked_steps = config.limit_patience, 0
+
+    def step(self, q: np.ndarray, step: np.ndarray, J: np.ndarray, lam: float,
+             r: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | None]:  # fmt: skip
+        """(the step, None) to take; (None, the q across a gap) to jump to; (None, None): give up the try."""
+        lo, hi = self.lo, self.hi
+        blocked = ((q <= lo) & (step > 0)) | ((q >= hi) & (step < 0))  # never true for infinite limits
+        if not blocked.any():
+            self.blocked_steps = 0
+            return step, None
+        # joints at a limit that the step pushes further out take no part
+        jump = blocked & self.crossable if self.wraps else None
+        if jump is not None and jump.any():  # cross the narrow gap to the joint's other limit
+            self.wraps -= 1
+            q = q.copy()
+            q[jump] = np.where(q[jump] >= hi[jump], lo[jump], hi[jump])
+            self.blocked_steps = 0
+            return None, q
+        self.blocked_steps += 1
+        if self.blocked_steps == self.patience:
+            return None, None
+        Jb = J.copy()
+        Jb[:, blocked] = 0.0
+        return Jb.T @ spd_solve(Jb @ Jb.T + lam * _EYE, r), None
 
 
 _NO_LIMIT = 1e300  # Pinocchio stores "no limit" as ±DBL_MAX

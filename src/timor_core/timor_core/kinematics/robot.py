@@ -396,28 +396,13 @@ class PinRobot(RobotDynamics, RobotLimits):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        config = DEFAULT_IK_CONFIG if config is None else config
-        if max_iter is not None:
-            config = replace(config, max_iter=max_iter)
-        if max_n_tries is not None:
-            config = replace(config, max_n_tries=max_n_tries)
-        if ik_method is not None:
-            config = replace(config, method=ik_method)
+        overrides = {"max_iter": max_iter, "max_n_tries": max_n_tries, "method": ik_method}
+        config = replace(DEFAULT_IK_CONFIG if config is None else config,
+                         **{k: v for k, v in overrides.items() if v is not None})  # fmt: skip
         config.check()
-        result = solve_ik(
-            self,
-            desired,
-            tolerance,
-            q_init=q_init,
-            task=task,
-            rng=rng,
-            config=config,
-            check_self_collision=not ignore_self_collision,
-            check_static_torques=check_static_torques,
-            margin=margin,
-            joint_mask=joint_mask,
-            cost_function=ik_cost_function,
-        )
+        result = solve_ik(self, desired, tolerance, q_init=q_init, task=task, rng=rng, config=config,
+                          check_self_collision=not ignore_self_collision, check_static_torques=check_static_torques,
+                          margin=margin, joint_mask=joint_mask, cost_function=ik_cost_function)  # fmt: skip
         return result if details else (result.q, result.success)
 
     @property

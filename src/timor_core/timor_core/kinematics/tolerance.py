@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import jsonfields as jf
-from timor_core.errors import FormatError, InputError, TimorError, ValidationError
+from timor_core.errors import FormatError, InputError, TimorError, ValidationError, short_repr
 from timor_core.kinematics.tolerance_base import (
     KEEP_NOMINAL,
     NOMINAL_FRAME,
@@ -83,7 +83,12 @@ __all__ = [
     "tolerance_from_json",
     "residual",
     "DEFAULT_TOLERANCE",
+    "ToleranceTypeError",
 ]
+
+
+class ToleranceTypeError(TimorError, TypeError):
+    """Something that is not a Tolerance where tolerances are combined (still a TypeError for old callers)."""
 
 
 class Tolerance(abc.ABC):
@@ -244,7 +249,7 @@ class Composed(Tolerance):
         flat: list[ProjectionTolerance] = []
         for tol in tolerances:
             if not isinstance(tol, Tolerance):
-                raise TypeError(f"expected a Tolerance, got {type(tol).__name__}")
+                raise ToleranceTypeError(f"Composed takes tolerances, got a {type(tol).__name__}: {short_repr(tol)}")
             for part in tol.parts:
                 if not any(part._key() == seen._key() for seen in flat):
                     flat.append(part)
@@ -299,48 +304,64 @@ def tolerance_from_json(
     parts: list[ProjectionTolerance] = []
     resolved: dict[str, ToleranceFrame] = {"nominal": NOMINAL_FRAME, "world": WORLD_FRAME}
     for i, (name, bounds) in enumerate(zip(projections, intervals)):
-        ppath, ipath = f"{path}.toleranceProjection[{i}]", f"{path}.tolerance[{i}]"
-        if not isinstance(name, str):
-            raise FormatError("expected a projection name (string)", path=ppath, value=name)
-        if name not in PROJECTIONS:
-            raise FormatError(
-                f"unknown tolerance projection (expected one of {', '.join(PROJECTIONS)})", path=ppath, value=name
-            )
-        if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
-            raise FormatError("expected an interval [low, high]", path=ipath, value=bounds)
-        low = jf.number(bounds[0], f"{ipath}[0]", allow_inf=True)
-        high = jf.number(bounds[1], f"{ipath}[1]", allow_inf=True)
-        if low > high:
-            raise ValidationError("interval lower bound exceeds its upper bound", path=ipath, value=[low, high])
-        interval = Interval(low, high)
-        check_interval(name, interval, ipath)
+        ipath = f"{path}.tolerance[{i}]"
+        interval = _projection_interval(name, bounds, f"{path}.toleranceProjection[{i}]", ipath)
         frame = NOMINAL_FRAME
         if frames is not None:
-            fpath = f"{path}.toleranceFrame[{i}]"
-            frame_name = frames[i]
-            if not isinstance(frame_name, str) or not frame_name:
-                raise FormatError("expected a frame name (string)", path=fpath, value=frame_name)
-            if frame_name not in resolved:
-                if resolve_frame is None:
-                    raise FormatError("unknown tolerance frame", path=fpath, value=frame_name)
-                try:
-                    pose = resolve_frame(frame_name)
-                except (InputError, KeyError, LookupError):
-                    raise FormatError("unknown tolerance frame", path=fpath, value=frame_name) from None
-                resolved[frame_name] = ToleranceFrame.fixed(frame_name, pose)
-            frame = resolved[frame_name]
-        for earlier in parts:
-            if earlier.projection == name and earlier.frame.name == frame.name:
-                if interval.low > earlier.interval.high or earlier.interval.low > interval.high:
-                    raise ValidationError(
-                        f"projection {name!r} is constrained twice with disjoint intervals "
-                        f"[{earlier.interval.low:g}, {earlier.interval.high:g}] and [{low:g}, {high:g}]: "
-                        "no pose can meet this tolerance",
-                        path=ipath,
-                        value=[low, high],
-                    )
-        parts.append(ProjectionTolerance(name, interval, frame))
+            frame = _tolerance_frame(frames[i], f"{path}.toleranceFrame[{i}]", resolved, resolve_frame)
+        part = ProjectionTolerance(name, interval, frame)
+        _refuse_disjoint(parts, part, ipath)
+        parts.append(part)
     return parts[0] if len(parts) == 1 else Composed(parts)
+
+
+def _projection_interval(name: Any, bounds: Any, ppath: str, ipath: str) -> Interval:
+    """The checked interval of projection ``name`` (JSON paths of the name and of the interval)."""
+    if not isinstance(name, str):
+        raise FormatError("expected a projection name (string)", path=ppath, value=name)
+    if name not in PROJECTIONS:
+        raise FormatError(f"unknown tolerance projection (expected one of {', '.join(PROJECTIONS)})", path=ppath,
+                          value=name)  # fmt: skip
+    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise FormatError("expected an interval [low, high]", path=ipath, value=bounds)
+    low = jf.number(bounds[0], f"{ipath}[0]", allow_inf=True)
+    high = jf.number(bounds[1], f"{ipath}[1]", allow_inf=True)
+    if low > high:
+        raise ValidationError("interval lower bound exceeds its upper bound", path=ipath, value=[low, high])
+    interval = Interval(low, high)
+    check_interval(name, interval, ipath)
+    return interval
+
+
+def _tolerance_frame(frame_name: Any, fpath: str, resolved: dict[str, ToleranceFrame],
+                     resolve_frame: Callable[[str], Any] | None) -> ToleranceFrame:  # fmt: skip
+    """The frame a ``toleranceFrame`` entry names (``resolved``: the frames met so far, by name; grows)."""
+    if not isinstance(frame_name, str) or not frame_name:
+        raise FormatError("expected a frame name (string)", path=fpath, value=frame_name)
+    if frame_name not in resolved:
+        if resolve_frame is None:
+            raise FormatError("unknown tolerance frame", path=fpath, value=frame_name)
+        try:
+            pose = resolve_frame(frame_name)
+        except (InputError, KeyError, LookupError):
+            raise FormatError("unknown tolerance frame", path=fpath, value=frame_name) from None
+        resolved[frame_name] = ToleranceFrame.fixed(frame_name, pose)
+    return resolved[frame_name]
+
+
+def _refuse_disjoint(parts: list[ProjectionTolerance], new: ProjectionTolerance, ipath: str) -> None:
+    """A projection constrained twice in one frame with disjoint intervals: no pose meets it."""
+    name, interval = new.projection, new.interval
+    for earlier in parts:
+        if earlier.projection == name and earlier.frame.name == new.frame.name:
+            if interval.low > earlier.interval.high or earlier.interval.low > interval.high:
+                raise ValidationError(
+                    f"projection {name!r} is constrained twice with disjoint intervals "
+                    f"[{earlier.interval.low:g}, {earlier.interval.high:g}] and [{interval.low:g}, {interval.high:g}]: "
+                    "no pose can meet this tolerance",
+                    path=ipath,
+                    value=[interval.low, interval.high],
+                )
 
 
 DEFAULT_TOLERANCE: Composed = Composed(

@@ -213,26 +213,10 @@ def residual(
     Any ``margin`` keeps "zero residual implies valid".
     """
     dev = Deviation(desired, real)
-    boxes: dict[tuple[bool, ToleranceFrame], list[Interval]] = {}  # x/y/z (N_*) slabs of one frame: one box
-    others: list[tuple[bool, _Block]] = []
-    violated: list[tuple[bool, _Block]] = []
-    for part in tol.parts:
-        name = part.projection
-        iv = _shrunk(name, part.interval, margin)
-        is_rot = name in ROTATION_PROJECTIONS
-        block = (name, iv, np.eye(3) if name == "Theta_R" else part.frame.matrix(dev.R_d))
-        if name in AXES:
-            box = boxes.setdefault((is_rot, part.frame), [Interval(-math.inf, math.inf)] * 3)
-            k = AXES[name]
-            box[k] = box[k].intersect(iv) or iv  # contradictory intervals: nothing is valid anyway
-        else:
-            others.append((is_rot, block))
-        if not iv.contains(dev.project(name, part.frame)):
-            violated.append((is_rot, block))
+    blocks, violated = _blocks(tol, dev, margin)
     out = np.zeros(6)
     if not violated:
         return out
-    blocks = [(is_rot, ("box", ivs, frame.matrix(dev.R_d))) for (is_rot, frame), ivs in boxes.items()] + others
     pos = [block for is_rot, block in blocks if not is_rot]
     rot = [block for is_rot, block in blocks if is_rot]
     e_world, w_world = dev.dp_world, dev.R_d @ dev.omega_nominal
@@ -249,6 +233,32 @@ def residual(
         step = x - _block_nearest(block, x)
         out[3 * is_rot : 3 * is_rot + 3] = step if step.any() else VALID_SLACK
     return out
+
+
+_Tagged = tuple[bool, _Block]  # (a rotation set?, the set)
+
+
+def _blocks(tol: Tolerance, dev: Deviation, margin: float) -> tuple[list[_Tagged], list[_Tagged]]:
+    """The tolerance's sets in world axes (the x/y/z resp. N_* slabs of one frame merged into one box), each
+    bound moved ``margin`` inwards, and the projections' sets the deviation violates."""
+    boxes: dict[tuple[bool, ToleranceFrame], list[Interval]] = {}  # x/y/z (N_*) slabs of one frame: one box
+    others: list[_Tagged] = []
+    violated: list[_Tagged] = []
+    for part in tol.parts:
+        name = part.projection
+        iv = _shrunk(name, part.interval, margin)
+        is_rot = name in ROTATION_PROJECTIONS
+        block = (name, iv, np.eye(3) if name == "Theta_R" else part.frame.matrix(dev.R_d))
+        if name in AXES:
+            box = boxes.setdefault((is_rot, part.frame), [Interval(-math.inf, math.inf)] * 3)
+            k = AXES[name]
+            box[k] = box[k].intersect(iv) or iv  # contradictory intervals: nothing is valid anyway
+        else:
+            others.append((is_rot, block))
+        if not iv.contains(dev.project(name, part.frame)):
+            violated.append((is_rot, block))
+    merged: list[_Tagged] = [(is_rot, ("box", ivs, frame.matrix(dev.R_d))) for (is_rot, frame), ivs in boxes.items()]
+    return merged + others, violated
 
 
 #: The default goal tolerance: 0.1 mm per axis and 0.1 degree of rotation, in the nominal frame.

@@ -74,7 +74,6 @@ def position_proposals(parts: Sequence[Part]) -> list[Proposal | None]:
     proposals: list[Proposal | None] = []
     families = {"cart": {"x", "y", "z"}, "cyl": {"r_cyl", "phi_cyl"}, "sph": {"r_sph", "theta", "phi_sph"}}
     seen: set[tuple[ToleranceFrame, str]] = set()
-    full_len = Interval(-math.inf, math.inf)
     # the length scale of the tolerance: unbounded sides are cut this far (at least SAMPLE_SPAN) from their bound
     finite = [abs(b) for p in parts if p.projection in LENGTHS for b in (p.interval.low, p.interval.high)]
     span = max([SAMPLE_SPAN] + [2.0 * b for b in finite if math.isfinite(b)])
@@ -86,53 +85,58 @@ def position_proposals(parts: Sequence[Part]) -> list[Proposal | None]:
         if key in seen:
             continue
         seen.add(key)
-        frame = part.frame
-        r_sph = _merged(parts, {"r_sph"}, frame, Interval(0.0, math.inf))
-        r_cyl = _merged(parts, {"r_cyl"}, frame, Interval(0.0, math.inf))
-        phi = _merged(parts, {"phi_cyl", "phi_sph"}, frame, Interval(-PI, PI))
-        theta = _merged(parts, {"theta"}, frame, Interval(0.0, PI))
-        xyz = [_merged(parts, {a}, frame, full_len) for a in ("x", "y", "z")]
-        if any(iv is None for iv in (r_sph, r_cyl, phi, theta, *xyz)):
-            proposals.append(None)
-            continue
-        limit_xy = min(r_cyl.high, r_sph.high)
-        span_xy, span_z = min(span, limit_xy), min(span, r_sph.high)
-        if family == "cart":
-            ranges = [
-                _bounded(xyz[0], span_xy, limit_xy),
-                _bounded(xyz[1], span_xy, limit_xy),
-                _bounded(xyz[2], span_z, r_sph.high),
-            ]
-
-            def draw_cart(g, r=ranges):
-                return np.array([g.uniform(lo, hi) for lo, hi in r])
-
-            proposals.append((frame, draw_cart))
-        elif family == "cyl":
-            r_lo = r_cyl.low
-            r_hi = r_cyl.high if math.isfinite(r_cyl.high) else r_lo + min(span, r_sph.high)
-            r_hi = max(r_lo, r_hi)
-            z_range = _bounded(xyz[2], span_z, r_sph.high)
-
-            def draw_cyl(g, r_lo=r_lo, r_hi=r_hi, phi=phi, z_range=z_range):
-                r = math.sqrt(g.uniform(r_lo**2, r_hi**2))
-                a = _off_seam(g.uniform(phi.low, phi.high))
-                return np.array([r * math.cos(a), r * math.sin(a), g.uniform(*z_range)])
-
-            proposals.append((frame, draw_cyl))
-        else:
-            r_lo = r_sph.low
-            r_hi = r_sph.high if math.isfinite(r_sph.high) else r_lo + span
-
-            def draw_sph(g, r_lo=r_lo, r_hi=r_hi, phi=phi, theta=theta):
-                r = np.cbrt(g.uniform(r_lo**3, r_hi**3))
-                t = math.acos(min(1.0, max(-1.0, g.uniform(math.cos(theta.high), math.cos(theta.low)))))
-                t = min(max(t, theta.low), theta.high)
-                a = _off_seam(g.uniform(phi.low, phi.high))
-                return r * np.array([math.sin(t) * math.cos(a), math.sin(t) * math.sin(a), math.cos(t)])
-
-            proposals.append((frame, draw_sph))
+        proposals.append(_position_proposal(parts, part.frame, family, span))
     return proposals
+
+
+def _position_proposal(parts: Sequence[Part], frame: ToleranceFrame, family: str, span: float) -> Proposal | None:
+    """The sampler of one family (``cart``, ``cyl``, ``sph``) of position projections in one frame, drawing within
+    every position interval of that frame (None if they contradict each other)."""
+    full_len = Interval(-math.inf, math.inf)
+    r_sph = _merged(parts, {"r_sph"}, frame, Interval(0.0, math.inf))
+    r_cyl = _merged(parts, {"r_cyl"}, frame, Interval(0.0, math.inf))
+    phi = _merged(parts, {"phi_cyl", "phi_sph"}, frame, Interval(-PI, PI))
+    theta = _merged(parts, {"theta"}, frame, Interval(0.0, PI))
+    xyz = [_merged(parts, {a}, frame, full_len) for a in ("x", "y", "z")]
+    if r_sph is None or r_cyl is None or phi is None or theta is None or any(iv is None for iv in xyz):
+        return None
+    limit_xy = min(r_cyl.high, r_sph.high)
+    span_xy, span_z = min(span, limit_xy), min(span, r_sph.high)
+    if family == "cart":
+        ranges = [
+            _bounded(xyz[0], span_xy, limit_xy),
+            _bounded(xyz[1], span_xy, limit_xy),
+            _bounded(xyz[2], span_z, r_sph.high),
+        ]
+
+        def draw_cart(g, r=ranges):
+            return np.array([g.uniform(lo, hi) for lo, hi in r])
+
+        return frame, draw_cart
+    elif family == "cyl":
+        r_lo = r_cyl.low
+        r_hi = r_cyl.high if math.isfinite(r_cyl.high) else r_lo + min(span, r_sph.high)
+        r_hi = max(r_lo, r_hi)
+        z_range = _bounded(xyz[2], span_z, r_sph.high)
+
+        def draw_cyl(g, r_lo=r_lo, r_hi=r_hi, phi=phi, z_range=z_range):
+            r = math.sqrt(g.uniform(r_lo**2, r_hi**2))
+            a = _off_seam(g.uniform(phi.low, phi.high))
+            return np.array([r * math.cos(a), r * math.sin(a), g.uniform(*z_range)])
+
+        return frame, draw_cyl
+    else:
+        r_lo = r_sph.low
+        r_hi = r_sph.high if math.isfinite(r_sph.high) else r_lo + span
+
+        def draw_sph(g, r_lo=r_lo, r_hi=r_hi, phi=phi, theta=theta):
+            r = np.cbrt(g.uniform(r_lo**3, r_hi**3))
+            t = math.acos(min(1.0, max(-1.0, g.uniform(math.cos(theta.high), math.cos(theta.low)))))
+            t = min(max(t, theta.low), theta.high)
+            a = _off_seam(g.uniform(phi.low, phi.high))
+            return r * np.array([math.sin(t) * math.cos(a), math.sin(t) * math.sin(a), math.cos(t)])
+
+        return frame, draw_sph
 
 
 def rotation_proposals(parts: Sequence[Part]) -> list[Proposal | None]:

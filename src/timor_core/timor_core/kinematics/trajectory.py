@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.errors import FormatError, InputError
+from timor_core.kinematics.segment_timing import checked_path, segment_timing
 from timor_core.limits import check_count
 
 __all__ = ["Trajectory", "time_parametrize"]
@@ -366,16 +367,7 @@ def time_parametrize(path, v_max, a_max, dt: float = 0.01) -> Trajectory:
     skipped. The sampled accelerations are right-continuous (the sample at a switch holds the
     acceleration of the phase that starts there; the last sample holds 0).
     """
-    P = np.array(path, dtype=float)
-    if P.ndim == 1:
-        P = P.reshape(1, -1)
-    if P.ndim != 2 or P.shape[0] < 1 or P.shape[1] < 1:
-        raise InputError("path must be an (M, dof) array of waypoints with M >= 1", value=np.shape(path))
-    if not np.all(np.isfinite(P)):
-        raise InputError("path waypoints must be finite", value=P.tolist())
-    dt = float(dt)
-    if not (math.isfinite(dt) and dt > 0):
-        raise InputError("dt must be a positive finite number", value=dt)
+    P, dt = checked_path(path, dt)
     dof = P.shape[1]
     v = _limits(v_max, dof, "v_max")
     a = _limits(a_max, dof, "a_max")
@@ -385,55 +377,16 @@ def time_parametrize(path, v_max, a_max, dt: float = 0.01) -> Trajectory:
             f"joint(s) {np.flatnonzero(both).tolist()} have neither a finite velocity nor acceleration limit"
         )
     a = effective_acceleration_limits(v, a, dt)
-
-    segments = []  # (start, delta, samples, peak velocity, acceleration, ramp time) in the path parameter
-    for k in range(P.shape[0] - 1):
-        delta = P[k + 1] - P[k]
-        moving = delta != 0
-        if not np.any(moving):
-            continue
-        span = np.abs(delta[moving])
-        with np.errstate(over="ignore"):  # a tiny segment may overflow the ratios to inf: capped below
-            V = float(np.min(v[moving] / span))  # max d/dt of the path parameter s in [0, 1]
-            A = float(np.min(a[moving] / span))  # max d²/dt² of s
-        A = min(A, 1e300)  # a tiny segment can overflow the ratio; any finite bound is as good
-        if V * V >= A:  # triangular: accelerate to the middle, then brake
-            T = 2.0 / math.sqrt(A)
-            n = max(1, math.ceil(T / dt * (1 - 1e-12)))
-            Tn = n * dt  # stretched to whole samples: the triangle of this duration is slower still
-            segments.append((k, delta, n, 2.0 / Tn, 4.0 / (Tn * Tn), 0.5 * Tn))
-        else:
-            ramp = V / A
-            T = 1.0 / V + ramp
-            n = max(1, math.ceil(T / dt * (1 - 1e-12)))
-            scale = n * dt / T  # stretch time by this factor (>= 1 up to the rounding tolerance above)
-            segments.append((k, delta, n, V / scale, A / (scale * scale), ramp * scale))
-
-    total = sum(s[2] for s in segments)
+    segments = [s for k in range(P.shape[0] - 1) if (s := segment_timing(P, k, v, a, dt)) is not None]
+    total = sum(s.samples for s in segments)
     check_count(total + 1, "max_trajectory_samples", f"a timed motion of {total * dt:.6g} s at a time step of {dt:g} s")
     t = np.arange(total + 1, dtype=float) * dt
     q = np.empty((total + 1, dof))
     dq = np.zeros((total + 1, dof))
     ddq = np.zeros((total + 1, dof))
     i0 = 0
-    for k, delta, n, peak, A, ramp in segments:
-        T = n * dt
-        tau = np.arange(n, dtype=float) * dt
-        rest = T - tau
-        accel = tau < ramp
-        brake = rest <= ramp
-        cruise = ~accel & ~brake
-        s = np.where(accel, 0.5 * A * tau * tau, 0.5 * A * ramp * ramp + peak * (tau - ramp))
-        sd = np.where(accel, A * tau, peak)
-        sdd = np.where(accel, A, 0.0)
-        sd = np.where(brake, A * rest, sd)
-        sdd = np.where(brake, -A, np.where(cruise, 0.0, sdd))
-        left = 0.5 * A * rest * rest  # remaining path parameter while braking (precise near the end)
-        qs = np.where(brake[:, None], P[k + 1] - left[:, None] * delta, P[k] + s[:, None] * delta)
-        qs[0] = P[k]
-        q[i0 : i0 + n] = qs
-        dq[i0 : i0 + n] = sd[:, None] * delta
-        ddq[i0 : i0 + n] = sdd[:, None] * delta
-        i0 += n
+    for segment in segments:
+        segment.sample(P, dt, q[i0:], dq[i0:], ddq[i0:])
+        i0 += segment.samples
     q[-1] = P[-1]
     return Trajectory(t, q, dq, ddq)

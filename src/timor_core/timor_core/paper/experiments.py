@@ -19,7 +19,7 @@ Experiment 2: find the lightest robot of the RobCo-like module set for the paper
 "lighter solution already found" bound, once by the genetic algorithm (13 genes, at most 6 DOF, 500
 generations). The paper reports 5.5 min and 21.9 min per GA trial (:data:`PAPER_EXP2`). Every robot reported
 is verified independently: the IK configurations found put the TCP within each goal's tolerance, free of
-collisions and within the torque and position limits (:func:`timor_core.task.solve.verify_goal_configurations`).
+collisions and within the torque and position limits (:func:`timor_core.task.feedback.verify_goal_configurations`).
 ``timor paper exp2 --task user_study.json [--db robco_like] [--json] [-o DIR]`` runs it.
 """
 
@@ -37,7 +37,7 @@ from timor_core.model.db import ModulesDB
 from timor_core.search import SearchSpaceError, SerialSpace, paper_exp2_options, science2019_options
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
-from timor_core.task.solve import verify_goal_configurations
+from timor_core.task.feedback import verify_goal_configurations
 
 __all__ = [
     "EXP1_COUNT",
@@ -150,7 +150,7 @@ EXP2_ALGORITHMS = ("constrained", "ga")
 class Exp2Run:
     """One search of experiment 2: what it found, how long it took, and the independent check of the robot.
 
-    ``verified`` holds one entry per goal (:func:`timor_core.task.solve.verify_goal_configurations`); ``ok`` is True
+    ``verified`` holds one entry per goal (:func:`timor_core.task.feedback.verify_goal_configurations`); ``ok`` is True
     only if a robot was found and every goal checks out. ``result`` is the full SearchResult (history, funnel).
     """
 

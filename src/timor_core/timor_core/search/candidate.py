@@ -146,7 +146,7 @@ class TaskContext:
     """
 
     def __init__(self, task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> None:
-        from timor_core.task.solve import assembly_cost, task_base_placement
+        from timor_core.task.feedback import assembly_cost, task_base_placement
 
         self.task = task
         self.db = db

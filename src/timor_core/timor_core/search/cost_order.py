@@ -30,7 +30,7 @@ from typing import Any
 from timor_core.errors import TimorError
 from timor_core.search.space import SerialSpace, post_order
 from timor_core.task.costs import CostFunction
-from timor_core.task.solve import assembly_cost
+from timor_core.task.feedback import assembly_cost
 
 __all__ = ["by_cost", "additive_values"]
 

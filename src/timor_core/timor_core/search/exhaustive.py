@@ -28,7 +28,7 @@ from timor_core.search.space import SerialSpace
 from timor_core.search.space_reach import unreachable_goals
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
-from timor_core.task.solve import task_base_placement
+from timor_core.task.feedback import task_base_placement
 
 __all__ = ["ExhaustiveSearch"]
 

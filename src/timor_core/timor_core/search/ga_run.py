@@ -20,7 +20,7 @@ from timor_core.search.ga_local import Descent
 from timor_core.search.optimizer import Budget
 from timor_core.search.parallel import ParallelEvaluator, Progress
 from timor_core.search.result import SearchResult
-from timor_core.task.solve import assembly_cost
+from timor_core.task.feedback import assembly_cost
 
 __all__ = ["GARun"]
 

@@ -112,7 +112,7 @@ def unreachable_goals(space: SerialSpace, task: Any) -> list[UnreachableGoal]:
     the task's nominal base placement, can reach: farther from the base than :func:`space_reach` plus the
     tolerance's position slack. Empty if every goal may be reachable (the bound is necessary, not sufficient)."""
     from timor_core.task import At, Follow
-    from timor_core.task.solve import task_base_placement
+    from timor_core.task.feedback import task_base_placement
 
     placement = task_base_placement(task)
     base = np.zeros(3) if placement is None else np.asarray(placement, dtype=float)[:3, 3]

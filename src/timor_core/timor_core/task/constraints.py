@@ -222,66 +222,74 @@ def constraint_from_json(data: Any, path: str, frames: FrameTree | None = None, 
             path=f"{path}.type",
             value=ctype,
         )
-
-    def rest(*keys: str) -> dict:
-        return {k: v for k, v in d.items() if k not in ("type", *keys)}
-
     if ctype == "joint":
-        parts = [
-            jf.string(p, f"{path}.parts[{i}]") for i, p in enumerate(jf.array(d.get("parts", []), f"{path}.parts"))
-        ]
-        for i, p in enumerate(parts):
-            if p not in JOINT_PARTS:
-                raise FormatError(
-                    f"unknown joint limit part (expected {', '.join(JOINT_PARTS)})", path=f"{path}.parts[{i}]", value=p
-                )
-        return JointLimits(parts_json=parts, extra=rest("parts"))
+        return _joint_limits(d, path)
     if ctype == "selfCollisionFree":
-        return SelfCollisionFree(extra=rest())
+        return SelfCollisionFree(extra=_rest(d))
     if ctype == "collisionFree":
         margin = jf.number(d["safetyMargin"], f"{path}.safetyMargin", min_value=0.0) if "safetyMargin" in d else None
-        return CollisionFree(safety_margin=margin, extra=rest("safetyMargin"))
+        return CollisionFree(safety_margin=margin, extra=_rest(d, "safetyMargin"))
     if ctype == "allGoalsFulfilled":
-        return AllGoalsFulfilled(extra=rest())
+        return AllGoalsFulfilled(extra=_rest(d))
     if ctype == "allGoalsFulfilledInOrder":
         order = [
             jf.string(g, f"{path}.order[{i}]")
             for i, g in enumerate(jf.array(jf.req(d, "order", path), f"{path}.order"))
         ]
-        return GoalOrder(order=order, extra=rest("order"))
+        return GoalOrder(order=order, extra=_rest(d, "order"))
     if ctype == "basePlacement":
         name = f"{owner}.constraint.base" if owner else "constraint.base"
         pose = ToleratedPose.from_json(jf.req(d, "pose", path), f"{path}.pose", frames, name)
-        return BasePlacement(pose=pose, extra=rest("pose"))
+        return BasePlacement(pose=pose, extra=_rest(d, "pose"))
     if ctype == "validJointAngles":
-        limits = np.asarray(jf.array(jf.req(d, "limits", path), f"{path}.limits"), dtype=object)
-        if limits.ndim != 2 or limits.shape[0] != 2:
-            raise FormatError("limits must be [[lower...], [upper...]]", path=f"{path}.limits", value=d["limits"])
-        lim = np.vstack([jf.vector(list(row), f"{path}.limits[{i}]") for i, row in enumerate(d["limits"])])
-        if np.any(lim[0] > lim[1]):
-            raise ValidationError("inverted joint angle limits", path=f"{path}.limits", value=d["limits"])
-        coterminal = jf.boolean(d.get("coterminal", False), f"{path}.coterminal")
-        return ValidJointAngles(limits=lim, coterminal=coterminal, extra=rest("limits", "coterminal"))
+        return _valid_joint_angles(d, path)
     if ctype == "endEffector":
-        name = f"{owner}.constraint.eef" if owner else "constraint.eef"
-        eef_pose = ToleratedPose.from_json(d["pose"], f"{path}.pose", frames, name) if "pose" in d else None
-        bounds = []
-        for low, high in (("v_min", "v_max"), ("o_min", "o_max")):
-            lo = jf.number(d[low], f"{path}.{low}", allow_inf=True) if low in d else -np.inf
-            hi = jf.number(d[high], f"{path}.{high}", allow_inf=True) if high in d else np.inf
-            if lo > hi:
-                raise ValidationError(
-                    f"{low} > {high}: the constraint could never hold", path=f"{path}.{low}", value=lo
-                )
-            bounds.append((lo, hi))
-        return EndEffector(
-            pose=eef_pose,
-            velocity_lim=bounds[0],
-            rotation_velocity_lim=bounds[1],
-            extra=rest("pose", "v_min", "v_max", "o_min", "o_max"),
-        )
+        return _end_effector(d, path, frames, f"{owner}.constraint.eef" if owner else "constraint.eef")
     if ctype in _KNOWN_OPAQUE:
-        return GenericConstraint(type_value=ctype, extra=rest())
+        return GenericConstraint(type_value=ctype, extra=_rest(d))
     raise FormatError(
         f"unknown constraint type (expected one of {', '.join(CONSTRAINT_TYPES)})", path=f"{path}.type", value=ctype
+    )
+
+
+def _rest(d: dict, *keys: str) -> dict:
+    """The fields of a constraint's JSON other than its type and ``keys`` (kept as they are)."""
+    return {k: v for k, v in d.items() if k not in ("type", *keys)}
+
+
+def _joint_limits(d: dict, path: str) -> JointLimits:
+    parts = [jf.string(p, f"{path}.parts[{i}]") for i, p in enumerate(jf.array(d.get("parts", []), f"{path}.parts"))]
+    for i, p in enumerate(parts):
+        if p not in JOINT_PARTS:
+            raise FormatError(
+                f"unknown joint limit part (expected {', '.join(JOINT_PARTS)})", path=f"{path}.parts[{i}]", value=p
+            )
+    return JointLimits(parts_json=parts, extra=_rest(d, "parts"))
+
+
+def _valid_joint_angles(d: dict, path: str) -> ValidJointAngles:
+    limits = np.asarray(jf.array(jf.req(d, "limits", path), f"{path}.limits"), dtype=object)
+    if limits.ndim != 2 or limits.shape[0] != 2:
+        raise FormatError("limits must be [[lower...], [upper...]]", path=f"{path}.limits", value=d["limits"])
+    lim = np.vstack([jf.vector(list(row), f"{path}.limits[{i}]") for i, row in enumerate(d["limits"])])
+    if np.any(lim[0] > lim[1]):
+        raise ValidationError("inverted joint angle limits", path=f"{path}.limits", value=d["limits"])
+    coterminal = jf.boolean(d.get("coterminal", False), f"{path}.coterminal")
+    return ValidJointAngles(limits=lim, coterminal=coterminal, extra=_rest(d, "limits", "coterminal"))
+
+
+def _end_effector(d: dict, path: str, frames: FrameTree | None, name: str) -> EndEffector:
+    eef_pose = ToleratedPose.from_json(d["pose"], f"{path}.pose", frames, name) if "pose" in d else None
+    bounds = []
+    for low, high in (("v_min", "v_max"), ("o_min", "o_max")):
+        lo = jf.number(d[low], f"{path}.{low}", allow_inf=True) if low in d else -np.inf
+        hi = jf.number(d[high], f"{path}.{high}", allow_inf=True) if high in d else np.inf
+        if lo > hi:
+            raise ValidationError(f"{low} > {high}: the constraint could never hold", path=f"{path}.{low}", value=lo)
+        bounds.append((lo, hi))
+    return EndEffector(
+        pose=eef_pose,
+        velocity_lim=bounds[0],
+        rotation_velocity_lim=bounds[1],
+        extra=_rest(d, "pose", "v_min", "v_max", "o_min", "o_max"),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,6 +22,9 @@ from timor_core.task.costs import CostFunction
 from timor_core.task.solution import Solution, SolveError
 
 if TYPE_CHECKING:
+    from timor_core.kinematics.collision import CollisionChecker
+    from timor_core.kinematics.planning import PlannerConfig
+    from timor_core.kinematics.robot import PinRobot
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.task import Goal
 
@@ -33,7 +37,7 @@ def solve_point_to_point(
     base_placement: np.ndarray | None = None,
     rng: np.random.Generator | int | None = None,
     cost_function: CostFunction | str | None = None,
-    planner_config=None,
+    planner_config: PlannerConfig | None = None,
     q_start: np.ndarray | None = None,
 ) -> Solution:
     """Build a solution for a task of at / reach / pause / returnTo goals.
@@ -50,50 +54,86 @@ def solve_point_to_point(
     at the first goal's IK solution when the first goal is a pose, else at q = 0 (or a random valid configuration).
     A returnTo goal without a target returns to that start.
     """
-    from timor_core.kinematics.planning import PlannerConfig, plan
+    from timor_core.kinematics.planning import PlannerConfig
 
-    rng = np.random.default_rng(rng)
     if base_placement is None and task.base_placement is not None and task.base_placement.pose is not None:
         base_placement = task.base_placement.pose.world
     robot = assembly.to_pin_robot(base_placement)
     robot.model.gravity.linear = np.asarray(task.header.gravity, dtype=float)
-    dt = task.header.time_step
-    config = planner_config or PlannerConfig()
+    setting = _Setting.of(task, robot, np.random.default_rng(rng), planner_config or PlannerConfig())
+    order = _goal_order(task)
+    first = next((g for g in order if isinstance(g, At)), None)
+    start_at_first = q_start is None and first is not None and order[0] is first
+    motion = _Motion(setting, _start_configuration(setting, q_start, first if start_at_first else None))
+    for g in order:
+        if isinstance(g, At):
+            motion.move_to(motion.start if (g is first and start_at_first) else setting.ik(g, motion.q), g.id)
+        elif isinstance(g, Pause):
+            motion.pause(g)
+        elif isinstance(g, ReturnTo):
+            motion.return_to(g)
+        else:
+            raise SolveError(f"goal {g.id!r}: goal type {type(g).__name__} is not supported")
+        motion.reached(g.id)
+    trajectory = Trajectory.concatenate(motion.pieces) if len(motion.pieces) > 1 else motion.pieces[0]
+    goal_times = {gid: float(trajectory.t[i]) for gid, i in motion.goal_index.items()}
+    return Solution(task, assembly, trajectory, robot.placement, goal_times, cost_function)
 
-    margin = max((float(c.safety_margin or 0.0) for c in task.constraints_of(CollisionFree)), default=0.0)
-    check_tau = any("tau" in c.parts for c in task.constraints_of(JointLimits))
-    angle_limits = task.constraints_of(ValidJointAngles)
-    lo, hi = robot.joint_limits
-    own = robot.collision_checker(None, 0.0, self_collision=True)
-    env = robot.collision_checker(task, margin, self_collision=False) if task.obstacles else None
 
-    def is_valid(q: np.ndarray) -> bool:
+@dataclass
+class _Setting:
+    """What every goal of one solve needs: the task, the placed robot, the random generator, the planner's
+    configuration and time step, the task's IK options and the validity test of a configuration."""
+
+    task: Task
+    robot: PinRobot
+    rng: np.random.Generator
+    config: PlannerConfig
+    dt: float
+    margin: float  # the collisionFree safety margin
+    check_tau: bool  # the task limits torques
+    angle_limits: list[ValidJointAngles]
+    limits: np.ndarray  # (2, dof) lower and upper position limits
+    own: CollisionChecker = field(repr=False)  # self-collision
+    env: CollisionChecker | None = field(repr=False)  # the obstacles (None without)
+
+    @classmethod
+    def of(cls, task: Task, robot: PinRobot, rng: np.random.Generator, config: PlannerConfig) -> _Setting:
+        """The setting of ``task`` for ``robot``."""
+        margin = max((float(c.safety_margin or 0.0) for c in task.constraints_of(CollisionFree)), default=0.0)
+        check_tau = any("tau" in c.parts for c in task.constraints_of(JointLimits))
+        own = robot.collision_checker(None, 0.0, self_collision=True)
+        env = robot.collision_checker(task, margin, self_collision=False) if task.obstacles else None
+        angles = list(task.constraints_of(ValidJointAngles))
+        limits = robot.joint_limits
+        return cls(task, robot, rng, config, task.header.time_step, margin, check_tau, angles, limits, own, env)
+
+    def is_valid(self, q: np.ndarray) -> bool:
+        """Within the joint limits and validJointAngles, free of self-collision and of the obstacles."""
+        lo, hi = self.limits
         if np.any(q < lo) or np.any(q > hi):
             return False
-        if any(not c.valid(q) for c in angle_limits):
+        if any(not c.valid(q) for c in self.angle_limits):
             return False
-        if own.in_collision(q):
+        if self.own.in_collision(q):
             return False
-        return not (env is not None and env.in_collision(q))
+        return not (self.env is not None and self.env.in_collision(q))
 
-    def ik(goal: At, q_init: np.ndarray | None) -> np.ndarray:
+    def ik(self, goal: At, q_init: np.ndarray | None) -> np.ndarray:
+        """A valid task-aware IK solution of the goal (4 tries, the first from ``q_init``)."""
         last = ""
         for _ in range(4):
-            result = robot.ik(
-                goal.goal_pose,
-                q_init=q_init,
-                task=task,
-                rng=rng,
-                check_static_torques=check_tau,
-                margin=margin,
-                details=True,
-            )
-            if result.success and is_valid(result.q):
+            result = self.robot.ik(goal.goal_pose, q_init=q_init, task=self.task, rng=self.rng,
+                                   check_static_torques=self.check_tau, margin=self.margin, details=True)  # fmt: skip
+            if result.success and self.is_valid(result.q):
                 return np.asarray(result.q, dtype=float)
             last = result.reason or "the IK solution violates the validJointAngles constraint"
             q_init = None
         raise SolveError(f"goal {goal.id!r}: no valid inverse kinematics solution: {last}")
 
+
+def _goal_order(task: Task) -> list[Goal]:
+    """The goals in the order of the allGoalsFulfilledInOrder constraints, then in task order (no follow goals)."""
     ordered_ids: list[str] = []
     for c in task.constraints_of(GoalOrder):
         ordered_ids.extend(gid for gid in c.order if gid not in ordered_ids)
@@ -102,80 +142,87 @@ def solve_point_to_point(
     for g in order:
         if isinstance(g, Follow):
             raise SolveError(f"goal {g.id!r}: follow goals are not supported by solve_point_to_point")
+    return order
 
-    # the start: q_start, else the first pose goal's configuration, else q = 0 (or any valid configuration)
-    first = next((g for g in order if isinstance(g, At)), None)
-    start_at_first = q_start is None and first is not None and order[0] is first
+
+def _start_configuration(setting: _Setting, q_start: np.ndarray | None, first: At | None) -> np.ndarray:
+    """``q_start`` (checked), else the IK solution of ``first`` (the first goal, a pose), else q = 0 or, if that is
+    not valid, a random valid configuration."""
+    robot = setting.robot
     if q_start is not None:
         q_start = np.asarray(q_start, dtype=float)
         if q_start.shape != (robot.dof,):
             raise InputError(f"q_start needs {robot.dof} joint values", path="q_start", value=q_start.tolist())
-        if not is_valid(q_start):
-            hits = robot.collisions(q_start, task, margin)
+        if not setting.is_valid(q_start):
+            hits = robot.collisions(q_start, setting.task, setting.margin)
             why = f"in collision ({hits[0].describe()})" if hits else "outside the joint limits or validJointAngles"
             raise SolveError(f"the start configuration {q_start.tolist()} is {why}")
-    elif start_at_first:
-        assert first is not None  # start_at_first implies a first pose goal
-        q_start = ik(first, None)
-    else:
-        q_start = np.zeros(robot.dof)
-        tries = 0
-        while not is_valid(q_start):
-            q_start = robot.random_configuration(rng)
-            tries += 1
-            if tries > 1000:
-                raise SolveError("no valid start configuration found (1000 random samples)")
-    pieces = [Trajectory(np.zeros(1), q_start[None], np.zeros((1, robot.dof)), np.zeros((1, robot.dof)))]
-    samples = 1  # samples so far (the sample index of the current end is samples - 1)
-    goal_index: dict[str, int] = {}
-    goal_q: dict[str, np.ndarray] = {}
-    q = q_start
+        return q_start
+    if first is not None:
+        return setting.ik(first, None)
+    q = np.zeros(robot.dof)
+    for _ in range(1000):
+        if setting.is_valid(q):
+            return q
+        q = robot.random_configuration(setting.rng)
+    if setting.is_valid(q):
+        return q
+    raise SolveError("no valid start configuration found (1000 random samples)")
 
-    def move_to(target: np.ndarray, gid: str) -> None:
-        nonlocal q, samples
-        if np.array_equal(target, q):
+
+class _Motion:
+    """The solution's trajectory, built goal by goal from the start configuration."""
+
+    def __init__(self, setting: _Setting, start: np.ndarray) -> None:
+        dof = setting.robot.dof
+        self.setting, self.start, self.q = setting, start, start
+        self.pieces = [Trajectory(np.zeros(1), start[None], np.zeros((1, dof)), np.zeros((1, dof)))]
+        self.samples = 1  # samples so far (the sample index of the current end is samples - 1)
+        self.goal_index: dict[str, int] = {}
+        self.goal_q: dict[str, np.ndarray] = {}
+
+    def move_to(self, target: np.ndarray, gid: str) -> None:
+        """A collision-free motion to ``target``, valid at every sample (the resolution refined until it is)."""
+        from timor_core.kinematics.planning import plan
+
+        if np.array_equal(target, self.q):
             return
-        # edges are checked at a finite resolution; the sampled trajectory must be valid at every sample
-        # (that is what Solution.valid checks), so refine the resolution until it is
-        cfg = config
+        s, cfg = self.setting, self.setting.config
         for _ in range(4):
-            traj = plan(robot, q, target, is_valid=is_valid, rng=rng, config=cfg, dt=dt)
+            traj = plan(s.robot, self.q, target, is_valid=s.is_valid, rng=s.rng, config=cfg, dt=s.dt)
             if traj is None:
                 raise SolveError(f"goal {gid!r}: no collision-free motion found from the previous configuration")
-            if all(is_valid(qk) for qk in traj.q):
+            if all(s.is_valid(qk) for qk in traj.q):
                 break
             cfg = dataclasses.replace(cfg, check_resolution=cfg.check_resolution / 4)
         else:
             raise SolveError(f"goal {gid!r}: no motion found that is collision-free at every time step")
-        pieces.append(traj)
-        samples += len(traj) - 1
-        q = np.asarray(traj.q[-1], dtype=float)
+        self.pieces.append(traj)
+        self.samples += len(traj) - 1
+        self.q = np.asarray(traj.q[-1], dtype=float)
 
-    for g in order:
-        if isinstance(g, At):
-            target = q_start if (g is first and start_at_first) else ik(g, q)
-            move_to(target, g.id)
-        elif isinstance(g, Pause):
-            n = max(0, math.ceil(g.duration / dt * (1 - 1e-12)))
-            check_count(samples + n + 1, "max_trajectory_samples", f"goal {g.id!r}: a pause of {g.duration:g} s")
-            if n:
-                hold = np.repeat(q[None], n + 1, axis=0)
-                zeros = np.zeros_like(hold)
-                pieces.append(Trajectory(np.arange(n + 1) * dt, hold, zeros, zeros))
-                samples += n
-        elif isinstance(g, ReturnTo):
-            if g.return_to is None:
-                target = q_start
-            elif g.return_to in goal_q:
-                target = goal_q[g.return_to]
-            else:
-                raise SolveError(f"goal {g.id!r} returns to goal {g.return_to!r}, which is not reached before it")
-            move_to(target, g.id)
+    def pause(self, goal: Pause) -> None:
+        """Hold still for the pause's duration."""
+        dt = self.setting.dt
+        n = max(0, math.ceil(goal.duration / dt * (1 - 1e-12)))
+        check_count(self.samples + n + 1, "max_trajectory_samples", f"goal {goal.id!r}: a pause of {goal.duration:g} s")
+        if n:
+            hold = np.repeat(self.q[None], n + 1, axis=0)
+            zeros = np.zeros_like(hold)
+            self.pieces.append(Trajectory(np.arange(n + 1) * dt, hold, zeros, zeros))
+            self.samples += n
+
+    def return_to(self, goal: ReturnTo) -> None:
+        """Back to the start (no target) or to the configuration of an earlier goal."""
+        if goal.return_to is None:
+            target = self.start
+        elif goal.return_to in self.goal_q:
+            target = self.goal_q[goal.return_to]
         else:
-            raise SolveError(f"goal {g.id!r}: goal type {type(g).__name__} is not supported")
-        goal_index[g.id] = samples - 1
-        goal_q[g.id] = q.copy()
+            raise SolveError(f"goal {goal.id!r} returns to goal {goal.return_to!r}, which is not reached before it")
+        self.move_to(target, goal.id)
 
-    trajectory = Trajectory.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-    goal_times = {gid: float(trajectory.t[i]) for gid, i in goal_index.items()}
-    return Solution(task, assembly, trajectory, robot.placement, goal_times, cost_function)
+    def reached(self, gid: str) -> None:
+        """Record that goal ``gid`` is reached at the current end."""
+        self.goal_index[gid] = self.samples - 1
+        self.goal_q[gid] = self.q.copy()

@@ -336,24 +336,8 @@ class Solution(SolutionGoals, SolutionChecks):
             d = jf.obj(data, "$")
             header = parse_solution_header(d)
             the_task = pick_task(task, header["taskID"])
-            descriptor = d.get("costFunction", "")
-            if descriptor is None:
-                descriptor = ""
-            if not isinstance(descriptor, str):
-                raise FormatError("expected a cost descriptor string", path="$.costFunction", value=descriptor)
-            try:
-                cost_function = CostFunction.from_descriptor(descriptor)
-            except InputError as exc:
-                raise ValidationError(exc.message, path="$.costFunction", value=descriptor) from None
-            stated = None
-            if d.get("cost") is not None:
-                stated = jf.number(d["cost"], "$.cost", allow_inf=True)
-            traj_data = jf.obj(jf.req(d, "trajectory", "$"), "$.trajectory")
-            trajectory = Trajectory.from_json(with_derivatives(traj_data), "$.trajectory")
-            goal_times = None
-            if traj_data.get("goal2time"):
-                g2t = jf.obj(traj_data["goal2time"], "$.trajectory.goal2time")
-                goal_times = {str(k): jf.number(v, f"$.trajectory.goal2time.{k}") for k, v in g2t.items()}
+            cost_function, stated = _cost_fields(d)
+            trajectory, goal_times = _trajectory_fields(d)
         except InputError as exc:
             raise exc.located(file=file) from None
         assembly = ModuleAssembly.from_json_data(db, d, file)
@@ -362,15 +346,7 @@ class Solution(SolutionGoals, SolutionChecks):
         except InputError as exc:
             raise exc.located(file=file) from None
         try:
-            solution = cls(
-                the_task,
-                assembly,
-                trajectory,
-                None,
-                goal_times,
-                cost_function,
-                header,
-            )
+            solution = cls(the_task, assembly, trajectory, None, goal_times, cost_function, header)
         except InputError as exc:
             path = exc.path
             if path and path.startswith("$.goal2time"):
@@ -397,3 +373,29 @@ class Solution(SolutionGoals, SolutionChecks):
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _cost_fields(d: dict) -> tuple[CostFunction, float | None]:
+    """A solution JSON's cost function (its descriptor) and the cost it states (None if it states none)."""
+    descriptor = d.get("costFunction", "")
+    if descriptor is None:
+        descriptor = ""
+    if not isinstance(descriptor, str):
+        raise FormatError("expected a cost descriptor string", path="$.costFunction", value=descriptor)
+    try:
+        cost_function = CostFunction.from_descriptor(descriptor)
+    except InputError as exc:
+        raise ValidationError(exc.message, path="$.costFunction", value=descriptor) from None
+    stated = jf.number(d["cost"], "$.cost", allow_inf=True) if d.get("cost") is not None else None
+    return cost_function, stated
+
+
+def _trajectory_fields(d: dict) -> tuple[Trajectory, dict[str, float] | None]:
+    """A solution JSON's trajectory and its goal times (goal2time; None without)."""
+    traj_data = jf.obj(jf.req(d, "trajectory", "$"), "$.trajectory")
+    trajectory = Trajectory.from_json(with_derivatives(traj_data), "$.trajectory")
+    goal_times = None
+    if traj_data.get("goal2time"):
+        g2t = jf.obj(traj_data["goal2time"], "$.trajectory.goal2time")
+        goal_times = {str(k): jf.number(v, f"$.trajectory.goal2time.{k}") for k, v in g2t.items()}
+    return trajectory, goal_times

@@ -81,44 +81,12 @@ class SolutionChecks:
         if isinstance(c, SelfCollisionFree):
             for i in indices:
                 if robot.has_self_collision(tr.q[i]):
-                    pairs = robot.self_collisions(tr.q[i])
-                    what = ", ".join(f"{a} / {b}" for a, b in pairs[:3]) if pairs else "robot geometries"
-                    return self._result(c, False, i, f"self-collision ({what})")
+                    return self._result(c, False, i, self._self_collision_text(tr.q[i]))
             return self._result(c, True)
         if isinstance(c, CollisionFree):
-            margin = float(c.safety_margin or 0.0)
-            obstacles = robot.collision_checker(self.task, margin, self_collision=False)
-            own = robot.collision_checker(None, 0.0, self_collision=True)
-            for i in indices:
-                q = tr.q[i]
-                if self.task.obstacles and obstacles.in_collision(q):
-                    hits = [h for h in obstacles.collisions(q) if h.kind == "obstacle"]
-                    what = "; ".join(h.describe() for h in hits[:3]) if hits else "collision with an obstacle"
-                    if margin:
-                        what += f" (safety margin {margin:g} m)"
-                    return self._result(c, False, i, what)
-                if own.in_collision(q):
-                    pairs = robot.self_collisions(q)
-                    what = ", ".join(f"{a} / {b}" for a, b in pairs[:3]) if pairs else "robot geometries"
-                    return self._result(c, False, i, f"self-collision ({what})")
-            return self._result(c, True)
+            return self._check_collision_free(c, indices)
         if isinstance(c, ValidJointAngles):
-            lim = np.asarray(c.limits, dtype=float)
-            if lim.shape != (2, robot.dof):
-                return self._result(c, False, None, f"limits are {lim.shape[1]} wide for a {robot.dof}-DOF robot")
-            for i in indices:
-                if not c.valid(tr.q[i]):
-                    q = np.asarray(tr.q[i])
-                    qm = np.mod(q + np.pi, 2 * np.pi) - np.pi if c.coterminal else q
-                    bad = int(np.flatnonzero((qm < lim[0]) | (qm > lim[1]))[0])
-                    return self._result(
-                        c,
-                        False,
-                        i,
-                        f"joint {robot.joints[bad]} angle {qm[bad]:.4g} outside [{lim[0, bad]:.4g}, {lim[1, bad]:.4g}]"
-                        + (" (coterminal)" if c.coterminal else ""),
-                    )
-            return self._result(c, True)
+            return self._check_joint_angles(c, indices)
         if isinstance(c, BasePlacement):
             if c.pose is None or c.pose.valid(self.base_placement):
                 return self._result(c, True)
@@ -135,13 +103,50 @@ class SolutionChecks:
             return self._check_order(c)
         if isinstance(c, EndEffector):
             for i in indices:
-                q, dq = tr.q[i], tr.dq[i]
-                twist = robot.jacobian(q) @ np.asarray(dq, dtype=float)
+                twist = robot.jacobian(tr.q[i]) @ np.asarray(tr.dq[i], dtype=float)
                 why = c.violation(self.tcp_poses[i], twist)
                 if why is not None:
                     return self._result(c, False, i, why)
             return self._result(c, True)
         return self._result(c, True, None, "not evaluated by timor", checked=False)
+
+    def _self_collision_text(self, q: np.ndarray) -> str:
+        pairs = self._robot.self_collisions(q)
+        what = ", ".join(f"{a} / {b}" for a, b in pairs[:3]) if pairs else "robot geometries"
+        return f"self-collision ({what})"
+
+    def _check_collision_free(self, c: CollisionFree, indices: list[int]) -> dict:
+        """No obstacle within the safety margin and no self-collision at the samples."""
+        robot = self._robot
+        margin = float(c.safety_margin or 0.0)
+        obstacles = robot.collision_checker(self.task, margin, self_collision=False)
+        own = robot.collision_checker(None, 0.0, self_collision=True)
+        for i in indices:
+            q = self.trajectory.q[i]
+            if self.task.obstacles and obstacles.in_collision(q):
+                hits = [h for h in obstacles.collisions(q) if h.kind == "obstacle"]
+                what = "; ".join(h.describe() for h in hits[:3]) if hits else "collision with an obstacle"
+                if margin:
+                    what += f" (safety margin {margin:g} m)"
+                return self._result(c, False, i, what)
+            if own.in_collision(q):
+                return self._result(c, False, i, self._self_collision_text(q))
+        return self._result(c, True)
+
+    def _check_joint_angles(self, c: ValidJointAngles, indices: list[int]) -> dict:
+        """Every joint angle within the constraint's limits (modulo a turn if coterminal) at the samples."""
+        robot = self._robot
+        lim = np.asarray(c.limits, dtype=float)
+        if lim.shape != (2, robot.dof):
+            return self._result(c, False, None, f"limits are {lim.shape[1]} wide for a {robot.dof}-DOF robot")
+        for i in indices:
+            if not c.valid(self.trajectory.q[i]):
+                q = np.asarray(self.trajectory.q[i])
+                qm = np.mod(q + np.pi, 2 * np.pi) - np.pi if c.coterminal else q
+                bad = int(np.flatnonzero((qm < lim[0]) | (qm > lim[1]))[0])
+                text = f"joint {robot.joints[bad]} angle {qm[bad]:.4g} outside [{lim[0, bad]:.4g}, {lim[1, bad]:.4g}]"
+                return self._result(c, False, i, text + (" (coterminal)" if c.coterminal else ""))
+        return self._result(c, True)
 
     def _check_joint_limits(self, c: JointLimits, indices: list[int]) -> dict:
         tr = self.trajectory

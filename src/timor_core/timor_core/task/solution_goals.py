@@ -136,66 +136,85 @@ class SolutionGoals:
 
     def _check_goal_at(self, goal: Goal, i: int) -> str:
         """Why the goal is not achieved at sample i (the empty string if it is)."""
-        tr = self.trajectory
-        window = [i]
+        window = [i]  # the samples the goal's own constraints are checked at
         if isinstance(goal, At):
-            goal_pose = goal.require_pose()
-            if not goal_pose.valid(self.tcp_poses[i]):
-                return f"TCP pose outside the tolerance ({violation_text(goal_pose, self.tcp_poses[i])})"
-            if isinstance(goal, Reach):
-                v = np.abs(tr.dq[i])
-                if v.max(initial=0.0) > VELOCITY_EPS:
-                    j = int(np.argmax(v))
-                    return (
-                        f"not standing still: joint {self._robot.joints[j]} moves at {v[j]:.4g}"
-                        f" (reach needs |dq| <= {VELOCITY_EPS:g})"
-                    )
+            why = self._why_not_at(goal, i)
         elif isinstance(goal, Pause):
-            t_start = tr.t[i] - goal.duration + 1e-9
-            before = np.flatnonzero(tr.t <= t_start)
-            if before.size == 0:
-                return f"a pause of {goal.duration:g} s ending at t={format_time(tr.t[i])} s would start before t=0"
-            j = int(before[-1])
-            window = list(range(j, i + 1))
-            v = np.abs(tr.dq[j : i + 1])
-            if v.max(initial=0.0) > VELOCITY_EPS:
-                step, m = np.unravel_index(int(np.argmax(v)), v.shape)
-                return (
-                    f"moving during the pause: joint {self._robot.joints[m]} at {v[step, m]:.4g}"
-                    f" at t={format_time(tr.t[j + step])} s"
-                )
-            drift = np.abs(tr.q[j : i + 1] - tr.q[j])
-            if drift.max(initial=0.0) > HOLD_EPS:
-                step, m = np.unravel_index(int(np.argmax(drift)), drift.shape)
-                return f"joint {self._robot.joints[m]} drifts by {drift[step, m]:.4g} during the pause"
+            why, window = self._why_not_paused(goal, i)
         elif isinstance(goal, ReturnTo):
-            ref, why = self._return_reference(goal)
-            if ref is None:
-                return why
-            if i < ref:
-                return f"earlier than the configuration it returns to (t={format_time(tr.t[ref])} s)"
-            eps = goal.epsilon if goal.epsilon is not None else RETURN_EPS
-            d = float(np.linalg.norm(tr.q[i] - tr.q[ref]))
-            if d > eps:
-                return f"q is {d:.4g} (L2) from q at t={format_time(tr.t[ref])} s (epsilon {eps:g})"
+            why = self._why_not_returned(goal, i)
         elif isinstance(goal, Follow):
-            n = len(goal.trajectory)
-            dt = self.task.header.time_step
-            window = []
-            for k, pose in enumerate(goal.trajectory):
-                t = tr.t[i] - (n - 1 - k) * dt
-                idx = self._index_of(t)
-                if idx is None:
-                    return f"pose {k} of {n} falls at t={format_time(t)} s, which is not a sample of the trajectory"
-                if not pose.valid(self.tcp_poses[idx]):
-                    return (
-                        f"pose {k} of {n} missed at t={format_time(t)} s ({violation_text(pose, self.tcp_poses[idx])})"
-                    )
-                window.append(idx)
+            why, window = self._why_not_followed(goal, i)
         else:
             return f"goal type {type(goal).__name__} is not supported"
+        if why:
+            return why
         for c in goal.constraints:
             result = self._check_constraint(c, window)
             if not result["ok"]:
                 return f"goal constraint {result['type']} fails: {result['reason']}"
         return ""
+
+    def _why_not_at(self, goal: At, i: int) -> str:
+        goal_pose = goal.require_pose()
+        if not goal_pose.valid(self.tcp_poses[i]):
+            return f"TCP pose outside the tolerance ({violation_text(goal_pose, self.tcp_poses[i])})"
+        if isinstance(goal, Reach):
+            v = np.abs(self.trajectory.dq[i])
+            if v.max(initial=0.0) > VELOCITY_EPS:
+                j = int(np.argmax(v))
+                return (
+                    f"not standing still: joint {self._robot.joints[j]} moves at {v[j]:.4g}"
+                    f" (reach needs |dq| <= {VELOCITY_EPS:g})"
+                )
+        return ""
+
+    def _why_not_paused(self, goal: Pause, i: int) -> tuple[str, list[int]]:
+        """Why the pause ending at sample i fails (or ""), and the samples it spans."""
+        tr = self.trajectory
+        before = np.flatnonzero(tr.t <= tr.t[i] - goal.duration + 1e-9)
+        if before.size == 0:
+            return f"a pause of {goal.duration:g} s ending at t={format_time(tr.t[i])} s would start before t=0", [i]
+        j = int(before[-1])
+        window = list(range(j, i + 1))
+        v = np.abs(tr.dq[j : i + 1])
+        if v.max(initial=0.0) > VELOCITY_EPS:
+            step, m = np.unravel_index(int(np.argmax(v)), v.shape)
+            why = f"moving during the pause: joint {self._robot.joints[m]} at {v[step, m]:.4g}"
+            return why + f" at t={format_time(tr.t[j + step])} s", window
+        drift = np.abs(tr.q[j : i + 1] - tr.q[j])
+        if drift.max(initial=0.0) > HOLD_EPS:
+            step, m = np.unravel_index(int(np.argmax(drift)), drift.shape)
+            return f"joint {self._robot.joints[m]} drifts by {drift[step, m]:.4g} during the pause", window
+        return "", window
+
+    def _why_not_returned(self, goal: ReturnTo, i: int) -> str:
+        tr = self.trajectory
+        ref, why = self._return_reference(goal)
+        if ref is None:
+            return why
+        if i < ref:
+            return f"earlier than the configuration it returns to (t={format_time(tr.t[ref])} s)"
+        eps = goal.epsilon if goal.epsilon is not None else RETURN_EPS
+        d = float(np.linalg.norm(tr.q[i] - tr.q[ref]))
+        if d > eps:
+            return f"q is {d:.4g} (L2) from q at t={format_time(tr.t[ref])} s (epsilon {eps:g})"
+        return ""
+
+    def _why_not_followed(self, goal: Follow, i: int) -> tuple[str, list[int]]:
+        """Why the follow goal ending at sample i fails (or ""), and the samples of its poses."""
+        n = len(goal.trajectory)
+        dt = self.task.header.time_step
+        window: list[int] = []
+        for k, pose in enumerate(goal.trajectory):
+            t = self.trajectory.t[i] - (n - 1 - k) * dt
+            idx = self._index_of(t)
+            if idx is None:
+                return f"pose {k} of {n} falls at t={format_time(t)} s, which is not a sample of the trajectory", window
+            if not pose.valid(self.tcp_poses[idx]):
+                return (
+                    f"pose {k} of {n} missed at t={format_time(t)} s ({violation_text(pose, self.tcp_poses[idx])})",
+                    window,
+                )
+            window.append(idx)
+        return "", window

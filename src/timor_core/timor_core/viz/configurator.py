@@ -63,7 +63,7 @@ class Configurator:
         cost: str = "mass",
         seed: int = 0,
     ) -> None:
-        from timor_core.task.solve import assembly_cost, task_base_placement
+        from timor_core.task.feedback import assembly_cost, task_base_placement
 
         self.cost = assembly_cost(cost).descriptor() or "mass"
         self.seed = seed

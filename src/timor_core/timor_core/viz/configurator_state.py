@@ -371,9 +371,9 @@ def check_design(
     seed: int | None = 0,
     cost: CostFunction | str | None = "mass",
 ) -> CheckResult:
-    """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.task.solve.solve_feedback` (same IK and
+    """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.task.feedback.solve_feedback` (same IK and
     reasons)."""
-    from timor_core.task.solve import assembly_cost, format_feedback, solve_feedback
+    from timor_core.task.feedback import assembly_cost, format_feedback, solve_feedback
 
     cost_function = assembly_cost(cost)
     t0 = time.perf_counter()

@@ -383,43 +383,29 @@ def verify_goal_configurations(
             continue
         q = q_by_goal.get(g.id)
         if q is None:
-            out.append(
-                {
-                    "id": g.id,
-                    "ok": False,
-                    "pose_ok": False,
-                    "collisions": [],
-                    "torques_ok": False,
-                    "limits_ok": False,
-                    "reason": "no configuration given",
-                }
-            )
-            continue
-        q = np.asarray(q, dtype=float)
-        pose_ok = g.require_pose().valid(robot.fk(q))
-        collisions = [c.describe() for c in robot.collisions(q, task, margin)]
-        tau = np.abs(robot.static_torque(q))
-        torques_ok = bool(np.all(tau <= robot.torque_limits + 1e-9))
-        limits_ok = robot.within_limits(q)
-        problems = [
-            text
-            for bad, text in (
-                (not pose_ok, "the TCP is outside the goal tolerance"),
-                (bool(collisions), "collision: " + ", ".join(collisions)),
-                (not torques_ok, "static torque above the limit"),
-                (not limits_ok, "q outside the joint limits"),
-            )
-            if bad
-        ]
-        out.append(
-            {
-                "id": g.id,
-                "ok": not problems,
-                "pose_ok": pose_ok,
-                "collisions": collisions,
-                "torques_ok": torques_ok,
-                "limits_ok": limits_ok,
-                "reason": "; ".join(problems),
-            }
-        )
+            out.append({"id": g.id, "ok": False, "pose_ok": False, "collisions": [], "torques_ok": False,
+                        "limits_ok": False, "reason": "no configuration given"})  # fmt: skip
+        else:
+            out.append(_verify_at(robot, task, g, np.asarray(q, dtype=float), margin))
     return out
+
+
+def _verify_at(robot: PinRobot, task: Task, goal: At, q: np.ndarray, margin: float) -> dict:
+    """The check of one pose goal's configuration (see :func:`verify_goal_configurations`)."""
+    pose_ok = goal.require_pose().valid(robot.fk(q))
+    collisions = [c.describe() for c in robot.collisions(q, task, margin)]
+    tau = np.abs(robot.static_torque(q))
+    torques_ok = bool(np.all(tau <= robot.torque_limits + 1e-9))
+    limits_ok = robot.within_limits(q)
+    problems = [
+        text
+        for bad, text in (
+            (not pose_ok, "the TCP is outside the goal tolerance"),
+            (bool(collisions), "collision: " + ", ".join(collisions)),
+            (not torques_ok, "static torque above the limit"),
+            (not limits_ok, "q outside the joint limits"),
+        )
+        if bad
+    ]
+    return {"id": goal.id, "ok": not problems, "pose_ok": pose_ok, "collisions": collisions,
+            "torques_ok": torques_ok, "limits_ok": limits_ok, "reason": "; ".join(problems)}  # fmt: skip

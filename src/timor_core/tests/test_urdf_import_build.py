@@ -1,0 +1,84 @@
+"""Issue 24 item 7: the importer makes fixed joints and bodies field by field (``urdf_build.fixed_joint``, ``body``)
+and a link's numbers as views of one array per shape (``FloatStack``), for speed: the objects must be those the
+constructors make, as immutable, and a module made this way must load back from its JSON to an equal one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from timor_core import ModulesDB
+from timor_core.common.transforms import readonly, rot_x
+from timor_core.export.urdf_build import body, fixed_joint
+from timor_core.export.urdf_import import db_from_urdf
+from timor_core.export.urdf_reader import FloatStack
+from timor_core.model.parts import Body, Connector, Joint
+
+
+def _same(a: object, b: object, cls: type) -> None:
+    assert type(a) is type(b) is cls
+    assert vars(a).keys() == {f.name for f in dataclasses.fields(cls)} == vars(b).keys()
+    for f in dataclasses.fields(cls):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert np.array_equal(x, y)
+        else:
+            assert x == y and type(x) is type(y), f.name
+
+
+def test_fast_parts_equal_constructed():
+    assert not hasattr(Joint, "__post_init__") and not hasattr(Body, "__post_init__")
+    pose = readonly(rot_x(0.3))
+    fast = fixed_joint("j", "a", "b", pose)
+    _same(fast, Joint(id="j", type="fixed", parent="a", child="b", pose_parent=pose), Joint)
+    assert fast.limits == Joint(id="j", type="fixed", parent="a", child="b").limits
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.id = "x"  # type: ignore[misc]
+    assert fast.limits_json is not fixed_joint("k", "a", "b", pose).limits_json  # no shared mutable field
+    inertia, com = readonly(np.diag([1.0, 2.0, 3.0])), readonly(np.array([0.1, 0.0, 0.0]))
+    connector = Connector("c", "a", readonly(np.eye(4)), "m", "eef", ())
+    made = body("a", 2.0, inertia, com, (connector,), (), ())
+    _same(made, Body("a", 2.0, inertia, com, (connector,), (), (), {"_present": ("visual", "collision")}), Body)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.mass = 1.0  # type: ignore[misc]
+
+
+def test_float_stack_gives_read_only_views_in_order():
+    stack = FloatStack(2, 2)
+    assert [stack.add((k, 0.0, 0.0, k)) for k in range(3)] == [0, 1, 2]
+    arrays = stack.arrays()
+    assert [a.tolist() for a in arrays] == [[[k, 0.0], [0.0, k]] for k in range(3)]
+    assert all(not a.flags.writeable for a in arrays)
+    assert FloatStack(3).arrays() == []
+
+
+def test_a_made_module_loads_back_equal():
+    inertial = '<inertial><origin xyz="0.1 0 0" rpy="0 0.2 0"/><mass value="2"/><inertia ixx="1" iyy="2" izz="3" ixy="0.1" ixz="0" iyz="0"/></inertial>'  # noqa: E501
+    text = (
+        f'<robot name="r"><link name="a">{inertial}</link><link name="b"/><link name="c">{inertial}</link>'
+        '<joint name="f" type="fixed"><parent link="a"/><child link="b"/><origin xyz="0 0 1" rpy="0.1 0 0"/></joint>'
+        '<joint name="m" type="revolute"><parent link="b"/><child link="c"/><axis xyz="0 1 0"/>'
+        '<limit lower="-1" upper="1" effort="2" velocity="3"/></joint></robot>'
+    )
+    db = db_from_urdf(text)
+    again = ModulesDB.from_json_data(json.loads(db.to_json_string()))
+    assert next(iter(again)) == next(iter(db))
+
+
+def test_the_benchmark_command_runs():
+    """``python benchmarks/urdf_import.py --links ... --json`` (benchmarks/README.md) at small sizes: the chain imports
+    with every link and the figures are there (no time is asserted)."""
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "urdf_import.py"
+    if not script.is_file():
+        pytest.skip("benchmarks/ is not beside this checkout's src/")
+    out = subprocess.run([sys.executable, str(script), "--links", "20", "200", "--json"], capture_output=True,
+                         text=True, check=True, timeout=600)  # fmt: skip
+    rows = json.loads(out.stdout)
+    assert [r["links"] for r in rows] == [20, 200]
+    assert all(r["import_cpu_s"] >= 0 and r["peak_rss_mb"] > 0 for r in rows)
