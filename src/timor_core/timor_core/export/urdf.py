@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.common.names import check_name, xml_escape
 from timor_core.common.names import ros_name as ros_name
 from timor_core.errors import AssemblyError, URDFError
@@ -102,7 +101,6 @@ def tree_xml(
     return link_chunks, joint_chunks
 
 
-@implements("assembly_to_urdf")
 def assembly_to_urdf(
     assembly: ModuleAssembly,
     name: str | None = None,

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.errors import FormatError, InputError, ValidationError
 from timor_core.export.urdf_build import module_set
 from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader, check_tree
@@ -244,7 +243,6 @@ def _db_from_urdf(
         raise _located(exc, file, bodies, joints) from None
 
 
-@implements("assembly_from_urdf")
 def assembly_from_urdf(
     urdf: str | Path,
     package_dirs: Sequence[str | Path] | Mapping[str, str | Path] = (),

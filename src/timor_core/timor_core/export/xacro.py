@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from timor_core.common.extensions import implements
 from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
 from timor_core.errors import AssemblyError, InputError, URDFError
 from timor_core.export.urdf import (
@@ -62,7 +61,6 @@ def _indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
-@implements("assembly_to_xacro")
 def assembly_to_xacro(
     assembly: ModuleAssembly,
     macro_name: str | None = None,
