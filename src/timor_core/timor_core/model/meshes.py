@@ -14,15 +14,18 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
-import coal
 import numpy as np
 
 from timor_core.errors import MeshError
 from timor_core.limits import limits
 from timor_core.model.mesh_data import ConvexParts, MeshData
 from timor_core.model.vrml import read_vrml
+
+if TYPE_CHECKING:
+    import coal  # imported where a shape is made: reading a module set (or writing its URDF) needs no coal
 
 __all__ = [
     "MESH_EXTENSIONS",
@@ -251,6 +254,8 @@ def to_coal_bvh(mesh: MeshData) -> coal.BVHModelOBBRSS:
         cached = _bvh_cache.get(mesh)
     if cached is not None:
         return cached
+    import coal
+
     model = coal.BVHModelOBBRSS()
     model.beginModel(len(mesh.faces), len(mesh.vertices))
     model.addVertices(np.ascontiguousarray(mesh.vertices, dtype=np.float64))
@@ -308,6 +313,8 @@ def to_coal_convex(mesh: MeshData) -> coal.ConvexBase:
         cached = _convex_cache.get(mesh)
     if cached is not None:
         return cached
+    import coal
+
     points = _unique_rows(mesh.vertices)
     if _robustly_3d(points):  # coal's own qhull is safe here, and needs no scipy import (slow on cold start)
         coal_points = coal.StdVec_Vec3s()
