@@ -26,6 +26,18 @@ LAYERS = {  # a module may import from its own layer (no circles) and from lower
     "cli": 7,  # the command line runs everything, the demo and the paper's experiments included
 }
 SEPARATE = {("export", "search"), ("search", "export")}  # side by side: neither imports the other
+DELEGATIONS = {  # the only imports that go up: (module, higher module, the one public function a method delegates to)
+    ("timor_core.model.assembly_models", "timor_core.export.urdf", "assembly_to_urdf"),
+    ("timor_core.model.assembly_models", "timor_core.export.xacro", "assembly_to_xacro"),
+    ("timor_core.model.assembly_models", "timor_core.export.srdf", "assembly_to_srdf"),
+    ("timor_core.model.assembly_models", "timor_core.export.mjcf", "assembly_to_mjcf"),
+    ("timor_core.model.assembly_models", "timor_core.export.urdf_import", "assembly_from_urdf"),
+    ("timor_core.model.assembly_models", "timor_core.kinematics.build", "build_robot"),
+    ("timor_core.kinematics.robot", "timor_core.export.urdf_import", "assembly_from_urdf"),
+    ("timor_core.kinematics.robot", "timor_core.viz.viewer", "show_robot"),
+    ("timor_core.task.task", "timor_core.viz.viewer", "show_task"),
+    ("timor_core.task.solution", "timor_core.viz.viewer", "show_solution"),
+}
 MAX_LINES = 450
 MAX_TOP_LEVEL_MODULES = 8
 
@@ -39,11 +51,22 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
-def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[str, str, int]]:
-    """(imported module, imported name, line) for every import of a timor_core module in the file."""
+def _call_time_imports(tree: ast.Module) -> set[int]:
+    """ids of the ``from ... import name`` nodes (one name) that sit directly in a function's body: run at call time."""
+    found = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found |= {id(n) for n in fn.body if isinstance(n, ast.ImportFrom) and len(n.names) == 1}
+    return found
+
+
+def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[str, str, int, bool]]:
+    """(imported module, imported name, line, at call time) for every import of a timor_core module in the file."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    call_time = _call_time_imports(tree)
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
@@ -53,9 +76,9 @@ def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[st
             if target == "timor_core" or target.startswith("timor_core."):
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
-                    found.append((sub if sub in modules else target, alias.name, node.lineno))
+                    found.append((sub if sub in modules else target, alias.name, node.lineno, id(node) in call_time))
         elif isinstance(node, ast.Import):
-            found += [(a.name, "", node.lineno) for a in node.names if a.name.startswith("timor_core")]
+            found += [(a.name, "", node.lineno, False) for a in node.names if a.name.startswith("timor_core")]
     return found
 
 
@@ -64,17 +87,24 @@ def _layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+def _delegation(source: str, target: str, name: str, call_time: bool) -> bool:
+    """A listed delegation: a method's call-time import of the one public function it hands its work to."""
+    return call_time and (source, target, name) in DELEGATIONS
+
+
 @pytest.fixture(scope="module")
-def graph() -> tuple[nx.DiGraph, list[tuple[str, str, str, int]]]:
+def graph() -> tuple[nx.DiGraph, list[tuple[str, str, str, int, bool]]]:
+    """The import graph (delegations left out: they run at call time, after every module is loaded) and every edge."""
     modules = _modules()
     G = nx.DiGraph()
     edges = []
     for module, path in modules.items():
         G.add_node(module)
-        for target, name, line in _imports(path, module, modules):
+        for target, name, line, call_time in _imports(path, module, modules):
             if target != module:
-                G.add_edge(module, target)
-                edges.append((module, target, name, line))
+                if not _delegation(module, target, name, call_time):
+                    G.add_edge(module, target)
+                edges.append((module, target, name, line, call_time))
     return G, edges
 
 
@@ -92,10 +122,10 @@ def test_no_import_circles(graph):
 def test_layers_import_only_downwards(graph):
     _, edges = graph
     wrong = []
-    for source, target, _name, line in edges:
+    for source, target, name, line, call_time in edges:
         a, b = _layer(source), _layer(target)
-        if a == "__init__":
-            continue  # the package facade re-exports the public API of every layer
+        if a == "__init__" or _delegation(source, target, name, call_time):
+            continue  # the package facade re-exports the public API of every layer; a listed delegation may go up
         if b == "__init__":
             wrong.append(f"{source}:{line} imports the timor_core facade (import the defining module)")
         elif LAYERS[b] > LAYERS[a] or (a, b) in SEPARATE:
@@ -105,9 +135,22 @@ def test_layers_import_only_downwards(graph):
 
 def test_no_private_names_across_files(graph):
     _, edges = graph
-    private = [f"{s}:{line} imports {name} from {t}" for s, t, name, line in edges
+    private = [f"{s}:{line} imports {name} from {t}" for s, t, name, line, _ in edges
                if name.startswith("_") and not name.startswith("__")]  # fmt: skip
     assert not private, "\n".join(private)
+
+
+def test_every_delegation_is_used_and_documented(graph):
+    """The table holds no stale entry, each goes up a layer, and docs/architecture.md lists every one."""
+    _, edges = graph
+    used = {(s, t, name) for s, t, name, _line, call_time in edges if _delegation(s, t, name, call_time)}
+    assert used == DELEGATIONS, f"listed but not used: {sorted(DELEGATIONS - used)}"
+    assert all(LAYERS[_layer(t)] > LAYERS[_layer(s)] for s, t, _ in DELEGATIONS), "a delegation must go up a layer"
+    text = (PACKAGE.parents[2] / "docs" / "architecture.md").read_text()
+    undocumented = [
+        f"{t}.{name}" for s, t, name in DELEGATIONS if f"`{t.removeprefix('timor_core.')}.{name}`" not in text
+    ]
+    assert not undocumented, f"add these to the delegation table of docs/architecture.md: {undocumented}"
 
 
 def test_files_stay_small():

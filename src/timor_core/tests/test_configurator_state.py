@@ -208,7 +208,8 @@ def test_errors_are_timor_errors():
 def test_the_page_without_a_browser(robco, task):
     """The viser page's handlers on a live server: render, check, optimize, use the best design, export."""
     pytest.importorskip("viser")
-    from timor_core.viz.configurator import Configurator, available_exports, export_files
+    from timor_core.viz.configurator import Configurator, export_files
+    from timor_core.viz.configurator_exports import EXPORT_LABELS
 
     page = Configurator(robco, task, port=0, design=list(GOOD))
     try:
@@ -229,9 +230,12 @@ def test_the_page_without_a_browser(robco, task):
         page._use_best(None)
         page.render()
         assert page.state.design.chain == page.run.progress.best_ids and page.run.progress.best_cost <= 11.02 + 1e-9
-        assert {"URDF", "assembly JSON"} <= set(available_exports())
+        assert EXPORT_LABELS == ("URDF", "xacro", "SRDF", "assembly JSON")
         name, content = export_files(page.state.assembly, "URDF")
         assert name.endswith(".urdf") and content.startswith(b"<?xml")
+        for label, suffix in zip(EXPORT_LABELS[1:], (".urdf.xacro", ".srdf", ".json")):  # every button's file
+            name, content = export_files(page.state.assembly, label)
+            assert name.endswith(suffix) and len(content) > 100, (label, name, content[:80])
     finally:
         page.close()
     page.close()  # twice is fine

@@ -5,11 +5,15 @@ Every size, depth, count and duration that could make timor allocate without bou
 checked against these limits first, and refused with an :class:`~timor_core.errors.InputError` that names the
 limit and how to raise it.
 
-Each limit has a default below and can be raised (or lowered) three ways:
+The configuration is one object, :class:`Limits` (a frozen dataclass, checked when it is made): each field has a
+default below. The limits in force are one such object; it can be replaced (or changed field by field):
 
-- the environment variable ``TIMOR_<FIELD>`` (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``), read at import;
-- ``timor_core.limits.set_limits(max_file_bytes=...)`` for the rest of the process;
-- ``with timor_core.limits.override_limits(max_file_bytes=...):`` for a block (tests, one call).
+- ``timor_core.limits.set_limits(Limits(max_file_bytes=...))`` or ``set_limits(max_file_bytes=...)`` for the rest
+  of the process;
+- ``with timor_core.limits.override_limits(...):`` (same arguments) for a block (tests, one call);
+- the process starts with ``Limits.from_environment()``: the defaults, with any ``TIMOR_<FIELD>`` environment
+  variable (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``) in place of its field, the way to set limits for a command
+  or a ROS node from outside.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import dataclasses
 import operator
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,30 +109,24 @@ class Limits:
     max_path_chars: int = 4_096
     """Longest file or folder path given as an argument (a launch argument's ``config_dir``, say)."""
 
+    def __post_init__(self) -> None:
+        _check(self)
 
-def _from_env() -> Limits:
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(Limits):
-        raw = os.environ.get(f"TIMOR_{f.name.upper()}")
-        if raw is None:
-            continue
-        if f.type in (bool, "bool"):
-            if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise InputError(f"environment variable TIMOR_{f.name.upper()} must be true or false", value=raw)
-            values[f.name] = raw.strip().lower() in ("1", "true", "yes", "on")
-            continue
-        kind = int if f.type in (int, "int") else float
-        try:
-            values[f.name] = kind(raw)
-        except ValueError:
-            raise InputError(
-                f"environment variable TIMOR_{f.name.upper()} must be a{'n integer' if kind is int else ' number'}",
-                value=raw,
-            ) from None
-    return _checked(Limits(**values))
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> Limits:
+        """The defaults, with each ``TIMOR_<FIELD>`` variable of ``environ`` (default: this process's environment)
+        in place of its field; a value that is not a number (or, for a flag, true/false) is an InputError."""
+        environ = os.environ if environ is None else environ
+        values = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(f"TIMOR_{f.name.upper()}")
+            if raw is not None:
+                values[f.name] = _environment_value(f, raw)
+        return cls(**values)
 
 
-def _checked(lim: Limits) -> Limits:
+def _check(lim: Limits) -> None:
+    """Refuse a limit that is not a positive finite number (or a bool for a flag)."""
     for f in dataclasses.fields(lim):
         v = getattr(lim, f.name)
         if f.type in (bool, "bool"):
@@ -137,10 +135,25 @@ def _checked(lim: Limits) -> Limits:
             continue
         if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v and v != float("inf")):
             raise InputError(f"limit {f.name} must be a positive finite number", value=v)
-    return lim
 
 
-_current = _from_env()
+def _environment_value(f: dataclasses.Field, raw: str) -> Any:
+    """The value of field ``f`` written as the text of its environment variable."""
+    if f.type in (bool, "bool"):
+        if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+            raise InputError(f"environment variable TIMOR_{f.name.upper()} must be true or false", value=raw)
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    kind = int if f.type in (int, "int") else float
+    try:
+        return kind(raw)
+    except ValueError:
+        raise InputError(
+            f"environment variable TIMOR_{f.name.upper()} must be a{'n integer' if kind is int else ' number'}",
+            value=raw,
+        ) from None
+
+
+_current = Limits.from_environment()
 
 
 def limits() -> Limits:
@@ -148,19 +161,26 @@ def limits() -> Limits:
     return _current
 
 
-def set_limits(**changes: Any) -> Limits:
-    """Change limits for the rest of the process; returns the previous limits."""
+def set_limits(config: Limits | None = None, **changes: Any) -> Limits:
+    """Put ``config`` (default: the limits in force) with ``changes`` in force for the rest of the process; returns
+    the previous limits."""
     global _current
     previous = _current
-    _current = _checked(dataclasses.replace(_current, **changes))
+    base = _current if config is None else config
+    if not isinstance(base, Limits):
+        raise InputError("the limits must be a timor_core.limits.Limits", value=base)
+    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(Limits)})
+    if unknown:
+        raise InputError(f"unknown limit {unknown[0]!r} (the fields of timor_core.limits.Limits)", value=unknown)
+    _current = dataclasses.replace(base, **changes) if changes else base
     return previous
 
 
 @contextlib.contextmanager
-def override_limits(**changes: Any) -> Iterator[Limits]:
-    """Change limits inside a ``with`` block only."""
+def override_limits(config: Limits | None = None, **changes: Any) -> Iterator[Limits]:
+    """Put limits in force inside a ``with`` block only (the arguments of :func:`set_limits`)."""
     global _current
-    previous = set_limits(**changes)
+    previous = set_limits(config, **changes)
     try:
         yield _current
     finally:

@@ -211,7 +211,16 @@ def _parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="count", default=0, help="show warnings about the data (-vv: also progress details)"
     )
     sub = p.add_subparsers(dest="command", required=True)
+    _add_db_commands(sub)
+    _add_robot_commands(sub)
+    _add_task_commands(sub)
+    for name in _EXTENSIONS:
+        importlib.import_module(name).register(sub)
+    return p
 
+
+def _add_db_commands(sub: argparse._SubParsersAction) -> None:
+    """``timor db info`` and ``timor db validate``."""
     db = sub.add_parser("db", help="inspect and validate module sets")
     dbs = db.add_subparsers(dest="db_command", required=True)
     info = dbs.add_parser("info", help="summarise a module set (file, folder or embedded name)")
@@ -226,6 +235,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     val.set_defaults(func=_cmd_db_validate)
 
+
+def _add_robot_commands(sub: argparse._SubParsersAction) -> None:
+    """``timor urdf``, ``timor fk`` and ``timor demo``."""
     urdf = sub.add_parser("urdf", help="write the URDF of a serial assembly")
     add_robot_arguments(urdf)
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
@@ -252,6 +264,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-task", action="store_true", help="skip the search and solution for the embedded task")
     demo.set_defaults(func=_cmd_demo)
 
+
+def _add_task_commands(sub: argparse._SubParsersAction) -> None:
+    """``timor task validate|info`` and ``timor solve``."""
     task = sub.add_parser("task", help="inspect and validate CoBRA task files")
     tasks = task.add_subparsers(dest="task_command", required=True)
     tval = tasks.add_parser("validate", help="check a task file; list every error with its JSON path")
@@ -287,10 +302,6 @@ def _parser() -> argparse.ArgumentParser:
         help="with --solution: motion planner, OMPL's by name or timor's own RRT-Connect (default RRTConnect)",
     )
     solve.set_defaults(func=_cmd_solve)
-
-    for name in _EXTENSIONS:
-        importlib.import_module(name).register(sub)
-    return p
 
 
 _EXTENSIONS: tuple[str, ...] = (

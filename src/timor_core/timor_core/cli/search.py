@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from timor_core.cli.args import json_text, limited, limited_float
 from timor_core.cli.args import load_db as _load_db
@@ -14,6 +15,10 @@ from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import workers as _workers
 from timor_core.errors import InputError
 from timor_core.limits import cap_workers
+
+if TYPE_CHECKING:
+    from timor_core.model.db import ModulesDB
+    from timor_core.search import Optimizer
 
 __all__ = ["register"]
 
@@ -57,15 +62,7 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from timor_core.search import (
-        Budget,
-        ExhaustiveSearch,
-        FilterConfig,
-        GeneticSearch,
-        Optimizer,
-        RandomSearch,
-        load_space,
-    )
+    from timor_core.search import Budget
     from timor_core.task.feedback import load_task
 
     db = _load_db(args.db)
@@ -74,60 +71,75 @@ def _cmd_search(args: argparse.Namespace) -> int:
         raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=args.task)
     if not db.bases or not db.end_effectors:
         raise InputError(f"the module set {db.name!r} needs a base and an end effector module", value=args.db)
-    config = FilterConfig(seed=args.seed)
-    budget = Budget(args.budget_evals, args.budget_seconds)
-    progress = not args.no_progress
-    optimizer: Optimizer
     if args.algorithm == "ga":
-        if args.space != "auto":
-            raise InputError("--space shapes the exhaustive and random search; the GA's is set by --max-dof/--min-dof")
-        if args.min_dof > args.max_dof:
-            raise InputError(
-                f"--min-dof ({args.min_dof}) must not exceed --max-dof ({args.max_dof})", value=args.min_dof
-            )
-        optimizer = GeneticSearch(
-            db,
-            cost=args.cost,
-            max_dof=args.max_dof,
-            min_dof=args.min_dof,
-            generations=args.generations,
-            population=args.population,
-            seed=args.seed,
-            trials=args.trials,
-            early_stop=args.early_stop,
-            filters=config,
-            workers=args.workers,
-            progress=progress,
-        )
+        optimizer = _genetic_search(args, db)
     elif args.algorithm == "random":
-        optimizer = RandomSearch(
-            load_space(args.space, db), args.cost, config, seed=args.seed, workers=args.workers, progress=progress
-        )
-    else:
-        evaluator = None
-        if args.scheduler or args.resume:
-            from timor_core.search import DaskEvaluator
+        from timor_core.search import FilterConfig, RandomSearch, load_space
 
-            checkpoint = args.checkpoint or (f"{args.output}.checkpoint.json" if args.output else None)
-            evaluator = DaskEvaluator(
-                None if args.scheduler in (None, "local") else args.scheduler,
-                n_workers=cap_workers(args.workers or 2),
-                checkpoint=checkpoint,
-                resume=args.resume,
-            )
-        optimizer = ExhaustiveSearch(
+        optimizer = RandomSearch(
             load_space(args.space, db),
             args.cost,
-            config,
+            FilterConfig(seed=args.seed),
+            seed=args.seed,
             workers=args.workers,
-            progress=progress,
-            evaluator=evaluator,
+            progress=not args.no_progress,
         )
-    result = optimizer.optimize(task, db, budget)
+    else:
+        optimizer = _exhaustive_search(args, db)
+    result = optimizer.optimize(task, db, Budget(args.budget_evals, args.budget_seconds))
     if args.output:
         result.to_json_file(args.output)
     print(result.summary())
     return 0
+
+
+def _genetic_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
+    """The GA of ``timor search --algorithm ga`` (its space is set by --max-dof/--min-dof, not --space)."""
+    from timor_core.search import FilterConfig, GeneticSearch
+
+    if args.space != "auto":
+        raise InputError("--space shapes the exhaustive and random search; the GA's is set by --max-dof/--min-dof")
+    if args.min_dof > args.max_dof:
+        raise InputError(f"--min-dof ({args.min_dof}) must not exceed --max-dof ({args.max_dof})", value=args.min_dof)
+    return GeneticSearch(
+        db,
+        cost=args.cost,
+        max_dof=args.max_dof,
+        min_dof=args.min_dof,
+        generations=args.generations,
+        population=args.population,
+        seed=args.seed,
+        trials=args.trials,
+        early_stop=args.early_stop,
+        filters=FilterConfig(seed=args.seed),
+        workers=args.workers,
+        progress=not args.no_progress,
+    )
+
+
+def _exhaustive_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
+    """The exhaustive search of ``timor search``: in process, or on a Dask cluster (--scheduler, --resume)."""
+    from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
+
+    evaluator = None
+    if args.scheduler or args.resume:
+        from timor_core.search import DaskEvaluator
+
+        checkpoint = args.checkpoint or (f"{args.output}.checkpoint.json" if args.output else None)
+        evaluator = DaskEvaluator(
+            None if args.scheduler in (None, "local") else args.scheduler,
+            n_workers=cap_workers(args.workers or 2),
+            checkpoint=checkpoint,
+            resume=args.resume,
+        )
+    return ExhaustiveSearch(
+        load_space(args.space, db),
+        args.cost,
+        FilterConfig(seed=args.seed),
+        workers=args.workers,
+        progress=not args.no_progress,
+        evaluator=evaluator,
+    )
 
 
 def _cmd_result_show(args: argparse.Namespace) -> int:
@@ -145,6 +157,18 @@ def _cmd_result_show(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``paper``, ``search`` and ``result`` to the ``timor`` parser."""
+    _add_paper_commands(sub)
+    _add_search_command(sub)
+    res = sub.add_parser("result", help="inspect search results")
+    ress = res.add_subparsers(dest="result_command", required=True)
+    show = ress.add_parser("show", help="best assembly, cost, per-goal status and funnel of a result.json")
+    show.add_argument("file", help="result .json file")
+    show.add_argument("--json", action="store_true", help="print the result JSON")
+    show.set_defaults(func=_cmd_result_show)
+
+
+def _add_paper_commands(sub: argparse._SubParsersAction) -> None:
+    """``timor paper exp1`` and ``timor paper exp2``."""
     paper = sub.add_parser("paper", help="experiments of the Timor paper")
     papers = paper.add_subparsers(dest="paper_command", required=True)
     exp1 = papers.add_parser("exp1", help="URDFs of all 32,768 robots of the Science Robotics 2019 IMPROV space, timed")
@@ -184,6 +208,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     exp2.set_defaults(func=_cmd_paper_exp2)
 
+
+def _add_search_command(sub: argparse._SubParsersAction) -> None:
+    """``timor search``: the space, the algorithm and its budget, the GA's settings, Dask."""
     search = sub.add_parser("search", help="search the assembly that best serves a task (exhaustive, random, GA)")
     search.add_argument("task", help="task .json file")
     search.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
@@ -223,10 +250,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--checkpoint", help="Dask: write progress here (default: OUTPUT.checkpoint.json)")
     search.add_argument("--resume", help="Dask: continue from this checkpoint file")
     search.set_defaults(func=_cmd_search)
-
-    res = sub.add_parser("result", help="inspect search results")
-    ress = res.add_subparsers(dest="result_command", required=True)
-    show = ress.add_parser("show", help="best assembly, cost, per-goal status and funnel of a result.json")
-    show.add_argument("file", help="result .json file")
-    show.add_argument("--json", action="store_true", help="print the result JSON")
-    show.set_defaults(func=_cmd_result_show)

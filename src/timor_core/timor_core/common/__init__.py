@@ -1,2 +1,2 @@
 """Shared helpers of every layer: bounded JSON reading, atomic files, names and number formatting for
-XML, transforms, seeds and the extension points (timor_core.common.extensions)."""
+XML, transforms and seeds."""

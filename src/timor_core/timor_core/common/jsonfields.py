@@ -132,7 +132,7 @@ def parse_json_text(
 
 def _infinity_constant(name: str) -> float:
     if name == "NaN":
-        raise ValueError("non-finite number NaN is not allowed in JSON")
+        raise FormatError("non-finite number NaN is not allowed in JSON", value="NaN")
     return math.inf if name == "Infinity" else -math.inf
 
 
@@ -253,7 +253,7 @@ def _constant_error(text: str, path: str | Path | None) -> FormatError:
 
 
 def _reject_constant(name: str) -> float:
-    raise ValueError(f"non-finite number {name} is not allowed in JSON")
+    raise FormatError(f"non-finite number {name} is not allowed in JSON", value=name)
 
 
 def obj(value: Any, path: str) -> dict:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.common.fileio import output_target, write_files
 from timor_core.errors import InputError, MJCFError
 from timor_core.export.urdf import URDF_UNLIMITED, UrdfOptions, assembly_to_urdf
@@ -217,7 +216,6 @@ def _excludes(spec: Any, mujoco: Any, robot: Any) -> None:
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_FILTERPARENT
 
 
-@implements("assembly_to_mjcf")
 def assembly_to_mjcf(
     assembly: ModuleAssembly,
     name: str | None = None,

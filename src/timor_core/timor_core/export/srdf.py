@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.extensions import implements
 from timor_core.common.names import check_name, xml_escape
 from timor_core.common.names import format_number as _num
 from timor_core.errors import AssemblyError, InputError
@@ -230,7 +229,6 @@ def collision_matrix(
     return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]
 
 
-@implements("assembly_to_srdf")
 def assembly_to_srdf(
     assembly: ModuleAssembly,
     *,

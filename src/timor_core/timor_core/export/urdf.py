@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.common.names import check_name, xml_escape
 from timor_core.errors import AssemblyError, InputError, TimorError, URDFError
 from timor_core.export.urdf_options import MESH_URI_MODES, WRL_MODES, UrdfOptions
@@ -52,7 +51,6 @@ def default_robot_name(assembly: ModuleAssembly) -> str:
     return robot_name_of(assembly.db.name, json.dumps(assembly.to_json_data(), sort_keys=True))
 
 
-@implements("assembly_to_urdf")
 def assembly_to_urdf(
     assembly: ModuleAssembly,
     name: str | None = None,

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.common.extensions import implements
 from timor_core.errors import FormatError, InputError, ValidationError
 from timor_core.export.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader
@@ -173,7 +172,6 @@ def _parse(text: str, file: Path | None) -> ET.Element:
     return root
 
 
-@implements("assembly_from_urdf")
 def assembly_from_urdf(
     urdf: str | Path,
     package_dirs: Sequence[str | Path] | Mapping[str, str | Path] = (),

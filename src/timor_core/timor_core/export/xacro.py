@@ -12,7 +12,6 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from timor_core.common.extensions import implements
 from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.urdf import default_robot_name, links_and_joints, origin_xml
@@ -54,7 +53,6 @@ def _indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
-@implements("assembly_to_xacro")
 def assembly_to_xacro(
     assembly: ModuleAssembly,
     macro_name: str | None = None,

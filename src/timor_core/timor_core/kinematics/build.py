@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.extensions import implements
 from timor_core.common.transforms import IDENTITY
 from timor_core.kinematics.geometry_models import collision_model
 from timor_core.kinematics.robot import PinRobot
@@ -97,7 +96,6 @@ def _add_joint(model: pin.Model, link: TreeLink, parent: int, placement: np.ndar
     return jid
 
 
-@implements("build_robot")
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
     """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
     tree = assembly.tree(prefix)

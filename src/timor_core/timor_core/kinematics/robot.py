@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.extensions import implementation
 from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
@@ -78,7 +77,9 @@ class PinRobot(RobotDynamics, RobotLimits):
         ``timor_core.export.urdf_import.db_from_urdf``; ``base_placement`` (4x4) places the robot in the world.
         """
         dirs = [Path(package_dir)] if package_dir is not None else []
-        assembly = implementation("assembly_from_urdf")(Path(urdf_file), dirs, tcp_link=tcp_link, **options)
+        from timor_core.export.urdf_import import assembly_from_urdf  # delegation (docs/architecture.md)
+
+        assembly = assembly_from_urdf(Path(urdf_file), dirs, tcp_link=tcp_link, **options)
         if base_placement is not None:
             assembly.base_placement = base_placement
         return assembly.robot
@@ -416,7 +417,9 @@ class PinRobot(RobotDynamics, RobotLimits):
 
     def visualize(self, q=None, **kwargs):
         """Show the robot at q in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        return implementation("show_robot")(self, q, **kwargs)
+        from timor_core.viz.viewer import show_robot  # delegation (docs/architecture.md)
+
+        return show_robot(self, q, **kwargs)
 
     def __repr__(self) -> str:
         return f"PinRobot(dof={self.dof}, mass={self.mass:.3f} kg, frames={self.model.nframes})"

@@ -1,24 +1,22 @@
 """The models an assembly generates: its kinematic tree, URDF, xacro, SRDF, MJCF, its Pinocchio robot, and the
 one-module assembly of a robot. A mixin of ModuleAssembly, so ``assembly.to_urdf()`` and ``assembly.robot``
-read as in the reference toolbox; the exporters themselves live in higher layers and are looked up through
-``timor_core.common.extensions``. It uses the assembly's ``db``, ``base_placement``, ``modules``, ``_cache``,
+read as in the reference toolbox. The exporters and the robot builder live in higher layers: each method imports
+the one public function it delegates to inside its body, at call time (the rule and the table of these
+delegations: docs/architecture.md, enforced by test_architecture.py), so importing the model imports none of
+them. It uses the assembly's ``db``, ``base_placement``, ``modules``, ``_cache``,
 ``tree``, ``to_json_data`` and ``from_json_data``."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from timor_core.common.extensions import implementation
 from timor_core.common.fileio import atomic_write_text
 from timor_core.common.transforms import IDENTITY, readonly
 from timor_core.errors import AssemblyError, InputError
 from timor_core.model.tree import KinematicTree, build_tree
-
-if TYPE_CHECKING:
-    pass
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (a higher layer: not imported here)
 Ros2ControlConfig = Any  # timor_core.export.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
@@ -36,6 +34,10 @@ class AssemblyModels:
     _cache: Any
     to_json_data: Any
     from_json_data: Any
+
+    def _whole(self) -> ModuleAssembly:
+        """This object as the ModuleAssembly it is mixed into (what the exporters it delegates to take)."""
+        return self
 
     def tree(self, prefix: str = "") -> KinematicTree:
         """The kinematic tree (links, joints, tool frames), cached per name prefix."""
@@ -62,8 +64,16 @@ class AssemblyModels:
         ``ros2_control`` (a ``timor_core.export.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
         ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
         """
-        text = implementation("assembly_to_urdf")(
-            self, name=name, prefix=prefix, mesh_uri=mesh_uri, package=package, wrl=wrl, ros2_control=ros2_control
+        from timor_core.export.urdf import assembly_to_urdf  # delegation (docs/architecture.md)
+
+        text = assembly_to_urdf(
+            self._whole(),
+            name=name,
+            prefix=prefix,
+            mesh_uri=mesh_uri,
+            package=package,
+            wrl=wrl,
+            ros2_control=ros2_control,
         )
         return written(text, write_to)
 
@@ -72,21 +82,27 @@ class AssemblyModels:
 
         ``options``: a ``timor_core.export.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
         """
-        return implementation("assembly_to_mjcf")(self, name, options=options, write_to=write_to)
+        from timor_core.export.mjcf import assembly_to_mjcf  # delegation (docs/architecture.md)
+
+        return assembly_to_mjcf(self._whole(), name, options=options, write_to=write_to)
 
     def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
         """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
 
         ``options`` are those of ``timor_core.export.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
         """
-        return written(implementation("assembly_to_xacro")(self, macro_name, **options), write_to)
+        from timor_core.export.xacro import assembly_to_xacro  # delegation (docs/architecture.md)
+
+        return written(assembly_to_xacro(self._whole(), macro_name, **options), write_to)
 
     def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
         """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).
 
         ``options`` are those of ``timor_core.export.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
         """
-        return written(implementation("assembly_to_srdf")(self, **options), write_to)
+        from timor_core.export.srdf import assembly_to_srdf  # delegation (docs/architecture.md)
+
+        return written(assembly_to_srdf(self._whole(), **options), write_to)
 
     def to_pin_robot(
         self,
@@ -96,7 +112,9 @@ class AssemblyModels:
     ) -> PinRobot:
         """A new Pinocchio robot with its coal collision model, built directly (no URDF in between)."""
         placement = self.base_placement if base_placement is None else placement_matrix(base_placement)
-        return implementation("build_robot")(self, placement, ignore_collisions or self.db.ignore_collisions, prefix)
+        from timor_core.kinematics.build import build_robot  # delegation (docs/architecture.md)
+
+        return build_robot(self._whole(), placement, ignore_collisions or self.db.ignore_collisions, prefix)
 
     @classmethod
     def from_monolithic_robot(cls, robot: PinRobot) -> ModuleAssembly:
@@ -105,7 +123,8 @@ class AssemblyModels:
         A robot built from a multi-module assembly is fused into one module through its URDF; the base
         placement is kept.
         """
-        assembly_from_urdf = implementation("assembly_from_urdf")
+        from timor_core.export.urdf_import import assembly_from_urdf  # delegation (docs/architecture.md)
+
         source = robot.assembly
         if source is None:
             raise AssemblyError("the robot has no assembly to take its modules from")

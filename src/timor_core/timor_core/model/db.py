@@ -10,7 +10,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,8 @@ _ALIASES = {
 
 def embedded_db_names() -> list[str]:
     """Names of the module sets shipped inside the package (for ``ModulesDB.from_name``)."""
+    from importlib import resources  # here: 5-15 ms of a cold start that reads a set from a file
+
     root = resources.files("timor_core") / "data"
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "modules.json").is_file())
 
@@ -132,6 +133,8 @@ class ModulesDB:
             raise UnknownModuleError(
                 f"no embedded module set named {short_repr(name)}; available: {', '.join(embedded_db_names())}"
             )
+        from importlib import resources
+
         folder = resources.files("timor_core") / "data" / key
         if not (folder / "modules.json").is_file():
             raise UnknownModuleError(

@@ -28,6 +28,7 @@ __all__ = [
     "Empty",
     "geometry_from_json",
     "geometries_from_json",
+    "mesh_from_json",
     "pose_json",
 ]
 
@@ -243,57 +244,71 @@ def geometry_from_json(
     if kind == "sphere":
         return Sphere(pose=T, extra=extra, r=positive("r"))
     if kind == "mesh":
-        from timor_core.model.meshes import MESH_EXTENSIONS, resolve_mesh_path
-
-        file_field = jf.string(jf.req(params, "file", ppath), f"{ppath}.file")
-        scale = params.get("scale", [1.0, 1.0, 1.0])
-        scalar = isinstance(scale, (int, float)) and not isinstance(scale, bool)
-        if scalar:
-            scale = [scale] * 3
-        scale_v = jf.vector(scale, f"{ppath}.scale", 3)
-        if np.any(scale_v == 0):  # a negative factor mirrors the mesh (URDF allows it; faces are turned)
-            from timor_core.errors import ValidationError
-
-            raise ValidationError("mesh scale must not be zero", path=f"{ppath}.scale", value=scale)
-        if base_dir is None:
-            raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
-        mesh_scale = (float(scale_v[0]), float(scale_v[1]), float(scale_v[2]))
-        source = (str(json_file) if json_file else None, f"{ppath}.file")
-
-        def mesh(mesh_path: Path, absent: bool = False) -> Mesh:
-            return Mesh(
-                pose=T,
-                extra=extra,
-                file=file_field,
-                path=mesh_path,
-                scale=mesh_scale,
-                source=source,
-                missing=absent,
-                scalar_scale=scalar,
-            )
-
-        try:
-            resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
-        except MeshError:
-            candidate = (Path(base_dir) / file_field).resolve()
-            inside = candidate.is_relative_to(Path(base_dir).resolve())
-            if missing != "skip" or not inside or _present(candidate):
-                raise
-            log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
-            return mesh(candidate, absent=True)
-        if resolved.suffix.lower() not in MESH_EXTENSIONS:
-            raise MeshError(
-                f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
-                file=json_file,
-                path=f"{ppath}.file",
-                value=file_field,
-            )
-        return mesh(resolved)
+        return mesh_from_json(params, ppath, T, extra, base_dir, json_file, missing)
     if kind == "empty":
         return Empty(pose=T, extra=extra)
     raise FormatError(
         "unknown geometry type (expected box, cylinder, sphere, mesh or empty)", path=f"{path}.type", value=kind
     )
+
+
+def mesh_from_json(
+    params: dict,
+    ppath: str,
+    T: np.ndarray,
+    extra: dict,
+    base_dir: Path | None,
+    json_file: Path | None,
+    missing: str,
+) -> Mesh:
+    """The Mesh of a geometry's ``parameters`` (at JSON path ``ppath``): its file resolved inside ``base_dir`` and
+    of a known format, its scale (one number or three, none zero); see ``geometry_from_json`` for ``missing``."""
+    from timor_core.model.meshes import MESH_EXTENSIONS, resolve_mesh_path
+
+    file_field = jf.string(jf.req(params, "file", ppath), f"{ppath}.file")
+    scale = params.get("scale", [1.0, 1.0, 1.0])
+    scalar = isinstance(scale, (int, float)) and not isinstance(scale, bool)
+    if scalar:
+        scale = [scale] * 3
+    scale_v = jf.vector(scale, f"{ppath}.scale", 3)
+    if np.any(scale_v == 0):  # a negative factor mirrors the mesh (URDF allows it; faces are turned)
+        from timor_core.errors import ValidationError
+
+        raise ValidationError("mesh scale must not be zero", path=f"{ppath}.scale", value=scale)
+    if base_dir is None:
+        raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")
+    mesh_scale = (float(scale_v[0]), float(scale_v[1]), float(scale_v[2]))
+    source = (str(json_file) if json_file else None, f"{ppath}.file")
+
+    def mesh(mesh_path: Path, absent: bool = False) -> Mesh:
+        return Mesh(
+            pose=T,
+            extra=extra,
+            file=file_field,
+            path=mesh_path,
+            scale=mesh_scale,
+            source=source,
+            missing=absent,
+            scalar_scale=scalar,
+        )
+
+    try:
+        resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
+    except MeshError:
+        candidate = (Path(base_dir) / file_field).resolve()
+        inside = candidate.is_relative_to(Path(base_dir).resolve())
+        if missing != "skip" or not inside or _present(candidate):
+            raise
+        log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
+        return mesh(candidate, absent=True)
+    if resolved.suffix.lower() not in MESH_EXTENSIONS:
+        raise MeshError(
+            f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
+            file=json_file,
+            path=f"{ppath}.file",
+            value=file_field,
+        )
+    return mesh(resolved)
 
 
 def _present(path: Path) -> bool:

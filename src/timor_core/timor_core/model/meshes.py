@@ -12,17 +12,20 @@ import stat as stat_module
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
-import coal
 import numpy as np
 
 from timor_core.errors import MeshError
 from timor_core.limits import limits
 from timor_core.model.mesh_data import ConvexParts, MeshData
 from timor_core.model.vrml import read_vrml
+
+if TYPE_CHECKING:
+    import coal  # imported where a shape is made: reading a module set (or writing its URDF) needs no coal
 
 __all__ = [
     "MESH_EXTENSIONS",
@@ -157,6 +160,28 @@ def load_mesh(
             message = f"{path}: {message}"
         return MeshError(message, file=shown, path=json_path, value=str(path))
 
+    factors = _scale_factors(scale, shown, json_path)
+    suffix = path.suffix.lower()
+    if suffix not in MESH_EXTENSIONS:
+        raise fail(f"unknown mesh file extension '{path.suffix}' (supported: {', '.join(sorted(MESH_EXTENSIONS))})")
+    resolved, stat = _checked_file(path, fail)
+    key = (str(resolved), stat.st_mtime_ns, stat.st_size, (float(factors[0]), float(factors[1]), float(factors[2])))
+    with _mesh_cache_lock:
+        cached = _mesh_cache.get(key)
+        if cached is not None:
+            _mesh_cache.move_to_end(key)
+            return cached
+    result = _read_scaled(resolved, suffix, factors, fail)
+    with _mesh_cache_lock:
+        result = _mesh_cache.setdefault(key, result)  # another thread may have been faster
+        _mesh_cache.move_to_end(key)
+        while len(_mesh_cache) > _CACHE_SIZE:
+            _mesh_cache.popitem(last=False)
+    return result
+
+
+def _scale_factors(scale: Sequence[float] | float, shown: str | Path, json_path: str | None) -> np.ndarray:
+    """The three scale factors of a mesh (one number applies to every axis): finite and non-zero."""
     try:
         factors = np.broadcast_to(np.asarray(scale, dtype=np.float64), (3,)).copy()
     except (TypeError, ValueError) as exc:
@@ -165,9 +190,11 @@ def load_mesh(
         ) from exc
     if not np.all(np.isfinite(factors)) or np.any(factors == 0.0):
         raise MeshError("mesh scale must be finite and non-zero", file=shown, path=json_path, value=scale)
-    suffix = path.suffix.lower()
-    if suffix not in MESH_EXTENSIONS:
-        raise fail(f"unknown mesh file extension '{path.suffix}' (supported: {', '.join(sorted(MESH_EXTENSIONS))})")
+    return factors
+
+
+def _checked_file(path: Path, fail: Callable[[str], MeshError]) -> tuple[Path, os.stat_result]:
+    """The resolved mesh file and its status: it exists, is a regular file and is within ``max_mesh_bytes``."""
     try:
         resolved = path.resolve()
         stat = resolved.stat()
@@ -182,18 +209,13 @@ def load_mesh(
             f"mesh file of {stat.st_size} bytes exceeds the limit max_mesh_bytes ({limits().max_mesh_bytes}); "
             "raise it with TIMOR_MAX_MESH_BYTES or timor_core.limits.set_limits(max_mesh_bytes=...)"
         )
-    key = (
-        str(resolved),
-        stat.st_mtime_ns,
-        stat.st_size,
-        (float(factors[0]), float(factors[1]), float(factors[2])),
-    )
-    with _mesh_cache_lock:
-        cached = _mesh_cache.get(key)
-        if cached is not None:
-            _mesh_cache.move_to_end(key)
-            return cached
+    return resolved, stat
 
+
+def _read_scaled(
+    resolved: Path, suffix: str, factors: np.ndarray, fail: Callable[[str], MeshError]
+) -> MeshData | ConvexParts:
+    """Read the mesh file (VRML: convex parts, else trimesh), scale it, and check its triangle count."""
     result: MeshData | ConvexParts
     if suffix in _VRML_EXTENSIONS:
         try:
@@ -214,12 +236,6 @@ def load_mesh(
         raise fail(
             f"mesh has {triangles} triangles, more than the limit max_mesh_triangles ({limits().max_mesh_triangles})"
         )
-
-    with _mesh_cache_lock:
-        result = _mesh_cache.setdefault(key, result)  # another thread may have been faster
-        _mesh_cache.move_to_end(key)
-        while len(_mesh_cache) > _CACHE_SIZE:
-            _mesh_cache.popitem(last=False)
     return result
 
 
@@ -238,6 +254,8 @@ def to_coal_bvh(mesh: MeshData) -> coal.BVHModelOBBRSS:
         cached = _bvh_cache.get(mesh)
     if cached is not None:
         return cached
+    import coal
+
     model = coal.BVHModelOBBRSS()
     model.beginModel(len(mesh.faces), len(mesh.vertices))
     model.addVertices(np.ascontiguousarray(mesh.vertices, dtype=np.float64))
@@ -295,6 +313,8 @@ def to_coal_convex(mesh: MeshData) -> coal.ConvexBase:
         cached = _convex_cache.get(mesh)
     if cached is not None:
         return cached
+    import coal
+
     points = _unique_rows(mesh.vertices)
     if _robustly_3d(points):  # coal's own qhull is safe here, and needs no scipy import (slow on cold start)
         coal_points = coal.StdVec_Vec3s()

@@ -45,6 +45,8 @@ __all__ = [
     "parse_body",
     "parse_header",
     "parse_joint",
+    "joint_limits_from_json",
+    "joint_axis_from_json",
     "Connector",
     "Body",
     "JointLimits",
@@ -308,6 +310,7 @@ def _check_inertia(inertia: np.ndarray, mass: float, path: str, json_file: Path 
 
 
 def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
+    """One CoBRA joint object at JSON path ``path``, joining two of the module's bodies ``body_ids``."""
     d = jf.obj(data, path)
     jid = jf.string(jf.req(d, "ID", path), f"{path}.ID")
     jtype = jf.string(jf.req(d, "type", path), f"{path}.type")
@@ -324,41 +327,13 @@ def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
         raise ValidationError("a joint cannot join a body to itself", path=f"{path}.child", value=child)
     pose_parent = jf.pose(d["poseParent"], f"{path}.poseParent") if "poseParent" in d else IDENTITY
     pose_child = jf.pose(d["poseChild"], f"{path}.poseChild") if "poseChild" in d else IDENTITY
-    limits: dict[str, float] = {}
-    if "limits" in d:
-        lim = jf.obj(d["limits"], f"{path}.limits")
-        for key, value in lim.items():
-            if key in LIMIT_KEYS:
-                limits[key] = jf.number(value, f"{path}.limits.{key}", allow_inf=True)
-            else:
-                limits[key] = value
-        for key in ("velocity", "acceleration", "peakTorque"):
-            if limits.get(key, 0.0) < 0:
-                raise ValidationError("limit must not be negative", path=f"{path}.limits.{key}", value=limits[key])
-        lo, hi = limits.get("positionLower", -math.inf), limits.get("positionUpper", math.inf)
-        if lo == math.inf or hi == -math.inf:
-            key = "positionLower" if lo == math.inf else "positionUpper"
-            raise ValidationError(
-                "a position limit cannot be infinite on that side", path=f"{path}.limits.{key}", value=limits[key]
-            )
-        if lo > hi:
-            raise ValidationError(
-                "inverted position limits (positionLower > positionUpper)",
-                path=f"{path}.limits",
-                value={"positionLower": lo, "positionUpper": hi},
-            )
+    limits = joint_limits_from_json(d["limits"], f"{path}.limits") if "limits" in d else {}
 
     def optional_number(key: str, minimum: float | None = 0.0) -> float | None:
         return jf.number(d[key], f"{path}.{key}", min_value=minimum) if key in d else None
 
     passive = jf.boolean(d["passive"], f"{path}.passive") if "passive" in d else None
-    axis = Z_AXIS
-    if "axis" in d:
-        a = jf.vector(d["axis"], f"{path}.axis", 3)
-        norm = float(np.linalg.norm(a))
-        if not norm > 1e-9:
-            raise ValidationError("a joint axis must not be zero", path=f"{path}.axis", value=d["axis"])
-        axis = (float(a[0] / norm), float(a[1] / norm), float(a[2] / norm))
+    axis = joint_axis_from_json(d["axis"], f"{path}.axis") if "axis" in d else Z_AXIS
     known: tuple[str, ...] = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive", "axis")
     known += ("gearRatio", "motorInertia", "frictionCoulomb", "frictionViscous")
     return Joint(
@@ -377,6 +352,40 @@ def parse_joint(data: Any, path: str, body_ids: set[str]) -> Joint:
         extra={k: v for k, v in d.items() if k not in known},
         axis=axis,
     )
+
+
+def joint_limits_from_json(data: Any, path: str) -> dict[str, float]:
+    """A joint's ``limits`` object: the known limits as numbers (infinity allowed), others kept as they are;
+    speeds and torques not negative, position limits not inverted and not infinite on their own side."""
+    lim = jf.obj(data, path)
+    limits: dict[str, Any] = {}
+    for key, value in lim.items():
+        limits[key] = jf.number(value, f"{path}.{key}", allow_inf=True) if key in LIMIT_KEYS else value
+    for key in ("velocity", "acceleration", "peakTorque"):
+        if limits.get(key, 0.0) < 0:
+            raise ValidationError("limit must not be negative", path=f"{path}.{key}", value=limits[key])
+    lo, hi = limits.get("positionLower", -math.inf), limits.get("positionUpper", math.inf)
+    if lo == math.inf or hi == -math.inf:
+        key = "positionLower" if lo == math.inf else "positionUpper"
+        raise ValidationError(
+            "a position limit cannot be infinite on that side", path=f"{path}.{key}", value=limits[key]
+        )
+    if lo > hi:
+        raise ValidationError(
+            "inverted position limits (positionLower > positionUpper)",
+            path=path,
+            value={"positionLower": lo, "positionUpper": hi},
+        )
+    return limits
+
+
+def joint_axis_from_json(data: Any, path: str) -> tuple[float, float, float]:
+    """A joint's axis as a unit vector (a zero axis is refused)."""
+    a = jf.vector(data, path, 3)
+    norm = float(np.linalg.norm(a))
+    if not norm > 1e-9:
+        raise ValidationError("a joint axis must not be zero", path=path, value=data)
+    return (float(a[0] / norm), float(a[1] / norm), float(a[2] / norm))
 
 
 def check_tree(bodies: tuple[Body, ...], joints: tuple[Joint, ...], path: str) -> None:

@@ -98,6 +98,28 @@ def _body(body_id: str, parts: Sequence[Part], density: float) -> dict[str, Any]
     }
 
 
+def _check_sizes(
+    names: tuple[str, ...], params: tuple[float, ...], limits_: tuple[tuple[float, float], ...], where: str
+) -> None:
+    """Each parameter within its limits; lengths and radii within the module size limits (the body's mass and
+    inertia must stay finite: the parameter is blamed, not them)."""
+    biggest = limits().max_module_size_m
+    for n, p, (lo, hi) in zip(names, params, limits_):
+        if not lo <= p <= hi:
+            raise InputError(f"{where}: parameter {n} = {p:g} outside its limits [{lo:g}, {hi:g}]", path=n, value=p)
+        if n != "alpha" and (p < 0 or p > biggest):
+            raise InputError(
+                f"{where}: parameter {n} must be 0..{biggest:g} m ({limit_hint('max_module_size_m')})", path=n, value=p
+            )
+    smallest = limits().min_module_size_m
+    if params[0] < smallest:
+        raise InputError(
+            f"{where}: radius must be positive, at least {smallest:g} m ({limit_hint('min_module_size_m')})",
+            path="radius",
+            value=params[0],
+        )
+
+
 @dataclass(frozen=True)
 class ParametricModule:
     """A module of one of the ``KINDS``, defined by its parameters (see the module doc).
@@ -135,6 +157,13 @@ class ParametricModule:
                 value=params,
             )
         object.__setattr__(self, "parameters", params)
+        limits_ = self._checked_limits(names, where)
+        object.__setattr__(self, "limits", limits_)
+        _check_sizes(names, params, limits_, where)
+        self._check_the_rest(where)
+
+    def _checked_limits(self, names: tuple[str, ...], where: str) -> tuple[tuple[float, float], ...]:
+        """The (low, high) of every parameter: the defaults, or the given ones checked (numbers, low <= high)."""
         if self.limits is None:
             limits_ = tuple(_default_limit(n) for n in names)
         else:
@@ -148,26 +177,10 @@ class ParametricModule:
             limits_ = tuple((lo, hi) for lo, hi in (_numbers(p, f"{where}: limits", "limits", True) for p in pairs))
         if any(lo > hi for lo, hi in limits_):
             raise InputError(f"{where}: limits must give low <= high for every parameter", path="limits", value=limits_)
-        object.__setattr__(self, "limits", limits_)
-        biggest = limits().max_module_size_m
-        for n, p, (lo, hi) in zip(names, params, limits_):
-            if not lo <= p <= hi:
-                raise InputError(f"{where}: parameter {n} = {p:g} outside its limits [{lo:g}, {hi:g}]", path=n, value=p)
-            if n == "alpha":
-                continue
-            if p < 0 or p > biggest:  # the body's mass and inertia must stay finite: blame the parameter, not them
-                raise InputError(
-                    f"{where}: parameter {n} must be 0..{biggest:g} m ({limit_hint('max_module_size_m')})",
-                    path=n,
-                    value=p,
-                )
-        smallest = limits().min_module_size_m
-        if params[0] < smallest:
-            raise InputError(
-                f"{where}: radius must be positive, at least {smallest:g} m ({limit_hint('min_module_size_m')})",
-                path="radius",
-                value=params[0],
-            )
+        return limits_
+
+    def _check_the_rest(self, where: str) -> None:
+        """Density, x rotation, joint type, convention, joint fields, connector size and genders."""
         for name, low, high in (("density", 0.0, "max_density"), ("x_rotation", -2 * math.pi, 2 * math.pi)):
             value = check_number(getattr(self, name), f"{where}: {name}", low, high, low_open=name == "density",
                                  path=name)  # fmt: skip

@@ -258,6 +258,10 @@ def root_offset(base: Connector) -> np.ndarray:
     return readonly(ROT_X_PI @ inv(base.pose))
 
 
+Pending = tuple[int, str, "int | None", "str | None", np.ndarray, str]
+"""A module instance still to walk: (instance, entry body, parent link, joint name, entry offset, entry connector)."""
+
+
 def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
     """Walk the assembly breadth-first from its base connector (the paper's Algorithm 1)."""
     check_prefix(prefix)
@@ -265,26 +269,28 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
         raise AssemblyError("an empty assembly has no robot: it needs at least one module")
     if len(assembly.connections) != len(assembly.modules) - 1:
         raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
+    links, tools, free = _walk(assembly, prefix)
+    return _ordered_tree(links, tools, free, prefix)
+
+
+def _walk(assembly: ModuleAssembly, prefix: str) -> tuple[list[TreeLink], list[ToolFrame], list[ToolFrame]]:
+    """The links of every module instance in breadth-first order, the tool frames (end-effector connectors) and the
+    other free connectors; refuses a closed chain and modules not connected to the base."""
     modules = assembly.modules
-    # connector -> (other instance, other connector); both directions
-    partner: dict[tuple[int, str], tuple[int, str]] = {}
+    partner: dict[tuple[int, str], tuple[int, str]] = {}  # connector -> (other instance, other connector)
     for a, ca, b, cb in assembly.connections:
         partner[(a, ca)] = (b, cb)
         partner[(b, cb)] = (a, ca)
-
     links: list[TreeLink] = []
     tools: list[ToolFrame] = []
     free: list[ToolFrame] = []  # free connectors that are neither base nor eef
     base_i, base_c = assembly.base_connector
     base_conn = modules[base_i].connectors[base_c]
     # root: the base body, in the mounting frame (base connector rotated by pi about x)
-    # (instance, entry body, parent link, joint name, entry offset, entry connector)
-    pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = [
-        (base_i, base_conn.body_id, None, None, root_offset(base_conn), base_c)
-    ]
+    pending: list[Pending] = [(base_i, base_conn.body_id, None, None, root_offset(base_conn), base_c)]
     visited = [False] * len(modules)
     while pending:
-        next_pending: list[tuple[int, str, int | None, str | None, np.ndarray, str]] = []
+        next_pending: list[Pending] = []
         for inst, entry_body, parent_link, joint_name, entry_offset, entry_conn in pending:
             if visited[inst]:
                 raise AssemblyError("the assembly contains a closed kinematic chain")
@@ -296,29 +302,47 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
             links.extend(
                 instance_links(module, inst, entry_body, parent_link, joint_name, entry_offset, first, prefix, keep)
             )
-            # connectors of this module: children or tools
-            for k, ol in enumerate(olinks):
-                link_index = first + k
-                link = links[link_index]
+            for k, ol in enumerate(olinks):  # connectors of this module: children or tools
                 for c in ol.body.connectors:
-                    if c.id == entry_conn:
-                        continue
-                    other = partner.get((inst, c.id))
-                    if other is not None:
-                        j_inst, j_conn = other
-                        cj = modules[j_inst].connectors[j_conn]
-                        offset = connection_offset(link, c, cj)
-                        next_pending.append(
-                            (j_inst, cj.body_id, link_index, f"{prefix}m{inst}_to_m{j_inst}", offset, j_conn)
-                        )
-                    elif c.is_eef:
-                        tools.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
-                    elif not c.is_base:
-                        free.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
+                    if c.id != entry_conn:
+                        _follow(c, inst, first + k, links, modules, partner, prefix, next_pending, tools, free)
         pending = next_pending
     if not all(visited):
         missing = [i for i, v in enumerate(visited) if not v]
         raise AssemblyError(f"modules at indices {missing} are not connected to the base")
+    return links, tools, free
+
+
+def _follow(
+    c: Connector,
+    inst: int,
+    link_index: int,
+    links: list[TreeLink],
+    modules: Sequence[Module],
+    partner: dict[tuple[int, str], tuple[int, str]],
+    prefix: str,
+    pending: list[Pending],
+    tools: list[ToolFrame],
+    free: list[ToolFrame],
+) -> None:
+    """A connector of link ``link_index``: the module connected to it joins ``pending``, else it is a tool frame
+    (end effector) or a free connector (neither base nor end effector)."""
+    link = links[link_index]
+    other = partner.get((inst, c.id))
+    if other is not None:
+        j_inst, j_conn = other
+        cj = modules[j_inst].connectors[j_conn]
+        offset = connection_offset(link, c, cj)
+        pending.append((j_inst, cj.body_id, link_index, f"{prefix}m{inst}_to_m{j_inst}", offset, j_conn))
+    elif c.is_eef:
+        tools.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
+    elif not c.is_base:
+        free.append(ToolFrame("", link_index, connector_pose(link, c), inst, c.id))
+
+
+def _ordered_tree(links: list[TreeLink], tools: list[ToolFrame], free: list[ToolFrame], prefix: str) -> KinematicTree:
+    """The tree of the walked links in depth-first order, with named tool frames (or the fallback TCP: the last
+    module's free connector when no end effector has one); refuses two links of one name."""
     legacy = tuple(link.joint_name for link in links if link.joint_type != "fixed" and link.joint_name)
     order = depth_first_order(links)
     new_index = {old: new for new, old in enumerate(order)}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError, ValidationError
@@ -18,7 +20,9 @@ from timor_core.model.module import (
     triangle_inequality_violation,
 )
 
-__all__ = ["DBReport", "check_db_file", "validate_db_file"]
+__all__ = ["DBReport", "SetCheck", "check_db_file", "validate_db_file"]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,93 +55,108 @@ def check_db_file(path: Path) -> DBReport:
     except InputError as exc:
         report.errors.append(exc)
         return report
-    errors = report.errors
-    base_dir = path.resolve().parent
+    SetCheck(path, report).check(data)
+    return report
 
-    def attempt(fn, *args):
+
+class SetCheck:
+    """One pass over a module set's JSON that records every problem in a DBReport instead of stopping at the first."""
+
+    def __init__(self, path: Path, report: DBReport) -> None:
+        self.path = path
+        self.report = report
+        self.base_dir = path.resolve().parent
+        self.seen_ids: dict[str, str] = {}  # module ID -> JSON path of its first use
+
+    def attempt(self, fn: Callable[..., T], *args: Any) -> T | None:
+        """``fn(*args)``, or None after recording its InputError (located in this file)."""
         try:
             return fn(*args)
         except InputError as exc:
-            errors.append(exc.located(file=path))
+            self.report.errors.append(exc.located(file=self.path))
             return None
 
-    if isinstance(data, list):
-        data = {"modules": data}
-    d = attempt(jf.obj, data, "$")
-    if d is None:
-        return report
-    mode = d.get("ignore_collisions", "rigid_via_joint")
-    if mode not in IGNORE_COLLISION_MODES:
-        errors.append(
-            ValidationError(
-                f"must be one of {', '.join(IGNORE_COLLISION_MODES)}", file=path, path="$.ignore_collisions", value=mode
-            )
-        )
-    modules = attempt(lambda: jf.array(jf.req(d, "modules", "$"), "$.modules"))
-    if modules is None:
-        return report
-    seen: dict[str, str] = {}
-    for i, m in enumerate(modules):
-        mp = f"$.modules[{i}]"
-        md = attempt(jf.obj, m, mp)
-        if md is None:
-            continue
-        header = attempt(lambda: parse_header(jf.req(md, "header", mp), f"{mp}.header"))
-        if header is not None:
-            if header.id in seen:
-                errors.append(
-                    ValidationError(
-                        f"duplicate module ID (also at {seen[header.id]})",
-                        file=path,
-                        path=f"{mp}.header.ID",
-                        value=header.id,
-                    )
-                )
-            seen.setdefault(header.id, f"{mp}.header.ID")
-        bodies_json = attempt(lambda: jf.array(jf.req(md, "bodies", mp), f"{mp}.bodies"))
+    def error(self, message: str, path: str, value: Any) -> None:
+        self.report.errors.append(ValidationError(message, file=self.path, path=path, value=value))
+
+    def check(self, data: Any) -> None:
+        """The whole set: its top-level fields, then each module."""
+        d = self.attempt(jf.obj, {"modules": data} if isinstance(data, list) else data, "$")
+        if d is None:
+            return
+        mode = d.get("ignore_collisions", "rigid_via_joint")
+        if mode not in IGNORE_COLLISION_MODES:
+            self.error(f"must be one of {', '.join(IGNORE_COLLISION_MODES)}", "$.ignore_collisions", mode)
+        modules = self.attempt(lambda: jf.array(jf.req(d, "modules", "$"), "$.modules"))
+        for i, m in enumerate(modules or []):
+            md = self.attempt(jf.obj, m, f"$.modules[{i}]")
+            if md is not None:
+                self.module(md, i, f"$.modules[{i}]")
+
+    def module(self, md: dict, i: int, mp: str) -> None:
+        """One module: header, bodies, joints, their tree, and every mesh file it names."""
+        header = self.header(md, mp)
+        bodies_json = self.attempt(lambda: jf.array(jf.req(md, "bodies", mp), f"{mp}.bodies"))
         if bodies_json is None:
-            continue
+            return
         if not bodies_json:
-            errors.append(ValidationError("a module needs at least one body", file=path, path=f"{mp}.bodies", value=[]))
-        bodies = [attempt(parse_body, b, f"{mp}.bodies[{k}]", base_dir, path) for k, b in enumerate(bodies_json)]
+            self.error("a module needs at least one body", f"{mp}.bodies", [])
+        bodies = [
+            self.attempt(parse_body, b, f"{mp}.bodies[{k}]", self.base_dir, self.path)
+            for k, b in enumerate(bodies_json)
+        ]
+        self.inertia_warnings(bodies, header.id if header is not None else f"#{i}", mp)
+        ok_bodies = [b for b in bodies if b is not None]
+        joints, duplicates = self.joints(md, bodies_json, bodies, mp)
+        if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
+            self.attempt(check_tree, tuple(ok_bodies), tuple(joints), mp)
+        for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
+            for g in (*body.visual, *body.collision):
+                if isinstance(g, Mesh):
+                    self.attempt(g.load)
+
+    def header(self, md: dict, mp: str) -> Any:
+        """The module's parsed header (None if bad); a module ID used before is an error."""
+        header = self.attempt(lambda: parse_header(jf.req(md, "header", mp), f"{mp}.header"))
+        if header is not None:
+            if header.id in self.seen_ids:
+                self.error(f"duplicate module ID (also at {self.seen_ids[header.id]})", f"{mp}.header.ID", header.id)
+            self.seen_ids.setdefault(header.id, f"{mp}.header.ID")
+        return header
+
+    def inertia_warnings(self, bodies: list[Any], module: str, mp: str) -> None:
+        """A warning for each body whose principal moments no rigid body can have."""
         for k, body in enumerate(bodies):
             moments = triangle_inequality_violation(body.inertia) if body is not None and body.mass > 0 else None
             if body is not None and moments is not None:
-                module = header.id if header is not None else f"#{i}"
-                report.warnings.append(
+                self.report.warnings.append(
                     ValidationError(
                         f"module {module!r}, body {body.id!r}: principal moments of inertia violate the triangle "
                         "inequality A + B >= C (no rigid body has them; MuJoCo refuses them, PyBullet zeroes them)",
-                        file=path,
+                        file=self.path,
                         path=f"{mp}.bodies[{k}].inertia",
                         value=[round(m, 9) for m in moments],
                     )
                 )
-        ok_bodies = [b for b in bodies if b is not None]
+
+    def joints(self, md: dict, bodies_json: list, bodies: list[Any], mp: str) -> tuple[list[Any], list[InputError]]:
+        """The module's parsed joints (None where bad) and the duplicate body, connector and joint IDs (recorded)."""
         # joints are checked against every body ID the file names, so one bad body reports one error
         raw_ids = {str(b["ID"]) for b in bodies_json if isinstance(b, dict) and isinstance(b.get("ID"), (str, int))}
+        path = self.path
         duplicates = _duplicates(((b.id, f"{mp}.bodies[{k}].ID") for k, b in enumerate(bodies) if b), "body", path)
-        duplicates += _duplicates(
-            (
-                (c.id, f"{mp}.bodies[{k}].connectors[{n}].ID")
-                for k, b in enumerate(bodies)
-                if b
-                for n, c in enumerate(b.connectors)
-            ),
-            "connector",
-            path,
+        connectors = (
+            (c.id, f"{mp}.bodies[{k}].connectors[{n}].ID")
+            for k, b in enumerate(bodies)
+            if b
+            for n, c in enumerate(b.connectors)
         )
-        joints_json = attempt(lambda: jf.array(md.get("joints", []), f"{mp}.joints")) or []
-        joints = [attempt(parse_joint, j, f"{mp}.joints[{k}]", raw_ids) for k, j in enumerate(joints_json)]
+        duplicates += _duplicates(connectors, "connector", path)
+        joints_json = self.attempt(lambda: jf.array(md.get("joints", []), f"{mp}.joints")) or []
+        joints = [self.attempt(parse_joint, j, f"{mp}.joints[{k}]", raw_ids) for k, j in enumerate(joints_json)]
         duplicates += _duplicates(((j.id, f"{mp}.joints[{k}].ID") for k, j in enumerate(joints) if j), "joint", path)
-        errors.extend(duplicates)
-        if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
-            attempt(check_tree, tuple(ok_bodies), tuple(joints), mp)
-        for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
-            for g in (*body.visual, *body.collision):
-                if isinstance(g, Mesh):
-                    attempt(g.load)
-    return report
+        self.report.errors.extend(duplicates)
+        return joints, duplicates
 
 
 def _duplicates(ids_and_paths, what: str, file: Path) -> list[InputError]:

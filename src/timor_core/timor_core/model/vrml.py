@@ -25,7 +25,11 @@ __all__ = ["read_vrml"]
 # VRML 2.0 reader
 # ---------------------------------------------------------------------------------------------------------
 
-_VRML_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|#[^\n\r]*|[{}\[\]]|[^\s,{}\[\]#"]+|"')
+_VRML_RUN = r'(?:[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?(?=[\s,{}\[\]#"]|$)[\s,]*)+'
+"""A run of decimal numbers (coordinates, indices) with the spaces and commas between them: one token, split later
+(most of a mesh file is such runs; str.split is far cheaper than a regex match per number on a cold start)."""
+_VRML_TOKEN_RE = re.compile(f"(?P<run>{_VRML_RUN})" + r'|"(?:[^"\\]|\\.)*"|#[^\n\r]*|[{}\[\]]|[^\s,{}\[\]#"]+|"')
+_VRML_RUN_RE = re.compile(_VRML_RUN)
 _VRML_NUMBER_RE = re.compile(r"^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|0[xX][0-9a-fA-F]+)$")
 _VRML_PUNCT = frozenset("{}[]")
 
@@ -43,11 +47,13 @@ class _VrmlParser:
     def __init__(self, text: str, file: Path) -> None:
         self.text = text
         self.file = file
-        self.tokens: list[tuple[str, int]] = [
-            (m.group(), m.start()) for m in _VRML_TOKEN_RE.finditer(text) if not m.group().startswith("#")
-        ]
+        matches = [m for m in _VRML_TOKEN_RE.finditer(text) if m.group()[0] != "#"]
+        self.tokens: list[tuple[str, int]] = [(m.group(), m.start()) for m in matches]
         # atom flags per token, a sentinel past the end; a lone '"' (unterminated string) is none, so next() reports it
-        self.atoms = [token != '"' and self.is_atom(token) for token, _ in self.tokens] + [False]
+        self.atoms = [
+            m.lastgroup == "run" or (token != '"' and self.is_atom(token))
+            for m, (token, _) in zip(matches, self.tokens)
+        ] + [False]
         self.i = 0
         self.defs: dict[str, _VrmlNode | None] = {}
 
@@ -75,11 +81,21 @@ class _VrmlParser:
     def expect(self, token: str) -> None:
         got = self.next()
         if got != token:
-            raise self.error(f"expected '{token}' but found '{got}'", self.tokens[self.i - 1][1])
+            raise self.error(f"expected '{token}' but found '{_first(got)}'", self.tokens[self.i - 1][1])
 
     @staticmethod
     def is_atom(token: str) -> bool:
-        return token in ("TRUE", "FALSE", "NULL") or token.startswith('"') or _VRML_NUMBER_RE.match(token) is not None
+        return (
+            token in ("TRUE", "FALSE", "NULL")
+            or token.startswith('"')
+            or _VRML_NUMBER_RE.match(token) is not None
+            or _VRML_RUN_RE.fullmatch(token) is not None
+        )
+
+    @staticmethod
+    def atom_values(token: str) -> list[str]:
+        """The values of an atom token: a run of numbers gives each number, any other atom itself."""
+        return [token] if token[0] == '"' else token.replace(",", " ").split()
 
     def is_identifier(self, token: str) -> bool:
         return token not in _VRML_PUNCT and not self.is_atom(token)
@@ -119,7 +135,7 @@ class _VrmlParser:
         if token in ("PROTO", "EXTERNPROTO"):
             raise self.error(f"{token} declarations are not supported", pos)
         if not self.is_identifier(token):
-            raise self.error(f"expected a node type but found '{token}'", pos)
+            raise self.error(f"expected a node type but found '{_first(token)}'", pos)
         self.expect("{")
         fields: dict[str, Any] = {}
         while self.peek() != "}":
@@ -128,7 +144,9 @@ class _VrmlParser:
                 continue
             name = self.next()
             if not self.is_identifier(name):
-                raise self.error(f"expected a field name in {token} but found '{name}'", self.tokens[self.i - 1][1])
+                raise self.error(
+                    f"expected a field name in {token} but found '{_first(name)}'", self.tokens[self.i - 1][1]
+                )
             fields[name] = self.value(token, name)
         self.expect("}")
         return _VrmlNode(token, fields, self.text.count("\n", 0, pos) + 1)
@@ -141,7 +159,8 @@ class _VrmlParser:
             while (token := self.peek()) != "]":
                 if self.atoms[self.i]:
                     j = self.atoms.index(False, self.i)  # a run of atoms (e.g. all coordinates) at once
-                    items.extend(t for t, _ in self.tokens[self.i : j])
+                    for t, _ in self.tokens[self.i : j]:
+                        items.extend(self.atom_values(t))
                     self.i = j
                 elif token == '"':
                     self.next()  # raises: unterminated string
@@ -154,11 +173,16 @@ class _VrmlParser:
         if self.atoms[self.i]:
             atoms = []
             while self.atoms[self.i]:
-                atoms.append(self.next())
+                atoms.extend(self.atom_values(self.next()))
             return atoms
         if token in _VRML_PUNCT:
             raise self.error(f"field '{field}' of {node_type} has no value")
         return self.node()
+
+
+def _first(token: str) -> str:
+    """A token as an error message shows it: a run of numbers by its first number."""
+    return token if token[:1] == '"' else (token.replace(",", " ").split() or [token])[0]
 
 
 def _vrml_nodes(value: Any) -> Iterator[_VrmlNode]:

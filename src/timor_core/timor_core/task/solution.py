@@ -202,9 +202,9 @@ class Solution(SolutionGoals, SolutionChecks):
 
     def visualize(self, **kwargs):
         """Play the solution in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from timor_core.common.extensions import implementation
+        from timor_core.viz.viewer import show_solution  # delegation (docs/architecture.md)
 
-        return implementation("show_solution")(self, **kwargs)
+        return show_solution(self, **kwargs)
 
     def __repr__(self) -> str:
         return f"Solution(task={self.task.id!r}, assembly={self.assembly.module_ids!r}, {self.trajectory!r})"

@@ -172,9 +172,9 @@ class Task:
 
     def visualize(self, **kwargs):
         """Show the task in the browser viewer (needs the ``viz`` extra); returns the Viewer."""
-        from timor_core.common.extensions import implementation
+        from timor_core.viz.viewer import show_task  # delegation (docs/architecture.md)
 
-        return implementation("show_task")(self, **kwargs)
+        return show_task(self, **kwargs)
 
     def __repr__(self) -> str:
         return (

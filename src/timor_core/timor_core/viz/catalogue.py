@@ -11,7 +11,7 @@ import networkx as nx
 import numpy as np
 import trimesh
 
-from timor_core.viz._atomic import save_figure
+from timor_core.viz.figure_files import save_figure
 from timor_core.viz.render import Camera, Item, OffscreenRenderer, simplified
 from timor_core.viz.scene import ROBOT_COLOR, add_mesh, wxyz_xyz
 from timor_core.viz.shapes import concatenate_meshes, geometries_mesh

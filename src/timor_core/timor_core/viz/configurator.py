@@ -16,7 +16,7 @@ import numpy as np
 
 from timor_core.errors import TimorError
 from timor_core.model.assembly import ModuleAssembly
-from timor_core.viz.configurator_exports import EXPORT_LABELS, available_exports, export_files
+from timor_core.viz.configurator_exports import EXPORT_LABELS, export_files
 from timor_core.viz.configurator_state import (
     CheckResult,
     Design,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from timor_core.model.db import ModulesDB
     from timor_core.task import Task
 
-__all__ = ["Configurator", "export_files", "available_exports"]
+__all__ = ["Configurator", "export_files"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +125,7 @@ class Configurator:
             self.progress_text = gui.add_markdown("")
             self.use_best_button = gui.add_button("Use best design", disabled=True)
         with gui.add_folder("Export"):
-            available = available_exports()
-            self.export_buttons = {
-                label: gui.add_button(f"Download {label}", visible=label in available) for label in EXPORT_LABELS
-            }
+            self.export_buttons = {label: gui.add_button(f"Download {label}") for label in EXPORT_LABELS}
         self.add_button.on_click(self._user(lambda e: self.state.add_slot(self.new_module.value)))
         self.remove_button.on_click(self._user(lambda e: self.state.remove_slot(int(self.remove_choice.value))))
         self.attach_button.on_click(self._user(self._attach))

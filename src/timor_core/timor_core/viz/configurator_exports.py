@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable
 
 from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["EXPORT_LABELS", "available_exports", "export_files"]
+__all__ = ["EXPORT_LABELS", "export_files"]
 
 
 def _xacro(assembly: ModuleAssembly) -> str:
@@ -27,35 +26,20 @@ def _assembly_json(assembly: ModuleAssembly) -> str:
     return json.dumps(assembly.to_json_data(), indent=2) + "\n"
 
 
-_EXPORTS: dict[str, tuple[str, Callable[[ModuleAssembly], str], str | None]] = {
-    "URDF": ("urdf", lambda a: a.to_urdf(), None),
-    "xacro": ("urdf.xacro", _xacro, "timor_core.export.xacro"),
-    "SRDF": ("srdf", _srdf, "timor_core.export.srdf"),
-    "assembly JSON": ("json", _assembly_json, None),
+_EXPORTS: dict[str, tuple[str, Callable[[ModuleAssembly], str]]] = {  # label: (file suffix, writer)
+    "URDF": ("urdf", lambda a: a.to_urdf()),
+    "xacro": ("urdf.xacro", _xacro),
+    "SRDF": ("srdf", _srdf),
+    "assembly JSON": ("json", _assembly_json),
 }
 
 #: Every export the page offers, in button order.
 EXPORT_LABELS: tuple[str, ...] = tuple(_EXPORTS)
 
 
-def available_exports() -> list[str]:
-    """Export formats whose writer can be imported (xacro and SRDF are optional modules)."""
-    out = []
-    for label, (_, _, module) in _EXPORTS.items():
-        if module is not None:
-            try:
-                found = importlib.import_module(module)
-            except ImportError:
-                continue
-            if not hasattr(found, f"assembly_to_{module.rsplit('.', 1)[1]}"):
-                continue
-        out.append(label)
-    return out
-
-
 def export_files(assembly: ModuleAssembly, label: str) -> tuple[str, bytes]:
     """The file name and content of one export (``"URDF"``, ``"xacro"``, ``"SRDF"``, ``"assembly JSON"``)."""
     from timor_core.export.urdf import default_robot_name
 
-    suffix, write, _ = _EXPORTS[label]
+    suffix, write = _EXPORTS[label]
     return f"{default_robot_name(assembly)}.{suffix}", write(assembly).encode()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from timor_core.viz import VizError, require
-from timor_core.viz._atomic import save_figure
+from timor_core.viz.figure_files import save_figure
 
 if TYPE_CHECKING:
     from timor_core.kinematics.trajectory import Trajectory

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from timor_core.common.fileio import atomic_target
 from timor_core.errors import InputError
 from timor_core.viz import VizError, require
-from timor_core.viz._atomic import atomic_target
 from timor_core.viz.render import Camera, Item, OffscreenRenderer, RobotMesher, simplified
 from timor_core.viz.scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR, ROBOT_COLOR
 from timor_core.viz.shapes import frame_axes, geometries_mesh, goal_poses

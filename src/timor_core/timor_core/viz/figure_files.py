@@ -1,4 +1,4 @@
-"""Atomic binary outputs (MP4, PNG, SVG): write a temp file beside the target, then rename."""
+"""Writing a matplotlib figure to a file (PNG, SVG, PDF by its suffix), atomically: a temp file, then rename."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from timor_core.common.fileio import atomic_target
 from timor_core.errors import InputError
 
-__all__ = ["atomic_target", "save_figure"]
+__all__ = ["save_figure"]
 
 
 def save_figure(figure, path: str | Path, dpi: int = 120) -> Path:
