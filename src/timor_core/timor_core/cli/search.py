@@ -121,6 +121,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
             config,
             workers=args.workers,
             progress=progress,
+            order=args.order,
             evaluator=evaluator,
         )
     result = optimizer.optimize(task, db, budget)
@@ -211,6 +212,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--max-dof", type=limited("max_dof"), default=6, help="GA: most degrees of freedom (default 6)")
     search.add_argument(
         "--min-dof", type=limited("max_dof"), default=1, help="GA: fewest degrees of freedom (default 1)"
+    )
+    search.add_argument(
+        "--order",
+        choices=("space", "cost"),
+        default="space",
+        help="exhaustive search: the space's order (default) or cheapest first, streamed, stopping when nothing"
+        " cheaper than the best is left",
     )
     search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     search.add_argument("--no-progress", action="store_true", help="no progress bar")
