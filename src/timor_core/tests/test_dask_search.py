@@ -184,3 +184,27 @@ def test_cli_cost_order_search_on_local_dask(space, task, tmp_path, capsys):  # 
     assert on_dask.workers == 2 and on_dask.settings["order"] == "cost" and local.stopped == "bound"
     left = [p for p in me.children(recursive=True) if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
     assert left == []
+
+
+@pytest.mark.slow
+def test_the_big_space_benchmark_runs(tmp_path):
+    """``benchmarks/big_space.py`` end to end on small settings: its figures, the user-study optimum everywhere."""
+    import subprocess
+    import sys
+
+    from conftest import REPO, SHARED
+
+    if not (SHARED / "data" / "cobra" / "tasks" / "user_study.json").is_file():
+        pytest.skip("the user-study task is not in ../shared/data")
+    study = str(SHARED / "data" / "cobra" / "tasks" / "user_study.json")
+    cmd = [sys.executable, str(REPO / "benchmarks" / "big_space.py"), "--sizes", "5", "6", "--rounds", "1"]
+    cmd += ["--dask-size", "5", "--dask-task", study, "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout[proc.stdout.index("{") :])
+    assert [r["assemblies"] for r in report["memory"]] == [177_155, 1_948_716]
+    assert all(r["best_cost"] == pytest.approx(11.02, abs=0.005) and r["stopped"] == "bound" for r in report["memory"])
+    assert all(0 < r["peak_rss_mb"] < 2048 for r in report["memory"])
+    dask = report["dask"]
+    assert dask["same_best_everywhere"] and len(dask["runs"]["1"]) == len(dask["runs"]["2"]) == 1
+    assert dask["speedup_cpu"] > 0 and 0 < dask["work_efficiency"] <= 1.5
