@@ -71,8 +71,12 @@ def test_any_completion_order_with_broadcasts_gives_the_sequential_best(costs, c
 
 # -- on a local cluster ---------------------------------------------------------------------------------------
 
-distributed = pytest.importorskip("distributed", reason="the Dask route needs dask[distributed] (extra 'cluster')")
-psutil = pytest.importorskip("psutil")
+try:  # the rule above is tested without Dask; what follows needs it
+    import distributed
+    import psutil
+except ImportError:
+    distributed = psutil = None
+needs_dask = pytest.mark.skipif(distributed is None, reason="the Dask route needs dask[distributed] (extra 'cluster')")
 
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
 
@@ -91,6 +95,7 @@ def _same_best(a: SearchResult, b: SearchResult) -> None:
     assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)
 
 
+@needs_dask
 def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, robco):  # noqa: F811
     local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
     for chunk in (1, 3, None):  # chunk sizes change which chunk finds what first, never the answer
@@ -110,6 +115,7 @@ def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, r
     _same_best(space_order, ExhaustiveSearch(space, filters=FAST, workers=1, progress=False).optimize(task, robco))
 
 
+@needs_dask
 @pytest.mark.slow
 def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     from conftest import SHARED
@@ -130,6 +136,7 @@ def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     assert on_dask.stopped == "bound" and on_dask.evaluations >= local.evaluations
 
 
+@needs_dask
 def test_the_stream_is_read_only_as_far_as_the_workers_get(cluster, space, task, robco):  # noqa: F811
     pulled = [0]
 
@@ -148,6 +155,7 @@ def test_the_stream_is_read_only_as_far_as_the_workers_get(cluster, space, task,
     assert de.max_in_flight == 3  # the window was used, never exceeded
 
 
+@needs_dask
 def test_a_local_cluster_leaves_no_process_behind(space, task, robco):  # noqa: F811
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
@@ -164,6 +172,7 @@ def test_a_local_cluster_leaves_no_process_behind(space, task, robco):  # noqa: 
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
+@needs_dask
 def test_cli_cost_order_search_on_local_dask(space, task, tmp_path, capsys):  # noqa: F811
     """``timor search --order cost --scheduler local --workers 2``: the in-process answer, and no process left."""
     from timor_core.cli.app import main
@@ -186,6 +195,7 @@ def test_cli_cost_order_search_on_local_dask(space, task, tmp_path, capsys):  # 
     assert left == []
 
 
+@needs_dask
 @pytest.mark.slow
 def test_the_big_space_benchmark_runs(tmp_path):
     """``benchmarks/big_space.py`` end to end on small settings: its figures, the user-study optimum everywhere."""
