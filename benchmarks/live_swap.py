@@ -16,6 +16,14 @@ The real controller_manager (4.24) reads the robot description once ("ResourceMa
 Ignoring attempt to reload"), so ros2_control takes a new robot by a relaunch. `--control N` times that N times:
 `ros2 launch timor_ros moveit.launch.py move_group:=false` for the other robot, from the start of the command to
 joint_state_broadcaster and arm_controller active for the new robot's joints.
+
+`--restart N` times the faster route N times each way: the assembly node and robot_state_publisher keep running
+(`assembly.launch.py ros2_control:=true`), and a swap is the `set_assembly` request (the new URDF with its
+`<ros2_control>` block on /robot_description), SIGINT to the running ros2_control_node and its exit, a new
+ros2_control_node (the executable itself, no `ros2 run`) with the new robot's ros2_controllers.yaml, and the
+controllers loaded, configured and activated as a group by this process's own node (service calls, no spawner
+processes), until list_controllers reports both active. Each part is timed, and the budget (benchmarks/README.md)
+is checked: `--budget S` (default 1.5 s) against the median.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src" / "timor_ros" / "test"))  # the tests' ROS helpers (TF listener, launcher)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
@@ -59,6 +68,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=20, help="swaps to time (default 20)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     parser.add_argument("--control", type=int, default=0, help="also time N ros2_control relaunches (default 0)")
+    parser.add_argument("--restart", type=int, default=0, help="time N controller_manager restarts (default 0)")
+    parser.add_argument("--budget", type=float, default=1.5, help="budget of the restart route's median (s)")
     args = parser.parse_args()
 
     from ros2_cli import Launch, real_package
@@ -70,6 +81,8 @@ def main() -> int:
     if not real_package("robot_state_publisher"):
         print("the real robot_state_publisher is not installed (make ros with ../shared/ros-cpp)", file=sys.stderr)
         return 2
+    if args.rounds <= 0:
+        return _restart_only(args)
     log = Path("/tmp") / f"timor_live_swap_{os.getpid()}.log"
     launch = Launch(["timor_ros", "assembly.launch.py", "db:=robco_like", f"modules:={' '.join(ROBOTS[0])}",
                      "rviz:=false", "search:=false"], log)  # fmt: skip
@@ -107,6 +120,13 @@ def main() -> int:
         client.close()
         launch.stop()
         launch.kill_leftovers()
+    if args.restart:
+        from control_swap import restart_swaps, summary
+
+        restarts = restart_swaps(ROBOTS, args.restart)
+        if restarts is None:
+            return 1
+        print(summary(restarts, args.budget), file=sys.stderr)
     control = _control_relaunches(args.control) if args.control else []
     report = {
         "rounds": len(tfs),
@@ -124,6 +144,28 @@ def main() -> int:
         median = statistics.median(control)
         print(f"ros2_control relaunch for the other robot, {len(control)} runs: median {median:.2f} s "
               f"(min {min(control):.2f}, max {max(control):.2f})", file=sys.stderr)  # fmt: skip
+    if args.restart:
+        report["restart"] = restarts
+    if args.json:
+        print(json.dumps(report, indent=1))
+    return 0
+
+
+def _restart_only(args: argparse.Namespace) -> int:
+    """``--rounds 0``: only the ros2_control routes (``--restart``, ``--control``)."""
+    from control_swap import restart_swaps, summary
+
+    report: dict = {}
+    if args.restart:
+        restarts = restart_swaps(ROBOTS, args.restart)
+        if restarts is None:
+            return 1
+        print(summary(restarts, args.budget), file=sys.stderr)
+        report["restart"] = restarts
+    if args.control:
+        control = report["control_relaunch_s"] = _control_relaunches(args.control)
+        print(f"ros2_control relaunch for the other robot, {len(control)} runs: median {statistics.median(control):.2f}"
+              f" s (min {min(control):.2f}, max {max(control):.2f})", file=sys.stderr)  # fmt: skip
     if args.json:
         print(json.dumps(report, indent=1))
     return 0

@@ -138,6 +138,7 @@ def _exhaustive_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
         FilterConfig(seed=args.seed),
         workers=args.workers,
         progress=not args.no_progress,
+        order=args.order,
         evaluator=evaluator,
     )
 
@@ -238,6 +239,13 @@ def _add_search_command(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--max-dof", type=limited("max_dof"), default=6, help="GA: most degrees of freedom (default 6)")
     search.add_argument(
         "--min-dof", type=limited("max_dof"), default=1, help="GA: fewest degrees of freedom (default 1)"
+    )
+    search.add_argument(
+        "--order",
+        choices=("space", "cost"),
+        default="space",
+        help="exhaustive search: the space's order (default) or cheapest first, streamed, stopping when nothing"
+        " cheaper than the best is left",
     )
     search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
     search.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -30,7 +30,8 @@ from typing import Any
 from timor_core.common.fileio import write_json
 from timor_core.errors import InputError, explain
 from timor_core.model.db import ModulesDB
-from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef
+from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
+from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
 from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
 from timor_core.search.ranges import DoneRanges, merge_ranges, runs
@@ -45,27 +46,6 @@ CHECKPOINT_VERSION = 1
 
 class ClusterError(InputError):
     """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
-
-
-# -- on the workers ----------------------------------------------------------------------------------
-
-_EVALUATORS: dict[WorkerSpec, Evaluator] = {}
-
-
-def _worker_evaluator(spec: WorkerSpec) -> Evaluator:
-    """One evaluator (filter chain) per search per worker process; DB and task come from the process caches."""
-    ev = _EVALUATORS.get(spec)
-    if ev is None:
-        if len(_EVALUATORS) >= 4:
-            _EVALUATORS.clear()
-        ev = _EVALUATORS[spec] = spec.evaluator()
-    return ev
-
-
-def _run_chunk(
-    spec: WorkerSpec, items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True
-) -> list[Evaluation]:
-    return _worker_evaluator(spec).evaluate_chunk(items, bound, lower_bound)
 
 
 # -- the evaluator -------------------------------------------------------------------------------------
@@ -97,6 +77,7 @@ class DaskEvaluator(ParallelEvaluator):
         retries: how often a chunk whose evaluation raised is tried again (chunks of lost workers are
             rescheduled by the scheduler in any case).
         connect_timeout: seconds to reach the scheduler before :class:`ClusterError`.
+        in_flight: chunks out on the cluster at once (None: two per worker).
     """
 
     def __init__(
@@ -117,6 +98,7 @@ class DaskEvaluator(ParallelEvaluator):
         resume: str | Path | None = None,
         retries: int = 2,
         connect_timeout: float = 5.0,
+        in_flight: int | None = None,
     ) -> None:
         self._setup(task, db, cost, config, filters, n_workers, target_chunk_time, max_chunk, None)
         if scheduler is not None and scheduler.startswith("dask://"):
@@ -128,6 +110,8 @@ class DaskEvaluator(ParallelEvaluator):
         self.checkpoint_every = max(1, int(checkpoint_every))
         self.retries = int(retries)
         self.connect_timeout = float(connect_timeout)
+        self.in_flight = None if in_flight is None else max(1, int(in_flight))
+        self.max_in_flight = 0  # the most chunks out at once (bounded by ``in_flight``)
         self._cluster: Any = None
         self._client: Any = None
         self._depth = 0
@@ -377,8 +361,13 @@ class DaskEvaluator(ParallelEvaluator):
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs on the cluster; yields lists of evaluations as chunks complete.
 
-        Positions already done (a resumed checkpoint, or earlier streams of this evaluator) are skipped.
+        Positions already done (a resumed checkpoint, or earlier streams of this evaluator) are skipped. At most
+        ``in_flight`` chunks (default two per worker) are out at a time, so ``items`` is read only as far as the
+        workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
+        broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
         """
+        import uuid
+
         distributed = _import_distributed()
         get_bound = bound if callable(bound) else (lambda b=float(bound): b)
         should_stop = stop if stop is not None else (lambda: False)
@@ -386,7 +375,9 @@ class DaskEvaluator(ParallelEvaluator):
         client = self.client
         done = self._done
         it = ((int(s), tuple(ids)) for s, ids in items if int(s) not in done)
-        window = 2 * self._n_cluster_workers()
+        window = self.in_flight or 2 * self._n_cluster_workers()
+        token = uuid.uuid4().hex if lower_bound else None
+        shared: tuple[float, int] | None = None
         pending = distributed.as_completed()
         inflight: set[Any] = set()
         exhausted = False
@@ -403,9 +394,10 @@ class DaskEvaluator(ParallelEvaluator):
                         exhausted = True
                         break
                     b = self._chunk_bound(chunk[0][0], get_bound())
-                    fut = client.submit(_run_chunk, spec, chunk, b, lower_bound, pure=False, retries=self.retries)
+                    fut = client.submit(run_chunk, spec, chunk, b, lower_bound, token, pure=False, retries=self.retries)
                     inflight.add(fut)
                     pending.add(fut)
+                    self.max_in_flight = max(self.max_in_flight, len(inflight))
                 if not inflight:
                     return
                 fut = next(pending)
@@ -413,6 +405,13 @@ class DaskEvaluator(ParallelEvaluator):
                 evaluations = fut.result()
                 self._learn(evaluations)
                 self._record(evaluations)
+                if token is not None:
+                    found = min(
+                        ((ev.cost, ev.seq) for ev in evaluations if ev.valid and ev.cost is not None), default=None
+                    )
+                    if found is not None and (shared is None or found < shared):
+                        shared = found
+                        client.run(publish_bound, token, found[0], found[1], on_error="ignore")
                 since += 1
                 if since >= self.checkpoint_every:
                     since = 0
@@ -421,5 +420,10 @@ class DaskEvaluator(ParallelEvaluator):
         finally:
             for f in inflight:
                 f.cancel()
+            if shared is not None and self._client is not None:
+                try:
+                    client.run(forget_bound, token, on_error="ignore")
+                except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
+                    pass
             if self._chunks:
                 self.write_checkpoint()

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""The cost-ordered constrained search of a big space in bounded memory, and on a local Dask cluster (issue 25, 5).
+
+    python benchmarks/big_space.py                  # memory per space size, then Dask 1 vs 2 workers, 5 rounds
+    python benchmarks/big_space.py --rounds 3 --sizes 6 8 --chunk-times 0.02 0.05 0.5 --json
+
+The space is experiment 2's rules on robco_like (a joint after the base, at most one link between two joints and
+after the last) with up to ``dof_max`` joints: 5 -> 177,155 assemblies, 6 -> 1.9·10^6, 7 -> 2.1·10^7,
+8 -> 2.4·10^8. The task is the user study (``../shared/data/cobra/tasks/user_study.json``; ``--task`` for
+another); the Dask comparison's is ``moved_goals`` (``src/timor_core/tests/data/exp2_tasks``; ``--dask-task``).
+The search is ``timor search TASK --order cost --space SPACE.json``: cheapest first, streamed
+(``search/cost_order.py``), stopping when nothing cheaper than the best valid robot is left. It stops after a
+bounded number of evaluations: the assemblies lighter than the optimum, the same in every space size here (no
+robot of more than five joints is lighter than 11.02 kg), so memory can only grow with the space if some part of
+the search held the space. No evaluation budget and no time limit is set.
+
+1. Memory: each size in a fresh process (``workers=1``, in-process evaluation): peak RSS (``ru_maxrss``), user CPU,
+   wall time, evaluations and the best robot.
+2. Dask: ``LocalCluster(n_workers=N, threads_per_worker=1)`` for N = 1 and 2 (alternating, ``--rounds`` each, a
+   fresh cluster per run, its workers loaded with the module set, task and filter chain before the clock starts),
+   times the same search of the largest size on it. Besides
+   the wall time (the machine is shared: other jobs take CPU), the workers' user CPU (``getrusage`` in each worker
+   before and after) gives a speed-up that load does not distort: the 1-worker run's CPU over the 2-worker run's
+   busiest worker (what the wall time would be with a core each), and the work efficiency (1-worker CPU over the
+   2-worker CPU summed: what speculative evaluation and overhead cost). ``uptime``'s load is printed per run.
+3. ``--chunk-times``: the chunk size sweep behind the default ``target_chunk_time`` (2 workers, one run each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TASK = REPO.parent / "shared" / "data" / "cobra" / "tasks" / "user_study.json"
+#: the Dask comparison's task: 4,300 evaluations (~15 s of CPU) before the bound stops the search, against 1,234
+#: (~0.7 s) for the user study, whose search is too short for the cluster's fixed costs (see benchmarks/README.md)
+DASK_TASK = REPO / "src" / "timor_core" / "tests" / "data" / "exp2_tasks" / "moved_goals.json"
+SIZES = {5: 177_155, 6: 1_948_716, 7: 21_435_887, 8: 235_794_768}
+
+
+def space_options(dof_max: int) -> dict:
+    """Experiment 2's space rules with up to ``dof_max`` joints."""
+    return {"dof_max": dof_max, "first_is_joint": True, "max_links_between_joints": 1, "max_links_after_last_joint": 1}
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+# -- 1. memory, one fresh process per size ------------------------------------------------------------------
+def child(task: str, dof_max: int) -> dict:
+    """Run the search in this (fresh) process; its figures as a dict."""
+    from timor_core import ModulesDB
+    from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
+    from timor_core.task.solve import load_task
+
+    db = ModulesDB.from_name("robco_like")
+    space = load_space(space_options(dof_max), db)
+    t0 = time.perf_counter()
+    result = ExhaustiveSearch(space, "mass", FilterConfig(), workers=1, progress=False, order="cost").optimize(
+        load_task(task, False), db
+    )
+    wall = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "dof_max": dof_max,
+        "assemblies": len(space),
+        "evaluations": result.evaluations,
+        "stopped": result.stopped,
+        "best": list(result.best_ids) if result.found else None,
+        "best_cost": result.best_cost,
+        "wall_s": wall,
+        "user_cpu_s": usage.ru_utime,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+    }
+
+
+def memory(task: str, sizes: list[int]) -> list[dict]:
+    out = []
+    for d in sizes:
+        cmd = [sys.executable, __file__, "--child", str(d), "--task", task]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise SystemExit(f"the search of the dof_max={d} space failed:\n{proc.stderr[-2000:]}")
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        row["load"] = load()
+        out.append(row)
+        print(
+            f"  {row['assemblies']:>12,} assemblies (dof_max {d}): peak RSS {row['peak_rss_mb']:.0f} MB, "
+            f"{row['evaluations']} evaluated ({row['stopped']}), {row['wall_s']:.1f} s wall, "
+            f"{row['user_cpu_s']:.1f} s user CPU, best {row['best_cost']:.2f} kg, load {row['load']:.1f}",
+            file=sys.stderr,
+        )
+    return out
+
+
+# -- 2. Dask, 1 vs 2 workers -------------------------------------------------------------------------------
+def _worker_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _worker_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dask_run(de, space, task, db) -> dict:
+    """One cost-ordered search on the evaluator's cluster: wall time, worker CPU, evaluations, best."""
+    from timor_core.search import ExhaustiveSearch
+
+    before = de.client.run(_worker_cpu)
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    result = ExhaustiveSearch(space, "mass", progress=False, order="cost", evaluator=de).optimize(task, db)
+    wall = time.perf_counter() - t0
+    after = de.client.run(_worker_cpu)
+    mine_after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = sorted(after[w] - before.get(w, 0.0) for w in after)
+    return {
+        "wall_s": wall,
+        "worker_cpu_s": cpu,
+        "client_cpu_s": (mine_after.ru_utime + mine_after.ru_stime) - (mine.ru_utime + mine.ru_stime),
+        "evaluations": result.evaluations,
+        "chunks": de.checkpoint_data()["chunks"],
+        "best": list(result.best_ids) if result.found else None,
+        "best_cost": result.best_cost,
+        "best_seq": result.best_seq,
+        "load": load(),
+    }
+
+
+def _warm(spec) -> bool:
+    from timor_core.search.dask_worker import worker_evaluator
+
+    worker_evaluator(spec)
+    return True
+
+
+def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float) -> dict:
+    """``rounds`` searches per worker count, alternating; one cluster alive at a time (a local cluster's scheduler
+    and nannies live in this process: an idle second cluster would add its heartbeats to the client CPU)."""
+    from timor_core import ModulesDB
+    from timor_core.search import DaskEvaluator, DBRef, FilterConfig, TaskRef, load_space
+    from timor_core.search.parallel import WorkerSpec
+    from timor_core.task.solve import load_task
+
+    db = ModulesDB.from_name("robco_like")
+    space = load_space(space_options(dof_max), db)
+    task = load_task(task_path, False)
+    spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig())
+    runs: dict[int, list[dict]] = {1: [], 2: []}
+    worker_rss: dict[int, float] = {1: 0.0, 2: 0.0}
+    for k in range(rounds):
+        for n in (1, 2) if k % 2 == 0 else (2, 1):
+            with DaskEvaluator(n_workers=n, target_chunk_time=chunk_time) as de:
+                de.start()
+                de.client.run(_warm, spec)  # DB, task and filter chain loaded in every worker before the clock
+                run = dask_run(de, space, task, db)
+                worker_rss[n] = max(worker_rss[n], *de.client.run(_worker_rss_mb).values())
+            runs[n].append(run)
+            print(
+                f"  dask {n} worker(s): {run['wall_s']:.2f} s, {run['evaluations']} evaluated, worker CPU "
+                f"{'/'.join(f'{c:.2f}' for c in run['worker_cpu_s'])} s, client CPU {run['client_cpu_s']:.2f} s "
+                f"({1e3 * run['client_cpu_s'] / max(1, run['chunks']):.1f} ms per chunk of {run['chunks']}),"
+                f" best {run['best_cost']:.2f} kg, load {run['load']:.1f}",
+                file=sys.stderr,
+            )
+    return summarize(runs, worker_rss, chunk_time)
+
+
+def summarize(runs: dict[int, list[dict]], worker_rss: dict[int, float], chunk_time: float) -> dict:
+    wall = {n: statistics.median(r["wall_s"] for r in rs) for n, rs in runs.items()}
+    cpu1 = statistics.median(sum(r["worker_cpu_s"]) for r in runs[1])
+    busiest2 = statistics.median(max(r["worker_cpu_s"]) for r in runs[2])
+    total2 = statistics.median(sum(r["worker_cpu_s"]) for r in runs[2])
+    evals = {n: statistics.median(r["evaluations"] for r in rs) for n, rs in runs.items()}
+    bests = {tuple(r["best"] or ()) for rs in runs.values() for r in rs}
+    return {
+        "chunk_time_s": chunk_time,
+        "runs": runs,
+        "wall_median_s": wall,
+        "speedup_wall": wall[1] / wall[2],
+        "speedup_cpu": cpu1 / busiest2,
+        "work_efficiency": cpu1 / total2,
+        "cpu_per_evaluation_ms": {
+            1: 1e3 * cpu1 / evals[1],
+            2: 1e3 * total2 / evals[2],
+        },
+        "evaluations_median": evals,
+        "same_best_everywhere": len(bests) == 1,
+        "worker_peak_rss_mb": worker_rss,
+        "load_range": [
+            min(r["load"] for rs in runs.values() for r in rs),
+            max(r["load"] for rs in runs.values() for r in rs),
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default=str(TASK), help="task file (default: the user study)")
+    p.add_argument("--dask-task", default=str(DASK_TASK), help="task of the Dask comparison (default: moved_goals)")
+    p.add_argument("--sizes", type=int, nargs="*", default=[6, 7, 8], help="dof_max of the spaces (default 6 7 8)")
+    p.add_argument("--rounds", type=int, default=5, help="Dask runs per worker count (default 5)")
+    p.add_argument("--dask-size", type=int, default=8, help="dof_max of the Dask search's space (default 8)")
+    p.add_argument(
+        "--chunk-time", type=float, default=None, help="Dask target seconds per chunk (default: the evaluator's)"
+    )
+    p.add_argument("--chunk-times", type=float, nargs="*", default=[], help="sweep these target chunk times first")
+    p.add_argument("--no-memory", action="store_true", help="skip the memory part")
+    p.add_argument("--no-dask", action="store_true", help="skip the Dask part")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(args.task, args.child)))
+        return 0
+    if not Path(args.task).is_file():
+        print(f"task file not found: {args.task} (needs ../shared/data)", file=sys.stderr)
+        return 2
+    report: dict = {"uptime_start": load()}
+    print(f"big space: {Path(args.task).name}, load {report['uptime_start']:.1f}", file=sys.stderr)
+    if not args.no_memory:
+        report["memory"] = memory(args.task, args.sizes)
+        peak = max(r["peak_rss_mb"] for r in report["memory"])
+        print(f"  peak RSS at most {peak:.0f} MB (target < 2048 MB): {'met' if peak < 2048 else 'NOT met'}",
+              file=sys.stderr)  # fmt: skip
+    if not args.no_dask:
+        from timor_core.search import DaskEvaluator
+
+        report["sweep"] = []
+        for ct in args.chunk_times:
+            print(f"chunk time {ct} s:", file=sys.stderr)
+            report["sweep"].append(dask_compare(args.dask_task, args.dask_size, 1, ct))
+        chunk_time = args.chunk_time if args.chunk_time is not None else DaskEvaluator().target_chunk_time
+        size = SIZES.get(args.dask_size, 0)
+        print(f"Dask, {Path(args.dask_task).name}, {size:,} assemblies, chunk time {chunk_time} s:", file=sys.stderr)
+        s = report["dask"] = dask_compare(args.dask_task, args.dask_size, args.rounds, chunk_time)
+        print(
+            f"  median wall 1 worker {s['wall_median_s'][1]:.2f} s, 2 workers {s['wall_median_s'][2]:.2f} s: "
+            f"speed-up {s['speedup_wall']:.2f}x (load {s['load_range'][0]:.1f}-{s['load_range'][1]:.1f}); from worker"
+            f" CPU {s['speedup_cpu']:.2f}x, work efficiency {s['work_efficiency']:.2f}; CPU per evaluation "
+            f"{s['cpu_per_evaluation_ms'][1]:.2f} / {s['cpu_per_evaluation_ms'][2]:.2f} ms; same best: "
+            f"{s['same_best_everywhere']}; target >= 1.8x: {'met' if s['speedup_wall'] >= 1.8 else 'NOT met'} (wall)",
+            file=sys.stderr,
+        )
+    report["uptime_end"] = load()
+    if args.json:
+        print(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""The fast ros2_control swap of `live_swap.py --restart N`: keep the assembly node and robot_state_publisher,
+restart only controller_manager's ros2_control_node, and bring the controllers up by service calls.
+
+Why a restart: the real controller_manager (4.24, ``ControllerManager::robot_description_callback``) initialises
+its resource manager from the first /robot_description it receives and ignores every later one ("ResourceManager
+has already loaded a urdf. Ignoring attempt to reload a robot description."); its hardware cannot be reloaded, so a
+new robot needs a new controller_manager. Nothing else needs to restart: the assembly node publishes the new URDF
+(with its ``<ros2_control>`` block) latched on /robot_description, which the new controller_manager reads on start.
+The controllers are loaded, configured and activated (one ``switch_controller`` for both, strict) from a node that
+is already running, instead of a spawner process per controller.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONTROLLERS = ("joint_state_broadcaster", "arm_controller")
+MANAGER = "/controller_manager"
+
+
+def controllers_yaml(modules: list[str], folder: Path) -> Path:
+    """The new robot's ros2_controllers.yaml (the one moveit.launch.py writes), without the rest of MoveIt's."""
+    import yaml
+
+    from timor_core import ModulesDB
+    from timor_core.export.moveit_config import MoveItOptions, moveit_config_data
+    from timor_core.export.ros2_control import Ros2ControlConfig
+    from timor_core.model.assembly import ModuleAssembly
+
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), modules)
+    options = MoveItOptions(ros2_control=Ros2ControlConfig())
+    path = folder / f"ros2_controllers_{'_'.join(modules)}.yaml"
+    path.write_text(yaml.safe_dump(moveit_config_data(assembly, options)["ros2_controllers.yaml"]))
+    return path
+
+
+def start_manager(params: Path, log: Path) -> subprocess.Popen:
+    """ros2_control_node itself (this venv's LD_LIBRARY_PATH is inherited), in its own process group."""
+    exe = Path(sys.prefix) / "lib" / "controller_manager" / "ros2_control_node"
+    return subprocess.Popen(
+        [str(exe), "--ros-args", "--params-file", str(params)],
+        stdout=log.open("a"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_manager(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGINT (a clean shutdown: hardware deactivated), SIGKILL if it hangs; waits for the exit."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def activate(client) -> dict[str, float]:
+    """Load and configure both controllers, then activate them together (strict: both or neither).
+
+    First a ``list_controllers`` round trip: a new server's reply path may not be matched yet when it first
+    appears in the graph (its first answers are then lost: "failed to send response ... (timeout)"); once one
+    service of the new node answers, the node's endpoints are known to this process.
+    """
+    from builtin_interfaces.msg import Duration
+    from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController, SwitchController
+
+    marks = {"start": time.monotonic()}
+    end = marks["start"] + 60
+    while True:
+        try:
+            client.call(ListControllers, f"{MANAGER}/list_controllers", ListControllers.Request(), 0.25)
+            break
+        except AssertionError:  # not up yet, or its answer lost
+            if time.monotonic() > end:
+                raise RuntimeError("the new controller_manager did not answer within 60 s") from None
+    marks["up"] = time.monotonic()
+    for name in CONTROLLERS:
+        if not client.call(LoadController, f"{MANAGER}/load_controller", LoadController.Request(name=name), 20).ok:
+            raise RuntimeError(f"load_controller {name} failed")
+    marks["loaded"] = time.monotonic()
+    for name in CONTROLLERS:
+        req = ConfigureController.Request(name=name)
+        if not client.call(ConfigureController, f"{MANAGER}/configure_controller", req, 20).ok:
+            raise RuntimeError(f"configure_controller {name} failed")
+    marks["configured"] = time.monotonic()
+    req = SwitchController.Request(
+        activate_controllers=list(CONTROLLERS),
+        strictness=SwitchController.Request.STRICT,
+        activate_asap=True,
+        timeout=Duration(sec=5),
+    )
+    if not client.call(SwitchController, f"{MANAGER}/switch_controller", req, 20).ok:
+        raise RuntimeError("switch_controller failed")
+    marks["active"] = time.monotonic()
+    return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
+
+
+def restart_swaps(robots: tuple[list[str], ...], rounds: int) -> dict | None:
+    """``rounds`` swaps each way (plus one untimed warm-up); per swap the seconds of each part and in total."""
+    from control_tools import controller_states
+    from ros2_cli import Launch
+    from ros_client import RosClient
+
+    from timor_interfaces.srv import GetAssembly, SetAssembly
+
+    folder = Path(tempfile.mkdtemp(prefix="timor_restart_swap_"))
+    log = folder / "controller_manager.log"
+    launch = Launch(["timor_ros", "assembly.launch.py", "db:=robco_like", f"modules:={' '.join(robots[0])}",
+                     "rviz:=false", "search:=false", "ros2_control:=true", "joint_state_publisher:=false"],
+                    folder / "launch.log")  # fmt: skip
+    client = RosClient()
+    manager = None
+    swaps: list[dict] = []
+    try:
+        end = time.monotonic() + 90
+        while not client.call(GetAssembly, "/assembly/get_assembly", GetAssembly.Request(), 10).available:
+            if time.monotonic() > end:
+                raise RuntimeError(f"the assembly node did not come up\n{launch.output()[-2000:]}")
+            time.sleep(0.5)
+        manager = start_manager(controllers_yaml(robots[0], folder), log)
+        activate(client)
+        for k in range(2 * rounds + 1):
+            modules = robots[(k + 1) % 2]
+            t0 = time.monotonic()
+            response = client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=modules), 30)
+            if not response.success:
+                raise RuntimeError(f"swap refused: {response.message}")
+            t_answer = time.monotonic()
+            params = controllers_yaml(modules, folder)
+            stop_manager(manager)
+            t_stopped = time.monotonic()
+            manager = start_manager(params, log)
+            parts = activate(client)
+            t_active = time.monotonic()
+            states = controller_states(client, MANAGER, 10.0)
+            if any(states.get(c) != "active" for c in CONTROLLERS):
+                raise RuntimeError(f"controllers not active after the swap: {states}")
+            t_confirmed = time.monotonic()
+            if k:
+                swaps.append({
+                    "to": " ".join(modules),
+                    "answer_s": t_answer - t0,
+                    "stop_s": t_stopped - t_answer,
+                    "start_and_activate_s": t_active - t_stopped,
+                    **{f"{k}_s": v for k, v in parts.items()},
+                    "confirmed_s": t_confirmed - t0,
+                    "load": os.getloadavg()[0],
+                })  # fmt: skip
+    except (RuntimeError, AssertionError) as exc:
+        print(f"restart swap failed: {exc}\n{log.read_text(errors='replace')[-2000:] if log.exists() else ''}",
+              file=sys.stderr)  # fmt: skip
+        return None
+    finally:
+        if manager is not None:
+            stop_manager(manager)
+        client.close()
+        launch.stop()
+        launch.kill_leftovers()
+    return {"swaps": swaps}
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def summary(result: dict, budget: float) -> str:
+    """One line per direction and in all: median and p90 of each part; whether the median is within budget."""
+    lines = []
+    swaps = result["swaps"]
+    directions = sorted({s["to"] for s in swaps})
+    for label, group in [*((f"to {d}", [s for s in swaps if s["to"] == d]) for d in directions), ("all", swaps)]:
+        parts = []
+        for key in ("answer_s", "stop_s", "up_s", "loaded_s", "configured_s", "active_s", "confirmed_s"):
+            values = [s[key] for s in group]
+            parts.append(f"{key[:-2]} {statistics.median(values):.3f}/{_percentile(values, 0.9):.3f}")
+        lines.append(f"  {label} ({len(group)} swaps, median/p90 s): " + ", ".join(parts))
+    median = statistics.median(s["confirmed_s"] for s in swaps)
+    loads = [s["load"] for s in swaps]
+    verdict = "met" if median <= budget else "NOT met"
+    lines.append(
+        f"controller_manager restart swap: median {median:.2f} s, budget {budget:.2f} s: {verdict} "
+        f"(load {min(loads):.1f}-{max(loads):.1f})"
+    )
+    result["median_s"], result["budget_s"], result["budget_met"] = median, budget, median <= budget
+    return "\n".join(lines)
