@@ -9,20 +9,19 @@
         result = ExhaustiveSearch(space, evaluator=de).optimize(task, db)
 
 Without an address a ``LocalCluster`` is started (worker processes on the loopback interface, one thread each,
-no dashboard) and closed when the evaluator is closed. Assemblies travel as ``(seq, ids)`` tuples of module IDs,
-in chunks; each worker process loads the module set and the task once (the per-process caches of
-:mod:`.evaluate`) and keeps one filter chain per search. A worker lost mid-run has its chunks run again
-elsewhere (results already received are kept). Every ``checkpoint_every`` completed chunks (and at the end)
-the evaluator writes a checkpoint (atomically): the completed positions as ranges, the evaluated and valid
-counts, the funnel and the best valid evaluation; ``resume=path`` skips the completed positions and reports the
-checkpoint's progress to the search (:meth:`restore`), so the union of the runs covers the space exactly once.
-Needs the optional dependency ``dask[distributed]`` (``pip install timor-core[cluster]``).
+no dashboard) and closed with the evaluator. Assemblies travel as ``(seq, ids)`` tuples of module IDs, in chunks;
+each worker process loads the module set and the task once and keeps one filter chain per search. A worker lost
+mid-run has its chunks run again elsewhere. Every ``checkpoint_every`` completed chunks (and at the end) the
+evaluator writes a checkpoint atomically (completed positions as ranges, counts, funnel, best evaluation);
+``resume=path`` skips the completed positions and reports their progress to the search (:meth:`restore`), so the
+union of the runs covers the space exactly once. Needs ``dask[distributed]`` (``pip install timor-core[cluster]``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -48,9 +47,6 @@ class ClusterError(InputError):
     """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
 
 
-# -- the evaluator -------------------------------------------------------------------------------------
-
-
 def _import_distributed() -> Any:
     try:
         import distributed
@@ -59,6 +55,22 @@ def _import_distributed() -> Any:
             "the Dask evaluator needs dask[distributed]: pip install 'timor-core[cluster]'", value="distributed"
         ) from None
     return distributed
+
+
+@dataclass
+class _Flight:
+    """The state of one stream on the cluster: what is left to submit, what is out, the bound shared so far."""
+
+    it: Iterator[tuple[int, tuple[str, ...]]]
+    get_bound: Callable[[], float]
+    should_stop: Callable[[], bool]
+    spec: Any
+    window: int
+    token: str | None
+    pending: Any
+    inflight: set[Any] = field(default_factory=set)
+    exhausted: bool = False
+    shared: tuple[float, int] | None = None
 
 
 class DaskEvaluator(ParallelEvaluator):
@@ -369,61 +381,71 @@ class DaskEvaluator(ParallelEvaluator):
         import uuid
 
         distributed = _import_distributed()
-        get_bound = bound if callable(bound) else (lambda b=float(bound): b)
-        should_stop = stop if stop is not None else (lambda: False)
-        spec = self._spec()
-        client = self.client
-        done = self._done
-        it = ((int(s), tuple(ids)) for s, ids in items if int(s) not in done)
-        window = self.in_flight or 2 * self._n_cluster_workers()
-        token = uuid.uuid4().hex if lower_bound else None
-        shared: tuple[float, int] | None = None
-        pending = distributed.as_completed()
-        inflight: set[Any] = set()
-        exhausted = False
+        flight = _Flight(
+            it=((int(s), tuple(ids)) for s, ids in items if int(s) not in self._done),
+            get_bound=bound if callable(bound) else (lambda b=float(bound): b),
+            should_stop=stop if stop is not None else (lambda: False),
+            spec=self._spec(),
+            window=self.in_flight or 2 * self._n_cluster_workers(),
+            token=uuid.uuid4().hex if lower_bound else None,
+            pending=distributed.as_completed(),
+        )
         since = 0
         try:
             while True:
-                while not exhausted and len(inflight) < window:
-                    if should_stop():
-                        exhausted = True
-                        break
-                    size = self._next_size() if max_chunk is None else max(1, min(self._next_size(), max_chunk))
-                    chunk = list(islice(it, size))
-                    if not chunk:
-                        exhausted = True
-                        break
-                    b = self._chunk_bound(chunk[0][0], get_bound())
-                    fut = client.submit(run_chunk, spec, chunk, b, lower_bound, token, pure=False, retries=self.retries)
-                    inflight.add(fut)
-                    pending.add(fut)
-                    self.max_in_flight = max(self.max_in_flight, len(inflight))
-                if not inflight:
+                self._fill(flight, lower_bound, max_chunk)
+                if not flight.inflight:
                     return
-                fut = next(pending)
-                inflight.discard(fut)
+                fut = next(flight.pending)
+                flight.inflight.discard(fut)
                 evaluations = fut.result()
                 self._learn(evaluations)
                 self._record(evaluations)
-                if token is not None:
-                    found = min(
-                        ((ev.cost, ev.seq) for ev in evaluations if ev.valid and ev.cost is not None), default=None
-                    )
-                    if found is not None and (shared is None or found < shared):
-                        shared = found
-                        client.run(publish_bound, token, found[0], found[1], on_error="ignore")
+                self._share_best(flight, evaluations)
                 since += 1
                 if since >= self.checkpoint_every:
                     since = 0
                     self.write_checkpoint()
                 yield evaluations
         finally:
-            for f in inflight:
-                f.cancel()
-            if shared is not None and self._client is not None:
-                try:
-                    client.run(forget_bound, token, on_error="ignore")
-                except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
-                    pass
-            if self._chunks:
-                self.write_checkpoint()
+            self._land(flight)
+
+    def _fill(self, flight: _Flight, lower_bound: bool, max_chunk: int | None) -> None:
+        """Submit chunks until ``flight.window`` are out, the items run out or the caller says stop."""
+        while not flight.exhausted and len(flight.inflight) < flight.window:
+            if flight.should_stop():
+                flight.exhausted = True
+                return
+            size = self._next_size() if max_chunk is None else max(1, min(self._next_size(), max_chunk))
+            chunk = list(islice(flight.it, size))
+            if not chunk:
+                flight.exhausted = True
+                return
+            b = self._chunk_bound(chunk[0][0], flight.get_bound())
+            fut = self.client.submit(
+                run_chunk, flight.spec, chunk, b, lower_bound, flight.token, pure=False, retries=self.retries
+            )
+            flight.inflight.add(fut)
+            flight.pending.add(fut)
+            self.max_in_flight = max(self.max_in_flight, len(flight.inflight))
+
+    def _share_best(self, flight: _Flight, evaluations: list[Evaluation]) -> None:
+        """Broadcast a chunk's best valid result to every worker when it beats the one shared so far."""
+        if flight.token is None:
+            return
+        found = min(((ev.cost, ev.seq) for ev in evaluations if ev.valid and ev.cost is not None), default=None)
+        if found is not None and (flight.shared is None or found < flight.shared):
+            flight.shared = found
+            self.client.run(publish_bound, flight.token, found[0], found[1], on_error="ignore")
+
+    def _land(self, flight: _Flight) -> None:
+        """End a stream: cancel what is still out, let the workers forget its bound, write the checkpoint."""
+        for f in flight.inflight:
+            f.cancel()
+        if flight.shared is not None and self._client is not None:
+            try:
+                self.client.run(forget_bound, flight.token, on_error="ignore")
+            except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
+                pass
+        if self._chunks:
+            self.write_checkpoint()
