@@ -19,11 +19,14 @@ import numpy as np
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import ReachChain, chain_gap, position_slack
 from timor_core.search.candidate import Candidate
+from timor_core.search.reach_proof import PoseChain, chain_from_frames, proof_reason, unreachable_pose
 from timor_core.search.space_reach import module_span
 
-__all__ = ["QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
+__all__ = ["OUTSIDE", "UNREACHABLE", "QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
 
 _REVOLUTE = ("revolute", "continuous")
+OUTSIDE = "outside workspace"
+UNREACHABLE = "no configuration reaches it"
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,12 @@ class QuickChain:
     base: np.ndarray
     reach: float
     chain: ReachChain
+    tcp_pose: np.ndarray
+    """the TCP's 4x4 pose at q = 0 (with ``chain``'s joints: the proof of :mod:`.reach_proof`)"""
+
+    def poses(self) -> PoseChain:
+        """The chain for :func:`~.reach_proof.unreachable_pose`."""
+        return chain_from_frames(self.chain.origins, self.chain.axes, self.tcp_pose)
 
 
 def _body_poses(module: Any, entry_body: str, entry_pose: np.ndarray) -> tuple[dict[str, np.ndarray], list]:
@@ -73,7 +82,7 @@ def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | Non
     pose = world @ ROT_X_PI @ inv(connector.pose)
     entry_body = connector.body_id
     origins, axes = [], []
-    tcp = None
+    tcp_pose = None
     for i, module in enumerate(modules):
         poses, frames = _body_poses(module, entry_body, pose)
         for f in frames:
@@ -90,15 +99,16 @@ def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | Non
             tools = [c for c in module.eef_connectors if c.id not in used]
             if len(tools) != 1:
                 return None
-            tcp = (poses[tools[0].body_id] @ tools[0].pose)[:3, 3]
-    if tcp is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
+            tcp_pose = poses[tools[0].body_id] @ tools[0].pose
+    if tcp_pose is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
         return None
+    tcp = tcp_pose[:3, 3]
     base = world[:3, 3]
     points = [base, *origins, tcp]
     steps = [float(np.linalg.norm(points[k + 1] - points[k])) for k in range(len(points) - 1)]
     radii = [float(sum(steps[k + 1 :])) for k in range(len(origins))]
     chain = ReachChain(np.array(origins).reshape(-1, 3), np.array(axes).reshape(-1, 3), np.array(radii))
-    return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain)
+    return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain, tcp_pose=tcp_pose)
 
 
 def quick_gap(qc: QuickChain, pose: Any) -> float:
@@ -110,9 +120,10 @@ def quick_gap(qc: QuickChain, pose: Any) -> float:
     return max(gap, chain_gap(qc.chain, p, slack))
 
 
-def first_unreachable(c: Candidate) -> tuple[str, str] | None:
-    """``(goal, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as the workspace
-    filter would report it for the built robot; None if the modules prove none (the robot must be built)."""
+def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
+    """``(goal, short reason, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as
+    the workspace filter would report it for the built robot: first by the distance bounds, then (every goal within
+    them) by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must be built)."""
     qc = quick_chain(c.require_assembly(), c.ctx.placement)
     for g in c.ctx.goals:
         poses = (g.pose, *g.path)
@@ -130,5 +141,13 @@ def first_unreachable(c: Candidate) -> tuple[str, str] | None:
         worst = int(np.argmax(gaps))
         if gaps[worst] > 0:
             where = f" (pose {worst} of its trajectory)" if g.path else ""
-            return g.id, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
+            return g.id, OUTSIDE, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
+    budget = c.ctx.config.proof_budget
+    if qc is None or not budget:
+        return None
+    proof = qc.poses()
+    for g in c.ctx.goals:
+        boxes = unreachable_pose(proof, g.pose.world, g.pose.tolerance, budget)
+        if boxes is not None:
+            return g.id, UNREACHABLE, proof_reason(boxes)
     return None
