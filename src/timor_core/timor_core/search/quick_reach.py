@@ -65,6 +65,34 @@ def _body_poses(module: Any, entry_body: str, entry_pose: np.ndarray) -> tuple[d
     return poses, frames
 
 
+_RELATIVE: dict[tuple[int, str], tuple[Any, dict[str, np.ndarray], list[np.ndarray]]] = {}
+_STEPS: dict[tuple[int, str, str, int], tuple[Any, Any, np.ndarray]] = {}
+
+
+def _relative(module: Any, entry_body: str) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """:func:`_body_poses` from the entry body at the identity, once per module and entry body (the module is held
+    with its result, so its id is not reused)."""
+    key = (id(module), entry_body)
+    hit = _RELATIVE.get(key)
+    if hit is None or hit[0] is not module:
+        if len(_RELATIVE) > 4096:
+            _RELATIVE.clear()
+        hit = _RELATIVE[key] = (module, *_body_poses(module, entry_body, np.eye(4)))
+    return hit[1], hit[2]
+
+
+def _step(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndarray], nxt: Any) -> np.ndarray:
+    """The next module's entry body pose relative to this module's entry body (cached as :func:`_relative`)."""
+    key = (id(module), entry_body, out_id, id(nxt))
+    hit = _STEPS.get(key)
+    if hit is None or hit[0] is not module or hit[1] is not nxt:
+        out = module.connectors[out_id]
+        if len(_STEPS) > 16384:
+            _STEPS.clear()
+        hit = _STEPS[key] = (module, nxt, rel[out.body_id] @ out.pose @ ROT_X_PI @ inv(nxt.pose))
+    return hit[2]
+
+
 def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | None:
     """The base position, reach bound and nested reach chain of a serial assembly's TCP at ``placement``; None if
     the assembly is not a chain of modules with at most one revolute joint each ending in one tool frame."""
@@ -84,22 +112,22 @@ def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | Non
     origins, axes = [], []
     tcp_pose = None
     for i, module in enumerate(modules):
-        poses, frames = _body_poses(module, entry_body, pose)
+        rel, frames = _relative(module, entry_body)
         for f in frames:
-            origins.append(f[:3, 3].copy())
-            axes.append(f[:3, 2].copy())
+            frame = pose @ f
+            origins.append(frame[:3, 3])
+            axes.append(frame[:3, 2])
         if i + 1 < len(modules):
             _, out_id, _, in_id = assembly.connections[i]
-            out = module.connectors[out_id]
             nxt = modules[i + 1].connectors[in_id]
-            pose = poses[out.body_id] @ out.pose @ ROT_X_PI @ inv(nxt.pose)
+            pose = pose @ _step(module, entry_body, out_id, rel, nxt)
             entry_body = nxt.body_id
         else:
             used = {assembly.connections[i - 1][3]} if i else {base_id}
             tools = [c for c in module.eef_connectors if c.id not in used]
             if len(tools) != 1:
                 return None
-            tcp_pose = poses[tools[0].body_id] @ tools[0].pose
+            tcp_pose = pose @ rel[tools[0].body_id] @ tools[0].pose
     if tcp_pose is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
         return None
     tcp = tcp_pose[:3, 3]

@@ -27,6 +27,8 @@ configurations, ``tests/test_reach_proof.py``).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +76,12 @@ class PoseChain:
     radii: np.ndarray
     wrist_radii: np.ndarray
     offset: np.ndarray
+
+    @functools.cached_property
+    def turn_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per joint: its origin's distance vector from the world's line through the axis, and ``axis x origin``
+        (what turning a point about the joint's axis adds to turning it about the parallel line through 0)."""
+        return [(o - (o @ a) * a, np.cross(a, o)) for o, a in zip(self.origins, self.axes, strict=True)]
 
     @property
     def dof(self) -> int:
@@ -174,18 +182,20 @@ def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
     q = np.atleast_2d(np.asarray(q, dtype=float))
     m = q.shape[0]
     cos, sin = np.cos(q), np.sin(q)
-    tcp = np.broadcast_to(chain.tcp[:3, 3], (m, 3))
-    frames = np.broadcast_to(chain.tcp[:3, :3].T, (m, 3, 3))
-    wrist = np.broadcast_to(chain.origins[-1], (m, 3))
+    # rows: the TCP, the last joint's origin (on joint n's axis: joint n leaves it), the TCP's x, y and z axes
+    rows = np.empty((m, 5, 3))
+    rows[:, 0] = chain.tcp[:3, 3]
+    rows[:, 1] = chain.origins[-1]
+    rows[:, 2:] = chain.tcp[:3, :3].T
     cos_axes = np.empty((m, chain.dof, 3))
     for i in range(chain.dof - 1, -1, -1):
-        o, a = chain.origins[i], chain.axes[i]
-        cos_axes[:, i, :] = frames @ a
-        tcp = o + _turn(tcp - o, a, cos[:, i], sin[:, i])
-        frames = _turn(frames, a, cos[:, i], sin[:, i])
-        if i < chain.dof - 1:  # joint n does not move its own origin
-            wrist = o + _turn(wrist - o, a, cos[:, i], sin[:, i])
-    return ChainPoses(np.asarray(frames), np.asarray(tcp), np.asarray(wrist), cos_axes)
+        a = chain.axes[i]
+        cos_axes[:, i, :] = rows[:, 2:] @ a
+        rows = _turn(rows, a, cos[:, i], sin[:, i])
+        # a point turns about the axis through o: T(p - o) + o = T(p) + (o - T(o))
+        radial, across = chain.turn_terms[i]
+        rows[:, :2] += (np.outer(1.0 - cos[:, i], radial) - np.outer(sin[:, i], across))[:, None, :]
+    return ChainPoses(rows[:, 2:], rows[:, 0], rows[:, 1], cos_axes)
 
 
 def _axis_drift(cos_axes: np.ndarray, half: np.ndarray) -> np.ndarray:
@@ -269,13 +279,14 @@ def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget:
 
 def _halve(centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int) -> tuple[np.ndarray, np.ndarray]:
     """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``)."""
-    for _ in range(times):
+    m, n = centres.shape
+    half = half.copy()
+    rows = np.arange(m)
+    offsets = np.zeros((m, times, n))
+    for t in range(times):
         split = np.argmax(half * weights, axis=1)
-        rows = np.arange(len(centres))
-        half = half.copy()
         half[rows, split] /= 2.0
-        low, high = centres.copy(), centres.copy()
-        low[rows, split] -= half[rows, split]
-        high[rows, split] += half[rows, split]
-        centres, half = np.concatenate([low, high]), np.concatenate([half, half])
-    return centres, half
+        offsets[rows, t, split] = half[rows, split]
+    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=times))).reshape(-1, times)
+    children = centres[:, None, :] + np.einsum("st,mtn->msn", signs, offsets)
+    return children.reshape(-1, n), np.repeat(half, len(signs), axis=0)
