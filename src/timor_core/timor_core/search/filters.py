@@ -43,7 +43,7 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
-from timor_core.search.candidate import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
+from timor_core.search.filter_state import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
 from timor_core.search.quick_reach import UNREACHABLE, first_unreachable
 from timor_core.search.reach_proof import pose_chain, proof_reason, unreachable_pose

@@ -18,7 +18,7 @@ import numpy as np
 
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import ReachChain, chain_gap, position_slack
-from timor_core.search.candidate import Candidate
+from timor_core.search.filter_state import Candidate
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, proof_reason, unreachable_pose
 from timor_core.search.space_reach import module_span
 
