@@ -8,21 +8,25 @@ nothing; this does. For a serial chain of revolute joints (origins ``o_i``, unit
 pose is the product of exponentials ``T(q) = E_1(q_1) ... E_n(q_n) T(0)``, and over a box of joint angles
 (centre ``c``, half-widths ``h``):
 
-* the TCP moves at most ``sum_i r_i h_i`` from ``p(c)``, ``r_i`` the largest distance from ``o_i`` to the TCP
-  (fixed by the chain's link lengths): turning joint i by ``d`` moves any point by at most its distance from the
-  axis times ``|d|``;
+* the TCP moves at most ``sum_i r_i 2 sin(h_i / 2)`` from ``p(c)``, ``r_i`` the largest distance from ``o_i`` to
+  the TCP (fixed by the chain's link lengths): turning joint i by ``d`` moves a point at distance ``rho`` from its
+  axis by the chord ``2 rho sin(|d| / 2)``;
 * the TCP's rotation differs from ``R(c)`` by an angle of at most ``sum_i h_i`` (the rotation angle is a metric);
-* the last joint's origin ``w`` (the wrist: joint n does not move it) moves at most ``sum_{i<n} r^w_i h_i``, and
-  where the TCP is within the goal's rotation tolerance ``theta`` and position slack ``s``, ``w`` lies within ``s``
-  of a spherical cap: ``g - v`` with ``|v| = |d|`` (``d`` the TCP's fixed offset from ``w``) and ``v`` within
-  ``theta`` of the goal's ``R_g d``.
+* each of the TCP's axes ``u`` turns by at most ``sum_i h_i sin(phi_i)``, ``phi_i`` its angle to joint i's axis,
+  which only the joints after i change (bounded from the last joint back); so where joints turn the tool about its
+  own axis, that axis does not tilt at all, and a goal that needs it tilted is refused at once;
+* the last joint's origin ``w`` (the wrist: joint n does not move it) moves at most ``sum_{i<n} r^w_i 2 sin(h_i/2)``,
+  and where the TCP is within the goal's rotation tolerance ``theta`` and position slack ``s``, ``w = p + R d``
+  (``d`` the wrist seen from the TCP, fixed) lies within ``s`` of the spherical cap ``g + v``, ``|v| = |d|``, ``v``
+  within ``theta`` of the goal's ``R_g d``.
 
-A box whose centre violates one of these by more than its bound holds no solution; the rest are halved along the
-joint that moves things most, level by level, until no box is left (proven: the IK cannot succeed, whatever its
-seed or effort) or the budget is spent (undecided: the IK decides as before). Revolute joints are searched over a
-whole turn, so joint limits never matter (the proof holds for any). The bounds only ever overestimate how far a box
-can move, so a pose the robot reaches is never refused (property test over random robots, placements and
-configurations, ``tests/test_reach_proof.py``).
+Joints on one line with the joint before (``J I_50 J`` in robco_like) are merged into it first: over whole turns
+they add nothing. A box whose centre violates one of these by more than its bound holds no solution; the rest are
+halved across their widest sides, level by level, until no box is left (proven: the IK cannot succeed, whatever its
+seed or effort) or the budget is spent or most boxes survive a level (undecided: the IK decides as before).
+Revolute joints are searched over a whole turn, so joint limits never matter (the proof holds for any). The bounds
+only ever overestimate how far a box can move, so a pose the robot reaches is never refused (property test over
+random robots, placements, configurations and goals within four kinds of tolerance, ``tests/test_reach_proof.py``).
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ __all__ = [
 
 BUDGET = 4096
 """Boxes evaluated per goal at most before the proof gives up (undecided: the IK decides)."""
-COAXIAL = 1e-9  # m or sine: two joint axes this close to one line are one
-EPS = 1e-9  # m: rounding must never make a reachable pose look out of reach
+COAXIAL = 1e-10  # m or sine: two joint axes this close to one line are one (EPS covers the difference)
+EPS = 1e-8  # m: rounding (and merging joints within COAXIAL) must never make a reachable pose look out of reach
 ANGLE_EPS = 1e-6  # rad: the same for angles (arccos near 0 is accurate to ~1e-8 only)
 FIRST_SPLITS = 7  # the whole turn of every joint cut into 2**7 boxes before the first evaluation
 SPLITS = 2  # then every box left cut into 2**2
