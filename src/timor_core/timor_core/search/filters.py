@@ -10,8 +10,8 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
 ``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
-                (``ik.outside_workspace``: a necessary condition, checked before any IK), and no goal is proven
-                out of reach at its orientation by a branch and bound over the joint angles
+                (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
+                not proven out of reach at its orientation by a branch and bound over the joint angles
                 (``search.reach_proof``, at most ``FilterConfig.proof_budget`` boxes per goal)
 ``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
 ``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
@@ -196,14 +196,17 @@ class WorkspaceFilter(Filter):
                 ok = False
                 if c.ctx.config.stop_early:
                     return False
-        if ok and c.ctx.config.proof_budget:  # every goal within the distance bounds: try to prove one out of reach
-            chain = pose_chain(robot)
-            for g in c.ctx.goals:
-                if chain is None:
-                    break
-                boxes = unreachable_pose(chain, g.pose.world, g.pose.tolerance, c.ctx.config.proof_budget)
-                if boxes is not None:
-                    return self._refuse(c, g.id, UNREACHABLE, proof_reason(boxes))
+        if ok and c.ctx.config.proof_budget and c.ctx.goals:
+            # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
+            # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
+            chain, g = pose_chain(robot), c.ctx.goals[0]
+            boxes = (
+                None
+                if chain is None
+                else unreachable_pose(chain, g.pose.world, g.pose.tolerance, c.ctx.config.proof_budget)
+            )
+            if boxes is not None:
+                return self._refuse(c, g.id, UNREACHABLE, proof_reason(boxes))
         return ok
 
     def _refuse(self, c: Candidate, goal_id: str, short: str, reason: str) -> bool:

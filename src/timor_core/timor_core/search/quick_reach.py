@@ -151,7 +151,8 @@ def quick_gap(qc: QuickChain, pose: Any) -> float:
 def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
     """``(goal, short reason, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as
     the workspace filter would report it for the built robot: first by the distance bounds, then (every goal within
-    them) by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must be built)."""
+    them) the first goal by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must
+    be built)."""
     qc = quick_chain(c.require_assembly(), c.ctx.placement)
     for g in c.ctx.goals:
         poses = (g.pose, *g.path)
@@ -173,9 +174,6 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
     budget = c.ctx.config.proof_budget
     if qc is None or not budget:
         return None
-    proof = qc.poses()
-    for g in c.ctx.goals:
-        boxes = unreachable_pose(proof, g.pose.world, g.pose.tolerance, budget)
-        if boxes is not None:
-            return g.id, UNREACHABLE, proof_reason(boxes)
-    return None
+    first = c.ctx.goals[0] if c.ctx.goals else None  # the goal the IK tries first (see WorkspaceFilter)
+    boxes = None if first is None else unreachable_pose(qc.poses(), first.pose.world, first.pose.tolerance, budget)
+    return None if boxes is None or first is None else (first.id, UNREACHABLE, proof_reason(boxes))
