@@ -4,6 +4,13 @@
     python benchmarks/exp2_tasks.py                       # every task, both orders, 2 workers
     python benchmarks/exp2_tasks.py --tasks more_goals --orders cost --workers 1
     python benchmarks/exp2_tasks.py --ga-seeds 3          # also the GA at its defaults, seeds 0..2
+    python benchmarks/exp2_tasks.py --tasks user_study moved_goals --orders cost --library /tmp/old/src/timor_core
+
+``user_study`` (``../shared/data/cobra/tasks/user_study.json``) may be named too. ``--library DIR`` also runs every
+search with the timor_core package in DIR (e.g. an older commit's ``src/timor_core``, from ``git archive``),
+interleaved with ours: before/after figures under the same load. Unless ``--no-ref``, the reference's IDs -> URDF
+of a six-axis IMPROV robot (the machine's yardstick, as ``exp2.py`` measures it) is taken before and after each
+task, and every time is also given scaled to the reference's baseline machine (x 11.1 ms / the mean yardstick).
 
 The tasks are ``src/timor_core/tests/data/exp2_tasks/*.json`` (robco_like, experiment 2's 177,155 assemblies):
 goals moved, more goals, an obstacle in the middle, three goals in different directions, a goal 5 m away. Each
@@ -25,13 +32,15 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = REPO / "src" / "timor_core" / "tests" / "data" / "exp2_tasks"
+USER_STUDY = REPO.parent / "shared" / "data" / "cobra" / "tasks" / "user_study.json"
+YARDSTICK_MS = 11.1  # the reference's IDs -> URDF on its baseline machine (exp2.py)
 
 
-def search(task: Path, algorithm: str, order: str, workers: int, seed: int = 0) -> dict:
+def search(task: Path, algorithm: str, order: str, workers: int, seed: int = 0, library: str | None = None) -> dict:
     """One ``timor paper exp2`` run in a fresh process: its JSON run record (plus ``load``)."""
     cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(task), "--algorithm", algorithm]
     cmd += ["--order", order, "--workers", str(workers), "--seed", str(seed), "--no-progress", "--json"]
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src" / "timor_core"))
+    env = dict(os.environ, PYTHONPATH=library or str(REPO / "src" / "timor_core"))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
@@ -54,33 +63,69 @@ def solve(task: Path, ids: list[str]) -> str:
     return f"reaches {len(reached)} of {len(goals)} goals ({', '.join(reached)})"
 
 
+def yardstick(ref_python: str | None) -> float | None:
+    """The reference's IDs -> URDF of a six-axis IMPROV robot now (ms; median as exp2.py takes it), or None."""
+    if ref_python is None:
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import exp2
+    import run
+
+    spec = {"mode": "urdf", "modules_json": str(run.IMPROV_JSON), "reps": 5}
+    spec["assemblies"] = [list(a) for a in run.improv_assemblies()]
+    fig, _ = exp2.call("ref", spec, ref_python)
+    return None if not fig or not fig.get("ms") else round(float(fig["ms"]), 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", nargs="*", help="task names (default: all)")
+    p.add_argument("--library", help="also run every search with the timor_core package in this folder (before)")
+    p.add_argument("--no-ref", action="store_true", help="no yardstick (no scaled seconds)")
     p.add_argument("--orders", nargs="*", default=["cost", "space"])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--ga-seeds", type=int, default=0, help="GA trials per task at the defaults (0: none)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    files = sorted(TASKS.glob("*.json"))
+    files = sorted(TASKS.glob("*.json")) + ([USER_STUDY] if USER_STUDY.is_file() else [])
     if args.tasks:
         files = [f for f in files if f.stem in args.tasks]
+    ref_python = None
+    if not args.no_ref:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import run
+
+        ref_python, _ = run.resolve_ref_python(None)
     report: dict = {}
+    libraries = [("ours", None)] + ([("before", args.library)] if args.library else [])
     for f in files:
-        runs = {order: search(f, "constrained", order, args.workers) for order in args.orders}
+        before_ms = yardstick(ref_python)
+        runs = {}
+        for order in args.orders:
+            for name, lib in libraries:
+                runs[order if name == "ours" else f"{order} ({name})"] = search(
+                    f, "constrained", order, args.workers, 0, lib
+                )
+        after_ms = yardstick(ref_python)
+        known = [v for v in (before_ms, after_ms) if v]
+        scale = YARDSTICK_MS / (sum(known) / len(known)) if known else None
+        if known:
+            print(f"{f.stem:<16} yardstick (reference IDs -> URDF): {before_ms} ms before, {after_ms} ms after")
         for order, r in runs.items():
             if "error" in r:
                 print(f"{f.stem:<16} {order:<6} ERROR {r['error']}")
                 continue
+            r["scaled_seconds"] = None if scale is None else r["seconds"] * scale
             ids = " ".join(r["best_ids"] or ["-"])
             mass = f"{r['best_mass']:.2f} kg" if r["best_mass"] is not None else "no robot"
+            scaled = "" if scale is None else f" ({r['scaled_seconds']:.1f} s scaled)"
             print(
-                f"{f.stem:<16} {order:<6} {r['seconds']:7.1f} s {r['evaluations']:>7} evaluated  {ids}  {mass}"
+                f"{f.stem:<16} {order:<6} {r['seconds']:7.1f} s{scaled} {r['evaluations']:>7} evaluated  {ids}  {mass}"
                 f"  verified={r['ok']}  (load {r['load']:.1f})"
             )
         masses = {r.get("best_mass") for r in runs.values() if "error" not in r}
         if len(runs) > 1:
-            print(f"{'':<16} orders agree: {len(masses) == 1}")
+            print(f"{'':<16} all runs agree: {len(masses) == 1}")
         best = next((r["best_ids"] for r in runs.values() if r.get("best_ids")), None)
         if best:
             print(f"{'':<16} timor solve: {solve(f, best)}")
@@ -92,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             best = g.get("trial_best", [None])[0]
             hit = best is not None and optimum is not None and best <= optimum + 0.005
             print(f"{'':<16} GA seed {seed}: {g.get('seconds', 0):.1f} s, best {best} kg, hit={hit}")
-        report[f.stem] = {"constrained": runs, "ga": ga}
+        report[f.stem] = {"constrained": runs, "ga": ga, "yardstick_ms": [before_ms, after_ms]}
     if args.json:
         print(json.dumps(report))
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -161,6 +162,14 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
         (reachable, ("base", "J"), math.inf, "robot", "no robot model: AssemblyError"),
         (_task([_at((5.0, 0.0, 0.3))]), KNOWN, math.inf, "workspace", "g0: outside workspace"),
         (_task([_at((0.1, 0.0, 0.2))]), ("base", "J", "gripper"), math.inf, "ik", "g0: no solution found"),
+        # the same with the proof of search.reach_proof (the default): refused before any IK
+        (
+            _task([_at((0.1, 0.0, 0.2))]),
+            ("base", "J", "gripper"),
+            math.inf,
+            "workspace",
+            "g0: no configuration reaches it",
+        ),
         (
             _task([T], obstacles=[("block", (0.12, 0.12, 0.12), _at(T[:3, 3]))]),
             KNOWN,
@@ -179,7 +188,8 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
     ]
     seen = {}
     for task, ids, bound, name, key in cases:
-        chain = FilterChain(task, robco, "mass", config)
+        proof = name != "ik"  # the kinematic IK's own failure: the proof would refuse that robot first
+        chain = FilterChain(task, robco, "mass", config if proof else replace(config, proof_budget=0))
         c = chain(ids, bound)
         assert c.failed_filter == name, (name, c.failed_filter, c.reason)
         assert c.reason and c.reason_key
@@ -238,8 +248,10 @@ def test_the_funnel_explains_every_rejection_and_the_bound_skips(result):
         assert sum(f.reasons[name].values()) == f.failed(name)
         assert f.entered[name] == f.passed[name] + f.failed(name)
     assert f.failed("bound") > 0 and f.reasons["bound"]["cost not below the best found"] == f.failed("bound")
-    assert f.failed("workspace") > 0 and all("outside workspace" in k for k in f.reasons["workspace"])
-    assert f.failed("ik") > 0
+    assert f.failed("workspace") > 0
+    assert all(k.endswith(("outside workspace", "no configuration reaches it")) for k in f.reasons["workspace"])
+    # every robot the kinematic IK used to fail on here is proven out of reach first (search.reach_proof)
+    assert any(k.endswith("no configuration reaches it") for k in f.reasons["workspace"])
     assert f.valid == result.valid
     rows = f.rows()
     assert [r["name"] for r in rows] == f.names and "reasons" in rows[0]
@@ -345,7 +357,7 @@ def test_user_study_search(robco):
     _check_solution(robco, res.best_ids, res.best_q, task)
     reasons = {k for name in res.funnel.names for k in res.funnel.reasons[name]}
     assert any(k.endswith("outside workspace") for k in reasons) and any(
-        k.endswith("no solution found") for k in reasons
+        k.endswith(("no solution found", "no configuration reaches it")) for k in reasons
     )
 
 

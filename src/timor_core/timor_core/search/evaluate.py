@@ -37,7 +37,6 @@ __all__ = [
     "TaskRef",
     "load_db",
     "load_task",
-    "clear_caches",
 ]
 
 
@@ -229,13 +228,6 @@ def load_task(task: Task | TaskRef | str | Path) -> Task:
     return _TASKS[key]
 
 
-def clear_caches() -> None:
-    """Forget the module sets, tasks and filter chains loaded by this process."""
-    _DBS.clear()
-    _TASKS.clear()
-    _CHAINS.clear()
-
-
 def cost_descriptor(cost: CostFunction | str | None) -> str:
     if cost is None:
         return "mass"
@@ -262,7 +254,7 @@ def _seed(rng: Any, default: int) -> int:
         return int(rng.integers(2**32))
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
         return int(rng)
-    raise TypeError(f"rng must be None, an int seed or a numpy Generator, not {type(rng).__name__}")
+    raise InputError("rng must be None, an int seed or a numpy Generator", value=type(rng).__name__)
 
 
 def _evaluation(chain: FilterChain, ids: Sequence[str], bound: float, seq: int, seed: int | None) -> Evaluation:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from timor_core.errors import InputError
-from timor_core.search.candidate import Candidate, FilterConfig, TaskContext
+from timor_core.search.filter_state import Candidate, FilterConfig, TaskContext
 from timor_core.search.filters import Filter, default_filters
 from timor_core.search.funnel import Funnel
 from timor_core.task.costs import CostFunction

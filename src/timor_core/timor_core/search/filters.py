@@ -10,7 +10,9 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
 ``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
-                (``ik.outside_workspace``: a necessary condition, checked before any IK)
+                (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
+                not proven out of reach at its orientation by a branch and bound over the joint angles
+                (``search.reach_proof``, at most ``FilterConfig.proof_budget`` boxes per goal)
 ``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
 ``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
                 the ``ik`` solution
@@ -41,9 +43,10 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
-from timor_core.search.candidate import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
+from timor_core.search.filter_state import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
-from timor_core.search.quick_reach import first_unreachable
+from timor_core.search.quick_reach import UNREACHABLE, first_unreachable
+from timor_core.search.reach_proof import pose_chain, proof_reason, unreachable_pose
 from timor_core.task import ValidJointAngles
 
 if TYPE_CHECKING:
@@ -176,10 +179,7 @@ class WorkspaceFilter(Filter):
 
     def __call__(self, c: Candidate) -> bool:
         if c.robot is None and c.beyond_reach is not None:  # the modules alone exclude a goal (search.quick_reach)
-            goal_id, reason = c.beyond_reach
-            rec = c.goal(goal_id)
-            rec.success, rec.stage, rec.reason = False, self.name, reason
-            return c.fail(f"{goal_id}: outside workspace", f"goal {goal_id}: {reason}")
+            return self._refuse(c, *c.beyond_reach)
         robot = c.require_robot()
         ok = True
         for g in c.ctx.goals:
@@ -196,7 +196,23 @@ class WorkspaceFilter(Filter):
                 ok = False
                 if c.ctx.config.stop_early:
                     return False
+        if ok and c.ctx.config.proof_budget and c.ctx.goals:
+            # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
+            # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
+            chain, g = pose_chain(robot), c.ctx.goals[0]
+            boxes = (
+                None
+                if chain is None
+                else unreachable_pose(chain, g.pose.world, g.pose.tolerance, c.ctx.config.proof_budget)
+            )
+            if boxes is not None:
+                return self._refuse(c, g.id, UNREACHABLE, proof_reason(boxes))
         return ok
+
+    def _refuse(self, c: Candidate, goal_id: str, short: str, reason: str) -> bool:
+        rec = c.goal(goal_id)
+        rec.success, rec.stage, rec.reason = False, self.name, reason
+        return c.fail(f"{goal_id}: {short}", f"goal {goal_id}: {reason}")
 
 
 class _GoalFilter(Filter):

@@ -19,6 +19,7 @@ from timor_core.search.evaluate import Evaluation
 from timor_core.search.ga_local import Descent
 from timor_core.search.optimizer import Budget
 from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.quick_reach import UNREACHABLE
 from timor_core.search.result import SearchResult
 from timor_core.task.feedback import assembly_cost
 
@@ -95,7 +96,10 @@ class GARun:
         if ev.valid and ev.cost is not None:
             return float(ev.cost)
         reached = sum(1 for g in ev.goals.values() if g.success)
-        left = len(self.stages) - self.stages.get(ev.failed_filter or "", 0)
+        stage = ev.failed_filter or ""
+        if stage == "workspace" and ev.reason_key.endswith(UNREACHABLE):  # proven: stands in for the IK's failure
+            stage = "ik"
+        left = len(self.stages) - self.stages.get(stage, 0)
         return self.ga.penalty * (self.n_goals - reached) + 0.1 * self.ga.penalty * left / max(1, len(self.stages))
 
     def lookup(self, ids: Design, bound: float) -> Evaluation | None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
+from timor_core.errors import InputError
 from timor_core.search.rules import SearchSpaceError
 
 SerialSpace = Any  # a timor_core.search.space.SerialSpace (it imports this module)
@@ -161,7 +162,7 @@ def canonical(chromosome: Iterable[str], empty: str = "0") -> tuple[str, ...]:
 def to_chromosome(ids: Sequence[str], n_slots: int, empty: str = "0") -> tuple[str, ...]:
     """The canonical slot form of a chain: its modules, then ``empty`` up to ``n_slots`` slots."""
     if len(ids) > n_slots:
-        raise ValueError(f"a chain of {len(ids)} modules does not fit into {n_slots} slots")
+        raise InputError(f"a chain of {len(ids)} modules does not fit into {n_slots} slots", value=list(ids))
     return (*ids, *(empty,) * (n_slots - len(ids)))
 
 

@@ -18,12 +18,15 @@ import numpy as np
 
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import ReachChain, chain_gap, position_slack
-from timor_core.search.candidate import Candidate
+from timor_core.search.filter_state import Candidate
+from timor_core.search.reach_proof import PoseChain, chain_from_frames, proof_reason, unreachable_pose
 from timor_core.search.space_reach import module_span
 
-__all__ = ["QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
+__all__ = ["OUTSIDE", "UNREACHABLE", "QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
 
 _REVOLUTE = ("revolute", "continuous")
+OUTSIDE = "outside workspace"
+UNREACHABLE = "no configuration reaches it"
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,12 @@ class QuickChain:
     base: np.ndarray
     reach: float
     chain: ReachChain
+    tcp_pose: np.ndarray
+    """the TCP's 4x4 pose at q = 0 (with ``chain``'s joints: the proof of :mod:`.reach_proof`)"""
+
+    def poses(self) -> PoseChain:
+        """The chain for :func:`~.reach_proof.unreachable_pose`."""
+        return chain_from_frames(self.chain.origins, self.chain.axes, self.tcp_pose)
 
 
 def _body_poses(module: Any, entry_body: str, entry_pose: np.ndarray) -> tuple[dict[str, np.ndarray], list]:
@@ -56,6 +65,34 @@ def _body_poses(module: Any, entry_body: str, entry_pose: np.ndarray) -> tuple[d
     return poses, frames
 
 
+_RELATIVE: dict[tuple[int, str], tuple[Any, dict[str, np.ndarray], list[np.ndarray]]] = {}
+_STEPS: dict[tuple[int, str, str, int], tuple[Any, Any, np.ndarray]] = {}
+
+
+def _relative(module: Any, entry_body: str) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """:func:`_body_poses` from the entry body at the identity, once per module and entry body (the module is held
+    with its result, so its id is not reused)."""
+    key = (id(module), entry_body)
+    hit = _RELATIVE.get(key)
+    if hit is None or hit[0] is not module:
+        if len(_RELATIVE) > 4096:
+            _RELATIVE.clear()
+        hit = _RELATIVE[key] = (module, *_body_poses(module, entry_body, np.eye(4)))
+    return hit[1], hit[2]
+
+
+def _step(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndarray], nxt: Any) -> np.ndarray:
+    """The next module's entry body pose relative to this module's entry body (cached as :func:`_relative`)."""
+    key = (id(module), entry_body, out_id, id(nxt))
+    hit = _STEPS.get(key)
+    if hit is None or hit[0] is not module or hit[1] is not nxt:
+        out = module.connectors[out_id]
+        if len(_STEPS) > 16384:
+            _STEPS.clear()
+        hit = _STEPS[key] = (module, nxt, rel[out.body_id] @ out.pose @ ROT_X_PI @ inv(nxt.pose))
+    return hit[2]
+
+
 def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | None:
     """The base position, reach bound and nested reach chain of a serial assembly's TCP at ``placement``; None if
     the assembly is not a chain of modules with at most one revolute joint each ending in one tool frame."""
@@ -73,32 +110,33 @@ def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | Non
     pose = world @ ROT_X_PI @ inv(connector.pose)
     entry_body = connector.body_id
     origins, axes = [], []
-    tcp = None
+    tcp_pose = None
     for i, module in enumerate(modules):
-        poses, frames = _body_poses(module, entry_body, pose)
+        rel, frames = _relative(module, entry_body)
         for f in frames:
-            origins.append(f[:3, 3].copy())
-            axes.append(f[:3, 2].copy())
+            frame = pose @ f
+            origins.append(frame[:3, 3])
+            axes.append(frame[:3, 2])
         if i + 1 < len(modules):
             _, out_id, _, in_id = assembly.connections[i]
-            out = module.connectors[out_id]
             nxt = modules[i + 1].connectors[in_id]
-            pose = poses[out.body_id] @ out.pose @ ROT_X_PI @ inv(nxt.pose)
+            pose = pose @ _step(module, entry_body, out_id, rel, nxt)
             entry_body = nxt.body_id
         else:
             used = {assembly.connections[i - 1][3]} if i else {base_id}
             tools = [c for c in module.eef_connectors if c.id not in used]
             if len(tools) != 1:
                 return None
-            tcp = (poses[tools[0].body_id] @ tools[0].pose)[:3, 3]
-    if tcp is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
+            tcp_pose = pose @ rel[tools[0].body_id] @ tools[0].pose
+    if tcp_pose is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
         return None
+    tcp = tcp_pose[:3, 3]
     base = world[:3, 3]
     points = [base, *origins, tcp]
     steps = [float(np.linalg.norm(points[k + 1] - points[k])) for k in range(len(points) - 1)]
     radii = [float(sum(steps[k + 1 :])) for k in range(len(origins))]
     chain = ReachChain(np.array(origins).reshape(-1, 3), np.array(axes).reshape(-1, 3), np.array(radii))
-    return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain)
+    return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain, tcp_pose=tcp_pose)
 
 
 def quick_gap(qc: QuickChain, pose: Any) -> float:
@@ -110,9 +148,11 @@ def quick_gap(qc: QuickChain, pose: Any) -> float:
     return max(gap, chain_gap(qc.chain, p, slack))
 
 
-def first_unreachable(c: Candidate) -> tuple[str, str] | None:
-    """``(goal, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as the workspace
-    filter would report it for the built robot; None if the modules prove none (the robot must be built)."""
+def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
+    """``(goal, short reason, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as
+    the workspace filter would report it for the built robot: first by the distance bounds, then (every goal within
+    them) the first goal by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must
+    be built)."""
     qc = quick_chain(c.require_assembly(), c.ctx.placement)
     for g in c.ctx.goals:
         poses = (g.pose, *g.path)
@@ -130,5 +170,10 @@ def first_unreachable(c: Candidate) -> tuple[str, str] | None:
         worst = int(np.argmax(gaps))
         if gaps[worst] > 0:
             where = f" (pose {worst} of its trajectory)" if g.path else ""
-            return g.id, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
-    return None
+            return g.id, OUTSIDE, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
+    budget = c.ctx.config.proof_budget
+    if qc is None or not budget:
+        return None
+    first = c.ctx.goals[0] if c.ctx.goals else None  # the goal the IK tries first (see WorkspaceFilter)
+    boxes = None if first is None else unreachable_pose(qc.poses(), first.pose.world, first.pose.tolerance, budget)
+    return None if boxes is None or first is None else (first.id, UNREACHABLE, proof_reason(boxes))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from timor_core.common import jsonfields as jf
 from timor_core.common.fileio import atomic_write_text
-from timor_core.errors import FormatError
+from timor_core.errors import FormatError, InputError
 from timor_core.search.filters import Funnel, GoalIK
 
 if TYPE_CHECKING:
@@ -87,11 +87,11 @@ class SearchResult:
         return {k: g.q for k, g in self.best_goals.items()}
 
     def best_assembly(self, db: ModulesDB, base_placement=None) -> ModuleAssembly:
-        """The best assembly built from ``db`` (ValueError if none was found)."""
+        """The best assembly built from ``db`` (InputError, a ValueError, if none was found)."""
         from timor_core.model.assembly import ModuleAssembly
 
         if self.best_ids is None:
-            raise ValueError("the search found no valid assembly")
+            raise InputError(f"the search for task {self.task_id!r} found no valid assembly")
         return ModuleAssembly.from_serial_modules(db, self.best_ids, base_placement)
 
     def consider(self, ev: Evaluation) -> bool:

@@ -18,10 +18,16 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from timor_core.errors import InputError
 from timor_core.model.db import ModulesDB
 from timor_core.search.rules import ResolvedRules, SearchSpaceError, SpaceOptions, resolve
 
-__all__ = ["SerialSpace", "MAX_STATES", "post_order"]
+__all__ = ["SerialSpace", "SpaceArgumentError", "MAX_STATES", "post_order"]
+
+
+class SpaceArgumentError(InputError, TypeError):
+    """A :class:`SerialSpace` given arguments of the wrong kind: an index that is not an integer, options twice."""
+
 
 MAX_STATES = 2_000_000  # refuse option sets whose automaton would be larger than this
 SUFFIX_CACHE = 256  # states with at most this many completions keep them as tuples (speed, bounded memory)
@@ -313,7 +319,7 @@ class SerialSpace:
 
     def __init__(self, db: ModulesDB, options: SpaceOptions | None = None, **kwargs: Any) -> None:
         if options is not None and kwargs:
-            raise TypeError("give either a SpaceOptions or keyword options, not both")
+            raise SpaceArgumentError("give either a SpaceOptions or keyword options, not both", value=sorted(kwargs))
         self.db = db
         self.options = options if options is not None else SpaceOptions(**kwargs)
         self.rules = resolve(db, self.options)
@@ -354,7 +360,7 @@ class SerialSpace:
     def __getitem__(self, i: int) -> tuple[str, ...]:
         n = self.count
         if isinstance(i, bool) or not isinstance(i, int):
-            raise TypeError(f"space indices must be integers, not {type(i).__name__}")
+            raise SpaceArgumentError("space indices must be integers", value=type(i).__name__)
         if i < 0:
             i += n
         if not 0 <= i < n:
@@ -376,11 +382,11 @@ class SerialSpace:
         for m in ids:
             k = auto.pos[s].get(str(m)) if s else None
             if k is None:
-                raise ValueError(f"{tuple(ids)!r} is not in this search space")
+                raise SearchSpaceError(f"{tuple(ids)!r} is not in this search space", value=list(ids))
             i += auto.cum[s][k]
             s = auto.trans[s][k][1]
         if s != 0:
-            raise ValueError(f"{tuple(ids)!r} is not in this search space (incomplete chain)")
+            raise SearchSpaceError(f"{tuple(ids)!r} is not in this search space (incomplete chain)", value=list(ids))
         return i
 
     def __contains__(self, ids: object) -> bool:
@@ -401,7 +407,7 @@ class SerialSpace:
         """How many assemblies have each number of degrees of freedom (``key="dof"``) or modules
         (``key="length"``), by DP over the automaton, without enumerating."""
         if key not in ("dof", "length"):
-            raise ValueError("key must be 'dof' or 'length'")
+            raise SearchSpaceError("key must be 'dof' or 'length'", value=key)
         auto = self._auto
         weight = {m.id: (m.dof if key == "dof" else 1) for m in self.db}
         memo: dict[int, dict[int, int]] = {0: {0: 1}}

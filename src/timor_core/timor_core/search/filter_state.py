@@ -46,6 +46,9 @@ class FilterConfig:
         seed: the seed of every IK (combined with the assembly's IDs and the goal).
         follow_samples: poses of a follow goal's trajectory (after the first, evenly spaced, the last included)
             the ``ik`` filter solves; every pose is checked against the workspace bound (0: workspace only).
+        proof_budget: boxes of joint angles per goal the workspace filter may spend proving a goal out of reach
+            at its orientation before any IK (``search.reach_proof``; 0: no proof). A proof only refuses what
+            the IK could never reach, so verdicts do not change; the IK time they take does.
     """
 
     max_modules: int | None = None
@@ -61,6 +64,7 @@ class FilterConfig:
     retries: int = 2
     seed: int = 0
     follow_samples: int = 4
+    proof_budget: int = 4096
 
     def to_json(self) -> dict:
         """A JSON-able dict of the settings."""
@@ -76,11 +80,12 @@ class FilterConfig:
             "task_ik_tries": (1, 100_000),
             "retries": (0, 1000),
             "follow_samples": (0, 10_000),
+            "proof_budget": (0, 10**7),
             "seed": (0, 2**63 - 1),
         }
         for name, (lo, hi) in ints.items():
             v = getattr(self, name)
-            if v is None and name not in ("retries", "seed", "follow_samples"):
+            if v is None and name not in ("retries", "seed", "follow_samples", "proof_budget"):
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
@@ -184,9 +189,10 @@ class Candidate:
     failed_filter: str | None = None
     reason_key: str = ""
     reason: str = ""
-    beyond_reach: tuple[str, str] | None = None
-    """``(goal, reason)``: a goal the modules alone prove out of reach (``search.quick_reach``); the ``robot``
-    filter then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly with that reason."""
+    beyond_reach: tuple[str, str, str] | None = None
+    """``(goal, short reason, reason)``: a goal the modules alone prove out of reach (``search.quick_reach``); the
+    ``robot`` filter then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly with that
+    reason."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""

@@ -1,0 +1,153 @@
+"""The proof that a goal is out of reach at its orientation (search.reach_proof): never refuses a pose some
+configuration reaches (property test over random robots of two embedded module sets, random base placements,
+configurations anywhere and goals anywhere within a tolerance of the reached pose), agrees with Pinocchio, and
+refuses what the IK would fail on anyway (the search's verdicts do not change)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import anywhere_configuration, random_placement
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.kinematics.tolerance import tolerance_from_json
+from timor_core.search import SerialSpace, SpaceOptions
+from timor_core.search.quick_reach import quick_chain
+from timor_core.search.reach_proof import chain_poses, pose_chain, rotation_slack, unreachable_pose
+
+TASKS = Path(__file__).parent / "data" / "exp2_tasks"
+DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
+SPACES = {
+    name: SerialSpace(
+        db,
+        SpaceOptions(
+            dof_min=1,
+            dof_max=5,
+            first_is_joint=False,
+            max_links_between_joints=2,
+            max_links_before_first_joint=1,
+            max_links_after_last_joint=1,
+        ),
+    )
+    for name, db in DBS.items()
+}
+PLANAR = ("base", "J", "L_150", "J", "J", "J", "gripper")  # a turntable and three joints on one line
+TOLERANCES = {
+    "exp2": tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]]),
+    "tight": tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-4, 1e-4]] * 3 + [[0.0, math.radians(0.1)]]),
+    "rotation vector": tolerance_from_json(
+        ["x", "y", "z", "N_x", "N_y", "N_z"], [[-2e-3, 2e-3]] * 3 + [[-0.2, 0.2], [-0.1, 0.1], [-0.3, 0.3]]
+    ),
+    "position only": tolerance_from_json(["x", "y", "z"], [[-1e-3, 1e-3]] * 3),
+}
+
+
+def _within(pose: np.ndarray, name: str, rng: np.random.Generator) -> np.ndarray:
+    """A goal the pose satisfies under the tolerance: moved and turned by up to (almost) what it allows."""
+    goal = pose.copy()
+    tol = TOLERANCES[name]
+    box = {"exp2": 1e-3, "tight": 1e-4, "rotation vector": 2e-3, "position only": 1e-3}[name]
+    shift, axis = rng.normal(size=3), rng.normal(size=3)
+    goal[:3, 3] -= shift / np.linalg.norm(shift) * box * rng.uniform(0, 0.999)  # within the box in any frame
+    angle = min(rotation_slack(tol), 0.099 if name == "rotation vector" else math.pi) * rng.uniform(0, 0.999)
+    goal[:3, :3] = pose[:3, :3] @ Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle).as_matrix().T
+    assert tol.valid(goal, pose), name
+    return goal
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.2, 3.0]),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+)
+def test_a_reached_pose_is_never_refused(name, pick, seed, spread, tolerance):
+    """Whatever the robot, its base placement, the configuration and the goal within the tolerance of the pose it
+    reaches: no proof, from the built robot or from the modules alone."""
+    space = SPACES[name]
+    ids = space[int(pick * space.count)]
+    rng = np.random.default_rng(seed)
+    placement = random_placement(rng, spread) if spread else None
+    assembly = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement)
+    robot = assembly.robot
+    chains = [pose_chain(robot)]
+    quick = quick_chain(assembly, placement)
+    if quick is not None:
+        chains.append(quick.poses())
+    for _ in range(8):
+        pose = robot.fk(anywhere_configuration(robot, rng))
+        goal = _within(pose, tolerance, rng)
+        for chain in chains:
+            if chain is not None:
+                assert unreachable_pose(chain, goal, TOLERANCES[tolerance]) is None, (ids, placement, tolerance)
+
+
+@pytest.mark.parametrize("ids", [("base", "J", "L_200", "J", "L_100", "J", "L_100", "J", "gripper"),
+                                 ("base", "J", "I_150", "L_150", "J", "gripper")])  # fmt: skip
+def test_the_chain_gives_pinocchios_poses(ids):
+    db = DBS["robco_like"]
+    rng = np.random.default_rng(3)
+    robot = ModuleAssembly.from_serial_modules(db, ids, base_placement=random_placement(rng, 0.5)).robot
+    chain = pose_chain(robot)
+    assert chain is not None and chain.dof == robot.dof  # no two joints on one line here
+    q = rng.uniform(-np.pi, np.pi, (5, robot.dof))
+    at = chain_poses(chain, q)
+    for k in range(len(q)):
+        pose = robot.fk(q[k])
+        assert np.allclose(at.frames[k].T, pose[:3, :3], atol=1e-12)
+        assert np.allclose(at.tcp[k], pose[:3, 3], atol=1e-12)
+
+
+def test_joints_on_one_line_are_merged():
+    """``J J J`` in robco_like: three joints on one axis line; the proof searches one of them."""
+    robot = ModuleAssembly.from_serial_modules(DBS["robco_like"], PLANAR).robot
+    chain = pose_chain(robot)
+    assert robot.dof == 4 and chain is not None and chain.dof == 2
+
+
+def test_a_tool_that_can_never_point_down_is_proven_so():
+    """``base J L_150 J J J gripper``: joints 2-4 turn about the tool's own axis, which stays horizontal; a goal
+    pointing the tool down within 45 degrees is out of reach (the IK fails on it, and the distance bounds allow it)."""
+    robot = ModuleAssembly.from_serial_modules(DBS["robco_like"], PLANAR).robot
+    goal = np.diag([1.0, -1.0, -1.0, 1.0])
+    goal[:3, 3] = [0.35, -0.3, 0.25]
+    tol = TOLERANCES["exp2"]
+    assert unreachable_pose(pose_chain(robot), goal, tol) is not None
+    result = robot.ik(goal, tolerance=tol, rng=np.random.default_rng(0), ignore_self_collision=True, details=True)
+    assert not result.success
+    goal = robot.fk(np.array([-0.7, 0.4, -1.1, 0.3]))  # a pose it reaches: not refused
+    assert unreachable_pose(pose_chain(robot), goal, tol) is None
+
+
+def test_the_search_verdicts_do_not_change():
+    """The first assemblies of the cost order on a new task that the proof refuses: the IK fails on every one of
+    them without the proof (``proof_budget=0``), and the valid ones stay valid."""
+    from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
+    from timor_core.search.cost_order import by_cost
+    from timor_core.task import Task
+
+    db = DBS["robco_like"]
+    task = Task.from_json_data(json.loads((TASKS / "moved_goals.json").read_text()))
+    proof = FilterChain(task, db, "mass", FilterConfig())
+    plain = FilterChain(task, db, "mass", FilterConfig(proof_budget=0))
+    refused = 0
+    for k, (_, ids) in enumerate(by_cost(paper_exp2_space(db), "mass")):
+        if k >= 400 or refused >= 25:
+            break
+        a = proof(ids)
+        if a.reason_key.endswith("no configuration reaches it"):
+            refused += 1
+            b = plain(ids)
+            assert b.failed_filter is not None and b.failed_filter != "workspace", (ids, b.reason)
+    assert refused >= 25
+    optimum = ("base", "J", "L_200", "J", "L_100", "J", "L_100", "J", "gripper")
+    assert proof(optimum).failed_filter is None and plain(optimum).failed_filter is None
