@@ -20,6 +20,7 @@ union of the runs covers the space exactly once. Needs ``dask[distributed]`` (``
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -378,12 +379,11 @@ class DaskEvaluator(ParallelEvaluator):
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
         """
-        import uuid
-
         distributed = _import_distributed()
+        fixed = float(bound) if not callable(bound) else math.inf
         flight = _Flight(
             it=((int(s), tuple(ids)) for s, ids in items if int(s) not in self._done),
-            get_bound=bound if callable(bound) else (lambda b=float(bound): b),
+            get_bound=bound if callable(bound) else (lambda: fixed),
             should_stop=stop if stop is not None else (lambda: False),
             spec=self._spec(),
             window=self.in_flight or 2 * self._n_cluster_workers(),
