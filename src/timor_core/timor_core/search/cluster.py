@@ -23,7 +23,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import islice, repeat
 from pathlib import Path
 from typing import Any
 
@@ -380,10 +380,9 @@ class DaskEvaluator(ParallelEvaluator):
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
         """
         distributed = _import_distributed()
-        fixed = float(bound) if not callable(bound) else math.inf
         flight = _Flight(
             it=((int(s), tuple(ids)) for s, ids in items if int(s) not in self._done),
-            get_bound=bound if callable(bound) else (lambda: fixed),
+            get_bound=bound if callable(bound) else repeat(float(bound)).__next__,
             should_stop=stop if stop is not None else (lambda: False),
             spec=self._spec(),
             window=self.in_flight or 2 * self._n_cluster_workers(),
