@@ -11,7 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["check_urdf_command", "check_urdf", "unchecked_urdfs"]
+from timor_core.errors import TimorError
+
+__all__ = ["check_urdf_command", "check_urdf", "unchecked_urdfs", "ToolMissingError"]
+
+
+class ToolMissingError(TimorError, FileNotFoundError):
+    """An external tool timor runs (check_urdf) is not installed."""
 
 
 def check_urdf_command() -> str | None:
@@ -21,10 +27,13 @@ def check_urdf_command() -> str | None:
 
 
 def check_urdf(path: str | Path, timeout: float = 60.0) -> tuple[bool, str]:
-    """Run ``check_urdf`` on a file: (accepted, its output). FileNotFoundError if the tool is missing."""
+    """Run ``check_urdf`` on a file: (accepted, its output).
+
+    ToolMissingError (a FileNotFoundError) if the tool is missing.
+    """
     command = check_urdf_command()
     if command is None:
-        raise FileNotFoundError("check_urdf (urdfdom) is not installed: pip install pin, or install liburdfdom-tools")
+        raise ToolMissingError("check_urdf (urdfdom) is not installed: pip install pin, or install liburdfdom-tools")
     out = subprocess.run([command, str(path)], capture_output=True, text=True, timeout=timeout)
     ok = out.returncode == 0 and "Successfully Parsed XML" in out.stdout
     return ok, out.stdout[-2000:] + out.stderr[-2000:]

@@ -14,7 +14,12 @@ from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError
 from timor_core.model.module import Module
 
-__all__ = ["free_connectors", "add_random_module"]
+
+class NoFitError(AssemblyError, LookupError):
+    """No module of the set fits the assembly any more (a LookupError too, as the reference raises)."""
+
+
+__all__ = ["free_connectors", "add_random_module", "NoFitError"]
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it imports this module)
 
@@ -39,7 +44,7 @@ def add_random_module(
     """Attach a random module of the assembly's set (one ``db_filter`` accepts) to a random free connector,
     by a random fitting connector; an empty assembly gets a random base module. Returns the new index.
 
-    LookupError when no module fits anywhere (a complete robot, or a filter that leaves nothing).
+    NoFitError (a LookupError) when no module fits anywhere (a complete robot, or a filter that leaves nothing).
     """
     rng = as_generator(rng, "rng")
     db = assembly.db
@@ -47,7 +52,7 @@ def add_random_module(
     if not assembly.modules:
         bases = [m for m in accepted if m.is_base]
         if not bases:
-            raise LookupError("no base module to start the assembly with")
+            raise NoFitError("no base module to start the assembly with")
         return int(assembly.start_with(bases[int(rng.integers(len(bases)))].id))
     options = [
         (i, ci, m.id, cj)
@@ -58,9 +63,9 @@ def add_random_module(
         if a == ci
     ]
     if not options:
-        raise LookupError("no module of the set fits a free connector of the assembly")
+        raise NoFitError("no module of the set fits a free connector of the assembly")
     i, ci, module_id, cj = options[int(rng.integers(len(options)))]
     try:
         return int(assembly.add(module_id, (i, ci), cj))
     except AssemblyError as exc:  # limits (max_modules, max_dof): nothing more can be added
-        raise LookupError(str(exc)) from None
+        raise NoFitError(str(exc)) from None

@@ -29,6 +29,10 @@ class SpaceArgumentError(InputError, TypeError):
     """A :class:`SerialSpace` given arguments of the wrong kind: an index that is not an integer, options twice."""
 
 
+class SpaceIndexError(InputError, IndexError):
+    """An index outside a :class:`SerialSpace` (an IndexError too, so sequence iteration stops)."""
+
+
 MAX_STATES = 2_000_000  # refuse option sets whose automaton would be larger than this
 SUFFIX_CACHE = 256  # states with at most this many completions keep them as tuples (speed, bounded memory)
 
@@ -364,7 +368,7 @@ class SerialSpace:
         if i < 0:
             i += n
         if not 0 <= i < n:
-            raise IndexError(f"index {i} out of range for a space of {n} assemblies")
+            raise SpaceIndexError(f"index {i} out of range for a space of {n} assemblies", value=i)
         auto = self._auto
         s, out = 1, []
         while s:
