@@ -23,7 +23,7 @@ from timor_core.search.filters import (
     GoalIK,
     default_filters,
 )
-from timor_core.search.ga import GeneticSearch, trial_histories
+from timor_core.search.ga import GAConfig, GeneticSearch, trial_histories
 from timor_core.search.iterator import STATE_VERSION, AssemblyIterator, canonical, iter_chromosomes, to_chromosome
 from timor_core.search.optimizer import Budget, Optimizer, RandomSearch, run_search
 from timor_core.search.parallel import ParallelEvaluator
@@ -78,6 +78,7 @@ __all__ = [
     "RandomSearch",
     "ExhaustiveSearch",
     "SearchResult",
+    "GAConfig",
     "GeneticSearch",
     "trial_histories",
     "DaskEvaluator",

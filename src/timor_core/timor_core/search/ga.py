@@ -13,9 +13,10 @@ after each evaluated batch (a live progress report) and setting ``stop`` ends th
 batch with ``stopped == "canceled"``.
 
 >>> from timor_core import ModulesDB
->>> from timor_core.search import GeneticSearch
+>>> from timor_core.search import GAConfig, GeneticSearch
 >>> db = ModulesDB.from_name("robco_like")
->>> ga = GeneticSearch(db, cost="mass", max_dof=5, generations=50, population=40, seed=0, trials=3)
+>>> config = GAConfig(cost="mass", max_dof=5, generations=50, population=40, seed=0, trials=3)
+>>> ga = GeneticSearch(db, config=config)      # or GeneticSearch(db, max_dof=5, ...) with the same keywords
 >>> result = ga.optimize(task, db)                          # doctest: +SKIP
 >>> trial_histories(result)[0][-1]["best_cost"]            # doctest: +SKIP
 """
@@ -24,9 +25,11 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -45,16 +48,17 @@ from timor_core.search.result import SearchResult
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
-__all__ = ["GeneticSearch", "trial_histories", "EMPTY"]
+__all__ = ["GAConfig", "GeneticSearch", "trial_histories", "EMPTY"]
 
 logger = logging.getLogger(__name__)
 
 
-class GeneticSearch(ChromosomeCoding):
-    """A PyGAD genetic algorithm over serial assemblies of ``db`` (implements the Optimizer protocol).
+@dataclass(frozen=True)
+class GAConfig:
+    """The settings of a :class:`GeneticSearch`, checked when built (an :class:`~timor_core.errors.InputError`
+    naming the field and the value); one object to keep, compare and pass on instead of 23 keyword arguments.
 
     Args:
-        db: the module set (its single base and end effector are used unless ``base``/``eef`` are given).
         cost: an assembly-level cost (descriptor or CostFunction; default the mass).
         n_slots: genes per chromosome (alternating joint / link slots, the first a joint).
         max_dof, min_dof: bounds of the degrees of freedom (others are invalid and never evaluated).
@@ -62,10 +66,10 @@ class GeneticSearch(ChromosomeCoding):
         seed: the GA's seed (trial ``t`` uses ``seed`` and ``t``); the IK seed is ``filters.seed``.
         trials: independent runs; the result is the best over all, with one history per trial.
         early_stop: stop a trial when the best fitness has not changed for this many generations (None: never).
-        filters: a :class:`~.filters.FilterConfig`. With its ``bound`` (the default), a robot no lighter than the
-            best valid one found before the current generation is scored as reaching no goal without running its
-            IK (the paper's "lighter solution already found"): on the user study, 500-generation trials became
-            2.5-3x faster and found as light or lighter robots (5 seeds).
+        filters: a :class:`~.filters.FilterConfig` (None: the defaults). With its ``bound`` (the default), a robot no
+            lighter than the best valid one found before the current generation is scored as reaching no goal
+            without running its IK (the paper's "lighter solution already found"): on the user study,
+            500-generation trials became 2.5-3x faster and found as light or lighter robots (5 seeds).
         workers: processes (None: all cores; 1: in this process).
         progress: show a progress bar.
         penalty: added to the cost per goal not reached (default: larger than any plausible cost, 1e6).
@@ -76,16 +80,89 @@ class GeneticSearch(ChromosomeCoding):
             best robot once it has not improved for ``local_search_after`` generations; its result replaces the
             population's worst. On the user study (10 seeds, 500 generations) the optimum was reached by 3 of 10
             trials without it: their best robots were two moves from it.
-        base, eef: module IDs of the fixed base and end effector.
+        base, eef: module IDs of the fixed base and end effector (None: the module set's only one).
         modules: the joint and link modules the slots may hold (None: all of the module set).
         initial: designs (module IDs, base first, end effector last) placed first into the first trial's initial
             population (the rest is random; at most ``population`` of them). A design that cannot be encoded as
-            a chromosome (:meth:`encode`) or is not valid (:meth:`is_valid`) is skipped with a logged warning;
-            ``self.initial`` holds the designs that were kept.
+            a chromosome (:meth:`GeneticSearch.encode`) or is not valid (:meth:`GeneticSearch.is_valid`) is
+            skipped with a logged warning; ``GeneticSearch.initial`` holds the designs that were kept.
         on_batch: called as ``on_batch(result, trial)`` after each evaluated batch (one per generation) with the
             partial result; an exception it raises is logged and never ends the search.
         stop: checked before and after each batch; once set, the search ends promptly (no further evaluation)
             with ``result.stopped == "canceled"``.
+    """
+
+    cost: CostFunction | str | None = "mass"
+    n_slots: int = 13
+    max_dof: int = 6
+    generations: int = 50
+    population: int = 20
+    seed: int = 0
+    trials: int = 1
+    early_stop: int | None = None
+    filters: FilterConfig | None = None
+    workers: int | None = None
+    progress: bool = True
+    min_dof: int = 1
+    penalty: float = 1e6
+    mutation_probability: float = 0.15
+    elitism: int = 1
+    local_search: int = 2
+    local_search_after: int = 20
+    base: str | None = None
+    eef: str | None = None
+    modules: Sequence[str] | None = None
+    initial: Sequence[Sequence[str]] | None = None
+    on_batch: Callable[[SearchResult, int], None] | None = None
+    stop: threading.Event | None = None
+
+    def __post_init__(self) -> None:
+        lim = limits()
+        for name, lo, hi in (
+            ("n_slots", 1, lim.max_modules),
+            ("max_dof", 1, lim.max_dof),
+            ("min_dof", 0, lim.max_dof),
+            ("generations", 1, lim.max_generations),
+            ("population", 2, lim.max_population),
+            ("trials", 1, lim.max_trials),
+            ("seed", 0, 2**63 - 1),
+        ):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise InputError(f"{name} must be an integer in {lo}..{hi}", value=v)
+        if self.min_dof > self.max_dof:
+            raise InputError(f"min_dof ({self.min_dof}) must not exceed max_dof ({self.max_dof})", value=self.min_dof)
+        if self.early_stop is not None:
+            check_int(self.early_stop, "early_stop", 1, "max_generations")
+        p = self.mutation_probability
+        if not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+            raise InputError("mutation_probability must be in [0, 1]", value=p)
+        cap_workers(self.workers)  # refuse a bad count before any work
+        e, population = self.elitism, self.population
+        if isinstance(e, bool) or not isinstance(e, int) or not 0 <= e < population:
+            raise InputError(f"elitism must be an integer in [0, population {population})", value=e)
+        if self.local_search not in (0, 1, 2) or isinstance(self.local_search, bool):
+            raise InputError("local_search must be 0, 1 or 2 (moves)", value=self.local_search)
+        check_int(self.local_search_after, "local_search_after", 1, "max_generations")
+        object.__setattr__(self, "seed", int(self.seed))
+        for name in ("modules", "initial"):  # immutable like the rest
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "penalty", check_number(self.penalty, "penalty", 0.0, 1e300))
+        object.__setattr__(self, "mutation_probability", float(p))
+
+
+_DEFAULTS = {f.name: f.default for f in fields(GAConfig)}
+
+
+class GeneticSearch(ChromosomeCoding):
+    """A PyGAD genetic algorithm over serial assemblies of ``db`` (implements the Optimizer protocol).
+
+    ``GeneticSearch(db, config=GAConfig(...))``; the keyword arguments of :class:`GAConfig` may be given instead
+    (``GeneticSearch(db, max_dof=5)``), not both. ``db``: the module set (its single base and end effector are
+    used unless ``base``/``eef`` are given). The settings are also attributes (``self.max_dof``, ...);
+    ``self.config`` is the :class:`~.filters.FilterConfig`, as for the other optimizers, and ``self.ga_config``
+    the whole :class:`GAConfig`.
     """
 
     def __init__(
@@ -115,88 +192,76 @@ class GeneticSearch(ChromosomeCoding):
         initial: Sequence[Sequence[str]] | None = None,
         on_batch: Callable[[SearchResult, int], None] | None = None,
         stop: threading.Event | None = None,
+        config: GAConfig | None = None,
     ) -> None:
+        loose = {k: v for k, v in locals().items() if k not in ("self", "db", "config")}  # GAConfig's fields
         self.db = load_db(db)
-        lim = limits()
-        for name, v, lo, hi in (
-            ("n_slots", n_slots, 1, lim.max_modules),
-            ("max_dof", max_dof, 1, lim.max_dof),
-            ("min_dof", min_dof, 0, lim.max_dof),
-            ("generations", generations, 1, lim.max_generations),
-            ("population", population, 2, lim.max_population),
-            ("trials", trials, 1, lim.max_trials),
-            ("seed", seed, 0, 2**63 - 1),
-        ):
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise InputError(f"{name} must be an integer in {lo}..{hi}", value=v)
-        if min_dof > max_dof:
-            raise InputError(f"min_dof ({min_dof}) must not exceed max_dof ({max_dof})", value=min_dof)
-        if early_stop is not None:
-            check_int(early_stop, "early_stop", 1, "max_generations")
-        if not 0.0 <= mutation_probability <= 1.0:
-            raise InputError("mutation_probability must be in [0, 1]", value=mutation_probability)
-        self.base = self._pick(base, self.db.bases, "base")
-        self.eef = self._pick(eef, self.db.end_effectors, "end effector")
-        if modules is not None:
-            unknown = sorted(set(modules) - set(self.db.ids))
-            if unknown:
-                raise InputError(f"unknown modules {unknown} in the module set {self.db.name!r}", value=unknown)
-        allowed = set(self.db.ids if modules is None else modules)
-        self.joints = tuple(m.id for m in self.db.joints if m.id in allowed)
-        self.links = tuple(m.id for m in self.db.links if m.id in allowed)
-        if not self.joints:
-            raise InputError(f"the module set {self.db.name!r} has no joint module", value=self.db.name)
-        self.cost = cost
-        self.n_slots = n_slots
-        self.max_dof = max_dof
-        self.min_dof = min_dof
-        self.generations = generations
-        self.population = population
-        self.seed = int(seed)
-        self.trials = trials
-        self.early_stop = early_stop
-        self.config = filters if filters is not None else FilterConfig()
-        cap_workers(workers)  # refuse a bad count before any work
-        self.workers = workers
-        self.progress = progress
-        self.penalty = check_number(penalty, "penalty", 0.0, 1e300)
-        self.mutation_probability = float(mutation_probability)
-        if isinstance(elitism, bool) or not isinstance(elitism, int) or not 0 <= elitism < population:
-            raise InputError(f"elitism must be an integer in [0, population {population})", value=elitism)
-        self.elitism = elitism
-        if local_search not in (0, 1, 2) or isinstance(local_search, bool):
-            raise InputError("local_search must be 0, 1 or 2 (moves)", value=local_search)
-        check_int(local_search_after, "local_search_after", 1, "max_generations")
-        self.local_search = local_search
-        self.local_search_after = local_search_after
-        self._dof = {m.id: m.dof for m in self.db}
-        # gene k: 0 = empty, i > 0 = the (i-1)-th joint (even k) or link (odd k); gene 0 is never empty
-        self.gene_space: list[list[int]] = []
-        for k in range(n_slots):
-            options = self.joints if k % 2 == 0 else self.links
-            self.gene_space.append(list(range(0 if k else 1, len(options) + 1)))
-        self.on_batch = on_batch
-        self.stop = stop
-        self.initial: tuple[tuple[str, ...], ...] = ()
-        self._initial_genes: list[np.ndarray] = []
-        for design in initial or ():
-            ids = tuple(str(m) for m in design)
-            genes = self.encode(ids)
-            if genes is None:
-                logger.warning("the initial design %s cannot be encoded as a chromosome; skipped", " ".join(ids))
-            elif not self.is_valid(ids):
-                logger.warning("the initial design %s is not valid for this GA; skipped", " ".join(ids))
-            elif len(self._initial_genes) >= population:
-                logger.warning("more initial designs than the population (%d); skipped %s", population, " ".join(ids))
-            else:
-                self.initial += (ids,)
-                self._initial_genes.append(genes)
+        given = sorted(k for k, v in loose.items() if _differs(v, _DEFAULTS[k]))
+        if config is None:
+            config = GAConfig(**loose)
+        elif given:
+            raise InputError(f"give the GA's settings either as config or as keyword arguments {given}", value=given)
+        self.ga_config = config
+        self._take_settings(config)
+        self._pick_modules(config)
+        self._seed_designs(config.initial or ())
         # statistics of the last optimize()
         self.cache: dict[tuple[str, ...], Evaluation] = {}
         self.cache_hits = 0
         self.invalid = 0
         self.evaluated: list[tuple[str, ...]] = []
         self.descents: list[list[DescentStep]] = []
+
+    def _take_settings(self, c: GAConfig) -> None:
+        """The checked settings as plain attributes (the chromosome coding and GARun read them)."""
+        self.cost = c.cost
+        self.n_slots, self.max_dof, self.min_dof = c.n_slots, c.max_dof, c.min_dof
+        self.generations, self.population, self.seed, self.trials = c.generations, c.population, c.seed, c.trials
+        self.early_stop = c.early_stop
+        self.config = c.filters if c.filters is not None else FilterConfig()
+        self.workers, self.progress = c.workers, c.progress
+        self.penalty, self.mutation_probability, self.elitism = c.penalty, c.mutation_probability, c.elitism
+        self.local_search, self.local_search_after = c.local_search, c.local_search_after
+        self.on_batch, self.stop = c.on_batch, c.stop
+
+    def _pick_modules(self, c: GAConfig) -> None:
+        """Base, end effector, the joints and links the slots may hold, and each slot's gene space."""
+        self.base = self._pick(c.base, self.db.bases, "base")
+        self.eef = self._pick(c.eef, self.db.end_effectors, "end effector")
+        if c.modules is not None:
+            unknown = sorted(set(c.modules) - set(self.db.ids))
+            if unknown:
+                raise InputError(f"unknown modules {unknown} in the module set {self.db.name!r}", value=unknown)
+        allowed = set(self.db.ids if c.modules is None else c.modules)
+        self.joints = tuple(m.id for m in self.db.joints if m.id in allowed)
+        self.links = tuple(m.id for m in self.db.links if m.id in allowed)
+        if not self.joints:
+            raise InputError(f"the module set {self.db.name!r} has no joint module", value=self.db.name)
+        self._dof = {m.id: m.dof for m in self.db}
+        # gene k: 0 = empty, i > 0 = the (i-1)-th joint (even k) or link (odd k); gene 0 is never empty
+        self.gene_space: list[list[int]] = []
+        for k in range(self.n_slots):
+            options = self.joints if k % 2 == 0 else self.links
+            self.gene_space.append(list(range(0 if k else 1, len(options) + 1)))
+
+    def _seed_designs(self, designs: Iterable[Sequence[str]]) -> None:
+        """Keep the initial designs that encode, are valid and fit into the population (warn about the others)."""
+        self.initial: tuple[tuple[str, ...], ...] = ()
+        self._initial_genes: list[np.ndarray] = []
+        for design in designs:
+            ids = tuple(str(m) for m in design)
+            genes = self.encode(ids)
+            if genes is None:
+                logger.warning("the initial design %s cannot be encoded as a chromosome; skipped", " ".join(ids))
+            elif not self.is_valid(ids):
+                logger.warning("the initial design %s is not valid for this GA; skipped", " ".join(ids))
+            elif len(self._initial_genes) >= self.population:
+                logger.warning(
+                    "more initial designs than the population (%d); skipped %s", self.population, " ".join(ids)
+                )
+            else:
+                self.initial += (ids,)
+                self._initial_genes.append(genes)
 
     # -- chromosomes -------------------------------------------------------------------------------
 
@@ -335,6 +400,11 @@ class GeneticSearch(ChromosomeCoding):
             "links": list(self.links),
             **extra,
         }
+
+
+def _differs(value: Any, default: Any) -> bool:
+    """Whether a keyword argument was given a value other than its default."""
+    return value is not default and (type(value) is not type(default) or bool(value != default))
 
 
 def trial_histories(result: SearchResult) -> list[list[dict]]:

@@ -115,13 +115,41 @@ def run_search(
     if budget.max_evaluations is not None:
         items = islice(items, budget.max_evaluations)
         total = budget.max_evaluations if total is None else min(total, budget.max_evaluations)
-    if evaluator is not None:
-        pe = evaluator.bind(task, db, cost, config, filters)
-    else:
-        n = cap_workers(workers)
-        if total is not None:  # never more processes than assemblies to evaluate (``--limit 1 --workers 1000``)
-            n = max(1, min(n, total))
-        pe = ParallelEvaluator(task, db, cost, config, filters, workers=n, mp_context=mp_context)
+    pe = (
+        evaluator.bind(task, db, cost, config, filters)
+        if evaluator is not None
+        else _local_evaluator(task, db, cost, config, filters, workers, total, mp_context)
+    )
+    result = _new_result(name, task, db, cost, pe, space, {"filters": config.to_json(), **(settings or {})})
+    loop = _SearchLoop(result, float(bound), budget, stop_if)
+    if hasattr(pe, "restore"):
+        loop.done = pe.restore(result)
+    result.history.append(loop.point())
+    loop.finish(loop.run(pe, items, total, progress, name, full_total), first_seq)
+    return result
+
+
+def _local_evaluator(
+    task: Task,
+    db: ModulesDB,
+    cost: CostFunction | str | None,
+    config: FilterConfig,
+    filters: Sequence[Filter] | None,
+    workers: int | None,
+    total: int | None,
+    mp_context: Any,
+) -> ParallelEvaluator:
+    """A local process pool of at most ``workers`` processes, never more than assemblies to evaluate."""
+    n = cap_workers(workers)
+    if total is not None:  # never more processes than assemblies to evaluate (``--limit 1 --workers 1000``)
+        n = max(1, min(n, total))
+    return ParallelEvaluator(task, db, cost, config, filters, workers=n, mp_context=mp_context)
+
+
+def _new_result(
+    name: str, task: Task, db: ModulesDB, cost: CostFunction | str | None, pe: Any, space: dict | None, settings: dict
+) -> SearchResult:
+    """An empty result of optimizer ``name``, its funnel counting ``pe``'s filters."""
     result = SearchResult(
         optimizer=name,
         task_id=task.id,
@@ -129,75 +157,96 @@ def run_search(
         cost=cost_descriptor(cost),
         workers=pe.workers,
         space=space,
-        settings={"filters": config.to_json(), **(settings or {})},
+        settings=settings,
     )
     result.funnel = type(result.funnel)(pe.filter_names)
-    limit = float(bound)
-    t0 = time.perf_counter()
-    deadline = None if budget.max_time is None else t0 + budget.max_time
-    bar: Progress | None = None
-    done = 0
-    last_point = 0.0
-
-    def current_bound() -> float:
-        return min(limit, result.best_cost) if result.best_cost is not None else limit
-
-    def out_of_time() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
-
-    early = False
-
-    def should_stop() -> bool:
-        nonlocal early
-        if stop_if is not None and stop_if(result):
-            early = True
-        return early or out_of_time()
-
-    def point() -> dict:
-        return {"evaluations": result.evaluations, "time": time.perf_counter() - t0, "best_cost": result.best_cost}
-
-    if hasattr(pe, "restore"):
-        done = pe.restore(result)
-    result.history.append(point())
-    stopped = "exhausted"
-    try:
-        with pe:
-            pe.start()  # fork the workers before the progress bar starts its monitor thread
-            bar = Progress(total, progress, desc=name)
-            for evaluations in pe.stream(items, current_bound, should_stop):
-                for ev in evaluations:
-                    result.evaluations += 1
-                    result.cpu_time += ev.cpu
-                    result.funnel.record_evaluation(ev)
-                    if ev.valid:
-                        result.valid += 1
-                        if ev.cost < limit and result.consider(ev):
-                            result.history.append(point())
-                            result.improvements.append({**point(), "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
-                done += len(evaluations)
-                now = time.perf_counter() - t0
-                if now - last_point >= 1.0:
-                    last_point = now
-                    result.history.append(point())
-                bar.update(len(evaluations), result.funnel, result.best_cost)
-        more = full_total is None or done < full_total
-        if more and early:
-            stopped = "bound"
-        elif more and out_of_time():
-            stopped = "max_time"
-        elif more and budget.max_evaluations is not None and done >= budget.max_evaluations:
-            stopped = "max_evaluations"
-    except KeyboardInterrupt:
-        stopped = "interrupted"
-    finally:
-        if bar is not None:
-            bar.update(0, result.funnel, result.best_cost, force=True)
-            bar.close()
-    result.wall_time = time.perf_counter() - t0
-    result.stopped = stopped
-    result.next_seq = first_seq + done if stopped != "interrupted" else None
-    result.history.append(point())
     return result
+
+
+class _SearchLoop:
+    """The state of one :func:`run_search` loop: the bound it shares with the workers, the stop tests, the
+    assemblies done, and the result it fills in (evaluations, funnel, best, history, improvements)."""
+
+    def __init__(
+        self, result: SearchResult, limit: float, budget: Budget, stop_if: Callable[[SearchResult], bool] | None
+    ) -> None:
+        self.result, self.limit, self.budget, self.stop_if = result, limit, budget, stop_if
+        self.t0 = time.perf_counter()
+        self.deadline = None if budget.max_time is None else self.t0 + budget.max_time
+        self.done = 0
+        self.last_point = 0.0
+        self.early = False
+
+    def current_bound(self) -> float:
+        """Only assemblies strictly cheaper than this can be valid: the given bound or the best so far."""
+        best = self.result.best_cost
+        return min(self.limit, best) if best is not None else self.limit
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def should_stop(self) -> bool:
+        """Checked before each chunk is sent: ``stop_if`` said so (sticky) or the time is up."""
+        if self.stop_if is not None and self.stop_if(self.result):
+            self.early = True
+        return self.early or self.out_of_time()
+
+    def point(self) -> dict:
+        r = self.result
+        return {"evaluations": r.evaluations, "time": time.perf_counter() - self.t0, "best_cost": r.best_cost}
+
+    def run(
+        self, pe: Any, items: Iterable, total: int | None, progress: bool, name: str, full_total: int | None
+    ) -> str:
+        """Stream ``items`` through ``pe`` into the result; why the search stopped."""
+        stopped = "exhausted"
+        bar: Progress | None = None
+        try:
+            with pe:
+                pe.start()  # fork the workers before the progress bar starts its monitor thread
+                bar = Progress(total, progress, desc=name)
+                for evaluations in pe.stream(items, self.current_bound, self.should_stop):
+                    self.take(evaluations)
+                    bar.update(len(evaluations), self.result.funnel, self.result.best_cost)
+            more = full_total is None or self.done < full_total
+            if more and self.early:
+                stopped = "bound"
+            elif more and self.out_of_time():
+                stopped = "max_time"
+            elif more and self.budget.max_evaluations is not None and self.done >= self.budget.max_evaluations:
+                stopped = "max_evaluations"
+        except KeyboardInterrupt:
+            stopped = "interrupted"
+        finally:
+            if bar is not None:
+                bar.update(0, self.result.funnel, self.result.best_cost, force=True)
+                bar.close()
+        return stopped
+
+    def finish(self, stopped: str, first_seq: int) -> None:
+        """Close the result: wall time, why it stopped, the first position not evaluated, a last history point."""
+        self.result.wall_time = time.perf_counter() - self.t0
+        self.result.stopped = stopped
+        self.result.next_seq = first_seq + self.done if stopped != "interrupted" else None
+        self.result.history.append(self.point())
+
+    def take(self, evaluations: Sequence[Any]) -> None:
+        """Count a chunk of evaluations, keep the best valid one, and add a history point at most once a second."""
+        result = self.result
+        for ev in evaluations:
+            result.evaluations += 1
+            result.cpu_time += ev.cpu
+            result.funnel.record_evaluation(ev)
+            if ev.valid:
+                result.valid += 1
+                if ev.cost < self.limit and result.consider(ev):
+                    result.history.append(self.point())
+                    result.improvements.append({**self.point(), "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
+        self.done += len(evaluations)
+        now = time.perf_counter() - self.t0
+        if now - self.last_point >= 1.0:
+            self.last_point = now
+            result.history.append(self.point())
 
 
 class RandomSearch:
