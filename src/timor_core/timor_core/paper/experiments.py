@@ -270,6 +270,22 @@ def exp2_space(db: ModulesDB) -> SerialSpace:
         raise InputError(f"{where} does not fit the experiment-2 space: {exc}", file=db.source) from None
 
 
+def _check_exp2_args(
+    task: Task, algorithms: tuple[str, ...], order: str, limit: int | None, workers: int | None
+) -> None:
+    """InputError for a bad argument of :func:`exp2`, before the space is built."""
+    unknown = [a for a in algorithms if a not in EXP2_ALGORITHMS]
+    if unknown or not algorithms:
+        raise InputError(f"algorithms must be among {EXP2_ALGORITHMS}", value=list(algorithms))
+    if not task.goals:
+        raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=task.id)
+    if order not in ("space", "cost"):
+        raise InputError('order must be "space" or "cost"', value=order)
+    if limit is not None:
+        check_int(limit, "limit", 1, "max_search_evals")
+    cap_workers(workers)
+
+
 def exp2(
     db: ModulesDB,
     task: Task,
@@ -297,16 +313,7 @@ def exp2(
     """
     from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer
 
-    unknown = [a for a in algorithms if a not in EXP2_ALGORITHMS]
-    if unknown or not algorithms:
-        raise InputError(f"algorithms must be among {EXP2_ALGORITHMS}", value=list(algorithms))
-    if not task.goals:
-        raise InputError(f"the task {task.id!r} has no goals: nothing to search for", value=task.id)
-    if order not in ("space", "cost"):
-        raise InputError('order must be "space" or "cost"', value=order)
-    if limit is not None:
-        check_int(limit, "limit", 1, "max_search_evals")
-    cap_workers(workers)  # a bad count is refused before the space is built
+    _check_exp2_args(task, algorithms, order, limit, workers)
     space = exp2_space(db)
     config = FilterConfig(seed=seed)
     runs = []

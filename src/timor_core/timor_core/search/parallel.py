@@ -76,6 +76,15 @@ def _run_chunk(items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bou
     return _WORKER.evaluate_chunk(items, bound, lower_bound)
 
 
+def _stream_callables(
+    bound: Callable[[], float] | float, stop: Callable[[], bool] | None
+) -> tuple[Callable[[], float], Callable[[], bool]]:
+    """A stream's ``bound`` and ``stop`` arguments as functions (a fixed bound, never stop when ``None``)."""
+    get_bound = bound if callable(bound) else (lambda b=float(bound): b)
+    should_stop = stop if stop is not None else (lambda: False)
+    return get_bound, should_stop
+
+
 def _ping() -> bool:
     return _WORKER is not None
 
@@ -222,28 +231,49 @@ class ParallelEvaluator:
         items are split into chunks, i.e. on the number of workers). ``max_chunk`` caps the chunk size (a small
         batch is then spread over every worker instead of filling one chunk).
         """
-        get_bound = bound if callable(bound) else (lambda b=float(bound): b)
-        should_stop = stop if stop is not None else (lambda: False)
-        it = iter(items)
+        # the generator itself is returned (no delegating frame per item); nothing runs before the first next()
         if self.workers == 1:
-            local = self.local
-            cut: list[Evaluation] = []  # cut by the bound before they are built, reported in batches
-            for seq, ids in self._uncut(it, get_bound, cut, should_stop):
-                if cut:
-                    yield cut[:]
-                    cut.clear()
-                if should_stop():
-                    return
-                ev = local(ids, get_bound(), seq)
-                self._learn((ev,))
-                yield [ev]
+            return self._stream_here(items, bound, stop)
+        return self._stream_pool(items, bound, stop, lower_bound, max_chunk)
+
+    def _stream_here(
+        self,
+        items: Iterable[tuple[int, Sequence[str]]],
+        bound: Callable[[], float] | float,
+        stop: Callable[[], bool] | None,
+    ) -> Iterator[list[Evaluation]]:
+        """:meth:`stream` with ``workers=1``: one assembly at a time, in this process."""
+        get_bound, should_stop = _stream_callables(bound, stop)
+        it = iter(items)
+        local = self.local
+        cut: list[Evaluation] = []  # cut by the bound before they are built, reported in batches
+        for seq, ids in self._uncut(it, get_bound, cut, should_stop):
             if cut:
-                yield cut
-            return
+                yield cut[:]
+                cut.clear()
+            if should_stop():
+                return
+            ev = local(ids, get_bound(), seq)
+            self._learn((ev,))
+            yield [ev]
+        if cut:
+            yield cut
+
+    def _stream_pool(
+        self,
+        items: Iterable[tuple[int, Sequence[str]]],
+        bound: Callable[[], float] | float,
+        stop: Callable[[], bool] | None,
+        lower_bound: bool,
+        max_chunk: int | None,
+    ) -> Iterator[list[Evaluation]]:
+        """:meth:`stream` on the process pool: chunks sent in sequence order, at most two per worker out."""
+        get_bound, should_stop = _stream_callables(bound, stop)
+        it = iter(items)
         pool = self._ensure_pool()
         inflight: set[Future] = set()
         exhausted = False
-        cut = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
+        cut: list[Evaluation] = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
         it = self._uncut(it, get_bound, cut, should_stop)
         try:
             while True:

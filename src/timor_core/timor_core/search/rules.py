@@ -19,7 +19,6 @@ from typing import Any
 from timor_core.errors import ValidationError
 from timor_core.limits import limits
 from timor_core.model.db import ModulesDB
-from timor_core.model.module import Module
 
 __all__ = ["SpaceOptions", "SearchSpaceError", "BUILTIN_CLASSES", "ResolvedRules"]
 
@@ -217,51 +216,126 @@ class ResolvedRules:
     tail_patterns: tuple[tuple[frozenset[str], ...], ...] | None
 
 
+PatternSets = tuple[tuple[frozenset[str], ...], ...]
+
+
+def _checked_ids(db: ModulesDB, known: set[str], values: Sequence[str], name: str) -> list[str]:
+    """``values`` as a list, after checking that each is a module ID of ``db``."""
+    for k, v in enumerate(values):
+        if v not in known:
+            raise SearchSpaceError(
+                f"unknown module ID in module set {db.name!r} (IDs: {', '.join(db.ids)})",
+                path=f"$.{name}[{k}]",
+                value=v,
+            )
+    return list(values)
+
+
+def _resolve_bases(db: ModulesDB, opt: SpaceOptions, known: set[str], excluded: set[str]) -> list[str]:
+    """The allowed base modules, in DB order (default: every module with exactly one base connector)."""
+    if opt.bases is None:
+        return [m.id for m in db if len(m.base_connectors) == 1 and m.id not in excluded]
+    bases = _checked_ids(db, known, opt.bases, "bases")
+    for k, b in enumerate(bases):
+        if len(db[b].base_connectors) != 1:
+            raise SearchSpaceError(
+                f"module is not a base (it has {len(db[b].base_connectors)} base connectors, needs exactly one)",
+                path=f"$.bases[{k}]",
+                value=b,
+            )
+    return [b for b in db.ids if b in set(bases) and b not in excluded]
+
+
+def _resolve_eefs(db: ModulesDB, opt: SpaceOptions, known: set[str], excluded: set[str]) -> list[str]:
+    """The allowed end effectors, in DB order (default: every non-base module with an ``eef`` connector)."""
+    if opt.end_effectors is None:
+        return [m.id for m in db if m.is_end_effector and not m.is_base and m.id not in excluded]
+    eefs = _checked_ids(db, known, opt.end_effectors, "end_effectors")
+    for k, e in enumerate(eefs):
+        if not db[e].is_end_effector:
+            raise SearchSpaceError("module has no 'eef' connector", path=f"$.end_effectors[{k}]", value=e)
+    return [e for e in db.ids if e in set(eefs) and e not in excluded]
+
+
+def _resolve_middle(db: ModulesDB, opt: SpaceOptions, known: set[str], excluded: set[str]) -> tuple[str, ...]:
+    """The allowed middle modules (joints and links), in DB order."""
+    middle_all = [m.id for m in db if not (m.is_base or m.is_end_effector)]
+    allowed = set(middle_all) if opt.modules is None else set(_checked_ids(db, known, opt.modules, "modules"))
+    for k, m in enumerate(opt.modules or ()):
+        if m not in middle_all:
+            raise SearchSpaceError("a base or end effector cannot be a middle module", path=f"$.modules[{k}]", value=m)
+    return tuple(m for m in middle_all if m in allowed and m not in excluded)
+
+
+@dataclass(frozen=True)
+class _Tokens:
+    """Expands rule tokens (module ID, class name, built-in class) to the allowed module IDs they name."""
+
+    opt: SpaceOptions
+    known: set[str]
+    every: frozenset[str]
+    builtin: dict[str, frozenset[str]]
+
+    def expand(self, t: str, path: str) -> frozenset[str]:
+        if t in self.builtin:
+            return self.builtin[t]
+        if t in self.opt.classes:
+            return frozenset(self.opt.classes[t]) & self.every
+        if t in self.known:
+            return frozenset((t,)) & self.every
+        raise SearchSpaceError(
+            "unknown token: neither a module ID, a class from $.classes, nor one of " + ", ".join(BUILTIN_CLASSES),
+            path=path,
+            value=t,
+        )
+
+    def union(self, values: Sequence[str] | None, name: str) -> frozenset[str] | None:
+        if values is None:
+            return None
+        return frozenset().union(*(self.expand(t, f"$.{name}[{k}]") for k, t in enumerate(values)))
+
+    def patterns(self, name: str, must: frozenset[str], what: str) -> PatternSets | None:
+        """Option ``name`` (a list of token sequences) expanded; every token must name only ``must``."""
+        value = getattr(self.opt, name)
+        if value is None:
+            return None
+        out = []
+        for i, p in enumerate(value):
+            seq = []
+            for k, t in enumerate(p):
+                s = self.expand(t, f"$.{name}[{i}][{k}]")
+                bad = s - must
+                if bad:
+                    raise SearchSpaceError(
+                        f"{name} may only name {what}; {', '.join(sorted(bad))} is not one",
+                        path=f"$.{name}[{i}][{k}]",
+                        value=t,
+                    )
+                seq.append(s)
+            out.append(tuple(seq))
+        return tuple(out)
+
+    def successors(self) -> frozenset[tuple[str, str]] | None:
+        if self.opt.successors is None:
+            return None
+        pairs: set[tuple[str, str]] = set()
+        for k, (a, b) in enumerate(self.opt.successors):
+            sa, sb = self.expand(a, f"$.successors[{k}][0]"), self.expand(b, f"$.successors[{k}][1]")
+            pairs.update((x, y) for x in sa for y in sb)
+        return frozenset(pairs)
+
+
 def resolve(db: ModulesDB, opt: SpaceOptions) -> ResolvedRules:
     """Check every module ID and token of ``opt`` against ``db``; raise SearchSpaceError on the first problem."""
-    ids = db.ids
-    known = set(ids)
+    known = set(db.ids)
     for name in opt.classes:
         if name in known:
             raise SearchSpaceError("class name is also a module ID; rename the class", path="$.classes", value=name)
-
-    def ids_of(values: Sequence[str], name: str) -> list[str]:
-        for k, v in enumerate(values):
-            if v not in known:
-                raise SearchSpaceError(
-                    f"unknown module ID in module set {db.name!r} (IDs: {', '.join(ids)})",
-                    path=f"$.{name}[{k}]",
-                    value=v,
-                )
-        return list(values)
-
     for name, members in opt.classes.items():
-        ids_of(members, f"classes.{name}")
-    excluded = set(ids_of(opt.exclude, "exclude"))
-
-    def one_base(m: Module) -> bool:
-        return len(m.base_connectors) == 1
-
-    if opt.bases is None:
-        bases = [m.id for m in db if one_base(m) and m.id not in excluded]
-    else:
-        bases = ids_of(opt.bases, "bases")
-        for k, b in enumerate(bases):
-            if not one_base(db[b]):
-                raise SearchSpaceError(
-                    f"module is not a base (it has {len(db[b].base_connectors)} base connectors, needs exactly one)",
-                    path=f"$.bases[{k}]",
-                    value=b,
-                )
-        bases = [b for b in ids if b in set(bases) and b not in excluded]
-    if opt.end_effectors is None:
-        eefs = [m.id for m in db if m.is_end_effector and not m.is_base and m.id not in excluded]
-    else:
-        eefs = ids_of(opt.end_effectors, "end_effectors")
-        for k, e in enumerate(eefs):
-            if not db[e].is_end_effector:
-                raise SearchSpaceError("module has no 'eef' connector", path=f"$.end_effectors[{k}]", value=e)
-        eefs = [e for e in ids if e in set(eefs) and e not in excluded]
+        _checked_ids(db, known, members, f"classes.{name}")
+    excluded = set(_checked_ids(db, known, opt.exclude, "exclude"))
+    bases = _resolve_bases(db, opt, known, excluded)
+    eefs = _resolve_eefs(db, opt, known, excluded)
     if not bases:
         raise SearchSpaceError(
             f"module set {db.name!r} has no usable base module (one with exactly one 'base' connector)",
@@ -274,77 +348,22 @@ def resolve(db: ModulesDB, opt: SpaceOptions) -> ResolvedRules:
             path="$.end_effectors",
             value=opt.end_effectors,
         )
-    middle_all = [m.id for m in db if not (m.is_base or m.is_end_effector)]
-    allowed = set(middle_all) if opt.modules is None else set(ids_of(opt.modules, "modules"))
-    for k, m in enumerate(opt.modules or ()):
-        if m not in middle_all:
-            raise SearchSpaceError("a base or end effector cannot be a middle module", path=f"$.modules[{k}]", value=m)
-    middle = tuple(m for m in middle_all if m in allowed and m not in excluded)
+    middle = _resolve_middle(db, opt, known, excluded)
     joints = frozenset(m for m in middle if db[m].dof > 0)
     links = frozenset(m for m in middle if db[m].dof == 0)
     every = frozenset((*bases, *eefs, *middle))
-    builtin = {
-        "@base": frozenset(bases),
-        "@eef": frozenset(eefs),
-        "@joint": joints,
-        "@link": links,
-        "@any": every,
-    }
-
-    def token(t: str, path: str) -> frozenset[str]:
-        if t in builtin:
-            return builtin[t]
-        if t in opt.classes:
-            return frozenset(opt.classes[t]) & every
-        if t in known:
-            return frozenset((t,)) & every
-        raise SearchSpaceError(
-            "unknown token: neither a module ID, a class from $.classes, nor one of " + ", ".join(BUILTIN_CLASSES),
-            path=path,
-            value=t,
-        )
-
-    def token_set(values: Sequence[str] | None, name: str) -> frozenset[str] | None:
-        if values is None:
-            return None
-        return frozenset().union(*(token(t, f"$.{name}[{k}]") for k, t in enumerate(values)))
-
-    def patterns(name: str, must: frozenset[str], what: str):
-        value = getattr(opt, name)
-        if value is None:
-            return None
-        out = []
-        for i, p in enumerate(value):
-            seq = []
-            for k, t in enumerate(p):
-                s = token(t, f"$.{name}[{i}][{k}]")
-                bad = s - must
-                if bad:
-                    raise SearchSpaceError(
-                        f"{name} may only name {what}; {', '.join(sorted(bad))} is not one",
-                        path=f"$.{name}[{i}][{k}]",
-                        value=t,
-                    )
-                seq.append(s)
-            out.append(tuple(seq))
-        return tuple(out)
-
-    successors = None
-    if opt.successors is not None:
-        pairs: set[tuple[str, str]] = set()
-        for k, (a, b) in enumerate(opt.successors):
-            sa, sb = token(a, f"$.successors[{k}][0]"), token(b, f"$.successors[{k}][1]")
-            pairs.update((x, y) for x in sa for y in sb)
-        successors = frozenset(pairs)
+    builtin = {"@base": frozenset(bases), "@eef": frozenset(eefs), "@joint": joints, "@link": links, "@any": every}
+    tokens = _Tokens(opt, known, every, builtin)
+    successors = tokens.successors()
     return ResolvedRules(
         bases=tuple(bases),
         end_effectors=tuple(eefs),
         middle=middle,
         joints=joints,
-        first_modules=token_set(opt.first_modules, "first_modules"),
+        first_modules=tokens.union(opt.first_modules, "first_modules"),
         successors=successors,
-        joint_sequences=patterns("joint_sequences", joints, "joint modules"),
-        gap_patterns=patterns("gap_patterns", links, "links (dof-0 middle modules)"),
-        head_patterns=patterns("head_patterns", links, "links (dof-0 middle modules)"),
-        tail_patterns=patterns("tail_patterns", links, "links (dof-0 middle modules)"),
+        joint_sequences=tokens.patterns("joint_sequences", joints, "joint modules"),
+        gap_patterns=tokens.patterns("gap_patterns", links, "links (dof-0 middle modules)"),
+        head_patterns=tokens.patterns("head_patterns", links, "links (dof-0 middle modules)"),
+        tail_patterns=tokens.patterns("tail_patterns", links, "links (dof-0 middle modules)"),
     )

@@ -196,7 +196,8 @@ class _Compiler:
         return ok
 
     # -- exploration, pruning, counting ----------------------------------------------------------
-    def compile(self) -> _Automaton:
+    def _explore(self) -> list[list[tuple[str, int]]]:
+        """The transitions of every state reachable from the root (state 1; state 0 is the terminal)."""
         index: dict[tuple, int] = {_TERMINAL: 0, _ROOT: 1}
         keys: list[tuple] = [_TERMINAL, _ROOT]
         raw: list[list[tuple[str, int]]] = [[], []]
@@ -226,7 +227,11 @@ class _Compiler:
                 if nxt is not None:
                     out.append((m, sid(nxt)))
             k += 1
-        n = len(keys)
+        return raw
+
+    def compile(self) -> _Automaton:
+        raw = self._explore()
+        n = len(raw)
         # live states: those from which the terminal is reachable
         preds: list[list[int]] = [[] for _ in range(n)]
         for a in range(n):
@@ -267,7 +272,7 @@ class _Compiler:
         for a in reversed(order):
             if a:
                 counts[a] = sum(counts[b] for _, b in trans[a])
-        return _Automaton(trans, counts, len(keys))
+        return _Automaton(trans, counts, n)
 
 
 class _Automaton:
