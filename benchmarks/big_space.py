@@ -60,7 +60,7 @@ def child(task: str, dof_max: int) -> dict:
     """Run the search in this (fresh) process; its figures as a dict."""
     from timor_core import ModulesDB
     from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)
@@ -150,7 +150,7 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float) -
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, FilterConfig, TaskRef, load_space
     from timor_core.search.parallel import WorkerSpec
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)

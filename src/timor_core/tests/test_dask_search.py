@@ -120,7 +120,7 @@ def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, r
 def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     from conftest import SHARED
 
-    from timor_core.task.solve import load_task
+    from timor_core.task.feedback import load_task
 
     path = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
     if not path.is_file():

@@ -1,12 +1,10 @@
 """SerialSpace: a search space of serial assemblies, compiled to a small automaton and counted by DP.
 
-The options (:class:`~.rules.SpaceOptions`) are compiled once into a finite automaton whose states
-summarise everything the rules need to know about a chain prefix (last module and its used
-connector, degrees of freedom so far, links since the last joint, progress through the allowed joint
-sequences and link patterns, length). Dead states (no valid completion) are pruned, and a dynamic
-programme over the states counts the assemblies without enumerating them. The counts give a
-bijection between ``range(len(space))`` and the assemblies (``space[i]``, ``space.index(ids)``),
-which makes iteration resumable from a single integer.
+The options (:class:`~.rules.SpaceOptions`) are compiled once into a finite automaton whose states summarise
+what the rules need to know of a chain prefix (last module and its used connector, degrees of freedom, links
+since the last joint, progress through the joint sequences and link patterns, length). Dead states are pruned;
+a dynamic programme over the states counts the assemblies without enumerating them. The counts give a bijection
+between ``range(len(space))`` and the assemblies (``space[i]``, ``space.index(ids)``): resumable iteration.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from timor_core.errors import InputError
 from timor_core.model.db import ModulesDB
 from timor_core.search.rules import ResolvedRules, SearchSpaceError, SpaceOptions, resolve
 
-__all__ = ["SerialSpace", "SpaceArgumentError", "MAX_STATES", "post_order"]
+__all__ = ["SerialSpace", "SpaceArgumentError", "SpaceIndexError", "MAX_STATES", "post_order"]
 
 
 class SpaceArgumentError(InputError, TypeError):
@@ -50,12 +48,10 @@ class _Patterns:
         self.start = frozenset((i, 0) for i in range(len(patterns)))
 
     def step(self, live: frozenset, module: str) -> frozenset:
-        p = self.patterns
-        return frozenset((i, k + 1) for i, k in live if k < len(p[i]) and module in p[i][k])
+        return frozenset((i, k + 1) for i, k in live if k < len(self.patterns[i]) and module in self.patterns[i][k])
 
     def done(self, live: frozenset) -> bool:
-        p = self.patterns
-        return any(k == len(p[i]) for i, k in live)
+        return any(k == len(self.patterns[i]) for i, k in live)
 
 
 class _Compiler:
