@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import IMPROV_FILE
 
 from timor_core import ModuleAssembly, ModulesDB
@@ -74,8 +75,11 @@ def test_canopen_package_bus_yml_is_accepted_by_dcfgen(arm, tmp_path):
     vendors = master.split("[1F85Value]", 1)[1].split("\n\n", 1)[0]  # expected vendor id of each slave
     assert vendors.count("=0x00000F1E") == 3
     text = (bus / "bus.yml").read_text()
-    assert text.count('driver: "ros2_canopen::Cia402Driver"') == 3 and "position_mode: 8" in text
+    bus_data = yaml.safe_load(text)
+    drives = [v for v in bus_data.values() if v.get("driver") == "ros2_canopen::Cia402Driver"]
+    assert len(drives) == 3 and all(d["position_mode"] == 8 for d in drives)
     assert "scale_pos_to_dev: 65841.7" in text  # 4096 counts x 101 / 2 pi
+    assert "#   sdo 0x6060 sub 0 = 8:" in text  # what each number means, as comments above the data
     block = _control(_xacro(result.folder, tmp_path / "cfg", can_interface="vcan0"))
     assert block.findtext("hardware/plugin") == "canopen_ros2_control/RobotSystem"
     params = {p.get("name"): p.text for p in block.findall("hardware/param")}

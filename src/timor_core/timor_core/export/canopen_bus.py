@@ -28,11 +28,12 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from timor_core.common.names import format_number
 from timor_core.errors import InputError
 from timor_core.export.eds import Eds, SiUnit, si_unit
 from timor_core.export.hardware import HardwareProfile, JointDrive
+from timor_core.export.yaml_text import to_yaml
 
 __all__ = ["BUS_NAME", "SYNC_PERIOD_US", "BusDevice", "bus_devices", "bus_yml", "command_interface"]
 
@@ -300,46 +301,60 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
     return out
 
 
-def _pdo_yml(kind: str, pdos: tuple[tuple[int, ...], ...], off: tuple[int, ...]) -> list[str]:
-    lines = [f"  {kind}:"]
+def _pdo_data(kind: str, pdos: tuple[tuple[int, ...], ...], off: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """The ``rpdo``/``tpdo`` section of a device: the mapped PDOs in order, then the ones switched off."""
+    out: dict[int, dict[str, Any]] = {}
     for k, entries in enumerate(pdos):
-        lines += [f"    {k + 1}:", "      enabled: true", '      cob_id: "auto"']
-        lines += ["      transmission: 0x01"] if kind == "tpdo" else []
-        lines += ["      mapping:"]
-        lines += [f"        - {{index: 0x{i:04X}, sub_index: 0}}  # {_NAMES[i]}" for i in entries]
-    lines += [f"    {k}:\n      enabled: false" for k in off]
+        pdo: dict[str, Any] = {"enabled": True, "cob_id": "auto"}
+        if kind == "tpdo":
+            pdo["transmission"] = 1
+        pdo["mapping"] = [{"index": i, "sub_index": 0} for i in entries]
+        out[k + 1] = pdo
+    out.update({k: {"enabled": False} for k in off})
+    return out
+
+
+def _device_data(dev: BusDevice) -> dict[str, Any]:
+    return {
+        "node_id": dev.node_id,
+        "dcf": dev.dcf,
+        "driver": "ros2_canopen::Cia402Driver",
+        "package": "canopen_402_driver",
+        "period": _PERIOD_MS,
+        f"{dev.command}_mode": dev.mode,
+        "heartbeat_producer": 1000,
+        "scale_pos_to_dev": float(dev.scale_pos_to_dev),
+        "scale_pos_from_dev": 1.0 / dev.scale_pos_to_dev,
+        "scale_vel_to_dev": float(dev.scale_vel_to_dev),
+        "scale_vel_from_dev": 1.0 / dev.scale_vel_to_dev,
+        "sdo": [{"index": i, "sub_index": s, "value": v} for i, s, v, _ in dev.sdo],
+        "rpdo": _pdo_data("rpdo", dev.rpdo, dev.off_rpdo),
+        "tpdo": _pdo_data("tpdo", dev.tpdo, dev.off_tpdo),
+    }
+
+
+def _bus_comments(devices: list[BusDevice]) -> list[str]:
+    """What the numbers of bus.yml mean (YAML data carries no comments): per device its joint, module, SDOs, PDOs."""
+    lines = ["# CANopen bus of the robot for ros2_canopen's generate_dcf(bus) (lely dcfgen). Written by timor."]
+    for dev in devices:
+        lines.append(f"# {dev.name}: joint {json.dumps(dev.joint)}, module {json.dumps(dev.module_id)}")
+        lines += [f"#   sdo 0x{i:04X} sub {s} = {v}: {c}" for i, s, v, c in dev.sdo]
+        for kind, pdos in (("rpdo", dev.rpdo), ("tpdo", dev.tpdo)):
+            names = "; ".join(", ".join(f"0x{i:04X} {_NAMES[i]}" for i in e) for e in pdos)
+            lines.append(f"#   {kind}: {names}")
     return lines
 
 
 def bus_yml(devices: list[BusDevice], profile: HardwareProfile) -> str:
     """The flat bus.yml (``options``, ``master``, one section per device) of ``generate_dcf``."""
-    lines = [
-        "# CANopen bus of the robot for ros2_canopen's generate_dcf(bus) (lely dcfgen). Written by timor.",
-        "options:",
-        '  dcf_path: "@BUS_CONFIG_PATH@"',
-        "master:",
-        f"  node_id: {profile.bus.master_node_id}",
-        '  driver: "ros2_canopen::MasterDriver"',
-        '  package: "canopen_master_driver"',
-        f"  sync_period: {SYNC_PERIOD_US}",
-    ]
-    for dev in devices:
-        lines += [
-            f"{dev.name}:  # joint {json.dumps(dev.joint)}, module {json.dumps(dev.module_id)}",
-            f"  node_id: {dev.node_id}",
-            f"  dcf: {json.dumps(dev.dcf)}",
-            '  driver: "ros2_canopen::Cia402Driver"',
-            '  package: "canopen_402_driver"',
-            f"  period: {_PERIOD_MS}",
-            f"  {dev.command}_mode: {dev.mode}",
-            "  heartbeat_producer: 1000",
-            f"  scale_pos_to_dev: {format_number(dev.scale_pos_to_dev)}",
-            f"  scale_pos_from_dev: {format_number(1.0 / dev.scale_pos_to_dev)}",
-            f"  scale_vel_to_dev: {format_number(dev.scale_vel_to_dev)}",
-            f"  scale_vel_from_dev: {format_number(1.0 / dev.scale_vel_to_dev)}",
-            "  sdo:",
-            *(f"    - {{index: 0x{i:04X}, sub_index: {s}, value: {v}}}  # {c}" for i, s, v, c in dev.sdo),
-            *_pdo_yml("rpdo", dev.rpdo, dev.off_rpdo),
-            *_pdo_yml("tpdo", dev.tpdo, dev.off_tpdo),
-        ]
-    return "\n".join(lines) + "\n"
+    data: dict[str, Any] = {
+        "options": {"dcf_path": "@BUS_CONFIG_PATH@"},
+        "master": {
+            "node_id": profile.bus.master_node_id,
+            "driver": "ros2_canopen::MasterDriver",
+            "package": "canopen_master_driver",
+            "sync_period": SYNC_PERIOD_US,
+        },
+    }
+    data.update({dev.name: _device_data(dev) for dev in devices})
+    return "\n".join(_bus_comments(devices)) + "\n" + to_yaml(data)
