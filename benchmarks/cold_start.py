@@ -9,7 +9,7 @@ For each bytecode state, fresh processes alternate ours / reference (A B A B ...
 pairs (``len(A.robot.collision_pairs)``). The table gives their medians, the median of the sum (what a user waits
 for before the first robot: the goal of issue 25 is a sum >= 2x faster than the reference) and the whole process
 timed from outside (interpreter start-up and exit included). ``--whole-process`` adds ``timor fk`` and
-``timor urdf`` against the reference's equivalent scripts (``ref_cli_fk.py``, ``ref_cli_urdf.py``).
+``timor urdf`` against the reference's equivalent scripts (``ref_cli.py fk|urdf``).
 
 Bytecode states (``PYTHONDONTWRITEBYTECODE=1`` on this machine, so nothing is compiled as a side effect):
 
@@ -145,13 +145,13 @@ def measure_state(state: str, args: argparse.Namespace, tmp: Path) -> list[dict]
 def _cli_rows(args: argparse.Namespace, src: Path, ref_env: dict | None) -> list[dict]:
     """``timor fk`` and ``timor urdf`` (as ``python -m timor_core.cli``) against the reference's scripts."""
     rows = []
-    for command, script in (("fk", "ref_cli_fk.py"), ("urdf", "ref_cli_urdf.py")):
+    for command in ("fk", "urdf"):
         ours_cmd = [sys.executable, "-m", "timor_core.cli", command, str(run.IMPROV_JSON), *FIRST]
         ours = lambda c=ours_cmd: _timed_process(c, _our_env(src))  # noqa: E731
         if ref_env is None:
             rows.append(_row(f"timor {command}, whole process", [ours() for _ in range(args.runs)], None))
             continue
-        ref_cmd = [args.ref_python, str(HERE / script), str(run.IMPROV_JSON), *FIRST]
+        ref_cmd = [args.ref_python, str(HERE / "ref_cli.py"), command, str(run.IMPROV_JSON), *FIRST]
         ref = lambda c=ref_cmd: _timed_process(c, ref_env)  # noqa: E731
         run.log(f"timor {command}: {args.runs} whole processes per side, alternating ...")
         rows.append(_row(f"timor {command}, whole process", *_alternate(ours, ref, args.runs)))

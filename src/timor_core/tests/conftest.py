@@ -119,3 +119,20 @@ def anywhere_configuration(robot, rng):
         ]
         q[prismatic] = rng.uniform(lo[prismatic], hi[prismatic])
     return q
+
+
+def reach_test_spaces() -> tuple[dict, dict]:
+    """(module sets, small serial spaces) of both embedded sets, for the reach-bound property tests: 1-5 DOF,
+    at most two links between joints and one before the first or after the last joint."""
+    from timor_core.search import SerialSpace, SpaceOptions
+
+    dbs = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
+    options = SpaceOptions(
+        dof_min=1,
+        dof_max=5,
+        first_is_joint=False,
+        max_links_between_joints=2,
+        max_links_before_first_joint=1,
+        max_links_after_last_joint=1,
+    )
+    return dbs, {name: SerialSpace(db, options) for name, db in dbs.items()}

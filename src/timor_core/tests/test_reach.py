@@ -6,31 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import anywhere_configuration, random_placement
+from conftest import anywhere_configuration, random_placement, reach_test_spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from timor_core import ModuleAssembly, ModulesDB
+from timor_core import ModuleAssembly
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_chain, reach_gap
 from timor_core.kinematics.tolerance import tolerance_from_json
-from timor_core.search import SerialSpace, SpaceOptions
 
-DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
-SPACES = {
-    name: SerialSpace(
-        db,
-        SpaceOptions(
-            dof_min=1,
-            dof_max=5,
-            first_is_joint=False,
-            max_links_between_joints=2,
-            max_links_before_first_joint=1,
-            max_links_after_last_joint=1,
-        ),
-    )
-    for name, db in DBS.items()
-}
+DBS, SPACES = reach_test_spaces()
 
 
 @settings(max_examples=80, deadline=None)

@@ -11,33 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import anywhere_configuration, random_placement
+from conftest import anywhere_configuration, random_placement, reach_test_spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
-from timor_core import ModuleAssembly, ModulesDB
+from timor_core import ModuleAssembly
 from timor_core.kinematics.tolerance import tolerance_from_json
-from timor_core.search import SerialSpace, SpaceOptions
 from timor_core.search.quick_reach import quick_chain
 from timor_core.search.reach_proof import chain_poses, pose_chain, rotation_slack, unreachable_pose
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
-DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
-SPACES = {
-    name: SerialSpace(
-        db,
-        SpaceOptions(
-            dof_min=1,
-            dof_max=5,
-            first_is_joint=False,
-            max_links_between_joints=2,
-            max_links_before_first_joint=1,
-            max_links_after_last_joint=1,
-        ),
-    )
-    for name, db in DBS.items()
-}
+DBS, SPACES = reach_test_spaces()
 PLANAR = ("base", "J", "L_150", "J", "J", "J", "gripper")  # a turntable and three joints on one line
 TOLERANCES = {
     "exp2": tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]]),
