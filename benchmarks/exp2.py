@@ -64,7 +64,8 @@ def task_with_base(folder: Path) -> Path:
     if not any(c.get("type") == "basePlacement" for c in data.get("constraints", [])):
         identity = [[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
         data["constraints"] = [*data.get("constraints", []), {"type": "basePlacement", "pose": {"nominal": identity}}]
-    path = folder / "user_study_with_base.json"
+    path = folder / "with_base" / TASK_JSON.name  # the reference wants the file named for the task's ID
+    path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(data, indent=1))
     return path
 
