@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import IMPROV_FILE, anywhere_configuration, random_placement
+from conftest import IMPROV_FILE, anywhere_configuration, random_placement, reach_test_spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
-from timor_core.search import ExhaustiveSearch, SerialSpace, SpaceOptions, paper_exp2_space, science2019_options
+from timor_core.search import ExhaustiveSearch, SerialSpace, paper_exp2_space, science2019_options
 from timor_core.search.space_reach import module_span, space_reach, unreachable_goals
 from timor_core.task.feedback import load_task
 
@@ -28,16 +28,7 @@ def load_task_data(data: dict):
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 UNREACHABLE = TASKS / "unreachable.json"
-DBS = {name: ModulesDB.from_name(name) for name in ("robco_like", "geometric_primitive_modules")}
-WIDE = SpaceOptions(
-    dof_min=1,
-    dof_max=5,
-    first_is_joint=False,
-    max_links_between_joints=2,
-    max_links_before_first_joint=1,
-    max_links_after_last_joint=1,
-)
-SPACES = {name: SerialSpace(db, WIDE) for name, db in DBS.items()}
+DBS, SPACES = reach_test_spaces()
 if IMPROV_FILE.is_file():
     DBS["IMPROV"] = ModulesDB.from_json_file(IMPROV_FILE)
     SPACES["IMPROV"] = SerialSpace(DBS["IMPROV"], science2019_options())
