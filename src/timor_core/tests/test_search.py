@@ -170,6 +170,14 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
             "workspace",
             "g0: no configuration reaches it",
         ),
+        # the exhaustive search's family filter (FilterConfig.family_proof): the same proof, before the robot is built
+        (
+            _task([_at((0.1, 0.0, 0.25))]),
+            ("base", "J", "gripper"),
+            math.inf,
+            "family",
+            "g0: no configuration reaches it",
+        ),
         (
             _task([T], obstacles=[("block", (0.12, 0.12, 0.12), _at(T[:3, 3]))]),
             KNOWN,
@@ -189,7 +197,8 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
     seen = {}
     for task, ids, bound, name, key in cases:
         proof = name != "ik"  # the kinematic IK's own failure: the proof would refuse that robot first
-        chain = FilterChain(task, robco, "mass", config if proof else replace(config, proof_budget=0))
+        cfg = replace(config, family_proof=True) if name == "family" else config
+        chain = FilterChain(task, robco, "mass", cfg if proof else replace(cfg, proof_budget=0))
         c = chain(ids, bound)
         assert c.failed_filter == name, (name, c.failed_filter, c.reason)
         assert c.reason and c.reason_key
@@ -248,10 +257,9 @@ def test_the_funnel_explains_every_rejection_and_the_bound_skips(result):
         assert sum(f.reasons[name].values()) == f.failed(name)
         assert f.entered[name] == f.passed[name] + f.failed(name)
     assert f.failed("bound") > 0 and f.reasons["bound"]["cost not below the best found"] == f.failed("bound")
-    assert f.failed("workspace") > 0
+    assert f.failed("family") > 0  # the exhaustive search proves goals out of reach per family of chains
+    assert all(k.endswith("no configuration reaches it") for k in f.reasons["family"])
     assert all(k.endswith(("outside workspace", "no configuration reaches it")) for k in f.reasons["workspace"])
-    # every robot the kinematic IK used to fail on here is proven out of reach first (search.reach_proof)
-    assert any(k.endswith("no configuration reaches it") for k in f.reasons["workspace"])
     assert f.valid == result.valid
     rows = f.rows()
     assert [r["name"] for r in rows] == f.names and "reasons" in rows[0]
@@ -356,9 +364,9 @@ def test_user_study_search(robco):
     assert res.found and res.best_cost <= ev.cost + 1e-9
     _check_solution(robco, res.best_ids, res.best_q, task)
     reasons = {k for name in res.funnel.names for k in res.funnel.reasons[name]}
-    assert any(k.endswith("outside workspace") for k in reasons) and any(
-        k.endswith(("no solution found", "no configuration reaches it")) for k in reasons
-    )
+    # out of reach: proven per family of chains (search.family_proof) or by the distance bounds
+    assert any(k.endswith(("outside workspace", "no configuration reaches it")) for k in reasons)
+    assert res.funnel.failed("family") > 0
 
 
 @needs_user_study

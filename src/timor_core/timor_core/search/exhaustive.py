@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 from timor_core.errors import InputError
@@ -74,7 +75,9 @@ class ExhaustiveSearch:
             raise InputError("ExhaustiveSearch needs a SerialSpace", value=type(space).__name__)
         self.space = space
         self.cost = cost
-        self.config = filters if filters is not None else FilterConfig()
+        config = filters if filters is not None else FilterConfig()
+        # family proofs on unless the caller said otherwise (FilterConfig.family_proof)
+        self.config = config if config.family_proof is not None else replace(config, family_proof=True)
         cap_workers(workers)  # refuse a bad count before any work
         self.workers = workers
         self.progress = progress

@@ -7,7 +7,7 @@ import math
 import re
 import zlib
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,10 @@ class FilterConfig:
         proof_budget: boxes of joint angles per goal the workspace filter may spend proving a goal out of reach
             at its orientation before any IK (``search.reach_proof``; 0: no proof). A proof only refuses what
             the IK could never reach, so verdicts do not change; the IK time they take does.
+        family_proof: prove goals out of reach for whole families of chains (``search.family_proof``: same joints,
+            other link lengths) and refuse their members by a look-up, every goal in task order. None: the
+            optimizer decides (on in the exhaustive search; off in the GA, whose fitness ranks a refusal by the
+            filter that made it, which this would change). Verdicts do not change.
     """
 
     max_modules: int | None = None
@@ -65,6 +69,7 @@ class FilterConfig:
     seed: int = 0
     follow_samples: int = 4
     proof_budget: int = 4096
+    family_proof: bool | None = None
 
     def to_json(self) -> dict:
         """A JSON-able dict of the settings."""
@@ -89,6 +94,8 @@ class FilterConfig:
                 continue
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
                 raise InputError(f"filter setting {name} must be an integer in {lo}..{hi}", value=v)
+        if self.family_proof is not None and not isinstance(self.family_proof, bool):
+            raise InputError("filter setting family_proof must be true, false or null", value=self.family_proof)
         reach = self.max_reach
         if reach is not None and (isinstance(reach, bool) or not isinstance(reach, (int, float)) or not reach > 0):
             raise InputError("filter setting max_reach must be a positive number of metres", value=reach)
@@ -169,6 +176,7 @@ class TaskContext:
                 trajectory = tuple(g.trajectory)
                 goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
         self.goals: tuple[PoseGoal, ...] = tuple(goals)
+        self.family_proofs: Any = None  # the family filter's proofs (search.family_proof), made on first use
 
 
 _STAGES = {"ik": 1, "ik_task": 2, "torques": 3, "joint_limits": 4}

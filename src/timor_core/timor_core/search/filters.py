@@ -8,6 +8,8 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
                 valid cost found so far ("a lighter solution is already known"); it runs before the
                 Pinocchio model is built because it needs only the modules (~25 µs against ~2 ms)
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
+``family``      (exhaustive search) no goal is proven out of reach for a whole family of chains holding this one
+                (``search.family_proof``: the same joints, links of other lengths; a look-up once proven)
 ``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
 ``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
                 (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
@@ -43,6 +45,7 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
+from timor_core.search.family_proof import FamilyProofs, cut_chain
 from timor_core.search.filter_state import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
 from timor_core.search.quick_reach import UNREACHABLE, first_unreachable
@@ -63,6 +66,7 @@ __all__ = [
     "AssemblyFilter",
     "BoundFilter",
     "LimitsFilter",
+    "FamilyFilter",
     "RobotFilter",
     "WorkspaceFilter",
     "IKFilter",
@@ -146,6 +150,38 @@ class LimitsFilter(Filter):
         return True
 
 
+class FamilyFilter(Filter):
+    """A goal proven out of reach, every goal in task order: by a certificate of the chain's family (a proven chain
+    with the same joints and links of nearly the same lengths, ``search.family_proof``: a look-up), else by its
+    own proof; only where ``FilterConfig.family_proof`` is on (the exhaustive search's default). The workspace
+    filter then leaves the proof out."""
+
+    name = "family"
+
+    def __call__(self, c: Candidate) -> bool:
+        cfg = c.ctx.config
+        if not cfg.family_proof or not cfg.proof_budget or not c.ctx.goals:
+            return True
+        cut = cut_chain(c.require_assembly(), c.ctx.placement)
+        if cut is None:
+            return True
+        if c.ctx.family_proofs is None:
+            c.ctx.family_proofs = FamilyProofs([(g.world, g.pose.tolerance) for g in c.ctx.goals], cfg.proof_budget)
+        found = c.ctx.family_proofs.refusal(cut)
+        if found is None:
+            return True
+        g = c.ctx.goals[found.goal]
+        rec = c.goal(g.id)
+        rec.success, rec.stage = False, self.name
+        rec.reason = (
+            proof_reason(found.boxes)
+            if found.boxes
+            else "no configuration reaches it within its tolerance (proven for a chain of its family within the"
+            " proof's margin)"
+        )
+        return c.fail(f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {rec.reason}")
+
+
 def _build_robot(c: Candidate) -> bool:
     return c.build_robot()
 
@@ -196,7 +232,7 @@ class WorkspaceFilter(Filter):
                 ok = False
                 if c.ctx.config.stop_early:
                     return False
-        if ok and c.ctx.config.proof_budget and c.ctx.goals:
+        if ok and c.ctx.config.proof_budget and c.ctx.goals and not c.ctx.config.family_proof:
             # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
             # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
             chain, g = pose_chain(robot), c.ctx.goals[0]
@@ -385,6 +421,7 @@ DEFAULT_FILTER_NAMES = (
     "assembly",
     "bound",
     "limits",
+    "family",
     "robot",
     "workspace",
     "ik",
@@ -400,6 +437,7 @@ def default_filters() -> list[Filter]:
         AssemblyFilter(),
         BoundFilter(),
         LimitsFilter(),
+        FamilyFilter(),
         RobotFilter(),
         WorkspaceFilter(),
         IKFilter(),

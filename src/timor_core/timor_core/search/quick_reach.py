@@ -22,7 +22,17 @@ from timor_core.search.filter_state import Candidate
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, proof_reason, unreachable_pose
 from timor_core.search.space_reach import module_span
 
-__all__ = ["OUTSIDE", "UNREACHABLE", "QuickChain", "first_unreachable", "quick_chain", "quick_gap"]
+__all__ = [
+    "OUTSIDE",
+    "UNREACHABLE",
+    "QuickChain",
+    "first_unreachable",
+    "joint_frames",
+    "module_frames",
+    "next_entry",
+    "quick_chain",
+    "quick_gap",
+]
 
 _REVOLUTE = ("revolute", "continuous")
 OUTSIDE = "outside workspace"
@@ -69,9 +79,9 @@ _RELATIVE: dict[tuple[int, str], tuple[Any, dict[str, np.ndarray], list[np.ndarr
 _STEPS: dict[tuple[int, str, str, int], tuple[Any, Any, np.ndarray]] = {}
 
 
-def _relative(module: Any, entry_body: str) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
-    """:func:`_body_poses` from the entry body at the identity, once per module and entry body (the module is held
-    with its result, so its id is not reused)."""
+def module_frames(module: Any, entry_body: str) -> tuple[dict[str, np.ndarray], list[np.ndarray]]:
+    """:func:`_body_poses` from the entry body at the identity (bodies and joint frames relative to the entry body),
+    once per module and entry body (the module is held with its result, so its id is not reused)."""
     key = (id(module), entry_body)
     hit = _RELATIVE.get(key)
     if hit is None or hit[0] is not module:
@@ -81,8 +91,8 @@ def _relative(module: Any, entry_body: str) -> tuple[dict[str, np.ndarray], list
     return hit[1], hit[2]
 
 
-def _step(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndarray], nxt: Any) -> np.ndarray:
-    """The next module's entry body pose relative to this module's entry body (cached as :func:`_relative`)."""
+def next_entry(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndarray], nxt: Any) -> np.ndarray:
+    """The next module's entry body pose relative to this module's entry body (cached as :func:`module_frames`)."""
     key = (id(module), entry_body, out_id, id(nxt))
     hit = _STEPS.get(key)
     if hit is None or hit[0] is not module or hit[1] is not nxt:
@@ -93,9 +103,10 @@ def _step(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndarray],
     return hit[2]
 
 
-def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | None:
-    """The base position, reach bound and nested reach chain of a serial assembly's TCP at ``placement``; None if
-    the assembly is not a chain of modules with at most one revolute joint each ending in one tool frame."""
+def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """The world frames (4x4, q = 0, z the axis) of a serial assembly's joints, base first, and its TCP's pose at
+    ``placement``; None if the assembly is not a chain of modules with at most one revolute joint each ending in one
+    tool frame, or has no joint."""
     modules = assembly.modules
     if any(len(m.joints) > 1 or any(j.type not in _REVOLUTE for j in m.joints) for m in modules):
         return None
@@ -105,37 +116,42 @@ def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | Non
     base_module, base_id = assembly.base_connector
     if base_module != 0:
         return None
-    first = modules[0]
-    connector = first.connectors[base_id]
+    connector = modules[0].connectors[base_id]
     pose = world @ ROT_X_PI @ inv(connector.pose)
     entry_body = connector.body_id
-    origins, axes = [], []
-    tcp_pose = None
+    frames: list[np.ndarray] = []
     for i, module in enumerate(modules):
-        rel, frames = _relative(module, entry_body)
-        for f in frames:
-            frame = pose @ f
-            origins.append(frame[:3, 3])
-            axes.append(frame[:3, 2])
+        rel, joints = module_frames(module, entry_body)
+        frames.extend(pose @ f for f in joints)
         if i + 1 < len(modules):
             _, out_id, _, in_id = assembly.connections[i]
             nxt = modules[i + 1].connectors[in_id]
-            pose = pose @ _step(module, entry_body, out_id, rel, nxt)
+            pose = pose @ next_entry(module, entry_body, out_id, rel, nxt)
             entry_body = nxt.body_id
         else:
             used = {assembly.connections[i - 1][3]} if i else {base_id}
             tools = [c for c in module.eef_connectors if c.id not in used]
-            if len(tools) != 1:
+            if len(tools) != 1 or not frames:  # no joint: PinRobot.reach measures such a robot differently
                 return None
-            tcp_pose = pose @ rel[tools[0].body_id] @ tools[0].pose
-    if tcp_pose is None or not origins:  # no joint: PinRobot.reach measures such a robot differently
+            return frames, pose @ rel[tools[0].body_id] @ tools[0].pose
+    return None
+
+
+def quick_chain(assembly: Any, placement: np.ndarray | None) -> QuickChain | None:
+    """The base position, reach bound and nested reach chain of a serial assembly's TCP at ``placement``; None if
+    :func:`joint_frames` gives none."""
+    walked = joint_frames(assembly, placement)
+    if walked is None:
         return None
+    frames, tcp_pose = walked
+    origins = [f[:3, 3] for f in frames]
     tcp = tcp_pose[:3, 3]
-    base = world[:3, 3]
+    base = (np.eye(4) if placement is None else np.asarray(placement, dtype=float))[:3, 3]
     points = [base, *origins, tcp]
     steps = [float(np.linalg.norm(points[k + 1] - points[k])) for k in range(len(points) - 1)]
     radii = [float(sum(steps[k + 1 :])) for k in range(len(origins))]
-    chain = ReachChain(np.array(origins).reshape(-1, 3), np.array(axes).reshape(-1, 3), np.array(radii))
+    axes = np.array([f[:3, 2] for f in frames]).reshape(-1, 3)
+    chain = ReachChain(np.array(origins).reshape(-1, 3), axes, np.array(radii))
     return QuickChain(base=np.array(base), reach=float(sum(steps)), chain=chain, tcp_pose=tcp_pose)
 
 
@@ -172,7 +188,7 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
             where = f" (pose {worst} of its trajectory)" if g.path else ""
             return g.id, OUTSIDE, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
     budget = c.ctx.config.proof_budget
-    if qc is None or not budget:
+    if qc is None or not budget or c.ctx.config.family_proof:  # the family filter has tried every goal already
         return None
     first = c.ctx.goals[0] if c.ctx.goals else None  # the goal the IK tries first (see WorkspaceFilter)
     boxes = None if first is None else unreachable_pose(qc.poses(), first.pose.world, first.pose.tolerance, budget)

@@ -45,6 +45,8 @@ from timor_core.kinematics.reach import position_slack
 __all__ = [
     "BUDGET",
     "PoseChain",
+    "Proof",
+    "pose_proof",
     "chain_from_frames",
     "chain_poses",
     "pose_chain",
@@ -244,10 +246,30 @@ def _cap_distance(points: np.ndarray, goal: np.ndarray, direction: np.ndarray, l
     return np.sqrt(np.maximum(ny**2 + length**2 - 2.0 * ny * length * np.cos(beyond), 0.0))
 
 
+@dataclass(frozen=True)
+class Proof:
+    """A goal proven out of reach: ``boxes`` evaluated, and ``margin`` (m): every box was refused with more than this
+    to spare in position (or by rotation alone), so the same boxes refuse any chain whose TCP and last joint origin
+    stay within less than ``margin`` of this one's at every configuration, at the same orientations
+    (:mod:`.family_proof`)."""
+
+    boxes: int
+    margin: float
+
+
 def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget: int = BUDGET) -> int | None:
     """The number of boxes that proved that no configuration puts the TCP within ``tolerance`` of ``goal`` (a 4x4
     world pose); None (undecided) if the budget ran out first or a box centre comes within the slack of the goal."""
-    s = position_slack(tolerance) + EPS
+    proof = pose_proof(chain, goal, tolerance, budget)
+    return None if proof is None else proof.boxes
+
+
+def pose_proof(
+    chain: PoseChain, goal: np.ndarray, tolerance: Any, budget: int = BUDGET, extra: float = 0.0
+) -> Proof | None:
+    """:func:`unreachable_pose` with the proof's margin (see :class:`Proof`); None if undecided. ``extra`` (m)
+    widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives)."""
+    s = position_slack(tolerance) + EPS + extra
     theta = rotation_slack(tolerance) + ANGLE_EPS
     g = np.asarray(goal, dtype=float)
     g_pos, g_axes = g[:3, 3], g[:3, :3].T  # row k: the goal's axis k
@@ -256,7 +278,7 @@ def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget:
     n = chain.dof
     weights = chain.radii + ROT_WEIGHT
     centres, half = _halve(np.zeros((1, n)), np.full((1, n), math.pi), weights, FIRST_SPLITS)
-    used = 0
+    used, margin = 0, math.inf
     while True:
         used += len(centres)
         at = chain_poses(chain, centres)
@@ -266,16 +288,21 @@ def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget:
         if np.any((miss <= s + NEAR) & (turn <= theta + NEAR_ANGLE)):  # a centre nearly there: leave it to the IK
             return None
         chord = 2.0 * np.sin(half / 2.0)  # how far a point at distance 1 from an axis moves, at most
-        keep = miss - chord @ chain.radii <= s
+        excess = miss - chord @ chain.radii - s  # > 0: no TCP position in the box is within the slack
+        if math.isfinite(s):
+            cap = _cap_distance(at.wrist, g_pos, direction, length, theta) - chord @ chain.wrist_radii - s
+            excess = np.maximum(excess, cap)
+        keep = excess <= 0
         if theta < math.pi:
-            keep &= turn - half.sum(axis=1) <= theta
             # the rotation angle bounds the angle between each TCP axis and the goal's
             tilt = np.arccos(np.clip(cos_k, -1.0, 1.0)) - _axis_drift(at.cos_axes, half)
-            keep &= np.all(tilt <= theta, axis=1)
-        if math.isfinite(s):
-            keep &= _cap_distance(at.wrist, g_pos, direction, length, theta) - chord @ chain.wrist_radii <= s
+            turned = (turn - half.sum(axis=1) > theta) | np.any(tilt > theta, axis=1)
+            keep &= ~turned
+            excess = np.where(turned, math.inf, excess)
+        if not keep.all():
+            margin = min(margin, float(excess[~keep].min()))
         if not keep.any():
-            return used
+            return Proof(used, margin + extra)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
         centres, half = _halve(centres[keep], half[keep], weights, SPLITS)

@@ -1,0 +1,142 @@
+"""One proof for many assemblies: a goal out of reach of every chain whose links differ a little in length.
+
+Why: on tasks other than the user study, most of the assemblies the cost order takes are light arms that cannot
+reach a goal at its orientation, and proving that one assembly at a time (:mod:`.reach_proof`, ~1-2 ms each) was
+most of the search (``obstacle_middle``: 26,566 proofs). Those arms come in families: the same joints turned the
+same way, with links of other lengths in between.
+
+Cut a serial chain of revolute joints at its joint frames (q = 0): ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n``,
+``A_0`` the first joint's frame in the world, ``A_k`` joint k's frame to joint k+1's, ``A_n`` the last joint's
+frame to the TCP. Two chains whose ``A_k`` have the same rotations (a family) put their TCP at the same orientation
+for every q, and their TCP positions, and their last joints' origins seen from the TCP, differ by at most
+``d = sum_k |t_k - t'_k|`` (``t_k`` the translations). A proof for one chain (:func:`~.reach_proof.pose_proof`)
+refused every box of joint angles with more than its ``margin`` to spare in position, or by rotation alone; so it
+refuses the boxes of every chain of its family within ``d < margin``, and that chain cannot reach the goal either.
+
+:class:`FamilyProofs` keeps these certificates (translations and margin) per goal and family: an assembly within
+``d < margin`` of a proven one is refused by a look-up, any other is proven (or not) on its own and, if proven,
+becomes a certificate. Sound whatever the order of the assemblies (property test in ``tests/test_family_proof.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from timor_core.search.quick_reach import joint_frames
+from timor_core.search.reach_proof import PoseChain, chain_from_frames, pose_proof
+
+__all__ = ["Cut", "FamilyProofs", "Refusal", "cut_chain"]
+
+ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
+ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
+MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A chain cut at its joint frames: ``rotations``, a key of the ``A_k``'s rotations (equal keys: equal
+    rotations to 5e-10 per entry), ``translations`` (n + 1, 3) theirs; ``frames`` (n + 1, 4, 4), the joints' world
+    frames and the TCP's, for the proof's chain."""
+
+    rotations: bytes
+    translations: np.ndarray
+    frames: np.ndarray
+
+    @functools.cached_property
+    def chain(self) -> PoseChain:
+        """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it)."""
+        return chain_from_frames(self.frames[:-1, :3, 3], self.frames[:-1, :3, 2], self.frames[-1])
+
+    @property
+    def gaps(self) -> int:
+        return len(self.translations)
+
+
+def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
+    """The :class:`Cut` of a serial assembly of one-joint revolute modules at ``placement`` (None: not such a
+    chain, see :func:`~.quick_reach.joint_frames`)."""
+    walked = joint_frames(assembly, placement)
+    if walked is None:
+        return None
+    frames = np.array([*walked[0], walked[1]])
+    rot, pos = frames[:, :3, :3], frames[:, :3, 3]
+    # A_0 = the first joint's frame; A_k = F_k^-1 F_k+1 (rotation R_k^T R_k+1, translation R_k^T (p_k+1 - p_k))
+    rotations = np.concatenate([rot[:1], np.einsum("kji,kjl->kil", rot[:-1], rot[1:])])
+    translations = np.concatenate([pos[:1], np.einsum("kji,kj->ki", rot[:-1], pos[1:] - pos[:-1])])
+    return Cut(np.round(rotations, ROTATION_DECIMALS).tobytes(), translations, frames)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A goal proven out of reach of an assembly: which goal (index), the boxes its own proof took (0: refused by
+    a certificate of its family)."""
+
+    goal: int
+    boxes: int
+
+
+class _Certificates:
+    """A family's proven chains for one goal: translations (m, gaps, 3) and margins (m,), grown in place."""
+
+    def __init__(self, gaps: int) -> None:
+        self.points = np.empty((16, gaps, 3))
+        self.margins = np.empty(16)
+        self.size = 0
+
+    def covers(self, t: np.ndarray) -> bool:
+        if not self.size:
+            return False
+        d = np.linalg.norm(self.points[: self.size] - t, axis=2).sum(axis=1)
+        return bool(np.any(d < self.margins[: self.size]))
+
+    def add(self, t: np.ndarray, margin: float) -> None:
+        if self.size == MAX_CERTIFICATES:  # forget the older half
+            keep = MAX_CERTIFICATES // 2
+            self.points[:keep] = self.points[self.size - keep : self.size]
+            self.margins[:keep] = self.margins[self.size - keep : self.size]
+            self.size = keep
+        if self.size == len(self.margins):
+            self.points = np.concatenate([self.points, np.empty_like(self.points)])
+            self.margins = np.concatenate([self.margins, np.empty_like(self.margins)])
+        self.points[self.size], self.margins[self.size] = t, margin
+        self.size += 1
+
+
+class FamilyProofs:
+    """Per goal (4x4 pose, tolerance) and family, the certificates of proven chains (see the module docstring);
+    :meth:`refusal` answers for one assembly."""
+
+    def __init__(self, goals: list[tuple[np.ndarray, Any]], budget: int) -> None:
+        self.goals = [(np.asarray(g, dtype=float), tol) for g, tol in goals]
+        self.budget = int(budget)
+        self.certificates: dict[tuple[int, bytes], _Certificates] = {}
+        self.proofs = 0  # branch-and-bound runs (for the benchmarks)
+
+    def refusal(self, cut: Cut) -> Refusal | None:
+        """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
+        covers, else the first its own proof refuses; None if none."""
+        slack = ROTATION_SLACK * cut.gaps
+        found = [self._certificates(k, cut) for k in range(len(self.goals))]
+        for k, certs in enumerate(found):
+            if certs.covers(cut.translations):
+                return Refusal(k, 0)
+        for k, certs in enumerate(found):
+            goal, tolerance = self.goals[k]
+            self.proofs += 1
+            proof = pose_proof(cut.chain, goal, tolerance, self.budget)
+            if proof is not None:
+                if proof.margin > slack:
+                    certs.add(cut.translations, proof.margin - slack)
+                return Refusal(k, proof.boxes)
+        return None
+
+    def _certificates(self, k: int, cut: Cut) -> _Certificates:
+        key = (k, cut.rotations)
+        certs = self.certificates.get(key)
+        if certs is None:
+            certs = self.certificates[key] = _Certificates(cut.gaps)
+        return certs
