@@ -22,26 +22,14 @@ TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 DBS, SPACES = reach_test_spaces()
 
 
-def _frames(cut: Cut, translations: np.ndarray) -> np.ndarray:
-    """The world frames (joints, then the TCP) of the chain with ``cut``'s rotations and these translations."""
-    rot = cut.frames[:, :3, :3]
-    rel = [rot[0]] + [rot[k].T @ rot[k + 1] for k in range(len(rot) - 1)]
-    world, out = np.eye(4), []
-    for r, t in zip(rel, translations, strict=True):
-        step = np.eye(4)
-        step[:3, :3], step[:3, 3] = r, t
-        world = world @ step
-        out.append(world)
-    return np.array(out)
-
-
 def _member(cut: Cut, rng: np.random.Generator, total: float) -> tuple[Cut, float]:
     """A chain of ``cut``'s family: its translations moved by random vectors whose lengths add up to ``total``."""
     shares = rng.dirichlet(np.ones(cut.gaps)) * total
     moves = rng.normal(size=(cut.gaps, 3))
     moves *= (shares / np.linalg.norm(moves, axis=1))[:, None]
-    translations = cut.translations + moves
-    return Cut(cut.rotations, translations, _frames(cut, translations)), float(np.linalg.norm(moves, axis=1).sum())
+    steps = cut.steps.copy()
+    steps[:, :3, 3] += moves
+    return Cut(cut.rotations, steps[:, :3, 3].copy(), steps), float(np.linalg.norm(moves, axis=1).sum())
 
 
 def _assembly(name: str, pick: float, rng: np.random.Generator, spread: float):
@@ -54,14 +42,22 @@ def _assembly(name: str, pick: float, rng: np.random.Generator, spread: float):
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
 def test_the_cut_is_the_robots_kinematics(name, pick, seed):
-    """The frames rebuilt from the cut's rotations and translations are the joints' and the TCP's, and the cut's
-    chain gives Pinocchio's TCP poses at random configurations."""
+    """The frames rebuilt from the cut's steps are the joints' and the TCP's, the cut from the segments seen before
+    (``FamilyProofs.cut``) is the same, and the cut's chain gives Pinocchio's TCP poses at random configurations."""
     rng = np.random.default_rng(seed)
     assembly, placement = _assembly(name, pick, rng, 0.5)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
-    assert np.allclose(_frames(cut, cut.translations), cut.frames, atol=1e-12)
+    rebuilt = Cut(cut.rotations, cut.translations, cut.steps)  # frames from the steps, not from the walk
+    assert np.allclose(rebuilt.frames, cut.frames, atol=1e-12)
+    space = SPACES[name]
+    proofs = FamilyProofs([], 1, placement)
+    for k in rng.integers(0, space.count, 30):  # segments seen in other assemblies
+        proofs.cut(ModuleAssembly.from_serial_modules(DBS[name], space[int(k)], base_placement=placement))
+    cached = proofs.cut(assembly)
+    assert cached is not None and cached.rotations == cut.rotations
+    assert np.allclose(cached.steps, cut.steps, atol=1e-12) and np.allclose(cached.frames, cut.frames, atol=1e-12)
     robot = assembly.robot
     q = np.array([anywhere_configuration(robot, rng) for _ in range(4)])
     at = chain_poses(cut.chain, q)  # joints on one line merged: a different but equal parametrisation

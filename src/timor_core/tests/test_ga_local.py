@@ -118,6 +118,22 @@ def test_descent_finds_the_cheapest_valid_design_within_two_moves_by_brute_force
         assert end == expected and c == cost(expected), k
 
 
+def test_a_descent_from_another_design_looks_only_below_the_limit():
+    """From a heavier valid design (another start of the GA's later descents): only designs cheaper than the best
+    known (``limit``) are evaluated, and one two moves away is found."""
+    start = ("base", "J", "C", "J", "C", "eef")  # 6.8
+    best_known = 6.45
+    target = ("base", "J", "A", "J", "B", "eef")  # 6.3: C -> A, C -> B
+    near = ("base", "J", "B", "J", "C", "eef")  # 6.6: valid, cheaper than the start, not than the best known
+    landscape = Landscape([start, target, near])
+    end, end_cost = _descent(landscape).run(start, cost(start), limit=best_known)
+    assert (end, end_cost) == (target, cost(target))
+    evaluated = [d for designs, _ in landscape.calls for d in designs]
+    assert near not in evaluated and all(cost(d) < best_known for d in evaluated)
+    # nothing below the limit: the start and the limit come back
+    assert _descent(Landscape([start, near])).run(start, cost(start), limit=5.0) == (start, 5.0)
+
+
 def test_descent_stops_when_the_budget_is_out():
     start = ("base", "J", "C", "J", "C", "eef")
     calls = []
@@ -141,6 +157,8 @@ def test_bad_local_search_arguments(robco, kwargs):
 
 
 def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
+    from dataclasses import replace
+
     import numpy as np
     from test_ga import FLOOR, KNOWN, _task
 
@@ -162,6 +180,13 @@ def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
     steps = [s for run in ga.descents for s in run]
     assert 0 < result.settings["descent_evaluations"] <= sum(s.evaluated for s in steps)
     assert all(s.centre[0] == ga.base and s.centre[-1] == ga.eef for s in steps)
+    # later descents (one per stalled period) start from the trial's other valid robots, not again from the best
+    # (without the bound, so that the trial finds more than one valid robot here)
+    unbound = replace(SETTINGS["filters"], bound=False)
+    longer = GeneticSearch(robco, **{**kw, "generations": 12, "local_search_after": 2, "filters": unbound})
+    longer.optimize(task, robco)
+    starts = [run[0].centre for run in longer.descents]
+    assert len(starts) == len(set(starts)) >= 2
     off = GeneticSearch(robco, **{**kw, "local_search": 0})
     assert off.optimize(task, robco).best_ids is not None
     assert not off.descents and off.settings()["local_search"] == 0

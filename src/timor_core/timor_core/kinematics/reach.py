@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["ReachChain", "chain_gap", "position_slack", "reach_chain", "reach_gap"]
+__all__ = ["ReachChain", "chain_gap", "joint_path", "position_slack", "reach_chain", "reach_gap"]
 
 #: samples of joint 1's angle for level 3 (error bound: distance from the axis * pi / SAMPLES)
 SAMPLES = 720
@@ -59,14 +59,20 @@ def reach_chain(robot: Any, fid: int) -> ReachChain:
     return chain
 
 
-def _build(model: Any, fid: int) -> ReachChain:
-    frame = model.frames[fid]
+def joint_path(model: Any, fid: int) -> list[int]:
+    """The joints (Pinocchio indices) from the root to frame ``fid``, base first."""
     joints = []
-    j = frame.parentJoint
+    j = model.frames[fid].parentJoint
     while j > 0:
         joints.append(j)
         j = model.parents[j]
     joints.reverse()
+    return joints
+
+
+def _build(model: Any, fid: int) -> ReachChain:
+    frame = model.frames[fid]
+    joints = joint_path(model, fid)
     data = model.createData()
     pin.computeJointJacobians(model, data, pin.neutral(model))
     jac = np.asarray(data.J).reshape(6, -1)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.search.quick_reach import joint_frames
+from timor_core.search.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, pose_proof
 
 __all__ = ["Cut", "FamilyProofs", "Refusal", "cut_chain"]
@@ -38,18 +38,27 @@ MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is for
 
 @dataclass(frozen=True)
 class Cut:
-    """A chain cut at its joint frames: ``rotations``, a key of the ``A_k``'s rotations (equal keys: equal
-    rotations to 5e-10 per entry), ``translations`` (n + 1, 3) theirs; ``frames`` (n + 1, 4, 4), the joints' world
-    frames and the TCP's, for the proof's chain."""
+    """A chain cut at its joint frames: ``steps`` (n + 1, 4, 4) the ``A_k``, ``translations`` (n + 1, 3) theirs,
+    ``rotations`` a key of their rotations (equal keys: equal rotations to 5e-10 per entry: one family)."""
 
-    rotations: bytes
+    rotations: tuple[bytes, ...]
     translations: np.ndarray
-    frames: np.ndarray
+    steps: np.ndarray
+
+    @functools.cached_property
+    def frames(self) -> np.ndarray:
+        """The joints' world frames and the TCP's (n + 1, 4, 4) at q = 0."""
+        out = np.empty_like(self.steps)
+        out[0] = self.steps[0]
+        for k in range(1, len(out)):
+            out[k] = out[k - 1] @ self.steps[k]
+        return out
 
     @functools.cached_property
     def chain(self) -> PoseChain:
         """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it)."""
-        return chain_from_frames(self.frames[:-1, :3, 3], self.frames[:-1, :3, 2], self.frames[-1])
+        frames = self.frames
+        return chain_from_frames(frames[:-1, :3, 3], frames[:-1, :3, 2], frames[-1])
 
     @property
     def gaps(self) -> int:
@@ -65,9 +74,55 @@ def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
     frames = np.array([*walked[0], walked[1]])
     rot, pos = frames[:, :3, :3], frames[:, :3, 3]
     # A_0 = the first joint's frame; A_k = F_k^-1 F_k+1 (rotation R_k^T R_k+1, translation R_k^T (p_k+1 - p_k))
-    rotations = np.concatenate([rot[:1], np.einsum("kji,kjl->kil", rot[:-1], rot[1:])])
-    translations = np.concatenate([pos[:1], np.einsum("kji,kj->ki", rot[:-1], pos[1:] - pos[:-1])])
-    return Cut(np.round(rotations, ROTATION_DECIMALS).tobytes(), translations, frames)
+    steps = np.zeros_like(frames)
+    steps[:, 3, 3] = 1.0
+    steps[0] = frames[0]
+    steps[1:, :3, :3] = np.einsum("kji,kjl->kil", rot[:-1], rot[1:])
+    steps[1:, :3, 3] = np.einsum("kji,kj->ki", rot[:-1], pos[1:] - pos[:-1])
+    keys = tuple((np.round(a[:3, :3], ROTATION_DECIMALS) + 0.0).tobytes() for a in steps)  # + 0.0: no -0.0
+    cut = Cut(keys, steps[:, :3, 3].copy(), steps)
+    cut.__dict__["frames"] = frames  # the walk's own frames
+    return cut
+
+
+class _Segments:
+    """The ``A_k`` of an assembly from the modules between its joints, each computed once: ``A_k`` depends only on
+    the modules from joint k's to joint k+1's and the connector the first of them is entered by (the rest follow:
+    a serial assembly joins each neighbouring pair in one way), ``A_0`` also on the base placement."""
+
+    def __init__(self, placement: np.ndarray | None) -> None:
+        self.placement = placement
+        self.steps: dict[tuple, tuple[bytes, np.ndarray]] = {}
+        self.kinds: dict[str, bool | None] = {}  # module ID: has a joint (None: not one revolute joint at most)
+
+    def cut(self, assembly: Any) -> Cut | None:
+        ids, modules = assembly.module_ids, assembly.modules
+        joints = []
+        for i, (m, module) in enumerate(zip(ids, modules, strict=True)):
+            kind = self.kinds[m] if m in self.kinds else self._kind(m, module)
+            if kind is None:
+                return None
+            if kind:
+                joints.append(i)
+        if not joints or assembly.base_connector[0] != 0:
+            return None
+        entries = [assembly.base_connector[1]] + [c[3] for c in assembly.connections]
+        starts, ends = [0, *joints], [*joints, len(ids) - 1]
+        keys = [(tuple(ids[a : b + 1]), entries[a]) for a, b in zip(starts, ends, strict=True)]
+        found = [self.steps.get(k) for k in keys]
+        if any(f is None for f in found):
+            cut = cut_chain(assembly, self.placement)
+            if cut is not None:
+                for k, rotation, step in zip(keys, cut.rotations, cut.steps, strict=True):
+                    self.steps[k] = (rotation, step)
+            return cut
+        steps = np.array([f[1] for f in found])  # type: ignore[index]
+        return Cut(tuple(f[0] for f in found), steps[:, :3, 3].copy(), steps)  # type: ignore[index]
+
+    def _kind(self, m: str, module: Any) -> bool | None:
+        plain = len(module.joints) <= 1 and all(j.type in REVOLUTE for j in module.joints)
+        kind = self.kinds[m] = bool(module.joints) if plain else None
+        return kind
 
 
 @dataclass(frozen=True)
@@ -110,11 +165,16 @@ class FamilyProofs:
     """Per goal (4x4 pose, tolerance) and family, the certificates of proven chains (see the module docstring);
     :meth:`refusal` answers for one assembly."""
 
-    def __init__(self, goals: list[tuple[np.ndarray, Any]], budget: int) -> None:
+    def __init__(self, goals: list[tuple[np.ndarray, Any]], budget: int, placement: np.ndarray | None = None) -> None:
         self.goals = [(np.asarray(g, dtype=float), tol) for g, tol in goals]
+        self.segments = _Segments(placement)
         self.budget = int(budget)
-        self.certificates: dict[tuple[int, bytes], _Certificates] = {}
+        self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
+
+    def cut(self, assembly: Any) -> Cut | None:
+        """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
+        return self.segments.cut(assembly)
 
     def refusal(self, cut: Cut) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family

@@ -45,7 +45,7 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
-from timor_core.search.family_proof import FamilyProofs, cut_chain
+from timor_core.search.family_proof import FamilyProofs
 from timor_core.search.filter_state import Candidate, FilterConfig, GoalIK, PoseGoal, TaskContext, reason_category
 from timor_core.search.funnel import Funnel
 from timor_core.search.quick_reach import UNREACHABLE, first_unreachable
@@ -162,12 +162,14 @@ class FamilyFilter(Filter):
         cfg = c.ctx.config
         if not cfg.family_proof or not cfg.proof_budget or not c.ctx.goals:
             return True
-        cut = cut_chain(c.require_assembly(), c.ctx.placement)
+        proofs = c.ctx.family_proofs
+        if proofs is None:
+            goals = [(g.world, g.pose.tolerance) for g in c.ctx.goals]
+            proofs = c.ctx.family_proofs = FamilyProofs(goals, cfg.proof_budget, c.ctx.placement)
+        cut = proofs.cut(c.require_assembly())
         if cut is None:
             return True
-        if c.ctx.family_proofs is None:
-            c.ctx.family_proofs = FamilyProofs([(g.world, g.pose.tolerance) for g in c.ctx.goals], cfg.proof_budget)
-        found = c.ctx.family_proofs.refusal(cut)
+        found = proofs.refusal(cut)
         if found is None:
             return True
         g = c.ctx.goals[found.goal]

@@ -14,6 +14,7 @@ link by link), remove one, insert one anywhere, or merge two neighbouring links 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -89,9 +90,11 @@ class Descent:
         seen.discard(centre)
         return seen
 
-    def run(self, start: Design, start_cost: float) -> tuple[Design, float]:
-        """Descend from a valid design; the cheapest valid design reached and its cost."""
-        centre, best = tuple(start), float(start_cost)
+    def run(self, start: Design, start_cost: float, limit: float = math.inf) -> tuple[Design, float]:
+        """Descend from a valid design, looking only at designs cheaper than ``limit`` too (e.g. a better design
+        known elsewhere); the cheapest valid design reached and its cost (``start`` and ``min(start_cost, limit)``
+        if none)."""
+        centre, best = tuple(start), min(float(start_cost), limit)
         radius = 1
         while radius <= self.radius and not self.out_of_budget:
             found = self._round(centre, best, radius)

@@ -68,8 +68,9 @@ class GARun:
         self.trial = trial
         self.trial_best = self.next_best = math.inf
         self.best_ids: Design = ()
-        self.improved_at = self.generation = 0
+        self.improved_at = self.generation = self.descended_at = 0
         self.searched: set[Design] = set()
+        self.valid_designs: dict[Design, float] = {}  # the trial's valid robots (starts of later descents)
 
     # -- budget and cancellation -------------------------------------------------------------------
     def canceled(self) -> bool:
@@ -111,8 +112,10 @@ class GARun:
 
     def found(self, ids: Design, ev: Evaluation) -> None:
         """Track the trial's cheapest valid robot (and when it last improved)."""
-        if ev.valid and ev.cost is not None and ev.cost < self.next_best:
-            self.next_best, self.best_ids, self.improved_at = float(ev.cost), ids, self.generation
+        if ev.valid and ev.cost is not None:
+            self.valid_designs[ids] = float(ev.cost)
+            if ev.cost < self.next_best:
+                self.next_best, self.best_ids, self.improved_at = float(ev.cost), ids, self.generation
 
     def evaluate(self, batch: list[Design], bound: float) -> list[Evaluation]:
         """Evaluate (on the workers) and record: cache, statistics, the result and the trial's best."""
@@ -213,16 +216,27 @@ class GARun:
 
     def descend(self, pygad_ga: Any) -> None:
         """Once the trial's best robot has not improved for ``local_search_after`` generations: the descent from
-        it; a cheaper result replaces the population's worst (and becomes the bound of the next generation)."""
+        it; after that, one every ``local_search_after`` stalled generations from the trial's next cheapest valid
+        robot not yet searched, looking only for robots cheaper than the best (a local optimum of the best's
+        two-move neighbourhood is often two moves from the optimum by way of another valid robot). A cheaper
+        result replaces the population's worst (and becomes the bound of the next generation)."""
         ga = self.ga
-        start, start_cost = self.best_ids, self.next_best
-        if not start or start in self.searched or self.generation - self.improved_at < ga.local_search_after:
+        stalled = min(self.generation - self.improved_at, self.generation - self.descended_at)
+        if not self.best_ids or stalled < ga.local_search_after:
             return
+        start = self.best_ids
+        if start in self.searched:
+            left = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.searched)
+            if not left:
+                return
+            start = left[0][1]
+        best = self.next_best
+        self.descended_at = self.generation
         descent = Descent(ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search)
-        end, end_cost = descent.run(start, start_cost)
+        end, end_cost = descent.run(start, self.valid_designs[start], limit=best)
         self.searched.update((start, end))
         ga.descents.append(descent.steps)
-        if end_cost < start_cost:
+        if end_cost < best:
             self.trial_best = self.next_best
             self.improved_at = self.generation
             worst_index = int(np.argmin(pygad_ga.last_generation_fitness))

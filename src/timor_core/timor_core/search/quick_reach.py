@@ -24,6 +24,7 @@ from timor_core.search.space_reach import module_span
 
 __all__ = [
     "OUTSIDE",
+    "REVOLUTE",
     "UNREACHABLE",
     "QuickChain",
     "first_unreachable",
@@ -34,7 +35,7 @@ __all__ = [
     "quick_gap",
 ]
 
-_REVOLUTE = ("revolute", "continuous")
+REVOLUTE = ("revolute", "continuous")
 OUTSIDE = "outside workspace"
 UNREACHABLE = "no configuration reaches it"
 
@@ -108,7 +109,7 @@ def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.n
     ``placement``; None if the assembly is not a chain of modules with at most one revolute joint each ending in one
     tool frame, or has no joint."""
     modules = assembly.modules
-    if any(len(m.joints) > 1 or any(j.type not in _REVOLUTE for j in m.joints) for m in modules):
+    if any(len(m.joints) > 1 or any(j.type not in REVOLUTE for j in m.joints) for m in modules):
         return None
     if [(a, b) for a, _, b, _ in assembly.connections] != [(i, i + 1) for i in range(len(modules) - 1)]:
         return None

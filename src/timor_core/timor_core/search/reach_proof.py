@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-from timor_core.kinematics.reach import position_slack
+from timor_core.kinematics.reach import joint_path, position_slack
 
 __all__ = [
     "BUDGET",
@@ -105,13 +105,7 @@ def pose_chain(robot: Any, fid: int | None = None) -> PoseChain | None:
 
 
 def _build(model: Any, fid: int) -> PoseChain | None:
-    frame = model.frames[fid]
-    joints = []
-    j = frame.parentJoint
-    while j > 0:
-        joints.append(j)
-        j = model.parents[j]
-    joints.reverse()
+    joints = joint_path(model, fid)
     if not joints or any(not model.joints[j].shortname().startswith("JointModelR") for j in joints):
         return None
     if any(model.joints[j].nv != 1 for j in joints):
