@@ -33,6 +33,8 @@ __all__ = ["Cut", "FamilyProofs", "Refusal", "cut_chain"]
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
+WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
+WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 
 
@@ -187,7 +189,7 @@ class FamilyProofs:
         for k, certs in enumerate(found):
             goal, tolerance = self.goals[k]
             self.proofs += 1
-            proof = pose_proof(cut.chain, goal, tolerance, self.budget)
+            proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
             if proof is not None:
                 if proof.margin > slack:
                     certs.add(cut.translations, proof.margin - slack)

@@ -258,48 +258,100 @@ def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget:
     return None if proof is None else proof.boxes
 
 
+@dataclass(frozen=True)
+class _Goal:
+    """What every box of a proof is measured against: the goal and the tolerance's slacks."""
+
+    pos: np.ndarray
+    axes: np.ndarray  # row k: the goal's axis k
+    slack: float  # m (the tolerance's, plus EPS and the extra asked for)
+    theta: float  # rad
+    direction: np.ndarray  # where the last joint's origin must lie from the goal (unit), ...
+    length: float  # ... at this distance
+
+
+def _measure(chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
+    orientation; <= 0: maybe), and whether a box centre is nearly at the goal (then the proof is left to the IK)."""
+    at = chain_poses(chain, centres)
+    miss = np.linalg.norm(at.tcp - goal.pos, axis=1)
+    cos_k = np.einsum("mkj,kj->mk", at.frames, goal.axes)  # each TCP axis against the goal's
+    turn = np.arccos(np.clip((cos_k.sum(axis=1) - 1.0) / 2.0, -1.0, 1.0))
+    near = bool(np.any((miss <= goal.slack + NEAR) & (turn <= goal.theta + NEAR_ANGLE)))
+    chord = 2.0 * np.sin(half / 2.0)  # how far a point at distance 1 from an axis moves, at most
+    excess = miss - chord @ chain.radii - goal.slack  # > 0: no TCP position in the box is within the slack
+    if math.isfinite(goal.slack):
+        cap = _cap_distance(at.wrist, goal.pos, goal.direction, goal.length, goal.theta)
+        excess = np.maximum(excess, cap - chord @ chain.wrist_radii - goal.slack)
+    if goal.theta < math.pi:
+        # the rotation angle bounds the angle between each TCP axis and the goal's
+        tilt = np.arccos(np.clip(cos_k, -1.0, 1.0)) - _axis_drift(at.cos_axes, half)
+        turned = (turn - half.sum(axis=1) > goal.theta) | np.any(tilt > goal.theta, axis=1)
+        excess = np.where(turned, math.inf, excess)
+    return excess, near
+
+
 def pose_proof(
-    chain: PoseChain, goal: np.ndarray, tolerance: Any, budget: int = BUDGET, extra: float = 0.0
+    chain: PoseChain,
+    goal: np.ndarray,
+    tolerance: Any,
+    budget: int = BUDGET,
+    extra: float = 0.0,
+    widen: float = 0.0,
+    widen_budget: int = BUDGET,
 ) -> Proof | None:
     """:func:`unreachable_pose` with the proof's margin (see :class:`Proof`); None if undecided. ``extra`` (m)
-    widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives)."""
-    s = position_slack(tolerance) + EPS + extra
-    theta = rotation_slack(tolerance) + ANGLE_EPS
+    widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives).
+    ``widen`` (m): once proven, the boxes refused with less than this to spare are cut further (up to
+    ``widen_budget`` boxes more) for a larger margin; the proof itself does not change."""
     g = np.asarray(goal, dtype=float)
-    g_pos, g_axes = g[:3, 3], g[:3, :3].T  # row k: the goal's axis k
     length = float(np.linalg.norm(chain.offset))
     direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
-    n = chain.dof
+    slack = position_slack(tolerance) + EPS + extra
+    target = _Goal(g[:3, 3], g[:3, :3].T, slack, rotation_slack(tolerance) + ANGLE_EPS, direction, length)
     weights = chain.radii + ROT_WEIGHT
-    centres, half = _halve(np.zeros((1, n)), np.full((1, n), math.pi), weights, FIRST_SPLITS)
-    used, margin = 0, math.inf
+    centres, half = _halve(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+    used, margin, loose, tight = 0, math.inf, math.inf, []
     while True:
         used += len(centres)
-        at = chain_poses(chain, centres)
-        miss = np.linalg.norm(at.tcp - g_pos, axis=1)
-        cos_k = np.einsum("mkj,kj->mk", at.frames, g_axes)  # each TCP axis against the goal's
-        turn = np.arccos(np.clip((cos_k.sum(axis=1) - 1.0) / 2.0, -1.0, 1.0))
-        if np.any((miss <= s + NEAR) & (turn <= theta + NEAR_ANGLE)):  # a centre nearly there: leave it to the IK
+        excess, near = _measure(chain, target, centres, half)
+        if near:
             return None
-        chord = 2.0 * np.sin(half / 2.0)  # how far a point at distance 1 from an axis moves, at most
-        excess = miss - chord @ chain.radii - s  # > 0: no TCP position in the box is within the slack
-        if math.isfinite(s):
-            cap = _cap_distance(at.wrist, g_pos, direction, length, theta) - chord @ chain.wrist_radii - s
-            excess = np.maximum(excess, cap)
         keep = excess <= 0
-        if theta < math.pi:
-            # the rotation angle bounds the angle between each TCP axis and the goal's
-            tilt = np.arccos(np.clip(cos_k, -1.0, 1.0)) - _axis_drift(at.cos_axes, half)
-            turned = (turn - half.sum(axis=1) > theta) | np.any(tilt > theta, axis=1)
-            keep &= ~turned
-            excess = np.where(turned, math.inf, excess)
         if not keep.all():
             margin = min(margin, float(excess[~keep].min()))
+            low = ~keep & (excess < widen)
+            if low.any():
+                tight.append((centres[low], half[low], excess[low]))
+            if (~keep & ~low).any():
+                loose = min(loose, float(excess[~keep & ~low].min()))
         if not keep.any():
+            if tight:
+                margin = min(loose, _widened(chain, target, weights, tight, widen, widen_budget))
             return Proof(used, margin + extra)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
         centres, half = _halve(centres[keep], half[keep], weights, SPLITS)
+
+
+def _widened(chain: PoseChain, goal: _Goal, weights: np.ndarray, tight: list, widen: float, budget: int) -> float:
+    """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
+    boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
+    measure gives if that is more."""
+    centres = np.concatenate([c for c, _, _ in tight])
+    half = np.concatenate([h for _, h, _ in tight])
+    excess = np.concatenate([e for _, _, e in tight])
+    others, used = math.inf, 0
+    while len(centres) and used + len(centres) * 2**SPLITS <= budget:
+        children, child_half = _halve(centres, half, weights, SPLITS)
+        used += len(children)
+        child_excess, _ = _measure(chain, goal, children, child_half)
+        child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
+        done = child_excess >= widen
+        if done.any():
+            others = min(others, float(child_excess[done].min()))
+        centres, half, excess = children[~done], child_half[~done], child_excess[~done]
+    return min(others, float(excess.min())) if len(excess) else others
 
 
 def _halve(centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int) -> tuple[np.ndarray, np.ndarray]:
