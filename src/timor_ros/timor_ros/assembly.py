@@ -295,7 +295,13 @@ class AssemblyNode(Node):
         report = self.control.swap(desc.assembly, desc.urdf)
         self.get_logger().info(f"ros2_control swap: {report.seconds} (old manager {report.old_manager})")
         active = ", ".join(c.name for c in report.controllers)
-        return f"; controllers active: {active} (controller_manager pid {report.pid}, {report.seconds['total']:.2f} s)"
+        old = (
+            ""
+            if report.old_manager.startswith(("none", "stopped by SIGINT"))
+            else f"; old controller manager {report.old_manager}"
+        )
+        seconds = report.seconds["total"]
+        return f"; controllers active: {active} (controller_manager pid {report.pid}, {seconds:.2f} s){old}"
 
     def _control_rollback(self) -> str:
         """After a failed controller swap: the last good robot published again, its controllers brought back."""
