@@ -69,7 +69,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     parser.add_argument("--control", type=int, default=0, help="also time N ros2_control relaunches (default 0)")
     parser.add_argument("--restart", type=int, default=0, help="time N controller_manager restarts (default 0)")
+    parser.add_argument(
+        "--product",
+        type=int,
+        default=0,
+        help="time N swaps each way through the product's path (moveit.launch.py, set_assembly)",
+    )
+    parser.add_argument("--gap", type=float, default=3.0, help="seconds between the product path's swaps")
     parser.add_argument("--budget", type=float, default=1.5, help="budget of the restart route's median (s)")
+    parser.add_argument("--product-budget", type=float, default=1.0, help="budget of the product path's median (s)")
     args = parser.parse_args()
 
     from ros2_cli import Launch, real_package
@@ -152,10 +160,17 @@ def main() -> int:
 
 
 def _restart_only(args: argparse.Namespace) -> int:
-    """``--rounds 0``: only the ros2_control routes (``--restart``, ``--control``)."""
-    from control_swap import restart_swaps, summary
+    """``--rounds 0``: only the ros2_control routes (``--product``, ``--restart``, ``--control``)."""
+    from control_swap import PRODUCT_PARTS, product_swaps, restart_swaps, summary
 
     report: dict = {}
+    if args.product:
+        product = product_swaps(ROBOTS, args.product, args.gap)
+        if product is None:
+            return 1
+        print(summary(product, args.product_budget, "product path (set_assembly, standby manager)", PRODUCT_PARTS),
+              file=sys.stderr)  # fmt: skip
+        report["product"] = product
     if args.restart:
         restarts = restart_swaps(ROBOTS, args.restart)
         if restarts is None:

@@ -3,13 +3,16 @@ for ``timor_core.export.controller_swap.ControllerSwapper`` (which holds the log
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from builtin_interfaces.msg import Duration
 from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController, SwitchController
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from std_msgs.msg import String
@@ -44,6 +47,16 @@ def ros2_control_node() -> Path:
     return exe
 
 
+def _ready(client: Client, timeout: float) -> None:
+    """Wait for a new manager's service, polling every 5 ms (rclpy's ``wait_for_service`` polls every 0.25 s, which
+    would be most of a swap); raises ServiceCallError after ``timeout``."""
+    end = time.monotonic() + timeout
+    while not client.service_is_ready():
+        if time.monotonic() > end:
+            raise ServiceCallError(f"service {client.srv_name} is not available")
+        time.sleep(0.005)
+
+
 class RosManagerServices:
     """controller_manager's services of one manager name (``/ns/controller_manager``), called from callbacks."""
 
@@ -60,6 +73,7 @@ class RosManagerServices:
 
     def list_controllers(self, timeout: float) -> list[ControllerState]:
         try:
+            _ready(self._list, timeout)
             response = call_service(self._list, ListControllers.Request(), timeout)
         except ServiceCallError as exc:
             raise ManagerTimeoutError(str(exc)) from None
@@ -83,6 +97,7 @@ class RosManagerServices:
     @staticmethod
     def _call(client, request, timeout: float, step: str):  # noqa: ANN001, ANN205 - rclpy types
         try:
+            _ready(client, timeout)
             return call_service(client, request, timeout)
         except ServiceCallError as exc:
             raise ControlSwapError(step, str(exc)) from None
@@ -143,4 +158,8 @@ class SupervisedControl:
         return self.swapper.swap(urdf, sections)
 
     def close(self) -> list[str]:
-        return self.swapper.close()
+        """Stop the managers (see ControllerSwapper.close) and remove their files."""
+        try:
+            return self.swapper.close()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -269,7 +269,7 @@ class ControllerSwapper:
                 raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
                                        f" its log: {self.log}")  # fmt: skip
             try:
-                self.services.list_controllers(0.25)
+                self.services.list_controllers(0.1)
                 break
             except ManagerTimeoutError:
                 if time.monotonic() > end:
