@@ -1,4 +1,8 @@
-"""The fast ros2_control swap of `live_swap.py --restart N`: keep the assembly node and robot_state_publisher,
+"""The ros2_control swaps of `live_swap.py`: `--product N` (``product_swaps``: the product's path, set_assembly on
+moveit.launch.py, whose assembly node swaps its supervised controller manager with a standby ahead) and `--restart N`
+(below: the benchmark's own restart of ros2_control_node, the route measured before the product had one).
+
+The restart route: keep the assembly node and robot_state_publisher,
 restart only controller_manager's ros2_control_node, and bring the controllers up by service calls.
 
 Why a restart: the real controller_manager (4.24, ``ControllerManager::robot_description_callback``) initialises
@@ -218,8 +222,13 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) 
                 if time.monotonic() - t0 > 30:
                     raise RuntimeError(f"not confirmed within 30 s: {_arm_claims(client)}")
             t_confirmed = time.monotonic()
-            lines = [x for x in launch.output().splitlines() if "ros2_control swap: {" in x]
-            parts = ast.literal_eval(lines[-1].split("ros2_control swap: ", 1)[1].split(" (old manager")[0])
+            lines: list[str] = []
+            while len(lines) < k + 2:  # the node's log line of this swap (the first is the initial robot's)
+                lines = [x for x in launch.output().splitlines() if "ros2_control swap: {" in x]
+                if time.monotonic() - t0 > 30:
+                    raise RuntimeError("the assembly node logged no ros2_control swap line")
+                time.sleep(0.02)
+            parts = ast.literal_eval(lines[k + 1].split("ros2_control swap: ", 1)[1].split(" (old manager")[0])
             if k:
                 swaps.append({
                     "to": " ".join(modules),
