@@ -1,4 +1,8 @@
-"""The fast ros2_control swap of `live_swap.py --restart N`: keep the assembly node and robot_state_publisher,
+"""The ros2_control swaps of `live_swap.py`: `--product N` (``product_swaps``: the product's path, set_assembly on
+moveit.launch.py, whose assembly node swaps its supervised controller manager with a standby ahead) and `--restart N`
+(below: the benchmark's own restart of ros2_control_node, the route measured before the product had one).
+
+The restart route: keep the assembly node and robot_state_publisher,
 restart only controller_manager's ros2_control_node, and bring the controllers up by service calls.
 
 Why a restart: the real controller_manager (4.24, ``ControllerManager::robot_description_callback``) initialises
@@ -168,27 +172,120 @@ def restart_swaps(robots: tuple[list[str], ...], rounds: int) -> dict | None:
     return {"swaps": swaps}
 
 
+def _arm_claims(client) -> set[str]:
+    """The interfaces arm_controller claims, if both controllers are active (else an empty set)."""
+    from controller_manager_msgs.srv import ListControllers
+
+    got = client.call(ListControllers, f"{MANAGER}/list_controllers", ListControllers.Request(), 10)
+    states = {c.name: c for c in got.controller}
+    if any(name not in states or states[name].state != "active" for name in CONTROLLERS):
+        return set()
+    return set(states["arm_controller"].claimed_interfaces)
+
+
+def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) -> dict | None:
+    """The product's path: ``moveit.launch.py move_group:=false`` (the assembly node supervises controller_manager,
+    a standby ahead) and ``rounds`` set_assembly requests each way (plus one untimed warm-up). Per swap: the answer
+    (the node answers after its own list_controllers shows both active), the node's parts (from its log line), and
+    the confirmation by this process: both active, arm_controller claiming the new robot's joints. ``gap`` seconds
+    pass between swaps (the next standby, started after each swap, comes up and is discovered meanwhile)."""
+    import ast
+
+    from ros2_cli import Launch
+    from ros_client import RosClient
+
+    from timor_interfaces.srv import SetAssembly
+
+    folder = Path(tempfile.mkdtemp(prefix="timor_product_swap_"))
+    log = folder / "launch.log"
+    args = ["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(robots[0])}", "move_group:=false",
+            "rviz:=false", "search:=false", f"config_dir:={folder / 'config'}"]  # fmt: skip
+    launch = Launch(args, log)
+    client = RosClient()
+    swaps: list[dict] = []
+    try:
+        end = time.monotonic() + 120
+        while "controllers active" not in launch.output():
+            if time.monotonic() > end or launch.proc.poll() is not None:
+                raise RuntimeError(f"the launch did not bring the controllers up\n{launch.output()[-2000:]}")
+            time.sleep(0.2)
+        for k in range(2 * rounds + 1):
+            modules = robots[(k + 1) % 2]
+            joints = {f"{j}/position" for j in _joints(modules)}
+            time.sleep(gap)
+            t0 = time.monotonic()
+            response = client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=modules), 60)
+            t_answer = time.monotonic()
+            if not response.success:
+                raise RuntimeError(f"swap refused: {response.message}")
+            while _arm_claims(client) != joints:
+                if time.monotonic() - t0 > 30:
+                    raise RuntimeError(f"not confirmed within 30 s: {_arm_claims(client)}")
+            t_confirmed = time.monotonic()
+            lines: list[str] = []
+            while len(lines) < k + 2:  # the node's log line of this swap (the first is the initial robot's)
+                lines = [x for x in launch.output().splitlines() if "ros2_control swap: {" in x]
+                if time.monotonic() - t0 > 30:
+                    raise RuntimeError("the assembly node logged no ros2_control swap line")
+                time.sleep(0.02)
+            parts = ast.literal_eval(lines[k + 1].split("ros2_control swap: ", 1)[1].split(" (old manager")[0])
+            if k:
+                swaps.append({
+                    "to": " ".join(modules),
+                    "answer_s": t_answer - t0,
+                    "describe_s": t_answer - t0 - parts["total"],
+                    **{f"{name}_s": v for name, v in parts.items() if name != "total"},
+                    "control_s": parts["total"],
+                    "confirmed_s": t_confirmed - t0,
+                    "load": os.getloadavg()[0],
+                })  # fmt: skip
+    except (RuntimeError, AssertionError) as exc:
+        print(f"product swap failed: {exc}\n{launch.output()[-2000:]}", file=sys.stderr)
+        return None
+    finally:
+        client.close()
+        launch.stop()
+        launch.kill_leftovers()
+    return {"swaps": swaps}
+
+
+def _joints(modules: list[str]) -> list[str]:
+    from timor_core import ModulesDB
+    from timor_core.export.srdf import planning_chain
+    from timor_core.model.assembly import ModuleAssembly
+
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), modules)
+    return list(planning_chain(assembly, "").commanded)
+
+
+PRODUCT_PARTS = ("answer_s", "describe_s", "stop_s", "up_s", "load_s", "configure_s", "activate_s", "control_s",
+                 "confirmed_s")  # fmt: skip
+RESTART_PARTS = ("answer_s", "stop_s", "up_s", "loaded_s", "configured_s", "active_s", "confirmed_s")
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def summary(result: dict, budget: float) -> str:
+def summary(result: dict, budget: float, route: str = "controller_manager restart swap",
+            keys: tuple[str, ...] = RESTART_PARTS) -> str:  # fmt: skip
     """One line per direction and in all: median and p90 of each part; whether the median is within budget."""
     lines = []
     swaps = result["swaps"]
     directions = sorted({s["to"] for s in swaps})
     for label, group in [*((f"to {d}", [s for s in swaps if s["to"] == d]) for d in directions), ("all", swaps)]:
         parts = []
-        for key in ("answer_s", "stop_s", "up_s", "loaded_s", "configured_s", "active_s", "confirmed_s"):
+        for key in keys:
             values = [s[key] for s in group]
             parts.append(f"{key[:-2]} {statistics.median(values):.3f}/{_percentile(values, 0.9):.3f}")
         lines.append(f"  {label} ({len(group)} swaps, median/p90 s): " + ", ".join(parts))
     median = statistics.median(s["confirmed_s"] for s in swaps)
+    p90 = _percentile([s["confirmed_s"] for s in swaps], 0.9)
     loads = [s["load"] for s in swaps]
     verdict = "met" if median <= budget else "NOT met"
     lines.append(
-        f"controller_manager restart swap: median {median:.2f} s, budget {budget:.2f} s: {verdict} "
+        f"{route}: request -> confirmed median {median:.2f} s (p90 {p90:.2f}), budget {budget:.2f} s: {verdict} "
         f"(load {min(loads):.1f}-{max(loads):.1f})"
     )
     result["median_s"], result["budget_s"], result["budget_met"] = median, budget, median <= budget

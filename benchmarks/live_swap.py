@@ -17,8 +17,14 @@ Ignoring attempt to reload"), so ros2_control takes a new robot by a relaunch. `
 `ros2 launch timor_ros moveit.launch.py move_group:=false` for the other robot, from the start of the command to
 joint_state_broadcaster and arm_controller active for the new robot's joints.
 
-`--restart N` times the faster route N times each way: the assembly node and robot_state_publisher keep running
-(`assembly.launch.py ros2_control:=true`), and a swap is the `set_assembly` request (the new URDF with its
+`--product N` times the product's path N times each way: `moveit.launch.py move_group:=false` (the assembly node
+runs ros2_control_node and keeps the next one on standby, timor_core.export.controller_swap) and `set_assembly`
+requests `--gap` seconds apart (default 3), until this process's list_controllers shows both controllers active
+and arm_controller claiming the new robot's joints; the node's parts come from its log. `--product-budget S`
+(default 0.45 s, benchmarks/README.md) is checked against the median.
+
+`--restart N` times the benchmark's own restart route N times each way: the assembly node and robot_state_publisher
+keep running (`assembly.launch.py ros2_control:=true`), and a swap is the `set_assembly` request (the new URDF with its
 `<ros2_control>` block on /robot_description), SIGINT to the running ros2_control_node and its exit, a new
 ros2_control_node (the executable itself, no `ros2 run`) with the new robot's ros2_controllers.yaml, and the
 controllers loaded, configured and activated as a group by this process's own node (service calls, no spawner
@@ -69,7 +75,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     parser.add_argument("--control", type=int, default=0, help="also time N ros2_control relaunches (default 0)")
     parser.add_argument("--restart", type=int, default=0, help="time N controller_manager restarts (default 0)")
+    parser.add_argument(
+        "--product",
+        type=int,
+        default=0,
+        help="time N swaps each way through the product's path (moveit.launch.py, set_assembly)",
+    )
+    parser.add_argument("--gap", type=float, default=3.0, help="seconds between the product path's swaps")
     parser.add_argument("--budget", type=float, default=1.5, help="budget of the restart route's median (s)")
+    parser.add_argument("--product-budget", type=float, default=0.45, help="budget of the product path's median (s)")
     args = parser.parse_args()
 
     from ros2_cli import Launch, real_package
@@ -152,10 +166,17 @@ def main() -> int:
 
 
 def _restart_only(args: argparse.Namespace) -> int:
-    """``--rounds 0``: only the ros2_control routes (``--restart``, ``--control``)."""
-    from control_swap import restart_swaps, summary
+    """``--rounds 0``: only the ros2_control routes (``--product``, ``--restart``, ``--control``)."""
+    from control_swap import PRODUCT_PARTS, product_swaps, restart_swaps, summary
 
     report: dict = {}
+    if args.product:
+        product = product_swaps(ROBOTS, args.product, args.gap)
+        if product is None:
+            return 1
+        print(summary(product, args.product_budget, "product path (set_assembly, standby manager)", PRODUCT_PARTS),
+              file=sys.stderr)  # fmt: skip
+        report["product"] = product
     if args.restart:
         restarts = restart_swaps(ROBOTS, args.restart)
         if restarts is None:

@@ -30,9 +30,14 @@ from timor_core.export.launch_arguments import (
 )
 from timor_ros.launching import initial_urdf, nodes_of_this_install, reads_description_topic, rviz_config_for
 
+#: set (not declared: no user argument) by moveit.launch.py with ros2_control:=true: the assembly node starts and
+#: supervises controller_manager, so every set_assembly ends with the new robot's controllers active
+SUPERVISE_CONTROL = "timor_supervise_controller_manager"
 
-def nodes(plan: AssemblyLaunch, from_topic: bool) -> list[Node]:
-    """The nodes of a validated assembly launch; ``from_topic``: robot_state_publisher reads /robot_description."""
+
+def nodes(plan: AssemblyLaunch, from_topic: bool, supervise: bool = False) -> list[Node]:
+    """The nodes of a validated assembly launch; ``from_topic``: robot_state_publisher reads /robot_description;
+    ``supervise``: the assembly node runs ros2_control's controller manager (``controller_manager`` parameter)."""
     ns = plan.namespace
     rsp = "robot_state_publisher"
     param_mode = plan.robot_state_publisher and not from_topic  # the assembly node sets its parameter
@@ -55,6 +60,7 @@ def nodes(plan: AssemblyLaunch, from_topic: bool) -> list[Node]:
                     "robot_state_publisher_node": rsp if param_mode else "",
                     "require_robot_state_publisher": param_mode,
                     "service_timeout": 10.0,  # discovery of a node started with this launch, on a busy machine
+                    "controller_manager": supervise,
                 }
             ],
             output="screen",
@@ -87,7 +93,8 @@ def _launch(context: Any) -> list[Node]:
     plan = checked_plan(context, "assembly.launch.py", ASSEMBLY_ARGUMENTS, AssemblyLaunch.from_arguments)
     require_packages(plan.external_packages(), SWITCHES)
     from_topic = reads_description_topic(plan.description_from_topic, nodes_of_this_install(plan.ros_distro))
-    return nodes(plan, from_topic)
+    supervise = context.launch_configurations.get(SUPERVISE_CONTROL, "false") == "true"
+    return nodes(plan, from_topic, supervise and plan.ros2_control)
 
 
 def generate_launch_description() -> LaunchDescription:

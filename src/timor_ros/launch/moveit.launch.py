@@ -10,13 +10,15 @@ At launch time the MoveIt configuration (URDF, SRDF, kinematics.yaml, joint_limi
 is generated in-process with timor_core and written into ``config_dir``; move_group gets
 ``timor_core.export.moveit_config.move_group_parameters`` (the ``moveit_configs_utils`` layout: OMPL pipeline, KDL,
 joint and Pilz cartesian limits, moveit_simple_controller_manager). With ``ros2_control:=true``,
-controller_manager's ros2_control_node runs with ros2_controllers.yaml and reads the URDF with its
-``<ros2_control>`` block from /robot_description (published by the assembly node, started with
-``ros2_control:=true``); spawners start joint_state_broadcaster and arm_controller, and no joint_state_publisher
-runs, so /joint_states comes from the broadcaster and move_group can execute trajectories.
+the assembly node (started with ``ros2_control:=true`` and its ``controller_manager`` parameter) starts and
+supervises controller_manager's ros2_control_node with the robot's URDF (its ``<ros2_control>`` block) and
+ros2_controllers.yaml, and activates joint_state_broadcaster and arm_controller; no joint_state_publisher runs, so
+/joint_states comes from the broadcaster and move_group can execute trajectories.
 
-Reconfiguring the assembly at runtime updates /robot_description and /robot_description_semantic, but
-move_group and the controller manager read the description once: relaunch to plan and execute for a new robot.
+Reconfiguring the assembly at runtime (``set_assembly``) updates /robot_description and
+/robot_description_semantic and, with ros2_control, ends with the new robot's controllers active on a new
+controller manager (timor_core.export.controller_swap). move_group reads the description once: relaunch to plan
+for a new robot.
 """
 
 from typing import Any
@@ -33,7 +35,6 @@ from timor_core.export.launch_arguments import (
     SWITCHES,
     MoveItLaunch,
     checked_plan,
-    controller_manager,
     require_packages,
 )
 from timor_ros.launching import nodes_of_this_install
@@ -41,25 +42,11 @@ from timor_ros.launching import nodes_of_this_install
 ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 
 
-def _spawner(controller: str, namespace: str) -> Node:
-    """A spawner of ``controller`` for the controller manager of ``namespace``."""
-    return Node(
-        package="controller_manager",
-        executable="spawner",
-        namespace=namespace,
-        arguments=[controller, "--controller-manager", controller_manager(namespace)],
-        output="screen",
-    )
-
-
 def _launch(context: Any) -> list[Action]:
     from timor_core.export.moveit_config import (
-        ARM_CONTROLLER,
-        JOINT_STATE_BROADCASTER,
         MoveItOptions,
         move_group_parameters,
         moveit_config_data,
-        ros2_control_node_parameters,
         write_moveit_config,
     )
     from timor_core.export.ros2_control import Ros2ControlConfig
@@ -77,7 +64,10 @@ def _launch(context: Any) -> list[Action]:
     params = move_group_parameters(moveit_config_data(base.assembly, options), urdf, srdf)
 
     source = PythonLaunchDescriptionSource([FindPackageShare("timor_ros"), "/launch/assembly.launch.py"])
-    actions: list[Action] = [IncludeLaunchDescription(source, launch_arguments=plan.forwarded().items())]
+    forwarded = plan.forwarded()
+    if plan.ros2_control:  # the assembly node runs controller_manager and swaps it with the robot
+        forwarded["timor_supervise_controller_manager"] = "true"
+    actions: list[Action] = [IncludeLaunchDescription(source, launch_arguments=forwarded.items())]
     if plan.move_group:
         actions.append(
             Node(
@@ -89,20 +79,6 @@ def _launch(context: Any) -> list[Action]:
                 output="screen",
             )
         )
-    if plan.ros2_control:
-        actions += [
-            Node(
-                package="controller_manager",
-                executable="ros2_control_node",
-                namespace=base.namespace,
-                parameters=ros2_control_node_parameters(written),
-                # Jazzy and newer read robot_description of their namespace; Humble's ~/robot_description
-                remappings=nodes.cm_remappings(),
-                output="screen",
-            ),
-            _spawner(JOINT_STATE_BROADCASTER, base.namespace),
-            _spawner(ARM_CONTROLLER, base.namespace),
-        ]
     return actions
 
 

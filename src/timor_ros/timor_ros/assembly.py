@@ -14,11 +14,22 @@ Parameters (read-only; node names without a leading / are relative to this node'
   robot_state_publisher_node          whose ``robot_description`` parameter is set (default robot_state_publisher)
   require_robot_state_publisher       it runs: wait for it, and fail (not skip) a reconfiguration it does not take
   service_timeout                     seconds to wait for other nodes' services (default 2.0)
+  controller_manager                  start and supervise ros2_control_node (needs ros2_control): after every
+                                      reconfiguration the new robot's controllers are active (see below)
+  controller_manager_stop_timeout     seconds the old manager gets to shut down cleanly after SIGINT
 
 A reconfiguration is one transaction: validate -> publish URDF and SRDF -> set robot_state_publisher's
 ``robot_description`` (skipped and reported if no such node offers set_parameters) -> report. A refused request
 publishes nothing; if a later step fails, the last good description is published again and ``failed_step``
 names the step.
+
+With ``controller_manager``, one more step follows robot_state_publisher's: controller_manager 4.24 takes one robot
+per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on standby
+(``timor_core.export.controller_swap``); the step stops the old one cleanly (SIGINT, wait) and brings the standby up
+with the new URDF, joint_state_broadcaster and arm_controller active for the new robot's joints, before answering.
+If it fails (``failed_step`` "ros2_control", the message names the step and the manager's log), the last good robot
+is published again and its controllers brought back on a fresh manager; the message says whether that worked.
+The node stops its managers when it shuts down (and they end with it if it is killed).
 """
 
 from __future__ import annotations
@@ -27,7 +38,7 @@ import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.msg import ParameterType, ParameterValue
@@ -40,7 +51,8 @@ from rclpy.timer import Timer
 from std_msgs.msg import String
 
 from timor_core import TimorError
-from timor_core.errors import explain
+from timor_core.errors import InputError, explain
+from timor_core.export.controller_swap import ControlSwapError, SwapTimeouts
 from timor_core.export.robot_description import (
     DescriptionError,
     RobotDescription,
@@ -61,6 +73,9 @@ from .common import (
     string_array,
 )
 from .parameters import check_node_settings
+
+if TYPE_CHECKING:
+    from .controller_manager import SupervisedControl
 
 __all__ = ["AssemblyNode", "Outcome", "main"]
 
@@ -88,6 +103,7 @@ class AssemblyNode(Node):
         self.srdf_seed = int(param(self, "srdf_seed"))
         self.timeout = float(param(self, "service_timeout"))
         self.require_rsp = bool(param(self, "require_robot_state_publisher"))
+        self.control: SupervisedControl | None = None
         check_node_settings(
             prefix=self.prefix,
             srdf_samples=self.srdf_samples,
@@ -96,6 +112,8 @@ class AssemblyNode(Node):
             plugin=self.plugin,
         )
 
+        if param(self, "controller_manager"):
+            self.control = self._supervised_control()
         self._lock = threading.Lock()  # one transaction at a time
         self._good: RobotDescription | None = None
         self._cache: OrderedDict[tuple, RobotDescription] = OrderedDict()
@@ -147,6 +165,43 @@ class AssemblyNode(Node):
             read_only=True,
         )
         declare(self, "service_timeout", 2.0, "seconds to wait for other nodes' services", read_only=True)
+        declare(
+            self,
+            "controller_manager",
+            False,
+            "start and supervise ros2_control_node (needs ros2_control): every reconfiguration ends with the new"
+            " robot's controllers active on a new controller manager",
+            read_only=True,
+        )
+        declare(
+            self,
+            "controller_manager_stop_timeout",
+            10.0,
+            "seconds the old controller manager gets to shut down after SIGINT (then SIGTERM, then SIGKILL)",
+            read_only=True,
+        )
+
+    def _supervised_control(self) -> SupervisedControl:
+        """The node's ros2_control (parameter controller_manager); refused without ros2_control."""
+        from .controller_manager import SupervisedControl
+        from .launching import nodes_of_this_install
+
+        if self.plugin is None:
+            raise InputError("parameter 'controller_manager' needs ros2_control:=true", value=True)
+        stop = float(param(self, "controller_manager_stop_timeout"))
+        if not 0 < stop <= 600:
+            raise InputError("parameter 'controller_manager_stop_timeout' must be in (0, 600] s", value=stop)
+        timeouts = SwapTimeouts(stop=stop, up=max(20.0, self.timeout), call=max(10.0, self.timeout))
+        private = nodes_of_this_install().cm_private_topic
+        return SupervisedControl(self, self.prefix, self.plugin, timeouts, private)
+
+    def destroy_node(self) -> None:
+        """Stop the supervised controller managers (SIGINT, wait) before the node goes."""
+        if self.control is not None:
+            for how in self.control.close():
+                self.get_logger().info(f"controller manager {how}")
+            self.control = None
+        super().destroy_node()
 
     # -- start-up ----------------------------------------------------------------------------------
     def _apply_initial(self) -> None:
@@ -223,10 +278,45 @@ class AssemblyNode(Node):
                 self._restore()
                 return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
 
+            control_note = ""
+            if self.control is not None:
+                try:
+                    control_note = self._swap_controllers(new)
+                except ControlSwapError as exc:
+                    return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
             self._good = new
             ids = " ".join(new.module_ids)
             note = f"; robot_state_publisher {rsp_note}" if rsp_note else "; robot_state_publisher updated"
-            return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}", new.urdf)
+            return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}{control_note}", new.urdf)
+
+    def _swap_controllers(self, desc: RobotDescription) -> str:
+        """The new robot's controllers active on a new controller manager; a note for the answer."""
+        assert self.control is not None
+        report = self.control.swap(desc.assembly, desc.urdf)
+        self.get_logger().info(f"ros2_control swap: {report.seconds} (old manager {report.old_manager})")
+        active = ", ".join(c.name for c in report.controllers)
+        old = (
+            ""
+            if report.old_manager.startswith(("none", "stopped by SIGINT"))
+            else f"; old controller manager {report.old_manager}"
+        )
+        seconds = report.seconds["total"]
+        return f"; controllers active: {active} (controller_manager pid {report.pid}, {seconds:.2f} s){old}"
+
+    def _control_rollback(self) -> str:
+        """After a failed controller swap: the last good robot published again, its controllers brought back."""
+        self._restore()
+        assert self.control is not None
+        running = self.control.swapper.running
+        if running is not None and running.alive():  # it failed before stopping anything
+            return "the previous robot is published again; its controllers still run"
+        if self._good is None:
+            return "no controller manager runs"
+        try:
+            self._swap_controllers(self._good)
+        except ControlSwapError as exc:
+            return f"the previous robot is published again, but its controllers are not back ({exc}): none run"
+        return "the previous robot is published again with its controllers active"
 
     def _describe(self, assembly) -> RobotDescription:
         key = (self.db_client.revision, str(assembly.to_json_data()))

@@ -75,7 +75,7 @@ ASSEMBLY_ARGUMENTS: dict[str, tuple[str, str]] = {
 MOVEIT_ARGUMENTS: dict[str, tuple[str, str]] = {
     "config_dir": ("/tmp/timor_moveit_config", "folder the generated MoveIt config is written to"),
     "move_group": ("true", "start MoveIt's move_group (C++ package moveit_ros_move_group)"),
-    "ros2_control": ("true", "start ros2_control_node and the spawners of joint_state_broadcaster, arm_controller"),
+    "ros2_control": ("true", "ros2_control_node, joint_state_broadcaster and arm_controller (follow set_assembly)"),
 }
 
 #: external package -> the launch argument that leaves it out.

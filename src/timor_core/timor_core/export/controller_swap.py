@@ -1,0 +1,319 @@
+"""A running ros2_control taking a new robot: one supervised ros2_control_node per robot, the next one on standby.
+
+Why a new process: controller_manager (4.24, ``ControllerManager::robot_description_callback``) initialises its
+resource manager from the first robot description it receives and ignores every later one, and hardware cannot be
+unloaded. So a new robot needs a new ros2_control_node. Starting one on the swap costs its process start and, worse,
+DDS discovery before the latched description reaches it (1.8 s median under load, benchmarks/README.md).
+
+The standby: the next ros2_control_node is started ahead, its ``robot_description`` remapped to a topic of its own.
+Until a description arrives it has no hardware and offers none of the controller manager's services (4.24 calls
+``init_services`` only after the description), so it cannot be confused with the running one; only its parameter
+services are there twice. Its controllers' parameters come from a file named at its start
+(``<controller>.params_file``), written on the swap, when the new robot is known. A swap (``ControllerSwapper.swap``):
+
+ 1. write the new robot's controller parameters to the standby's file;
+ 2. stop the running manager: SIGINT (hardware deactivated cleanly), wait; SIGTERM, then SIGKILL only if it hangs;
+ 3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
+ 4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
+    ``list_controllers`` that each is active and which interfaces it claims;
+ 5. start the next standby.
+
+Nothing here imports ROS: the calls to the manager go through ``ManagerServices``, the description through a
+``publish`` function; timor_ros's assembly node supplies both. Every process is started in its own session with
+``PR_SET_PDEATHSIG`` (SIGINT): it ends with its supervisor even when that one is killed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from timor_core.common.fileio import atomic_write_text
+from timor_core.errors import TimorError
+from timor_core.export.moveit_config import CM_KEY
+
+__all__ = ["ControlSwapError", "ControllerState", "ControllerSwapper", "ManagerProcess", "ManagerServices",
+           "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "split_controllers_yaml"]  # fmt: skip
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+class ControlSwapError(TimorError):
+    """A step of bringing a robot's controllers up failed; ``step`` names it (stop, start, description, load,
+    configure, switch, confirm)."""
+
+    def __init__(self, step: str, message: str) -> None:
+        self.step = step
+        super().__init__(f"ros2_control {step}: {message}")
+
+
+class ManagerTimeoutError(TimorError, TimeoutError):
+    """A controller manager's service is not offered or did not answer in time (it may not be up yet)."""
+
+
+@dataclass(frozen=True)
+class SwapTimeouts:
+    """Seconds allowed per step. ``stop``: the old manager's clean shutdown after SIGINT (real hardware may take a
+    while to deactivate) before SIGTERM, and as long again before SIGKILL."""
+
+    stop: float = 10.0
+    up: float = 20.0
+    call: float = 10.0
+
+
+@dataclass(frozen=True)
+class ControllerState:
+    """One controller as ``list_controllers`` reports it."""
+
+    name: str
+    state: str
+    claimed_interfaces: tuple[str, ...] = ()
+
+
+@dataclass
+class SwapReport:
+    """What a swap did: seconds per step, the controllers after it, and how the old manager ended."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    controllers: tuple[ControllerState, ...] = ()
+    old_manager: str = "none"
+    pid: int = 0
+
+
+class ManagerServices(Protocol):
+    """The controller manager's services, as the supervisor needs them (timor_ros implements them over ROS)."""
+
+    def list_controllers(self, timeout: float) -> list[ControllerState]:
+        """The loaded controllers; raises ManagerTimeoutError if nothing answers in ``timeout``."""
+        ...
+
+    def load(self, name: str, timeout: float) -> bool: ...
+
+    def configure(self, name: str, timeout: float) -> bool: ...
+
+    def activate(self, names: Sequence[str], timeout: float) -> bool:
+        """One strict switch activating all of ``names``."""
+        ...
+
+
+def split_controllers_yaml(data: dict[str, Any], manager_key: str = CM_KEY) -> tuple[dict[str, Any], dict[str, Any]]:
+    """ros2_controllers.yaml as (the manager's ``ros__parameters``, the controllers' sections): the first is robot
+    independent (update rate, controller types) and goes to the standby at its start, the rest on the swap."""
+    manager = dict(data.get(manager_key, {}).get("ros__parameters", {}))
+    return manager, {k: v for k, v in data.items() if k != manager_key}
+
+
+class ManagerProcess:
+    """One ros2_control_node: started in its own session, ends with its parent (PDEATHSIG), stopped cleanly."""
+
+    def __init__(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self._log: IO[bytes] = log.open("ab")
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - argv is ros2_control_node and its ROS arguments
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, from the supervisor's own thread
+                env=env,
+            )
+        except OSError as exc:
+            self._log.close()
+            raise ControlSwapError("start", f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float) -> str:
+        """SIGINT and wait ``timeout``; then SIGTERM and SIGKILL (each after ``timeout``). Returns how it ended."""
+        how = "exited before"
+        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), (signal.SIGKILL, "SIGKILL")):
+            if self.proc.poll() is not None:
+                break
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            how = f"stopped by {name}"
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                continue
+        self.proc.wait()
+        self._log.close()
+        return f"{how} (exit code {self.proc.returncode})"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGINT when the thread that started it ends (the supervisor's own thread)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
+
+
+@dataclass
+class _Standby:
+    process: ManagerProcess
+    topic: str
+    params_file: Path
+
+
+class ControllerSwapper:
+    """Keeps one ros2_control_node with the current robot's controllers active, and the next one on standby.
+
+    ``command(topic, manager_params)`` is the argv of a ros2_control_node whose description topic is ``topic`` and
+    whose parameters file is ``manager_params``; ``publish(topic, urdf)`` hands a URDF to the node on ``topic``
+    (latched); ``services`` reach the controller manager's services by its name.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        command: Callable[[str, Path], list[str]],
+        publish: Callable[[str, str], None],
+        services: ManagerServices,
+        topic_base: str,
+        timeouts: SwapTimeouts = SwapTimeouts(),
+    ) -> None:
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._command, self._publish, self.services = command, publish, services
+        self._topic_base, self.timeouts = topic_base, timeouts
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="controller-manager")
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._manager_params: dict[str, Any] | None = None
+        self._standby: _Standby | None = None
+        self.running: ManagerProcess | None = None
+        self.log = self.folder / "ros2_control_node.log"
+
+    def prepare(self, manager_params: dict[str, Any]) -> None:
+        """Start the first standby with the manager's parameters (update rate, controller types)."""
+        self._manager_params = dict(manager_params)
+        self._standby = self._start_standby()
+
+    def _start_standby(self) -> _Standby:
+        if self._manager_params is None:
+            raise ControlSwapError("start", "no controller manager parameters yet (prepare() first)")
+        self._generation += 1
+        k = self._generation
+        topic = f"{self._topic_base}_{k}"
+        params_file = self.folder / f"controllers_{k}.yaml"
+        names = [n for n, v in self._manager_params.items() if isinstance(v, dict) and "type" in v]
+        manager = dict(self._manager_params)
+        for name in names:
+            manager[name] = {**manager[name], "params_file": str(params_file)}
+        manager_file = self.folder / f"manager_{k}.yaml"
+        atomic_write_text(manager_file, _yaml({CM_KEY: {"ros__parameters": manager}}))
+        argv = self._command(topic, manager_file)
+        process = self._starter.submit(ManagerProcess, argv, self.log).result()
+        return _Standby(process, topic, params_file)
+
+    def controller_names(self) -> list[str]:
+        """The controllers of the manager's parameters (those with a ``type``), in their order."""
+        params = self._manager_params or {}
+        return [n for n, v in params.items() if isinstance(v, dict) and "type" in v]
+
+    def swap(self, urdf: str, controller_sections: dict[str, Any]) -> SwapReport:
+        """Stop the running manager and bring the standby up with ``urdf``, every controller active; then start the
+        next standby. Raises ControlSwapError naming the step; no manager runs after a failure."""
+        with self._lock:
+            report = SwapReport()
+            t0 = time.monotonic()
+            standby = self._standby
+            if standby is None or not standby.process.alive():
+                standby = self._start_standby()  # the standby died (or none yet): a fresh one, on the critical path
+            self._standby = None
+            atomic_write_text(standby.params_file, _yaml(controller_sections))
+            if self.running is not None:
+                report.old_manager = self.running.stop(self.timeouts.stop)
+                self.running = None
+            report.seconds["stop"] = time.monotonic() - t0
+            self.running = standby.process
+            report.pid = standby.process.pid
+            try:
+                self._publish(standby.topic, urdf)
+                report.seconds.update(self._activate(standby.process))
+                report.controllers = self._confirm()
+            except ControlSwapError:
+                self.running.stop(self.timeouts.stop)
+                self.running = None
+                raise
+            finally:
+                self._standby = self._start_standby()
+            report.seconds["total"] = time.monotonic() - t0
+            return report
+
+    def _activate(self, process: ManagerProcess) -> dict[str, float]:
+        """Wait for the new manager's services, load and configure each controller, activate all at once."""
+        names, call = self.controller_names(), self.timeouts.call
+        marks = {"start": time.monotonic()}
+        end = marks["start"] + self.timeouts.up
+        while True:  # its first answers may be lost while its reply path is matched: ask again, briefly
+            if not process.alive():
+                raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
+                                       f" its log: {self.log}")  # fmt: skip
+            try:
+                self.services.list_controllers(0.1)
+                break
+            except ManagerTimeoutError:
+                if time.monotonic() > end:
+                    raise ControlSwapError(
+                        "description",
+                        f"the new controller manager offered no services within {self.timeouts.up:g} s (no hardware"
+                        f" from the URDF's <ros2_control> block?); its log: {self.log}",
+                    ) from None
+        marks["up"] = time.monotonic()
+        for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
+            for name in names:
+                if not call_one(name, call):
+                    raise ControlSwapError(step, f"{step}_controller {name!r} refused; the manager's log: {self.log}")
+            marks[step] = time.monotonic()
+        if not self.services.activate(names, call):
+            raise ControlSwapError("switch", f"switch_controller activating {names} refused; log: {self.log}")
+        marks["activate"] = time.monotonic()
+        return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
+
+    def _confirm(self) -> tuple[ControllerState, ...]:
+        try:
+            states = self.services.list_controllers(self.timeouts.call)
+        except ManagerTimeoutError:
+            raise ControlSwapError("confirm", "list_controllers did not answer") from None
+        wanted = set(self.controller_names())
+        active = {s.name for s in states if s.state == "active"}
+        if not wanted <= active:
+            found = {s.name: s.state for s in states}
+            raise ControlSwapError("confirm", f"not active after the switch: {sorted(wanted - active)} ({found})")
+        return tuple(s for s in states if s.name in wanted)
+
+    def close(self) -> list[str]:
+        """Stop the running manager (cleanly, as in a swap) and the standby; how each ended."""
+        with self._lock:
+            out = []
+            for process in (self.running, self._standby.process if self._standby else None):
+                if process is not None:
+                    out.append(process.stop(self.timeouts.stop))
+            self.running, self._standby = None, None
+            self._starter.shutdown(wait=True)
+            return out
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False)

@@ -1,0 +1,124 @@
+"""A robot swap through the product's path reaches the real ros2_control (../shared/ros-cpp, `make ros`):
+moveit.launch.py (move_group:=false, ros2_control on mock hardware) and `set_assembly` twice, to a robot whose joints
+differ and back. Each answer comes after the new robot's joint_state_broadcaster and arm_controller are active on a
+real controller_manager; the test checks that from the outside: list_controllers (states and the interfaces
+arm_controller claims: the new robot's joints) and /joint_states (the new robot's joints only). A swap that cannot
+bring the controllers up is refused with the step named, and the previous robot runs with its controllers again.
+After the launch stops, no ros2_control_node (running or standby) is left. Skipped where the packages are not
+really installed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+
+import pytest
+from controller_manager_msgs.srv import ListControllers
+from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
+from sensor_msgs.msg import JointState
+
+from timor_interfaces.srv import SetAssembly
+
+NEEDED = ("robot_state_publisher", "controller_manager", "joint_trajectory_controller", "joint_state_broadcaster")
+pytestmark = pytest.mark.skipif(
+    not all(real_package(p) for p in NEEDED),
+    reason=f"not really installed: {[p for p in NEEDED if not real_package(p)]} (make ros, ../shared/ros-cpp)",
+)
+
+ROBOT_A = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]  # joints m1, m3, m5
+ROBOT_B = ["base", "L_100", "J", "L_150", "J", "gripper"]  # joints m2, m4
+JOINTS = {tuple(ROBOT_A): ["m1_J_joint", "m3_J_joint", "m5_J_joint"], tuple(ROBOT_B): ["m2_J_joint", "m4_J_joint"]}
+CONTROLLERS = {"joint_state_broadcaster", "arm_controller"}
+
+
+class LastJointStates:
+    """The joint names of the latest /joint_states message."""
+
+    def __init__(self, node) -> None:
+        self.node, self._lock, self.names = node, threading.Lock(), ()
+        self.sub = node.create_subscription(JointState, "/joint_states", self._on, 10)
+
+    def _on(self, msg: JointState) -> None:
+        with self._lock:
+            self.names = tuple(msg.name)
+
+    def wait_for(self, names: list[str], timeout: float = 10.0) -> tuple[str, ...]:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if sorted(self.names) == sorted(names):
+                    break
+            time.sleep(0.02)
+        return self.names
+
+
+def _controllers(ros_client) -> dict[str, tuple[str, set[str]]]:
+    got = ros_client.call(ListControllers, "/controller_manager/list_controllers", ListControllers.Request(), 10)
+    return {c.name: (c.state, set(c.claimed_interfaces)) for c in got.controller}
+
+
+def _managers(token: str) -> list[tuple[int, str]]:
+    return [(pid, cmd) for pid, cmd in marked_processes(TOKEN_VAR, token) if "ros2_control_node" in cmd]
+
+
+def _active_for(ros_client, joints: list[str]) -> dict[str, tuple[str, set[str]]]:
+    found = _controllers(ros_client)
+    assert {n: s for n, (s, _) in found.items()} == {c: "active" for c in CONTROLLERS}, found
+    assert found["arm_controller"][1] == {f"{j}/position" for j in joints}, found
+    return found
+
+
+def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tmp_path):
+    require_ros2()
+    args = ["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(ROBOT_A)}", "move_group:=false",
+            "rviz:=false", "search:=false", "srdf:=false", f"config_dir:={tmp_path / 'config'}"]  # fmt: skip
+    launch = Launch(args, tmp_path / "launch.log")
+    states = LastJointStates(ros_client.node)
+    try:
+        end = time.monotonic() + 120
+        while "controllers active" not in launch.output():
+            assert time.monotonic() < end and launch.proc.poll() is None, launch.output()[-4000:]
+            time.sleep(0.2)
+        _active_for(ros_client, JOINTS[tuple(ROBOT_A)])
+        for robot in (ROBOT_B, ROBOT_A):  # twice: away and back, each on a new manager
+            before = {pid for pid, _ in _managers(launch.token)}
+            answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=robot), 60)
+            assert answer.success, answer.message
+            assert "controllers active: joint_state_broadcaster, arm_controller" in answer.message, answer.message
+            last_pid = int(re.search(r"controller_manager pid (\d+)", answer.message).group(1))
+            _active_for(ros_client, JOINTS[tuple(robot)])
+            got = states.wait_for(JOINTS[tuple(robot)])
+            assert sorted(got) == sorted(JOINTS[tuple(robot)]), f"/joint_states names {got}"
+            after = {pid for pid, _ in _managers(launch.token)}
+            assert len(after) == 2, _managers(launch.token)  # the running manager and the next standby
+            assert len(before - after) == 1, (before, after)  # the old manager is gone; no process piles up
+
+        # a robot without controllers (no movable joint; srdf:=false lets it past the SRDF step): refused by step
+        # before anything is stopped; the previous robot is published again and its manager keeps running
+        running = {pid for pid, _ in _managers(launch.token)}
+        request = SetAssembly.Request(modules=["base", "gripper"])
+        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", request, 60)
+        assert not answer.success and answer.failed_step == "ros2_control", answer.message
+        assert answer.message.startswith("ros2_control controllers: no controllers for this assembly"), answer.message
+        assert answer.message.endswith("the previous robot is published again; its controllers still run")
+        assert "m5_J_joint" in ros_client.latest_description()
+        _active_for(ros_client, JOINTS[tuple(ROBOT_A)])
+        assert {pid for pid, _ in _managers(launch.token)} == running
+
+        # a manager that crashed (SIGKILL: no clean shutdown) does not stop the next swap
+        os.kill(last_pid, signal.SIGKILL)
+        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=ROBOT_B), 60)
+        assert answer.success, answer.message
+        assert f"old controller manager exited before (exit code {-signal.SIGKILL})" in answer.message
+        _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
+    finally:
+        ros_client.node.destroy_subscription(states.sub)
+        launch.stop()
+        left = launch.kill_leftovers()
+        assert not left, f"processes left behind: {left}"
+    assert "stopped by SIGINT" in launch.output(), launch.output()[-3000:]
+    assert "process has died" not in launch.output(), launch.output()[-4000:]

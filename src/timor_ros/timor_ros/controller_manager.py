@@ -1,0 +1,165 @@
+"""The assembly node's ros2_control: controller_manager's services over ROS and the standby's description topic,
+for ``timor_core.export.controller_swap.ControllerSwapper`` (which holds the logic: processes, files, sequence)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from builtin_interfaces.msg import Duration
+from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController, SwitchController
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
+from rclpy.node import Node
+from rclpy.publisher import Publisher
+from std_msgs.msg import String
+
+from timor_core.errors import TimorError
+from timor_core.export.controller_swap import (
+    ControllerState,
+    ControllerSwapper,
+    ControlSwapError,
+    ManagerTimeoutError,
+    SwapReport,
+    SwapTimeouts,
+    split_controllers_yaml,
+)
+from timor_core.model.assembly import ModuleAssembly
+
+from .common import LATCHED, ServiceCallError, call_service
+
+__all__ = ["RosManagerServices", "SupervisedControl", "ros2_control_node"]
+
+
+def ros2_control_node() -> Path:
+    """The installed ros2_control_node executable (a ControlSwapError naming what is missing)."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        exe = Path(get_package_prefix("controller_manager")) / "lib" / "controller_manager" / "ros2_control_node"
+    except PackageNotFoundError:
+        raise ControlSwapError("start", "the package controller_manager is not installed") from None
+    if not exe.is_file():
+        raise ControlSwapError("start", f"no ros2_control_node at {exe}")
+    return exe
+
+
+def _ready(client: Client, timeout: float) -> None:
+    """Wait for a new manager's service, polling every 5 ms (rclpy's ``wait_for_service`` polls every 0.25 s, which
+    would be most of a swap); raises ServiceCallError after ``timeout``."""
+    end = time.monotonic() + timeout
+    while not client.service_is_ready():
+        if time.monotonic() > end:
+            raise ServiceCallError(f"service {client.srv_name} is not available")
+        time.sleep(0.005)
+
+
+class RosManagerServices:
+    """controller_manager's services of one manager name (``/ns/controller_manager``), called from callbacks."""
+
+    def __init__(self, node: Node, manager: str) -> None:
+        group = ReentrantCallbackGroup()
+
+        def client(srv: type, name: str):  # noqa: ANN202 - an rclpy Client
+            return node.create_client(srv, f"{manager}/{name}", callback_group=group)
+
+        self._list = client(ListControllers, "list_controllers")
+        self._load = client(LoadController, "load_controller")
+        self._configure = client(ConfigureController, "configure_controller")
+        self._switch = client(SwitchController, "switch_controller")
+
+    def list_controllers(self, timeout: float) -> list[ControllerState]:
+        try:
+            _ready(self._list, timeout)
+            response = call_service(self._list, ListControllers.Request(), timeout)
+        except ServiceCallError as exc:
+            raise ManagerTimeoutError(str(exc)) from None
+        return [ControllerState(c.name, c.state, tuple(c.claimed_interfaces)) for c in response.controller]
+
+    def load(self, name: str, timeout: float) -> bool:
+        return bool(self._call(self._load, LoadController.Request(name=name), timeout, "load").ok)
+
+    def configure(self, name: str, timeout: float) -> bool:
+        return bool(self._call(self._configure, ConfigureController.Request(name=name), timeout, "configure").ok)
+
+    def activate(self, names: Sequence[str], timeout: float) -> bool:
+        request = SwitchController.Request(
+            activate_controllers=list(names),
+            strictness=SwitchController.Request.STRICT,
+            activate_asap=True,
+            timeout=Duration(sec=int(timeout)),
+        )
+        return bool(self._call(self._switch, request, timeout, "switch").ok)
+
+    @staticmethod
+    def _call(client, request, timeout: float, step: str):  # noqa: ANN001, ANN205 - rclpy types
+        try:
+            _ready(client, timeout)
+            return call_service(client, request, timeout)
+        except ServiceCallError as exc:
+            raise ControlSwapError(step, str(exc)) from None
+
+
+class SupervisedControl:
+    """ros2_control for the assembly node: the new robot's controllers active on a real controller manager after
+    every reconfiguration (see ControllerSwapper), in the node's namespace, with the node's prefix and plugin."""
+
+    def __init__(self, node: Node, prefix: str, plugin: str, timeouts: SwapTimeouts, cm_private_topic: bool) -> None:
+        self.node, self.prefix, self.plugin = node, prefix, plugin
+        namespace = node.get_namespace()
+        self.manager = (namespace.rstrip("/") or "") + "/controller_manager"
+        self._exe = ros2_control_node()
+        self._namespace = namespace
+        self._cm_topic = "~/robot_description" if cm_private_topic else "robot_description"
+        self._publishers: dict[str, Publisher] = {}
+        self.folder = Path(tempfile.mkdtemp(prefix="timor_ros2_control_"))
+        self.swapper = ControllerSwapper(
+            self.folder,
+            self._command,
+            self._publish,
+            RosManagerServices(node, self.manager),
+            f"{node.get_fully_qualified_name()}/controller_manager_description",
+            timeouts,
+        )
+
+    def _command(self, topic: str, manager_params: Path) -> list[str]:
+        """ros2_control_node in this namespace, reading its description from ``topic`` (whose publisher is created
+        now, so the two are matched long before the swap)."""
+        self._publishers[topic] = self.node.create_publisher(String, topic, LATCHED)
+        argv = [str(self._exe), "--ros-args", "--params-file", str(manager_params)]
+        if self._namespace.strip("/"):
+            argv += ["-r", f"__ns:={self._namespace}"]
+        return argv + ["-r", f"controller_manager:{self._cm_topic}:={topic}"]
+
+    def _publish(self, topic: str, urdf: str) -> None:
+        self._publishers[topic].publish(String(data=urdf))
+        for old in [t for t in self._publishers if t != topic][:-1]:  # keep the standby's and the current one
+            self.node.destroy_publisher(self._publishers.pop(old))
+
+    def controllers_yaml(self, assembly: ModuleAssembly) -> dict:
+        """ros2_controllers.yaml of ``assembly`` (the one moveit.launch.py writes)."""
+        from timor_core.export.moveit_config import MoveItOptions, moveit_config_data
+        from timor_core.export.ros2_control import Ros2ControlConfig
+
+        options = MoveItOptions(prefix=self.prefix, ros2_control=Ros2ControlConfig(plugin=self.plugin))
+        try:
+            return moveit_config_data(assembly, options)["ros2_controllers.yaml"]
+        except TimorError as exc:
+            raise ControlSwapError("controllers", f"no controllers for this assembly: {exc}") from None
+
+    def swap(self, assembly: ModuleAssembly, urdf: str) -> SwapReport:
+        """The running manager replaced by one for ``assembly`` with every controller active."""
+        manager, sections = split_controllers_yaml(self.controllers_yaml(assembly))
+        if not self.swapper.controller_names():  # the first robot: the first standby, with its manager parameters
+            self.swapper.prepare(manager)
+        return self.swapper.swap(urdf, sections)
+
+    def close(self) -> list[str]:
+        """Stop the managers (see ControllerSwapper.close) and remove their files."""
+        try:
+            return self.swapper.close()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
