@@ -99,7 +99,7 @@ def _same_best(a: SearchResult, b: SearchResult) -> None:
 def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, robco):  # noqa: F811
     local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
     for chunk in (1, 3, None):  # chunk sizes change which chunk finds what first, never the answer
-        de = DaskEvaluator(cluster.address, chunk_size=chunk, target_chunk_time=0.05)
+        de = DaskEvaluator(cluster.address, chunk_size=chunk, target_chunk_time=0.05, shards=False)  # streamed
         with de:
             on_dask = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
                 task, robco
@@ -128,7 +128,7 @@ def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     study = load_task(str(path), False)
     exp2 = paper_exp2_space(robco)
     local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
-    de = DaskEvaluator(cluster.address, target_chunk_time=0.05)
+    de = DaskEvaluator(cluster.address, target_chunk_time=0.05, shards=False)  # streamed (shards: the next file)
     with de:
         on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
     _same_best(on_dask, local)

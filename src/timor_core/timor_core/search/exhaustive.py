@@ -96,6 +96,15 @@ class ExhaustiveSearch:
         out_of_reach = unreachable_goals(self.space, task)
         if out_of_reach:  # proven for every assembly of the space: nothing to enumerate
             return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
+        if self.order == "cost" and getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
+            from timor_core.search.shards import sharded_cost_search  # each Dask worker walks a shard itself
+
+            return sharded_cost_search(
+                self.evaluator, self.space, task, db, cost=self.cost, config=self.config, start=self.start,
+                stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
+                settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
+                          self.bound, "order": "cost"},
+            )  # fmt: skip
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -168,3 +177,10 @@ class ExhaustiveSearch:
         result.next_seq = self.stop  # every assembly is decided: none reaches the goal
         result.history.append({"evaluations": 0, "time": seconds, "best_cost": None})
         return result
+
+
+def _shardable(evaluator: Any, budget: Budget | int | None) -> bool:
+    """The cost-ordered search can run as shards on the evaluator's workers: no evaluation budget (the first ``n``
+    of the cost order need the one stream) and no resumed checkpoint of the streamed route."""
+    resumed = getattr(evaluator, "resumed_route", None)
+    return Budget.of(budget).max_evaluations is None and resumed in (None, "cost-shards")
