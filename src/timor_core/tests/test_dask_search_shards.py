@@ -26,7 +26,7 @@ from timor_core.search.dask_worker import forget_bound, publish_bound, shared_be
 from timor_core.search.evaluate import DBRef, TaskRef
 from timor_core.search.parallel import WorkerSpec
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.shards import SHARD_ROUTE, cost_rank
+from timor_core.search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
 
 # -- without a cluster ----------------------------------------------------------------------------------------
 
@@ -102,6 +102,7 @@ def test_shards_run_here_find_the_in_process_optimum(space, task, robco):  # noq
         best = min((s.best for s in states if s.best is not None), key=lambda ev: ev.rank)
         assert (best.ids, best.cost) == (local.best_ids, local.best_cost)
         assert cost_rank(space, "mass", 0, len(space), None, best.seq) == local.best_seq
+        assert rank_from_tails(states, best.seq) == local.best_seq  # from the shards' last keys, no walk
         assert sum(s.taken for s in states) == sum(s.evaluations for s in states) >= local.best_seq + 1 - k
     # a shard stopped by a bound, then resumed: it continues after what it had taken
     first = ShardState.from_json(run_shard(ShardJob(spec, options, 0, 2, "t0", "t", bound=local.best_cost - 0.5)))
@@ -113,6 +114,16 @@ def test_shards_run_here_find_the_in_process_optimum(space, task, robco):  # noq
         whole.taken,
         whole.best.seq if whole.best else None,
     )
+
+
+def test_the_rank_from_the_shards_tails_or_none_when_they_do_not_reach_back():
+    a = ShardState(0, taken=5, tail=[(1.0, 3), (2.0, 0), (2.0, 6), (3.0, 9)])  # its first taken key is not in the tail
+    b = ShardState(1, taken=2, tail=[(1.5, 4), (2.0, 7)])
+    assert rank_from_tails([a, b], 6) == (5 - 2) + 1  # a: 3 keys before (2.0, 6); b: (1.5, 4) only
+    assert rank_from_tails([a, b], 0) == (5 - 3) + 1
+    assert rank_from_tails([a, b], 42) is None  # the best is in no tail
+    late = ShardState(1, taken=9, tail=[(2.5, 1), (2.6, 5)])  # all after the best, and keys before them unknown
+    assert rank_from_tails([a, late], 6) is None
 
 
 def test_a_shard_refuses_a_space_that_is_not_the_clients(space, task, robco):  # noqa: F811

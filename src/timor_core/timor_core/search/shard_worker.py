@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from timor_core.search.cost_order import by_cost_indexed
 from timor_core.search.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
@@ -30,6 +30,9 @@ from timor_core.search.space import SerialSpace
 __all__ = ["ShardJob", "ShardState", "run_shard"]
 
 _SPACES: dict[tuple, SerialSpace] = {}
+#: how many of its last keys a shard reports: enough to count, without walking the cost order again, how many
+#: of its candidates come before the overall best (only the few taken before the best reached it come after)
+TAIL = 64
 
 
 @dataclass(frozen=True)
@@ -70,8 +73,12 @@ class ShardState:
     best: Evaluation | None = None
     stopped: str | None = None
     next: tuple[float, int] | None = None
+    tail: list[tuple[float, int]] = field(default_factory=list)  # the last TAIL taken (cost, position) of this run
 
-    def record(self, ev: Evaluation, names: list[str]) -> None:
+    def record(self, key: tuple[float, int], ev: Evaluation, names: list[str]) -> None:
+        self.tail.append(key)
+        if len(self.tail) > 2 * TAIL:
+            del self.tail[:-TAIL]
         self.taken += 1
         self.evaluations += 1
         self.cpu += ev.cpu
@@ -94,6 +101,7 @@ class ShardState:
             "best": None if self.best is None else self.best.to_json(),
             "stopped": self.stopped,
             "next": None if self.next is None else list(self.next),
+            "tail": [list(k) for k in self.tail[-TAIL:]],
         }
 
     @classmethod
@@ -109,6 +117,7 @@ class ShardState:
             best=None if d.get("best") is None else Evaluation.from_json(d["best"]),
             stopped=d.get("stopped"),
             next=None if nxt is None else (float(nxt[0]), int(nxt[1])),
+            tail=[(float(c), int(i)) for c, i in d.get("tail", ())],
         )
 
     def text(self) -> str:
@@ -151,7 +160,7 @@ def run_shard(job: ShardJob) -> dict:
             value=[space.fingerprint, job.fingerprint],
         )
     state = ShardState.from_json(json.loads(job.resume)) if job.resume else ShardState(job.index)
-    state.stopped, state.next = None, None
+    state.stopped, state.next, state.tail = None, None, []
     if state.best is not None:  # a shard's first valid assembly ends it: nothing of it is left to do
         state.stopped = "found"
         return state.to_json()
@@ -176,7 +185,7 @@ def run_shard(job: ShardJob) -> dict:
             state.stopped, state.next = "max_time", (price, index)
             break
         ev = evaluator(ids, shared_bound(job.token, index, job.bound), index)
-        state.record(ev, names)
+        state.record((price, index), ev, names)
         if state.best is not None:
             state.stopped = "found"
             publish_bound(job.token, state.best.cost, index)  # type: ignore[arg-type]

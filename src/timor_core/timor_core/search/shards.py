@@ -41,7 +41,7 @@ from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import task_base_placement
 
-__all__ = ["SHARD_ROUTE", "sharded_cost_search", "cost_rank"]
+__all__ = ["SHARD_ROUTE", "sharded_cost_search", "cost_rank", "rank_from_tails"]
 
 #: the ``route`` of a checkpoint written by :func:`sharded_cost_search`
 SHARD_ROUTE = "cost-shards"
@@ -57,6 +57,21 @@ def cost_rank(
         if index == until if isinstance(until, int) else (price, index) >= until:
             return n
         n += 1
+    return n
+
+
+def rank_from_tails(states: list[ShardState], index: int) -> int | None:
+    """The best's position in the whole cost order from the shards' counts and last keys (:attr:`ShardState.tail`),
+    or None if a shard's tail does not reach back before it (then :func:`cost_rank` walks the order)."""
+    key = next((k for s in states for k in s.tail if k[1] == index), None)
+    if key is None:
+        return None
+    n = 0
+    for s in states:
+        after = sum(1 for k in s.tail if k >= key)
+        if after == len(s.tail) and len(s.tail) < s.taken:
+            return None  # the keys before the tail are not known to come before the best
+        n += s.taken - after
     return n
 
 
@@ -262,7 +277,8 @@ def _finish(result: SearchResult, run: _Run, stopped: str, space: SerialSpace, t
     if bests:
         best = min(bests, key=lambda ev: ev.rank)
         index = best.seq
-        best.seq = cost_rank(space, result.cost, start, stop, placement, index)
+        rank = rank_from_tails(run.states, index)
+        best.seq = rank if rank is not None else cost_rank(space, result.cost, start, stop, placement, index)
         result.consider(best)
         seen = run.found.get(index, 0.0)  # when the client heard of it (0: from the resumed checkpoint)
         result.improvements.append(
