@@ -10,7 +10,17 @@ from typing import Any
 
 from timor_core.errors import InputError
 
-__all__ = ["ClusterConnection", "ClusterError", "import_distributed"]
+__all__ = ["ClusterConnection", "ClusterError", "import_distributed", "LOCAL_CLUSTER_CONFIG"]
+
+#: Dask settings of a local cluster: its processes share the machine with the workers, so the periodic work that
+#: serves dashboards and task graphs we do not have is turned off or slowed down (a worker's statistical profiler
+#: samples the evaluating thread every 10 ms; the scheduler looks for work to steal every 100 ms)
+LOCAL_CLUSTER_CONFIG: dict[str, object] = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.scheduler.work-stealing": False,
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.admin.tick.interval": "200ms",
+}
 
 
 class ClusterError(InputError):
@@ -51,16 +61,19 @@ class ClusterConnection:
             if self.scheduler is None:
                 import logging
 
-                self._cluster = distributed.LocalCluster(
-                    n_workers=self.n_workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",
-                    scheduler_port=0,
-                    dashboard_address=None,
-                    worker_dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
+                import dask
+
+                with dask.config.set(LOCAL_CLUSTER_CONFIG):  # read by the scheduler and handed to the workers
+                    self._cluster = distributed.LocalCluster(
+                        n_workers=self.n_workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",
+                        scheduler_port=0,
+                        dashboard_address=None,
+                        worker_dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
                 self._client = distributed.Client(self._cluster, timeout=self.connect_timeout)
             else:
                 try:
