@@ -80,13 +80,17 @@ class _Run:
 
     def __init__(self, de: DaskEvaluator, space: SerialSpace, task: Task, header: dict, resumed: dict | None):
         self.de, self.space, self.task, self.header = de, space, task, header
+        info = de.client.scheduler_info().get("workers", {})
+        # one shard per worker thread (a local cluster's workers have one each), each pinned to its own
+        self.slots: list[str | None] = [a for a in sorted(info) for _ in range(int(info[a].get("nthreads", 1)))]
         if resumed is not None:
             for key in ("task", "db", "cost", "space", "start", "stop"):
                 if resumed.get(key) != header[key]:
                     raise ClusterError(f"the checkpoint is of another search ({key} differs)", value=resumed.get(key))
             self.states = [ShardState.from_json(s) for s in resumed["states"]]
         else:
-            self.states = [ShardState(r) for r in range(max(1, de.workers))]
+            self.states = [ShardState(r) for r in range(max(1, len(self.slots)))]
+        self.slots = self.slots or [None]
         self.resumed = resumed is not None
         self.token = uuid.uuid4().hex
         self.topic = f"timor-shards-{self.token}"
@@ -126,7 +130,6 @@ class _Run:
         client.subscribe_topic(self.topic, lambda event: self.events.put(("event", event[1])))
         for state in self.states:
             self.share(state)
-        workers = sorted(client.scheduler_info().get("workers", {})) or [None]
         futures = []
         for r, state in enumerate(self.states):
             job = ShardJob(
@@ -144,7 +147,7 @@ class _Run:
                 state.text() if self.resumed else None,
                 self.space.fingerprint,
             )
-            w = workers[r % len(workers)]
+            w = self.slots[r % len(self.slots)]
             fut = client.submit(
                 run_shard,
                 job,
