@@ -78,7 +78,9 @@ def rank_from_tails(states: list[ShardState], index: int) -> int | None:
 class _Run:
     """One sharded search's client side: the shards' latest states, the shared best, events, checkpoints."""
 
-    def __init__(self, de: DaskEvaluator, space: SerialSpace, task: Task, header: dict, resumed: dict | None):
+    def __init__(
+        self, de: DaskEvaluator, space: SerialSpace, task: Task, header: dict, resumed: dict | None, t0: float
+    ) -> None:
         self.de, self.space, self.task, self.header = de, space, task, header
         info = de.client.scheduler_info().get("workers", {})
         # one shard per worker thread (a local cluster's workers have one each), each pinned to its own
@@ -98,23 +100,23 @@ class _Run:
         self.shared: tuple[float, int] | None = None
         self.found: dict[int, float] = {}  # position of each shard's best -> seconds until the client had it
         self.initial = {s.best.seq for s in self.states if s.best is not None}
-        self.t0 = time.perf_counter()
+        self.t0 = t0
         self.saved = time.monotonic()
 
     @property
     def k(self) -> int:
         return len(self.states)
 
-    def share(self, state: ShardState, again: bool = False) -> None:
+    def share(self, state: ShardState, again: bool = False, tell: bool = True) -> None:
         """Pass a shard's best on to every worker if it beats the one shared (``again``: re-send the shared one,
-        for a worker that replaced a lost one)."""
+        for a worker that replaced a lost one; ``tell=False``: only note it, no shard is left to tell)."""
         best, improved = state.best, False
         if best is not None and best.cost is not None:
             if best.seq not in self.initial:
                 self.found.setdefault(best.seq, time.perf_counter() - self.t0)
             if self.shared is None or (best.cost, best.seq) < self.shared:
                 self.shared, improved = (best.cost, best.seq), True
-        if self.shared is None or not (improved or again):
+        if self.shared is None or not tell or not (improved or again):
             return
         self.de.client.run(publish_bound, self.token, *self.shared, on_error="ignore")
 
@@ -172,7 +174,7 @@ class _Run:
                     r = item[1]
                     self.states[r] = ShardState.from_json(item[2].result())
                     pending.discard(r)
-                    self.share(self.states[r])
+                    self.share(self.states[r], tell=bool(pending))
                 else:
                     msg = item[1]
                     r = int(msg["shard"])
@@ -182,12 +184,15 @@ class _Run:
                     self.share(self.states[r], again=msg["kind"] == "progress")
                 self.checkpoint()
                 total = sum(s.evaluations for s in self.states)
-                bar.update(total - shown, self._funnel(), None if self.shared is None else self.shared[0])
+                if bar.bar is not None:
+                    bar.update(total - shown, self._funnel(), None if self.shared is None else self.shared[0])
                 shown = total
         except KeyboardInterrupt:
-            for f in futures:
-                f.cancel()
+            self.de.client.cancel(futures)
             return "interrupted"
+        except BaseException:  # a shard failed (after its retries): the others are of no use any more
+            self.de.client.cancel(futures)
+            raise
         reasons = {s.stopped for s in self.states}
         if "max_time" in reasons:
             return "max_time"
@@ -251,7 +256,7 @@ def sharded_cost_search(
     bar: Progress | None = None
     with de:
         de.start()
-        run = _Run(de, space, task, header, resumed)
+        run = _Run(de, space, task, header, resumed, t0)
         result.workers = de.workers
         result.settings.update(prepare_time=0.0, shards=run.k)
         deadline = None if max_time is None else time.time() + max_time - (time.perf_counter() - t0)
