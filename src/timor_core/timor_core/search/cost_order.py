@@ -37,6 +37,8 @@ __all__ = ["by_cost", "by_cost_indexed", "shard_of", "additive_values"]
 logger = logging.getLogger(__name__)
 
 _EPS = 2.0**-52
+_Keep = Callable[[int], bool] | None  # which space positions a shard keeps (None: all)
+_Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
 
 
 def additive_values(db: Any, cost: CostFunction) -> dict[str, Fraction] | None:
@@ -103,13 +105,8 @@ def by_cost_indexed(
 
 
 def _best_first(
-    space: SerialSpace,
-    cost: CostFunction,
-    values: dict[str, Fraction],
-    start: int,
-    stop: int,
-    keep: Callable[[int], bool] | None = None,
-) -> Iterator[tuple[float, int, tuple[str, ...]]]:
+    space: SerialSpace, cost: CostFunction, values: dict[str, Fraction], start: int, stop: int, keep: _Keep
+) -> Iterator[_Ranked]:
     auto = space._auto  # the compiled space (as AssemblyIterator reads it)
     trans, counts, cum = auto.trans, auto.counts, auto.cum
     scale = 1

@@ -97,14 +97,7 @@ class ExhaustiveSearch:
         if out_of_reach:  # proven for every assembly of the space: nothing to enumerate
             return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
         if self.order == "cost" and getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
-            from timor_core.search.shards import sharded_cost_search  # each Dask worker walks a shard itself
-
-            return sharded_cost_search(
-                self.evaluator, self.space, task, db, cost=self.cost, config=self.config, start=self.start,
-                stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
-                settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
-                          self.bound, "order": "cost"},
-            )  # fmt: skip
+            return self._sharded(task, db, budget)
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -153,6 +146,17 @@ class ExhaustiveSearch:
             result.wall_time += prepare
             result.settings["prepare_time"] = prepare
         return result
+
+    def _sharded(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult:
+        """The cost-ordered search as one shard per Dask worker, each walking its own part of the cost order."""
+        from timor_core.search.shards import sharded_cost_search
+
+        return sharded_cost_search(
+            self.evaluator, self.space, task, db, cost=self.cost, config=self.config, start=self.start,
+            stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
+            settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
+                      self.bound, "order": "cost"},
+        )  # fmt: skip
 
     def _unreachable(self, task: Task, db: ModulesDB, goals: list, seconds: float) -> SearchResult:
         """The result of a search that needs no evaluation: a goal lies beyond every assembly's reach
