@@ -208,7 +208,7 @@ def test_the_big_space_benchmark_runs(tmp_path):
         pytest.skip("the user-study task is not in ../shared/data")
     study = str(SHARED / "data" / "cobra" / "tasks" / "user_study.json")
     cmd = [sys.executable, str(REPO / "benchmarks" / "big_space.py"), "--sizes", "5", "6", "--rounds", "1"]
-    cmd += ["--dask-size", "5", "--dask-task", study, "--json"]
+    cmd += ["--dask-size", "5", "--dask-task", study, "--route", "both", "--ceiling", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout[proc.stdout.index("{") :])
@@ -218,3 +218,8 @@ def test_the_big_space_benchmark_runs(tmp_path):
     dask = report["dask"]
     assert dask["same_best_everywhere"] and len(dask["runs"]["1"]) == len(dask["runs"]["2"]) == 1
     assert dask["speedup_cpu"] > 0 and 0 < dask["work_efficiency"] <= 1.5
+    assert dask["route"] == "shards" and all(r["shards"] == n for n in (1, 2) for r in dask["runs"][str(n)])
+    stream = report["dask_stream"]
+    assert stream["route"] == "stream" and stream["same_best_everywhere"] and stream["runs"]["2"][0]["chunks"] > 0
+    assert {tuple(r["best"]) for r in dask["runs"]["1"] + stream["runs"]["1"]} == {tuple(dask["runs"]["2"][0]["best"])}
+    assert report["ceiling"]["ceiling"] > 0 and len(report["ceiling"]["walls"]["2"]) == 1
