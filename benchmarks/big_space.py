@@ -56,14 +56,17 @@ def load() -> float:
 
 
 # -- 1. memory, one fresh process per size ------------------------------------------------------------------
-def child(task: str, dof_max: int) -> dict:
-    """Run the search in this (fresh) process; its figures as a dict."""
+def child(task: str, dof_max: int, start_at: float | None = None) -> dict:
+    """Run the search in this (fresh) process; its figures as a dict (``start_at``: a ``time.time()`` to wait
+    for before the clock starts, so that concurrent children search at the same time)."""
     from timor_core import ModulesDB
     from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)
+    if start_at is not None:
+        time.sleep(max(0.0, start_at - time.time()))
     t0 = time.perf_counter()
     result = ExhaustiveSearch(space, "mass", FilterConfig(), workers=1, progress=False, order="cost").optimize(
         load_task(task, False), db
@@ -102,6 +105,24 @@ def memory(task: str, sizes: list[int]) -> list[dict]:
     return out
 
 
+def ceiling(task: str, dof_max: int, rounds: int) -> dict:
+    """What two cores give here: the Dask comparison's search in-process, in 1 and in 2 processes at once (each
+    the whole search), alternating. ``2 * wall(1) / wall(2)`` is the most 2 workers could gain over 1 at this load
+    (shared caches, other jobs, the hypervisor), with no Dask at all."""
+    walls: dict[int, list[float]] = {1: [], 2: []}
+    for k in range(rounds):
+        for n in (1, 2) if k % 2 == 0 else (2, 1):
+            at = time.time() + 8.0  # after the imports of every child
+            cmd = [sys.executable, __file__, "--child", str(dof_max), "--task", task, "--start-at", str(at)]
+            procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+            rows = [json.loads(p.communicate(timeout=3600)[0].strip().splitlines()[-1]) for p in procs]
+            walls[n].append(max(r["wall_s"] for r in rows))
+            print(f"  in-process x{n} at once: {walls[n][-1]:.2f} s, load {load():.1f}", file=sys.stderr)
+    w1, w2 = statistics.median(walls[1]), statistics.median(walls[2])
+    print(f"  ceiling of 2 processes over 1: {2 * w1 / w2:.2f}x (medians {w1:.2f} / {w2:.2f} s)", file=sys.stderr)
+    return {"walls": walls, "ceiling": 2 * w1 / w2, "load": load()}
+
+
 # -- 2. Dask, 1 vs 2 workers -------------------------------------------------------------------------------
 def _worker_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -129,7 +150,8 @@ def dask_run(de, space, task, db) -> dict:
         "worker_cpu_s": cpu,
         "client_cpu_s": (mine_after.ru_utime + mine_after.ru_stime) - (mine.ru_utime + mine.ru_stime),
         "evaluations": result.evaluations,
-        "chunks": de.checkpoint_data()["chunks"],
+        "chunks": de.checkpoint_data()["chunks"],  # streamed route: tasks sent; sharded: 0 (one task per shard)
+        "shards": result.settings.get("shards", 0),
         "best": list(result.best_ids) if result.found else None,
         "best_cost": result.best_cost,
         "best_seq": result.best_seq,
@@ -137,14 +159,16 @@ def dask_run(de, space, task, db) -> dict:
     }
 
 
-def _warm(spec) -> bool:
+def _warm(spec, options: str) -> bool:
     from timor_core.search.dask_worker import worker_evaluator
+    from timor_core.search.shard_worker import shard_space
 
     worker_evaluator(spec)
+    shard_space(spec, options)  # the sharded route's space, compiled once per worker (as the client's is here)
     return True
 
 
-def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float) -> dict:
+def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, shards: bool = True) -> dict:
     """``rounds`` searches per worker count, alternating; one cluster alive at a time (a local cluster's scheduler
     and nannies live in this process: an idle second cluster would add its heartbeats to the client CPU)."""
     from timor_core import ModulesDB
@@ -160,20 +184,21 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float) -
     worker_rss: dict[int, float] = {1: 0.0, 2: 0.0}
     for k in range(rounds):
         for n in (1, 2) if k % 2 == 0 else (2, 1):
-            with DaskEvaluator(n_workers=n, target_chunk_time=chunk_time) as de:
+            with DaskEvaluator(n_workers=n, target_chunk_time=chunk_time, shards=shards) as de:
                 de.start()
-                de.client.run(_warm, spec)  # DB, task and filter chain loaded in every worker before the clock
+                de.client.run(_warm, spec, space.options.canonical_json())  # loaded in every worker before the clock
                 run = dask_run(de, space, task, db)
                 worker_rss[n] = max(worker_rss[n], *de.client.run(_worker_rss_mb).values())
             runs[n].append(run)
+            tasks = f"{run['shards']} shard(s)" if run["shards"] else f"{run['chunks']} chunks"
             print(
                 f"  dask {n} worker(s): {run['wall_s']:.2f} s, {run['evaluations']} evaluated, worker CPU "
-                f"{'/'.join(f'{c:.2f}' for c in run['worker_cpu_s'])} s, client CPU {run['client_cpu_s']:.2f} s "
-                f"({1e3 * run['client_cpu_s'] / max(1, run['chunks']):.1f} ms per chunk of {run['chunks']}),"
+                f"{'/'.join(f'{c:.2f}' for c in run['worker_cpu_s'])} s, client + scheduler CPU "
+                f"{run['client_cpu_s']:.2f} s ({tasks}),"
                 f" best {run['best_cost']:.2f} kg, load {run['load']:.1f}",
                 file=sys.stderr,
             )
-    return summarize(runs, worker_rss, chunk_time)
+    return {**summarize(runs, worker_rss, chunk_time), "route": "shards" if shards else "stream"}
 
 
 def summarize(runs: dict[int, list[dict]], worker_rss: dict[int, float], chunk_time: float) -> dict:
@@ -188,6 +213,8 @@ def summarize(runs: dict[int, list[dict]], worker_rss: dict[int, float], chunk_t
         "runs": runs,
         "wall_median_s": wall,
         "speedup_wall": wall[1] / wall[2],
+        "speedup_per_round": [a["wall_s"] / b["wall_s"] for a, b in zip(runs[1], runs[2])],
+        "client_cpu_median_s": {n: statistics.median(r["client_cpu_s"] for r in rs) for n, rs in runs.items()},
         "speedup_cpu": cpu1 / busiest2,
         "work_efficiency": cpu1 / total2,
         "cpu_per_evaluation_ms": {
@@ -215,13 +242,23 @@ def main(argv: list[str] | None = None) -> int:
         "--chunk-time", type=float, default=None, help="Dask target seconds per chunk (default: the evaluator's)"
     )
     p.add_argument("--chunk-times", type=float, nargs="*", default=[], help="sweep these target chunk times first")
+    p.add_argument(
+        "--route",
+        choices=["shards", "stream", "both"],
+        default="shards",
+        help="Dask: one shard of the cost order per worker (default), streamed from the client in chunks, or both",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the memory part")
     p.add_argument("--no-dask", action="store_true", help="skip the Dask part")
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--ceiling", action="store_true", help="also time 1 and 2 concurrent in-process searches (the machine's limit)"
+    )
     args = p.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(args.task, args.child)))
+        print(json.dumps(child(args.task, args.child, args.start_at)))
         return 0
     if not Path(args.task).is_file():
         print(f"task file not found: {args.task} (needs ../shared/data)", file=sys.stderr)
@@ -239,23 +276,34 @@ def main(argv: list[str] | None = None) -> int:
         report["sweep"] = []
         for ct in args.chunk_times:
             print(f"chunk time {ct} s:", file=sys.stderr)
-            report["sweep"].append(dask_compare(args.dask_task, args.dask_size, 1, ct))
+            report["sweep"].append(dask_compare(args.dask_task, args.dask_size, 1, ct, shards=False))
         chunk_time = args.chunk_time if args.chunk_time is not None else DaskEvaluator().target_chunk_time
         size = SIZES.get(args.dask_size, 0)
-        print(f"Dask, {Path(args.dask_task).name}, {size:,} assemblies, chunk time {chunk_time} s:", file=sys.stderr)
-        s = report["dask"] = dask_compare(args.dask_task, args.dask_size, args.rounds, chunk_time)
-        print(
-            f"  median wall 1 worker {s['wall_median_s'][1]:.2f} s, 2 workers {s['wall_median_s'][2]:.2f} s: "
-            f"speed-up {s['speedup_wall']:.2f}x (load {s['load_range'][0]:.1f}-{s['load_range'][1]:.1f}); from worker"
-            f" CPU {s['speedup_cpu']:.2f}x, work efficiency {s['work_efficiency']:.2f}; CPU per evaluation "
-            f"{s['cpu_per_evaluation_ms'][1]:.2f} / {s['cpu_per_evaluation_ms'][2]:.2f} ms; same best: "
-            f"{s['same_best_everywhere']}; target >= 1.8x: {'met' if s['speedup_wall'] >= 1.8 else 'NOT met'} (wall)",
-            file=sys.stderr,
-        )
+        for route in ("shards", "stream") if args.route == "both" else (args.route,):
+            print(f"Dask ({route}), {Path(args.dask_task).name}, {size:,} assemblies:", file=sys.stderr)
+            s = report["dask" if route == "shards" or args.route == "stream" else "dask_stream"] = dask_compare(
+                args.dask_task, args.dask_size, args.rounds, chunk_time, route == "shards"
+            )
+            _print_summary(s)
+    if args.ceiling:
+        report["ceiling"] = ceiling(args.dask_task, args.dask_size, args.rounds)
     report["uptime_end"] = load()
     if args.json:
         print(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def _print_summary(s: dict) -> None:
+    print(
+        f"  median wall 1 worker {s['wall_median_s'][1]:.2f} s, 2 workers {s['wall_median_s'][2]:.2f} s: "
+        f"speed-up {s['speedup_wall']:.2f}x (per round {', '.join(f'{x:.2f}' for x in s['speedup_per_round'])};"
+        f" load {s['load_range'][0]:.1f}-{s['load_range'][1]:.1f}); client + scheduler CPU "
+        f"{s['client_cpu_median_s'][1]:.2f} / {s['client_cpu_median_s'][2]:.2f} s; from worker"
+        f" CPU {s['speedup_cpu']:.2f}x, work efficiency {s['work_efficiency']:.2f}; CPU per evaluation "
+        f"{s['cpu_per_evaluation_ms'][1]:.2f} / {s['cpu_per_evaluation_ms'][2]:.2f} ms; same best: "
+        f"{s['same_best_everywhere']}; target >= 1.8x: {'met' if s['speedup_wall'] >= 1.8 else 'NOT met'} (wall)",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

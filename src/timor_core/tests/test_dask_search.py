@@ -99,7 +99,7 @@ def _same_best(a: SearchResult, b: SearchResult) -> None:
 def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, robco):  # noqa: F811
     local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
     for chunk in (1, 3, None):  # chunk sizes change which chunk finds what first, never the answer
-        de = DaskEvaluator(cluster.address, chunk_size=chunk, target_chunk_time=0.05)
+        de = DaskEvaluator(cluster.address, chunk_size=chunk, target_chunk_time=0.05, shards=False)  # streamed
         with de:
             on_dask = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
                 task, robco
@@ -128,7 +128,7 @@ def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     study = load_task(str(path), False)
     exp2 = paper_exp2_space(robco)
     local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
-    de = DaskEvaluator(cluster.address, target_chunk_time=0.05)
+    de = DaskEvaluator(cluster.address, target_chunk_time=0.05, shards=False)  # streamed (shards: the next file)
     with de:
         on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
     _same_best(on_dask, local)
@@ -208,7 +208,7 @@ def test_the_big_space_benchmark_runs(tmp_path):
         pytest.skip("the user-study task is not in ../shared/data")
     study = str(SHARED / "data" / "cobra" / "tasks" / "user_study.json")
     cmd = [sys.executable, str(REPO / "benchmarks" / "big_space.py"), "--sizes", "5", "6", "--rounds", "1"]
-    cmd += ["--dask-size", "5", "--dask-task", study, "--json"]
+    cmd += ["--dask-size", "5", "--dask-task", study, "--route", "both", "--ceiling", "--json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(proc.stdout[proc.stdout.index("{") :])
@@ -218,3 +218,8 @@ def test_the_big_space_benchmark_runs(tmp_path):
     dask = report["dask"]
     assert dask["same_best_everywhere"] and len(dask["runs"]["1"]) == len(dask["runs"]["2"]) == 1
     assert dask["speedup_cpu"] > 0 and 0 < dask["work_efficiency"] <= 1.5
+    assert dask["route"] == "shards" and all(r["shards"] == n for n in (1, 2) for r in dask["runs"][str(n)])
+    stream = report["dask_stream"]
+    assert stream["route"] == "stream" and stream["same_best_everywhere"] and stream["runs"]["2"][0]["chunks"] > 0
+    assert {tuple(r["best"]) for r in dask["runs"]["1"] + stream["runs"]["1"]} == {tuple(dask["runs"]["2"][0]["best"])}
+    assert report["ceiling"]["ceiling"] > 0 and len(report["ceiling"]["walls"]["2"]) == 1

@@ -14,7 +14,9 @@ each worker process loads the module set and the task once and keeps one filter 
 mid-run has its chunks run again elsewhere. Every ``checkpoint_every`` completed chunks (and at the end) the
 evaluator writes a checkpoint atomically (completed positions as ranges, counts, funnel, best evaluation);
 ``resume=path`` skips the completed positions and reports their progress to the search (:meth:`restore`), so the
-union of the runs covers the space exactly once. Needs ``dask[distributed]`` (``pip install timor-core[cluster]``).
+union of the runs covers the space exactly once. The cost-ordered exhaustive search does not stream through here:
+each worker walks a shard of the space itself (:mod:`.shards`; ``shards=False``: stream it in chunks). Needs
+``dask[distributed]`` (``pip install timor-core[cluster]``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from timor_core.common.fileio import write_json
 from timor_core.errors import InputError, explain
 from timor_core.model.db import ModulesDB
+from timor_core.search.dask_connect import ClusterConnection, ClusterError, import_distributed
 from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
 from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
@@ -42,20 +45,6 @@ from timor_core.task.costs import CostFunction
 __all__ = ["DaskEvaluator", "ClusterError", "CHECKPOINT_VERSION", "merge_ranges"]
 
 CHECKPOINT_VERSION = 1
-
-
-class ClusterError(InputError):
-    """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
-
-
-def _import_distributed() -> Any:
-    try:
-        import distributed
-    except ImportError:
-        raise ClusterError(
-            "the Dask evaluator needs dask[distributed]: pip install 'timor-core[cluster]'", value="distributed"
-        ) from None
-    return distributed
 
 
 @dataclass
@@ -74,7 +63,7 @@ class _Flight:
     shared: tuple[float, int] | None = None
 
 
-class DaskEvaluator(ParallelEvaluator):
+class DaskEvaluator(ClusterConnection, ParallelEvaluator):
     """Evaluates streams of assemblies for one task on a Dask cluster.
 
     Args:
@@ -91,6 +80,8 @@ class DaskEvaluator(ParallelEvaluator):
             rescheduled by the scheduler in any case).
         connect_timeout: seconds to reach the scheduler before :class:`ClusterError`.
         in_flight: chunks out on the cluster at once (None: two per worker).
+        shards: the cost-ordered exhaustive search runs one shard per worker (:mod:`.shards`), reporting every
+            ``report_every`` seconds (progress, checkpoints); False: streamed from the client in chunks.
     """
 
     def __init__(
@@ -112,6 +103,8 @@ class DaskEvaluator(ParallelEvaluator):
         retries: int = 2,
         connect_timeout: float = 5.0,
         in_flight: int | None = None,
+        shards: bool = True,
+        report_every: float = 2.0,
     ) -> None:
         self._setup(task, db, cost, config, filters, n_workers, target_chunk_time, max_chunk, None)
         if scheduler is not None and scheduler.startswith("dask://"):
@@ -125,6 +118,7 @@ class DaskEvaluator(ParallelEvaluator):
         self.connect_timeout = float(connect_timeout)
         self.in_flight = None if in_flight is None else max(1, int(in_flight))
         self.max_in_flight = 0  # the most chunks out at once (bounded by ``in_flight``)
+        self.shards, self.report_every = bool(shards), max(0.05, float(report_every))
         self._cluster: Any = None
         self._client: Any = None
         self._depth = 0
@@ -162,82 +156,12 @@ class DaskEvaluator(ParallelEvaluator):
         self._local = None
         return self
 
-    def _spec(self) -> WorkerSpec:
+    def worker_spec(self) -> WorkerSpec:
+        """What a worker needs to evaluate for the bound search (module set, task, cost, filters)."""
         if self._task is None or self._db is None:
             raise InputError("DaskEvaluator needs a task and a module set (give them, or call bind)", value=None)
         local = self.local
         return WorkerSpec(DBRef.of(local.db), TaskRef.of(local.task), self.cost, self.config, self.filters)
-
-    # -- the cluster -------------------------------------------------------------------------------
-    @property
-    def client(self) -> Any:
-        """The ``distributed.Client`` (connecting, or starting the local cluster, on first use)."""
-        if self._client is None:
-            distributed = _import_distributed()
-            if self.scheduler is None:
-                import logging
-
-                self._cluster = distributed.LocalCluster(
-                    n_workers=self.n_workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    host="127.0.0.1",
-                    scheduler_port=0,
-                    dashboard_address=None,
-                    worker_dashboard_address=None,
-                    silence_logs=logging.ERROR,
-                )
-                self._client = distributed.Client(self._cluster, timeout=self.connect_timeout)
-            else:
-                try:
-                    self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout)
-                except (OSError, TimeoutError) as exc:
-                    raise ClusterError(
-                        f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s"
-                        f" ({type(exc).__name__})",
-                        value=self.scheduler,
-                    ) from None
-        return self._client
-
-    @property
-    def address(self) -> str:
-        """The scheduler's address."""
-        return self.client.scheduler.address
-
-    def _n_cluster_workers(self) -> int:
-        try:
-            return max(1, len(self.client.scheduler_info().get("workers", {})))
-        except Exception:  # noqa: BLE001 - only a sizing hint
-            return self.n_workers
-
-    def start(self) -> DaskEvaluator:
-        """Connect (or start the local cluster) and wait for at least one worker."""
-        client = self.client
-        if self._cluster is not None:
-            client.wait_for_workers(self.n_workers, timeout=60)
-        self.workers = self._n_cluster_workers()
-        return self
-
-    def close(self, cancel: bool = False) -> None:
-        """Close the client and, if this evaluator started it, the local cluster."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
-
-    def __enter__(self) -> DaskEvaluator:
-        self._depth += 1
-        if self._task is not None:
-            self.local  # noqa: B018  (fail early on bad inputs)
-        return self
-
-    def __exit__(self, exc_type, *_: Any) -> None:
-        self._depth -= 1
-        if self._depth <= 0:
-            self._depth = 0
-            self.close(cancel=exc_type is not None)
 
     # -- progress and checkpoints ------------------------------------------------------------------
     def _reset_progress(self) -> None:
@@ -297,6 +221,11 @@ class DaskEvaluator(ParallelEvaluator):
                 raise ValueError("not a timor search checkpoint (a JSON object)")
             if d.get("version") != CHECKPOINT_VERSION or d.get("kind") != "timor-search-checkpoint":
                 raise ValueError("not a timor search checkpoint (version 1)")
+            if d.get("route") is not None:  # a sharded cost-order search's (:mod:`.shards` reads it)
+                if not isinstance(d.get("states"), list) or not d["states"]:
+                    raise ValueError("a sharded search's checkpoint without shard states")
+                self._resumed, self._fresh_resume = d, True
+                return
             self._done = DoneRanges(d["done"])
             self._evaluations = int(d["evaluations"])
             self._valid = int(d["valid"])
@@ -309,6 +238,16 @@ class DaskEvaluator(ParallelEvaluator):
         self._fresh_resume = True
 
     @property
+    def resumed_route(self) -> str | None:
+        """None without a resumed checkpoint, else how its search ran: ``"stream"`` or ``"cost-shards"``."""
+        return None if self._resumed is None else str(self._resumed.get("route") or "stream")
+
+    @property
+    def shard_checkpoint(self) -> dict | None:
+        """The resumed checkpoint if it is a sharded cost-order search's (:mod:`.shards`), else None."""
+        return self._resumed if self._resumed is not None and self._resumed.get("route") else None
+
+    @property
     def done_ranges(self) -> list[list[int]]:
         """Completed positions (including resumed ones) as ``[start, stop)`` ranges."""
         return [list(r) for r in self._done.ranges]
@@ -318,6 +257,8 @@ class DaskEvaluator(ParallelEvaluator):
         d = self._resumed
         if d is None:
             return 0
+        if d.get("route"):
+            raise ClusterError("a sharded cost-order search's checkpoint: resume it with order='cost'", value=None)
         if (d.get("task"), d.get("db"), d.get("cost")) != (result.task_id, result.db_name, result.cost):
             raise ClusterError(
                 "the checkpoint is of another search (task, module set or cost differ)",
@@ -379,13 +320,13 @@ class DaskEvaluator(ParallelEvaluator):
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
         """
-        distributed = _import_distributed()
+        distributed = import_distributed()
         flight = _Flight(
             it=((int(s), tuple(ids)) for s, ids in items if int(s) not in self._done),
             get_bound=bound if callable(bound) else repeat(float(bound)).__next__,
             should_stop=stop if stop is not None else (lambda: False),
-            spec=self._spec(),
-            window=self.in_flight or 2 * self._n_cluster_workers(),
+            spec=self.worker_spec(),
+            window=self.in_flight or 2 * self.cluster_workers(),
             token=uuid.uuid4().hex if lower_bound else None,
             pending=distributed.as_completed(),
         )

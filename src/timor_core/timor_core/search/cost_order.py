@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from math import lcm
 from typing import Any
@@ -32,11 +32,13 @@ from timor_core.search.space import SerialSpace, post_order
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost
 
-__all__ = ["by_cost", "additive_values"]
+__all__ = ["by_cost", "by_cost_indexed", "shard_of", "additive_values"]
 
 logger = logging.getLogger(__name__)
 
 _EPS = 2.0**-52
+_Keep = Callable[[int], bool] | None  # which space positions a shard keeps (None: all)
+_Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
 
 
 def additive_values(db: Any, cost: CostFunction) -> dict[str, Fraction] | None:
@@ -68,19 +70,43 @@ def by_cost(
     """``(cost, ids)`` of the assemblies at space positions ``start .. stop - 1``, cheapest first (ties: space
     order; an assembly whose cost cannot be computed last), lazily; equal to sorting them all by
     ``evaluate_serial``."""
+    ranked = by_cost_indexed(space, cost, start, stop, base_placement=base_placement, chunk=chunk)
+    return ((price, ids) for price, _, ids in ranked)
+
+
+def shard_of(index: int, shards: int) -> int:
+    """The shard (``0 .. shards - 1``) of space position ``index``: a multiplicative hash, so that neighbours in
+    the space (which share most modules and so cost and verdict) spread evenly over the shards."""
+    return (((index * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32) % shards
+
+
+def by_cost_indexed(
+    space: SerialSpace,
+    cost: CostFunction | str | None = "mass",
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    base_placement: Any = None,
+    chunk: int = 100_000,
+    shard: tuple[int, int] | None = None,
+) -> Iterator[tuple[float, int, tuple[str, ...]]]:
+    """:func:`by_cost` with each assembly's space position: ``(cost, index, ids)``, ascending in ``(cost,
+    index)``. ``shard=(r, k)`` keeps the positions of shard ``r`` of ``k`` (:func:`shard_of`) only: the ``k``
+    shards' sequences interleaved by ``(cost, index)`` are the whole sequence."""
     cost_function = assembly_cost(cost if cost is not None else "mass")
     stop = space.count if stop is None else min(stop, space.count)
     if start >= stop:
         return iter(())
+    keep = None if shard is None or shard[1] <= 1 else (lambda i, r=shard[0], k=shard[1]: shard_of(i, k) == r)
     values = additive_values(space.db, cost_function)
     if values is None:
-        return _passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)))
-    return _best_first(space, cost_function, values, start, stop)
+        return _passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)), keep)
+    return _best_first(space, cost_function, values, start, stop, keep)
 
 
 def _best_first(
-    space: SerialSpace, cost: CostFunction, values: dict[str, Fraction], start: int, stop: int
-) -> Iterator[tuple[float, tuple[str, ...]]]:
+    space: SerialSpace, cost: CostFunction, values: dict[str, Fraction], start: int, stop: int, keep: _Keep
+) -> Iterator[_Ranked]:
     auto = space._auto  # the compiled space (as AssemblyIterator reads it)
     trans, counts, cum = auto.trans, auto.counts, auto.cum
     scale = 1
@@ -110,6 +136,8 @@ def _best_first(
                 break
             key, first, s, value, link = heapq.heappop(frontier)
             if s == 0:
+                if keep is not None and not keep(first):
+                    continue
                 ids: list[str] = []
                 while link is not None:
                     ids.append(link[0])
@@ -133,18 +161,25 @@ def _best_first(
                 assert c is not None
                 heapq.heappush(frontier, (v + c, lo, b, v, (m, link)))
         if ready:
-            price, _, chain = heapq.heappop(ready)
-            yield price, chain
+            yield heapq.heappop(ready)
 
 
 def _passes(
-    space: SerialSpace, cost: CostFunction, start: int, stop: int, base_placement: Any, chunk: int
-) -> Iterator[tuple[float, tuple[str, ...]]]:
+    space: SerialSpace,
+    cost: CostFunction,
+    start: int,
+    stop: int,
+    base_placement: Any,
+    chunk: int,
+    keep: Callable[[int], bool] | None = None,
+) -> Iterator[tuple[float, int, tuple[str, ...]]]:
     """Cheapest first for any cost, in passes over the space keeping the next ``chunk`` only (bounded memory)."""
     after: tuple[float, int] | None = None
     while True:
         worst: list[tuple[float, int, tuple[str, ...]]] = []  # max-heap of the chunk (negated keys)
         for k, ids in enumerate(space.iter(start=start, stop=stop)):
+            if keep is not None and not keep(start + k):
+                continue
             try:
                 price = float(cost.evaluate_serial(space.db, ids, base_placement))
             except TimorError:
@@ -162,8 +197,7 @@ def _passes(
             return
         batch = sorted((-p, -i, ids) for p, i, ids in worst)
         worst = []
-        for price, _index, ids in batch:
-            yield price, ids
+        yield from batch
         after = (batch[-1][0], batch[-1][1])
         if len(batch) < chunk:
             return

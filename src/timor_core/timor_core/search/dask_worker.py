@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from timor_core.search.evaluate import Evaluation, Evaluator
 from timor_core.search.parallel import WorkerSpec
 
-__all__ = ["worker_evaluator", "run_chunk", "publish_bound", "shared_bound", "forget_bound"]
+__all__ = ["worker_evaluator", "run_chunk", "publish_bound", "shared_best", "shared_bound", "forget_bound"]
 
 _EVALUATORS: dict[WorkerSpec, Evaluator] = {}
 _SHARED: dict[str, tuple[float, int]] = {}  # search token -> (best valid cost, its position)
@@ -49,6 +49,11 @@ def publish_bound(token: str, cost: float, seq: int) -> None:
 def forget_bound(token: str) -> None:
     """Drop search ``token``'s shared bound (the search has ended)."""
     _SHARED.pop(token, None)
+
+
+def shared_best(token: str) -> tuple[float, int] | None:
+    """The best ``(cost, seq)`` broadcast for search ``token`` (None: none yet)."""
+    return _SHARED.get(token)
 
 
 def shared_bound(token: str | None, seq: int, bound: float) -> float:

@@ -99,6 +99,8 @@ class ExhaustiveSearch:
         out_of_reach = unreachable_goals(self.space, task)
         if out_of_reach:  # proven for every assembly of the space: nothing to enumerate
             return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
+        if self.order == "cost" and getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
+            return self._sharded(task, db, budget)
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -148,6 +150,17 @@ class ExhaustiveSearch:
             result.settings["prepare_time"] = prepare
         return result
 
+    def _sharded(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult:
+        """The cost-ordered search as one shard per Dask worker, each walking its own part of the cost order."""
+        from timor_core.search.shards import sharded_cost_search
+
+        return sharded_cost_search(
+            self.evaluator, self.space, task, db, cost=self.cost, config=self.config, start=self.start,
+            stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
+            settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
+                      self.bound, "order": "cost"},
+        )  # fmt: skip
+
     def _unreachable(self, task: Task, db: ModulesDB, goals: list, seconds: float) -> SearchResult:
         """The result of a search that needs no evaluation: a goal lies beyond every assembly's reach
         (:func:`~.space_reach.unreachable_goals`); ``stopped="unreachable"``, the reasons in ``settings``."""
@@ -171,3 +184,10 @@ class ExhaustiveSearch:
         result.next_seq = self.stop  # every assembly is decided: none reaches the goal
         result.history.append({"evaluations": 0, "time": seconds, "best_cost": None})
         return result
+
+
+def _shardable(evaluator: Any, budget: Budget | int | None) -> bool:
+    """The cost-ordered search can run as shards on the evaluator's workers: no evaluation budget (the first ``n``
+    of the cost order need the one stream) and no resumed checkpoint of the streamed route."""
+    resumed = getattr(evaluator, "resumed_route", None)
+    return Budget.of(budget).max_evaluations is None and resumed in (None, "cost-shards")

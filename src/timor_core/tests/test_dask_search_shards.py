@@ -1,0 +1,289 @@
+"""The cost-ordered search in shards, one per Dask worker, each walking its own part of the cost order (issue 25,
+goal 5): the shards' streams interleave to the whole cost order, the stop rule keeps the least (cost, position)
+whatever the timing, and on a cluster the answer (assembly, cost, position in the cost order) is the in-process
+search's, also after a resume and with a worker killed mid-run."""
+
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
+
+from timor_core.search import ExhaustiveSearch, SearchResult, paper_exp2_space
+from timor_core.search.cost_order import by_cost, by_cost_indexed, shard_of
+from timor_core.search.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
+from timor_core.search.evaluate import DBRef, TaskRef
+from timor_core.search.parallel import WorkerSpec
+from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
+from timor_core.search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
+
+# -- without a cluster ----------------------------------------------------------------------------------------
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(1, 5), start=st.integers(0, 40), length=st.integers(0, 60))
+def test_the_shards_interleave_to_the_whole_cost_order(space, k, start, length):  # noqa: F811
+    """Every position is in exactly one shard, and merging the shards' streams by (cost, position) gives the whole
+    stream: what the in-process search walks."""
+    stop = min(len(space), start + length)
+    whole = list(by_cost_indexed(space, "mass", start, stop))
+    shards = [list(by_cost_indexed(space, "mass", start, stop, shard=(r, k))) for r in range(k)]
+    assert sorted(i for s in shards for _, i, _ in s) == list(range(start, stop)) if start < stop else True
+    assert all(shard_of(i, k) == r for r, s in enumerate(shards) for _, i, _ in s)
+    assert list(heapq.merge(*shards)) == whole
+    assert [(p, ids) for p, _, ids in whole] == [(p, tuple(ids)) for p, ids in by_cost(space, "mass", start, stop)]
+
+
+@given(
+    shards=st.lists(
+        st.lists(st.tuples(st.integers(1, 6), st.booleans()), max_size=12), min_size=1, max_size=4
+    ),  # per shard: (cost, valid) of its candidates
+    seed=st.integers(0, 10_000),
+)
+def test_any_interleaving_of_shards_gives_the_sequential_best(shards, seed):
+    """The shard loop's rule (stop at the first valid one, or when the next candidate does not come before the
+    shared best) in a random interleaving: the least (cost, position) of the valid ones, as one process walking
+    the merged order finds it."""
+    token = f"t-shards-{seed}-{uuid.uuid4().hex}"
+    rng = random.Random(seed)
+    k = len(shards)
+    # positions: candidate j of shard r is position j * k + r; each shard's list sorted by (cost, position)
+    streams = [sorted((c, j * k + r, v) for j, (c, v) in enumerate(s)) for r, s in enumerate(shards)]
+    running = [list(s) for s in streams]
+    found = []
+    try:
+        while any(running):
+            r = rng.choice([r for r, s in enumerate(running) if s])
+            cost, pos, valid = running[r][0]
+            best = shared_best(token)
+            if best is not None and (cost, pos) > best:
+                running[r] = []  # stopped by the shared best
+                continue
+            running[r].pop(0)
+            if valid and cost < shared_bound(token, pos, math.inf):
+                found.append((cost, pos))
+                publish_bound(token, cost, pos)
+                running[r] = []  # a shard's first valid candidate is its optimum
+    finally:
+        forget_bound(token)
+    merged = sorted(x for s in streams for x in s)
+    assert min(found, default=None) == next(((c, p) for c, p, v in merged if v), None)
+
+
+def test_shards_run_here_find_the_in_process_optimum(space, task, robco):  # noqa: F811
+    """``run_shard`` itself (in this process, one shard after the other, sharing the best as the workers do):
+    the in-process search's best, for 1, 2 and 3 shards; a resumed shard skips what it had taken."""
+    local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
+    assert local.found
+    spec = WorkerSpec(DBRef.of(robco), TaskRef.of(task), "mass", FAST)
+    options = space.options.canonical_json()
+    for k in (1, 2, 3):
+        token = uuid.uuid4().hex
+        try:
+            states = [
+                ShardState.from_json(
+                    run_shard(ShardJob(spec, options, r, k, token, "t", fingerprint=space.fingerprint))
+                )
+                for r in range(k)
+            ]
+        finally:
+            forget_bound(token)
+        best = min((s.best for s in states if s.best is not None), key=lambda ev: ev.rank)
+        assert (best.ids, best.cost) == (local.best_ids, local.best_cost)
+        assert cost_rank(space, "mass", 0, len(space), None, best.seq) == local.best_seq
+        assert rank_from_tails(states, best.seq) == local.best_seq  # from the shards' last keys, no walk
+        assert sum(s.taken for s in states) == sum(s.evaluations for s in states) >= local.best_seq + 1 - k
+    # a shard stopped by a bound, then resumed: it continues after what it had taken
+    first = ShardState.from_json(run_shard(ShardJob(spec, options, 0, 2, "t0", "t", bound=local.best_cost - 0.5)))
+    assert first.stopped == "bound" and first.best is None and first.taken > 0
+    again = ShardState.from_json(run_shard(ShardJob(spec, options, 0, 2, "t1", "t", resume=first.text())))
+    assert again.taken > first.taken and again.evaluations == again.taken
+    whole = ShardState.from_json(run_shard(ShardJob(spec, options, 0, 2, "t2", "t")))
+    assert (again.taken, again.best.seq if again.best else None) == (
+        whole.taken,
+        whole.best.seq if whole.best else None,
+    )
+
+
+def test_the_rank_from_the_shards_tails_or_none_when_they_do_not_reach_back():
+    a = ShardState(0, taken=5, tail=[(1.0, 3), (2.0, 0), (2.0, 6), (3.0, 9)])  # its first taken key is not in the tail
+    b = ShardState(1, taken=2, tail=[(1.5, 4), (2.0, 7)])
+    assert rank_from_tails([a, b], 6) == (5 - 2) + 1  # a: 3 keys before (2.0, 6); b: (1.5, 4) only
+    assert rank_from_tails([a, b], 0) == (5 - 3) + 1
+    assert rank_from_tails([a, b], 42) is None  # the best is in no tail
+    late = ShardState(1, taken=9, tail=[(2.5, 1), (2.6, 5)])  # all after the best, and keys before them unknown
+    assert rank_from_tails([a, late], 6) is None
+
+
+def test_a_shard_refuses_a_space_that_is_not_the_clients(space, task, robco):  # noqa: F811
+    from timor_core.search.rules import SearchSpaceError
+
+    spec = WorkerSpec(DBRef.of(robco), TaskRef.of(task), "mass", FAST)
+    job = ShardJob(spec, space.options.canonical_json(), 0, 1, "t", "t", fingerprint="not-this-space")
+    with pytest.raises(SearchSpaceError, match="not the client's"):
+        run_shard(job)
+
+
+# -- on a local cluster ---------------------------------------------------------------------------------------
+
+try:
+    import distributed
+    import psutil
+except ImportError:
+    distributed = psutil = None
+needs_dask = pytest.mark.skipif(distributed is None, reason="the Dask route needs dask[distributed] (extra 'cluster')")
+
+if distributed is not None:
+    from timor_core.search import DaskEvaluator
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with DaskEvaluator(n_workers=2) as de:
+        de.start()
+        yield de
+
+
+def _same_best(a: SearchResult, b: SearchResult) -> None:
+    assert a.found and b.found
+    assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)
+
+
+@needs_dask
+def test_sharded_search_on_dask_equals_the_in_process_search(cluster, space, task, robco):  # noqa: F811
+    local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
+    de = DaskEvaluator(cluster.address, report_every=0.05)
+    with de:
+        on_dask = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
+            task, robco
+        )
+    _same_best(on_dask, local)
+    assert on_dask.best_goals == local.best_goals
+    assert on_dask.settings["shards"] == 2 and on_dask.workers == 2 and de.max_in_flight == 0  # no chunk was sent
+    assert on_dask.stopped in ("bound", "exhausted") and on_dask.next_seq == local.best_seq + 1
+    assert on_dask.funnel.entered[on_dask.funnel.names[0]] == on_dask.evaluations >= local.best_seq + 1 - 2
+    assert on_dask.improvements[-1]["seq"] == local.best_seq
+    # the same search streamed from the client in chunks (shards=False): the same answer
+    de = DaskEvaluator(cluster.address, chunk_size=3, shards=False)
+    with de:
+        streamed = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
+            task, robco
+        )
+    _same_best(streamed, local)
+    assert "shards" not in streamed.settings and de.max_in_flight > 0
+
+
+@needs_dask
+def test_a_resumed_sharded_search_continues_each_shard(cluster, space, task, robco, tmp_path):  # noqa: F811
+    """A checkpoint of shards stopped part-way (here by a bound below the optimum) resumes to the in-process best;
+    the shards skip what they had taken (their counts carry over, nothing is evaluated twice)."""
+    local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
+    ckpt = tmp_path / "shards.ckpt.json"
+    de = DaskEvaluator(cluster.address, checkpoint=ckpt)
+    low = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", bound=local.best_cost - 0.5, evaluator=de)
+    first = low.optimize(task, robco)
+    assert not first.found and first.stopped == "bound"
+    saved = json.loads(ckpt.read_text())
+    assert saved["route"] == SHARD_ROUTE and saved["shards"] == 2 and len(saved["states"]) == 2
+    taken = [s["taken"] for s in saved["states"]]
+    assert sum(taken) == first.evaluations > 0
+    de = DaskEvaluator(cluster.address, resume=ckpt)
+    assert de.resumed_route == SHARD_ROUTE
+    rest = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(task, robco)
+    _same_best(rest, local)
+    saved = json.loads(ckpt.read_text())
+    assert all(s["taken"] >= t for s, t in zip(saved["states"], taken))
+    assert rest.evaluations == sum(s["taken"] for s in saved["states"])  # the first run's included, once
+    # the streamed route refuses the sharded checkpoint with a clear error
+    from timor_core.search import ClusterError
+
+    de = DaskEvaluator(cluster.address, resume=ckpt)
+    with pytest.raises(ClusterError, match="sharded cost-order"):
+        ExhaustiveSearch(space, filters=FAST, progress=False, evaluator=de).optimize(task, robco)
+    # a checkpoint of another search is refused
+    other = tmp_path / "other.ckpt.json"
+    other.write_text(json.dumps({**saved, "start": 5}))
+    with pytest.raises(ClusterError, match="start differs"):
+        ExhaustiveSearch(
+            space, filters=FAST, progress=False, order="cost", evaluator=DaskEvaluator(cluster.address, resume=other)
+        ).optimize(task, robco)
+
+
+def _exp2_case(name: str, robco):
+    from conftest import SHARED
+
+    from timor_core.task.feedback import load_task
+
+    here = os.path.dirname(__file__)
+    path = (
+        SHARED / "data" / "cobra" / "tasks" / "user_study.json"
+        if name == "user_study"
+        else os.path.join(here, "data", "exp2_tasks", f"{name}.json")
+    )
+    if not os.path.isfile(path):
+        pytest.skip(f"{path} is not there (../shared/data)")
+    return load_task(str(path), False), paper_exp2_space(robco)
+
+
+@needs_dask
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["user_study", "moved_goals"])
+def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, name):
+    study, exp2 = _exp2_case(name, robco)
+    local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
+    de = DaskEvaluator(cluster.address)
+    with de:
+        on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
+    _same_best(on_dask, local)
+    assert on_dask.stopped == "bound" and on_dask.settings["shards"] == 2
+
+
+@needs_dask
+@pytest.mark.slow
+def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco):
+    """A worker is killed while the shards run: its shard runs again (on the other worker or the one the nanny
+    starts), and the answer is still the in-process search's."""
+    study, exp2 = _exp2_case("moved_goals", robco)
+    local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
+    out: dict = {}
+    with DaskEvaluator(n_workers=2, report_every=0.2) as de:
+        de.start()
+
+        def search() -> None:
+            try:
+                out["result"] = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(
+                    study, robco
+                )
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                out["error"] = exc
+
+        thread = threading.Thread(target=search)
+        thread.start()
+        killed = None
+        for _ in range(600):
+            processing = de.client.processing()
+            busy = [w for w, keys in processing.items() if any("timor-shard" in str(k) for k in keys)]
+            if len(busy) == 2:
+                time.sleep(0.5)  # well into the shards
+                pids = de.client.run(os.getpid)
+                killed = pids[busy[0]]
+                os.kill(killed, signal.SIGKILL)
+                break
+            time.sleep(0.01)
+        thread.join(timeout=300)
+        assert not thread.is_alive()
+        assert killed is not None, "the shards never ran on both workers"
+        assert "error" not in out, out.get("error")
+        assert killed not in de.client.run(os.getpid).values()
+    _same_best(out["result"], local)

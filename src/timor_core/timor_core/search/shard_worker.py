@@ -1,0 +1,199 @@
+"""One shard of a cost-ordered search, walked and evaluated inside a Dask worker (:mod:`.shards` starts them).
+
+The space's positions are split into ``k`` shards by :func:`~.cost_order.shard_of`; a worker streams its shard
+cheapest first itself (:func:`~.cost_order.by_cost_indexed`, bounded memory) and evaluates it, so nothing but a
+handful of messages passes through the client. The order is ``(cost, position)``, the in-process search's, and
+a shard stops at its first valid assembly (its own optimum), or when its next candidate does not come before the
+best ``(cost, position)`` found by any shard (broadcast to every worker, :mod:`.dask_worker`), or when the user's
+bound or the deadline says so. Every assembly before the overall best therefore is evaluated by exactly one
+shard, and the answer is the least ``(cost, position)``: the in-process search's.
+
+A shard reports to the client by Dask events (``log_event``): its best at once, its progress every
+``report_every`` seconds (for the progress bar and the checkpoints); both are :class:`ShardState` JSON texts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+from timor_core.search.cost_order import by_cost_indexed
+from timor_core.search.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
+from timor_core.search.evaluate import Evaluation
+from timor_core.search.funnel import Funnel
+from timor_core.search.parallel import WorkerSpec
+from timor_core.search.rules import SearchSpaceError, SpaceOptions
+from timor_core.search.space import SerialSpace
+
+__all__ = ["ShardJob", "ShardState", "run_shard"]
+
+_SPACES: dict[tuple, SerialSpace] = {}
+#: how many of its last keys a shard reports: enough to count, without walking the cost order again, how many
+#: of its candidates come before the overall best (only the few taken before the best reached it come after)
+TAIL = 64
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Shard ``index`` of ``shards`` of the search ``token`` over space positions ``start .. stop - 1``.
+
+    ``bound``: only costs below it count (the user's); ``deadline``: a ``time.time()`` to stop at (None: none);
+    ``resume``: the state (JSON) of an earlier run of this shard to continue from (its ``taken`` candidates are
+    skipped, its counts kept); ``topic``: the Dask event topic of the reports.
+    """
+
+    spec: WorkerSpec
+    space: str  # the SpaceOptions as canonical JSON
+    index: int
+    shards: int
+    token: str
+    topic: str
+    start: int = 0
+    stop: int | None = None
+    bound: float = math.inf
+    deadline: float | None = None
+    report_every: float = 2.0
+    resume: str | None = None
+    fingerprint: str = ""  # the space's, checked in the worker (the positions must be the client's)
+
+
+@dataclass
+class ShardState:
+    """What one shard has done: candidates taken from its stream (each evaluated), counts, funnel, its best,
+    why it stopped and the ``(cost, position)`` of the first candidate it did not take (None: none left)."""
+
+    index: int
+    taken: int = 0
+    evaluations: int = 0
+    valid: int = 0
+    cpu: float = 0.0
+    funnel: Funnel | None = None
+    best: Evaluation | None = None
+    stopped: str | None = None
+    next: tuple[float, int] | None = None
+    tail: list[tuple[float, int]] = field(default_factory=list)  # the last TAIL taken (cost, position) of this run
+
+    def record(self, key: tuple[float, int], ev: Evaluation, names: list[str]) -> None:
+        self.tail.append(key)
+        if len(self.tail) > 2 * TAIL:
+            del self.tail[:-TAIL]
+        self.taken += 1
+        self.evaluations += 1
+        self.cpu += ev.cpu
+        if self.funnel is None:
+            self.funnel = Funnel(names)
+        self.funnel.record_evaluation(ev)
+        if ev.valid and ev.cost is not None:
+            self.valid += 1
+            if self.best is None or ev.rank < self.best.rank:
+                self.best = ev
+
+    def to_json(self) -> dict:
+        return {
+            "index": self.index,
+            "taken": self.taken,
+            "evaluations": self.evaluations,
+            "valid": self.valid,
+            "cpu": self.cpu,
+            "funnel": None if self.funnel is None else self.funnel.to_json(),
+            "best": None if self.best is None else self.best.to_json(),
+            "stopped": self.stopped,
+            "next": None if self.next is None else list(self.next),
+            "tail": [list(k) for k in self.tail[-TAIL:]],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> ShardState:
+        nxt = d.get("next")
+        return cls(
+            index=int(d["index"]),
+            taken=int(d["taken"]),
+            evaluations=int(d["evaluations"]),
+            valid=int(d["valid"]),
+            cpu=float(d.get("cpu", 0.0)),
+            funnel=None if d.get("funnel") is None else Funnel.from_json(d["funnel"]),
+            best=None if d.get("best") is None else Evaluation.from_json(d["best"]),
+            stopped=d.get("stopped"),
+            next=None if nxt is None else (float(nxt[0]), int(nxt[1])),
+            tail=[(float(c), int(i)) for c, i in d.get("tail", ())],
+        )
+
+    def text(self) -> str:
+        """The state as a JSON text (what travels in events: plain, msgpack-safe)."""
+        return json.dumps(self.to_json(), default=float)
+
+
+def shard_space(spec: WorkerSpec, options: str) -> SerialSpace:
+    """The search space in this process (compiled once per module set and options)."""
+    key = (spec.db.key, options)
+    space = _SPACES.get(key)
+    if space is None:
+        if len(_SPACES) >= 4:
+            _SPACES.clear()
+        db = worker_evaluator(spec).db
+        space = _SPACES[key] = SerialSpace(db, SpaceOptions.from_json(json.loads(options)))
+    return space
+
+
+def _report(topic: str, kind: str, state: ShardState) -> None:
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a Dask worker (run in a test): nobody to tell
+        return
+    worker.log_event(topic, {"kind": kind, "shard": state.index, "state": state.text()})
+
+
+def run_shard(job: ShardJob) -> dict:
+    """Walk and evaluate shard ``job.index`` cheapest first (see the module's description); its final state."""
+    from timor_core.task.feedback import task_base_placement
+
+    evaluator = worker_evaluator(job.spec)
+    names = evaluator.chain.names
+    space = shard_space(job.spec, job.space)
+    if job.fingerprint and space.fingerprint != job.fingerprint:
+        raise SearchSpaceError(
+            "the worker's search space is not the client's (another module set or timor version?)",
+            value=[space.fingerprint, job.fingerprint],
+        )
+    state = ShardState.from_json(json.loads(job.resume)) if job.resume else ShardState(job.index)
+    state.stopped, state.next, state.tail = None, None, []
+    if state.best is not None:  # a shard's first valid assembly ends it: nothing of it is left to do
+        state.stopped = "found"
+        return state.to_json()
+    ranked = by_cost_indexed(
+        space,
+        job.spec.cost,
+        job.start,
+        job.stop,
+        base_placement=task_base_placement(evaluator.task),
+        shard=(job.index, job.shards),
+    )
+    for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
+        if next(ranked, None) is None:
+            break
+    last = time.monotonic()
+    for price, index, ids in ranked:
+        best = shared_best(job.token)
+        if price >= job.bound or (best is not None and (price, index) > best):
+            state.stopped, state.next = "bound", (price, index)
+            break
+        if job.deadline is not None and time.time() >= job.deadline:
+            state.stopped, state.next = "max_time", (price, index)
+            break
+        ev = evaluator(ids, shared_bound(job.token, index, job.bound), index)
+        state.record((price, index), ev, names)
+        if state.best is not None:
+            state.stopped = "found"
+            publish_bound(job.token, state.best.cost, index)  # type: ignore[arg-type]
+            _report(job.topic, "best", state)
+            break
+        if time.monotonic() - last >= job.report_every:
+            last = time.monotonic()
+            _report(job.topic, "progress", state)
+    else:
+        state.stopped = "exhausted"
+    return state.to_json()
