@@ -136,3 +136,9 @@ def reach_test_spaces() -> tuple[dict, dict]:
         max_links_after_last_joint=1,
     )
     return dbs, {name: SerialSpace(db, options) for name, db in dbs.items()}
+
+
+def same_best(a, b) -> None:
+    """Two search results found the same best assembly, cost and position (the Dask tests' equality)."""
+    assert a.found and b.found
+    assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)

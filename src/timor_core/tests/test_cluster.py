@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from conftest import same_best  # noqa: E402
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
 
 from timor_core.errors import InputError  # noqa: E402
@@ -40,15 +41,10 @@ def cluster():
         yield de
 
 
-def _same_best(a: SearchResult, b: SearchResult) -> None:
-    assert a.found and b.found
-    assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)
-
-
 def test_dask_search_matches_the_in_process_search(cluster, reference, space, task, robco):  # noqa: F811
     assert cluster.address.startswith("tcp://127.0.0.1:")
     result = ExhaustiveSearch(space, filters=FAST, progress=False, evaluator=cluster).optimize(task, robco)
-    _same_best(result, reference)
+    same_best(result, reference)
     assert result.best_goals == reference.best_goals
     assert result.evaluations == len(space) and result.stopped == "exhausted" and result.next_seq == len(space)
     assert result.workers == 2 and cluster.client is not None  # the search did not close the shared cluster
@@ -85,7 +81,7 @@ def test_a_killed_worker_is_replaced_and_its_chunks_rerun(cluster, reference, sp
         de.client.wait_for_workers(2, timeout=30)  # the nanny restarts the process
         assert pids[killed] not in de.client.run(os.getpid).values()
     assert sorted(seqs) == list(range(len(space)))  # everything, exactly once
-    _same_best(best, reference)
+    same_best(best, reference)
 
 
 def test_checkpoint_and_resume_cover_the_space_once(cluster, reference, space, task, robco, tmp_path):  # noqa: F811
@@ -101,7 +97,7 @@ def test_checkpoint_and_resume_cover_the_space_once(cluster, reference, space, t
     assert rest.stopped == "exhausted" and rest.evaluations == len(space) and rest.next_seq == len(space)
     assert rest_de._chunks - 3 == math.ceil((len(space) - 24) / 8)  # only the missing chunks were run
     assert rest.funnel.entered[rest.funnel.names[0]] == len(space)
-    _same_best(rest, reference)
+    same_best(rest, reference)
     saved = json.loads(ckpt.read_text())
     assert saved["done"] == [[0, len(space)]] and saved["evaluations"] == len(space)
 
@@ -114,7 +110,7 @@ def test_checkpoint_and_resume_cover_the_space_once(cluster, reference, space, t
     head_de = DaskEvaluator(cluster.address, chunk_size=8, resume=tail)
     whole = ExhaustiveSearch(space, filters=FAST, progress=False, evaluator=head_de).optimize(task, robco)
     assert whole.evaluations == len(space) and whole.stopped == "exhausted"
-    _same_best(whole, reference)
+    same_best(whole, reference)
 
 
 def test_an_unreachable_scheduler_fails_fast_with_a_clear_error(space, task, robco):  # noqa: F811

@@ -78,6 +78,7 @@ except ImportError:
     distributed = psutil = None
 needs_dask = pytest.mark.skipif(distributed is None, reason="the Dask route needs dask[distributed] (extra 'cluster')")
 
+from conftest import same_best  # noqa: E402
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
 
 from timor_core.search import DaskEvaluator, ExhaustiveSearch, SearchResult, paper_exp2_space  # noqa: E402
@@ -90,11 +91,6 @@ def cluster():
         yield de
 
 
-def _same_best(a: SearchResult, b: SearchResult) -> None:
-    assert a.found and b.found
-    assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)
-
-
 @needs_dask
 def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, robco):  # noqa: F811
     local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
@@ -104,7 +100,7 @@ def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, r
             on_dask = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
                 task, robco
             )
-        _same_best(on_dask, local)
+        same_best(on_dask, local)
         assert local.stopped == "bound" and on_dask.stopped in ("bound", "exhausted")  # a small space may be all sent
         assert on_dask.best_goals == local.best_goals
         assert de.max_in_flight <= 2 * 2
@@ -112,7 +108,7 @@ def test_cost_order_on_dask_finds_the_in_process_optimum(cluster, space, task, r
     de = DaskEvaluator(cluster.address, chunk_size=4)
     with de:
         space_order = ExhaustiveSearch(space, filters=FAST, progress=False, evaluator=de).optimize(task, robco)
-    _same_best(space_order, ExhaustiveSearch(space, filters=FAST, workers=1, progress=False).optimize(task, robco))
+    same_best(space_order, ExhaustiveSearch(space, filters=FAST, workers=1, progress=False).optimize(task, robco))
 
 
 @needs_dask
@@ -131,7 +127,7 @@ def test_the_user_study_optimum_on_dask_equals_the_local_search(cluster, robco):
     de = DaskEvaluator(cluster.address, target_chunk_time=0.05, shards=False)  # streamed (shards: the next file)
     with de:
         on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
-    _same_best(on_dask, local)
+    same_best(on_dask, local)
     assert on_dask.best_ids == ("base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper")
     assert on_dask.stopped == "bound" and on_dask.evaluations >= local.evaluations
 
@@ -189,7 +185,7 @@ def test_cli_cost_order_search_on_local_dask(space, task, tmp_path, capsys):  # 
     capsys.readouterr()
     local = SearchResult.from_json_file(tmp_path / "local.json")
     on_dask = SearchResult.from_json_file(tmp_path / "dask.json")
-    _same_best(on_dask, local)
+    same_best(on_dask, local)
     assert on_dask.workers == 2 and on_dask.settings["order"] == "cost" and local.stopped == "bound"
     left = [p for p in me.children(recursive=True) if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE]
     assert left == []

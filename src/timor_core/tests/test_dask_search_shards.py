@@ -16,11 +16,12 @@ import time
 import uuid
 
 import pytest
+from conftest import same_best  # noqa: E402
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
 
-from timor_core.search import ExhaustiveSearch, SearchResult, paper_exp2_space
+from timor_core.search import ExhaustiveSearch, paper_exp2_space
 from timor_core.search.cost_order import by_cost, by_cost_indexed, shard_of
 from timor_core.search.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
 from timor_core.search.evaluate import DBRef, TaskRef
@@ -155,11 +156,6 @@ def cluster():
         yield de
 
 
-def _same_best(a: SearchResult, b: SearchResult) -> None:
-    assert a.found and b.found
-    assert (a.best_ids, a.best_cost, a.best_seq) == (b.best_ids, b.best_cost, b.best_seq)
-
-
 @needs_dask
 def test_sharded_search_on_dask_equals_the_in_process_search(cluster, space, task, robco):  # noqa: F811
     local = ExhaustiveSearch(space, filters=FAST, workers=1, progress=False, order="cost").optimize(task, robco)
@@ -168,7 +164,7 @@ def test_sharded_search_on_dask_equals_the_in_process_search(cluster, space, tas
         on_dask = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
             task, robco
         )
-    _same_best(on_dask, local)
+    same_best(on_dask, local)
     assert on_dask.best_goals == local.best_goals
     assert on_dask.settings["shards"] == 2 and on_dask.workers == 2 and de.max_in_flight == 0  # no chunk was sent
     assert on_dask.stopped in ("bound", "exhausted") and on_dask.next_seq == local.best_seq + 1
@@ -180,7 +176,7 @@ def test_sharded_search_on_dask_equals_the_in_process_search(cluster, space, tas
         streamed = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(
             task, robco
         )
-    _same_best(streamed, local)
+    same_best(streamed, local)
     assert "shards" not in streamed.settings and de.max_in_flight > 0
 
 
@@ -201,7 +197,7 @@ def test_a_resumed_sharded_search_continues_each_shard(cluster, space, task, rob
     de = DaskEvaluator(cluster.address, resume=ckpt)
     assert de.resumed_route == SHARD_ROUTE
     rest = ExhaustiveSearch(space, filters=FAST, progress=False, order="cost", evaluator=de).optimize(task, robco)
-    _same_best(rest, local)
+    same_best(rest, local)
     saved = json.loads(ckpt.read_text())
     assert all(s["taken"] >= t for s, t in zip(saved["states"], taken))
     assert rest.evaluations == sum(s["taken"] for s in saved["states"])  # the first run's included, once
@@ -245,7 +241,7 @@ def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, 
     de = DaskEvaluator(cluster.address)
     with de:
         on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
-    _same_best(on_dask, local)
+    same_best(on_dask, local)
     assert on_dask.stopped == "bound" and on_dask.settings["shards"] == 2
 
 
@@ -286,4 +282,4 @@ def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco):
         assert killed is not None, "the shards never ran on both workers"
         assert "error" not in out, out.get("error")
         assert killed not in de.client.run(os.getpid).values()
-    _same_best(out["result"], local)
+    same_best(out["result"], local)

@@ -71,6 +71,12 @@ class FilterConfig:
     proof_budget: int = 4096
     family_proof: bool | None = None
 
+    @property
+    def family_filter(self) -> bool:
+        """The family filter proves the goals (``family_proof`` and ``stop_early`` on, a proof budget); the
+        per-assembly proof of the robot and workspace filters is then left out."""
+        return bool(self.family_proof) and self.stop_early and self.proof_budget > 0
+
     def to_json(self) -> dict:
         """A JSON-able dict of the settings."""
         return asdict(self)

@@ -160,7 +160,7 @@ class FamilyFilter(Filter):
 
     def __call__(self, c: Candidate) -> bool:
         cfg = c.ctx.config
-        if not cfg.family_proof or not cfg.proof_budget or not cfg.stop_early or not c.ctx.goals:
+        if not cfg.family_filter or not c.ctx.goals:
             return True  # (stop_early off: every goal is to be tried, so none may end the candidate here)
         proofs = c.ctx.family_proofs
         if proofs is None:
@@ -234,8 +234,7 @@ class WorkspaceFilter(Filter):
                 ok = False
                 if c.ctx.config.stop_early:
                     return False
-        family = c.ctx.config.family_proof and c.ctx.config.stop_early  # the family filter tried every goal
-        if ok and c.ctx.config.proof_budget and c.ctx.goals and not family:
+        if ok and c.ctx.config.proof_budget and c.ctx.goals and not c.ctx.config.family_filter:
             # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
             # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
             chain, g = pose_chain(robot), c.ctx.goals[0]

@@ -189,7 +189,7 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
             where = f" (pose {worst} of its trajectory)" if g.path else ""
             return g.id, OUTSIDE, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
     budget = c.ctx.config.proof_budget
-    if qc is None or not budget or (c.ctx.config.family_proof and c.ctx.config.stop_early):  # the family filter did
+    if qc is None or not budget or c.ctx.config.family_filter:  # the family filter has tried every goal
         return None
     first = c.ctx.goals[0] if c.ctx.goals else None  # the goal the IK tries first (see WorkspaceFilter)
     boxes = None if first is None else unreachable_pose(qc.poses(), first.pose.world, first.pose.tolerance, budget)
