@@ -15,6 +15,7 @@ import re
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from controller_manager_msgs.srv import ListControllers
@@ -111,6 +112,7 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
 
         # a manager that crashed (SIGKILL: no clean shutdown) does not stop the next swap
         os.kill(last_pid, signal.SIGKILL)
+        _wait_dead(last_pid)  # the kill is asynchronous: the swap must find it dead, not dying
         answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=ROBOT_B), 60)
         assert answer.success, answer.message
         assert f"old controller manager exited before (exit code {-signal.SIGKILL})" in answer.message
@@ -122,3 +124,17 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
         assert not left, f"processes left behind: {left}"
     assert "stopped by SIGINT" in launch.output(), launch.output()[-3000:]
     assert "process has died" not in launch.output(), launch.output()[-4000:]
+
+
+def _wait_dead(pid: int, timeout: float = 10.0) -> None:
+    """Until the process is gone or a zombie (dead, not yet reaped by its parent)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return
+        if state in ("Z", "X"):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} still alive {timeout} s after SIGKILL")
