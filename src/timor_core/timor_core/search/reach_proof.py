@@ -217,11 +217,16 @@ def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
     points = np.stack([pos, origins[:, -1]], axis=1)[:, :, None, :] - origins[:, None, :, :]
     along = np.einsum("mpnj,mnj->mpn", points, axes)
     reach = np.sqrt(np.maximum(np.einsum("mpnj,mpnj->mpn", points, points) - along**2, 0.0))
-    arm = points[:, 0]
-    jac = np.empty_like(arm)
-    for j, (a, b) in enumerate(((1, 2), (2, 0), (0, 1))):
-        jac[:, :, j] = axes[:, :, a] * arm[:, :, b] - axes[:, :, b] * arm[:, :, a]
+    jac = _cross(axes, points[:, 0])
     return ChainPoses(frames, pos, origins[:, -1].copy(), cos_axes, reach, axes, jac)
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (broadcast), without :func:`numpy.cross`'s overhead on small arrays."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    for j, (u, v) in enumerate(((1, 2), (2, 0), (0, 1))):
+        out[..., j] = a[..., u] * b[..., v] - a[..., v] * b[..., u]
+    return out
 
 
 def _second_order(half: np.ndarray, chord: np.ndarray) -> np.ndarray:
@@ -314,7 +319,7 @@ def _measure(chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarra
         # and g_k . t_k grows within the box by sum_i |g_k . (z_i x t_k)| h_i = sum_i |z_i . (t_k x g_k)| h_i to
         # first order, plus the second-order rest times |z_i x t_k| (the axis's "distance" from joint i's axis)
         sines = np.sqrt(np.maximum(1.0 - at.cos_axes**2, 0.0))
-        grad = np.einsum("mnj,mkj->mnk", at.joint_axes, np.cross(at.frames, goal.axes))
+        grad = np.einsum("mnj,mkj->mnk", at.joint_axes, _cross(at.frames, goal.axes))
         top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
         turned = (turn - half.sum(axis=1) > goal.theta) | np.any(top < math.cos(goal.theta), axis=1)
         excess = np.where(turned, math.inf, excess)
