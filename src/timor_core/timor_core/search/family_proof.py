@@ -146,12 +146,22 @@ class _Certificates:
         self.points = np.empty((16, gaps, 3))
         self.margins = np.empty(16)
         self.size = 0
+        self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
 
     def covers(self, t: np.ndarray) -> bool:
         if not self.size:
             return False
-        d = np.linalg.norm(self.points[: self.size] - t, axis=2).sum(axis=1)
-        return bool(np.any(d < self.margins[: self.size]))
+        if (
+            self.last < self.size
+            and np.sqrt(((self.points[self.last] - t) ** 2).sum(axis=1)).sum() < self.margins[self.last]
+        ):
+            return True
+        d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
+        hits = d < self.margins[: self.size]
+        if not hits.any():
+            return False
+        self.last = int(hits.argmax())
+        return True
 
     def add(self, t: np.ndarray, margin: float) -> None:
         if self.size == MAX_CERTIFICATES:  # forget the older half
