@@ -291,9 +291,13 @@ class _Goal:
     length: float  # ... at this distance
 
 
-def _measure(chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, bool]:
+def _measure(
+    chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray
+) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
-    orientation; <= 0: maybe), and whether a box centre is nearly at the goal (then the proof is left to the IK)."""
+    orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
+    per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
+    cut a box across next (the one its bound loses most on)."""
     at = chain_poses(chain, centres)
     miss = np.linalg.norm(at.tcp - goal.pos, axis=1)
     cos_k = np.einsum("mkj,kj->mk", at.frames, goal.axes)  # each TCP axis against the goal's
@@ -323,7 +327,7 @@ def _measure(chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarra
         top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
         turned = (turn - half.sum(axis=1) > goal.theta) | np.any(top < math.cos(goal.theta), axis=1)
         excess = np.where(turned, math.inf, excess)
-    return excess, near
+    return excess, near, at.reach[:, 0] + ROT_WEIGHT
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> _Goal:
@@ -360,7 +364,7 @@ def pose_proof(
     used, margin, loose, tight = 0, math.inf, math.inf, []
     while True:
         used += len(centres)
-        excess, near = _measure(chain, target, centres, half)
+        excess, near, box_weights = _measure(chain, target, centres, half)
         if near:
             return None
         keep = excess <= 0
@@ -368,40 +372,39 @@ def pose_proof(
             margin = min(margin, float(excess[~keep].min()))
             low = ~keep & (excess < widen)
             if low.any():
-                tight.append((centres[low], half[low], excess[low]))
+                tight.append((centres[low], half[low], excess[low], box_weights[low]))
             if (~keep & ~low).any():
                 loose = min(loose, float(excess[~keep & ~low].min()))
         if not keep.any():
             if tight:
-                margin = min(loose, _widened(chain, target, weights, tight, widen, widen_budget))
+                margin = min(loose, _widened(chain, target, tight, widen, widen_budget))
             return Proof(used, margin + extra)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
-        centres, half = _halve(centres[keep], half[keep], weights, SPLITS)
+        centres, half = _halve(centres[keep], half[keep], box_weights[keep], SPLITS)
 
 
-def _widened(chain: PoseChain, goal: _Goal, weights: np.ndarray, tight: list, widen: float, budget: int) -> float:
+def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: int) -> float:
     """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
     boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
     measure gives if that is more."""
-    centres = np.concatenate([c for c, _, _ in tight])
-    half = np.concatenate([h for _, h, _ in tight])
-    excess = np.concatenate([e for _, _, e in tight])
+    centres, half, excess, weights = (np.concatenate([t[k] for t in tight]) for k in range(4))
     others, used = math.inf, 0
     while len(centres) and used + len(centres) * 2**SPLITS <= budget:
         children, child_half = _halve(centres, half, weights, SPLITS)
         used += len(children)
-        child_excess, _ = _measure(chain, goal, children, child_half)
+        child_excess, _, child_weights = _measure(chain, goal, children, child_half)
         child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
         done = child_excess >= widen
         if done.any():
             others = min(others, float(child_excess[done].min()))
-        centres, half, excess = children[~done], child_half[~done], child_excess[~done]
+        centres, half, excess, weights = (a[~done] for a in (children, child_half, child_excess, child_weights))
     return min(others, float(excess.min())) if len(excess) else others
 
 
 def _halve(centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``)."""
+    """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``, one row
+    per box or one for all)."""
     m, n = centres.shape
     half = half.copy()
     rows = np.arange(m)
