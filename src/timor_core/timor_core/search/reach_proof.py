@@ -69,7 +69,8 @@ FIRST_SPLITS = 7  # the whole turn of every joint cut into 2**7 boxes before the
 SPLITS = 2  # then every box left cut into 2**2
 NEAR, NEAR_ANGLE = 0.005, 0.05  # m, rad: a box centre this close to the goal ends the proof (undecided)
 GIVE_UP = 0.9  # undecided when more than this fraction of a level's boxes survive (a reachable goal, mostly)
-ROT_WEIGHT = 0.1  # m per rad: how a box's angular width counts against its metric width when choosing a split
+ROT_WEIGHT = 0.01  # m per rad: added to a joint's reach when choosing the side to cut (a joint turning the TCP about
+# itself is cut too, at last; 0.01 against 0.1: obstacle_middle's proofs 15.7 -> 13.1 s CPU, 32 more chains decided)
 
 
 @dataclass(frozen=True)
