@@ -85,15 +85,21 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
             assert time.monotonic() < end and launch.proc.poll() is None, launch.output()[-4000:]
             time.sleep(0.2)
         _active_for(ros_client, JOINTS[tuple(ROBOT_A)])
+        last_pid = int(re.search(r"controller_manager pid (\d+)", launch.output()).group(1))
         for robot in (ROBOT_B, ROBOT_A):  # twice: away and back, each on a new manager
             before = {pid for pid, _ in _managers(launch.token)}
             answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=robot), 60)
             assert answer.success, answer.message
             assert "controllers active: joint_state_broadcaster, arm_controller" in answer.message, answer.message
+            old_pid = last_pid
             last_pid = int(re.search(r"controller_manager pid (\d+)", answer.message).group(1))
+            # the old manager released its hardware through its services and ends in the background
+            assert re.search(rf"old controller manager released \S+ \(unconfigured\), SIGINT sent \(pid {old_pid}\)",
+                             answer.message), answer.message  # fmt: skip
             _active_for(ros_client, JOINTS[tuple(robot)])
             got = states.wait_for(JOINTS[tuple(robot)])
             assert sorted(got) == sorted(JOINTS[tuple(robot)]), f"/joint_states names {got}"
+            _wait_dead(old_pid, what="its SIGINT")
             after = {pid for pid, _ in _managers(launch.token)}
             assert len(after) == 2, _managers(launch.token)  # the running manager and the next standby
             assert len(before - after) == 1, (before, after)  # the old manager is gone; no process piles up
@@ -126,7 +132,7 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
     assert "process has died" not in launch.output(), launch.output()[-4000:]
 
 
-def _wait_dead(pid: int, timeout: float = 10.0) -> None:
+def _wait_dead(pid: int, timeout: float = 10.0, what: str = "SIGKILL") -> None:
     """Until the process is gone or a zombie (dead, not yet reaped by its parent)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -137,4 +143,4 @@ def _wait_dead(pid: int, timeout: float = 10.0) -> None:
         if state in ("Z", "X"):
             return
         time.sleep(0.01)
-    raise AssertionError(f"process {pid} still alive {timeout} s after SIGKILL")
+    raise AssertionError(f"process {pid} still alive {timeout} s after {what}")

@@ -25,8 +25,10 @@ names the step.
 
 With ``controller_manager``, one more step follows robot_state_publisher's: controller_manager 4.24 takes one robot
 per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on standby
-(``timor_core.export.controller_swap``); the step stops the old one cleanly (SIGINT, wait) and brings the standby up
-with the new URDF, joint_state_broadcaster and arm_controller active for the new robot's joints, before answering.
+(``timor_core.export.controller_swap``); the step has the old one release its hardware through its services
+(controllers deactivated, hardware unconfigured; SIGINT then, its exit in the background; a manager that does not
+release is stopped and its exit awaited) and brings the standby up with the new URDF, joint_state_broadcaster and
+arm_controller active for the new robot's joints, before answering.
 If it fails (``failed_step`` "ros2_control", the message names the step and the manager's log), the last good robot
 is published again and its controllers brought back on a fresh manager; the message says whether that worked.
 The node stops its managers when it shuts down (and they end with it if it is killed).

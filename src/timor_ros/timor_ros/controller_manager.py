@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from builtin_interfaces.msg import Duration
-from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController, SwitchController
+from controller_manager_msgs.srv import (
+    ConfigureController,
+    ListControllers,
+    LoadController,
+    SetHardwareComponentState,
+    SwitchController,
+)
+from lifecycle_msgs.msg import State
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -70,6 +78,7 @@ class RosManagerServices:
         self._load = client(LoadController, "load_controller")
         self._configure = client(ConfigureController, "configure_controller")
         self._switch = client(SwitchController, "switch_controller")
+        self._hardware = client(SetHardwareComponentState, "set_hardware_component_state")
 
     def list_controllers(self, timeout: float) -> list[ControllerState]:
         try:
@@ -79,20 +88,67 @@ class RosManagerServices:
             raise ManagerTimeoutError(str(exc)) from None
         return [ControllerState(c.name, c.state, tuple(c.claimed_interfaces)) for c in response.controller]
 
-    def load(self, name: str, timeout: float) -> bool:
-        return bool(self._call(self._load, LoadController.Request(name=name), timeout, "load").ok)
+    def load(self, names: Sequence[str], timeout: float) -> list[str]:
+        answers = self._call_all(self._load, [LoadController.Request(name=n) for n in names], timeout, "load")
+        return [n for n, a in zip(names, answers) if not a.ok]
 
-    def configure(self, name: str, timeout: float) -> bool:
-        return bool(self._call(self._configure, ConfigureController.Request(name=name), timeout, "configure").ok)
+    def configure(self, names: Sequence[str], timeout: float) -> list[str]:
+        requests = [ConfigureController.Request(name=n) for n in names]
+        return [n for n, a in zip(names, self._call_all(self._configure, requests, timeout, "configure")) if not a.ok]
 
     def activate(self, names: Sequence[str], timeout: float) -> bool:
+        return self._switch_all(names, [], timeout)
+
+    def deactivate(self, names: Sequence[str], timeout: float) -> bool:
+        try:
+            return self._switch_all([], names, timeout)
+        except ControlSwapError as exc:
+            raise ManagerTimeoutError(str(exc)) from None
+
+    def unconfigure_hardware(self, component: str, timeout: float) -> int:
+        target = State(id=State.PRIMARY_STATE_UNCONFIGURED, label="unconfigured")
+        request = SetHardwareComponentState.Request(name=component, target_state=target)
+        try:
+            answer = self._call(self._hardware, request, timeout, "release")
+        except ControlSwapError as exc:
+            raise ManagerTimeoutError(str(exc)) from None
+        return int(answer.state.id) if answer.ok else 0
+
+    def offered(self) -> bool:
+        return bool(self._list.service_is_ready())
+
+    def _switch_all(self, activate: Sequence[str], deactivate: Sequence[str], timeout: float) -> bool:
         request = SwitchController.Request(
-            activate_controllers=list(names),
+            activate_controllers=list(activate),
+            deactivate_controllers=list(deactivate),
             strictness=SwitchController.Request.STRICT,
             activate_asap=True,
             timeout=Duration(sec=int(timeout)),
         )
         return bool(self._call(self._switch, request, timeout, "switch").ok)
+
+    @staticmethod
+    def _call_all(client, requests: list, timeout: float, step: str) -> list:  # noqa: ANN001 - an rclpy Client
+        """All ``requests`` sent at once (the manager serves them in turn; the round trips overlap); the answers in
+        their order."""
+        try:
+            _ready(client, timeout)
+        except ServiceCallError as exc:
+            raise ControlSwapError(step, str(exc)) from None
+        futures = [client.call_async(r) for r in requests]
+        left = threading.Semaphore(0)
+        for future in futures:
+            future.add_done_callback(lambda _f: left.release())
+        end = time.monotonic() + timeout
+        for _ in futures:
+            if not left.acquire(timeout=max(0.0, end - time.monotonic())):
+                for future in futures:
+                    client.remove_pending_request(future)
+                raise ControlSwapError(step, f"service {client.srv_name} did not answer within {timeout:g} s")
+        answers = [f.result() for f in futures]
+        if any(a is None for a in answers):
+            raise ControlSwapError(step, f"service {client.srv_name} failed: {[f.exception() for f in futures]}")
+        return answers
 
     @staticmethod
     def _call(client, request, timeout: float, step: str):  # noqa: ANN001, ANN205 - rclpy types
