@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -88,13 +87,11 @@ class RosManagerServices:
             raise ManagerTimeoutError(str(exc)) from None
         return [ControllerState(c.name, c.state, tuple(c.claimed_interfaces)) for c in response.controller]
 
-    def load(self, names: Sequence[str], timeout: float) -> list[str]:
-        answers = self._call_all(self._load, [LoadController.Request(name=n) for n in names], timeout, "load")
-        return [n for n, a in zip(names, answers) if not a.ok]
+    def load(self, name: str, timeout: float) -> bool:
+        return bool(self._call(self._load, LoadController.Request(name=name), timeout, "load").ok)
 
-    def configure(self, names: Sequence[str], timeout: float) -> list[str]:
-        requests = [ConfigureController.Request(name=n) for n in names]
-        return [n for n, a in zip(names, self._call_all(self._configure, requests, timeout, "configure")) if not a.ok]
+    def configure(self, name: str, timeout: float) -> bool:
+        return bool(self._call(self._configure, ConfigureController.Request(name=name), timeout, "configure").ok)
 
     def activate(self, names: Sequence[str], timeout: float) -> bool:
         return self._switch_all(names, [], timeout)
@@ -126,29 +123,6 @@ class RosManagerServices:
             timeout=Duration(sec=int(timeout)),
         )
         return bool(self._call(self._switch, request, timeout, "switch").ok)
-
-    @staticmethod
-    def _call_all(client, requests: list, timeout: float, step: str) -> list:  # noqa: ANN001 - an rclpy Client
-        """All ``requests`` sent at once (the manager serves them in turn; the round trips overlap); the answers in
-        their order."""
-        try:
-            _ready(client, timeout)
-        except ServiceCallError as exc:
-            raise ControlSwapError(step, str(exc)) from None
-        futures = [client.call_async(r) for r in requests]
-        left = threading.Semaphore(0)
-        for future in futures:
-            future.add_done_callback(lambda _f: left.release())
-        end = time.monotonic() + timeout
-        for _ in futures:
-            if not left.acquire(timeout=max(0.0, end - time.monotonic())):
-                for future in futures:
-                    client.remove_pending_request(future)
-                raise ControlSwapError(step, f"service {client.srv_name} did not answer within {timeout:g} s")
-        answers = [f.result() for f in futures]
-        if any(a is None for a in answers):
-            raise ControlSwapError(step, f"service {client.srv_name} failed: {[f.exception() for f in futures]}")
-        return answers
 
     @staticmethod
     def _call(client, request, timeout: float, step: str):  # noqa: ANN001, ANN205 - rclpy types

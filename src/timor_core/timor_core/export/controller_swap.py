@@ -23,8 +23,7 @@ services are there twice. Its controllers' parameters come from a file named at 
     process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
     destructor is the default one; the release is what runs the hardware's deactivation.)
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
- 4. wait for its services; load, then configure the controllers (each step's calls at once: the manager serves
-    them one by one, the round trips overlap); activate all in one strict switch; confirm with
+ 4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
  5. start the next standby.
 
@@ -111,13 +110,9 @@ class ManagerServices(Protocol):
         """The loaded controllers; raises ManagerTimeoutError if nothing answers in ``timeout``."""
         ...
 
-    def load(self, names: Sequence[str], timeout: float) -> list[str]:
-        """``load_controller`` for each of ``names``, the requests sent at once; the names refused."""
-        ...
+    def load(self, name: str, timeout: float) -> bool: ...
 
-    def configure(self, names: Sequence[str], timeout: float) -> list[str]:
-        """``configure_controller`` for each of ``names``, the requests sent at once; the names refused."""
-        ...
+    def configure(self, name: str, timeout: float) -> bool: ...
 
     def activate(self, names: Sequence[str], timeout: float) -> bool:
         """One strict switch activating all of ``names``."""
@@ -361,10 +356,10 @@ class ControllerSwapper:
                         f" from the URDF's <ros2_control> block?); its log: {self.log}",
                     ) from None
         marks["up"] = time.monotonic()
-        for step, call_all in (("load", self.services.load), ("configure", self.services.configure)):
-            refused = call_all(names, call)
-            if refused:
-                raise ControlSwapError(step, f"{step}_controller {refused} refused; the manager's log: {self.log}")
+        for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
+            for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
+                if not call_one(name, call):
+                    raise ControlSwapError(step, f"{step}_controller {name!r} refused; the manager's log: {self.log}")
             marks[step] = time.monotonic()
         if not self.services.activate(names, call):
             raise ControlSwapError("switch", f"switch_controller activating {names} refused; log: {self.log}")
