@@ -3,7 +3,8 @@ mock hardware), driven through timor_ros's SupervisedControl from this test's ow
 
 What it shows: the old manager deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
 ``on_cleanup`` run, through its ``set_hardware_component_state`` service) before the new manager loads any hardware,
-and its process exits cleanly afterwards (SIGINT, exit code 0) while the new one runs. A manager that does not
+and its process exits cleanly afterwards (SIGINT, exit code 0) while the new one runs; SIGINT alone (4.24) runs no
+hardware transition at all. A manager that does not
 answer (SIGSTOPped) is not released but stopped, and has ended before the new one gets the URDF. The order comes
 from the managers' own log lines (one shared log file; their timestamps come from one system clock).
 """
@@ -115,6 +116,12 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         assert cleaned < signalled and cleaned < loading < activated
         old = report
         swapper.log.write_text("")  # the next swap's lines only
+    # without the release, SIGINT alone deactivates nothing in 4.24 (ros2_control_node's ResourceManager has the
+    # default destructor): the last manager, stopped by SIGINT, logs the signal and no hardware transition
+    assert swapper.close()[0] == "stopped by SIGINT (exit code 0)"
+    events = _events(swapper.log)
+    assert "signal_handler(signum=2)" in [m for _, m in events], events
+    assert not [m for _, m in events if "' hardware '" in m or "' of hardware '" in m], events
 
 
 def test_a_manager_that_does_not_answer_is_stopped_before_the_new_one_gets_the_urdf(control):
