@@ -17,7 +17,6 @@ from controller_manager_msgs.srv import (
     SetHardwareComponentState,
     SwitchController,
 )
-from lifecycle_msgs.msg import State
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
@@ -103,8 +102,9 @@ class RosManagerServices:
             raise ManagerTimeoutError(str(exc)) from None
 
     def unconfigure_hardware(self, component: str, timeout: float) -> int:
-        target = State(id=State.PRIMARY_STATE_UNCONFIGURED, label="unconfigured")
-        request = SetHardwareComponentState.Request(name=component, target_state=target)
+        request = SetHardwareComponentState.Request(name=component)
+        request.target_state.id = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED (the message's own field type)
+        request.target_state.label = "unconfigured"
         try:
             answer = self._call(self._hardware, request, timeout, "release")
         except ControlSwapError as exc:
