@@ -11,6 +11,7 @@ from the managers' own log lines (one shared log file; their timestamps come fro
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.skipif(
 ROBOT_A = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 ROBOT_B = ["base", "L_100", "J", "L_150", "J", "gripper"]
 PLUGIN = "mock_components/GenericSystem"
+_TESTS = itertools.count()
 _LINE = re.compile(r"^\[\w+\] \[(\d+\.\d+)\] \[[\w.]+\]: (.*)$")
 
 
@@ -67,7 +69,10 @@ def control(ros_client):
     from timor_core.model.assembly import ModuleAssembly
     from timor_ros.controller_manager import SupervisedControl
 
-    node = Node("assembly", namespace=f"/release_{os.getpid()}", context=ros_client.context)
+    # a namespace per test: a manager SIGKILLed by an earlier test leaves its endpoints in the graph until its
+    # lease ends, and a service client matched with such a ghost counts the service as ready before the new
+    # manager's endpoint is matched (its request is then lost)
+    node = Node("assembly", namespace=f"/release_{os.getpid()}_{next(_TESTS)}", context=ros_client.context)
     ros_client.add_node(node)
     db = ModulesDB.load("robco_like")
     robots = {}
@@ -153,3 +158,31 @@ def test_a_manager_that_does_not_answer_is_stopped_before_the_new_one_gets_the_u
     assert {c.name: c.state for c in report.controllers} == {"joint_state_broadcaster": "active",
                                                               "arm_controller": "active"}  # fmt: skip
     assert not [m for _, m in _events(supervised.swapper.log) if m.startswith("'deactivate' hardware")]
+
+
+def test_a_swap_whose_controllers_fail_releases_the_new_managers_hardware(control):
+    """The new manager has activated its hardware when a controller fails to come up (here arm_controller's
+    ``joints`` empty): it releases its hardware before it is stopped, as an old one does in a swap, and the next
+    swap (the assembly node's rollback) works."""
+    from timor_core.export.controller_swap import ControlSwapError, SwapTimeouts, split_controllers_yaml
+
+    make, robots = control
+    supervised = make(SwapTimeouts())
+    assembly, urdf = robots[tuple(ROBOT_B)]
+    manager, sections = split_controllers_yaml(supervised.controllers_yaml(assembly))
+    supervised.swapper.prepare(manager)
+    name = re.search(r'<ros2_control name="([^"]+)"', urdf).group(1)
+    broken = dict(sections)
+    key = next(k for k in broken if k.endswith("arm_controller"))
+    broken[key] = {"ros__parameters": {**broken[key]["ros__parameters"], "joints": []}}
+    with pytest.raises(ControlSwapError, match=r"ros2_control (load|configure): "):
+        supervised.swapper.swap(urdf, broken)
+    assert supervised.swapper.running is None
+    events = _events(supervised.swapper.log)
+    activated = _first(events, f"Successful 'activate' of hardware '{name}'")
+    cleaned = _first(events, f"Successful 'cleanup' of hardware '{name}'", activated)
+    assert _first(events, "signal_handler(signum=2)", cleaned)
+    report = supervised.swap(*robots[tuple(ROBOT_A)])  # the rollback's swap
+    assert report.old_manager == "none"
+    assert {c.name: c.state for c in report.controllers} == {"joint_state_broadcaster": "active",
+                                                              "arm_controller": "active"}  # fmt: skip

@@ -291,7 +291,7 @@ class ControllerSwapper:
                 report.seconds.update(self._activate(standby.process))
                 report.controllers = self._confirm()
             except ControlSwapError:
-                self.running.stop(self.timeouts.stop)
+                self._retire(self.running, {})  # its hardware may be active: released as in a swap, or stopped
                 self.running = None
                 raise
             finally:
