@@ -21,7 +21,8 @@ services are there twice. Its controllers' parameters come from a file named at 
     refusal, a component not unconfigured) is stopped as before: SIGINT and its exit awaited. Either way the new
     manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
     process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
-    destructor is the default one; the release is what runs the hardware's deactivation.)
+    destructor is the default one; the release is what runs the hardware's deactivation.) A swap that fails after
+    the new manager got the URDF takes that one off the same way.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
  4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
