@@ -122,8 +122,11 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         old = report
         swapper.log.write_text("")  # the next swap's lines only
     # without the release, SIGINT alone deactivates nothing in 4.24 (ros2_control_node's ResourceManager has the
-    # default destructor): the last manager, stopped by SIGINT, logs the signal and no hardware transition
-    assert swapper.close()[0] == "stopped by SIGINT (exit code 0)"
+    # default destructor): the last manager, sent SIGINT directly, logs the signal and no hardware transition
+    running = swapper.running
+    assert running is not None
+    os.killpg(running.pid, signal.SIGINT)
+    assert running.proc.wait(60) == 0
     events = _events(swapper.log)
     assert "signal_handler(signum=2)" in [m for _, m in events], events
     assert not [m for _, m in events if "' hardware '" in m or "' of hardware '" in m], events
@@ -186,3 +189,10 @@ def test_a_swap_whose_controllers_fail_releases_the_new_managers_hardware(contro
     assert report.old_manager == "none"
     assert {c.name: c.state for c in report.controllers} == {"joint_state_broadcaster": "active",
                                                               "arm_controller": "active"}  # fmt: skip
+    # closing releases the running manager's hardware too, then awaits its exit
+    name_a = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(ROBOT_A)][1]).group(1)
+    supervised.swapper.log.write_text("")
+    ended = supervised.swapper.close()
+    assert ended[0] == f"released {name_a} (unconfigured), stopped by SIGINT (exit code 0)", ended
+    events = _events(supervised.swapper.log)
+    assert _first(events, f"Successful 'cleanup' of hardware '{name_a}'") < _first(events, "signal_handler(signum=2)")

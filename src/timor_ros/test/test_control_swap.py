@@ -129,6 +129,9 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
     assert "stopped by SIGINT" in launch.output(), launch.output()[-3000:]
+    # the node's shutdown releases the running manager's hardware first (its own executor has stopped by then)
+    assert re.search(r"controller manager released \S+ \(unconfigured\), stopped by SIGINT \(exit code 0\)",
+                     launch.output()), launch.output()[-3000:]  # fmt: skip
     assert "process has died" not in launch.output(), launch.output()[-4000:]
 
 

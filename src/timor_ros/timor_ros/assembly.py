@@ -198,9 +198,10 @@ class AssemblyNode(Node):
         return SupervisedControl(self, self.prefix, self.plugin, timeouts, private)
 
     def destroy_node(self) -> None:
-        """Stop the supervised controller managers (SIGINT, wait) before the node goes."""
+        """Stop the supervised controller managers (the running one releases its hardware first; SIGINT, wait)
+        before the node goes."""
         if self.control is not None:
-            for how in self.control.close():
+            for how in self.control.close(spin=True):  # the executor has stopped: the release spins on its own
                 self.get_logger().info(f"controller manager {how}")
             self.control = None
         super().destroy_node()

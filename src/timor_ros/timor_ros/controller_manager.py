@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from controller_manager_msgs.srv import (
 )
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from std_msgs.msg import String
@@ -187,9 +189,28 @@ class SupervisedControl:
             self.swapper.prepare(manager)
         return self.swapper.swap(urdf, sections)
 
-    def close(self) -> list[str]:
-        """Stop the managers (see ControllerSwapper.close) and remove their files."""
+    def close(self, spin: bool = False) -> list[str]:
+        """Stop the managers, the running one after it released its hardware (see ControllerSwapper.close), and
+        remove their files. ``spin``: the node's executor has stopped (the node is shutting down), so the release's
+        answers are heard by an executor of its own for the time of the release."""
+        executor, done = None, threading.Event()
         try:
+            if spin:
+                executor = SingleThreadedExecutor(context=self.node.context)
+                executor.add_node(self.node)
+                threading.Thread(target=_spin_until, args=(executor, done), daemon=True).start()
             return self.swapper.close()
         finally:
+            done.set()
+            if executor is not None:
+                executor.remove_node(self.node)
+                executor.shutdown(timeout_sec=1.0)
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _spin_until(executor: SingleThreadedExecutor, done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            executor.spin_once(timeout_sec=0.05)
+        except Exception:  # noqa: BLE001 - shutting down: an entity destroyed under the wait set ends the spin
+            return

@@ -22,7 +22,7 @@ services are there twice. Its controllers' parameters come from a file named at 
     manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
     process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
     destructor is the default one; the release is what runs the hardware's deactivation.) A swap that fails after
-    the new manager got the URDF takes that one off the same way.
+    the new manager got the URDF takes that one off the same way, and so does ``close``.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
  4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
@@ -378,13 +378,18 @@ class ControllerSwapper:
             raise ControlSwapError("confirm", f"not active after the switch: {sorted(wanted - active)} ({found})")
         return tuple(s for s in states if s.name in wanted)
 
-    def close(self) -> list[str]:
-        """Stop the running manager (cleanly, as in a swap) and the standby; how each ended."""
+    def close(self, release: bool = True) -> list[str]:
+        """Stop the running manager, after it released its hardware as in a swap (if ``release`` and it answers),
+        and the standby; how each ended, its exit awaited."""
         with self._lock:
             out = []
-            for process in (self.running, self._standby.process if self._standby else None):
-                if process is not None:
-                    out.append(process.stop(self.timeouts.stop))
+            running = self.running
+            if running is not None:
+                refused = self._release(running) if release and running.alive() else "not asked"
+                how = running.stop(self.timeouts.stop)
+                out.append(how if refused else f"released {', '.join(self._components)} (unconfigured), {how}")
+            if self._standby is not None:
+                out.append(self._standby.process.stop(self.timeouts.stop))
             self.running, self._standby = None, None
             for stopper in self._stopping:
                 stopper.join()
