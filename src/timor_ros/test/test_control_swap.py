@@ -4,7 +4,8 @@ differ and back. Each answer comes after the new robot's joint_state_broadcaster
 real controller_manager; the test checks that from the outside: list_controllers (states and the interfaces
 arm_controller claims: the new robot's joints) and /joint_states (the new robot's joints only). A swap that cannot
 bring the controllers up is refused with the step named, and the previous robot runs with its controllers again.
-After the launch stops, no ros2_control_node (running or standby) is left. Skipped where the packages are not
+After the launch stops, no ros2_control_node (running or standby) is left, and the running one released its hardware
+before its SIGINT. Skipped where the packages are not
 really installed.
 """
 

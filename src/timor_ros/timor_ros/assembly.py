@@ -31,7 +31,8 @@ release is stopped and its exit awaited) and brings the standby up with the new 
 arm_controller active for the new robot's joints, before answering.
 If it fails (``failed_step`` "ros2_control", the message names the step and the manager's log), the last good robot
 is published again and its controllers brought back on a fresh manager; the message says whether that worked.
-The node stops its managers when it shuts down (and they end with it if it is killed).
+The node stops its managers when it shuts down, the running one after it released its hardware (and they end with
+it if it is killed).
 """
 
 from __future__ import annotations
