@@ -228,7 +228,8 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) 
                 if time.monotonic() - t0 > 30:
                     raise RuntimeError("the assembly node logged no ros2_control swap line")
                 time.sleep(0.02)
-            parts = ast.literal_eval(lines[k + 1].split("ros2_control swap: ", 1)[1].split(" (old manager")[0])
+            logged = lines[k + 1].split("ros2_control swap: ", 1)[1]
+            parts = ast.literal_eval(logged.split(" (old manager")[0])
             if k:
                 swaps.append({
                     "to": " ".join(modules),
@@ -237,6 +238,7 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) 
                     **{f"{name}_s": v for name, v in parts.items() if name != "total"},
                     "control_s": parts["total"],
                     "confirmed_s": t_confirmed - t0,
+                    "old_manager": logged.split(" (old manager ", 1)[1].rstrip(")"),
                     "load": os.getloadavg()[0],
                 })  # fmt: skip
     except (RuntimeError, AssertionError) as exc:
@@ -258,8 +260,8 @@ def _joints(modules: list[str]) -> list[str]:
     return list(planning_chain(assembly, "").commanded)
 
 
-PRODUCT_PARTS = ("answer_s", "describe_s", "stop_s", "up_s", "load_s", "configure_s", "activate_s", "control_s",
-                 "confirmed_s")  # fmt: skip
+PRODUCT_PARTS = ("answer_s", "describe_s", "release_s", "stop_s", "up_s", "load_s", "configure_s", "activate_s",
+                 "control_s", "confirmed_s")  # fmt: skip
 RESTART_PARTS = ("answer_s", "stop_s", "up_s", "loaded_s", "configured_s", "active_s", "confirmed_s")
 
 

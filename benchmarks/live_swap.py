@@ -21,7 +21,7 @@ joint_state_broadcaster and arm_controller active for the new robot's joints.
 runs ros2_control_node and keeps the next one on standby, timor_core.export.controller_swap) and `set_assembly`
 requests `--gap` seconds apart (default 3), until this process's list_controllers shows both controllers active
 and arm_controller claiming the new robot's joints; the node's parts come from its log. `--product-budget S`
-(default 0.45 s, benchmarks/README.md) is checked against the median.
+(default 0.21 s, benchmarks/README.md) is checked against the median.
 
 `--restart N` times the benchmark's own restart route N times each way: the assembly node and robot_state_publisher
 keep running (`assembly.launch.py ros2_control:=true`), and a swap is the `set_assembly` request (the new URDF with its
@@ -83,7 +83,7 @@ def main() -> int:
     )
     parser.add_argument("--gap", type=float, default=3.0, help="seconds between the product path's swaps")
     parser.add_argument("--budget", type=float, default=1.5, help="budget of the restart route's median (s)")
-    parser.add_argument("--product-budget", type=float, default=0.45, help="budget of the product path's median (s)")
+    parser.add_argument("--product-budget", type=float, default=0.21, help="budget of the product path's median (s)")
     args = parser.parse_args()
 
     from ros2_cli import Launch, real_package

@@ -21,9 +21,11 @@ from timor_core.export.controller_swap import (
     ControlSwapError,
     ManagerProcess,
     ManagerTimeoutError,
+    hardware_components,
     split_controllers_yaml,
 )
 from timor_core.export.moveit_config import CM_KEY, MoveItOptions, moveit_config_data
+from timor_core.export.robot_description import describe
 from timor_core.model.assembly import ModuleAssembly
 
 # a stand-in for ros2_control_node's signal handling: prints its pid, ends on SIGINT (or ignores it)
@@ -132,3 +134,14 @@ def test_a_swap_before_prepare_is_refused_by_name(tmp_path):
     with pytest.raises(ControlSwapError, match="ros2_control start: no controller manager parameters"):
         swapper.swap("<robot/>", {})
     assert swapper.close() == []
+
+
+def test_the_hardware_components_a_manager_releases_are_the_urdfs_ros2_control_blocks():
+    """The swap unconfigures, on the old manager, each component named by a ``<ros2_control>`` block of its URDF."""
+    db = ModulesDB.load("robco_like")
+    assembly = ModuleAssembly.from_serial_modules(db, ["base", "J", "L_250", "J", "gripper"])
+    urdf = describe(assembly, srdf=False, ros2_control_plugin="mock_components/GenericSystem").urdf
+    names = hardware_components(urdf)
+    assert len(names) == 1 and f'<ros2_control name="{names[0]}" type="system">' in urdf
+    assert hardware_components(describe(assembly, srdf=False).urdf) == ()  # no block: nothing to release
+    assert hardware_components("<robot") == ()  # unreadable: nothing known, the swap falls back to the exit

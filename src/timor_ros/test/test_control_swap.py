@@ -4,7 +4,8 @@ differ and back. Each answer comes after the new robot's joint_state_broadcaster
 real controller_manager; the test checks that from the outside: list_controllers (states and the interfaces
 arm_controller claims: the new robot's joints) and /joint_states (the new robot's joints only). A swap that cannot
 bring the controllers up is refused with the step named, and the previous robot runs with its controllers again.
-After the launch stops, no ros2_control_node (running or standby) is left. Skipped where the packages are not
+After the launch stops, no ros2_control_node (running or standby) is left, and the running one released its hardware
+before its SIGINT. Skipped where the packages are not
 really installed.
 """
 
@@ -85,15 +86,21 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
             assert time.monotonic() < end and launch.proc.poll() is None, launch.output()[-4000:]
             time.sleep(0.2)
         _active_for(ros_client, JOINTS[tuple(ROBOT_A)])
+        last_pid = int(re.search(r"controller_manager pid (\d+)", launch.output()).group(1))
         for robot in (ROBOT_B, ROBOT_A):  # twice: away and back, each on a new manager
             before = {pid for pid, _ in _managers(launch.token)}
             answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=robot), 60)
             assert answer.success, answer.message
             assert "controllers active: joint_state_broadcaster, arm_controller" in answer.message, answer.message
+            old_pid = last_pid
             last_pid = int(re.search(r"controller_manager pid (\d+)", answer.message).group(1))
+            # the old manager released its hardware through its services and ends in the background
+            assert re.search(rf"old controller manager released \S+ \(unconfigured\), SIGINT sent \(pid {old_pid}\)",
+                             answer.message), answer.message  # fmt: skip
             _active_for(ros_client, JOINTS[tuple(robot)])
             got = states.wait_for(JOINTS[tuple(robot)])
             assert sorted(got) == sorted(JOINTS[tuple(robot)]), f"/joint_states names {got}"
+            _wait_dead(old_pid, what="its SIGINT")
             after = {pid for pid, _ in _managers(launch.token)}
             assert len(after) == 2, _managers(launch.token)  # the running manager and the next standby
             assert len(before - after) == 1, (before, after)  # the old manager is gone; no process piles up
@@ -123,10 +130,13 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
     assert "stopped by SIGINT" in launch.output(), launch.output()[-3000:]
+    # the node's shutdown releases the running manager's hardware first (its own executor has stopped by then)
+    assert re.search(r"controller manager released \S+ \(unconfigured\), stopped by SIGINT \(exit code 0\)",
+                     launch.output()), launch.output()[-3000:]  # fmt: skip
     assert "process has died" not in launch.output(), launch.output()[-4000:]
 
 
-def _wait_dead(pid: int, timeout: float = 10.0) -> None:
+def _wait_dead(pid: int, timeout: float = 10.0, what: str = "SIGKILL") -> None:
     """Until the process is gone or a zombie (dead, not yet reaped by its parent)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -137,4 +147,4 @@ def _wait_dead(pid: int, timeout: float = 10.0) -> None:
         if state in ("Z", "X"):
             return
         time.sleep(0.01)
-    raise AssertionError(f"process {pid} still alive {timeout} s after SIGKILL")
+    raise AssertionError(f"process {pid} still alive {timeout} s after {what}")

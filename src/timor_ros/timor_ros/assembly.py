@@ -25,11 +25,14 @@ names the step.
 
 With ``controller_manager``, one more step follows robot_state_publisher's: controller_manager 4.24 takes one robot
 per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on standby
-(``timor_core.export.controller_swap``); the step stops the old one cleanly (SIGINT, wait) and brings the standby up
-with the new URDF, joint_state_broadcaster and arm_controller active for the new robot's joints, before answering.
+(``timor_core.export.controller_swap``); the step has the old one release its hardware through its services
+(controllers deactivated, hardware unconfigured; SIGINT then, its exit in the background; a manager that does not
+release is stopped and its exit awaited) and brings the standby up with the new URDF, joint_state_broadcaster and
+arm_controller active for the new robot's joints, before answering.
 If it fails (``failed_step`` "ros2_control", the message names the step and the manager's log), the last good robot
 is published again and its controllers brought back on a fresh manager; the message says whether that worked.
-The node stops its managers when it shuts down (and they end with it if it is killed).
+The node stops its managers when it shuts down, the running one after it released its hardware (and they end with
+it if it is killed).
 """
 
 from __future__ import annotations
@@ -196,9 +199,10 @@ class AssemblyNode(Node):
         return SupervisedControl(self, self.prefix, self.plugin, timeouts, private)
 
     def destroy_node(self) -> None:
-        """Stop the supervised controller managers (SIGINT, wait) before the node goes."""
+        """Stop the supervised controller managers (the running one releases its hardware first; SIGINT, wait)
+        before the node goes."""
         if self.control is not None:
-            for how in self.control.close():
+            for how in self.control.close(spin=True):  # the executor has stopped: the release spins on its own
                 self.get_logger().info(f"controller manager {how}")
             self.control = None
         super().destroy_node()

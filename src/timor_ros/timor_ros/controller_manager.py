@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from builtin_interfaces.msg import Duration
-from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController, SwitchController
+from controller_manager_msgs.srv import (
+    ConfigureController,
+    ListControllers,
+    LoadController,
+    SetHardwareComponentState,
+    SwitchController,
+)
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.publisher import Publisher
 from std_msgs.msg import String
@@ -70,6 +78,7 @@ class RosManagerServices:
         self._load = client(LoadController, "load_controller")
         self._configure = client(ConfigureController, "configure_controller")
         self._switch = client(SwitchController, "switch_controller")
+        self._hardware = client(SetHardwareComponentState, "set_hardware_component_state")
 
     def list_controllers(self, timeout: float) -> list[ControllerState]:
         try:
@@ -86,8 +95,31 @@ class RosManagerServices:
         return bool(self._call(self._configure, ConfigureController.Request(name=name), timeout, "configure").ok)
 
     def activate(self, names: Sequence[str], timeout: float) -> bool:
+        return self._switch_all(names, [], timeout)
+
+    def deactivate(self, names: Sequence[str], timeout: float) -> bool:
+        try:
+            return self._switch_all([], names, timeout)
+        except ControlSwapError as exc:
+            raise ManagerTimeoutError(str(exc)) from None
+
+    def unconfigure_hardware(self, component: str, timeout: float) -> int:
+        request = SetHardwareComponentState.Request(name=component)
+        request.target_state.id = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED (the message's own field type)
+        request.target_state.label = "unconfigured"
+        try:
+            answer = self._call(self._hardware, request, timeout, "release")
+        except ControlSwapError as exc:
+            raise ManagerTimeoutError(str(exc)) from None
+        return int(answer.state.id) if answer.ok else 0
+
+    def offered(self) -> bool:
+        return bool(self._list.service_is_ready())
+
+    def _switch_all(self, activate: Sequence[str], deactivate: Sequence[str], timeout: float) -> bool:
         request = SwitchController.Request(
-            activate_controllers=list(names),
+            activate_controllers=list(activate),
+            deactivate_controllers=list(deactivate),
             strictness=SwitchController.Request.STRICT,
             activate_asap=True,
             timeout=Duration(sec=int(timeout)),
@@ -157,9 +189,28 @@ class SupervisedControl:
             self.swapper.prepare(manager)
         return self.swapper.swap(urdf, sections)
 
-    def close(self) -> list[str]:
-        """Stop the managers (see ControllerSwapper.close) and remove their files."""
+    def close(self, spin: bool = False) -> list[str]:
+        """Stop the managers, the running one after it released its hardware (see ControllerSwapper.close), and
+        remove their files. ``spin``: the node's executor has stopped (the node is shutting down), so the release's
+        answers are heard by an executor of its own for the time of the release."""
+        executor, done = None, threading.Event()
         try:
+            if spin:
+                executor = SingleThreadedExecutor(context=self.node.context)
+                executor.add_node(self.node)
+                threading.Thread(target=_spin_until, args=(executor, done), daemon=True).start()
             return self.swapper.close()
         finally:
+            done.set()
+            if executor is not None:
+                executor.remove_node(self.node)
+                executor.shutdown(timeout_sec=1.0)
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _spin_until(executor: SingleThreadedExecutor, done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            executor.spin_once(timeout_sec=0.05)
+        except Exception:  # noqa: BLE001 - shutting down: an entity destroyed under the wait set ends the spin
+            return

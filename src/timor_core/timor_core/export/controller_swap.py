@@ -12,7 +12,17 @@ services are there twice. Its controllers' parameters come from a file named at 
 (``<controller>.params_file``), written on the swap, when the new robot is known. A swap (``ControllerSwapper.swap``):
 
  1. write the new robot's controller parameters to the standby's file;
- 2. stop the running manager: SIGINT (hardware deactivated cleanly), wait; SIGTERM, then SIGKILL only if it hangs;
+ 2. make the running manager release the hardware through its own services: every active controller deactivated
+    (one switch), then every hardware component of its URDF set to *unconfigured* (``set_hardware_component_state``:
+    the component's ``on_deactivate`` then ``on_cleanup`` run; unconfigured components are never read nor written
+    again). Confirmed by the answers, the old manager is sent SIGINT and left to exit in the background (SIGTERM,
+    then SIGKILL only if it hangs); the swap waits only until its services have left the graph, so that every later
+    call reaches the new manager. A manager that does not release (no answer within ``SwapTimeouts.release``, a
+    refusal, a component not unconfigured) is stopped as before: SIGINT and its exit awaited. Either way the new
+    manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
+    process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
+    destructor is the default one; the release is what runs the hardware's deactivation.) A swap that fails after
+    the new manager got the URDF takes that one off the same way, and so does ``close``.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
  4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
@@ -43,9 +53,11 @@ from timor_core.errors import TimorError
 from timor_core.export.moveit_config import CM_KEY
 
 __all__ = ["ControlSwapError", "ControllerState", "ControllerSwapper", "ManagerProcess", "ManagerServices",
-           "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "split_controllers_yaml"]  # fmt: skip
+           "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "hardware_components",
+           "split_controllers_yaml"]  # fmt: skip
 
 _PR_SET_PDEATHSIG = 1
+_UNCONFIGURED = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -64,12 +76,14 @@ class ManagerTimeoutError(TimorError, TimeoutError):
 
 @dataclass(frozen=True)
 class SwapTimeouts:
-    """Seconds allowed per step. ``stop``: the old manager's clean shutdown after SIGINT (real hardware may take a
-    while to deactivate) before SIGTERM, and as long again before SIGKILL."""
+    """Seconds allowed per step. ``stop``: the old manager's clean shutdown after SIGINT before SIGTERM, and as long
+    again before SIGKILL. ``release``: each of the old manager's release calls (deactivate its controllers, its
+    hardware to unconfigured; real hardware may take a while) before the swap falls back to awaiting its exit."""
 
     stop: float = 10.0
     up: float = 20.0
     call: float = 10.0
+    release: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -105,6 +119,30 @@ class ManagerServices(Protocol):
     def activate(self, names: Sequence[str], timeout: float) -> bool:
         """One strict switch activating all of ``names``."""
         ...
+
+    def deactivate(self, names: Sequence[str], timeout: float) -> bool:
+        """One strict switch deactivating all of ``names``; raises ManagerTimeoutError without an answer."""
+        ...
+
+    def unconfigure_hardware(self, component: str, timeout: float) -> int:
+        """``set_hardware_component_state`` of ``component`` to unconfigured; the lifecycle state id it reports
+        after (1: unconfigured), 0 if refused. Raises ManagerTimeoutError without an answer."""
+        ...
+
+    def offered(self) -> bool:
+        """Whether some controller manager of this name offers its services now."""
+        ...
+
+
+def hardware_components(urdf: str) -> tuple[str, ...]:
+    """The names of the ``<ros2_control>`` blocks of a URDF: the hardware components its manager will run."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError:
+        return ()
+    return tuple(str(e.get("name")) for e in root.iter("ros2_control") if e.get("name"))
 
 
 def split_controllers_yaml(data: dict[str, Any], manager_key: str = CM_KEY) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -200,6 +238,9 @@ class ControllerSwapper:
         self._manager_params: dict[str, Any] | None = None
         self._standby: _Standby | None = None
         self.running: ManagerProcess | None = None
+        self._components: tuple[str, ...] = ()  # the running manager's hardware components (its URDF's)
+        self._stopping: list[threading.Thread] = []
+        self.stopped: dict[int, str] = {}  # pid -> how each manager stopped in the background ended
         self.log = self.folder / "ros2_control_node.log"
 
     def prepare(self, manager_params: dict[str, Any]) -> None:
@@ -241,23 +282,59 @@ class ControllerSwapper:
             self._standby = None
             atomic_write_text(standby.params_file, _yaml(controller_sections))
             if self.running is not None:
-                report.old_manager = self.running.stop(self.timeouts.stop)
+                report.old_manager = self._retire(self.running, report.seconds)
                 self.running = None
             report.seconds["stop"] = time.monotonic() - t0
-            self.running = standby.process
+            self.running, self._components = standby.process, hardware_components(urdf)
             report.pid = standby.process.pid
             try:
                 self._publish(standby.topic, urdf)
                 report.seconds.update(self._activate(standby.process))
                 report.controllers = self._confirm()
             except ControlSwapError:
-                self.running.stop(self.timeouts.stop)
+                self._retire(self.running, {})  # its hardware may be active: released as in a swap, or stopped
                 self.running = None
                 raise
             finally:
                 self._standby = self._start_standby()
             report.seconds["total"] = time.monotonic() - t0
             return report
+
+    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> str:
+        """Take the old manager off the hardware and the graph (see the module's step 2); how, for the report."""
+        t0 = time.monotonic()
+        refused = self._release(old) if old.alive() else "it had exited"
+        seconds["release"] = time.monotonic() - t0
+        if refused is not None:  # not released: the hardware is free only once the process has ended
+            return f"{old.stop(self.timeouts.stop)} (no release: {refused})"
+        stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
+        stopper.start()  # SIGINT, its exit awaited there (SIGTERM, SIGKILL if it hangs)
+        self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
+        end = time.monotonic() + 3 * self.timeouts.stop + 5  # the background stop has sent SIGKILL by then
+        while self.services.offered() and stopper.is_alive() and time.monotonic() < end:
+            time.sleep(0.001)  # (a dead process's endpoints may linger in the graph: ghosts, not waited for)
+        return f"released {', '.join(self._components)} (unconfigured), SIGINT sent (pid {old.pid})"
+
+    def _release(self, old: ManagerProcess) -> str | None:
+        """Deactivate the old manager's active controllers, then unconfigure each hardware component; None when
+        all is confirmed, else why not."""
+        timeout = self.timeouts.release
+        if not self._components:
+            return "no hardware component known"
+        try:
+            active = [c.name for c in self.services.list_controllers(timeout) if c.state == "active"]
+            if active and not self.services.deactivate(active, timeout):
+                return f"switch_controller deactivating {active} refused"
+            for component in self._components:
+                state = self.services.unconfigure_hardware(component, timeout)
+                if state != _UNCONFIGURED:
+                    return f"hardware {component!r} not unconfigured (lifecycle state {state})"
+        except ManagerTimeoutError as exc:
+            return str(exc)
+        return None
+
+    def _stop_in_background(self, old: ManagerProcess) -> None:
+        self.stopped[old.pid] = old.stop(self.timeouts.stop)
 
     def _activate(self, process: ManagerProcess) -> dict[str, float]:
         """Wait for the new manager's services, load and configure each controller, activate all at once."""
@@ -280,7 +357,7 @@ class ControllerSwapper:
                     ) from None
         marks["up"] = time.monotonic()
         for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
-            for name in names:
+            for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
                 if not call_one(name, call):
                     raise ControlSwapError(step, f"{step}_controller {name!r} refused; the manager's log: {self.log}")
             marks[step] = time.monotonic()
@@ -301,14 +378,21 @@ class ControllerSwapper:
             raise ControlSwapError("confirm", f"not active after the switch: {sorted(wanted - active)} ({found})")
         return tuple(s for s in states if s.name in wanted)
 
-    def close(self) -> list[str]:
-        """Stop the running manager (cleanly, as in a swap) and the standby; how each ended."""
+    def close(self, release: bool = True) -> list[str]:
+        """Stop the running manager, after it released its hardware as in a swap (if ``release`` and it answers),
+        and the standby; how each ended, its exit awaited."""
         with self._lock:
             out = []
-            for process in (self.running, self._standby.process if self._standby else None):
-                if process is not None:
-                    out.append(process.stop(self.timeouts.stop))
+            running = self.running
+            if running is not None:
+                refused = self._release(running) if release and running.alive() else "not asked"
+                how = running.stop(self.timeouts.stop)
+                out.append(how if refused else f"released {', '.join(self._components)} (unconfigured), {how}")
+            if self._standby is not None:
+                out.append(self._standby.process.stop(self.timeouts.stop))
             self.running, self._standby = None, None
+            for stopper in self._stopping:
+                stopper.join()
             self._starter.shutdown(wait=True)
             return out
 
