@@ -136,18 +136,22 @@ def _worker_rss_mb() -> float:
 def dask_run(de, space, task, db) -> dict:
     """One cost-ordered search on the evaluator's cluster: wall time, worker CPU, evaluations, best."""
     from timor_core.search import ExhaustiveSearch
+    from timor_core.search.dask_worker import worker_proofs
 
     before = de.client.run(_worker_cpu)
+    proofs_before = de.client.run(worker_proofs)
     mine = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     result = ExhaustiveSearch(space, "mass", progress=False, order="cost", evaluator=de).optimize(task, db)
     wall = time.perf_counter() - t0
     after = de.client.run(_worker_cpu)
+    proofs = de.client.run(worker_proofs)
     mine_after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = sorted(after[w] - before.get(w, 0.0) for w in after)
     return {
         "wall_s": wall,
         "worker_cpu_s": cpu,
+        "proofs": sum(proofs.values()) - sum(proofs_before.values()),  # the family filter's, over the workers
         "client_cpu_s": (mine_after.ru_utime + mine_after.ru_stime) - (mine.ru_utime + mine.ru_stime),
         "evaluations": result.evaluations,
         "chunks": de.checkpoint_data()["chunks"],  # streamed route: tasks sent; sharded: 0 (one task per shard)
@@ -179,7 +183,8 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)
     task = load_task(task_path, False)
-    spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig())
+    # the search's own filter settings (the exhaustive search turns the family proofs on): its evaluator is built
+    spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
     runs: dict[int, list[dict]] = {1: [], 2: []}
     worker_rss: dict[int, float] = {1: 0.0, 2: 0.0}
     for k in range(rounds):
@@ -194,7 +199,7 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
             print(
                 f"  dask {n} worker(s): {run['wall_s']:.2f} s, {run['evaluations']} evaluated, worker CPU "
                 f"{'/'.join(f'{c:.2f}' for c in run['worker_cpu_s'])} s, client + scheduler CPU "
-                f"{run['client_cpu_s']:.2f} s ({tasks}),"
+                f"{run['client_cpu_s']:.2f} s ({tasks}), {run['proofs']} proofs,"
                 f" best {run['best_cost']:.2f} kg, load {run['load']:.1f}",
                 file=sys.stderr,
             )
