@@ -30,7 +30,7 @@ import numpy as np
 from timor_core.search.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, pose_proof
 
-__all__ = ["Certificate", "Cut", "FamilyProofs", "Refusal", "cut_chain"]
+__all__ = ["Cut", "FamilyProofs", "Refusal", "cut_chain"]
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
@@ -139,19 +139,6 @@ class Refusal:
     boxes: int
 
 
-@dataclass(frozen=True)
-class Certificate:
-    """One entry of :class:`FamilyProofs`' tables, to pass to another process searching with the same goals, budget
-    and placement (:meth:`FamilyProofs.learn`): a chain ``proven`` out of reach of ``goal`` (else left undecided),
-    its family (``rotations``), ``translations`` and the margin it covers."""
-
-    proven: bool
-    goal: int
-    rotations: tuple[bytes, ...]
-    translations: np.ndarray
-    margin: float
-
-
 class _Certificates:
     """A family's proven chains for one goal: translations (m, gaps, 3) and margins (m,), grown in place."""
 
@@ -190,7 +177,6 @@ class FamilyProofs:
         self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
         self.undecided: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}  # chains no proof decided
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
-        self.outbox: list[Certificate] | None = None  # a list: every entry made here is also appended to it
 
     def cut(self, assembly: Any) -> Cut | None:
         """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
@@ -213,29 +199,11 @@ class FamilyProofs:
             proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
             if proof is None:
                 near.add(cut.translations, UNDECIDED_NEAR)
-                self._tell(False, k, cut, UNDECIDED_NEAR)
             else:
                 if proof.margin > slack:
                     certs.add(cut.translations, proof.margin - slack)
-                    self._tell(True, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
         return None
-
-    def learn(self, entries: list[Certificate]) -> None:
-        """Add entries made by another process's :class:`FamilyProofs` of the same goals, budget and placement (sound
-        as its own: a proof holds wherever it ran); entries of another shape are ignored."""
-        for e in entries:
-            table = self.certificates if e.proven else self.undecided
-            key = (e.goal, e.rotations)
-            certs = table.get(key)
-            if certs is None:
-                certs = table[key] = _Certificates(len(e.rotations))
-            if 0 <= e.goal < len(self.goals) and e.translations.shape == certs.points.shape[1:]:
-                certs.add(e.translations, e.margin)
-
-    def _tell(self, proven: bool, k: int, cut: Cut, margin: float) -> None:
-        if self.outbox is not None:
-            self.outbox.append(Certificate(proven, k, cut.rotations, cut.translations, margin))
 
     def _certificates(self, k: int, cut: Cut, table: dict | None = None) -> _Certificates:
         table = self.certificates if table is None else table
