@@ -30,7 +30,7 @@ import numpy as np
 from timor_core.search.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, pose_proof
 
-__all__ = ["Cut", "FamilyProofs", "Refusal", "cut_chain"]
+__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "cut_chain"]
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
@@ -146,12 +146,22 @@ class _Certificates:
         self.points = np.empty((16, gaps, 3))
         self.margins = np.empty(16)
         self.size = 0
+        self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
 
     def covers(self, t: np.ndarray) -> bool:
         if not self.size:
             return False
-        d = np.linalg.norm(self.points[: self.size] - t, axis=2).sum(axis=1)
-        return bool(np.any(d < self.margins[: self.size]))
+        if (
+            self.last < self.size
+            and np.sqrt(((self.points[self.last] - t) ** 2).sum(axis=1)).sum() < self.margins[self.last]
+        ):
+            return True
+        d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
+        hits = d < self.margins[: self.size]
+        if not hits.any():
+            return False
+        self.last = int(hits.argmax())
+        return True
 
     def add(self, t: np.ndarray, margin: float) -> None:
         if self.size == MAX_CERTIFICATES:  # forget the older half
@@ -166,6 +176,19 @@ class _Certificates:
         self.size += 1
 
 
+@dataclass(frozen=True)
+class Lesson:
+    """What one :class:`FamilyProofs` learnt about a chain, for another's (each worker of a parallel search keeps
+    its own): a certificate (``margin``) for ``goal`` and the family ``rotations``, or (``undecided``) a chain no
+    proof decided."""
+
+    goal: int
+    rotations: tuple[bytes, ...]
+    translations: np.ndarray
+    margin: float
+    undecided: bool = False
+
+
 class FamilyProofs:
     """Per goal (4x4 pose, tolerance) and family, the certificates of proven chains (see the module docstring);
     :meth:`refusal` answers for one assembly."""
@@ -177,6 +200,33 @@ class FamilyProofs:
         self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
         self.undecided: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}  # chains no proof decided
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
+        self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
+
+    @classmethod
+    def of(cls, ctx: Any) -> FamilyProofs:
+        """A search task's (a ``filter_state.TaskContext``: its goals, base placement and proof budget), made on
+        first use and kept on it."""
+        if ctx.family_proofs is None:
+            goals = [(g.world, g.pose.tolerance) for g in ctx.goals]
+            ctx.family_proofs = cls(goals, ctx.config.proof_budget, ctx.placement)
+        return ctx.family_proofs
+
+    def share(self) -> list[Lesson]:
+        """What it has learnt since the last call (the first call starts keeping it)."""
+        out, self.lessons = self.lessons or [], []
+        return out
+
+    def learn(self, lessons: list[Lesson]) -> None:
+        """Take another's certificates and undecided chains as its own (sound: a certificate refuses what its
+        family member's proof would, whoever proved it)."""
+        for lesson in lessons:
+            if len(lesson.translations) != len(lesson.rotations):
+                continue
+            table = self.undecided if lesson.undecided else self.certificates
+            key = (lesson.goal, lesson.rotations)
+            if key not in table:
+                table[key] = _Certificates(len(lesson.rotations))
+            table[key].add(lesson.translations, lesson.margin)
 
     def cut(self, assembly: Any) -> Cut | None:
         """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
@@ -198,12 +248,17 @@ class FamilyProofs:
             self.proofs += 1
             proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
             if proof is None:
-                near.add(cut.translations, UNDECIDED_NEAR)
+                self._add(near, k, cut, UNDECIDED_NEAR, undecided=True)
             else:
                 if proof.margin > slack:
-                    certs.add(cut.translations, proof.margin - slack)
+                    self._add(certs, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
         return None
+
+    def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float, undecided: bool = False) -> None:
+        certs.add(cut.translations, margin)
+        if self.lessons is not None:
+            self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin, undecided))
 
     def _certificates(self, k: int, cut: Cut, table: dict | None = None) -> _Certificates:
         table = self.certificates if table is None else table

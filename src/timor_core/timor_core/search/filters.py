@@ -162,10 +162,7 @@ class FamilyFilter(Filter):
         cfg = c.ctx.config
         if not cfg.family_filter or not c.ctx.goals:
             return True  # (stop_early off: every goal is to be tried, so none may end the candidate here)
-        proofs = c.ctx.family_proofs
-        if proofs is None:
-            goals = [(g.world, g.pose.tolerance) for g in c.ctx.goals]
-            proofs = c.ctx.family_proofs = FamilyProofs(goals, cfg.proof_budget, c.ctx.placement)
+        proofs = FamilyProofs.of(c.ctx)
         cut = proofs.cut(c.require_assembly())
         if cut is None:
             return True

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import os
 import signal
 import sys
 import threading
@@ -33,7 +34,9 @@ from timor_core.errors import InputError
 from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
+from timor_core.search.family_proof import Lesson
 from timor_core.search.filters import Filter, FilterConfig, Funnel
+from timor_core.search.lessons import Batch, LessonInbox, LessonLog, worker_proofs
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
@@ -63,17 +66,27 @@ class WorkerSpec:
 
 
 _WORKER: Evaluator | None = None
+_INBOX: LessonInbox | None = None
 
 
 def _init_worker(spec: WorkerSpec) -> None:
-    global _WORKER
+    global _WORKER, _INBOX
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and shuts the pool down
     _WORKER = spec.evaluator()
+    _INBOX = LessonInbox(os.getpid())
 
 
-def _run_chunk(items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True) -> list[Evaluation]:
-    assert _WORKER is not None, "worker not initialised"
-    return _WORKER.evaluate_chunk(items, bound, lower_bound)
+def _run_chunk(
+    items: list[tuple[int, tuple[str, ...]]], bound: float, lower_bound: bool = True, batches: list[Batch] | None = None
+) -> tuple[list[Evaluation], int, int, list[Lesson]]:
+    """One chunk evaluated in a worker, after learning the other workers' family certificates (:mod:`.lessons`):
+    its evaluations, the worker's process ID, the last batch it has taken, and what its proofs learnt."""
+    assert _WORKER is not None and _INBOX is not None, "worker not initialised"
+    proofs = worker_proofs(_WORKER.chain.ctx)
+    if proofs is not None and batches:
+        _INBOX.take(proofs, batches)
+    evaluations = _WORKER.evaluate_chunk(items, bound, lower_bound)
+    return evaluations, _INBOX.origin, _INBOX.upto, proofs.share() if proofs is not None else []
 
 
 def _stream_callables(
@@ -275,6 +288,7 @@ class ParallelEvaluator:
         exhausted = False
         cut: list[Evaluation] = []  # cut by the bound here, before a worker builds them (Evaluator.cut)
         it = self._uncut(it, get_bound, cut, should_stop)
+        log = LessonLog(self.workers)
         try:
             while True:
                 while not exhausted and len(inflight) < 2 * self.workers:
@@ -289,12 +303,13 @@ class ParallelEvaluator:
                     if not chunk:
                         exhausted = True
                         break
-                    inflight.add(pool.submit(_run_chunk, chunk, get_bound(), lower_bound))
+                    inflight.add(pool.submit(_run_chunk, chunk, get_bound(), lower_bound, log.pending()))
                 if not inflight:
                     return
                 done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    evaluations = fut.result()
+                    evaluations, origin, upto, lessons = fut.result()
+                    log.add(origin, lessons, upto)
                     self._learn(evaluations)
                     yield evaluations
         except BaseException:

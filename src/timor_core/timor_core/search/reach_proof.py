@@ -8,15 +8,19 @@ nothing; this does. For a serial chain of revolute joints (origins ``o_i``, unit
 pose is the product of exponentials ``T(q) = E_1(q_1) ... E_n(q_n) T(0)``, and over a box of joint angles
 (centre ``c``, half-widths ``h``):
 
-* the TCP moves at most ``sum_i r_i 2 sin(h_i / 2)`` from ``p(c)``, ``r_i`` the largest distance from ``o_i`` to
-  the TCP (fixed by the chain's link lengths): turning joint i by ``d`` moves a point at distance ``rho`` from its
-  axis by the chord ``2 rho sin(|d| / 2)``;
+* **the sequential bound:** go from ``c`` to any ``q`` of the box by turning joint 1, then 2, ...: while joint i
+  turns, the joints after it are still at ``c``'s angles, so the TCP keeps ``rho_i(c)``, its distance from joint i's
+  axis at ``c`` (the joints before i move axis and TCP together), and moves by the chord ``2 rho_i(c) sin(|d|/2)``:
+  in all at most ``sum_i rho_i(c) 2 sin(h_i / 2)`` from ``p(c)``. Likewise the last joint's origin ``w`` (the
+  wrist: joint n does not move it);
+* **to first order:** step i moves the TCP by ``d J_i`` (``J_i = z_i x (p - o_i)`` at ``c``) plus a rest of at most
+  ``rho_i(c) (h - sin h + 1 - cos h + 2 sin(h/2) sum_{j<i} h_j)`` (the arc leaving its tangent, and the earlier
+  steps turning the tangent by at most the sum of their angles); so along the miss's direction ``u`` the TCP
+  comes at most ``sum_i h_i |u . J_i|`` plus the rests closer to the goal. The same for each TCP axis ``t_k``
+  against the goal's ``g_k`` (``g_k . t_k >= cos theta`` within a rotation tolerance ``theta``): ``g_k . t_k``
+  grows by at most ``sum_i h_i |z_i . (t_k x g_k)|`` plus the rests times ``|z_i x t_k|``;
 * the TCP's rotation differs from ``R(c)`` by an angle of at most ``sum_i h_i`` (the rotation angle is a metric);
-* each of the TCP's axes ``u`` turns by at most ``sum_i h_i sin(phi_i)``, ``phi_i`` its angle to joint i's axis,
-  which only the joints after i change (bounded from the last joint back); so where joints turn the tool about its
-  own axis, that axis does not tilt at all, and a goal that needs it tilted is refused at once;
-* the last joint's origin ``w`` (the wrist: joint n does not move it) moves at most ``sum_{i<n} r^w_i 2 sin(h_i/2)``,
-  and where the TCP is within the goal's rotation tolerance ``theta`` and position slack ``s``, ``w = p + R d``
+* where the TCP is within the goal's rotation tolerance ``theta`` and position slack ``s``, ``w = p + R d``
   (``d`` the wrist seen from the TCP, fixed) lies within ``s`` of the spherical cap ``g + v``, ``|v| = |d|``, ``v``
   within ``theta`` of the goal's ``R_g d``.
 
@@ -45,6 +49,7 @@ from timor_core.kinematics.reach import joint_path, position_slack
 __all__ = [
     "BUDGET",
     "PoseChain",
+    "box_excess",
     "Proof",
     "pose_proof",
     "chain_from_frames",
@@ -84,10 +89,22 @@ class PoseChain:
     offset: np.ndarray
 
     @functools.cached_property
-    def turn_terms(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per joint: its origin's distance vector from the world's line through the axis, and ``axis x origin``
-        (what turning a point about the joint's axis adds to turning it about the parallel line through 0)."""
-        return [(o - (o @ a) * a, np.cross(a, o)) for o, a in zip(self.origins, self.axes, strict=True)]
+    def steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """The chain cut at frames whose z axes are the joints' (q = 0): rotations (n + 1, 3, 3) and translations
+        (n + 1, 3) of ``A_0`` (world to joint 1), ``A_k`` (joint k to joint k + 1) and ``A_n`` (joint n to the
+        TCP), so that ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:func:`chain_poses`)."""
+        n = len(self.axes)
+        frames = np.zeros((n + 1, 4, 4))
+        frames[:, 3, 3] = 1.0
+        for i, (o, a) in enumerate(zip(self.origins, self.axes, strict=True)):
+            x = np.cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
+            x /= np.linalg.norm(x)
+            frames[i, :3, :3] = np.column_stack([x, np.cross(a, x), a])
+            frames[i, :3, 3] = o
+        frames[n] = self.tcp
+        steps = frames.copy()
+        steps[1:] = np.linalg.inv(frames[:-1]) @ frames[1:]
+        return np.ascontiguousarray(steps[:, :3, :3]), np.ascontiguousarray(steps[:, :3, 3])
 
     @property
     def dof(self) -> int:
@@ -155,65 +172,69 @@ def proof_reason(boxes: int) -> str:
     return f"no configuration reaches it within its tolerance (proven over {boxes} boxes of joint angles)"
 
 
-def _turn(v: np.ndarray, axis: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
-    """Vectors ``v`` (M, ..., 3) turned about a unit axis by the angles (M) whose cosines and sines are given."""
-    shape = (-1,) + (1,) * (v.ndim - 1)
-    cos, sin = cos.reshape(shape), sin.reshape(shape)
-    along = (v @ axis)[..., None] * axis
-    skew = np.array([[0.0, axis[2], -axis[1]], [-axis[2], 0.0, axis[0]], [axis[1], -axis[0], 0.0]])
-    return along + (v - along) * cos + (v @ skew) * sin
-
-
 @dataclass(frozen=True)
 class ChainPoses:
     """:func:`chain_poses` for M configurations: ``frames`` (M, 3, 3), row k the TCP's axis k in the world;
     ``tcp`` (M, 3); ``wrist`` (M, 3), the last joint's origin; ``cos_axes`` (M, n, 3), the cosine of the angle
-    between joint i's axis and the TCP's axis k (the joints before i do not change it)."""
+    between joint i's axis and the TCP's axis k (the joints before i do not change it); ``reach`` (M, 2, n): the
+    distance of the TCP (row 0) and of the last joint's origin (row 1) from joint i's axis (the joints up to i do not
+    change it either); ``joint_axes`` (M, n, 3): the joints' axes in the world; ``jac`` (M, n, 3): how the TCP
+    moves per radian of joint i (``axis_i x (tcp - origin_i)``)."""
 
     frames: np.ndarray
     tcp: np.ndarray
     wrist: np.ndarray
     cos_axes: np.ndarray
+    reach: np.ndarray
+    joint_axes: np.ndarray
+    jac: np.ndarray
 
 
 def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
     """The TCP's frames and positions and the last joint's origins for configurations ``q`` (M, n) (angles from
-    q = 0), by the product of exponentials, joint n first."""
+    q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`), each ``A_k`` one
+    matrix product over all M configurations at once."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
-    m = q.shape[0]
+    m, n = len(q), chain.dof
     cos, sin = np.cos(q), np.sin(q)
-    # rows: the TCP, the last joint's origin (on joint n's axis: joint n leaves it), the TCP's x, y and z axes
-    rows = np.empty((m, 5, 3))
-    rows[:, 0] = chain.tcp[:3, 3]
-    rows[:, 1] = chain.origins[-1]
-    rows[:, 2:] = chain.tcp[:3, :3].T
-    cos_axes = np.empty((m, chain.dof, 3))
-    for i in range(chain.dof - 1, -1, -1):
-        a = chain.axes[i]
-        cos_axes[:, i, :] = rows[:, 2:] @ a
-        rows = _turn(rows, a, cos[:, i], sin[:, i])
-        # a point turns about the axis through o: T(p - o) + o = T(p) + (o - T(o))
-        radial, across = chain.turn_terms[i]
-        rows[:, :2] += (np.outer(1.0 - cos[:, i], radial) - np.outer(sin[:, i], across))[:, None, :]
-    return ChainPoses(rows[:, 2:], rows[:, 0], rows[:, 1], cos_axes)
+    rotations, translations = chain.steps
+    rot = np.broadcast_to(rotations[0], (m, 3, 3))
+    pos = np.broadcast_to(translations[0], (m, 3))
+    axes, origins = np.empty((m, n, 3)), np.empty((m, n, 3))
+    for k in range(n):
+        axes[:, k], origins[:, k] = rot[:, :, 2], pos
+        turned = np.empty((m, 3, 3))  # rot @ Rz(q_k): the frame's x and y columns turn, z stays
+        c, s = cos[:, k, None], sin[:, k, None]
+        turned[:, :, 0] = c * rot[:, :, 0] + s * rot[:, :, 1]
+        turned[:, :, 1] = c * rot[:, :, 1] - s * rot[:, :, 0]
+        turned[:, :, 2] = rot[:, :, 2]
+        flat = turned.reshape(3 * m, 3)
+        pos = pos + (flat @ translations[k + 1]).reshape(m, 3)
+        rot = (flat @ rotations[k + 1]).reshape(m, 3, 3)
+    frames = np.swapaxes(rot, 1, 2)
+    cos_axes = np.stack([(axes * rot[:, None, :, k]).sum(axis=2) for k in range(3)], axis=2)
+    # the TCP's and the last joint origin's distances from each joint's axis (|axis x (point - origin)|)
+    points = np.stack([pos, origins[:, -1]], axis=1)[:, :, None, :] - origins[:, None, :, :]
+    along = np.einsum("mpnj,mnj->mpn", points, axes)
+    reach = np.sqrt(np.maximum(np.einsum("mpnj,mpnj->mpn", points, points) - along**2, 0.0))
+    jac = _cross(axes, points[:, 0])
+    return ChainPoses(frames, pos, origins[:, -1].copy(), cos_axes, reach, axes, jac)
 
 
-def _axis_drift(cos_axes: np.ndarray, half: np.ndarray) -> np.ndarray:
-    """How far (rad) each TCP axis can turn within the boxes (M, 3): turning joint i by ``d`` turns a vector at an
-    angle ``phi`` to its axis by at most ``|d| sin(phi)``, and ``phi`` itself varies by at most what the joints
-    after i turn the vector (so the bound is built from the last joint back)."""
-    m, n, _ = cos_axes.shape
-    phi = np.arccos(np.clip(cos_axes, -1.0, 1.0))
-    drift = np.zeros((m, 3))
-    for i in range(n - 1, -1, -1):
-        lo, hi = phi[:, i, :] - drift, phi[:, i, :] + drift
-        sin_max = np.where(
-            (lo <= math.pi / 2) & (hi >= math.pi / 2),
-            1.0,
-            np.maximum(np.sin(np.clip(lo, 0, math.pi)), np.sin(np.clip(hi, 0, math.pi))),
-        )
-        drift = drift + half[:, i, None] * sin_max
-    return drift
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a x b`` over the last axis (broadcast), without :func:`numpy.cross`'s overhead on small arrays."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    for j, (u, v) in enumerate(((1, 2), (2, 0), (0, 1))):
+        out[..., j] = a[..., u] * b[..., v] - a[..., v] * b[..., u]
+    return out
+
+
+def _second_order(half: np.ndarray, chord: np.ndarray) -> np.ndarray:
+    """Per box and joint (per unit of distance from its axis), how far turning joint i by up to ``half`` moves a
+    point beyond its tangent's first-order step, the joints before i already turned by up to theirs (which turns
+    the tangent by up to the sum of their angles): ``h - sin h + (1 - cos h) + chord * sum_{j<i} h_j``."""
+    before = np.cumsum(half, axis=1) - half
+    return (half - np.sin(half)) + chord**2 / 2.0 + chord * before
 
 
 def rotation_slack(tolerance: Any) -> float:
@@ -270,25 +291,58 @@ class _Goal:
     length: float  # ... at this distance
 
 
-def _measure(chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray) -> tuple[np.ndarray, bool]:
+def _measure(
+    chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray
+) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
-    orientation; <= 0: maybe), and whether a box centre is nearly at the goal (then the proof is left to the IK)."""
+    orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
+    per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
+    cut a box across next (the one its bound loses most on)."""
     at = chain_poses(chain, centres)
     miss = np.linalg.norm(at.tcp - goal.pos, axis=1)
     cos_k = np.einsum("mkj,kj->mk", at.frames, goal.axes)  # each TCP axis against the goal's
     turn = np.arccos(np.clip((cos_k.sum(axis=1) - 1.0) / 2.0, -1.0, 1.0))
     near = bool(np.any((miss <= goal.slack + NEAR) & (turn <= goal.theta + NEAR_ANGLE)))
-    chord = 2.0 * np.sin(half / 2.0)  # how far a point at distance 1 from an axis moves, at most
-    excess = miss - chord @ chain.radii - goal.slack  # > 0: no TCP position in the box is within the slack
+    # how far a point can move within a box: turn joint 1, then 2, ..., from the centre's angles to any in the box;
+    # while joint i turns, the joints after it are still at the centre's, so the point keeps the centre's distance
+    # from joint i's axis (the joints before i move point and axis together): a chord of that radius per joint
+    chord = 2.0 * np.sin(half / 2.0)
+    moves = np.einsum("mn,mpn->mp", chord, at.reach)
+    excess = miss - moves[:, 0] - goal.slack  # > 0: no TCP position in the box is within the slack
+    # to first order: along the miss, the TCP moves by sum_i |J_i . u| h_i; the rest of each step (the arc's
+    # departure from its tangent, and the earlier joints turning the tangent) is second order in the box's size
+    rest = _second_order(half, chord)
+    u = (at.tcp - goal.pos) / np.maximum(miss, 1e-300)[:, None]
+    along = np.abs(np.einsum("mnj,mj->mn", at.jac, u))
+    excess = np.maximum(excess, miss - (along * half).sum(axis=1) - (rest * at.reach[:, 0]).sum(axis=1) - goal.slack)
     if math.isfinite(goal.slack):
         cap = _cap_distance(at.wrist, goal.pos, goal.direction, goal.length, goal.theta)
-        excess = np.maximum(excess, cap - chord @ chain.wrist_radii - goal.slack)
+        excess = np.maximum(excess, cap - moves[:, 1] - goal.slack)
     if goal.theta < math.pi:
-        # the rotation angle bounds the angle between each TCP axis and the goal's
-        tilt = np.arccos(np.clip(cos_k, -1.0, 1.0)) - _axis_drift(at.cos_axes, half)
-        turned = (turn - half.sum(axis=1) > goal.theta) | np.any(tilt > goal.theta, axis=1)
+        # the rotation angle bounds the angle between each TCP axis t_k and the goal's g_k (g_k . t_k >= cos theta),
+        # and g_k . t_k grows within the box by sum_i |g_k . (z_i x t_k)| h_i = sum_i |z_i . (t_k x g_k)| h_i to
+        # first order, plus the second-order rest times |z_i x t_k| (the axis's "distance" from joint i's axis)
+        sines = np.sqrt(np.maximum(1.0 - at.cos_axes**2, 0.0))
+        grad = np.einsum("mnj,mkj->mnk", at.joint_axes, _cross(at.frames, goal.axes))
+        top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
+        turned = (turn - half.sum(axis=1) > goal.theta) | np.any(top < math.cos(goal.theta), axis=1)
         excess = np.where(turned, math.inf, excess)
-    return excess, near
+    return excess, near, at.reach[:, 0] + ROT_WEIGHT
+
+
+def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> _Goal:
+    g = np.asarray(goal, dtype=float)
+    length = float(np.linalg.norm(chain.offset))
+    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
+    slack = position_slack(tolerance) + EPS + extra
+    return _Goal(g[:3, 3], g[:3, :3].T, slack, rotation_slack(tolerance) + ANGLE_EPS, direction, length)
+
+
+def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Per box of joint angles (centres and half-widths, (M, n)), by how much (m) no configuration in it puts the
+    TCP within ``tolerance`` of ``goal``: > 0 refused (inf: by orientation alone), <= 0 maybe. What the proof cuts
+    with, public for the tests that check it against the chain's own poses."""
+    return _measure(chain, _target(chain, goal, tolerance), np.atleast_2d(centres), np.atleast_2d(half))[0]
 
 
 def pose_proof(
@@ -304,17 +358,13 @@ def pose_proof(
     widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives).
     ``widen`` (m): once proven, the boxes refused with less than this to spare are cut further (up to
     ``widen_budget`` boxes more) for a larger margin; the proof itself does not change."""
-    g = np.asarray(goal, dtype=float)
-    length = float(np.linalg.norm(chain.offset))
-    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
-    slack = position_slack(tolerance) + EPS + extra
-    target = _Goal(g[:3, 3], g[:3, :3].T, slack, rotation_slack(tolerance) + ANGLE_EPS, direction, length)
+    target = _target(chain, goal, tolerance, extra)
     weights = chain.radii + ROT_WEIGHT
     centres, half = _halve(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
     used, margin, loose, tight = 0, math.inf, math.inf, []
     while True:
         used += len(centres)
-        excess, near = _measure(chain, target, centres, half)
+        excess, near, box_weights = _measure(chain, target, centres, half)
         if near:
             return None
         keep = excess <= 0
@@ -322,40 +372,39 @@ def pose_proof(
             margin = min(margin, float(excess[~keep].min()))
             low = ~keep & (excess < widen)
             if low.any():
-                tight.append((centres[low], half[low], excess[low]))
+                tight.append((centres[low], half[low], excess[low], box_weights[low]))
             if (~keep & ~low).any():
                 loose = min(loose, float(excess[~keep & ~low].min()))
         if not keep.any():
             if tight:
-                margin = min(loose, _widened(chain, target, weights, tight, widen, widen_budget))
+                margin = min(loose, _widened(chain, target, tight, widen, widen_budget))
             return Proof(used, margin + extra)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
-        centres, half = _halve(centres[keep], half[keep], weights, SPLITS)
+        centres, half = _halve(centres[keep], half[keep], box_weights[keep], SPLITS)
 
 
-def _widened(chain: PoseChain, goal: _Goal, weights: np.ndarray, tight: list, widen: float, budget: int) -> float:
+def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: int) -> float:
     """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
     boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
     measure gives if that is more."""
-    centres = np.concatenate([c for c, _, _ in tight])
-    half = np.concatenate([h for _, h, _ in tight])
-    excess = np.concatenate([e for _, _, e in tight])
+    centres, half, excess, weights = (np.concatenate([t[k] for t in tight]) for k in range(4))
     others, used = math.inf, 0
     while len(centres) and used + len(centres) * 2**SPLITS <= budget:
         children, child_half = _halve(centres, half, weights, SPLITS)
         used += len(children)
-        child_excess, _ = _measure(chain, goal, children, child_half)
+        child_excess, _, child_weights = _measure(chain, goal, children, child_half)
         child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
         done = child_excess >= widen
         if done.any():
             others = min(others, float(child_excess[done].min()))
-        centres, half, excess = children[~done], child_half[~done], child_excess[~done]
+        centres, half, excess, weights = (a[~done] for a in (children, child_half, child_excess, child_weights))
     return min(others, float(excess.min())) if len(excess) else others
 
 
 def _halve(centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``)."""
+    """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``, one row
+    per box or one for all)."""
     m, n = centres.shape
     half = half.copy()
     rows = np.arange(m)
