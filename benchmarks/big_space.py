@@ -136,16 +136,16 @@ def _worker_rss_mb() -> float:
 def dask_run(de, space, task, db) -> dict:
     """One cost-ordered search on the evaluator's cluster: wall time, worker CPU, evaluations, best."""
     from timor_core.search import ExhaustiveSearch
-    from timor_core.search.dask_worker import worker_proofs
+    from timor_core.search.dask_worker import proofs_made
 
     before = de.client.run(_worker_cpu)
-    proofs_before = de.client.run(worker_proofs)
+    proofs_before = de.client.run(proofs_made)
     mine = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     result = ExhaustiveSearch(space, "mass", progress=False, order="cost", evaluator=de).optimize(task, db)
     wall = time.perf_counter() - t0
     after = de.client.run(_worker_cpu)
-    proofs = de.client.run(worker_proofs)
+    proofs = de.client.run(proofs_made)
     mine_after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = sorted(after[w] - before.get(w, 0.0) for w in after)
     return {

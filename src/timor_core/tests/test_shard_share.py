@@ -1,6 +1,6 @@
 """The family certificates shared between the shards of a Dask search (search.shard_share): they travel exactly
-(through msgpack, as Dask sends them), and a FamilyProofs that learned another's entries refuses what that one
-refused by a look-up, with no proof of its own."""
+(through msgpack, as Dask sends them), and a FamilyProofs that learned another's lessons refuses what that one
+refused by a look-up, with no proof of its own. (On a cluster: test_dask_search_shards.py, more_goals.)"""
 
 from __future__ import annotations
 
@@ -44,23 +44,23 @@ def test_learned_certificates_refuse_by_look_up_what_the_prover_refused():
     assert len(goals) == 4
     cuts = _cuts(task, db, 400)
     prover = FamilyProofs(goals, ctx.config.proof_budget, ctx.placement)
-    prover.outbox = []
+    assert prover.share() == []  # from now on it keeps what it learns
     refused = [prover.refusal(cut) is not None for cut in cuts]
     assert sum(refused) >= 100 and prover.proofs > 0
-    sent = msgpack.unpackb(msgpack.packb(encode(prover.outbox)))
-    entries = decode(sent)
-    assert len(entries) == len(prover.outbox) and any(e.proven for e in entries)
-    for got, want in zip(entries, prover.outbox, strict=True):
-        assert (got.proven, got.goal, got.rotations) == (want.proven, want.goal, want.rotations)
+    lessons = prover.share()
+    sent = msgpack.unpackb(msgpack.packb({"lessons": encode(lessons)}))  # as an event's message
+    entries = decode(sent["lessons"])
+    assert len(entries) == len(lessons) and any(not e.undecided for e in entries)
+    for got, want in zip(entries, lessons, strict=True):
+        assert (got.goal, got.rotations, got.undecided) == (want.goal, want.rotations, want.undecided)
         assert got.margin == want.margin
         assert np.array_equal(got.translations, want.translations)
     learner = FamilyProofs(goals, ctx.config.proof_budget, ctx.placement)
+    learner.share()
     learner.learn(entries)
     for cut, was in zip(cuts, refused, strict=True):
         found = learner.refusal(cut)
         if was:
             assert found is not None and found.boxes == 0  # by a certificate
     assert learner.proofs == 0  # what the prover decided (or left undecided) needs no proof here
-    before = prover.outbox[:]
-    learner.learn(decode(encode([e for e in entries if e.goal == 0])))  # learning again sends nothing back
-    assert prover.outbox == before and learner.outbox is None
+    assert learner.share() == []  # what it was taught it does not pass on again

@@ -22,7 +22,7 @@ from timor_core.search.parallel import WorkerSpec
 
 __all__ = [
     "worker_evaluator",
-    "worker_proofs",
+    "proofs_made",
     "run_chunk",
     "publish_bound",
     "shared_best",
@@ -45,7 +45,7 @@ def worker_evaluator(spec: WorkerSpec) -> Evaluator:
     return ev
 
 
-def worker_proofs() -> int:
+def proofs_made() -> int:
     """The family proofs made in this process by the cached evaluators (:mod:`.family_proof`; for the benchmarks)."""
     return sum(getattr(ev.chain.ctx.family_proofs, "proofs", 0) for ev in _EVALUATORS.values())
 

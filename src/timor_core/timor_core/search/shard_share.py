@@ -6,8 +6,8 @@ family in every shard (the shards split positions by a hash, :func:`~.cost_order
 land on every worker). Unshared, two shards made 26 % more proofs than one process (1,405 against 1,111 on
 ``more_goals``): the 2-worker search was held to 1.6x.
 
-Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` adds (proven chains and chains a proof left
-undecided, :class:`~.family_proof.Certificate`) as a Dask event at most every ``SHARE_EVERY`` seconds, and its
+Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains and chains a proof
+left undecided, :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds, and its
 worker's client subscribes to the same topic: the scheduler passes each batch straight on to the other workers (not
 through the search's client). Batches arrive on the worker's event loop and wait in a queue; the shard's thread
 adds them between two assemblies, so the tables are only ever changed by the thread that reads them. A certificate
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.search.family_proof import Certificate, FamilyProofs
+from timor_core.search.family_proof import FamilyProofs, Lesson
 
 __all__ = ["SHARE_EVERY", "CertificateLink", "decode", "encode", "link_counts"]
 
@@ -39,34 +39,36 @@ def link_counts() -> dict[str, int]:
     return dict(_COUNTS)
 
 
-def encode(entries: list[Certificate]) -> list[list]:
-    """Certificates as plain lists (msgpack-safe, exact: floats travel as doubles, rotation keys as bytes)."""
-    return [[e.proven, e.goal, list(e.rotations), e.translations.ravel().tolist(), e.margin] for e in entries]
+def encode(lessons: list[Lesson]) -> list[list]:
+    """Lessons as plain lists (msgpack-safe, exact: floats travel as doubles, rotation keys as bytes)."""
+    return [[e.goal, list(e.rotations), e.translations.ravel().tolist(), e.margin, e.undecided] for e in lessons]
 
 
-def decode(rows: list[list]) -> list[Certificate]:
+def decode(rows: list[list]) -> list[Lesson]:
     """The inverse of :func:`encode`."""
     out = []
-    for proven, goal, rotations, translations, margin in rows:
+    for goal, rotations, translations, margin, undecided in rows:
         t = np.asarray(translations, dtype=float).reshape(-1, 3)
-        out.append(Certificate(bool(proven), int(goal), tuple(bytes(r) for r in rotations), t, float(margin)))
+        out.append(Lesson(int(goal), tuple(bytes(r) for r in rotations), t, float(margin), bool(undecided)))
     return out
 
 
 class CertificateLink:
     """One shard's end of the sharing: :meth:`exchange` between two assemblies, :meth:`close` at the end."""
 
-    def __init__(self, topic: str, worker: Any, client: Any) -> None:
-        self.topic, self.worker, self.client = topic, worker, client
+    def __init__(self, topic: str, worker: Any, client: Any, proofs: FamilyProofs) -> None:
+        self.topic, self.worker, self.client, self.proofs = topic, worker, client, proofs
         self.inbox: collections.deque = collections.deque()
-        self.outbox: list[Certificate] = []
-        self.proofs: FamilyProofs | None = None
         self.sent_at = 0.0
         client.subscribe_topic(topic, self._arrived)
 
     @classmethod
-    def open(cls, topic: str) -> CertificateLink | None:
-        """The link of a shard running in a Dask worker (None outside one: nobody to share with)."""
+    def open(cls, topic: str, proofs: FamilyProofs | None) -> CertificateLink | None:
+        """The link of a shard running in a Dask worker whose search proves families (``proofs``: its
+        :class:`~.family_proof.FamilyProofs`, see :func:`~.lessons.worker_proofs`); None outside a worker or
+        without proofs (nothing to share)."""
+        if proofs is None:
+            return None
         try:
             from distributed import get_client, get_worker
 
@@ -74,37 +76,34 @@ class CertificateLink:
             client = get_client()
         except (ImportError, ValueError):
             return None
-        return cls(topic, worker, client)
+        proofs.share()  # from now on it keeps what it learns
+        return cls(topic, worker, client, proofs)
 
     def _arrived(self, event: tuple[float, dict]) -> None:  # on the worker's event loop
         msg = event[1]
         if msg.get("from") != _PROCESS:
-            self.inbox.append(msg["certificates"])
+            self.inbox.append(msg["lessons"])
 
-    def exchange(self, ctx: Any, final: bool = False) -> None:
-        """Add what the other workers sent to ``ctx``'s family proofs; send what they proved here since the last
-        batch (at most every ``SHARE_EVERY`` s; ``final``: now)."""
-        proofs: FamilyProofs | None = getattr(ctx, "family_proofs", None)
-        if proofs is None:
-            return
-        if proofs is not self.proofs:  # made by the family filter on first use: collect from now on
-            self.proofs, proofs.outbox = proofs, self.outbox
+    def exchange(self, final: bool = False) -> None:
+        """Learn what the other workers sent; send what was learnt here since the last batch (at most every
+        ``SHARE_EVERY`` s; ``final``: now)."""
+        proofs = self.proofs
         while self.inbox:
-            entries = decode(self.inbox.popleft())
-            _COUNTS["received"] += len(entries)
-            proofs.learn(entries)
+            lessons = decode(self.inbox.popleft())
+            _COUNTS["received"] += len(lessons)
+            proofs.learn(lessons)
         now = time.monotonic()
-        if self.outbox and (final or now - self.sent_at >= SHARE_EVERY):
-            self.worker.log_event(self.topic, {"from": _PROCESS, "certificates": encode(self.outbox)})
-            _COUNTS["sent"] += len(self.outbox)
-            self.outbox.clear()
+        if final or now - self.sent_at >= SHARE_EVERY:
+            batch = proofs.share()
+            if batch:
+                self.worker.log_event(self.topic, {"from": _PROCESS, "lessons": encode(batch)})
+                _COUNTS["sent"] += len(batch)
             self.sent_at = now
 
-    def close(self, ctx: Any) -> None:
-        """Send the last batch, stop listening and collecting."""
-        self.exchange(ctx, final=True)
-        if self.proofs is not None:
-            self.proofs.outbox = None
+    def close(self) -> None:
+        """Send the last batch, stop listening, and let the proofs stop keeping what they learn."""
+        self.exchange(final=True)
+        self.proofs.lessons = None
         try:
             self.client.unsubscribe_topic(self.topic)
         except Exception:  # noqa: BLE001 - the worker's client is closing: nothing more will arrive anyway

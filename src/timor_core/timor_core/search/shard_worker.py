@@ -24,6 +24,7 @@ from timor_core.search.cost_order import by_cost_indexed
 from timor_core.search.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
 from timor_core.search.evaluate import Evaluation
 from timor_core.search.funnel import Funnel
+from timor_core.search.lessons import worker_proofs
 from timor_core.search.parallel import WorkerSpec
 from timor_core.search.rules import SearchSpaceError, SpaceOptions
 from timor_core.search.shard_share import CertificateLink
@@ -177,12 +178,12 @@ def run_shard(job: ShardJob) -> dict:
     for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
         if next(ranked, None) is None:
             break
-    link = CertificateLink.open(f"{job.topic}-certificates") if job.shards > 1 else None
+    link = CertificateLink.open(f"{job.topic}-lessons", worker_proofs(evaluator.chain.ctx)) if job.shards > 1 else None
     try:
         _walk(job, evaluator, ranked, state, names, link)
     finally:
         if link is not None:
-            link.close(evaluator.chain.ctx)
+            link.close()
     return state.to_json()
 
 
@@ -190,7 +191,6 @@ def _walk(
     job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: CertificateLink | None
 ) -> None:
     """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
-    ctx = evaluator.chain.ctx
     last = time.monotonic()
     for price, index, ids in ranked:
         best = shared_best(job.token)
@@ -201,7 +201,7 @@ def _walk(
             state.stopped, state.next = "max_time", (price, index)
             break
         if link is not None:
-            link.exchange(ctx)
+            link.exchange()
         ev = evaluator(ids, shared_bound(job.token, index, job.bound), index)
         state.record((price, index), ev, names)
         if state.best is not None:
