@@ -48,8 +48,8 @@ def test_learned_certificates_refuse_by_look_up_what_the_prover_refused():
     refused = [prover.refusal(cut) is not None for cut in cuts]
     assert sum(refused) >= 100 and prover.proofs > 0
     lessons = prover.share()
-    sent = msgpack.unpackb(msgpack.packb({"lessons": encode(lessons)}))  # as an event's message
-    entries = decode(sent["lessons"])
+    sent = msgpack.unpackb(msgpack.packb({"batch": encode(lessons)}))  # as an event's message
+    entries = decode(sent["batch"])
     assert len(entries) == len(lessons) and any(not e.undecided for e in entries)
     for got, want in zip(entries, lessons, strict=True):
         assert (got.goal, got.rotations, got.undecided) == (want.goal, want.rotations, want.undecided)

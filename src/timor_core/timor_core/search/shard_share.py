@@ -7,12 +7,12 @@ land on every worker). Unshared, two shards made 26 % more proofs than one proce
 ``more_goals``): the 2-worker search was held to 1.6x.
 
 Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains and chains a proof
-left undecided, :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds, and its
-worker's client subscribes to the same topic: the scheduler passes each batch straight on to the other workers (not
-through the search's client). Batches arrive on the worker's event loop and wait in a queue; the shard's thread
-adds them between two assemblies, so the tables are only ever changed by the thread that reads them. A certificate
-is sound wherever it was proven (same goals, proof budget and base placement: the same search), so the answer does
-not depend on what arrives when; sharing only saves proofs.
+left undecided, :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds to the
+other shards' topics; each shard's worker client subscribes to its own, so the scheduler passes a batch straight
+on to the other workers (not through the search's client). Batches arrive on the worker's event loop and wait in a
+queue; the shard's thread adds them between two assemblies, so the tables are only ever changed by the thread
+that reads them. A certificate is sound wherever it was proven (same goals, proof budget and base placement: the
+same search), so the answer does not depend on what arrives when; sharing only saves proofs.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from timor_core.search.family_proof import FamilyProofs, Lesson
 
 __all__ = ["SHARE_EVERY", "CertificateLink", "decode", "encode", "link_counts"]
 
-SHARE_EVERY = 0.1  # s between two batches of one worker (each: one event through the scheduler, ~0.5 ms of its CPU)
+SHARE_EVERY = 0.05  # s between two batches of one worker (each: one event through the scheduler, ~0.5 ms of its CPU)
 _PROCESS = uuid.uuid4().hex  # a worker ignores its own batches (its shards share its tables already)
 _COUNTS = {"sent": 0, "received": 0}  # certificates sent from and received in this process
 
@@ -39,35 +39,44 @@ def link_counts() -> dict[str, int]:
     return dict(_COUNTS)
 
 
-def encode(lessons: list[Lesson]) -> list[list]:
-    """Lessons as plain lists (msgpack-safe, exact: floats travel as doubles, rotation keys as bytes)."""
-    return [[e.goal, list(e.rotations), e.translations.ravel().tolist(), e.margin, e.undecided] for e in lessons]
+def encode(lessons: list[Lesson]) -> dict:
+    """Lessons as plain data (msgpack-safe, exact: floats travel as doubles, rotation keys as bytes, each family's
+    once per batch)."""
+    families: dict[tuple[bytes, ...], int] = {}
+    rows = []
+    for e in lessons:
+        f = families.setdefault(e.rotations, len(families))
+        rows.append([e.goal, f, e.translations.ravel().tolist(), e.margin, e.undecided])
+    return {"families": [list(r) for r in families], "lessons": rows}
 
 
-def decode(rows: list[list]) -> list[Lesson]:
+def decode(batch: dict) -> list[Lesson]:
     """The inverse of :func:`encode`."""
+    families = [tuple(bytes(r) for r in rotations) for rotations in batch["families"]]
     out = []
-    for goal, rotations, translations, margin, undecided in rows:
+    for goal, f, translations, margin, undecided in batch["lessons"]:
         t = np.asarray(translations, dtype=float).reshape(-1, 3)
-        out.append(Lesson(int(goal), tuple(bytes(r) for r in rotations), t, float(margin), bool(undecided)))
+        out.append(Lesson(int(goal), families[f], t, float(margin), bool(undecided)))
     return out
 
 
 class CertificateLink:
     """One shard's end of the sharing: :meth:`exchange` between two assemblies, :meth:`close` at the end."""
 
-    def __init__(self, topic: str, worker: Any, client: Any, proofs: FamilyProofs) -> None:
-        self.topic, self.worker, self.client, self.proofs = topic, worker, client, proofs
+    def __init__(self, topic: str, shard: int, shards: int, worker: Any, client: Any, proofs: FamilyProofs) -> None:
+        self.worker, self.client, self.proofs = worker, client, proofs
+        self.topic = f"{topic}-{shard}"  # each shard's own: the scheduler sends a batch to the other shards only
+        self.others = [f"{topic}-{r}" for r in range(shards) if r != shard]
         self.inbox: collections.deque = collections.deque()
         self.sent_at = 0.0
-        client.subscribe_topic(topic, self._arrived)
+        client.subscribe_topic(self.topic, self._arrived)
 
     @classmethod
-    def open(cls, topic: str, proofs: FamilyProofs | None) -> CertificateLink | None:
-        """The link of a shard running in a Dask worker whose search proves families (``proofs``: its
-        :class:`~.family_proof.FamilyProofs`, see :func:`~.lessons.worker_proofs`); None outside a worker or
-        without proofs (nothing to share)."""
-        if proofs is None:
+    def open(cls, topic: str, shard: int, shards: int, proofs: FamilyProofs | None) -> CertificateLink | None:
+        """The link of shard ``shard`` of ``shards`` running in a Dask worker whose search proves families
+        (``proofs``: its :class:`~.family_proof.FamilyProofs`, see :func:`~.lessons.worker_proofs`); None outside a
+        worker, without proofs or alone (nothing to share)."""
+        if proofs is None or shards < 2:
             return None
         try:
             from distributed import get_client, get_worker
@@ -77,12 +86,12 @@ class CertificateLink:
         except (ImportError, ValueError):
             return None
         proofs.share()  # from now on it keeps what it learns
-        return cls(topic, worker, client, proofs)
+        return cls(topic, shard, shards, worker, client, proofs)
 
     def _arrived(self, event: tuple[float, dict]) -> None:  # on the worker's event loop
         msg = event[1]
         if msg.get("from") != _PROCESS:
-            self.inbox.append(msg["lessons"])
+            self.inbox.append(msg["batch"])
 
     def exchange(self, final: bool = False) -> None:
         """Learn what the other workers sent; send what was learnt here since the last batch (at most every
@@ -96,7 +105,7 @@ class CertificateLink:
         if final or now - self.sent_at >= SHARE_EVERY:
             batch = proofs.share()
             if batch:
-                self.worker.log_event(self.topic, {"from": _PROCESS, "lessons": encode(batch)})
+                self.worker.log_event(self.others, {"from": _PROCESS, "batch": encode(batch)})
                 _COUNTS["sent"] += len(batch)
             self.sent_at = now
 

@@ -178,7 +178,7 @@ def run_shard(job: ShardJob) -> dict:
     for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
         if next(ranked, None) is None:
             break
-    link = CertificateLink.open(f"{job.topic}-lessons", worker_proofs(evaluator.chain.ctx)) if job.shards > 1 else None
+    link = CertificateLink.open(f"{job.topic}-lessons", job.index, job.shards, worker_proofs(evaluator.chain.ctx))
     try:
         _walk(job, evaluator, ranked, state, names, link)
     finally:
