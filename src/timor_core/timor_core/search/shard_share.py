@@ -1,10 +1,11 @@
 """The family certificates of a sharded search, shared between its workers (:mod:`.shard_worker` uses it).
 
-Why: most of a cost-ordered search on tasks other than the user study is the family filter's proofs
-(:mod:`.family_proof`: ``more_goals``, 60 % of the CPU), and a proof made in one worker covers chains of the same
-family in every shard (the shards split positions by a hash, :func:`~.cost_order.shard_of`, so a family's members
-land on every worker). Unshared, two shards made 26 % more proofs than one process (1,405 against 1,111 on
-``more_goals``): the 2-worker search was held to 1.6x.
+Why: much of a cost-ordered search on tasks other than the user study is the family filter's proofs
+(:mod:`.family_proof`), and a proof made in one worker covers chains of the same family in every shard (the shards
+split positions by a hash, :func:`~.cost_order.shard_of`, so a family's members land on every worker; a shard per
+family would not balance: one family can take a third of the work). Unshared, two shards made 26 % more proofs
+than one process (``more_goals``, 1,405 against 1,111 with the proofs of 2026-11-26 evening), and the 2-worker
+search was held to 1.6x; shared, 1-8 % more (benchmarks/README.md).
 
 Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains and chains a proof
 left undecided, :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds to the
