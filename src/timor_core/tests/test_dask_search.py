@@ -215,6 +215,7 @@ def test_the_big_space_benchmark_runs(tmp_path):
     assert dask["same_best_everywhere"] and len(dask["runs"]["1"]) == len(dask["runs"]["2"]) == 1
     assert dask["speedup_cpu"] > 0 and 0 < dask["work_efficiency"] <= 1.5
     assert dask["route"] == "shards" and all(r["shards"] == n for n in (1, 2) for r in dask["runs"][str(n)])
+    assert all(r["proofs"] >= 0 for n in (1, 2) for r in dask["runs"][str(n)])  # the family proofs made
     stream = report["dask_stream"]
     assert stream["route"] == "stream" and stream["same_best_everywhere"] and stream["runs"]["2"][0]["chunks"] > 0
     assert {tuple(r["best"]) for r in dask["runs"]["1"] + stream["runs"]["1"]} == {tuple(dask["runs"]["2"][0]["best"])}

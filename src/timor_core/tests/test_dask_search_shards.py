@@ -234,15 +234,25 @@ def _exp2_case(name: str, robco):
 
 @needs_dask
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["user_study", "moved_goals"])
+@pytest.mark.parametrize("name", ["user_study", "moved_goals", "more_goals"])
 def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, name):
+    """Also where the workers share their family certificates (search.shard_share; more_goals: hundreds of proofs
+    in each shard): each worker sent some, and the other took some in while its shard ran."""
+    from timor_core.search.shard_share import link_counts
+
     study, exp2 = _exp2_case(name, robco)
     local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
     de = DaskEvaluator(cluster.address)
+    before = cluster.client.run(link_counts)
     with de:
         on_dask = ExhaustiveSearch(exp2, progress=False, order="cost", evaluator=de).optimize(study, robco)
     same_best(on_dask, local)
     assert on_dask.stopped == "bound" and on_dask.settings["shards"] == 2
+    if name == "more_goals":
+        after = cluster.client.run(link_counts)
+        for w in after:
+            assert after[w]["sent"] > before[w]["sent"], (w, before, after)
+        assert sum(after[w]["received"] - before[w]["received"] for w in after) > 0, (before, after)
 
 
 @needs_dask

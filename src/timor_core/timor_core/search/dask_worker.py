@@ -20,7 +20,15 @@ from collections.abc import Sequence
 from timor_core.search.evaluate import Evaluation, Evaluator
 from timor_core.search.parallel import WorkerSpec
 
-__all__ = ["worker_evaluator", "run_chunk", "publish_bound", "shared_best", "shared_bound", "forget_bound"]
+__all__ = [
+    "worker_evaluator",
+    "proofs_made",
+    "run_chunk",
+    "publish_bound",
+    "shared_best",
+    "shared_bound",
+    "forget_bound",
+]
 
 _EVALUATORS: dict[WorkerSpec, Evaluator] = {}
 _SHARED: dict[str, tuple[float, int]] = {}  # search token -> (best valid cost, its position)
@@ -35,6 +43,11 @@ def worker_evaluator(spec: WorkerSpec) -> Evaluator:
             _EVALUATORS.clear()
         ev = _EVALUATORS[spec] = spec.evaluator()
     return ev
+
+
+def proofs_made() -> int:
+    """The family proofs made in this process by the cached evaluators (:mod:`.family_proof`; for the benchmarks)."""
+    return sum(getattr(ev.chain.ctx.family_proofs, "proofs", 0) for ev in _EVALUATORS.values())
 
 
 def publish_bound(token: str, cost: float, seq: int) -> None:

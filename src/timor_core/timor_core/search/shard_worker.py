@@ -18,13 +18,16 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from timor_core.search.cost_order import by_cost_indexed
 from timor_core.search.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
 from timor_core.search.evaluate import Evaluation
 from timor_core.search.funnel import Funnel
+from timor_core.search.lessons import worker_proofs
 from timor_core.search.parallel import WorkerSpec
 from timor_core.search.rules import SearchSpaceError, SpaceOptions
+from timor_core.search.shard_share import CertificateLink
 from timor_core.search.space import SerialSpace
 
 __all__ = ["ShardJob", "ShardState", "run_shard"]
@@ -175,6 +178,19 @@ def run_shard(job: ShardJob) -> dict:
     for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
         if next(ranked, None) is None:
             break
+    link = CertificateLink.open(f"{job.topic}-lessons", job.index, job.shards, worker_proofs(evaluator.chain.ctx))
+    try:
+        _walk(job, evaluator, ranked, state, names, link)
+    finally:
+        if link is not None:
+            link.close()
+    return state.to_json()
+
+
+def _walk(
+    job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: CertificateLink | None
+) -> None:
+    """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
     last = time.monotonic()
     for price, index, ids in ranked:
         best = shared_best(job.token)
@@ -184,6 +200,8 @@ def run_shard(job: ShardJob) -> dict:
         if job.deadline is not None and time.time() >= job.deadline:
             state.stopped, state.next = "max_time", (price, index)
             break
+        if link is not None:
+            link.exchange()
         ev = evaluator(ids, shared_bound(job.token, index, job.bound), index)
         state.record((price, index), ev, names)
         if state.best is not None:
@@ -196,4 +214,3 @@ def run_shard(job: ShardJob) -> dict:
             _report(job.topic, "progress", state)
     else:
         state.stopped = "exhausted"
-    return state.to_json()
