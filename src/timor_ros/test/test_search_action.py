@@ -21,6 +21,9 @@ from timor_interfaces.srv import GetAssembly
 TOL = {"toleranceProjection": ["x", "y", "z"], "tolerance": [[-0.005, 0.005]] * 3}
 
 
+FEEDBACK = "/search/search/_action/feedback"
+
+
 @pytest.fixture(scope="module")
 def task_json() -> str:
     db = ModulesDB.from_name("robco_like")
@@ -63,22 +66,37 @@ def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeou
     handle_ready, done = threading.Event(), threading.Event()
     box: dict = {}
 
+    early: list = []  # feedback that came before the goal's handle (a fast search): matched by goal ID later
+    lock = threading.Lock()
+
     def on_feedback(msg):
-        if "handle" in box and bytes(msg.goal_id.uuid) == bytes(box["handle"].goal_id.uuid):
-            feedback.append(msg.feedback)
-            if cancel_after is not None and len(feedback) == cancel_after:
-                box["handle"].cancel_goal_async()
+        with lock:
+            if "handle" not in box:
+                early.append(msg)
+                return
+            if bytes(msg.goal_id.uuid) == bytes(box["handle"].goal_id.uuid):
+                feedback.append(msg.feedback)
+                if cancel_after is not None and len(feedback) == cancel_after:
+                    box["handle"].cancel_goal_async()
 
     def on_goal(fut):
-        box["handle"] = fut.result()
+        handle = fut.result()
+        with lock:
+            box["handle"] = handle
+            mine = [m.feedback for m in early if bytes(m.goal_id.uuid) == bytes(handle.goal_id.uuid)]
+            feedback[:0] = mine
         handle_ready.set()
-        box["handle"].get_result_async().add_done_callback(lambda f: (box.update(result=f.result()), done.set()))
+        handle.get_result_async().add_done_callback(lambda f: (box.update(result=f.result()), done.set()))
 
     sub = ros_client.node.create_subscription(
-        Search.Impl.FeedbackMessage, "/search/search/_action/feedback", on_feedback, 100,
+        Search.Impl.FeedbackMessage, FEEDBACK, on_feedback, 100,
         callback_group=ros_client.group,
     )  # fmt: skip
     try:
+        # the feedback publisher discovered first: a search that ends within discovery would leave no feedback
+        end = time.monotonic() + 10
+        while ros_client.node.count_publishers(FEEDBACK) < 1 and time.monotonic() < end:
+            time.sleep(0.02)
         client.send_goal_async(goal).add_done_callback(on_goal)
         assert handle_ready.wait(20) and box["handle"].accepted
         assert done.wait(timeout), "no result"
