@@ -44,13 +44,22 @@ def up(tmp_path_factory, ros_client):
 
 
 def _client(ros_client) -> ActionClient:
-    """One action client per test client node. ``wait_for_server`` says the client sees the server; the server may
-    not yet see the client's reply reader, and a goal sent then can lose its acceptance (seen once in CI): so the
-    first use waits a moment for discovery to settle, and later goals of the same node reuse the matched client."""
+    """One action client per test client node, with one subscription to the action's feedback topic. ``wait_for_server``
+    says the client sees the server; the server may not yet see the client's readers (the goal's acceptance, the
+    feedback: both lost once in CI when a fast search ended within discovery). So both are made once, discovery gets a
+    moment to settle, and later goals of the same node reuse them. The feedback goes to ``ros_client.feedback_sink``."""
     client = getattr(ros_client, "search_action_client", None)
     if client is None:
+        ros_client.feedback_sink = lambda msg: None
+        ros_client.feedback_sub = ros_client.node.create_subscription(
+            Search.Impl.FeedbackMessage, FEEDBACK, lambda msg: ros_client.feedback_sink(msg), 100,
+            callback_group=ros_client.group,
+        )  # fmt: skip
         client = ActionClient(ros_client.node, Search, "/search/search", callback_group=ros_client.group)
         assert client.wait_for_server(timeout_sec=20)
+        end = time.monotonic() + 10
+        while ros_client.node.count_publishers(FEEDBACK) < 1 and time.monotonic() < end:
+            time.sleep(0.02)
         time.sleep(1.0)
         ros_client.search_action_client = client
     return client
@@ -88,15 +97,8 @@ def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeou
         handle_ready.set()
         handle.get_result_async().add_done_callback(lambda f: (box.update(result=f.result()), done.set()))
 
-    sub = ros_client.node.create_subscription(
-        Search.Impl.FeedbackMessage, FEEDBACK, on_feedback, 100,
-        callback_group=ros_client.group,
-    )  # fmt: skip
+    ros_client.feedback_sink = on_feedback
     try:
-        # the feedback publisher discovered first: a search that ends within discovery would leave no feedback
-        end = time.monotonic() + 10
-        while ros_client.node.count_publishers(FEEDBACK) < 1 and time.monotonic() < end:
-            time.sleep(0.02)
         client.send_goal_async(goal).add_done_callback(on_goal)
         assert handle_ready.wait(20) and box["handle"].accepted
         assert done.wait(timeout), "no result"
@@ -105,7 +107,7 @@ def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeou
         while evaluations and not (feedback and feedback[-1].evaluated >= evaluations) and time.monotonic() < end:
             time.sleep(0.05)
     finally:
-        ros_client.node.destroy_subscription(sub)
+        ros_client.feedback_sink = lambda msg: None
     return box["result"], list(feedback)
 
 
