@@ -46,6 +46,7 @@ ROSDEP = {
     "tqdm": "python3-tqdm",
     "pyyaml": "python3-yaml",
     "yaml": "python3-yaml",
+    "numba": "python3-numba",
 }
 #: install_requires without a rosdep key: pip installs them; package.xml must say so in a comment
 PIP_ONLY = ("pygad",)

@@ -45,6 +45,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
+from timor_core.search.proof_kernel import measure_boxes
 
 __all__ = [
     "BUDGET",
@@ -177,34 +178,27 @@ def proof_reason(boxes: int) -> str:
 @dataclass(frozen=True)
 class ChainPoses:
     """:func:`chain_poses` for M configurations: ``frames`` (M, 3, 3), row k the TCP's axis k in the world;
-    ``tcp`` (M, 3); ``wrist`` (M, 3), the last joint's origin; ``cos_axes`` (M, n, 3), the cosine of the angle
-    between joint i's axis and the TCP's axis k (the joints before i do not change it); ``reach`` (M, 2, n): the
-    distance of the TCP (row 0) and of the last joint's origin (row 1) from joint i's axis (the joints up to i do not
-    change it either); ``joint_axes`` (M, n, 3): the joints' axes in the world; ``jac`` (M, n, 3): how the TCP
-    moves per radian of joint i (``axis_i x (tcp - origin_i)``)."""
+    ``tcp`` (M, 3); ``wrist`` (M, 3), the last joint's origin."""
 
     frames: np.ndarray
     tcp: np.ndarray
     wrist: np.ndarray
-    cos_axes: np.ndarray
-    reach: np.ndarray
-    joint_axes: np.ndarray
-    jac: np.ndarray
 
 
 def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
     """The TCP's frames and positions and the last joint's origins for configurations ``q`` (M, n) (angles from
     q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`), each ``A_k`` one
-    matrix product over all M configurations at once."""
+    matrix product over all M configurations at once. (The proof's own bounds are compiled:
+    :mod:`.proof_kernel`; this is the chain's kinematics in numpy, for the tests that check them.)"""
     q = np.atleast_2d(np.asarray(q, dtype=float))
     m, n = len(q), chain.dof
     cos, sin = np.cos(q), np.sin(q)
     rotations, translations = chain.steps
     rot = np.broadcast_to(rotations[0], (m, 3, 3))
     pos = np.broadcast_to(translations[0], (m, 3))
-    axes, origins = np.empty((m, n, 3)), np.empty((m, n, 3))
+    wrist = pos
     for k in range(n):
-        axes[:, k], origins[:, k] = rot[:, :, 2], pos
+        wrist = pos
         turned = np.empty((m, 3, 3))  # rot @ Rz(q_k): the frame's x and y columns turn, z stays
         c, s = cos[:, k, None], sin[:, k, None]
         turned[:, :, 0] = c * rot[:, :, 0] + s * rot[:, :, 1]
@@ -213,30 +207,7 @@ def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
         flat = turned.reshape(3 * m, 3)
         pos = pos + (flat @ translations[k + 1]).reshape(m, 3)
         rot = (flat @ rotations[k + 1]).reshape(m, 3, 3)
-    frames = np.swapaxes(rot, 1, 2)
-    cos_axes = np.stack([(axes * rot[:, None, :, k]).sum(axis=2) for k in range(3)], axis=2)
-    # the TCP's and the last joint origin's distances from each joint's axis (|axis x (point - origin)|)
-    points = np.stack([pos, origins[:, -1]], axis=1)[:, :, None, :] - origins[:, None, :, :]
-    along = np.einsum("mpnj,mnj->mpn", points, axes)
-    reach = np.sqrt(np.maximum(np.einsum("mpnj,mpnj->mpn", points, points) - along**2, 0.0))
-    jac = _cross(axes, points[:, 0])
-    return ChainPoses(frames, pos, origins[:, -1].copy(), cos_axes, reach, axes, jac)
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a x b`` over the last axis (broadcast), without :func:`numpy.cross`'s overhead on small arrays."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    for j, (u, v) in enumerate(((1, 2), (2, 0), (0, 1))):
-        out[..., j] = a[..., u] * b[..., v] - a[..., v] * b[..., u]
-    return out
-
-
-def _second_order(half: np.ndarray, chord: np.ndarray) -> np.ndarray:
-    """Per box and joint (per unit of distance from its axis), how far turning joint i by up to ``half`` moves a
-    point beyond its tangent's first-order step, the joints before i already turned by up to theirs (which turns
-    the tangent by up to the sum of their angles): ``h - sin h + (1 - cos h) + chord * sum_{j<i} h_j``."""
-    before = np.cumsum(half, axis=1) - half
-    return (half - np.sin(half)) + chord**2 / 2.0 + chord * before
+    return ChainPoses(np.swapaxes(rot, 1, 2), pos, np.array(wrist))
 
 
 def rotation_slack(tolerance: Any) -> float:
@@ -248,19 +219,6 @@ def rotation_slack(tolerance: Any) -> float:
         corner = [max(abs(parts[f"N_{a}"].low), abs(parts[f"N_{a}"].high)) for a in "xyz"]
         return min(math.pi, math.sqrt(sum(v * v for v in corner)))
     return math.pi
-
-
-def _cap_distance(points: np.ndarray, goal: np.ndarray, direction: np.ndarray, length: float, theta: float):
-    """Distances from ``points`` (M, 3) to the cap ``{goal + length * u: |u| = 1, angle(u, direction) <= theta}``
-    (``direction`` a unit vector)."""
-    y = points - goal
-    ny = np.linalg.norm(y, axis=1)
-    if length <= 0.0:
-        return ny
-    cos_a = np.clip((y @ direction) / np.maximum(ny, 1e-300), -1.0, 1.0)
-    alpha = np.arccos(cos_a)
-    beyond = np.maximum(alpha - theta, 0.0)
-    return np.sqrt(np.maximum(ny**2 + length**2 - 2.0 * ny * length * np.cos(beyond), 0.0))
 
 
 @dataclass(frozen=True)
@@ -299,37 +257,11 @@ def _measure(
     """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
     orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
     per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
-    cut a box across next (the one its bound loses most on)."""
-    at = chain_poses(chain, centres)
-    miss = np.linalg.norm(at.tcp - goal.pos, axis=1)
-    cos_k = np.einsum("mkj,kj->mk", at.frames, goal.axes)  # each TCP axis against the goal's
-    turn = np.arccos(np.clip((cos_k.sum(axis=1) - 1.0) / 2.0, -1.0, 1.0))
-    near = bool(np.any((miss <= goal.slack + NEAR) & (turn <= goal.theta + NEAR_ANGLE)))
-    # how far a point can move within a box: turn joint 1, then 2, ..., from the centre's angles to any in the box;
-    # while joint i turns, the joints after it are still at the centre's, so the point keeps the centre's distance
-    # from joint i's axis (the joints before i move point and axis together): a chord of that radius per joint
-    chord = 2.0 * np.sin(half / 2.0)
-    moves = np.einsum("mn,mpn->mp", chord, at.reach)
-    excess = miss - moves[:, 0] - goal.slack  # > 0: no TCP position in the box is within the slack
-    # to first order: along the miss, the TCP moves by sum_i |J_i . u| h_i; the rest of each step (the arc's
-    # departure from its tangent, and the earlier joints turning the tangent) is second order in the box's size
-    rest = _second_order(half, chord)
-    u = (at.tcp - goal.pos) / np.maximum(miss, 1e-300)[:, None]
-    along = np.abs(np.einsum("mnj,mj->mn", at.jac, u))
-    excess = np.maximum(excess, miss - (along * half).sum(axis=1) - (rest * at.reach[:, 0]).sum(axis=1) - goal.slack)
-    if math.isfinite(goal.slack):
-        cap = _cap_distance(at.wrist, goal.pos, goal.direction, goal.length, goal.theta)
-        excess = np.maximum(excess, cap - moves[:, 1] - goal.slack)
-    if goal.theta < math.pi:
-        # the rotation angle bounds the angle between each TCP axis t_k and the goal's g_k (g_k . t_k >= cos theta),
-        # and g_k . t_k grows within the box by sum_i |g_k . (z_i x t_k)| h_i = sum_i |z_i . (t_k x g_k)| h_i to
-        # first order, plus the second-order rest times |z_i x t_k| (the axis's "distance" from joint i's axis)
-        sines = np.sqrt(np.maximum(1.0 - at.cos_axes**2, 0.0))
-        grad = np.einsum("mnj,mkj->mnk", at.joint_axes, _cross(at.frames, goal.axes))
-        top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
-        turned = (turn - half.sum(axis=1) > goal.theta) | np.any(top < math.cos(goal.theta), axis=1)
-        excess = np.where(turned, math.inf, excess)
-    return excess, near, at.reach[:, 0] + ROT_WEIGHT
+    cut a box across next (the one its bound loses most on). The bounds of the module docstring, compiled
+    (:func:`~.proof_kernel.measure_boxes`)."""
+    rotations, translations = chain.steps
+    target = (goal.pos, goal.axes, goal.slack, goal.theta, goal.direction, goal.length)
+    return measure_boxes(rotations, translations, centres, half, target, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> _Goal:
