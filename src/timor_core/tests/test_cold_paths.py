@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from timor_core.common.transforms import is_rigid
 
 SRC = str(Path(__file__).resolve().parents[1])
-HEAVY = ("pinocchio", "coal", "scipy", "trimesh", "matplotlib", "pygad", "networkx", "manifold3d", "viser", "yaml")
+HEAVY = (
+    "pinocchio", "coal", "scipy", "trimesh", "matplotlib", "pygad", "networkx", "manifold3d", "viser", "yaml", "numba",
+)  # fmt: skip
 
 
 def _is_rigid_with_allclose(T: np.ndarray, tol: float = 1e-6) -> bool:

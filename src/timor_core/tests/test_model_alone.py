@@ -22,8 +22,8 @@ LOADED = """
 def loaded():
     import sys
     layers = sorted({m.split('.')[1] for m in sys.modules if m.startswith('timor_core.')})
-    heavy = sorted(m for m in ('pinocchio', 'coal', 'scipy', 'trimesh', 'matplotlib', 'pygad', 'manifold3d', 'viser')
-                   if m in sys.modules)
+    heavy = sorted(m for m in ('pinocchio', 'coal', 'scipy', 'trimesh', 'matplotlib', 'pygad', 'manifold3d', 'viser',
+                               'numba') if m in sys.modules)
     return layers, heavy
 """
 

@@ -29,7 +29,7 @@ def test_metadata_is_declarative_for_every_setuptools():
     cfg.read(CORE / "setup.cfg")
     assert cfg["metadata"]["name"] == "timor_core" and cfg["metadata"]["license"] == "MIT"
     requires = cfg["options"]["install_requires"].split()
-    for dist in ("numpy", "scipy", "pycollada", "tqdm", "pygad", "pin", "coal", "trimesh", "networkx"):
+    for dist in ("numpy", "scipy", "pycollada", "tqdm", "pygad", "pin", "coal", "trimesh", "networkx", "numba"):
         assert any(r.startswith(dist + ">=") for r in requires), dist
     # setuptools 59.6 turns python_requires of setup.cfg into an object colcon cannot read back
     assert "python_requires" not in cfg["options"]
