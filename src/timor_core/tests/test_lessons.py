@@ -25,6 +25,29 @@ TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 DBS, _ = reach_test_spaces()
 
 
+def test_a_replaced_worker_does_not_keep_the_log_growing():
+    """The pool replaced worker 101 (its process gone) by 102: once 102 and 100 have returned, the log is cut to
+    what they have not taken, and stays so as they go on; each still learns every lesson of the other's."""
+    log = LessonLog(2)
+    inboxes = {w: LessonInbox(origin=w) for w in (100, 101, 102)}
+    recorders = {w: _Recorder() for w in inboxes}
+    origins: list[int] = []  # per batch index, its worker
+
+    def run(w: int) -> None:
+        inboxes[w].take(recorders[w], log.pending())  # type: ignore[arg-type]
+        log.add(w, [Lesson(0, (b"",), np.zeros((1, 3)), float(log.next))], inboxes[w].upto)
+        origins.append(w)
+
+    run(100), run(101), run(100)  # 101 took batch 0 only, and is gone
+    for _ in range(20):
+        run(102), run(100)
+        assert len(log.pending()) <= 2, [b.index for b in log.pending()]
+    assert recorders[100].taught == [float(i) for i, w in enumerate(origins) if w != 100]
+    # 102 came after batch 0 was taken by every worker there was: it learns the others' lessons from batch 1 on
+    # (not the last: made after its last run)
+    assert recorders[102].taught == [float(i) for i, w in enumerate(origins[:-1]) if w != 102 and i >= 1]
+
+
 class _Recorder:
     """Stands in for a worker's FamilyProofs: records what it is taught."""
 

@@ -29,17 +29,22 @@ class Batch:
 
 
 class LessonLog:
-    """The parent's log of batches, cut to those some worker has not acknowledged."""
+    """The parent's log of batches, cut to those some worker has not acknowledged. Only the ``workers`` processes
+    whose chunks returned last count: a worker the pool replaced (its process gone) must not hold the log back for
+    ever. (Were a live worker pushed out of that window by one gone since, it would only miss some lessons, and
+    prove those chains itself: the verdicts never depend on what a worker was taught.)"""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self.batches: list[Batch] = []
-        self.acks: dict[int, int] = {}  # worker process ID: the last batch index it has taken
+        self.acks: dict[int, int] = {}  # worker process ID: the last batch index it has taken, last returned last
         self.next = 0
 
     def add(self, origin: int, lessons: list[Lesson], upto: int) -> None:
         """A chunk's return: the worker's new lessons, and the last batch it had taken when it ran."""
-        self.acks[origin] = max(upto, self.acks.get(origin, -1))
+        self.acks[origin] = max(upto, self.acks.pop(origin, -1))
+        while len(self.acks) > self.workers:  # the process that returned longest ago: gone (replaced by the pool)
+            del self.acks[next(iter(self.acks))]
         if lessons:
             self.batches.append(Batch(self.next, origin, lessons))
             self.next += 1
