@@ -19,6 +19,7 @@ from scipy.spatial.transform import Rotation
 from timor_core import ModuleAssembly
 from timor_core.kinematics.reach import position_slack
 from timor_core.kinematics.tolerance import tolerance_from_json
+from timor_core.search.proof_kernel import halve_boxes
 from timor_core.search.quick_reach import quick_chain
 from timor_core.search.reach_proof import box_excess, chain_poses, pose_chain, rotation_slack, unreachable_pose
 
@@ -186,3 +187,36 @@ def test_a_box_is_refused_only_by_what_it_spares(name, pick, seed, width, tolera
     wrist_miss = to_cap - slack
     checked = upright & np.isfinite(excess) & (excess > 0)
     assert np.all(np.maximum(miss, wrist_miss)[checked] >= excess[checked] - 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 6),
+    m=st.integers(1, 5),
+    times=st.integers(1, 4),
+    shared=st.booleans(),
+    seed=st.integers(0, 2**31),
+)
+def test_halving_tiles_each_box(n, m, times, shared, seed):
+    """The proof refuses a box only through its children, so they must cover it: each box's ``2**times`` children
+    lie inside it, fill its volume, and every point of it is in one of them; each cut halves a side of largest
+    half-width times weight (the compiled :func:`halve_boxes`, against a plain reading of that rule)."""
+    rng = np.random.default_rng(seed)
+    centres, half = rng.uniform(-3, 3, (m, n)), rng.uniform(0.01, 3, (m, n))
+    weights = rng.uniform(0.0, 1.0, n if shared else (m, n))
+    children, child_half = halve_boxes(centres, half, weights, times)
+    k = 2**times
+    assert children.shape == child_half.shape == (m * k, n)
+    for b in range(m):
+        kids, kid_half = children[b * k : (b + 1) * k], child_half[b * k : (b + 1) * k]
+        assert np.all(kids - kid_half >= centres[b] - half[b] - 1e-12)
+        assert np.all(kids + kid_half <= centres[b] + half[b] + 1e-12)
+        assert np.isclose(np.prod(2 * kid_half, axis=1).sum(), np.prod(2 * half[b]))
+        points = centres[b] + half[b] * rng.uniform(-1, 1, (64, n))
+        inside = np.all(np.abs(points[:, None, :] - kids[None]) <= kid_half[None] + 1e-12, axis=2)
+        assert inside.any(axis=1).all()
+        h, w = half[b].copy(), weights if shared else weights[b]
+        for _ in range(times):
+            side = int(np.argmax(h * w))
+            h[side] /= 2
+        assert np.allclose(kid_half, h)

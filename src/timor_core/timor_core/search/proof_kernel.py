@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["measure_boxes"]
+__all__ = ["halve_boxes", "measure_boxes"]
 
 
 def measure_boxes(
@@ -38,7 +38,7 @@ def measure_boxes(
     pos, axes, slack, theta, direction, length = goal
     excess = np.empty(len(centres))
     weights = np.empty(centres.shape)
-    found = _kernel()(
+    found = _kernels()[0](
         np.ascontiguousarray(rotations, dtype=np.float64),
         np.ascontiguousarray(translations, dtype=np.float64),
         np.ascontiguousarray(centres, dtype=np.float64),
@@ -58,11 +58,58 @@ def measure_boxes(
     return excess, bool(found), weights
 
 
+def halve_boxes(
+    centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every box (``centres``, ``half`` (M, n)) cut in two ``times`` times, each time across its widest side
+    (half-width times ``weights``: (M, n), or (n,) for all; the first such side on a tie): the ``2**times``
+    children of each box in turn, the first cut's lower half first."""
+    m, n = centres.shape
+    weights = np.ascontiguousarray(np.atleast_2d(weights), dtype=np.float64)
+    children = np.empty((m << times, n))
+    child_half = np.empty((m << times, n))
+    _kernels()[1](
+        np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64), weights,
+        times, children, child_half,
+    )  # fmt: skip
+    return children, child_half
+
+
 @functools.cache
-def _kernel() -> Any:
+def _kernels() -> tuple[Any, Any]:
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
-    return numba.njit(cache=True, fastmath=False, nogil=True)(_boxes)
+    compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
+    return compile_(_boxes), compile_(_halves)
+
+
+def _halves(centres, half, weights, times, children, child_half):
+    """Fills ``children`` and ``child_half`` (compiled by numba; see :func:`halve_boxes`)."""
+    m, n = centres.shape
+    h = np.empty(n)
+    offsets = np.zeros((times, n))
+    per_box = weights.shape[0] > 1
+    for b in range(m):
+        w = b if per_box else 0
+        for i in range(n):
+            h[i] = half[b, i]
+        offsets[:, :] = 0.0
+        for t in range(times):
+            split, widest = 0, h[0] * weights[w, 0]
+            for i in range(1, n):
+                if h[i] * weights[w, i] > widest:
+                    split, widest = i, h[i] * weights[w, i]
+            h[split] /= 2.0
+            offsets[t, split] = h[split]
+        for s in range(1 << times):
+            row = (b << times) + s
+            for i in range(n):
+                step = 0.0
+                for t in range(times):  # the bit of cut t, the first cut's the highest: -1 (0) or +1 (1)
+                    sign = 1.0 if (s >> (times - 1 - t)) & 1 else -1.0
+                    step += sign * offsets[t, i]
+                children[row, i] = centres[b, i] + step
+                child_half[row, i] = h[i]
 
 
 def _boxes(rot_steps, trans_steps, centres, half, gpos, gaxes, slack, theta, direction, length, near_pos, near_angle,

@@ -36,7 +36,6 @@ random robots, placements, configurations and goals within four kinds of toleran
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -45,7 +44,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
-from timor_core.search.proof_kernel import measure_boxes
+from timor_core.search.proof_kernel import halve_boxes, measure_boxes
 
 __all__ = [
     "BUDGET",
@@ -294,7 +293,7 @@ def pose_proof(
     ``widen_budget`` boxes more) for a larger margin; the proof itself does not change."""
     target = _target(chain, goal, tolerance, extra)
     weights = chain.radii + ROT_WEIGHT
-    centres, half = _halve(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
     used, margin, loose, tight = 0, math.inf, math.inf, []
     while True:
         used += len(centres)
@@ -315,7 +314,7 @@ def pose_proof(
             return Proof(used, margin + extra)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
-        centres, half = _halve(centres[keep], half[keep], box_weights[keep], SPLITS)
+        centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
 
 
 def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: int) -> float:
@@ -325,7 +324,7 @@ def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: i
     centres, half, excess, weights = (np.concatenate([t[k] for t in tight]) for k in range(4))
     others, used = math.inf, 0
     while len(centres) and used + len(centres) * 2**SPLITS <= budget:
-        children, child_half = _halve(centres, half, weights, SPLITS)
+        children, child_half = halve_boxes(centres, half, weights, SPLITS)
         used += len(children)
         child_excess, _, child_weights = _measure(chain, goal, children, child_half)
         child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
@@ -334,19 +333,3 @@ def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: i
             others = min(others, float(child_excess[done].min()))
         centres, half, excess, weights = (a[~done] for a in (children, child_half, child_excess, child_weights))
     return min(others, float(excess.min())) if len(excess) else others
-
-
-def _halve(centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every box cut in two ``times`` times, each time across its widest side (half-width times ``weights``, one row
-    per box or one for all)."""
-    m, n = centres.shape
-    half = half.copy()
-    rows = np.arange(m)
-    offsets = np.zeros((m, times, n))
-    for t in range(times):
-        split = np.argmax(half * weights, axis=1)
-        half[rows, split] /= 2.0
-        offsets[rows, t, split] = half[rows, split]
-    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=times))).reshape(-1, times)
-    children = centres[:, None, :] + np.einsum("st,mtn->msn", signs, offsets)
-    return children.reshape(-1, n), np.repeat(half, len(signs), axis=0)
