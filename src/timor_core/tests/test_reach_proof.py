@@ -19,11 +19,21 @@ from scipy.spatial.transform import Rotation
 from timor_core import ModuleAssembly
 from timor_core.kinematics.reach import position_slack
 from timor_core.kinematics.tolerance import tolerance_from_json
-from timor_core.search.proof_kernel import halve_boxes
+from timor_core.search.proof_kernel import halve_boxes, use_compiled
+from timor_core.search.proof_numpy import halve_boxes_numpy
 from timor_core.search.quick_reach import quick_chain
 from timor_core.search.reach_proof import box_excess, chain_poses, pose_chain, rotation_slack, unreachable_pose
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _default_bounds():
+    """The tests below choose the numpy or the compiled bounds; the rest of the suite gets the default rule."""
+    yield
+    use_compiled(None)
+
+
 DBS, SPACES = reach_test_spaces()
 PLANAR = ("base", "J", "L_150", "J", "J", "J", "gripper")  # a turntable and three joints on one line
 TOLERANCES = {
@@ -56,10 +66,12 @@ def _within(pose: np.ndarray, name: str, rng: np.random.Generator) -> np.ndarray
     seed=st.integers(0, 2**31),
     spread=st.sampled_from([0.0, 0.2, 3.0]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
+    compiled=st.booleans(),
 )
-def test_a_reached_pose_is_never_refused(name, pick, seed, spread, tolerance):
+def test_a_reached_pose_is_never_refused(name, pick, seed, spread, tolerance, compiled):
     """Whatever the robot, its base placement, the configuration and the goal within the tolerance of the pose it
-    reaches: no proof, from the built robot or from the modules alone."""
+    reaches: no proof, from the built robot or from the modules alone (with the numpy and the compiled bounds)."""
+    use_compiled(compiled)
     space = SPACES[name]
     ids = space[int(pick * space.count)]
     rng = np.random.default_rng(seed)
@@ -147,12 +159,15 @@ def test_the_search_verdicts_do_not_change():
     seed=st.integers(0, 2**31),
     width=st.sampled_from([0.01, 0.1, 0.5, math.pi]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
+    compiled=st.booleans(),
 )
-def test_a_box_is_refused_only_by_what_it_spares(name, pick, seed, width, tolerance):
+def test_a_box_is_refused_only_by_what_it_spares(name, pick, seed, width, tolerance, compiled):
     """The bound behind every cut (:func:`box_excess`), checked against the chain's own poses: wherever a
     configuration of a refused box has the TCP's rotation within the tolerance's angle, its TCP is farther than the
     slack plus the box's excess from the goal, or its last joint's origin that far from where it would have to be
-    (the margin certificates rely on); no such configuration is in a box refused by orientation (inf)."""
+    (the margin certificates rely on); no such configuration is in a box refused by orientation (inf). Both the
+    numpy and the compiled bounds."""
+    use_compiled(compiled)
     space = SPACES[name]
     rng = np.random.default_rng(seed)
     robot = ModuleAssembly.from_serial_modules(DBS[name], space[int(pick * space.count)]).robot
@@ -196,11 +211,13 @@ def test_a_box_is_refused_only_by_what_it_spares(name, pick, seed, width, tolera
     times=st.integers(1, 4),
     shared=st.booleans(),
     seed=st.integers(0, 2**31),
+    compiled=st.booleans(),
 )
-def test_halving_tiles_each_box(n, m, times, shared, seed):
+def test_halving_tiles_each_box(n, m, times, shared, seed, compiled):
     """The proof refuses a box only through its children, so they must cover it: each box's ``2**times`` children
     lie inside it, fill its volume, and every point of it is in one of them; each cut halves a side of largest
-    half-width times weight (the compiled :func:`halve_boxes`, against a plain reading of that rule)."""
+    half-width times weight (:func:`halve_boxes`, numpy and compiled, against a plain reading of that rule)."""
+    use_compiled(compiled)
     rng = np.random.default_rng(seed)
     centres, half = rng.uniform(-3, 3, (m, n)), rng.uniform(0.01, 3, (m, n))
     weights = rng.uniform(0.0, 1.0, n if shared else (m, n))
@@ -220,3 +237,40 @@ def test_halving_tiles_each_box(n, m, times, shared, seed):
             side = int(np.argmax(h * w))
             h[side] /= 2
         assert np.allclose(kid_half, h)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    width=st.sampled_from([0.01, 0.3, math.pi]),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+)
+def test_the_compiled_bounds_are_the_numpy_bounds(name, pick, seed, width, tolerance):
+    """The compiled bounds and halving (box by box) give what the numpy ones (arrays of boxes) give: the same boxes
+    refused by orientation, the same excess up to rounding (arccos near 1: ~1e-7), the same cut sides and
+    children."""
+    space = SPACES[name]
+    rng = np.random.default_rng(seed)
+    chain = pose_chain(ModuleAssembly.from_serial_modules(DBS[name], space[int(pick * space.count)]).robot)
+    if chain is None:
+        return
+    n = chain.dof
+    centres, half = rng.uniform(-np.pi, np.pi, (64, n)), rng.uniform(0, width, (64, n))
+    at = chain_poses(chain, centres[:1] + rng.uniform(-0.01, 0.01, (1, n)))
+    goal = np.eye(4)
+    goal[:3, :3] = at.frames[0].T @ Rotation.from_rotvec(rng.normal(size=3) * 0.1).as_matrix()
+    goal[:3, 3] = at.tcp[0] + rng.normal(size=3) * rng.choice([0.001, 0.05, 0.3])
+    use_compiled(True)
+    excess = box_excess(chain, goal, TOLERANCES[tolerance], centres, half)
+    use_compiled(False)
+    want = box_excess(chain, goal, TOLERANCES[tolerance], centres, half)
+    assert np.array_equal(np.isinf(excess), np.isinf(want))
+    finite = np.isfinite(want)
+    assert np.allclose(excess[finite], want[finite], rtol=0, atol=1e-6)
+    weights = rng.uniform(0.0, 1.0, (64, n))
+    use_compiled(True)
+    kids, kid_half = halve_boxes(centres, half, weights, 3)
+    want_kids, want_half = halve_boxes_numpy(centres, half, weights, 3)
+    assert np.allclose(kids, want_kids, rtol=0, atol=1e-12) and np.array_equal(kid_half, want_half)

@@ -1,24 +1,52 @@
 """The bounds of :mod:`.reach_proof` for a batch of boxes of joint angles, compiled (numba), one box at a time.
 
-Why: a proof evaluates a few hundred boxes per level over 3-5 joints; written with numpy, each level took ~25 array
-calls on arrays that small, and the calls' overhead, not the arithmetic, was most of a search on tasks like
-``obstacle_middle`` (1,158 proofs, ~1,600 boxes each). The same formulas, box by box in compiled loops, take the
-arithmetic's time. The bounds are those of :mod:`.reach_proof`'s docstring; the soundness property tests there
-(``tests/test_reach_proof.py``) check them through :func:`~.reach_proof.box_excess`.
+Why: a proof evaluates a few hundred boxes per level over 3-5 joints; written with numpy (:mod:`.proof_numpy`),
+each level takes ~25 array calls on arrays that small, and the calls' overhead, not the arithmetic, was most of a
+search on tasks like ``obstacle_middle`` (1,158 proofs). The same formulas, box by box in compiled loops, take the
+arithmetic's time: 600 of its proofs 7.8 -> 1.1 s of CPU, the same decisions, boxes and margins.
 
-numba is imported, and the kernel compiled (or loaded from numba's cache beside this file), on the first proof of
-a process: importing timor_core never pays for it.
+Loading numba and these kernels (from numba's cache beside this file, compiled there on first use) costs a
+process ~1.3 s, more than a short search spends on all its proofs. So a process runs the numpy bounds until they
+have taken ``LOAD_AFTER`` seconds, then loads the compiled ones (the ski-rental rule: never more than about twice
+the better choice's time). Importing timor_core never loads numba.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["halve_boxes", "measure_boxes"]
+from timor_core.search.proof_numpy import halve_boxes_numpy, measure_boxes_numpy
+
+__all__ = ["LOAD_AFTER", "halve_boxes", "measure_boxes", "use_compiled"]
+
+LOAD_AFTER = 1.0  # s of numpy bounds in one process, then the compiled ones (~1.3 s to load)
+
+
+class _Switch:
+    """Which bounds this process runs: the time spent in the numpy ones so far, and a test's choice."""
+
+    spent = 0.0
+    forced: bool | None = None
+
+
+def use_compiled(choice: bool | None) -> None:
+    """Run the compiled bounds (True) or the numpy ones (False) from now on, in this process; None: the rule of the
+    module docstring (for the tests that check both)."""
+    _Switch.forced = choice
+
+
+def _compiled() -> tuple[Any, Any] | None:
+    """The compiled kernels if this process runs them (loading them if it is time), else None."""
+    if _Switch.forced is False:
+        return None
+    if _Switch.forced or _Switch.spent >= LOAD_AFTER or _kernels.cache_info().currsize:
+        return _kernels()
+    return None
 
 
 def measure_boxes(
@@ -35,10 +63,16 @@ def measure_boxes(
     within the slack of ``goal`` = (position, axes as rows, position slack, rotation slack, wrist direction, wrist
     distance) (inf: not at the goal's orientation; <= 0: maybe); whether a box centre is within ``near`` (m, rad)
     of the goal; per box and joint the TCP's distance from the joint's axis at the centre plus ``rot_weight``."""
+    kernels = _compiled()
+    if kernels is None:
+        start = time.perf_counter()
+        out = measure_boxes_numpy(rotations, translations, centres, half, goal, near, rot_weight)
+        _Switch.spent += time.perf_counter() - start
+        return out
     pos, axes, slack, theta, direction, length = goal
     excess = np.empty(len(centres))
     weights = np.empty(centres.shape)
-    found = _kernels()[0](
+    found = kernels[0](
         np.ascontiguousarray(rotations, dtype=np.float64),
         np.ascontiguousarray(translations, dtype=np.float64),
         np.ascontiguousarray(centres, dtype=np.float64),
@@ -64,11 +98,17 @@ def halve_boxes(
     """Every box (``centres``, ``half`` (M, n)) cut in two ``times`` times, each time across its widest side
     (half-width times ``weights``: (M, n), or (n,) for all; the first such side on a tie): the ``2**times``
     children of each box in turn, the first cut's lower half first."""
+    kernels = _compiled()
+    if kernels is None:
+        start = time.perf_counter()
+        out = halve_boxes_numpy(centres, half, weights, times)
+        _Switch.spent += time.perf_counter() - start
+        return out
     m, n = centres.shape
     weights = np.ascontiguousarray(np.atleast_2d(weights), dtype=np.float64)
     children = np.empty((m << times, n))
     child_half = np.empty((m << times, n))
-    _kernels()[1](
+    kernels[1](
         np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64), weights,
         times, children, child_half,
     )  # fmt: skip

@@ -45,6 +45,7 @@ import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
 from timor_core.search.proof_kernel import halve_boxes, measure_boxes
+from timor_core.search.proof_numpy import chain_frames
 
 __all__ = [
     "BUDGET",
@@ -186,27 +187,11 @@ class ChainPoses:
 
 def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
     """The TCP's frames and positions and the last joint's origins for configurations ``q`` (M, n) (angles from
-    q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`), each ``A_k`` one
-    matrix product over all M configurations at once. (The proof's own bounds are compiled:
-    :mod:`.proof_kernel`; this is the chain's kinematics in numpy, for the tests that check them.)"""
-    q = np.atleast_2d(np.asarray(q, dtype=float))
-    m, n = len(q), chain.dof
-    cos, sin = np.cos(q), np.sin(q)
+    q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`,
+    :func:`~.proof_numpy.chain_frames`)."""
     rotations, translations = chain.steps
-    rot = np.broadcast_to(rotations[0], (m, 3, 3))
-    pos = np.broadcast_to(translations[0], (m, 3))
-    wrist = pos
-    for k in range(n):
-        wrist = pos
-        turned = np.empty((m, 3, 3))  # rot @ Rz(q_k): the frame's x and y columns turn, z stays
-        c, s = cos[:, k, None], sin[:, k, None]
-        turned[:, :, 0] = c * rot[:, :, 0] + s * rot[:, :, 1]
-        turned[:, :, 1] = c * rot[:, :, 1] - s * rot[:, :, 0]
-        turned[:, :, 2] = rot[:, :, 2]
-        flat = turned.reshape(3 * m, 3)
-        pos = pos + (flat @ translations[k + 1]).reshape(m, 3)
-        rot = (flat @ rotations[k + 1]).reshape(m, 3, 3)
-    return ChainPoses(np.swapaxes(rot, 1, 2), pos, np.array(wrist))
+    rot, tcp, _, origins = chain_frames(rotations, translations, np.atleast_2d(np.asarray(q, dtype=float)))
+    return ChainPoses(np.swapaxes(rot, 1, 2), tcp, origins[:, -1].copy())
 
 
 def rotation_slack(tolerance: Any) -> float:
