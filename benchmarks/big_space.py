@@ -17,7 +17,8 @@ the search held the space. No evaluation budget and no time limit is set.
 1. Memory: each size in a fresh process (``workers=1``, in-process evaluation): peak RSS (``ru_maxrss``), user CPU,
    wall time, evaluations and the best robot.
 2. Dask: ``LocalCluster(n_workers=N, threads_per_worker=1)`` for N = 1 and 2 (alternating, ``--rounds`` each, a
-   fresh cluster per run, its workers loaded with the module set, task and filter chain before the clock starts),
+   fresh cluster per run, its workers loaded with the module set, task, filter chain and the compiled proof bounds
+   before the clock starts),
    times the same search of the largest size on it. Besides
    the wall time (the machine is shared: other jobs take CPU), the workers' user CPU (``getrusage`` in each worker
    before and after) gives a speed-up that load does not distort: the 1-worker run's CPU over the 2-worker run's
@@ -167,8 +168,10 @@ def dask_run(de, space, task, db) -> dict:
 
 def _warm(spec, options: str) -> bool:
     from timor_core.search.dask_worker import worker_evaluator
+    from timor_core.search.proof_kernel import load_compiled
     from timor_core.search.shard_worker import shard_space
 
+    load_compiled()  # a long-lived worker's compiled proof bounds (~1.3 s to load; a search alone loads them late)
     worker_evaluator(spec)
     shard_space(spec, options)  # the sharded route's space, compiled once per worker (as the client's is here)
     return True

@@ -22,7 +22,7 @@ import numpy as np
 
 from timor_core.search.proof_numpy import halve_boxes_numpy, measure_boxes_numpy
 
-__all__ = ["LOAD_AFTER", "halve_boxes", "measure_boxes", "use_compiled"]
+__all__ = ["LOAD_AFTER", "halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
 
 LOAD_AFTER = 1.0  # s of numpy bounds in one process, then the compiled ones (~1.3 s to load)
 
@@ -38,6 +38,16 @@ def use_compiled(choice: bool | None) -> None:
     """Run the compiled bounds (True) or the numpy ones (False) from now on, in this process; None: the rule of the
     module docstring (for the tests that check both)."""
     _Switch.forced = choice
+
+
+def load_compiled() -> None:
+    """Load numba and the compiled bounds now (~1.3 s), so that this process runs them from its first proof: for
+    long-lived workers (a Dask cluster's) that will run many searches."""
+    _kernels()  # from now on this process runs the compiled bounds; a first call of each loads its machine code
+    centres, half = np.zeros((1, 1)), np.ones((1, 1))
+    steps, at = np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))
+    measure_boxes(steps, at, centres, half, (np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0), (0.0, 0.0), 0.0)
+    halve_boxes(centres, half, np.ones(1), 1)
 
 
 def _compiled() -> tuple[Any, Any] | None:
