@@ -16,11 +16,12 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from timor_core.search.proof_numpy import halve_boxes_numpy, measure_boxes_numpy
+from timor_core.search.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 __all__ = ["LOAD_AFTER", "halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
 
@@ -45,12 +46,12 @@ def load_compiled() -> None:
     long-lived workers (a Dask cluster's) that will run many searches."""
     _kernels()  # from now on this process runs the compiled bounds; a first call of each loads its machine code
     centres, half = np.zeros((1, 1)), np.ones((1, 1))
-    steps, at = np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))
-    measure_boxes(steps, at, centres, half, (np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0), (0.0, 0.0), 0.0)
+    goal = BoxGoal(np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0, (0.0, 0.0), 0.0)
+    measure_boxes((np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))), centres, half, goal)
     halve_boxes(centres, half, np.ones(1), 1)
 
 
-def _compiled() -> tuple[Any, Any] | None:
+def _compiled() -> tuple[Any, Any, Any, Any] | None:
     """The compiled kernels if this process runs them (loading them if it is time), else None."""
     if _Switch.forced is False:
         return None
@@ -59,46 +60,38 @@ def _compiled() -> tuple[Any, Any] | None:
     return None
 
 
+def _in_numpy(bounds: Callable[..., Any], *args: Any) -> Any:
+    """``bounds(*args)``, its time counted towards loading the compiled ones (``LOAD_AFTER``)."""
+    start = time.perf_counter()
+    try:
+        return bounds(*args)
+    finally:
+        _Switch.spent += time.perf_counter() - start
+
+
 def measure_boxes(
-    rotations: np.ndarray,
-    translations: np.ndarray,
-    centres: np.ndarray,
-    half: np.ndarray,
-    goal: tuple[np.ndarray, np.ndarray, float, float, np.ndarray, float],
-    near: tuple[float, float],
-    rot_weight: float,
+    steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, half: np.ndarray, goal: BoxGoal
 ) -> tuple[np.ndarray, bool, np.ndarray]:
-    """Per box (``centres``, ``half`` (M, n)) of the chain ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (``rotations``
-    (n + 1, 3, 3) and ``translations`` (n + 1, 3) of the ``A_k``): by how much no configuration in it puts the TCP
-    within the slack of ``goal`` = (position, axes as rows, position slack, rotation slack, wrist direction, wrist
-    distance) (inf: not at the goal's orientation; <= 0: maybe); whether a box centre is within ``near`` (m, rad)
-    of the goal; per box and joint the TCP's distance from the joint's axis at the centre plus ``rot_weight``."""
+    """Per box (``centres``, ``half`` (M, n)) of the chain ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (``steps``: the
+    rotations (n + 1, 3, 3) and translations (n + 1, 3) of the ``A_k``): by how much no configuration in it puts the
+    TCP within the slack of ``goal`` (inf: not at the goal's orientation; <= 0: maybe); whether a box centre is
+    within ``goal.near`` of the goal; per box and joint the TCP's distance from the joint's axis at the centre plus
+    ``goal.rot_weight``."""
     kernels = _compiled()
     if kernels is None:
-        start = time.perf_counter()
-        out = measure_boxes_numpy(rotations, translations, centres, half, goal, near, rot_weight)
-        _Switch.spent += time.perf_counter() - start
-        return out
-    pos, axes, slack, theta, direction, length = goal
-    excess = np.empty(len(centres))
-    weights = np.empty(centres.shape)
-    found = kernels[0](
-        np.ascontiguousarray(rotations, dtype=np.float64),
-        np.ascontiguousarray(translations, dtype=np.float64),
-        np.ascontiguousarray(centres, dtype=np.float64),
-        np.ascontiguousarray(half, dtype=np.float64),
-        np.ascontiguousarray(pos, dtype=np.float64),
-        np.ascontiguousarray(axes, dtype=np.float64),
-        float(slack),
-        float(theta),
-        np.ascontiguousarray(direction, dtype=np.float64),
-        float(length),
-        float(near[0]),
-        float(near[1]),
-        float(rot_weight),
-        excess,
-        weights,
-    )
+        return _in_numpy(measure_boxes_numpy, steps, centres, half, goal)
+    m, n = centres.shape
+    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
+    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
+    centres, half = np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64)
+    gpos, gaxes = np.ascontiguousarray(goal.pos, dtype=np.float64), np.ascontiguousarray(goal.axes, dtype=np.float64)
+    slack, theta = float(goal.slack), float(goal.theta)
+    poses, position, orientation, _ = kernels
+    poses(*(np.ascontiguousarray(a, dtype=np.float64) for a in steps), centres, tcp, rot, origins, jaxes)
+    direction = np.ascontiguousarray(goal.direction, dtype=np.float64)
+    position(tcp, origins, jaxes, half, gpos, slack, direction, float(goal.length), theta, float(goal.rot_weight),
+             excess, weights, rest)  # fmt: skip
+    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess)
     return excess, bool(found), weights
 
 
@@ -110,15 +103,12 @@ def halve_boxes(
     children of each box in turn, the first cut's lower half first."""
     kernels = _compiled()
     if kernels is None:
-        start = time.perf_counter()
-        out = halve_boxes_numpy(centres, half, weights, times)
-        _Switch.spent += time.perf_counter() - start
-        return out
+        return _in_numpy(halve_boxes_numpy, centres, half, weights, times)
     m, n = centres.shape
     weights = np.ascontiguousarray(np.atleast_2d(weights), dtype=np.float64)
     children = np.empty((m << times, n))
     child_half = np.empty((m << times, n))
-    kernels[1](
+    kernels[3](
         np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64), weights,
         times, children, child_half,
     )  # fmt: skip
@@ -126,11 +116,12 @@ def halve_boxes(
 
 
 @functools.cache
-def _kernels() -> tuple[Any, Any]:
+def _kernels() -> tuple[Any, Any, Any, Any]:
+    """The compiled poses, position bounds, orientation bounds and halving."""
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
     compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
-    return compile_(_boxes), compile_(_halves)
+    return compile_(_poses), compile_(_position), compile_(_orientation), compile_(_halves)
 
 
 def _halves(centres, half, weights, times, children, child_half):
@@ -162,89 +153,64 @@ def _halves(centres, half, weights, times, children, child_half):
                 child_half[row, i] = h[i]
 
 
-def _boxes(rot_steps, trans_steps, centres, half, gpos, gaxes, slack, theta, direction, length, near_pos, near_angle,
-           rot_weight, excess, weights):  # fmt: skip
-    """Fills ``excess`` and ``weights``; returns whether a box centre is near the goal (compiled by numba: plain
-    loops over the boxes, joints and coordinates)."""
+def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
+    """Per box centre: the TCP's position ``tcp`` (M, 3) and rotation ``rot`` (M, 3, 3), the joints' ``origins`` and
+    axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba)."""
     m, n = centres.shape
-    origins = np.empty((n, 3))
-    jaxes = np.empty((n, 3))
-    rot = np.empty((3, 3))
     turned = np.empty((3, 3))
-    nxt = np.empty((3, 3))
-    pos = np.empty(3)
-    chord = np.empty(n)
-    rest = np.empty(n)
-    reach_tcp = np.empty(n)
-    reach_wrist = np.empty(n)
-    finite_slack = math.isfinite(slack)
-    cos_theta = math.cos(theta)
-    found = False
     for b in range(m):
-        # the chain's pose at the box's centre, one joint frame after the other
         for r in range(3):
-            pos[r] = trans_steps[0, r]
+            tcp[b, r] = trans_steps[0, r]
             for col in range(3):
-                rot[r, col] = rot_steps[0, r, col]
+                rot[b, r, col] = rot_steps[0, r, col]
         for k in range(n):
-            for r in range(3):
-                jaxes[k, r] = rot[r, 2]
-                origins[k, r] = pos[r]
             c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
             for r in range(3):
-                turned[r, 0] = c * rot[r, 0] + s * rot[r, 1]
-                turned[r, 1] = c * rot[r, 1] - s * rot[r, 0]
-                turned[r, 2] = rot[r, 2]
+                jaxes[b, k, r], origins[b, k, r] = rot[b, r, 2], tcp[b, r]
+                turned[r, 0] = c * rot[b, r, 0] + s * rot[b, r, 1]
+                turned[r, 1] = c * rot[b, r, 1] - s * rot[b, r, 0]
+                turned[r, 2] = rot[b, r, 2]
             for r in range(3):
-                pos[r] += (
-                    turned[r, 0] * trans_steps[k + 1, 0]
-                    + turned[r, 1] * trans_steps[k + 1, 1]
-                    + (turned[r, 2] * trans_steps[k + 1, 2])
-                )
                 for col in range(3):
-                    nxt[r, col] = (
+                    tcp[b, r] += turned[r, col] * trans_steps[k + 1, col]
+                    rot[b, r, col] = (
                         turned[r, 0] * rot_steps[k + 1, 0, col]
                         + turned[r, 1] * rot_steps[k + 1, 1, col]
                         + turned[r, 2] * rot_steps[k + 1, 2, col]
                     )
-            for r in range(3):
-                for col in range(3):
-                    rot[r, col] = nxt[r, col]
-        # the miss and the TCP's axes (rot's columns) against the goal's
-        dx, dy, dz = pos[0] - gpos[0], pos[1] - gpos[1], pos[2] - gpos[2]
+
+
+def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, rot_weight, excess, weights, rest):
+    """Per box: ``excess`` by the position bounds (the sequential chords, first order plus ``rest``, the wrist's
+    cap), ``weights`` (the TCP's distance from each joint's axis plus ``rot_weight``) and ``rest`` (M, n), the
+    second-order rest per unit distance (compiled by numba)."""
+    m, n = half.shape
+    for b in range(m):
+        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        trace = 0.0
-        for k in range(3):
-            trace += rot[0, k] * gaxes[k, 0] + rot[1, k] * gaxes[k, 1] + rot[2, k] * gaxes[k, 2]
-        turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
-        if miss <= slack + near_pos and turn <= theta + near_angle:
-            found = True
-        # each joint: its distance from the TCP and from the wrist, the chord, the rest beyond first order
-        wx, wy, wz = origins[n - 1, 0], origins[n - 1, 1], origins[n - 1, 2]
         ux, uy, uz = dx / max(miss, 1e-300), dy / max(miss, 1e-300), dz / max(miss, 1e-300)
+        wx, wy, wz = origins[b, n - 1, 0], origins[b, n - 1, 1], origins[b, n - 1, 2]
         moves_tcp, moves_wrist, first, second, before = 0.0, 0.0, 0.0, 0.0, 0.0
         for i in range(n):
-            ax, ay, az = jaxes[i, 0], jaxes[i, 1], jaxes[i, 2]
-            px, py, pz = pos[0] - origins[i, 0], pos[1] - origins[i, 1], pos[2] - origins[i, 2]
+            ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
+            px, py, pz = tcp[b, 0] - origins[b, i, 0], tcp[b, 1] - origins[b, i, 1], tcp[b, 2] - origins[b, i, 2]
             along = px * ax + py * ay + pz * az
-            reach_tcp[i] = math.sqrt(max(px * px + py * py + pz * pz - along * along, 0.0))
-            qx, qy, qz = wx - origins[i, 0], wy - origins[i, 1], wz - origins[i, 2]
+            reach_tcp = math.sqrt(max(px * px + py * py + pz * pz - along * along, 0.0))
+            qx, qy, qz = wx - origins[b, i, 0], wy - origins[b, i, 1], wz - origins[b, i, 2]
             along = qx * ax + qy * ay + qz * az
-            reach_wrist[i] = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
+            reach_wrist = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
             h = half[b, i]
-            chord[i] = 2.0 * math.sin(h / 2.0)
-            rest[i] = (h - math.sin(h)) + chord[i] * chord[i] / 2.0 + chord[i] * before
+            chord = 2.0 * math.sin(h / 2.0)
+            rest[b, i] = (h - math.sin(h)) + chord * chord / 2.0 + chord * before
             before += h
-            moves_tcp += chord[i] * reach_tcp[i]
-            moves_wrist += chord[i] * reach_wrist[i]
-            # the TCP's velocity per radian of joint i (axis x (tcp - origin)) along the miss's direction
-            jx, jy, jz = ay * pz - az * py, az * px - ax * pz, ax * py - ay * px
+            moves_tcp += chord * reach_tcp
+            moves_wrist += chord * reach_wrist
+            jx, jy, jz = ay * pz - az * py, az * px - ax * pz, ax * py - ay * px  # the TCP's velocity per radian
             first += abs(jx * ux + jy * uy + jz * uz) * h
-            second += rest[i] * reach_tcp[i]
-            weights[b, i] = reach_tcp[i] + rot_weight
+            second += rest[b, i] * reach_tcp
+            weights[b, i] = reach_tcp + rot_weight
         out = max(miss - moves_tcp - slack, miss - first - second - slack)
-        if finite_slack:
-            # the wrist's distance from the cap {goal + length u: |u| = 1, angle(u, direction) <= theta}
+        if math.isfinite(slack):  # the wrist's distance from its cap {goal + length u, angle(u, direction) <= theta}
             yx, yy, yz = wx - gpos[0], wy - gpos[1], wz - gpos[2]
             cap = math.sqrt(yx * yx + yy * yy + yz * yz)
             if length > 0.0:
@@ -252,22 +218,39 @@ def _boxes(rot_steps, trans_steps, centres, half, gpos, gaxes, slack, theta, dir
                 beyond = max(math.acos(min(max(cos_a, -1.0), 1.0)) - theta, 0.0)
                 cap = math.sqrt(max(cap * cap + length * length - 2.0 * cap * length * math.cos(beyond), 0.0))
             out = max(out, cap - moves_wrist - slack)
-        if theta < math.pi:
-            off = turn - before > theta
-            for k in range(3):
-                if off:
-                    break
-                tx, ty, tz = rot[0, k], rot[1, k], rot[2, k]
-                gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-                top = tx * gx + ty * gy + tz * gz
-                cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
-                for i in range(n):
-                    ax, ay, az = jaxes[i, 0], jaxes[i, 1], jaxes[i, 2]
-                    cos_i = ax * tx + ay * ty + az * tz
-                    top += abs(ax * cx + ay * cy + az * cz) * half[b, i]
-                    top += rest[i] * math.sqrt(max(1.0 - cos_i * cos_i, 0.0))
-                off = top < cos_theta
-            if off:
-                out = math.inf
         excess[b] = out
+
+
+def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess):
+    """Per box: ``excess`` set to inf where the orientation bounds refuse it; returns whether a box centre is within
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
+    m, n = half.shape
+    found = False
+    for b in range(m):
+        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
+        trace, total = 0.0, 0.0
+        for k in range(3):
+            trace += rot[b, 0, k] * gaxes[k, 0] + rot[b, 1, k] * gaxes[k, 1] + rot[b, 2, k] * gaxes[k, 2]
+        for i in range(n):
+            total += half[b, i]
+        turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
+        if math.sqrt(dx * dx + dy * dy + dz * dz) <= slack + near_pos and turn <= theta + near_angle:
+            found = True
+        if theta >= math.pi:
+            continue
+        off = turn - total > theta
+        for k in range(3):
+            if off:
+                break
+            tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
+            gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
+            top = tx * gx + ty * gy + tz * gz
+            cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
+            for i in range(n):
+                ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
+                cos_i = ax * tx + ay * ty + az * tz
+                top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
+            off = top < math.cos(theta)
+        if off:
+            excess[b] = math.inf
     return found

@@ -10,10 +10,28 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["chain_frames", "halve_boxes_numpy", "measure_boxes_numpy"]
+__all__ = ["BoxGoal", "chain_frames", "halve_boxes_numpy", "measure_boxes_numpy"]
+
+
+@dataclass(frozen=True)
+class BoxGoal:
+    """What every box of a proof is measured against: the goal's position and axes (row k: axis k), the
+    tolerance's slacks (m, rad, rounding allowances included), where the last joint's origin must lie seen from the
+    goal (unit ``direction`` at ``length``), how close a box centre may come before the proof gives up (``near``:
+    m, rad), and the weight of a joint's turning of the TCP when choosing the side to cut (``rot_weight``, m/rad)."""
+
+    pos: np.ndarray
+    axes: np.ndarray
+    slack: float
+    theta: float
+    direction: np.ndarray
+    length: float
+    near: tuple[float, float]
+    rot_weight: float
 
 
 def chain_frames(
@@ -41,16 +59,11 @@ def chain_frames(
 
 
 def measure_boxes_numpy(
-    rotations: np.ndarray,
-    translations: np.ndarray,
-    centres: np.ndarray,
-    half: np.ndarray,
-    goal: tuple[np.ndarray, np.ndarray, float, float, np.ndarray, float],
-    near: tuple[float, float],
-    rot_weight: float,
+    steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, half: np.ndarray, goal: BoxGoal
 ) -> tuple[np.ndarray, bool, np.ndarray]:
     """:func:`.proof_kernel.measure_boxes` in numpy (the same arguments and results)."""
-    gpos, gaxes, slack, theta, direction, length = goal
+    rotations, translations = steps
+    gpos, gaxes, slack, theta, near = goal.pos, goal.axes, goal.slack, goal.theta, goal.near
     rot, tcp, axes, origins = chain_frames(rotations, translations, centres)
     wrist = origins[:, -1]
     miss = np.linalg.norm(tcp - gpos, axis=1)
@@ -72,9 +85,10 @@ def measure_boxes_numpy(
     if math.isfinite(slack):
         y = wrist - gpos
         cap = np.linalg.norm(y, axis=1)
-        if length > 0.0:
-            cos_a = np.clip((y @ direction) / np.maximum(cap, 1e-300), -1.0, 1.0)
+        if goal.length > 0.0:
+            cos_a = np.clip((y @ goal.direction) / np.maximum(cap, 1e-300), -1.0, 1.0)
             beyond = np.maximum(np.arccos(cos_a) - theta, 0.0)
+            length = goal.length
             cap = np.sqrt(np.maximum(cap**2 + length**2 - 2.0 * cap * length * np.cos(beyond), 0.0))
         excess = np.maximum(excess, cap - moves[:, 1] - slack)
     if theta < math.pi:
@@ -84,7 +98,7 @@ def measure_boxes_numpy(
         top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
         turned = (turn - half.sum(axis=1) > theta) | np.any(top < math.cos(theta), axis=1)
         excess = np.where(turned, math.inf, excess)
-    return excess, found, reach[:, 0] + rot_weight
+    return excess, found, reach[:, 0] + goal.rot_weight
 
 
 def halve_boxes_numpy(

@@ -45,7 +45,7 @@ import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
 from timor_core.search.proof_kernel import halve_boxes, measure_boxes
-from timor_core.search.proof_numpy import chain_frames
+from timor_core.search.proof_numpy import BoxGoal, chain_frames
 
 __all__ = [
     "BUDGET",
@@ -223,37 +223,24 @@ def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget:
     return None if proof is None else proof.boxes
 
 
-@dataclass(frozen=True)
-class _Goal:
-    """What every box of a proof is measured against: the goal and the tolerance's slacks."""
-
-    pos: np.ndarray
-    axes: np.ndarray  # row k: the goal's axis k
-    slack: float  # m (the tolerance's, plus EPS and the extra asked for)
-    theta: float  # rad
-    direction: np.ndarray  # where the last joint's origin must lie from the goal (unit), ...
-    length: float  # ... at this distance
-
-
 def _measure(
-    chain: PoseChain, goal: _Goal, centres: np.ndarray, half: np.ndarray
+    chain: PoseChain, goal: BoxGoal, centres: np.ndarray, half: np.ndarray
 ) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
     orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
     per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
     cut a box across next (the one its bound loses most on). The bounds of the module docstring, compiled
     (:func:`~.proof_kernel.measure_boxes`)."""
-    rotations, translations = chain.steps
-    target = (goal.pos, goal.axes, goal.slack, goal.theta, goal.direction, goal.length)
-    return measure_boxes(rotations, translations, centres, half, target, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
+    return measure_boxes(chain.steps, centres, half, goal)
 
 
-def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> _Goal:
+def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> BoxGoal:
     g = np.asarray(goal, dtype=float)
     length = float(np.linalg.norm(chain.offset))
     direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
     slack = position_slack(tolerance) + EPS + extra
-    return _Goal(g[:3, 3], g[:3, :3].T, slack, rotation_slack(tolerance) + ANGLE_EPS, direction, length)
+    theta = rotation_slack(tolerance) + ANGLE_EPS
+    return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
 
 
 def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.ndarray, half: np.ndarray) -> np.ndarray:
@@ -302,7 +289,7 @@ def pose_proof(
         centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
 
 
-def _widened(chain: PoseChain, goal: _Goal, tight: list, widen: float, budget: int) -> float:
+def _widened(chain: PoseChain, goal: BoxGoal, tight: list, widen: float, budget: int) -> float:
     """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
     boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
     measure gives if that is more."""
