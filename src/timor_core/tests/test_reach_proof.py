@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -274,3 +277,35 @@ def test_the_compiled_bounds_are_the_numpy_bounds(name, pick, seed, width, toler
     kids, kid_half = halve_boxes(centres, half, weights, 3)
     want_kids, want_half = halve_boxes_numpy(centres, half, weights, 3)
     assert np.allclose(kids, want_kids, rtol=0, atol=1e-12) and np.array_equal(kid_half, want_half)
+
+
+def test_without_numba_the_numpy_bounds_go_on():
+    """A platform without numba's wheels: once the rule would load the compiled bounds, the import fails, a warning
+    says so, and the proof goes on with the numpy bounds (the same numbers); asking for the compiled ones fails."""
+    code = textwrap.dedent(
+        """
+        import logging, sys
+        sys.modules["numba"] = None  # import numba raises ImportError
+        logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
+        import numpy as np
+        from timor_core.search import proof_kernel as pk
+        from timor_core.search.proof_numpy import BoxGoal, measure_boxes_numpy
+        pk.LOAD_AFTER = 0.0
+        steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
+        goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
+        centres, half = np.array([[0.1, 0.2], [1.0, -2.0]]), np.full((2, 2), 0.3)
+        for _ in range(2):
+            got = pk.measure_boxes(steps, centres, half, goal)
+        want = measure_boxes_numpy(steps, centres, half, goal)
+        print("same", np.array_equal(got[0], want[0]) and got[1] == want[1] and np.array_equal(got[2], want[2]))
+        pk.use_compiled(True)
+        try:
+            pk.measure_boxes(steps, centres, half, goal)
+        except ImportError:
+            print("forced: ImportError")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "numba is not available" in out.stdout and out.stdout.count("numba is not available") == 1, out.stdout
+    assert "same True" in out.stdout and "forced: ImportError" in out.stdout, out.stdout

@@ -14,6 +14,7 @@ the better choice's time). Importing timor_core never loads numba.
 from __future__ import annotations
 
 import functools
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -24,6 +25,8 @@ import numpy as np
 from timor_core.search.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 __all__ = ["LOAD_AFTER", "halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
+
+logger = logging.getLogger(__name__)
 
 LOAD_AFTER = 1.0  # s of numpy bounds in one process, then the compiled ones (~1.3 s to load)
 
@@ -52,11 +55,18 @@ def load_compiled() -> None:
 
 
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
-    """The compiled kernels if this process runs them (loading them if it is time), else None."""
+    """The compiled kernels if this process runs them (loading them if it is time), else None. Without a working
+    numba (a platform without its wheels) the numpy bounds go on, unless a test asked for the compiled ones."""
     if _Switch.forced is False:
         return None
     if _Switch.forced or _Switch.spent >= LOAD_AFTER or _kernels.cache_info().currsize:
-        return _kernels()
+        try:
+            return _kernels()
+        except ImportError as exc:
+            if _Switch.forced:
+                raise
+            logger.warning("numba is not available (%s): the reach proofs keep their numpy bounds", exc)
+            _Switch.forced = False
     return None
 
 
