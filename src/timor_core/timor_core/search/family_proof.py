@@ -16,7 +16,9 @@ refuses the boxes of every chain of its family within ``d < margin``, and that c
 :class:`FamilyProofs` keeps these certificates (translations and margin) per goal and family: an assembly within
 ``d < margin`` of a proven one is refused by a look-up, any other is proven (or not) on its own and, if proven,
 becomes a certificate. Sound whatever the order of the assemblies (property test in ``tests/test_family_proof.py``).
-A chain close to one whose proof was undecided can be left to the IK untried (``UNDECIDED_NEAR``; off by default).
+Every chain no certificate covers is proven: a chain near one whose proof was undecided used to be left to the IK
+untried, which saved proofs while they cost ~10 ms; compiled (~2 ms) a proof costs less than the failing IK run it
+spares (``obstacle_middle``: chains left to the IK 100 -> 50, the same optimum).
 """
 
 from __future__ import annotations
@@ -36,10 +38,6 @@ ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
 WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
-UNDECIDED_NEAR = 0.0  # m: no proof for a chain this close to one of its family a proof left undecided (speed only:
-# skipping a proof never refuses anything). 0: off. At 0.08 it saved proof CPU (more_goals -25 %) when proofs cost
-# ~10 ms; compiled (~2 ms) they are cheaper than the failing IK runs they spare: obstacle_middle's chains left to
-# the IK 100 -> 50, the same 28 at the task-aware IK, the same optimum
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 
 
@@ -181,14 +179,12 @@ class _Certificates:
 @dataclass(frozen=True)
 class Lesson:
     """What one :class:`FamilyProofs` learnt about a chain, for another's (each worker of a parallel search keeps
-    its own): a certificate (``margin``) for ``goal`` and the family ``rotations``, or (``undecided``) a chain no
-    proof decided."""
+    its own): a certificate (``margin``) for ``goal`` and the family ``rotations``."""
 
     goal: int
     rotations: tuple[bytes, ...]
     translations: np.ndarray
     margin: float
-    undecided: bool = False
 
 
 class FamilyProofs:
@@ -200,7 +196,6 @@ class FamilyProofs:
         self.segments = _Segments(placement)
         self.budget = int(budget)
         self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
-        self.undecided: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}  # chains no proof decided
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
 
@@ -219,16 +214,15 @@ class FamilyProofs:
         return out
 
     def learn(self, lessons: list[Lesson]) -> None:
-        """Take another's certificates and undecided chains as its own (sound: a certificate refuses what its
-        family member's proof would, whoever proved it)."""
+        """Take another's certificates as its own (sound: a certificate refuses what its family member's proof
+        would, whoever proved it)."""
         for lesson in lessons:
             if len(lesson.translations) != len(lesson.rotations):
                 continue
-            table = self.undecided if lesson.undecided else self.certificates
             key = (lesson.goal, lesson.rotations)
-            if key not in table:
-                table[key] = _Certificates(len(lesson.rotations))
-            table[key].add(lesson.translations, lesson.margin)
+            if key not in self.certificates:
+                self.certificates[key] = _Certificates(len(lesson.rotations))
+            self.certificates[key].add(lesson.translations, lesson.margin)
 
     def cut(self, assembly: Any) -> Cut | None:
         """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
@@ -243,30 +237,23 @@ class FamilyProofs:
             if certs.covers(cut.translations):
                 return Refusal(k, 0)
         for k, certs in enumerate(found):
-            near = self._certificates(k, cut, self.undecided)
-            if near.covers(cut.translations):  # a chain this close was left undecided: not worth a proof
-                continue
             goal, tolerance = self.goals[k]
             self.proofs += 1
             proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
-            if proof is None:
-                if UNDECIDED_NEAR > 0:
-                    self._add(near, k, cut, UNDECIDED_NEAR, undecided=True)
-            else:
+            if proof is not None:
                 if proof.margin > slack:
                     self._add(certs, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
         return None
 
-    def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float, undecided: bool = False) -> None:
+    def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
         certs.add(cut.translations, margin)
         if self.lessons is not None:
-            self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin, undecided))
+            self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin))
 
-    def _certificates(self, k: int, cut: Cut, table: dict | None = None) -> _Certificates:
-        table = self.certificates if table is None else table
+    def _certificates(self, k: int, cut: Cut) -> _Certificates:
         key = (k, cut.rotations)
-        certs = table.get(key)
+        certs = self.certificates.get(key)
         if certs is None:
-            certs = table[key] = _Certificates(cut.gaps)
+            certs = self.certificates[key] = _Certificates(cut.gaps)
         return certs

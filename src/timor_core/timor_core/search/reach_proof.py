@@ -229,8 +229,8 @@ def _measure(
     """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
     orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
     per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
-    cut a box across next (the one its bound loses most on). The bounds of the module docstring, compiled
-    (:func:`~.proof_kernel.measure_boxes`)."""
+    cut a box across next (the one its bound loses most on). The bounds of the module docstring
+    (:func:`~.proof_kernel.measure_boxes`: in numpy, then compiled)."""
     return measure_boxes(chain.steps, centres, half, goal)
 
 

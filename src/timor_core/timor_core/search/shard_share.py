@@ -7,8 +7,8 @@ family would not balance: one family can take a third of the work). Unshared, tw
 than one process (``more_goals``, 1,405 against 1,111 with the proofs of 2026-11-26 evening), and the 2-worker
 search was held to 1.6x; shared, 1-8 % more (benchmarks/README.md).
 
-Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains and chains a proof
-left undecided, :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds to the
+Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains,
+:class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds to the
 other shards' topics; each shard's worker client subscribes to its own, so the scheduler passes a batch straight
 on to the other workers (not through the search's client). Batches arrive on the worker's event loop and wait in a
 queue; the shard's thread adds them between two assemblies, so the tables are only ever changed by the thread
@@ -47,7 +47,7 @@ def encode(lessons: list[Lesson]) -> dict:
     rows = []
     for e in lessons:
         f = families.setdefault(e.rotations, len(families))
-        rows.append([e.goal, f, e.translations.ravel().tolist(), e.margin, e.undecided])
+        rows.append([e.goal, f, e.translations.ravel().tolist(), e.margin])
     return {"families": [list(r) for r in families], "lessons": rows}
 
 
@@ -55,9 +55,9 @@ def decode(batch: dict) -> list[Lesson]:
     """The inverse of :func:`encode`."""
     families = [tuple(bytes(r) for r in rotations) for rotations in batch["families"]]
     out = []
-    for goal, f, translations, margin, undecided in batch["lessons"]:
+    for goal, f, translations, margin in batch["lessons"]:
         t = np.asarray(translations, dtype=float).reshape(-1, 3)
-        out.append(Lesson(int(goal), families[f], t, float(margin), bool(undecided)))
+        out.append(Lesson(int(goal), families[f], t, float(margin)))
     return out
 
 
