@@ -290,7 +290,8 @@ def test_without_numba_the_numpy_bounds_go_on():
         import numpy as np
         from timor_core.search import proof_kernel as pk
         from timor_core.search.proof_numpy import BoxGoal, measure_boxes_numpy
-        pk.LOAD_AFTER = 0.0
+        from timor_core.common import compiled
+        compiled.LOAD_AFTER = 0.0
         steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
         goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
         centres, half = np.array([[0.1, 0.2], [1.0, -2.0]]), np.full((2, 2), 0.3)

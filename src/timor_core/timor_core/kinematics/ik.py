@@ -19,6 +19,7 @@ import pinocchio as pin
 
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
+from timor_core.kinematics import ik_kernel
 from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 from timor_core.kinematics.reach import position_slack
@@ -156,7 +157,7 @@ def solve_ik(
     q_init = robot.check_q(q_init) if q_init is not None else None
     free = free_joints(joint_mask, robot.dof, q_init)
     project = projector(tolerance, config.margin)
-    terms = project.lm_terms(desired)
+    terms, params = project.lm_terms(desired), project.lm_params(desired)
     checker = _checker(robot, task, check_self_collision is not False, margin)
     torque_limits = robot.torque_limits if check_static_torques else None
     gap = outside_workspace(robot, fid, desired, tolerance)
@@ -167,8 +168,8 @@ def solve_ik(
     found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
     for attempt in range(config.max_n_tries):
         progress.tries = attempt + 1
-        q = _try_start(robot, fid, terms, rng, config, q_init if attempt == 0 else None, free, q_init)
-        q, cost, T, used, cut = _descend(robot, fid, desired, project, q, free, config, terms)
+        q = _try_start(robot, fid, (terms, params), rng, config, q_init if attempt == 0 else None, free, q_init)
+        q, cost, T, used, cut = _descend(robot, fid, desired, project, q, free, config, (terms, params))
         progress.iterations += used
         if cost < progress.best_res:
             progress.best_q, progress.best_res = q.copy(), cost
@@ -224,11 +225,12 @@ def _checker(robot: PinRobot, task: Task | None, self_collision: bool, margin: f
 
 
 def _descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-             config: IKConfig, terms: Any) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
-    """One try from q by the configured method: (q, squared residual, TCP pose, iterations, cut short)."""
+             config: IKConfig, goal: tuple[Any, Any]) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+    """One try from q by the configured method: (q, squared residual, TCP pose, iterations, cut short); ``goal``:
+    the projector's ``lm_terms`` and ``lm_params`` of the desired pose."""
     if config.method == "scipy":
         return scipy_descend(robot, fid, desired, project, q, free, config)
-    return lm_descend(robot, fid, desired, project, q, free, config, terms)
+    return lm_descend(robot, fid, desired, project, q, free, config, *goal)
 
 
 def _unreachable(robot: PinRobot, gap: float, q_init: np.ndarray | None, rng: np.random.Generator) -> IKResult:
@@ -250,7 +252,7 @@ def _checked_pose(desired: Any) -> np.ndarray:
     return desired
 
 
-def _try_start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, config: IKConfig,
+def _try_start(robot: PinRobot, fid: int, goal: tuple[Any, Any], rng: np.random.Generator, config: IKConfig,
                first: np.ndarray | None, free: np.ndarray, q_init: np.ndarray | None) -> np.ndarray:  # fmt: skip
     """Where a try starts: ``first`` (q_init, on the first try) clipped to the limits, else a random start whose
     frozen joints (``free`` False) keep their ``q_init`` values."""
@@ -258,7 +260,7 @@ def _try_start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Genera
         model = robot.model
         return np.clip(np.asarray(first, dtype=float).reshape(robot.dof), model.lowerPositionLimit,
                        model.upperPositionLimit)  # fmt: skip
-    q = _start(robot, fid, terms, rng, config.start_candidates)
+    q = _start(robot, fid, goal, rng, config.start_candidates)
     if q_init is not None and not free.all():
         q[~free] = q_init[~free]
     return q
@@ -289,14 +291,19 @@ class _Plateau:
         )
 
 
-def _start(robot: PinRobot, fid: int, terms: Callable, rng: np.random.Generator, k: int) -> np.ndarray:
+def _start(robot: PinRobot, fid: int, goal: tuple[Any, Any], rng: np.random.Generator, k: int) -> np.ndarray:
     """A random start: of ``k`` random configurations (one draw) the one whose TCP is nearest the goal (weighted
-    residual, ``terms`` of the goal's projector)."""
+    residual; ``goal``: ``lm_terms`` and ``lm_params`` of the goal's projector)."""
     if k <= 1:
         return robot.random_configuration(rng)
     model, data = robot.model, robot.data
     fk, place = pin.forwardKinematics, pin.updateFramePlacement
     candidates = robot.random_configuration(rng, k)
+    terms, params = goal
+    chain = ik_kernel.kernel_chain(model, fid) if params is not None else None
+    jit = ik_kernel.ready() if chain is not None else None
+    if jit is not None and chain is not None:
+        return candidates[ik_kernel.start_index(jit, chain, candidates, params)].copy()
     best, best_cost = 0, math.inf
     for i, q in enumerate(candidates):
         fk(model, data, q)

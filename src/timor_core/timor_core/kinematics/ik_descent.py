@@ -3,6 +3,7 @@ pose error (Levenberg–Marquardt, the default) or by scipy's bounded least squa
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -10,7 +11,9 @@ import numpy as np
 import pinocchio as pin
 from scipy.linalg.lapack import dposv as _dposv
 
+from timor_core.common import compiled
 from timor_core.errors import InputError
+from timor_core.kinematics import ik_kernel
 
 __all__ = ["CONVERGED", "LWA", "free_joints", "lm_descend", "scipy_descend", "spd_solve"]
 
@@ -43,13 +46,16 @@ def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
 
 
 def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,
-                config: IKConfig, terms: Any = None) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
+                config: IKConfig, terms: Any = None,
+                params: np.ndarray | None = None) -> tuple[np.ndarray, float, np.ndarray, int, bool]:  # fmt: skip
     """One Levenberg–Marquardt descent from q: (q, squared residual, TCP pose, iterations, cut short by a limit).
 
     Written for few numpy operations per iteration (they, not Pinocchio, dominate the time of a 6x6 step): one
     Pinocchio call evaluates a trial step and gives its Jacobian; J J^T is reused while a step is refused; the
     joint-limit logic (:class:`_LimitGuard`) only runs while a joint sits at a limit. ``terms``:
-    ``project.lm_terms(desired)`` if the caller has it already.
+    ``project.lm_terms(desired)`` if the caller has it already, ``params`` its ``lm_params``. Once the process
+    runs compiled kernels (:mod:`timor_core.common.compiled`), a serial chain of revolute joints descends in
+    :mod:`.ik_kernel` (the same steps); the time of the interpreted loop counts towards loading them.
     """
     model, data = robot.model, robot.data
     if model.nv == 0:  # nothing to move (Pinocchio's Jacobians of an empty model crash): the pose is what it is
@@ -57,13 +63,39 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         T = pin.updateFramePlacement(model, data, fid).homogeneous
         r = project.weighted(desired, T)[0]
         return q, float(r @ r), T, 1, False
+    params = project.lm_params(desired) if params is None else params
+    chain = ik_kernel.kernel_chain(model, fid) if params is not None else None
+    if chain is not None:
+        jit = ik_kernel.ready()
+        if jit is not None:
+            crossable = _crossable(model, config.max_step)
+            return ik_kernel.descend(
+                jit, chain, params, q, model.lowerPositionLimit, model.upperPositionLimit,
+                np.zeros(model.nv, dtype=bool) if crossable is None else crossable, ~free, _settings(config),
+            )  # fmt: skip
     terms = project.lm_terms(desired) if terms is None else terms
     frozen = ~free if not free.all() else None
-    q, cost, iterations, cut, current = _lm_steps(model, data, fid, terms, frozen, q, config)
+    steps = _lm_steps if chain is None else functools.partial(compiled.charged, _lm_steps)
+    q, cost, iterations, cut, current = steps(model, data, fid, terms, frozen, q, config)
     if not current:  # data holds a refused trial: back to q
         pin.forwardKinematics(model, data, q)
         pin.updateFramePlacement(model, data, fid)
     return q, cost, data.oMf[fid].homogeneous, iterations, cut
+
+
+_SETTINGS: dict[int, tuple[Any, np.ndarray]] = {}
+
+
+def _settings(config: IKConfig) -> np.ndarray:
+    """The descent's settings as the compiled kernel takes them (kept per config: configs are immutable)."""
+    seen = _SETTINGS.get(id(config))
+    if seen is None or seen[0] is not config:
+        c = config
+        values = [c.max_iter, c.damping, c.max_step, c.stall_window, c.stall_ratio, c.limit_patience, c.limit_wraps]
+        if len(_SETTINGS) > 256:
+            _SETTINGS.clear()
+        seen = _SETTINGS[id(config)] = (config, np.array([*values, CONVERGED], dtype=float))
+    return seen[1]
 
 
 def _lm_steps(model: pin.Model, data: Any, fid: int, terms: Any, frozen: np.ndarray | None, q: np.ndarray,

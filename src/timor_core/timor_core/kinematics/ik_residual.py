@@ -135,6 +135,20 @@ class Projector:
 
         return general
 
+    def lm_params(self, desired: np.ndarray) -> np.ndarray | None:
+        """For one goal, what the compiled descents (:mod:`.ik_jit`) take for the residual of ``lm_terms`` (the
+        layout is in that module's docstring); None for goals they do not handle (only the interpreted loop)."""
+        if not self.sphere_cone and not (self.fast and not self.rot_box):
+            return None
+        out = np.zeros(26)
+        out[0:3], out[3:12] = desired[:3, 3], desired[:3, :3].reshape(9)
+        if not self.sphere_cone:
+            out[12:15], out[15:18], out[22] = self.box[0], self.box[1], 1.0
+        out[18:20] = self.sph if self.sph is not None else (-math.inf, math.inf)
+        out[20:22] = self.theta if self.theta is not None else (-math.inf, math.inf)
+        out[23], out[24], out[25] = self.sph is not None, self.theta is not None, ANGLE_WEIGHT
+        return out
+
     def _sphere_cone(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """r_sph and/or Theta_R only (most goals): the same residual as ``_fast``, computed in world axes (the
         distance and the angle do not depend on the frame) with a handful of operations."""

@@ -5,43 +5,24 @@ each level takes ~25 array calls on arrays that small, and the calls' overhead, 
 search on tasks like ``obstacle_middle`` (1,158 proofs). The same formulas, box by box in compiled loops, take the
 arithmetic's time: 600 of its proofs 7.8 -> 1.1 s of CPU, the same decisions, boxes and margins.
 
-Loading numba and these kernels (from numba's cache beside this file, compiled there on first use) costs a
-process ~1.3 s, more than a short search spends on all its proofs. So a process runs the numpy bounds until they
-have taken ``LOAD_AFTER`` seconds, then loads the compiled ones (the ski-rental rule: never more than about twice
-the better choice's time). Importing timor_core never loads numba.
+Loading numba costs a process ~1.3 s, more than a short search spends on all its proofs: the numpy bounds run
+until they (with the IK's interpreted descents) have taken a second, then the compiled ones are loaded
+(:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from timor_core.common import compiled
+from timor_core.common.compiled import use_compiled
 from timor_core.search.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
-__all__ = ["LOAD_AFTER", "halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
-
-logger = logging.getLogger(__name__)
-
-LOAD_AFTER = 1.0  # s of numpy bounds in one process, then the compiled ones (~1.3 s to load)
-
-
-class _Switch:
-    """Which bounds this process runs: the time spent in the numpy ones so far, and a test's choice."""
-
-    spent = 0.0
-    forced: bool | None = None
-
-
-def use_compiled(choice: bool | None) -> None:
-    """Run the compiled bounds (True) or the numpy ones (False) from now on, in this process; None: the rule of the
-    module docstring (for the tests that check both)."""
-    _Switch.forced = choice
+__all__ = ["halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
 
 
 def load_compiled() -> None:
@@ -55,28 +36,14 @@ def load_compiled() -> None:
 
 
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
-    """The compiled kernels if this process runs them (loading them if it is time), else None. Without a working
-    numba (a platform without its wheels) the numpy bounds go on, unless a test asked for the compiled ones."""
-    if _Switch.forced is False:
+    """The compiled kernels if this process runs them (loading them if it is time), else None."""
+    if not compiled.wanted():
         return None
-    if _Switch.forced or _Switch.spent >= LOAD_AFTER or _kernels.cache_info().currsize:
-        try:
-            return _kernels()
-        except ImportError as exc:
-            if _Switch.forced:
-                raise
-            logger.warning("numba is not available (%s): the reach proofs keep their numpy bounds", exc)
-            _Switch.forced = False
-    return None
-
-
-def _in_numpy(bounds: Callable[..., Any], *args: Any) -> Any:
-    """``bounds(*args)``, its time counted towards loading the compiled ones (``LOAD_AFTER``)."""
-    start = time.perf_counter()
     try:
-        return bounds(*args)
-    finally:
-        _Switch.spent += time.perf_counter() - start
+        return _kernels()
+    except ImportError as exc:
+        compiled.give_up(exc, "the reach proofs")
+    return None
 
 
 def measure_boxes(
@@ -89,7 +56,7 @@ def measure_boxes(
     ``goal.rot_weight``."""
     kernels = _compiled()
     if kernels is None:
-        return _in_numpy(measure_boxes_numpy, steps, centres, half, goal)
+        return compiled.charged(measure_boxes_numpy, steps, centres, half, goal)
     m, n = centres.shape
     tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
     excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
@@ -113,7 +80,7 @@ def halve_boxes(
     children of each box in turn, the first cut's lower half first."""
     kernels = _compiled()
     if kernels is None:
-        return _in_numpy(halve_boxes_numpy, centres, half, weights, times)
+        return compiled.charged(halve_boxes_numpy, centres, half, weights, times)
     m, n = centres.shape
     weights = np.ascontiguousarray(np.atleast_2d(weights), dtype=np.float64)
     children = np.empty((m << times, n))
@@ -131,7 +98,9 @@ def _kernels() -> tuple[Any, Any, Any, Any]:
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
     compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
-    return compile_(_poses), compile_(_position), compile_(_orientation), compile_(_halves)
+    kernels = compile_(_poses), compile_(_position), compile_(_orientation), compile_(_halves)
+    compiled.mark_loaded()
+    return kernels
 
 
 def _halves(centres, half, weights, times, children, child_half):

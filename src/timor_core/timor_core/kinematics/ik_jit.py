@@ -1,0 +1,383 @@
+"""The numba kernels of :mod:`.ik_kernel` (imported by it only once a process runs compiled kernels: importing this
+module imports numba and compiles, or loads from numba's cache, every kernel below).
+
+``params`` of a goal (:meth:`.ik_residual.Projector.lm_params`): [0:3] its position, [3:12] its rotation (row by
+row), [12:15] / [15:18] the x/y/z box's low / high bounds in its frame, [18:20] r_sph's and [20:22] Theta_R's
+bounds, [22] 0 for a sphere/cone goal (residual in world axes), 1 for a box/cone goal, [23] r_sph given,
+[24] Theta_R given, [25] the angle weight.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+_jit = numba.njit(cache=True, fastmath=False, nogil=True)
+_EPS = 2.220446049250313e-16
+_PREC = _EPS ** (1.0 / 3.0)  # Pinocchio's TaylorSeriesExpansion<double>::precision<2>()
+
+
+@_jit
+def forward(placements, kinds, axes, tool, moving, q, T, J, work):
+    """``T`` (4, 4) the frame's pose at ``q`` and ``J`` (6, n) its Jacobian in world axes at the frame's origin
+    (Pinocchio's LOCAL_WORLD_ALIGNED), one joint after the other; ``work`` (n, 2, 3) scratch: the joints' origins
+    and axes in the world."""
+    n = q.shape[0]
+    R, A, M = np.eye(3), np.empty((3, 3)), np.empty((3, 3))
+    p0, p1, p2 = 0.0, 0.0, 0.0
+    for k in range(moving):
+        P = placements[k]
+        n0 = p0 + R[0, 0] * P[0, 3] + R[0, 1] * P[1, 3] + R[0, 2] * P[2, 3]
+        n1 = p1 + R[1, 0] * P[0, 3] + R[1, 1] * P[1, 3] + R[1, 2] * P[2, 3]
+        n2 = p2 + R[2, 0] * P[0, 3] + R[2, 1] * P[1, 3] + R[2, 2] * P[2, 3]
+        p0, p1, p2 = n0, n1, n2
+        for r in range(3):
+            for c in range(3):
+                A[r, c] = R[r, 0] * P[0, c] + R[r, 1] * P[1, c] + R[r, 2] * P[2, c]
+        _joint_rotation(kinds[k], axes[k], q[k], M)
+        for r in range(3):
+            for c in range(3):
+                R[r, c] = A[r, 0] * M[0, c] + A[r, 1] * M[1, c] + A[r, 2] * M[2, c]
+            work[k, 1, r] = A[r, 0] * axes[k, 0] + A[r, 1] * axes[k, 1] + A[r, 2] * axes[k, 2]
+        work[k, 0, 0], work[k, 0, 1], work[k, 0, 2] = p0, p1, p2
+    T[0, 3] = p0 + R[0, 0] * tool[0, 3] + R[0, 1] * tool[1, 3] + R[0, 2] * tool[2, 3]
+    T[1, 3] = p1 + R[1, 0] * tool[0, 3] + R[1, 1] * tool[1, 3] + R[1, 2] * tool[2, 3]
+    T[2, 3] = p2 + R[2, 0] * tool[0, 3] + R[2, 1] * tool[1, 3] + R[2, 2] * tool[2, 3]
+    for r in range(3):
+        for c in range(3):
+            T[r, c] = R[r, 0] * tool[0, c] + R[r, 1] * tool[1, c] + R[r, 2] * tool[2, c]
+    T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
+    for k in range(n):
+        if k >= moving:
+            for r in range(6):
+                J[r, k] = 0.0
+            continue
+        wx, wy, wz = work[k, 1, 0], work[k, 1, 1], work[k, 1, 2]
+        dx, dy, dz = T[0, 3] - work[k, 0, 0], T[1, 3] - work[k, 0, 1], T[2, 3] - work[k, 0, 2]
+        J[0, k], J[1, k], J[2, k] = wy * dz - wz * dy, wz * dx - wx * dz, wx * dy - wy * dx
+        J[3, k], J[4, k], J[5, k] = wx, wy, wz
+
+
+@_jit
+def _joint_rotation(kind, axis, angle, M):
+    """``M`` the rotation of a revolute joint about its axis (x, y, z or ``axis``) by ``angle``, as Pinocchio's."""
+    c, s = math.cos(angle), math.sin(angle)
+    if kind == 2:
+        M[0, 0], M[0, 1], M[0, 2] = c, -s, 0.0
+        M[1, 0], M[1, 1], M[1, 2] = s, c, 0.0
+        M[2, 0], M[2, 1], M[2, 2] = 0.0, 0.0, 1.0
+    elif kind == 0:
+        M[0, 0], M[0, 1], M[0, 2] = 1.0, 0.0, 0.0
+        M[1, 0], M[1, 1], M[1, 2] = 0.0, c, -s
+        M[2, 0], M[2, 1], M[2, 2] = 0.0, s, c
+    elif kind == 1:
+        M[0, 0], M[0, 1], M[0, 2] = c, 0.0, s
+        M[1, 0], M[1, 1], M[1, 2] = 0.0, 1.0, 0.0
+        M[2, 0], M[2, 1], M[2, 2] = -s, 0.0, c
+    else:
+        x, y, z = axis[0], axis[1], axis[2]
+        t = 1.0 - c
+        M[0, 0], M[0, 1], M[0, 2] = c + t * x * x, t * x * y - s * z, t * x * z + s * y
+        M[1, 0], M[1, 1], M[1, 2] = t * x * y + s * z, c + t * y * y, t * y * z - s * x
+        M[2, 0], M[2, 1], M[2, 2] = t * x * z - s * y, t * y * z + s * x, c + t * z * z
+
+
+@_jit
+def log3(R, out):
+    """``out`` (3,) Pinocchio's log3 of the rotation ``R`` (its formulas: renormalised, the Taylor branch near 0,
+    the axis from the diagonal near pi)."""
+    Rn = np.empty((3, 3))  # Pinocchio's renormalize_rotation_matrix: columns 0, 1 normed, 2 = 0 x 1, 0 = 1 x 2
+    n0 = math.sqrt(R[0, 0] ** 2 + R[1, 0] ** 2 + R[2, 0] ** 2)
+    n1 = math.sqrt(R[0, 1] ** 2 + R[1, 1] ** 2 + R[2, 1] ** 2)
+    for r in range(3):
+        Rn[r, 0], Rn[r, 1] = R[r, 0] / n0, R[r, 1] / n1
+    Rn[0, 2] = Rn[1, 0] * Rn[2, 1] - Rn[2, 0] * Rn[1, 1]
+    Rn[1, 2] = Rn[2, 0] * Rn[0, 1] - Rn[0, 0] * Rn[2, 1]
+    Rn[2, 2] = Rn[0, 0] * Rn[1, 1] - Rn[1, 0] * Rn[0, 1]
+    Rn[0, 0] = Rn[1, 1] * Rn[2, 2] - Rn[2, 1] * Rn[1, 2]
+    Rn[1, 0] = Rn[2, 1] * Rn[0, 2] - Rn[0, 1] * Rn[2, 2]
+    Rn[2, 0] = Rn[0, 1] * Rn[1, 2] - Rn[1, 1] * Rn[0, 2]
+    tr = Rn[0, 0] + Rn[1, 1] + Rn[2, 2]
+    cos_value = (tr - 1.0) / 2.0
+    if cos_value < -1.0 + _PREC:
+        _log3_near_pi(Rn, tr, out)
+        return
+    acos_expansion = math.sqrt(2.0 * (1.0 - cos_value) + _EPS * _EPS)
+    if tr <= 3.0 - _PREC:
+        theta = math.acos(cos_value) if tr >= -1.0 + _PREC else math.pi - acos_expansion
+    else:
+        theta = acos_expansion
+    a0, a1, a2 = 0.5 * (Rn[2, 1] - Rn[1, 2]), 0.5 * (Rn[0, 2] - Rn[2, 0]), 0.5 * (Rn[1, 0] - Rn[0, 1])
+    sq = a0 * a0 + a1 * a1 + a2 * a2
+    t = theta / math.sin(theta) if theta >= _PREC else 1.0 + sq / 6.0 + sq * sq * 3.0 / 40.0
+    out[0], out[1], out[2] = t * a0, t * a1, t * a2
+
+
+@_jit
+def _log3_near_pi(Rn, tr, out):
+    """log3 of a rotation by nearly pi: the axis from the largest of ``2 R_ii - tr + 1`` (as Pinocchio)."""
+    v0, v1, v2 = 2.0 * Rn[0, 0] - tr + 1.0, 2.0 * Rn[1, 1] - tr + 1.0, 2.0 * Rn[2, 2] - tr + 1.0
+    if v0 >= v1:
+        i0, val = (0, v0) if v0 >= v2 else (2, v2)
+    else:
+        i0, val = (1, v1) if v1 >= v2 else (2, v2)
+    i1, i2 = (i0 + 1) % 3, (i0 + 2) % 3
+    s = math.sqrt(val + _EPS + _EPS * _EPS) * (1.0 if Rn[i2, i1] >= Rn[i1, i2] else -1.0)
+    axis = np.empty(3)
+    axis[i0] = s / 2.0
+    axis[i1] = 1.0 / (2.0 * s) * (Rn[i1, i0] + Rn[i0, i1])
+    axis[i2] = 1.0 / (2.0 * s) * (Rn[i2, i0] + Rn[i0, i2])
+    w = 1.0 / (2.0 * s) * (Rn[i2, i1] - Rn[i1, i2])
+    norm = math.sqrt(axis[0] ** 2 + axis[1] ** 2 + axis[2] ** 2)
+    angle = 2.0 * math.atan2(norm, w)
+    for k in range(3):
+        out[k] = angle * axis[k] / norm
+
+
+@_jit
+def terms(T, params, r, rot_work):
+    """The goal's weighted residual ``r`` (6,) at the pose ``T``; returns its squared norm and which of its six
+    components are non-zero (bit k: component k), as ``ik_residual``'s sphere_cone / box_cone closures."""
+    x, y, z = T[0, 3] - params[0], T[1, 3] - params[1], T[2, 3] - params[2]
+    box = params[22] != 0.0
+    factor = 0.0
+    if not box:
+        dist = math.sqrt(x * x + y * y + z * z)
+        s_lo, s_hi = params[18], params[19]
+        factor = 1.0 - s_hi / dist if dist > s_hi else (1.0 - s_lo / dist if 0.0 < dist < s_lo else 0.0)
+        x, y, z = x * factor, y * factor, z * factor
+    else:
+        x, y, z = _box_residual(x, y, z, params)
+    u = v = w = 0.0
+    if params[24] != 0.0:
+        for row in range(3):  # R R_d^T
+            for col in range(3):
+                rot_work[row, col] = T[row, 0] * params[3 + 3 * col] + T[row, 1] * params[4 + 3 * col] + \
+                    T[row, 2] * params[5 + 3 * col]  # fmt: skip
+        out = np.empty(3)
+        log3(rot_work, out)
+        u, v, w = out[0], out[1], out[2]
+        th = math.sqrt(u * u + v * v + w * w)
+        t_lo, t_hi = params[20], params[21]
+        target = t_hi if th > t_hi else (t_lo if th < t_lo else th)
+        k = (1.0 - target / th) * params[25] if th != target and th > 0.0 else 0.0
+        u, v, w = u * k, v * k, w * k
+    r[0], r[1], r[2], r[3], r[4], r[5] = x, y, z, u, v, w
+    cost = x * x + y * y + z * z + u * u + v * v + w * w
+    if box:
+        bits = (x != 0.0) | (y != 0.0) << 1 | (z != 0.0) << 2 | (u != 0.0) << 3 | (v != 0.0) << 4 | (w != 0.0) << 5
+    elif u != 0.0 or v != 0.0 or w != 0.0:
+        bits = 63 if factor != 0.0 else 56
+    else:
+        bits = 7 if factor != 0.0 else 0
+    return cost, bits
+
+
+@_jit
+def _box_residual(x, y, z, params):
+    """The position residual of a box goal (and r_sph with it) in world axes, from the error ``x, y, z``."""
+    a, b, c, d, e, f, g, h, i = params[3], params[4], params[5], params[6], params[7], params[8], params[9], \
+        params[10], params[11]  # fmt: skip
+    ex, ey, ez = a * x + d * y + g * z, b * x + e * y + h * z, c * x + f * y + i * z  # in the nominal frame
+    lx, ly, lz, hx, hy, hz = params[12], params[13], params[14], params[15], params[16], params[17]
+    bx = ex - lx if ex < lx else (ex - hx if ex > hx else 0.0)
+    by = ey - ly if ey < ly else (ey - hy if ey > hy else 0.0)
+    bz = ez - lz if ez < lz else (ez - hz if ez > hz else 0.0)
+    if params[23] != 0.0:
+        s_lo, s_hi = params[18], params[19]
+        rad = math.sqrt(ex * ex + ey * ey + ez * ez)
+        target = s_lo if rad < s_lo else (s_hi if rad > s_hi else rad)
+        if rad != target and rad > 0.0:  # per axis, the larger of the box's and the sphere's residual
+            k = 1.0 - target / rad
+            bx = ex * k if abs(ex * k) > abs(bx) else bx
+            by = ey * k if abs(ey * k) > abs(by) else by
+            bz = ez * k if abs(ez * k) > abs(bz) else bz
+    return a * bx + b * by + c * bz, d * bx + e * by + f * bz, g * bx + h * by + i * bz
+
+
+@_jit
+def _solve_step(J, JJt, lam, r, step):
+    """``step`` = J^T (J J^T + lam I)^-1 r, by Cholesky (as LAPACK's dposv; a general solve if it fails)."""
+    L = JJt.copy()
+    for k in range(6):
+        L[k, k] += lam
+    y = np.empty(6)
+    if not _cholesky_solve(L, r, y):
+        y = np.linalg.solve(JJt + lam * np.eye(6), r)
+    for j in range(J.shape[1]):
+        s = 0.0
+        for k in range(6):
+            s += J[k, j] * y[k]
+        step[j] = s
+
+
+@_jit
+def _cholesky_solve(L, b, y):
+    """``y`` = L^-1 b for the symmetric positive definite ``L`` (6, 6), factorised in place; False if it is not."""
+    for j in range(6):
+        d = L[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        L[j, j] = d
+        for i in range(j + 1, 6):
+            s = L[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            L[i, j] = s / d
+    for i in range(6):  # L z = b
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * y[k]
+        y[i] = s / L[i, i]
+    for i in range(5, -1, -1):  # L^T y = z
+        s = y[i]
+        for k in range(i + 1, 6):
+            s -= L[k, i] * y[k]
+        y[i] = s / L[i, i]
+    return True
+
+
+@_jit
+def linearize(chain, q, params, frozen, T, r, J, JJt, scratch):
+    """At ``q``: the pose ``T``, the residual ``r``, the weighted Jacobian ``J`` with the frozen joints' columns
+    zero, and J J^T; returns the squared residual."""
+    placements, kinds, axes, tool, moving, work, rot_work = chain[0], chain[1], chain[2], chain[3], chain[4], \
+        scratch[0], scratch[1]  # fmt: skip
+    forward(placements, kinds, axes, tool, moving, q, T, J, work)
+    cost, bits = terms(T, params, r, rot_work)
+    _weigh(J, bits, params[25], frozen)
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for k in range(J.shape[1]):
+                s += J[a, k] * J[b, k]
+            JJt[a, b] = s
+    return cost
+
+
+@_jit
+def _weigh(J, bits, angle_weight, frozen):
+    """Rows of the residual's zero components zero, the angle rows weighted, the frozen joints' columns zero."""
+    for a in range(6):
+        weight = (1.0 if a < 3 else angle_weight) if (bits >> a) & 1 else 0.0
+        for k in range(J.shape[1]):
+            J[a, k] = 0.0 if frozen[k] else J[a, k] * weight
+
+
+@_jit
+def descend(chain, lo, hi, crossable, frozen, q0, params, settings, q_out, T_out):
+    """One descent from ``q0`` (``ik_descent._lm_steps``'s steps): ``q_out`` and its pose ``T_out``; returns (squared
+    residual, iterations, cut short by a limit). ``settings``: max_iter, damping, max_step, stall_window, stall_ratio,
+    limit_patience, limit_wraps, the squared residual taken as zero."""
+    n = q0.shape[0]
+    max_iter, lam, max_step, stall_window = int(settings[0]), settings[1], settings[2], int(settings[3])
+    stall_ratio, patience, converged = settings[4], int(settings[5]), settings[7]
+    wraps = int(settings[6]) if crossable.any() else 0
+    scratch = (np.empty((n, 2, 3)), np.empty((3, 3)))
+    q, T, r, J, JJt = q0.copy(), T_out, np.empty(6), np.empty((6, n)), np.empty((6, 6))
+    qt, Tt, rt, Jt, JJtt = np.empty(n), np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((6, 6))
+    step = np.empty(n)
+    cost = linearize(chain, q, params, frozen, T, r, J, JJt, scratch)
+    at_limit = _at_limit(q, lo, hi)
+    stall_ref, stall_count, iterations, blocked_steps, cut = cost, 0, 0, 0, False
+    for _ in range(max_iter):
+        iterations += 1
+        if cost <= converged:
+            break
+        stall_count += 1
+        if stall_count == stall_window:  # too little progress: restart elsewhere
+            if cost > stall_ratio * stall_ref:
+                break
+            stall_ref, stall_count = cost, 0
+        _solve_step(J, JJt, lam, r, step)
+        if at_limit:
+            action, blocked_steps, wraps = _guard(q, step, J, lam, r, lo, hi, crossable, wraps, blocked_steps, patience)
+            if action == 2:  # the way to the goal leads through a limit: restart elsewhere
+                cut = True
+                break
+            if action == 1:  # crossed the narrow gap to a joint's other limit: start over from there
+                cost = linearize(chain, q, params, frozen, T, r, J, JJt, scratch)
+                lam, stall_ref, stall_count = settings[1], cost, 0
+                continue
+        big = 0.0
+        for k in range(n):
+            big = max(big, abs(step[k]))
+        scale = max_step / big if big > max_step else 1.0
+        clipped = False
+        for k in range(n):
+            new = q[k] - step[k] * scale if scale != 1.0 else q[k] - step[k]
+            qt[k] = min(max(new, lo[k]), hi[k])
+            clipped = clipped or qt[k] != new
+        cost_new = linearize(chain, qt, params, frozen, Tt, rt, Jt, JJtt, scratch)
+        if cost_new < cost:
+            q, qt, T, Tt, r, rt, J, Jt, JJt, JJtt = qt, q, Tt, T, rt, r, Jt, J, JJtt, JJt
+            cost = cost_new
+            at_limit = clipped or (at_limit and _at_limit(q, lo, hi))
+            if not at_limit:
+                blocked_steps = 0
+            lam = max(lam * 0.3, 1e-9)
+        else:
+            lam *= 10.0
+            if lam > 1e3:
+                break
+    q_out[:] = q
+    T_out[:, :] = T
+    return cost, iterations, cut
+
+
+@_jit
+def _at_limit(q, lo, hi):
+    for k in range(q.shape[0]):
+        if q[k] <= lo[k] or q[k] >= hi[k]:
+            return True
+    return False
+
+
+@_jit
+def _guard(q, step, J, lam, r, lo, hi, crossable, wraps, blocked_steps, patience):
+    """``ik_descent._LimitGuard.step`` in place: returns (0: take ``step``, 1: ``q`` moved across a joint's narrow
+    gap, 2: give up the try; blocked steps and wraps left)."""
+    n = q.shape[0]
+    blocked = np.zeros(n, dtype=np.bool_)
+    jump = False
+    for k in range(n):
+        blocked[k] = (q[k] <= lo[k] and step[k] > 0.0) or (q[k] >= hi[k] and step[k] < 0.0)
+        jump = jump or (wraps > 0 and blocked[k] and crossable[k])
+    if not blocked.any():
+        return 0, 0, wraps
+    if jump:  # cross the narrow gap to the joint's other limit
+        for k in range(n):
+            if blocked[k] and crossable[k]:
+                q[k] = lo[k] if q[k] >= hi[k] else hi[k]
+        return 1, 0, wraps - 1
+    blocked_steps += 1
+    if blocked_steps == patience:
+        return 2, blocked_steps, wraps
+    Jb = J.copy()
+    for k in range(n):
+        if blocked[k]:
+            for a in range(6):
+                Jb[a, k] = 0.0
+    JbJbt = Jb @ Jb.T
+    _solve_step(Jb, JbJbt, lam, r, step)
+    return 0, blocked_steps, wraps
+
+
+@_jit
+def best_start(chain, candidates, params):
+    """The index of the candidate configuration whose pose has the least squared residual (the first on a tie)."""
+    n = candidates.shape[1]
+    T, r, J = np.empty((4, 4)), np.empty(6), np.empty((6, n))
+    work, rot_work = np.empty((n, 2, 3)), np.empty((3, 3))
+    best, best_cost = 0, math.inf
+    for i in range(candidates.shape[0]):
+        forward(chain[0], chain[1], chain[2], chain[3], chain[4], candidates[i], T, J, work)
+        cost = terms(T, params, r, rot_work)[0]
+        if cost < best_cost:
+            best, best_cost = i, cost
+    return best
