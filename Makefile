@@ -44,7 +44,10 @@ $(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*)
 
 ros: $(ROS_STAMP)
 
+# numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
+# than inside a test
 test: $(STAMP) lint typecheck
+	$(PY) -c "from timor_core.search.proof_kernel import load_compiled; load_compiled()"
 	$(PY) -m pytest -q src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(PY) -m pytest -q src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
 

@@ -204,8 +204,11 @@ def _solve_step(J, JJt, lam, r, step):
     for k in range(6):
         L[k, k] += lam
     y = np.empty(6)
-    if not _cholesky_solve(L, r, y):
-        y = np.linalg.solve(JJt + lam * np.eye(6), r)
+    if not _cholesky_solve(L, r, y):  # not positive definite (rounding): Gaussian elimination
+        L = JJt.copy()
+        for k in range(6):
+            L[k, k] += lam
+        _gauss_solve(L, r, y)
     for j in range(J.shape[1]):
         s = 0.0
         for k in range(6):
@@ -243,6 +246,41 @@ def _cholesky_solve(L, b, y):
 
 
 @_jit
+def _gauss_solve(A, b, y):
+    """``y`` = A^-1 b by Gaussian elimination with partial pivoting (``A`` (6, 6) overwritten)."""
+    c = b.copy()
+    for j in range(6):
+        p = j
+        for i in range(j + 1, 6):
+            if abs(A[i, j]) > abs(A[p, j]):
+                p = i
+        for k in range(6):
+            A[j, k], A[p, k] = A[p, k], A[j, k]
+        c[j], c[p] = c[p], c[j]
+        for i in range(j + 1, 6):
+            f = A[i, j] / A[j, j]
+            for k in range(j, 6):
+                A[i, k] -= f * A[j, k]
+            c[i] -= f * c[j]
+    for i in range(5, -1, -1):
+        s = c[i]
+        for k in range(i + 1, 6):
+            s -= A[i, k] * y[k]
+        y[i] = s / A[i, i]
+
+
+@_jit
+def _gram(J, JJt):
+    """``JJt`` = J J^T (6, 6)."""
+    for a in range(6):
+        for b in range(6):
+            s = 0.0
+            for k in range(J.shape[1]):
+                s += J[a, k] * J[b, k]
+            JJt[a, b] = s
+
+
+@_jit
 def linearize(chain, q, params, frozen, T, r, J, JJt, scratch):
     """At ``q``: the pose ``T``, the residual ``r``, the weighted Jacobian ``J`` with the frozen joints' columns
     zero, and J J^T; returns the squared residual."""
@@ -251,12 +289,7 @@ def linearize(chain, q, params, frozen, T, r, J, JJt, scratch):
     forward(placements, kinds, axes, tool, moving, q, T, J, work)
     cost, bits = terms(T, params, r, rot_work)
     _weigh(J, bits, params[25], frozen)
-    for a in range(6):
-        for b in range(6):
-            s = 0.0
-            for k in range(J.shape[1]):
-                s += J[a, k] * J[b, k]
-            JJt[a, b] = s
+    _gram(J, JJt)
     return cost
 
 
@@ -363,7 +396,8 @@ def _guard(q, step, J, lam, r, lo, hi, crossable, wraps, blocked_steps, patience
         if blocked[k]:
             for a in range(6):
                 Jb[a, k] = 0.0
-    JbJbt = Jb @ Jb.T
+    JbJbt = np.empty((6, 6))
+    _gram(Jb, JbJbt)
     _solve_step(Jb, JbJbt, lam, r, step)
     return 0, blocked_steps, wraps
 

@@ -20,14 +20,16 @@ import numpy as np
 
 from timor_core.common import compiled
 from timor_core.common.compiled import use_compiled
+from timor_core.kinematics import ik_kernel
 from timor_core.search.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 __all__ = ["halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
 
 
 def load_compiled() -> None:
-    """Load numba and the compiled bounds now (~1.3 s), so that this process runs them from its first proof: for
-    long-lived workers (a Dask cluster's) that will run many searches."""
+    """Load numba, the compiled bounds and the IK's compiled descents now (~1.5 s), so that this process runs them
+    from its first proof: for long-lived workers (a Dask cluster's) that will run many searches."""
+    ik_kernel.load()  # and the IK's compiled descents
     _kernels()  # from now on this process runs the compiled bounds; a first call of each loads its machine code
     centres, half = np.zeros((1, 1)), np.ones((1, 1))
     goal = BoxGoal(np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0, (0.0, 0.0), 0.0)
