@@ -5,6 +5,7 @@ closures', and whole IK calls agree (same success; the same q up to near ties) o
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 import textwrap
@@ -197,7 +198,32 @@ def test_without_numba_the_interpreted_descent_goes_on():
             print("forced: ImportError")
         """
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "TIMOR_COMPILED"}  # the rule, not the suite's choice
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("numba is not available") == 1, out.stdout
     assert "solved True" in out.stdout and "forced: ImportError" in out.stdout, out.stdout
+
+
+def test_a_search_with_compiled_kernels_finds_what_the_interpreted_one_finds():
+    """The constrained search on a task with an obstacle (its task-aware IK fails on arms the pillar blocks), once
+    with the interpreted kernels and once with the compiled ones: the same optimum, evaluations and verdicts."""
+    from timor_core.search import ExhaustiveSearch
+    from timor_core.search.space import SerialSpace, SpaceOptions
+    from timor_core.task import Task
+
+    db = ModulesDB.from_name("robco_like")
+    task = Task.from_json_file(Path(__file__).parent / "data" / "exp2_tasks" / "obstacle_middle.json")
+    options = SpaceOptions(dof_min=3, dof_max=5, first_is_joint=True, modules=("J", "L_100", "L_150", "L_250"),
+                           max_links_between_joints=1, max_links_after_last_joint=1)  # fmt: skip
+    results = []
+    for mode in (False, True):
+        compiled.use_compiled(mode)
+        search = ExhaustiveSearch(SerialSpace(db, options), workers=1, order="cost", progress=False)
+        results.append(search.optimize(task, db))
+    slow, fast = results
+    assert slow.found and slow.funnel.failed("ik_task") > 0  # the obstacle refused arms after their kinematic IK
+    assert (fast.best_ids, fast.best_cost, fast.evaluations) == (slow.best_ids, slow.best_cost, slow.evaluations)
+    counts = [[{k: v for k, v in row.items() if k != "time"} for row in r.funnel.rows()] for r in (slow, fast)]
+    assert counts[0] == counts[1]
+    assert {g: r.success for g, r in fast.best_goals.items()} == {g: r.success for g, r in slow.best_goals.items()}

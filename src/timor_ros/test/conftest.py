@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+# the nodes and every other process run the interpreted kernels: the same results as the tests compute in-process
+# (timor_core.common.compiled)
+os.environ["TIMOR_COMPILED"] = "0"
+
 pytest.importorskip("rclpy", reason="rclpy is not installed (scripts/setup_ros.sh)")
 pytest.importorskip("timor_interfaces.srv", reason="timor_interfaces is not built (scripts/setup_ros.sh)")
 pytest.importorskip("timor_ros", reason="timor_ros is not installed (scripts/setup_ros.sh)")

@@ -5,42 +5,63 @@ process ~1-1.5 s: more than a short search or a few IK calls spend in the interp
 process runs the interpreted versions until they have taken ``LOAD_AFTER`` seconds together, then loads the
 compiled ones (the ski-rental rule: never more than about twice the better choice's time). Importing timor_core
 never loads numba; without a working numba the interpreted versions go on, with one warning.
+
+Both give the same answers to rounding: an IK descent may take another path where a step's acceptance is a near
+tie, so a solution's q can differ in its last digits, rarely more, between a process that runs the compiled kernels
+and one that does not. Where that matters (results compared across processes, as the test suite does), the
+environment variable ``TIMOR_COMPILED`` fixes the choice for every process that inherits it: ``1`` always compiled
+(loaded on first use), ``0`` never; unset, the rule above.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LOAD_AFTER", "charged", "give_up", "mark_loaded", "use_compiled", "wanted"]
+__all__ = ["ENVIRONMENT", "LOAD_AFTER", "charged", "give_up", "mark_loaded", "use_compiled", "wanted"]
 
 logger = logging.getLogger(__name__)
 
 LOAD_AFTER = 1.0
 """Seconds of interpreted kernels in one process, then the compiled ones."""
+ENVIRONMENT = "TIMOR_COMPILED"
+"""``1``: always the compiled kernels, ``0``: never; unset: the rule of the module docstring."""
+_UNREAD = object()
 
 
 class _State:
-    """The time spent in interpreted kernels so far, a test's choice, and whether numba failed to load."""
+    """The time spent in interpreted kernels so far, the choice made (None: the rule), whether numba is loaded."""
 
     spent = 0.0
-    forced: bool | None = None
+    forced: object = _UNREAD
     loaded = False
 
 
 def use_compiled(choice: bool | None) -> None:
-    """Run the compiled kernels (True) or the interpreted ones (False) from now on, in this process; None: the rule
-    of the module docstring (for the tests that check both)."""
-    _State.forced = choice
+    """Run the compiled kernels (True) or the interpreted ones (False) from now on, in this process; None: back to
+    the process's default (``TIMOR_COMPILED``, else the rule; for the tests that check both)."""
+    _State.forced = _from_environment() if choice is None else bool(choice)
 
 
 def wanted() -> bool:
     """Whether a kernel's caller should run (and, the first time, load) the compiled version now."""
-    if _State.forced is not None:
-        return _State.forced
+    forced = _State.forced
+    if forced is _UNREAD:
+        forced = _State.forced = _from_environment()
+    if forced is not None:
+        return bool(forced)
     return _State.loaded or _State.spent >= LOAD_AFTER
+
+
+def _from_environment() -> bool | None:
+    value = os.environ.get(ENVIRONMENT, "").strip()
+    if value in ("", "0", "1"):
+        return None if not value else value == "1"
+    logger.warning("%s=%r is neither 0 nor 1: the compiled kernels load by the rule", ENVIRONMENT, value)
+    return None
 
 
 def mark_loaded() -> None:
@@ -51,7 +72,7 @@ def mark_loaded() -> None:
 def give_up(exc: Exception, what: str) -> None:
     """numba could not be loaded: the interpreted kernels go on (one warning), unless a test asked for the
     compiled ones (then ``exc`` is raised)."""
-    if _State.forced:
+    if _State.forced is True:
         raise exc
     logger.warning("numba is not available (%s): %s keep their interpreted version", exc, what)
     _State.forced = False
