@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 import uuid
+from unittest import mock
 
 import pytest
 from conftest import same_best  # noqa: E402
@@ -21,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
 
-from timor_core.search import ExhaustiveSearch, paper_exp2_space
-from timor_core.search.cost_order import by_cost, by_cost_indexed, shard_of
+from timor_core.search import ExhaustiveSearch, cost_order, paper_exp2_space
+from timor_core.search.cost_order import by_cost, by_cost_indexed
 from timor_core.search.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
 from timor_core.search.evaluate import DBRef, TaskRef
 from timor_core.search.parallel import WorkerSpec
@@ -32,18 +33,34 @@ from timor_core.search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
 # -- without a cluster ----------------------------------------------------------------------------------------
 
 
-@settings(max_examples=25, deadline=None)
-@given(k=st.integers(1, 5), start=st.integers(0, 40), length=st.integers(0, 60))
-def test_the_shards_interleave_to_the_whole_cost_order(space, k, start, length):  # noqa: F811
+@settings(max_examples=40, deadline=None)
+@given(
+    k=st.integers(1, 5),
+    start=st.integers(0, 40),
+    length=st.integers(0, 60),
+    prefixes=st.sampled_from([1, 2, 5, cost_order.SPLIT_PREFIXES]),
+)
+def test_the_shards_interleave_to_the_whole_cost_order(space, k, start, length, prefixes):  # noqa: F811
     """Every position is in exactly one shard, and merging the shards' streams by (cost, position) gives the whole
-    stream: what the in-process search walks."""
+    stream: what the in-process search walks. ``prefixes`` moves the split (the length of the module sequences
+    whose subtrees the shards own) from the first modules to beyond the longest chain (each position by itself)."""
     stop = min(len(space), start + length)
     whole = list(by_cost_indexed(space, "mass", start, stop))
-    shards = [list(by_cost_indexed(space, "mass", start, stop, shard=(r, k))) for r in range(k)]
+    with mock.patch.object(cost_order, "SPLIT_PREFIXES", prefixes):
+        shards = [list(by_cost_indexed(space, "mass", start, stop, shard=(r, k))) for r in range(k)]
     assert sorted(i for s in shards for _, i, _ in s) == list(range(start, stop)) if start < stop else True
-    assert all(shard_of(i, k) == r for r, s in enumerate(shards) for _, i, _ in s)
     assert list(heapq.merge(*shards)) == whole
     assert [(p, ids) for p, _, ids in whole] == [(p, tuple(ids)) for p, ids in by_cost(space, "mass", start, stop)]
+
+
+def test_a_shard_walks_only_its_subtrees(space):  # noqa: F811
+    """With the split within the chains, a shard's positions come in runs (whole subtrees), not one by one."""
+    trans = space._auto.trans
+    with mock.patch.object(cost_order, "SPLIT_PREFIXES", 2):
+        depth = cost_order.split_depth(trans, 2)
+        first = sorted(i for _, i, _ in by_cost_indexed(space, "mass", shard=(0, 2)))
+    runs = 1 + sum(b != a + 1 for a, b in zip(first, first[1:]))
+    assert depth >= 1 and 0 < len(first) < len(space) and runs < len(first) / 2
 
 
 @given(

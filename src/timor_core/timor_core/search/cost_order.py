@@ -32,12 +32,11 @@ from timor_core.search.space import SerialSpace, post_order
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost
 
-__all__ = ["by_cost", "by_cost_indexed", "shard_of", "additive_values"]
+__all__ = ["SPLIT_PREFIXES", "additive_values", "by_cost", "by_cost_indexed", "shard_of", "split_depth"]
 
 logger = logging.getLogger(__name__)
 
 _EPS = 2.0**-52
-_Keep = Callable[[int], bool] | None  # which space positions a shard keeps (None: all)
 _Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
 
 
@@ -97,16 +96,48 @@ def by_cost_indexed(
     stop = space.count if stop is None else min(stop, space.count)
     if start >= stop:
         return iter(())
-    keep = None if shard is None or shard[1] <= 1 else (lambda i, r=shard[0], k=shard[1]: shard_of(i, k) == r)
+    sharded = shard is not None and shard[1] > 1
     values = additive_values(space.db, cost_function)
     if values is None:
+        keep = (lambda i, r=shard[0], k=shard[1]: shard_of(i, k) == r) if sharded else None  # type: ignore[index]
         return _passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)), keep)
-    return _best_first(space, cost_function, values, start, stop, keep)
+    return _best_first(space, cost_function, values, start, stop, shard if sharded else None)
+
+
+SPLIT_PREFIXES = 512
+"""A sharded walk splits the space into the subtrees below its first module sequences of one length: the least
+length with at least this many sequences per shard (so that a subtree is small against a shard's work)."""
+
+
+def split_depth(trans: Any, shards: int) -> int:
+    """The length of the module sequences whose subtrees a sharded walk hands out (:data:`SPLIT_PREFIXES`)."""
+    level, depth = {1: 1}, 0  # state -> how many sequences of this length end in it
+    while level and depth < 256:
+        depth += 1
+        following: dict[int, int] = {}
+        total = 0
+        for s, paths in level.items():
+            for _, b in trans[s]:
+                total += paths
+                if b != 0:
+                    following[b] = following.get(b, 0) + paths
+        if total >= SPLIT_PREFIXES * shards:
+            return depth
+        level = following
+    return depth
 
 
 def _best_first(
-    space: SerialSpace, cost: CostFunction, values: dict[str, Fraction], start: int, stop: int, keep: _Keep
+    space: SerialSpace,
+    cost: CostFunction,
+    values: dict[str, Fraction],
+    start: int,
+    stop: int,
+    shard: tuple[int, int] | None,
 ) -> Iterator[_Ranked]:
+    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees are walked, those below
+    the module sequences of length :func:`split_depth` whose first position :func:`shard_of` gives to r (and the
+    shorter chains it gives to r): a shard walks its part of the space, not the whole of it."""
     auto = space._auto  # the compiled space (as AssemblyIterator reads it)
     trans, counts, cum = auto.trans, auto.counts, auto.cum
     scale = 1
@@ -126,17 +157,19 @@ def _best_first(
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth[1] + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
-    # frontier entries: (key, first index, state, prefix value, prefix ids as a linked list (m, rest))
-    frontier: list[tuple] = [(cheapest[1], 0, 1, 0, None)]
+    mine, shards = shard if shard is not None else (0, 1)
+    split = split_depth(trans, shards) if shards > 1 else 0
+    # frontier entries: (key, first index, state, prefix value, prefix ids as a linked list (m, rest), length)
+    frontier: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0)]
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
     while frontier or ready:
         while frontier:  # release what nothing left can undercut
             key, first = frontier[0][0], frontier[0][1]
             if ready and (ready[0][0], ready[0][1]) < (key / scale - slack, first if exact else -1):
                 break
-            key, first, s, value, link = heapq.heappop(frontier)
+            key, first, s, value, link, length = heapq.heappop(frontier)
             if s == 0:
-                if keep is not None and not keep(first):
+                if length < split and shard_of(first, shards) != mine:  # a chain shorter than the split: its own shard
                     continue
                 ids: list[str] = []
                 while link is not None:
@@ -154,12 +187,12 @@ def _best_first(
             for k, (m, b) in enumerate(trans[s]):
                 lo = first + offsets[k]
                 hi = lo + counts[b]
-                if hi <= start or lo >= stop:
+                if hi <= start or lo >= stop or (length + 1 == split and shard_of(lo, shards) != mine):
                     continue
                 v = value + unit[m]
                 c = cheapest[b]
                 assert c is not None
-                heapq.heappush(frontier, (v + c, lo, b, v, (m, link)))
+                heapq.heappush(frontier, (v + c, lo, b, v, (m, link), length + 1))
         if ready:
             yield heapq.heappop(ready)
 
