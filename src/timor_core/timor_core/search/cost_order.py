@@ -105,8 +105,8 @@ def by_cost_indexed(
 
 
 SPLIT_PREFIXES = 512
-"""A sharded walk splits the space into the subtrees below its first module sequences of one length: the least
-length with at least this many sequences per shard (so that a subtree is small against a shard's work)."""
+"""A sharded walk deals out the subtrees below its module sequences of one length: the least length with at least
+this many sequences per shard (so that a subtree is small against a shard's work)."""
 
 
 def split_depth(trans: Any, shards: int) -> int:
@@ -135,9 +135,12 @@ def _best_first(
     stop: int,
     shard: tuple[int, int] | None,
 ) -> Iterator[_Ranked]:
-    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees are walked, those below
-    the module sequences of length :func:`split_depth` whose first position :func:`shard_of` gives to r (and the
-    shorter chains it gives to r): a shard walks its part of the space, not the whole of it."""
+    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees are walked, a shard walks
+    its part of the space, not the whole of it. The subtrees are those below the module sequences of length
+    :func:`split_depth` (and the shorter complete chains), dealt out as the walk reaches them, by :func:`shard_of`
+    of their number: every shard walks the shorter sequences in the same order (by key), so each deals the same
+    way, and neighbours in the cost order (alike in cost, family and verdict: in the work they take) spread over
+    the shards (in turn, siblings of one kind would all go to one shard)."""
     auto = space._auto  # the compiled space (as AssemblyIterator reads it)
     trans, counts, cum = auto.trans, auto.counts, auto.cum
     scale = 1
@@ -159,6 +162,7 @@ def _best_first(
     db = space.db
     mine, shards = shard if shard is not None else (0, 1)
     split = split_depth(trans, shards) if shards > 1 else 0
+    dealt = 0  # subtrees (and shorter chains) dealt out so far
     # frontier entries: (key, first index, state, prefix value, prefix ids as a linked list (m, rest), length)
     frontier: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0)]
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
@@ -169,8 +173,6 @@ def _best_first(
                 break
             key, first, s, value, link, length = heapq.heappop(frontier)
             if s == 0:
-                if length < split and shard_of(first, shards) != mine:  # a chain shorter than the split: its own shard
-                    continue
                 ids: list[str] = []
                 while link is not None:
                     ids.append(link[0])
@@ -187,8 +189,12 @@ def _best_first(
             for k, (m, b) in enumerate(trans[s]):
                 lo = first + offsets[k]
                 hi = lo + counts[b]
-                if hi <= start or lo >= stop or (length + 1 == split and shard_of(lo, shards) != mine):
+                if hi <= start or lo >= stop:
                     continue
+                if length < split and (length + 1 == split or b == 0):  # a subtree (or a chain) to deal out
+                    dealt += 1
+                    if shard_of(dealt, shards) != mine:
+                        continue
                 v = value + unit[m]
                 c = cheapest[b]
                 assert c is not None
