@@ -1,7 +1,8 @@
 """One shard of a cost-ordered search, walked and evaluated inside a Dask worker (:mod:`.shards` starts them).
 
-The space's positions are split into ``k`` shards by :func:`~.cost_order.shard_of`; a worker streams its shard
-cheapest first itself (:func:`~.cost_order.by_cost_indexed`, bounded memory) and evaluates it, so nothing but a
+The space is split into ``k`` shards, each a share of the subtrees below the module sequences of one length
+(:func:`~.cost_order.split_depth`); a worker walks its shard cheapest first itself
+(:func:`~.cost_order.by_cost_indexed`, bounded memory; not the rest of the space) and evaluates it, so nothing but a
 handful of messages passes through the client. The order is ``(cost, position)``, the in-process search's, and
 a shard stops at its first valid assembly (its own optimum), or when its next candidate does not come before the
 best ``(cost, position)`` found by any shard (broadcast to every worker, :mod:`.dask_worker`), or when the user's
