@@ -5,8 +5,8 @@ each level takes ~25 array calls on arrays that small, and the calls' overhead, 
 search on tasks like ``obstacle_middle`` (1,158 proofs). The same formulas, box by box in compiled loops, take the
 arithmetic's time: 600 of its proofs 7.8 -> 1.1 s of CPU, the same decisions, boxes and margins.
 
-Loading numba costs a process ~1.3 s, more than a short search spends on all its proofs: the numpy bounds run
-until they (with the IK's interpreted descents) have taken a second, then the compiled ones are loaded
+Loading numba and the kernels costs a process ~0.5 s, more than a short search spends on all its proofs: the numpy
+bounds run until they (with the IK's interpreted descents) have taken half a second, then the compiled ones load
 (:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba.
 """
 

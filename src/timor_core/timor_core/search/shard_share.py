@@ -3,9 +3,9 @@
 Why: much of a cost-ordered search on tasks other than the user study is the family filter's proofs
 (:mod:`.family_proof`), and a proof made in one worker covers chains of the same family in every shard (the shards
 deal out small subtrees of the space, :func:`~.cost_order.by_cost_indexed`, so a family's members land on every
-worker; a shard per family would not balance: one family can take a third of the work). Unshared, two shards made 26 % more proofs
-than one process (``more_goals``, 1,405 against 1,111 with the proofs of 2026-11-26 evening), and the 2-worker
-search was held to 1.6x; shared, 1-8 % more (benchmarks/README.md).
+worker; a shard per family would not balance: one family can take a third of the work). Unshared, two shards made
+26 % more proofs than one process (``more_goals``, 1,405 against 1,111 with the proofs of 2026-11-26 evening), and
+the 2-worker search was held to 1.6x; shared, 1-8 % more (benchmarks/README.md).
 
 Each shard's worker sends what its :class:`~.family_proof.FamilyProofs` learns (proven chains,
 :class:`~.family_proof.Lesson`) as a Dask event at most every ``SHARE_EVERY`` seconds to the
