@@ -24,6 +24,7 @@ from timor_core.search.cost_order import by_cost
 from timor_core.search.evaluate import cost_descriptor, load_task
 from timor_core.search.filters import FilterConfig
 from timor_core.search.optimizer import Budget, check_db, run_search, space_info
+from timor_core.search.parallel import resolve_workers
 from timor_core.search.result import SearchResult
 from timor_core.search.space import SerialSpace
 from timor_core.search.space_reach import unreachable_goals
@@ -101,6 +102,10 @@ class ExhaustiveSearch:
             return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
         if self.order == "cost" and getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
             return self._sharded(task, db, budget)
+        if self.order == "cost" and self.evaluator is None and _shardable(None, budget):
+            workers = resolve_workers(self.workers)
+            if workers > 1:
+                return self._local_shards(task, db, budget, workers)
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -159,6 +164,17 @@ class ExhaustiveSearch:
             stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
             settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
                       self.bound, "order": "cost"},
+        )  # fmt: skip
+
+    def _local_shards(self, task: Task, db: ModulesDB, budget: Budget | int | None, workers: int) -> SearchResult:
+        """The cost-ordered search as one shard per worker process of this machine (:mod:`.local_shards`)."""
+        from timor_core.search.local_shards import local_sharded_search
+
+        return local_sharded_search(
+            self.space, task, db, workers=workers, cost=self.cost, config=self.config, start=self.start,
+            stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
+            settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
+                      self.bound, "order": "cost"}, mp_context=self.mp_context,
         )  # fmt: skip
 
     def _unreachable(self, task: Task, db: ModulesDB, goals: list, seconds: float) -> SearchResult:

@@ -40,7 +40,7 @@ from timor_core.search.lessons import Batch, LessonInbox, LessonLog, worker_proo
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
-__all__ = ["ParallelEvaluator", "WorkerSpec", "resolve_workers", "Progress"]
+__all__ = ["ParallelEvaluator", "Progress", "WorkerSpec", "default_context", "resolve_workers"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,9 @@ def _ping() -> bool:
     return _WORKER is not None
 
 
-def _default_context() -> multiprocessing.context.BaseContext | None:
+def default_context() -> multiprocessing.context.BaseContext | None:
+    """The start method of worker processes: fork where safe (Linux, one thread), else forkserver if there is
+    one (None: the platform's default)."""
     # fork is fastest (workers inherit the imported modules) but unsafe once the parent runs other threads
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
@@ -187,7 +189,7 @@ class ParallelEvaluator:
         if self._pool is None:
             local = self.local
             spec = WorkerSpec(DBRef.of(local.db), TaskRef.of(local.task), self.cost, self.config, self.filters)
-            ctx = self.mp_context if self.mp_context is not None else _default_context()
+            ctx = self.mp_context if self.mp_context is not None else default_context()
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=(spec,))
         return self._pool
 

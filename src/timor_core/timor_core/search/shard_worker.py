@@ -31,7 +31,7 @@ from timor_core.search.rules import SearchSpaceError, SpaceOptions
 from timor_core.search.shard_share import CertificateLink
 from timor_core.search.space import SerialSpace
 
-__all__ = ["ShardJob", "ShardState", "run_shard"]
+__all__ = ["DaskHub", "ShardJob", "ShardState", "run_shard"]
 
 _SPACES: dict[tuple, SerialSpace] = {}
 #: how many of its last keys a shard reports: enough to count, without walking the cost order again, how many
@@ -151,8 +151,39 @@ def _report(topic: str, kind: str, state: ShardState) -> None:
     worker.log_event(topic, {"kind": kind, "shard": state.index, "state": state.text()})
 
 
-def run_shard(job: ShardJob) -> dict:
-    """Walk and evaluate shard ``job.index`` cheapest first (see the module's description); its final state."""
+class DaskHub:
+    """What a shard shares on a Dask worker: the best broadcast by the client (:mod:`.dask_worker`), reports and
+    its best as Dask events, the family certificates by :class:`~.shard_share.CertificateLink`. Another hub
+    (:mod:`.local_shards`: processes on this machine) has the same methods."""
+
+    def __init__(self, job: ShardJob) -> None:
+        self.job = job
+
+    def best(self) -> tuple[float, int] | None:
+        """The best ``(cost, position)`` any shard has found (None: none yet)."""
+        return shared_best(self.job.token)
+
+    def bound(self, index: int, bound: float) -> float:
+        """The bound for the assembly at ``index`` (:func:`~.dask_worker.shared_bound`)."""
+        return shared_bound(self.job.token, index, bound)
+
+    def found(self, state: ShardState) -> None:
+        """The shard's first valid assembly: known here at once, and to the client."""
+        publish_bound(self.job.token, state.best.cost, state.best.seq)  # type: ignore[union-attr, arg-type]
+        _report(self.job.topic, "best", state)
+
+    def progress(self, state: ShardState) -> None:
+        _report(self.job.topic, "progress", state)
+
+    def link(self, proofs: Any) -> Any:
+        """The certificate link of this shard (None: nothing to share)."""
+        job = self.job
+        return CertificateLink.open(f"{job.topic}-lessons", job.index, job.shards, proofs)
+
+
+def run_shard(job: ShardJob, hub: Any = None) -> dict:
+    """Walk and evaluate shard ``job.index`` cheapest first (see the module's description); its final state.
+    ``hub``: what it shares with the other shards (default: :class:`DaskHub`)."""
     from timor_core.task.feedback import task_base_placement
 
     evaluator = worker_evaluator(job.spec)
@@ -179,22 +210,21 @@ def run_shard(job: ShardJob) -> dict:
     for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
         if next(ranked, None) is None:
             break
-    link = CertificateLink.open(f"{job.topic}-lessons", job.index, job.shards, worker_proofs(evaluator.chain.ctx))
+    hub = DaskHub(job) if hub is None else hub
+    link = hub.link(worker_proofs(evaluator.chain.ctx))
     try:
-        _walk(job, evaluator, ranked, state, names, link)
+        _walk(job, evaluator, ranked, state, names, link, hub)
     finally:
         if link is not None:
             link.close()
     return state.to_json()
 
 
-def _walk(
-    job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: CertificateLink | None
-) -> None:
+def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
     """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
     last = time.monotonic()
     for price, index, ids in ranked:
-        best = shared_best(job.token)
+        best = hub.best()
         if price >= job.bound or (best is not None and (price, index) > best):
             state.stopped, state.next = "bound", (price, index)
             break
@@ -203,15 +233,14 @@ def _walk(
             break
         if link is not None:
             link.exchange()
-        ev = evaluator(ids, shared_bound(job.token, index, job.bound), index)
+        ev = evaluator(ids, hub.bound(index, job.bound), index)
         state.record((price, index), ev, names)
         if state.best is not None:
             state.stopped = "found"
-            publish_bound(job.token, state.best.cost, index)  # type: ignore[arg-type]
-            _report(job.topic, "best", state)
+            hub.found(state)
             break
         if time.monotonic() - last >= job.report_every:
             last = time.monotonic()
-            _report(job.topic, "progress", state)
+            hub.progress(state)
     else:
         state.stopped = "exhausted"

@@ -41,7 +41,7 @@ from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import task_base_placement
 
-__all__ = ["SHARD_ROUTE", "sharded_cost_search", "cost_rank", "rank_from_tails"]
+__all__ = ["SHARD_ROUTE", "cost_rank", "rank_from_tails", "sharded_cost_search", "sharded_result"]
 
 #: the ``route`` of a checkpoint written by :func:`sharded_cost_search`
 SHARD_ROUTE = "cost-shards"
@@ -268,11 +268,14 @@ def sharded_cost_search(
             run.checkpoint(force=True)
             run.close()
             bar.close()
-    return _finish(result, run, stopped, space, task, t0)
+    return sharded_result(result, run, stopped, space, task, t0)
 
 
-def _finish(result: SearchResult, run: _Run, stopped: str, space: SerialSpace, task: Task, t0: float) -> SearchResult:
-    """Sum the shards' states into the result; the best's position in the whole cost order."""
+def sharded_result(result: SearchResult, run: Any, stopped: str, space: SerialSpace, task: Task,
+                   t0: float) -> SearchResult:  # fmt: skip
+    """Sum the shards' states into the result; the best's position in the whole cost order. ``run``: the shards'
+    ``states``, the search's ``header`` (start, stop), ``found`` (when each shard's best was known, s) and
+    ``initial`` (the positions of bests from a resumed checkpoint)."""
     start, stop = run.header["start"], run.header["stop"]
     for s in run.states:
         result.evaluations += s.evaluations
