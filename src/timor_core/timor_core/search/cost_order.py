@@ -127,22 +127,9 @@ def split_depth(trans: Any, shards: int) -> int:
     return depth
 
 
-def _best_first(
-    space: SerialSpace,
-    cost: CostFunction,
-    values: dict[str, Fraction],
-    start: int,
-    stop: int,
-    shard: tuple[int, int] | None,
-) -> Iterator[_Ranked]:
-    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees are walked, a shard walks
-    its part of the space, not the whole of it. The subtrees are those below the module sequences of length
-    :func:`split_depth` (and the shorter complete chains), dealt out as the walk reaches them, by :func:`shard_of`
-    of their number: every shard walks the shorter sequences in the same order (by key), so each deals the same
-    way, and neighbours in the cost order (alike in cost, family and verdict: in the work they take) spread over
-    the shards (in turn, siblings of one kind would all go to one shard)."""
-    auto = space._auto  # the compiled space (as AssemblyIterator reads it)
-    trans, counts, cum = auto.trans, auto.counts, auto.cum
+def _completions(trans: Any, values: dict[str, Fraction]) -> tuple[int, dict[str, int], list, int, float]:
+    """For the walk: the common denominator of the modules' values, each module's value in its units, the cheapest
+    completion of each state (in those units), the longest chain and the largest sum of |values| over chains."""
     scale = 1
     for v in values.values():
         scale = lcm(scale, v.denominator)
@@ -156,9 +143,27 @@ def _best_first(
         cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
         largest[s] = max(abs(unit[m]) + largest[b] for m, b in trans[s])
         depth[s] = 1 + max(depth[b] for _, b in trans[s])
-    magnitude = largest[1] / scale
+    return scale, unit, cheapest, depth[1], largest[1] / scale
+
+
+def _best_first(
+    space: SerialSpace,
+    cost: CostFunction,
+    values: dict[str, Fraction],
+    start: int,
+    stop: int,
+    shard: tuple[int, int] | None,
+) -> Iterator[_Ranked]:
+    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees, those below the module
+    sequences of length :func:`split_depth` (and shorter complete chains) dealt to it by :func:`shard_of` of their
+    number as the walk reaches them: every shard walks the shorter sequences in the same order (by key), so each
+    deals the same way, and neighbours in the cost order (alike in the work they take) spread over the shards (in
+    turn, siblings of one kind would all go to one shard)."""
+    auto = space._auto  # the compiled space (as AssemblyIterator reads it)
+    trans, counts, cum = auto.trans, auto.counts, auto.cum
+    scale, unit, cheapest, depth, magnitude = _completions(trans, values)
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
-    slack = 0.0 if exact else 4.0 * (depth[1] + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
+    slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
     mine, shards = shard if shard is not None else (0, 1)
     split = split_depth(trans, shards) if shards > 1 else 0
@@ -182,7 +187,7 @@ def _best_first(
                 if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
                     logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
                     exact = False
-                    slack = 4.0 * (depth[1] + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
+                    slack = 4.0 * (depth + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
                 heapq.heappush(ready, (price, first, chain))
                 continue
             offsets = cum[s]

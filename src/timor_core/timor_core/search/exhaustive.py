@@ -100,12 +100,9 @@ class ExhaustiveSearch:
         out_of_reach = unreachable_goals(self.space, task)
         if out_of_reach:  # proven for every assembly of the space: nothing to enumerate
             return self._unreachable(task, db, out_of_reach, time.perf_counter() - t0)
-        if self.order == "cost" and getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
-            return self._sharded(task, db, budget)
-        if self.order == "cost" and self.evaluator is None and _shardable(None, budget):
-            workers = resolve_workers(self.workers)
-            if workers > 1:
-                return self._local_shards(task, db, budget, workers)
+        sharded = self._in_shards(task, db, budget)
+        if sharded is not None:
+            return sharded
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
         if self.order == "space":
@@ -154,6 +151,19 @@ class ExhaustiveSearch:
             result.wall_time += prepare
             result.settings["prepare_time"] = prepare
         return result
+
+    def _in_shards(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult | None:
+        """The cost-ordered search in shards, each walking its own part of the cost order: on the Dask evaluator's
+        workers, or on this machine's worker processes (None: the one stream, see :func:`_shardable`)."""
+        if self.order != "cost":
+            return None
+        if getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
+            return self._sharded(task, db, budget)
+        if self.evaluator is None and _shardable(None, budget):
+            workers = resolve_workers(self.workers)
+            if workers > 1:
+                return self._local_shards(task, db, budget, workers)
+        return None
 
     def _sharded(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult:
         """The cost-ordered search as one shard per Dask worker, each walking its own part of the cost order."""
