@@ -43,6 +43,20 @@ def test_shards_find_the_one_process_answer(task_name, workers):
     assert sum(sharded.funnel.entered.values()) >= sum(one.funnel.entered.values())
 
 
+@pytest.mark.slow
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no forkserver here")
+def test_shards_started_by_a_forkserver_find_the_same():
+    """A parent with threads (a ROS node's) cannot fork: the shards then start from a fork server, their
+    arguments pickled."""
+    task = Task.from_json_file(TASKS / "obstacle_middle.json")
+    one = ExhaustiveSearch(_small_space(), workers=1, order="cost", progress=False).optimize(task, DB)
+    ctx = multiprocessing.get_context("forkserver")
+    sharded = ExhaustiveSearch(_small_space(), workers=2, order="cost", progress=False, mp_context=ctx).optimize(
+        task, DB
+    )
+    assert (sharded.best_ids, sharded.best_cost, sharded.best_seq) == (one.best_ids, one.best_cost, one.best_seq)
+
+
 def _failing_shard(job, hub):
     raise RuntimeError("a filter broke")
 
