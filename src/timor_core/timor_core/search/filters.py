@@ -96,27 +96,34 @@ class Filter:
 
 
 class AssemblyFilter(Filter):
-    """The modules join into a serial chain (each neighbouring pair in exactly one way)."""
+    """The modules join into a serial chain (each neighbouring pair in exactly one way): from the IDs by cached
+    look-ups (``candidate.join``; the assembly is built when a later filter needs it), else building it says why."""
 
     name = "assembly"
 
     def __call__(self, c: Candidate) -> bool:
+        c.join = c.ctx.join(c.ids)
+        if c.join is not None:
+            return True
         from timor_core.model.assembly import ModuleAssembly
 
         try:
             c.assembly = ModuleAssembly.from_serial_modules(c.ctx.db, c.ids, c.ctx.placement)
         except TimorError as exc:
             return c.fail(f"cannot assemble: {type(exc).__name__}", f"cannot assemble: {exc}")
+        c.require_join()  # (not reached: the look-ups refuse only what cannot be built)
         return True
 
 
 class BoundFilter(Filter):
-    """The assembly-level cost is below the best valid cost found so far (always computes ``candidate.cost``)."""
+    """The assembly-level cost is below the best valid cost found so far (always computes ``candidate.cost``): from
+    the modules alone where the cost is a sum over them (the same value to the last bit), else from the assembly."""
 
     name = "bound"
 
     def __call__(self, c: Candidate) -> bool:
-        c.cost = float(c.ctx.cost.evaluate_assembly(c.require_assembly()))
+        cost = c.ctx.cost.evaluate_modules(c.require_join().modules)
+        c.cost = float(cost if cost is not None else c.ctx.cost.evaluate_assembly(c.require_assembly()))
         if not math.isfinite(c.cost):
             return c.fail("cost not finite", f"cost {c.cost} is not finite")
         if c.ctx.config.bound and c.cost >= c.bound:  # exact comparison keeps results order-independent
@@ -136,13 +143,13 @@ class LimitsFilter(Filter):
         n = len(c.ids)
         if cfg.max_modules is not None and n > cfg.max_modules:
             return c.fail("too many modules", f"{n} modules > max_modules {cfg.max_modules}")
-        dof = c.require_assembly().dof
+        dof = c.require_join().dof
         if cfg.min_dof is not None and dof < cfg.min_dof:
             return c.fail("too few DOF", f"{dof} DOF < min_dof {cfg.min_dof}")
         if cfg.max_dof is not None and dof > cfg.max_dof:
             return c.fail("too many DOF", f"{dof} DOF > max_dof {cfg.max_dof}")
         if cfg.max_reach is not None:
-            if not _build_robot(c):
+            if not c.build_robot():
                 return False
             reach = c.require_robot().reach()
             if reach > cfg.max_reach:
@@ -163,7 +170,7 @@ class FamilyFilter(Filter):
         if not cfg.family_filter or not c.ctx.goals:
             return True  # (stop_early off: every goal is to be tried, so none may end the candidate here)
         proofs = FamilyProofs.of(c.ctx)
-        cut = proofs.cut(c.require_assembly())
+        cut = proofs.cut_serial(c.ids, c.require_join(), c.require_assembly)
         if cut is None:
             return True
         found = proofs.refusal(cut)
@@ -181,10 +188,6 @@ class FamilyFilter(Filter):
         return c.fail(f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {rec.reason}")
 
 
-def _build_robot(c: Candidate) -> bool:
-    return c.build_robot()
-
-
 class RobotFilter(Filter):
     """The Pinocchio/coal model builds (at the task's base placement, with its gravity) and has a TCP."""
 
@@ -196,7 +199,7 @@ class RobotFilter(Filter):
             if beyond is not None:  # the workspace filter refuses it: no model needed (~0.4 ms saved)
                 c.beyond_reach = beyond
                 return True
-        return _build_robot(c)
+        return c.build_robot()
 
 
 def _gap(robot: PinRobot, pose: ToleratedPose) -> float:
