@@ -119,10 +119,10 @@ def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: f
     ``np.sqrt(((a - b) ** 2).sum(axis=1)).sum()`` to the last bit (the same operations in the same order: numpy
     adds fewer than 8 terms one after the other; tests/test_lazy_filters.py compares them). Stops once the sum
     reaches ``stop`` (the partial sums only grow) and returns that partial sum."""
-    d = 0.0
-    for p, q in zip(a, b, strict=True):
-        dx, dy, dz = p[0] - q[0], p[1] - q[1], p[2] - q[2]
-        d += math.sqrt(dx * dx + dy * dy + dz * dz)
+    d, sqrt = 0.0, math.sqrt
+    for (px, py, pz), (qx, qy, qz) in zip(a, b, strict=True):
+        dx, dy, dz = px - qx, py - qy, pz - qz
+        d += sqrt(dx * dx + dy * dy + dz * dz)
         if d >= stop:
             break
     return d

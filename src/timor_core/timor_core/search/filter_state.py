@@ -270,8 +270,6 @@ class Candidate:
     seed: int = 0
     assembly: ModuleAssembly | None = None
     """The assembly, built on demand (:meth:`require_assembly`) once the ``assembly`` filter has joined the IDs."""
-    join: SerialJoin | None = None
-    """How the modules join (the ``assembly`` filter's record)."""
     robot: PinRobot | None = None
     cost: float | None = None
     goals: dict[str, GoalIK] = field(default_factory=dict)
@@ -282,6 +280,8 @@ class Candidate:
     """``(goal, short reason, reason)``: a goal the modules alone prove out of reach (``search.quick_reach``); the
     ``robot`` filter then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly with that
     reason."""
+    join: SerialJoin | None = None
+    """How the modules join (the ``assembly`` filter's record)."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter

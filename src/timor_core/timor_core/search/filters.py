@@ -3,10 +3,11 @@
 An assembly is a tuple of module IDs (base first, end effector last). The default chain, cheapest first:
 
 ==============  =========================================================================================
-``assembly``    the modules join into a chain (``ModuleAssembly.from_serial_modules``)
+``assembly``    the modules join into a chain (as ``ModuleAssembly.from_serial_modules`` joins them, by look-ups
+                on the IDs; the assembly is built once a later filter needs it: the robot, a new segment's cut)
 ``bound``       the assembly-level cost (mass, numJ, moduleCost; no trajectory needed) is *below* the best
-                valid cost found so far ("a lighter solution is already known"); it runs before the
-                Pinocchio model is built because it needs only the modules (~25 µs against ~2 ms)
+                valid cost found so far ("a lighter solution is already known"); from the modules alone where
+                the cost is a sum over them, before any model is built
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``family``      (exhaustive search) no goal is proven out of reach for a whole family of chains holding this one
                 (``search.family_proof``: the same joints, links of other lengths; a look-up once proven)
