@@ -199,8 +199,8 @@ class _Joiner:
             return None
         entry = found[0][2]
         entries = [entry]
-        for i in range(len(ids) - 1):
-            key = (ids[i], entry, ids[i + 1])
+        for a, b in zip(ids, ids[1:]):
+            key = (a, entry, b)
             nxt = pairs[key] if key in pairs else self._pair(key)
             if nxt is None:
                 return None
