@@ -151,15 +151,31 @@ def test_the_chain_gives_what_building_every_assembly_gives():
     eager = FilterChain(TASK, db, "mass", config, [_EagerAssembly(), BoundFilter(), LimitsFilter(), FamilyFilter()])
     picks = [space[int(k)] for k in np.linspace(0, space.count - 1, 400)]
     picks += [("base", "J", "gripper", "J"), ("J", "base", "gripper"), ("base", "nope", "gripper"), ()]
-    built = 0
+    built = new_segments = 0
     for ids in picks:
+        seen = len(FamilyProofs.of(lazy.ctx).segments.steps) if lazy.ctx.family_proofs is not None else 0
         a, b = lazy(ids), eager(ids)
         assert (a.failed_filter, a.reason_key, a.reason, a.cost) == (b.failed_filter, b.reason_key, b.reason, b.cost)
         assert {k: g.to_json() for k, g in a.goals.items()} == {k: g.to_json() for k, g in b.goals.items()}
         built += a.assembly is not None
+        new_segments += len(FamilyProofs.of(lazy.ctx).segments.steps) > seen
     assert lazy.funnel == eager.funnel and lazy.funnel.failed("family") > 100
     assert lazy.funnel.failed("assembly") == 4
-    assert built <= lazy.funnel.passed["family"] + 4  # built: the new segments' chains and those that went on
+    assert built == new_segments < len(picks) / 2  # built only to cut a chain with segments not seen before
+
+
+def test_a_chain_without_the_assembly_filter_says_so():
+    """The filters that read the join or the assembly refuse a candidate no ``assembly`` filter has joined."""
+    from timor_core.errors import InputError
+
+    c = Candidate(
+        ("base", "J", "gripper"), TaskContext(TASK, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
+    )
+    for f in (BoundFilter(), LimitsFilter(), FamilyFilter()):
+        with pytest.raises(InputError, match="'assembly' filter must come earlier"):
+            f(c)
+    c.assembly = ModuleAssembly.from_serial_modules(c.ctx.db, c.ids)  # set by another filter: its join is used
+    assert BoundFilter()(c) and c.require_join() == SerialJoin.of(c.assembly)
 
 
 @pytest.mark.parametrize("cost", ["numJ", "mass_2,moduleCost"])

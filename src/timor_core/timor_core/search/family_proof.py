@@ -280,7 +280,6 @@ class FamilyProofs:
             key = (lesson.goal, lesson.rotations)
             if key not in self.certificates:
                 self.certificates[key] = _Certificates(len(lesson.rotations))
-                self.families.pop(lesson.rotations, None)  # (rebuilt with it on the family's next look-up)
             self.certificates[key].add(lesson.translations, lesson.margin)
 
     def cut(self, assembly: Any) -> Cut | None:
