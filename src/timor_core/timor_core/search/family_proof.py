@@ -24,6 +24,8 @@ spares (``obstacle_middle``: chains left to the IK 100 -> 50, the same optimum).
 from __future__ import annotations
 
 import functools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +34,7 @@ import numpy as np
 from timor_core.search.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.reach_proof import PoseChain, chain_from_frames, pose_proof
 
-__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "cut_chain"]
+__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "cut_chain", "distance"]
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
@@ -41,22 +43,44 @@ WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 
 
-@dataclass(frozen=True)
 class Cut:
     """A chain cut at its joint frames: ``steps`` (n + 1, 4, 4) the ``A_k``, ``translations`` (n + 1, 3) theirs,
-    ``rotations`` a key of their rotations (equal keys: equal rotations to 5e-10 per entry: one family)."""
+    ``rotations`` a key of their rotations (equal keys: equal rotations to 5e-10 per entry: one family). A cut made
+    from cached segments (:meth:`of_segments`) makes its arrays only when asked: a look-up needs ``rows`` alone."""
 
-    rotations: tuple[bytes, ...]
-    translations: np.ndarray
-    steps: np.ndarray
+    def __init__(self, rotations: tuple[bytes, ...], translations: np.ndarray, steps: np.ndarray) -> None:
+        self.rotations = rotations
+        self.__dict__["translations"], self.__dict__["steps"] = translations, steps
+
+    @classmethod
+    def of_segments(cls, segments: list[tuple[bytes, np.ndarray, tuple[float, ...]]]) -> Cut:
+        """The cut of the chain of these segments (rotation key, ``A_k``, its translation as floats)."""
+        cut = cls.__new__(cls)
+        cut.rotations, steps, cut.__dict__["rows"] = zip(*segments, strict=True)
+        cut.__dict__["parts"] = steps
+        return cut
+
+    @functools.cached_property
+    def steps(self) -> np.ndarray:
+        return np.array(self.__dict__["parts"])
+
+    @functools.cached_property
+    def translations(self) -> np.ndarray:
+        return self.steps[:, :3, 3].copy()
+
+    @functools.cached_property
+    def rows(self) -> tuple[tuple[float, ...], ...]:
+        """The translations as tuples of floats (the same values)."""
+        return tuple(tuple(r) for r in self.translations.tolist())
 
     @functools.cached_property
     def frames(self) -> np.ndarray:
         """The joints' world frames and the TCP's (n + 1, 4, 4) at q = 0."""
-        out = np.empty_like(self.steps)
-        out[0] = self.steps[0]
+        steps = self.steps
+        out = np.empty_like(steps)
+        out[0] = steps[0]
         for k in range(1, len(out)):
-            out[k] = out[k - 1] @ self.steps[k]
+            out[k] = out[k - 1] @ steps[k]
         return out
 
     @functools.cached_property
@@ -67,7 +91,7 @@ class Cut:
 
     @property
     def gaps(self) -> int:
-        return len(self.translations)
+        return len(self.rotations)
 
 
 def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
@@ -90,6 +114,20 @@ def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
     return cut
 
 
+def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: float = math.inf) -> float:
+    """``sum_k |a_k - b_k|`` of two rows of 3-vectors in floats: for fewer than 8 rows the value of numpy's
+    ``np.sqrt(((a - b) ** 2).sum(axis=1)).sum()`` to the last bit (the same operations in the same order: numpy
+    adds fewer than 8 terms one after the other; tests/test_lazy_filters.py compares them). Stops once the sum
+    reaches ``stop`` (the partial sums only grow) and returns that partial sum."""
+    d, sqrt = 0.0, math.sqrt
+    for (px, py, pz), (qx, qy, qz) in zip(a, b, strict=True):
+        dx, dy, dz = px - qx, py - qy, pz - qz
+        d += sqrt(dx * dx + dy * dy + dz * dz)
+        if d >= stop:
+            break
+    return d
+
+
 class _Segments:
     """The ``A_k`` of an assembly from the modules between its joints, each computed once: ``A_k`` depends only on
     the modules from joint k's to joint k+1's and the connector the first of them is entered by (the rest follow:
@@ -97,32 +135,40 @@ class _Segments:
 
     def __init__(self, placement: np.ndarray | None) -> None:
         self.placement = placement
-        self.steps: dict[tuple, tuple[bytes, np.ndarray]] = {}
+        self.steps: dict[tuple, tuple[bytes, np.ndarray, tuple[float, ...]]] = {}  # rotation key, A_k, translation
         self.kinds: dict[str, bool | None] = {}  # module ID: has a joint (None: not one revolute joint at most)
 
     def cut(self, assembly: Any) -> Cut | None:
-        ids, modules = assembly.module_ids, assembly.modules
-        joints = []
-        for i, (m, module) in enumerate(zip(ids, modules, strict=True)):
-            kind = self.kinds[m] if m in self.kinds else self._kind(m, module)
-            if kind is None:
-                return None
-            if kind:
-                joints.append(i)
-        if not joints or assembly.base_connector[0] != 0:
+        if assembly.base_connector[0] != 0:
             return None
         entries = [assembly.base_connector[1]] + [c[3] for c in assembly.connections]
-        starts, ends = [0, *joints], [*joints, len(ids) - 1]
-        keys = [(tuple(ids[a : b + 1]), entries[a]) for a, b in zip(starts, ends, strict=True)]
-        found = [self.steps.get(k) for k in keys]
-        if any(f is None for f in found):
-            cut = cut_chain(assembly, self.placement)
-            if cut is not None:
-                for k, rotation, step in zip(keys, cut.rotations, cut.steps, strict=True):
-                    self.steps[k] = (rotation, step)
-            return cut
-        steps = np.array([f[1] for f in found])  # type: ignore[index]
-        return Cut(tuple(f[0] for f in found), steps[:, :3, 3].copy(), steps)  # type: ignore[index]
+        return self.cut_serial(tuple(assembly.module_ids), assembly.modules, entries, lambda: assembly)
+
+    def cut_serial(
+        self, ids: tuple[str, ...], modules: Sequence[Any], entries: Sequence[str], assembly: Callable[[], Any]
+    ) -> Cut | None:
+        kinds, get = self.kinds, self.steps.get
+        found, a = [], 0
+        for b, m in enumerate(ids):
+            kind = kinds[m] if m in kinds else self._kind(m, modules[b])
+            if kind:  # a joint: the segment from the previous one (or the base) ends here
+                found.append(get((ids[a : b + 1], entries[a])))
+                a = b
+            elif kind is None:
+                return None
+        if not found:
+            return None
+        found.append(get((ids[a:], entries[a])))
+        if None not in found:
+            return Cut.of_segments(found)  # type: ignore[arg-type]
+        cut = cut_chain(assembly(), self.placement)
+        if cut is not None:
+            joints = [i for i, m in enumerate(ids) if kinds[m]]
+            starts, ends = [0, *joints], [*joints, len(ids) - 1]
+            keys = [(ids[a : b + 1], entries[a]) for a, b in zip(starts, ends, strict=True)]
+            for k, rotation, step, row in zip(keys, cut.rotations, cut.steps, cut.rows, strict=True):
+                self.steps[k] = (rotation, step, row)
+        return cut
 
     def _kind(self, m: str, module: Any) -> bool | None:
         plain = len(module.joints) <= 1 and all(j.type in REVOLUTE for j in module.joints)
@@ -147,25 +193,35 @@ class _Certificates:
         self.margins = np.empty(16)
         self.size = 0
         self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
+        self.near: tuple[list[list[float]], float] | None = None  # that one's translations (floats) and margin
 
-    def covers(self, t: np.ndarray) -> bool:
+    def covers(self, cut: Cut) -> bool:
         if not self.size:
             return False
-        if (
-            self.last < self.size
-            and np.sqrt(((self.points[self.last] - t) ** 2).sum(axis=1)).sum() < self.margins[self.last]
-        ):
+        if self.last < self.size and self._covered_by_last(cut):
             return True
+        t = cut.translations
         d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
         hits = d < self.margins[: self.size]
         if not hits.any():
             return False
-        self.last = int(hits.argmax())
+        self.last, self.near = int(hits.argmax()), None
         return True
+
+    def _covered_by_last(self, cut: Cut) -> bool:
+        """The last certificate covers ``cut``, by :func:`distance` where it gives numpy's value (fewer than 8
+        gaps): a look-up, most often the only one, without numpy's per-call overhead."""
+        if len(cut.rotations) >= 8:
+            last = self.points[self.last]
+            return bool(np.sqrt(((last - cut.translations) ** 2).sum(axis=1)).sum() < self.margins[self.last])
+        if self.near is None:
+            self.near = (self.points[self.last].tolist(), float(self.margins[self.last]))
+        rows, margin = self.near
+        return distance(rows, cut.rows, margin) < margin
 
     def add(self, t: np.ndarray, margin: float) -> None:
         if self.size == MAX_CERTIFICATES:  # forget the older half
-            keep = MAX_CERTIFICATES // 2
+            keep, self.near = MAX_CERTIFICATES // 2, None
             self.points[:keep] = self.points[self.size - keep : self.size]
             self.margins[:keep] = self.margins[self.size - keep : self.size]
             self.size = keep
@@ -196,6 +252,8 @@ class FamilyProofs:
         self.segments = _Segments(placement)
         self.budget = int(budget)
         self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
+        self.families: dict[tuple[bytes, ...], list[_Certificates]] = {}  # per family, the certificates per goal
+        self.covered = [Refusal(k, 0) for k in range(len(self.goals))]
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
 
@@ -228,14 +286,22 @@ class FamilyProofs:
         """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
         return self.segments.cut(assembly)
 
+    def cut_serial(self, ids: tuple[str, ...], join: Any, assembly: Callable[[], Any]) -> Cut | None:
+        """:meth:`cut` of the serial assembly of ``ids`` from how its modules join (``join.modules``, the connectors
+        ``join.entries`` each is entered by: a ``filter_state.SerialJoin``); ``assembly()`` builds the assembly,
+        called only if a segment was not seen before."""
+        return self.segments.cut_serial(ids, join.modules, join.entries, assembly)
+
     def refusal(self, cut: Cut) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
         covers, else the first its own proof refuses; None if none."""
-        slack = ROTATION_SLACK * cut.gaps
-        found = [self._certificates(k, cut) for k in range(len(self.goals))]
+        found = self.families.get(cut.rotations)
+        if found is None:
+            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
         for k, certs in enumerate(found):
-            if certs.covers(cut.translations):
-                return Refusal(k, 0)
+            if certs.size and certs.covers(cut):
+                return self.covered[k]
+        slack = ROTATION_SLACK * cut.gaps
         for k, certs in enumerate(found):
             goal, tolerance = self.goals[k]
             self.proofs += 1

@@ -56,7 +56,7 @@ class FilterChain:
     def candidate(self, ids: Sequence[str], bound: float = math.inf, seed: int | None = None) -> Candidate:
         """A fresh candidate for ``ids`` (``seed``: default ``config.seed``)."""
         s = self.config.seed if seed is None else int(seed)
-        return Candidate(tuple(str(m) for m in ids), self.ctx, bound=float(bound), seed=s)
+        return Candidate(tuple(map(str, ids)), self.ctx, bound=float(bound), seed=s)
 
     def run(self, c: Candidate) -> tuple[bool, list[float]]:
         """Run the filters on a candidate: ``(passed every filter, seconds per entered filter)``."""

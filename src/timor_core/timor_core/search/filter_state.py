@@ -1,5 +1,6 @@
 """What the search filters share: their settings (FilterConfig), the task prepared once (TaskContext), and one
-assembly on its way through the filters (Candidate, with a GoalIK record per pose goal)."""
+assembly on its way through the filters (Candidate, with a GoalIK record per pose goal, and how its modules join:
+SerialJoin, found from the IDs so that the filters up to ``family`` need no ModuleAssembly)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.errors import AssemblyError, InputError, TimorError
+from timor_core.limits import check_count
 from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
 from timor_core.task.costs import CostFunction
 
@@ -19,9 +21,10 @@ if TYPE_CHECKING:
     from timor_core.kinematics.robot import PinRobot
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.model.db import ModulesDB
+    from timor_core.model.module import Module
     from timor_core.task import Constraint, Task, ToleratedPose
 
-__all__ = ["FilterConfig", "GoalIK", "PoseGoal", "TaskContext", "Candidate", "reason_category"]
+__all__ = ["FilterConfig", "GoalIK", "PoseGoal", "SerialJoin", "TaskContext", "Candidate", "reason_category"]
 
 
 # -- configuration --------------------------------------------------------------------------------
@@ -155,6 +158,74 @@ class PoseGoal:
         return np.asarray(self.pose.world, dtype=float)
 
 
+@dataclass(slots=True)
+class SerialJoin:
+    """How the modules of a serial assembly join, found from their IDs (what ``ModuleAssembly.from_serial_modules``
+    builds, without building it): the modules, the connector each is entered by (the first module's base
+    connector, then each next module's connector to its predecessor) and the degrees of freedom."""
+
+    modules: tuple[Module, ...]
+    entries: tuple[str, ...]
+    dof: int
+
+    @classmethod
+    def of(cls, assembly: ModuleAssembly) -> SerialJoin:
+        """The join of a serial assembly already built."""
+        entries = (assembly.base_connector[1], *(c[3] for c in assembly.connections))
+        return cls(tuple(assembly.modules), entries, assembly.dof)
+
+
+class _Joiner:
+    """Joins serial assemblies from their IDs with per-module and per-pair look-ups (a serial assembly joins each
+    neighbouring pair in one way, given the connector the first of them is entered by); None where
+    ``ModuleAssembly.from_serial_modules`` would raise (the ``assembly`` filter then calls it for the reason)."""
+
+    def __init__(self, db: ModulesDB) -> None:
+        self.db = db
+        self.modules: dict[str, tuple[Module, int, str | None]] = {}  # ID: module, DOF, its one base connector
+        self.pairs: dict[tuple[str, str, str], str | None] = {}  # (a, a's entry, b): b's entry (None: not one way)
+
+    def __call__(self, ids: tuple[str, ...]) -> SerialJoin | None:
+        modules, pairs = self.modules, self.pairs
+        try:
+            check_count(len(ids), "max_modules", "the number of modules in an assembly")
+            try:
+                found = [modules[m] for m in ids]
+            except KeyError:
+                found = [modules[m] if m in modules else self._module(m) for m in ids]
+        except TimorError:
+            return None
+        if not found or found[0][2] is None:
+            return None
+        entry = found[0][2]
+        entries = [entry]
+        for a, b in zip(ids, ids[1:]):
+            key = (a, entry, b)
+            nxt = pairs[key] if key in pairs else self._pair(key)
+            if nxt is None:
+                return None
+            entries.append(nxt)
+            entry = nxt
+        dof = sum([f[1] for f in found])
+        try:
+            check_count(dof, "max_dof", "the degrees of freedom of an assembly")
+        except TimorError:
+            return None
+        return SerialJoin(tuple([f[0] for f in found]), tuple(entries), dof)  # type: ignore[arg-type]
+
+    def _module(self, m: str) -> tuple[Module, int, str | None]:
+        module = self.db.by_id(m)
+        base = module.base_connectors
+        found = self.modules[m] = (module, module.dof, base[0].id if len(base) == 1 else None)
+        return found
+
+    def _pair(self, key: tuple[str, str, str]) -> str | None:
+        a, entry, b = key
+        options = [cb for ca, cb in self.db.connections_between(a, b) if ca != entry]
+        found = self.pairs[key] = options[0] if len(options) == 1 else None
+        return found
+
+
 class TaskContext:
     """What every filter needs to know about the task, prepared once per chain.
 
@@ -183,6 +254,7 @@ class TaskContext:
                 goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
         self.goals: tuple[PoseGoal, ...] = tuple(goals)
         self.family_proofs: Any = None  # the family filter's proofs (search.family_proof), made on first use
+        self.join = _Joiner(db)
 
 
 _STAGES = {"ik": 1, "ik_task": 2, "torques": 3, "joint_limits": 4}
@@ -197,6 +269,7 @@ class Candidate:
     bound: float = math.inf
     seed: int = 0
     assembly: ModuleAssembly | None = None
+    """The assembly, built on demand (:meth:`require_assembly`) once the ``assembly`` filter has joined the IDs."""
     robot: PinRobot | None = None
     cost: float | None = None
     goals: dict[str, GoalIK] = field(default_factory=dict)
@@ -207,12 +280,28 @@ class Candidate:
     """``(goal, short reason, reason)``: a goal the modules alone prove out of reach (``search.quick_reach``); the
     ``robot`` filter then leaves the robot unbuilt and the ``workspace`` filter refuses the assembly with that
     reason."""
+    join: SerialJoin | None = None
+    """How the modules join (the ``assembly`` filter's record)."""
 
     def require_assembly(self) -> ModuleAssembly:
-        """The assembly built by the ``assembly`` filter; InputError if no earlier filter in the chain built it."""
+        """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter
+        in the chain joined or built it."""
+        if self.assembly is None and self.join is not None:
+            from timor_core.model.assembly import ModuleAssembly
+
+            self.assembly = ModuleAssembly.from_serial_modules(self.ctx.db, self.ids, self.ctx.placement)
         if self.assembly is None:
             raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
         return self.assembly
+
+    def require_join(self) -> SerialJoin:
+        """How the modules join (the ``assembly`` filter's record, else from an assembly set on the candidate);
+        InputError if there is neither."""
+        if self.join is None and self.assembly is not None:
+            self.join = SerialJoin.of(self.assembly)
+        if self.join is None:
+            raise InputError("no assembly yet: the 'assembly' filter must come earlier in the chain", value=self.ids)
+        return self.join
 
     def build_robot(self) -> bool:
         """Build the robot model once (at the task's base placement, with its gravity); False (the candidate failed,

@@ -3,10 +3,11 @@
 An assembly is a tuple of module IDs (base first, end effector last). The default chain, cheapest first:
 
 ==============  =========================================================================================
-``assembly``    the modules join into a chain (``ModuleAssembly.from_serial_modules``)
+``assembly``    the modules join into a chain (as ``ModuleAssembly.from_serial_modules`` joins them, by look-ups
+                on the IDs; the assembly is built once a later filter needs it: the robot, a new segment's cut)
 ``bound``       the assembly-level cost (mass, numJ, moduleCost; no trajectory needed) is *below* the best
-                valid cost found so far ("a lighter solution is already known"); it runs before the
-                Pinocchio model is built because it needs only the modules (~25 µs against ~2 ms)
+                valid cost found so far ("a lighter solution is already known"); from the modules alone where
+                the cost is a sum over them, before any model is built
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``family``      (exhaustive search) no goal is proven out of reach for a whole family of chains holding this one
                 (``search.family_proof``: the same joints, links of other lengths; a look-up once proven)
@@ -96,27 +97,34 @@ class Filter:
 
 
 class AssemblyFilter(Filter):
-    """The modules join into a serial chain (each neighbouring pair in exactly one way)."""
+    """The modules join into a serial chain (each neighbouring pair in exactly one way): from the IDs by cached
+    look-ups (``candidate.join``; the assembly is built when a later filter needs it), else building it says why."""
 
     name = "assembly"
 
     def __call__(self, c: Candidate) -> bool:
+        c.join = c.ctx.join(c.ids)
+        if c.join is not None:
+            return True
         from timor_core.model.assembly import ModuleAssembly
 
         try:
             c.assembly = ModuleAssembly.from_serial_modules(c.ctx.db, c.ids, c.ctx.placement)
         except TimorError as exc:
             return c.fail(f"cannot assemble: {type(exc).__name__}", f"cannot assemble: {exc}")
+        c.require_join()  # (not reached: the look-ups refuse only what cannot be built)
         return True
 
 
 class BoundFilter(Filter):
-    """The assembly-level cost is below the best valid cost found so far (always computes ``candidate.cost``)."""
+    """The assembly-level cost is below the best valid cost found so far (always computes ``candidate.cost``): from
+    the modules alone where the cost is a sum over them (the same value to the last bit), else from the assembly."""
 
     name = "bound"
 
     def __call__(self, c: Candidate) -> bool:
-        c.cost = float(c.ctx.cost.evaluate_assembly(c.require_assembly()))
+        cost = c.ctx.cost.evaluate_modules(c.require_join().modules)
+        c.cost = float(cost if cost is not None else c.ctx.cost.evaluate_assembly(c.require_assembly()))
         if not math.isfinite(c.cost):
             return c.fail("cost not finite", f"cost {c.cost} is not finite")
         if c.ctx.config.bound and c.cost >= c.bound:  # exact comparison keeps results order-independent
@@ -136,13 +144,13 @@ class LimitsFilter(Filter):
         n = len(c.ids)
         if cfg.max_modules is not None and n > cfg.max_modules:
             return c.fail("too many modules", f"{n} modules > max_modules {cfg.max_modules}")
-        dof = c.require_assembly().dof
+        dof = c.require_join().dof
         if cfg.min_dof is not None and dof < cfg.min_dof:
             return c.fail("too few DOF", f"{dof} DOF < min_dof {cfg.min_dof}")
         if cfg.max_dof is not None and dof > cfg.max_dof:
             return c.fail("too many DOF", f"{dof} DOF > max_dof {cfg.max_dof}")
         if cfg.max_reach is not None:
-            if not _build_robot(c):
+            if not c.build_robot():
                 return False
             reach = c.require_robot().reach()
             if reach > cfg.max_reach:
@@ -163,7 +171,7 @@ class FamilyFilter(Filter):
         if not cfg.family_filter or not c.ctx.goals:
             return True  # (stop_early off: every goal is to be tried, so none may end the candidate here)
         proofs = FamilyProofs.of(c.ctx)
-        cut = proofs.cut(c.require_assembly())
+        cut = proofs.cut_serial(c.ids, c.require_join(), c.require_assembly)
         if cut is None:
             return True
         found = proofs.refusal(cut)
@@ -181,10 +189,6 @@ class FamilyFilter(Filter):
         return c.fail(f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {rec.reason}")
 
 
-def _build_robot(c: Candidate) -> bool:
-    return c.build_robot()
-
-
 class RobotFilter(Filter):
     """The Pinocchio/coal model builds (at the task's base placement, with its gravity) and has a TCP."""
 
@@ -196,7 +200,7 @@ class RobotFilter(Filter):
             if beyond is not None:  # the workspace filter refuses it: no model needed (~0.4 ms saved)
                 c.beyond_reach = beyond
                 return True
-        return _build_robot(c)
+        return c.build_robot()
 
 
 def _gap(robot: PinRobot, pose: ToleratedPose) -> float:
