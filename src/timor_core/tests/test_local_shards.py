@@ -81,7 +81,7 @@ def test_the_time_limit_stops_every_shard():
     result = ExhaustiveSearch(paper_exp2_space(DB), workers=2, order="cost", progress=False).optimize(
         task, DB, Budget(max_time=0.5)
     )
-    assert result.stopped == "max_time" and not result.found and result.evaluations > 0
+    assert result.stopped == "max_time" and not result.found  # (no evaluation at all if the shards started late)
     assert result.next_seq is not None and result.next_seq <= result.evaluations + 2
 
 
