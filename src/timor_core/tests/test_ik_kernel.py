@@ -116,7 +116,8 @@ def test_log3_is_pinocchios(axis, angle):
     R = pin.exp3(np.asarray(axis) / np.linalg.norm(axis) * angle)
     out = np.empty(3)
     jit.log3(R, out)
-    np.testing.assert_allclose(out, pin.log3(R), rtol=0, atol=1e-12)
+    # near pi, 1 / sin(angle) amplifies the rounding of the rotation's entries (angle pi - 0.007: ~7e-12 apart)
+    np.testing.assert_allclose(out, pin.log3(R), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("kind", sorted(TOLERANCES))
