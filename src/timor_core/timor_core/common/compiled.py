@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENVIRONMENT", "LOAD_AFTER", "charged", "give_up", "mark_loaded", "use_compiled", "wanted"]
+__all__ = ["ENVIRONMENT", "LOAD_AFTER", "charged", "give_up", "loaded_or_none", "mark_loaded", "use_compiled", "wanted"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +77,18 @@ def give_up(exc: Exception, what: str) -> None:
         raise exc
     logger.warning("numba is not available (%s): %s keep their interpreted version", exc, what)
     _State.forced = False
+
+
+def loaded_or_none(load: Callable[[], Any], what: str) -> Any:
+    """``load()`` (a module's compiled kernels, loading numba on its first call) if this process runs the compiled
+    kernels now, else None; None too, with one warning, where numba cannot be loaded (see :func:`give_up`)."""
+    if not wanted():
+        return None
+    try:
+        return load()
+    except ImportError as exc:
+        give_up(exc, what)
+    return None
 
 
 def charged(kernel: Callable[..., Any], *args: Any) -> Any:

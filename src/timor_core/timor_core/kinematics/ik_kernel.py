@@ -87,13 +87,7 @@ def kernels() -> Any:
 
 def ready() -> Any:
     """The compiled kernels if this process runs them now (loading them if it is time), else None."""
-    if not compiled.wanted():
-        return None
-    try:
-        return kernels()
-    except ImportError as exc:
-        compiled.give_up(exc, "the IK descents")
-    return None
+    return compiled.loaded_or_none(kernels, "the IK descents")
 
 
 def load() -> None:

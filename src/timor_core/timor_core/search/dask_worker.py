@@ -27,6 +27,7 @@ __all__ = [
     "publish_bound",
     "shared_best",
     "shared_bound",
+    "bound_from_best",
     "forget_bound",
 ]
 
@@ -75,7 +76,12 @@ def shared_bound(token: str | None, seq: int, bound: float) -> float:
     A best at an earlier position skips costs equal to it; one at a later position only higher costs (its
     ``nextafter``), so that among equal costs the earliest position still wins.
     """
-    best = _SHARED.get(token) if token is not None else None
+    return bound_from_best(_SHARED.get(token) if token is not None else None, seq, bound)
+
+
+def bound_from_best(best: tuple[float, int] | None, seq: int, bound: float) -> float:
+    """``bound`` lowered by the best ``(cost, position)`` found (None: none): to its cost for an assembly after it,
+    to just above it for one before it (ties go to the earlier position)."""
     if best is None:
         return bound
     cost, at = best

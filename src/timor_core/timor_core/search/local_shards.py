@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from timor_core.errors import TimorError
+from timor_core.search.dask_worker import bound_from_best
 from timor_core.search.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.funnel import Funnel
@@ -52,13 +53,8 @@ class LocalHub:
         return None if math.isinf(cost) else (cost, int(at))
 
     def bound(self, index: int, bound: float) -> float:
-        """``bound``, lowered by the best found: to its cost if it comes earlier, else to just above it (ties go to
-        the earlier position, as in :func:`~.dask_worker.shared_bound`)."""
-        best = self.best()
-        if best is None:
-            return bound
-        cost, at = best
-        return min(bound, cost if at < index else math.nextafter(cost, math.inf))
+        """``bound``, lowered by the best found (:func:`~.dask_worker.bound_from_best`)."""
+        return bound_from_best(self.best(), index, bound)
 
     def found(self, state: ShardState) -> None:
         ev = state.best

@@ -39,13 +39,7 @@ def load_compiled() -> None:
 
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
     """The compiled kernels if this process runs them (loading them if it is time), else None."""
-    if not compiled.wanted():
-        return None
-    try:
-        return _kernels()
-    except ImportError as exc:
-        compiled.give_up(exc, "the reach proofs")
-    return None
+    return compiled.loaded_or_none(_kernels, "the reach proofs")
 
 
 def measure_boxes(
