@@ -66,13 +66,16 @@ def test_searches_are_the_same_with_and_without_the_early_bound(space, task, rob
     with monkeypatch.context() as m:
         m.setattr(Evaluator, "cut", lambda self, ids, bound, seq=-1: None)
         slow = search()
-    assert (fast.best_ids, fast.best_cost, fast.best_seq, fast.evaluations, fast.stopped) == (
+    assert (fast.best_ids, fast.best_cost, fast.best_seq, fast.stopped) == (
         slow.best_ids,
         slow.best_cost,
         slow.best_seq,
-        slow.evaluations,
         slow.stopped,
     )
+    if workers > 1 and order == "cost":  # shards: how far each walks past the best depends on when it learns it
+        assert min(fast.evaluations, slow.evaluations) >= fast.best_seq + 1 - workers
+        return
+    assert fast.evaluations == slow.evaluations
     if workers > 1:  # which assemblies meet a lowered bound depends on when the workers report: only results
         return
     for name in fast.funnel.names:
