@@ -27,13 +27,12 @@ from timor_core.errors import TimorError
 from timor_core.search.dask_worker import bound_from_best
 from timor_core.search.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.filters import FilterConfig
-from timor_core.search.funnel import Funnel
 from timor_core.search.optimizer import space_info
 from timor_core.search.parallel import Progress, WorkerSpec, default_context
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_share import SHARE_EVERY
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.shards import sharded_result
+from timor_core.search.shards import merged_funnel, sharded_result
 from timor_core.search.space import SerialSpace
 
 __all__ = ["LocalHub", "local_sharded_search"]
@@ -216,7 +215,7 @@ def _run_shards(jobs: list[ShardJob], run: _Run, mp_context: Any, bar: Progress,
                 pending.discard(r)
             if bar.bar is not None:
                 total = sum(s.evaluations for s in run.states)
-                bar.update(total - shown, _funnel(run, names), None)
+                bar.update(total - shown, merged_funnel(names, run.states), None)
                 shown = total
     except KeyboardInterrupt:
         return "interrupted"
@@ -230,11 +229,3 @@ def _run_shards(jobs: list[ShardJob], run: _Run, mp_context: Any, bar: Progress,
     if "max_time" in reasons:
         return "max_time"
     return "exhausted" if reasons == {"exhausted"} else "bound"
-
-
-def _funnel(run: _Run, names: list[str]) -> Funnel:
-    funnel = Funnel(names)
-    for s in run.states:
-        if s.funnel is not None:
-            funnel.merge(s.funnel)
-    return funnel

@@ -32,6 +32,7 @@ from timor_core.search.cost_order import by_cost_indexed
 from timor_core.search.dask_worker import forget_bound, publish_bound
 from timor_core.search.evaluate import cost_descriptor
 from timor_core.search.filters import FilterConfig
+from timor_core.search.funnel import Funnel
 from timor_core.search.optimizer import space_info
 from timor_core.search.parallel import Progress
 from timor_core.search.result import SearchResult
@@ -185,7 +186,8 @@ class _Run:
                 self.checkpoint()
                 total = sum(s.evaluations for s in self.states)
                 if bar.bar is not None:
-                    bar.update(total - shown, self._funnel(), None if self.shared is None else self.shared[0])
+                    shared = None if self.shared is None else self.shared[0]
+                    bar.update(total - shown, merged_funnel(self.de.filter_names, self.states), shared)
                 shown = total
         except KeyboardInterrupt:
             self.de.client.cancel(futures)
@@ -205,15 +207,6 @@ class _Run:
             client.run(forget_bound, self.token, on_error="ignore")
         except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
             pass
-
-    def _funnel(self) -> Any:
-        from timor_core.search.funnel import Funnel
-
-        funnel = Funnel(self.de.filter_names)
-        for s in self.states:
-            if s.funnel is not None:
-                funnel.merge(s.funnel)
-        return funnel
 
 
 def sharded_cost_search(
@@ -269,6 +262,15 @@ def sharded_cost_search(
             run.close()
             bar.close()
     return sharded_result(result, run, stopped, space, task, t0)
+
+
+def merged_funnel(names: list[str], states: list[ShardState]) -> Funnel:
+    """One funnel of the filters ``names`` with every shard's counts and reasons added up."""
+    funnel = Funnel(names)
+    for s in states:
+        if s.funnel is not None:
+            funnel.merge(s.funnel)
+    return funnel
 
 
 def sharded_result(result: SearchResult, run: Any, stopped: str, space: SerialSpace, task: Task,
