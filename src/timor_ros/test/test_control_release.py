@@ -1,7 +1,8 @@
 """The swap's hand-over between two real controller managers (../shared/ros-cpp's controller_manager 4.24,
 mock hardware), driven through timor_ros's SupervisedControl from this test's own node, in a namespace of its own.
 
-What it shows: the old manager deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
+What it shows: the standby has its plugins' libraries loaded before the swap, and the controllers it creates
+from them come up; the old manager deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
 ``on_cleanup`` run, through its ``set_hardware_component_state`` service) before the new manager loads any hardware,
 and its process exits cleanly afterwards (SIGINT, exit code 0) while the new one runs; SIGINT alone (4.24) runs no
 hardware transition at all. A manager that does not
@@ -48,6 +49,12 @@ def _first(events: list[tuple[float, str]], message: str, after: float = 0.0) ->
     found = [t for t, m in events if m == message and t > after]
     assert found, f"no {message!r} after {after} in the managers' log"
     return found[0]
+
+
+def _mapped(pid: int) -> set[str]:
+    """The file names of the shared libraries a process has loaded."""
+    return {line.split()[-1].rsplit("/", 1)[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
+            if line.rstrip().endswith(".so") or ".so." in line}  # fmt: skip
 
 
 def _dead(pid: int) -> bool:
@@ -101,6 +108,23 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
     old = supervised.swap(*robots[tuple(ROBOT_A)])
     assert old.old_manager == "none"
     for modules, previous in ((ROBOT_B, ROBOT_A), (ROBOT_A, ROBOT_B)):
+        services = swapper.services
+        leaving = services.servers()  # the running manager's list_controllers server, by its reader's DDS GID
+        assert len(leaving) == 1 and not next(iter(leaving)).startswith("server "), leaving
+        calls_seeing_it: list[bool] = []
+        load = services.load
+
+        def watched(name: str, timeout: float, load=load, leaving=leaving, seen=calls_seeing_it) -> bool:
+            seen.append(bool(services.servers() & leaving))
+            return load(name, timeout)
+
+        services.load = watched
+        assert swapper._standby is not None  # its plugins' libraries are loaded before the swap (LD_PRELOAD)
+        assert _mapped(swapper._standby.process.pid) >= {
+            "libjoint_state_broadcaster.so",
+            "libjoint_trajectory_controller.so",
+            "libmock_components.so",
+        }
         name_old = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(previous)][1]).group(1)
         name_new = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(modules)][1]).group(1)
         report = supervised.swap(*robots[tuple(modules)])
@@ -119,6 +143,8 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         loading = _first(events, f"Loading hardware '{name_new}'", cleaned)
         activated = _first(events, f"Successful 'activate' of hardware '{name_new}'", loading)
         assert cleaned < signalled and cleaned < loading < activated
+        services.load = load
+        assert calls_seeing_it == [False, False]  # the new manager was called only once the old one had left
         old = report
         swapper.log.write_text("")  # the next swap's lines only
     # without the release, SIGINT alone deactivates nothing in 4.24 (ros2_control_node's ResourceManager has the

@@ -35,6 +35,7 @@ from timor_core.export.controller_swap import (
     SwapTimeouts,
     split_controllers_yaml,
 )
+from timor_core.export.plugin_index import plugin_libraries
 from timor_core.model.assembly import ModuleAssembly
 
 from .common import LATCHED, ServiceCallError, call_service
@@ -70,6 +71,7 @@ class RosManagerServices:
 
     def __init__(self, node: Node, manager: str) -> None:
         group = ReentrantCallbackGroup()
+        self._node = node
 
         def client(srv: type, name: str):  # noqa: ANN202 - an rclpy Client
             return node.create_client(srv, f"{manager}/{name}", callback_group=group)
@@ -113,8 +115,15 @@ class RosManagerServices:
             raise ManagerTimeoutError(str(exc)) from None
         return int(answer.state.id) if answer.ok else 0
 
-    def offered(self) -> bool:
-        return bool(self._list.service_is_ready())
+    def servers(self) -> frozenset[str]:
+        """Each server's request reader (its GID, from the DDS topic ``rq<service>Request``, as Fast DDS and
+        Cyclone DDS name it); a middleware that names them otherwise gives one placeholder per server counted, so
+        that a manager's departure is seen only once none is left (or its process has ended)."""
+        name = self._list.srv_name
+        found = self._node.get_subscriptions_info_by_topic(f"rq{name}Request", no_mangle=True)
+        gids = frozenset(bytes(i.endpoint_gid).hex() for i in found)
+        count = self._node.count_services(name)
+        return gids if len(gids) >= count else frozenset(f"server {k}" for k in range(count))
 
     def _switch_all(self, activate: Sequence[str], deactivate: Sequence[str], timeout: float) -> bool:
         request = SwitchController.Request(
@@ -186,7 +195,8 @@ class SupervisedControl:
         """The running manager replaced by one for ``assembly`` with every controller active."""
         manager, sections = split_controllers_yaml(self.controllers_yaml(assembly))
         if not self.swapper.controller_names():  # the first robot: the first standby, with its manager parameters
-            self.swapper.prepare(manager)
+            types = [v["type"] for v in manager.values() if isinstance(v, dict) and "type" in v]
+            self.swapper.prepare(manager, plugin_libraries([*types, self.plugin]))
         return self.swapper.swap(urdf, sections)
 
     def close(self, spin: bool = False) -> list[str]:

@@ -16,8 +16,10 @@ services are there twice. Its controllers' parameters come from a file named at 
     (one switch), then every hardware component of its URDF set to *unconfigured* (``set_hardware_component_state``:
     the component's ``on_deactivate`` then ``on_cleanup`` run; unconfigured components are never read nor written
     again). Confirmed by the answers, the old manager is sent SIGINT and left to exit in the background (SIGTERM,
-    then SIGKILL only if it hangs); the swap waits only until its services have left the graph, so that every later
-    call reaches the new manager. A manager that does not release (no answer within ``SwapTimeouts.release``, a
+    then SIGKILL only if it hangs). The new manager gets the URDF at once and starts its hardware and services while
+    the old one leaves; the swap calls it only once the old one's services have left the graph (or its process has
+    ended), so that every call reaches the new manager alone, and takes as its first answer only one with no
+    controllers loaded. A manager that does not release (no answer within ``SwapTimeouts.release``, a
     refusal, a component not unconfigured) is stopped as before: SIGINT and its exit awaited. Either way the new
     manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
     process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
@@ -129,8 +131,9 @@ class ManagerServices(Protocol):
         after (1: unconfigured), 0 if refused. Raises ManagerTimeoutError without an answer."""
         ...
 
-    def offered(self) -> bool:
-        """Whether some controller manager of this name offers its services now."""
+    def servers(self) -> frozenset[str]:
+        """The controller managers of this name that offer their services now, one identity each (their
+        ``list_controllers`` servers' endpoints in the graph)."""
         ...
 
 
@@ -211,6 +214,23 @@ class _Standby:
     params_file: Path
 
 
+@dataclass
+class _Leaving:
+    """A released manager after its SIGINT, on its way out of the graph. ``before``: the servers of its name
+    right after the SIGINT (it and any ghost of a dead process), before the new manager can appear."""
+
+    stopper: threading.Thread
+    servers: Callable[[], frozenset[str]]
+    before: frozenset[str]
+    deadline: float
+
+    def wait(self) -> None:
+        """Until none of ``before`` is in the graph any more (or the old process has ended), whatever new
+        manager has appeared meanwhile."""
+        while self.stopper.is_alive() and time.monotonic() < self.deadline and self.servers() & self.before:
+            time.sleep(0.001)
+
+
 class ControllerSwapper:
     """Keeps one ros2_control_node with the current robot's controllers active, and the next one on standby.
 
@@ -236,6 +256,7 @@ class ControllerSwapper:
         self._lock = threading.Lock()
         self._generation = 0
         self._manager_params: dict[str, Any] | None = None
+        self._env: dict[str, str] | None = None  # the standbys' environment (None: this process's)
         self._standby: _Standby | None = None
         self.running: ManagerProcess | None = None
         self._components: tuple[str, ...] = ()  # the running manager's hardware components (its URDF's)
@@ -243,9 +264,15 @@ class ControllerSwapper:
         self.stopped: dict[int, str] = {}  # pid -> how each manager stopped in the background ended
         self.log = self.folder / "ros2_control_node.log"
 
-    def prepare(self, manager_params: dict[str, Any]) -> None:
-        """Start the first standby with the manager's parameters (update rate, controller types)."""
+    def prepare(self, manager_params: dict[str, Any], preload: Sequence[Path] = ()) -> None:
+        """Start the first standby with the manager's parameters (update rate, controller types). ``preload``: the
+        shared libraries of its controllers' and hardware's plugins (:func:`.plugin_index.plugin_libraries`),
+        loaded into every standby at its start (``LD_PRELOAD``) instead of during the swap; pluginlib's class
+        loader takes the classes of a library loaded so (as of one linked into the executable)."""
         self._manager_params = dict(manager_params)
+        if preload:
+            before = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]
+            self._env = {**os.environ, "LD_PRELOAD": ":".join(before + [str(p) for p in preload])}
         self._standby = self._start_standby()
 
     def _start_standby(self) -> _Standby:
@@ -262,7 +289,7 @@ class ControllerSwapper:
         manager_file = self.folder / f"manager_{k}.yaml"
         atomic_write_text(manager_file, _yaml({CM_KEY: {"ros__parameters": manager}}))
         argv = self._command(topic, manager_file)
-        process = self._starter.submit(ManagerProcess, argv, self.log).result()
+        process = self._starter.submit(ManagerProcess, argv, self.log, self._env).result()
         return _Standby(process, topic, params_file)
 
     def controller_names(self) -> list[str]:
@@ -281,18 +308,23 @@ class ControllerSwapper:
                 standby = self._start_standby()  # the standby died (or none yet): a fresh one, on the critical path
             self._standby = None
             atomic_write_text(standby.params_file, _yaml(controller_sections))
+            leaving = None
             if self.running is not None:
-                report.old_manager = self._retire(self.running, report.seconds)
+                report.old_manager, leaving = self._retire(self.running, report.seconds)
                 self.running = None
-            report.seconds["stop"] = time.monotonic() - t0
             self.running, self._components = standby.process, hardware_components(urdf)
             report.pid = standby.process.pid
             try:
-                self._publish(standby.topic, urdf)
+                self._publish(standby.topic, urdf)  # the old hardware is released (or its process ended)
+                if leaving is not None:  # the new manager starts meanwhile; every call waits until it is alone
+                    leaving.wait()
+                report.seconds["stop"] = time.monotonic() - t0
                 report.seconds.update(self._activate(standby.process))
                 report.controllers = self._confirm()
             except ControlSwapError:
-                self._retire(self.running, {})  # its hardware may be active: released as in a swap, or stopped
+                _how, failed = self._retire(self.running, {})  # its hardware may be active: released, or stopped
+                if failed is not None:
+                    failed.wait()
                 self.running = None
                 raise
             finally:
@@ -300,20 +332,20 @@ class ControllerSwapper:
             report.seconds["total"] = time.monotonic() - t0
             return report
 
-    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> str:
-        """Take the old manager off the hardware and the graph (see the module's step 2); how, for the report."""
+    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> tuple[str, _Leaving | None]:
+        """Take the old manager off the hardware (see the module's step 2); how, for the report, and, if it was
+        released, its way out of the graph to wait for (None: its process has ended)."""
         t0 = time.monotonic()
         refused = self._release(old) if old.alive() else "it had exited"
         seconds["release"] = time.monotonic() - t0
         if refused is not None:  # not released: the hardware is free only once the process has ended
-            return f"{old.stop(self.timeouts.stop)} (no release: {refused})"
+            return f"{old.stop(self.timeouts.stop)} (no release: {refused})", None
         stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
         stopper.start()  # SIGINT, its exit awaited there (SIGTERM, SIGKILL if it hangs)
         self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
         end = time.monotonic() + 3 * self.timeouts.stop + 5  # the background stop has sent SIGKILL by then
-        while self.services.offered() and stopper.is_alive() and time.monotonic() < end:
-            time.sleep(0.001)  # (a dead process's endpoints may linger in the graph: ghosts, not waited for)
-        return f"released {', '.join(self._components)} (unconfigured), SIGINT sent (pid {old.pid})"
+        leaving = _Leaving(stopper, self.services.servers, self.services.servers(), end)
+        return f"released {', '.join(self._components)} (unconfigured), SIGINT sent (pid {old.pid})", leaving
 
     def _release(self, old: ManagerProcess) -> str | None:
         """Deactivate the old manager's active controllers, then unconfigure each hardware component; None when
@@ -341,20 +373,7 @@ class ControllerSwapper:
         names, call = self.controller_names(), self.timeouts.call
         marks = {"start": time.monotonic()}
         end = marks["start"] + self.timeouts.up
-        while True:  # its first answers may be lost while its reply path is matched: ask again, briefly
-            if not process.alive():
-                raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
-                                       f" its log: {self.log}")  # fmt: skip
-            try:
-                self.services.list_controllers(0.1)
-                break
-            except ManagerTimeoutError:
-                if time.monotonic() > end:
-                    raise ControlSwapError(
-                        "description",
-                        f"the new controller manager offered no services within {self.timeouts.up:g} s (no hardware"
-                        f" from the URDF's <ros2_control> block?); its log: {self.log}",
-                    ) from None
+        self._wait_up(process, end)
         marks["up"] = time.monotonic()
         for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
             for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
@@ -365,6 +384,27 @@ class ControllerSwapper:
             raise ControlSwapError("switch", f"switch_controller activating {names} refused; log: {self.log}")
         marks["activate"] = time.monotonic()
         return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
+
+    def _wait_up(self, process: ManagerProcess, end: float) -> None:
+        """Until the new manager answers ``list_controllers`` with none loaded (an answer naming controllers came
+        from another manager of this name). Its first answers may be lost while its reply path is matched: asked
+        again every 0.1 s."""
+        while True:
+            if not process.alive():
+                raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
+                                       f" its log: {self.log}")  # fmt: skip
+            try:
+                if not self.services.list_controllers(0.1):
+                    return
+                time.sleep(0.001)
+            except ManagerTimeoutError:
+                pass
+            if time.monotonic() > end:
+                raise ControlSwapError(
+                    "description",
+                    f"the new controller manager did not answer with no controllers loaded within"
+                    f" {self.timeouts.up:g} s (no hardware from the URDF's <ros2_control> block?); its log: {self.log}",
+                )
 
     def _confirm(self) -> tuple[ControllerState, ...]:
         try:
