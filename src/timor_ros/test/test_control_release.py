@@ -1,8 +1,9 @@
 """The swap's hand-over between two real controller managers (../shared/ros-cpp's controller_manager 4.24,
 mock hardware), driven through timor_ros's SupervisedControl from this test's own node, in a namespace of its own.
 
-What it shows: the standby has its plugins' libraries loaded before the swap, and the controllers it creates
-from them come up; the old manager deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
+What it shows: the standby has its plugins' libraries loaded at its start, and the controllers it creates from them
+come up; the old manager, stopped (SIGSTOP) from its release until the new controllers are active, gets its SIGINT
+only then; it deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
 ``on_cleanup`` run, through its ``set_hardware_component_state`` service) before the new manager loads any hardware,
 and its process exits cleanly afterwards (SIGINT, exit code 0) while the new one runs; SIGINT alone (4.24) runs no
 hardware transition at all. A manager that does not
@@ -57,6 +58,14 @@ def _mapped(pid: int) -> set[str]:
             if line.rstrip().endswith(".so") or ".so." in line}  # fmt: skip
 
 
+def _state(pid: int) -> str:
+    """The process's state letter (T: stopped; Z: zombie), "" if it has gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return ""
+
+
 def _dead(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -109,26 +118,27 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
     assert old.old_manager == "none"
     for modules, previous in ((ROBOT_B, ROBOT_A), (ROBOT_A, ROBOT_B)):
         services = swapper.services
-        leaving = services.servers()  # the running manager's list_controllers server, by its reader's DDS GID
-        assert len(leaving) == 1 and not next(iter(leaving)).startswith("server "), leaving
-        calls_seeing_it: list[bool] = []
+        running = services.servers("load_controller")  # the running manager's server, by its reader's DDS GID
+        assert len(running) == 1 and not next(iter(running)).startswith("server "), running
+        old_state_at_load: list[tuple[str, bool]] = []
         load = services.load
 
-        def watched(name: str, timeout: float, load=load, leaving=leaving, seen=calls_seeing_it) -> bool:
-            seen.append(bool(services.servers() & leaving))
+        def watched(name: str, timeout: float, load=load, pid=old.pid, seen=old_state_at_load) -> bool:
+            seen.append((_state(pid), bool(services.servers("load_controller") - running)))
             return load(name, timeout)
 
         services.load = watched
-        assert swapper._standby is not None  # its plugins' libraries are loaded before the swap (LD_PRELOAD)
-        assert _mapped(swapper._standby.process.pid) >= {
-            "libjoint_state_broadcaster.so",
-            "libjoint_trajectory_controller.so",
-            "libmock_components.so",
-        }
+        standby = swapper.standby_process()
+        assert standby is not None  # its plugins' libraries are loaded at its start (LD_PRELOAD)
+        wanted = {"libjoint_state_broadcaster.so", "libjoint_trajectory_controller.so", "libmock_components.so"}
+        end = time.monotonic() + 20
+        while not _mapped(standby.pid) >= wanted and time.monotonic() < end:
+            time.sleep(0.05)
+        assert _mapped(standby.pid) >= wanted
         name_old = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(previous)][1]).group(1)
         name_new = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(modules)][1]).group(1)
         report = supervised.swap(*robots[tuple(modules)])
-        assert report.old_manager == f"released {name_old} (unconfigured), SIGINT sent (pid {old.pid})"
+        assert report.old_manager == f"released {name_old} (unconfigured), frozen, SIGINT after (pid {old.pid})"
         assert {c.name: c.state for c in report.controllers} == {"joint_state_broadcaster": "active",
                                                                   "arm_controller": "active"}  # fmt: skip
         end = time.monotonic() + 60  # the old process ends in the background, cleanly
@@ -142,9 +152,10 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         signalled = _first(events, "signal_handler(signum=2)", cleaned)  # the SIGINT only after the release
         loading = _first(events, f"Loading hardware '{name_new}'", cleaned)
         activated = _first(events, f"Successful 'activate' of hardware '{name_new}'", loading)
-        assert cleaned < signalled and cleaned < loading < activated
+        switched = _first(events, "Activating controllers: [ arm_controller joint_state_broadcaster ]", activated)
+        assert cleaned < loading < activated < switched < signalled  # frozen until the new controllers were active
         services.load = load
-        assert calls_seeing_it == [False, False]  # the new manager was called only once the old one had left
+        assert old_state_at_load == [("T", True), ("T", True)]  # loads sent with the old one stopped, the new there
         old = report
         swapper.log.write_text("")  # the next swap's lines only
     # without the release, SIGINT alone deactivates nothing in 4.24 (ros2_control_node's ResourceManager has the

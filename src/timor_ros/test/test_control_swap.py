@@ -95,8 +95,8 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
             old_pid = last_pid
             last_pid = int(re.search(r"controller_manager pid (\d+)", answer.message).group(1))
             # the old manager released its hardware through its services and ends in the background
-            assert re.search(rf"old controller manager released \S+ \(unconfigured\), SIGINT sent \(pid {old_pid}\)",
-                             answer.message), answer.message  # fmt: skip
+            released = rf"old controller manager released \S+ \(unconfigured\), frozen, SIGINT after \(pid {old_pid}\)"
+            assert re.search(released, answer.message), answer.message
             _active_for(ros_client, JOINTS[tuple(robot)])
             got = states.wait_for(JOINTS[tuple(robot)])
             assert sorted(got) == sorted(JOINTS[tuple(robot)]), f"/joint_states names {got}"

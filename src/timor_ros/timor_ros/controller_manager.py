@@ -71,7 +71,7 @@ class RosManagerServices:
 
     def __init__(self, node: Node, manager: str) -> None:
         group = ReentrantCallbackGroup()
-        self._node = node
+        self._node, self._manager = node, manager
 
         def client(srv: type, name: str):  # noqa: ANN202 - an rclpy Client
             return node.create_client(srv, f"{manager}/{name}", callback_group=group)
@@ -115,11 +115,11 @@ class RosManagerServices:
             raise ManagerTimeoutError(str(exc)) from None
         return int(answer.state.id) if answer.ok else 0
 
-    def servers(self) -> frozenset[str]:
+    def servers(self, service: str) -> frozenset[str]:
         """Each server's request reader (its GID, from the DDS topic ``rq<service>Request``, as Fast DDS and
         Cyclone DDS name it); a middleware that names them otherwise gives one placeholder per server counted, so
-        that a manager's departure is seen only once none is left (or its process has ended)."""
-        name = self._list.srv_name
+        that a new manager is recognised only once the count has grown."""
+        name = f"{self._manager}/{service}"
         found = self._node.get_subscriptions_info_by_topic(f"rq{name}Request", no_mangle=True)
         gids = frozenset(bytes(i.endpoint_gid).hex() for i in found)
         count = self._node.count_services(name)
@@ -156,6 +156,7 @@ class SupervisedControl:
         self._namespace = namespace
         self._cm_topic = "~/robot_description" if cm_private_topic else "robot_description"
         self._publishers: dict[str, Publisher] = {}
+        self._publishers_lock = threading.Lock()  # standbys start in the swapper's starter thread
         self.folder = Path(tempfile.mkdtemp(prefix="timor_ros2_control_"))
         self.swapper = ControllerSwapper(
             self.folder,
@@ -169,16 +170,19 @@ class SupervisedControl:
     def _command(self, topic: str, manager_params: Path) -> list[str]:
         """ros2_control_node in this namespace, reading its description from ``topic`` (whose publisher is created
         now, so the two are matched long before the swap)."""
-        self._publishers[topic] = self.node.create_publisher(String, topic, LATCHED)
+        publisher = self.node.create_publisher(String, topic, LATCHED)
+        with self._publishers_lock:
+            self._publishers[topic] = publisher
         argv = [str(self._exe), "--ros-args", "--params-file", str(manager_params)]
         if self._namespace.strip("/"):
             argv += ["-r", f"__ns:={self._namespace}"]
         return argv + ["-r", f"controller_manager:{self._cm_topic}:={topic}"]
 
     def _publish(self, topic: str, urdf: str) -> None:
-        self._publishers[topic].publish(String(data=urdf))
-        for old in [t for t in self._publishers if t != topic][:-1]:  # keep the standby's and the current one
-            self.node.destroy_publisher(self._publishers.pop(old))
+        with self._publishers_lock:
+            self._publishers[topic].publish(String(data=urdf))
+            for old in [t for t in self._publishers if t != topic][:-1]:  # keep the current one and the newest
+                self.node.destroy_publisher(self._publishers.pop(old))
 
     def controllers_yaml(self, assembly: ModuleAssembly) -> dict:
         """ros2_controllers.yaml of ``assembly`` (the one moveit.launch.py writes)."""

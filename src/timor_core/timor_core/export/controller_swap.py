@@ -15,18 +15,23 @@ services are there twice. Its controllers' parameters come from a file named at 
  2. make the running manager release the hardware through its own services: every active controller deactivated
     (one switch), then every hardware component of its URDF set to *unconfigured* (``set_hardware_component_state``:
     the component's ``on_deactivate`` then ``on_cleanup`` run; unconfigured components are never read nor written
-    again). Confirmed by the answers, the old manager is sent SIGINT and left to exit in the background (SIGTERM,
-    then SIGKILL only if it hangs). The new manager gets the URDF at once and starts its hardware and services while
-    the old one leaves; the swap calls it only once the old one's services have left the graph (or its process has
-    ended), so that every call reaches the new manager alone, and takes as its first answer only one with no
-    controllers loaded. A manager that does not release (no answer within ``SwapTimeouts.release``, a
-    refusal, a component not unconfigured) is stopped as before: SIGINT and its exit awaited. Either way the new
-    manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
-    process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
-    destructor is the default one; the release is what runs the hardware's deactivation.) A swap that fails after
-    the new manager got the URDF takes that one off the same way, and so does ``close``.
+    again). Confirmed by the answers, the old manager is **frozen** (SIGSTOP) for the rest of the swap: it answers
+    nothing, though its services stay in the graph, and its teardown (~30 ms of CPU and the disposal of some hundred
+    DDS endpoints, which every participant processes) no longer competes with the new manager's start. After the
+    swap it gets SIGINT and SIGCONT and exits in the background (SIGTERM, then SIGKILL only if it hangs); on its way
+    out it may still take requests sent while it was frozen (they reached both managers; the new one had answered):
+    with its hardware unconfigured they change nothing that moves. A manager that does not release (no answer
+    within ``SwapTimeouts.release``, a refusal, a component not unconfigured) is stopped as before: SIGINT and its
+    exit awaited. Either way the new manager gets the URDF, and activates the hardware, only after the old one's
+    hardware was released or its process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its
+    ResourceManager's destructor is the default one; the release is what runs the hardware's deactivation.) A swap
+    that fails after the new manager got the URDF takes that one off the same way (its exit awaited), and so does
+    ``close``. While a manager is frozen, a supervisor killed by SIGKILL leaves it stopped (its PDEATHSIG, SIGINT,
+    stays pending): a window of the swap's length.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
- 4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
+ 4. wait until each service the swap calls has a server of the new manager (by the servers' identities in the
+    graph: a request sent before could reach only the frozen one), and for its first ``list_controllers`` answer
+    with none loaded; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
  5. start the next standby.
 
@@ -45,7 +50,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -60,6 +65,7 @@ __all__ = ["ControlSwapError", "ControllerState", "ControllerSwapper", "ManagerP
 
 _PR_SET_PDEATHSIG = 1
 _UNCONFIGURED = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED
+_CALLED = ("list_controllers", "load_controller", "configure_controller", "switch_controller")  # a swap's calls
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
@@ -131,9 +137,9 @@ class ManagerServices(Protocol):
         after (1: unconfigured), 0 if refused. Raises ManagerTimeoutError without an answer."""
         ...
 
-    def servers(self) -> frozenset[str]:
-        """The controller managers of this name that offer their services now, one identity each (their
-        ``list_controllers`` servers' endpoints in the graph)."""
+    def servers(self, service: str) -> frozenset[str]:
+        """The servers of the manager's ``service`` (``load_controller``, ...) in the graph now, one identity each
+        (their endpoints'), whichever manager of this name they belong to."""
         ...
 
 
@@ -160,6 +166,7 @@ class ManagerProcess:
 
     def __init__(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.argv = list(argv)
+        self.frozen = False
         self._log: IO[bytes] = log.open("ab")
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - argv is ros2_control_node and its ROS arguments
@@ -182,6 +189,11 @@ class ManagerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def freeze(self) -> None:
+        """SIGSTOP: it runs nothing, answers nothing and keeps its place in the graph until ``stop`` resumes it."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+        self.frozen = True
+
     def stop(self, timeout: float) -> str:
         """SIGINT and wait ``timeout``; then SIGTERM and SIGKILL (each after ``timeout``). Returns how it ended."""
         how = "exited before"
@@ -190,6 +202,9 @@ class ManagerProcess:
                 break
             try:
                 os.killpg(self.proc.pid, sig)
+                if self.frozen:  # the signal is pending until it runs again
+                    os.killpg(self.proc.pid, signal.SIGCONT)
+                    self.frozen = False
             except ProcessLookupError:
                 break
             how = f"stopped by {name}"
@@ -215,20 +230,13 @@ class _Standby:
 
 
 @dataclass
-class _Leaving:
-    """A released manager after its SIGINT, on its way out of the graph. ``before``: the servers of its name
-    right after the SIGINT (it and any ghost of a dead process), before the new manager can appear."""
+class _Frozen:
+    """A released manager, stopped (SIGSTOP) for the time of the swap: it answers nothing and its teardown takes
+    neither CPU nor discovery traffic from the new manager's start. ``before``: each called service's servers right
+    before it was frozen (it and any ghost of a dead process), so that the new manager's are recognised."""
 
-    stopper: threading.Thread
-    servers: Callable[[], frozenset[str]]
-    before: frozenset[str]
-    deadline: float
-
-    def wait(self) -> None:
-        """Until none of ``before`` is in the graph any more (or the old process has ended), whatever new
-        manager has appeared meanwhile."""
-        while self.stopper.is_alive() and time.monotonic() < self.deadline and self.servers() & self.before:
-            time.sleep(0.001)
+    old: ManagerProcess
+    before: dict[str, frozenset[str]]
 
 
 class ControllerSwapper:
@@ -257,7 +265,7 @@ class ControllerSwapper:
         self._generation = 0
         self._manager_params: dict[str, Any] | None = None
         self._env: dict[str, str] | None = None  # the standbys' environment (None: this process's)
-        self._standby: _Standby | None = None
+        self._next: Future[_Standby] | None = None  # the standby, started or starting
         self.running: ManagerProcess | None = None
         self._components: tuple[str, ...] = ()  # the running manager's hardware components (its URDF's)
         self._stopping: list[threading.Thread] = []
@@ -273,11 +281,33 @@ class ControllerSwapper:
         if preload:
             before = [p for p in os.environ.get("LD_PRELOAD", "").split(":") if p]
             self._env = {**os.environ, "LD_PRELOAD": ":".join(before + [str(p) for p in preload])}
-        self._standby = self._start_standby()
+        self._next = self._start_standby()
+        self._next.result()  # a standby that cannot start is reported here, by name
 
-    def _start_standby(self) -> _Standby:
+    def _start_standby(self) -> Future[_Standby]:
+        """Start a standby in the starter thread (the thread its PDEATHSIG is tied to, alive as long as the
+        swapper); not waited for: a swap answers without it."""
         if self._manager_params is None:
             raise ControlSwapError("start", "no controller manager parameters yet (prepare() first)")
+        return self._starter.submit(self._make_standby)
+
+    def _take_standby(self) -> _Standby | None:
+        """The standby started last (its start awaited), now no longer the standby; None if none or it failed."""
+        started, self._next = self._next, None
+        try:
+            return None if started is None else started.result()
+        except ControlSwapError:
+            return None
+
+    def standby_process(self) -> ManagerProcess | None:
+        """The standby's process (its start awaited), if there is one."""
+        try:
+            return None if self._next is None else self._next.result().process
+        except ControlSwapError:
+            return None
+
+    def _make_standby(self) -> _Standby:
+        assert self._manager_params is not None
         self._generation += 1
         k = self._generation
         topic = f"{self._topic_base}_{k}"
@@ -289,8 +319,7 @@ class ControllerSwapper:
         manager_file = self.folder / f"manager_{k}.yaml"
         atomic_write_text(manager_file, _yaml({CM_KEY: {"ros__parameters": manager}}))
         argv = self._command(topic, manager_file)
-        process = self._starter.submit(ManagerProcess, argv, self.log, self._env).result()
-        return _Standby(process, topic, params_file)
+        return _Standby(ManagerProcess(argv, self.log, self._env), topic, params_file)
 
     def controller_names(self) -> list[str]:
         """The controllers of the manager's parameters (those with a ``type``), in their order."""
@@ -303,49 +332,45 @@ class ControllerSwapper:
         with self._lock:
             report = SwapReport()
             t0 = time.monotonic()
-            standby = self._standby
+            standby = self._take_standby()
             if standby is None or not standby.process.alive():
-                standby = self._start_standby()  # the standby died (or none yet): a fresh one, on the critical path
-            self._standby = None
+                standby = self._start_standby().result()  # it died (or none yet): a fresh one, on the critical path
             atomic_write_text(standby.params_file, _yaml(controller_sections))
-            leaving = None
+            frozen = None
             if self.running is not None:
-                report.old_manager, leaving = self._retire(self.running, report.seconds)
+                report.old_manager, frozen = self._retire(self.running, report.seconds)
                 self.running = None
             self.running, self._components = standby.process, hardware_components(urdf)
             report.pid = standby.process.pid
             try:
                 self._publish(standby.topic, urdf)  # the old hardware is released (or its process ended)
-                if leaving is not None:  # the new manager starts meanwhile; every call waits until it is alone
-                    leaving.wait()
                 report.seconds["stop"] = time.monotonic() - t0
-                report.seconds.update(self._activate(standby.process))
+                report.seconds.update(self._activate(standby.process, frozen))
                 report.controllers = self._confirm()
             except ControlSwapError:
                 _how, failed = self._retire(self.running, {})  # its hardware may be active: released, or stopped
-                if failed is not None:
-                    failed.wait()
+                if failed is not None:  # ended before anything else is called (the rollback's manager)
+                    failed.old.stop(self.timeouts.stop)
                 self.running = None
                 raise
             finally:
-                self._standby = self._start_standby()
+                if frozen is not None:  # resumed with its SIGINT, its exit awaited in the background
+                    self._stop_later(frozen.old)
+                self._next = self._start_standby()
             report.seconds["total"] = time.monotonic() - t0
             return report
 
-    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> tuple[str, _Leaving | None]:
+    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> tuple[str, _Frozen | None]:
         """Take the old manager off the hardware (see the module's step 2); how, for the report, and, if it was
-        released, its way out of the graph to wait for (None: its process has ended)."""
+        released, the manager frozen (None: its process has ended)."""
         t0 = time.monotonic()
         refused = self._release(old) if old.alive() else "it had exited"
         seconds["release"] = time.monotonic() - t0
         if refused is not None:  # not released: the hardware is free only once the process has ended
             return f"{old.stop(self.timeouts.stop)} (no release: {refused})", None
-        stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
-        stopper.start()  # SIGINT, its exit awaited there (SIGTERM, SIGKILL if it hangs)
-        self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
-        end = time.monotonic() + 3 * self.timeouts.stop + 5  # the background stop has sent SIGKILL by then
-        leaving = _Leaving(stopper, self.services.servers, self.services.servers(), end)
-        return f"released {', '.join(self._components)} (unconfigured), SIGINT sent (pid {old.pid})", leaving
+        frozen = _Frozen(old, {name: self.services.servers(name) for name in _CALLED})
+        old.freeze()
+        return f"released {', '.join(self._components)} (unconfigured), frozen, SIGINT after (pid {old.pid})", frozen
 
     def _release(self, old: ManagerProcess) -> str | None:
         """Deactivate the old manager's active controllers, then unconfigure each hardware component; None when
@@ -365,15 +390,21 @@ class ControllerSwapper:
             return str(exc)
         return None
 
+    def _stop_later(self, old: ManagerProcess) -> None:
+        """SIGINT (and SIGCONT if frozen) to ``old``; its exit awaited in a thread (SIGTERM, SIGKILL if it hangs)."""
+        stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
+        stopper.start()
+        self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
+
     def _stop_in_background(self, old: ManagerProcess) -> None:
         self.stopped[old.pid] = old.stop(self.timeouts.stop)
 
-    def _activate(self, process: ManagerProcess) -> dict[str, float]:
+    def _activate(self, process: ManagerProcess, frozen: _Frozen | None) -> dict[str, float]:
         """Wait for the new manager's services, load and configure each controller, activate all at once."""
         names, call = self.controller_names(), self.timeouts.call
         marks = {"start": time.monotonic()}
         end = marks["start"] + self.timeouts.up
-        self._wait_up(process, end)
+        self._wait_up(process, end, frozen)
         marks["up"] = time.monotonic()
         for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
             for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
@@ -385,20 +416,22 @@ class ControllerSwapper:
         marks["activate"] = time.monotonic()
         return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
 
-    def _wait_up(self, process: ManagerProcess, end: float) -> None:
-        """Until the new manager answers ``list_controllers`` with none loaded (an answer naming controllers came
-        from another manager of this name). Its first answers may be lost while its reply path is matched: asked
-        again every 0.1 s."""
+    def _wait_up(self, process: ManagerProcess, end: float, frozen: _Frozen | None) -> None:
+        """Until each service the swap calls has a server that was not there before the old manager was frozen
+        (until then a request could reach the frozen one alone and go unanswered), then until the new manager
+        answers ``list_controllers`` with none loaded (an answer naming controllers came from another manager of
+        this name). Its first answers may be lost while its reply path is matched: asked again every 0.1 s."""
         while True:
             if not process.alive():
                 raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
                                        f" its log: {self.log}")  # fmt: skip
-            try:
-                if not self.services.list_controllers(0.1):
-                    return
-                time.sleep(0.001)
-            except ManagerTimeoutError:
-                pass
+            if frozen is None or all(self.services.servers(n) - frozen.before[n] for n in _CALLED):
+                try:
+                    if not self.services.list_controllers(0.1):
+                        return
+                except ManagerTimeoutError:
+                    pass
+            time.sleep(0.001)
             if time.monotonic() > end:
                 raise ControlSwapError(
                     "description",
@@ -428,9 +461,10 @@ class ControllerSwapper:
                 refused = self._release(running) if release and running.alive() else "not asked"
                 how = running.stop(self.timeouts.stop)
                 out.append(how if refused else f"released {', '.join(self._components)} (unconfigured), {how}")
-            if self._standby is not None:
-                out.append(self._standby.process.stop(self.timeouts.stop))
-            self.running, self._standby = None, None
+            standby = self._take_standby()
+            if standby is not None:
+                out.append(standby.process.stop(self.timeouts.stop))
+            self.running = None
             for stopper in self._stopping:
                 stopper.join()
             self._starter.shutdown(wait=True)
