@@ -15,19 +15,19 @@ services are there twice. Its controllers' parameters come from a file named at 
  2. make the running manager release the hardware through its own services: every active controller deactivated
     (one switch), then every hardware component of its URDF set to *unconfigured* (``set_hardware_component_state``:
     the component's ``on_deactivate`` then ``on_cleanup`` run; unconfigured components are never read nor written
-    again). Confirmed by the answers, the old manager is **frozen** (SIGSTOP) for the rest of the swap: it answers
-    nothing, though its services stay in the graph, and its teardown (~30 ms of CPU and the disposal of some hundred
-    DDS endpoints, which every participant processes) no longer competes with the new manager's start. After the
-    swap it gets SIGINT and SIGCONT and exits in the background (SIGTERM, then SIGKILL only if it hangs); on its way
-    out it may still take requests sent while it was frozen (they reached both managers; the new one had answered):
-    with its hardware unconfigured they change nothing that moves. A manager that does not release (no answer
-    within ``SwapTimeouts.release``, a refusal, a component not unconfigured) is stopped as before: SIGINT and its
-    exit awaited. Either way the new manager gets the URDF, and activates the hardware, only after the old one's
+    again). Confirmed by the answers, the old manager is **frozen** (SIGSTOP): it answers nothing, though its
+    services stay in the graph, and its teardown (~30 ms of CPU and the disposal of some hundred DDS endpoints,
+    which every participant processes) does not compete with the new manager's start. ``SwapTimeouts.after`` after
+    the swap it gets SIGINT and SIGCONT and exits in the background (SIGTERM, then SIGKILL only if it hangs); on its
+    way out it may still take requests sent while it was frozen (they reached both managers; the new one answered
+    them): with its hardware unconfigured they move nothing. A manager that does not release (no answer within
+    ``SwapTimeouts.release``, a refusal, a component not unconfigured) is stopped as before: SIGINT and its exit
+    awaited. Either way the new manager gets the URDF, and activates the hardware, only after the old one's
     hardware was released or its process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its
     ResourceManager's destructor is the default one; the release is what runs the hardware's deactivation.) A swap
     that fails after the new manager got the URDF takes that one off the same way (its exit awaited), and so does
-    ``close``. While a manager is frozen, a supervisor killed by SIGKILL leaves it stopped (its PDEATHSIG, SIGINT,
-    stays pending): a window of the swap's length.
+    ``close``. A supervisor killed by SIGKILL while a manager is frozen leaves that one stopped (its PDEATHSIG,
+    SIGINT, stays pending): a window of the swap's length and ``SwapTimeouts.after``.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
  4. wait until each service the swap calls has a server of the new manager (by the servers' identities in the
     graph: a request sent before could reach only the frozen one), and for its first ``list_controllers`` answer
@@ -42,40 +42,26 @@ Nothing here imports ROS: the calls to the manager go through ``ManagerServices`
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import TimorError
+from timor_core.export.manager_process import ControlSwapError, ManagerProcess
 from timor_core.export.moveit_config import CM_KEY
 
 __all__ = ["ControlSwapError", "ControllerState", "ControllerSwapper", "ManagerProcess", "ManagerServices",
            "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "hardware_components",
            "split_controllers_yaml"]  # fmt: skip
 
-_PR_SET_PDEATHSIG = 1
 _UNCONFIGURED = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED
 _CALLED = ("list_controllers", "load_controller", "configure_controller", "switch_controller")  # a swap's calls
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-class ControlSwapError(TimorError):
-    """A step of bringing a robot's controllers up failed; ``step`` names it (stop, start, description, load,
-    configure, switch, confirm)."""
-
-    def __init__(self, step: str, message: str) -> None:
-        self.step = step
-        super().__init__(f"ros2_control {step}: {message}")
 
 
 class ManagerTimeoutError(TimorError, TimeoutError):
@@ -86,12 +72,16 @@ class ManagerTimeoutError(TimorError, TimeoutError):
 class SwapTimeouts:
     """Seconds allowed per step. ``stop``: the old manager's clean shutdown after SIGINT before SIGTERM, and as long
     again before SIGKILL. ``release``: each of the old manager's release calls (deactivate its controllers, its
-    hardware to unconfigured; real hardware may take a while) before the swap falls back to awaiting its exit."""
+    hardware to unconfigured; real hardware may take a while) before the swap falls back to awaiting its exit.
+    ``after``: how long after a swap the frozen old manager stays frozen and the next standby waits to start, so
+    that neither competes with the swap's answer and its first use (the old one's teardown is ~30 ms of CPU and
+    some hundred DDS endpoints disposed of, which every participant processes)."""
 
     stop: float = 10.0
     up: float = 20.0
     call: float = 10.0
     release: float = 2.0
+    after: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -161,67 +151,6 @@ def split_controllers_yaml(data: dict[str, Any], manager_key: str = CM_KEY) -> t
     return manager, {k: v for k, v in data.items() if k != manager_key}
 
 
-class ManagerProcess:
-    """One ros2_control_node: started in its own session, ends with its parent (PDEATHSIG), stopped cleanly."""
-
-    def __init__(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> None:
-        self.argv = list(argv)
-        self.frozen = False
-        self._log: IO[bytes] = log.open("ab")
-        try:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv is ros2_control_node and its ROS arguments
-                self.argv,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, from the supervisor's own thread
-                env=env,
-            )
-        except OSError as exc:
-            self._log.close()
-            raise ControlSwapError("start", f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def freeze(self) -> None:
-        """SIGSTOP: it runs nothing, answers nothing and keeps its place in the graph until ``stop`` resumes it."""
-        os.killpg(self.proc.pid, signal.SIGSTOP)
-        self.frozen = True
-
-    def stop(self, timeout: float) -> str:
-        """SIGINT and wait ``timeout``; then SIGTERM and SIGKILL (each after ``timeout``). Returns how it ended."""
-        how = "exited before"
-        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), (signal.SIGKILL, "SIGKILL")):
-            if self.proc.poll() is not None:
-                break
-            try:
-                os.killpg(self.proc.pid, sig)
-                if self.frozen:  # the signal is pending until it runs again
-                    os.killpg(self.proc.pid, signal.SIGCONT)
-                    self.frozen = False
-            except ProcessLookupError:
-                break
-            how = f"stopped by {name}"
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                continue
-        self.proc.wait()
-        self._log.close()
-        return f"{how} (exit code {self.proc.returncode})"
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGINT when the thread that started it ends (the supervisor's own thread)."""
-    _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
-
-
 @dataclass
 class _Standby:
     process: ManagerProcess
@@ -284,12 +213,12 @@ class ControllerSwapper:
         self._next = self._start_standby()
         self._next.result()  # a standby that cannot start is reported here, by name
 
-    def _start_standby(self) -> Future[_Standby]:
+    def _start_standby(self, delay: float = 0.0) -> Future[_Standby]:
         """Start a standby in the starter thread (the thread its PDEATHSIG is tied to, alive as long as the
-        swapper); not waited for: a swap answers without it."""
+        swapper) after ``delay`` seconds; not waited for: a swap answers without it."""
         if self._manager_params is None:
             raise ControlSwapError("start", "no controller manager parameters yet (prepare() first)")
-        return self._starter.submit(self._make_standby)
+        return self._starter.submit(self._make_standby, delay)
 
     def _take_standby(self) -> _Standby | None:
         """The standby started last (its start awaited), now no longer the standby; None if none or it failed."""
@@ -306,8 +235,9 @@ class ControllerSwapper:
         except ControlSwapError:
             return None
 
-    def _make_standby(self) -> _Standby:
+    def _make_standby(self, delay: float) -> _Standby:
         assert self._manager_params is not None
+        time.sleep(delay)
         self._generation += 1
         k = self._generation
         topic = f"{self._topic_base}_{k}"
@@ -355,8 +285,8 @@ class ControllerSwapper:
                 raise
             finally:
                 if frozen is not None:  # resumed with its SIGINT, its exit awaited in the background
-                    self._stop_later(frozen.old)
-                self._next = self._start_standby()
+                    self._stop_later(frozen.old, self.timeouts.after)
+                self._next = self._start_standby(self.timeouts.after)
             report.seconds["total"] = time.monotonic() - t0
             return report
 
@@ -390,13 +320,16 @@ class ControllerSwapper:
             return str(exc)
         return None
 
-    def _stop_later(self, old: ManagerProcess) -> None:
-        """SIGINT (and SIGCONT if frozen) to ``old``; its exit awaited in a thread (SIGTERM, SIGKILL if it hangs)."""
-        stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
+    def _stop_later(self, old: ManagerProcess, delay: float) -> None:
+        """In ``delay`` seconds SIGINT (and SIGCONT if frozen) to ``old``; its exit awaited in a thread (SIGTERM,
+        SIGKILL if it hangs)."""
+        stopper = threading.Thread(target=self._stop_in_background, args=(old, delay), name=f"stop-{old.pid}",
+                                   daemon=True)  # fmt: skip
         stopper.start()
         self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
 
-    def _stop_in_background(self, old: ManagerProcess) -> None:
+    def _stop_in_background(self, old: ManagerProcess, delay: float) -> None:
+        time.sleep(delay)
         self.stopped[old.pid] = old.stop(self.timeouts.stop)
 
     def _activate(self, process: ManagerProcess, frozen: _Frozen | None) -> dict[str, float]:

@@ -1,0 +1,95 @@
+"""One supervised ros2_control_node process: started in its own session, ended with its supervisor, stopped cleanly,
+frozen on request. Used by :mod:`.controller_swap`.
+
+Why its own session and ``PR_SET_PDEATHSIG`` (SIGINT): a Ctrl-C in the supervisor's terminal must not reach the
+manager before the supervisor has released its hardware, and a supervisor that is killed must not leave a manager
+behind. Nothing here imports ROS.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+from timor_core.errors import TimorError
+
+__all__ = ["ControlSwapError", "ManagerProcess"]
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+class ControlSwapError(TimorError):
+    """A step of bringing a robot's controllers up failed; ``step`` names it (stop, start, description, load,
+    configure, switch, confirm)."""
+
+    def __init__(self, step: str, message: str) -> None:
+        self.step = step
+        super().__init__(f"ros2_control {step}: {message}")
+
+
+class ManagerProcess:
+    """One ros2_control_node: started in its own session, ends with its parent (PDEATHSIG), stopped cleanly."""
+
+    def __init__(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> None:
+        self.argv = list(argv)
+        self.frozen = False
+        self._log: IO[bytes] = log.open("ab")
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - argv is ros2_control_node and its ROS arguments
+                self.argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, from the supervisor's own thread
+                env=env,
+            )
+        except OSError as exc:
+            self._log.close()
+            raise ControlSwapError("start", f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def freeze(self) -> None:
+        """SIGSTOP: it runs nothing, answers nothing and keeps its place in the graph until ``stop`` resumes it."""
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+        self.frozen = True
+
+    def stop(self, timeout: float) -> str:
+        """SIGINT and wait ``timeout``; then SIGTERM and SIGKILL (each after ``timeout``). Returns how it ended."""
+        how = "exited before"
+        for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), (signal.SIGKILL, "SIGKILL")):
+            if self.proc.poll() is not None:
+                break
+            try:
+                os.killpg(self.proc.pid, sig)
+                if self.frozen:  # the signal is pending until it runs again
+                    os.killpg(self.proc.pid, signal.SIGCONT)
+                    self.frozen = False
+            except ProcessLookupError:
+                break
+            how = f"stopped by {name}"
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                continue
+        self.proc.wait()
+        self._log.close()
+        return f"{how} (exit code {self.proc.returncode})"
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGINT when the thread that started it ends (the supervisor's own thread)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)
