@@ -78,18 +78,6 @@ def test_a_manager_that_ignores_sigint_is_escalated_and_the_message_says_so(tmp_
     assert how == f"stopped by SIGTERM (exit code {-signal.SIGTERM})"
 
 
-def test_a_frozen_manager_runs_nothing_until_its_stop_resumes_it_with_the_sigint(tmp_path):
-    log = tmp_path / "m.log"
-    proc = ManagerProcess([sys.executable, "-c", _CHILD, "clean"], log)
-    _wait_ready(log)
-    proc.freeze()
-    time.sleep(0.1)
-    with open(f"/proc/{proc.pid}/stat") as f:
-        assert f.read().split(")")[-1].split()[0] == "T"  # stopped
-    assert proc.alive()
-    assert proc.stop(timeout=10) == "stopped by SIGINT (exit code 0)"  # not escalated: SIGCONT followed the SIGINT
-
-
 def test_a_missing_executable_is_a_typed_error_naming_it(tmp_path):
     with pytest.raises(ControlSwapError, match=r"ros2_control start: cannot start /nonexistent/ros2_control_node"):
         ManagerProcess(["/nonexistent/ros2_control_node"], tmp_path / "m.log")

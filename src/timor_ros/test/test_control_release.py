@@ -2,8 +2,7 @@
 mock hardware), driven through timor_ros's SupervisedControl from this test's own node, in a namespace of its own.
 
 What it shows: the standby has its plugins' libraries loaded at its start, and the controllers it creates from them
-come up; the old manager, stopped (SIGSTOP) from its release until the new controllers are active, gets its SIGINT
-only then; it deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
+come up; the old manager deactivates its controllers and unconfigures its hardware (its ``on_deactivate`` and
 ``on_cleanup`` run, through its ``set_hardware_component_state`` service) before the new manager loads any hardware,
 and its process exits cleanly afterwards (SIGINT, exit code 0) while the new one runs; SIGINT alone (4.24) runs no
 hardware transition at all. A manager that does not
@@ -56,14 +55,6 @@ def _mapped(pid: int) -> set[str]:
     """The file names of the shared libraries a process has loaded."""
     return {line.split()[-1].rsplit("/", 1)[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines()
             if line.rstrip().endswith(".so") or ".so." in line}  # fmt: skip
-
-
-def _state(pid: int) -> str:
-    """The process's state letter (T: stopped; Z: zombie), "" if it has gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return ""
 
 
 def _dead(pid: int) -> bool:
@@ -120,11 +111,11 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         services = swapper.services
         running = services.servers("load_controller")  # the running manager's server, by its reader's DDS GID
         assert len(running) == 1 and not next(iter(running)).startswith("server "), running
-        old_state_at_load: list[tuple[str, bool]] = []
+        old_still_there: list[bool] = []
         load = services.load
 
-        def watched(name: str, timeout: float, load=load, pid=old.pid, seen=old_state_at_load) -> bool:
-            seen.append((_state(pid), bool(services.servers("load_controller") - running)))
+        def watched(name: str, timeout: float, load=load, running=running, seen=old_still_there) -> bool:
+            seen.append(bool(services.servers("load_controller") & running))
             return load(name, timeout)
 
         services.load = watched
@@ -138,7 +129,7 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         name_old = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(previous)][1]).group(1)
         name_new = re.search(r'<ros2_control name="([^"]+)"', robots[tuple(modules)][1]).group(1)
         report = supervised.swap(*robots[tuple(modules)])
-        assert report.old_manager == f"released {name_old} (unconfigured), frozen, SIGINT after (pid {old.pid})"
+        assert report.old_manager == f"released {name_old} (unconfigured), SIGINT sent (pid {old.pid})"
         assert {c.name: c.state for c in report.controllers} == {"joint_state_broadcaster": "active",
                                                                   "arm_controller": "active"}  # fmt: skip
         end = time.monotonic() + 60  # the old process ends in the background, cleanly
@@ -152,10 +143,9 @@ def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(cont
         signalled = _first(events, "signal_handler(signum=2)", cleaned)  # the SIGINT only after the release
         loading = _first(events, f"Loading hardware '{name_new}'", cleaned)
         activated = _first(events, f"Successful 'activate' of hardware '{name_new}'", loading)
-        switched = _first(events, "Activating controllers: [ arm_controller joint_state_broadcaster ]", activated)
-        assert cleaned < loading < activated < switched < signalled  # frozen until the new controllers were active
+        assert cleaned < signalled and cleaned < loading < activated
         services.load = load
-        assert old_state_at_load == [("T", True), ("T", True)]  # loads sent with the old one stopped, the new there
+        assert old_still_there == [False, False]  # the new manager was called only once the old one had left
         old = report
         swapper.log.write_text("")  # the next swap's lines only
     # without the release, SIGINT alone deactivates nothing in 4.24 (ros2_control_node's ResourceManager has the

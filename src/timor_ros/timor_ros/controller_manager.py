@@ -118,7 +118,7 @@ class RosManagerServices:
     def servers(self, service: str) -> frozenset[str]:
         """Each server's request reader (its GID, from the DDS topic ``rq<service>Request``, as Fast DDS and
         Cyclone DDS name it); a middleware that names them otherwise gives one placeholder per server counted, so
-        that a new manager is recognised only once the count has grown."""
+        that an old manager's departure is seen only once none is left (or its process has ended)."""
         name = f"{self._manager}/{service}"
         found = self._node.get_subscriptions_info_by_topic(f"rq{name}Request", no_mangle=True)
         gids = frozenset(bytes(i.endpoint_gid).hex() for i in found)

@@ -15,25 +15,20 @@ services are there twice. Its controllers' parameters come from a file named at 
  2. make the running manager release the hardware through its own services: every active controller deactivated
     (one switch), then every hardware component of its URDF set to *unconfigured* (``set_hardware_component_state``:
     the component's ``on_deactivate`` then ``on_cleanup`` run; unconfigured components are never read nor written
-    again). Confirmed by the answers, the old manager is **frozen** (SIGSTOP): it answers nothing, though its
-    services stay in the graph, and its teardown (~30 ms of CPU and the disposal of some hundred DDS endpoints,
-    which every participant processes) does not compete with the new manager's start. ``SwapTimeouts.after`` after
-    the swap it gets SIGINT and SIGCONT and exits in the background (SIGTERM, then SIGKILL only if it hangs); on its
-    way out it may still take requests sent while it was frozen (they reached both managers; the new one answered
-    them): with its hardware unconfigured they move nothing. A manager that does not release (no answer within
-    ``SwapTimeouts.release``, a refusal, a component not unconfigured) is stopped as before: SIGINT and its exit
-    awaited. Either way the new manager gets the URDF, and activates the hardware, only after the old one's
-    hardware was released or its process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its
-    ResourceManager's destructor is the default one; the release is what runs the hardware's deactivation.) A swap
-    that fails after the new manager got the URDF takes that one off the same way (its exit awaited), and so does
-    ``close``. A supervisor killed by SIGKILL while a manager is frozen leaves that one stopped (its PDEATHSIG,
-    SIGINT, stays pending): a window of the swap's length and ``SwapTimeouts.after``.
+    again). Confirmed by the answers, the old manager is sent SIGINT and left to exit in the background (SIGTERM,
+    then SIGKILL only if it hangs). The new manager gets the URDF at once and starts its hardware and services while
+    the old one leaves; the swap calls it only once the old one's services have left the graph (or its process has
+    ended), so that every call reaches the new manager alone, and takes as its first answer only one with no
+    controllers loaded. A manager that does not release (no answer within ``SwapTimeouts.release``, a
+    refusal, a component not unconfigured) is stopped as before: SIGINT and its exit awaited. Either way the new
+    manager gets the URDF, and activates the hardware, only after the old one's hardware was released or its
+    process ended. (4.24's ros2_control_node itself deactivates nothing on SIGINT: its ResourceManager's
+    destructor is the default one; the release is what runs the hardware's deactivation.) A swap that fails after
+    the new manager got the URDF takes that one off the same way, and so does ``close``.
  3. hand the new URDF to the standby (its topic is matched already: no discovery on the critical path);
- 4. wait until each service the swap calls has a server of the new manager (by the servers' identities in the
-    graph: a request sent before could reach only the frozen one), and for its first ``list_controllers`` answer
-    with none loaded; load and configure each controller, activate all in one strict switch; confirm with
+ 4. wait for its services; load and configure each controller, activate all in one strict switch; confirm with
     ``list_controllers`` that each is active and which interfaces it claims;
- 5. start the next standby.
+ 5. start the next standby (``SwapTimeouts.after`` later, in the background: the answer does not wait for it).
 
 Nothing here imports ROS: the calls to the manager go through ``ManagerServices``, the description through a
 ``publish`` function; timor_ros's assembly node supplies both. Every process is started in its own session with
@@ -73,9 +68,8 @@ class SwapTimeouts:
     """Seconds allowed per step. ``stop``: the old manager's clean shutdown after SIGINT before SIGTERM, and as long
     again before SIGKILL. ``release``: each of the old manager's release calls (deactivate its controllers, its
     hardware to unconfigured; real hardware may take a while) before the swap falls back to awaiting its exit.
-    ``after``: how long after a swap the frozen old manager stays frozen and the next standby waits to start, so
-    that neither competes with the swap's answer and its first use (the old one's teardown is ~30 ms of CPU and
-    some hundred DDS endpoints disposed of, which every participant processes)."""
+    ``after``: how long after a swap the next standby waits to start (its process and DDS participant), so that it
+    does not compete with the swap's answer and the new controllers' first use."""
 
     stop: float = 10.0
     up: float = 20.0
@@ -159,13 +153,22 @@ class _Standby:
 
 
 @dataclass
-class _Frozen:
-    """A released manager, stopped (SIGSTOP) for the time of the swap: it answers nothing and its teardown takes
-    neither CPU nor discovery traffic from the new manager's start. ``before``: each called service's servers right
-    before it was frozen (it and any ghost of a dead process), so that the new manager's are recognised."""
+class _Leaving:
+    """A released manager after its SIGINT, on its way out of the graph. ``before``: the servers of each service a
+    swap calls, counted right before the SIGINT (its own and any ghost's of a dead process)."""
 
-    old: ManagerProcess
+    stopper: threading.Thread
+    servers: Callable[[str], frozenset[str]]
     before: dict[str, frozenset[str]]
+    deadline: float
+
+    def wait(self) -> None:
+        """Until none of ``before`` is in the graph any more (or the old process has ended), whatever new
+        manager has appeared meanwhile."""
+        while self.stopper.is_alive() and time.monotonic() < self.deadline:
+            if not any(self.servers(name) & self.before[name] for name in _CALLED):
+                return
+            time.sleep(0.002)
 
 
 class ControllerSwapper:
@@ -266,41 +269,45 @@ class ControllerSwapper:
             if standby is None or not standby.process.alive():
                 standby = self._start_standby().result()  # it died (or none yet): a fresh one, on the critical path
             atomic_write_text(standby.params_file, _yaml(controller_sections))
-            frozen = None
+            leaving = None
             if self.running is not None:
-                report.old_manager, frozen = self._retire(self.running, report.seconds)
+                report.old_manager, leaving = self._retire(self.running, report.seconds)
                 self.running = None
             self.running, self._components = standby.process, hardware_components(urdf)
             report.pid = standby.process.pid
             try:
                 self._publish(standby.topic, urdf)  # the old hardware is released (or its process ended)
+                if leaving is not None:  # the new manager starts meanwhile; every call waits until it is alone
+                    leaving.wait()
                 report.seconds["stop"] = time.monotonic() - t0
-                report.seconds.update(self._activate(standby.process, frozen))
+                report.seconds.update(self._activate(standby.process))
                 report.controllers = self._confirm()
             except ControlSwapError:
                 _how, failed = self._retire(self.running, {})  # its hardware may be active: released, or stopped
-                if failed is not None:  # ended before anything else is called (the rollback's manager)
-                    failed.old.stop(self.timeouts.stop)
+                if failed is not None:
+                    failed.wait()
                 self.running = None
                 raise
             finally:
-                if frozen is not None:  # resumed with its SIGINT, its exit awaited in the background
-                    self._stop_later(frozen.old, self.timeouts.after)
                 self._next = self._start_standby(self.timeouts.after)
             report.seconds["total"] = time.monotonic() - t0
             return report
 
-    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> tuple[str, _Frozen | None]:
+    def _retire(self, old: ManagerProcess, seconds: dict[str, float]) -> tuple[str, _Leaving | None]:
         """Take the old manager off the hardware (see the module's step 2); how, for the report, and, if it was
-        released, the manager frozen (None: its process has ended)."""
+        released, its way out of the graph to wait for (None: its process has ended)."""
         t0 = time.monotonic()
         refused = self._release(old) if old.alive() else "it had exited"
         seconds["release"] = time.monotonic() - t0
         if refused is not None:  # not released: the hardware is free only once the process has ended
             return f"{old.stop(self.timeouts.stop)} (no release: {refused})", None
-        frozen = _Frozen(old, {name: self.services.servers(name) for name in _CALLED})
-        old.freeze()
-        return f"released {', '.join(self._components)} (unconfigured), frozen, SIGINT after (pid {old.pid})", frozen
+        before = {name: self.services.servers(name) for name in _CALLED}
+        stopper = threading.Thread(target=self._stop_in_background, args=(old,), name=f"stop-{old.pid}", daemon=True)
+        stopper.start()  # SIGINT, its exit awaited there (SIGTERM, SIGKILL if it hangs)
+        self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
+        end = time.monotonic() + 3 * self.timeouts.stop + 5  # the background stop has sent SIGKILL by then
+        leaving = _Leaving(stopper, self.services.servers, before, end)
+        return f"released {', '.join(self._components)} (unconfigured), SIGINT sent (pid {old.pid})", leaving
 
     def _release(self, old: ManagerProcess) -> str | None:
         """Deactivate the old manager's active controllers, then unconfigure each hardware component; None when
@@ -320,24 +327,15 @@ class ControllerSwapper:
             return str(exc)
         return None
 
-    def _stop_later(self, old: ManagerProcess, delay: float) -> None:
-        """In ``delay`` seconds SIGINT (and SIGCONT if frozen) to ``old``; its exit awaited in a thread (SIGTERM,
-        SIGKILL if it hangs)."""
-        stopper = threading.Thread(target=self._stop_in_background, args=(old, delay), name=f"stop-{old.pid}",
-                                   daemon=True)  # fmt: skip
-        stopper.start()
-        self._stopping = [t for t in self._stopping if t.is_alive()] + [stopper]
-
-    def _stop_in_background(self, old: ManagerProcess, delay: float) -> None:
-        time.sleep(delay)
+    def _stop_in_background(self, old: ManagerProcess) -> None:
         self.stopped[old.pid] = old.stop(self.timeouts.stop)
 
-    def _activate(self, process: ManagerProcess, frozen: _Frozen | None) -> dict[str, float]:
+    def _activate(self, process: ManagerProcess) -> dict[str, float]:
         """Wait for the new manager's services, load and configure each controller, activate all at once."""
         names, call = self.controller_names(), self.timeouts.call
         marks = {"start": time.monotonic()}
         end = marks["start"] + self.timeouts.up
-        self._wait_up(process, end, frozen)
+        self._wait_up(process, end)
         marks["up"] = time.monotonic()
         for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
             for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
@@ -349,22 +347,20 @@ class ControllerSwapper:
         marks["activate"] = time.monotonic()
         return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
 
-    def _wait_up(self, process: ManagerProcess, end: float, frozen: _Frozen | None) -> None:
-        """Until each service the swap calls has a server that was not there before the old manager was frozen
-        (until then a request could reach the frozen one alone and go unanswered), then until the new manager
-        answers ``list_controllers`` with none loaded (an answer naming controllers came from another manager of
-        this name). Its first answers may be lost while its reply path is matched: asked again every 0.1 s."""
+    def _wait_up(self, process: ManagerProcess, end: float) -> None:
+        """Until the new manager answers ``list_controllers`` with none loaded (an answer naming controllers came
+        from another manager of this name). Its first answers may be lost while its reply path is matched: asked
+        again every 0.1 s."""
         while True:
             if not process.alive():
                 raise ControlSwapError("description", f"ros2_control_node exited ({process.proc.returncode});"
                                        f" its log: {self.log}")  # fmt: skip
-            if frozen is None or all(self.services.servers(n) - frozen.before[n] for n in _CALLED):
-                try:
-                    if not self.services.list_controllers(0.1):
-                        return
-                except ManagerTimeoutError:
-                    pass
-            time.sleep(0.001)
+            try:
+                if not self.services.list_controllers(0.1):
+                    return
+                time.sleep(0.001)
+            except ManagerTimeoutError:
+                pass
             if time.monotonic() > end:
                 raise ControlSwapError(
                     "description",

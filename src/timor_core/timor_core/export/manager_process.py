@@ -1,5 +1,5 @@
 """One supervised ros2_control_node process: started in its own session, ended with its supervisor, stopped cleanly,
-frozen on request. Used by :mod:`.controller_swap`.
+Used by :mod:`.controller_swap`.
 
 Why its own session and ``PR_SET_PDEATHSIG`` (SIGINT): a Ctrl-C in the supervisor's terminal must not reach the
 manager before the supervisor has released its hardware, and a supervisor that is killed must not leave a manager
@@ -39,7 +39,6 @@ class ManagerProcess:
 
     def __init__(self, argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> None:
         self.argv = list(argv)
-        self.frozen = False
         self._log: IO[bytes] = log.open("ab")
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - argv is ros2_control_node and its ROS arguments
@@ -62,11 +61,6 @@ class ManagerProcess:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
-    def freeze(self) -> None:
-        """SIGSTOP: it runs nothing, answers nothing and keeps its place in the graph until ``stop`` resumes it."""
-        os.killpg(self.proc.pid, signal.SIGSTOP)
-        self.frozen = True
-
     def stop(self, timeout: float) -> str:
         """SIGINT and wait ``timeout``; then SIGTERM and SIGKILL (each after ``timeout``). Returns how it ended."""
         how = "exited before"
@@ -75,9 +69,6 @@ class ManagerProcess:
                 break
             try:
                 os.killpg(self.proc.pid, sig)
-                if self.frozen:  # the signal is pending until it runs again
-                    os.killpg(self.proc.pid, signal.SIGCONT)
-                    self.frozen = False
             except ProcessLookupError:
                 break
             how = f"stopped by {name}"
