@@ -181,7 +181,7 @@ class SupervisedControl:
     def _publish(self, topic: str, urdf: str) -> None:
         with self._publishers_lock:
             self._publishers[topic].publish(String(data=urdf))
-            for old in [t for t in self._publishers if t != topic][:-1]:  # keep the current one and the newest
+            for old in [t for t in self._publishers if t != topic][:-1]:  # keep the current and the previous one
                 self.node.destroy_publisher(self._publishers.pop(old))
 
     def controllers_yaml(self, assembly: ModuleAssembly) -> dict:

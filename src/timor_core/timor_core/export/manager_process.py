@@ -1,4 +1,4 @@
-"""One supervised ros2_control_node process: started in its own session, ended with its supervisor, stopped cleanly,
+"""One supervised ros2_control_node process: started in its own session, ended with its supervisor, stopped cleanly.
 Used by :mod:`.controller_swap`.
 
 Why its own session and ``PR_SET_PDEATHSIG`` (SIGINT): a Ctrl-C in the supervisor's terminal must not reach the
