@@ -42,6 +42,7 @@ def test_unknown_classes_missing_files_and_broken_descriptions_are_left_out(tmp_
     _package(tmp_path, "controller_interface", "broken", "p.xml", "<library path=", [])
     index = tmp_path / "share" / "ament_index" / "resource_index" / "controller_interface__pluginlib__plugin"
     (index / "nowhere").write_text("share/nowhere/missing.xml\n")
+    (index / "unreadable").mkdir()  # reading it raises IsADirectoryError
     assert plugin_libraries(["gone/X", "nope/Y"], [tmp_path]) == []
     assert plugin_libraries(["gone/X"], [tmp_path / "no_such_prefix"]) == []
 

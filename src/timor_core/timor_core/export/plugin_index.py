@@ -51,7 +51,11 @@ def _class_libraries(prefixes: Sequence[Path], bases: Sequence[str]) -> dict[str
                 if (base, marker.name) in seen:  # an earlier prefix's package shadows this one
                     continue
                 seen.add((base, marker.name))
-                for line in marker.read_text(errors="replace").splitlines():
+                try:
+                    lines = marker.read_text(errors="replace").splitlines()
+                except OSError:  # unreadable: its package's plugins are left out, as a missing description
+                    continue
+                for line in lines:
                     if line.strip():
                         for name, library in _description(prefix, prefix / line.strip()):
                             found.setdefault(name, library)
