@@ -33,6 +33,7 @@ from timor_core.export.controller_swap import (
     ManagerTimeoutError,
     SwapReport,
     SwapTimeouts,
+    controller_types,
     split_controllers_yaml,
 )
 from timor_core.export.plugin_index import plugin_libraries
@@ -202,7 +203,7 @@ class SupervisedControl:
         """The running manager replaced by one for ``assembly`` with every controller active."""
         manager, sections = split_controllers_yaml(self.controllers_yaml(assembly))
         if not self.swapper.controller_names():  # the first robot: the first standby, with its manager parameters
-            types = [v["type"] for v in manager.values() if isinstance(v, dict) and "type" in v]
+            types = controller_types(manager).values()
             self.swapper.prepare(manager, plugin_libraries([*types, self.plugin]))
         return self.swapper.swap(urdf, sections)
 

@@ -52,7 +52,7 @@ from timor_core.export.manager_process import ControlSwapError, ManagerProcess
 from timor_core.export.moveit_config import CM_KEY
 
 __all__ = ["ControlSwapError", "ControllerState", "ControllerSwapper", "ManagerProcess", "ManagerServices",
-           "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "hardware_components",
+           "ManagerTimeoutError", "SwapReport", "SwapTimeouts", "controller_types", "hardware_components",
            "split_controllers_yaml"]  # fmt: skip
 
 _UNCONFIGURED = 1  # lifecycle_msgs/State.PRIMARY_STATE_UNCONFIGURED
@@ -136,6 +136,12 @@ def hardware_components(urdf: str) -> tuple[str, ...]:
     except ET.ParseError:
         return ()
     return tuple(str(e.get("name")) for e in root.iter("ros2_control") if e.get("name"))
+
+
+def controller_types(manager_params: dict[str, Any]) -> dict[str, str]:
+    """The controllers of a manager's ``ros__parameters`` (the entries with a ``type``) -> their plugin class, in
+    their order."""
+    return {n: str(v["type"]) for n, v in manager_params.items() if isinstance(v, dict) and "type" in v}
 
 
 def split_controllers_yaml(data: dict[str, Any], manager_key: str = CM_KEY) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -245,7 +251,7 @@ class ControllerSwapper:
         k = self._generation
         topic = f"{self._topic_base}_{k}"
         params_file = self.folder / f"controllers_{k}.yaml"
-        names = [n for n, v in self._manager_params.items() if isinstance(v, dict) and "type" in v]
+        names = self.controller_names()
         manager = dict(self._manager_params)
         for name in names:
             manager[name] = {**manager[name], "params_file": str(params_file)}
@@ -256,8 +262,7 @@ class ControllerSwapper:
 
     def controller_names(self) -> list[str]:
         """The controllers of the manager's parameters (those with a ``type``), in their order."""
-        params = self._manager_params or {}
-        return [n for n, v in params.items() if isinstance(v, dict) and "type" in v]
+        return list(controller_types(self._manager_params or {}))
 
     def swap(self, urdf: str, controller_sections: dict[str, Any]) -> SwapReport:
         """Stop the running manager and bring the standby up with ``urdf``, every controller active; then start the
