@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pinocchio as pin
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from urdf_agreement import robots_share
 
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.common import compiled
@@ -56,14 +56,13 @@ def _unaligned_chain(seed: int) -> pin.Model:
 
 
 def _ur5_urdf() -> Path:
-    try:
-        files = metadata.files("example-robot-data") or []
-    except metadata.PackageNotFoundError:
+    share = robots_share()
+    if share is None:
         pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
-    for f in files:
-        if str(f).endswith("robots/ur_description/urdf/ur5_robot.urdf"):
-            return Path(f.locate()).resolve()
-    pytest.skip("example-robot-data holds no ur5_robot.urdf")
+    urdf = share / "robots" / "ur_description" / "urdf" / "ur5_robot.urdf"
+    if not urdf.is_file():
+        pytest.skip("example-robot-data holds no ur5_robot.urdf")
+    return urdf
 
 
 def _ur5() -> tuple[pin.Model, int]:

@@ -4,12 +4,12 @@ robots from the ``example-robot-data`` package: Panda (with its gripper), UR5, U
 from __future__ import annotations
 
 import json
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 import pytest
+from urdf_agreement import robots_share
 
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.errors import FormatError, MeshError, ValidationError
@@ -20,14 +20,10 @@ from timor_core.task.solution import Solution
 
 
 def _robots_share() -> Path:
-    try:
-        files = metadata.files("example-robot-data") or []
-    except metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
-    for f in files:
-        if str(f).endswith("robots/panda_description/urdf/panda.urdf"):
-            return Path(f.locate()).resolve().parents[3]  # .../share/example-robot-data
-    pytest.skip("example-robot-data holds no panda.urdf")
+    share = robots_share()
+    if share is None:
+        pytest.skip("example-robot-data is not installed, or holds no panda.urdf (pip install example-robot-data)")
+    return share
 
 
 @pytest.fixture(scope="module")
