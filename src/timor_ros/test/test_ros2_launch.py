@@ -236,6 +236,7 @@ def test_launch_arguments_reach_the_nodes(placeholders, tmp_path):
             return expected <= set(nodes)
 
         assert wait_for(all_listed, 45, interval=0.5), nodes
-        assert not any("joint_state_publisher" in n for n in nodes), nodes
+        # only /r1 is this launch's: the CLI daemon may still list an earlier test's /r2 nodes until their lease ends
+        assert not any("joint_state_publisher" in n for n in nodes if n.startswith("/r1/")), nodes
     finally:
         _checked(launch)
