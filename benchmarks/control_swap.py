@@ -183,12 +183,14 @@ def _arm_claims(client) -> set[str]:
     return set(states["arm_controller"].claimed_interfaces)
 
 
-def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) -> dict | None:
+def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0, floor: bool = False) -> dict | None:
     """The product's path: ``moveit.launch.py move_group:=false`` (the assembly node supervises controller_manager,
     a standby ahead) and ``rounds`` set_assembly requests each way (plus one untimed warm-up). Per swap: the answer
     (the node answers after its own list_controllers shows both active), the node's parts (from its log line), and
     the confirmation by this process: both active, arm_controller claiming the new robot's joints. ``gap`` seconds
-    pass between swaps (the next standby, started after each swap, comes up and is discovered meanwhile)."""
+    pass between swaps (the next standby, started after each swap, comes up and is discovered meanwhile).
+    ``floor``: after each product swap, ``gap`` seconds later, one swap of the floor (control_floor.py) beside it,
+    whose parts join the product swap's record."""
     import ast
 
     from ros2_cli import Launch
@@ -203,12 +205,18 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) 
     launch = Launch(args, log)
     client = RosClient()
     swaps: list[dict] = []
+    beside = None
     try:
         end = time.monotonic() + 120
         while "controllers active" not in launch.output():
             if time.monotonic() > end or launch.proc.poll() is not None:
                 raise RuntimeError(f"the launch did not bring the controllers up\n{launch.output()[-2000:]}")
             time.sleep(0.2)
+        if floor:
+            from control_floor import Floor
+
+            beside = Floor(client, robots, folder)
+            beside.start()
         for k in range(2 * rounds + 1):
             modules = robots[(k + 1) % 2]
             joints = {f"{j}/position" for j in _joints(modules)}
@@ -241,10 +249,17 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0) 
                     "old_manager": logged.split(" (old manager ", 1)[1].rstrip(")"),
                     "load": os.getloadavg()[0],
                 })  # fmt: skip
+            if beside is not None:
+                time.sleep(gap)
+                parts = beside.swap()
+                if k:
+                    swaps[-1].update(parts)
     except (RuntimeError, AssertionError) as exc:
         print(f"product swap failed: {exc}\n{launch.output()[-2000:]}", file=sys.stderr)
         return None
     finally:
+        if beside is not None:
+            beside.close()
         client.close()
         launch.stop()
         launch.kill_leftovers()
@@ -282,6 +297,8 @@ def summary(result: dict, budget: float, route: str = "controller_manager restar
             values = [s[key] for s in group]
             parts.append(f"{key[:-2]} {statistics.median(values):.3f}/{_percentile(values, 0.9):.3f}")
         lines.append(f"  {label} ({len(group)} swaps, median/p90 s): " + ", ".join(parts))
+    if "floor_s" in swaps[0]:
+        lines.append(_floor_line(swaps))
     median = statistics.median(s["confirmed_s"] for s in swaps)
     p90 = _percentile([s["confirmed_s"] for s in swaps], 0.9)
     loads = [s["load"] for s in swaps]
@@ -292,3 +309,18 @@ def summary(result: dict, budget: float, route: str = "controller_manager restar
     )
     result["median_s"], result["budget_s"], result["budget_met"] = median, budget, median <= budget
     return "\n".join(lines)
+
+
+FLOOR_PARTS = ("floor_release_s", "floor_stop_s", "floor_up_s", "floor_load_controller_s",
+               "floor_configure_controller_s", "floor_activate_s", "floor_s")  # fmt: skip
+
+
+def _floor_line(swaps: list[dict]) -> str:
+    """The floor's parts beside the product (control_floor.py), and how much longer the product takes, same run."""
+    parts = [f"{key[6:-2] or 'total'} {statistics.median(s[key] for s in swaps):.3f}" for key in FLOOR_PARTS]
+    ratios = [s["confirmed_s"] / s["floor_s"] for s in swaps]
+    product, floor = (statistics.median(s[k] for s in swaps) for k in ("confirmed_s", "floor_s"))
+    return (
+        f"  floor, same run (median s): {', '.join(parts)}; product/floor: {product / floor:.2f} (medians), "
+        f"{statistics.median(ratios):.2f} (median of the swaps' ratios), product - floor {product - floor:.3f} s"
+    )

@@ -82,6 +82,11 @@ def main() -> int:
         help="time N swaps each way through the product's path (moveit.launch.py, set_assembly)",
     )
     parser.add_argument("--gap", type=float, default=3.0, help="seconds between the product path's swaps")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="with --product: the same swap without timor beside each product swap (control_floor.py)",
+    )
     parser.add_argument("--budget", type=float, default=1.5, help="budget of the restart route's median (s)")
     parser.add_argument("--product-budget", type=float, default=0.21, help="budget of the product path's median (s)")
     args = parser.parse_args()
@@ -171,7 +176,7 @@ def _restart_only(args: argparse.Namespace) -> int:
 
     report: dict = {}
     if args.product:
-        product = product_swaps(ROBOTS, args.product, args.gap)
+        product = product_swaps(ROBOTS, args.product, args.gap, args.floor)
         if product is None:
             return 1
         print(summary(product, args.product_budget, "product path (set_assembly, standby manager)", PRODUCT_PARTS),

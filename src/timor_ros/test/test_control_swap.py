@@ -126,6 +126,7 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
         assert answer.success, answer.message
         assert f"old controller manager exited before (exit code {-signal.SIGKILL})" in answer.message
         _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
+        _robot_state_publisher_hangs_during_a_swap(ros_client, launch)
     finally:
         ros_client.node.destroy_subscription(states.sub)
         launch.stop()
@@ -136,6 +137,28 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
     assert re.search(r"controller manager released \S+ \(unconfigured\), stopped by SIGINT \(exit code 0\)",
                      launch.output()), launch.output()[-3000:]  # fmt: skip
     assert "process has died" not in launch.output(), launch.output()[-4000:]
+
+
+def _robot_state_publisher_hangs_during_a_swap(ros_client, launch: Launch) -> None:
+    """robot_state_publisher's parameter is set while the controllers swap; when it does not answer (SIGSTOP: a
+    hung node whose service is still in the graph), the new robot's controllers are up already: the request fails at
+    robot_state_publisher's step, and ROBOT_B (the last good robot) is published again with its controllers."""
+    rsp = [pid for pid, cmd in marked_processes(TOKEN_VAR, launch.token) if "robot_state_publisher/" in cmd]
+    assert len(rsp) == 1, marked_processes(TOKEN_VAR, launch.token)
+    good = ros_client.latest_description()
+    swaps_before = len(re.findall(r"ros2_control swap: \{", launch.output()))
+    os.kill(rsp[0], signal.SIGSTOP)
+    try:
+        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=ROBOT_A), 60)
+    finally:
+        os.kill(rsp[0], signal.SIGCONT)
+    assert not answer.success and answer.failed_step == "robot_state_publisher", answer.message
+    assert "did not answer" in answer.message, answer.message
+    assert answer.message.endswith("the previous robot is published again with its controllers active"), answer.message
+    assert answer.urdf == good and ros_client.latest_description() == good
+    _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
+    # two swaps ran (to ROBOT_A, then back to ROBOT_B), each on a new manager
+    assert len(re.findall(r"ros2_control swap: \{", launch.output())) == swaps_before + 2, launch.output()[-3000:]
 
 
 def _wait_dead(pid: int, timeout: float = 10.0, what: str = "SIGKILL") -> None:

@@ -23,9 +23,10 @@ A reconfiguration is one transaction: validate -> publish URDF and SRDF -> set r
 publishes nothing; if a later step fails, the last good description is published again and ``failed_step``
 names the step.
 
-With ``controller_manager``, one more step follows robot_state_publisher's: controller_manager 4.24 takes one robot
-per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on standby
-(``timor_core.export.controller_swap``); the step has the old one release its hardware through its services
+With ``controller_manager``, one more step swaps the controllers (while robot_state_publisher's parameter is set,
+once a robot runs: if it refuses, the last good robot and its controllers come back): controller_manager 4.24 takes
+one robot per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on
+standby (``timor_core.export.controller_swap``); the step has the old one release its hardware through its services
 (controllers deactivated, hardware unconfigured; SIGINT then, its exit in the background; a manager that does not
 release is stopped and its exit awaited) and brings the standby up with the new URDF, joint_state_broadcaster and
 arm_controller active for the new robot's joints, before answering.
@@ -40,6 +41,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
@@ -118,6 +120,7 @@ class AssemblyNode(Node):
         if param(self, "controller_manager"):
             self.control = self._supervised_control()
         self._lock = threading.Lock()  # one transaction at a time
+        self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="assembly-rsp")
         self._good: RobotDescription | None = None
         self._cache: OrderedDict[tuple, RobotDescription] = OrderedDict()
         clients = ReentrantCallbackGroup()
@@ -205,6 +208,7 @@ class AssemblyNode(Node):
             for how in self.control.close(spin=True):  # the executor has stopped: the release spins on its own
                 self.get_logger().info(f"controller manager {how}")
             self.control = None
+        self._helper.shutdown(wait=True)
         super().destroy_node()
 
     # -- start-up ----------------------------------------------------------------------------------
@@ -277,21 +281,54 @@ class AssemblyNode(Node):
                 self._restore()
                 return Outcome(False, f"cannot publish: {exc}", last, "publish")
 
-            rsp_note = self._set_rsp(new.urdf)
-            if rsp_note is not None and not rsp_note.startswith("skipped"):
-                self._restore()
-                return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
-
-            control_note = ""
-            if self.control is not None:
-                try:
-                    control_note = self._swap_controllers(new)
-                except ControlSwapError as exc:
-                    return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
+            if self._rsp_beside_controllers():
+                done = self._rsp_and_controllers(new, last)
+                if isinstance(done, Outcome):
+                    return done
+                rsp_note, control_note = done
+            else:
+                rsp_note = self._set_rsp(new.urdf)
+                if rsp_note is not None and not rsp_note.startswith("skipped"):
+                    self._restore()
+                    return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
+                control_note = ""
+                if self.control is not None:
+                    try:
+                        control_note = self._swap_controllers(new)
+                    except ControlSwapError as exc:
+                        return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
             self._good = new
             ids = " ".join(new.module_ids)
             note = f"; robot_state_publisher {rsp_note}" if rsp_note else "; robot_state_publisher updated"
             return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}{control_note}", new.urdf)
+
+    def _rsp_beside_controllers(self) -> bool:
+        """Whether robot_state_publisher's parameter is set while the controllers swap: with a running manager, a
+        last good robot to return to, and robot_state_publisher's service matched (else it is waited for first, and
+        a missing one fails the request before any manager is touched)."""
+        return (
+            self.control is not None
+            and self._good is not None
+            and self._rsp is not None
+            and self._rsp.service_is_ready()
+        )
+
+    def _rsp_and_controllers(self, new: RobotDescription, last: str) -> tuple[str | None, str] | Outcome:
+        """robot_state_publisher takes the URDF (in the node's helper thread) while the controllers swap: its
+        10-20 ms no longer precede the swap. If it refuses or does not answer, the new robot's controllers are
+        already up: the last good robot is published again and its controllers are brought back."""
+        rsp = self._helper.submit(self._set_rsp, new.urdf)
+        try:
+            control_note = self._swap_controllers(new)
+        except ControlSwapError as exc:
+            rsp.result()  # its answer first: the restore's parameter set must come after it
+            return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
+        rsp_note = rsp.result()
+        if rsp_note is not None and not rsp_note.startswith("skipped"):
+            self._restore()
+            back = self._good_controllers_back()
+            return Outcome(False, f"robot_state_publisher: {rsp_note}; {back}", last, "robot_state_publisher")
+        return rsp_note, control_note
 
     def _swap_controllers(self, desc: RobotDescription) -> str:
         """The new robot's controllers active on a new controller manager; a note for the answer."""
@@ -314,6 +351,10 @@ class AssemblyNode(Node):
         running = self.control.swapper.running
         if running is not None and running.alive():  # it failed before stopping anything
             return "the previous robot is published again; its controllers still run"
+        return self._good_controllers_back()
+
+    def _good_controllers_back(self) -> str:
+        """The last good robot's controllers active again on a fresh manager; a note saying whether they are."""
         if self._good is None:
             return "no controller manager runs"
         try:
