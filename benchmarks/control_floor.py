@@ -5,7 +5,8 @@ robot's manager to a new one under the same name (`/controller_manager`, which s
 both driving it at once: the old manager deactivates its controllers (one strict `switch_controller`) and
 unconfigures its hardware (`set_hardware_component_state`); SIGINT; the URDF goes to a standby manager started
 ahead (its `robot_description` remapped to a topic of its own, the same plugin libraries preloaded); every call
-after that waits until the old manager's servers have left the graph (else it may reach the old one); the standby's
+after that waits until the old manager's servers of the four services called have left the graph, or its process
+has ended (else a call may reach the old one); the standby's
 first `list_controllers` answer with none loaded; `load_controller` and `configure_controller` for both; one strict
 `switch_controller` activating both; `list_controllers` shows both active.
 
@@ -28,6 +29,7 @@ from pathlib import Path
 NS = "/floor"
 MANAGER = f"{NS}/controller_manager"
 CONTROLLERS = ("joint_state_broadcaster", "arm_controller")
+CALLED = ("list_controllers", "load_controller", "configure_controller", "switch_controller")
 
 
 def _urdf(modules: list[str]) -> str:
@@ -124,7 +126,10 @@ class Floor:
         return future.result()
 
     def _servers(self) -> frozenset[bytes]:
-        found = self.node.get_subscriptions_info_by_topic(f"rq{MANAGER}/list_controllersRequest", no_mangle=True)
+        """The request readers (DDS GIDs) of every service a swap calls, as the product identifies the old ones."""
+        found = []
+        for service in CALLED:
+            found += self.node.get_subscriptions_info_by_topic(f"rq{MANAGER}/{service}Request", no_mangle=True)
         return frozenset(bytes(i.endpoint_gid) for i in found)
 
     def start(self) -> None:
@@ -200,7 +205,7 @@ class Floor:
         self.running, publisher = self.standby
         self.running_robot = 1 - self.running_robot
         self._hand_over(publisher, self.urdfs[self.running_robot])
-        while before & self._servers():
+        while before & self._servers() and stopper.is_alive():  # until they are gone, or the process
             time.sleep(0.001)
         t_stop = time.monotonic()
         parts = self._bring_up()
