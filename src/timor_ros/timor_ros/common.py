@@ -15,6 +15,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter, parameter_value_to_python
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_parameter_events
+from rclpy.subscription_content_filter_options import ContentFilterOptions
 
 from timor_core import ModulesDB
 from timor_core.errors import TimorError, explain
@@ -134,7 +135,8 @@ class ModulesDBClient:
             self._on_event,
             qos_profile_parameter_events,
             callback_group=self._group,
-        )
+            content_filter_options=ContentFilterOptions("node = %0", [f"'{self.target}'"]),
+        )  # only the modules_db node's events reach this process (a controller's load declares dozens of parameters)
         self._lock = threading.Lock()
         self._db: ModulesDB | None = None
         self._generation = 0
