@@ -146,12 +146,7 @@ class Floor:
 
     def _bring_up(self) -> dict[str, float]:
         """From the URDF handed over: the new manager's first answer (none loaded), loads, configures, the switch."""
-        from controller_manager_msgs.srv import (
-            ConfigureController,
-            ListControllers,
-            LoadController,
-            SwitchController,
-        )
+        from controller_manager_msgs.srv import ConfigureController, ListControllers, LoadController
 
         marks = {"start": time.monotonic()}
         end = marks["start"] + 60
@@ -170,27 +165,31 @@ class Floor:
                 if answer is None or not answer.ok:
                     raise RuntimeError(f"floor: {client.srv_name} {name} failed")
             marks[client.srv_name.rsplit("/", 1)[1]] = time.monotonic()
-        switch = SwitchController.Request(activate_controllers=list(CONTROLLERS), activate_asap=True,
-                                          strictness=SwitchController.Request.STRICT)  # fmt: skip
-        switch.timeout.sec = 5
-        answer = self._call(self.switch, switch)
-        if answer is None or not answer.ok:
-            raise RuntimeError("floor: switch_controller failed")
+        self._switch(activate=True)
         marks["activate"] = time.monotonic()
         return {k: marks[k] - marks[p] for p, k in zip(marks, list(marks)[1:])}
 
+    def _switch(self, activate: bool) -> None:
+        """One strict switch_controller (de)activating both controllers."""
+        from controller_manager_msgs.srv import SwitchController
+
+        request = SwitchController.Request(activate_asap=True, strictness=SwitchController.Request.STRICT)
+        if activate:
+            request.activate_controllers = list(CONTROLLERS)
+        else:
+            request.deactivate_controllers = list(CONTROLLERS)
+        request.timeout.sec = 5
+        answer = self._call(self.switch, request)
+        if answer is None or not answer.ok:
+            raise RuntimeError(f"floor: switch_controller ({'activate' if activate else 'deactivate'}) failed")
+
     def swap(self) -> dict[str, float]:
         """One swap to the standby's robot; the seconds of each part and in total; the next standby started."""
-        from controller_manager_msgs.srv import ListControllers, SetHardwareComponentState, SwitchController
+        from controller_manager_msgs.srv import ListControllers, SetHardwareComponentState
 
         assert self.running is not None and self.standby is not None
         t0 = time.monotonic()
-        deactivate = SwitchController.Request(deactivate_controllers=list(CONTROLLERS), activate_asap=True,
-                                              strictness=SwitchController.Request.STRICT)  # fmt: skip
-        deactivate.timeout.sec = 5
-        answer = self._call(self.switch, deactivate)
-        if answer is None or not answer.ok:
-            raise RuntimeError("floor: deactivating switch failed")
+        self._switch(activate=False)
         hardware = SetHardwareComponentState.Request(name=_component(self.urdfs[self.running_robot]))
         hardware.target_state.id, hardware.target_state.label = 1, "unconfigured"
         answer = self._call(self.hardware, hardware)
