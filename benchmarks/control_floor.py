@@ -91,6 +91,7 @@ class Floor:
         self.k = 0
         self.running: subprocess.Popen | None = None
         self.running_robot = 0
+        self.running_publisher: object = None  # its description's publisher, destroyed once it is gone
         self.standby: tuple[subprocess.Popen, object] | None = None  # the process and its description's publisher
         self._stoppers: list[threading.Thread] = []
 
@@ -135,6 +136,7 @@ class Floor:
     def start(self) -> None:
         """The first robot's manager with both controllers active, and the standby for the second."""
         self.running, publisher = self._start(0)
+        self.running_publisher = publisher
         self._hand_over(publisher, self.urdfs[0])
         self._bring_up()
         self.standby = self._start(1)
@@ -201,10 +203,15 @@ class Floor:
         stopper = threading.Thread(target=old.wait, daemon=True)
         stopper.start()
         self._stoppers.append(stopper)
+        old_publisher = self.running_publisher
         self.running, publisher = self.standby
+        self.running_publisher = publisher
         self.running_robot = 1 - self.running_robot
         self._hand_over(publisher, self.urdfs[self.running_robot])
+        deadline = time.monotonic() + 10
         while before & self._servers() and stopper.is_alive():  # until they are gone, or the process
+            if time.monotonic() > deadline:
+                raise RuntimeError("floor: the old manager's services were still in the graph after 10 s")
             time.sleep(0.001)
         t_stop = time.monotonic()
         parts = self._bring_up()
@@ -212,11 +219,13 @@ class Floor:
         if got is None or {c.name for c in got.controller if c.state == "active"} != set(CONTROLLERS):
             raise RuntimeError("floor: not both active after the swap")
         t_confirmed = time.monotonic()
+        self.node.destroy_publisher(old_publisher)  # outside the timed part
         self.standby = self._start(1 - self.running_robot)
         return {"floor_release_s": t_release - t0, "floor_stop_s": t_stop - t0,
                 **{f"floor_{k}_s": v for k, v in parts.items()}, "floor_s": t_confirmed - t0}  # fmt: skip
 
     def close(self) -> None:
+        """SIGINT to the running manager and the standby (SIGKILL after 10 s), their exits awaited."""
         for proc in [p for p in (self.running, self.standby[0] if self.standby else None) if p is not None]:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)

@@ -286,9 +286,10 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def summary(result: dict, budget: float, route: str = "controller_manager restart swap",
-            keys: tuple[str, ...] = RESTART_PARTS) -> str:  # fmt: skip
+            keys: tuple[str, ...] = RESTART_PARTS, ceiling: float | None = None) -> str:  # fmt: skip
     """One line per direction and in all: median and p90 of each part; whether the median is within budget. With
-    the floor measured beside it (``floor_s``), ``budget`` is the ratio of the medians, product over floor."""
+    the floor measured beside it (``floor_s``), ``budget`` is the ratio of the medians, product over floor, and
+    ``ceiling`` (seconds) is checked as well."""
     lines = []
     swaps = result["swaps"]
     directions = sorted({s["to"] for s in swaps})
@@ -305,6 +306,9 @@ def summary(result: dict, budget: float, route: str = "controller_manager restar
         lines.append(_floor_line(swaps))
         figure = median / statistics.median(s["floor_s"] for s in swaps)
         stated = f"{figure:.2f}x the floor, budget {budget:.2f}x"
+        if ceiling is not None:
+            stated += f" and {ceiling:.2f} s"
+            figure = figure if median <= ceiling else float("inf")
     else:
         figure, stated = median, f"budget {budget:.2f} s"
     verdict = "met" if figure <= budget else "NOT met"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from controller_manager_msgs.srv import ListControllers
+from rcl_interfaces.srv import GetParameters
 from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
 from sensor_msgs.msg import JointState
 
@@ -157,6 +158,18 @@ def _robot_state_publisher_hangs_during_a_swap(ros_client, launch: Launch) -> No
     assert answer.message.endswith("the previous robot is published again with its controllers active"), answer.message
     assert answer.urdf == good and ros_client.latest_description() == good
     _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
+    # resumed, robot_state_publisher takes the refused URDF and then the last good one, in that order
+    request = GetParameters.Request(names=["robot_description"])
+
+    def rsp_has_good() -> bool:
+        got = ros_client.call(GetParameters, "/robot_state_publisher/get_parameters", request, 10)
+        return got.values[0].string_value == good
+
+    time.sleep(1.0)  # time to take both queued requests (it had the good URDF before its SIGSTOP)
+    end = time.monotonic() + 15
+    while not rsp_has_good():
+        assert time.monotonic() < end, "robot_state_publisher did not end with the last good URDF"
+        time.sleep(0.1)
     # two swaps ran (to ROBOT_A, then back to ROBOT_B), each on a new manager
     assert len(re.findall(r"ros2_control swap: \{", launch.output())) == swaps_before + 2, launch.output()[-3000:]
 

@@ -7,6 +7,7 @@ import math
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,7 @@ def _accepted_handle(ros_client, client: ActionClient, goal_id: UUID, handle_rea
         if handle_ready.wait(0.1):
             return None
         if ros_client.goal_states.get(bytes(goal_id.uuid), GoalStatus.STATUS_UNKNOWN) != GoalStatus.STATUS_UNKNOWN:
+            warnings.warn("the search server's acceptance was lost; goal taken from the status topic", stacklevel=2)
             response = Search.Impl.SendGoalService.Response(accepted=True)
             return ClientGoalHandle(client, goal_id, response)
     raise AssertionError(f"the search server neither answered nor listed the goal within {wait} s")

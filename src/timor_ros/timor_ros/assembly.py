@@ -41,7 +41,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
@@ -204,12 +204,14 @@ class AssemblyNode(Node):
     def destroy_node(self) -> None:
         """Stop the supervised controller managers (the running one releases its hardware first; SIGINT, wait)
         before the node goes."""
-        if self.control is not None:
-            for how in self.control.close(spin=True):  # the executor has stopped: the release spins on its own
-                self.get_logger().info(f"controller manager {how}")
-            self.control = None
-        self._helper.shutdown(wait=True)
-        super().destroy_node()
+        try:
+            if self.control is not None:
+                for how in self.control.close(spin=True):  # the executor has stopped: the release spins on its own
+                    self.get_logger().info(f"controller manager {how}")
+                self.control = None
+        finally:
+            self._helper.shutdown(wait=True)
+            super().destroy_node()
 
     # -- start-up ----------------------------------------------------------------------------------
     def _apply_initial(self) -> None:
@@ -287,7 +289,7 @@ class AssemblyNode(Node):
                     return done
                 rsp_note, control_note = done
             else:
-                rsp_note = self._set_rsp(new.urdf)
+                rsp_note = self._rsp_set(new.urdf).result()
                 if rsp_note is not None and not rsp_note.startswith("skipped"):
                     self._restore()
                     return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
@@ -303,9 +305,9 @@ class AssemblyNode(Node):
             return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}{control_note}", new.urdf)
 
     def _rsp_beside_controllers(self) -> bool:
-        """Whether robot_state_publisher's parameter is set while the controllers swap: with a running manager, a
-        last good robot to return to, and robot_state_publisher's service matched (else it is waited for first, and
-        a missing one fails the request before any manager is touched)."""
+        """Whether robot_state_publisher's parameter is set while the controllers swap: with ros2_control, a last
+        good robot to return to, and robot_state_publisher's service matched (else it is waited for first, and a
+        missing one fails the request before any manager is touched)."""
         return (
             self.control is not None
             and self._good is not None
@@ -316,16 +318,17 @@ class AssemblyNode(Node):
     def _rsp_and_controllers(self, new: RobotDescription, last: str) -> tuple[str | None, str] | Outcome:
         """robot_state_publisher takes the URDF (in the node's helper thread) while the controllers swap: its
         10-20 ms no longer precede the swap. If it refuses or does not answer, the new robot's controllers are
-        already up: the last good robot is published again and its controllers are brought back."""
-        rsp = self._helper.submit(self._set_rsp, new.urdf)
+        already up: the last good robot is published again and its controllers are brought back at once, while
+        robot_state_publisher is sent the last good URDF (after the refused one: the helper thread keeps the order)
+        without waiting for a node that may hang."""
+        rsp = self._rsp_set(new.urdf)
         try:
             control_note = self._swap_controllers(new)
         except ControlSwapError as exc:
-            rsp.result()  # its answer first: the restore's parameter set must come after it
             return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
         rsp_note = rsp.result()
         if rsp_note is not None and not rsp_note.startswith("skipped"):
-            self._restore()
+            self._restore(wait=False)
             back = self._good_controllers_back()
             return Outcome(False, f"robot_state_publisher: {rsp_note}; {back}", last, "robot_state_publisher")
         return rsp_note, control_note
@@ -387,10 +390,17 @@ class AssemblyNode(Node):
         if desc.srdf is not None:
             self.srdf_pub.publish(String(data=desc.srdf))
 
-    def _restore(self) -> None:
+    def _restore(self, wait: bool = True) -> None:
+        """The last good robot published again and sent to robot_state_publisher (its answer awaited if ``wait``)."""
         if self._good is not None:
             self._publish(self._good)
-            self._set_rsp(self._good.urdf)
+            sent = self._rsp_set(self._good.urdf)
+            if wait:
+                sent.result()
+
+    def _rsp_set(self, urdf: str) -> Future[str | None]:
+        """robot_state_publisher's parameter set in the helper thread (one at a time, in the order sent)."""
+        return self._helper.submit(self._set_rsp, urdf)
 
     def _rsp_node_known(self) -> bool:
         """Whether the graph knows the robot_state_publisher node whose service ``self._rsp`` calls."""
