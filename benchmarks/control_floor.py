@@ -12,8 +12,11 @@ first `list_controllers` answer with none loaded; `load_controller` and `configu
 
 Here these steps are plain rclpy calls from the benchmark's own node, in a namespace of their own (`/floor`), while
 the product's launch runs beside it (the same participants in the graph, the same machine load): no URDF
-generation, no validation, no robot_state_publisher, no assembly node. What the product takes above this floor, in
-the same run, is timor's share (`live_swap.py` reports the ratio; benchmarks/README.md has the budget).
+generation, no validation, no robot_state_publisher, no assembly node. It shares no code with the product's swap,
+not even its service helpers (timor_ros's ``call_service``, ``RosManagerServices.servers``, which ``_call`` and
+``_servers`` below repeat on purpose): a slowdown there cannot move the floor along with the product. What the
+product takes above this floor, in the same run, is timor's share (`live_swap.py` reports the ratio;
+benchmarks/README.md has the budget).
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ class Floor:
 
         from timor_core.export.plugin_index import plugin_libraries
 
-        self.client, self.node, self.robots, self.folder = client, client.node, robots, folder
+        self.node, self.robots, self.folder = client.node, robots, folder
         self.urdfs = [_urdf(m) for m in robots]
         node, group = client.node, client.group
         self.list = node.create_client(ListControllers, f"{MANAGER}/list_controllers", callback_group=group)

@@ -304,19 +304,17 @@ def summary(result: dict, budget: float, route: str = "controller_manager restar
     loads = [s["load"] for s in swaps]
     if "floor_s" in swaps[0]:
         lines.append(_floor_line(swaps))
-        figure = median / statistics.median(s["floor_s"] for s in swaps)
-        stated = f"{figure:.2f}x the floor, budget {budget:.2f}x"
-        if ceiling is not None:
-            stated += f" and {ceiling:.2f} s"
-            figure = figure if median <= ceiling else float("inf")
+        ratio = median / statistics.median(s["floor_s"] for s in swaps)
+        stated = f"{ratio:.2f}x the floor, budget {budget:.2f}x" + (f" and {ceiling:.2f} s" if ceiling else "")
+        met = ratio <= budget and (ceiling is None or median <= ceiling)
     else:
-        figure, stated = median, f"budget {budget:.2f} s"
-    verdict = "met" if figure <= budget else "NOT met"
+        stated, met = f"budget {budget:.2f} s", median <= budget
+    verdict = "met" if met else "NOT met"
     lines.append(
         f"{route}: request -> confirmed median {median:.3f} s (p90 {p90:.3f}), {stated}: {verdict} "
         f"(load {min(loads):.1f}-{max(loads):.1f})"
     )
-    result["median_s"], result["budget"], result["budget_met"] = median, budget, figure <= budget
+    result["median_s"], result["budget"], result["budget_met"] = median, budget, met
     return "\n".join(lines)
 
 

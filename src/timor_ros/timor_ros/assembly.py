@@ -283,55 +283,43 @@ class AssemblyNode(Node):
                 self._restore()
                 return Outcome(False, f"cannot publish: {exc}", last, "publish")
 
-            if self._rsp_beside_controllers():
-                done = self._rsp_and_controllers(new, last)
-                if isinstance(done, Outcome):
-                    return done
-                rsp_note, control_note = done
-            else:
-                rsp_note = self._rsp_set(new.urdf).result()
-                if rsp_note is not None and not rsp_note.startswith("skipped"):
-                    self._restore()
-                    return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
-                control_note = ""
-                if self.control is not None:
-                    try:
-                        control_note = self._swap_controllers(new)
-                    except ControlSwapError as exc:
-                        return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
+            beside = self._rsp_beside_controllers()
+            rsp = self._rsp_set(new.urdf)
+            rsp_note = None if beside else rsp.result()
+            if _refused(rsp_note):
+                self._restore()
+                return Outcome(False, f"robot_state_publisher: {rsp_note}", last, "robot_state_publisher")
+            control_note = ""
+            if self.control is not None:
+                try:
+                    control_note = self._swap_controllers(new)
+                except ControlSwapError as exc:
+                    return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
+            if beside:
+                rsp_note = rsp.result()
+                if _refused(rsp_note):  # the new robot's controllers are up already: see _rsp_beside_controllers
+                    self._restore(wait=False)
+                    back = self._good_controllers_back()
+                    return Outcome(False, f"robot_state_publisher: {rsp_note}; {back}", last, "robot_state_publisher")
             self._good = new
             ids = " ".join(new.module_ids)
             note = f"; robot_state_publisher {rsp_note}" if rsp_note else "; robot_state_publisher updated"
             return Outcome(True, f"published {ids} ({new.assembly.dof} DOF){note}{control_note}", new.urdf)
 
     def _rsp_beside_controllers(self) -> bool:
-        """Whether robot_state_publisher's parameter is set while the controllers swap: with ros2_control, a last
-        good robot to return to, and robot_state_publisher's service matched (else it is waited for first, and a
-        missing one fails the request before any manager is touched)."""
+        """Whether robot_state_publisher takes the URDF (in the node's helper thread) while the controllers swap, so
+        that its 10-20 ms no longer precede the swap: with ros2_control, a last good robot to return to, and its
+        service matched (else it is waited for first, and a missing one fails the request before any manager is
+        touched). If it then refuses or does not answer, the new robot's controllers are up already: the last good
+        robot is published again and its controllers are brought back at once, while robot_state_publisher is sent
+        the last good URDF (after the refused one: the helper thread keeps the order) without waiting for a node
+        that may hang."""
         return (
             self.control is not None
             and self._good is not None
             and self._rsp is not None
             and self._rsp.service_is_ready()
         )
-
-    def _rsp_and_controllers(self, new: RobotDescription, last: str) -> tuple[str | None, str] | Outcome:
-        """robot_state_publisher takes the URDF (in the node's helper thread) while the controllers swap: its
-        10-20 ms no longer precede the swap. If it refuses or does not answer, the new robot's controllers are
-        already up: the last good robot is published again and its controllers are brought back at once, while
-        robot_state_publisher is sent the last good URDF (after the refused one: the helper thread keeps the order)
-        without waiting for a node that may hang."""
-        rsp = self._rsp_set(new.urdf)
-        try:
-            control_note = self._swap_controllers(new)
-        except ControlSwapError as exc:
-            return Outcome(False, f"{exc}; {self._control_rollback()}", last, "ros2_control")
-        rsp_note = rsp.result()
-        if rsp_note is not None and not rsp_note.startswith("skipped"):
-            self._restore(wait=False)
-            back = self._good_controllers_back()
-            return Outcome(False, f"robot_state_publisher: {rsp_note}; {back}", last, "robot_state_publisher")
-        return rsp_note, control_note
 
     def _swap_controllers(self, desc: RobotDescription) -> str:
         """The new robot's controllers active on a new controller manager; a note for the answer."""
@@ -431,6 +419,11 @@ class AssemblyNode(Node):
         if result is None or not result.successful:
             return f"refused the URDF: {result.reason if result else 'no result'}"
         return None
+
+
+def _refused(rsp_note: str | None) -> bool:
+    """Whether robot_state_publisher's note (``_set_rsp``) is a failure: None is success, "skipped: ..." no node."""
+    return rsp_note is not None and not rsp_note.startswith("skipped")
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
