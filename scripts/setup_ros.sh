@@ -59,6 +59,26 @@ else
   echo "setup_ros: no ros-cpp kit at $CPP_KIT: no real robot_state_publisher / ros2_control here (their tests will skip)"
 fi
 
+# 2b'. MoveIt 2's real move_group (OMPL, KDL, moveit_simple_controller_manager) and the real rviz2 (headless under
+#      Xvfb), built from upstream sources on the two kits above (../shared/ros-moveit, $ROS_MOVEIT_KIT;
+#      ../shared/ros-rviz, $ROS_RVIZ_KIT; test set-up): without them the MoveIt and RViz tests skip
+MOVEIT_KIT="${ROS_MOVEIT_KIT:-$ROOT/../shared/ros-moveit}"
+if [ -f "$MOVEIT_KIT/install.sh" ] && [ -x "$VENV/bin/ros-cpp-exec" ]; then
+  bash "$MOVEIT_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-moveit kit failed"; exit 1; }
+else
+  echo "setup_ros: no ros-moveit kit at $MOVEIT_KIT: no real move_group here (the MoveIt tests will skip)"
+fi
+RVIZ_KIT="${ROS_RVIZ_KIT:-$ROOT/../shared/ros-rviz}"
+if [ -f "$RVIZ_KIT/install.sh" ] && [ -x "$VENV/bin/ros-cpp-exec" ]; then
+  bash "$RVIZ_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-rviz kit failed"; exit 1; }
+  # headless rviz2 needs an X server (the RViz tests start Xvfb themselves); best effort, the tests skip without it
+  command -v Xvfb > /dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -q --no-install-recommends xvfb > /dev/null 2>&1; } \
+    || { [ "$(id -u)" = 0 ] && apt-get update -q > /dev/null 2>&1 && apt-get install -y -q --no-install-recommends xvfb > /dev/null 2>&1; } \
+    || echo "setup_ros: no Xvfb (apt-get install xvfb): the RViz tests will skip"
+else
+  echo "setup_ros: no ros-rviz kit at $RVIZ_KIT: no real rviz2 here (the RViz tests will skip)"
+fi
+
 # 2c. ros2_canopen's build macros (generate_dcf/cogen_dcf), cogen and lely's dcfgen, so the tests build generated
 #     CANopen bring-up packages as colcon would (../shared/ros2-canopen, $ROS2_CANOPEN_KIT; test set-up)
 CANOPEN_KIT="${ROS2_CANOPEN_KIT:-$ROOT/../shared/ros2-canopen}"

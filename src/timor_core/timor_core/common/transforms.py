@@ -16,6 +16,7 @@ __all__ = [
     "translation",
     "inv",
     "rpy",
+    "quaternion_xyzw",
     "from_rpy",
     "readonly",
     "is_rigid",
@@ -80,6 +81,28 @@ def rpy(R: np.ndarray) -> tuple[float, float, float]:
         roll = 0.0
         yaw = math.atan2(-float(R[0, 1]), float(R[1, 1]))
     return roll, pitch, yaw
+
+
+def quaternion_xyzw(R: np.ndarray) -> tuple[float, float, float, float]:
+    """The unit quaternion (x, y, z, w; w >= 0) of a rotation matrix, as ROS messages carry it (Shepperd's method)."""
+    m = np.asarray(R, dtype=float)[:3, :3]
+    trace = float(m[0, 0] + m[1, 1] + m[2, 2])
+    if trace > 0.0:
+        s = 2.0 * math.sqrt(trace + 1.0)
+        q = (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, 0.25 * s
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(max(1.0 + m[i, i] - m[j, j] - m[k, k], 0.0))
+        v = [0.0, 0.0, 0.0]
+        v[i] = 0.25 * s
+        v[j] = (m[j, i] + m[i, j]) / s
+        v[k] = (m[k, i] + m[i, k]) / s
+        q = v[0], v[1], v[2], (m[k, j] - m[j, k]) / s
+    x, y, z, w = (float(c) for c in q)
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    sign = -1.0 if w < 0 else 1.0
+    return sign * x / norm, sign * y / norm, sign * z / norm, sign * w / norm
 
 
 def from_rpy(roll: float, pitch: float, yaw: float, xyz: Sequence[float] = (0.0, 0.0, 0.0)) -> np.ndarray:

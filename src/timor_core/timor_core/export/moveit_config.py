@@ -33,6 +33,7 @@ __all__ = [
     "CartesianLimits",
     "MoveItOptions",
     "MOVEIT_FILES",
+    "MOVE_GROUP_FILES",
     "write_moveit_config",
     "moveit_config_data",
     "moveit_config_texts",
@@ -46,6 +47,10 @@ ARM_CONTROLLER = "arm_controller"
 JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
 CM_KEY = "/**/controller_manager"
 """The controller manager's key in ros2_controllers.yaml: its node in any namespace."""
+NO_SENSOR = "no_3d_sensor"
+"""The octomap updater move_group is given and skips (no depth camera or point cloud is configured)."""
+OCTOMAP_RESOLUTION = 0.025
+"""Voxel size (m) of move_group's octomap, were a sensor added."""
 MOVEIT_FILES = (
     "kinematics.yaml",
     "joint_limits.yaml",
@@ -56,6 +61,14 @@ MOVEIT_FILES = (
     "ompl_planning.yaml",
 )
 """The YAML files of a config folder (besides ``<name>.urdf`` and ``<name>.srdf``)."""
+MOVE_GROUP_FILES = (
+    "kinematics.yaml",
+    "joint_limits.yaml",
+    "pilz_cartesian_limits.yaml",
+    "ompl_planning.yaml",
+    "moveit_controllers.yaml",
+)
+"""The YAML files move_group's parameters are made of (``move_group_parameters``)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +183,27 @@ def _joint_limits(
     }
 
 
+POSE_DOF = 6
+"""Joints a chain needs for KDL to solve full 6-D poses; with fewer, it solves the tip's position only."""
+
+
+def _kinematics(n_joints: int, opts: MoveItOptions) -> dict[str, Any]:
+    """A group's kinematics.yaml entry: KDL, position-only IK for an arm that cannot reach arbitrary 6-D poses.
+
+    KDL's full-pose IK of a 3-joint arm never converges, so OMPL could sample no goal state for a pose or position
+    goal; with ``position_only_ik`` the plugin solves the tip position and the goal's other constraints are checked
+    on the solutions it finds.
+    """
+    entry: dict[str, Any] = {
+        "kinematics_solver": KDL_PLUGIN,
+        "kinematics_solver_search_resolution": float(opts.kinematics_resolution),
+        "kinematics_solver_timeout": float(opts.kinematics_timeout),
+    }
+    if n_joints < POSE_DOF:
+        entry["position_only_ik"] = True
+    return entry
+
+
 def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
     """Command and state interfaces of the joint trajectory controller (a combination it supports)."""
     command = next((i for i in ("position", "velocity", "effort") if i in config.command_interfaces), None)
@@ -247,16 +281,11 @@ def moveit_config_data(
     prefix, group = opts.prefix, opts.group
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     command, state = _interfaces(config)
-    joints = list(planning_chain(assembly, prefix).commanded)
+    chain = planning_chain(assembly, prefix)
+    joints = list(chain.commanded)
     cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
     return {
-        "kinematics.yaml": {
-            group: {
-                "kinematics_solver": KDL_PLUGIN,
-                "kinematics_solver_search_resolution": float(opts.kinematics_resolution),
-                "kinematics_solver_timeout": float(opts.kinematics_timeout),
-            }
-        },
+        "kinematics.yaml": {group: _kinematics(len(chain.joints), opts)},
         "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
         "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state),
         "moveit_controllers.yaml": _moveit_controllers(joints),
@@ -323,6 +352,11 @@ def move_group_parameters(data: dict[str, dict[str, Any]], urdf: str, srdf: str)
             "publish_robot_description": False,
             "publish_robot_description_semantic": False,
             "monitor_dynamics": False,
+            # no 3-D sensor feeds the octomap (the task's obstacles are collision objects): one named updater whose
+            # plugin "~" move_group skips, so it does not log an error for a missing sensor list
+            "octomap_resolution": OCTOMAP_RESOLUTION,
+            "sensors": [NO_SENSOR],
+            NO_SENSOR: {"sensor_plugin": "~"},
         }
     )
     return params

@@ -20,6 +20,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 
 from timor_core.export.launch_arguments import BringupLaunch, require_packages
+from timor_core.export.moveit_config import MOVE_GROUP_FILES, move_group_parameters
 
 
 def _yaml(config: str, name: str) -> dict[str, Any]:
@@ -28,22 +29,12 @@ def _yaml(config: str, name: str) -> dict[str, Any]:
 
 
 def _move_group_parameters(plan: BringupLaunch, share: str) -> dict[str, Any]:
-    """The ``moveit_configs_utils`` layout from the package's config files."""
+    """move_group's parameters (the ``moveit_configs_utils`` layout) from the package's config files."""
     config = os.path.join(share, "config")
     with open(os.path.join(share, "srdf", plan.robot + ".srdf")) as f:
         srdf = f.read()
-    return {
-        "robot_description": plan.description(share),
-        "robot_description_semantic": srdf,
-        "robot_description_kinematics": _yaml(config, "kinematics.yaml"),
-        "robot_description_planning": {**_yaml(config, "joint_limits.yaml"),
-                                       **_yaml(config, "pilz_cartesian_limits.yaml")},
-        "planning_pipelines": ["ompl"],
-        "default_planning_pipeline": "ompl",
-        "ompl": _yaml(config, "ompl_planning.yaml"),
-        "moveit_manage_controllers": True,
-        **_yaml(config, "moveit_controllers.yaml"),
-    }  # fmt: skip
+    data = {name: _yaml(config, name) for name in MOVE_GROUP_FILES}
+    return move_group_parameters(data, plan.description(share), srdf)
 
 
 def _launch(context: Any) -> list[Action]:
