@@ -38,7 +38,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format src $(wildcard benchmarks) $(wildcard examples)
 	$(VENV)/bin/ruff check --fix src $(wildcard benchmarks) $(wildcard examples)
 
-$(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*) src/timor_interfaces/CMakeLists.txt
+$(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*) src/timor_interfaces/CMakeLists.txt src/timor_ros/setup.py
 	scripts/setup_ros.sh $(VENV)
 	touch $(ROS_STAMP)
 

@@ -9,7 +9,9 @@ else publishes /joint_states, e.g. ros2_control's joint_state_broadcaster), ros2
 <ros2_control> block with the hardware plugin ros2_control_plugin), description_from_topic (true:
 robot_state_publisher 3.4.4+ subscribes to the assembly node's robot_description topic; false: it starts with the
 URDF as a parameter, which the assembly node sets in every reconfiguration; auto, the default: true where the
-installed one can), ros_distro (whose node behaviour to expect; default $ROS_DISTRO), srdf, search, search_workers.
+installed one can), ros_distro (whose node behaviour to expect; default $ROS_DISTRO), srdf, search, search_workers,
+task (a task file or embedded task name: its obstacles and goal frames as a MarkerArray on task_markers, shown
+by RViz).
 
 Every argument is checked, and every external package it would start is looked up, before any process starts;
 a bad value or a missing package ends the launch with one error and nothing left running.
@@ -28,7 +30,13 @@ from timor_core.export.launch_arguments import (
     checked_plan,
     require_packages,
 )
-from timor_ros.launching import initial_urdf, nodes_of_this_install, reads_description_topic, rviz_config_for
+from timor_ros.launching import (
+    initial_urdf,
+    nodes_of_this_install,
+    reads_description_topic,
+    root_frame,
+    rviz_config_for,
+)
 
 #: set (not declared: no user argument) by moveit.launch.py with ros2_control:=true: the assembly node starts and
 #: supervises controller_manager, so every set_assembly ends with the new robot's controllers active
@@ -83,8 +91,12 @@ def nodes(plan: AssemblyLaunch, from_topic: bool, supervise: bool = False) -> li
     if plan.search:
         out.append(Node(package="timor_ros", executable="search", name="search", namespace=ns,
                         parameters=[{"workers": plan.search_workers}], output="screen"))  # fmt: skip
-    if plan.rviz:  # its RobotModel display reads the relative robot_description of the namespace
-        rviz_config = rviz_config_for(plan.prefix + "base_link")
+    frame = root_frame(plan) if plan.rviz or plan.task else ""
+    if plan.task:  # the task's obstacles and goals, in the frame of the robot's root (the task's world)
+        out.append(Node(package="timor_ros", executable="task_markers", name="task_markers", namespace=ns,
+                        parameters=[{"task": plan.task, "frame_id": frame}], output="screen"))  # fmt: skip
+    if plan.rviz:  # fixed frame, description and marker topics of this launch's prefix and namespace
+        rviz_config = rviz_config_for(frame, ns, task=bool(plan.task))
         out.append(Node(package="rviz2", executable="rviz2", arguments=["-d", rviz_config], namespace=ns))
     return out
 

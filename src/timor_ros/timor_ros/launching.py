@@ -18,6 +18,7 @@ __all__ = [
     "installed_versions",
     "nodes_of_this_install",
     "reads_description_topic",
+    "root_frame",
     "rviz_config_for",
 ]
 
@@ -74,16 +75,26 @@ def initial_urdf(plan: Any) -> str:
     return describe(plan.assembly, prefix=plan.prefix, srdf=False, ros2_control_plugin=plugin).urdf
 
 
-def rviz_config_for(fixed_frame: str) -> str:
-    """timor_ros's RViz configuration with ``fixed_frame`` (the robot's prefixed root link), written to a temporary
-    file whose path is returned: with a name prefix the robot has no ``base_link`` for RViz to show it in."""
-    import re
+def root_frame(plan: Any) -> str:
+    """The root link of an ``AssemblyLaunch``'s first robot, with its prefix: RViz's fixed frame (an imported robot
+    keeps its own root name, a prefixed one has no ``base_link``) and the frame of the task's markers."""
+    from timor_core.export.rviz_config import root_link
+
+    return root_link(plan.assembly.to_urdf(prefix=plan.prefix))
+
+
+def rviz_config_for(fixed_frame: str, namespace: str = "", task: bool = False) -> str:
+    """timor_ros's RViz configuration for one launch (``timor_core.export.rviz_config``: ``fixed_frame``, the
+    display topics in ``namespace``, the task's MarkerArray display with ``task``), written to a temporary file whose
+    path is returned."""
     import tempfile
 
     from ament_index_python.packages import get_package_share_directory
 
-    text = (Path(get_package_share_directory("timor_ros")) / "rviz" / "timor.rviz").read_text()
-    text = re.sub(r"(?m)^(\s*Fixed Frame:) .*$", lambda m: f"{m.group(1)} {fixed_frame}", text)
+    from timor_core.export.rviz_config import rviz_config_text
+
+    template = (Path(get_package_share_directory("timor_ros")) / "rviz" / "timor.rviz").read_text()
+    text = rviz_config_text(template, fixed_frame=fixed_frame, namespace=namespace, task=task)
     with tempfile.NamedTemporaryFile("w", prefix="timor_", suffix=".rviz", delete=False) as f:
         f.write(text)
     return f.name

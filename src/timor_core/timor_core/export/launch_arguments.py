@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from timor_core.common.names import check_plugin, check_prefix
 from timor_core.errors import InputError, TimorError
+from timor_core.export.launch_paths import config_folder, task_file
 from timor_core.export.ros_distro import check_distro, node_behaviour
 from timor_core.limits import limit_hint, limits
 from timor_core.model.assembly import ModuleAssembly
@@ -69,6 +70,7 @@ ASSEMBLY_ARGUMENTS: dict[str, tuple[str, str]] = {
     "srdf": ("true", "publish the SRDF on robot_description_semantic (false for branched robots: it needs a chain)"),
     "search": ("true", "start the search node (action search/search)"),
     "search_workers": ("1", "processes of the search node (1: in the node's process)"),
+    "task": ("", "task file (or embedded task name) whose obstacles and goals RViz shows as markers (empty: none)"),
 }
 
 #: name -> (default, description) of moveit.launch.py's own arguments (it takes assembly.launch.py's too).
@@ -188,6 +190,7 @@ class AssemblyLaunch:
     search: bool
     search_workers: int
     assembly: ModuleAssembly
+    task: str = ""  # the task file's absolute path ('' for none)
 
     @classmethod
     def from_arguments(cls, args: Mapping[str, str]) -> AssemblyLaunch:
@@ -242,6 +245,7 @@ class AssemblyLaunch:
             description_from_topic=from_topic,
             ros_distro=distro,
             assembly=assembly,
+            task=task_file(get("task")),
             **flags,
         )
 
@@ -253,22 +257,6 @@ class AssemblyLaunch:
         if self.rviz:
             out.append("rviz2")
         return out
-
-
-def _folder(text: str) -> Path:
-    """``config_dir``: a folder (or none yet) after ``~`` expansion; every failure an InputError naming it."""
-    if not text.strip():
-        raise InputError("launch argument 'config_dir' is empty", value=text)
-    try:
-        path = Path(text).expanduser()
-    except RuntimeError as exc:  # ~nosuchuser/x: no such user's home
-        raise InputError(f"launch argument 'config_dir': cannot expand '~' ({exc})", value=text) from None
-    try:
-        if path.exists() and not path.is_dir():
-            raise InputError("launch argument 'config_dir' is not a folder", value=str(path))
-    except OSError as exc:  # a component longer than the file system allows, a loop of links, ...
-        raise InputError(f"launch argument 'config_dir' cannot be used: {exc.strerror or exc}", value=text) from None
-    return path
 
 
 @dataclass(frozen=True)
@@ -286,7 +274,7 @@ class MoveItLaunch:
         args = check_arguments(args, {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS})
         ros2_control = parse_flag("ros2_control", _arg(args, MOVEIT_ARGUMENTS, "ros2_control"))
         move_group = parse_flag("move_group", _arg(args, MOVEIT_ARGUMENTS, "move_group"))
-        config_dir = _folder(_arg(args, MOVEIT_ARGUMENTS, "config_dir"))
+        config_dir = config_folder(_arg(args, MOVEIT_ARGUMENTS, "config_dir"))
         base_args = {k: v for k, v in args.items() if k in ASSEMBLY_ARGUMENTS}
         base_args["ros2_control"] = "true" if ros2_control else "false"
         if ros2_control:  # /joint_states comes from joint_state_broadcaster

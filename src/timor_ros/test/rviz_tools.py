@@ -1,0 +1,226 @@
+"""The real rviz2 in tests and benchmarks: a private headless X server (Xvfb), screenshots of it (Pillow's X11 grab),
+the render panel found in a screenshot, and what RViz should draw there computed from timor's own geometry.
+
+RViz's camera is the Orbit view of timor's rviz/timor.rviz (``OrbitView.project``): timor's visual meshes at the
+robot's forward kinematics, projected with it, give the silhouette the robot must have on the screen; the grid's
+lines, projected the same way, are left out of what counts as drawn. timor's URDFs carry no materials, so RViz
+draws every link in its default colour (rviz_default_plugins' RobotLink: ``RVIZ/ShadedRed``): red.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from ros2_cli import REPO, real_package
+
+from timor_core.export.rviz_config import OrbitView
+
+CONFIG = REPO / "src" / "timor_ros" / "rviz" / "timor.rviz"
+KIT = Path(os.environ.get("ROS_RVIZ_KIT", REPO.parent / "shared" / "ros-rviz"))
+
+
+def _config() -> dict:
+    return yaml.safe_load(CONFIG.read_text())
+
+
+def background() -> np.ndarray:
+    """The render panel's background colour of timor.rviz (RGB)."""
+    text = _config()["Visualization Manager"]["Global Options"]["Background Color"]
+    return np.array([int(v) for v in str(text).split(";")])
+
+
+def view() -> OrbitView:
+    return OrbitView.of_config(CONFIG.read_text())
+
+
+def rviz_missing() -> str:
+    """Why the RViz tests cannot run here ('' if they can)."""
+    if not real_package("rviz2"):
+        return f"the real rviz2 is not installed (make ros installs it from the ros-rviz kit, {KIT})"
+    if shutil.which("Xvfb") is None:
+        return "no Xvfb (apt-get install xvfb): rviz2 needs an X display"
+    try:
+        from PIL import features
+    except ImportError:
+        return "Pillow is not installed (screenshots)"
+    if not features.check("xcb"):
+        return "this Pillow has no X11 (xcb) support for screenshots"
+    return ""
+
+
+class Xvfb:
+    """A headless X server on the first free display from :90, ended by its PID (never by name)."""
+
+    def __init__(self, first: int = 90, size: tuple[int, int] = (1280, 800)) -> None:
+        n = first
+        while Path(f"/tmp/.X11-unix/X{n}").exists() or Path(f"/tmp/.X{n}-lock").exists():
+            n += 1
+        self.display = f":{n}"
+        self.proc = subprocess.Popen(
+            ["Xvfb", self.display, "-screen", "0", f"{size[0]}x{size[1]}x24", "-nolisten", "tcp"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        end = time.monotonic() + 10
+        while not Path(f"/tmp/.X11-unix/X{n}").exists():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                raise RuntimeError(f"Xvfb {self.display} did not start")
+            time.sleep(0.05)
+
+    def env(self) -> dict[str, str]:
+        """What rviz2 needs to draw on this display with Mesa's software OpenGL (llvmpipe)."""
+        return {"DISPLAY": self.display, "LIBGL_ALWAYS_SOFTWARE": "1"}
+
+    def shot(self) -> np.ndarray:
+        """A screenshot of the whole display, (rows, columns, RGB) uint8."""
+        from PIL import ImageGrab
+
+        return np.asarray(ImageGrab.grab(xdisplay=self.display).convert("RGB"))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def save(image: np.ndarray, path: Path) -> Path:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(path)
+    return path
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The render panel of RViz in a screenshot: its top-left pixel and size."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+
+    @classmethod
+    def find(cls, image: np.ndarray) -> Panel | None:
+        """The bounding box of the pixels of exactly the background colour (None if too few: RViz not drawn)."""
+        rows, cols = np.nonzero(np.all(image == background(), axis=2))
+        if len(rows) < 100_000:
+            return None
+        return cls(int(cols.min()), int(rows.min()), int(cols.max() - cols.min() + 1), int(rows.max() - rows.min() + 1))
+
+    def crop(self, image: np.ndarray) -> np.ndarray:
+        return image[self.top : self.top + self.height, self.left : self.left + self.width]
+
+    def project(self, points) -> np.ndarray:
+        """Pixel coordinates (column, row) in the panel of points in RViz's fixed frame."""
+        return view().project(points, self.width, self.height)
+
+
+def draw_mask(size: tuple[int, int], polygons, lines=(), width: int = 1) -> np.ndarray:
+    from PIL import Image, ImageDraw
+
+    image = Image.new("1", size, 0)
+    draw = ImageDraw.Draw(image)
+    for polygon in polygons:
+        if np.all(np.isfinite(polygon)):
+            draw.polygon([tuple(p) for p in polygon], fill=1, outline=1)
+    for a, b in lines:
+        draw.line([tuple(a), tuple(b)], fill=1, width=width)
+    return np.array(image, dtype=bool)
+
+
+def silhouette(panel: Panel, meshes) -> np.ndarray:
+    """Where triangle meshes (trimesh, in the fixed frame) cover the panel: (rows, columns) bool."""
+    polygons = []
+    for mesh in meshes:
+        pixels = panel.project(np.asarray(mesh.vertices))
+        polygons.extend(pixels[np.asarray(mesh.faces)])
+    return draw_mask((panel.width, panel.height), polygons)
+
+
+def robot_meshes(robot, q, T_root=None) -> list:
+    """The visual meshes of a PinRobot at q in its world (``T_root``: the world's pose in the fixed frame)."""
+    from timor_core.viz.shapes import joint_poses, posed, robot_parts
+
+    poses = joint_poses(robot, q)
+    T = np.eye(4) if T_root is None else np.asarray(T_root)
+    return [posed(part.mesh, T @ poses[part.joint] @ part.placement) for part in robot_parts(robot, "visual")]
+
+
+def grid_lines(panel: Panel) -> np.ndarray:
+    """Where timor.rviz's grid lines are drawn (5 pixels wide, to allow for rounding)."""
+    grid = next(d for d in _config()["Visualization Manager"]["Displays"] if d["Class"].endswith("/Grid"))
+    size, count = float(grid["Cell Size"]), int(grid["Plane Cell Count"])
+    half = size * count / 2
+    ticks = np.linspace(-half, half, count + 1)
+    ends = [((t, -half, 0), (t, half, 0)) for t in ticks] + [((-half, t, 0), (half, t, 0)) for t in ticks]
+    lines = [panel.project(np.array(e)) for e in ends]
+    return draw_mask((panel.width, panel.height), [], lines, width=5)
+
+
+def drawn(image: np.ndarray, panel: Panel) -> np.ndarray:
+    """Pixels of the panel where RViz drew something other than its background (grid lines included)."""
+    crop = panel.crop(image).astype(int)
+    return np.abs(crop - background()).sum(axis=2) > 24
+
+
+def red(image: np.ndarray, panel: Panel) -> np.ndarray:
+    """Pixels of RViz's default link colour (red, shaded by its lights)."""
+    c = panel.crop(image).astype(int)
+    r, g, b = c[..., 0], c[..., 1], c[..., 2]
+    return (r > 50) & (r > 2 * g) & (r > 2 * b)
+
+
+def _shrink(mask: np.ndarray, pixels: int) -> np.ndarray:
+    from scipy.ndimage import binary_erosion
+
+    return binary_erosion(mask, iterations=pixels) if pixels else mask
+
+
+def _grow(mask: np.ndarray, pixels: int) -> np.ndarray:
+    from scipy.ndimage import binary_dilation
+
+    return binary_dilation(mask, iterations=pixels) if pixels else mask
+
+
+@dataclass(frozen=True)
+class Match:
+    """How a screenshot agrees with an expected silhouette: ``covered``, the share of the silhouette (2 pixels in
+    from its edge) that is drawn; ``inside``, the share of what is drawn that lies in it (3 pixels out from its
+    edge); ``colour``, the share of the silhouette's drawn pixels in the expected colour."""
+
+    covered: float
+    inside: float
+    colour: float
+    pixels: int
+
+    def good(self, covered: float = 0.9, inside: float = 0.9, colour: float = 0.0) -> bool:
+        return self.pixels > 200 and self.covered >= covered and self.inside >= inside and self.colour >= colour
+
+
+def match(image: np.ndarray, panel: Panel, expected: np.ndarray, colour: np.ndarray | None = None,
+          ignore: np.ndarray | None = None) -> Match:  # fmt: skip
+    """Compare what RViz drew in ``panel`` with the ``expected`` silhouette (``ignore``: other drawn things)."""
+    grid = grid_lines(panel)  # neither counted as drawn nor as missing where it crosses the silhouette
+    seen = drawn(image, panel) & ~grid
+    core = _shrink(expected, 2) & ~grid
+    if ignore is not None:  # neither counted as drawn nor as missing, either
+        seen &= ~_grow(ignore, 3)
+        core &= ~_grow(ignore, 3)
+    covered = float(seen[core].mean()) if core.any() else 0.0
+    inside = float(_grow(expected, 3)[seen].mean()) if seen.any() else 0.0
+    hit = seen & expected
+    share = float(colour[hit].mean()) if colour is not None and hit.any() else 1.0
+    return Match(covered, inside, share, int(expected.sum()))
