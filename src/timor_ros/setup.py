@@ -28,6 +28,7 @@ setup(
             "modules_db = timor_ros.modules_db:main",
             "assembly = timor_ros.assembly:main",
             "search = timor_ros.search:main",
+            "task_scene = timor_ros.task_scene:main",
             "task_markers = timor_ros.task_markers:main",
         ],
         # `timor ros ...`: timor (timor_core.cli.plugins) finds the subcommands here, without importing timor_ros

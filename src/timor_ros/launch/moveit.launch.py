@@ -19,6 +19,10 @@ Reconfiguring the assembly at runtime (``set_assembly``) updates /robot_descript
 /robot_description_semantic and, with ros2_control, ends with the new robot's controllers active on a new
 controller manager (timor_core.export.controller_swap). move_group reads the description once: relaunch to plan
 for a new robot.
+
+With ``task:=<task file>`` the task_scene node puts the task's obstacles (and its collisionFree safety margin, as
+padding of the robot's links) into move_group's planning scene, again whenever a new robot description arrives or
+move_group's scene lacks them; goals are then planned around them.
 """
 
 from typing import Any
@@ -79,6 +83,17 @@ def _launch(context: Any) -> list[Action]:
                 output="screen",
             )
         )
+        if base.task:  # the task's obstacles (and its safety margin) in move_group's planning scene
+            actions.append(
+                Node(
+                    package="timor_ros",
+                    executable="task_scene",
+                    name="task_scene",
+                    namespace=base.namespace,
+                    parameters=[{"task": base.task}],
+                    output="screen",
+                )
+            )
     return actions
 
 

@@ -28,6 +28,7 @@ from shape_msgs.msg import SolidPrimitive
 from timor_core.common.transforms import quaternion_xyzw
 
 SUCCESS = MoveItErrorCodes.SUCCESS
+START_STATE_IN_COLLISION = MoveItErrorCodes.START_STATE_IN_COLLISION
 GROUP = "manipulator"
 
 

@@ -21,6 +21,7 @@ from geometry_msgs.msg import Point, Pose
 from moveit_msgs.msg import CollisionObject, LinkPadding, PlanningScene, PlanningSceneComponents
 from moveit_msgs.srv import ApplyPlanningScene, GetPlanningScene
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
 from shape_msgs.msg import Mesh, MeshTriangle, SolidPrimitive
 from std_msgs.msg import String
@@ -86,8 +87,8 @@ class TaskSceneNode(Node):
         self._applied = ""  # the robot description the scene was last applied for
         self._lock = threading.Lock()
         reentrant = ReentrantCallbackGroup()
-        self._client = self.create_client(ApplyPlanningScene, "apply_planning_scene", callback_group=reentrant)
-        self._get = self.create_client(GetPlanningScene, "get_planning_scene", callback_group=reentrant)
+        self._client: Client = self.create_client(ApplyPlanningScene, "apply_planning_scene", callback_group=reentrant)
+        self._get: Client = self.create_client(GetPlanningScene, "get_planning_scene", callback_group=reentrant)
         self._status = self.create_publisher(String, "~/applied", LATCHED)
         self.create_subscription(String, "robot_description", self._on_description, LATCHED, callback_group=reentrant)
         self.create_timer(1.0, self._check, callback_group=MutuallyExclusiveCallbackGroup())
@@ -128,8 +129,13 @@ class TaskSceneNode(Node):
         answer = call_service(self._client, ApplyPlanningScene.Request(scene=scene_message(scene)), self.timeout)
         if not answer.success:
             raise ServiceCallError("move_group refused the planning scene")
-        status = {"task": self.task.id, "frame": root, "objects": [o.id for o in scene.objects]}
-        status["padding"] = scene_data.safety_margin(self.task)
+        objects = [o.id for o in scene.objects]
+        status = {
+            "task": self.task.id,
+            "frame": root,
+            "objects": objects,
+            "padding": scene_data.safety_margin(self.task),
+        }
         self._status.publish(String(data=json.dumps(status)))
         self.get_logger().info(f"planning scene: {len(scene.objects)} obstacle(s) in {root}")
 

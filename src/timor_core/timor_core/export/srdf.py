@@ -36,8 +36,8 @@ __all__ = [
     "assembly_to_srdf",
 ]
 
-REASONS = ("Adjacent", "Default", "Always", "Never")
-"""Why a link pair is not checked, in the order they are decided (the Setup Assistant's names)."""
+REASONS = ("Adjacent", "Default", "Always", "Never", "User")
+"""Why a link pair is not checked, in the order they are written (the Setup Assistant's names)."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -140,7 +140,14 @@ class _PairChecker:
     overlap is necessary for a collision, so the verdicts are the same; much faster for long robots).
     """
 
-    def __init__(self, robot: Any, gm: pin.GeometryModel, geoms: list[list[int]], candidates: list[tuple[int, int]]):
+    def __init__(
+        self,
+        robot: Any,
+        gm: pin.GeometryModel,
+        geoms: list[list[int]],
+        candidates: list[tuple[int, int]],
+        clearance: float = 0.0,
+    ):
         from timor_core.kinematics.collision import configure_requests
 
         pair_of: list[int] = []  # geometry pair index -> candidate index
@@ -150,7 +157,8 @@ class _PairChecker:
                     gm.addCollisionPair(pin.CollisionPair(ga, gb))
                     pair_of.append(c)
         self.gm, self.gd = gm, pin.GeometryData(gm)
-        configure_requests(self.gd, model=gm)
+        configure_requests(self.gd, clearance, model=gm)  # a pair closer than ``clearance`` counts as colliding
+        self.clearance = clearance
         self.model, self.data = robot.model, robot.model.createData()
         self.cand_of_pair = np.array(pair_of, dtype=int)
         self.n_cand = len(candidates)
@@ -172,17 +180,17 @@ class _PairChecker:
         t = np.array([placements[g].translation for g in range(gm.ngeoms)])
         c = np.einsum("gij,gj->gi", R, self.centre) + t
         e = np.einsum("gij,gj->gi", np.abs(R), self.half)
-        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + 1e-9, axis=1)
+        overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + self.clearance + 1e-9, axis=1)
         for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
             if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
                 hit[cand_of_pair[p]] = True
         return hit
 
 
-def _sampled(checker: _PairChecker, robot: Any, at_home: np.ndarray, n_samples: int, seed: int) -> tuple[set, set]:
-    """The candidates in collision in every sample ("Always") and in none ("Never"), of those free at home."""
-    always = ~at_home  # collided in every sample so far
-    never = ~at_home  # no collision in any sample so far
+def _sampled(checker: _PairChecker, robot: Any, free: np.ndarray, n_samples: int, seed: int) -> tuple[set, set]:
+    """The candidates in collision in every sample ("Always") and in none ("Never"), of the ``free`` ones."""
+    always = free.copy()  # collided in every sample so far
+    never = free.copy()  # no collision in any sample so far
     rng = np.random.default_rng(seed)
     for _ in range(int(n_samples)):
         undecided = always | never
@@ -194,18 +202,38 @@ def _sampled(checker: _PairChecker, robot: Any, at_home: np.ndarray, n_samples: 
     return {int(k) for k in np.flatnonzero(always)}, {int(k) for k in np.flatnonzero(never)}
 
 
+NEVER_CLEARANCE = 0.02
+"""A pair timor checks is disabled as "Never" only if it never came closer than this (m) in any sample."""
+
+
+def _checked_by_timor(robot: Any, geoms: list[list[int]]) -> set[tuple[int, int]]:
+    """The link pairs (tree indices, a < b) timor's own self-collision check looks at (the set's ignore mode)."""
+    link_of = {g: k for k, gs in enumerate(geoms) for g in gs}
+    robot.collision_pairs  # noqa: B018  (sets the robot's pairs from the module set's ignore mode)
+    pairs = set()
+    for cp in robot.collision.collisionPairs:
+        a, b = link_of[cp.first], link_of[cp.second]
+        pairs.add((min(a, b), max(a, b)))
+    return pairs
+
+
 def collision_matrix(
     assembly: ModuleAssembly, *, prefix: str = "", n_samples: int = 1000, seed: int = 0
 ) -> list[DisabledCollision]:
     """The link pairs to disable, with their reasons, in tree order (deterministic for a seed).
 
-    Random configurations are uniform within the joint limits ([-π, π] without limits).
+    The pairs MoveIt keeps checking are exactly those timor's self-collision check looks at and that may collide:
+    a pair timor checks is never disabled for colliding at home ("Default") or always ("Always": timor reports
+    those), and is "Never" only if no sample brought it within ``NEVER_CLEARANCE``; a pair timor does not check
+    (the module set's ``ignore_collisions``) is always disabled, as "User" if no other reason applies. Random
+    configurations are uniform within the joint limits ([-π, π] without limits).
     """
     n_samples = check_int(n_samples, "n_samples", 1, "max_samples")
     robot = assembly.to_pin_robot(prefix=prefix)
     tree = assembly.tree(prefix)
     names = [link.name for link in tree.links]
     gm, geoms = _link_geometries(robot, names)
+    checked = _checked_by_timor(robot, geoms)
     has_geometry = [bool(g) for g in geoms]
     reason: dict[tuple[int, int], str] = dict.fromkeys(_adjacent(tree, has_geometry), "Adjacent")
     candidates = [
@@ -214,16 +242,24 @@ def collision_matrix(
         for b in range(a + 1, len(names))
         if has_geometry[a] and has_geometry[b] and (a, b) not in reason
     ]
+    is_checked = np.array([c in checked for c in candidates], dtype=bool)
     checker = _PairChecker(robot, gm, geoms, candidates)
     home = np.array([home_position(link) for link in tree.actuated])
-    at_home = checker.colliding(home, np.ones(len(candidates), dtype=bool))
+    at_home = checker.colliding(home, np.ones(len(candidates), dtype=bool)) & ~is_checked
     for c_home in np.flatnonzero(at_home):
         reason[candidates[int(c_home)]] = "Default"
-    always_set, never_set = _sampled(checker, robot, at_home, n_samples, seed)
+    always_set, _ = _sampled(checker, robot, ~at_home & ~is_checked, n_samples, seed)
     for c_always in sorted(always_set):
         reason[candidates[c_always]] = "Always"
+    gm_near, _ = _link_geometries(robot, names)
+    near_checker = _PairChecker(robot, gm_near, geoms, candidates, NEVER_CLEARANCE)
+    free = ~at_home & np.array([candidates[k] not in reason for k in range(len(candidates))])
+    _, never_set = _sampled(near_checker, robot, free, n_samples, seed)
     for c_never in sorted(never_set):
         reason[candidates[c_never]] = "Never"
+    for k, pair in enumerate(candidates):
+        if not is_checked[k] and pair not in reason:
+            reason[pair] = "User"
     order = {r: k for k, r in enumerate(REASONS)}
     ranked = sorted(reason.items(), key=lambda item: (order[item[1]], item[0]))
     return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]
@@ -251,7 +287,7 @@ def assembly_to_srdf(
     tree = assembly.tree(prefix)
     robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
     out = [
-        '<?xml version="1.0" encoding="utf-8"?>\n',
+        '<?xml version="1.0"?>\n',
         "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
         f'<robot name="{xml_escape(robot_name)}">\n',
         f'  <group name="{group}">\n',

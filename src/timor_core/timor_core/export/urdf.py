@@ -41,7 +41,7 @@ __all__ = [
     "origin_xml",
 ]
 
-_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n<robot name="'
+_HEAD = '<?xml version="1.0"?>\n<robot name="'
 _IDENTITY_POSE = json.dumps([[[float(v) for v in row] for row in np.eye(4)]])
 _MISSING: Any = object()
 

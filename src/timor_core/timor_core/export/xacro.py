@@ -90,7 +90,7 @@ def assembly_to_xacro(
 
         body += ros2_control_xml(assembly, ros2_control, prefix=PREFIX, robot_name=robot_name, for_xacro=True)
     out = [
-        '<?xml version="1.0" encoding="utf-8"?>\n',
+        '<?xml version="1.0"?>\n',
         f'<robot name="{_literal(xml_escape(robot_name))}" xmlns:xacro="{XACRO_NS}">\n',
         f'  <xacro:macro name="{macro}" params="prefix parent *origin">\n',
         _indent(body, 2),
