@@ -35,6 +35,10 @@ if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
     os.environ["ROS_LOCALHOST_ONLY"] = "1"
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: slower tests (deselect with -m 'not slow')")
+
+
 @pytest.fixture(scope="session")
 def ros_client():
     from ros_client import RosClient

@@ -9,6 +9,7 @@ draws every link in its default colour (rviz_default_plugins' RobotLink: ``RVIZ/
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -19,24 +20,31 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from ros2_cli import REPO, real_package
+from ros2_cli import REPO, TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
+from ros_helpers import wait_for
+from tf_tools import JointStates
 
+from timor_core import ModuleAssembly
 from timor_core.export.rviz_config import OrbitView
 
 CONFIG = REPO / "src" / "timor_ros" / "rviz" / "timor.rviz"
 KIT = Path(os.environ.get("ROS_RVIZ_KIT", REPO.parent / "shared" / "ros-rviz"))
+SHOTS = os.environ.get("TIMOR_RVIZ_SHOTS", "")  # a folder: RvizLaunch.keep saves its screenshots there
 
 
+@functools.lru_cache(maxsize=1)
 def _config() -> dict:
     return yaml.safe_load(CONFIG.read_text())
 
 
+@functools.lru_cache(maxsize=1)
 def background() -> np.ndarray:
     """The render panel's background colour of timor.rviz (RGB)."""
     text = _config()["Visualization Manager"]["Global Options"]["Background Color"]
     return np.array([int(v) for v in str(text).split(";")])
 
 
+@functools.lru_cache(maxsize=1)
 def view() -> OrbitView:
     return OrbitView.of_config(CONFIG.read_text())
 
@@ -159,6 +167,7 @@ def robot_meshes(robot, q, T_root=None) -> list:
     return [posed(part.mesh, T @ poses[part.joint] @ part.placement) for part in robot_parts(robot, "visual")]
 
 
+@functools.lru_cache(maxsize=8)
 def grid_lines(panel: Panel) -> np.ndarray:
     """Where timor.rviz's grid lines are drawn (5 pixels wide, to allow for rounding)."""
     grid = next(d for d in _config()["Visualization Manager"]["Displays"] if d["Class"].endswith("/Grid"))
@@ -183,13 +192,13 @@ def red(image: np.ndarray, panel: Panel) -> np.ndarray:
     return (r > 50) & (r > 2 * g) & (r > 2 * b)
 
 
-def _shrink(mask: np.ndarray, pixels: int) -> np.ndarray:
+def shrink(mask: np.ndarray, pixels: int) -> np.ndarray:
     from scipy.ndimage import binary_erosion
 
     return binary_erosion(mask, iterations=pixels) if pixels else mask
 
 
-def _grow(mask: np.ndarray, pixels: int) -> np.ndarray:
+def grow(mask: np.ndarray, pixels: int) -> np.ndarray:
     from scipy.ndimage import binary_dilation
 
     return binary_dilation(mask, iterations=pixels) if pixels else mask
@@ -215,12 +224,97 @@ def match(image: np.ndarray, panel: Panel, expected: np.ndarray, colour: np.ndar
     """Compare what RViz drew in ``panel`` with the ``expected`` silhouette (``ignore``: other drawn things)."""
     grid = grid_lines(panel)  # neither counted as drawn nor as missing where it crosses the silhouette
     seen = drawn(image, panel) & ~grid
-    core = _shrink(expected, 2) & ~grid
+    core = shrink(expected, 2) & ~grid
     if ignore is not None:  # neither counted as drawn nor as missing, either
-        seen &= ~_grow(ignore, 3)
-        core &= ~_grow(ignore, 3)
+        seen &= ~grow(ignore, 3)
+        core &= ~grow(ignore, 3)
     covered = float(seen[core].mean()) if core.any() else 0.0
-    inside = float(_grow(expected, 3)[seen].mean()) if seen.any() else 0.0
+    inside = float(grow(expected, 3)[seen].mean()) if seen.any() else 0.0
     hit = seen & expected
     share = float(colour[hit].mean()) if colour is not None and hit.any() else 1.0
     return Match(covered, inside, share, int(expected.sum()))
+
+
+def _ns_name(ns: str, name: str) -> str:
+    return f"/{ns}/{name}" if ns else f"/{name}"
+
+
+class RvizLaunch:
+    """assembly.launch.py with rviz:=true on an Xvfb display; the test publishes the joint states."""
+
+    def __init__(self, ros_client, log: Path, args: list[str], ns: str = "", prefix: str = "") -> None:
+        require_ros2()
+        xvfb = Xvfb()  # a display of its own: two launches alive at once (random test order) draw apart
+        self.xvfb, self.client, self.ns, self.prefix = xvfb, ros_client, ns, prefix
+        argv = ["timor_ros", "assembly.launch.py", "rviz:=true", "search:=false", "joint_state_publisher:=false",
+                *args, *([f"prefix:={prefix}"] if prefix else []), *([f"namespace:={ns}"] if ns else [])]  # fmt: skip
+        saved = {k: os.environ.get(k) for k in xvfb.env()}
+        os.environ.update(xvfb.env())  # inherited by the launch and rviz2
+        try:
+            self.launch = Launch(argv, log)
+        except BaseException:
+            xvfb.stop()
+            raise
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+        self.js = JointStates(ros_client.node, _ns_name(ns, "joint_states"))
+        self.last: np.ndarray | None = None
+
+    def wait_ready(self) -> None:
+        from timor_interfaces.srv import GetAssembly
+
+        service = _ns_name(self.ns, "assembly/get_assembly")
+
+        def ready():
+            return self.client.call(GetAssembly, service, GetAssembly.Request(), timeout=30).available
+
+        assert wait_for(ready, 60, 0.5), self.launch.output()
+
+    def drawn(self, assembly: ModuleAssembly, q, timeout: float = 60.0, ignore=None, colour: bool = True
+              ) -> tuple[Match, Panel]:  # fmt: skip
+        """Poll screenshots (publishing q) until RViz draws ``assembly`` at q; the last match either way."""
+        robot = assembly.robot
+        names = [self.prefix + n for n in list(robot.model.names)[1:]]
+        meshes = robot_meshes(robot, np.asarray(q, dtype=float))
+        expected, found, m = None, None, Match(0, 0, 0, 0)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            self.js.publish(names, q)
+            self.last = image = self.xvfb.shot()
+            panel = Panel.find(image)
+            if panel is not None:
+                if panel != found:
+                    found, expected = panel, silhouette(panel, meshes)
+                ignored = ignore(panel) if ignore else None
+                m = match(image, panel, expected, red(image, panel) if colour else None, ignored)
+                if m.good(colour=0.85 if colour else 0.0):
+                    return m, panel
+            time.sleep(0.25)
+        self.keep("failed")
+        raise AssertionError(f"RViz did not draw {assembly.module_ids} at q={q} within {timeout} s: "
+                             f"{m}\n{self.launch.output()[-3000:]}")  # fmt: skip
+
+    def keep(self, name: str) -> None:
+        """Save the last screenshot as NAME.png in $TIMOR_RVIZ_SHOTS (if set)."""
+        if SHOTS and self.last is not None:
+            save(self.last, Path(SHOTS) / f"{name}.png")
+
+    def config(self) -> dict:
+        """The RViz config the launch gave rviz2 (``-d FILE`` of its command line)."""
+        for _, cmdline in marked_processes(TOKEN_VAR, self.launch.token):
+            words = cmdline.split()
+            if "-d" in words and any(w.endswith("rviz2") for w in words):
+                return yaml.safe_load(Path(words[words.index("-d") + 1]).read_text())
+        raise AssertionError("no rviz2 process with -d CONFIG")
+
+    def errors(self) -> list[str]:
+        """rviz2's error lines (frames, description, displays)."""
+        return [line for line in self.launch.output().splitlines() if "[rviz2" in line and "ERROR" in line]
+
+    def close(self) -> None:
+        self.js.close()
+        self.launch.stop()
+        left = self.launch.kill_leftovers()
+        self.xvfb.stop()
+        assert not left, f"processes left behind: {left}"

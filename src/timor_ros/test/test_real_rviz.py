@@ -11,7 +11,6 @@ colour, and what RViz draws must lie inside them. ``TIMOR_RVIZ_SHOTS=DIR`` keeps
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -20,12 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import rviz_tools as rt
-from ros2_cli import TOKEN_VAR, Launch, marked_processes, require_ros2
-from ros_helpers import wait_for
-from tf_tools import JointStates
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_interfaces.srv import GetAssembly, SetAssembly
+from timor_interfaces.srv import SetAssembly
 
 MISSING = rt.rviz_missing()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING)
@@ -33,97 +29,11 @@ pytestmark = pytest.mark.skipif(bool(MISSING), reason=MISSING)
 CHAIN = ["base", "J", "L_250", "J", "L_150", "J", "gripper"]
 OTHER = ["base", "J", "L_150", "J", "L_100", "J", "L_100", "gripper"]
 Q = [0.6, -0.9, 0.7]  # a pose whose links stand apart on the screen
-SHOTS = os.environ.get("TIMOR_RVIZ_SHOTS", "")
 
 
-def _ns_name(ns: str, name: str) -> str:
-    return f"/{ns}/{name}" if ns else f"/{name}"
-
-
-class RvizLaunch:
-    """assembly.launch.py with rviz:=true on an Xvfb display; the test publishes the joint states."""
-
-    def __init__(self, ros_client, log: Path, args: list[str], ns: str = "", prefix: str = "") -> None:
-        require_ros2()
-        xvfb = rt.Xvfb()  # a display of its own: two launches alive at once (random test order) draw apart
-        self.xvfb, self.client, self.ns, self.prefix = xvfb, ros_client, ns, prefix
-        argv = ["timor_ros", "assembly.launch.py", "rviz:=true", "search:=false", "joint_state_publisher:=false",
-                *args, *([f"prefix:={prefix}"] if prefix else []), *([f"namespace:={ns}"] if ns else [])]  # fmt: skip
-        saved = {k: os.environ.get(k) for k in xvfb.env()}
-        os.environ.update(xvfb.env())  # inherited by the launch and rviz2
-        try:
-            self.launch = Launch(argv, log)
-        except BaseException:
-            xvfb.stop()
-            raise
-        finally:
-            for k, v in saved.items():
-                os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
-        self.js = JointStates(ros_client.node, _ns_name(ns, "joint_states"))
-        self.last: np.ndarray | None = None
-
-    def wait_ready(self) -> None:
-        service = _ns_name(self.ns, "assembly/get_assembly")
-
-        def ready():
-            return self.client.call(GetAssembly, service, GetAssembly.Request(), timeout=30).available
-
-        assert wait_for(ready, 60, 0.5), self.launch.output()
-
-    def drawn(self, assembly: ModuleAssembly, q, timeout: float = 60.0, ignore=None, colour: bool = True,
-              keep_publishing: bool = True) -> tuple[rt.Match, rt.Panel]:  # fmt: skip
-        """Poll screenshots (publishing q) until RViz draws ``assembly`` at q; the last match either way."""
-        robot = assembly.robot
-        names = [self.prefix + n for n in list(robot.model.names)[1:]]
-        meshes = rt.robot_meshes(robot, np.asarray(q, dtype=float))
-        expected, found, m = None, None, rt.Match(0, 0, 0, 0)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if keep_publishing:
-                self.js.publish(names, q)
-            self.last = image = self.xvfb.shot()
-            panel = rt.Panel.find(image)
-            if panel is not None:
-                if panel != found:
-                    found, expected = panel, rt.silhouette(panel, meshes)
-                ignored = ignore(panel) if ignore else None
-                m = rt.match(image, panel, expected, rt.red(image, panel) if colour else None, ignored)
-                if m.good(colour=0.85 if colour else 0.0):
-                    return m, panel
-            time.sleep(0.25)
-        self.keep("failed")
-        raise AssertionError(f"RViz did not draw {assembly.module_ids} at q={q} within {timeout} s: "
-                             f"{m}\n{self.launch.output()[-3000:]}")  # fmt: skip
-
-    def keep(self, name: str) -> None:
-        if SHOTS and self.last is not None:
-            rt.save(self.last, Path(SHOTS) / f"{name}.png")
-
-    def config(self) -> dict:
-        """The RViz config the launch gave rviz2 (``-d FILE`` of its command line)."""
-        import yaml
-
-        for _, cmdline in marked_processes(TOKEN_VAR, self.launch.token):
-            words = cmdline.split()
-            if "-d" in words and any(w.endswith("rviz2") for w in words):
-                return yaml.safe_load(Path(words[words.index("-d") + 1]).read_text())
-        raise AssertionError("no rviz2 process with -d CONFIG")
-
-    def errors(self) -> list[str]:
-        """rviz2's error lines (frames, description, displays)."""
-        return [line for line in self.launch.output().splitlines() if "[rviz2" in line and "ERROR" in line]
-
-    def close(self) -> None:
-        self.js.close()
-        self.launch.stop()
-        left = self.launch.kill_leftovers()
-        self.xvfb.stop()
-        assert not left, f"processes left behind: {left}"
-
-
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")  # ended before the next class's launch starts
 def default_rviz(ros_client, tmp_path_factory):
-    run = RvizLaunch(ros_client, tmp_path_factory.mktemp("rviz") / "launch.log",
+    run = rt.RvizLaunch(ros_client, tmp_path_factory.mktemp("rviz") / "launch.log",
                      ["db:=robco_like", f"modules:={' '.join(CHAIN)}"])  # fmt: skip
     try:
         run.wait_ready()
@@ -132,33 +42,39 @@ def default_rviz(ros_client, tmp_path_factory):
         run.close()
 
 
-def test_rviz_draws_the_robot_where_timor_fk_puts_it(default_rviz):
-    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
-    m, _ = default_rviz.drawn(assembly, Q)
-    default_rviz.keep("rviz_robot")
-    assert m.colour > 0.85, m  # timor's URDF has no materials: RViz's default link colour
-    assert not default_rviz.errors(), default_rviz.errors()
+class TestDefaultLaunch:
+    """One launch in the root namespace, no prefix."""
 
+    def test_rviz_draws_the_robot_where_timor_fk_puts_it(self, default_rviz):
+        assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
+        m, _ = default_rviz.drawn(assembly, Q)
+        default_rviz.keep("rviz_robot")
+        assert m.colour > 0.85, m  # timor's URDF has no materials: RViz's default link colour
+        assert not default_rviz.errors(), default_rviz.errors()
 
-def test_rviz_follows_set_assembly(default_rviz, ros_client):
-    """Before: the first robot; after set_assembly: the other one, and the first one's own pixels are gone."""
-    db = ModulesDB.load("robco_like")
-    first, other = (ModuleAssembly.from_serial_modules(db, m) for m in (CHAIN, OTHER))
-    _, panel = default_rviz.drawn(first, Q)
-    before = default_rviz.last
-    response = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=OTHER), timeout=30)
-    assert response.success, response.message
-    m, _ = default_rviz.drawn(other, Q)
-    after = default_rviz.last
-    only_first = rt.silhouette(panel, rt.robot_meshes(first.robot, np.asarray(Q)))
-    only_first &= ~rt._grow(rt.silhouette(panel, rt.robot_meshes(other.robot, np.asarray(Q))), 3)
-    only_first = rt._shrink(only_first, 2)
-    assert only_first.sum() > 200, "the two robots differ too little on the screen for this test"
-    was, now = (rt.drawn(img, panel)[only_first].mean() for img in (before, after))
-    assert was > 0.9 and now < 0.1, f"pixels of the first robot only: drawn {was:.2f} before, {now:.2f} after"
-    assert np.abs(before.astype(int) - after.astype(int)).sum(axis=2)[panel.top :, panel.left :].any()
-    default_rviz.keep("rviz_after_set_assembly")
-    assert not default_rviz.errors(), default_rviz.errors()
+    def test_rviz_follows_set_assembly(self, default_rviz, ros_client):
+        """Before: the first robot; after set_assembly: the other one, and the first one's own pixels are gone."""
+        db = ModulesDB.load("robco_like")
+        first, other = (ModuleAssembly.from_serial_modules(db, m) for m in (CHAIN, OTHER))
+        _, panel = default_rviz.drawn(first, Q)
+        before = default_rviz.last
+        response = ros_client.call(
+            SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=OTHER), timeout=30
+        )
+        assert response.success, response.message
+        m, _ = default_rviz.drawn(other, Q)
+        after = default_rviz.last
+        only_first = rt.silhouette(panel, rt.robot_meshes(first.robot, np.asarray(Q)))
+        only_first &= ~rt.grow(rt.silhouette(panel, rt.robot_meshes(other.robot, np.asarray(Q))), 3)
+        only_first = rt.shrink(only_first, 2)
+        assert only_first.sum() > 200, "the two robots differ too little on the screen for this test"
+        was, now = (rt.drawn(img, panel)[only_first].mean() for img in (before, after))
+        assert was > 0.9 and now < 0.1, f"pixels of the first robot only: drawn {was:.2f} before, {now:.2f} after"
+        default_rviz.keep("rviz_after_set_assembly")
+        assert not default_rviz.errors(), default_rviz.errors()
+        back = SetAssembly.Request(modules=CHAIN)  # as the class's other test expects it, in either order
+        assert ros_client.call(SetAssembly, "/assembly/set_assembly", back, timeout=30).success
+        default_rviz.drawn(first, Q)
 
 
 def _task_file(folder: Path) -> Path:
@@ -174,10 +90,10 @@ def _task_file(folder: Path) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="class")
 def namespaced_rviz(ros_client, tmp_path_factory):
     folder = tmp_path_factory.mktemp("rviz_ns")
-    run = RvizLaunch(
+    run = rt.RvizLaunch(
         ros_client,
         folder / "launch.log",
         ["db:=robco_like", f"modules:={' '.join(CHAIN)}", f"task:={_task_file(folder)}"],
@@ -189,17 +105,6 @@ def namespaced_rviz(ros_client, tmp_path_factory):
         yield run
     finally:
         run.close()
-
-
-def test_rviz_namespaced_and_prefixed_launch_draws_the_robot(namespaced_rviz):
-    """namespace:=r2 prefix:=r2_: the fixed frame is r2_base_link, the description comes from /r2/robot_description."""
-    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
-    namespaced_rviz.drawn(assembly, Q, ignore=_markers)
-    config = namespaced_rviz.config()["Visualization Manager"]
-    assert config["Global Options"]["Fixed Frame"] == "r2_base_link"
-    topics = {d["Name"]: (d.get("Topic") or d.get("Description Topic") or {}).get("Value") for d in config["Displays"]}
-    assert topics["RobotModel"] == "/r2/robot_description" and topics["Task"] == "/r2/task_markers", topics
-    assert not namespaced_rviz.errors(), namespaced_rviz.errors()
 
 
 def _markers(panel: rt.Panel) -> np.ndarray:
@@ -219,7 +124,7 @@ def _markers(panel: rt.Panel) -> np.ndarray:
 
 def _colour_share(image: np.ndarray, panel: rt.Panel, mask: np.ndarray, test) -> float:
     """The share of the pixels in ``mask`` (shrunk by 2) whose colour passes ``test(r, g, b)``."""
-    core = rt._shrink(mask, 2) & ~rt.grid_lines(panel)
+    core = rt.shrink(mask, 2) & ~rt.grid_lines(panel)
     c = panel.crop(image).astype(int)
     return float(test(c[..., 0], c[..., 1], c[..., 2])[core].mean()) if core.any() else 0.0
 
@@ -238,7 +143,7 @@ def _task_problems(image: np.ndarray, panel: rt.Panel, task, robot: np.ndarray) 
 
     problems = []
     obstacles = rt.silhouette(panel, [geometry_mesh(g) for o in task.obstacles for g in o.collision])
-    free = rt._shrink(obstacles, 2) & ~robot
+    free = rt.shrink(obstacles, 2) & ~robot
     if rt.drawn(image, panel)[free].mean() < 0.95:
         problems.append(f"obstacles drawn on {rt.drawn(image, panel)[free].mean():.2f} of their silhouette")
     grey = _colour_share(
@@ -262,25 +167,41 @@ def _task_problems(image: np.ndarray, panel: rt.Panel, task, robot: np.ndarray) 
     return problems
 
 
-def test_rviz_shows_the_task_markers(namespaced_rviz):
-    """task:=FILE: the obstacles (a grey box and cylinder) where the task puts them, each goal frame's x, y and z
-    arrows (red, green, blue) at its pose, the place goal's tolerance box (translucent green); in the prefixed
-    frame of the namespaced launch."""
-    from timor_core.task.task import Task
+class TestNamespacedLaunchWithTask:
+    """One launch with namespace:=r2 prefix:=r2_ task:=FILE."""
 
-    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
-    task = Task.from_json_file(_task_file(Path(namespaced_rviz.launch.log).parent))
-    _, panel = namespaced_rviz.drawn(assembly, Q, ignore=_markers)
-    robot = rt._grow(rt.silhouette(panel, rt.robot_meshes(assembly.robot, np.asarray(Q))), 2)
-    problems = ["no screenshot"]
-    end = time.monotonic() + 30  # the node publishes once it has built the tolerance volumes
-    while problems and time.monotonic() < end:
-        namespaced_rviz.last = namespaced_rviz.xvfb.shot()
-        problems = _task_problems(namespaced_rviz.last, panel, task, robot)
-        time.sleep(0.25 if problems else 0)
-    namespaced_rviz.keep("rviz_task" if not problems else "failed_task")
-    assert not problems, problems
-    assert not namespaced_rviz.errors(), namespaced_rviz.errors()
+    def test_rviz_namespaced_and_prefixed_launch_draws_the_robot(self, namespaced_rviz):
+        """namespace:=r2 prefix:=r2_: the fixed frame is r2_base_link, the description comes from
+        /r2/robot_description."""
+        assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
+        namespaced_rviz.drawn(assembly, Q, ignore=_markers)
+        config = namespaced_rviz.config()["Visualization Manager"]
+        assert config["Global Options"]["Fixed Frame"] == "r2_base_link"
+        topics = {
+            d["Name"]: (d.get("Topic") or d.get("Description Topic") or {}).get("Value") for d in config["Displays"]
+        }
+        assert topics["RobotModel"] == "/r2/robot_description" and topics["Task"] == "/r2/task_markers", topics
+        assert not namespaced_rviz.errors(), namespaced_rviz.errors()
+
+    def test_rviz_shows_the_task_markers(self, namespaced_rviz):
+        """task:=FILE: the obstacles (a grey box and cylinder) where the task puts them, each goal frame's x, y and z
+        arrows (red, green, blue) at its pose, the place goal's tolerance box (translucent green); in the prefixed
+        frame of the namespaced launch."""
+        from timor_core.task.task import Task
+
+        assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
+        task = Task.from_json_file(_task_file(Path(namespaced_rviz.launch.log).parent))
+        _, panel = namespaced_rviz.drawn(assembly, Q, ignore=_markers)
+        robot = rt.grow(rt.silhouette(panel, rt.robot_meshes(assembly.robot, np.asarray(Q))), 2)
+        problems = ["no screenshot"]
+        end = time.monotonic() + 30  # the node publishes once it has built the tolerance volumes
+        while problems and time.monotonic() < end:
+            namespaced_rviz.last = namespaced_rviz.xvfb.shot()
+            problems = _task_problems(namespaced_rviz.last, panel, task, robot)
+            time.sleep(0.25 if problems else 0)
+        namespaced_rviz.keep("rviz_task" if not problems else "failed_task")
+        assert not problems, problems
+        assert not namespaced_rviz.errors(), namespaced_rviz.errors()
 
 
 def _branched_db(folder: Path) -> Path:
@@ -292,11 +213,12 @@ def _branched_db(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # 8-17 s here: a launch of its own
 def test_rviz_draws_a_branched_robot(ros_client, tmp_path):
     """A base with three arms (set_assembly with an assembly JSON; srdf:=false: an SRDF needs a chain), in a
     namespace and with a prefix of its own (other launches of this module may be alive)."""
     db_path = _branched_db(tmp_path)
-    run = RvizLaunch(ros_client, tmp_path / "launch.log",
+    run = rt.RvizLaunch(ros_client, tmp_path / "launch.log",
                      [f"db:={db_path}", "modules:=base J1 l_30 J2 eef", "srdf:=false"], "b", "b_")  # fmt: skip
     try:
         run.wait_ready()
@@ -313,6 +235,7 @@ def test_rviz_draws_a_branched_robot(ros_client, tmp_path):
         run.close()
 
 
+@pytest.mark.slow  # 17-34 s here: a launch of its own; RViz draws the Panda's 135,000 triangles at ~3 frames/s
 def test_rviz_draws_an_imported_urdf_robot(ros_client, tmp_path):
     """`timor import` of example-robot-data's Panda (keep its names: with prefix:=p_ the root link is
     p_panda_link0, RViz's fixed frame) and its meshes: RViz loads them from the module set's folder (file:// URIs)
@@ -343,7 +266,7 @@ def test_rviz_draws_an_imported_urdf_robot(ros_client, tmp_path):
     assert done.returncode == 0, done.stderr
     db = ModulesDB.from_json_file(out)
     ids = [m.id for m in db]
-    run = RvizLaunch(ros_client, tmp_path / "launch.log", [f"db:={out}", f"modules:={' '.join(ids)}"], "p", "p_")
+    run = rt.RvizLaunch(ros_client, tmp_path / "launch.log", [f"db:={out}", f"modules:={' '.join(ids)}"], "p", "p_")
     try:
         run.wait_ready()
         assembly = ModuleAssembly.from_serial_modules(db, ids)
