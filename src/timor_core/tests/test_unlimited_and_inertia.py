@@ -15,7 +15,7 @@ from conftest import IMPROV_FILE, check_urdf_file, primitives_json, write_db
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import FormatError, ValidationError
-from timor_core.export.moveit_config import write_moveit_config
+from timor_core.export.moveit_config import MoveItOptions, write_moveit_config
 from timor_core.export.ros2_control import Ros2ControlConfig, ros2_control_xml
 from timor_core.export.urdf import URDF_UNLIMITED
 from timor_core.model.validation import check_db_file, validate_db_file
@@ -129,8 +129,12 @@ def test_unlimited_limits_pass_urdfdom_and_every_consumer_agrees(unlimited_file,
     joint_limits = yaml.safe_load(written["joint_limits.yaml"].read_text())["joint_limits"]
     entries = list(joint_limits.values())
     assert entries[0]["has_velocity_limits"] is True and entries[0]["max_velocity"] == 2.0
-    for entry in entries[1:]:
-        assert entry["has_velocity_limits"] is False and entry["has_acceleration_limits"] is False
+    for entry in entries[1:]:  # no acceleration limit in the set: timor's default (MoveIt's TOTG needs one)
+        assert entry["has_velocity_limits"] is False and entry["has_acceleration_limits"] is True
+        assert entry["max_acceleration"] == MoveItOptions().default_acceleration
+    off = write_moveit_config(A, tmp_path / "cfg2", name="bot", n_samples=20, default_acceleration=None)
+    entries = list(yaml.safe_load(off["joint_limits.yaml"].read_text())["joint_limits"].values())
+    assert all(entry["has_acceleration_limits"] is False for entry in entries[1:])
 
     control = ET.fromstring(ros2_control_xml(A, Ros2ControlConfig()))
     for joint in control.iter("joint"):

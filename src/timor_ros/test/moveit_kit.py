@@ -24,12 +24,18 @@ def abs_name(ns: str, name: str) -> str:
 
 @contextlib.contextmanager
 def move_group_launch(
-    ros_client, tmp_path: Path, modules: list[str], ns: str = "", prefix: str = "", extra: tuple[str, ...] = ()
+    ros_client,
+    tmp_path: Path,
+    modules: list[str],
+    ns: str = "",
+    prefix: str = "",
+    extra: tuple[str, ...] = (),
+    db: str = "robco_like",
 ) -> Iterator[Launch]:
-    """moveit.launch.py for ``modules`` of robco_like, until move_group plans and the controllers are active; then
+    """moveit.launch.py for ``modules`` of ``db``, until move_group plans and the controllers are active; then
     stopped, with no process of it left behind and none died."""
     require_ros2()
-    args = ["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(modules)}", "rviz:=false",
+    args = ["timor_ros", "moveit.launch.py", f"db:={db}", f"modules:={' '.join(modules)}", "rviz:=false",
             "search:=false", f"config_dir:={tmp_path / 'config'}", *extra]  # fmt: skip
     args += [f"prefix:={prefix}"] if prefix else []
     args += [f"namespace:={ns}"] if ns else []

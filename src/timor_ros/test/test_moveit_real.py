@@ -9,6 +9,9 @@ are listed in HARMLESS with why). Skipped where move_group is not really install
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +22,7 @@ from ros_helpers import wait_for
 from tf_tools import TfListener
 
 from timor_core import ModuleAssembly, ModulesDB
+from timor_core.export.srdf import planning_chain
 from timor_core.kinematics.planning import plan
 
 NEEDED = ("moveit_ros_move_group", "robot_state_publisher", "controller_manager", "joint_trajectory_controller")
@@ -125,3 +129,59 @@ def _near(q, goal, tol: float = 2e-3) -> bool:
 def _settled(states: JointStateCache, joints: list[str], last) -> bool | None:
     q = states.positions(joints)
     return True if _near(q, np.asarray(last)) else None
+
+
+def _example_robot(name: str) -> Path:
+    from importlib import metadata
+
+    try:
+        files = metadata.files("example-robot-data") or []
+    except metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+    found = next((Path(f.locate()) for f in files if str(f).endswith(f"/{name}.urdf")), None)
+    if found is None:
+        pytest.skip(f"example-robot-data has no {name}.urdf")
+    return found
+
+
+def test_an_imported_urdf_robot_plans_and_executes_a_pose_goal(ros_client, tmp_path):
+    """example-robot-data's UR5, imported with `timor import --keep-names`, launched with a prefix in a namespace:
+    move_group loads timor's config of a robot nobody here wrote, and a full pose goal for its TCP plans and
+    executes; the TCP from TF equals timor's FK."""
+    from moveit_tools import SUCCESS, move, pose_goal
+
+    urdf = _example_robot("ur5_robot")
+    out = tmp_path / "ur5" / "modules.json"
+    cli = [sys.executable, "-m", "timor_core.cli", "import", str(urdf), "-o", str(out), "--keep-names",
+           "--package-dir", str(urdf.parents[4])]  # fmt: skip
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    db = ModulesDB.from_json_file(out)
+    ids = [m.id for m in db]
+    assembly = ModuleAssembly.from_serial_modules(db, ids)
+    robot = assembly.robot
+    chain = planning_chain(assembly, "u_")
+    joints = list(chain.commanded)
+    with move_group_launch(ros_client, tmp_path, ids, ns="u", prefix="u_", db=str(out)) as launch:
+        assert not _bad_lines(launch.output()), _bad_lines(launch.output())
+        states = JointStateCache(ros_client.node, "/u/joint_states")
+        tf = TfListener(ros_client.node)
+        try:
+            q_goal = np.array([0.4, -1.2, 1.3, -0.6, 1.1, 0.3])
+            assert not robot.has_self_collision(q_goal)
+            T = robot.fk(q_goal)  # the TCP in the robot's root frame (its base placement is the identity)
+            got = move(ros_client, "/u/move_action", pose_goal(chain.tip_link, chain.base_link, T, 1e-3, 1e-2),
+                       frame=chain.base_link)  # fmt: skip
+            assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
+            assert wait_for(lambda: _settled(states, joints, got.points[-1]), 15, 0.1) is not None
+            reached = robot.fk(states.positions(joints))
+            assert np.linalg.norm(reached[:3, 3] - T[:3, 3]) < 2e-3
+
+            def tf_at_reached() -> bool:
+                pose = tf.lookup(chain.base_link, chain.tip_link)
+                return pose is not None and bool(np.allclose(pose, reached, atol=2e-3))
+
+            assert wait_for(tf_at_reached, 15, 0.1), (tf.lookup(chain.base_link, chain.tip_link), reached)
+        finally:
+            states.close()
+            tf.close()

@@ -99,6 +99,9 @@ class MoveItOptions:
     kinematics_resolution: float = 0.005
     kinematics_timeout: float = 0.005
     cartesian_limits: CartesianLimits | None = None
+    #: rad/s² (m/s² for prismatic joints) for joints the module set gives no acceleration limit (an imported URDF
+    #: has none): MoveIt's time parameterization refuses every plan of a joint without one; None: leave it out
+    default_acceleration: float | None = 5.0
     #: the ROS 2 distro whose MoveIt reads the files (the ompl_planning.yaml layout differs for Humble)
     distro: str = DEFAULT_DISTRO
 
@@ -112,6 +115,8 @@ class MoveItOptions:
         # controller manager's loop at most 10 kHz
         check_number(self.kinematics_resolution, "kinematics_resolution", 0.0, 1.0, low_open=True)
         check_number(self.kinematics_timeout, "kinematics_timeout", 0.0, 60.0, low_open=True)
+        if self.default_acceleration is not None:
+            check_number(self.default_acceleration, "default_acceleration", 0.0, 1e6, low_open=True)
         check_int(self.n_samples, "n_samples", 1, "max_samples")
         check_int(self.update_rate, "update_rate (Hz)", 1, 10_000)
         self.urdf_options  # noqa: B018  (checks prefix, mesh_uri and package now, not when writing)
@@ -140,8 +145,8 @@ def _comment(text: str) -> str:
 _COMMENTS = {
     "joint_limits.yaml": (
         "Joint limits for MoveIt, from the module set (they extend or override the URDF's).\n"
-        "has_acceleration_limits is false where the module set gives no acceleration limit;\n"
-        "the Pilz planner needs one for every joint."
+        "Where the module set gives no acceleration limit, max_acceleration is timor's default_acceleration\n"
+        "(MoveIt's time parameterization and the Pilz planner need one for every joint)."
     ),
     "ros2_controllers.yaml": "Controllers of ros2_control's controller manager",
     "moveit_controllers.yaml": "How MoveIt executes trajectories",
@@ -164,21 +169,20 @@ OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
 """OMPL planner configurations of every group; the first is the group's default."""
 
 
-def _joint_limits(
-    assembly: ModuleAssembly, prefix: str, velocity_scaling: float, acceleration_scaling: float
-) -> dict[str, Any]:
+def _joint_limits(assembly: ModuleAssembly, opts: MoveItOptions) -> dict[str, Any]:
     limits: dict[str, Any] = {}
-    for link in controlled_joints(assembly, prefix):
+    for link in controlled_joints(assembly, opts.prefix):
         lim = link.movable_joint().limits
+        acceleration = float(lim.acceleration) if math.isfinite(lim.acceleration) else opts.default_acceleration
         entry: dict[str, Any] = {}
         entry["has_velocity_limits"] = math.isfinite(lim.velocity)
         entry["max_velocity"] = float(lim.velocity) if math.isfinite(lim.velocity) else 0.0
-        entry["has_acceleration_limits"] = math.isfinite(lim.acceleration)
-        entry["max_acceleration"] = float(lim.acceleration) if math.isfinite(lim.acceleration) else 0.0
+        entry["has_acceleration_limits"] = acceleration is not None
+        entry["max_acceleration"] = float(acceleration) if acceleration is not None else 0.0
         limits[link.movable_joint_name()] = entry
     return {
-        "default_velocity_scaling_factor": float(velocity_scaling),
-        "default_acceleration_scaling_factor": float(acceleration_scaling),
+        "default_velocity_scaling_factor": float(opts.velocity_scaling),
+        "default_acceleration_scaling_factor": float(opts.acceleration_scaling),
         "joint_limits": limits,
     }
 
@@ -286,7 +290,7 @@ def moveit_config_data(
     cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
     return {
         "kinematics.yaml": {group: _kinematics(len(chain.joints), opts)},
-        "joint_limits.yaml": _joint_limits(assembly, prefix, opts.velocity_scaling, opts.acceleration_scaling),
+        "joint_limits.yaml": _joint_limits(assembly, opts),
         "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state),
         "moveit_controllers.yaml": _moveit_controllers(joints),
         "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
