@@ -145,3 +145,50 @@ def test_mock_route_runs_a_timor_plan_on_the_real_controllers(workspace, prefixe
         tf.close()
         launch.stop()
         assert not launch.kill_leftovers()
+
+
+@pytest.mark.skipif(
+    not all(real_package(p) for p in ("moveit_ros_move_group", "controller_manager", "joint_trajectory_controller")),
+    reason="the real move_group / ros2_control are not installed (make ros, ../shared/ros-moveit, ../shared/ros-cpp)",
+)
+@pytest.mark.parametrize(("package", "ns", "prefix"), [("arm_mock", "", ""), ("arm_prefixed", "r7", "p_")])
+def test_the_packages_moveit_launch_plans_and_executes_with_the_real_move_group(
+    workspace, prefixes, tmp_path, ros_client, package, ns, prefix
+):
+    """The package's moveit.launch.py (its own control.launch.py included) with the real move_group: it loads the
+    package's config, and a joint goal and a tool0 position goal sent as MoveGroup actions are planned and
+    executed; /joint_states end at the goal."""
+    from control_tools import JointStateCache, controller_states
+    from moveit_kit import READY, died
+    from moveit_tools import SUCCESS, joint_goal, move, pose_goal
+    from ros_helpers import wait_for
+
+    args = [f"{package}_bringup", "moveit.launch.py"] + ([f"namespace:={ns}"] if ns else [])
+    launch = Launch(args, tmp_path / "launch.log", prefixes)
+    robot = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ARM).robot
+    joints = [prefix + n for n in robot.joints]
+    root = "/" + ns if ns else ""
+    states = JointStateCache(ros_client.node, f"{root}/joint_states")
+    try:
+        assert wait_for_output(launch, READY, 120), launch.output()[-4000:]
+        active = {"joint_state_broadcaster": "active", "arm_controller": "active"}
+        ok = wait_for(lambda: active.items() <= controller_states(ros_client, f"{root}/controller_manager").items(),
+                      120, 1)  # fmt: skip
+        assert ok, launch.output()[-4000:]
+        goal = np.array([0.6, -0.4, 0.7])
+        got = move(ros_client, f"{root}/move_action", joint_goal(joints, goal), frame=prefix + "base_link")
+        assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
+        assert wait_for(lambda: float(np.max(np.abs(states.positions(joints) - goal))) < 2e-3, 15, 0.1)
+        T = robot.fk(np.array([-0.5, 0.3, -0.8]))
+        target = pose_goal(prefix + "tool0", prefix + "base_link", T, angle_tolerance=None)
+        got = move(ros_client, f"{root}/move_action", target, frame=prefix + "base_link")
+        assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
+        end = got.points[-1]
+        assert wait_for(lambda: float(np.max(np.abs(states.positions(joints) - end))) < 2e-3, 15, 0.1)
+        assert np.linalg.norm(robot.fk(states.positions(joints))[:3, 3] - T[:3, 3]) < 2e-3
+        assert "[ERROR]" not in "\n".join(ln for ln in launch.output().splitlines() if "[move_group" in ln)
+    finally:
+        states.close()
+        launch.stop()
+        assert not launch.kill_leftovers()
+    assert not died(launch.output()), launch.output()[-3000:]
