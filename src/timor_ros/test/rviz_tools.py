@@ -192,6 +192,13 @@ def red(image: np.ndarray, panel: Panel) -> np.ndarray:
     return (r > 50) & (r > 2 * g) & (r > 2 * b)
 
 
+def status_errors(image: np.ndarray, panel: Panel) -> int:
+    """Red pixels among the display names of RViz's Displays panel (left of the render panel): a display whose
+    status is an error (a missing frame or transform, an unreadable description) is listed in red."""
+    names = image[panel.top + 20 : panel.top + 260, 40 : panel.left // 2].astype(int)
+    return int(((names[..., 0] > 150) & (names[..., 1] < 90) & (names[..., 2] < 90)).sum())
+
+
 def shrink(mask: np.ndarray, pixels: int) -> np.ndarray:
     from scipy.ndimage import binary_erosion
 
@@ -309,8 +316,15 @@ class RvizLaunch:
         raise AssertionError("no rviz2 process with -d CONFIG")
 
     def errors(self) -> list[str]:
-        """rviz2's error lines (frames, description, displays)."""
-        return [line for line in self.launch.output().splitlines() if "[rviz2" in line and "ERROR" in line]
+        """rviz2's error lines (frames, description, displays), and a display listed in red (its status an error)
+        in the last screenshot."""
+        out = [line for line in self.launch.output().splitlines() if "[rviz2" in line and "ERROR" in line]
+        panel = Panel.find(self.last) if self.last is not None else None
+        if panel is not None and status_errors(self.last, panel):
+            out.append(
+                f"a display's status is an error (red in the Displays panel: {status_errors(self.last, panel)} px)"
+            )
+        return out
 
     def close(self) -> None:
         self.js.close()

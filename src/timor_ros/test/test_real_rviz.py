@@ -222,7 +222,10 @@ def test_rviz_draws_a_branched_robot(ros_client, tmp_path):
                      [f"db:={db_path}", "modules:=base J1 l_30 J2 eef", "srdf:=false"], "b", "b_")  # fmt: skip
     try:
         run.wait_ready()
-        tree = ModuleAssembly(ModulesDB.from_json_file(db_path), ["base3"])
+        db = ModulesDB.from_json_file(db_path)
+        chain = ModuleAssembly.from_serial_modules(db, ["base", "J1", "l_30", "J2", "eef"])
+        run.drawn(chain, [0.3, 0.6])
+        tree = ModuleAssembly(db, ["base3"])
         for k in range(3):
             tree.add("J1", (0, f"out_{k}"))
         request = SetAssembly.Request(assembly_json=json.dumps(tree.to_json_data()))
