@@ -12,15 +12,20 @@ no search):
     into move_group's scene, its collisionFree margin as link padding); the benchmark waits until
     /get_planning_scene lists both; timor plans with is_valid = joint limits and
     robot.collision_checker(task, margin) (self-collision and the obstacles with the task's margin).
+Each launch is used once move_group logs "You can start planning now", its controllers are active (nothing starts
+while the planners run) and its scene holds what it should; it is stopped with one SIGINT at the end (SIGKILL to its
+process group if it has not ended within 30 s; the report says which).
 Pairs (numpy default_rng(--seed), per scene): uniform within the joint limits, both ends free by timor's checker
 (self-collision only for free space; the task with its margin for the task scene); in the task scene the first half
 of the pairs have a straight joint-space path that runs through an obstacle (at margin 0, checked every 0.01 rad).
 
-Per pair, one after the other (never at the same time):
+Per scene, move_group plans every pair, then timor's plan() every pair (never two planners at the same time; the
+launch stays up, idle, while timor plans):
   * timor: timor_core.kinematics.planning.plan(robot, start, goal, is_valid=..., rng=seed + k,
     config=PlannerConfig(time_limit=budget)), the default planner (OMPL's RRTConnect through its Python bindings,
     timor's coal checker, timor's shortcutting and time parametrization); `--own` adds planner="timor" (timor's own
-    RRT-Connect). Timed: the whole call, in wall time.
+    RRT-Connect). Timed: the whole call, in wall time. OMPL takes one seed per process (ompl_planning.py), so only
+    timor's own planner repeats its paths exactly from run to run.
   * move_group: GetMotionPlan on /plan_kinematic_path (group manipulator, pipeline ompl, planner_id
     RRTConnectkConfigDefault, the pair's start as an explicit start_state, joint constraints ±1e-3 rad for the goal,
     a 4 m workspace cube, allowed_planning_time = budget, one attempt); plan only, nothing executed. Timed: the
@@ -404,6 +409,19 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def git_state() -> str:
+    """The commit measured and the files under src/ that differ from it (others may edit the tree meanwhile)."""
+
+    def git(*a: str) -> str:
+        got = subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        return got.stdout.rstrip()
+
+    changed = git("status", "--porcelain", "--", "src").splitlines()
+    return git("rev-parse", "--short", "HEAD") + (
+        f" + uncommitted: {', '.join(c[3:] for c in changed)}" if changed else ""
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=20, help="start/goal pairs per scene (default 20)")
@@ -426,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         "seed": args.seed,
         "modules": MODULES,
         "ros_domain_id": os.environ["ROS_DOMAIN_ID"],
+        "git": git_state(),
         "load_before": os.getloadavg(),
         "scenes": {},
     }
@@ -438,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         client.close()
     report["load_after"] = os.getloadavg()
     print(table(report))
+    print(f"git {report['git']}")
     print(f"load average before {report['load_before'][0]:.1f}, after {report['load_after'][0]:.1f}; logs in {folder}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1))

@@ -29,6 +29,7 @@ setup(
             "assembly = timor_ros.assembly:main",
             "search = timor_ros.search:main",
             "task_scene = timor_ros.task_scene:main",
+            "moveit_supervisor = timor_ros.moveit_supervisor:main",
             "task_markers = timor_ros.task_markers:main",
         ],
         # `timor ros ...`: timor (timor_core.cli.plugins) finds the subcommands here, without importing timor_ros

@@ -17,8 +17,10 @@ ros2_controllers.yaml, and activates joint_state_broadcaster and arm_controller;
 
 Reconfiguring the assembly at runtime (``set_assembly``) updates /robot_description and
 /robot_description_semantic and, with ros2_control, ends with the new robot's controllers active on a new
-controller manager (timor_core.export.controller_swap). move_group reads the description once: relaunch to plan
-for a new robot.
+controller manager (timor_core.export.controller_swap). move_group reads its robot model once, at start, so the
+moveit_supervisor node starts it for the current robot and restarts it with the new robot's configuration after
+every set_assembly (timor_core.export.move_group_process); ``moveit_supervisor/status`` says which robot it plans
+for. move_group's output is the supervisor's.
 
 With ``task:=<task file>`` the task_scene node puts the task's obstacles (and its collisionFree safety margin, as
 padding of the robot's links) into move_group's planning scene, again whenever a new robot description arrives or
@@ -47,12 +49,7 @@ ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 
 
 def _launch(context: Any) -> list[Action]:
-    from timor_core.export.moveit_config import (
-        MoveItOptions,
-        move_group_parameters,
-        moveit_config_data,
-        write_moveit_config,
-    )
+    from timor_core.export.moveit_config import MoveItOptions, write_moveit_config
     from timor_core.export.ros2_control import Ros2ControlConfig
 
     plan = checked_plan(context, "moveit.launch.py", ARGS, MoveItLaunch.from_arguments)
@@ -62,24 +59,27 @@ def _launch(context: Any) -> list[Action]:
     options = MoveItOptions(
         prefix=base.prefix, ros2_control=Ros2ControlConfig(plugin=base.ros2_control_plugin), distro=nodes.distro
     )
-    written = write_moveit_config(base.assembly, plan.config_dir, options)
-    urdf = next(path for name, path in written.items() if name.endswith(".urdf")).read_text()
-    srdf = next(path for name, path in written.items() if name.endswith(".srdf")).read_text()
-    params = move_group_parameters(moveit_config_data(base.assembly, options), urdf, srdf)
+    write_moveit_config(base.assembly, plan.config_dir, options)  # the initial robot's files, for inspection
 
     source = PythonLaunchDescriptionSource([FindPackageShare("timor_ros"), "/launch/assembly.launch.py"])
     forwarded = plan.forwarded()
     if plan.ros2_control:  # the assembly node runs controller_manager and swaps it with the robot
         forwarded["timor_supervise_controller_manager"] = "true"
     actions: list[Action] = [IncludeLaunchDescription(source, launch_arguments=forwarded.items())]
-    if plan.move_group:
+    if plan.move_group:  # move_group for the robot the assembly node publishes, restarted on every set_assembly
+        supervisor = {
+            "config_dir": str(plan.config_dir),
+            "prefix": base.prefix,
+            "ros2_control_plugin": base.ros2_control_plugin,
+            "ros_distro": nodes.distro,
+        }
         actions.append(
             Node(
-                package="moveit_ros_move_group",
-                executable="move_group",
-                name="move_group",
+                package="timor_ros",
+                executable="moveit_supervisor",
+                name="moveit_supervisor",
                 namespace=base.namespace,
-                parameters=[params],
+                parameters=[supervisor],
                 output="screen",
             )
         )

@@ -41,7 +41,8 @@ HARMLESS = (
 
 
 def _bad_lines(log: str) -> list[str]:
-    lines = [ln for ln in log.splitlines() if "[move_group" in ln and re.search(r"\[(ERROR|FATAL|WARN)\]", ln)]
+    ours = ("[move_group", "[moveit_supervisor")  # move_group's output comes through the supervisor
+    lines = [ln for ln in log.splitlines() if ln.startswith(ours) and re.search(r"\[(ERROR|FATAL|WARN)\]", ln)]
     return [ln for ln in lines if not any(h in ln for h in HARMLESS)]
 
 

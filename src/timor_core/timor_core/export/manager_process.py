@@ -19,7 +19,7 @@ from typing import IO
 
 from timor_core.errors import TimorError
 
-__all__ = ["ControlSwapError", "ManagerProcess"]
+__all__ = ["ControlSwapError", "ManagerProcess", "die_with_parent"]
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -47,7 +47,7 @@ class ManagerProcess:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only a prctl call, from the supervisor's own thread
+                preexec_fn=die_with_parent,  # noqa: PLW1509 - only a prctl call, from the supervisor's own thread
                 env=env,
             )
         except OSError as exc:
@@ -81,6 +81,6 @@ class ManagerProcess:
         return f"{how} (exit code {self.proc.returncode})"
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: SIGINT when the thread that started it ends (the supervisor's own thread)."""
     _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGINT), 0, 0, 0)

@@ -1,0 +1,87 @@
+"""move_group restarted per robot (export/move_group_process.py), with a stand-in for move_group: a script that
+reads its parameters file like the real node and, as its parameters say, comes up (prints move_group's READY line),
+dies at start, or never gets ready. The real move_group is started the same way by the ROS tests
+(src/timor_ros/test/test_moveit_swap.py); no robot timor publishes made it refuse to start, so the refusal path is
+shown here."""
+
+from __future__ import annotations
+
+import io
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from timor_core.errors import TimorError
+from timor_core.export.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
+
+FAKE = textwrap.dedent(
+    f"""\
+    #!{sys.executable}
+    import signal, sys, time, yaml
+    path = sys.argv[sys.argv.index("--params-file") + 1]
+    params = yaml.safe_load(open(path))["move_group"]["ros__parameters"]
+    mode = params["mode"]
+    print("loading robot", params["robot"], flush=True)
+    if mode == "die":
+        sys.exit(1)
+    if mode == "up":
+        print("{READY}!", flush=True)
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(0.05)
+    """
+)
+
+
+@pytest.fixture
+def supervisor(tmp_path):
+    exe = tmp_path / "move_group"
+    exe.write_text(FAKE)
+    exe.chmod(0o755)
+    out = io.StringIO()
+    sup = MoveGroupSupervisor(exe, "ns", tmp_path / "cfg", ready_timeout=5.0, stop_timeout=5.0, echo=out)
+    (tmp_path / "cfg").mkdir()
+    yield sup, out
+    sup.close()
+
+
+def _robot(sup: MoveGroupSupervisor) -> str:
+    assert sup.process is not None and sup.process.proc.poll() is None
+    path = Path(sup.process.argv[sup.process.argv.index("--params-file") + 1])
+    return yaml.safe_load(path.read_text())["move_group"]["ros__parameters"]["robot"]
+
+
+def test_each_robot_gets_a_new_move_group(supervisor):
+    sup, out = supervisor
+    sup.start({"robot": "A", "mode": "up"})
+    first = sup.process.pid
+    assert _robot(sup) == "A" and "-r" in sup.process.argv and "__ns:=/ns" in sup.process.argv
+    timing = sup.start({"robot": "B", "mode": "up"})
+    assert _robot(sup) == "B" and sup.process.pid != first
+    assert timing.how_old_ended == "stopped by SIGINT" and timing.start > 0
+    assert "loading robot A" in out.getvalue() and "loading robot B" in out.getvalue()  # its output is echoed
+    assert sup.close() == "stopped by SIGINT" and sup.process is None
+
+
+@pytest.mark.parametrize("mode", ["die", "never ready"])
+def test_a_move_group_that_does_not_come_up_brings_the_last_one_back(supervisor, mode):
+    sup, _ = supervisor
+    sup.start({"robot": "A", "mode": "up"})
+    sup.ready_timeout = 1.0
+    t0 = time.monotonic()
+    with pytest.raises(MoveGroupError, match="did not come up") as info:
+        sup.start({"robot": "B", "mode": mode})
+    assert "loading robot B" in info.value.tail
+    assert isinstance(info.value, TimorError)
+    assert time.monotonic() - t0 < 10
+    assert _robot(sup) == "A"  # the previous robot's move_group is planning again
+
+
+def test_no_executable_is_a_typed_error(tmp_path):
+    sup = MoveGroupSupervisor(tmp_path / "missing", "", tmp_path)
+    with pytest.raises(MoveGroupError, match="cannot start"):
+        sup.start({"robot": "A"})

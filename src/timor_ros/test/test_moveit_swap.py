@@ -1,0 +1,83 @@
+"""Live reconfiguration reaches the real move_group: after ``set_assembly`` the moveit_supervisor restarts move_group
+with the new robot's configuration (the real node reads its robot model once), and a MoveGroup goal for the new
+robot's joints plans and executes on the new controllers; the TCP from TF equals timor's FK of the new robot.
+A robot the assembly node refuses leaves MoveIt planning for the last good one. Skipped without the real nodes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from control_tools import JointStateCache
+from moveit_kit import CHAIN, move_group_launch, tcp_close
+from ros2_cli import real_package
+from ros_helpers import wait_for
+from tf_tools import TfListener
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_interfaces.srv import SetAssembly
+
+NEEDED = ("moveit_ros_move_group", "robot_state_publisher", "controller_manager", "joint_trajectory_controller")
+pytestmark = pytest.mark.skipif(
+    not all(real_package(p) for p in NEEDED),
+    reason=f"not really installed: {[p for p in NEEDED if not real_package(p)]} (make ros, ../shared/ros-moveit)",
+)
+FOUR = ["base", "J", "L_200", "J", "L_250", "J", "L_250", "J", "gripper"]  # free of self-collision at home
+
+
+def _status(ros_client, after: str = "") -> dict:
+    text = ros_client.latest_description(timeout=1.0, after=after or None, topic="/moveit_supervisor/status")
+    return json.loads(text) if text else {}
+
+
+def _planning_for(ros_client, modules: list[str]) -> dict | None:
+    status = _status(ros_client)
+    return status if status.get("ok") and status.get("message") == f"planning for {' '.join(modules)}" else None
+
+
+def test_move_group_plans_for_the_new_robot_after_set_assembly(ros_client, tmp_path):
+    from moveit_tools import SUCCESS, joint_goal, move
+
+    db = ModulesDB.load("robco_like")
+    with move_group_launch(ros_client, tmp_path, CHAIN) as launch:
+        assert wait_for(lambda: _planning_for(ros_client, CHAIN), 60, 0.5), launch.output()[-3000:]
+        first = ModuleAssembly.from_serial_modules(db, CHAIN).robot
+        got = move(ros_client, "/move_action", joint_goal(list(first.joints), [0.3, -0.3, 0.4]))
+        assert got.accepted and got.error_code == SUCCESS, got
+
+        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=FOUR), 60)
+        assert answer.success, answer.message
+        status = wait_for(lambda: _planning_for(ros_client, FOUR), 120, 0.2)
+        assert status, (_status(ros_client), launch.output()[-3000:])
+        assert status["up"] > 0 and status["request"] >= status["up"]
+
+        robot = ModuleAssembly.from_serial_modules(db, FOUR).robot
+        joints = list(robot.joints)
+        assert len(joints) == 4
+        states = JointStateCache(ros_client.node, "/joint_states")
+        tf = TfListener(ros_client.node)
+        try:
+            target = np.array([0.5, -0.4, 0.6, -0.7])
+            got = move(ros_client, "/move_action", joint_goal(joints, target))
+            assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
+            assert got.joint_names == joints
+            reached = wait_for(lambda: _near(states.positions(joints), target), 15, 0.1)
+            assert reached, states.positions(joints)
+            assert wait_for(lambda: tcp_close(tf, "", robot.fk(target)), 15, 0.1)
+
+            # a robot the assembly node refuses (no movable joint): MoveIt keeps planning for the four joints
+            refused = SetAssembly.Request(modules=["base", "gripper"])
+            answer = ros_client.call(SetAssembly, "/assembly/set_assembly", refused, 60)
+            assert not answer.success
+            got = move(ros_client, "/move_action", joint_goal(joints, np.zeros(4)))
+            assert got.accepted and got.error_code == SUCCESS, got
+            assert _planning_for(ros_client, FOUR)
+        finally:
+            states.close()
+            tf.close()
+
+
+def _near(q, goal, tol: float = 2e-3) -> bool:
+    return q is not None and float(np.max(np.abs(np.asarray(q) - goal))) < tol
