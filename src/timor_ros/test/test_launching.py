@@ -39,3 +39,14 @@ def test_the_installed_robot_state_publisher_decides_how_it_gets_the_urdf(monkey
     monkeypatch.setenv("ROS_DISTRO", "foxy")
     with pytest.raises(LaunchRefusedError, match="ROS_DISTRO must be one of"):
         nodes_of_this_install()
+
+
+def test_the_rviz_tests_say_why_they_skip(monkeypatch):
+    """Without the rviz kit, or without Xvfb, test_real_rviz.py skips with the reason (rviz_tools.rviz_missing)."""
+    import rviz_tools
+
+    monkeypatch.setattr(rviz_tools.shutil, "which", lambda name: None)
+    monkeypatch.setattr(rviz_tools, "real_package", lambda name: name != "rviz2")
+    assert "the real rviz2 is not installed" in rviz_tools.rviz_missing()
+    monkeypatch.setattr(rviz_tools, "real_package", lambda name: True)
+    assert "no Xvfb" in rviz_tools.rviz_missing()
