@@ -100,7 +100,7 @@ def namespaced_rviz(ros_client, tmp_path_factory):
         "r2",
         "r2_",
     )
-    try:  # fmt: skip
+    try:
         run.wait_ready()
         yield run
     finally:
