@@ -62,12 +62,16 @@ ROS2 = ROOT / ".venv" / "bin" / "ros2"
 MODULES = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 TASK = Path(str(resources.files("timor_core") / "data" / "tasks" / "pick_and_place.json"))
 READY = "You can start planning now"
-LOG_COUNTS = {  # lines of move_group's log counted while it plans the pairs
-    "validate_solution_failed": "PlanningResponseAdapter 'ValidateSolution' failed",
-    "start_state_in_collision": "appears to be in collision",
-    "planner_timed_out": "failed with error code TIMED_OUT",
-    "plan_failed": "Generating a plan with planning pipeline failed",
+LOG_COUNTS = {  # lines of move_group's log counted while it plans the pairs (the first three: failure causes)
+    "invalid path (ValidateSolution)": "PlanningResponseAdapter 'ValidateSolution' failed",
+    "no valid goal state sampled": "Unable to sample any valid states for goal tree",
+    "start in collision": "appears to be in collision",
+    "OMPL TIMED_OUT": "failed with error code TIMED_OUT",
+    "plan failed": "Generating a plan with planning pipeline failed",
 }
+SUPERVISED, SUPERVISOR_UP = "[moveit_supervisor", "move_group planning for"  # move_group under timor's supervisor
+REQUEST = "Received new planning service request"  # move_group's first line for each request
+NEAR = 0.001  # m: a pair whose start or goal is within margin + NEAR of an obstacle is flagged "near_margin"
 STEP = 0.01  # rad, max-norm distance between the checked configurations of a path
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -226,6 +230,7 @@ class Scene:
         self.margin = safety_margin(task) if task is not None else 0.0
         self.checker = self.robot.collision_checker(task, self.margin)  # self-collision + obstacles with the margin
         self.contact = self.robot.collision_checker(task, 0.0)
+        self.clear = self.robot.collision_checker(task, self.margin + NEAR)  # an end closer than this is "near"
         self.obstacles_only = self.robot.collision_checker(task, 0.0, self_collision=False) if task else None
         self.lo, self.hi = self.robot.joint_limits
 
@@ -250,7 +255,8 @@ class Scene:
             blocked = self.blocked(a, b)
             if len(out) < want_blocked and not blocked:
                 continue
-            out.append({"start": a, "goal": b, "straight_blocked": blocked})
+            near = self.task is not None and (self.clear.in_collision(a) or self.clear.in_collision(b))
+            out.append({"start": a, "goal": b, "straight_blocked": blocked, "near_margin": near})
         return out
 
     def check_path(self, points: np.ndarray, start: np.ndarray, goal: np.ndarray) -> dict:
@@ -304,6 +310,18 @@ def run_move_group(client: Client, scene: Scene, pairs: list[dict], budget: floa
     return out
 
 
+def attribute_causes(rows: list[dict], log: str) -> None:
+    """Each failed move_group row gets the causes its request's part of move_group's log names (the log split at
+    each request's first line; left out if the number of parts does not match the number of requests)."""
+    parts = log.split(REQUEST)[1:]
+    if len(parts) != len(rows):
+        return
+    names = list(LOG_COUNTS)[:3] + ["OMPL TIMED_OUT"]
+    for row, part in zip(rows, parts):
+        if not row["ok"]:
+            row["causes"] = [n for n in names if LOG_COUNTS[n] in part]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(v for v in values if not math.isnan(v))
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else math.nan
@@ -339,6 +357,9 @@ def summarize(rows: list[dict]) -> dict:
     if planning:
         out["planning_time_s"] = {"median": statistics.median(planning), "p90": percentile(planning, 0.9)}
         out["failures"] = dict(Counter(error_name(r["error_code"]) for r in rows if not r["ok"]))
+    out["failed_pairs"] = [k for k, r in enumerate(rows) if not r["ok"]]
+    if planning:
+        out["failure_causes"] = dict(Counter(" + ".join(r.get("causes") or ["?"]) for r in rows if not r["ok"]))
     return out
 
 
@@ -358,6 +379,8 @@ def scene_run(name: str, args: argparse.Namespace, folder: Path, client: Client)
     try:
         if not launch.wait_for(READY, 180):
             raise RuntimeError(f"move_group did not get ready within 180 s:\n{launch.output()[-3000:]}")
+        if SUPERVISED in launch.output() and not launch.wait_for(SUPERVISOR_UP, 60):  # its own probe plan: not ours
+            raise RuntimeError(f"moveit_supervisor did not report move_group up:\n{launch.output()[-3000:]}")
         wanted = {o.id for o in task.obstacles} if task is not None else set()
         end = time.monotonic() + 120
         while not controllers_active(client):
@@ -378,6 +401,8 @@ def scene_run(name: str, args: argparse.Namespace, folder: Path, client: Client)
         results = {"move_group": run_move_group(client, scene, pairs, args.budget)}
         log = launch.output()[before:]  # move_group's own account of its failures
         report["move_group_log"] = {k: log.count(v) for k, v in LOG_COUNTS.items()}
+        time.sleep(1.0)  # the last request's lines may reach the log a moment after its answer
+        attribute_causes(results["move_group"], launch.output()[before:])
         for planner in planners:
             results[f"timor plan() {planner}"] = run_timor(scene, pairs, args.budget, planner, args.seed)
     finally:
@@ -403,7 +428,11 @@ def table(report: dict) -> str:
     for scene, data in report["scenes"].items():
         s = data["summary"]["move_group"]
         blocked = sum(p["straight_blocked"] for p in data["pairs"])
-        lines.append(f"{scene}: move_group failures {s.get('failures', {})}; its log while planning: "
+        near = [k for k, p in enumerate(data["pairs"]) if p.get("near_margin")]
+        failed = {planner: v["failed_pairs"] for planner, v in data["summary"].items()}
+        lines.append(f"{scene}: failed pairs {failed}; pairs with an end within margin + {NEAR * 1e3:g} mm: {near}")
+        lines.append(f"{scene}: move_group failures {s.get('failures', {})}, causes by its log "
+                     f"{s.get('failure_causes', {})}; its log while planning: "
                      f"{data['move_group_log']}; pairs with a blocked straight path: "
                      f"{blocked}/{len(data['pairs'])}; launch {data['stopped_by']}")  # fmt: skip
     return "\n".join(lines)
