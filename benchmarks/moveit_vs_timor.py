@@ -35,7 +35,10 @@ path length (sum of the Euclidean norms of the steps between the returned waypoi
 and every returned path densified every 0.01 rad (max-norm) and checked with timor's checker: "colliding paths" with
 the margin the planners planned with (robot.has_collision(q, task, margin); self-collision only in free space) and,
 for the task scene, with margin 0 (a real contact). A path that does not start at the start or end at the goal
-(1e-3 rad) is counted as well.
+(1e-3 rad) is counted as well. move_group answers FAILURE for every kind of failure; the cause of each failed pair is
+taken from move_group's log (its ValidateSolution adapter rejected the computed path, no valid goal state sampled, the
+start in collision, OMPL timed out), and pairs with an end within margin + 1 mm of an obstacle are flagged (timor's
+distance margin and MoveIt's link padding may disagree there). `--scenes free` or `--scenes task` runs one scene.
 """
 
 from __future__ import annotations
@@ -399,10 +402,10 @@ def scene_run(name: str, args: argparse.Namespace, folder: Path, client: Client)
         planners = ["RRTConnect", "timor"] if args.own else ["RRTConnect"]
         before = len(launch.output())
         results = {"move_group": run_move_group(client, scene, pairs, args.budget)}
+        time.sleep(1.0)  # the last request's lines may reach the log a moment after its answer
         log = launch.output()[before:]  # move_group's own account of its failures
         report["move_group_log"] = {k: log.count(v) for k, v in LOG_COUNTS.items()}
-        time.sleep(1.0)  # the last request's lines may reach the log a moment after its answer
-        attribute_causes(results["move_group"], launch.output()[before:])
+        attribute_causes(results["move_group"], log)
         for planner in planners:
             results[f"timor plan() {planner}"] = run_timor(scene, pairs, args.budget, planner, args.seed)
     finally:
