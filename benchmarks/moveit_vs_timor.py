@@ -39,6 +39,9 @@ for the task scene, with margin 0 (a real contact). A path that does not start a
 taken from move_group's log (its ValidateSolution adapter rejected the computed path, no valid goal state sampled, the
 start in collision, OMPL timed out), and pairs with an end within margin + 1 mm of an obstacle are flagged (timor's
 distance margin and MoveIt's link padding may disagree there). `--scenes free` or `--scenes task` runs one scene.
+`--segment-fraction F` sets move_group's longest_valid_segment_fraction (through /set_planner_params) before planning:
+MoveIt checks motions every F x the extent of the joint space (about 10.4 rad here; its default 0.005 is ~0.05 rad,
+timor's plan() checks every 0.02 rad, i.e. F = 0.002).
 """
 
 from __future__ import annotations
@@ -179,6 +182,21 @@ def controllers_active(client: Client) -> bool:
     answer, _ = client.call(ListControllers, "/controller_manager/list_controllers", ListControllers.Request(), 5.0)
     states = {c.name: c.state for c in answer.controller} if answer is not None else {}
     return all(states.get(n) == "active" for n in ("joint_state_broadcaster", "arm_controller"))
+
+
+def set_segment_fraction(client: Client, fraction: float) -> bool:
+    """Set move_group's longest_valid_segment_fraction (its motion-check resolution as a share of the state space's
+    extent) for manipulator[RRTConnectkConfigDefault] through /set_planner_params; True if it now reports it."""
+    from moveit_msgs.srv import GetPlannerParams, SetPlannerParams
+
+    names = {"pipeline_id": "ompl", "planner_config": "RRTConnectkConfigDefault", "group": "manipulator"}
+    request = SetPlannerParams.Request(**names, replace=False)
+    request.params.keys, request.params.values = ["longest_valid_segment_fraction"], [f"{fraction:g}"]
+    request.params.descriptions = [""]
+    client.call(SetPlannerParams, "/set_planner_params", request, 10.0)
+    answer, _ = client.call(GetPlannerParams, "/get_planner_params", GetPlannerParams.Request(**names), 10.0)
+    got = dict(zip(answer.params.keys, answer.params.values)) if answer is not None else {}
+    return "longest_valid_segment_fraction" in got and float(got["longest_valid_segment_fraction"]) == fraction
 
 
 def plan_request(joints: list[str], start: np.ndarray, goal: np.ndarray, budget: float):
@@ -397,6 +415,8 @@ def scene_run(name: str, args: argparse.Namespace, folder: Path, client: Client)
             time.sleep(0.5)
         if task is None and names:
             raise RuntimeError(f"the free-space planning scene is not empty: {names}")
+        if args.segment_fraction is not None and not set_segment_fraction(client, args.segment_fraction):
+            raise RuntimeError(f"move_group did not take longest_valid_segment_fraction {args.segment_fraction}")
         report["scene_objects"] = sorted(names)
         report["launch_ready_s"] = time.monotonic() - t_launch
         planners = ["RRTConnect", "timor"] if args.own else ["RRTConnect"]
@@ -460,6 +480,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=5.0, help="planning time limit per pair, both sides (s)")
     parser.add_argument("--seed", type=int, default=34)
     parser.add_argument("--own", action="store_true", help="also timor's own RRT-Connect (planner='timor')")
+    parser.add_argument(
+        "--segment-fraction",
+        type=float,
+        default=None,
+        help="set move_group's longest_valid_segment_fraction first (default: the configuration's, MoveIt's 0.005)",
+    )
     parser.add_argument("--scenes", default="free,task", help="comma-separated: free, task (default both)")
     parser.add_argument("--json", type=Path, default=None, help="write the full report (every pair) here")
     args = parser.parse_args(argv)
@@ -473,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {
         "command": command,
         "budget_s": args.budget,
+        "segment_fraction": args.segment_fraction,
         "seed": args.seed,
         "modules": MODULES,
         "ros_domain_id": os.environ["ROS_DOMAIN_ID"],
