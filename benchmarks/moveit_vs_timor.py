@@ -24,8 +24,8 @@ launch stays up, idle, while timor plans):
   * timor: timor_core.kinematics.planning.plan(robot, start, goal, is_valid=..., rng=seed + k,
     config=PlannerConfig(time_limit=budget)), the default planner (OMPL's RRTConnect through its Python bindings,
     timor's coal checker, timor's shortcutting and time parametrization); `--own` adds planner="timor" (timor's own
-    RRT-Connect). Timed: the whole call, in wall time. OMPL takes one seed per process (ompl_planning.py), so only
-    timor's own planner repeats its paths exactly from run to run.
+    RRT-Connect). Timed: the whole call, in wall time. OMPL takes one seed per process (ompl_planning.py), the first
+    plan()'s; the later calls repeat from run to run only because the script makes the same calls in the same order.
   * move_group: GetMotionPlan on /plan_kinematic_path (group manipulator, pipeline ompl, planner_id
     RRTConnectkConfigDefault, the pair's start as an explicit start_state, joint constraints ±1e-3 rad for the goal,
     a 4 m workspace cube, allowed_planning_time = budget, one attempt); plan only, nothing executed. Timed: the
