@@ -23,7 +23,7 @@ FAKE = textwrap.dedent(
     #!{sys.executable}
     import signal, sys, time, yaml
     path = sys.argv[sys.argv.index("--params-file") + 1]
-    params = yaml.safe_load(open(path))["move_group"]["ros__parameters"]
+    params = yaml.safe_load(open(path))["/ns/move_group"]["ros__parameters"]
     mode = params["mode"]
     print("loading robot", params["robot"], flush=True)
     if mode == "die":
@@ -52,7 +52,7 @@ def supervisor(tmp_path):
 def _robot(sup: MoveGroupSupervisor) -> str:
     assert sup.process is not None and sup.process.proc.poll() is None
     path = Path(sup.process.argv[sup.process.argv.index("--params-file") + 1])
-    return yaml.safe_load(path.read_text())["move_group"]["ros__parameters"]["robot"]
+    return yaml.safe_load(path.read_text())["/ns/move_group"]["ros__parameters"]["robot"]
 
 
 def test_each_robot_gets_a_new_move_group(supervisor):
@@ -82,6 +82,6 @@ def test_a_move_group_that_does_not_come_up_brings_the_last_one_back(supervisor,
 
 
 def test_no_executable_is_a_typed_error(tmp_path):
-    sup = MoveGroupSupervisor(tmp_path / "missing", "", tmp_path)
+    sup = MoveGroupSupervisor(tmp_path / "missing", "ns", tmp_path)
     with pytest.raises(MoveGroupError, match="cannot start"):
         sup.start({"robot": "A"})

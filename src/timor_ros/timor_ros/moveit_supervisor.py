@@ -20,15 +20,25 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn
 
-from moveit_msgs.msg import Constraints, JointConstraint, MoveItErrorCodes
+from control_msgs.action import FollowJointTrajectory
+from moveit_msgs.msg import Constraints, JointConstraint
 from moveit_msgs.srv import GetMotionPlan
+from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
 from rclpy.node import Node
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from timor_core.errors import InputError, TimorError, explain
 from timor_core.export.move_group_process import MoveGroupError, MoveGroupSupervisor
-from timor_core.export.moveit_config import MoveItOptions, move_group_parameters, moveit_config_data
+from timor_core.export.moveit_config import (
+    ARM_CONTROLLER,
+    OMPL_PLANNER_CONFIGS,
+    MoveItOptions,
+    move_group_parameters,
+    moveit_config_data,
+)
 from timor_core.export.robot_description import assembly_from_ids_or_json
 from timor_core.export.ros2_control import Ros2ControlConfig
 from timor_core.export.srdf import planning_chain
@@ -37,6 +47,13 @@ from timor_interfaces.srv import GetAssembly
 from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, resolve_name
 
 __all__ = ["MoveItSupervisorNode", "move_group_executable", "main"]
+
+WORKSPACE = 10.0
+"""Half the side (m) of the planning volume of the supervisor's probe plans."""
+NO_STATE = "Failed to fetch current robot state"
+"""What move_group says when it plans before its state monitor has heard every joint."""
+
+"""Half the side (m) of the planning volume of the supervisor's probe plans."""
 
 
 def move_group_executable() -> Path:
@@ -63,18 +80,26 @@ class MoveItSupervisorNode(Node):
         declare(self, "ros_distro", "", "ROS 2 distro whose MoveIt layout to write", read_only=True)
         declare(self, "ready_timeout", 60.0, "seconds a new move_group may take to come up", read_only=True)
         folder = Path(str(param(self, "config_dir", "")) or ".").expanduser()
-        self.options = MoveItOptions(
+        distro = {"distro": str(param(self, "ros_distro"))} if param(self, "ros_distro") else {}
+        self.options = MoveItOptions.build(
+            None,
             prefix=str(param(self, "prefix", "")),
             ros2_control=Ros2ControlConfig(plugin=str(param(self, "ros2_control_plugin"))),
-            **({"distro": str(param(self, "ros_distro"))} if param(self, "ros_distro") else {}),
+            **distro,
         )
         self.supervisor = MoveGroupSupervisor(
             move_group_executable(), self.get_namespace(), folder, float(param(self, "ready_timeout", 60.0))
         )
         group = ReentrantCallbackGroup()
         self.db_client = ModulesDBClient(self, "modules_db")
-        self._get = self.create_client(GetAssembly, resolve_name(self, "assembly/get_assembly"), callback_group=group)
-        self._plan = self.create_client(GetMotionPlan, "plan_kinematic_path", callback_group=group)
+        self._get: Client = self.create_client(
+            GetAssembly, resolve_name(self, "assembly/get_assembly"), callback_group=group
+        )
+        self._plan: Client = self.create_client(GetMotionPlan, "plan_kinematic_path", callback_group=group)
+        action = f"{ARM_CONTROLLER}/follow_joint_trajectory"
+        self._controller: ActionClient = ActionClient(self, FollowJointTrajectory, action, callback_group=group)
+        self._joints: dict[str, float] = {}
+        self.create_subscription(JointState, "joint_states", self._on_joints, 10, callback_group=group)
         self._status = self.create_publisher(String, "~/status", LATCHED)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="move_group")  # owns the process
         self._lock = threading.Lock()
@@ -114,6 +139,7 @@ class MoveItSupervisorNode(Node):
             params = move_group_parameters(moveit_config_data(assembly, self.options), current.urdf, current.srdf)
             timing = self.supervisor.start(params)
             self._wait_until_it_plans(list(planning_chain(assembly, self.options.prefix).commanded))
+            self._wait_for_controller()
         except (TimorError, ServiceCallError) as exc:
             self._report(False, explain(exc) if not isinstance(exc, MoveGroupError) else str(exc).split("\n")[0])
             self.get_logger().error(f"move_group not restarted: {explain(exc)}")
@@ -123,25 +149,52 @@ class MoveItSupervisorNode(Node):
         self._report(True, f"planning for {name}", request=time.monotonic() - t0, stop=timing.stop, up=timing.start)
         self.get_logger().info(f"move_group planning for {name} (up in {timing.start:.2f} s)")
 
+    def _on_joints(self, msg: JointState) -> None:
+        with self._lock:
+            self._joints.update(zip(msg.name, msg.position))
+
     def _wait_until_it_plans(self, joints: list[str]) -> None:
-        """Until move_group plans from the robot's current state (it has /joint_states of every joint): a plan whose
-        goal every state satisfies. "Ready" in its output comes before its state monitor has heard the joints."""
+        """Until move_group plans from the robot's current state: "ready" in its output comes before its state
+        monitor has heard /joint_states, and a plan then starts from a made-up state (move_group only warns). The
+        probe asks to stay where the robot is; it counts once move_group answers without that warning."""
         request = GetMotionPlan.Request()
         r = request.motion_plan_request
         r.group_name, r.num_planning_attempts, r.allowed_planning_time = self.options.group, 1, 1.0
+        r.pipeline_id, r.planner_id = "ompl", next(iter(OMPL_PLANNER_CONFIGS))
+        r.max_velocity_scaling_factor = r.max_acceleration_scaling_factor = 1.0
+        w = r.workspace_parameters  # a planning volume, so that move_group does not warn about its absence
+        w.min_corner.x = w.min_corner.y = w.min_corner.z = -WORKSPACE
+        w.max_corner.x = w.max_corner.y = w.max_corner.z = WORKSPACE
         r.start_state.is_diff = True
-        anywhere = [JointConstraint(joint_name=j, tolerance_above=1e3, tolerance_below=1e3, weight=1.0) for j in joints]
-        r.goal_constraints = [Constraints(joint_constraints=anywhere)]
+        process, end = self.supervisor.process, time.monotonic() + self.supervisor.ready_timeout
+        while process is not None and time.monotonic() < end:
+            with self._lock:
+                here = {j: self._joints[j] for j in joints if j in self._joints}
+            if len(here) == len(joints):
+                stay = [JointConstraint(joint_name=j, position=v, tolerance_above=1e-3, tolerance_below=1e-3,
+                                        weight=1.0) for j, v in here.items()]  # fmt: skip
+                r.goal_constraints = [Constraints(joint_constraints=stay)]
+                mark = process.lines
+                try:
+                    call_service(self._plan, request, 10.0)
+                    time.sleep(0.05)  # its output of that request
+                    if not process.said_since(mark, NO_STATE):
+                        return
+                except ServiceCallError:
+                    pass
+            time.sleep(0.2)
+        raise MoveGroupError("move_group came up but has no current state of the robot (no /joint_states?)")
+
+    def _wait_for_controller(self) -> None:
+        """Until the arm controller's FollowJointTrajectory server is seen (move_group executes through it); without
+        ros2_control there is none, and MoveIt only plans."""
+        if not self.count_publishers(resolve_name(self, "joint_states")):
+            return
         end = time.monotonic() + self.supervisor.ready_timeout
-        while time.monotonic() < end:
-            try:
-                answer = call_service(self._plan, request, 10.0)
-                if answer.motion_plan_response.error_code.val == MoveItErrorCodes.SUCCESS:
-                    return
-            except ServiceCallError:
-                pass
-            time.sleep(0.1)
-        raise MoveGroupError("move_group came up but cannot plan from the robot's current state (no /joint_states?)")
+        while not self._controller.server_is_ready():
+            if time.monotonic() > end:
+                raise MoveGroupError(f"no action server {ARM_CONTROLLER}/follow_joint_trajectory")
+            time.sleep(0.05)
 
     def _report(self, ok: bool, message: str, **seconds: float) -> None:
         status = {"ok": ok, "message": message, **{k: round(v, 4) for k, v in seconds.items()}}

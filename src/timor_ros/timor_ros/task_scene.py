@@ -26,9 +26,9 @@ from rclpy.node import Node
 from shape_msgs.msg import Mesh, MeshTriangle, SolidPrimitive
 from std_msgs.msg import String
 
+import timor_core.export.planning_scene as scene_data
 from timor_core.common.transforms import quaternion_xyzw
 from timor_core.errors import InputError, TimorError, explain
-from timor_core.export import planning_scene as scene_data
 from timor_core.task.task import Task
 
 from .common import LATCHED, ServiceCallError, call_service, declare, param

@@ -48,6 +48,8 @@ class MoveGroupProcess:
         self.argv = list(argv)
         self._ready = threading.Event()
         self._tail: deque[str] = deque(maxlen=40)
+        self._recent: deque[tuple[int, str]] = deque(maxlen=400)  # (line number, line)
+        self.lines = 0  # lines printed so far
         self._echo = echo if echo is not None else sys.stdout
         try:
             self.proc = subprocess.Popen(  # noqa: S603 - argv is move_group and its ROS arguments
@@ -70,6 +72,8 @@ class MoveGroupProcess:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._tail.append(line.rstrip("\n"))
+            self._recent.append((self.lines, line))
+            self.lines += 1
             if READY in line:
                 self._ready.set()
             try:
@@ -84,6 +88,10 @@ class MoveGroupProcess:
 
     def tail(self) -> str:
         return "\n".join(self._tail)
+
+    def said_since(self, mark: int, text: str) -> bool:
+        """Whether a line printed after line ``mark`` (a value of ``lines``) contains ``text``."""
+        return any(n >= mark and text in line for n, line in list(self._recent))
 
     def wait_ready(self, timeout: float) -> bool:
         """True once move_group printed READY; False if it exited first or ``timeout`` passed."""
@@ -152,7 +160,8 @@ class MoveGroupSupervisor:
     def _write(self, params: dict[str, Any]) -> Path:
         self._count += 1
         path = self.folder / f"move_group_{self._count % 2}.yaml"  # the running one's file is never rewritten
-        (written,) = write_files({path: to_yaml({"move_group": {"ros__parameters": params}})})
+        node = self.namespace.rstrip("/") + "/move_group"  # its fully qualified name: the file's key must match it
+        (written,) = write_files({path: to_yaml({node: {"ros__parameters": params}})})
         return Path(written)
 
     def _start(self, params_file: Path) -> MoveGroupProcess:

@@ -167,6 +167,10 @@ OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
     "PRMkConfigDefault": {"type": "geometric::PRM", "max_nearest_neighbors": 10},
 }
 """OMPL planner configurations of every group; the first is the group's default."""
+LONGEST_VALID_SEGMENT_FRACTION = 0.002
+"""OMPL's motion check step as a fraction of the state space's extent (MoveIt's default 0.01 checks a 3-joint arm
+every ~0.05 rad, timor every 0.02 rad): with the default, move_group's own ValidateSolution refused up to 8 of 50
+paths of the pick-and-place benchmark that grazed the padded crate (benchmarks/README.md, MoveIt vs timor)."""
 
 
 def _joint_limits(assembly: ModuleAssembly, opts: MoveItOptions) -> dict[str, Any]:
@@ -227,6 +231,7 @@ def _ompl_planning(group: str, distro: str) -> dict[str, Any]:
         group: {
             "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
             "planner_configs": list(OMPL_PLANNER_CONFIGS),
+            "longest_valid_segment_fraction": LONGEST_VALID_SEGMENT_FRACTION,
         },
     }
 
