@@ -1,16 +1,36 @@
 """Connecting to a Dask scheduler, or starting a local cluster, for :class:`~.cluster.DaskEvaluator`.
 
 Without a scheduler address a ``LocalCluster`` is started (worker processes on the loopback interface, one thread
-each, no dashboard) and closed with the evaluator (when its outermost ``with`` ends).
+each, no dashboard) and closed with the evaluator (when its outermost ``with`` ends). A scheduler address is read by
+:func:`scheduler_address` alone (``tcp://host:port``, no credentials); before Dask connects, :func:`probe_scheduler`
+checks within ``CONNECT_TIMEOUT`` seconds that a Dask scheduler answers there: a port that never speaks, an HTTP
+server (a Dask dashboard) or junk bytes are refused naming the address, never handed to Dask's reader.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import time
 from typing import Any
 
 from timor_core.errors import InputError
 
-__all__ = ["ClusterConnection", "ClusterError", "import_distributed", "LOCAL_CLUSTER_CONFIG"]
+__all__ = [
+    "ClusterConnection",
+    "ClusterError",
+    "CONNECT_TIMEOUT",
+    "import_distributed",
+    "LOCAL_CLUSTER_CONFIG",
+    "probe_scheduler",
+    "scheduler_address",
+    "SchedulerError",
+]
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds for every network wait of reaching a scheduler (connect, Dask's handshake, the first answer)."""
+_MAX_HANDSHAKE = 1 << 16
+"""Bytes of a scheduler's first message (Dask's handshake is well under 1 kB); more is not a Dask scheduler."""
 
 #: Dask settings of a local cluster: its processes share the machine with the workers, so the periodic work that
 #: serves dashboards and task graphs we do not have is turned off or slowed down (a worker's statistical profiler
@@ -25,6 +45,113 @@ LOCAL_CLUSTER_CONFIG: dict[str, object] = {
 
 class ClusterError(InputError):
     """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
+
+
+class SchedulerError(ClusterError):
+    """A scheduler address that is refused or where no Dask scheduler answers (``path``: where it was given)."""
+
+
+def scheduler_address(text: str | None) -> str | None:
+    """The one reader of scheduler addresses: ``tcp://host:port`` (``dask://`` is taken for ``tcp://``), or None
+    for None; other schemes, credentials, a path or query, or a port outside 1-65535 raise :class:`SchedulerError`
+    (credentials are never repeated in it)."""
+    from urllib.parse import urlsplit
+
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise SchedulerError("a scheduler address must be a string", path="scheduler", value=type(text).__name__)
+    head, at, tail = text.rpartition("@")
+    shown = (head[: head.find("://") + 3] if "://" in head else "") + "***@" + tail if at else text
+    shown = shown[:200]
+    if at:  # user:password@ (or an '@' where none belongs): refused, and never repeated
+        raise SchedulerError(f"a scheduler address must not hold credentials (got {shown!r})", path="scheduler")
+    address = "tcp://" + text[len("dask://") :] if text.startswith("dask://") else text
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None or parts.scheme != "tcp":
+        raise SchedulerError(
+            "expected a scheduler address like tcp://host:8786 (tcp:// is the only scheme supported)",
+            path="scheduler",
+            value=shown,
+        )
+    if (
+        not text.isprintable()
+        or len(text) > 1000
+        or not parts.hostname
+        or port is None
+        or not 0 < port <= 65535
+        or parts.path not in ("", "/")
+        or "?" in address
+        or "#" in address
+    ):
+        raise SchedulerError("expected a scheduler address like tcp://host:8786", path="scheduler", value=shown)
+    return f"tcp://{parts.netloc}"
+
+
+def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Check that a Dask scheduler answers at ``address`` (``tcp://host:port``): connected and its first message
+    read whole within ``timeout`` seconds, a message Dask's handshake could be; else :class:`SchedulerError`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address)
+    deadline = time.monotonic() + timeout
+
+    def refuse(why: str) -> SchedulerError:
+        return SchedulerError(f"{why} at {address}", path="scheduler")
+
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+            size = struct.unpack("<Q", _read(sock, 8, deadline))[0]
+            if not 8 <= size <= _MAX_HANDSHAKE:
+                raise refuse("no Dask scheduler answers (an unexpected first message)")
+            _handshake(_read(sock, size, deadline))
+    except TimeoutError:
+        raise refuse(f"no answer from a Dask scheduler within {timeout:g} s") from None
+    except ConnectionRefusedError:
+        raise refuse("cannot reach the Dask scheduler (connection refused)") from None
+    except ConnectionError as exc:
+        raise refuse(f"no Dask scheduler answers ({type(exc).__name__})") from None
+    except OSError as exc:
+        raise refuse(f"cannot reach the Dask scheduler within {timeout:g} s ({exc.strerror or exc})") from None
+    except ValueError:
+        raise refuse("no Dask scheduler answers (an unexpected first message)") from None
+
+
+def _read(sock: socket.socket, n: int, deadline: float) -> bytes:
+    """Exactly ``n`` bytes from ``sock`` before ``deadline`` (TimeoutError after it; ConnectionError on EOF)."""
+    out = bytearray()
+    while len(out) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        sock.settimeout(left)
+        block = sock.recv(n - len(out))
+        if not block:
+            raise ConnectionResetError("closed before its first message")
+        out += block
+    return bytes(out)
+
+
+def _handshake(body: bytes) -> None:
+    """ValueError unless ``body`` is Dask's framed first message: a frame count, the frames' sizes, msgpack."""
+    import msgpack
+
+    count = struct.unpack_from("<Q", body)[0]
+    if not 1 <= count <= 16 or len(body) < 8 * (count + 1):
+        raise ValueError("not a frame list")
+    sizes = struct.unpack_from(f"<{count}Q", body, 8)
+    if 8 * (count + 1) + sum(sizes) != len(body):
+        raise ValueError("frame sizes do not add up")
+    try:
+        header = msgpack.loads(body[8 * (count + 1) : 8 * (count + 1) + sizes[0]])
+    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types on junk
+        raise ValueError("not msgpack") from exc
+    if not isinstance(header, dict):
+        raise ValueError("not a Dask message")
 
 
 def import_distributed() -> Any:
@@ -76,13 +203,14 @@ class ClusterConnection:
                     )
                 self._client = distributed.Client(self._cluster, timeout=self.connect_timeout)
             else:
+                probe_scheduler(self.scheduler, self.connect_timeout)
                 try:
                     self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout)
                 except (OSError, TimeoutError) as exc:
-                    raise ClusterError(
+                    raise SchedulerError(
                         f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s"
                         f" ({type(exc).__name__})",
-                        value=self.scheduler,
+                        path="scheduler",
                     ) from None
         return self._client
 
