@@ -14,6 +14,7 @@ import json
 import math
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ from timor_core.search.dask_connect import (
     scheduler_address,
 )
 from timor_core.search.optimizer import space_info
+from timor_core.search.parallel import STOP_GRACE
 from timor_core.task import Task
 from timor_core.task.costs import MAX_WEIGHT, CostFunction, RobotMass
 
@@ -361,3 +363,39 @@ def test_fuzz_scheduler_addresses(scheme, user, secret, host, port, tail):
             assert user is None or secret not in str(exc)
             return
     assert address is not None and address.startswith("tcp://") and user is None
+
+
+# -- time budgets: whole commands, any workers and population ---------------------------------------------------------
+
+
+def _timed_cli(args: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    proc = run_cli(args, env=env, timeout=300)
+    return time.perf_counter() - t0, proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "args, budget",
+    [
+        (["--order", "space", "--workers", "2"], 2.0),  # before: 12-21 s (a worker compiling never saw the clock)
+        (["--algorithm", "ga", "--population", "100000", "--generations", "1"], 3.0),  # before: 16-21 s
+    ],
+)
+def test_a_time_budget_holds_with_any_workers_and_population(tmp_path, args, budget):
+    # a cold numba cache: the first proof in a worker compiles its kernels for many seconds without a look at the
+    # clock (as on a fresh install); the bound must hold all the same
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba"), "TIMOR_COMPILED": "1"}
+    command = ["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", *args]
+    start_up, proc = _timed_cli([*command, "--budget-seconds", "0"], env)  # the process, workers, and their end
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "one.json"
+    _, proc = _timed_cli(["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", "--workers", "1",
+                          "--budget-evals", "1", "-o", str(out)], {})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    one_evaluation = json.loads(out.read_text())["wall_time"]
+    elapsed, proc = _timed_cli([*command, "--budget-seconds", str(budget)], env)
+    assert proc.returncode == 0, proc.stderr
+    assert "max_time" in proc.stdout
+    bound = budget + STOP_GRACE + one_evaluation + start_up + 1.0  # + 1 s for a busy machine
+    assert elapsed < bound, f"{elapsed:.1f} s for a {budget} s budget (start-up {start_up:.1f} s, bound {bound:.1f})"

@@ -120,8 +120,7 @@ def _check_numbers(value: Any, where: str, path: Path) -> None:
             continue
         elif (isinstance(v, float) and not math.isfinite(v)) or not -MAX_COUNT <= v <= MAX_COUNT:
             raise ClusterError(
-                "cannot resume: a number that is not finite or out of range (at most"
-                f" {MAX_COUNT:.3g} in size)",
+                f"cannot resume: a number that is not finite or out of range (at most {MAX_COUNT:.3g} in size)",
                 file=path,
                 path=at,
                 value=v if isinstance(v, float) else f"{str(v)[:20]}...",

@@ -22,6 +22,7 @@ each worker walks a shard of the space itself (:mod:`.shards`; ``shards=False``:
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from timor_core.search.dask_connect import (
 from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
 from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
-from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
+from timor_core.search.parallel import STOP_GRACE, ParallelEvaluator, WorkerSpec
 from timor_core.search.ranges import DoneRanges, merge_ranges, runs
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
@@ -264,10 +265,13 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return [list(r) for r in self._done.ranges]
 
     def restore(self, result: SearchResult) -> int:
-        """Note the search's space (what fixes its positions: the result's space, order and range), then put a
-        resumed checkpoint's progress into the fresh result; returns the positions already done."""
+        """Note the search's space (what fixes its positions: the result's space and order; the range too in the
+        cost order, whose positions count from its start), then put a resumed checkpoint's progress into the fresh
+        result; returns the positions already done."""
         settings = result.settings or {}
-        space = [(result.space or {}).get("fingerprint"), *(settings.get(k) for k in ("order", "start", "stop"))]
+        space = [(result.space or {}).get("fingerprint"), settings.get("order")]
+        if settings.get("order") == "cost":
+            space += [settings.get("start"), settings.get("stop")]
         digests = self.search_digests(space)
         d = self._resumed
         if d is None:
@@ -302,13 +306,19 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return bound
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+    def evaluate_batch(
+        self,
+        batch: Sequence[Sequence[str]],
+        bound: float = math.inf,
+        stop: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+    ) -> list[Evaluation]:
         """Evaluate a list of assemblies (e.g. a GA generation); results in input order (no checkpoints)."""
         saved, self.checkpoint = self.checkpoint, None
         self._reset_progress()
         self._resumed = None
         try:
-            return super().evaluate_batch(batch, bound)
+            return super().evaluate_batch(batch, bound, stop, deadline)
         finally:
             self.checkpoint = saved
             self._reset_progress()
@@ -323,6 +333,7 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         stop: Callable[[], bool] | None = None,
         lower_bound: bool = True,
         max_chunk: int | None = None,
+        deadline: float | None = None,
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs on the cluster; yields lists of evaluations as chunks complete.
 
@@ -330,6 +341,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         ``in_flight`` chunks (default two per worker) are out at a time, so ``items`` is read only as far as the
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
+        ``deadline`` (a ``time.perf_counter()`` value): chunks still out ``STOP_GRACE`` seconds after it are
+        cancelled and the stream ends.
         """
         distributed = import_distributed()
         flight = _Flight(
@@ -347,7 +360,9 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 self._fill(flight, lower_bound, max_chunk)
                 if not flight.inflight:
                     return
-                fut = next(flight.pending)
+                fut = self._next_done(flight, deadline)
+                if fut is None:  # past the deadline and its grace: what is still out is cancelled (by _land)
+                    return
                 flight.inflight.discard(fut)
                 evaluations = fut.result()
                 self._learn(evaluations)
@@ -360,6 +375,17 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 yield evaluations
         finally:
             self._land(flight)
+
+    @staticmethod
+    def _next_done(flight: _Flight, deadline: float | None) -> Any:
+        """The next completed chunk; None if none completes by ``deadline`` plus ``STOP_GRACE``."""
+        if deadline is None:
+            return next(flight.pending)
+        while time.perf_counter() < deadline + STOP_GRACE:
+            if flight.pending.has_ready():
+                return next(flight.pending)
+            time.sleep(0.01)
+        return None
 
     def _fill(self, flight: _Flight, lower_bound: bool, max_chunk: int | None) -> None:
         """Submit chunks until ``flight.window`` are out, the items run out or the caller says stop."""

@@ -41,9 +41,10 @@ from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, loa
 from timor_core.search.filters import FilterConfig, Funnel
 from timor_core.search.ga_coding import EMPTY, ChromosomeCoding
 from timor_core.search.ga_local import DescentStep
-from timor_core.search.ga_run import GARun
+from timor_core.search.ga_run import CLOCK_EVERY, GARun, OutOfBudget
 from timor_core.search.optimizer import Budget
-from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
@@ -325,7 +326,13 @@ class GeneticSearch(ChromosomeCoding):
         trial, result = run.trial, run.result
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
         seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
-        fresh = [self.random_chromosome(rng) for _ in range(self.population - len(seeded))]
+        fresh = []
+        try:
+            for k in range(self.population - len(seeded)):
+                run.check_clock(k)
+                fresh.append(self.random_chromosome(rng))
+        except OutOfBudget:
+            return
         initial = np.array([*seeded, *fresh], dtype=int)
 
         def record(ga: Any) -> None:
@@ -369,14 +376,17 @@ class GeneticSearch(ChromosomeCoding):
             parent_selection_type="tournament",
             K_tournament=3,
             keep_elitism=self.elitism,
-            crossover_type=self.crossover_operator(rng),
-            mutation_type=self.mutation_operator(rng),
+            crossover_type=_on_the_clock(run, self.crossover_operator(rng)),
+            mutation_type=_on_the_clock(run, self.mutation_operator(rng), by_rows=True),
             on_generation=on_generation,
             stop_criteria=None if self.early_stop is None else f"saturate_{self.early_stop}",
             random_seed=(self.seed * 7919 + trial) & 0x7FFFFFFF,
             suppress_warnings=True,
         )
-        ga.run()
+        try:
+            ga.run()
+        except OutOfBudget:
+            run.out = True
 
     def settings(self) -> dict:
         extra = {"initial": [list(ids) for ids in self.initial]} if self.initial else {}
@@ -400,6 +410,22 @@ class GeneticSearch(ChromosomeCoding):
             "links": list(self.links),
             **extra,
         }
+
+
+def _on_the_clock(run: GARun, operator: Callable[..., np.ndarray], by_rows: bool = False) -> Callable[..., np.ndarray]:
+    """A PyGAD operator that first checks the budget (:class:`~.ga_run.OutOfBudget` once it is spent); ``by_rows``:
+    applied to ``CLOCK_EVERY`` rows at a time (mutation, row by row in place), the clock checked between them."""
+
+    def call(rows: np.ndarray, *rest: Any) -> np.ndarray:
+        run.check_clock(0)
+        if not by_rows:
+            return operator(rows, *rest)
+        for k in range(0, len(rows), CLOCK_EVERY):
+            run.check_clock(0)
+            rows[k : k + CLOCK_EVERY] = operator(rows[k : k + CLOCK_EVERY], *rest)
+        return rows
+
+    return call
 
 
 def _differs(value: Any, default: Any) -> bool:

@@ -18,16 +18,24 @@ import numpy as np
 from timor_core.search.evaluate import Evaluation
 from timor_core.search.ga_local import Descent
 from timor_core.search.optimizer import Budget
-from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.progress import Progress
 from timor_core.search.quick_reach import UNREACHABLE
 from timor_core.search.result import SearchResult
 from timor_core.task.feedback import assembly_cost
 
-__all__ = ["GARun"]
+__all__ = ["GARun", "OutOfBudget"]
 
 logger = logging.getLogger(__name__)
 
 Design = tuple[str, ...]
+CLOCK_EVERY = 512
+"""Chromosomes made, decoded or mutated between two looks at the clock (a population of 100,000 takes seconds)."""
+
+
+class OutOfBudget(BaseException):
+    """Raised inside PyGAD's loop when the budget is spent, ending it at once (a BaseException: PyGAD logs every
+    Exception with its traceback before re-raising it)."""
 
 
 class GARun:
@@ -120,8 +128,11 @@ class GARun:
     def evaluate(self, batch: list[Design], bound: float) -> list[Evaluation]:
         """Evaluate (on the workers) and record: cache, statistics, the result and the trial's best."""
         ga, result = self.ga, self.result
-        evaluations = self.pe.evaluate_batch_isolated(batch, bound)
+        evaluations = self.pe.evaluate_batch_isolated(batch, bound, self.out_of_budget, self.deadline)
         for ids, ev in zip(batch, evaluations):
+            if ev is None:  # left out: the budget ran out first
+                self.out = True
+                continue
             ev.seq = len(ga.evaluated)
             ga.evaluated.append(ids)
             ga.cache[ids] = ev
@@ -136,7 +147,13 @@ class GARun:
                     result.improvements.append({**point, "cost": ev.cost, "ids": list(ev.ids), "seq": ev.seq})
         if self.bar is not None:
             self.bar.update(len(evaluations), result.funnel, result.best_cost)
-        return evaluations
+        return evaluations  # type: ignore[return-value]  (None where the budget left it out)
+
+    def check_clock(self, k: int) -> None:
+        """Every ``CLOCK_EVERY`` steps of a long loop: :class:`OutOfBudget` once the time is up."""
+        if k % CLOCK_EVERY == 0 and self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.out = True
+            raise OutOfBudget
 
     def fitness_batch(self, pygad_ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
         """PyGAD's batch fitness: one generation, cached per decoded assembly, the invalid never evaluated."""
@@ -144,7 +161,10 @@ class GARun:
         if self.canceled():  # evaluate nothing more; the generation ends the trial
             self.skipped = True
             return [-self.worst] * len(solutions)
-        ids_list = [ga.decode(s) for s in solutions]
+        ids_list = []  # (the clock is checked first: time spent in the last batch or since ends PyGAD's loop here)
+        for k, genes in enumerate(solutions):
+            self.check_clock(k)
+            ids_list.append(ga.decode(genes))
         out: list[float | None] = [None] * len(ids_list)
         todo: dict[Design, list[int]] = {}
         # the bound (FilterConfig.bound): a robot no lighter than the best valid one this trial found before this
@@ -168,7 +188,7 @@ class GARun:
         if len(batch) < len(todo):
             self.out = True
         for ids, ev in zip(batch, self.evaluate(batch, bound)):
-            for i in todo[ids]:
+            for i in todo[ids] if ev is not None else ():
                 out[i] = -self.penalised(ev)
         for i, v in enumerate(out):
             if v is None:  # over budget: not evaluated
@@ -207,7 +227,10 @@ class GARun:
         fresh = set(todo)
         out: list[float | None] = []
         for d in designs:
-            ev = self.ga.cache[d]
+            ev = self.ga.cache.get(d)
+            if ev is None:  # left out: the budget ran out first
+                out.append(None)
+                continue
             if d not in fresh:  # (a fresh one was counted by evaluate)
                 self.ga.cache_hits += 1
                 self.found(d, ev)

@@ -28,7 +28,8 @@ from timor_core.search.dask_worker import bound_from_best
 from timor_core.search.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.optimizer import space_info
-from timor_core.search.parallel import Progress, WorkerSpec, default_context
+from timor_core.search.parallel import WorkerSpec, default_context
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_share import SHARE_EVERY
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard

@@ -35,7 +35,7 @@ from timor_core.search.evaluate import cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.funnel import Funnel
 from timor_core.search.optimizer import space_info
-from timor_core.search.parallel import Progress
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.space import SerialSpace
