@@ -99,59 +99,58 @@ def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
 
     parts = urlsplit(address)
     deadline = time.monotonic() + timeout
-
-    def refuse(why: str) -> SchedulerError:
-        return SchedulerError(f"{why} at {address}", path="scheduler")
-
+    body: bytes | None = b""
     try:
-        with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
-            size = struct.unpack("<Q", _read(sock, 8, deadline))[0]
-            if not 8 <= size <= _MAX_HANDSHAKE:
-                raise refuse("no Dask scheduler answers (an unexpected first message)")
-            _handshake(_read(sock, size, deadline))
+        with socket.create_connection((parts.hostname, parts.port or 0), timeout=timeout) as sock:
+            body = _read(sock, 8, deadline)  # the size of Dask's first message (b"": none in time; None: closed)
+            if body:
+                size = struct.unpack("<Q", body)[0]
+                body = _read(sock, size, deadline) if 8 <= size <= _MAX_HANDSHAKE else None
     except TimeoutError:
-        raise refuse(f"no answer from a Dask scheduler within {timeout:g} s") from None
-    except ConnectionRefusedError:
-        raise refuse("cannot reach the Dask scheduler (connection refused)") from None
-    except ConnectionError as exc:
-        raise refuse(f"no Dask scheduler answers ({type(exc).__name__})") from None
+        body = b""
     except OSError as exc:
-        raise refuse(f"cannot reach the Dask scheduler within {timeout:g} s ({exc.strerror or exc})") from None
-    except ValueError:
-        raise refuse("no Dask scheduler answers (an unexpected first message)") from None
+        why = "connection refused" if isinstance(exc, ConnectionRefusedError) else f"{exc.strerror or exc}"
+        raise SchedulerError(f"cannot reach the Dask scheduler ({why}) at {address}", path="scheduler") from None
+    if body == b"":
+        raise SchedulerError(f"no answer from a Dask scheduler within {timeout:g} s at {address}", path="scheduler")
+    if body is None or not _is_handshake(body):
+        raise SchedulerError(f"no Dask scheduler answers (an unexpected first message) at {address}", path="scheduler")
 
 
-def _read(sock: socket.socket, n: int, deadline: float) -> bytes:
-    """Exactly ``n`` bytes from ``sock`` before ``deadline`` (TimeoutError after it; ConnectionError on EOF)."""
+def _read(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+    """Exactly ``n`` bytes from ``sock`` before ``deadline``; ``b""`` if the time runs out first, None if the peer
+    closes first."""
     out = bytearray()
     while len(out) < n:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError
+            return b""
         sock.settimeout(left)
-        block = sock.recv(n - len(out))
+        try:
+            block = sock.recv(n - len(out))
+        except TimeoutError:
+            return b""
         if not block:
-            raise ConnectionResetError("closed before its first message")
+            return None
         out += block
     return bytes(out)
 
 
-def _handshake(body: bytes) -> None:
-    """ValueError unless ``body`` is Dask's framed first message: a frame count, the frames' sizes, msgpack."""
+def _is_handshake(body: bytes) -> bool:
+    """Whether ``body`` is framed as Dask's first message: a frame count, the frames' sizes, a msgpack map."""
     import msgpack
 
     count = struct.unpack_from("<Q", body)[0]
     if not 1 <= count <= 16 or len(body) < 8 * (count + 1):
-        raise ValueError("not a frame list")
+        return False
     sizes = struct.unpack_from(f"<{count}Q", body, 8)
     if 8 * (count + 1) + sum(sizes) != len(body):
-        raise ValueError("frame sizes do not add up")
+        return False
     try:
         header = msgpack.loads(body[8 * (count + 1) : 8 * (count + 1) + sizes[0]])
-    except Exception as exc:  # noqa: BLE001 - msgpack raises several unrelated types on junk
-        raise ValueError("not msgpack") from exc
-    if not isinstance(header, dict):
-        raise ValueError("not a Dask message")
+    except Exception:  # noqa: BLE001 - msgpack raises several unrelated types on junk
+        return False
+    return isinstance(header, dict)
 
 
 def import_distributed() -> Any:

@@ -41,7 +41,7 @@ from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, loa
 from timor_core.search.filters import FilterConfig, Funnel
 from timor_core.search.ga_coding import EMPTY, ChromosomeCoding
 from timor_core.search.ga_local import DescentStep
-from timor_core.search.ga_run import CLOCK_EVERY, GARun, OutOfBudget
+from timor_core.search.ga_run import PYGAD_LOG, GARun, OutOfTimeError
 from timor_core.search.optimizer import Budget
 from timor_core.search.parallel import ParallelEvaluator
 from timor_core.search.progress import Progress
@@ -322,18 +322,25 @@ class GeneticSearch(ChromosomeCoding):
         result.settings["descent_evaluations"] = run.descent_evaluations
         return result
 
-    def _trial(self, pygad: Any, run: GARun) -> None:
-        trial, result = run.trial, run.result
-        rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
-        seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
+    def _initial_population(self, run: GARun, rng: np.random.Generator) -> np.ndarray | None:
+        """The trial's first population: the initial designs (first trial), then random chromosomes; None if the
+        time ran out while making it."""
+        seeded = [g.copy() for g in self._initial_genes] if run.trial == 0 else []
         fresh = []
         try:
             for k in range(self.population - len(seeded)):
                 run.check_clock(k)
                 fresh.append(self.random_chromosome(rng))
-        except OutOfBudget:
+        except OutOfTimeError:
+            return None
+        return np.array([*seeded, *fresh], dtype=int)
+
+    def _trial(self, pygad: Any, run: GARun) -> None:
+        trial, result = run.trial, run.result
+        rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
+        initial = self._initial_population(run, rng)
+        if initial is None:
             return
-        initial = np.array([*seeded, *fresh], dtype=int)
 
         def record(ga: Any) -> None:
             costs = -np.asarray(ga.last_generation_fitness, dtype=float)
@@ -376,16 +383,17 @@ class GeneticSearch(ChromosomeCoding):
             parent_selection_type="tournament",
             K_tournament=3,
             keep_elitism=self.elitism,
-            crossover_type=_on_the_clock(run, self.crossover_operator(rng)),
-            mutation_type=_on_the_clock(run, self.mutation_operator(rng), by_rows=True),
+            crossover_type=run.on_the_clock(self.crossover_operator(rng)),
+            mutation_type=run.on_the_clock(self.mutation_operator(rng), by_rows=True),
             on_generation=on_generation,
             stop_criteria=None if self.early_stop is None else f"saturate_{self.early_stop}",
             random_seed=(self.seed * 7919 + trial) & 0x7FFFFFFF,
             suppress_warnings=True,
+            logger=PYGAD_LOG,
         )
         try:
             ga.run()
-        except OutOfBudget:
+        except OutOfTimeError:
             run.out = True
 
     def settings(self) -> dict:
@@ -410,22 +418,6 @@ class GeneticSearch(ChromosomeCoding):
             "links": list(self.links),
             **extra,
         }
-
-
-def _on_the_clock(run: GARun, operator: Callable[..., np.ndarray], by_rows: bool = False) -> Callable[..., np.ndarray]:
-    """A PyGAD operator that first checks the budget (:class:`~.ga_run.OutOfBudget` once it is spent); ``by_rows``:
-    applied to ``CLOCK_EVERY`` rows at a time (mutation, row by row in place), the clock checked between them."""
-
-    def call(rows: np.ndarray, *rest: Any) -> np.ndarray:
-        run.check_clock(0)
-        if not by_rows:
-            return operator(rows, *rest)
-        for k in range(0, len(rows), CLOCK_EVERY):
-            run.check_clock(0)
-            rows[k : k + CLOCK_EVERY] = operator(rows[k : k + CLOCK_EVERY], *rest)
-        return rows
-
-    return call
 
 
 def _differs(value: Any, default: Any) -> bool:
