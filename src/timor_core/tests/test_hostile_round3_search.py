@@ -380,6 +380,8 @@ def _timed_cli(args: list[str], env: dict[str, str]) -> tuple[float, subprocess.
     [
         (["--order", "space", "--workers", "2"], 2.0),  # before: 12-21 s (a worker compiling never saw the clock)
         (["--algorithm", "ga", "--population", "100000", "--generations", "1"], 3.0),  # before: 16-21 s
+        (["--order", "cost", "--workers", "2"], 2.0),  # one shard per worker process; before: 26 s
+        (["--algorithm", "random", "--workers", "2"], 2.0),
     ],
 )
 def test_a_time_budget_holds_with_any_workers_and_population(tmp_path, args, budget):
