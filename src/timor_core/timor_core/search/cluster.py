@@ -22,7 +22,6 @@ each worker walks a shard of the space itself (:mod:`.shards`; ``shards=False``:
 from __future__ import annotations
 
 import math
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from timor_core.search.dask_connect import (
 from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
 from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
-from timor_core.search.parallel import STOP_GRACE, ParallelEvaluator, WorkerSpec
+from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
 from timor_core.search.ranges import DoneRanges, merge_ranges, runs
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
@@ -341,8 +340,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         ``in_flight`` chunks (default two per worker) are out at a time, so ``items`` is read only as far as the
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
-        ``deadline`` (a ``time.perf_counter()`` value): chunks still out ``STOP_GRACE`` seconds after it are
-        cancelled and the stream ends.
+        ``deadline``: taken for the interface of :meth:`ParallelEvaluator.stream`; on a cluster the chunks out
+        complete (at ``target_chunk_time`` each) and ``stop()`` ends the stream.
         """
         distributed = import_distributed()
         flight = _Flight(
@@ -360,9 +359,7 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 self._fill(flight, lower_bound, max_chunk)
                 if not flight.inflight:
                     return
-                fut = self._next_done(flight, deadline)
-                if fut is None:  # past the deadline and its grace: what is still out is cancelled (by _land)
-                    return
+                fut = next(flight.pending)
                 flight.inflight.discard(fut)
                 evaluations = fut.result()
                 self._learn(evaluations)
@@ -375,17 +372,6 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 yield evaluations
         finally:
             self._land(flight)
-
-    @staticmethod
-    def _next_done(flight: _Flight, deadline: float | None) -> Any:
-        """The next completed chunk; None if none completes by ``deadline`` plus ``STOP_GRACE``."""
-        if deadline is None:
-            return next(flight.pending)
-        while time.perf_counter() < deadline + STOP_GRACE:
-            if flight.pending.has_ready():
-                return next(flight.pending)
-            time.sleep(0.01)
-        return None
 
     def _fill(self, flight: _Flight, lower_bound: bool, max_chunk: int | None) -> None:
         """Submit chunks until ``flight.window`` are out, the items run out or the caller says stop."""
