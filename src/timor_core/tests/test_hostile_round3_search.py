@@ -161,6 +161,17 @@ def test_checkpoint_numbers_out_of_range_are_refused_naming_file_and_field(input
     assert_clean_error(proc, str(bad), field)
 
 
+def test_a_checkpoint_without_digests_is_refused(inputs, tmp_path):
+    data = json.loads(inputs["ckpt"].read_text())
+    data["version"] = 1  # as written before the digests: it cannot show which search it belongs to
+    del data["digests"]
+    old = tmp_path / "v1.json"
+    old.write_text(json.dumps(data))
+    with pytest.raises(ClusterError, match="version 2") as info:
+        DaskEvaluator(resume=old)
+    assert info.value.path == "$.version" and info.value.file == str(old)
+
+
 @pytest.mark.slow
 def test_cli_resume_after_an_obstacle_was_added_is_refused(tmp_path):
     task = _mesh_task(tmp_path)
