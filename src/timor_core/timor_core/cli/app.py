@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from timor_core.cli.args import Parser, add_robot_arguments, json_text, resolve_robot_arguments
+from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db as _load_db
 from timor_core.cli.args import name as _name
 from timor_core.cli.args import output_folder as _output_folder
@@ -284,7 +285,9 @@ def _add_task_commands(sub: argparse._SubParsersAction) -> None:
     solve.add_argument("--modules", nargs="+", required=True, help="module IDs of a serial chain, base first")
     solve.add_argument("--json", action="store_true", help='print {"goals": [...], "cost": ...}')
     solve.add_argument("--seed", type=_seed, default=0, help="random seed of the inverse kinematics (default 0)")
-    solve.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
+    solve.add_argument(
+        "--cost", default="mass", type=cost_type, help="cost descriptor of assembly terms (mass, numJ, moduleCost)"
+    )
     solve.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
     solve.add_argument(
         "--solution", help="also plan collision-free motions through the goals; write the CoBRA solution JSON here"

@@ -17,6 +17,7 @@ __all__ = [
     "seed",
     "port",
     "scheduler_address",
+    "cost",
     "add_robot_arguments",
     "workers",
     "limited",
@@ -216,6 +217,18 @@ def output_folder(text: str) -> str:
     return text
 
 
+def cost(text: str) -> str:
+    """argparse type: a cost descriptor (``mass``, ``mass_0.5,numJ_2``): known terms, weights finite and within
+    ``timor_core.task.costs.MAX_WEIGHT``."""
+    from timor_core.task.costs import CostFunction
+
+    try:
+        CostFunction.from_descriptor(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return text
+
+
 def seed(text: str) -> int:
     """argparse type: a random seed, an integer >= 0."""
     n = _int(text)
@@ -233,24 +246,17 @@ def port(text: str) -> int:
 
 
 def scheduler_address(text: str) -> str:
-    """argparse type: a Dask scheduler address ``tcp://host:port`` (or ``local``), checked before Dask starts."""
+    """argparse type: a Dask scheduler address ``tcp://host:port`` (or ``local``), checked before Dask starts by
+    the one reader of addresses, :func:`timor_core.search.dask_connect.scheduler_address`."""
     if text == "local":
         return text
-    from urllib.parse import urlsplit
+    from timor_core.search.dask_connect import scheduler_address as parse
 
     try:
-        parts = urlsplit(text)
-        number = parts.port
-    except ValueError:
-        number = None
-        parts = None
-    if (
-        parts is None
-        or parts.scheme not in ("tcp", "tls", "inproc", "ws", "wss", "ucx")
-        or not parts.hostname
-        or number is None
-        or not 0 < number <= 65535
-        or parts.path not in ("", "/")
-    ):
-        raise argparse.ArgumentTypeError(f"expected 'local' or an address like tcp://host:8786, got {text!r}")
-    return text
+        address = parse(text)
+    except InputError as exc:
+        if exc.value is ...:  # (credentials: the address is never repeated)
+            raise argparse.ArgumentTypeError(exc.message) from None
+        raise argparse.ArgumentTypeError(f"{exc.message}, or 'local', got {exc.value!r}") from None
+    assert address is not None
+    return address

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db, port, seed
 
 
@@ -31,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=port, default=8080, help="port of the page (default 8080; 0: any free port)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--modules", nargs="+", help="initial serial chain, base first (default: base, joint, end effector)")
-    p.add_argument("--cost", default="mass", help="cost of the check and the GA (mass, numJ, moduleCost)")
+    p.add_argument(
+        "--cost", default="mass", type=cost_type, help="cost of the check and the GA (mass, numJ, moduleCost)"
+    )
     p.add_argument("--seed", type=seed, default=0, help="seed of the IK and the GA (default 0)")
     p.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
     p.set_defaults(func=_cmd_configurator)

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import json_text, limited, limited_float
 from timor_core.cli.args import load_db as _load_db
 from timor_core.cli.args import output_folder as _output_folder
@@ -63,6 +64,7 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from timor_core.search import Budget
+    from timor_core.search.dask_connect import SchedulerError
     from timor_core.task.feedback import load_task
 
     db = _load_db(args.db)
@@ -86,7 +88,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         )
     else:
         optimizer = _exhaustive_search(args, db)
-    result = optimizer.optimize(task, db, Budget(args.budget_evals, args.budget_seconds))
+    try:
+        result = optimizer.optimize(task, db, Budget(args.budget_evals, args.budget_seconds))
+    except SchedulerError as exc:
+        exc.path = "--scheduler"  # the option the address came from
+        raise
     if args.output:
         result.to_json_file(args.output)
     print(result.summary())
@@ -247,7 +253,9 @@ def _add_search_command(sub: argparse._SubParsersAction) -> None:
         help="exhaustive search: the space's order (default) or cheapest first, streamed, stopping when nothing"
         " cheaper than the best is left",
     )
-    search.add_argument("--cost", default="mass", help="cost descriptor of assembly terms (mass, numJ, moduleCost)")
+    search.add_argument(
+        "--cost", default="mass", type=cost_type, help="cost descriptor of assembly terms (mass, numJ, moduleCost)"
+    )
     search.add_argument("--no-progress", action="store_true", help="no progress bar")
     search.add_argument("-o", "--output", help="write the result as JSON")
     search.add_argument(

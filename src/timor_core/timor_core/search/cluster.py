@@ -32,7 +32,14 @@ from typing import Any
 from timor_core.common.fileio import write_json
 from timor_core.errors import InputError, explain
 from timor_core.model.db import ModulesDB
-from timor_core.search.dask_connect import ClusterConnection, ClusterError, import_distributed
+from timor_core.search.checkpoint import CHECKPOINT_VERSION, read_checkpoint, refuse_changed, search_digests
+from timor_core.search.dask_connect import (
+    CONNECT_TIMEOUT,
+    ClusterConnection,
+    ClusterError,
+    import_distributed,
+    scheduler_address,
+)
 from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
 from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
@@ -43,8 +50,6 @@ from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
 __all__ = ["DaskEvaluator", "ClusterError", "CHECKPOINT_VERSION", "merge_ranges"]
-
-CHECKPOINT_VERSION = 1
 
 
 @dataclass
@@ -67,8 +72,9 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
     """Evaluates streams of assemblies for one task on a Dask cluster.
 
     Args:
-        scheduler: a scheduler address (``"tcp://host:8786"``; a ``dask://`` prefix is accepted), or None to
-            start a local cluster of ``n_workers`` processes (closed with the evaluator).
+        scheduler: a scheduler address (``"tcp://host:8786"``; a ``dask://`` prefix is accepted; read by
+            :func:`~.dask_connect.scheduler_address`), or None to start a local cluster of ``n_workers`` processes
+            (closed with the evaluator).
         n_workers: worker processes of the local cluster.
         task, db, cost, config, filters: as for :class:`~.parallel.ParallelEvaluator`; may be left out and set
             by :meth:`bind` (what an optimizer does when given ``evaluator=``).
@@ -78,7 +84,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
             the new checkpoints are written to.
         retries: how often a chunk whose evaluation raised is tried again (chunks of lost workers are
             rescheduled by the scheduler in any case).
-        connect_timeout: seconds to reach the scheduler before :class:`ClusterError`.
+        connect_timeout: seconds for each wait of reaching the scheduler (connect, handshake, first answer)
+            before :class:`ClusterError`.
         in_flight: chunks out on the cluster at once (None: two per worker).
         shards: the cost-ordered exhaustive search runs one shard per worker (:mod:`.shards`), reporting every
             ``report_every`` seconds (progress, checkpoints); False: streamed from the client in chunks.
@@ -101,15 +108,13 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         checkpoint_every: int = 10,
         resume: str | Path | None = None,
         retries: int = 2,
-        connect_timeout: float = 5.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
         in_flight: int | None = None,
         shards: bool = True,
         report_every: float = 2.0,
     ) -> None:
         self._setup(task, db, cost, config, filters, n_workers, target_chunk_time, max_chunk, None)
-        if scheduler is not None and scheduler.startswith("dask://"):
-            scheduler = "tcp://" + scheduler[len("dask://") :]
-        self.scheduler = scheduler
+        self.scheduler = scheduler_address(scheduler)
         self.n_workers = max(1, int(n_workers))
         self.chunk_size = None if chunk_size is None else max(1, int(chunk_size))
         self.checkpoint = Path(checkpoint) if checkpoint is not None else (Path(resume) if resume else None)
@@ -125,6 +130,9 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         self._reset_progress()
         self._resumed: dict | None = None
         self._fresh_resume = False
+        self.resume_path = Path(resume) if resume is not None else None
+        self._space: Any = None  # what fixes the positions of the bound search (set by restore)
+        self._digests: dict[str, str] | None = None
         if resume is not None and Path(resume).is_file():
             self._load_checkpoint(Path(resume))
 
@@ -154,7 +162,18 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         self.config = config if config is not None else FilterConfig()
         self.filters = tuple(filters) if filters is not None else None
         self._local = None
+        self._space, self._digests = None, None
         return self
+
+    def search_digests(self, space: Any = None) -> dict[str, str]:
+        """The digests of the bound search (:func:`~.checkpoint.search_digests`); ``space``: what fixes its
+        positions (kept for the later calls of this search)."""
+        if space is not None and space != self._space:
+            self._space, self._digests = space, None
+        if self._digests is None:
+            local = self.local
+            self._digests = search_digests(local.task, local.db, self.cost, self.config, self.filters, self._space)
+        return self._digests
 
     def worker_spec(self) -> WorkerSpec:
         """What a worker needs to evaluate for the bound search (module set, task, cost, filters)."""
@@ -194,6 +213,7 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
             "task": local.task.id,
             "db": local.db.name,
             "cost": self.cost,
+            "digests": self.search_digests(),
             "done": self._done.ranges,
             "evaluations": self._evaluations,
             "valid": self._valid,
@@ -210,17 +230,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return write_json(path, self.checkpoint_data(), indent=1)
 
     def _load_checkpoint(self, path: Path) -> None:
-        from timor_core.common import jsonfields as jf
-
+        d = read_checkpoint(path)
         try:
-            d = jf.load_json_file(path)
-        except InputError as exc:
-            raise ClusterError(f"cannot resume from {path}: {exc.message}", file=path) from None
-        try:
-            if not isinstance(d, dict):
-                raise ValueError("not a timor search checkpoint (a JSON object)")
-            if d.get("version") != CHECKPOINT_VERSION or d.get("kind") != "timor-search-checkpoint":
-                raise ValueError("not a timor search checkpoint (version 1)")
             if d.get("route") is not None:  # a sharded cost-order search's (:mod:`.shards` reads it)
                 if not isinstance(d.get("states"), list) or not d["states"]:
                     raise ValueError("a sharded search's checkpoint without shard states")
@@ -232,7 +243,7 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
             self._chunks = int(d.get("chunks", 0))
             self._funnel = Funnel.from_json(d["funnel"]) if d.get("funnel") is not None else None
             self._best = Evaluation.from_json(d["best"]) if d.get("best") is not None else None
-        except (OSError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
             raise ClusterError(f"cannot resume from {path}: {explain(exc)}", file=path) from None
         self._resumed = d
         self._fresh_resume = True
@@ -253,17 +264,20 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return [list(r) for r in self._done.ranges]
 
     def restore(self, result: SearchResult) -> int:
-        """Put a resumed checkpoint's progress into a fresh result; returns the positions already done."""
+        """Note the search's space (what fixes its positions: the result's space and order; the range too in the
+        cost order, whose positions count from its start), then put a resumed checkpoint's progress into the fresh
+        result; returns the positions already done."""
+        settings = result.settings or {}
+        space = [(result.space or {}).get("fingerprint"), settings.get("order")]
+        if settings.get("order") == "cost":
+            space += [settings.get("start"), settings.get("stop")]
+        digests = self.search_digests(space)
         d = self._resumed
         if d is None:
             return 0
         if d.get("route"):
             raise ClusterError("a sharded cost-order search's checkpoint: resume it with order='cost'", value=None)
-        if (d.get("task"), d.get("db"), d.get("cost")) != (result.task_id, result.db_name, result.cost):
-            raise ClusterError(
-                "the checkpoint is of another search (task, module set or cost differ)",
-                value=[d.get("task"), d.get("db"), d.get("cost")],
-            )
+        refuse_changed(d.get("digests"), digests, self.resume_path)
         result.evaluations += self._evaluations
         result.valid += self._valid
         if self._funnel is not None:
@@ -291,13 +305,19 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return bound
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+    def evaluate_batch(
+        self,
+        batch: Sequence[Sequence[str]],
+        bound: float = math.inf,
+        stop: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+    ) -> list[Evaluation]:
         """Evaluate a list of assemblies (e.g. a GA generation); results in input order (no checkpoints)."""
         saved, self.checkpoint = self.checkpoint, None
         self._reset_progress()
         self._resumed = None
         try:
-            return super().evaluate_batch(batch, bound)
+            return super().evaluate_batch(batch, bound, stop, deadline)
         finally:
             self.checkpoint = saved
             self._reset_progress()
@@ -312,6 +332,7 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         stop: Callable[[], bool] | None = None,
         lower_bound: bool = True,
         max_chunk: int | None = None,
+        deadline: float | None = None,
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs on the cluster; yields lists of evaluations as chunks complete.
 
@@ -319,6 +340,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         ``in_flight`` chunks (default two per worker) are out at a time, so ``items`` is read only as far as the
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
+        ``deadline``: taken for the interface of :meth:`ParallelEvaluator.stream`; on a cluster the chunks out
+        complete (at ``target_chunk_time`` each) and ``stop()`` ends the stream.
         """
         distributed = import_distributed()
         flight = _Flight(

@@ -1,16 +1,36 @@
 """Connecting to a Dask scheduler, or starting a local cluster, for :class:`~.cluster.DaskEvaluator`.
 
 Without a scheduler address a ``LocalCluster`` is started (worker processes on the loopback interface, one thread
-each, no dashboard) and closed with the evaluator (when its outermost ``with`` ends).
+each, no dashboard) and closed with the evaluator (when its outermost ``with`` ends). A scheduler address is read by
+:func:`scheduler_address` alone (``tcp://host:port``, no credentials); before Dask connects, :func:`probe_scheduler`
+checks within ``CONNECT_TIMEOUT`` seconds that a Dask scheduler answers there: a port that never speaks, an HTTP
+server (a Dask dashboard) or junk bytes are refused naming the address, never handed to Dask's reader.
 """
 
 from __future__ import annotations
 
+import socket
+import struct
+import time
 from typing import Any
 
 from timor_core.errors import InputError
 
-__all__ = ["ClusterConnection", "ClusterError", "import_distributed", "LOCAL_CLUSTER_CONFIG"]
+__all__ = [
+    "ClusterConnection",
+    "ClusterError",
+    "CONNECT_TIMEOUT",
+    "import_distributed",
+    "LOCAL_CLUSTER_CONFIG",
+    "probe_scheduler",
+    "scheduler_address",
+    "SchedulerError",
+]
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds for every network wait of reaching a scheduler (connect, Dask's handshake, the first answer)."""
+_MAX_HANDSHAKE = 1 << 16
+"""Bytes of a scheduler's first message (Dask's handshake is well under 1 kB); more is not a Dask scheduler."""
 
 #: Dask settings of a local cluster: its processes share the machine with the workers, so the periodic work that
 #: serves dashboards and task graphs we do not have is turned off or slowed down (a worker's statistical profiler
@@ -25,6 +45,112 @@ LOCAL_CLUSTER_CONFIG: dict[str, object] = {
 
 class ClusterError(InputError):
     """The Dask cluster cannot be used: not installed, unreachable scheduler, bad checkpoint."""
+
+
+class SchedulerError(ClusterError):
+    """A scheduler address that is refused or where no Dask scheduler answers (``path``: where it was given)."""
+
+
+def scheduler_address(text: str | None) -> str | None:
+    """The one reader of scheduler addresses: ``tcp://host:port`` (``dask://`` is taken for ``tcp://``), or None
+    for None; other schemes, credentials, a path or query, or a port outside 1-65535 raise :class:`SchedulerError`
+    (credentials are never repeated in it)."""
+    from urllib.parse import urlsplit
+
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise SchedulerError("a scheduler address must be a string", path="scheduler", value=type(text).__name__)
+    head, at, tail = text.rpartition("@")
+    shown = (head[: head.find("://") + 3] if "://" in head else "") + "***@" + tail if at else text
+    shown = shown[:200]
+    if at:  # user:password@ (or an '@' where none belongs): refused, and never repeated
+        raise SchedulerError(f"a scheduler address must not hold credentials (got {shown!r})", path="scheduler")
+    address = "tcp://" + text[len("dask://") :] if text.startswith("dask://") else text
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if parts is None or parts.scheme != "tcp":
+        raise SchedulerError(
+            "expected a scheduler address like tcp://host:8786 (tcp:// is the only scheme supported)",
+            path="scheduler",
+            value=shown,
+        )
+    if (
+        not text.isprintable()
+        or len(text) > 1000
+        or not parts.hostname
+        or port is None
+        or not 0 < port <= 65535
+        or parts.path not in ("", "/")
+        or "?" in address
+        or "#" in address
+    ):
+        raise SchedulerError("expected a scheduler address like tcp://host:8786", path="scheduler", value=shown)
+    return f"tcp://{parts.netloc}"
+
+
+def probe_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Check that a Dask scheduler answers at ``address`` (``tcp://host:port``): connected and its first message
+    read whole within ``timeout`` seconds, a message Dask's handshake could be; else :class:`SchedulerError`."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address)
+    deadline = time.monotonic() + timeout
+    body: bytes | None = b""
+    try:
+        with socket.create_connection((parts.hostname, parts.port or 0), timeout=timeout) as sock:
+            body = _read(sock, 8, deadline)  # the size of Dask's first message (b"": none in time; None: closed)
+            if body:
+                size = struct.unpack("<Q", body)[0]
+                body = _read(sock, size, deadline) if 8 <= size <= _MAX_HANDSHAKE else None
+    except TimeoutError:
+        body = b""
+    except OSError as exc:
+        why = "connection refused" if isinstance(exc, ConnectionRefusedError) else f"{exc.strerror or exc}"
+        raise SchedulerError(f"cannot reach the Dask scheduler ({why}) at {address}", path="scheduler") from None
+    if body == b"":
+        raise SchedulerError(f"no answer from a Dask scheduler within {timeout:g} s at {address}", path="scheduler")
+    if body is None or not _is_handshake(body):
+        raise SchedulerError(f"no Dask scheduler answers (an unexpected first message) at {address}", path="scheduler")
+
+
+def _read(sock: socket.socket, n: int, deadline: float) -> bytes | None:
+    """Exactly ``n`` bytes from ``sock`` before ``deadline``; ``b""`` if the time runs out first, None if the peer
+    closes first."""
+    out = bytearray()
+    while len(out) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b""
+        sock.settimeout(left)
+        try:
+            block = sock.recv(n - len(out))
+        except TimeoutError:
+            return b""
+        if not block:
+            return None
+        out += block
+    return bytes(out)
+
+
+def _is_handshake(body: bytes) -> bool:
+    """Whether ``body`` is framed as Dask's first message: a frame count, the frames' sizes, a msgpack map."""
+    import msgpack
+
+    count = struct.unpack_from("<Q", body)[0]
+    if not 1 <= count <= 16 or len(body) < 8 * (count + 1):
+        return False
+    sizes = struct.unpack_from(f"<{count}Q", body, 8)
+    if 8 * (count + 1) + sum(sizes) != len(body):
+        return False
+    try:
+        header = msgpack.loads(body[8 * (count + 1) : 8 * (count + 1) + sizes[0]])
+    except Exception:  # noqa: BLE001 - msgpack raises several unrelated types on junk
+        return False
+    return isinstance(header, dict)
 
 
 def import_distributed() -> Any:
@@ -76,13 +202,14 @@ class ClusterConnection:
                     )
                 self._client = distributed.Client(self._cluster, timeout=self.connect_timeout)
             else:
+                probe_scheduler(self.scheduler, self.connect_timeout)
                 try:
                     self._client = distributed.Client(self.scheduler, timeout=self.connect_timeout)
                 except (OSError, TimeoutError) as exc:
-                    raise ClusterError(
+                    raise SchedulerError(
                         f"cannot reach the Dask scheduler at {self.scheduler} within {self.connect_timeout:g} s"
                         f" ({type(exc).__name__})",
-                        value=self.scheduler,
+                        path="scheduler",
                     ) from None
         return self._client
 

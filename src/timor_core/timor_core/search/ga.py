@@ -41,9 +41,10 @@ from timor_core.search.evaluate import Evaluation, cost_descriptor, load_db, loa
 from timor_core.search.filters import FilterConfig, Funnel
 from timor_core.search.ga_coding import EMPTY, ChromosomeCoding
 from timor_core.search.ga_local import DescentStep
-from timor_core.search.ga_run import GARun
+from timor_core.search.ga_run import PYGAD_LOG, GARun, OutOfTimeError
 from timor_core.search.optimizer import Budget
-from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
@@ -321,12 +322,25 @@ class GeneticSearch(ChromosomeCoding):
         result.settings["descent_evaluations"] = run.descent_evaluations
         return result
 
+    def _initial_population(self, run: GARun, rng: np.random.Generator) -> np.ndarray | None:
+        """The trial's first population: the initial designs (first trial), then random chromosomes; None if the
+        time ran out while making it."""
+        seeded = [g.copy() for g in self._initial_genes] if run.trial == 0 else []
+        fresh = []
+        try:
+            for k in range(self.population - len(seeded)):
+                run.check_clock(k)
+                fresh.append(self.random_chromosome(rng))
+        except OutOfTimeError:
+            return None
+        return np.array([*seeded, *fresh], dtype=int)
+
     def _trial(self, pygad: Any, run: GARun) -> None:
         trial, result = run.trial, run.result
         rng = np.random.default_rng([self.seed & 0xFFFFFFFF, trial])
-        seeded = [g.copy() for g in self._initial_genes] if trial == 0 else []
-        fresh = [self.random_chromosome(rng) for _ in range(self.population - len(seeded))]
-        initial = np.array([*seeded, *fresh], dtype=int)
+        initial = self._initial_population(run, rng)
+        if initial is None:
+            return
 
         def record(ga: Any) -> None:
             costs = -np.asarray(ga.last_generation_fitness, dtype=float)
@@ -369,14 +383,18 @@ class GeneticSearch(ChromosomeCoding):
             parent_selection_type="tournament",
             K_tournament=3,
             keep_elitism=self.elitism,
-            crossover_type=self.crossover_operator(rng),
-            mutation_type=self.mutation_operator(rng),
+            crossover_type=run.on_the_clock(self.crossover_operator(rng)),
+            mutation_type=run.on_the_clock(self.mutation_operator(rng), by_rows=True),
             on_generation=on_generation,
             stop_criteria=None if self.early_stop is None else f"saturate_{self.early_stop}",
             random_seed=(self.seed * 7919 + trial) & 0x7FFFFFFF,
             suppress_warnings=True,
+            logger=PYGAD_LOG,
         )
-        ga.run()
+        try:
+            ga.run()
+        except OutOfTimeError:
+            run.out = True
 
     def settings(self) -> dict:
         extra = {"initial": [list(ids) for ids in self.initial]} if self.initial else {}

@@ -15,19 +15,36 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.errors import TimorError
 from timor_core.search.evaluate import Evaluation
 from timor_core.search.ga_local import Descent
 from timor_core.search.optimizer import Budget
-from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.progress import Progress
 from timor_core.search.quick_reach import UNREACHABLE
 from timor_core.search.result import SearchResult
 from timor_core.task.feedback import assembly_cost
 
-__all__ = ["GARun"]
+__all__ = ["GARun", "OutOfTimeError", "PYGAD_LOG"]
 
 logger = logging.getLogger(__name__)
 
 Design = tuple[str, ...]
+CLOCK_EVERY = 512
+"""Chromosomes made, decoded or mutated between two looks at the clock (a population of 100,000 takes seconds)."""
+
+
+class OutOfTimeError(TimorError):
+    """Raised inside PyGAD's loop when the time budget is spent, ending it at once (caught by the GA's trial)."""
+
+
+def _not_out_of_budget(record: logging.LogRecord) -> bool:
+    return not (record.exc_info and isinstance(record.exc_info[1], OutOfTimeError))
+
+
+PYGAD_LOG = logging.getLogger(__name__ + ".pygad")
+"""PyGAD's logger: PyGAD logs every exception that passes through its loop, with its traceback; not this one."""
+PYGAD_LOG.addFilter(_not_out_of_budget)
 
 
 class GARun:
@@ -117,11 +134,15 @@ class GARun:
             if ev.cost < self.next_best:
                 self.next_best, self.best_ids, self.improved_at = float(ev.cost), ids, self.generation
 
-    def evaluate(self, batch: list[Design], bound: float) -> list[Evaluation]:
-        """Evaluate (on the workers) and record: cache, statistics, the result and the trial's best."""
+    def evaluate(self, batch: list[Design], bound: float) -> list[Evaluation | None]:
+        """Evaluate (on the workers) and record: cache, statistics, the result and the trial's best (None: left
+        out, the time ran out first)."""
         ga, result = self.ga, self.result
-        evaluations = self.pe.evaluate_batch_isolated(batch, bound)
+        evaluations = self.pe.evaluate_batch_isolated(batch, bound, self.out_of_budget, self.deadline)
         for ids, ev in zip(batch, evaluations):
+            if ev is None:  # left out: the budget ran out first
+                self.out = True
+                continue
             ev.seq = len(ga.evaluated)
             ga.evaluated.append(ids)
             ga.cache[ids] = ev
@@ -138,13 +159,37 @@ class GARun:
             self.bar.update(len(evaluations), result.funnel, result.best_cost)
         return evaluations
 
+    def on_the_clock(self, operator: Callable[..., np.ndarray], by_rows: bool = False) -> Callable[..., np.ndarray]:
+        """A PyGAD operator that first checks the clock (:class:`OutOfTimeError` once the time is up); ``by_rows``:
+        applied to ``CLOCK_EVERY`` rows at a time (mutation, row by row in place), the clock checked between them."""
+
+        def call(rows: np.ndarray, *rest: Any) -> np.ndarray:
+            self.check_clock(0)
+            if not by_rows:
+                return operator(rows, *rest)
+            for k in range(0, len(rows), CLOCK_EVERY):
+                self.check_clock(0)
+                rows[k : k + CLOCK_EVERY] = operator(rows[k : k + CLOCK_EVERY], *rest)
+            return rows
+
+        return call
+
+    def check_clock(self, k: int) -> None:
+        """Every ``CLOCK_EVERY`` steps of a long loop: :class:`OutOfTimeError` once the time is up."""
+        if k % CLOCK_EVERY == 0 and self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.out = True
+            raise OutOfTimeError
+
     def fitness_batch(self, pygad_ga: Any, solutions: np.ndarray, indices: Any) -> list[float]:
         """PyGAD's batch fitness: one generation, cached per decoded assembly, the invalid never evaluated."""
         ga = self.ga
         if self.canceled():  # evaluate nothing more; the generation ends the trial
             self.skipped = True
             return [-self.worst] * len(solutions)
-        ids_list = [ga.decode(s) for s in solutions]
+        ids_list = []  # (the clock is checked first: time spent in the last batch or since ends PyGAD's loop here)
+        for k, genes in enumerate(solutions):
+            self.check_clock(k)
+            ids_list.append(ga.decode(genes))
         out: list[float | None] = [None] * len(ids_list)
         todo: dict[Design, list[int]] = {}
         # the bound (FilterConfig.bound): a robot no lighter than the best valid one this trial found before this
@@ -168,8 +213,9 @@ class GARun:
         if len(batch) < len(todo):
             self.out = True
         for ids, ev in zip(batch, self.evaluate(batch, bound)):
-            for i in todo[ids]:
-                out[i] = -self.penalised(ev)
+            if ev is not None:  # (None: the time ran out first; scored as over budget below)
+                for i in todo[ids]:
+                    out[i] = -self.penalised(ev)
         for i, v in enumerate(out):
             if v is None:  # over budget: not evaluated
                 out[i] = -self.worst
@@ -207,7 +253,10 @@ class GARun:
         fresh = set(todo)
         out: list[float | None] = []
         for d in designs:
-            ev = self.ga.cache[d]
+            ev = self.ga.cache.get(d)
+            if ev is None:  # left out: the budget ran out first
+                out.append(None)
+                continue
             if d not in fresh:  # (a fresh one was counted by evaluate)
                 self.ga.cache_hits += 1
                 self.found(d, ev)

@@ -28,7 +28,8 @@ from timor_core.search.dask_worker import bound_from_best
 from timor_core.search.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.optimizer import space_info
-from timor_core.search.parallel import Progress, WorkerSpec, default_context
+from timor_core.search.parallel import STOP_GRACE, WorkerSpec, default_context
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_share import SHARE_EVERY
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
@@ -184,7 +185,9 @@ def local_sharded_search(
 
 
 def _run_shards(jobs: list[ShardJob], run: _Run, mp_context: Any, bar: Progress, t0: float, names: list[str]) -> str:
-    """Start a process per shard and take their reports until every shard has ended; why the search stopped."""
+    """Start a process per shard and take their reports until every shard has ended (or ``STOP_GRACE`` seconds past
+    the jobs' deadline: a shard busy compiling numba's kernels, or in one long evaluation, never sees it); why the
+    search stopped."""
     ctx: Any = mp_context if mp_context is not None else default_context()
     if ctx is None:
         import multiprocessing
@@ -197,10 +200,14 @@ def _run_shards(jobs: list[ShardJob], run: _Run, mp_context: Any, bar: Progress,
     for p in procs:
         p.start()
     pending, shown = set(range(len(jobs))), 0
+    give_up = None if jobs[0].deadline is None else jobs[0].deadline + STOP_GRACE
     try:
         while pending:
+            if give_up is not None and time.time() >= give_up:
+                return "max_time"  # (the shards still running are ended below; their last reports stand)
+            wait = 1.0 if give_up is None else min(1.0, max(0.0, give_up - time.time()))
             try:
-                kind, r, text = reports.get(timeout=1.0)
+                kind, r, text = reports.get(timeout=wait)
             except queue.Empty:
                 dead = [r for r in pending if not procs[r].is_alive()]
                 if dead:

@@ -22,7 +22,8 @@ from timor_core.limits import cap_workers, check_count
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import cost_descriptor, load_db, load_task
 from timor_core.search.filters import Filter, FilterConfig
-from timor_core.search.parallel import ParallelEvaluator, Progress
+from timor_core.search.parallel import ParallelEvaluator
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.space import SerialSpace
 from timor_core.task import Task
@@ -205,7 +206,7 @@ class _SearchLoop:
             with pe:
                 pe.start()  # fork the workers before the progress bar starts its monitor thread
                 bar = Progress(total, progress, desc=name)
-                for evaluations in pe.stream(items, self.current_bound, self.should_stop):
+                for evaluations in pe.stream(items, self.current_bound, self.should_stop, deadline=self.deadline):
                     self.take(evaluations)
                     bar.update(len(evaluations), self.result.funnel, self.result.best_cost)
             more = full_total is None or self.done < full_total

@@ -35,14 +35,18 @@ from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
 from timor_core.search.family_proof import Lesson
-from timor_core.search.filters import Filter, FilterConfig, Funnel
+from timor_core.search.filters import Filter, FilterConfig
 from timor_core.search.lessons import Batch, LessonInbox, LessonLog, worker_proofs
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 
-__all__ = ["ParallelEvaluator", "Progress", "WorkerSpec", "default_context", "resolve_workers"]
+__all__ = ["ParallelEvaluator", "WorkerSpec", "default_context", "resolve_workers", "STOP_GRACE"]
 
 logger = logging.getLogger(__name__)
+
+STOP_GRACE = 1.0
+"""Seconds a stream waits past its deadline for the chunks still out; then their workers are ended (a worker busy
+with one long evaluation, or compiling numba's kernels, never sees the deadline)."""
 
 
 def resolve_workers(workers: int | None) -> int:
@@ -211,6 +215,16 @@ class ParallelEvaluator:
             self._pool.shutdown(wait=True, cancel_futures=cancel)
             self._pool = None
 
+    def _abandon(self) -> None:
+        """End the worker processes now, whatever they are doing (a stream past its deadline and grace)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        # ProcessPoolExecutor has no public way to end busy workers before Python 3.14's terminate_workers()
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+
     def __enter__(self) -> ParallelEvaluator:
         self.local  # noqa: B018  (fail early on bad inputs)
         return self
@@ -237,6 +251,7 @@ class ParallelEvaluator:
         stop: Callable[[], bool] | None = None,
         lower_bound: bool = True,
         max_chunk: int | None = None,
+        deadline: float | None = None,
     ) -> Iterator[list[Evaluation]]:
         """Evaluate ``(seq, ids)`` pairs; yields lists of evaluations as they complete (not in order).
 
@@ -244,12 +259,14 @@ class ParallelEvaluator:
         the stream early (chunks already sent still complete and are yielded). ``lower_bound``: a worker lowers
         the bound within its chunk as it finds valid assemblies (False: the verdicts do not depend on how the
         items are split into chunks, i.e. on the number of workers). ``max_chunk`` caps the chunk size (a small
-        batch is then spread over every worker instead of filling one chunk).
+        batch is then spread over every worker instead of filling one chunk). ``deadline`` (a
+        ``time.perf_counter()`` value): chunks still out ``STOP_GRACE`` seconds after it are given up and the
+        workers ended, so the stream ends then whatever they do.
         """
         # the generator itself is returned (no delegating frame per item); nothing runs before the first next()
         if self.workers == 1:
             return self._stream_here(items, bound, stop)
-        return self._stream_pool(items, bound, stop, lower_bound, max_chunk)
+        return self._stream_pool(items, bound, stop, lower_bound, max_chunk, deadline)
 
     def _stream_here(
         self,
@@ -281,6 +298,7 @@ class ParallelEvaluator:
         stop: Callable[[], bool] | None,
         lower_bound: bool,
         max_chunk: int | None,
+        deadline: float | None = None,
     ) -> Iterator[list[Evaluation]]:
         """:meth:`stream` on the process pool: chunks sent in sequence order, at most two per worker out."""
         get_bound, should_stop = _stream_callables(bound, stop)
@@ -308,7 +326,11 @@ class ParallelEvaluator:
                     inflight.add(pool.submit(_run_chunk, chunk, get_bound(), lower_bound, log.pending()))
                 if not inflight:
                     return
-                done, inflight = wait(inflight, return_when=FIRST_COMPLETED)
+                timeout = None if deadline is None else max(0.0, deadline + STOP_GRACE - time.perf_counter())
+                done, inflight = wait(inflight, timeout=timeout, return_when=FIRST_COMPLETED)
+                if not done:  # past the deadline and its grace: what is still out is given up
+                    self._abandon()
+                    return
                 for fut in done:
                     evaluations, origin, upto, lessons = fut.result()
                     log.add(origin, lessons, upto)
@@ -341,28 +363,45 @@ class ParallelEvaluator:
             else:
                 cut.append(ev)
 
-    def evaluate_batch(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+    def evaluate_batch(
+        self,
+        batch: Sequence[Sequence[str]],
+        bound: float = math.inf,
+        stop: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+    ) -> list[Evaluation]:
         """Evaluate a list of assemblies (e.g. a GA generation); results in input order, ``seq`` = position.
 
         Every assembly is judged against ``bound`` alone, so the verdicts do not depend on the number of workers.
+        ``stop``, ``deadline``: as for :meth:`stream`; the assemblies they leave out are None in the list.
         """
         out: list[Evaluation | None] = [None] * len(batch)
         spread = max(1, math.ceil(len(batch) / (4 * self.workers)))  # ~4 chunks per worker: balanced load
-        for evaluations in self.stream(enumerate(batch), bound, lower_bound=False, max_chunk=spread):
+        chunks = self.stream(enumerate(batch), bound, stop, lower_bound=False, max_chunk=spread, deadline=deadline)
+        for evaluations in chunks:
             for ev in evaluations:
                 out[ev.seq] = ev
         return out  # type: ignore[return-value]
 
-    def evaluate_batch_isolated(self, batch: Sequence[Sequence[str]], bound: float = math.inf) -> list[Evaluation]:
+    def evaluate_batch_isolated(
+        self,
+        batch: Sequence[Sequence[str]],
+        bound: float = math.inf,
+        stop: Callable[[], bool] | None = None,
+        deadline: float | None = None,
+    ) -> list[Evaluation | None]:
         """``evaluate_batch``; if it raises (a bug in a filter), each assembly alone, an error making it invalid."""
         if not batch:
             return []
         try:
-            return self.evaluate_batch(batch, bound)
+            return self.evaluate_batch(batch, bound, stop, deadline)  # type: ignore[return-value]
         except Exception:  # noqa: BLE001  (one bad assembly must not end the search)
             logger.info("a batch evaluation failed; evaluating its assemblies one by one", exc_info=True)
-        out = []
+        out: list[Evaluation | None] = []
         for seq, ids in enumerate(batch):
+            if stop is not None and stop():
+                out.extend([None] * (len(batch) - seq))
+                break
             try:
                 out.append(self.local(ids, bound, seq))
             except Exception as exc:  # noqa: BLE001
@@ -374,52 +413,3 @@ class ParallelEvaluator:
                     )
                 )
         return out
-
-
-# -- progress --------------------------------------------------------------------------------------
-
-_SHORT = {
-    "assembly": "asm",
-    "bound": "bnd",
-    "limits": "lim",
-    "robot": "rob",
-    "workspace": "ws",
-    "ik": "ik",
-    "ik_task": "task",
-    "torques": "tau",
-    "joint_limits": "q",
-}
-
-
-class Progress:
-    """A tqdm bar (assemblies/s, best cost, pass rate per filter); silent without tqdm or when disabled."""
-
-    def __init__(self, total: int | None, enabled: bool = True, desc: str = "search") -> None:
-        self.bar = None
-        self._last = 0.0
-        if not enabled:
-            return
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:  # pragma: no cover - tqdm is a dependency
-            return
-        self.bar = tqdm(total=total, unit="asm", desc=desc, smoothing=0.05, dynamic_ncols=True, mininterval=0.25)
-
-    def update(self, n: int, funnel: Funnel, best: float | None, force: bool = False) -> None:
-        if self.bar is None:
-            return
-        self.bar.update(n)
-        now = time.monotonic()
-        if force or now - self._last > 0.5:
-            self._last = now
-            rates = " ".join(
-                f"{_SHORT.get(name, name)}:{100 * funnel.pass_rate(name):.0f}%"
-                for name in funnel.names
-                if funnel.entered[name]
-            )
-            best_text = "-" if best is None else f"{best:.4g}"
-            self.bar.set_postfix_str(f"best={best_text} {rates}", refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()

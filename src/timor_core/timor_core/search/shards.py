@@ -27,6 +27,7 @@ from typing import Any
 
 from timor_core.common.fileio import write_json
 from timor_core.model.db import ModulesDB
+from timor_core.search.checkpoint import CHECKPOINT_VERSION, refuse_changed
 from timor_core.search.cluster import ClusterError, DaskEvaluator
 from timor_core.search.cost_order import by_cost_indexed
 from timor_core.search.dask_worker import forget_bound, publish_bound
@@ -34,7 +35,7 @@ from timor_core.search.evaluate import cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.funnel import Funnel
 from timor_core.search.optimizer import space_info
-from timor_core.search.parallel import Progress
+from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.space import SerialSpace
@@ -87,6 +88,7 @@ class _Run:
         # one shard per worker thread (a local cluster's workers have one each), each pinned to its own
         self.slots: list[str | None] = [a for a in sorted(info) for _ in range(int(info[a].get("nthreads", 1)))]
         if resumed is not None:
+            refuse_changed(resumed.get("digests"), header["digests"], de.resume_path)
             for key in ("task", "db", "cost", "space", "start", "stop"):
                 if resumed.get(key) != header[key]:
                     raise ClusterError(f"the checkpoint is of another search ({key} differs)", value=resumed.get(key))
@@ -232,7 +234,7 @@ def sharded_cost_search(
     resumed = de.shard_checkpoint
     descriptor = cost_descriptor(cost)
     header = {
-        "version": 1,
+        "version": CHECKPOINT_VERSION,
         "kind": "timor-search-checkpoint",
         "route": SHARD_ROUTE,
         "task": task.id,
@@ -241,6 +243,7 @@ def sharded_cost_search(
         "space": space.fingerprint,
         "start": start,
         "stop": stop,
+        "digests": de.search_digests([space.fingerprint, SHARD_ROUTE, start, stop]),
     }
     result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
     result.settings = {"filters": (config or FilterConfig()).to_json(), **(settings or {})}

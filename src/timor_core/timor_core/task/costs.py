@@ -29,7 +29,6 @@ which equals the reference's ``sum(|tau|) * (t[1] - t[0])`` on uniformly sampled
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -57,10 +56,16 @@ __all__ = [
     "ModuleCost",
     "COSTS",
     "DEFAULT_DESCRIPTOR",
+    "MAX_WEIGHT",
 ]
 
 #: What ``timor solve`` reports when no cost is given.
 DEFAULT_DESCRIPTOR = "mass"
+
+MAX_WEIGHT = 1e6
+"""Largest magnitude of a cost weight: a weighted sum of masses, times and energies stays finite (``mass_1e308``
+overflowed to inf and crashed the cost-ordered search)."""
+_RANGE = f"from -{MAX_WEIGHT:g} to {MAX_WEIGHT:g}"
 
 
 def _format_weight(weight: float) -> str:
@@ -85,8 +90,8 @@ class CostFunction:
 
     def __init__(self, weight: float | None = None) -> None:
         w = self.default_weight if weight is None else weight
-        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not math.isfinite(w):
-            raise InputError(f"the weight of cost {self.name!r} must be a finite number", value=w)
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not abs(w) <= MAX_WEIGHT:
+            raise InputError(f"the weight of cost {self.name!r} must be a finite number {_RANGE}", value=w)
         self.weight = float(w)
 
     # -- values ------------------------------------------------------------------------------------
@@ -177,8 +182,8 @@ class CostFunction:
                     weight = float(weight_text)
                 except ValueError:
                     raise InputError(f"{where}: the weight {weight_text!r} is not a number", value=text) from None
-                if not math.isfinite(weight):
-                    raise InputError(f"{where}: the weight must be finite", value=text)
+                if not abs(weight) <= MAX_WEIGHT:
+                    raise InputError(f"{where}: the weight must be a finite number {_RANGE}", value=text)
             costs.append(cls(weight))
         return costs[0] if len(costs) == 1 else ComposedCost(*costs)
 
