@@ -149,8 +149,11 @@ def _number(r: _Reader, section: str, key: str, value: str) -> str:
 
 def _int_value(r: _Reader, section: str, key: str, text: str, data_type: int) -> str:
     lely = _LELY_VALUE.fullmatch(text)
-    if text.upper() == "$NODEID" or lely is not None and _LELY_INT.fullmatch(lely.group("v")) and not (
-        _SIGNED_BITS.get(data_type) and "0x" in lely.group("v").lower() and not lely.group(1)
+    if (
+        text.upper() == "$NODEID"
+        or lely is not None
+        and _LELY_INT.fullmatch(lely.group("v"))
+        and not (_SIGNED_BITS.get(data_type) and "0x" in lely.group("v").lower() and not lely.group(1))
     ):
         return text  # as lely reads it (a signed type's hex value is checked below)
     m = _NODEID.fullmatch(text)
@@ -342,6 +345,8 @@ def normalise_eds(data: bytes, path: Path, field: str = "eds") -> Normalised:
     if not changed:
         changed.append("object lists rewritten in order")
     head = [f"; timor: normalised for lely's dcfgen from the vendor's {path.name} (kept in original/)"]
-    head += [f";   {c}" for c in changed[:40]] + ([f";   ... and {len(changed) - 40} more"] if len(changed) > 40 else [])
+    head += [f";   {c}" for c in changed[:40]] + (
+        [f";   ... and {len(changed) - 40} more"] if len(changed) > 40 else []
+    )
     nl = "\r\n" if "\r\n" in text else "\n"
     return Normalised((nl.join(head) + nl + out).encode("utf-8"), tuple(changed))
