@@ -293,3 +293,19 @@ def test_each_vendor_file_builds_and_boots_without_writing_a_read_only_object(ro
         for index, sub in _bin(config / f"{device}.bin"):
             obj = eds.get(index, sub)
             assert obj is not None and obj.access in WRITE, (device, hex(index), sub, obj)
+
+
+def test_a_fixed_pdo_set_is_used_as_the_drive_has_it(robco, tmp_path):
+    """AMD's file fixes its PDO mapping (the count of entries is const): the master writes no mapping and uses the
+    drive's own PDOs that carry what the velocity command needs, nothing else."""
+    profile = _profile(tmp_path / "hw", "amd_foc_mc.eds")
+    dev = [*_bus(robco, profile).values()][0]
+    assert dev["velocity_mode"] == 3
+    assert dev["rpdo"] == {
+        2: {"enabled": True, "cob_id": "auto"},
+        3: {"enabled": True, "cob_id": "auto"},
+        1: {"enabled": False},
+        4: {"enabled": False},
+    }  # 2: 6040+6060, 3: 6040+60FF; 4: 6071
+    assert sorted(k for k, v in dev["tpdo"].items() if v.get("enabled")) == [2, 3, 4]  # 6061, 606C, 6064
+    assert all("mapping" not in v for v in [*dev["rpdo"].values(), *dev["tpdo"].values()])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from timor_core.errors import InputError
-from timor_core.export.canopen_pdo import NAMES, boot_sdos, plan_pdos, writable
+from timor_core.export.canopen_pdo import NAMES, Pdo, boot_sdos, plan_pdos, writable
 from timor_core.export.canopen_units import drive_scales
 from timor_core.export.hardware import HardwareProfile, JointDrive
 from timor_core.export.yaml_text import to_yaml
@@ -53,8 +53,8 @@ class BusDevice:
     mode: int
     scale_pos_to_dev: float
     scale_vel_to_dev: float
-    rpdo: tuple[tuple[int, ...], ...]
-    tpdo: tuple[tuple[int, ...], ...]
+    rpdo: tuple[Pdo, ...]
+    tpdo: tuple[Pdo, ...]
     off_rpdo: tuple[int, ...]  # further PDOs the drive has, switched off
     off_tpdo: tuple[int, ...]
     sdo: tuple[tuple[int, int, int, str], ...]  # index, sub-index, value, comment
@@ -167,15 +167,17 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
     return out
 
 
-def _pdo_data(kind: str, pdos: tuple[tuple[int, ...], ...], off: tuple[int, ...]) -> dict[int, dict[str, Any]]:
-    """The ``rpdo``/``tpdo`` section of a device: the mapped PDOs in order, then the ones switched off."""
+def _pdo_data(kind: str, pdos: tuple[Pdo, ...], off: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """The ``rpdo``/``tpdo`` section of a device: the used PDOs (a fixed one keeps the drive's mapping: no
+    ``mapping``, so dcfgen writes none), then the ones switched off."""
     out: dict[int, dict[str, Any]] = {}
-    for k, entries in enumerate(pdos):
-        pdo: dict[str, Any] = {"enabled": True, "cob_id": "auto"}
+    for pdo in pdos:
+        data: dict[str, Any] = {"enabled": True, "cob_id": "auto"}
         if kind == "tpdo":
-            pdo["transmission"] = 1
-        pdo["mapping"] = [{"index": i, "sub_index": 0} for i in entries]
-        out[k + 1] = pdo
+            data["transmission"] = 1
+        if not pdo.fixed:
+            data["mapping"] = [{"index": i, "sub_index": 0} for i in pdo.entries]
+        out[pdo.number] = data
     out.update({k: {"enabled": False} for k in off})
     return out
 
@@ -199,6 +201,11 @@ def _device_data(dev: BusDevice) -> dict[str, Any]:
     }
 
 
+def _pdo_comment(pdo: Pdo) -> str:
+    own = " (the drive's own mapping)" if pdo.fixed else ""
+    return f"{pdo.number}{own}: " + ", ".join(f"0x{i:04X} {NAMES.get(i, '')}".rstrip() for i in pdo.entries)
+
+
 def _bus_comments(devices: list[BusDevice]) -> list[str]:
     """What the numbers of bus.yml mean (YAML data carries no comments): per device its joint, module, SDOs, PDOs."""
     lines = ["# CANopen bus of the robot for ros2_canopen's generate_dcf(bus) (lely dcfgen). Written by timor."]
@@ -206,8 +213,7 @@ def _bus_comments(devices: list[BusDevice]) -> list[str]:
         lines.append(f"# {dev.name}: joint {json.dumps(dev.joint)}, module {json.dumps(dev.module_id)}")
         lines += [f"#   sdo 0x{i:04X} sub {s} = {v}: {c}" for i, s, v, c in dev.sdo]
         for kind, pdos in (("rpdo", dev.rpdo), ("tpdo", dev.tpdo)):
-            names = "; ".join(", ".join(f"0x{i:04X} {NAMES[i]}" for i in e) for e in pdos)
-            lines.append(f"#   {kind}: {names}")
+            lines.append(f"#   {kind}: " + "; ".join(_pdo_comment(p) for p in pdos))
     return lines
 
 

@@ -14,15 +14,19 @@ PDOs as in ros2_canopen's CiA 402 examples: RPDO 1 controlword + modes of operat
 mode; TPDO 1 statusword + modes of operation display, TPDO 2 position + velocity actual value (all on SYNC);
 further PDOs of the drive are switched off. The optional 0x6060/0x6061/0x606C stay off the PDOs when they
 cannot be mapped, or when the drive's mapping object has no sub-index for them (lely writes only sub-indices
-the EDS describes).
+the EDS describes). A drive whose mapping cannot be written (its number of entries ``const``, a fixed PDO set)
+is used with its own PDOs instead: those that map only objects the driver reads or writes, as long as they
+carry the required ones.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from timor_core.errors import InputError
 from timor_core.export.eds import Eds
 
-__all__ = ["NAMES", "TARGET", "Pdos", "plan_pdos", "boot_sdos", "writable"]
+__all__ = ["NAMES", "TARGET", "Pdo", "plan_pdos", "boot_sdos", "writable"]
 
 NAMES = {0x6040: "controlword", 0x6041: "statusword", 0x6060: "modes of operation",
          0x6061: "modes of operation display", 0x6064: "position actual value", 0x606C: "velocity actual value",
@@ -32,7 +36,15 @@ _WRITE = ("rw", "wo", "rww", "rwr")
 _DIRECTION = {"RPDO": ("rw", "wo", "rww"), "TPDO": ("ro", "rw", "rwr", "const")}
 _OPTIONAL = (0x6060, 0x6061, 0x606C)
 
-Pdos = tuple[tuple[int, ...], ...]
+
+@dataclass(frozen=True)
+class Pdo:
+    """One PDO of the drive the master uses: its number (1 = 0x1400/0x1800), the objects it carries, and whether
+    that mapping is the drive's own (``fixed``: its count cannot be written, so bus.yml leaves it as it is)."""
+
+    number: int
+    entries: tuple[int, ...]
+    fixed: bool = False
 
 
 def writable(eds: Eds, index: int, sub: int) -> bool:
@@ -122,11 +134,61 @@ def _check_pdo(eds: Eds, kind: str, k: int, entries: tuple[int, ...], where: str
             raise _refuse(eds, index, sub, f"is written at boot to set up {kind} {k + 1}", where)
 
 
-def _off(eds: Eds, base: int, first: int) -> tuple[int, ...]:
+def _fixed_entries(eds: Eds, mapping: int) -> tuple[int, ...] | None:
+    """The objects a PDO mapping holds by default (its EDS values), None if not all are given."""
+    count = eds.number(mapping, 0)
+    values = [eds.number(mapping, sub) for sub in range(1, (count or 0) + 1)]
+    if not count or None in values:
+        return None
+    return tuple(v >> 16 for v in values if v is not None)
+
+
+def _fixed(eds: Eds, kind: str, required: set[int], optional: set[int], command: str, where: str) -> list[Pdo]:
+    """The drive's own PDOs that carry only wanted objects, each adding one; empty if the required are not all
+    covered."""
+    base = 0x1400 if kind == "RPDO" else 0x1800
+    chosen: list[Pdo] = []
+    covered: set[int] = set()
+    for k in range(512):
+        entries = _fixed_entries(eds, base + 0x200 + k) if eds.has(base + k, 1) else None
+        if not entries or not set(entries) <= required | optional or set(entries) <= covered:
+            continue
+        if not all(_mappable(eds, i, kind, False, command, where) for i in entries):
+            continue
+        written = [(base + k, 1)] + ([(base + k, 2)] if kind == "TPDO" and eds.number(base + k, 2) != 1 else [])
+        if all(writable(eds, i, s) for i, s in written):
+            chosen.append(Pdo(k + 1, entries, fixed=True))
+            covered |= set(entries)
+    for pdo in list(chosen):  # one that the others already carry is not needed
+        if set(pdo.entries) <= {i for other in chosen if other is not pdo for i in other.entries}:
+            chosen.remove(pdo)
+    return chosen if required <= covered else []
+
+
+def _layout(eds: Eds, kind: str, groups: tuple[tuple[int, ...], ...], command: str, where: str) -> tuple[Pdo, ...]:
+    """ros2_canopen's layout in PDOs 1, 2, ...; else, for a fixed PDO set, the drive's own PDOs that fit."""
+    try:
+        pdos = tuple(Pdo(k + 1, _entries(eds, kind, k, group, command, where)) for k, group in enumerate(groups))
+        for pdo in pdos:
+            _check_pdo(eds, kind, pdo.number - 1, pdo.entries, where)
+        return pdos
+    except InputError as exc:
+        wanted = {i for group in groups for i in group}
+        required = wanted - set(_OPTIONAL)
+        for index in required:
+            _mappable(eds, index, kind, True, command, where)
+        fixed = _fixed(eds, kind, required, wanted & set(_OPTIONAL), command, where)
+        if not fixed:
+            raise exc from None
+        return tuple(fixed)
+
+
+def _off(eds: Eds, base: int, used: tuple[Pdo, ...]) -> tuple[int, ...]:
     """The further PDOs to switch off: those whose COB-ID the master can write (or that are off already)."""
     out = []
-    for k in range(first, 512):
-        if not eds.has(base + k, 1):
+    numbers = {pdo.number for pdo in used}
+    for k in range(512):
+        if k + 1 in numbers or not eds.has(base + k, 1):
             continue
         cob_id = eds.number(base + k, 1)
         if writable(eds, base + k, 1) or cob_id is not None and cob_id & 0x80000000:
@@ -134,13 +196,10 @@ def _off(eds: Eds, base: int, first: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def plan_pdos(eds: Eds, command: str, where: str) -> tuple[Pdos, Pdos, tuple[int, ...], tuple[int, ...]]:
-    """RPDOs, TPDOs (their mapped objects) and the RPDO/TPDO numbers to switch off (module docstring)."""
-    rpdo = (_entries(eds, "RPDO", 0, (0x6040, 0x6060), command, where),
-            _entries(eds, "RPDO", 1, (TARGET[command],), command, where))  # fmt: skip
-    tpdo = (_entries(eds, "TPDO", 0, (0x6041, 0x6061), command, where),
-            _entries(eds, "TPDO", 1, (0x6064, 0x606C), command, where))  # fmt: skip
-    for kind, pdos in (("RPDO", rpdo), ("TPDO", tpdo)):
-        for k, entries in enumerate(pdos):
-            _check_pdo(eds, kind, k, entries, where)
-    return rpdo, tpdo, _off(eds, 0x1400, 2), _off(eds, 0x1800, 2)
+def plan_pdos(
+    eds: Eds, command: str, where: str
+) -> tuple[tuple[Pdo, ...], tuple[Pdo, ...], tuple[int, ...], tuple[int, ...]]:
+    """RPDOs, TPDOs and the RPDO/TPDO numbers to switch off (module docstring)."""
+    rpdo = _layout(eds, "RPDO", ((0x6040, 0x6060), (TARGET[command],)), command, where)
+    tpdo = _layout(eds, "TPDO", ((0x6041, 0x6061), (0x6064, 0x606C)), command, where)
+    return rpdo, tpdo, _off(eds, 0x1400, rpdo), _off(eds, 0x1800, tpdo)

@@ -46,6 +46,7 @@ def _describe(eds: Eds, indices: tuple[int, ...]) -> str:
 def _factor_group(eds: Eds, where: str) -> None:
     """Refuse a factor group that does not leave positions and velocities in increments (module docstring)."""
     position = ratio(eds, 0x6093)
+    used: tuple[int, ...]
     if position is not None:
         unity, used = position == 1, (0x6093,)
     else:
