@@ -309,3 +309,47 @@ def test_a_fixed_pdo_set_is_used_as_the_drive_has_it(robco, tmp_path):
     }  # 2: 6040+6060, 3: 6040+60FF; 4: 6071
     assert sorted(k for k, v in dev["tpdo"].items() if v.get("enabled")) == [2, 3, 4]  # 6061, 606C, 6064
     assert all("mapping" not in v for v in [*dev["rpdo"].values(), *dev["tpdo"].values()])
+
+
+def test_the_notations_vendor_tools_write_are_rewritten_to_what_lely_reads(tmp_path):
+    """One vendor file (Pilz) given every notation the normaliser rewrites; lely's reader refuses the result of
+    each edit alone (checked here) and reads the normalised file, with the values CiA 306 gives them."""
+    text = (VENDOR / "pilz_prbt_0_1.dcf").read_text()
+    edits = {
+        "hex count": ("[OptionalObjects]\nSupportedObjects=", "[OptionalObjects]\nSupportedObjects=0x"),
+        "octal and signed": ("[6040]\n", "[6040]\nLowLimit=+010\n"),
+        "node id last": ("[1014]\n", "[1014]\nParameterValue=0x80+$NODEID\n"),
+        "indented key": ("[6041]\n", "[6041]\n  HighLimit=0xFFFF\n"),
+        "repeated section": ("[6060]\n", "[6060]\nLowLimit=-128\n\n[6060]\n"),
+        "REAL32 decimal": ("[6041]\n", "[6041]\n"),  # replaced below: an object of its own
+        "not key=value": ("[Comments]\n", "[Comments]\nthis line has no equals sign\n"),
+    }
+    count = int(re.search(r"\[OptionalObjects\]\nSupportedObjects=(\d+)", text).group(1))
+    edits["hex count"] = (
+        f"[OptionalObjects]\nSupportedObjects={count}",
+        f"[OptionalObjects]\nSupportedObjects={count:#x}",
+    )
+    edits["REAL32 decimal"] = (
+        "[6041]\n",
+        "[2F00]\nParameterName=real\nObjectType=0x7\nDataType=0x0008\n"
+        "AccessType=rw\nDefaultValue=1.5\nPDOMapping=0\n\n[6041]\n",
+    )  # also not listed
+    path = tmp_path / "d.dcf"
+    for name, (old, new) in edits.items():
+        assert old in text, name
+        path.write_text(text.replace(old, new, 1))
+        if name not in ("REAL32 decimal",):  # lely does not read an unlisted object: no error, but no object
+            with pytest.raises(Exception):  # noqa: B017 - lely raises ValueError, KeyError or a configparser error
+                _lely_reads(path)
+        text = text.replace(old, new, 1)
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("cp1252").replace(b"PRBT", "PRBT \u00b0".encode("cp1252"), 1))
+    eds = read_eds(path)
+    (tmp_path / "n.dcf").write_bytes(eds.content)
+    assert _lely_reads(tmp_path / "n.dcf") == len({index for index, _ in eds.objects})
+    assert eds.number(0x2F00) == 0x3FC00000  # 1.5 as lely reads REAL32: its bit pattern
+    ini = eds.content.decode("utf-8")
+    assert "LowLimit=8" in ini and "ParameterValue=$NODEID+0x80" in ini and "\nHighLimit=0xFFFF" in ini
+    assert re.findall(r"^\[6060\]", ini, re.M) == ["[6060]"]  # the repeated section merged into the first
+    assert "; this line has no equals sign" in ini and "\u00b0" in ini
+    assert "byte-order mark removed" in eds.changes and "text re-encoded from Windows-1252 to UTF-8" in eds.changes
+    assert eds.original == path.read_bytes()
