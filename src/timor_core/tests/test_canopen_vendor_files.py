@@ -15,13 +15,15 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import InputError
 from timor_core.export.bringup import write_bringup
 from timor_core.export.bringup_routes import route_files
-from timor_core.export.eds import read_eds
+from timor_core.export.eds import parse_eds, read_eds
 from timor_core.export.eds_text import normalise_eds
 from timor_core.export.hardware import HardwareProfile
 
@@ -353,3 +355,38 @@ def test_the_notations_vendor_tools_write_are_rewritten_to_what_lely_reads(tmp_p
     assert "; this line has no equals sign" in ini and "\u00b0" in ini
     assert "byte-order mark removed" in eds.changes and "text re-encoded from Windows-1252 to UTF-8" in eds.changes
     assert eds.original == path.read_bytes()
+
+
+_LINES = st.sampled_from([
+    "[DeviceInfo]", "[MandatoryObjects]", "[OptionalObjects]", "[ManufacturerObjects]", "[1000]", "[1018]",
+    "[1018sub0]", "[1018sub01]", "[6040]", "[2000]", "[2000sub1]", "[Comments]", "SupportedObjects=0x2",
+    "SupportedObjects=99999999", "1=0x1000", "2=0x1018", "3=0x6040", "SubNumber=2", "ObjectType=0x7",
+    "DataType=0x0007", "DataType=0x0002", "DataType=0x0008", "AccessType=RW", "AccessType=const", "AccessType=xx",
+    "ParameterName=p", "DefaultValue=0xFD", "DefaultValue=$NODEID+0x80", "DefaultValue=0x80+$NodeId",
+    "DefaultValue=1.5e3", "DefaultValue=010", "DefaultValue=+7", "DefaultValue=08", "PDOMapping=1",
+    "VendorNumber=0x9A", "ProductNumber=419", "  LowLimit=1", "no equals", "; comment", "", "key:value",
+])  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(_LINES, st.text(max_size=30)), max_size=40))
+def test_normalising_any_text_refuses_by_input_error_or_gives_a_fixed_point(lines):
+    """Whatever the text: an InputError naming file and section, or a file that normalises to itself again."""
+    path = Path("fuzz.eds")
+    try:
+        first = normalise_eds("\n".join(lines).encode("utf-8", "surrogatepass"), path)
+    except InputError as exc:
+        assert "fuzz.eds [" in str(exc)
+        return
+    again = normalise_eds(first.data, path)
+    assert again.changes == () and again.data == first.data
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(_LINES, st.text(max_size=30)), max_size=40), st.sampled_from(["\n", "\r\n", "\r"]))
+def test_reading_any_text_as_an_eds_gives_an_eds_or_an_input_error(lines, end):
+    try:
+        eds = parse_eds(end.join(["[DeviceInfo]", *lines]).encode("utf-8", "surrogatepass"), Path("fuzz.eds"))
+    except InputError:
+        return
+    assert eds.content.decode("utf-8") and all(0 <= i <= 0xFFFF and 0 <= s <= 0xFF for i, s in eds.objects)

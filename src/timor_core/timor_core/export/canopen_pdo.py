@@ -137,8 +137,10 @@ def _check_pdo(eds: Eds, kind: str, k: int, entries: tuple[int, ...], where: str
 def _fixed_entries(eds: Eds, mapping: int) -> tuple[int, ...] | None:
     """The objects a PDO mapping holds by default (its EDS values), None if not all are given."""
     count = eds.number(mapping, 0)
-    values = [eds.number(mapping, sub) for sub in range(1, (count or 0) + 1)]
-    if not count or None in values:
+    if not count or not 0 < count <= 64:  # CiA 301: at most 64 mapped objects
+        return None
+    values = [eds.number(mapping, sub) for sub in range(1, count + 1)]
+    if None in values:
         return None
     return tuple(v >> 16 for v in values if v is not None)
 

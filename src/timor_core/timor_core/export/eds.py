@@ -164,7 +164,7 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
     text = normalised.data.decode("utf-8")
     ini = configparser.RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))
     try:
-        ini.read_string(text)
+        ini.read_string(text.replace("\r\n", "\n").replace("\r", "\n"))  # line ends as lely reads them
     except configparser.Error as exc:
         first = str(exc).splitlines()[0]
         raise InputError(f"{field}: not an EDS/DCF file (INI sections expected): {first}", value=path.name) from None

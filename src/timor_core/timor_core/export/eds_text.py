@@ -41,6 +41,12 @@ _LELY_INT = re.compile(r"-?(0x[0-9A-F]+|0|[1-9][0-9]*)", re.IGNORECASE)  # what 
 _LELY_VALUE = re.compile(r"(\$NODEID\s*\+\s*)?(?P<v>-?0x[0-9A-F]+|-?[0-9]+)", re.IGNORECASE)  # lely's Value
 _NODEID = re.compile(r"\$NODEID\s*\+\s*(?P<a>.+)|(?P<b>.+?)\s*\+\s*\$NODEID|(?P<c>\$NODEID)", re.IGNORECASE)
 _COMMENT = re.compile(r"\s*[;#].*$")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # lines as Python's file reading splits them
+
+
+def _lines(text: str) -> list[str]:
+    """The lines with their ends, split where lely's INI reader splits (not at str.splitlines' form feeds etc.)."""
+    return _LINE.findall(text)
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ class _Reader:
         self.keys: dict[str, dict[str, tuple[str, str]]] = {}  # upper section -> lower key -> (key, value)
         self.changes: list[str] = []
         section = None
-        for number, raw in enumerate(text.splitlines(), 1):
+        for number, raw in enumerate(_lines(text), 1):
             line = raw.strip()
             if not line or line[0] in ";#":
                 continue
@@ -202,8 +208,8 @@ def _lists(r: _Reader) -> dict[str, list[int]]:
     for name in _LISTS:
         count_text = r.get(name, "SupportedObjects")
         count = 0 if count_text is None else cia_int(_COMMENT.sub("", count_text))
-        if count is None or count < 0:
-            r.refuse(name, "SupportedObjects", count_text or "", "not a count")
+        if count is None or not 0 <= count <= 0x10000:
+            r.refuse(name, "SupportedObjects", count_text or "", "not a count (0 to 65536 objects)")
         for k in range(1, count + 1):
             entry = r.get(name, str(k))
             index = cia_int(_COMMENT.sub("", entry)) if entry is not None else None
@@ -291,7 +297,8 @@ def _rewrite(text: str, r: _Reader, listed: dict[str, list[int]], edits: dict[st
     blocks: dict[str, list[str]] = {"": []}
     seen: dict[str, set[str]] = {"": set()}
     section = ""
-    for raw in text.splitlines(keepends=True):
+    for raw in _lines(text):
+        raw = raw if raw.endswith(("\n", "\r")) else raw + nl  # the last line: the lists may follow it
         line = raw.strip()
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1].strip().upper()
