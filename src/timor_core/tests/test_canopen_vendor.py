@@ -271,7 +271,7 @@ def test_a_drive_that_scales_positions_itself_needs_the_profiles_scale_factors(a
 
     profile = HardwareProfile.from_json_file(folder / "profile.json")
     with pytest.raises(
-        InputError, match=r"elmo_gold.dcf: the drive scales positions itself \(0x6091 gear ratio 10/1\)"
+        InputError, match=r"elmo_gold.dcf: the drive scales positions itself \(0x6091 gear ratio 10/1, 0x6092 feed "
     ):
         route_files(arm, profile)
     over = {**MIXED, "J2": {**MIXED["J2"], "scale_pos_to_dev": 1000, "scale_vel_to_dev": 1000}}

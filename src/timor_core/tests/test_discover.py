@@ -135,11 +135,7 @@ def test_discover_from_a_shell_against_a_simulator_in_another_process(tmp_path):
     from hostile import run_cli
 
     group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
-    try:
-        can = pytest.importorskip("can")
-        can.Bus(interface="udp_multicast", channel=group).shutdown()
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"python-can's udp_multicast interface does not work here ({exc})")
+    pytest.importorskip("can")  # only a plain install skips: msgpack (python-can[multicast]) is a dependency
     sim = subprocess.Popen(
         [sys.executable, "-m", "timor_core.cli", "canopen-sim", "--can", group, "--db", "robco_like",
          "--drive", "2:J", "--drive", "3:J", "--drive", "4:J", "--seconds", "60"],

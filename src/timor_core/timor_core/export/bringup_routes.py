@@ -129,6 +129,8 @@ def _canopen_route(profile: HardwareProfile, drives: tuple[JointDrive, ...]) -> 
     files: dict[str, str | bytes | Path] = {f"config/{BUS_NAME}/bus.yml": bus_yml(devices, profile)}
     for dev in devices:
         files[f"config/{BUS_NAME}/{dev.dcf}"] = dev.content
+        if dev.original is not None:  # the vendor's file as it came, for reference (dcfgen reads the one above)
+            files[f"config/{BUS_NAME}/original/{dev.dcf}"] = dev.original
     params = {
         "bus_config": f"{CONFIG_DIR}/{BUS_NAME}/bus.yml",
         "master_config": f"{CONFIG_DIR}/{BUS_NAME}/master.dcf",

@@ -7,31 +7,24 @@ scale factors between joint units and drive units, the PDO mapping and the SDOs 
 writes them in the flat form that ros2_canopen's ``generate_dcf()`` feeds to lely's ``dcfgen`` (the form of its
 canopen_tests/robot_control, the RobotSystem example).
 
-PDOs as in ros2_canopen's CiA 402 examples: RPDO 1 controlword + modes of operation, RPDO 2 the target of the
-mode; TPDO 1 statusword + modes of operation display, TPDO 2 position + velocity actual value (all on SYNC);
-further PDOs of the drive are switched off. An object the EDS does not have, or cannot map, is refused (the
-optional 0x6060/0x6061/0x606C stay on SDO when not mappable). Cyclic modes also set the interpolation time
-period 0x60C2 to the SYNC period. A mode the drive's supported drive modes (0x6502) exclude is refused.
-
-Scale factors (``scale_pos_to_dev``: drive units per joint radian, or per metre): the drive's units come from
-its EDS: 0x60A8/0x60A9 (SI unit position/velocity; absent: encoder increments, and increments per second), the
-encoder's increments per motor revolution from the profile's ``encoder_counts`` or else 0x608F; the profile's
-``gear_ratio`` is motor revolutions per joint revolution (per metre). ``scale_pos_to_dev``/``scale_vel_to_dev``
-in the profile override both. A drive that scales positions itself (factor group 0x6091/0x6092 not 1/1, or the
-older dimension indices 0x608A/0x608C set) needs both overrides.
+PDOs (``canopen_pdo``): as in ros2_canopen's CiA 402 examples, every object the master writes at boot checked
+against the EDS's access type and PDO-mappability. Cyclic modes also set the interpolation time period 0x60C2 to
+the SYNC period. A mode the drive's supported drive modes (0x6502) exclude is refused. Scale factors:
+``canopen_units``. The EDS/DCF file is installed as lely's dcfgen reads it (``eds_text``), the vendor's own
+bytes beside it in ``original/`` when they differ.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from timor_core.errors import InputError
-from timor_core.export.eds import Eds, SiUnit, si_unit
+from timor_core.export.canopen_pdo import NAMES, Pdo, boot_sdos, plan_pdos, writable
+from timor_core.export.canopen_units import drive_scales
 from timor_core.export.hardware import HardwareProfile, JointDrive
 from timor_core.export.yaml_text import to_yaml
 
@@ -42,10 +35,7 @@ SYNC_PERIOD_US = 10_000
 _PERIOD_MS = SYNC_PERIOD_US // 1000
 _CYCLIC = (7, 8, 9, 10)
 _COMMAND = {1: "position", 7: "position", 8: "position", 3: "velocity", 9: "velocity", 4: "effort", 10: "effort"}
-_TARGET = {"position": 0x607A, "velocity": 0x60FF, "effort": 0x6071}
-_NAMES = {0x6040: "controlword", 0x6041: "statusword", 0x6060: "modes of operation",
-          0x6061: "modes of operation display", 0x6064: "position actual value", 0x606C: "velocity actual value",
-          0x607A: "target position", 0x60FF: "target velocity", 0x6071: "target torque"}  # fmt: skip
+_HEARTBEAT_MS = 1000
 
 
 @dataclass(frozen=True)
@@ -57,18 +47,20 @@ class BusDevice:
     module_id: str
     node_id: int
     dcf: str  # file name in config/bus/
-    content: bytes  # that file (the vendor's, with the profile's identity added where the file has none)
+    content: bytes  # that file (the vendor's as lely reads it, with the profile's identity where it has none)
+    original: bytes | None  # the vendor's bytes when ``content`` normalises them (installed in original/)
     command: str  # position / velocity / effort
     mode: int
     scale_pos_to_dev: float
     scale_vel_to_dev: float
-    rpdo: tuple[tuple[int, ...], ...]
-    tpdo: tuple[tuple[int, ...], ...]
+    rpdo: tuple[Pdo, ...]
+    tpdo: tuple[Pdo, ...]
     off_rpdo: tuple[int, ...]  # further PDOs the drive has, switched off
     off_tpdo: tuple[int, ...]
     sdo: tuple[tuple[int, int, int, str], ...]  # index, sub-index, value, comment
     vendor_id: int
     product_code: int
+    heartbeat: int | None = _HEARTBEAT_MS  # 0x1017 producer heartbeat (None: read-only, left as the drive has it)
 
 
 def command_interface(mode: int, where: str = "$.drives.*") -> str:
@@ -116,132 +108,6 @@ def _with_identity(data: bytes, vendor: int, product: int) -> bytes:
     return "".join(out).encode("latin-1")
 
 
-def _unit(eds: Eds, index: int, velocity: bool, where: str) -> SiUnit | None:
-    raw = eds.number(index)
-    if raw is None:
-        return None
-    return si_unit(raw, velocity, f"{where}: {eds.path.name} 0x{index:04X}")
-
-
-def _factor_group(eds: Eds, d_overrides: bool, where: str) -> None:
-    """Refuse what the scale factors cannot account for (unless the profile gives them): a drive that scales
-    positions itself (CiA 402 factor group 0x6091 gear ratio, 0x6092 feed constant, other than 1/1), or the
-    older DSP 402 dimension indices 0x608A/0x608C set to a unit."""
-    if d_overrides:
-        return
-    for index, name in ((0x6091, "gear ratio"), (0x6092, "feed constant")):
-        pair = (eds.number(index, 1), eds.number(index, 2))
-        if None not in pair and pair != (1, 1) and 0 not in pair:
-            raise InputError(
-                f"{eds.path.name}: the drive scales positions itself (0x{index:04X} {name} {pair[0]}/{pair[1]}): "
-                "give scale_pos_to_dev and scale_vel_to_dev in the profile",
-                file=eds.path,
-                path=f"{where}.scale_pos_to_dev",
-            )
-    for index, name in ((0x608A, "position dimension index"), (0x608C, "velocity dimension index")):
-        value = eds.number(index)
-        if value and eds.number(0x60A8 if index == 0x608A else 0x60A9) is None:
-            raise InputError(
-                f"{eds.path.name}: 0x{index:04X} {name} {value} is a unit timor does not convert: give "
-                "scale_pos_to_dev and scale_vel_to_dev in the profile",
-                file=eds.path,
-                path=f"{where}.scale_pos_to_dev",
-                value=value,
-            )
-
-
-def _scales(jd: JointDrive, eds: Eds, where: str) -> tuple[float, float]:
-    d = jd.drive
-    _factor_group(eds, d.scale_pos_to_dev is not None and d.scale_vel_to_dev is not None, where)
-    turns = d.turns_per_unit(jd.prismatic)
-    pos_unit = _unit(eds, 0x60A8, False, where)
-    vel_unit = _unit(eds, 0x60A9, True, where)
-    counts: float | None = d.encoder_counts
-    if counts is None:
-        inc, rev = eds.number(0x608F, 1), eds.number(0x608F, 2)
-        counts = inc / rev if inc and rev and (inc, rev) != (1, 1) else None
-
-    def per_unit(unit: SiUnit | None, what: str) -> float:
-        if unit is None or unit.unit == "increment":
-            if counts is None:
-                raise InputError(
-                    f"{what}: the drive counts encoder increments and {eds.path.name} gives none per motor "
-                    "revolution (0x608F): give encoder_counts in the profile",
-                    file=eds.path,
-                    path=f"{where}.encoder_counts",
-                )
-            value = counts * turns
-        elif unit.per_turn is not None:
-            value = turns * unit.per_turn
-        elif jd.prismatic:
-            value = unit.per_metre or 1.0
-        else:
-            raise InputError(f"{what}: {eds.path.name} gives a length unit for a revolute joint's drive", file=eds.path,
-                             path=f"{where}.eds", value=unit.describe())  # fmt: skip
-        return value / 10.0**unit.exponent if unit is not None else value
-
-    pos = d.scale_pos_to_dev if d.scale_pos_to_dev is not None else per_unit(pos_unit, "position")
-    if d.scale_vel_to_dev is not None:
-        vel = d.scale_vel_to_dev
-    elif vel_unit is None:
-        vel = pos  # CiA 402 default: position units per second
-    else:
-        vel = per_unit(vel_unit, "velocity") * (vel_unit.time_s or 1.0)
-    for key, value in (("scale_pos_to_dev", pos), ("scale_vel_to_dev", vel)):
-        if not (math.isfinite(value) and 1e-12 <= value <= 1e12):
-            raise InputError(
-                f"{key} would be {value!r}: check gear_ratio, encoder_counts and the EDS units",
-                path=f"{where}.gear_ratio",
-                value=d.gear_ratio,
-            )
-    return pos, vel
-
-
-def _pdos(eds: Eds, command: str, where: str) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-    target = _TARGET[command]
-
-    def mappable(index: int, required: bool) -> bool:
-        obj = eds.get(index)
-        if obj is None:
-            if required or index in (0x6060, 0x6061):
-                raise InputError(
-                    f"{eds.path.name} has no object 0x{index:04X} ({_NAMES[index]}) that the {command} command "
-                    "of ros2_canopen's Cia402Driver needs",
-                    file=eds.path,
-                    path=f"{where}.operation_mode",
-                )
-            return False
-        if not obj.pdo_mapping and required:
-            raise InputError(
-                f"{eds.path.name}: object 0x{index:04X} ({_NAMES[index]}) cannot be PDO-mapped (PDOMapping=0)",
-                file=eds.path,
-                path=f"{where}.eds",
-            )
-        return obj.pdo_mapping
-
-    rpdo = ((0x6040, *([0x6060] if mappable(0x6060, False) else [])), (target,) if mappable(target, True) else ())
-    tpdo = ((0x6041, *([0x6061] if mappable(0x6061, False) else [])),
-            (0x6064, *([0x606C] if mappable(0x606C, False) else [])))  # fmt: skip
-    mappable(0x6040, True), mappable(0x6041, True), mappable(0x6064, True)
-    for kind, base, pdos in (("RPDO", 0x1400, rpdo), ("TPDO", 0x1800, tpdo)):
-        for k, entries in enumerate(pdos):
-            if not eds.has(base + k, 1) or not eds.has(base + 0x200 + k, len(entries)):
-                raise InputError(
-                    f"{eds.path.name} has no {kind} {k + 1} with {len(entries)} entries "
-                    f"(0x{base + k:04X}, 0x{base + 0x200 + k:04X}) for ros2_canopen's CiA 402 mapping",
-                    file=eds.path,
-                    path=f"{where}.eds",
-                )
-            bits = sum(obj.bits or 64 for obj in (eds.get(i) for i in entries) if obj is not None)
-            if bits > 64:
-                raise InputError(f"{eds.path.name}: {kind} {k + 1} would carry {bits} bits (at most 64)", path=where)
-    return rpdo, tpdo
-
-
-def _off(eds: Eds, base: int) -> tuple[int, ...]:
-    return tuple(k + 1 for k in range(2, 512) if eds.has(base + k, 1))
-
-
 def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: HardwareProfile) -> list[BusDevice]:
     """Plan the bus (see the module docstring); InputError naming the drive's field for anything its EDS refuses."""
     names: set[str] = set()
@@ -262,7 +128,7 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
                 path=f"{where}.operation_mode",
                 value=d.operation_mode,
             )
-        rpdo, tpdo = _pdos(eds, command, where)
+        rpdo, tpdo, off_rpdo, off_tpdo = plan_pdos(eds, command, where)
         sdo: list[tuple[int, int, int, str]] = []
         if d.mode in _CYCLIC:
             for sub in (1, 2):
@@ -277,7 +143,9 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
             sdo += [(0x60C2, 1, _PERIOD_MS, f"interpolation time period: {_PERIOD_MS} (the SYNC period)"),
                     (0x60C2, 2, -3, "... in 10^-3 s")]  # fmt: skip
         sdo.append((0x6060, 0, d.mode, f"modes of operation: {d.operation_mode}"))
-        pos, vel = _scales(jd, eds, where)
+        sdo = boot_sdos(eds, sdo, where)
+        heartbeat = None if eds.has(0x1017) and not writable(eds, 0x1017, 0) else _HEARTBEAT_MS
+        pos, vel = drive_scales(jd, eds, where)
         fill = eds.vendor_id is None or eds.product_code is None
         key = (d.eds, d.vendor_id, d.product_code, fill) if fill else (d.eds, 0, 0, False)
         if key not in files:
@@ -290,26 +158,26 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
                 name, k = f"{stem}_{k}{suffix}", k + 1
             used.add(name)
             files[key] = name
-        content = d.eds.read_bytes()
-        if fill:
-            content = _with_identity(content, d.vendor_id, d.product_code)
+        content = _with_identity(eds.content, d.vendor_id, d.product_code) if fill else eds.content
         out.append(BusDevice(
-            _device_name(jd.joint, names), jd.joint, jd.module_id, jd.node_id, files[key], content, command,
-            d.mode, pos, vel, rpdo, tpdo, _off(eds, 0x1400), _off(eds, 0x1800), tuple(sdo), d.vendor_id,
-            d.product_code,
+            _device_name(jd.joint, names), jd.joint, jd.module_id, jd.node_id, files[key], content, eds.original,
+            command, d.mode, pos, vel, rpdo, tpdo, off_rpdo, off_tpdo, tuple(sdo), d.vendor_id, d.product_code,
+            heartbeat,
         ))  # fmt: skip
     return out
 
 
-def _pdo_data(kind: str, pdos: tuple[tuple[int, ...], ...], off: tuple[int, ...]) -> dict[int, dict[str, Any]]:
-    """The ``rpdo``/``tpdo`` section of a device: the mapped PDOs in order, then the ones switched off."""
+def _pdo_data(kind: str, pdos: tuple[Pdo, ...], off: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """The ``rpdo``/``tpdo`` section of a device: the used PDOs (a fixed one keeps the drive's mapping: no
+    ``mapping``, so dcfgen writes none), then the ones switched off."""
     out: dict[int, dict[str, Any]] = {}
-    for k, entries in enumerate(pdos):
-        pdo: dict[str, Any] = {"enabled": True, "cob_id": "auto"}
+    for pdo in pdos:
+        data: dict[str, Any] = {"enabled": True, "cob_id": "auto"}
         if kind == "tpdo":
-            pdo["transmission"] = 1
-        pdo["mapping"] = [{"index": i, "sub_index": 0} for i in entries]
-        out[k + 1] = pdo
+            data["transmission"] = 1
+        if not pdo.fixed:
+            data["mapping"] = [{"index": i, "sub_index": 0} for i in pdo.entries]
+        out[pdo.number] = data
     out.update({k: {"enabled": False} for k in off})
     return out
 
@@ -322,7 +190,7 @@ def _device_data(dev: BusDevice) -> dict[str, Any]:
         "package": "canopen_402_driver",
         "period": _PERIOD_MS,
         f"{dev.command}_mode": dev.mode,
-        "heartbeat_producer": 1000,
+        **({"heartbeat_producer": dev.heartbeat} if dev.heartbeat is not None else {}),
         "scale_pos_to_dev": float(dev.scale_pos_to_dev),
         "scale_pos_from_dev": 1.0 / dev.scale_pos_to_dev,
         "scale_vel_to_dev": float(dev.scale_vel_to_dev),
@@ -333,6 +201,11 @@ def _device_data(dev: BusDevice) -> dict[str, Any]:
     }
 
 
+def _pdo_comment(pdo: Pdo) -> str:
+    own = " (the drive's own mapping)" if pdo.fixed else ""
+    return f"{pdo.number}{own}: " + ", ".join(f"0x{i:04X} {NAMES.get(i, '')}".rstrip() for i in pdo.entries)
+
+
 def _bus_comments(devices: list[BusDevice]) -> list[str]:
     """What the numbers of bus.yml mean (YAML data carries no comments): per device its joint, module, SDOs, PDOs."""
     lines = ["# CANopen bus of the robot for ros2_canopen's generate_dcf(bus) (lely dcfgen). Written by timor."]
@@ -340,8 +213,7 @@ def _bus_comments(devices: list[BusDevice]) -> list[str]:
         lines.append(f"# {dev.name}: joint {json.dumps(dev.joint)}, module {json.dumps(dev.module_id)}")
         lines += [f"#   sdo 0x{i:04X} sub {s} = {v}: {c}" for i, s, v, c in dev.sdo]
         for kind, pdos in (("rpdo", dev.rpdo), ("tpdo", dev.tpdo)):
-            names = "; ".join(", ".join(f"0x{i:04X} {_NAMES[i]}" for i in e) for e in pdos)
-            lines.append(f"#   {kind}: {names}")
+            lines.append(f"#   {kind}: " + "; ".join(_pdo_comment(p) for p in pdos))
     return lines
 
 

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from timor_core.errors import InputError
+from timor_core.export.eds_text import cia_int, normalise_eds
 
 __all__ = ["MAX_EDS_BYTES", "EdsObject", "Eds", "SiUnit", "read_eds", "parse_eds", "si_unit"]
 
 MAX_EDS_BYTES = 8 << 20
 """Largest EDS/DCF read (real drive files are 30 KB to 1 MB)."""
 
+_LISTS = ("MANDATORYOBJECTS", "OPTIONALOBJECTS", "MANUFACTUREROBJECTS")
 _SECTION = re.compile(r"([0-9A-F]{4})(?:SUB([0-9A-F]{1,2}))?")
 _BITS = {0x1: 1, 0x2: 8, 0x3: 16, 0x4: 32, 0x5: 8, 0x6: 16, 0x7: 32, 0x8: 32, 0x10: 24, 0x11: 64, 0x15: 64,
          0x16: 24, 0x18: 40, 0x19: 48, 0x1A: 56, 0x1B: 64}  # fmt: skip
@@ -79,6 +81,9 @@ class Eds:
     vendor_id: int | None
     product_code: int | None
     objects: dict[tuple[int, int], EdsObject]
+    content: bytes = b""  # the file as lely's dcfgen reads it (eds_text.normalise_eds)
+    original: bytes | None = None  # the vendor's bytes when ``content`` differs from them
+    changes: tuple[str, ...] = ()  # what the normalisation changed
 
     def get(self, index: int, sub: int = 0) -> EdsObject | None:
         return self.objects.get((index, sub))
@@ -95,13 +100,7 @@ class Eds:
         for text in (obj.value, obj.default):
             if text is None or not text.strip() or "$" in text:
                 continue
-            try:
-                return int(text.strip(), 0)
-            except ValueError:
-                try:
-                    return int(text.strip().lstrip("0") or "0")
-                except ValueError:
-                    return None
+            return cia_int(text)
         return None
 
 
@@ -153,20 +152,19 @@ def read_eds(path: Path, field: str = "eds") -> Eds:
 
 
 def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
-    """Parse the bytes of an EDS/DCF file (see :func:`read_eds`)."""
+    """Parse the bytes of an EDS/DCF file (see :func:`read_eds`) as lely's dcfgen reads them: normalised by
+    :func:`~timor_core.export.eds_text.normalise_eds` first."""
     if len(data) > MAX_EDS_BYTES:
         raise InputError(f"{field}: file too large for an EDS/DCF (limit {MAX_EDS_BYTES} bytes)", value=len(data))
     if not data.strip():
         raise InputError(f"{field}: the EDS/DCF file is empty", value=len(data))
     if b"\x00" in data:
         raise InputError(f"{field}: not an EDS/DCF text file (it holds NUL bytes)", value=data[:16])
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")  # vendor files are often Windows-1252/Latin-1
+    normalised = normalise_eds(data, path, field)
+    text = normalised.data.decode("utf-8")
     ini = configparser.RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))
     try:
-        ini.read_string(text)
+        ini.read_string(text.replace("\r\n", "\n").replace("\r", "\n"))  # line ends as lely reads them
     except configparser.Error as exc:
         first = str(exc).splitlines()[0]
         raise InputError(f"{field}: not an EDS/DCF file (INI sections expected): {first}", value=path.name) from None
@@ -175,10 +173,11 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
         raise InputError(f"{field}: not an EDS/DCF file: no [DeviceInfo] section", value=path.name)
     info = ini[sections["DEVICEINFO"]]
     objects: dict[tuple[int, int], EdsObject] = {}
+    listed = {cia_int(v) for n in _LISTS if n in sections for k, v in ini[sections[n]].items() if k.isdigit()}
     for upper, name in sections.items():
         m = _SECTION.fullmatch(upper)
-        if m is None:
-            continue
+        if m is None or int(m.group(1), 16) not in listed:
+            continue  # lely's dcfgen reads only the objects of [MandatoryObjects] etc. (normalise_eds lists all)
         s = ini[name]
         if m.group(2) is None and s.get("subnumber", "").strip() not in ("", "0"):
             continue  # a record/array header: its sub-objects are sections of their own
@@ -196,7 +195,8 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
     eds = Eds(path, info.get("vendorname", "").strip(), None, None, objects)
     vendor = _identity(info, "vendornumber", field) or eds.number(0x1018, 1) or None
     product = _identity(info, "productnumber", field) or eds.number(0x1018, 2) or None
-    return Eds(path, eds.vendor_name, vendor, product, objects)
+    original = data if normalised.changes else None
+    return Eds(path, eds.vendor_name, vendor, product, objects, normalised.data, original, normalised.changes)
 
 
 def _identity(info: configparser.SectionProxy, key: str, field: str) -> int | None:
