@@ -26,7 +26,9 @@ from timor_core.cli.args import name as _name
 from timor_core.cli.args import output_folder as _output_folder
 from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import serial_assembly as _assembly
+from timor_core.common import compiled
 from timor_core.errors import InputError, TimorError
+from timor_core.limits import check_environment
 
 __all__ = ["main"]
 
@@ -345,6 +347,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 success, 1 a check found problems, 2 bad input (one ``error:`` line naming the file, option
     or value), 3 an internal error (a bug: one line, the traceback with -v), 130 interrupted.
     """
+    try:  # the environment first, as the options would be: one error line, exit 2
+        check_environment()
+        compiled.check_environment()
+    except TimorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     parser = _parser()
     args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
     resolve_robot_arguments(args, getattr(args, "subparser", parser))
