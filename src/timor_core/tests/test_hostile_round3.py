@@ -12,14 +12,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hostile import assert_clean_error, memory_cap, run_cli, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from timor_core.common.names import expand_xacro
+from timor_core.common.safe_yaml import yaml_from_text
 from timor_core.errors import InputError
-from timor_core.limits import MAX_LIMIT, Limits
+from timor_core.export.ethercat_config import read_slave_config
+from timor_core.export.launch_arguments import BringupLaunch
+from timor_core.export.yaml_text import to_yaml
+from timor_core.limits import MAX_LIMIT, Limits, limits
 
 # -- the environment: one error line naming the variable and its value, exit 2 ---------------------------------------
 
@@ -76,3 +82,139 @@ def test_fuzz_environment_limits(variable, value):
             return
     for name in ("max_dof", "max_file_bytes", "max_search_seconds"):
         assert 0 < getattr(lim, name) <= MAX_LIMIT
+
+
+# -- YAML: one loader, no aliases or tags, bounded depth, size and numbers ------------------------------------------
+
+yaml = pytest.importorskip("yaml")
+
+_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")
+)
+
+
+def _bringup_package(tmp_path: Path, xacro_arguments: str) -> Path:
+    """A bring-up package's launch folder: control.launch.py beside its data file, bringup.yaml."""
+    launch = tmp_path / "launch"
+    launch.mkdir(parents=True, exist_ok=True)
+    (launch / "control.launch.py").write_text("")
+    (launch / "bringup.yaml").write_text(
+        "package: arm_bringup\nrobot: arm\ndistro: jazzy\nroute_packages: []\n" + xacro_arguments
+    )
+    return launch / "control.launch.py"
+
+
+@pytest.mark.parametrize(
+    "xacro_arguments, needle",
+    [
+        (_BOMB.replace("a: &a", "xacro_arguments:\n  can_interface: *i\na: &a"), "aliases"),
+        ("xacro_arguments: {can_interface: " + "1" * 5001 + "}\n", "max_number_digits"),
+        ("xacro_arguments: {can_interface: !!binary Y2FuMA==}\n", "tags"),
+        ("xacro_arguments: " + "[" * 100_000 + "]" * 100_000 + "\n", "max_json_depth"),
+    ],
+    ids=["alias-bomb", "5001-digits", "tag", "deep"],
+)
+def test_bringup_data_goes_through_the_safe_yaml_loader(tmp_path, xacro_arguments, needle):
+    launch_file = _bringup_package(tmp_path, xacro_arguments)
+    with memory_cap(512 * 2**20), time_cap(30), pytest.raises(InputError) as err:
+        BringupLaunch.arguments(launch_file)
+    assert "bringup.yaml" in str(err.value) and needle in str(err.value)
+
+
+def test_a_xacro_substitution_in_a_launch_argument_is_refused_naming_it(tmp_path):
+    launch_file = _bringup_package(tmp_path, "xacro_arguments: {can_interface: can0}\n")
+    assert BringupLaunch.from_arguments(launch_file, {"can_interface": "${1+1}"}).text["can_interface"] == "${1+1}"
+    with pytest.raises(InputError, match="launch argument 'can_interface'.*xacro substitution") as err:
+        BringupLaunch.from_arguments(launch_file, {"can_interface": "$(eval 3*7)"})
+    assert "$(eval 3*7)" in str(err.value)
+    with pytest.raises(InputError, match="launch argument 'can_interface'"):
+        BringupLaunch.from_arguments(launch_file, {"can_interface": "1" * 5001})
+
+
+def test_xacros_own_errors_name_the_file(tmp_path):
+    xacro_file = tmp_path / "arm.urdf.xacro"
+    xacro_file.write_text('<robot name="arm" xmlns:xacro="http://www.ros.org/wiki/xacro">'
+                          '<xacro:arg name="can" default="can0"/><link name="$(arg can)"/></robot>')  # fmt: skip
+    assert 'name="can0"' in expand_xacro(xacro_file, {})
+    with pytest.raises(InputError, match="xacro refused") as err:
+        expand_xacro(xacro_file, {"can": "$(eval 3*7)"})
+    assert str(xacro_file) in str(err.value)
+
+
+def _slave_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "slave.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("vendor_id: " + "9" * 5001 + "\nproduct_id: 1\n", "max_number_digits"),
+        ("vendor_id: 1\nproduct_id: 2\nrpdo: " + "[" * 100_000 + "]" * 100_000 + "\n", "max_json_depth"),
+        ("vendor_id: 1\nproduct_id: 2\nrpdo: !!python/object:os.system [ls]\n", "tags"),
+        ("vendor_id: 1\nproduct_id: 2\nx: 2001-13-45\n", "not valid YAML"),
+    ],
+    ids=["5001-digit-vendor", "deep", "tag", "bad-date"],
+)
+def test_a_hostile_slave_configuration_is_refused_naming_file_and_field(tmp_path, text, needle):
+    path = _slave_config(tmp_path, text)
+    with memory_cap(512 * 2**20), time_cap(30), pytest.raises(InputError) as err:
+        read_slave_config(path, "$.drives.J.slave_config", None, None)
+    assert str(path) in str(err.value) and "$.drives.J.slave_config" in str(err.value) and needle in str(err.value)
+
+
+def test_written_yaml_has_no_aliases_so_timor_reads_it_back():
+    shared = {"joints": ["a", "b"]}
+    text = to_yaml({"one": shared, "two": shared})
+    assert "&" not in text and yaml_from_text(text) == {"one": shared, "two": shared}
+
+
+_SCALARS = st.one_of(st.integers(-(10**500), 10**500), st.floats(), st.text(max_size=8), st.booleans(), st.none())
+_DOCUMENTS = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)), max_leaves=30)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        _DOCUMENTS.map(lambda d: yaml.safe_dump(d)),
+        st.text(alphabet=st.sampled_from("&*!:[]{}-, \n\"'ab01.#|>%@`~\t"), max_size=200),
+        st.integers(1, 3000).map(lambda n: "[" * n + "]" * n),
+        st.integers(1, 300).map(lambda n: "".join(" " * i + "k:\n" for i in range(n))),
+    )
+)
+def test_fuzz_yaml_loader(text):
+    """Any text: a document without aliases, no deeper than the limit, or an InputError naming the file."""
+    with memory_cap(), time_cap(60):
+        try:
+            data = yaml_from_text(text, file="f.yaml", path="$.x")
+        except InputError as exc:
+            assert str(exc).startswith("f.yaml: $.x: ")
+            return
+
+    def depth(d) -> int:
+        items = d.values() if isinstance(d, dict) else d if isinstance(d, list) else ()
+        return 1 + max(map(depth, items), default=0) if isinstance(d, (dict, list)) else 0
+
+    assert depth(data) <= limits().max_json_depth
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.fixed_dictionaries(
+        {"vendor_id": st.one_of(st.integers(0, 2**32), _SCALARS), "product_id": st.one_of(st.integers(0, 5), _SCALARS)},
+        optional={"rpdo": _DOCUMENTS, "tpdo": _DOCUMENTS},
+    ).map(lambda d: yaml.safe_dump(d)),
+    st.sampled_from(["", "&a ", "!!str ", "[[[[[[[["]),
+)
+def test_fuzz_slave_configuration(tmp_path_factory, text, poison):
+    """Any slave configuration: read with uint32 identities, or an InputError naming the file and the field."""
+    path = _slave_config(tmp_path_factory.mktemp("slave"), text.replace("vendor_id: ", "vendor_id: " + poison, 1))
+    with memory_cap(), time_cap(60):
+        try:
+            info = read_slave_config(path, "$.drives.J.slave_config", None, None)
+        except InputError as exc:
+            assert str(path) in str(exc) and "$.drives.J.slave_config" in str(exc)
+            return
+    assert 0 <= info.vendor_id <= 0xFFFFFFFF and 0 <= info.product_id <= 0xFFFFFFFF

@@ -21,7 +21,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENVIRONMENT", "LOAD_AFTER", "charged", "check_environment", "give_up", "loaded_or_none", "mark_loaded", "use_compiled", "wanted"]
+__all__ = [
+    "ENVIRONMENT",
+    "LOAD_AFTER",
+    "charged",
+    "check_environment",
+    "give_up",
+    "loaded_or_none",
+    "mark_loaded",
+    "use_compiled",
+    "wanted",
+]
 
 logger = logging.getLogger(__name__)
 
