@@ -9,7 +9,9 @@ test_hostile_urdf_import.py.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +21,8 @@ from hostile import assert_clean_error, memory_cap, run_cli, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from timor_core import ModulesDB
+from timor_core.cli.app import main
 from timor_core.common.names import expand_xacro
 from timor_core.common.safe_yaml import yaml_from_text
 from timor_core.errors import InputError
@@ -218,3 +222,46 @@ def test_fuzz_slave_configuration(tmp_path_factory, text, poison):
             assert str(path) in str(exc) and "$.drives.J.slave_config" in str(exc)
             return
     assert 0 <= info.vendor_id <= 0xFFFFFFFF and 0 <= info.product_id <= 0xFFFFFFFF
+
+
+# -- left from the second round: hardware profiles ------------------------------------------------------------------
+
+ARM = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
+
+
+def _profile_run(tmp_path: Path, capsys, edit) -> tuple[int, list[str], Path]:
+    """``timor bringup`` with the robco_like CANopen profile copied to ``tmp_path`` and edited: exit code, the
+    stderr lines, the profile file."""
+    example = Path(ModulesDB.from_name("robco_like").base_dir)
+    folder = tmp_path / "prof"
+    shutil.copytree(example / "hardware", folder / "hardware")
+    data = json.loads((example / "hardware_canopen.json").read_text())
+    edit(data, folder)
+    profile = folder / "profile.json"
+    profile.write_text(json.dumps(data))
+    code = main(["bringup", "--db", "robco_like", "--modules", *ARM, "--hardware", str(profile),
+                 "-o", str(tmp_path / "out"), "--samples", "3"])  # fmt: skip
+    return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()], profile
+
+
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        (lambda d, f: d.__setitem__("hardware_parameters", {"p": "a\x01b"}), "$.hardware_parameters.p"),
+        (lambda d, f: d["drives"]["J"].__setitem__("parameters", {"q\x1b": "1"}), "$.drives.J.parameters.q"),
+        (lambda d, f: d.__setitem__("chain", {"links": ["L_250"]}), "$.chain.links[0]"),
+    ],
+    ids=["control-character", "control-character-in-a-drive-parameter-name", "chain-links"],
+)
+def test_profile_errors_name_the_profile_file_and_the_field(tmp_path, capsys, edit, field):
+    code, lines, profile = _profile_run(tmp_path, capsys, edit)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {profile}: {field}"), lines
+
+
+def test_an_eds_file_name_with_a_newline_stays_on_the_one_error_line(tmp_path, capsys):
+    def edit(data, folder):
+        shutil.copy(folder / "hardware" / "cia402_drive.eds", folder / "hardware" / "a\nb.eds")
+        data["drives"]["J"].update(eds="hardware/a\nb.eds", product_code="0x1234")
+
+    code, lines, _ = _profile_run(tmp_path, capsys, edit)
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "a\\nb.eds" in lines[0], lines

@@ -27,7 +27,7 @@ from timor_core.cli.args import output_folder as _output_folder
 from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import serial_assembly as _assembly
 from timor_core.common import compiled
-from timor_core.errors import InputError, TimorError
+from timor_core.errors import InputError, TimorError, one_line
 from timor_core.limits import check_environment
 
 __all__ = ["main"]
@@ -351,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_environment()
         compiled.check_environment()
     except TimorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     parser = _parser()
     args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
@@ -361,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except TimorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`timor ... | head`): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -369,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except OSError as exc:  # unusable output paths and the like: say what and where, no traceback
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot access{one_line(where)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -381,7 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(
-            f"error: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback; please report it)",
+            f"error: internal error: {type(exc).__name__}: {one_line(str(exc))} (run with -v for the traceback; "
+            "please report it)",
             file=sys.stderr,
         )
         return 3
