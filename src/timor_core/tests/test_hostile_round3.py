@@ -210,7 +210,7 @@ def test_fuzz_yaml_loader(text):
         {"vendor_id": st.one_of(st.integers(0, 2**32), _SCALARS), "product_id": st.one_of(st.integers(0, 5), _SCALARS)},
         optional={"rpdo": _DOCUMENTS, "tpdo": _DOCUMENTS},
     ).map(lambda d: yaml.safe_dump(d)),
-    st.sampled_from(["", "&a ", "!!str ", "[[[[[[[["]),
+    st.sampled_from(["", "&a ", "!!str ", "[[[[[[[[", "1" * 5001 + " #"]),
 )
 def test_fuzz_slave_configuration(tmp_path_factory, text, poison):
     """Any slave configuration: read with uint32 identities, or an InputError naming the file and the field."""
