@@ -163,7 +163,7 @@ def _inside(path: Path, folders: Sequence[Path], uri: str) -> Path:
     resolved too): an UntrustedPathError naming the URI and the folders."""
     resolved = Path(os.path.realpath(path))
     allowed = [Path(os.path.realpath(f)) for f in folders]
-    if not any(resolved.is_relative_to(f) for f in allowed):
+    if os.path.lexists(resolved) and not any(resolved.is_relative_to(f) for f in allowed):  # else: "not found"
         where = ", ".join(map(str, allowed)) or "none: give the mesh's folder in package_dirs"
         raise UntrustedPathError(f"mesh {uri!r} is {resolved}, outside the allowed folder ({where})")
     return resolved
