@@ -20,9 +20,10 @@ from hostile import assert_clean_error, memory_cap, run_cli, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from timor_core import ModulesDB
+from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError, UntrustedPathError, ValidationError
 from timor_core.export.urdf_import import ToolConnector, db_from_urdf
+from timor_core.model.geometry import Mesh
 
 
 def _stl(seed: int) -> bytes:
@@ -190,3 +191,17 @@ def _fuzz_one(tmp_path: Path, mesh, axis, effort, velocity, masses) -> None:
         assert np.isclose(np.linalg.norm(joint.axis), 1.0)
         assert all(v >= 0 for k, v in joint.limits_json.items() if k not in ("positionLower", "positionUpper"))
     assert all(m.path.is_relative_to((pkgs / "pkg").resolve()) for m in db.meshes())
+
+
+def test_a_fused_assembly_reads_its_meshes_from_its_sets_folder(improv):
+    """``from_monolithic_robot`` goes through URDF text naming the set's meshes by file://: the set's folder is the
+    folder the import allows (without it the meshes would be refused as outside)."""
+    rng = np.random.default_rng(5)
+    assembly = ModuleAssembly(improv)
+    while assembly.dof < 3:
+        assembly.add_random_from_db(lambda m: m not in improv.end_effectors, rng=rng)
+    meshes = [g for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if isinstance(g, Mesh)]
+    fused = ModuleAssembly.from_monolithic_robot(assembly.robot)
+    assert len(fused.db.meshes()) == len(meshes) > 0
+    q = assembly.robot.random_configuration(rng)
+    np.testing.assert_allclose(fused.robot.fk(q), assembly.robot.fk(q), atol=1e-9)
