@@ -1,5 +1,5 @@
 """Hostile input, third round (issue 36): the limits read from the environment, the one YAML loader, the EtherCAT
-slave configs and bring-up data, and the numbers of a hardware profile.
+slave configs and bring-up data, hardware profiles' fields, and VRML's DEF/USE.
 
 Each case below crashed, hung or was refused without naming its source before; each now gives a typed error
 naming the file or variable, the field and the value. The hypothesis fuzz tests run under a memory cap and a time
@@ -25,11 +25,12 @@ from timor_core import ModulesDB
 from timor_core.cli.app import main
 from timor_core.common.names import expand_xacro
 from timor_core.common.safe_yaml import yaml_from_text
-from timor_core.errors import InputError
+from timor_core.errors import InputError, MeshError
 from timor_core.export.ethercat_config import read_slave_config
 from timor_core.export.launch_arguments import BringupLaunch
 from timor_core.export.yaml_text import to_yaml
 from timor_core.limits import MAX_LIMIT, Limits, limits
+from timor_core.model.vrml import read_vrml
 
 # -- the environment: one error line naming the variable and its value, exit 2 ---------------------------------------
 
@@ -265,3 +266,30 @@ def test_an_eds_file_name_with_a_newline_stays_on_the_one_error_line(tmp_path, c
 
     code, lines, _ = _profile_run(tmp_path, capsys, edit)
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "a\\nb.eds" in lines[0], lines
+
+
+# -- recursive readers: VRML's DEF/USE is YAML's anchor/alias --------------------------------------------------------
+
+_SHAPE = "Shape { geometry IndexedFaceSet { coord Coordinate { point [0 0 0, 1 0 0, 0 1 0] } coordIndex [0 1 2 -1] } }"
+
+
+def _use_bomb(levels: int, shape: str = _SHAPE) -> str:
+    text = f"#VRML V2.0 utf8\nDEF L0 Transform {{ children [ {shape} ] }}\n"
+    return text + "".join(
+        f"DEF L{k} Transform {{ children [ USE L{k - 1} USE L{k - 1} ] }}\n" for k in range(1, levels)
+    )
+
+
+@pytest.mark.parametrize("shape", [_SHAPE, ""], ids=["shapes", "empty-transforms"])
+def test_a_vrml_use_bomb_is_refused_before_it_is_walked(tmp_path, shape):
+    path = tmp_path / "bomb.wrl"
+    path.write_text(_use_bomb(24, shape))
+    with memory_cap(), time_cap(30), pytest.raises(MeshError, match="USE copies add more than") as err:
+        read_vrml(path)
+    assert str(path) in str(err.value)
+
+
+def test_a_vrml_file_may_still_use_a_node_a_few_times(tmp_path):
+    path = tmp_path / "few.wrl"
+    path.write_text(_use_bomb(5))
+    assert len(read_vrml(path)) == 2**5 - 1  # each top-level DEF is drawn too: 1 + 2 + 4 + 8 + 16 shapes
