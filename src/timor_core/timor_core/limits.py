@@ -11,9 +11,9 @@ default below. The limits in force are one such object; it can be replaced (or c
 - ``timor_core.limits.set_limits(Limits(max_file_bytes=...))`` or ``set_limits(max_file_bytes=...)`` for the rest
   of the process;
 - ``with timor_core.limits.override_limits(...):`` (same arguments) for a block (tests, one call);
-- the process starts with ``Limits.from_environment()``: the defaults, with any ``TIMOR_<FIELD>`` environment
-  variable (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``) in place of its field, the way to set limits for a command
-  or a ROS node from outside.
+- the process starts with ``Limits.from_environment()`` (read on first use, not on import): the defaults, with
+  any ``TIMOR_<FIELD>`` environment variable (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``) in place of its field, the
+  way to set limits for a command or a ROS node from outside; a bad value is an InputError naming the variable.
 """
 
 from __future__ import annotations
