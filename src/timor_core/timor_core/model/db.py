@@ -184,7 +184,9 @@ class ModulesDB:
         path = Path(path)
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
-        renamed = self._copy_meshes(folder, path) if copy_meshes and self.base_dir is not None else {}
+        renamed: dict[str, str] = {}
+        if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
+            renamed = self._copy_meshes(folder, path)
         data = self.to_json_data()
         if renamed:
             _rename_meshes(data, renamed)
@@ -198,8 +200,6 @@ class ModulesDB:
             target = (folder / mesh.file).resolve()
             if not target.is_relative_to(folder.resolve()):
                 raise ValidationError("mesh path escapes the target folder", value=mesh.file, file=path)
-            if target == mesh.path.resolve():  # the set's own folder: already there
-                continue
             if target.exists() and not mesh.missing and not filecmp.cmp(target, mesh.path, shallow=False):
                 renamed[mesh.file] = _hashed_name(mesh.file, mesh.path)
                 target = (folder / renamed[mesh.file]).resolve()
