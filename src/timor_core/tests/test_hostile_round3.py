@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import primitives_json
 from hostile import assert_clean_error, memory_cap, run_cli, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -293,3 +294,13 @@ def test_a_vrml_file_may_still_use_a_node_a_few_times(tmp_path):
     path = tmp_path / "few.wrl"
     path.write_text(_use_bomb(5))
     assert len(read_vrml(path)) == 2**5 - 1  # each top-level DEF is drawn too: 1 + 2 + 4 + 8 + 16 shapes
+
+
+def test_a_validation_problem_in_a_file_named_with_a_newline_stays_on_one_line(tmp_path, capsys):
+    data = primitives_json()
+    data["modules"][0]["bodies"][0]["mass"] = -1
+    path = tmp_path / "a\nb.json"
+    path.write_text(json.dumps(data))
+    assert main(["db", "validate", str(path)]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "a\\nb.json" in lines[0], lines

@@ -71,10 +71,10 @@ def _report_problems(args: argparse.Namespace, problems: list, ok_text: str, war
         print(json_text(out, indent=2))
         return 1 if problems else 0
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {one_line(str(w))}", file=sys.stderr)
     if problems:
         for e in problems:
-            print(f"error: {e}", file=sys.stderr)
+            print(f"error: {one_line(str(e))}", file=sys.stderr)
     else:
         print(ok_text + (f" ({len(warnings)} warning{'s' * (len(warnings) != 1)})" if warnings else ""))
     return 1 if problems else 0
