@@ -22,11 +22,11 @@ from hostile import assert_clean_error, memory_cap, run_cli, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from timor_core import ModulesDB
+from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.common.names import expand_xacro
 from timor_core.common.safe_yaml import yaml_from_text
-from timor_core.errors import InputError, MeshError
+from timor_core.errors import InputError, MeshError, ValidationError
 from timor_core.export.ethercat_config import read_slave_config
 from timor_core.export.launch_arguments import BringupLaunch
 from timor_core.export.yaml_text import to_yaml
@@ -304,3 +304,23 @@ def test_a_validation_problem_in_a_file_named_with_a_newline_stays_on_one_line(t
     assert main(["db", "validate", str(path)]) == 1
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "a\\nb.json" in lines[0], lines
+
+
+# -- masses: a robot's mass is never inf -------------------------------------------------------------------------------
+
+
+def test_masses_whose_sum_overflows_are_refused(tmp_path):
+    data = primitives_json()
+    for module in data["modules"]:
+        for body in module["bodies"]:
+            body["mass"] = 1e308
+    two = next(k for k, m in enumerate(data["modules"]) if len(m["bodies"]) > 1)
+    with pytest.raises(ValidationError, match="masses add up") as err:
+        ModulesDB.from_json_data(data, base_dir=tmp_path)
+    assert err.value.path == f"$.modules[{two}].bodies"
+    data["modules"] = [m for m in data["modules"] if len(m["bodies"]) == 1]  # each module's mass is finite
+    db = ModulesDB.from_json_data(data, base_dir=tmp_path)
+    chain = [m.id for m in db.bases[:1]] + [m.id for m in db.links[:2]] + [m.id for m in db.end_effectors[:1]]
+    assembly = ModuleAssembly.from_serial_modules(db, chain)
+    with pytest.raises(ValidationError, match="masses add up"):
+        _ = assembly.robot
