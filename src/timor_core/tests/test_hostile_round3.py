@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.common.names import expand_xacro
-from timor_core.common.safe_yaml import yaml_from_text
+from timor_core.common.safe_yaml import MAX_YAML_BYTES, yaml_from_text
 from timor_core.errors import InputError, MeshError, ValidationError
 from timor_core.export.ethercat_config import read_slave_config
 from timor_core.export.launch_arguments import BringupLaunch
@@ -117,8 +117,9 @@ def _bringup_package(tmp_path: Path, xacro_arguments: str) -> Path:
         ("xacro_arguments: {can_interface: " + "1" * 5001 + "}\n", "max_number_digits"),
         ("xacro_arguments: {can_interface: !!binary Y2FuMA==}\n", "tags"),
         ("xacro_arguments: " + "[" * 100_000 + "]" * 100_000 + "\n", "max_json_depth"),
+        ("xacro_arguments: {}\n#" + "x" * MAX_YAML_BYTES, f"largest size of such a file ({MAX_YAML_BYTES} bytes)"),
     ],
-    ids=["alias-bomb", "5001-digits", "tag", "deep"],
+    ids=["alias-bomb", "5001-digits", "tag", "deep", "too-large"],
 )
 def test_bringup_data_goes_through_the_safe_yaml_loader(tmp_path, xacro_arguments, needle):
     launch_file = _bringup_package(tmp_path, xacro_arguments)

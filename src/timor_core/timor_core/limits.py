@@ -292,8 +292,8 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
     size is checked on the open file and again while reading, so a growing file cannot get past it.
     """
     path = Path(path)
-    field = "max_file_bytes"
     limit = limits().max_file_bytes if max_bytes is None else max_bytes
+    bound = _hint("max_file_bytes") if max_bytes is None else "largest size of such a file"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -307,7 +307,7 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{what} is not a regular file (device, pipe or socket)", file=path)
         if st.st_size > limit:
-            raise InputError(f"{what} of {st.st_size} bytes exceeds the {_hint(field)} ({limit} bytes)", file=path)
+            raise InputError(f"{what} of {st.st_size} bytes exceeds the {bound} ({limit} bytes)", file=path)
         chunks = []
         total = 0
         while True:
@@ -317,7 +317,7 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise InputError(f"{what} exceeds the {_hint(field)} ({limit} bytes)", file=path)
+                raise InputError(f"{what} exceeds the {bound} ({limit} bytes)", file=path)
         return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None
