@@ -88,6 +88,7 @@ def test_a_mesh_outside_the_allowed_folder_is_refused_naming_uri_and_folder(tmp_
     with pytest.raises(UntrustedPathError) as err:
         db_from_urdf(urdf, [pkgs])
     assert mesh in str(err.value) and "outside the allowed folder" in str(err.value) and str(urdf) in str(err.value)
+    assert str((pkgs / "pkg").resolve()) in str(err.value)  # the package's folder, also the URDF's
 
 
 def test_meshes_inside_the_allowed_folders_still_import(tmp_path):
