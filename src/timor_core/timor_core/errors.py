@@ -6,6 +6,7 @@ fix it without reading a traceback.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "MJCFError",
     "short_repr",
     "explain",
+    "one_line",
 ]
 
 
@@ -53,6 +55,15 @@ def explain(exc: BaseException, limit: int = 500) -> str:
         text = f"internal error: {type(exc).__name__}: {exc}"
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters and line breaks escaped (``\\n``): an ``error:`` line stays one line
+    even when a file name holds a newline, and still names it."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 class TimorError(Exception):

@@ -11,9 +11,9 @@ default below. The limits in force are one such object; it can be replaced (or c
 - ``timor_core.limits.set_limits(Limits(max_file_bytes=...))`` or ``set_limits(max_file_bytes=...)`` for the rest
   of the process;
 - ``with timor_core.limits.override_limits(...):`` (same arguments) for a block (tests, one call);
-- the process starts with ``Limits.from_environment()``: the defaults, with any ``TIMOR_<FIELD>`` environment
-  variable (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``) in place of its field, the way to set limits for a command
-  or a ROS node from outside.
+- the process starts with ``Limits.from_environment()`` (read on first use, not on import): the defaults, with
+  any ``TIMOR_<FIELD>`` environment variable (e.g. ``TIMOR_MAX_FILE_BYTES=500000000``) in place of its field, the
+  way to set limits for a command or a ROS node from outside; a bad value is an InputError naming the variable.
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ __all__ = [
     "cap_workers",
     "available_cores",
     "limit_hint",
+    "check_environment",
+    "MAX_LIMIT",
 ]
 
 
@@ -125,48 +127,64 @@ class Limits:
         return cls(**values)
 
 
+MAX_LIMIT = 1e18
+"""Largest value of any limit (larger ones are no limit, and too large for the messages that name them)."""
+
+
 def _check(lim: Limits) -> None:
-    """Refuse a limit that is not a positive finite number (or a bool for a flag)."""
+    """Refuse a limit that is not a positive finite number up to ``MAX_LIMIT`` (or a bool for a flag)."""
     for f in dataclasses.fields(lim):
         v = getattr(lim, f.name)
         if f.type in (bool, "bool"):
             if not isinstance(v, bool):
                 raise InputError(f"limit {f.name} must be True or False", value=v)
             continue
-        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v and v != float("inf")):
-            raise InputError(f"limit {f.name} must be a positive finite number", value=v)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= MAX_LIMIT):  # NaN fails too
+            raise InputError(f"limit {f.name} must be a positive finite number up to {MAX_LIMIT:g}", value=v)
 
 
 def _environment_value(f: dataclasses.Field, raw: str) -> Any:
-    """The value of field ``f`` written as the text of its environment variable."""
+    """The value of field ``f`` written as the text of its environment variable; an InputError naming the variable
+    and its text if it is not true/false (a flag) or a number in (0, ``MAX_LIMIT``] (an integer for a count)."""
+    name = f"TIMOR_{f.name.upper()}"
     if f.type in (bool, "bool"):
         if raw.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-            raise InputError(f"environment variable TIMOR_{f.name.upper()} must be true or false", value=raw)
+            raise InputError(f"environment variable {name} must be true or false", value=raw)
         return raw.strip().lower() in ("1", "true", "yes", "on")
     kind = int if f.type in (int, "int") else float
+    what = "an integer" if kind is int else "a number"
     try:
-        return kind(raw)
-    except ValueError:
-        raise InputError(
-            f"environment variable TIMOR_{f.name.upper()} must be a{'n integer' if kind is int else ' number'}",
-            value=raw,
-        ) from None
+        value = kind(raw)
+    except ValueError:  # also an integer of more than 4300 digits
+        value = None
+    if value is None or not 0 < value <= MAX_LIMIT:  # NaN and infinities fail too
+        raise InputError(f"environment variable {name} must be {what} in (0, {MAX_LIMIT:g}]", value=raw)
+    return value
 
 
-_current = Limits.from_environment()
+_current: Limits | None = None  # read from the environment on first use, so a bad variable is an error there
 
 
 def limits() -> Limits:
-    """The limits in force now."""
+    """The limits in force now (the first call reads them from the environment: InputError naming a bad variable)."""
+    global _current
+    if _current is None:
+        _current = Limits.from_environment()
     return _current
+
+
+def check_environment() -> None:
+    """Refuse a bad ``TIMOR_<FIELD>`` variable now (an InputError naming it and its value), as a command does
+    before its options are read."""
+    limits()
 
 
 def set_limits(config: Limits | None = None, **changes: Any) -> Limits:
     """Put ``config`` (default: the limits in force) with ``changes`` in force for the rest of the process; returns
     the previous limits."""
     global _current
-    previous = _current
-    base = _current if config is None else config
+    previous = limits()
+    base = previous if config is None else config
     if not isinstance(base, Limits):
         raise InputError("the limits must be a timor_core.limits.Limits", value=base)
     unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(Limits)})
@@ -182,7 +200,7 @@ def override_limits(config: Limits | None = None, **changes: Any) -> Iterator[Li
     global _current
     previous = set_limits(config, **changes)
     try:
-        yield _current
+        yield limits()
     finally:
         _current = previous
 
@@ -199,7 +217,7 @@ def limit_hint(field: str) -> str:
 def check_int(value: Any, what: str, low: int, high_field: str | int, *, path: str | None = None) -> int:
     """``value`` as an int in ``[low, high]`` (``high``: a limit's name or a number), else an InputError naming
     ``what`` and the value. Refuses bools, floats with a fraction, strings and anything that is not a number."""
-    high = getattr(_current, high_field) if isinstance(high_field, str) else high_field
+    high = getattr(limits(), high_field) if isinstance(high_field, str) else high_field
     bound = f"{low}..{high}" + (f" ({_hint(high_field)})" if isinstance(high_field, str) else "")
     try:
         n = -1 if isinstance(value, bool) else operator.index(value)
@@ -217,8 +235,8 @@ def check_number(
 ) -> float:
     """``value`` as a finite float in ``[low, high]`` (``(low, high]`` with ``low_open``; ``low``, ``high``: numbers
     or limits' names), else an InputError naming ``what`` and the value (NaN and infinities included)."""
-    bottom = getattr(_current, low) if isinstance(low, str) else low
-    top = getattr(_current, high) if isinstance(high, str) else high
+    bottom = getattr(limits(), low) if isinstance(low, str) else low
+    top = getattr(limits(), high) if isinstance(high, str) else high
     named = [f for f in (low, high) if isinstance(f, str)]
     span = f"{'(' if low_open else '['}{bottom:g}, {top:g}]" + "".join(f" ({_hint(f)})" for f in named)
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
@@ -248,7 +266,7 @@ def cap_workers(workers: Any, what: str = "workers") -> int:
     if workers is None or (not isinstance(workers, bool) and isinstance(workers, int) and workers == 0):
         return cores
     n = check_int(workers, what, 1, "max_workers")
-    if n > cores and not _current.force_workers:
+    if n > cores and not limits().force_workers:
         import logging
 
         logging.getLogger(__name__).info(
@@ -262,7 +280,7 @@ def check_count(
     count: float, field: str, what: str, *, file: str | Path | None = None, path: str | None = None
 ) -> None:
     """Refuse a count, size or duration above the limit ``field`` before any work is done for it."""
-    limit = getattr(_current, field)
+    limit = getattr(limits(), field)
     if not count <= limit:  # also refuses NaN
         raise InputError(f"{what} exceeds the {_hint(field)} (at most {limit:g})", file=file, path=path, value=count)
 
@@ -274,8 +292,8 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
     size is checked on the open file and again while reading, so a growing file cannot get past it.
     """
     path = Path(path)
-    field = "max_file_bytes"
-    limit = _current.max_file_bytes if max_bytes is None else max_bytes
+    limit = limits().max_file_bytes if max_bytes is None else max_bytes
+    bound = _hint("max_file_bytes") if max_bytes is None else "largest size of such a file"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -289,7 +307,7 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
         if not stat.S_ISREG(st.st_mode):
             raise InputError(f"{what} is not a regular file (device, pipe or socket)", file=path)
         if st.st_size > limit:
-            raise InputError(f"{what} of {st.st_size} bytes exceeds the {_hint(field)} ({limit} bytes)", file=path)
+            raise InputError(f"{what} of {st.st_size} bytes exceeds the {bound} ({limit} bytes)", file=path)
         chunks = []
         total = 0
         while True:
@@ -299,7 +317,7 @@ def read_input_bytes(path: str | Path, *, what: str = "file", max_bytes: int | N
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise InputError(f"{what} exceeds the {_hint(field)} ({limit} bytes)", file=path)
+                raise InputError(f"{what} exceeds the {bound} ({limit} bytes)", file=path)
         return b"".join(chunks)
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", file=path) from None

@@ -27,7 +27,9 @@ from timor_core.cli.args import name as _name
 from timor_core.cli.args import output_folder as _output_folder
 from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import serial_assembly as _assembly
-from timor_core.errors import InputError, TimorError
+from timor_core.common import compiled
+from timor_core.errors import InputError, TimorError, one_line
+from timor_core.limits import check_environment
 
 __all__ = ["main"]
 
@@ -70,10 +72,10 @@ def _report_problems(args: argparse.Namespace, problems: list, ok_text: str, war
         print(json_text(out, indent=2))
         return 1 if problems else 0
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {one_line(str(w))}", file=sys.stderr)
     if problems:
         for e in problems:
-            print(f"error: {e}", file=sys.stderr)
+            print(f"error: {one_line(str(e))}", file=sys.stderr)
     else:
         print(ok_text + (f" ({len(warnings)} warning{'s' * (len(warnings) != 1)})" if warnings else ""))
     return 1 if problems else 0
@@ -348,6 +350,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 success, 1 a check found problems, 2 bad input (one ``error:`` line naming the file, option
     or value), 3 an internal error (a bug: one line, the traceback with -v), 130 interrupted.
     """
+    try:  # the environment first, as the options would be: one error line, exit 2
+        check_environment()
+        compiled.check_environment()
+    except TimorError as exc:
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     parser = _parser()
     args = parser.parse_args(_join_negative_values(list(sys.argv[1:] if argv is None else argv)))
     resolve_robot_arguments(args, getattr(args, "subparser", parser))
@@ -356,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except TimorError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader went away (`timor ... | head`): stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -364,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
     except OSError as exc:  # unusable output paths and the like: say what and where, no traceback
         where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"error: cannot access{where}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"error: cannot access{one_line(where)}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -376,7 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             traceback.print_exc()
         print(
-            f"error: internal error: {type(exc).__name__}: {exc} (run with -v for the traceback; please report it)",
+            f"error: internal error: {type(exc).__name__}: {one_line(str(exc))} (run with -v for the traceback; "
+            "please report it)",
             file=sys.stderr,
         )
         return 3

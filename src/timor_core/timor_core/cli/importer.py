@@ -23,7 +23,12 @@ def _connector(text: str):
         size = tuple(float(v) for v in parts[1].split(",") if v) if len(parts) > 1 else ()
     except ValueError:
         raise argparse.ArgumentTypeError(f"connector sizes must be numbers, got {parts[1]!r}") from None
-    return ToolConnector(parts[0], size, parts[2] if len(parts) > 2 else "m")
+    connector = ToolConnector(parts[0], size, parts[2] if len(parts) > 2 else "m")
+    try:
+        connector.to_json()  # its checks: a finite size in range (not nan), a known gender
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return connector
 
 
 def _cmd_import(args: argparse.Namespace) -> int:

@@ -21,7 +21,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENVIRONMENT", "LOAD_AFTER", "charged", "give_up", "loaded_or_none", "mark_loaded", "use_compiled", "wanted"]
+__all__ = [
+    "ENVIRONMENT",
+    "LOAD_AFTER",
+    "charged",
+    "check_environment",
+    "give_up",
+    "loaded_or_none",
+    "mark_loaded",
+    "use_compiled",
+    "wanted",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +73,16 @@ def _from_environment() -> bool | None:
         return None if not value else value == "1"
     logger.warning("%s=%r is neither 0 nor 1: the compiled kernels load by the rule", ENVIRONMENT, value)
     return None
+
+
+def check_environment() -> None:
+    """Refuse a ``TIMOR_COMPILED`` that is neither unset, 0 nor 1 (an InputError naming it): what a command does
+    before its options are read (the library itself warns and goes by the rule)."""
+    value = os.environ.get(ENVIRONMENT, "").strip()
+    if value not in ("", "0", "1"):
+        from timor_core.errors import InputError
+
+        raise InputError(f"environment variable {ENVIRONMENT} must be 0 or 1", value=os.environ[ENVIRONMENT])
 
 
 def mark_loaded() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from pathlib import Path
 
 from timor_core.errors import InputError
 
@@ -22,6 +23,8 @@ __all__ = [
     "check_plugin",
     "xml_escape",
     "xacro_escape",
+    "check_xacro_argument",
+    "expand_xacro",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -131,3 +134,22 @@ def xacro_escape(text: str) -> str:
         return (run if len(run) == 1 else "${'$'}" * len(run)) + after
 
     return _DOLLARS.sub(one, text)
+
+
+def check_xacro_argument(name: str, value: str) -> str:
+    """``value`` of xacro argument ``name``; refused (an InputError naming the argument) if it holds a ``$(...)``,
+    which xacro would run (``$(eval ...)``, ``$(env ...)``): ``${...}`` and markup stay text."""
+    if "$(" in value:
+        raise InputError(f"launch argument {name!r} cannot hold a xacro substitution '$(...)'", value=value)
+    return value
+
+
+def expand_xacro(file: str | Path, mappings: dict[str, str]) -> str:
+    """The URDF text of xacro ``file`` with the arguments ``mappings``; xacro's own errors as an InputError naming
+    the file."""
+    import xacro
+
+    try:
+        return xacro.process_file(str(file), mappings=mappings).toxml()
+    except xacro.XacroException as exc:
+        raise InputError(f"xacro refused the robot description: {exc}", file=file) from None

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from timor_core.common import jsonfields as jf
-from timor_core.common.names import check_plugin
+from timor_core.common.names import check_plugin, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.eds import MAX_EDS_BYTES, Eds, read_eds
 from timor_core.export.ethercat_config import MAX_SLAVE_CONFIG_BYTES, SlaveConfig, read_slave_config
@@ -164,7 +164,7 @@ class HardwareProfile:
         plugin = None
         if route == "plugin":
             plugin = check_plugin(jf.string(jf.req(d, "plugin", "$"), "$.plugin"))
-        params = {str(k): str(v) for k, v in jf.obj(d.get("hardware_parameters", {}), "$.hardware_parameters").items()}
+        params = _parameters(d.get("hardware_parameters", {}), "$.hardware_parameters")
         drives = {}
         for module_id, spec in jf.obj(jf.req(d, "drives", "$"), "$.drives").items():
             drives[module_id] = _drive(module_id, spec, f"$.drives.{module_id}", route, folder)
@@ -173,13 +173,29 @@ class HardwareProfile:
             c = jf.obj(d["chain"], "$.chain")
             groups = jf.array(c.get("links", []), "$.chain.links")
             links = tuple(
-                tuple(jf.string(m, f"$.chain.links[{i}][{j}]") for j, m in enumerate(jf.array(g, f"$.links[{i}]")))
+                tuple(
+                    jf.string(m, f"$.chain.links[{i}][{j}]") for j, m in enumerate(jf.array(g, f"$.chain.links[{i}]"))
+                )
                 for i, g in enumerate(groups)
             )
             base = jf.string(c["base"], "$.chain.base") if "base" in c else None
             eef = jf.string(c["end_effector"], "$.chain.end_effector") if "end_effector" in c else None
             chain = Chain(base, eef, links)
         return cls(route, bus, drives, plugin, params, source, chain)
+
+
+def _parameters(value: Any, path: str) -> dict[str, str]:
+    """A profile's ``<param>`` texts by name, each name and text one XML can hold (else an InputError naming the
+    field ``path.name``: the file is added by ``from_json_file``)."""
+    out = {}
+    for key, text in jf.obj(value, path).items():
+        for part in (str(key), str(text)):
+            try:
+                xml_escape(part, "parameter")
+            except InputError as exc:
+                raise InputError(exc.message, path=f"{path}.{key}", value=part) from None
+        out[str(key)] = str(text)
+    return out
 
 
 def profile_file(value: Any, path: str, folder: Path, max_bytes: int = MAX_EDS_BYTES) -> Path:
@@ -270,7 +286,7 @@ def _drive(module_id: str, spec: Any, path: str, route: str, folder: Path) -> Dr
         else None,
         "vendor_id": _int(s["vendor_id"], f"{path}.vendor_id") if "vendor_id" in s else None,
         "product_code": _int(s["product_code"], f"{path}.product_code") if "product_code" in s else None,
-        "parameters": {str(k): str(v) for k, v in jf.obj(s.get("parameters", {}), f"{path}.parameters").items()},
+        "parameters": _parameters(s.get("parameters", {}), f"{path}.parameters"),
         "scale_pos_to_dev": _scale(s, "scale_pos_to_dev", path),
         "scale_vel_to_dev": _scale(s, "scale_vel_to_dev", path),
     }

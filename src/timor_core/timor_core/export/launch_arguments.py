@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from timor_core.common.names import check_plugin, check_prefix
+from timor_core.common.names import check_plugin, check_prefix, check_xacro_argument, expand_xacro
 from timor_core.errors import InputError, TimorError
 from timor_core.export.launch_paths import config_folder, task_file
 from timor_core.export.ros_distro import check_distro, node_behaviour
@@ -302,13 +302,10 @@ class MoveItLaunch:
 
 def _bringup_data(launch_file: str | Path) -> dict[str, Any]:
     """The package's data file beside a bring-up launch file (an InputError naming it if it is missing or bad)."""
-    import yaml
+    from timor_core.common.safe_yaml import load_yaml
 
     path = Path(launch_file).with_name(BRINGUP_DATA)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read the bring-up data: {exc}", file=path) from None
+    data = load_yaml(path, what="bring-up data")
     for key, kind in {
         "package": str,
         "robot": str,
@@ -361,7 +358,7 @@ class BringupLaunch:
             route_packages=tuple(str(p) for p in data["route_packages"]),
             namespace=check_namespace(values["namespace"]),
             flags=flags,
-            text={name: values[name] for name in declared if name not in flags and name != "namespace"},
+            text={n: check_xacro_argument(n, values[n]) for n in declared if n not in flags and n != "namespace"},
             xacro_arguments=tuple(str(k) for k in data["xacro_arguments"]),
         )
 
@@ -377,11 +374,9 @@ class BringupLaunch:
     def description(self, share: str | Path) -> str:
         """The robot's URDF: the package's xacro expanded with its installed config folder and the xacro arguments
         of this launch file."""
-        import xacro
-
         mappings = {"config_dir": str(Path(share) / "config")}
         mappings.update({k: v for k, v in self.text.items() if k in self.xacro_arguments})
-        return xacro.process_file(str(Path(share) / "urdf" / f"{self.robot}.urdf.xacro"), mappings=mappings).toxml()
+        return expand_xacro(Path(share) / "urdf" / f"{self.robot}.urdf.xacro", mappings)
 
     def cm_remappings(self) -> list[tuple[str, str]]:
         """ros2_control_node's remappings for ``$ROS_DISTRO`` (the package's distro where it is not set)."""

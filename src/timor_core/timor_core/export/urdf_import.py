@@ -33,7 +33,7 @@ from timor_core.export.urdf_reader import resolve_package_uri as resolve_package
 from timor_core.export.urdf_tree import TOOL_NAMES as TOOL_NAMES
 from timor_core.export.urdf_tree import check_tree
 from timor_core.export.urdf_tree import guess_tool_link as guess_tool_link
-from timor_core.limits import read_input_text
+from timor_core.limits import check_number, read_input_text
 from timor_core.model.db import ModulesDB
 from timor_core.model.parts import GENDERS
 
@@ -59,8 +59,10 @@ class ToolConnector:
         if self.type == "base":
             raise InputError("the tool connector cannot be of the base type", path="tool_connector.type",
                              value=self.type)  # fmt: skip
-        return {"ID": "tcp", "pose": np.eye(4).tolist(), "gender": self.gender, "type": self.type,
-                "size": [float(s) for s in self.size]}  # fmt: skip
+        size = [
+            check_number(s, "connector size", 0.0, "max_module_size_m", path="tool_connector.size") for s in self.size
+        ]
+        return {"ID": "tcp", "pose": np.eye(4).tolist(), "gender": self.gender, "type": self.type, "size": size}
 
 
 def _read_text(urdf: str | Path) -> tuple[str, Path | None]:

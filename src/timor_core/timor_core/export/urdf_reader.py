@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from timor_core.errors import FormatError, InputError, MeshError, TimorError, ValidationError
+from timor_core.errors import FormatError, InputError, MeshError, TimorError, UntrustedPathError, ValidationError
 from timor_core.export.urdf import URDF_UNLIMITED
 
 log = logging.getLogger(__name__)
@@ -158,33 +158,54 @@ def physical_inertia(inertia: np.ndarray, where: str, file: Path | None) -> np.n
     return (vec * np.clip(eig, 0.0, None)) @ vec.T
 
 
+def _inside(path: Path, folders: Sequence[Path], uri: str) -> Path:
+    """``path`` resolved (symlinks and ``..`` followed), refused unless it lies inside one of ``folders`` (each
+    resolved too): an UntrustedPathError naming the URI and the folders."""
+    resolved = Path(os.path.realpath(path))
+    allowed = [Path(os.path.realpath(f)) for f in folders]
+    if os.path.lexists(resolved) and not any(resolved.is_relative_to(f) for f in allowed):  # else: "not found"
+        where = ", ".join(map(str, allowed)) or "none: give the mesh's folder in package_dirs"
+        raise UntrustedPathError(f"mesh {uri!r} is {resolved}, outside the allowed folder ({where})")
+    return resolved
+
+
+def _package_roots(package: str, package_dirs: Sequence[Path] | Mapping[str, Path]) -> list[Path]:
+    """Where a ``package://`` name may be: the given folders, then ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH``."""
+    if isinstance(package_dirs, Mapping):
+        roots = [Path(package_dirs[package])] if package in package_dirs else []
+    else:
+        roots = [Path(d) / package for d in package_dirs]
+    for var, sub in (("ROS_PACKAGE_PATH", ""), ("AMENT_PREFIX_PATH", "share")):
+        roots += [Path(p) / sub / package for p in os.environ.get(var, "").split(os.pathsep) if p]
+    return roots
+
+
 def resolve_package_uri(uri: str, urdf_dir: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path]) -> Path:
-    """The file behind a URDF mesh name (``package://``, ``file://`` or a path relative to the URDF)."""
+    """The file behind a URDF mesh name (``package://``, ``file://`` or a path relative to the URDF), resolved
+    (symlinks and ``..`` followed). It must lie inside the allowed folder: the package's folder for ``package://``,
+    else the URDF's folder or a given package folder; anything else is an UntrustedPathError naming the URI and
+    the folder (the import must not copy a file from outside what the user gave it)."""
     parsed = urlparse(uri)
     if parsed.scheme == "package":
         package, rest = parsed.netloc, unquote(parsed.path).lstrip("/")
-        if isinstance(package_dirs, Mapping):
-            roots = [Path(package_dirs[package])] if package in package_dirs else []
-        else:
-            roots = [Path(d) / package for d in package_dirs]
-        for var, sub in (("ROS_PACKAGE_PATH", ""), ("AMENT_PREFIX_PATH", "share")):
-            roots += [Path(p) / sub / package for p in os.environ.get(var, "").split(os.pathsep) if p]
-        for root in roots:
+        for root in _package_roots(package, package_dirs):
             if (root / rest).is_file():
-                return (root / rest).resolve()
+                return _inside(root / rest, [root], uri)
         raise MeshError(
             f"package {package!r} not found (give its folder in package_dirs, or set ROS_PACKAGE_PATH)", value=uri
         )
     if parsed.scheme == "file":
-        return Path(unquote(parsed.path)).resolve()
-    if parsed.scheme and len(parsed.scheme) > 1:
+        path = Path(unquote(parsed.path))
+    elif parsed.scheme and len(parsed.scheme) > 1:
         raise MeshError(f"unsupported URI scheme {parsed.scheme!r}", value=uri)
-    path = Path(uri)
+    else:
+        path = Path(uri)
     if not path.is_absolute():
         if urdf_dir is None:
             raise MeshError("a relative mesh path needs the URDF's folder (load it from a file)", value=uri)
         path = urdf_dir / path
-    return path.resolve()
+    given = list(package_dirs.values()) if isinstance(package_dirs, Mapping) else list(package_dirs)
+    return _inside(path, [Path(f) for f in ([urdf_dir] if urdf_dir is not None else []) + given], uri)
 
 
 class FloatStack:
@@ -240,6 +261,7 @@ class UrdfReader:
         self.file, self.package_dirs = file, package_dirs
         self.meshes: list[tuple[dict, Path]] = []  # (geometry parameters, resolved file)
         self.poses, self.inertias, self.coms = FloatStack(4, 4), FloatStack(3, 3), FloatStack(3)
+        self.total_mass = 0.0
 
     def links(self, elements: Iterable[ET.Element]) -> list[UrdfLink]:
         """Every ``<link>`` (the body frame is the link frame), each element emptied once read."""
@@ -275,6 +297,10 @@ class UrdfReader:
             mass = _mass(m.get("value") if m is not None else None)
             if mass < 0:
                 raise _ReadError(ValidationError, "mass must not be negative", "/inertial/mass", mass)
+            self.total_mass += mass
+            if self.total_mass == math.inf:  # each link's is finite, their sum (the robot's mass) must be too
+                raise _ReadError(ValidationError, "the links' masses add up to more than a float holds",
+                                 "/inertial/mass@value", mass)  # fmt: skip
             c = _inertia_values(inertial.find("inertia"))
             if any(c):
                 inertia = self.inertias.add(self._inertia(c, T, name))
@@ -326,8 +352,8 @@ class UrdfReader:
             raise _ReadError(FormatError, "mesh needs a filename", f"{where}/mesh")
         try:
             path = resolve_package_uri(name, self.file.parent if self.file else None, self.package_dirs)
-        except MeshError as exc:
-            raise _ReadError(MeshError, exc.message, f"{where}/mesh@filename", name) from None
+        except (MeshError, UntrustedPathError) as exc:
+            raise _ReadError(type(exc), exc.message, f"{where}/mesh@filename", name) from None
         if not path.is_file():
             raise _ReadError(MeshError, "mesh file not found", f"{where}/mesh@filename", str(path))
         scale = _floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
@@ -359,6 +385,9 @@ class UrdfReader:
         norm = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
         if norm < 1e-9:
             raise _ReadError(ValidationError, "joint axis must not be zero", "/axis@xyz", list(a))
+        if not math.isfinite(norm):  # its length overflows: normalised it would be a zero axis
+            raise _ReadError(ValidationError, "joint axis too long to normalise (|xyz| overflows)", "/axis@xyz",
+                             list(a))  # fmt: skip
         out: dict[str, Any] = {"axis": [a[0] / norm, a[1] / norm, a[2] / norm]}
         limit = joint.find("limit")
         bounds: dict[str, float] = {}
@@ -374,6 +403,8 @@ class UrdfReader:
         if limit is not None:
             for key, attr in (("velocity", "velocity"), ("peakTorque", "effort")):
                 value = _number(limit.get(attr), f"/limit@{attr}")
+                if value < 0:  # a missing or zero limit is unlimited, a negative one is a mistake
+                    raise _ReadError(ValidationError, "must not be negative", f"/limit@{attr}", value)
                 if 0 < value < URDF_UNLIMITED:
                     bounds[key] = value
         if bounds:

@@ -24,6 +24,10 @@ class _Dumper(yaml.SafeDumper):
     def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         super().increase_indent(flow, False)
 
+    def ignore_aliases(self, data: Any) -> bool:
+        """A value used twice is written twice: timor's YAML reader (``common.safe_yaml``) refuses aliases."""
+        return True
+
 
 _Dumper.add_representer(tuple, lambda dumper, data: dumper.represent_list(list(data)))
 # ROS 2's parameter parser (rcl_yaml_param_parser) also reads y/Y/n/N as booleans: such strings get quotes

@@ -4,6 +4,7 @@ model (coal shapes are shared between robots: modules are immutable)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.common.transforms import IDENTITY
+from timor_core.errors import ValidationError
 from timor_core.kinematics.geometry_models import collision_model
 from timor_core.kinematics.robot import PinRobot
 
@@ -98,6 +100,9 @@ def _add_joint(model: pin.Model, link: TreeLink, parent: int, placement: np.ndar
 
 def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
     """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+    if math.isinf(assembly.mass):  # each module's is finite: the robot's must be too
+        raise ValidationError("the modules' masses add up to more than a float holds",
+                              value=[m.id for m in assembly.modules])  # fmt: skip
     tree = assembly.tree(prefix)
     model = pin.Model()
     model.name = prefix + "timor_robot"

@@ -142,7 +142,8 @@ class AssemblyModels:
                     if "acceleration" in j.limits_json:
                         extra["limits"] = {"acceleration": j.limits_json["acceleration"]}
                     extras[str(link.joint_name)] = extra
-            fused = assembly_from_urdf(unplaced.to_urdf(mesh_uri="file"), joint_extras=extras)
+            folders = [source.db.base_dir] if source.db.base_dir is not None else []  # where its meshes may be
+            fused = assembly_from_urdf(unplaced.to_urdf(mesh_uri="file"), folders, joint_extras=extras)
         fused.base_placement = source.base_placement
         return fused
 

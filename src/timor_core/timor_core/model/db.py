@@ -6,6 +6,8 @@ shapes) is cached on the DB and its modules, because modules never change after 
 
 from __future__ import annotations
 
+import filecmp
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -175,21 +177,36 @@ class ModulesDB:
     def to_json_file(self, path: str | Path, copy_meshes: bool = True) -> Path:
         """Write ``modules.json`` atomically (temp file, then rename); copy meshes next to it if needed.
 
-        Mesh files keep their path relative to the file, so the saved set loads to an equal DB.
+        Mesh files keep their path relative to the file, so the saved set loads to an equal DB. A path the folder
+        already holds with another file (another set's ``meshes/link.stl``) is neither overwritten nor taken: the
+        mesh goes to a name with its content's hash (``meshes/link.<hash>.stl``), which the JSON then names.
         """
         path = Path(path)
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
+        renamed: dict[str, str] = {}
         if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
-            for mesh in self.meshes():
-                target = (folder / mesh.file).resolve()
-                if not target.is_relative_to(folder.resolve()):
-                    raise ValidationError("mesh path escapes the target folder", value=mesh.file, file=path)
-                if not target.exists():
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    atomic_copy(mesh.path, target)
-        atomic_write_text(path, self.to_json_string() + "\n")
+            renamed = self._copy_meshes(folder, path)
+        data = self.to_json_data()
+        if renamed:
+            _rename_meshes(data, renamed)
+        atomic_write_text(path, json.dumps(data, indent=2) + "\n")
         return path
+
+    def _copy_meshes(self, folder: Path, path: Path) -> dict[str, str]:
+        """Copy the meshes into ``folder`` (see :meth:`to_json_file`); the names changed to keep another file."""
+        renamed: dict[str, str] = {}
+        for mesh in self.meshes():
+            target = (folder / mesh.file).resolve()
+            if not target.is_relative_to(folder.resolve()):
+                raise ValidationError("mesh path escapes the target folder", value=mesh.file, file=path)
+            if target.exists() and not mesh.missing and not filecmp.cmp(target, mesh.path, shallow=False):
+                renamed[mesh.file] = _hashed_name(mesh.file, mesh.path)
+                target = (folder / renamed[mesh.file]).resolve()
+            if not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_copy(mesh.path, target)
+        return renamed
 
     def meshes(self) -> list[Mesh]:
         """Every mesh geometry referenced by the set's bodies."""
@@ -325,3 +342,27 @@ class ModulesDB:
             raise UnknownModuleError(
                 f"module {module_id!r} has no connector {connector_id!r} (has: {', '.join(m.connectors)})"
             ) from None
+
+
+def _hashed_name(file: str, source: Path) -> str:
+    """``meshes/link.stl`` -> ``meshes/link.<first 16 hex digits of the SHA-256 of its content>.stl``."""
+    digest = hashlib.sha256()
+    with open(source, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    name = Path(file)
+    return name.with_name(f"{name.stem}.{digest.hexdigest()[:16]}{name.suffix}").as_posix()
+
+
+def _rename_meshes(data: Any, renamed: dict[str, str]) -> None:
+    """Rename the mesh files of a set's JSON (every ``parameters.file`` in ``renamed``), in place."""
+    if isinstance(data, list):
+        for item in data:
+            _rename_meshes(item, renamed)
+    elif isinstance(data, dict):
+        params = data.get("parameters")
+        if isinstance(params, dict) and params.get("file") in renamed:
+            params["file"] = renamed[params["file"]]
+        for key, value in data.items():
+            if key != "parameters":
+                _rename_meshes(value, renamed)

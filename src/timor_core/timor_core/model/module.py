@@ -194,6 +194,8 @@ def _parse_module(data: Any, path: str, base_dir: Path | None, json_file: Path |
     if not bodies_json:
         raise ValidationError("a module needs at least one body", path=f"{path}.bodies", value=bodies_json)
     bodies = tuple(parse_body(b, f"{path}.bodies[{i}]", base_dir, json_file) for i, b in enumerate(bodies_json))
+    if math.isinf(sum(b.mass for b in bodies)):  # each is finite: the module's mass must be too
+        raise ValidationError("the bodies' masses add up to more than a float holds", path=f"{path}.bodies")
     _unique(((b.id, f"{path}.bodies[{i}].ID") for i, b in enumerate(bodies)), "body")
     _unique(
         (

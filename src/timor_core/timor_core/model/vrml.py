@@ -18,7 +18,7 @@ from timor_core.errors import MeshError
 from timor_core.limits import limits
 from timor_core.model.mesh_data import MeshData
 
-__all__ = ["read_vrml"]
+__all__ = ["MAX_VRML_USE_NODES", "read_vrml"]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -56,6 +56,7 @@ class _VrmlParser:
         ] + [False]
         self.i = 0
         self.defs: dict[str, _VrmlNode | None] = {}
+        self.count = 0  # nodes written out in the file (a USE is not one)
 
     def error(self, message: str, pos: int | None = None) -> MeshError:
         if pos is None:
@@ -149,6 +150,7 @@ class _VrmlParser:
                 )
             fields[name] = self.value(token, name)
         self.expect("}")
+        self.count += 1
         return _VrmlNode(token, fields, self.text.count("\n", 0, pos) + 1)
 
     def value(self, node_type: str, field: str) -> Any:
@@ -286,7 +288,15 @@ def _vrml_face_set(node: _VrmlNode, transform: np.ndarray, file: Path) -> MeshDa
     return MeshData(vertices[used], faces.reshape(-1, 3))
 
 
-def _vrml_collect(node: _VrmlNode, transform: np.ndarray, out: list[MeshData], file: Path) -> None:
+MAX_VRML_USE_NODES = 10_000
+"""Most nodes that USE copies may add to a VRML file's own (each USE of a DEF'd node is walked again: twenty
+nested DEFs each USE'd twice would be a million nodes, minutes of work, from a 1 kB file)."""
+
+
+def _vrml_collect(node: _VrmlNode, transform: np.ndarray, out: list[MeshData], file: Path, budget: list[int]) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise MeshError(f"VRML USE copies add more than {MAX_VRML_USE_NODES} nodes", file=file, value=str(file))
     if node.type == "Transform":
         transform = transform @ _vrml_transform(node, file)
     if node.type == "Shape":
@@ -303,7 +313,7 @@ def _vrml_collect(node: _VrmlNode, transform: np.ndarray, out: list[MeshData], f
         return
     for value in node.fields.values():
         for child in _vrml_nodes(value):
-            _vrml_collect(child, transform, out, file)
+            _vrml_collect(child, transform, out, file, budget)
 
 
 def read_vrml(path: Path) -> list[MeshData]:
@@ -339,8 +349,11 @@ def read_vrml(path: Path) -> list[MeshData]:
         )
     parts: list[MeshData] = []
     try:
-        for node in _VrmlParser(text, path).parse():
-            _vrml_collect(node, np.eye(4), parts, path)
+        parser = _VrmlParser(text, path)
+        nodes = parser.parse()
+        budget = [parser.count + MAX_VRML_USE_NODES]
+        for node in nodes:
+            _vrml_collect(node, np.eye(4), parts, path, budget)
     except RecursionError as exc:
         raise MeshError("VRML nesting too deep", file=path, value=str(path)) from exc
     if not parts:

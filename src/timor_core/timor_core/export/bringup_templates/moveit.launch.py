@@ -12,20 +12,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch import Action, LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 
+from timor_core.common.safe_yaml import load_yaml
 from timor_core.export.launch_arguments import BringupLaunch, require_packages
 from timor_core.export.moveit_config import MOVE_GROUP_FILES, move_group_parameters
 
 
 def _yaml(config: str, name: str) -> dict[str, Any]:
-    with open(os.path.join(config, name)) as f:
-        return yaml.safe_load(f) or {}
+    return load_yaml(os.path.join(config, name)) or {}
 
 
 def _move_group_parameters(plan: BringupLaunch, share: str) -> dict[str, Any]:

@@ -1,0 +1,208 @@
+"""Hostile input, third round (issue 36): URDF import and ``timor import``.
+
+Every mesh an import reads or copies is resolved (symlinks and ``..`` followed) and must lie inside the folder the
+user allowed (the package's folder for ``package://``, else the URDF's folder or a given package folder): anything
+else is an UntrustedPathError naming the URI and the folder. Two imports into one folder keep their own meshes.
+Every number read from the URDF is finite and in range before use (an axis whose length overflows, a negative limit,
+masses whose sum overflows), named by joint or link and field. The fuzz test runs under a memory and a time cap.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hostile import assert_clean_error, memory_cap, run_cli, time_cap
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.errors import InputError, UntrustedPathError, ValidationError
+from timor_core.export.urdf_import import ToolConnector, db_from_urdf
+from timor_core.model.geometry import Mesh
+
+
+def _stl(seed: int) -> bytes:
+    """A small binary STL whose content depends on ``seed`` (two different meshes of one name)."""
+    rng = np.random.default_rng(seed)
+    record = np.zeros(4, dtype=[("n", "<f4", 3), ("v", "<f4", (3, 3)), ("a", "<u2")])
+    record["v"] = rng.random((4, 3, 3))
+    return b"\0" * 80 + np.uint32(4).tobytes() + record.tobytes()
+
+
+def _urdf(mesh: str = "", *, axis: str = "0 0 1", limit: str = 'effort="10" velocity="1"', masses=(1.0, 1.0)) -> str:
+    visual = f'<visual><geometry><mesh filename="{mesh}"/></geometry></visual>' if mesh else ""
+    return f"""<robot name="arm">
+  <link name="base"><inertial><mass value="{masses[0]!r}"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0"
+   iyz="0"/></inertial>{visual}</link>
+  <link name="tool"><inertial><mass value="{masses[1]!r}"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0"
+   iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="tool"/><axis xyz="{axis}"/>
+    <limit lower="-1" upper="1" {limit}/></joint>
+</robot>"""
+
+
+def _layout(tmp_path: Path, mesh: str) -> tuple[Path, Path]:
+    """``pkgs/pkg/robot.urdf`` naming ``mesh``, ``pkgs/pkg/meshes/link.stl`` inside, ``outside/cad/gripper.stl``
+    outside the package: the URDF file and the package folder."""
+    (tmp_path / "pkgs" / "pkg" / "meshes").mkdir(parents=True)
+    (tmp_path / "pkgs" / "pkg" / "meshes" / "link.stl").write_bytes(_stl(0))
+    (tmp_path / "outside" / "cad").mkdir(parents=True)
+    (tmp_path / "outside" / "cad" / "gripper.stl").write_bytes(_stl(1))
+    urdf = tmp_path / "pkgs" / "pkg" / "robot.urdf"
+    urdf.write_text(_urdf(mesh))
+    return urdf, tmp_path / "pkgs"
+
+
+# -- files: inside the allowed folder, symlinks and '..' followed ----------------------------------------------------
+
+
+def test_a_package_uri_climbing_out_of_its_package_is_refused_and_nothing_copied(tmp_path):
+    uri = "package://pkg/../../outside/cad/gripper.stl"
+    urdf, pkgs = _layout(tmp_path, uri)
+    out = tmp_path / "out"
+    proc = run_cli(["import", str(urdf), "--package-dir", str(pkgs), "-o", str(out / "modules.json")], timeout=120)
+    assert proc.returncode == 2
+    assert_clean_error(proc, uri, str((pkgs / "pkg").resolve()), "link[@name='base']/visual[1]/mesh@filename")
+    assert not out.exists() or not any(out.rglob("*.stl"))
+
+
+@pytest.mark.parametrize(
+    "mesh",
+    [
+        "package://pkg/meshes/evil.stl",  # a symlink inside the package pointing outside
+        "meshes/evil.stl",  # the same, relative to the URDF
+        "file://{outside}",
+        "../../outside/cad/gripper.stl",
+    ],
+)
+def test_a_mesh_outside_the_allowed_folder_is_refused_naming_uri_and_folder(tmp_path, mesh):
+    outside = tmp_path / "outside" / "cad" / "gripper.stl"
+    mesh = mesh.format(outside=outside)
+    urdf, pkgs = _layout(tmp_path, mesh)
+    os.symlink(outside, pkgs / "pkg" / "meshes" / "evil.stl")
+    with pytest.raises(UntrustedPathError) as err:
+        db_from_urdf(urdf, [pkgs])
+    assert mesh in str(err.value) and "outside the allowed folder" in str(err.value) and str(urdf) in str(err.value)
+    assert str((pkgs / "pkg").resolve()) in str(err.value)  # the package's folder, also the URDF's
+
+
+def test_meshes_inside_the_allowed_folders_still_import(tmp_path):
+    for k, mesh in enumerate(["package://pkg/meshes/link.stl", "meshes/link.stl", "file://{urdf_dir}/meshes/link.stl"]):
+        urdf, pkgs = _layout(tmp_path / str(k), mesh.format(urdf_dir=tmp_path / str(k) / "pkgs" / "pkg"))
+        db = db_from_urdf(urdf, [pkgs])
+        assert [m.path for m in db.meshes()] == [(pkgs / "pkg" / "meshes" / "link.stl").resolve()]
+
+
+def test_two_imports_into_one_folder_keep_their_own_meshes(tmp_path):
+    out = tmp_path / "out"
+    sources = []
+    for k in (1, 2):
+        urdf, pkgs = _layout(tmp_path / f"robot{k}", "meshes/link.stl")  # same name, other content
+        (pkgs / "pkg" / "meshes" / "link.stl").write_bytes(_stl(10 + k))
+        sources.append((pkgs / "pkg" / "meshes" / "link.stl").read_bytes())
+        proc = run_cli(["import", str(urdf), "-o", str(out / f"robot{k}.json")], timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    for k, source in zip((1, 2), sources):
+        meshes = ModulesDB.from_json_file(out / f"robot{k}.json").meshes()
+        assert [m.path.read_bytes() for m in meshes] == [source], k
+    again = run_cli(["import", str(tmp_path / "robot2" / "pkgs" / "pkg" / "robot.urdf"), "-o", str(out / "r.json")])
+    assert again.returncode == 0 and len(list(out.rglob("*.stl"))) == 2  # the same content is not copied twice
+
+
+# -- numbers ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields, where, error",
+    [
+        ({"axis": "1e200 1e200 0"}, "joint[@name='j1']/axis@xyz", ValidationError),
+        ({"axis": "1e-200 0 0"}, "joint[@name='j1']/axis@xyz", ValidationError),
+        ({"limit": 'effort="-5" velocity="1"'}, "joint[@name='j1']/limit@effort", ValidationError),
+        ({"limit": 'effort="5" velocity="-1"'}, "joint[@name='j1']/limit@velocity", ValidationError),
+        ({"masses": (1e308, 1e308)}, "link[@name='tool']/inertial/mass@value", ValidationError),
+        ({"masses": (1.0, math.inf)}, "link[@name='tool']/inertial/mass@value", InputError),
+    ],
+)
+@pytest.mark.invalid_urdf
+def test_urdf_numbers_out_of_range_are_refused_naming_the_element_and_field(tmp_path, fields, where, error):
+    urdf = tmp_path / "robot.urdf"
+    urdf.write_text(_urdf(**fields))
+    with pytest.raises(error) as err:
+        db_from_urdf(urdf)
+    assert str(urdf) in str(err.value) and where in str(err.value)
+
+
+def test_a_tool_connector_size_must_be_finite(tmp_path):
+    urdf = tmp_path / "robot.urdf"
+    urdf.write_text(_urdf())
+    proc = run_cli(["import", str(urdf), "-o", str(tmp_path / "m.json"), "--tool-connector", "robco:nan"])
+    assert proc.returncode == 2 and not (tmp_path / "m.json").exists()
+    assert_clean_error(proc, "--tool-connector", "nan")
+    with pytest.raises(InputError, match="tool_connector.size"):
+        db_from_urdf(urdf, tool_connector=ToolConnector("robco", (math.inf,)))
+    db = db_from_urdf(urdf, tool_connector=ToolConnector("robco", (0.08,)))
+    assert [c.size for m in db for b in m.bodies for c in b.connectors if c.type == "robco"] == [(0.08,)]
+
+
+# -- fuzz --------------------------------------------------------------------------------------------------------------
+
+_NUMBER = st.one_of(
+    st.floats(-10, 10),
+    st.floats(),
+    st.sampled_from(["1e200", "-1e308", "1e-320", "nan", "-0", "1e400", "0x10", "", "1 2"]),
+)
+_MESH = st.sampled_from(
+    ["package://pkg/meshes/link.stl", "meshes/link.stl", "package://pkg/../../outside/cad/gripper.stl",
+     "../../outside/cad/gripper.stl", "package://pkg/meshes/evil.stl", "file:///etc/passwd", "package://nopkg/x.stl",
+     "package://pkg/%2e%2e/%2e%2e/outside/cad/gripper.stl", ""]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(mesh=_MESH, axis=st.lists(_NUMBER, min_size=3, max_size=3), effort=_NUMBER, velocity=_NUMBER,
+       masses=st.tuples(_NUMBER, _NUMBER))  # fmt: skip
+def test_fuzz_urdf_import(mesh, axis, effort, velocity, masses):
+    """Any such URDF: refused with an InputError naming the URDF, or a module whose numbers are finite (unit axes,
+    finite mass, limits >= 0) and whose meshes all lie inside the package's folder."""
+    with tempfile.TemporaryDirectory() as tmp:  # removed at once: most of these URDFs are invalid on purpose
+        _fuzz_one(Path(tmp), mesh, axis, effort, velocity, masses)
+
+
+def _fuzz_one(tmp_path: Path, mesh, axis, effort, velocity, masses) -> None:
+    urdf, pkgs = _layout(tmp_path, mesh)
+    os.symlink(tmp_path / "outside" / "cad" / "gripper.stl", pkgs / "pkg" / "meshes" / "evil.stl")
+    text = _urdf(mesh, axis=" ".join(map(str, axis)), limit=f'effort="{effort}" velocity="{velocity}"')
+    urdf.write_text(text.replace('"1.0"/>', f'"{masses[0]}"/>', 1).replace('"1.0"/>', f'"{masses[1]}"/>', 1))
+    with memory_cap(), time_cap(60):
+        try:
+            db = db_from_urdf(urdf, [pkgs])
+        except InputError as exc:
+            assert str(urdf) in str(exc)
+            return
+    module = next(iter(db))
+    assert math.isfinite(module.mass) and all(math.isfinite(b.mass) and b.mass >= 0 for b in module.bodies)
+    for joint in module.joints:
+        assert np.isclose(np.linalg.norm(joint.axis), 1.0)
+        assert all(v >= 0 for k, v in joint.limits_json.items() if k not in ("positionLower", "positionUpper"))
+    assert all(m.path.is_relative_to((pkgs / "pkg").resolve()) for m in db.meshes())
+
+
+def test_a_fused_assembly_reads_its_meshes_from_its_sets_folder(improv):
+    """``from_monolithic_robot`` goes through URDF text naming the set's meshes by file://: the set's folder is the
+    folder the import allows (without it the meshes would be refused as outside)."""
+    rng = np.random.default_rng(5)
+    assembly = ModuleAssembly(improv)
+    while assembly.dof < 3:
+        assembly.add_random_from_db(lambda m: m not in improv.end_effectors, rng=rng)
+    meshes = [g for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if isinstance(g, Mesh)]
+    fused = ModuleAssembly.from_monolithic_robot(assembly.robot)
+    assert len(fused.db.meshes()) == len(meshes) > 0
+    q = assembly.robot.random_configuration(rng)
+    np.testing.assert_allclose(fused.robot.fk(q), assembly.robot.fk(q), atol=1e-9)
