@@ -22,6 +22,7 @@ __all__ = [
     "check_plugin",
     "xml_escape",
     "xacro_escape",
+    "name_attr",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -131,3 +132,17 @@ def xacro_escape(text: str) -> str:
         return (run if len(run) == 1 else "${'$'}" * len(run)) + after
 
     return _DOLLARS.sub(one, text)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]*")
+
+
+def name_attr(name: str, for_xacro: bool = False) -> str:
+    """A link or joint name as XML attribute text: a URDF name is any text (an imported robot keeping its names
+    has ``-``, ``/``, spaces), so it is escaped, never rewritten. ``for_xacro``: inside a xacro macro, where a
+    name starts with ``${prefix}``, the rest also escaped so that xacro expands it to itself."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
+    if for_xacro and name.startswith(XACRO_PREFIX):
+        return XACRO_PREFIX + xacro_escape(xml_escape(name[len(XACRO_PREFIX) :], "link or joint name"))
+    return xacro_escape(xml_escape(name, "link or joint name")) if for_xacro else xml_escape(name, "link or joint name")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from timor_core.common.names import name_attr
 from timor_core.errors import InputError
 from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml, command_interface
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
@@ -51,7 +52,7 @@ def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
         weld = (
             f'  <link name="{prefix}world"/>\n'
             f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
-            f'    <parent link="{prefix}world"/>\n    <child link="{root}"/>\n  </joint>\n'
+            f'    <parent link="{prefix}world"/>\n    <child link="{name_attr(root)}"/>\n  </joint>\n'
         )
     return weld + (
         "  <gazebo>\n"

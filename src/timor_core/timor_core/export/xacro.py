@@ -12,7 +12,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
+from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, name_attr, ros_name, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.urdf import default_robot_name, links_and_joints, origin_xml
 from timor_core.export.urdf_options import UrdfOptions
@@ -41,7 +41,7 @@ def _macro_body(assembly: ModuleAssembly, options: UrdfOptions) -> str:
     out = [
         f'  <joint name="{PREFIX}${{parent}}_to_base_link" type="fixed">\n'
         '    <xacro:insert_block name="origin"/>\n'
-        f'    <parent link="${{parent}}"/>\n    <child link="{root}"/>\n  </joint>\n'
+        f'    <parent link="${{parent}}"/>\n    <child link="{name_attr(root, True)}"/>\n  </joint>\n'
     ]
     out.extend(link_chunks)
     out.extend(joints)
