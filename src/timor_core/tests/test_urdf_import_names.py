@@ -121,8 +121,9 @@ def test_the_bringup_package_keeps_the_names(arm, tmp_path):
     links, joints = _names(ET.parse(FILE).getroot())
     plain = ET.parse(result.folder / "urdf" / "ur5.urdf").getroot()
     expanded = ET.fromstring(
-        xacro.process_file(str(result.folder / "urdf" / "ur5.urdf.xacro"),
-                           mappings={"config_dir": str(result.folder / "config")}).toxml()  # fmt: skip
+        xacro.process_file(
+            str(result.folder / "urdf" / "ur5.urdf.xacro"), mappings={"config_dir": str(result.folder / "config")}
+        ).toxml()  # fmt: skip
     )
     for root in (plain, expanded):
         assert links <= _names(root)[0] and joints <= _names(root)[1]

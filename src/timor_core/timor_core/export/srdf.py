@@ -270,9 +270,7 @@ def assembly_to_srdf(
                        for link in tree.actuated if link.joint_name in members)  # fmt: skip
             out.append("  </group_state>\n")
     if chain.has_tool:
-        out.append(
-            f'  <end_effector name="{eef}" parent_link="{tip}" group="{eef}" parent_group="{group}"/>\n'
-        )
+        out.append(f'  <end_effector name="{eef}" parent_link="{tip}" group="{eef}" parent_group="{group}"/>\n')
     if np.array_equal(assembly.base_placement, np.eye(4)) and chain.base_link != "world":  # (UR's root is world)
         out.append(
             f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
