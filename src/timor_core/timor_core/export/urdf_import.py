@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.errors import FormatError, InputError, ValidationError
+from timor_core.errors import FormatError, InputError, TimorError, ValidationError
 from timor_core.export.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader
 from timor_core.export.urdf_reader import resolve_package_uri as resolve_package_uri
@@ -76,8 +76,9 @@ MISSING_MESHES = ("error", "skip")
 """What the import does with a mesh file it does not find: refuse the URDF, or leave the mesh out."""
 
 
-class MeshesLeftOut(UserWarning):
-    """The meshes an import with ``missing_meshes="skip"`` left out (``meshes``: each as its URDF path and file)."""
+class MeshesLeftOut(TimorError, UserWarning):  # noqa: N818 - a warning, never raised
+    """The meshes an import with ``missing_meshes="skip"`` left out (``meshes``: each as its URDF path and file);
+    issued as a warning, never raised."""
 
     def __init__(self, file: Path | None, meshes: Sequence[str]) -> None:
         self.file, self.meshes = file, tuple(meshes)

@@ -340,11 +340,13 @@ class UrdfReader:
             path = resolve_package_uri(name, self.file.parent if self.file else None, self.package_dirs)
         except MeshError as exc:
             if self.skip_missing:
-                return self._skip(where, name)
+                self._skip(where, name)
+                return None
             raise _ReadError(MeshError, exc.message, f"{where}/mesh@filename", name) from None
         if not path.is_file():
             if self.skip_missing:
-                return self._skip(where, name)
+                self._skip(where, name)
+                return None
             raise _ReadError(MeshError, "mesh file not found", f"{where}/mesh@filename", str(path))
         scale = _floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
         if 0.0 in scale:
@@ -355,7 +357,6 @@ class UrdfReader:
 
     def _skip(self, where: str, filename: str) -> None:
         self.skipped.append(f"link[@name='{self._link_name}']{where}/mesh@filename {filename!r}")
-        return None
 
     def _joint(self, joint: ET.Element) -> UrdfJoint:
         name, kind = joint.get("name", ""), joint.get("type", "")
