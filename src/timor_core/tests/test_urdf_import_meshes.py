@@ -1,5 +1,6 @@
 """Issue 37 item 6: a URDF imported without its meshes (``missing_meshes="skip"``, ``timor import --meshes skip``),
-and the command ``timor import`` prints for the user to run next, run as printed.
+and the command ``timor import`` prints for the user to run next, run as printed. Item 7's last part: a set made
+from a URDF saves with its meshes after the reference's ``urdf2json`` round trip through its JSON data.
 
 The robot is UR5 of example-robot-data 6.0.0 (``robots/ur_description/urdf/ur5_robot.urdf``; upstream
 ros-industrial/universal_robot, BSD; example-robot-data BSD-3-Clause), copied into a folder without its meshes as a
@@ -9,6 +10,8 @@ user gets a description package's URDF alone; one variant gets a primitive colli
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import re
 import shlex
@@ -21,6 +24,7 @@ import numpy as np
 import pytest
 from urdf_agreement import robots_share
 
+from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.cli.app import main
 from timor_core.errors import MeshError
 from timor_core.export.urdf_import import MeshesLeftOut, assembly_from_urdf, db_from_urdf
@@ -100,3 +104,21 @@ def test_the_default_cli_import_still_refuses_missing_meshes(alone, tmp_path, ca
     code = main(["import", str(alone), "-o", str(tmp_path / "m.json")])
     assert code != 0
     assert "mesh" in capsys.readouterr().err
+
+
+def test_a_set_made_from_a_urdf_saves_with_its_meshes_after_the_urdf2json_round_trip(tmp_path):
+    """The reference's test_urdf2json: ``from_monolithic_robot``, ``to_json_data``, ``from_json_data`` with no folder
+    given, then saved: the meshes go beside the saved set, which loads to the same robot."""
+    robot = PinRobot.from_urdf(SHARE / "robots/panda_description/urdf/panda.urdf", SHARE.parent)
+    assembly = ModuleAssembly.from_monolithic_robot(robot)
+    data = assembly.db.to_json_data()
+    for again in (ModulesDB.from_json_data(data), ModulesDB.from_json_data(copy.deepcopy(data))):
+        saved = again.to_json_file(tmp_path / f"set{id(again)}" / "modules.json")
+        files = sorted(p.relative_to(saved.parent).as_posix() for p in saved.parent.rglob("*.dae"))
+        assert files and files == sorted({m.file for m in again.meshes() if m.file.endswith(".dae")})
+        loaded = ModulesDB.from_json_file(saved)
+        assert len(loaded.meshes()) == len(assembly.db.meshes()) > 0
+        reloaded = ModuleAssembly.from_serial_modules(loaded, [m.id for m in loaded])
+        q = robot.random_configuration(np.random.default_rng(4))
+        np.testing.assert_allclose(reloaded.robot.fk(q), robot.fk(q), atol=1e-12)
+    assert json.loads(json.dumps(data)) == data  # still plain JSON for every other reader
