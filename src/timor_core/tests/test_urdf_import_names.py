@@ -13,17 +13,19 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
 from urdf_agreement import robots_share
 
+from timor_core.errors import InputError
 from timor_core.export.bringup import write_bringup
 from timor_core.export.moveit_config import moveit_config_texts
+from timor_core.export.robot_description import DescriptionError, describe
 from timor_core.export.ros2_control import Ros2ControlConfig
 from timor_core.export.urdf_import import assembly_from_urdf
 
@@ -31,7 +33,7 @@ SHARE = robots_share()
 pytestmark = pytest.mark.skipif(SHARE is None, reason="example-robot-data is not installed")
 FILE = Path(__file__).parent / "data" / "urdf_names" / "ur5_names.urdf"
 MOVABLE = ["joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "arm/joint 6"]
-XACRO = shutil.which("xacro") or str(Path(__import__("sys").executable).parent / "xacro")
+XACRO = shutil.which("xacro") or str(Path(sys.executable).parent / "xacro")
 # names a URDF may hold but XML and xacro must escape: kept exactly too
 # (``${`` and ``$(`` are refused by the import: such a file is an unexpanded xacro, test_urdf_import_errors.py)
 ODD = {"joint_3": 'elbow & "3" <x>', "arm/forearm_link": "arm/forearm $$y a$b $ {z} 'f'"}
@@ -131,4 +133,20 @@ def test_the_bringup_package_keeps_the_names(arm, tmp_path):
     controllers = yaml.safe_load((result.folder / "config" / "ros2_controllers.yaml").read_text())
     lists = [v["ros__parameters"].get("joints") for v in controllers.values() if "joints" in v["ros__parameters"]]
     assert lists == [MOVABLE]
-    np.testing.assert_equal(len(arm.robot.joints), 6)
+
+
+def test_a_leading_slash_is_kept_in_the_urdf_and_refused_where_tf_must_hold_it(tmp_path):
+    """tf2 drops a leading '/' from a frame it receives and refuses lookups of it (seen with the real
+    robot_state_publisher and tf2_echo): the exports for TF refuse such a name, naming tf2 and the name."""
+    path = tmp_path / "slash.urdf"
+    path.write_text(FILE.read_text().replace('"arm/tool0"', '"/arm/tool0"'))
+    arm = assembly_from_urdf(path, [SHARE.parent], keep_names=True)
+    assert "/arm/tool0" in _names(ET.fromstring(arm.to_urdf()))[0]  # URDF holds it
+    with pytest.raises(InputError, match="tf2 .*'/arm/tool0'"):
+        moveit_config_texts(arm, name="ur5", n_samples=5)
+    with pytest.raises(InputError, match="tf2 .*'/arm/tool0'"):
+        write_bringup(arm, tmp_path / "out", "mock", name="ur5", n_samples=5)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(DescriptionError, match="tf2 .*'/arm/tool0'"):
+        describe(arm, srdf=False)
+    assert describe(assembly_from_urdf(FILE, [SHARE.parent], keep_names=True), srdf=False).urdf

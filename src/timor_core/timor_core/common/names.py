@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable
 
 from timor_core.errors import InputError
 
@@ -23,6 +24,7 @@ __all__ = [
     "xml_escape",
     "xacro_escape",
     "name_attr",
+    "check_tf_frames",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -146,3 +148,16 @@ def name_attr(name: str, for_xacro: bool = False) -> str:
     if for_xacro and name.startswith(XACRO_PREFIX):
         return XACRO_PREFIX + xacro_escape(xml_escape(name[len(XACRO_PREFIX) :], "link or joint name"))
     return xacro_escape(xml_escape(name, "link or joint name")) if for_xacro else xml_escape(name, "link or joint name")
+
+
+def check_tf_frames(names: Iterable[str]) -> None:
+    """Refuse the link names TF cannot hold, naming the consumer and the name: tf2 drops a leading ``/`` from a frame
+    it receives (robot_state_publisher's ``/arm`` arrives as ``arm``) and refuses to look one up. Every other name
+    (``-``, ``/`` inside, spaces) is a valid tf2 frame and is kept."""
+    for name in names:
+        if name.startswith("/"):
+            raise InputError(
+                f"tf2 (robot_state_publisher's TF) cannot hold the link name {name!r}: it drops the leading '/' and "
+                "refuses lookups of such a frame; rename the link (URDF, xacro and SRDF exports keep it)",
+                value=name,
+            )
