@@ -20,8 +20,11 @@ from pathlib import Path
 import pinocchio as pin
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from urdf_agreement import robots_share
 
+from timor_core.common.names import name_attr
 from timor_core.errors import InputError
 from timor_core.export.bringup import write_bringup
 from timor_core.export.moveit_config import moveit_config_texts
@@ -150,3 +153,43 @@ def test_a_leading_slash_is_kept_in_the_urdf_and_refused_where_tf_must_hold_it(t
     with pytest.raises(DescriptionError, match="tf2 .*'/arm/tool0'"):
         describe(arm, srdf=False)
     assert describe(assembly_from_urdf(FILE, [SHARE.parent], keep_names=True), srdf=False).urdf
+
+
+# every character XML 1.0 can hold (control characters but tab, newline and return excluded)
+XML_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cn"), whitelist_characters="\t\n\r"),
+                   min_size=1, max_size=24)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(XML_TEXT)
+def test_a_name_attribute_reads_back_as_the_name(name):
+    assert ET.fromstring(f'<link name="{name_attr(name)}"/>').get("name") == name
+
+
+@settings(max_examples=40, deadline=None)
+@given(XML_TEXT)
+def test_a_name_in_a_xacro_macro_expands_back_to_the_name_or_is_refused(name):
+    """xacro writes a tab, newline or return in an attribute as it is (read back as a space): those are refused."""
+    xacro = pytest.importorskip("xacro")
+    if any(c in name for c in "\t\n\r"):
+        with pytest.raises(InputError, match="xacro cannot hold the name"):
+            name_attr("${prefix}" + name, True)
+        return
+    macro = f'<xacro:macro name="m" params="prefix"><link name="{name_attr("${prefix}" + name, True)}"/></xacro:macro>'
+    doc = xacro.parse(
+        f'<robot name="r" xmlns:xacro="http://www.ros.org/wiki/xacro">{macro}<xacro:m prefix="p_"/></robot>'
+    )
+    xacro.process_doc(doc)
+    assert ET.fromstring(doc.toxml()).find("link").get("name") == "p_" + name
+
+
+def test_a_newline_in_a_name_is_kept_in_the_urdf_and_refused_for_xacro(tmp_path):
+    path = tmp_path / "newline.urdf"
+    path.write_text(FILE.read_text().replace('"arm/ee link"', '"arm/ee&#10;link"'))
+    arm = assembly_from_urdf(path, [SHARE.parent], keep_names=True)
+    assert "arm/ee\nlink" in _names(ET.fromstring(arm.to_urdf()))[0]
+    with pytest.raises(InputError, match=re.escape("xacro cannot hold the name 'arm/ee\\nlink'")):
+        arm.to_xacro()
+    with pytest.raises(InputError, match="xacro cannot hold"):
+        write_bringup(arm, tmp_path / "out", "mock", name="ur5", n_samples=5)
+    assert not (tmp_path / "out").exists()

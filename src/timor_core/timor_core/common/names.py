@@ -25,6 +25,7 @@ __all__ = [
     "xacro_escape",
     "name_attr",
     "check_tf_frames",
+    "check_xacro_names",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -145,9 +146,25 @@ def name_attr(name: str, for_xacro: bool = False) -> str:
     name starts with ``${prefix}``, the rest also escaped so that xacro expands it to itself."""
     if _PLAIN_NAME.fullmatch(name):
         return name
-    if for_xacro and name.startswith(XACRO_PREFIX):
-        return XACRO_PREFIX + xacro_escape(xml_escape(name[len(XACRO_PREFIX) :], "link or joint name"))
-    return xacro_escape(xml_escape(name, "link or joint name")) if for_xacro else xml_escape(name, "link or joint name")
+    head = XACRO_PREFIX if for_xacro and name.startswith(XACRO_PREFIX) else ""
+    text = xml_escape(name[len(head) :], "link or joint name")
+    if "\t" in text or "\n" in text or "\r" in text:  # a parser reads them in an attribute as spaces
+        if for_xacro:
+            check_xacro_names([name[len(head) :]])
+        text = text.replace("\t", "&#9;").replace("\n", "&#10;").replace("\r", "&#13;")
+    return head + xacro_escape(text) if for_xacro else text
+
+
+def check_xacro_names(names: Iterable[str]) -> None:
+    """Refuse the link and joint names xacro cannot hold, naming the consumer and the name: xacro writes a tab,
+    newline or return in an attribute as it is, and XML reads it back as a space."""
+    for name in names:
+        if "\t" in name or "\n" in name or "\r" in name:
+            raise InputError(
+                f"xacro cannot hold the name {name!r}: it writes a tab, newline or return in an attribute as it is, "
+                "and every XML reader takes it for a space; rename the link or joint (the URDF export keeps it)",
+                value=name,
+            )
 
 
 def check_tf_frames(names: Iterable[str]) -> None:
