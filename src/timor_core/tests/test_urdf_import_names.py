@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from urdf_agreement import robots_share
 
 from timor_core.common.names import name_attr
-from timor_core.errors import InputError
+from timor_core.errors import FormatError, InputError
 from timor_core.export.bringup import write_bringup
 from timor_core.export.moveit_config import moveit_config_texts
 from timor_core.export.robot_description import DescriptionError, describe
@@ -193,3 +193,11 @@ def test_a_newline_in_a_name_is_kept_in_the_urdf_and_refused_for_xacro(tmp_path)
     with pytest.raises(InputError, match="xacro cannot hold"):
         write_bringup(arm, tmp_path / "out", "mock", name="ur5", n_samples=5)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["${forearm}", "$(arg forearm)"])
+def test_a_name_with_a_xacro_expression_is_taken_for_an_unexpanded_xacro(tmp_path, name):
+    path = tmp_path / "expr.urdf"
+    path.write_text(FILE.read_text().replace('"arm/forearm_link"', f'"{name}"'))
+    with pytest.raises(FormatError, match="xacro file"):
+        assembly_from_urdf(path, [SHARE.parent], keep_names=True)
