@@ -17,6 +17,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
@@ -24,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from urdf_agreement import robots_share
 
+from timor_core import ModuleAssembly
 from timor_core.common.names import name_attr
 from timor_core.errors import FormatError, InputError
 from timor_core.export.bringup import write_bringup
@@ -201,3 +203,35 @@ def test_a_name_with_a_xacro_expression_is_taken_for_an_unexpanded_xacro(tmp_pat
     path.write_text(FILE.read_text().replace('"arm/forearm_link"', f'"{name}"'))
     with pytest.raises(FormatError, match="xacro file"):
         assembly_from_urdf(path, [SHARE.parent], keep_names=True)
+
+
+@pytest.mark.parametrize("placed", [False, True], ids=["at the origin", "placed"])
+def test_a_robot_whose_root_is_world_has_one_world_in_every_export(arm, tmp_path, placed):
+    """UR's URDFs have their own root ``world``: the URDF export (placed: under ``timor_world``), the xacro (with and
+    without a prefix) and the Gazebo bring-up package do not add a second one."""
+    xacro = pytest.importorskip("xacro")
+    arm = ModuleAssembly.from_json_data(arm.db, arm.to_json_data())
+    if placed:
+        arm.base_placement = np.array([[0.0, -1, 0, 0.5], [1, 0, 0, 0.1], [0, 0, 1, 0.2], [0, 0, 0, 1]])
+    urdf = ET.fromstring(arm.to_urdf())
+    for prefix in ("", "l_"):
+        (tmp_path / "arm.urdf.xacro").write_text(arm.to_xacro(prefix=prefix))
+        expanded = ET.fromstring(xacro.process_file(str(tmp_path / "arm.urdf.xacro")).toxml())
+        links = [e.get("name") for e in expanded.findall("link")]
+        assert len(links) == len(set(links)) and links.count(prefix + "world") == 1
+        if not prefix:  # the same robot as the URDF export: same links, same frames
+            assert sorted(links) == sorted(e.get("name") for e in urdf.findall("link"))
+            a, b = pin.buildModelFromXML(ET.tostring(urdf, encoding="unicode")), pin.buildModelFromXML(
+                ET.tostring(expanded, encoding="unicode"))  # fmt: skip
+            da, db = a.createData(), b.createData()
+            q = np.linspace(-1, 1, a.nq)
+            pin.framesForwardKinematics(a, da, q)
+            pin.framesForwardKinematics(b, db, q)
+            for frame in ("arm/tool0", "arm/ee link"):
+                np.testing.assert_allclose(da.oMf[a.getFrameId(frame)].homogeneous,
+                                           db.oMf[b.getFrameId(frame)].homogeneous, atol=1e-12)  # fmt: skip
+    assert [e.get("name") for e in urdf.findall("link")].count("world") == 1
+    assert ("timor_world" in _names(urdf)[0]) == placed
+    package = write_bringup(arm, tmp_path / "gz", "gazebo", name="ur5", n_samples=5).folder
+    gz_links = [e.get("name") for e in ET.parse(package / "urdf" / "ur5.urdf").getroot().findall("link")]
+    assert len(gz_links) == len(set(gz_links))

@@ -47,8 +47,8 @@ class RouteFiles:
 def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
     """The gz_ros2_control plugin; and the robot welded to Gazebo's world (unless the URDF has a world link)."""
     weld = ""
-    if np.array_equal(assembly.base_placement, np.eye(4)):
-        root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
+    root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
+    if np.array_equal(assembly.base_placement, np.eye(4)) and root != f"{prefix}world":
         weld = (
             f'  <link name="{prefix}world"/>\n'
             f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'

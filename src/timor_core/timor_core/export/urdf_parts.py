@@ -188,9 +188,11 @@ def tool_xml(link_name: str, tool_name: str, origin: str, for_xacro: bool = Fals
 
 
 def world_xml(prefix: str, base_link: str, placement: np.ndarray) -> tuple[str, str]:
-    """The ``world`` link and the fixed joint placing ``base_link`` in it (for a non-identity base placement)."""
+    """The ``world`` link and the fixed joint placing ``base_link`` in it (for a non-identity base placement); the
+    link is ``timor_world`` when the root already is ``world`` (a robot imported keeping its names, as UR's)."""
+    world = f"{prefix}world" if base_link != f"{prefix}world" else f"{prefix}timor_world"
     joint = (
         f'  <joint name="{prefix}world_to_base_link" type="fixed">\n    {origin_xml(placement)}\n'
-        f'    <parent link="{prefix}world"/>\n    <child link="{name_attr(base_link)}"/>\n  </joint>\n'
+        f'    <parent link="{world}"/>\n    <child link="{name_attr(base_link)}"/>\n  </joint>\n'
     )
-    return f'  <link name="{prefix}world"/>\n', joint
+    return f'  <link name="{world}"/>\n', joint
