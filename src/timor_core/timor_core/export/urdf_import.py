@@ -124,8 +124,9 @@ def db_from_urdf(
     ``tcp_link`` carries the tool connector (default: :func:`guess_tool_link`). ``module_id`` defaults to the
     robot's name. ``joint_extras`` adds CoBRA joint fields URDF cannot hold (``gearRatio``, ``motorInertia``, an
     acceleration limit in ``limits``), by joint name. ``keep_names``: the robot's links and joints keep the
-    URDF's names and root (no ``m0_`` prefix, no ``base_link``), so controller and MoveIt configurations written
-    for the URDF apply. ``tool_connector``: the type, size and gender of the connector at the tool link.
+    URDF's names byte for byte and its root (no ``m0_`` prefix, no ``base_link``; ``-``, ``/`` and spaces kept, each
+    export escapes them), so controller and MoveIt configurations written for the URDF apply. ``tool_connector``:
+    the type, size and gender of the connector at the tool link.
     ``missing_meshes``: ``"error"`` (a mesh file that is not found is a MeshError) or ``"skip"`` (kinematics,
     dynamics and primitive shapes are imported, each missing mesh is left out and named in a
     :class:`MeshesLeftOut` warning).
