@@ -40,7 +40,7 @@ FILE = Path(__file__).parent / "data" / "urdf_names" / "ur5_names.urdf"
 MOVABLE = ["joint_1", "joint_2", "joint_3", "joint_4", "joint_5", "arm/joint 6"]
 XACRO = shutil.which("xacro") or str(Path(sys.executable).parent / "xacro")
 # names a URDF may hold but XML and xacro must escape: kept exactly too
-# (``${`` and ``$(`` are refused by the import: such a file is an unexpanded xacro, test_urdf_import_errors.py)
+# (``${`` and ``$(`` are refused by the import: such a file is an unexpanded xacro, see the test at the end)
 ODD = {"joint_3": 'elbow & "3" <x>', "arm/forearm_link": "arm/forearm $$y a$b $ {z} 'f'"}
 
 
