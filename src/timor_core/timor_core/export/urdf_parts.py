@@ -36,6 +36,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _ORIGIN_CACHE: dict[bytes, str] = {}
+_TOOL_CACHE: dict[tuple[str, str, str, bool], tuple[str, str]] = {}
 
 _num = format_number
 
@@ -178,13 +179,20 @@ def joint_xml(link: TreeLink, parent_name: str, for_xacro: bool = False) -> str:
 
 
 def tool_xml(link_name: str, tool_name: str, origin: str, for_xacro: bool = False) -> tuple[str, str]:
-    """The ``<link>`` and fixed ``<joint>`` of a tool frame ``tool_name`` on link ``link_name`` at ``origin``."""
-    link, tool = name_attr(link_name, for_xacro), name_attr(tool_name, for_xacro)
-    joint = (
-        f'  <joint name="{link}_to_{tool}" type="fixed">\n    {origin}\n'
-        f'    <parent link="{link}"/>\n    <child link="{tool}"/>\n  </joint>\n'
-    )
-    return f'  <link name="{tool}"/>\n', joint
+    """The ``<link>`` and fixed ``<joint>`` of a tool frame ``tool_name`` on link ``link_name`` at ``origin`` (cached:
+    every robot of a search space writes its tool frames)."""
+    key = (link_name, tool_name, origin, for_xacro)
+    found = _TOOL_CACHE.get(key)
+    if found is None:
+        link, tool = name_attr(link_name, for_xacro), name_attr(tool_name, for_xacro)
+        joint = (
+            f'  <joint name="{link}_to_{tool}" type="fixed">\n    {origin}\n'
+            f'    <parent link="{link}"/>\n    <child link="{tool}"/>\n  </joint>\n'
+        )
+        if len(_TOOL_CACHE) > 10_000:
+            _TOOL_CACHE.clear()
+        found = _TOOL_CACHE[key] = (f'  <link name="{tool}"/>\n', joint)
+    return found
 
 
 def world_xml(prefix: str, base_link: str, placement: np.ndarray) -> tuple[str, str]:
