@@ -50,7 +50,10 @@ def test_the_readme_import_block_runs(tmp_path, capsys, monkeypatch):
     srdf = ET.parse(tmp_path / "panda.srdf").getroot()
     assert len(srdf.find("group[@name='manipulator_eef']").findall("joint")) == 2
     ur5 = ET.parse(tmp_path / "ur5.urdf").getroot()
-    assert {"shoulder_pan_joint", "wrist_3_joint"} <= {j.get("name") for j in ur5.findall("joint")}
+    # --keep-names keeps the UR5's ROS-Industrial names with '-' byte for byte (issue 37)
+    assert {"shoulder_pan_joint", "wrist_3_joint", "base_link-base_fixed_joint", "wrist_3_link-tool0_fixed_joint"} <= {
+        j.get("name") for j in ur5.findall("joint")
+    }
     data = json.loads((tmp_path / "ur5r" / "modules.json").read_text())
     connectors = [c for b in data["modules"][0]["bodies"] for c in b["connectors"]]
     assert {"ID": "tcp", "type": "robco", "size": [0.1], "gender": "m"}.items() <= next(

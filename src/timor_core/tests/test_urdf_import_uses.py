@@ -96,12 +96,14 @@ def test_every_export_of_a_branched_imported_robot(tmp_path):
 def test_imported_module_set_saves_and_loads_with_its_meshes(tmp_path):
     db = db_from_urdf(_urdf("ur5_robot.urdf"), [SHARE.parent])
     again = ModulesDB.from_json_data(db.to_json_data(), base_dir=db.base_dir)  # meshes resolve in the set's folder
-    # deliberate difference from the reference's from_json_data(db.to_json_data()): mesh paths are relative to the
-    # set's folder (never absolute paths anywhere on disk), so JSON without its folder says what is missing
+    # mesh paths are relative to the set's folder (never absolute paths anywhere on disk): the JSON data remembers
+    # the folder (as the reference's from_json_data(db.to_json_data()) finds its meshes, issue 37), JSON text
+    # without its folder says what is missing
     from timor_core.errors import FormatError
 
     with pytest.raises(FormatError, match="folder"):
-        ModulesDB.from_json_data(db.to_json_data())
+        ModulesDB.from_json_string(db.to_json_string())
+    assert [m.path for m in ModulesDB.from_json_data(db.to_json_data()).meshes()] == [m.path for m in db.meshes()]
     assert [m.path for m in again.meshes()] == [m.path for m in db.meshes()]
     saved = db.to_json_file(tmp_path / "ur5" / "modules.json")  # the meshes are copied beside it
     loaded = ModulesDB.from_json_file(saved)

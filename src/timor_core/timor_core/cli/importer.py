@@ -4,7 +4,9 @@ robot command then takes as ``DB MODULE`` (see ``timor_core.export.urdf_import``
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import warnings
 from pathlib import Path
 
 from timor_core.errors import InputError
@@ -32,25 +34,35 @@ def _connector(text: str):
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from timor_core.export.urdf_import import ToolConnector, db_from_urdf
+    from timor_core.export.urdf_import import MeshesLeftOut, ToolConnector, db_from_urdf
 
     output = Path(args.output)
     if output.suffix != ".json":
         raise InputError("-o must name a .json file (the module set; its meshes are copied beside it)",
                          path="-o", value=args.output)  # fmt: skip
-    db = db_from_urdf(
-        Path(args.urdf),
-        [Path(d) for d in args.package_dir],
-        module_id=args.module_id,
-        tcp_link=args.tcp_link,
-        keep_names=args.keep_names,
-        tool_connector=args.tool_connector or ToolConnector(),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MeshesLeftOut)
+        db = db_from_urdf(
+            Path(args.urdf),
+            [Path(d) for d in args.package_dir],
+            module_id=args.module_id,
+            tcp_link=args.tcp_link,
+            keep_names=args.keep_names,
+            tool_connector=args.tool_connector or ToolConnector(),
+            missing_meshes=args.meshes,
+        )
+    for w in caught:
+        if isinstance(w.message, MeshesLeftOut):
+            print(f"left out {len(w.message.meshes)} mesh(es) not found (--meshes skip):", file=sys.stderr)
+            print("".join(f"  {m}\n" for m in w.message.meshes), end="", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     db.to_json_file(output)
     module = next(iter(db))
     dof = sum(j.actuated for j in module.joints)
-    print(f"wrote {output}: module {module.id!r} ({dof} DOF, {len(module.bodies)} links); "
-          f"e.g. timor fk {output} {module.id}", file=sys.stderr)  # fmt: skip
+    command = shlex.join(["timor", "fk", str(output), module.id])  # runs as printed, whatever the path and ID
+    print(f"wrote {output}: module {module.id!r} ({dof} DOF, {len(module.bodies)} links); e.g. {command}",
+          file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -65,6 +77,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tcp-link", help="the link that carries the tool frame (default: guessed, tool-frame names first)")
     p.add_argument("--keep-names", action="store_true", help="keep the URDF's link and joint names and root")
     p.add_argument("--module-id", help="the module's ID (default: the robot's name)")
+    p.add_argument(
+        "--meshes",
+        choices=("error", "skip"),
+        default="error",
+        help="a mesh file that is not found: refuse the URDF (error, default) or leave the mesh out and import "
+        "kinematics, dynamics and primitive shapes (skip; the meshes left out are listed)",
+    )
     p.add_argument(
         "--tool-connector",
         type=_connector,

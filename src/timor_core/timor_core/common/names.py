@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from timor_core.errors import InputError
@@ -25,6 +26,9 @@ __all__ = [
     "xacro_escape",
     "check_xacro_argument",
     "expand_xacro",
+    "name_attr",
+    "check_tf_frames",
+    "check_xacro_names",
     "MAX_NAME_CHARS",
     "XACRO_PREFIX",
 ]
@@ -153,3 +157,46 @@ def expand_xacro(file: str | Path, mappings: dict[str, str]) -> str:
         return xacro.process_file(str(file), mappings=mappings).toxml()
     except xacro.XacroException as exc:
         raise InputError(f"xacro refused the robot description: {exc}", file=file) from None
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]*")
+
+
+def name_attr(name: str, for_xacro: bool = False) -> str:
+    """A link or joint name as XML attribute text: a URDF name is any text (an imported robot keeping its names
+    has ``-``, ``/``, spaces), so it is escaped, never rewritten. ``for_xacro``: inside a xacro macro, where a
+    name starts with ``${prefix}``, the rest also escaped so that xacro expands it to itself."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
+    head = XACRO_PREFIX if for_xacro and name.startswith(XACRO_PREFIX) else ""
+    text = xml_escape(name[len(head) :], "link or joint name")
+    if "\t" in text or "\n" in text or "\r" in text:  # a parser reads them in an attribute as spaces
+        if for_xacro:
+            check_xacro_names([name[len(head) :]])
+        text = text.replace("\t", "&#9;").replace("\n", "&#10;").replace("\r", "&#13;")
+    return head + xacro_escape(text) if for_xacro else text
+
+
+def check_xacro_names(names: Iterable[str]) -> None:
+    """Refuse the link and joint names xacro cannot hold, naming the consumer and the name: xacro writes a tab,
+    newline or return in an attribute as it is, and XML reads it back as a space."""
+    for name in names:
+        if "\t" in name or "\n" in name or "\r" in name:
+            raise InputError(
+                f"xacro cannot hold the name {name!r}: it writes a tab, newline or return in an attribute as it is, "
+                "and every XML reader takes it for a space; rename the link or joint (the URDF export keeps it)",
+                value=name,
+            )
+
+
+def check_tf_frames(names: Iterable[str]) -> None:
+    """Refuse the link names TF cannot hold, naming the consumer and the name: tf2 drops a leading ``/`` from a frame
+    it receives (robot_state_publisher's ``/arm`` arrives as ``arm``) and refuses to look one up. Every other name
+    (``-``, ``/`` inside, spaces) is a valid tf2 frame and is kept."""
+    for name in names:
+        if name.startswith("/"):
+            raise InputError(
+                f"tf2 (robot_state_publisher's TF) cannot hold the link name {name!r}: it drops the leading '/' and "
+                "refuses lookups of such a frame; rename the link (URDF, xacro and SRDF exports keep it)",
+                value=name,
+            )

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from timor_core.common.fileio import write_files
-from timor_core.common.names import xacro_escape, xml_escape
+from timor_core.common.names import check_xacro_names, xacro_escape, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.bringup_routes import CONFIG_DIR, RouteFiles, route_files
 from timor_core.export.bringup_templates import template_files
@@ -153,6 +153,11 @@ def _launch_data(package: str, robot: str, route: RouteFiles, xacro_args: Mappin
     return head + to_yaml(data)
 
 
+def _link_and_joint_names(assembly: ModuleAssembly, prefix: str) -> list[str]:
+    links = assembly.tree(prefix).links
+    return [link.name for link in links] + [link.joint_name for link in links if link.joint_name is not None]
+
+
 def write_bringup(
     assembly: ModuleAssembly,
     out_dir: str | Path,
@@ -169,6 +174,7 @@ def write_bringup(
     ``ros_distro`` picks the layout of the MoveIt files (Humble's differs); the launch files wire the controller
     manager for the ``$ROS_DISTRO`` they run under, ``ros_distro`` where it is not set."""
     ros_distro = check_distro(ros_distro, "ros_distro")
+    check_xacro_names(_link_and_joint_names(assembly, prefix))  # the package's launch files expand its xacro
     route = route_files(assembly, load_route(assembly, hardware), prefix)
     robot = name if name is not None else default_robot_name(assembly)
     package = f"{robot.lower()}_bringup"
@@ -186,9 +192,8 @@ def write_bringup(
     urdf = texts.pop(f"{robot}.urdf").replace(f"package://{package}/", f"package://{package}/meshes/")
     urdf = urdf.replace("</robot>", route.urdf_extra + "</robot>") if route.urdf_extra else urdf
     folder = Path(out_dir) / package
-    plain = urdf.replace(CONFIG_DIR, xml_escape(str((folder / "config").resolve()), "output folder")).replace(
-        CAN_INTERFACE, xml_escape(xacro_args.get("can_interface", ""))
-    )
+    config_dir = xml_escape(str((folder / "config").resolve()), "output folder")
+    plain = urdf.replace(CONFIG_DIR, config_dir).replace(CAN_INTERFACE, xml_escape(xacro_args.get("can_interface", "")))
     files: dict[str | Path, str | bytes] = {
         folder / "package.xml": _package_xml(package, robot, route),
         folder / "CMakeLists.txt": _cmakelists(package, route.route == "canopen"),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from timor_core.common.names import name_attr
 from timor_core.errors import InputError
 from timor_core.export.canopen_bus import BUS_NAME, bus_devices, bus_yml, command_interface
 from timor_core.export.hardware import HardwareProfile, JointDrive, joint_drives
@@ -46,12 +47,12 @@ class RouteFiles:
 def _gazebo_block(assembly: ModuleAssembly, prefix: str) -> str:
     """The gz_ros2_control plugin; and the robot welded to Gazebo's world (unless the URDF has a world link)."""
     weld = ""
-    if np.array_equal(assembly.base_placement, np.eye(4)):
-        root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
+    root = assembly.tree(prefix).links[0].name  # base_link, or the URDF's root for an import keeping names
+    if np.array_equal(assembly.base_placement, np.eye(4)) and root != f"{prefix}world":
         weld = (
             f'  <link name="{prefix}world"/>\n'
             f'  <joint name="{prefix}world_to_base_link" type="fixed">\n'
-            f'    <parent link="{prefix}world"/>\n    <child link="{root}"/>\n  </joint>\n'
+            f'    <parent link="{prefix}world"/>\n    <child link="{name_attr(root)}"/>\n  </joint>\n'
         )
     return weld + (
         "  <gazebo>\n"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from timor_core.common.fileio import write_files
+from timor_core.common.names import check_tf_frames
 from timor_core.errors import InputError
 from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
@@ -316,6 +317,7 @@ def moveit_config_texts(
 ) -> dict[str, str]:
     """Every file of the MoveIt config, by file name (see ``write_moveit_config`` for the options)."""
     opts = MoveItOptions.build(options, **overrides)
+    check_tf_frames(link.name for link in assembly.tree(opts.prefix).links)  # move_group and RSP publish them as TF
     data = moveit_config_data(assembly, opts)  # validates the interfaces before the (slow) SRDF sampling
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     robot_name = opts.name if opts.name is not None else default_robot_name(assembly)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from timor_core.common.jsonfields import parse_json_text
+from timor_core.common.names import check_tf_frames
 from timor_core.errors import InputError, TimorError
 from timor_core.limits import check_count
 from timor_core.model.db import ModulesDB
@@ -138,6 +139,7 @@ def describe(
     try:
         control = Ros2ControlConfig(plugin=ros2_control_plugin) if ros2_control_plugin else None
         urdf = assembly_to_urdf(assembly, name, prefix=prefix, ros2_control=control)
+        check_tf_frames(link.name for link in assembly.tree(prefix).links)  # the ROS side publishes it as TF
     except (TimorError, ValueError, TypeError) as exc:
         raise DescriptionError("urdf", str(exc)) from None
     srdf_text = None

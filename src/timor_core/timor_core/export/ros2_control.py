@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from timor_core.common.names import check_plugin, check_prefix, xml_escape
+from timor_core.common.names import check_plugin, check_prefix, name_attr, xml_escape
 from timor_core.common.names import format_number as _num
 from timor_core.errors import InputError
 from timor_core.model.tree import TreeLink
@@ -191,7 +191,7 @@ def ros2_control_xml(
         out.append(f'      <param name="{_escape(key, for_xacro)}">{_escape(value, for_xacro)}</param>\n')
     out.append("    </hardware>\n")
     for link in controlled_joints(assembly, prefix):
-        out.append(f'    <joint name="{link.joint_name}">\n')
+        out.append(f'    <joint name="{name_attr(str(link.joint_name), for_xacro)}">\n')
         if commanded(link):
             for interface in config.command_interfaces:
                 lo, hi = _limits(link, interface)

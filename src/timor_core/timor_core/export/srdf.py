@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.names import check_name, xml_escape
+from timor_core.common.names import check_name, name_attr, xml_escape
 from timor_core.common.names import format_number as _num
 from timor_core.errors import AssemblyError, InputError
 from timor_core.export.ros2_control import commanded, home_position
@@ -286,35 +286,36 @@ def assembly_to_srdf(
     chain = planning_chain(assembly, prefix)
     tree = assembly.tree(prefix)
     robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
+    tip = name_attr(chain.tip_link)
     out = [
         '<?xml version="1.0"?>\n',
         "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
         f'<robot name="{xml_escape(robot_name)}">\n',
         f'  <group name="{group}">\n',
-        f'    <chain base_link="{chain.base_link}" tip_link="{chain.tip_link}"/>\n',
+        f'    <chain base_link="{name_attr(chain.base_link)}" tip_link="{tip}"/>\n',
         "  </group>\n",
     ]
     eef = f"{group}_eef"
     if chain.has_tool:
-        fingers = "".join(f'    <joint name="{j}"/>\n' for j in chain.hand)
-        out.append(f'  <group name="{eef}">\n    <link name="{chain.tip_link}"/>\n{fingers}  </group>\n')
+        fingers = "".join(f'    <joint name="{name_attr(j)}"/>\n' for j in chain.hand)
+        out.append(f'  <group name="{eef}">\n    <link name="{tip}"/>\n{fingers}  </group>\n')
     for state_group, members in ((group, chain.joints), (eef, chain.hand if chain.has_tool else ())):
         if members:
             out.append(f'  <group_state name="home" group="{state_group}">\n')
-            out.extend(f'    <joint name="{link.joint_name}" value="{_num(home_position(link))}"/>\n'
+            out.extend(f'    <joint name="{name_attr(str(link.joint_name))}" value="{_num(home_position(link))}"/>\n'
                        for link in tree.actuated if link.joint_name in members)  # fmt: skip
             out.append("  </group_state>\n")
     if chain.has_tool:
-        out.append(
-            f'  <end_effector name="{eef}" parent_link="{chain.tip_link}" group="{eef}" parent_group="{group}"/>\n'
-        )
+        out.append(f'  <end_effector name="{eef}" parent_link="{tip}" group="{eef}" parent_group="{group}"/>\n')
     if np.array_equal(assembly.base_placement, np.eye(4)) and chain.base_link != "world":  # (UR's root is world)
         out.append(
             f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
-            f' child_link="{chain.base_link}"/>\n'
+            f' child_link="{name_attr(chain.base_link)}"/>\n'
         )
-    out.extend(f'  <passive_joint name="{link.joint_name}"/>\n' for link in tree.actuated if not commanded(link))
+    out.extend(f'  <passive_joint name="{name_attr(str(link.joint_name))}"/>\n'
+               for link in tree.actuated if not commanded(link))  # fmt: skip
     for d in collision_matrix(assembly, prefix=prefix, n_samples=n_samples, seed=seed):
-        out.append(f'  <disable_collisions link1="{d.link1}" link2="{d.link2}" reason="{d.reason}"/>\n')
+        link1, link2 = name_attr(d.link1), name_attr(d.link2)
+        out.append(f'  <disable_collisions link1="{link1}" link2="{link2}" reason="{d.reason}"/>\n')
     out.append("</robot>\n")
     return "".join(out)

@@ -107,7 +107,7 @@ def links_and_joints(
     tools = tool_frames(walk.templates, root, options.prefix, taken)
     if taken is not None:
         _check_unique(walk.order, tools)
-    tool_links, tool_joints = tool_xml_of(tools)
+    tool_links, tool_joints = tool_xml_of(tools, literal)
     return links + tool_links, joints + tool_joints, walk.order[0].links[0].name
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import os
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.errors import FormatError, InputError, ValidationError
+from timor_core.errors import FormatError, InputError, TimorError, ValidationError
 from timor_core.export.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_reader import XACRO_NAMESPACE, UrdfReader
 from timor_core.export.urdf_reader import resolve_package_uri as resolve_package_uri
@@ -40,7 +41,15 @@ from timor_core.model.parts import GENDERS
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["ToolConnector", "db_from_urdf", "assembly_from_urdf", "resolve_package_uri", "guess_tool_link"]
+__all__ = [
+    "ToolConnector",
+    "MeshesLeftOut",
+    "MISSING_MESHES",
+    "db_from_urdf",
+    "assembly_from_urdf",
+    "resolve_package_uri",
+    "guess_tool_link",
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,20 @@ class ToolConnector:
             check_number(s, "connector size", 0.0, "max_module_size_m", path="tool_connector.size") for s in self.size
         ]
         return {"ID": "tcp", "pose": np.eye(4).tolist(), "gender": self.gender, "type": self.type, "size": size}
+
+
+MISSING_MESHES = ("error", "skip")
+"""What the import does with a mesh file it does not find: refuse the URDF, or leave the mesh out."""
+
+
+class MeshesLeftOut(TimorError, UserWarning):  # noqa: N818 - a warning, never raised
+    """The meshes an import with ``missing_meshes="skip"`` left out (``meshes``: each as its URDF path and file);
+    issued as a warning, never raised."""
+
+    def __init__(self, file: Path | None, meshes: Sequence[str]) -> None:
+        self.file, self.meshes = file, tuple(meshes)
+        shown = "; ".join(self.meshes[:20]) + (f"; and {len(self.meshes) - 20} more" if len(self.meshes) > 20 else "")
+        super().__init__(f"{file or '<URDF>'}: {len(self.meshes)} mesh(es) not found and left out: {shown}")
 
 
 def _read_text(urdf: str | Path) -> tuple[str, Path | None]:
@@ -96,19 +119,28 @@ def db_from_urdf(
     joint_extras: Mapping[str, Mapping[str, Any]] | None = None,
     keep_names: bool = False,
     tool_connector: ToolConnector | None = None,
+    missing_meshes: str = "error",
 ) -> ModulesDB:
     """A module set with one module: the robot of a URDF file (or URDF text).
 
     ``tcp_link`` carries the tool connector (default: :func:`guess_tool_link`). ``module_id`` defaults to the
     robot's name. ``joint_extras`` adds CoBRA joint fields URDF cannot hold (``gearRatio``, ``motorInertia``, an
     acceleration limit in ``limits``), by joint name. ``keep_names``: the robot's links and joints keep the
-    URDF's names and root (no ``m0_`` prefix, no ``base_link``), so controller and MoveIt configurations written
-    for the URDF apply. ``tool_connector``: the type, size and gender of the connector at the tool link.
+    URDF's names byte for byte and its root (no ``m0_`` prefix, no ``base_link``; ``-``, ``/`` and spaces kept, each
+    export escapes them), so controller and MoveIt configurations written for the URDF apply. ``tool_connector``:
+    the type, size and gender of the connector at the tool link.
+    ``missing_meshes``: ``"error"`` (a mesh file that is not found is a MeshError) or ``"skip"`` (kinematics,
+    dynamics and primitive shapes are imported, each missing mesh is left out and named in a
+    :class:`MeshesLeftOut` warning).
     """
+    if missing_meshes not in MISSING_MESHES:
+        raise InputError(f"missing_meshes must be one of {', '.join(MISSING_MESHES)}", path="missing_meshes",
+                         value=missing_meshes)  # fmt: skip
     enabled = gc.isenabled()
     gc.disable()  # the import allocates millions of objects for a big URDF and makes no cycles: the cyclic collector
     try:  # would spend about a third of the time looking for some
-        return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, keep_names, tool_connector)
+        options = (keep_names, tool_connector, missing_meshes == "skip")
+        return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, *options)
     finally:
         if enabled:
             gc.enable()
@@ -122,6 +154,7 @@ def _db_from_urdf(
     joint_extras: Mapping[str, Mapping[str, Any]] | None,
     keep_names: bool,
     tool_connector: ToolConnector | None,
+    skip_missing: bool = False,
 ) -> ModulesDB:
     text, file = _read_text(urdf)
     root = _parse(text, file)
@@ -131,12 +164,14 @@ def _db_from_urdf(
         dirs = {k: Path(v) for k, v in package_dirs.items()}
     else:
         dirs = [Path(d) for d in package_dirs]
-    reader = UrdfReader(file, dirs)
+    reader = UrdfReader(file, dirs, skip_missing)
     urdf_joints = reader.joints(root.iterfind("joint"))
     link_elements = root.findall("link")
     names = [e.get("name", "") for e in link_elements]
     tree = check_tree(names, urdf_joints, file)  # before anything walks the links: no cycle, one root
     links = reader.links(link_elements)
+    if reader.skipped:
+        warnings.warn(MeshesLeftOut(file, reader.skipped), stacklevel=3)
     robot_name = root.get("name") or "robot"
     del root, link_elements
     actuated = {uj.child: uj.kind != "fixed" for uj in urdf_joints}
@@ -182,10 +217,11 @@ def assembly_from_urdf(
     joint_extras: Mapping[str, Mapping[str, Any]] | None = None,
     keep_names: bool = False,
     tool_connector: ToolConnector | None = None,
+    missing_meshes: str = "error",
 ) -> ModuleAssembly:
     """A one-module assembly of the robot in a URDF (see ``db_from_urdf``)."""
     from timor_core.model.assembly import ModuleAssembly
 
     db = db_from_urdf(urdf, package_dirs, tcp_link=tcp_link, joint_extras=joint_extras, keep_names=keep_names,
-                      tool_connector=tool_connector)  # fmt: skip
+                      tool_connector=tool_connector, missing_meshes=missing_meshes)  # fmt: skip
     return ModuleAssembly.from_serial_modules(db, [next(iter(db)).id])

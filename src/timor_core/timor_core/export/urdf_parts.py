@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from timor_core.common.names import format_number, ros_name, xml_escape
+from timor_core.common.names import format_number, name_attr, ros_name, xml_escape
 from timor_core.common.transforms import rpy
 from timor_core.errors import InputError
 from timor_core.export.urdf_options import MESH_URI_MODES, WRL_MODES
@@ -36,6 +36,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _ORIGIN_CACHE: dict[bytes, str] = {}
+_TOOL_CACHE: dict[tuple[str, str, str, bool], tuple[str, str]] = {}
 
 _num = format_number
 
@@ -143,15 +144,16 @@ def link_body_xml(link: TreeLink, mode: str, package: str, wrl: str) -> str:
     return text
 
 
-def link_xml(link: TreeLink, body: str) -> str:
+def link_xml(link: TreeLink, body: str, for_xacro: bool = False) -> str:
     """The ``<link>`` element of ``link`` around its inner XML ``body`` (from :func:`link_body_xml`)."""
-    return f'  <link name="{link.name}">\n{body}  </link>\n'
+    return f'  <link name="{name_attr(link.name, for_xacro)}">\n{body}  </link>\n'
 
 
-def joint_xml(link: TreeLink, parent_name: str) -> str:
-    """The ``<joint>`` element that attaches ``link`` to the link named ``parent_name``."""
-    head = f'  <joint name="{link.joint_name}" type="{link.joint_type}">\n'
-    body = f'    {origin_xml(link.origin)}\n    <parent link="{parent_name}"/>\n    <child link="{link.name}"/>\n'
+def joint_xml(link: TreeLink, parent_name: str, for_xacro: bool = False) -> str:
+    """The ``<joint>`` element that attaches ``link`` to the link named ``parent_name`` (names escaped)."""
+    head = f'  <joint name="{name_attr(str(link.joint_name), for_xacro)}" type="{link.joint_type}">\n'
+    parent, child = name_attr(parent_name, for_xacro), name_attr(link.name, for_xacro)
+    body = f'    {origin_xml(link.origin)}\n    <parent link="{parent}"/>\n    <child link="{child}"/>\n'
     j = link.joint
     if j is None or link.joint_type == "fixed":
         return head + body + "  </joint>\n"
@@ -176,19 +178,29 @@ def joint_xml(link: TreeLink, parent_name: str) -> str:
     return head + body + tail
 
 
-def tool_xml(link_name: str, tool_name: str, origin: str) -> tuple[str, str]:
-    """The ``<link>`` and fixed ``<joint>`` of a tool frame ``tool_name`` on link ``link_name`` at ``origin``."""
-    joint = (
-        f'  <joint name="{link_name}_to_{tool_name}" type="fixed">\n    {origin}\n'
-        f'    <parent link="{link_name}"/>\n    <child link="{tool_name}"/>\n  </joint>\n'
-    )
-    return f'  <link name="{tool_name}"/>\n', joint
+def tool_xml(link_name: str, tool_name: str, origin: str, for_xacro: bool = False) -> tuple[str, str]:
+    """The ``<link>`` and fixed ``<joint>`` of a tool frame ``tool_name`` on link ``link_name`` at ``origin`` (cached:
+    every robot of a search space writes its tool frames)."""
+    key = (link_name, tool_name, origin, for_xacro)
+    found = _TOOL_CACHE.get(key)
+    if found is None:
+        link, tool = name_attr(link_name, for_xacro), name_attr(tool_name, for_xacro)
+        joint = (
+            f'  <joint name="{link}_to_{tool}" type="fixed">\n    {origin}\n'
+            f'    <parent link="{link}"/>\n    <child link="{tool}"/>\n  </joint>\n'
+        )
+        if len(_TOOL_CACHE) > 10_000:
+            _TOOL_CACHE.clear()
+        found = _TOOL_CACHE[key] = (f'  <link name="{tool}"/>\n', joint)
+    return found
 
 
 def world_xml(prefix: str, base_link: str, placement: np.ndarray) -> tuple[str, str]:
-    """The ``world`` link and the fixed joint placing ``base_link`` in it (for a non-identity base placement)."""
+    """The ``world`` link and the fixed joint placing ``base_link`` in it (for a non-identity base placement); the
+    link is ``timor_world`` when the root already is ``world`` (a robot imported keeping its names, as UR's)."""
+    world = f"{prefix}world" if base_link != f"{prefix}world" else f"{prefix}timor_world"
     joint = (
         f'  <joint name="{prefix}world_to_base_link" type="fixed">\n    {origin_xml(placement)}\n'
-        f'    <parent link="{prefix}world"/>\n    <child link="{base_link}"/>\n  </joint>\n'
+        f'    <parent link="{world}"/>\n    <child link="{name_attr(base_link)}"/>\n  </joint>\n'
     )
-    return f'  <link name="{prefix}world"/>\n', joint
+    return f'  <link name="{world}"/>\n', joint

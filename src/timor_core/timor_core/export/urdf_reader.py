@@ -257,9 +257,13 @@ class UrdfJoint:
 class UrdfReader:
     """Reads one URDF's links and joints into records, their numbers into stacks, and collects the meshes."""
 
-    def __init__(self, file: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path]) -> None:
-        self.file, self.package_dirs = file, package_dirs
+    def __init__(
+        self, file: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path], skip_missing: bool = False
+    ) -> None:
+        self.file, self.package_dirs, self.skip_missing = file, package_dirs, skip_missing
         self.meshes: list[tuple[dict, Path]] = []  # (geometry parameters, resolved file)
+        self.skipped: list[str] = []  # with skip_missing: each mesh left out, as its path and file name
+        self._link_name = ""  # the link being read
         self.poses, self.inertias, self.coms = FloatStack(4, 4), FloatStack(3, 3), FloatStack(3)
         self.total_mass = 0.0
 
@@ -288,7 +292,7 @@ class UrdfReader:
         return out
 
     def _link(self, link: ET.Element) -> UrdfLink:
-        name = link.get("name", "")
+        name = self._link_name = link.get("name", "")
         inertial = link.find("inertial")
         mass, inertia, com = 0.0, -1, -1
         if inertial is not None:
@@ -309,10 +313,16 @@ class UrdfReader:
         visual: Sequence[dict] = ()
         collision: Sequence[dict] = ()
         if link.find("visual") is not None:
-            visual = [self._geometry(e, f"/visual[{k + 1}]") for k, e in enumerate(link.iterfind("visual"))]
+            visual = self._shapes(link, "visual")
         if link.find("collision") is not None:
-            collision = [self._geometry(e, f"/collision[{k + 1}]") for k, e in enumerate(link.iterfind("collision"))]
+            collision = self._shapes(link, "collision")
         return UrdfLink(name, mass, inertia, com, visual, collision)
+
+    def _shapes(self, link: ET.Element, tag: str) -> list[dict]:
+        """The geometries of a link's ``<visual>`` or ``<collision>`` elements (a missing mesh left out with
+        ``skip_missing``)."""
+        shapes = [self._geometry(e, f"/{tag}[{k + 1}]") for k, e in enumerate(link.iterfind(tag))]
+        return [g for g in shapes if g is not None]
 
     def _inertia(self, c: list[float], T: tuple[float, ...] | None, name: str) -> Sequence[float]:
         """The inertia tensor in the link frame (row-major), from the ``<inertial>`` frame's values."""
@@ -325,8 +335,9 @@ class UrdfReader:
             local = R @ local @ R.T
         return physical_inertia(local, f"link[@name='{name}']", self.file).ravel().tolist()
 
-    def _geometry(self, element: ET.Element, where: str) -> dict:
-        """A CoBRA geometry from a ``<visual>`` or ``<collision>`` element (``where``: its path in the link)."""
+    def _geometry(self, element: ET.Element, where: str) -> dict | None:
+        """A CoBRA geometry from a ``<visual>`` or ``<collision>`` element (``where``: its path in the link); None
+        for a mesh whose file is missing, with ``skip_missing``."""
         geometry = element.find("geometry")
         shape = geometry[0] if geometry is not None and len(geometry) else None
         if shape is None:
@@ -343,18 +354,27 @@ class UrdfReader:
             r = _floats(shape.get("radius"), 1, (), f"{where}/sphere@radius")[0]
             return {"type": "sphere", "parameters": {"r": r}, "pose": pose}
         if shape.tag == "mesh":
-            return {"type": "mesh", "parameters": self._mesh(shape, where), "pose": pose}
+            params = self._mesh(shape, where)
+            return {"type": "mesh", "parameters": params, "pose": pose} if params is not None else None
         raise _ReadError(FormatError, f"unsupported geometry <{shape.tag}>", where)
 
-    def _mesh(self, shape: ET.Element, where: str) -> dict:
+    def _mesh(self, shape: ET.Element, where: str) -> dict | None:
         name = shape.get("filename")
         if not name:
             raise _ReadError(FormatError, "mesh needs a filename", f"{where}/mesh")
         try:
             path = resolve_package_uri(name, self.file.parent if self.file else None, self.package_dirs)
-        except (MeshError, UntrustedPathError) as exc:
+        except UntrustedPathError as exc:  # never skipped: a file outside the allowed folders is refused
             raise _ReadError(type(exc), exc.message, f"{where}/mesh@filename", name) from None
+        except MeshError as exc:
+            if self.skip_missing:
+                self._skip(where, name)
+                return None
+            raise _ReadError(MeshError, exc.message, f"{where}/mesh@filename", name) from None
         if not path.is_file():
+            if self.skip_missing:
+                self._skip(where, name)
+                return None
             raise _ReadError(MeshError, "mesh file not found", f"{where}/mesh@filename", str(path))
         scale = _floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
         if 0.0 in scale:
@@ -362,6 +382,9 @@ class UrdfReader:
         params: dict[str, Any] = {"file": "", "scale": list(scale)}  # file: relative to the set, once all are known
         self.meshes.append((params, path))
         return params
+
+    def _skip(self, where: str, filename: str) -> None:
+        self.skipped.append(f"link[@name='{self._link_name}']{where}/mesh@filename {filename!r}")
 
     def _joint(self, joint: ET.Element) -> UrdfJoint:
         name, kind = joint.get("name", ""), joint.get("type", "")

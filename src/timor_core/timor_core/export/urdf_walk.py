@@ -212,11 +212,12 @@ class Writer:
             body = link_body_xml(link, options.mesh_uri, self.package, options.wrl)
             if self.literal:  # xacro keeps "${" and "$(" in file names as text
                 body = body.replace("${", "$${").replace("$(", "$$(")
+            literal = self.literal
             if k:
-                joint = joint_xml(link, links[link.parent].name)  # type: ignore[index]
+                joint = joint_xml(link, links[link.parent].name, literal)  # type: ignore[index]
             else:
-                joint = joint_xml(link, parent_name) if parent_name is not None else ""
-            fragment.texts.append((link_xml(link, body), joint))
+                joint = joint_xml(link, parent_name, literal) if parent_name is not None else ""
+            fragment.texts.append((link_xml(link, body, literal), joint))
         return fragment
 
     def pose(self, placement: Any) -> tuple[str, bool]:
@@ -296,7 +297,7 @@ def tool_frames(templates: Sequence[Template | None], root: int, prefix: str, ta
     return [(tcp[1][0], name, tcp[1][1])]
 
 
-def tool_xml_of(frames: Tools) -> tuple[list[str], list[str]]:
+def tool_xml_of(frames: Tools, for_xacro: bool = False) -> tuple[list[str], list[str]]:
     """The ``<link>`` and ``<joint>`` elements of tool frames."""
-    pairs = [tool_xml(link, name, origin) for link, name, origin in frames]
+    pairs = [tool_xml(link, name, origin, for_xacro) for link, name, origin in frames]
     return [p[0] for p in pairs], [p[1] for p in pairs]

@@ -12,7 +12,9 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, ros_name, xml_escape
+import numpy as np
+
+from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, name_attr, ros_name, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.urdf import default_robot_name, links_and_joints, origin_xml
 from timor_core.export.urdf_options import UrdfOptions
@@ -26,6 +28,8 @@ __all__ = ["assembly_to_xacro", "XACRO_NS", "PREFIX"]
 XACRO_NS = "http://www.ros.org/wiki/xacro"
 PREFIX = XACRO_PREFIX
 """The literal prefix every name in the macro starts with (the macro's ``prefix`` parameter)."""
+ROOT_WORLD = PREFIX + "world"
+"""The macro's root link when the robot's root is named ``world``."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -38,14 +42,28 @@ def _literal(text: str) -> str:
 def _macro_body(assembly: ModuleAssembly, options: UrdfOptions) -> str:
     """Links and joints of the robot with ``${prefix}`` names (two-space indented like the URDF export)."""
     link_chunks, joints, root = links_and_joints(assembly, replace(options, prefix=PREFIX), literal=True, what="xacro")
-    out = [
+    joint = (
         f'  <joint name="{PREFIX}${{parent}}_to_base_link" type="fixed">\n'
         '    <xacro:insert_block name="origin"/>\n'
-        f'    <parent link="${{parent}}"/>\n    <child link="{root}"/>\n  </joint>\n'
-    ]
+        f'    <parent link="${{parent}}"/>\n    <child link="{name_attr(root, True)}"/>\n  </joint>\n'
+    )
+    if root == ROOT_WORLD:  # the robot's root is its world (an import keeping UR's names): none when it is the parent
+        joint = f"  <xacro:if value=\"${{parent != prefix + 'world'}}\">\n{_indent(joint, 2)}  </xacro:if>\n"
+    out = [joint]
     out.extend(link_chunks)
     out.extend(joints)
     return "".join(out)
+
+
+def _outer_frame(assembly: ModuleAssembly, prefix: str) -> tuple[str, bool]:
+    """The frame the instantiated macro hangs from, and whether the file declares it: ``world``; for a robot whose
+    root is ``world`` itself (an import keeping UR's names) nothing at the origin (its world is the world), else
+    ``timor_world``, as in the URDF export."""
+    if prefix + assembly.tree().links[0].name != "world":
+        return "world", True
+    if np.array_equal(assembly.base_placement, np.eye(4)):
+        return "world", False
+    return "timor_world", True
 
 
 def _indent(text: str, spaces: int) -> str:
@@ -97,9 +115,10 @@ def assembly_to_xacro(
         "  </xacro:macro>\n",
     ]
     if instantiate:
+        parent, declared = _outer_frame(assembly, prefix)
         out.append(
-            '  <link name="world"/>\n'
-            f'  <xacro:{macro} prefix="{prefix}" parent="world">\n'
+            (f'  <link name="{parent}"/>\n' if declared else "")
+            + f'  <xacro:{macro} prefix="{prefix}" parent="{parent}">\n'
             f"    {origin_xml(assembly.base_placement)}\n"
             f"  </xacro:{macro}>\n"
         )

@@ -26,6 +26,14 @@ class ToleratedPose:
     has_tolerance: bool = True  # False if the JSON gave none (then the default applies, and is not written)
     extra: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """A pose relative to a frame must come with the frames that define it: otherwise it would silently be taken
+        relative to the world."""
+        if self.parent != WORLD and (self.frames is None or self.parent not in self.frames):
+            given = "no frames were given" if self.frames is None else "the frames given do not define it"
+            raise FormatError(f"nominalParent names an unknown frame ({given})", path="nominalParent",
+                              value=self.parent)  # fmt: skip
+
     @property
     def world(self) -> np.ndarray:
         """The nominal pose in world coordinates."""
@@ -43,8 +51,10 @@ class ToleratedPose:
         d = jf.obj(data, path)
         nominal = jf.pose(jf.req(d, "nominal", path), f"{path}.nominal")
         parent = jf.string(d.get("nominalParent", WORLD), f"{path}.nominalParent")
-        if frames is not None and parent not in frames:
-            raise FormatError("nominalParent names an unknown frame", path=f"{path}.nominalParent", value=parent)
+        if parent != WORLD and (frames is None or parent not in frames):
+            given = "no frames were given" if frames is None else "the task defines no such frame"
+            raise FormatError(f"nominalParent names an unknown frame ({given})", path=f"{path}.nominalParent",
+                              value=parent)  # fmt: skip
         has_tol = "toleranceProjection" in d or "tolerance" in d
         if has_tol:
             tolerance = tolerance_from_json(

@@ -24,7 +24,7 @@ from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_co
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ModulesDB", "IGNORE_COLLISION_MODES", "embedded_db_names"]
+__all__ = ["ModulesDB", "SetJson", "IGNORE_COLLISION_MODES", "embedded_db_names"]
 
 IGNORE_COLLISION_MODES = ("rigid", "via_joint", "rigid_via_joint")
 _ALIASES = {
@@ -52,6 +52,14 @@ def _canonical(data: dict) -> list:
         m["joints"] = [{k: v for k, v in j.items() if not (k == "passive" and v is False)} for j in m.get("joints", [])]
         modules.append(m)
     return modules
+
+
+class SetJson(dict):
+    """The CoBRA JSON of a module set (a plain dict to every reader) that remembers the folder its mesh files are
+    relative to, so that ``ModulesDB.from_json_data(db.to_json_data())`` of a set made from a URDF finds its meshes
+    and saves with them, as the reference's round trip does. JSON text does not carry the folder: give ``base_dir``."""
+
+    base_dir: Path | None = None
 
 
 class ModulesDB:
@@ -99,7 +107,10 @@ class ModulesDB:
     def from_json_data(
         cls, data: Any, *, base_dir: Path | None = None, source: Path | None = None, name: str = ""
     ) -> ModulesDB:
-        """Build a DB from parsed JSON (a ``{"modules": [...]}`` object or a bare list of modules)."""
+        """Build a DB from parsed JSON (a ``{"modules": [...]}`` object or a bare list of modules); meshes resolve
+        below ``base_dir``, else below the folder a :class:`SetJson` (``to_json_data()``) remembers."""
+        if base_dir is None and isinstance(data, SetJson):
+            base_dir = data.base_dir
         try:
             if isinstance(data, list):
                 data = {"modules": data}
@@ -156,8 +167,9 @@ class ModulesDB:
         return cls.from_name(str(name_or_file))
 
     def to_json_data(self) -> dict:
-        """The CoBRA JSON of the whole set."""
-        out: dict[str, Any] = {}
+        """The CoBRA JSON of the whole set (a :class:`SetJson`: a dict that remembers the set's mesh folder)."""
+        out = SetJson()
+        out.base_dir = self.base_dir
         if not self.extra.get("_no_mode"):
             out["ignore_collisions"] = self.ignore_collisions
         out["modules"] = [m.to_json() for m in self]

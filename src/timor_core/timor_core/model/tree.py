@@ -198,15 +198,16 @@ def instance_links(
     index of the link the instance hangs from, with ``entry_offset`` as the origin of the connection joint
     ``joint_name``; ``first`` is the index the instance's first link gets (its links' parents count from it).
     Shared with the compiled serial URDF writer, so both compute every transform the same way. ``keep_names``:
-    links and joints are named as the module's bodies and joints (the root too), see :func:`keeps_names`.
+    links and joints are named exactly as the module's bodies and joints (the root too; ``-``, ``/`` and spaces
+    kept, each exporter escapes them as its format requires), see :func:`keeps_names`.
     """
     olinks, _ = oriented_module(module, entry_body)
 
     def link_name(body_id: str) -> str:
-        return f"{prefix}{ros_name(body_id)}" if keep_names else _link_name(prefix, inst, body_id)
+        return f"{prefix}{body_id}" if keep_names else _link_name(prefix, inst, body_id)
 
     def joint_name_of(joint: Joint) -> str:
-        return f"{prefix}{ros_name(joint.id)}" if keep_names else f"{prefix}m{inst}_{ros_name(joint.id)}"
+        return f"{prefix}{joint.id}" if keep_names else f"{prefix}m{inst}_{ros_name(joint.id)}"
 
     is_root = parent_link is None
     entry_b = entry_offset if is_root else IDENTITY  # body frame of the entry body in its link frame

@@ -10,7 +10,7 @@ from timor_core.errors import FormatError, ValidationError
 from timor_core.kinematics.frames import FrameTree
 from timor_core.kinematics.pose import ToleratedPose
 from timor_core.limits import check_count
-from timor_core.task.constraints import Constraint, constraint_from_json
+from timor_core.task.constraints import TASK_LEVEL_ONLY, Constraint, constraint_from_json
 
 __all__ = ["Goal", "At", "Reach", "Pause", "ReturnTo", "Follow", "goal_from_json", "GOAL_TYPES"]
 
@@ -24,6 +24,17 @@ class Goal:
     extra: dict = field(default_factory=dict, kw_only=True)
     has_constraints: bool = field(default=False, kw_only=True)
     type_name: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        """Refuse a task-level constraint (goal order, base placement, ...) as ``goal_from_json`` does."""
+        for i, c in enumerate(self.constraints):
+            ctype = c.to_json().get("type") if isinstance(c, Constraint) else None
+            if not isinstance(c, Constraint) or ctype in TASK_LEVEL_ONLY:
+                raise ValidationError(
+                    "a task-level constraint cannot belong to a goal (put it in the task's constraints)"
+                    if isinstance(c, Constraint) else "a goal's constraints must be Constraint objects",
+                    path=f"goal.{self.id}.constraints[{i}].type", value=ctype if ctype is not None else repr(c),
+                )  # fmt: skip
 
     def body_json(self) -> dict:
         """Type-specific fields."""
