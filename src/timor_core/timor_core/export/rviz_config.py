@@ -77,9 +77,9 @@ class OrbitView:
     def of_config(cls, text: str) -> OrbitView:
         """The current view of an RViz config (an InputError unless it is an Orbit view with all four values)."""
         view = (_config(text).get("Visualization Manager") or {}).get("Views", {}).get("Current", {})
+        if not isinstance(view, dict) or view.get("Class") != "rviz_default_plugins/Orbit":
+            raise InputError("the RViz config's current view is not an Orbit view", value=str(view)[:80])
         try:
-            if view["Class"] != "rviz_default_plugins/Orbit":
-                raise KeyError("Class")
             focal = view["Focal Point"]
             return cls(float(view["Distance"]), float(view["Yaw"]), float(view["Pitch"]),
                        (float(focal["X"]), float(focal["Y"]), float(focal["Z"])))  # fmt: skip
