@@ -84,14 +84,15 @@ class MoveResult:
 
 
 def move(ros_client, action: str, goal: Constraints, plan_only: bool = False, planning_time: float = 10.0,
-         timeout: float = 120.0, frame: str = "base_link", planner_id: str = "") -> MoveResult:  # fmt: skip
-    """One MoveGroup goal of group ``manipulator`` (pipeline ompl, the workspace a 4 m cube around ``frame``)."""
+         timeout: float = 120.0, frame: str = "base_link", planner_id: str = "",
+         group: str = GROUP) -> MoveResult:  # fmt: skip
+    """One MoveGroup goal of ``group`` (pipeline ompl, the workspace a 4 m cube around ``frame``)."""
     client = ActionClient(ros_client.node, MoveGroup, action, callback_group=ros_client.group)
     try:
         assert client.wait_for_server(timeout_sec=60), f"no MoveGroup action server {action}"
         request = MoveGroup.Goal()
         r = request.request
-        r.group_name, r.pipeline_id, r.planner_id = GROUP, "ompl", planner_id
+        r.group_name, r.pipeline_id, r.planner_id = group, "ompl", planner_id
         r.num_planning_attempts, r.allowed_planning_time = 1, float(planning_time)
         r.max_velocity_scaling_factor = r.max_acceleration_scaling_factor = 1.0
         r.workspace_parameters.header.frame_id = frame

@@ -81,3 +81,57 @@ def test_move_group_plans_for_the_new_robot_after_set_assembly(ros_client, tmp_p
 
 def _near(q, goal, tol: float = 2e-3) -> bool:
     return q is not None and float(np.max(np.abs(np.asarray(q) - goal))) < tol
+
+
+def test_two_arms_on_one_base_are_two_planning_groups(ros_client, tmp_path):
+    """A base with two arms (set_assembly with an assembly JSON): move_group restarts with one planning group per
+    arm, and a goal for each group plans and executes through the one arm_controller (one arm's trajectory), the
+    other arm staying where it is; each tool's TF equals timor's FK."""
+    import sys
+    from pathlib import Path
+
+    from moveit_tools import SUCCESS, joint_goal, move
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "timor_core" / "tests"))
+    from branched_set import branched_json
+    from test_moveit_groups import two_arms
+
+    db_path = tmp_path / "branched.json"
+    db_path.write_text(json.dumps(branched_json()))
+    db = ModulesDB.from_json_file(db_path)
+    first = ["base", "J2", "i_45", "J1", "eef"]
+    with move_group_launch(ros_client, tmp_path, first, db=str(db_path)) as launch:
+        tree = two_arms(db)
+        request = SetAssembly.Request(assembly_json=json.dumps(tree.to_json_data()))
+        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", request, 60)
+        assert answer.success, answer.message
+        names = " ".join(tree.to_json_data()["moduleOrder"])
+        assert wait_for(lambda: _planning_for(ros_client, names.split()), 120, 0.2), launch.output()[-3000:]
+        robot = tree.robot
+        joints = list(robot.joints)
+        states = JointStateCache(ros_client.node, "/joint_states")
+        tf = TfListener(ros_client.node)
+        try:
+            q = np.zeros(4)
+            for group, arm, target in (("manipulator_1", [0, 1], [0.6, -0.5]), ("manipulator_2", [2, 3], [0.4, -0.7])):
+                got = move(ros_client, "/move_action", joint_goal([joints[k] for k in arm], target), group=group)
+                assert got.accepted and got.error_code == SUCCESS, (group, got, launch.output()[-3000:])
+                q[arm] = target
+                assert wait_for(lambda: _near(states.positions(joints), q), 15, 0.1), (group, states.positions(joints))
+            # a goal of arm 2 where timor finds it hitting arm 1's gripper: move_group finds no valid goal state either
+            clash = np.array([*q[:2], -0.4, 0.7])
+            assert robot.has_self_collision(clash)
+            got = move(ros_client, "/move_action", joint_goal(joints[2:], clash[2:]), group="manipulator_2",
+                       planning_time=2.0)  # fmt: skip
+            assert got.error_code != SUCCESS and _near(states.positions(joints), q)
+            for tool in ("tool0", "tool1"):
+                expected = robot.frame_pose(tool, q)
+                assert wait_for(lambda t=tool, e=expected: _tf_close(tf, t, e), 15, 0.1), tool
+        finally:
+            states.close()
+            tf.close()
+
+
+def _tf_close(tf: TfListener, tool: str, expected) -> bool:
+    pose = tf.lookup("base_link", tool)
+    return pose is not None and bool(np.allclose(pose, expected, atol=2e-3))

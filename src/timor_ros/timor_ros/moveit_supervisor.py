@@ -41,7 +41,7 @@ from timor_core.export.moveit_config import (
 )
 from timor_core.export.robot_description import assembly_from_ids_or_json
 from timor_core.export.ros2_control import Ros2ControlConfig
-from timor_core.export.srdf import planning_chain
+from timor_core.export.srdf import planning_groups
 from timor_interfaces.srv import GetAssembly
 
 from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, resolve_name
@@ -138,7 +138,8 @@ class MoveItSupervisorNode(Node):
             assembly = assembly_from_ids_or_json(self.db_client.get(), (), current.assembly_json)
             params = move_group_parameters(moveit_config_data(assembly, self.options), current.urdf, current.srdf)
             timing = self.supervisor.start(params)
-            self._wait_until_it_plans(list(planning_chain(assembly, self.options.prefix).commanded))
+            group, chain = planning_groups(assembly, self.options.prefix, self.options.group)[0]
+            self._wait_until_it_plans(group, list(chain.commanded))
             self._wait_for_controller()
         except (TimorError, ServiceCallError) as exc:
             self._report(False, explain(exc) if not isinstance(exc, MoveGroupError) else str(exc).split("\n")[0])
@@ -153,13 +154,13 @@ class MoveItSupervisorNode(Node):
         with self._lock:
             self._joints.update(zip(msg.name, msg.position))
 
-    def _wait_until_it_plans(self, joints: list[str]) -> None:
+    def _wait_until_it_plans(self, group: str, joints: list[str]) -> None:
         """Until move_group plans from the robot's current state: "ready" in its output comes before its state
         monitor has heard /joint_states, and a plan then starts from a made-up state (move_group only warns). The
         probe asks to stay where the robot is; it counts once move_group answers without that warning."""
         request = GetMotionPlan.Request()
         r = request.motion_plan_request
-        r.group_name, r.num_planning_attempts, r.allowed_planning_time = self.options.group, 1, 1.0
+        r.group_name, r.num_planning_attempts, r.allowed_planning_time = group, 1, 1.0
         r.pipeline_id, r.planner_id = "ompl", next(iter(OMPL_PLANNER_CONFIGS))
         r.max_velocity_scaling_factor = r.max_acceleration_scaling_factor = 1.0
         w = r.workspace_parameters  # a planning volume, so that move_group does not warn about its absence
@@ -176,7 +177,7 @@ class MoveItSupervisorNode(Node):
                 r.goal_constraints = [Constraints(joint_constraints=stay)]
                 mark = process.lines
                 try:
-                    call_service(self._plan, request, 10.0)
+                    call_service(self._plan, request, 2.0)  # a lost request is asked again soon
                     time.sleep(0.05)  # its output of that request
                     if not process.said_since(mark, NO_STATE):
                         return

@@ -22,7 +22,7 @@ from timor_core.common.names import check_tf_frames
 from timor_core.errors import InputError
 from timor_core.export.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
-from timor_core.export.srdf import assembly_to_srdf, planning_chain
+from timor_core.export.srdf import assembly_to_srdf, planning_groups
 from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
 from timor_core.export.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
@@ -225,20 +225,22 @@ def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
     return [command], state
 
 
-def _ompl_planning(group: str, distro: str) -> dict[str, Any]:
-    return {
-        **ompl_pipeline(distro),
-        "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS),
-        group: {
-            "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
-            "planner_configs": list(OMPL_PLANNER_CONFIGS),
-            "longest_valid_segment_fraction": LONGEST_VALID_SEGMENT_FRACTION,
-        },
+def _ompl_planning(groups: list[str], distro: str) -> dict[str, Any]:
+    group_config = {
+        "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
+        "planner_configs": list(OMPL_PLANNER_CONFIGS),
+        "longest_valid_segment_fraction": LONGEST_VALID_SEGMENT_FRACTION,
     }
+    out = {**ompl_pipeline(distro), "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS)}
+    out.update({group: copy.deepcopy(group_config) for group in groups})
+    return out
 
 
-def _ros2_controllers(update_rate: int, joints: list[str], command: list[str], state: list[str]) -> dict[str, Any]:
-    """ros2_controllers.yaml: the controller manager and the joint trajectory controller over ``joints``."""
+def _ros2_controllers(
+    update_rate: int, joints: list[str], command: list[str], state: list[str], partial: bool = False
+) -> dict[str, Any]:
+    """ros2_controllers.yaml: the controller manager and the joint trajectory controller over ``joints``; with
+    ``partial`` (several planning groups) it takes trajectories of some of them (one arm's, from MoveIt)."""
     return {  # "/**/": the node in any namespace (several robots, one per namespace)
         CM_KEY: {
             "ros__parameters": {
@@ -253,6 +255,7 @@ def _ros2_controllers(update_rate: int, joints: list[str], command: list[str], s
                 "command_interfaces": command,
                 "state_interfaces": state,
                 "allow_nonzero_velocity_at_trajectory_end": True,
+                **({"allow_partial_joints_goal": True} if partial else {}),
             }
         },
     }
@@ -288,18 +291,22 @@ def moveit_config_data(
     Cheap (no SRDF sampling); see ``write_moveit_config`` for the options.
     """
     opts = MoveItOptions.build(options, **overrides)
-    prefix, group = opts.prefix, opts.group
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     command, state = _interfaces(config)
-    chain = planning_chain(assembly, prefix)
-    joints = list(chain.commanded)
+    groups = planning_groups(assembly, opts.prefix, opts.group)
+    in_groups = {j for _, chain in groups for j in chain.commanded}  # every arm's, in the tree's order
+    joints = [
+        link.movable_joint_name()
+        for link in assembly.tree(opts.prefix).actuated
+        if link.movable_joint_name() in in_groups
+    ]
     cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
     return {
-        "kinematics.yaml": {group: _kinematics(len(chain.joints), opts)},
+        "kinematics.yaml": {name: _kinematics(len(chain.joints), opts) for name, chain in groups},
         "joint_limits.yaml": _joint_limits(assembly, opts),
-        "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state),
+        "ros2_controllers.yaml": _ros2_controllers(opts.update_rate, joints, command, state, len(groups) > 1),
         "moveit_controllers.yaml": _moveit_controllers(joints),
-        "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, prefix)},
+        "initial_positions.yaml": {"initial_positions": initial_positions(assembly, config, opts.prefix)},
         "pilz_cartesian_limits.yaml": {
             "cartesian_limits": {
                 "max_trans_vel": float(cart.max_trans_vel),
@@ -308,7 +315,7 @@ def moveit_config_data(
                 "max_rot_vel": float(cart.max_rot_vel),
             }
         },
-        "ompl_planning.yaml": _ompl_planning(group, opts.distro),
+        "ompl_planning.yaml": _ompl_planning([name for name, _ in groups], opts.distro),
     }
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "DisabledCollision",
     "PlanningChain",
     "planning_chain",
+    "planning_groups",
     "collision_matrix",
     "assembly_to_srdf",
 ]
@@ -63,20 +64,9 @@ class PlanningChain:
     hand: tuple[str, ...] = ()  # movable joints that branch off the chain's last body (a gripper's fingers)
 
 
-def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
-    """The chain from ``base_link`` to ``tool0`` (or, without a tool frame, to the last link).
-
-    Movable joints branching off the chain's last body (a gripper's fingers) are its ``hand``; AssemblyError if
-    the robot has no movable joint or another movable joint is off that chain.
-    """
-    tree = assembly.tree(prefix)
+def _chain_to(tree: KinematicTree, tip_index: int, tip_name: str, has_tool: bool) -> tuple[PlanningChain, list[int]]:
+    """The chain from the root to ``tip_index``, and the movable links neither on it nor in its hand."""
     links = tree.links
-    if not tree.actuated:
-        raise AssemblyError("the robot has no movable joint: there is nothing for MoveIt to plan")
-    if tree.tools:
-        tip_index, tip_name, has_tool = tree.tools[0].link, tree.tools[0].name, True
-    else:
-        tip_index, tip_name, has_tool = len(links) - 1, links[-1].name, False
     on_path = set()
     k: int | None = tip_index
     while k is not None:
@@ -93,16 +83,50 @@ def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
         while j not in on_path:
             j = links[j].parent  # type: ignore[assignment]  # the root is on the path
         (hand if j in end_body else off).append(k)
-    if off:
-        names = [links[k].joint_name for k in off]
-        raise AssemblyError(
-            f"SRDF export needs a serial robot: joints {names} are not on the chain {links[0].name} -> {tip_name}"
-        )
     chain = [link for k, link in enumerate(links) if link.joint_type != "fixed" and k in on_path]
     joints = tuple(link.movable_joint_name() for link in chain)
     driven = tuple(link.movable_joint_name() for link in chain if commanded(link))
     fingers = tuple(links[k].movable_joint_name() for k in hand)
-    return PlanningChain(links[0].name, tip_name, joints, driven, has_tool, fingers)
+    return PlanningChain(links[0].name, tip_name, joints, driven, has_tool, fingers), off
+
+
+def planning_chain(assembly: ModuleAssembly, prefix: str = "") -> PlanningChain:
+    """The chain from ``base_link`` to ``tool0`` (or, without a tool frame, to the last link).
+
+    Movable joints branching off the chain's last body (a gripper's fingers) are its ``hand``; AssemblyError if
+    the robot has no movable joint or another movable joint is off that chain.
+    """
+    tree = assembly.tree(prefix)
+    links = tree.links
+    if not tree.actuated:
+        raise AssemblyError("the robot has no movable joint: there is nothing for MoveIt to plan")
+    if tree.tools:
+        chain, off = _chain_to(tree, tree.tools[0].link, tree.tools[0].name, True)
+    else:
+        chain, off = _chain_to(tree, len(links) - 1, links[-1].name, False)
+    if off:
+        names = [links[k].joint_name for k in off]
+        raise AssemblyError(
+            f"SRDF export needs a serial robot: joints {names} are not on the chain {links[0].name} -> {chain.tip_link}"
+        )
+    return chain
+
+
+def planning_groups(
+    assembly: ModuleAssembly, prefix: str = "", group: str = "manipulator"
+) -> tuple[tuple[str, PlanningChain], ...]:
+    """MoveIt's planning groups: ``group`` for a serial robot (``planning_chain``); for a robot with several tool
+    frames (arms on one base), one chain per tool, ``<group>_1``, ``<group>_2``, ... in tool order. AssemblyError if
+    a movable joint is on no chain and in no hand (a branch that ends in no tool)."""
+    tree = assembly.tree(prefix)
+    if len(tree.tools) < 2:
+        return ((group, planning_chain(assembly, prefix)),)
+    chains = [_chain_to(tree, tool.link, tool.name, True)[0] for tool in tree.tools]
+    covered = {j for c in chains for j in (*c.joints, *c.hand)}
+    loose = [link.joint_name for link in tree.actuated if link.joint_name not in covered]
+    if loose:
+        raise AssemblyError(f"MoveIt's planning groups end in tool frames: joints {loose} lead to no tool")
+    return tuple((f"{group}_{k + 1}", chain) for k, chain in enumerate(chains))
 
 
 def _adjacent(tree: KinematicTree, has_geometry: list[bool]) -> set[tuple[int, int]]:
@@ -265,36 +289,11 @@ def collision_matrix(
     return [DisabledCollision(names[a], names[b], r) for (a, b), r in ranked]
 
 
-def assembly_to_srdf(
-    assembly: ModuleAssembly,
-    *,
-    name: str | None = None,
-    prefix: str = "",
-    n_samples: int = 1000,
-    seed: int = 0,
-    group: str = "manipulator",
-) -> str:
-    """The SRDF of a serial assembly (a hand may branch off its end) for MoveIt (names as ``assembly_to_urdf``'s).
-
-    Group ``group`` is the chain ``base_link`` → ``tool0``; ``home`` puts every joint at zero clipped into
-    its limits; with a tool frame, group ``<group>_eef`` (the tool link and the hand's joints, with its own
-    ``home``) is the end effector on ``tool0``.
-    Passive joints are declared passive. See ``collision_matrix`` for the disabled pairs.
-    """
-    if not isinstance(group, str) or not _NAME.fullmatch(group):
-        raise InputError("the group name must be letters, digits and underscores", value=group)
-    chain = planning_chain(assembly, prefix)
-    tree = assembly.tree(prefix)
-    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
+def _group_xml(tree: KinematicTree, group: str, chain: PlanningChain) -> list[str]:
+    """A group along ``chain``, its ``home`` state and, with a tool frame, its end effector group."""
     tip = name_attr(chain.tip_link)
-    out = [
-        '<?xml version="1.0"?>\n',
-        "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
-        f'<robot name="{xml_escape(robot_name)}">\n',
-        f'  <group name="{group}">\n',
-        f'    <chain base_link="{name_attr(chain.base_link)}" tip_link="{tip}"/>\n',
-        "  </group>\n",
-    ]
+    out = [f'  <group name="{group}">\n', f'    <chain base_link="{name_attr(chain.base_link)}" tip_link="{tip}"/>\n',
+           "  </group>\n"]  # fmt: skip
     eef = f"{group}_eef"
     if chain.has_tool:
         fingers = "".join(f'    <joint name="{name_attr(j)}"/>\n' for j in chain.hand)
@@ -307,10 +306,42 @@ def assembly_to_srdf(
             out.append("  </group_state>\n")
     if chain.has_tool:
         out.append(f'  <end_effector name="{eef}" parent_link="{tip}" group="{eef}" parent_group="{group}"/>\n')
-    if np.array_equal(assembly.base_placement, np.eye(4)) and chain.base_link != "world":  # (UR's root is world)
+    return out
+
+
+def assembly_to_srdf(
+    assembly: ModuleAssembly,
+    *,
+    name: str | None = None,
+    prefix: str = "",
+    n_samples: int = 1000,
+    seed: int = 0,
+    group: str = "manipulator",
+) -> str:
+    """The SRDF of an assembly for MoveIt (names as ``assembly_to_urdf``'s): its planning groups (``planning_groups``:
+    ``group`` for a serial robot, a hand may branch off its end; one group per tool frame for arms on one base).
+
+    Each group is a chain ``base_link`` → its tool; ``home`` puts every joint at zero clipped into its limits; with a
+    tool frame, group ``<group>_eef`` (the tool link and the hand's joints, with its own ``home``) is the end
+    effector on it. Passive joints are declared passive. See ``collision_matrix`` for the disabled pairs.
+    """
+    if not isinstance(group, str) or not _NAME.fullmatch(group):
+        raise InputError("the group name must be letters, digits and underscores", value=group)
+    groups = planning_groups(assembly, prefix, group)
+    tree = assembly.tree(prefix)
+    robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
+    out = [
+        '<?xml version="1.0"?>\n',
+        "<!-- Semantic robot description for MoveIt, written by timor (pairs of links: see the reasons) -->\n",
+        f'<robot name="{xml_escape(robot_name)}">\n',
+    ]
+    for group_name, chain in groups:
+        out.extend(_group_xml(tree, group_name, chain))
+    base_link = groups[0][1].base_link
+    if np.array_equal(assembly.base_placement, np.eye(4)) and base_link != "world":  # (UR's root is world)
         out.append(
             f'  <virtual_joint name="{prefix}virtual_joint" type="fixed" parent_frame="world"'
-            f' child_link="{name_attr(chain.base_link)}"/>\n'
+            f' child_link="{name_attr(base_link)}"/>\n'
         )
     out.extend(f'  <passive_joint name="{name_attr(str(link.joint_name))}"/>\n'
                for link in tree.actuated if not commanded(link))  # fmt: skip
