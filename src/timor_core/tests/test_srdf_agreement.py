@@ -89,3 +89,23 @@ def test_home_collisions_timor_reports_stay_checked(robco):
     enabled = _enabled(assembly, n_samples=200)
     assert {frozenset((link_of[a], link_of[b])) for a, b in at_home} <= enabled
     assert NEVER_CLEARANCE > 0
+
+
+def test_a_robot_without_collision_geometry_gets_an_srdf(tmp_path):
+    """An import whose meshes were left out (`--meshes skip`) has no collision geometry: nothing to disable (the
+    matrix crashed on its empty candidate list before)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from timor_core import ModulesDB
+
+    urdf = Path(__file__).parent / "data" / "urdf_names" / "ur5_names.urdf"
+    out = tmp_path / "modules.json"
+    cli = [sys.executable, "-m", "timor_core.cli", "import", str(urdf), "-o", str(out), "--keep-names",
+           "--meshes", "skip"]  # fmt: skip
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_json_file(out), ["ur5"])
+    srdf = ET.fromstring(assembly_to_srdf(assembly, n_samples=20))
+    assert srdf.find("group/chain").get("tip_link") == "tool0" and not srdf.findall("disable_collisions")

@@ -277,7 +277,7 @@ def collision_matrix(
         reason[candidates[c_always]] = "Always"
     gm_near, _ = _link_geometries(robot, names)
     near_checker = _PairChecker(robot, gm_near, geoms, candidates, NEVER_CLEARANCE)
-    free = ~at_home & np.array([candidates[k] not in reason for k in range(len(candidates))])
+    free = ~at_home & np.array([candidates[k] not in reason for k in range(len(candidates))], dtype=bool)
     _, never_set = _sampled(near_checker, robot, free, n_samples, seed)
     for c_never in sorted(never_set):
         reason[candidates[c_never]] = "Never"
