@@ -1,8 +1,8 @@
 """move_group restarted per robot (export/move_group_process.py), with a stand-in for move_group: a script that
 reads its parameters file like the real node and, as its parameters say, comes up (prints move_group's READY line),
 dies at start, or never gets ready. The real move_group is started the same way by the ROS tests
-(src/timor_ros/test/test_moveit_swap.py); no robot timor publishes made it refuse to start, so the refusal path is
-shown here."""
+(src/timor_ros/test/test_moveit_swap.py, which also shows its refusal of an unparseable robot description); the
+stand-in covers the ways of not coming up the real node does not offer on demand (dying, never getting ready)."""
 
 from __future__ import annotations
 

@@ -135,3 +135,31 @@ def test_two_arms_on_one_base_are_two_planning_groups(ros_client, tmp_path):
 def _tf_close(tf: TfListener, tool: str, expected) -> bool:
     pose = tf.lookup("base_link", tool)
     return pose is not None and bool(np.allclose(pose, expected, atol=2e-3))
+
+
+def test_a_robot_the_real_move_group_refuses_brings_the_last_one_back(tmp_path):
+    """The supervisor's refusal path against the real node: move_group cannot build a robot model from a robot
+    description urdfdom cannot parse, and does not come up; the previous robot's move_group is started again."""
+    import io
+
+    from timor_core.export.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
+    from timor_core.export.moveit_config import move_group_parameters, moveit_config_data
+    from timor_core.export.robot_description import describe
+    from timor_ros.moveit_supervisor import move_group_executable
+
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)
+    desc = describe(assembly, srdf_samples=50)
+    good = move_group_parameters(moveit_config_data(assembly), desc.urdf, desc.srdf)
+    broken = dict(good, robot_description='<robot name="broken"><joint name="j" type="revolute"/></robot>')
+    out = io.StringIO()
+    sup = MoveGroupSupervisor(move_group_executable(), "refusal", tmp_path, ready_timeout=60, echo=out)
+    try:
+        sup.start(good)
+        first = sup.process.pid
+        with pytest.raises(MoveGroupError, match="did not come up") as info:
+            sup.start(broken)
+        assert "Planning scene not configured" in info.value.tail or "Unable to parse URDF" in info.value.tail, info
+        assert sup.process is not None and sup.process.pid != first and sup.process.proc.poll() is None
+        assert out.getvalue().count(READY) == 2  # the first robot's move_group, then again after the refusal
+    finally:
+        sup.close()
