@@ -73,20 +73,26 @@ def follow(ros_client, action: str, joints: list[str], trajectory: Trajectory, s
             point.velocities = [float(v) for v in trajectory.dq[k]]
             point.time_from_start = _duration(float(trajectory.t[k]) + 0.1)
             goal.trajectory.points.append(point)
-        done = threading.Event()
-        holder: dict = {}
-
-        def on_goal(future):
-            handle = future.result()
-            holder["handle"] = handle
-            if handle is None or not handle.accepted:
-                done.set()
-                return
-            handle.get_result_async().add_done_callback(lambda f: (holder.update(result=f.result()), done.set()))
-
-        client.send_goal_async(goal).add_done_callback(on_goal)
-        assert done.wait(timeout + trajectory.duration), f"no result from {action}"
-        handle = holder.get("handle")
-        return bool(handle is not None and handle.accepted), holder.get("result")
+        return send_goal(client, goal, timeout + trajectory.duration, action)
     finally:
         client.destroy()
+
+
+def send_goal(client: ActionClient, goal, timeout: float, action: str):
+    """Send one action goal and wait for its result: (accepted, result or None); an AssertionError after
+    ``timeout`` seconds without an answer."""
+    done = threading.Event()
+    holder: dict = {}
+
+    def on_goal(future):
+        handle = future.result()
+        holder["handle"] = handle
+        if handle is None or not handle.accepted:
+            done.set()
+            return
+        handle.get_result_async().add_done_callback(lambda f: (holder.update(result=f.result()), done.set()))
+
+    client.send_goal_async(goal).add_done_callback(on_goal)
+    assert done.wait(timeout), f"no result from {action} within {timeout:g} s"
+    handle = holder.get("handle")
+    return bool(handle is not None and handle.accepted), holder.get("result")

@@ -6,10 +6,10 @@ region plus an orientation constraint on a link); ``move`` sends one MoveGroup g
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
+from control_tools import send_goal
 from geometry_msgs.msg import Pose
 from moveit_msgs.action import MoveGroup
 from moveit_msgs.msg import (
@@ -104,23 +104,10 @@ def move(ros_client, action: str, goal: Constraints, plan_only: bool = False, pl
         request.planning_options.plan_only = plan_only
         request.planning_options.planning_scene_diff.is_diff = True
         request.planning_options.planning_scene_diff.robot_state.is_diff = True
-        done = threading.Event()
-        holder: dict = {}
-
-        def on_goal(future):
-            handle = future.result()
-            holder["handle"] = handle
-            if handle is None or not handle.accepted:
-                done.set()
-                return
-            handle.get_result_async().add_done_callback(lambda f: (holder.update(result=f.result()), done.set()))
-
-        client.send_goal_async(request).add_done_callback(on_goal)
-        assert done.wait(timeout), f"no result from {action} within {timeout} s"
-        handle = holder.get("handle")
-        if handle is None or not handle.accepted:
+        accepted, answer = send_goal(client, request, timeout, action)
+        if not accepted:
             return MoveResult(False, 0, [], np.zeros((0, 0)), np.zeros(0), 0.0)
-        result = holder["result"].result
+        result = answer.result
         traj = result.planned_trajectory.joint_trajectory
         points = np.array([list(p.positions) for p in traj.points]) if traj.points else np.zeros((0, 0))
         times = np.array([p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in traj.points])
