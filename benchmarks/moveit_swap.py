@@ -32,9 +32,7 @@ import json
 import math
 import os
 import random
-import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-ROS2 = ROOT / ".venv" / "bin" / "ros2"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # moveit_bench.py, shared with moveit_vs_timor.py
+
+from moveit_bench import Client, Launch, finish_report, percentile, plan_request, ros2_ready  # noqa: E402
+
 A = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 B = ["base", "J", "L_200", "J", "L_250", "J", "L_250", "J", "gripper"]
 STATUS = "/moveit_supervisor/status"
@@ -56,56 +56,14 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 
-class Launch:
-    """`ros2 launch timor_ros moveit.launch.py ...` in its own process group, output to a log file."""
-
-    def __init__(self, folder: Path) -> None:
-        args = [str(ROS2), "launch", "timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(A)}",
-                "rviz:=false", "search:=false", f"config_dir:={folder / 'config'}"]  # fmt: skip
-        self.log = folder / "launch.log"
-        self._fh = open(self.log, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self, timeout: float = 30.0) -> str:
-        """One SIGINT (as Ctrl-C); SIGKILL to the whole group if it has not ended within ``timeout``."""
-        how = "ended before"
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-                how = "SIGINT"
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-                how = "SIGKILL to the group after SIGINT"
-        try:  # launch's children are in its group: none may outlive it
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            how += "; processes of the group were left and got SIGKILL"
-        except ProcessLookupError:
-            pass
-        self._fh.close()
-        return how
-
-
-class Client:
-    """One rclpy node of this process: the supervisor's status (every message, with its arrival time) and calls."""
+class SwapClient(Client):
+    """The benchmark's node: also the supervisor's status (every message, with its arrival time)."""
 
     def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node("timor_moveit_swap_bench", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._clients: dict = {}
+        super().__init__("timor_moveit_swap_bench")
         self.statuses: list[tuple[float, dict]] = []
         latched = QoSProfile(
             depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -118,39 +76,10 @@ class Client:
         except json.JSONDecodeError:
             self.statuses.append((time.perf_counter(), {"ok": False, "message": msg.data}))
 
-    def spin(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            self.executor.spin_once(timeout_sec=min(left, 0.05))
-
-    def service(self, srv_type, name: str):
-        """This node's client of the service (made once)."""
-        key = (srv_type, name)
-        if key not in self._clients:
-            self._clients[key] = self.node.create_client(srv_type, name)
-        return self._clients[key]
-
-    def call(self, srv_type, name: str, request, timeout: float):
-        """The response, or None if none came within ``timeout`` (or the service is not there)."""
-        client = self.service(srv_type, name)
-        if not client.wait_for_service(timeout_sec=timeout):
-            return None
-        future = client.call_async(request)
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        if not future.done():
-            client.remove_pending_request(future)
-            return None
-        return future.result()
-
     def status_since(self, t0: float, modules: list[str]) -> tuple[float, dict] | None:
         """The first status received after ``t0`` saying the supervisor plans for ``modules``."""
         want = f"planning for {' '.join(modules)}"
         return next(((t, s) for t, s in self.statuses if t >= t0 and s.get("ok") and s.get("message") == want), None)
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
 
 
 def goal_near_home(modules: list[str]) -> tuple[list[str], np.ndarray]:
@@ -165,38 +94,14 @@ def goal_near_home(modules: list[str]) -> tuple[list[str], np.ndarray]:
     raise RuntimeError(f"no free goal near home for {modules}")
 
 
-def plan_request(joints: list[str], goal: np.ndarray):
-    """GetMotionPlan: group manipulator, OMPL RRTConnect, from the current state (is_diff), joint goal ±1e-3 rad."""
-    from moveit_msgs.msg import Constraints, JointConstraint
-    from moveit_msgs.srv import GetMotionPlan
-
-    request = GetMotionPlan.Request()
-    r = request.motion_plan_request
-    r.group_name, r.pipeline_id, r.planner_id = "manipulator", "ompl", "RRTConnectkConfigDefault"
-    r.num_planning_attempts, r.allowed_planning_time = 1, 2.0
-    r.max_velocity_scaling_factor = r.max_acceleration_scaling_factor = 1.0
-    w = r.workspace_parameters
-    w.header.frame_id = "base_link"
-    w.min_corner.x = w.min_corner.y = w.min_corner.z = -2.0
-    w.max_corner.x = w.max_corner.y = w.max_corner.z = 2.0
-    r.start_state.is_diff = True
-    c = Constraints()
-    c.joint_constraints = [
-        JointConstraint(joint_name=n, position=float(v), tolerance_above=1e-3, tolerance_below=1e-3, weight=1.0)
-        for n, v in zip(joints, goal)
-    ]
-    r.goal_constraints = [c]
-    return request
-
-
-def first_plan(client: Client, joints: list[str], goal: np.ndarray, deadline: float) -> tuple[float | None, int]:
+def first_plan(client: SwapClient, joints: list[str], goal: np.ndarray, deadline: float) -> tuple[float | None, int]:
     """(time of the first SUCCESS over ``joints``, attempts made); None if none before ``deadline``. An attempt goes
     out 50 ms after the last one's answer, or STALE s after the last one if that one has no answer yet (a request to
     a move_group that is going away is lost; it stays pending, and an answer to any pending attempt counts)."""
     from moveit_msgs.msg import MoveItErrorCodes
     from moveit_msgs.srv import GetMotionPlan
 
-    request, attempts = plan_request(joints, goal), 0
+    request, attempts = plan_request(joints, goal, 2.0), 0
     service = client.service(GetMotionPlan, "/plan_kinematic_path")
     pending: list[tuple[float, object]] = []
     last = -math.inf
@@ -223,14 +128,14 @@ def first_plan(client: Client, joints: list[str], goal: np.ndarray, deadline: fl
     return None, attempts
 
 
-def swap(client: Client, modules: list[str]) -> dict:
+def swap(client: SwapClient, modules: list[str]) -> dict:
     """One set_assembly to ``modules``: seconds from the request to the answer, the status, the first plan."""
     from timor_interfaces.srv import SetAssembly
 
     joints, goal = goal_near_home(modules)
     deadline = time.monotonic() + SWAP_TIMEOUT
     t0 = time.perf_counter()
-    answer = client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=modules), 60.0)
+    answer, _ = client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=modules), 60.0)
     t_answer = time.perf_counter()
     if answer is None or not answer.success:
         raise RuntimeError(f"set_assembly {modules}: {answer.message if answer else 'no answer'}")
@@ -250,8 +155,7 @@ def stats(values: list[float]) -> dict:
     ok = sorted(v for v in values if not math.isnan(v))
     if not ok:
         return {"n": 0}
-    p90 = ok[min(len(ok) - 1, math.ceil(0.9 * len(ok)) - 1)]
-    return {"n": len(ok), "median": statistics.median(ok), "p90": p90, "max": ok[-1]}
+    return {"n": len(ok), "median": statistics.median(ok), "p90": percentile(ok, 0.9), "max": ok[-1]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,15 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--swaps", type=int, default=6, help="swaps to time, alternating B, A, ... (default 6)")
     parser.add_argument("--json", type=Path, default=None, help="write the report (every swap) here")
     args = parser.parse_args(argv)
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background: children must not ignore it
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if not ROS2.exists():
-        print(f"no ros2 CLI at {ROS2}: make ros (with ../shared/ros-moveit)", file=sys.stderr)
+    if not ros2_ready():
         return 2
     folder = Path(tempfile.mkdtemp(prefix="timor_moveit_swap_"))
     report: dict = {"swaps": [], "ros_domain_id": os.environ["ROS_DOMAIN_ID"], "load_before": os.getloadavg()}
-    client = Client()
-    launch = Launch(folder)
+    client = SwapClient()
+    launch = Launch(folder, A)
     try:
         t0, end = time.perf_counter(), time.monotonic() + 240
         while client.status_since(-math.inf, A) is None:
@@ -293,9 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         if s["n"]:
             print(f"{k:<24}{s['n']:>3}{s['median']:>9.3f}{s['p90']:>9.3f}{s['max']:>9.3f}")
     print(f"first robot planned {report['first_robot_s']:.1f} s after the launch; launch {report['stopped_by']}")
-    print(f"load average before {report['load_before'][0]:.1f}, after {report['load_after'][0]:.1f}; log {folder}")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=1))
+    finish_report(report, f"log {folder}", args.json)
     return 0
 
 

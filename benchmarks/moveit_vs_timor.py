@@ -47,11 +47,9 @@ timor's plan() checks every 0.02 rad, i.e. F = 0.002).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -63,8 +61,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-ROS2 = ROOT / ".venv" / "bin" / "ros2"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # moveit_bench.py, shared with moveit_swap.py
+
+from moveit_bench import ROOT, Client, Launch, finish_report, percentile, plan_request, ros2_ready  # noqa: E402
+
 MODULES = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 TASK = Path(str(resources.files("timor_core") / "data" / "tasks" / "pick_and_place.json"))
 READY = "You can start planning now"
@@ -81,87 +81,6 @@ NEAR = 0.001  # m: a pair whose start or goal is within margin + NEAR of an obst
 STEP = 0.01  # rad, max-norm distance between the checked configurations of a path
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-
-
-class Launch:
-    """`ros2 launch timor_ros moveit.launch.py ...` in its own process group, output to a log file."""
-
-    def __init__(self, folder: Path, task: Path | None) -> None:
-        args = [str(ROS2), "launch", "timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(MODULES)}",
-                "rviz:=false", "search:=false", f"config_dir:={folder / 'config'}"]  # fmt: skip
-        args += [f"task:={task}"] if task is not None else []
-        self.log = folder / "launch.log"
-        self._fh = open(self.log, "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_for(self, text: str, timeout: float) -> bool:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end and self.proc.poll() is None:
-            if text in self.output():
-                return True
-            time.sleep(0.2)
-        return text in self.output()
-
-    def stop(self, timeout: float = 30.0) -> str:
-        """One SIGINT (as Ctrl-C); SIGKILL to the whole group if it has not ended within ``timeout``."""
-        how = "ended before"
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-                how = "SIGINT"
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-                how = "SIGKILL to the group after SIGINT"
-        try:  # launch's children are in its group: none may outlive it
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            how += "; processes of the group were left and got SIGKILL"
-        except ProcessLookupError:
-            pass
-        self._fh.close()
-        return how
-
-
-class Client:
-    """One rclpy node of this process; service calls spun to completion on it."""
-
-    def __init__(self) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.node import Node
-
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node("timor_moveit_bench", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._clients: dict = {}
-
-    def call(self, srv_type, name: str, request, timeout: float):
-        """(response or None, wall seconds from the request to its answer)."""
-        key = (srv_type, name)
-        if key not in self._clients:
-            self._clients[key] = self.node.create_client(srv_type, name)
-        client = self._clients[key]
-        if not client.wait_for_service(timeout_sec=timeout):
-            return None, math.nan
-        t0 = time.perf_counter()
-        future = client.call_async(request)
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        wall = time.perf_counter() - t0
-        if not future.done():
-            client.remove_pending_request(future)
-            return None, wall
-        return future.result(), wall
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
 
 
 def world_objects(client: Client) -> set[str] | None:
@@ -197,32 +116,6 @@ def set_segment_fraction(client: Client, fraction: float) -> bool:
     answer, _ = client.call(GetPlannerParams, "/get_planner_params", GetPlannerParams.Request(**names), 10.0)
     got = dict(zip(answer.params.keys, answer.params.values)) if answer is not None else {}
     return "longest_valid_segment_fraction" in got and float(got["longest_valid_segment_fraction"]) == fraction
-
-
-def plan_request(joints: list[str], start: np.ndarray, goal: np.ndarray, budget: float):
-    """GetMotionPlan request: group manipulator, OMPL's RRTConnect, explicit start state, joint goal (±1e-3 rad)."""
-    from moveit_msgs.msg import Constraints, JointConstraint
-    from moveit_msgs.srv import GetMotionPlan
-
-    request = GetMotionPlan.Request()
-    r = request.motion_plan_request
-    r.group_name, r.pipeline_id, r.planner_id = "manipulator", "ompl", "RRTConnectkConfigDefault"
-    r.num_planning_attempts, r.allowed_planning_time = 1, float(budget)
-    r.max_velocity_scaling_factor = r.max_acceleration_scaling_factor = 1.0
-    w = r.workspace_parameters
-    w.header.frame_id = "base_link"
-    w.min_corner.x = w.min_corner.y = w.min_corner.z = -2.0
-    w.max_corner.x = w.max_corner.y = w.max_corner.z = 2.0
-    r.start_state.is_diff = False
-    r.start_state.joint_state.name = list(joints)
-    r.start_state.joint_state.position = [float(v) for v in start]
-    goal_constraints = Constraints()
-    goal_constraints.joint_constraints = [
-        JointConstraint(joint_name=n, position=float(v), tolerance_above=1e-3, tolerance_below=1e-3, weight=1.0)
-        for n, v in zip(joints, goal)
-    ]
-    r.goal_constraints = [goal_constraints]
-    return request
 
 
 def densify(points: np.ndarray, step: float = STEP) -> np.ndarray:
@@ -316,7 +209,7 @@ def run_move_group(client: Client, scene: Scene, pairs: list[dict], budget: floa
     joints = list(scene.robot.joints)
     out = []
     for p in pairs:
-        request = plan_request(joints, p["start"], p["goal"], budget)
+        request = plan_request(joints, p["goal"], budget, start=p["start"])
         answer, wall = client.call(GetMotionPlan, "/plan_kinematic_path", request, budget + 30.0)
         row: dict = {"ok": False, "wall_s": wall, "error_code": None}
         if answer is not None:
@@ -341,11 +234,6 @@ def attribute_causes(rows: list[dict], log: str) -> None:
     for row, part in zip(rows, parts):
         if not row["ok"]:
             row["causes"] = [n for n in names if LOG_COUNTS[n] in part]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(v for v in values if not math.isnan(v))
-    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else math.nan
 
 
 def error_name(code: int | None) -> str:
@@ -393,7 +281,7 @@ def scene_run(name: str, args: argparse.Namespace, folder: Path, client: Client)
     pairs = scene.pairs(args.pairs, args.seed)
     t_launch = time.monotonic()
     (folder / name).mkdir()
-    launch = Launch(folder / name, TASK if task is not None else None)
+    launch = Launch(folder / name, MODULES, TASK if task is not None else None)
     report: dict = {
         "pairs": [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in p.items()} for p in pairs]
     }
@@ -489,10 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenes", default="free,task", help="comma-separated: free, task (default both)")
     parser.add_argument("--json", type=Path, default=None, help="write the full report (every pair) here")
     args = parser.parse_args(argv)
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background by a shell: a child would
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # inherit the ignored SIGINT and never stop
-    if not ROS2.exists():
-        print(f"no ros2 CLI at {ROS2}: make ros (with ../shared/ros-moveit)", file=sys.stderr)
+    if not ros2_ready():
         return 2
     folder = Path(tempfile.mkdtemp(prefix="timor_moveit_bench_"))
     command = " ".join(["benchmarks/moveit_vs_timor.py", *(argv or sys.argv[1:])])
@@ -507,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_before": os.getloadavg(),
         "scenes": {},
     }
-    client = Client()
+    client = Client("timor_moveit_bench")
     try:
         for name in args.scenes.split(","):
             print(f"scene {name}: launching move_group ({folder / name})", file=sys.stderr)
@@ -517,9 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     report["load_after"] = os.getloadavg()
     print(table(report))
     print(f"git {report['git']}")
-    print(f"load average before {report['load_before'][0]:.1f}, after {report['load_after'][0]:.1f}; logs in {folder}")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=1))
+    finish_report(report, f"logs in {folder}", args.json)
     return 0
 
 
