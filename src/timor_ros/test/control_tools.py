@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import numpy as np
 from builtin_interfaces.msg import Duration
@@ -13,6 +14,7 @@ from controller_manager_msgs.srv import ListControllers
 from rclpy.action import ActionClient
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectoryPoint
+from unique_identifier_msgs.msg import UUID
 
 from timor_core.kinematics.trajectory import Trajectory
 
@@ -78,21 +80,30 @@ def follow(ros_client, action: str, joints: list[str], trajectory: Trajectory, s
         client.destroy()
 
 
-def send_goal(client: ActionClient, goal, timeout: float, action: str):
+def send_goal(client: ActionClient, goal, timeout: float, action: str, resend_after: float | None = None):
     """Send one action goal and wait for its result: (accepted, result or None); an AssertionError after
-    ``timeout`` seconds without an answer."""
-    done = threading.Event()
+    ``timeout`` seconds without an answer. With ``resend_after``, a goal request the server has not answered by then
+    is sent again with the same goal ID (Fast DDS loses a request sent while a new server is still being discovered:
+    seen right after move_group restarts); a server that got both takes the ID once."""
+    done, answered = threading.Event(), threading.Event()
     holder: dict = {}
+    goal_id = UUID(uuid=list(uuid.uuid4().bytes))
 
     def on_goal(future):
         handle = future.result()
+        if answered.is_set():  # the answer to a resent request
+            return
+        answered.set()
         holder["handle"] = handle
         if handle is None or not handle.accepted:
             done.set()
             return
         handle.get_result_async().add_done_callback(lambda f: (holder.update(result=f.result()), done.set()))
 
-    client.send_goal_async(goal).add_done_callback(on_goal)
-    assert done.wait(timeout), f"no result from {action} within {timeout:g} s"
+    end = time.monotonic() + timeout
+    client.send_goal_async(goal, goal_uuid=goal_id).add_done_callback(on_goal)
+    while resend_after is not None and not answered.wait(resend_after) and time.monotonic() < end:
+        client.send_goal_async(goal, goal_uuid=goal_id).add_done_callback(on_goal)
+    assert done.wait(max(0.0, end - time.monotonic())), f"no result from {action} within {timeout:g} s"
     handle = holder.get("handle")
     return bool(handle is not None and handle.accepted), holder.get("result")

@@ -104,7 +104,7 @@ def move(ros_client, action: str, goal: Constraints, plan_only: bool = False, pl
         request.planning_options.plan_only = plan_only
         request.planning_options.planning_scene_diff.is_diff = True
         request.planning_options.planning_scene_diff.robot_state.is_diff = True
-        accepted, answer = send_goal(client, request, timeout, action)
+        accepted, answer = send_goal(client, request, timeout, action, resend_after=10.0)
         if not accepted:
             return MoveResult(False, 0, [], np.zeros((0, 0)), np.zeros(0), 0.0)
         result = answer.result
