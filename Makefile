@@ -55,12 +55,13 @@ test-ros: $(ROS_STAMP)
 	$(PY) -m pytest -q -s src/timor_ros/test
 
 # the ROS suite in 3 random orders (pytest-random-order), then with both cores kept busy by 2 bounded CPU burners
+# (ended by their PIDs: timeout passes the TERM on to its burner; no other process on the machine is touched)
 test-ros-random: $(ROS_STAMP)
 	for seed in 1 2 3; do $(PY) -m pytest -q -p random_order --random-order-seed=$$seed src/timor_ros/test || exit 1; done
 
 test-ros-load: $(ROS_STAMP)
-	timeout 1800 sh -c 'yes > /dev/null' & timeout 1800 sh -c 'yes > /dev/null' & \
-	$(PY) -m pytest -q src/timor_ros/test; rc=$$?; pkill -f "sh -c yes > /dev/null"; exit $$rc
+	timeout 1800 sh -c 'yes > /dev/null' & b1=$$!; timeout 1800 sh -c 'yes > /dev/null' & b2=$$!; \
+	$(PY) -m pytest -q src/timor_ros/test; rc=$$?; kill $$b1 $$b2; exit $$rc
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" src/timor_core/tests
