@@ -72,6 +72,7 @@ def _launch(context: Any) -> list[Action]:
             "prefix": base.prefix,
             "ros2_control_plugin": base.ros2_control_plugin,
             "ros_distro": nodes.distro,
+            "ros2_control": plan.ros2_control,
         }
         actions.append(
             Node(

@@ -37,8 +37,11 @@ HARMLESS = (
     "KDL does not support a root link with an inertia",
     # move_group creates several rclcpp nodes named move_group in one process (upstream, any configuration)
     "Publisher already registered for node name",
-    # the supervisor's readiness probe, sent before move_group's state monitor heard /joint_states (probed again)
+    # the supervisor's readiness probes, sent before move_group's state monitor heard /joint_states, or before its
+    # controller client connected to arm_controller (a probe that stays where the robot is; sent again)
     "Failed to fetch current robot state",
+    "Action client not connected to action server",
+    "Failed to send trajectory part",
 )
 
 

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn
 
-from control_msgs.action import FollowJointTrajectory
-from moveit_msgs.msg import Constraints, JointConstraint
+from moveit_msgs.action import ExecuteTrajectory
+from moveit_msgs.msg import Constraints, JointConstraint, MoveItErrorCodes
 from moveit_msgs.srv import GetMotionPlan
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -29,11 +29,11 @@ from rclpy.client import Client
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectoryPoint
 
 from timor_core.errors import InputError, TimorError, explain
 from timor_core.export.move_group_process import MoveGroupError, MoveGroupSupervisor
 from timor_core.export.moveit_config import (
-    ARM_CONTROLLER,
     OMPL_PLANNER_CONFIGS,
     MoveItOptions,
     move_group_parameters,
@@ -79,6 +79,10 @@ class MoveItSupervisorNode(Node):
         declare(self, "ros2_control_plugin", "mock_components/GenericSystem", "hardware plugin", read_only=True)
         declare(self, "ros_distro", "", "ROS 2 distro whose MoveIt layout to write", read_only=True)
         declare(self, "ready_timeout", 60.0, "seconds a new move_group may take to come up", read_only=True)
+        declare(
+            self, "ros2_control", True, "a controller executes trajectories (ready once one executes)", read_only=True
+        )
+        self.execute = bool(param(self, "ros2_control", True))
         folder = Path(str(param(self, "config_dir", "")) or ".").expanduser()
         distro = {"distro": str(param(self, "ros_distro"))} if param(self, "ros_distro") else {}
         self.options = MoveItOptions.build(
@@ -96,8 +100,7 @@ class MoveItSupervisorNode(Node):
             GetAssembly, resolve_name(self, "assembly/get_assembly"), callback_group=group
         )
         self._plan: Client = self.create_client(GetMotionPlan, "plan_kinematic_path", callback_group=group)
-        action = f"{ARM_CONTROLLER}/follow_joint_trajectory"
-        self._controller: ActionClient = ActionClient(self, FollowJointTrajectory, action, callback_group=group)
+        self._execute: ActionClient = ActionClient(self, ExecuteTrajectory, "execute_trajectory", callback_group=group)
         self._joints: dict[str, float] = {}
         self.create_subscription(JointState, "joint_states", self._on_joints, 10, callback_group=group)
         self._status = self.create_publisher(String, "~/status", LATCHED)
@@ -140,7 +143,7 @@ class MoveItSupervisorNode(Node):
             timing = self.supervisor.start(params)
             group, chain = planning_groups(assembly, self.options.prefix, self.options.group)[0]
             self._wait_until_it_plans(group, list(chain.commanded))
-            self._wait_for_controller()
+            self._wait_until_it_executes(list(chain.commanded))
         except (TimorError, ServiceCallError) as exc:
             self._report(False, explain(exc) if not isinstance(exc, MoveGroupError) else str(exc).split("\n")[0])
             self.get_logger().error(f"move_group not restarted: {explain(exc)}")
@@ -186,16 +189,37 @@ class MoveItSupervisorNode(Node):
             time.sleep(0.2)
         raise MoveGroupError("move_group came up but has no current state of the robot (no /joint_states?)")
 
-    def _wait_for_controller(self) -> None:
-        """Until the arm controller's FollowJointTrajectory server is seen (move_group executes through it); without
-        ros2_control there is none, and MoveIt only plans."""
-        if not self.count_publishers(resolve_name(self, "joint_states")):
+    def _wait_until_it_executes(self, joints: list[str]) -> None:
+        """Until move_group executes through the arm controller: a one-point trajectory to where the robot is (no
+        motion). Its controller client connects to the controller's action server some time after it is up, and a
+        goal before that fails ("not connected"); with ros2_control:=false there is no controller to wait for."""
+        if not self.execute:
             return
         end = time.monotonic() + self.supervisor.ready_timeout
-        while not self._controller.server_is_ready():
-            if time.monotonic() > end:
-                raise MoveGroupError(f"no action server {ARM_CONTROLLER}/follow_joint_trajectory")
-            time.sleep(0.05)
+        while time.monotonic() < end:
+            with self._lock:
+                here = [self._joints.get(j) for j in joints]
+            if all(v is not None for v in here):
+                goal = ExecuteTrajectory.Goal()
+                goal.trajectory.joint_trajectory.joint_names = list(joints)
+                point = JointTrajectoryPoint(positions=[float(v) for v in here])  # type: ignore[arg-type]
+                point.time_from_start.nanosec = 100_000_000
+                goal.trajectory.joint_trajectory.points = [point]
+                if self._executed(goal):
+                    return
+            time.sleep(0.3)
+        raise MoveGroupError("move_group came up but cannot execute through the arm controller")
+
+    def _executed(self, goal: ExecuteTrajectory.Goal) -> bool:
+        if not self._execute.wait_for_server(timeout_sec=2.0):
+            return False
+        sent = self._execute.send_goal_async(goal)
+        handle = sent.result() if _wait(sent, 5.0) else None
+        if handle is None or not handle.accepted:
+            return False
+        result = handle.get_result_async()
+        answer = result.result() if _wait(result, 10.0) else None
+        return answer is not None and answer.result.error_code.val == MoveItErrorCodes.SUCCESS
 
     def _report(self, ok: bool, message: str, **seconds: float) -> None:
         status = {"ok": ok, "message": message, **{k: round(v, 4) for k, v in seconds.items()}}
@@ -215,3 +239,10 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _wait(future: Any, timeout: float) -> bool:
+    """Whether ``future`` (spun by the executor's other threads) is done within ``timeout`` seconds."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    return done.wait(timeout)

@@ -11,7 +11,6 @@ load. Nothing here imports ROS: the process is started from a parameters file (`
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -24,7 +23,7 @@ from typing import Any, TextIO
 
 from timor_core.common.fileio import write_files
 from timor_core.errors import TimorError
-from timor_core.export.manager_process import die_with_parent
+from timor_core.export.manager_process import start_supervised, stop_group
 from timor_core.export.yaml_text import to_yaml
 
 __all__ = ["READY", "MoveGroupError", "MoveGroupProcess", "MoveGroupSupervisor", "SwapTiming"]
@@ -52,17 +51,7 @@ class MoveGroupProcess:
         self.lines = 0  # lines printed so far
         self._echo = echo if echo is not None else sys.stdout
         try:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv is move_group and its ROS arguments
-                self.argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C in the terminal reaches the supervisor, which stops it in order
-                preexec_fn=die_with_parent,  # noqa: PLW1509 - only a prctl call; a killed supervisor leaves none behind
-                env=env,
-                text=True,
-                errors="replace",
-            )
+            self.proc = start_supervised(self.argv, subprocess.PIPE, env, text=True, errors="replace")
         except OSError as exc:
             raise MoveGroupError(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from None
         self._reader = threading.Thread(target=self._read, name="move_group-output", daemon=True)
@@ -105,20 +94,7 @@ class MoveGroupProcess:
 
     def stop(self, timeout: float) -> str:
         """SIGINT, then SIGTERM and SIGKILL (each after ``timeout``) to its process group; how it ended."""
-        how = "exited before"
-        for sig in (2, 15, 9):
-            if self.proc.poll() is not None:
-                break
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            how = {2: "stopped by SIGINT", 15: "stopped by SIGTERM", 9: "stopped by SIGKILL"}[sig]
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                continue
-        self.proc.wait()
+        how = stop_group(self.proc, timeout)
         self._reader.join(timeout)
         return how
 
