@@ -42,51 +42,36 @@ fi
 command -v cmake >/dev/null || "$PY" -m pip install -q cmake
 command -v cc >/dev/null || command -v gcc >/dev/null || { echo "setup_ros: a C compiler is needed (apt-get install build-essential)"; exit 1; }
 
-# 2. the real launch tooling and ros2 CLI (test set-up only)
-KIT="${ROS_LAUNCH_KIT:-$ROOT/../shared/ros-launch}"
-if [ -f "$KIT/install.sh" ]; then
-  bash "$KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-launch kit failed"; exit 1; }
-else
-  echo "setup_ros: no ros-launch kit at $KIT: no ros2 launch / ros2 CLI here (the launch tests will skip)"
-fi
-
-# 2b. the real C++ nodes the launch files start (robot_state_publisher, tf2_ros, ros2_control_node, spawner,
-#     mock_components, joint_state_broadcaster, joint_trajectory_controller), built from upstream sources (test set-up)
-CPP_KIT="${ROS_CPP_KIT:-$ROOT/../shared/ros-cpp}"
-if [ -f "$CPP_KIT/install.sh" ] && [ -x "$VENV/bin/ros2" ]; then
-  bash "$CPP_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-cpp kit failed"; exit 1; }
-else
-  echo "setup_ros: no ros-cpp kit at $CPP_KIT: no real robot_state_publisher / ros2_control here (their tests will skip)"
-fi
-
-# 2b'. MoveIt 2's real move_group (OMPL, KDL, moveit_simple_controller_manager) and the real rviz2 (headless under
-#      Xvfb), built from upstream sources on the two kits above (../shared/ros-moveit, $ROS_MOVEIT_KIT;
-#      ../shared/ros-rviz, $ROS_RVIZ_KIT; test set-up): without them the MoveIt and RViz tests skip
-MOVEIT_KIT="${ROS_MOVEIT_KIT:-$ROOT/../shared/ros-moveit}"
-if [ -f "$MOVEIT_KIT/install.sh" ] && [ -x "$VENV/bin/ros-cpp-exec" ]; then
-  bash "$MOVEIT_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-moveit kit failed"; exit 1; }
-else
-  echo "setup_ros: no ros-moveit kit at $MOVEIT_KIT: no real move_group here (the MoveIt tests will skip)"
-fi
-RVIZ_KIT="${ROS_RVIZ_KIT:-$ROOT/../shared/ros-rviz}"
-if [ -f "$RVIZ_KIT/install.sh" ] && [ -x "$VENV/bin/ros-cpp-exec" ]; then
-  bash "$RVIZ_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros-rviz kit failed"; exit 1; }
+# 2. the test set-up's kits, each built from upstream sources on the wheels above (../shared/<kit>, or the
+#    environment variable named): without a kit, the tests that need it skip
+install_kit() {  # NAME DIR PREREQUISITE (an executable in $VENV/bin, or "") WHAT-SKIPS-WITHOUT-IT
+  if [ -f "$2/install.sh" ] && { [ -z "$3" ] || [ -x "$VENV/bin/$3" ]; }; then
+    bash "$2/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the $1 kit failed"; exit 1; }
+  else
+    echo "setup_ros: no $1 kit at $2: $4"
+    return 1
+  fi
+}
+# the real launch tooling and ros2 CLI (`ros2 launch/run/topic/param/service/action/interface`, launch_testing)
+install_kit ros-launch "${ROS_LAUNCH_KIT:-$ROOT/../shared/ros-launch}" "" \
+  "no ros2 launch / ros2 CLI here (the launch tests will skip)" || true
+# the real C++ nodes the launch files start (robot_state_publisher, tf2_ros, ros2_control_node, spawner,
+# mock_components, joint_state_broadcaster, joint_trajectory_controller)
+install_kit ros-cpp "${ROS_CPP_KIT:-$ROOT/../shared/ros-cpp}" ros2 \
+  "no real robot_state_publisher / ros2_control here (their tests will skip)" || true
+# MoveIt 2's real move_group (OMPL, KDL, moveit_simple_controller_manager) and the real rviz2 (headless under Xvfb)
+install_kit ros-moveit "${ROS_MOVEIT_KIT:-$ROOT/../shared/ros-moveit}" ros-cpp-exec \
+  "no real move_group here (the MoveIt tests will skip)" || true
+if install_kit ros-rviz "${ROS_RVIZ_KIT:-$ROOT/../shared/ros-rviz}" ros-cpp-exec "no real rviz2 here (the RViz tests will skip)"; then
   # headless rviz2 needs an X server (the RViz tests start Xvfb themselves); best effort, the tests skip without it
   command -v Xvfb > /dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -q --no-install-recommends xvfb > /dev/null 2>&1; } \
     || { [ "$(id -u)" = 0 ] && apt-get update -q > /dev/null 2>&1 && apt-get install -y -q --no-install-recommends xvfb > /dev/null 2>&1; } \
     || echo "setup_ros: no Xvfb (apt-get install xvfb): the RViz tests will skip"
-else
-  echo "setup_ros: no ros-rviz kit at $RVIZ_KIT: no real rviz2 here (the RViz tests will skip)"
 fi
-
-# 2c. ros2_canopen's build macros (generate_dcf/cogen_dcf), cogen and lely's dcfgen, so the tests build generated
-#     CANopen bring-up packages as colcon would (../shared/ros2-canopen, $ROS2_CANOPEN_KIT; test set-up)
-CANOPEN_KIT="${ROS2_CANOPEN_KIT:-$ROOT/../shared/ros2-canopen}"
-if [ -f "$CANOPEN_KIT/install.sh" ]; then
-  bash "$CANOPEN_KIT/install.sh" "$VENV" | grep -v "^WARNING" || { echo "setup_ros: the ros2-canopen kit failed"; exit 1; }
-else
-  echo "setup_ros: no ros2-canopen kit at $CANOPEN_KIT: the CANopen package build tests will skip"
-fi
+# ros2_canopen's build macros (generate_dcf/cogen_dcf), cogen and lely's dcfgen, so the tests build generated
+# CANopen bring-up packages as colcon would
+install_kit ros2-canopen "${ROS2_CANOPEN_KIT:-$ROOT/../shared/ros2-canopen}" "" \
+  "the CANopen package build tests will skip" || true
 
 # 3. colcon build of the interface package (AMENT_PREFIX_PATH: ament finds the wheels' resource index there)
 mkdir -p "$WS"

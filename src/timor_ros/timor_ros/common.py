@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor, ParameterEvent
@@ -31,6 +32,8 @@ __all__ = [
     "param",
     "ModulesDBClient",
     "DB_INFO_PARAMETERS",
+    "future_done",
+    "installed_executable",
 ]
 
 #: /robot_description and /robot_description_semantic: late subscribers get the last message
@@ -49,6 +52,29 @@ class ServiceCallError(TimorError):
     """A service is not offered, or did not answer in time."""
 
 
+def installed_executable(package: str, name: str) -> Path:
+    """The executable ``name`` an installed ROS package ships in ``lib/<package>/`` (the layout ``ros2 run`` uses).
+
+    Raises a TimorError naming the package or the missing path, so each caller can say what it was starting.
+    """
+    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
+
+    try:
+        exe = Path(get_package_prefix(package)) / "lib" / package / name
+    except PackageNotFoundError:
+        raise TimorError(f"the package {package} is not installed") from None
+    if not exe.is_file():
+        raise TimorError(f"no {name} at {exe}")
+    return exe
+
+
+def future_done(future: Any, timeout: float) -> bool:
+    """Whether ``future`` (completed by the executor's other threads, never spun here) is done within ``timeout`` s."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    return done.wait(timeout)
+
+
 def call_service(client: Any, request: Any, timeout: float) -> Any:
     """Call a service and wait for the answer without spinning (the executor's other threads deliver it).
 
@@ -56,10 +82,8 @@ def call_service(client: Any, request: Any, timeout: float) -> Any:
     """
     if not client.service_is_ready() and not client.wait_for_service(timeout_sec=timeout):
         raise ServiceCallError(f"service {client.srv_name} is not available")
-    done = threading.Event()
     future = client.call_async(request)
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
+    if not future_done(future, timeout):
         client.remove_pending_request(future)
         raise ServiceCallError(f"service {client.srv_name} did not answer within {timeout:g} s")
     result = future.result()

@@ -39,22 +39,17 @@ from timor_core.export.controller_swap import (
 from timor_core.export.plugin_index import plugin_libraries
 from timor_core.model.assembly import ModuleAssembly
 
-from .common import LATCHED, ServiceCallError, call_service
+from .common import LATCHED, ServiceCallError, call_service, installed_executable
 
 __all__ = ["RosManagerServices", "SupervisedControl", "ros2_control_node"]
 
 
 def ros2_control_node() -> Path:
     """The installed ros2_control_node executable (a ControlSwapError naming what is missing)."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-
     try:
-        exe = Path(get_package_prefix("controller_manager")) / "lib" / "controller_manager" / "ros2_control_node"
-    except PackageNotFoundError:
-        raise ControlSwapError("start", "the package controller_manager is not installed") from None
-    if not exe.is_file():
-        raise ControlSwapError("start", f"no ros2_control_node at {exe}")
-    return exe
+        return installed_executable("controller_manager", "ros2_control_node")
+    except TimorError as exc:
+        raise ControlSwapError("start", str(exc)) from None
 
 
 def _ready(client: Client, timeout: float) -> None:

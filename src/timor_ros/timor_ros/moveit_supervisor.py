@@ -44,7 +44,17 @@ from timor_core.export.ros2_control import Ros2ControlConfig
 from timor_core.export.srdf import planning_groups
 from timor_interfaces.srv import GetAssembly
 
-from .common import LATCHED, ModulesDBClient, ServiceCallError, call_service, declare, param, resolve_name
+from .common import (
+    LATCHED,
+    ModulesDBClient,
+    ServiceCallError,
+    call_service,
+    declare,
+    future_done,
+    installed_executable,
+    param,
+    resolve_name,
+)
 
 __all__ = ["MoveItSupervisorNode", "move_group_executable", "main"]
 
@@ -53,20 +63,13 @@ WORKSPACE = 10.0
 NO_STATE = "Failed to fetch current robot state"
 """What move_group says when it plans before its state monitor has heard every joint."""
 
-"""Half the side (m) of the planning volume of the supervisor's probe plans."""
-
 
 def move_group_executable() -> Path:
     """The installed move_group (an InputError naming what is missing)."""
-    from ament_index_python.packages import PackageNotFoundError, get_package_prefix
-
     try:
-        exe = Path(get_package_prefix("moveit_ros_move_group")) / "lib" / "moveit_ros_move_group" / "move_group"
-    except PackageNotFoundError:
-        raise InputError("the package moveit_ros_move_group is not installed", value="move_group") from None
-    if not exe.is_file():
-        raise InputError("no move_group executable", value=str(exe))
-    return exe
+        return installed_executable("moveit_ros_move_group", "move_group")
+    except TimorError as exc:
+        raise InputError(str(exc), value="move_group") from None
 
 
 class MoveItSupervisorNode(Node):
@@ -214,11 +217,11 @@ class MoveItSupervisorNode(Node):
         if not self._execute.wait_for_server(timeout_sec=2.0):
             return False
         sent = self._execute.send_goal_async(goal)
-        handle = sent.result() if _wait(sent, 5.0) else None
+        handle = sent.result() if future_done(sent, 5.0) else None
         if handle is None or not handle.accepted:
             return False
         result = handle.get_result_async()
-        answer = result.result() if _wait(result, 10.0) else None
+        answer = result.result() if future_done(result, 10.0) else None
         return answer is not None and answer.result.error_code.val == MoveItErrorCodes.SUCCESS
 
     def _report(self, ok: bool, message: str, **seconds: float) -> None:
@@ -239,10 +242,3 @@ def main(argv: list[str] | None = None) -> NoReturn:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def _wait(future: Any, timeout: float) -> bool:
-    """Whether ``future`` (spun by the executor's other threads) is done within ``timeout`` seconds."""
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    return done.wait(timeout)
