@@ -32,7 +32,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy --config-file src/timor_core/pyproject.toml --ignore-missing-imports src/timor_core/timor_core src/timor_ros/timor_ros
-	$(VENV)/bin/mypy --config-file src/timor_core/pyproject.toml --ignore-missing-imports src/timor_core/timor_core/export/bringup_templates/*.launch.py src/timor_ros/launch/*.launch.py
+	$(VENV)/bin/mypy --config-file src/timor_core/pyproject.toml --ignore-missing-imports src/timor_core/timor_core/hardware/bringup_templates/*.launch.py src/timor_ros/launch/*.launch.py
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format src $(wildcard benchmarks) $(wildcard examples)

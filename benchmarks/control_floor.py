@@ -37,8 +37,8 @@ CALLED = ("list_controllers", "load_controller", "configure_controller", "switch
 
 def _urdf(modules: list[str]) -> str:
     from timor_core import ModulesDB
-    from timor_core.export.ros2_control import Ros2ControlConfig
-    from timor_core.export.urdf import assembly_to_urdf
+    from timor_core.export.formats.ros2_control import Ros2ControlConfig
+    from timor_core.export.formats.urdf import assembly_to_urdf
     from timor_core.model.assembly import ModuleAssembly
 
     assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), modules)
@@ -50,7 +50,7 @@ def _params(modules: list[str], folder: Path, k: int) -> Path:
     import yaml
     from control_swap import controllers_yaml
 
-    from timor_core.export.moveit_config import CM_KEY
+    from timor_core.export.formats.moveit_config import CM_KEY
 
     data = yaml.safe_load(controllers_yaml(modules, folder).read_text())  # keys "/**/<node>": any namespace
     manager = data.pop(CM_KEY)
@@ -75,7 +75,7 @@ class Floor:
             SwitchController,
         )
 
-        from timor_core.export.plugin_index import plugin_libraries
+        from timor_core.ros.plugin_index import plugin_libraries
 
         self.node, self.robots, self.folder = client.node, robots, folder
         self.urdfs = [_urdf(m) for m in robots]

@@ -34,8 +34,8 @@ def controllers_yaml(modules: list[str], folder: Path) -> Path:
     import yaml
 
     from timor_core import ModulesDB
-    from timor_core.export.moveit_config import MoveItOptions, moveit_config_data
-    from timor_core.export.ros2_control import Ros2ControlConfig
+    from timor_core.export.formats.moveit_config import MoveItOptions, moveit_config_data
+    from timor_core.export.formats.ros2_control import Ros2ControlConfig
     from timor_core.model.assembly import ModuleAssembly
 
     assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), modules)
@@ -268,7 +268,7 @@ def product_swaps(robots: tuple[list[str], ...], rounds: int, gap: float = 3.0, 
 
 def _joints(modules: list[str]) -> list[str]:
     from timor_core import ModulesDB
-    from timor_core.export.srdf import planning_chain
+    from timor_core.export.formats.srdf import planning_chain
     from timor_core.model.assembly import ModuleAssembly
 
     assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), modules)

@@ -19,7 +19,7 @@ Ignoring attempt to reload"), so ros2_control takes a new robot by a relaunch. `
 joint_state_broadcaster and arm_controller active for the new robot's joints.
 
 `--product N` times the product's path N times each way: `moveit.launch.py move_group:=false` (the assembly node
-runs ros2_control_node and keeps the next one on standby, timor_core.export.controller_swap) and `set_assembly`
+runs ros2_control_node and keeps the next one on standby, timor_core.ros.controller_swap) and `set_assembly`
 requests `--gap` seconds apart (default 3), until this process's list_controllers shows both controllers active
 and arm_controller claiming the new robot's joints; the node's parts come from its log. `--floor` adds, beside each
 product swap (`--gap` seconds after it), one swap of the same two robots with nothing of timor on its path

@@ -137,7 +137,7 @@ class Scene:
 
     def __init__(self, name: str, task) -> None:
         from timor_core import ModuleAssembly, ModulesDB
-        from timor_core.export.planning_scene import safety_margin
+        from timor_core.export.formats.planning_scene import safety_margin
 
         self.name, self.task = name, task
         self.robot = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), MODULES).robot

@@ -37,7 +37,7 @@ def chain_urdf(n: int) -> str:
 def measure(n: int) -> dict:
     """Import one chain of ``n`` links in this process."""
     from timor_core import ModuleAssembly
-    from timor_core.export.urdf_import import db_from_urdf
+    from timor_core.export.urdf_import.importer import db_from_urdf
 
     text = chain_urdf(n)
     start, cpu = time.perf_counter(), time.process_time()

@@ -12,8 +12,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.export.moveit_config import write_moveit_config
-from timor_core.export.ros2_control import Ros2ControlConfig
+from timor_core.export.formats.moveit_config import write_moveit_config
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
 
 out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("build/examples")
 out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from hypothesis import settings
 os.environ["TIMOR_COMPILED"] = "0"
 
 from timor_core import ModulesDB
-from timor_core.export.urdfdom import check_urdf, unchecked_urdfs
+from timor_core.export.formats.urdfdom import check_urdf, unchecked_urdfs
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared"

@@ -18,22 +18,26 @@ LAYERS = {  # a module may import from its own layer (no circles) and from lower
     "model": 1,
     "kinematics": 2,
     "task": 3,
-    "export": 4,
+    "export": 4,  # files for other tools (export.formats) and the URDF import (export.urdf_import)
     "search": 4,
+    "ros": 5,  # the running ROS 2 system, without rclpy: what timor_ros's nodes and launch files call
     "viz": 5,
-    "paper": 6,
-    "demo": 6,
-    "cli": 7,  # the command line runs everything, the demo and the paper's experiments included
+    "hardware": 6,  # real robots: profiles, buses, bring-up packages (their launch files use ros.launch_arguments)
+    "paper": 7,
+    "demo": 7,
+    "cli": 8,  # the command line runs everything, the demo and the paper's experiments included
 }
-SEPARATE = {("export", "search"), ("search", "export")}  # side by side: neither imports the other
+SEPARATE = {  # side by side: neither imports the other
+    ("export", "search"), ("search", "export"), ("ros", "viz"), ("viz", "ros"),
+}  # fmt: skip
 DELEGATIONS = {  # the only imports that go up: (module, higher module, the one public function a method delegates to)
-    ("timor_core.model.assembly_models", "timor_core.export.urdf", "assembly_to_urdf"),
-    ("timor_core.model.assembly_models", "timor_core.export.xacro", "assembly_to_xacro"),
-    ("timor_core.model.assembly_models", "timor_core.export.srdf", "assembly_to_srdf"),
-    ("timor_core.model.assembly_models", "timor_core.export.mjcf", "assembly_to_mjcf"),
-    ("timor_core.model.assembly_models", "timor_core.export.urdf_import", "assembly_from_urdf"),
+    ("timor_core.model.assembly_models", "timor_core.export.formats.urdf", "assembly_to_urdf"),
+    ("timor_core.model.assembly_models", "timor_core.export.formats.xacro", "assembly_to_xacro"),
+    ("timor_core.model.assembly_models", "timor_core.export.formats.srdf", "assembly_to_srdf"),
+    ("timor_core.model.assembly_models", "timor_core.export.formats.mjcf", "assembly_to_mjcf"),
+    ("timor_core.model.assembly_models", "timor_core.export.urdf_import.importer", "assembly_from_urdf"),
     ("timor_core.model.assembly_models", "timor_core.kinematics.build", "build_robot"),
-    ("timor_core.kinematics.robot", "timor_core.export.urdf_import", "assembly_from_urdf"),
+    ("timor_core.kinematics.robot", "timor_core.export.urdf_import.importer", "assembly_from_urdf"),
     ("timor_core.kinematics.robot", "timor_core.viz.viewer", "show_robot"),
     ("timor_core.task.task", "timor_core.viz.viewer", "show_task"),
     ("timor_core.task.solution", "timor_core.viz.viewer", "show_solution"),
@@ -151,6 +155,50 @@ def test_every_delegation_is_used_and_documented(graph):
         f"{t}.{name}" for s, t, name in DELEGATIONS if f"`{t.removeprefix('timor_core.')}.{name}`" not in text
     ]
     assert not undocumented, f"add these to the delegation table of docs/architecture.md: {undocumented}"
+
+
+MAY_IMPORT = "May import from timor_core:"
+RULED = {"export", "export.formats", "export.urdf_import", "ros", "hardware"}  # at least these state their imports
+
+
+def _import_rules() -> dict[str, set[str]]:
+    """package -> what its ``__init__`` docstring says it may import (its line ``May import from timor_core: ...``)."""
+    rules = {}
+    for init in PACKAGE.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        for line in doc.splitlines():
+            if line.startswith(MAY_IMPORT):
+                names = line.removeprefix(MAY_IMPORT).strip().rstrip(".").split(",")
+                rules[_module_name(init).removeprefix("timor_core.")] = {n.strip() for n in names}
+    return rules
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_each_package_imports_only_what_its_init_says(graph):
+    """export's subpackages, ros and hardware say in their ``__init__`` what they may import; the code keeps to it."""
+    _, edges = graph
+    rules = _import_rules()
+    export_parts = {
+        _module_name(p.parent).removeprefix("timor_core.") for p in (PACKAGE / "export").glob("*/__init__.py")
+    }
+    assert RULED | export_parts <= set(rules), (
+        f"add a '{MAY_IMPORT} ...' line to: {sorted(RULED | export_parts - set(rules))}"
+    )
+    for package, allowed in rules.items():
+        mine = package.split(".")[0]
+        above = [a for a in allowed if LAYERS[a.split(".")[0]] > LAYERS[mine] or (mine, a.split(".")[0]) in SEPARATE]
+        assert not above, f"{package} may not import a higher or a side-by-side layer: {above}"
+    wrong = []
+    for source, target, name, line, call_time in edges:
+        src, tgt = source.removeprefix("timor_core."), target.removeprefix("timor_core.")
+        for package, allowed in rules.items():
+            if _within(src, package) and not _delegation(source, target, name, call_time):
+                if not any(_within(tgt, a) for a in allowed | {package}):
+                    wrong.append(f"{source}:{line} imports {target}, which {package}/__init__ does not allow")
+    assert not wrong, "\n".join(wrong)
 
 
 def test_files_stay_small():

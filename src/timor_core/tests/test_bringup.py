@@ -17,8 +17,8 @@ from conftest import IMPROV_FILE
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import InputError
-from timor_core.export.bringup import write_bringup
-from timor_core.export.hardware import HardwareProfile, joint_drives
+from timor_core.hardware.bringup import write_bringup
+from timor_core.hardware.profiles import HardwareProfile, joint_drives
 
 ROBCO_ARM = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 DCFGEN = shutil.which("dcfgen") or str(Path(sys.executable).parent / "dcfgen")

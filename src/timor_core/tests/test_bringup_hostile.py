@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.common.names import xacro_escape
-from timor_core.export.bringup import write_bringup
-from timor_core.export.launch_arguments import BringupLaunch
+from timor_core.hardware.bringup import write_bringup
+from timor_core.ros.launch_arguments import BringupLaunch
 
 yaml = pytest.importorskip("yaml")
 xacro = pytest.importorskip("xacro")

@@ -1,6 +1,6 @@
-"""The launch files of generated bring-up packages are real Python files (export/bringup_templates), copied as they
+"""The launch files of generated bring-up packages are real Python files (hardware/bringup_templates), copied as they
 are and filled at launch from the package's bringup.yaml; their arguments go through the one validation of every
-launch file (export/launch_arguments). The files are imported and run here with the real ``launch`` library where
+launch file (ros/launch_arguments). The files are imported and run here with the real ``launch`` library where
 it is installed (make ros); ``ros2 launch`` starts them in src/timor_ros/test/test_bringup_launch.py."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import yaml
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError, TimorError
-from timor_core.export.bringup import write_bringup
-from timor_core.export.bringup_templates import TEMPLATES, template_files
-from timor_core.export.launch_arguments import (
+from timor_core.hardware.bringup import write_bringup
+from timor_core.hardware.bringup_templates import TEMPLATES, template_files
+from timor_core.ros.launch_arguments import (
     BRINGUP_ARGUMENTS,
     BringupLaunch,
     LaunchRefusedError,
@@ -176,8 +176,8 @@ def test_every_launch_file_type_checks():
 
 
 def test_no_function_over_60_lines_in_the_launch_and_bring_up_code():
-    export = TEMPLATES.parent
-    files = [*export.glob("bringup*.py"), export / "launch_arguments.py", export / "robot_description.py",
+    hardware, ros = TEMPLATES.parent, TEMPLATES.parents[1] / "ros"
+    files = [*hardware.glob("bringup*.py"), ros / "launch_arguments.py", ros / "robot_description.py",
              *TEMPLATES.glob("*.py")]  # fmt: skip
     functions = [(path.name, node) for path in files for node in ast.walk(ast.parse(path.read_text()))
                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]  # fmt: skip

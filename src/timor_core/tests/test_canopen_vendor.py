@@ -22,8 +22,8 @@ import pytest
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError
-from timor_core.export.bringup import write_bringup
-from timor_core.export.hardware import HardwareProfile
+from timor_core.hardware.bringup import write_bringup
+from timor_core.hardware.profiles import HardwareProfile
 
 yaml = pytest.importorskip("yaml")
 
@@ -169,7 +169,7 @@ def test_an_eds_without_identity_needs_the_profiles(arm, tmp_path):
 
 
 def test_velocity_scale_follows_the_eds_units_and_the_profile_overrides(arm, tmp_path):
-    from timor_core.export.bringup_routes import route_files
+    from timor_core.hardware.bringup_routes import route_files
 
     profile = HardwareProfile.from_json_file(_profile(tmp_path, MIXED))
     bus = yaml.safe_load(route_files(arm, profile).files["config/bus/bus.yml"])
@@ -186,7 +186,7 @@ def test_velocity_scale_follows_the_eds_units_and_the_profile_overrides(arm, tmp
 def test_encoder_counts_come_from_the_eds_or_must_be_given(arm, tmp_path):
     drives = {**MIXED, "J2": {k: v for k, v in MIXED["J2"].items() if k != "encoder_counts"}}
     profile = HardwareProfile.from_json_file(_profile(tmp_path, drives))
-    from timor_core.export.bringup_routes import route_files
+    from timor_core.hardware.bringup_routes import route_files
 
     with pytest.raises(InputError, match=r"elmo_gold.dcf gives none per motor revolution \(0x608F\)"):
         route_files(arm, profile)  # its 0x608F is the placeholder 1/1
@@ -242,8 +242,8 @@ def test_discovery_of_the_three_vendor_drives_on_a_simulated_bus(tmp_path):
     pytest.importorskip("canopen")
     import uuid
 
-    from timor_core.export.canopen_sim import sim_drives, simulated_bus
-    from timor_core.export.discover import discover_canopen
+    from timor_core.hardware.canopen_sim import sim_drives, simulated_bus
+    from timor_core.hardware.discover import discover_canopen
 
     db = ModulesDB.from_name("geometric_primitive_modules")
     profile = HardwareProfile.from_json_file(_profile(tmp_path / "hw", MIXED))
@@ -267,7 +267,7 @@ def test_a_drive_that_scales_positions_itself_needs_the_profiles_scale_factors(a
     end = text.index("[", start + 1)
     elmo.write_text(text[:start] + text[start:end].replace("DefaultValue=1", "DefaultValue=10") + text[end:],
                     encoding="latin-1")  # fmt: skip
-    from timor_core.export.bringup_routes import route_files
+    from timor_core.hardware.bringup_routes import route_files
 
     profile = HardwareProfile.from_json_file(folder / "profile.json")
     with pytest.raises(

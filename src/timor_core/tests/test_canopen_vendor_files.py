@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import InputError
-from timor_core.export.bringup import write_bringup
-from timor_core.export.bringup_routes import route_files
-from timor_core.export.eds import parse_eds, read_eds
-from timor_core.export.eds_text import normalise_eds
-from timor_core.export.hardware import HardwareProfile
+from timor_core.hardware.bringup import write_bringup
+from timor_core.hardware.bringup_routes import route_files
+from timor_core.hardware.eds import parse_eds, read_eds
+from timor_core.hardware.eds_text import normalise_eds
+from timor_core.hardware.profiles import HardwareProfile
 
 yaml = pytest.importorskip("yaml")
 

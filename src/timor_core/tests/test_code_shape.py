@@ -96,7 +96,7 @@ def test_every_error_class_is_a_timor_error():
 def test_errors_that_keep_their_builtin_meaning(name):
     """Errors a protocol or the reference's API catches as a builtin are both: TimorError and that builtin."""
     from timor_core.errors import TimorError
-    from timor_core.export.urdfdom import ToolMissingError
+    from timor_core.export.formats.urdfdom import ToolMissingError
     from timor_core.model.growth import NoFitError
     from timor_core.search.space import SpaceIndexError
 

@@ -1,4 +1,4 @@
-"""timor_core.export.controller_swap without ROS: the process supervision on real processes (clean SIGINT stop,
+"""timor_core.ros.controller_swap without ROS: the process supervision on real processes (clean SIGINT stop,
 escalation when one hangs, no orphan when the supervisor is killed) and the split of the real ros2_controllers.yaml.
 The swap itself against the real controller_manager is src/timor_ros/test/test_control_swap.py."""
 
@@ -16,7 +16,9 @@ import pytest
 
 from timor_core import ModulesDB
 from timor_core.errors import TimorError
-from timor_core.export.controller_swap import (
+from timor_core.export.formats.moveit_config import CM_KEY, MoveItOptions, moveit_config_data
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.ros.controller_swap import (
     ControllerSwapper,
     ControlSwapError,
     ManagerProcess,
@@ -24,9 +26,7 @@ from timor_core.export.controller_swap import (
     hardware_components,
     split_controllers_yaml,
 )
-from timor_core.export.moveit_config import CM_KEY, MoveItOptions, moveit_config_data
-from timor_core.export.robot_description import describe
-from timor_core.model.assembly import ModuleAssembly
+from timor_core.ros.robot_description import describe
 
 # a stand-in for ros2_control_node's signal handling: prints its pid, ends on SIGINT (or ignores it)
 _CHILD = textwrap.dedent(
@@ -91,7 +91,7 @@ def test_no_manager_outlives_a_killed_supervisor(tmp_path):
         f"""
         import sys
         from pathlib import Path
-        from timor_core.export.controller_swap import ControllerSwapper
+        from timor_core.ros.controller_swap import ControllerSwapper
         swapper = ControllerSwapper(Path({str(tmp_path)!r}), lambda topic, params: [sys.executable, "-c", {_CHILD!r},
                                     "clean"], lambda topic, urdf: None, None, "/t")
         swapper.prepare({{"update_rate": 100, "arm_controller": {{"type": "x/Y"}}}})

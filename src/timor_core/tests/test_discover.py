@@ -10,8 +10,8 @@ import pytest
 canopen = pytest.importorskip("canopen")
 
 from timor_core.cli.app import main  # noqa: E402
-from timor_core.export.discover import DiscoveryError, FoundNode, chain_from_nodes, discover_canopen  # noqa: E402
-from timor_core.export.hardware import HardwareProfile  # noqa: E402
+from timor_core.hardware.discover import DiscoveryError, FoundNode, chain_from_nodes, discover_canopen  # noqa: E402
+from timor_core.hardware.profiles import HardwareProfile  # noqa: E402
 
 
 @pytest.fixture
@@ -86,14 +86,14 @@ def test_cli_discover_prints_the_assembly_and_writes_its_bringup(bus, tmp_path, 
 
 
 def _sims(profile, *specs, **kw):
-    from timor_core.export.canopen_sim import SimDrive
+    from timor_core.hardware.canopen_sim import SimDrive
 
     drive = profile.drives["J"]
     return [SimDrive(n, drive.eds, drive.vendor_id, drive.product_code, serial=s, **kw) for n, s in specs]
 
 
 def test_two_drives_at_one_node_id_are_refused_naming_it(profile, robco):
-    from timor_core.export.canopen_sim import simulated_bus
+    from timor_core.hardware.canopen_sim import simulated_bus
 
     channel = f"timor_{uuid.uuid4().hex[:8]}"
     with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (3, 3), (3, 99), (4, 4))):
@@ -102,7 +102,7 @@ def test_two_drives_at_one_node_id_are_refused_naming_it(profile, robco):
 
 
 def test_a_drive_missing_between_others_or_from_the_chain_is_named(profile, robco):
-    from timor_core.export.canopen_sim import simulated_bus
+    from timor_core.hardware.canopen_sim import simulated_bus
 
     channel = f"timor_{uuid.uuid4().hex[:8]}"
     with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (4, 4))):
@@ -116,7 +116,7 @@ def test_a_drive_missing_between_others_or_from_the_chain_is_named(profile, robc
 
 def test_a_drive_with_only_the_mandatory_identity_entries_is_found(profile, robco):
     """CiA 301 makes only 0x1018 sub 1 (vendor id) mandatory: product, revision and serial may be absent."""
-    from timor_core.export.canopen_sim import simulated_bus
+    from timor_core.hardware.canopen_sim import simulated_bus
 
     channel = f"timor_{uuid.uuid4().hex[:8]}"
     with simulated_bus(channel, "virtual", _sims(profile, (2, 2), (3, 3), (4, 4), mandatory_only=True)):

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB, TimorError
 from timor_core.errors import AssemblyError, InputError, ValidationError
-from timor_core.export.robot_description import assembly_from_ids_or_json, describe
 from timor_core.kinematics.trajectory import Trajectory, time_parametrize
 from timor_core.limits import Limits, override_limits
+from timor_core.ros.robot_description import assembly_from_ids_or_json, describe
 from timor_core.search import Budget, FilterConfig, GeneticSearch, load_space
 from timor_core.task import Task
 

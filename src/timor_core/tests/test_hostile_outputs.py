@@ -26,8 +26,8 @@ from timor_core.common.fileio import (
 )
 from timor_core.common.names import check_name, check_prefix, ros_name, xml_escape
 from timor_core.errors import InputError
-from timor_core.export.moveit_config import write_moveit_config
-from timor_core.export.urdfdom import check_urdf
+from timor_core.export.formats.moveit_config import write_moveit_config
+from timor_core.export.formats.urdfdom import check_urdf
 
 CHAIN = ("base", "J2", "i_45", "J2", "J2", "eef")
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import TimorError
-from timor_core.export.robot_description import (
+from timor_core.ros.robot_description import (
     assembly_from_ids_or_json,
     db_with_modules,
     describe,

@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 
 from timor_core.cli.app import main
 from timor_core.errors import InputError, TimorError
-from timor_core.export.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, AssemblyLaunch, MoveItLaunch
 from timor_core.kinematics.ompl_planning import ompl_available, ompl_path
 from timor_core.kinematics.planning import PLANNERS, PlannerConfig, joint_path, rrt_connect
 from timor_core.limits import available_cores, cap_workers, limits, override_limits
 from timor_core.model.parametric import KINDS, ParametricModule
+from timor_core.ros.launch_arguments import ASSEMBLY_ARGUMENTS, MOVEIT_ARGUMENTS, AssemblyLaunch, MoveItLaunch
 from timor_core.search import ExhaustiveSearch, GeneticSearch, paper_exp2_space
 
 # -- counts and limits: checked before any work, workers capped by the machine --------------------------------------

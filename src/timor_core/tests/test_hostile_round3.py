@@ -27,11 +27,11 @@ from timor_core.cli.app import main
 from timor_core.common.names import expand_xacro
 from timor_core.common.safe_yaml import MAX_YAML_BYTES, yaml_from_text
 from timor_core.errors import InputError, MeshError, ValidationError
-from timor_core.export.ethercat_config import read_slave_config
-from timor_core.export.launch_arguments import BringupLaunch
-from timor_core.export.yaml_text import to_yaml
+from timor_core.export.formats.yaml_text import to_yaml
+from timor_core.hardware.ethercat_config import read_slave_config
 from timor_core.limits import MAX_LIMIT, Limits, limits
 from timor_core.model.vrml import read_vrml
+from timor_core.ros.launch_arguments import BringupLaunch
 
 # -- the environment: one error line naming the variable and its value, exit 2 ---------------------------------------
 

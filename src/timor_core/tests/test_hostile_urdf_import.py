@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError, UntrustedPathError, ValidationError
-from timor_core.export.urdf_import import ToolConnector, db_from_urdf
+from timor_core.export.urdf_import.importer import ToolConnector, db_from_urdf
 from timor_core.model.geometry import Mesh
 
 

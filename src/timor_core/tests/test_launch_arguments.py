@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from timor_core.errors import InputError
-from timor_core.export.launch_arguments import (
+from timor_core.limits import limits
+from timor_core.ros.launch_arguments import (
     ASSEMBLY_ARGUMENTS,
     SWITCHES,
     AssemblyLaunch,
     MoveItLaunch,
     parse_flag,
 )
-from timor_core.limits import limits
 
 
 def test_defaults_make_a_valid_launch():

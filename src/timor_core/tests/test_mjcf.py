@@ -15,7 +15,7 @@ from conftest import IMPROV_FILE, check_urdf_file, primitives_json, write_db
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import InputError, MJCFError
-from timor_core.export.mjcf import MJCFOptions, assembly_to_mjcf
+from timor_core.export.formats.mjcf import MJCFOptions, assembly_to_mjcf
 
 mujoco = pytest.importorskip("mujoco")
 

@@ -1,4 +1,4 @@
-"""move_group restarted per robot (export/move_group_process.py), with a stand-in for move_group: a script that
+"""move_group restarted per robot (ros/move_group_process.py), with a stand-in for move_group: a script that
 reads its parameters file like the real node and, as its parameters say, comes up (prints move_group's READY line),
 dies at start, or never gets ready. The real move_group is started the same way by the ROS tests
 (src/timor_ros/test/test_moveit_swap.py, which also shows its refusal of an unparseable robot description); the
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from timor_core.errors import TimorError
-from timor_core.export.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
+from timor_core.ros.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
 
 FAKE = textwrap.dedent(
     f"""\

@@ -11,7 +11,7 @@ from urdf_parser_py.urdf import URDF
 from timor_core import ModuleAssembly
 from timor_core.cli.app import main
 from timor_core.errors import InputError, UnknownModuleError
-from timor_core.export.moveit_config import (
+from timor_core.export.formats.moveit_config import (
     MOVEIT_FILES,
     MoveItOptions,
     move_group_parameters,
@@ -20,7 +20,7 @@ from timor_core.export.moveit_config import (
     to_yaml,
     write_moveit_config,
 )
-from timor_core.export.ros2_control import Ros2ControlConfig
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
 
 yaml = pytest.importorskip("yaml")  # PyYAML is only used to read the files back
 

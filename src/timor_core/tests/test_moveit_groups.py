@@ -11,8 +11,8 @@ from branched_set import branched_json
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import AssemblyError
-from timor_core.export.moveit_config import moveit_config_data
-from timor_core.export.srdf import assembly_to_srdf, planning_chain, planning_groups
+from timor_core.export.formats.moveit_config import moveit_config_data
+from timor_core.export.formats.srdf import assembly_to_srdf, planning_chain, planning_groups
 
 
 def two_arms(db: ModulesDB) -> ModuleAssembly:

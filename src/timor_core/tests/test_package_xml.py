@@ -16,9 +16,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.export.launch_arguments import AssemblyLaunch, MoveItLaunch
-from timor_core.export.moveit_config import moveit_config_data
-from timor_core.export.ros2_control import Ros2ControlConfig
+from timor_core.export.formats.moveit_config import moveit_config_data
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
+from timor_core.ros.launch_arguments import AssemblyLaunch, MoveItLaunch
 
 SRC = Path(__file__).resolve().parents[2]
 #: a plugin's namespace (the part before "/") -> the ROS package that provides it

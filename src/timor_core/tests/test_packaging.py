@@ -80,6 +80,9 @@ def test_colcon_builds_the_python_packages(colcon_venv, tmp_path, version):
     for data in ("robco_like/modules.json", "geometric_primitive_modules/modules.json", "tasks/pick_and_place.json"):
         assert (site / "timor_core" / "data" / data).is_file(), data
     assert (site / "timor_core" / "py.typed").is_file()
+    templates = site / "timor_core" / "hardware" / "bringup_templates"  # launch files of generated bring-up packages
+    launch_files = {f"{name}.launch.py" for name in ("control", "moveit", "sim", "view")}
+    assert {p.name for p in templates.glob("*.launch.py")} == launch_files
     assert (install / "timor_core" / "bin" / "timor").is_file()
     assert (install / "timor_core" / "share" / "timor_core" / "package.xml").is_file()
     assert (install / "timor_core" / "share" / "ament_index" / "resource_index" / "packages" / "timor_core").is_file()

@@ -1,5 +1,6 @@
-"""A task's world for MoveIt's planning scene (export/planning_scene.py): every obstacle kind, its pose relative to
-the robot's root link, the safety margin as padding; and the MoveIt config's kinematics for arms below 6 joints."""
+"""A task's world for MoveIt's planning scene (export/formats/planning_scene.py): every obstacle kind, its pose
+relative to the robot's root link, the safety margin as padding; and the MoveIt config's kinematics for arms below
+6 joints."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import yaml
 from timor_core import ModuleAssembly
 from timor_core.common.transforms import from_rpy, quaternion_xyzw
 from timor_core.errors import InputError
-from timor_core.export.moveit_config import move_group_parameters, moveit_config_data
-from timor_core.export.planning_scene import planning_scene, robot_links, safety_margin
-from timor_core.export.urdf import assembly_to_urdf
+from timor_core.export.formats.moveit_config import move_group_parameters, moveit_config_data
+from timor_core.export.formats.planning_scene import planning_scene, robot_links, safety_margin
+from timor_core.export.formats.urdf import assembly_to_urdf
 from timor_core.task import Task
 
 

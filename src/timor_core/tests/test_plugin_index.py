@@ -1,4 +1,4 @@
-"""timor_core.export.plugin_index: the library pluginlib would load for a class, from ament index trees written
+"""timor_core.ros.plugin_index: the library pluginlib would load for a class, from ament index trees written
 here (the layouts pluginlib reads: ``<library>`` and ``<class_libraries>`` descriptions, shadowing prefixes) and,
 where ../shared/ros-cpp is installed, from the real index of ros2_control's controllers and mock hardware."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from timor_core.export.plugin_index import ament_prefixes, plugin_libraries
+from timor_core.ros.plugin_index import ament_prefixes, plugin_libraries
 
 
 def _package(prefix: Path, base: str, package: str, xml_name: str, xml: str, libraries: list[str]) -> None:

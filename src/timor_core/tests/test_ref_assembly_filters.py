@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from test_ref_robot_setup import panda_paths  # noqa: F401  (fixture)
 
-from timor_core.export.urdf_import import db_from_urdf
+from timor_core.export.urdf_import.importer import db_from_urdf
 from timor_core.search.filter_chain import FilterChain
 from timor_core.search.filters import DEFAULT_FILTER_NAMES, Filter, FilterConfig, default_filters
 from timor_core.task import Task

@@ -14,7 +14,7 @@ import pinocchio as pin
 import pytest
 
 from timor_core import ConnectorError, ModuleAssembly, ModulesDB, PinRobot
-from timor_core.export.urdf_import import assembly_from_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf
 from timor_core.kinematics.ik import IKConfig
 from timor_core.kinematics.tolerance import Composed, ProjectionTolerance
 from timor_core.kinematics.tolerance_base import Interval

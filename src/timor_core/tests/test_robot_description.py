@@ -1,4 +1,4 @@
-"""timor_core.export.robot_description: assemblies from IDs or JSON, URDF + SRDF, modules as JSON text (no ROS)."""
+"""timor_core.ros.robot_description: assemblies from IDs or JSON, URDF + SRDF, modules as JSON text (no ROS)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from timor_core import ConnectorError, FormatError, InputError, ModulesDB, UnknownModuleError
-from timor_core.export.robot_description import (
+from timor_core.ros.robot_description import (
     DescriptionError,
     assembly_from_ids_or_json,
     db_with_modules,
@@ -70,7 +70,7 @@ def test_describe_writes_srdf_or_names_the_step(db, monkeypatch):
     a = assembly_from_ids_or_json(db, CHAIN)
     d = describe(a, srdf_samples=20)
     assert "<robot" in d.srdf and "manipulator" in d.srdf
-    import timor_core.export.srdf as srdf_module
+    import timor_core.export.formats.srdf as srdf_module
 
     def broken(*_a, **_k):
         raise InputError("no")

@@ -17,10 +17,10 @@ from urdf_parser_py.urdf import URDF
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.common.transforms import from_rpy
 from timor_core.errors import AssemblyError, InputError, TimorError
-from timor_core.export.ros2_control import Ros2ControlConfig
-from timor_core.export.srdf import assembly_to_srdf, collision_matrix, planning_chain
-from timor_core.export.urdf import assembly_to_urdf
-from timor_core.export.xacro import assembly_to_xacro
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
+from timor_core.export.formats.srdf import assembly_to_srdf, collision_matrix, planning_chain
+from timor_core.export.formats.urdf import assembly_to_urdf
+from timor_core.export.formats.xacro import assembly_to_xacro
 from timor_core.kinematics.collision import configure_requests
 
 xacro = pytest.importorskip("xacro")

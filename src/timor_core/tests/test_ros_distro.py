@@ -1,11 +1,11 @@
-"""Which wiring each ROS 2 distro's nodes need (timor_core.export.ros_distro)."""
+"""Which wiring each ROS 2 distro's nodes need (timor_core.export.formats.ros_distro)."""
 
 from __future__ import annotations
 
 import pytest
 
 from timor_core.errors import InputError
-from timor_core.export.ros_distro import node_behaviour, ompl_pipeline, parse_version
+from timor_core.export.formats.ros_distro import node_behaviour, ompl_pipeline, parse_version
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError
-from timor_core.export.launch_arguments import AssemblyLaunch, MoveItLaunch
-from timor_core.export.launch_paths import task_file
-from timor_core.export.rviz_config import OrbitView, root_link, rviz_config_text, topic_in
+from timor_core.export.formats.rviz_config import OrbitView, root_link, rviz_config_text, topic_in
+from timor_core.ros.launch_arguments import AssemblyLaunch, MoveItLaunch
+from timor_core.ros.launch_paths import task_file
 from timor_core.task.task import Task
 from timor_core.viz.rviz_markers import ARROW, CUBE, CYLINDER, TEXT, TRIANGLE_LIST, task_markers
 

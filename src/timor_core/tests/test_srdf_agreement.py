@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from timor_core import ModuleAssembly
-from timor_core.export.srdf import NEVER_CLEARANCE, assembly_to_srdf
+from timor_core.export.formats.srdf import NEVER_CLEARANCE, assembly_to_srdf
 
 ROBCO_3 = ("base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper")
 ROBCO_6 = ("base", "J", "L_100", "J", "L_250", "J", "L_250", "J", "L_100", "J", "L_100", "J", "gripper")

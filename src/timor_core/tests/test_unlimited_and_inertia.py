@@ -15,9 +15,9 @@ from conftest import IMPROV_FILE, check_urdf_file, primitives_json, write_db
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import FormatError, ValidationError
-from timor_core.export.moveit_config import MoveItOptions, write_moveit_config
-from timor_core.export.ros2_control import Ros2ControlConfig, ros2_control_xml
-from timor_core.export.urdf import URDF_UNLIMITED
+from timor_core.export.formats.moveit_config import MoveItOptions, write_moveit_config
+from timor_core.export.formats.ros2_control import Ros2ControlConfig, ros2_control_xml
+from timor_core.export.formats.urdf import URDF_UNLIMITED
 from timor_core.model.validation import check_db_file, validate_db_file
 
 yaml = pytest.importorskip("yaml")

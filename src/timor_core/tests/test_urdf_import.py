@@ -13,7 +13,7 @@ from urdf_agreement import robots_share
 
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.errors import FormatError, MeshError, ValidationError
-from timor_core.export.urdf_import import assembly_from_urdf, db_from_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf, db_from_urdf
 from timor_core.task import Task
 from timor_core.task.point_to_point import solve_point_to_point
 from timor_core.task.solution import Solution

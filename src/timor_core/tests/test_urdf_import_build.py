@@ -15,9 +15,9 @@ import pytest
 
 from timor_core import ModulesDB
 from timor_core.common.transforms import readonly, rot_x
-from timor_core.export.urdf_build import body, fixed_joint
-from timor_core.export.urdf_import import db_from_urdf
-from timor_core.export.urdf_reader import FloatStack
+from timor_core.export.urdf_import.importer import db_from_urdf
+from timor_core.export.urdf_import.urdf_build import body, fixed_joint
+from timor_core.export.urdf_import.urdf_reader import FloatStack
 from timor_core.model.parts import Body, Connector, Joint
 
 

@@ -12,7 +12,7 @@ import pytest
 import trimesh
 
 from timor_core.errors import FormatError, MeshError, ValidationError
-from timor_core.export.urdf_import import assembly_from_urdf, db_from_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf, db_from_urdf
 
 LIMIT = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
 

@@ -17,8 +17,8 @@ import pytest
 from urdf_agreement import robots_share
 
 from timor_core.errors import MJCFError
-from timor_core.export.urdf_import import assembly_from_urdf
-from timor_core.export.urdfdom import check_urdf
+from timor_core.export.formats.urdfdom import check_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf
 from timor_core.kinematics.dynamics import DynamicsError
 
 mujoco = pytest.importorskip("mujoco")

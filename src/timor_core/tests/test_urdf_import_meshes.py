@@ -27,7 +27,7 @@ from urdf_agreement import robots_share
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
 from timor_core.cli.app import main
 from timor_core.errors import MeshError
-from timor_core.export.urdf_import import MeshesLeftOut, assembly_from_urdf, db_from_urdf
+from timor_core.export.urdf_import.importer import MeshesLeftOut, assembly_from_urdf, db_from_urdf
 from timor_core.model.geometry import Box, Mesh
 
 SHARE = robots_share()

@@ -28,11 +28,11 @@ from urdf_agreement import robots_share
 from timor_core import ModuleAssembly
 from timor_core.common.names import name_attr
 from timor_core.errors import FormatError, InputError
-from timor_core.export.bringup import write_bringup
-from timor_core.export.moveit_config import moveit_config_texts
-from timor_core.export.robot_description import DescriptionError, describe
-from timor_core.export.ros2_control import Ros2ControlConfig
-from timor_core.export.urdf_import import assembly_from_urdf
+from timor_core.export.formats.moveit_config import moveit_config_texts
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
+from timor_core.export.urdf_import.importer import assembly_from_urdf
+from timor_core.hardware.bringup import write_bringup
+from timor_core.ros.robot_description import DescriptionError, describe
 
 SHARE = robots_share()
 pytestmark = pytest.mark.skipif(SHARE is None, reason="example-robot-data is not installed")

@@ -26,8 +26,8 @@ from urdf_agreement import (
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import MeshError
-from timor_core.export.urdf_import import assembly_from_urdf
-from timor_core.export.urdfdom import check_urdf
+from timor_core.export.formats.urdfdom import check_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf
 from timor_core.limits import override_limits
 
 SHARE = robots_share()

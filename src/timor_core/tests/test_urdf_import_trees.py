@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from urdf_agreement import assert_same_robot, link_names
 
-from timor_core.export.urdf_import import assembly_from_urdf
-from timor_core.export.urdfdom import check_urdf
+from timor_core.export.formats.urdfdom import check_urdf
+from timor_core.export.urdf_import.importer import assembly_from_urdf
 
 finite = st.floats(-1.0, 1.0, allow_nan=False)
 vectors = st.tuples(finite, finite, finite)

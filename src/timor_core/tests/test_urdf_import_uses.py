@@ -12,8 +12,8 @@ import pytest
 from urdf_agreement import assert_same_robot, example_urdfs, link_names, robots_share
 
 from timor_core import ModuleAssembly, ModulesDB, PinRobot
-from timor_core.export.moveit_config import write_moveit_config
-from timor_core.export.urdf_import import ToolConnector, assembly_from_urdf, db_from_urdf
+from timor_core.export.formats.moveit_config import write_moveit_config
+from timor_core.export.urdf_import.importer import ToolConnector, assembly_from_urdf, db_from_urdf
 
 SHARE = robots_share()
 pytestmark = pytest.mark.skipif(SHARE is None, reason="example-robot-data is not installed")

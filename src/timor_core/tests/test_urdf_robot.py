@@ -84,10 +84,10 @@ def test_improv_mesh_uris(improv, tmp_path):
 
 
 def test_assembly_export_methods_match_the_module_functions(primitives, tmp_path):
-    from timor_core.export.ros2_control import Ros2ControlConfig
-    from timor_core.export.srdf import assembly_to_srdf
-    from timor_core.export.urdf import assembly_to_urdf
-    from timor_core.export.xacro import assembly_to_xacro
+    from timor_core.export.formats.ros2_control import Ros2ControlConfig
+    from timor_core.export.formats.srdf import assembly_to_srdf
+    from timor_core.export.formats.urdf import assembly_to_urdf
+    from timor_core.export.formats.xacro import assembly_to_xacro
 
     A = ModuleAssembly.from_serial_modules(primitives, PAPER_IDS)
     control = Ros2ControlConfig(plugin="my_vendor/Hardware")

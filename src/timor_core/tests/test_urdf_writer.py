@@ -1,4 +1,5 @@
-"""The one URDF writer (export/urdf.py): the text of every golden case, the same text from module IDs, the cache.
+"""The one URDF writer (export/formats/urdf.py): the text of every golden case, the same text from module IDs,
+the cache.
 
 The goldens (tests/data/urdf_goldens.json, see urdf_cases.py) pin the bytes of the exp1 sample, random chains of
 the embedded sets, trees, chains with odd modules, tool frames, errors, imported robots and xacro files.
@@ -24,7 +25,7 @@ from hypothesis import strategies as st
 from urdf_cases import GOLDENS, PLACED, cases, digest, outcome, serial_chains
 
 from timor_core.errors import InputError, TimorError
-from timor_core.export.urdf import UrdfOptions, assembly_to_urdf, urdf_of_serial
+from timor_core.export.formats.urdf import UrdfOptions, assembly_to_urdf, urdf_of_serial
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.paper.experiments import exp1_space

@@ -26,7 +26,7 @@ from branched_set import branched_json  # noqa: E402
 from conftest import IMPROV_FILE, primitives_json  # noqa: E402
 
 from timor_core.errors import TimorError  # noqa: E402
-from timor_core.export.ros2_control import Ros2ControlConfig  # noqa: E402
+from timor_core.export.formats.ros2_control import Ros2ControlConfig  # noqa: E402
 from timor_core.model.assembly import ModuleAssembly  # noqa: E402
 from timor_core.model.db import ModulesDB  # noqa: E402
 
@@ -226,7 +226,7 @@ def _imported_cases() -> Iterator[Case]:
     """Robots imported from example-robot-data's URDFs (when installed), with and without their own names."""
     from urdf_agreement import example_urdfs, robots_share
 
-    from timor_core.export.urdf_import import assembly_from_urdf
+    from timor_core.export.urdf_import.importer import assembly_from_urdf
 
     share = robots_share()
     if share is None:

@@ -70,7 +70,7 @@ def run_demo(
 
 def _solve_task(name: str, out_dir: Path) -> dict:
     """Search, verify, plan and export the lightest robco_like robot for the embedded task ``name``."""
-    from timor_core.export.moveit_config import write_moveit_config
+    from timor_core.export.formats.moveit_config import write_moveit_config
     from timor_core.search import Budget, ExhaustiveSearch, SerialSpace, SpaceOptions
     from timor_core.task import Task
     from timor_core.task.feedback import verify_goal_configurations

@@ -23,7 +23,7 @@ from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
 
-from timor_core.export.launch_arguments import (
+from timor_core.ros.launch_arguments import (
     ASSEMBLY_ARGUMENTS,
     SWITCHES,
     AssemblyLaunch,

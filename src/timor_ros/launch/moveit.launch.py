@@ -8,8 +8,8 @@ start is looked up, before any process starts (``move_group:=false``, ``ros2_con
 
 At launch time the MoveIt configuration (URDF, SRDF, kinematics.yaml, joint_limits.yaml, ompl_planning.yaml, ...)
 is generated in-process with timor_core and written into ``config_dir``; move_group gets
-``timor_core.export.moveit_config.move_group_parameters`` (the ``moveit_configs_utils`` layout: OMPL pipeline, KDL,
-joint and Pilz cartesian limits, moveit_simple_controller_manager). With ``ros2_control:=true``,
+``timor_core.export.formats.moveit_config.move_group_parameters`` (the ``moveit_configs_utils`` layout: OMPL
+pipeline, KDL, joint and Pilz cartesian limits, moveit_simple_controller_manager). With ``ros2_control:=true``,
 the assembly node (started with ``ros2_control:=true`` and its ``controller_manager`` parameter) starts and
 supervises controller_manager's ros2_control_node with the robot's URDF (its ``<ros2_control>`` block) and
 ros2_controllers.yaml, and activates joint_state_broadcaster and arm_controller; no joint_state_publisher runs, so
@@ -17,9 +17,9 @@ ros2_controllers.yaml, and activates joint_state_broadcaster and arm_controller;
 
 Reconfiguring the assembly at runtime (``set_assembly``) updates /robot_description and
 /robot_description_semantic and, with ros2_control, ends with the new robot's controllers active on a new
-controller manager (timor_core.export.controller_swap). move_group reads its robot model once, at start, so the
+controller manager (timor_core.ros.controller_swap). move_group reads its robot model once, at start, so the
 moveit_supervisor node starts it for the current robot and restarts it with the new robot's configuration after
-every set_assembly (timor_core.export.move_group_process); ``moveit_supervisor/status`` says which robot it plans
+every set_assembly (timor_core.ros.move_group_process); ``moveit_supervisor/status`` says which robot it plans
 for. move_group's output is the supervisor's.
 
 With ``task:=<task file>`` the task_scene node puts the task's obstacles (and its collisionFree safety margin, as
@@ -35,7 +35,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
 
-from timor_core.export.launch_arguments import (
+from timor_core.ros.launch_arguments import (
     ASSEMBLY_ARGUMENTS,
     MOVEIT_ARGUMENTS,
     SWITCHES,
@@ -49,8 +49,8 @@ ARGS = {**ASSEMBLY_ARGUMENTS, **MOVEIT_ARGUMENTS}
 
 
 def _launch(context: Any) -> list[Action]:
-    from timor_core.export.moveit_config import MoveItOptions, write_moveit_config
-    from timor_core.export.ros2_control import Ros2ControlConfig
+    from timor_core.export.formats.moveit_config import MoveItOptions, write_moveit_config
+    from timor_core.export.formats.ros2_control import Ros2ControlConfig
 
     plan = checked_plan(context, "moveit.launch.py", ARGS, MoveItLaunch.from_arguments)
     require_packages(plan.external_packages(), SWITCHES)

@@ -66,7 +66,7 @@ _CHECKED_URDFS: set[Path] = set()
 @pytest.fixture(autouse=True)
 def _written_urdfs_pass_check_urdf(request):
     """After each test, urdfdom's check_urdf on every ``*.urdf`` it wrote into its tmp_path."""
-    from timor_core.export.urdfdom import check_urdf, unchecked_urdfs
+    from timor_core.export.formats.urdfdom import check_urdf, unchecked_urdfs
 
     tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
     yield

@@ -25,7 +25,7 @@ from ros_helpers import wait_for
 from tf_tools import JointStates
 
 from timor_core import ModuleAssembly
-from timor_core.export.rviz_config import OrbitView
+from timor_core.export.formats.rviz_config import OrbitView
 
 CONFIG = REPO / "src" / "timor_ros" / "rviz" / "timor.rviz"
 KIT = Path(os.environ.get("ROS_RVIZ_KIT", REPO.parent / "shared" / "ros-rviz"))

@@ -15,7 +15,7 @@ import pytest
 from ros2_cli import ROS2, Launch, make_placeholders, real_package, require_ros2, ros2_until_ok, wait_for_output
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.export.bringup import write_bringup
+from timor_core.hardware.bringup import write_bringup
 
 ARM = ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"]
 ROUTES = ("mock", "canopen", "ethercat", "gazebo")

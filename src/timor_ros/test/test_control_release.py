@@ -71,9 +71,9 @@ def control(ros_client):
     from rclpy.node import Node
 
     from timor_core import ModulesDB
-    from timor_core.export.controller_swap import SwapTimeouts
-    from timor_core.export.robot_description import describe
     from timor_core.model.assembly import ModuleAssembly
+    from timor_core.ros.controller_swap import SwapTimeouts
+    from timor_core.ros.robot_description import describe
     from timor_ros.controller_manager import SupervisedControl
 
     # a namespace per test: a manager SIGKILLed by an earlier test leaves its endpoints in the graph until its
@@ -100,7 +100,7 @@ def control(ros_client):
 
 
 def test_the_old_manager_releases_its_hardware_before_the_new_one_loads_any(control):
-    from timor_core.export.controller_swap import SwapTimeouts
+    from timor_core.ros.controller_swap import SwapTimeouts
 
     make, robots = control
     supervised = make(SwapTimeouts())
@@ -163,7 +163,7 @@ def test_a_manager_that_does_not_answer_is_stopped_before_the_new_one_gets_the_u
     """SIGSTOPped: the release calls time out, the swap falls back to stopping it (SIGINT and SIGTERM stay pending
     for a stopped process: SIGKILL after the stop timeouts) and hands the URDF over only after it has ended. Its
     hardware was never deactivated (nothing answered): the log has no 'deactivate' for it."""
-    from timor_core.export.controller_swap import SwapTimeouts
+    from timor_core.ros.controller_swap import SwapTimeouts
 
     make, robots = control
     supervised = make(SwapTimeouts(stop=1.0, release=0.5))
@@ -194,7 +194,7 @@ def test_a_swap_whose_controllers_fail_releases_the_new_managers_hardware(contro
     """The new manager has activated its hardware when a controller fails to come up (here arm_controller's
     ``joints`` empty): it releases its hardware before it is stopped, as an old one does in a swap, and the next
     swap (the assembly node's rollback) works."""
-    from timor_core.export.controller_swap import ControlSwapError, SwapTimeouts, split_controllers_yaml
+    from timor_core.ros.controller_swap import ControlSwapError, SwapTimeouts, split_controllers_yaml
 
     make, robots = control
     supervised = make(SwapTimeouts())

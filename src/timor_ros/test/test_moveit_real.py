@@ -22,7 +22,7 @@ from ros_helpers import wait_for
 from tf_tools import TfListener
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.export.srdf import planning_chain
+from timor_core.export.formats.srdf import planning_chain
 from timor_core.kinematics.planning import plan
 
 NEEDED = ("moveit_ros_move_group", "robot_state_publisher", "controller_manager", "joint_trajectory_controller")

@@ -18,7 +18,7 @@ from ros_helpers import wait_for
 from sensor_msgs.msg import JointState
 
 from timor_core import ModuleAssembly, ModulesDB
-from timor_core.export.planning_scene import safety_margin
+from timor_core.export.formats.planning_scene import safety_margin
 from timor_core.task.task import Task
 
 NEEDED = ("moveit_ros_move_group", "robot_state_publisher", "controller_manager", "joint_trajectory_controller")

@@ -142,9 +142,9 @@ def test_a_robot_the_real_move_group_refuses_brings_the_last_one_back(tmp_path):
     description urdfdom cannot parse, and does not come up; the previous robot's move_group is started again."""
     import io
 
-    from timor_core.export.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
-    from timor_core.export.moveit_config import move_group_parameters, moveit_config_data
-    from timor_core.export.robot_description import describe
+    from timor_core.export.formats.moveit_config import move_group_parameters, moveit_config_data
+    from timor_core.ros.move_group_process import READY, MoveGroupError, MoveGroupSupervisor
+    from timor_core.ros.robot_description import describe
     from timor_ros.moveit_supervisor import move_group_executable
 
     assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("robco_like"), CHAIN)

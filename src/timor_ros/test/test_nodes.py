@@ -16,7 +16,7 @@ from rclpy.parameter import parameter_value_to_python
 from ros_helpers import rss_kib, run_script, start_up, stop, wait_for
 
 from timor_core import ModulesDB
-from timor_core.export.robot_description import module_from_json_text
+from timor_core.ros.robot_description import module_from_json_text
 from timor_interfaces.srv import GetAssembly, SetAssembly
 from timor_ros.parameters import module_param_name
 

@@ -20,8 +20,8 @@ from ros2_cli import Launch, real_package, require_ros2
 from ros_helpers import wait_for
 
 from timor_core import ModuleAssembly
-from timor_core.export.bringup import write_bringup
-from timor_core.export.urdf_import import MeshesLeftOut, db_from_urdf
+from timor_core.export.urdf_import.importer import MeshesLeftOut, db_from_urdf
+from timor_core.hardware.bringup import write_bringup
 from timor_core.kinematics.planning import plan
 
 NEEDED = ("robot_state_publisher", "controller_manager", "joint_trajectory_controller", "joint_state_broadcaster")

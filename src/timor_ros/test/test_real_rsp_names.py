@@ -20,7 +20,7 @@ import yaml
 from ros2_cli import real_package
 from tf_tools import STATIC, JointStates
 
-from timor_core.export.urdf_import import MeshesLeftOut, assembly_from_urdf
+from timor_core.export.urdf_import.importer import MeshesLeftOut, assembly_from_urdf
 
 pytestmark = pytest.mark.skipif(
     not real_package("robot_state_publisher"),

@@ -26,7 +26,7 @@ names the step.
 With ``controller_manager``, one more step swaps the controllers (while robot_state_publisher's parameter is set,
 once a robot runs: if it refuses, the last good robot and its controllers come back): controller_manager 4.24 takes
 one robot per process, so the node keeps a supervised ros2_control_node for the current robot and the next one on
-standby (``timor_core.export.controller_swap``); the step has the old one release its hardware through its services
+standby (``timor_core.ros.controller_swap``); the step has the old one release its hardware through its services
 (controllers deactivated, hardware unconfigured; SIGINT then, its exit in the background; a manager that does not
 release is stopped and its exit awaited) and brings the standby up with the new URDF, joint_state_broadcaster and
 arm_controller active for the new robot's joints, before answering.
@@ -57,8 +57,8 @@ from std_msgs.msg import String
 
 from timor_core import TimorError
 from timor_core.errors import InputError, explain
-from timor_core.export.controller_swap import ControlSwapError, SwapTimeouts
-from timor_core.export.robot_description import (
+from timor_core.ros.controller_swap import ControlSwapError, SwapTimeouts
+from timor_core.ros.robot_description import (
     DescriptionError,
     RobotDescription,
     assembly_from_ids_or_json,

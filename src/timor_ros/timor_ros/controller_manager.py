@@ -1,5 +1,5 @@
 """The assembly node's ros2_control: controller_manager's services over ROS and the standby's description topic,
-for ``timor_core.export.controller_swap.ControllerSwapper`` (which holds the logic: processes, files, sequence)."""
+for ``timor_core.ros.controller_swap.ControllerSwapper`` (which holds the logic: processes, files, sequence)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from rclpy.publisher import Publisher
 from std_msgs.msg import String
 
 from timor_core.errors import TimorError
-from timor_core.export.controller_swap import (
+from timor_core.model.assembly import ModuleAssembly
+from timor_core.ros.controller_swap import (
     ControllerState,
     ControllerSwapper,
     ControlSwapError,
@@ -36,8 +37,7 @@ from timor_core.export.controller_swap import (
     controller_types,
     split_controllers_yaml,
 )
-from timor_core.export.plugin_index import plugin_libraries
-from timor_core.model.assembly import ModuleAssembly
+from timor_core.ros.plugin_index import plugin_libraries
 
 from .common import LATCHED, ServiceCallError, call_service, installed_executable
 
@@ -185,8 +185,8 @@ class SupervisedControl:
 
     def controllers_yaml(self, assembly: ModuleAssembly) -> dict:
         """ros2_controllers.yaml of ``assembly`` (the one moveit.launch.py writes)."""
-        from timor_core.export.moveit_config import MoveItOptions, moveit_config_data
-        from timor_core.export.ros2_control import Ros2ControlConfig
+        from timor_core.export.formats.moveit_config import MoveItOptions, moveit_config_data
+        from timor_core.export.formats.ros2_control import Ros2ControlConfig
 
         options = MoveItOptions(prefix=self.prefix, ros2_control=Ros2ControlConfig(plugin=self.plugin))
         try:

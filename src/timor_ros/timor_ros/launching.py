@@ -1,6 +1,6 @@
 """What timor_ros's launch files need from the ROS install: the versions of the C++ nodes they start (which decide
 how they are wired), the first URDF and the RViz configuration. Argument validation, the package check and
-``LaunchRefusedError`` are those of every launch file: ``timor_core.export.launch_arguments``."""
+``LaunchRefusedError`` are those of every launch file: ``timor_core.ros.launch_arguments``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from timor_core.errors import InputError
-from timor_core.export.launch_arguments import LaunchRefusedError
-from timor_core.export.ros_distro import NodeBehaviour, node_behaviour
+from timor_core.export.formats.ros_distro import NodeBehaviour, node_behaviour
+from timor_core.ros.launch_arguments import LaunchRefusedError
 
 __all__ = [
     "LaunchRefusedError",
@@ -22,7 +22,7 @@ __all__ = [
     "rviz_config_for",
 ]
 
-#: the C++ packages whose version decides how timor wires them (see timor_core.export.ros_distro)
+#: the C++ packages whose version decides how timor wires them (see timor_core.export.formats.ros_distro)
 VERSIONED = ("robot_state_publisher", "controller_manager")
 
 
@@ -69,7 +69,7 @@ def reads_description_topic(wanted: bool | None, nodes: NodeBehaviour) -> bool:
 def initial_urdf(plan: Any) -> str:
     """The URDF the assembly node publishes first for an ``AssemblyLaunch`` (same prefix and ros2_control block),
     given to robot_state_publisher as its start-up parameter so that both agree from the first message."""
-    from timor_core.export.robot_description import describe
+    from timor_core.ros.robot_description import describe
 
     plugin = plan.ros2_control_plugin if plan.ros2_control else None
     return describe(plan.assembly, prefix=plan.prefix, srdf=False, ros2_control_plugin=plugin).urdf
@@ -78,20 +78,20 @@ def initial_urdf(plan: Any) -> str:
 def root_frame(plan: Any) -> str:
     """The root link of an ``AssemblyLaunch``'s first robot, with its prefix: RViz's fixed frame (an imported robot
     keeps its own root name, a prefixed one has no ``base_link``) and the frame of the task's markers."""
-    from timor_core.export.rviz_config import root_link
+    from timor_core.export.formats.rviz_config import root_link
 
     return root_link(plan.assembly.to_urdf(prefix=plan.prefix))
 
 
 def rviz_config_for(fixed_frame: str, namespace: str = "", task: bool = False) -> str:
-    """timor_ros's RViz configuration for one launch (``timor_core.export.rviz_config``: ``fixed_frame``, the
+    """timor_ros's RViz configuration for one launch (``timor_core.export.formats.rviz_config``: ``fixed_frame``, the
     display topics in ``namespace``, the task's MarkerArray display with ``task``), written to a temporary file whose
     path is returned."""
     import tempfile
 
     from ament_index_python.packages import get_package_share_directory
 
-    from timor_core.export.rviz_config import rviz_config_text
+    from timor_core.export.formats.rviz_config import rviz_config_text
 
     template = (Path(get_package_share_directory("timor_ros")) / "rviz" / "timor.rviz").read_text()
     text = rviz_config_text(template, fixed_frame=fixed_frame, namespace=namespace, task=task)

@@ -2,9 +2,10 @@
 
   (started by moveit.launch.py with move_group:=true)
 
-The real move_group reads its robot model once (see timor_core.export.move_group_process), so live reconfiguration
+The real move_group reads its robot model once (see timor_core.ros.move_group_process), so live reconfiguration
 reaches MoveIt by a restart: each time the assembly node publishes a robot description and ``get_assembly`` confirms
-it as the current robot, this node builds move_group's parameters (timor_core.export.moveit_config) for that robot,
+it as the current robot, this node builds move_group's parameters
+(timor_core.export.formats.moveit_config) for that robot,
 stops the running move_group and starts one with them. A move_group that does not come up is refused: the previous
 robot's comes back. ``~/status`` (latched, JSON) says which robot MoveIt plans for, or why not, and how long the swap
 took. move_group's output is this node's output.
@@ -32,16 +33,16 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from timor_core.errors import InputError, TimorError, explain
-from timor_core.export.move_group_process import MoveGroupError, MoveGroupSupervisor
-from timor_core.export.moveit_config import (
+from timor_core.export.formats.moveit_config import (
     OMPL_PLANNER_CONFIGS,
     MoveItOptions,
     move_group_parameters,
     moveit_config_data,
 )
-from timor_core.export.robot_description import assembly_from_ids_or_json
-from timor_core.export.ros2_control import Ros2ControlConfig
-from timor_core.export.srdf import planning_groups
+from timor_core.export.formats.ros2_control import Ros2ControlConfig
+from timor_core.export.formats.srdf import planning_groups
+from timor_core.ros.move_group_process import MoveGroupError, MoveGroupSupervisor
+from timor_core.ros.robot_description import assembly_from_ids_or_json
 from timor_interfaces.srv import GetAssembly
 
 from .common import (

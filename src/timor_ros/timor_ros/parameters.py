@@ -17,9 +17,9 @@ from pathlib import Path
 
 from timor_core.common.names import check_plugin, check_prefix
 from timor_core.errors import InputError
-from timor_core.export.robot_description import db_with_modules, module_from_json_text, module_to_json_text
 from timor_core.model.db import ModulesDB
 from timor_core.model.module import Module
+from timor_core.ros.robot_description import db_with_modules, module_from_json_text, module_to_json_text
 
 __all__ = [
     "MODULE_PARAM_PREFIX",

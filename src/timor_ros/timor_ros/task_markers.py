@@ -19,8 +19,8 @@ from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from timor_core.errors import InputError
-from timor_core.export.launch_paths import task_file
-from timor_core.export.rviz_config import MARKERS_TOPIC
+from timor_core.export.formats.rviz_config import MARKERS_TOPIC
+from timor_core.ros.launch_paths import task_file
 from timor_core.task.task import Task
 from timor_core.viz.rviz_markers import MarkerData, task_markers
 

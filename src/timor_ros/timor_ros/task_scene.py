@@ -7,7 +7,7 @@ meshes; composed obstacles as one object of several shapes) and its collisionFre
 robot's links) through move_group's ``apply_planning_scene`` service in its namespace: each time a robot
 description arrives (obstacles are placed relative to the robot's root link) and each time a move_group appears
 (a restarted move_group starts with an empty scene). ``applied`` (latched) says what was applied, for whom.
-The conversion is ``timor_core.export.planning_scene``; this node only turns it into messages.
+The conversion is ``timor_core.export.formats.planning_scene``; this node only turns it into messages.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rclpy.node import Node
 from shape_msgs.msg import Mesh, MeshTriangle, SolidPrimitive
 from std_msgs.msg import String
 
-import timor_core.export.planning_scene as scene_data
+import timor_core.export.formats.planning_scene as scene_data
 from timor_core.common.transforms import quaternion_xyzw
 from timor_core.errors import InputError, TimorError, explain
 from timor_core.task.task import Task

@@ -16,7 +16,7 @@ __all__ = ["register", "cmd_urdf_ros2_control"]
 
 def _ros2_control(args: argparse.Namespace, default: bool = False):
     """The Ros2ControlConfig the flags ask for (None if neither --ros2-control nor --plugin, unless default)."""
-    from timor_core.export.ros2_control import Ros2ControlConfig
+    from timor_core.export.formats.ros2_control import Ros2ControlConfig
 
     if args.plugin:
         return Ros2ControlConfig(plugin=args.plugin)
@@ -58,19 +58,19 @@ def _export_description(
 
 def cmd_urdf_ros2_control(args: argparse.Namespace) -> int:
     """``timor urdf`` with a ``<ros2_control>`` block (called by cli's urdf command for these flags)."""
-    from timor_core.export.urdf import assembly_to_urdf
+    from timor_core.export.formats.urdf import assembly_to_urdf
 
     return _export_description(args, assembly_to_urdf, args.name, ros2_control_default=True)
 
 
 def _cmd_xacro(args: argparse.Namespace) -> int:
-    from timor_core.export.xacro import assembly_to_xacro
+    from timor_core.export.formats.xacro import assembly_to_xacro
 
     return _export_description(args, assembly_to_xacro, args.macro, name=args.name, instantiate=not args.macro_only)
 
 
 def _cmd_srdf(args: argparse.Namespace) -> int:
-    from timor_core.export.srdf import assembly_to_srdf
+    from timor_core.export.formats.srdf import assembly_to_srdf
 
     assembly = serial_assembly(args)
     text = assembly_to_srdf(
@@ -81,7 +81,7 @@ def _cmd_srdf(args: argparse.Namespace) -> int:
 
 
 def _cmd_mjcf(args: argparse.Namespace) -> int:
-    from timor_core.export.mjcf import MJCFOptions, assembly_to_mjcf
+    from timor_core.export.formats.mjcf import MJCFOptions, assembly_to_mjcf
 
     assembly = serial_assembly(args)
     options = MJCFOptions(
@@ -98,7 +98,7 @@ def _cmd_mjcf(args: argparse.Namespace) -> int:
 
 
 def _cmd_moveit_config(args: argparse.Namespace) -> int:
-    from timor_core.export.moveit_config import write_moveit_config
+    from timor_core.export.formats.moveit_config import write_moveit_config
 
     written = write_moveit_config(
         serial_assembly(args),

@@ -17,16 +17,16 @@ from timor_core.cli.args import (
     seed,
     serial_assembly,
 )
-from timor_core.export.ros_distro import DEFAULT_DISTRO, DISTROS
+from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, DISTROS
 
 if TYPE_CHECKING:
-    from timor_core.export.hardware import HardwareProfile
+    from timor_core.hardware.profiles import HardwareProfile
 
 __all__ = ["register"]
 
 
 def _cmd_bringup(args: argparse.Namespace) -> int:
-    from timor_core.export.bringup import write_bringup
+    from timor_core.hardware.bringup import write_bringup
 
     result = write_bringup(
         serial_assembly(args),
@@ -44,8 +44,8 @@ def _cmd_bringup(args: argparse.Namespace) -> int:
 
 
 def _cmd_discover(args: argparse.Namespace) -> int:
-    from timor_core.export.bringup import load_route, write_bringup
-    from timor_core.export.discover import discover_canopen
+    from timor_core.hardware.bringup import load_route, write_bringup
+    from timor_core.hardware.discover import discover_canopen
 
     db = load_db(args.db)
     profile = _profile(args)
@@ -64,7 +64,7 @@ def _cmd_canopen_sim(args: argparse.Namespace) -> int:
     import signal
     import time
 
-    from timor_core.export.canopen_sim import sim_drives, simulated_bus
+    from timor_core.hardware.canopen_sim import sim_drives, simulated_bus
 
     profile = _profile(args)
     drives = sim_drives(profile, args.drive)
@@ -84,7 +84,7 @@ def _cmd_canopen_sim(args: argparse.Namespace) -> int:
 def _profile(args: argparse.Namespace) -> HardwareProfile:
     """The ``--profile`` given, else the module set's CANopen profile."""
     from timor_core.errors import InputError
-    from timor_core.export.hardware import HardwareProfile
+    from timor_core.hardware.profiles import HardwareProfile
 
     if args.profile:
         return HardwareProfile.from_json_file(args.profile)

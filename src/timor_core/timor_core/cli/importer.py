@@ -1,5 +1,5 @@
 """``timor import``: a robot's URDF as a one-module set (``modules.json`` with its meshes beside it), which every
-robot command then takes as ``DB MODULE`` (see ``timor_core.export.urdf_import``)."""
+robot command then takes as ``DB MODULE`` (see ``timor_core.export.urdf_import.importer``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["register"]
 
 def _connector(text: str):
     """``TYPE[:SIZE[,SIZE...][:GENDER]]`` -> ToolConnector (e.g. ``robco:0.08:m``)."""
-    from timor_core.export.urdf_import import ToolConnector
+    from timor_core.export.urdf_import.importer import ToolConnector
 
     parts = text.split(":")
     if not parts[0] or len(parts) > 3:
@@ -34,7 +34,7 @@ def _connector(text: str):
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from timor_core.export.urdf_import import MeshesLeftOut, ToolConnector, db_from_urdf
+    from timor_core.export.urdf_import.importer import MeshesLeftOut, ToolConnector, db_from_urdf
 
     output = Path(args.output)
     if output.suffix != ".json":

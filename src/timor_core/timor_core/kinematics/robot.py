@@ -74,10 +74,10 @@ class PinRobot(RobotDynamics, RobotLimits):
 
         ``package_dir`` is a folder holding the packages ``package://`` mesh names refer to (ROS_PACKAGE_PATH
         and AMENT_PREFIX_PATH are searched too); ``tcp_link``, ``keep_names``, ``tool_connector`` see
-        ``timor_core.export.urdf_import.db_from_urdf``; ``base_placement`` (4x4) places the robot in the world.
+        ``timor_core.export.urdf_import.importer.db_from_urdf``; ``base_placement`` (4x4) places the robot in the world.
         """
         dirs = [Path(package_dir)] if package_dir is not None else []
-        from timor_core.export.urdf_import import assembly_from_urdf  # delegation (docs/architecture.md)
+        from timor_core.export.urdf_import.importer import assembly_from_urdf  # delegation (docs/architecture.md)
 
         assembly = assembly_from_urdf(Path(urdf_file), dirs, tcp_link=tcp_link, **options)
         if base_placement is not None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (a higher layer: not imported here)
-Ros2ControlConfig = Any  # timor_core.export.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
+Ros2ControlConfig = Any  # timor_core.export.formats.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
 __all__ = ["ModuleAssembly", "Connection"]
 
 Connection = tuple[int, str, int, str]

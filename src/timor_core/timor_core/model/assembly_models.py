@@ -19,7 +19,7 @@ from timor_core.errors import AssemblyError, InputError
 from timor_core.model.tree import KinematicTree, build_tree
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (a higher layer: not imported here)
-Ros2ControlConfig = Any  # timor_core.export.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
+Ros2ControlConfig = Any  # timor_core.export.formats.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
 __all__ = ["AssemblyModels", "placement_matrix", "written"]
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it mixes this class in)
@@ -59,12 +59,12 @@ class AssemblyModels:
         ros2_control: Ros2ControlConfig | None = None,
         write_to: str | Path | None = None,
     ) -> str:
-        """The URDF of this assembly (see ``timor_core.export.urdf.assembly_to_urdf`` for the options).
+        """The URDF of this assembly (see ``timor_core.export.formats.urdf.assembly_to_urdf`` for the options).
 
-        ``ros2_control`` (a ``timor_core.export.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
+        ``ros2_control`` (an ``export.formats.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
         ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
         """
-        from timor_core.export.urdf import assembly_to_urdf  # delegation (docs/architecture.md)
+        from timor_core.export.formats.urdf import assembly_to_urdf  # delegation (docs/architecture.md)
 
         text = assembly_to_urdf(
             self._whole(),
@@ -78,29 +78,29 @@ class AssemblyModels:
         return written(text, write_to)
 
     def to_mjcf(self, name: str | None = None, *, options: Any = None, write_to: str | Path | None = None) -> str:
-        """The MuJoCo model (MJCF) of this assembly, compiled by MuJoCo (see ``timor_core.export.mjcf``; needs mujoco).
+        """The MuJoCo model (MJCF) of this assembly, compiled by MuJoCo (``export.formats.mjcf``; needs mujoco).
 
-        ``options``: a ``timor_core.export.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
+        ``options``: an ``export.formats.mjcf.MJCFOptions``; ``write_to`` writes the XML and its meshes together.
         """
-        from timor_core.export.mjcf import assembly_to_mjcf  # delegation (docs/architecture.md)
+        from timor_core.export.formats.mjcf import assembly_to_mjcf  # delegation (docs/architecture.md)
 
         return assembly_to_mjcf(self._whole(), name, options=options, write_to=write_to)
 
     def to_xacro(self, macro_name: str | None = None, *, write_to: str | Path | None = None, **options: Any) -> str:
         """A xacro file with this assembly as a macro ``(prefix, parent, *origin)``.
 
-        ``options`` are those of ``timor_core.export.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
+        ``options`` are those of ``export.formats.xacro.assembly_to_xacro``; ``write_to`` as for :meth:`to_urdf`.
         """
-        from timor_core.export.xacro import assembly_to_xacro  # delegation (docs/architecture.md)
+        from timor_core.export.formats.xacro import assembly_to_xacro  # delegation (docs/architecture.md)
 
         return written(assembly_to_xacro(self._whole(), macro_name, **options), write_to)
 
     def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
         """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).
 
-        ``options`` are those of ``timor_core.export.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
+        ``options`` are those of ``export.formats.srdf.assembly_to_srdf``; ``write_to`` as for :meth:`to_urdf`.
         """
-        from timor_core.export.srdf import assembly_to_srdf  # delegation (docs/architecture.md)
+        from timor_core.export.formats.srdf import assembly_to_srdf  # delegation (docs/architecture.md)
 
         return written(assembly_to_srdf(self._whole(), **options), write_to)
 
@@ -123,7 +123,7 @@ class AssemblyModels:
         A robot built from a multi-module assembly is fused into one module through its URDF; the base
         placement is kept.
         """
-        from timor_core.export.urdf_import import assembly_from_urdf  # delegation (docs/architecture.md)
+        from timor_core.export.urdf_import.importer import assembly_from_urdf  # delegation (docs/architecture.md)
 
         source = robot.assembly
         if source is None:

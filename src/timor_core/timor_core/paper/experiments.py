@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, replace
 from itertools import chain
 
 from timor_core.errors import InputError
-from timor_core.export.urdf import urdf_of_serial
+from timor_core.export.formats.urdf import urdf_of_serial
 from timor_core.limits import cap_workers, check_int
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
@@ -118,7 +118,7 @@ def exp1(db: ModulesDB, *, limit: int | None = None) -> Exp1Result:
     """Experiment 1: enumerate the space and build the URDF string of every assembly, timed.
 
     Timed: compiling the space (:func:`exp1_space`), iterating it, and for every assembly
-    :func:`~timor_core.export.urdf.urdf_of_serial` ``(db, ids)``, which gives the text of
+    :func:`~timor_core.export.formats.urdf.urdf_of_serial` ``(db, ids)``, which gives the text of
     ``ModuleAssembly.from_serial_modules(db, ids).to_urdf()`` from strings compiled once per module set
     (compiled on the first assemblies, inside the timing). Not timed: loading ``db``.
     ``limit`` stops after the first ``limit`` assemblies of the space's order (quick runs).

@@ -11,13 +11,13 @@ __all__ = ["EXPORT_LABELS", "export_files"]
 
 
 def _xacro(assembly: ModuleAssembly) -> str:
-    from timor_core.export.xacro import assembly_to_xacro
+    from timor_core.export.formats.xacro import assembly_to_xacro
 
     return assembly_to_xacro(assembly)
 
 
 def _srdf(assembly: ModuleAssembly) -> str:
-    from timor_core.export.srdf import assembly_to_srdf
+    from timor_core.export.formats.srdf import assembly_to_srdf
 
     return assembly_to_srdf(assembly)
 
@@ -39,7 +39,7 @@ EXPORT_LABELS: tuple[str, ...] = tuple(_EXPORTS)
 
 def export_files(assembly: ModuleAssembly, label: str) -> tuple[str, bytes]:
     """The file name and content of one export (``"URDF"``, ``"xacro"``, ``"SRDF"``, ``"assembly JSON"``)."""
-    from timor_core.export.urdf import default_robot_name
+    from timor_core.export.formats.urdf import default_robot_name
 
     suffix, write = _EXPORTS[label]
     return f"{default_robot_name(assembly)}.{suffix}", write(assembly).encode()

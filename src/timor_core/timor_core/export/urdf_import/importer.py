@@ -1,0 +1,227 @@
+"""URDF import: an existing (monolithic) robot as one CoBRA module, so tasks, IK, solutions and search use it.
+
+Each URDF link becomes a body (mass, inertia about the centre of mass, visual and collision geometry, mirrored
+meshes included), each joint a module joint with the URDF's origin and axis, so every link frame is the URDF's
+(CoBRA joints move about z; an imported joint keeps its own axis in the timor extension ``axis``). The module
+gets a ``base`` connector on the root link and an ``eef`` connector on the tool link (or a connector of a type
+you give, so another set's gripper attaches). Mesh names resolve through ``package://`` (in the given package
+folders, then ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH``), ``file://`` and paths relative to the URDF.
+Unlimited limits: a missing or zero ``effort``/``velocity`` and magnitudes from ``URDF_UNLIMITED`` on are read as
+unlimited, the convention of the URDF export.
+
+What q means: one entry per revolute, prismatic and continuous joint, in Pinocchio's joint order. Mimic joints
+become independent joints (as with Pinocchio's default ``buildModelFromUrdf``). A continuous joint takes one
+entry, its angle, where Pinocchio's own model of the file takes two (cos, sin).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from timor_core.errors import FormatError, InputError, TimorError, ValidationError
+from timor_core.export.urdf_import.urdf_build import UrdfParts, module_set
+from timor_core.export.urdf_import.urdf_reader import XACRO_NAMESPACE, UrdfReader
+from timor_core.export.urdf_import.urdf_reader import resolve_package_uri as resolve_package_uri
+from timor_core.export.urdf_import.urdf_tree import TOOL_NAMES as TOOL_NAMES
+from timor_core.export.urdf_import.urdf_tree import check_tree
+from timor_core.export.urdf_import.urdf_tree import guess_tool_link as guess_tool_link
+from timor_core.limits import check_number, read_input_text
+from timor_core.model.db import ModulesDB
+from timor_core.model.parts import GENDERS
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+
+__all__ = [
+    "ToolConnector",
+    "MeshesLeftOut",
+    "MISSING_MESHES",
+    "db_from_urdf",
+    "assembly_from_urdf",
+    "resolve_package_uri",
+    "guess_tool_link",
+]
+
+
+@dataclass(frozen=True)
+class ToolConnector:
+    """The connector at the tool link: ``eef`` (default) makes it the robot's TCP; another type lets a module of
+    another set (a gripper) attach there, if its connector has the same type and size and the other gender."""
+
+    type: str = "eef"
+    size: tuple[float, ...] = ()
+    gender: str = "m"
+
+    def to_json(self) -> dict[str, Any]:
+        """The CoBRA connector JSON at the tool link's frame."""
+        if self.gender not in GENDERS:
+            raise InputError("connector gender must be m, f or h", path="tool_connector.gender", value=self.gender)
+        if self.type == "base":
+            raise InputError("the tool connector cannot be of the base type", path="tool_connector.type",
+                             value=self.type)  # fmt: skip
+        size = [
+            check_number(s, "connector size", 0.0, "max_module_size_m", path="tool_connector.size") for s in self.size
+        ]
+        return {"ID": "tcp", "pose": np.eye(4).tolist(), "gender": self.gender, "type": self.type, "size": size}
+
+
+MISSING_MESHES = ("error", "skip")
+"""What the import does with a mesh file it does not find: refuse the URDF, or leave the mesh out."""
+
+
+class MeshesLeftOut(TimorError, UserWarning):  # noqa: N818 - a warning, never raised
+    """The meshes an import with ``missing_meshes="skip"`` left out (``meshes``: each as its URDF path and file);
+    issued as a warning, never raised."""
+
+    def __init__(self, file: Path | None, meshes: Sequence[str]) -> None:
+        self.file, self.meshes = file, tuple(meshes)
+        shown = "; ".join(self.meshes[:20]) + (f"; and {len(self.meshes) - 20} more" if len(self.meshes) > 20 else "")
+        super().__init__(f"{file or '<URDF>'}: {len(self.meshes)} mesh(es) not found and left out: {shown}")
+
+
+def _read_text(urdf: str | Path) -> tuple[str, Path | None]:
+    if isinstance(urdf, Path) or (isinstance(urdf, str) and "<robot" not in urdf):
+        file = Path(urdf).resolve()
+        return read_input_text(file, what="URDF file"), file
+    return str(urdf), None
+
+
+def _refuse_xacro(root: ET.Element | None, file: Path | None, parse_error: str = "", text: str | None = None) -> None:
+    """A xacro file (a macro, a property, ``${...}`` or ``$(...)`` left unexpanded) is refused, named: read as
+    URDF its macros would silently vanish. An expanded URDF may keep the xacro namespace declaration."""
+    found = file is not None and file.suffix == ".xacro" or "unbound prefix" in parse_error
+    suspicious = text is None or XACRO_NAMESPACE in text or "${" in text or "$(" in text
+    for element in root.iter() if root is not None and suspicious else ():
+        if found:
+            break
+        found = element.tag.startswith(f"{{{XACRO_NAMESPACE}}}") or any(
+            "${" in v or "$(" in v for v in element.attrib.values()
+        )
+    if found:
+        raise FormatError("this is a xacro file, not a URDF: expand it first (xacro FILE > robot.urdf)", file=file)
+
+
+def db_from_urdf(
+    urdf: str | Path,
+    package_dirs: Sequence[str | Path] | Mapping[str, str | Path] = (),
+    *,
+    module_id: str | None = None,
+    tcp_link: str | None = None,
+    joint_extras: Mapping[str, Mapping[str, Any]] | None = None,
+    keep_names: bool = False,
+    tool_connector: ToolConnector | None = None,
+    missing_meshes: str = "error",
+) -> ModulesDB:
+    """A module set with one module: the robot of a URDF file (or URDF text).
+
+    ``tcp_link`` carries the tool connector (default: :func:`guess_tool_link`). ``module_id`` defaults to the
+    robot's name. ``joint_extras`` adds CoBRA joint fields URDF cannot hold (``gearRatio``, ``motorInertia``, an
+    acceleration limit in ``limits``), by joint name. ``keep_names``: the robot's links and joints keep the
+    URDF's names byte for byte and its root (no ``m0_`` prefix, no ``base_link``; ``-``, ``/`` and spaces kept, each
+    export escapes them), so controller and MoveIt configurations written for the URDF apply. ``tool_connector``:
+    the type, size and gender of the connector at the tool link.
+    ``missing_meshes``: ``"error"`` (a mesh file that is not found is a MeshError) or ``"skip"`` (kinematics,
+    dynamics and primitive shapes are imported, each missing mesh is left out and named in a
+    :class:`MeshesLeftOut` warning).
+    """
+    if missing_meshes not in MISSING_MESHES:
+        raise InputError(f"missing_meshes must be one of {', '.join(MISSING_MESHES)}", path="missing_meshes",
+                         value=missing_meshes)  # fmt: skip
+    enabled = gc.isenabled()
+    gc.disable()  # the import allocates millions of objects for a big URDF and makes no cycles: the cyclic collector
+    try:  # would spend about a third of the time looking for some
+        options = (keep_names, tool_connector, missing_meshes == "skip")
+        return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, *options)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _db_from_urdf(
+    urdf: str | Path,
+    package_dirs: Sequence[str | Path] | Mapping[str, str | Path],
+    module_id: str | None,
+    tcp_link: str | None,
+    joint_extras: Mapping[str, Mapping[str, Any]] | None,
+    keep_names: bool,
+    tool_connector: ToolConnector | None,
+    skip_missing: bool = False,
+) -> ModulesDB:
+    text, file = _read_text(urdf)
+    root = _parse(text, file)
+    del text  # the parsed elements are what is read from now on (and each is emptied once read)
+    dirs: Sequence[Path] | Mapping[str, Path]
+    if isinstance(package_dirs, Mapping):
+        dirs = {k: Path(v) for k, v in package_dirs.items()}
+    else:
+        dirs = [Path(d) for d in package_dirs]
+    reader = UrdfReader(file, dirs, skip_missing)
+    urdf_joints = reader.joints(root.iterfind("joint"))
+    link_elements = root.findall("link")
+    names = [e.get("name", "") for e in link_elements]
+    tree = check_tree(names, urdf_joints, file)  # before anything walks the links: no cycle, one root
+    links = reader.links(link_elements)
+    if reader.skipped:
+        warnings.warn(MeshesLeftOut(file, reader.skipped), stacklevel=3)
+    robot_name = root.get("name") or "robot"
+    del root, link_elements
+    actuated = {uj.child: uj.kind != "fixed" for uj in urdf_joints}
+    tcp = tcp_link if tcp_link is not None else guess_tool_link(tree, actuated, names)
+    if tcp not in actuated and tcp != tree.root:
+        raise ValidationError("tcp_link names no link of the URDF", file=file, path="tcp_link", value=tcp)
+    flip = np.diag([1.0, -1.0, -1.0, 1.0]).tolist()  # the base connector faces the world (rotation pi about x)
+    connectors: dict[str, list[dict[str, Any]]] = {tree.root: [], tcp: []}
+    connectors[tree.root].append({"ID": "base", "pose": flip, "gender": "f", "type": "base", "size": []})
+    connectors[tcp].append((tool_connector or ToolConnector()).to_json())
+    base_dir = file.parent if file is not None else Path.cwd()
+    if reader.meshes:
+        base_dir = Path(os.path.commonpath([str(base_dir), *(str(p.parent) for _, p in reader.meshes)]))
+    for params, path in reader.meshes:
+        params["file"] = path.relative_to(base_dir).as_posix()
+    header: dict[str, Any] = {"ID": module_id or robot_name, "name": robot_name}
+    if keep_names:
+        header["keepNames"] = True
+    parts = UrdfParts(links, urdf_joints, reader, connectors, joint_extras or {})
+    return module_set(header, parts, base_dir, file, robot_name)
+
+
+def _parse(text: str, file: Path | None) -> ET.Element:
+    """The ``<robot>`` element of a URDF text; a DOCTYPE, malformed XML or a xacro file refused, named."""
+    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+        raise FormatError("a URDF must not declare a DOCTYPE or entities", file=file)
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        _refuse_xacro(None, file, str(exc))
+        raise FormatError(f"not well-formed XML: {exc}", file=file) from None
+    _refuse_xacro(root, file, text=text)
+    if root.tag != "robot":
+        raise FormatError("the root element must be <robot>", file=file, value=root.tag)
+    return root
+
+
+def assembly_from_urdf(
+    urdf: str | Path,
+    package_dirs: Sequence[str | Path] | Mapping[str, str | Path] = (),
+    *,
+    tcp_link: str | None = None,
+    joint_extras: Mapping[str, Mapping[str, Any]] | None = None,
+    keep_names: bool = False,
+    tool_connector: ToolConnector | None = None,
+    missing_meshes: str = "error",
+) -> ModuleAssembly:
+    """A one-module assembly of the robot in a URDF (see ``db_from_urdf``)."""
+    from timor_core.model.assembly import ModuleAssembly
+
+    db = db_from_urdf(urdf, package_dirs, tcp_link=tcp_link, joint_extras=joint_extras, keep_names=keep_names,
+                      tool_connector=tool_connector, missing_meshes=missing_meshes)  # fmt: skip
+    return ModuleAssembly.from_serial_modules(db, [next(iter(db)).id])
