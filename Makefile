@@ -44,27 +44,40 @@ $(ROS_STAMP): $(STAMP) scripts/setup_ros.sh $(wildcard src/timor_interfaces/*/*)
 
 ros: $(ROS_STAMP)
 
+# The suites run on every core (pytest-xdist, one worker per core: WORKERS=1 for one process). Core: tests are
+# spread one by one, those marked xdist_group(name) stay on one worker; ROS: a test file stays on one worker
+# (its module fixtures start launches), each worker in a ROS domain of its own (src/timor_ros/test/conftest.py).
+# A test that hangs fails after TEST_TIMEOUT seconds (pytest-timeout) instead of stopping the suite.
+WORKERS      ?= auto
+ROS_WORKERS  ?= $(WORKERS)
+TEST_TIMEOUT ?= 900
+CORE_PYTEST   = $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
+ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --timeout $(TEST_TIMEOUT)
+
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test
 test: $(STAMP) lint typecheck
 	$(PY) -c "from timor_core.search.proof_kernel import load_compiled; load_compiled()"
-	$(PY) -m pytest -q src/timor_core/tests
-	$(if $(wildcard $(ROS_STAMP)),$(PY) -m pytest -q src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
+	$(CORE_PYTEST) src/timor_core/tests
+	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
 
 test-ros: $(ROS_STAMP)
-	$(PY) -m pytest -q -s src/timor_ros/test
+	$(ROS_PYTEST) src/timor_ros/test
 
 # the ROS suite in 3 random orders (pytest-random-order), then with both cores kept busy by 2 bounded CPU burners
 # (ended by their PIDs: timeout passes the TERM on to its burner; no other process on the machine is touched)
 test-ros-random: $(ROS_STAMP)
-	for seed in 1 2 3; do $(PY) -m pytest -q -p random_order --random-order-seed=$$seed src/timor_ros/test || exit 1; done
+	for seed in 1 2 3; do $(ROS_PYTEST) -p random_order --random-order-seed=$$seed src/timor_ros/test || exit 1; done
 
+# three runs in a row, each with both cores kept busy (the burners live as long as the three runs, at most 1 h)
 test-ros-load: $(ROS_STAMP)
-	timeout 1800 sh -c 'yes > /dev/null' & b1=$$!; timeout 1800 sh -c 'yes > /dev/null' & b2=$$!; \
-	$(PY) -m pytest -q src/timor_ros/test; rc=$$?; kill $$b1 $$b2; exit $$rc
+	timeout 3600 sh -c 'yes > /dev/null' & b1=$$!; timeout 3600 sh -c 'yes > /dev/null' & b2=$$!; \
+	rc=0; for run in 1 2 3; do $(ROS_PYTEST) src/timor_ros/test || { rc=$$?; break; }; done; \
+	kill $$b1 $$b2; exit $$rc
 
+# the inner loop: the core suite without the tests marked slow (make test runs those too)
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow" src/timor_core/tests
+	$(CORE_PYTEST) -m "not slow" src/timor_core/tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

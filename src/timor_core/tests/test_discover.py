@@ -125,6 +125,7 @@ def test_a_drive_with_only_the_mandatory_identity_entries_is_found(profile, robc
     assert [(n.vendor_id, n.product_code, n.revision, n.serial) for n in nodes] == [(0xF1E, None, None, None)] * 3
 
 
+@pytest.mark.xdist_group("udp_multicast")  # its sockets hear every group on their port: one such test at a time
 def test_discover_from_a_shell_against_a_simulator_in_another_process(tmp_path):
     """docs/hardware.md's commands: ``timor canopen-sim`` in one process, ``timor discover`` in another, over
     python-can's udp_multicast interface (a multicast group on this host)."""

@@ -57,6 +57,8 @@ def _simulator(group: str) -> subprocess.Popen:
 RUN = [c for c in COMMANDS if c.split()[1] != "canopen-sim"]  # the simulator runs beside its discover
 
 
+# python-can's udp_multicast sockets hear every group on their port: simulators of parallel tests must not overlap
+@pytest.mark.xdist_group("udp_multicast")
 @pytest.mark.parametrize("command", RUN, ids=[f"{k}-{c.split()[1]}" for k, c in enumerate(RUN)])
 def test_guide_command_runs(command, tmp_path, capsys):
     argv = shlex.split(command)[1:]
@@ -115,6 +117,7 @@ def test_the_hardware_extra_brings_what_the_guides_simulator_needs():
         assert "canopen" in reqs
 
 
+@pytest.mark.xdist_group("udp_multicast")
 def test_the_guides_simulator_and_discover_run_in_two_shells(tmp_path):
     """docs/hardware.md's ``timor canopen-sim ... &`` and ``timor discover ...`` as written, each in its own
     process (on a random multicast group instead of the guide's, so that parallel runs do not meet). Only a

@@ -56,6 +56,7 @@ def colcon_venv(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("colcon_venv")  # one worker builds the module's venv once (it takes a minute), not each
 @pytest.mark.parametrize("version", SETUPTOOLS, ids=lambda v: f"setuptools-{v or 'current'}")
 def test_colcon_builds_the_python_packages(colcon_venv, tmp_path, version):
     py = str(colcon_venv / "bin" / "python")
