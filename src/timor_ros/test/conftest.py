@@ -25,11 +25,19 @@ pytest.importorskip("timor_ros", reason="timor_ros is not installed (scripts/set
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-# every process the tests start inherits this marker: after the suite none may be left (pytest_sessionfinish)
+# every process the tests start inherits this marker: after the suite none may be left (pytest_sessionfinish); each
+# pytest-xdist worker sets its own (its children carry it; the worker itself carries its controller's)
 SESSION_VAR = "TIMOR_TEST_SESSION"
 os.environ[SESSION_VAR] = uuid.uuid4().hex
+#: pytest-xdist's worker index (0 without xdist): each worker gets a ROS domain of its own (and with it its own ros2
+#: CLI daemon, whose port follows the domain) and its own range of X displays
+WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+# the controller draws the base once; its workers inherit it and add their index
+_BASE = os.environ.setdefault(
+    "TIMOR_TEST_ROS_DOMAIN_BASE", os.environ.get("TIMOR_TEST_ROS_DOMAIN_ID") or str(random.randint(10, 90))
+)
 # before any rclpy context exists in this process; inherited by every node and client process
-os.environ["ROS_DOMAIN_ID"] = os.environ.get("TIMOR_TEST_ROS_DOMAIN_ID") or str(random.randint(10, 100))
+os.environ["ROS_DOMAIN_ID"] = str(int(_BASE) + WORKER)
 os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
     os.environ["ROS_LOCALHOST_ONLY"] = "1"
@@ -91,6 +99,8 @@ def pytest_sessionfinish(session, exitstatus):
 
     from ros2_cli import ROS2
 
+    if getattr(session.config.option, "numprocesses", None) and not hasattr(session.config, "workerinput"):
+        return  # pytest-xdist's controller starts no test process: each worker checks its own
     if ROS2.exists() and _session_leftovers():
         subprocess.run([str(ROS2), "daemon", "stop"], capture_output=True, timeout=30)
     end = time.monotonic() + 10

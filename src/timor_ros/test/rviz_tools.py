@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -65,23 +66,26 @@ def rviz_missing() -> str:
 
 
 class Xvfb:
-    """A headless X server on the first free display from :90, ended by its PID (never by name)."""
+    """A headless X server on a display it picks itself (``-displayfd``: the first free one, taken under the X
+    server's own lock, so parallel test workers and other users never race for one), ended by its PID (never by
+    name)."""
 
-    def __init__(self, first: int = 90, size: tuple[int, int] = (1280, 800)) -> None:
-        n = first
-        while Path(f"/tmp/.X11-unix/X{n}").exists() or Path(f"/tmp/.X{n}-lock").exists():
-            n += 1
-        self.display = f":{n}"
-        self.proc = subprocess.Popen(
-            ["Xvfb", self.display, "-screen", "0", f"{size[0]}x{size[1]}x24", "-nolisten", "tcp"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-        end = time.monotonic() + 10
-        while not Path(f"/tmp/.X11-unix/X{n}").exists():
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise RuntimeError(f"Xvfb {self.display} did not start")
-            time.sleep(0.05)
+    def __init__(self, size: tuple[int, int] = (1280, 800), timeout: float = 30.0) -> None:
+        read_fd, write_fd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{size[0]}x{size[1]}x24", "-nolisten", "tcp"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=(write_fd,),
+            )  # fmt: skip
+        finally:
+            os.close(write_fd)
+        with os.fdopen(read_fd) as answer:  # the server writes its display number once it listens on it
+            ready, _, _ = select.select([answer], [], [], timeout)
+            number = answer.readline().strip() if ready else ""
+        if not number.isdigit():
+            self.stop()
+            raise RuntimeError(f"Xvfb did not start (no display number within {timeout:g} s)")
+        self.display = f":{number}"
 
     def env(self) -> dict[str, str]:
         """What rviz2 needs to draw on this display with Mesa's software OpenGL (llvmpipe)."""
