@@ -20,7 +20,7 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
-from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
+from timor_core.kinematics.ik_descent import CONVERGED, free_joints, kernel_arguments, lm_descend, scipy_descend
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 from timor_core.kinematics.reach import position_slack
 
@@ -152,43 +152,110 @@ def solve_ik(
     """
     desired = _checked_pose(desired)
     config.check()
-    rng = as_generator(rng, "rng")
+    rng = rng if type(rng) is np.random.Generator else as_generator(rng, "rng")
     fid = robot.tcp if frame is None else robot.frame_id(frame)
     q_init = robot.check_q(q_init) if q_init is not None else None
     free = free_joints(joint_mask, robot.dof, q_init)
     project = projector(tolerance, config.margin)
-    terms, params = project.lm_terms(desired), project.lm_params(desired)
-    checker = _checker(robot, task, check_self_collision is not False, margin)
-    torque_limits = robot.torque_limits if check_static_torques else None
     gap = outside_workspace(robot, fid, desired, tolerance)
     if gap > 0:  # a cheap necessary condition: no configuration can reach it
         return _unreachable(robot, gap, q_init, rng)
-    progress = _Progress()
-    plateau = _Plateau(config)
-    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
-    for attempt in range(config.max_n_tries):
-        progress.tries = attempt + 1
-        q = _try_start(robot, fid, (terms, params), rng, config, q_init if attempt == 0 else None, free, q_init)
-        q, cost, T, used, cut = _descend(robot, fid, desired, project, q, free, config, (terms, params))
-        progress.iterations += used
-        if cost < progress.best_res:
-            progress.best_q, progress.best_res = q.copy(), cost
-        if cost > CONVERGED or not project.valid(desired, T):
-            if plateau.stop(progress.best_res, cut):  # every try ends in a local minimum far from the goal
-                break
+    checker = _checker(robot, task, check_self_collision is not False, margin)
+    torque_limits = robot.torque_limits if check_static_torques else None
+    tries = _tries(robot, fid, desired, project, rng, config, q_init, free)
+    rejections: Counter[str] = Counter()
+    found: list[tuple[float, np.ndarray]] = []  # (custom cost, q) of valid solutions
+    while tries.next_found():
+        q = tries.q
+        if not project.valid(desired, tries.T):
+            tries.refused()
             continue
         cause = _rejection(robot, q, checker, torque_limits)
         if cause is not None:
-            progress.rejections[cause] += 1
+            rejections[cause] += 1
         elif cost_function is None:
-            return progress.result(q, True)
+            return _Progress(tries.tries, tries.iterations, rejections=rejections).result(q.copy(), True)
         else:
-            found.append((float(cost_function(robot, q.copy(), desired)), q.copy(), attempt + 1))
+            found.append((float(cost_function(robot, q.copy(), desired)), q.copy()))
             if len(found) >= config.solutions:
                 break
+    best_q = tries.best_q if tries.best_res < math.inf else None
+    progress = _Progress(tries.tries, tries.iterations, best_q, tries.best_res, rejections)
     if found:
         return progress.result(min(found, key=lambda item: item[0])[1], True)
     return progress.failure(robot, fid, desired, project, rng)
+
+
+def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, config: IKConfig,
+           q_init: np.ndarray | None, free: np.ndarray) -> Any:  # fmt: skip
+    """The call's tries: in the compiled kernels (:class:`.ik_kernel.Tries`) where this process runs them and the
+    robot and goal suit them, else the interpreted loop (:class:`_InterpretedTries`); both run the same steps."""
+    model = robot.model
+    params = project.lm_params(desired)
+    if params is not None and config.method == "jacobian" and model.nv > 0:
+        chain = ik_kernel.kernel_chain(model, fid)
+        if chain is not None and ik_kernel.ready() is not None:
+            crossable, settings = kernel_arguments(model, config)
+            fixed = q_init if q_init is not None and not free.all() else None
+            return ik_kernel.Tries(chain, params, model.lowerPositionLimit, model.upperPositionLimit, crossable,
+                                   ~free, settings, _limits(config), (*robot.sample_box, config.start_candidates),
+                                   q_init, fixed, rng, config.max_n_tries)  # fmt: skip
+    return _InterpretedTries(robot, fid, desired, project, (project.lm_terms(desired), params), rng, config, q_init,
+                             free)  # fmt: skip
+
+
+_LIMITS: dict[int, tuple[IKConfig, np.ndarray]] = {}
+
+
+def _limits(config: IKConfig) -> np.ndarray:
+    """The give-up rule's settings as the compiled tries take them (kept per config: configs are immutable)."""
+    seen = _LIMITS.get(id(config))
+    if seen is None or seen[0] is not config:
+        c = config
+        values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
+        if len(_LIMITS) > 256:
+            _LIMITS.clear()
+        seen = _LIMITS[id(config)] = (config, np.array(values, dtype=float))
+    return seen[1]
+
+
+class _InterpretedTries:
+    """An IK call's tries in the interpreter, one at a time (the interface of :class:`.ik_kernel.Tries`)."""
+
+    def __init__(self, robot: PinRobot, fid: int, desired: np.ndarray, project: Any, goal: tuple[Any, Any],
+                 rng: np.random.Generator, config: IKConfig, q_init: np.ndarray | None,
+                 free: np.ndarray) -> None:  # fmt: skip
+        self.robot, self.fid, self.desired, self.project, self.goal = robot, fid, desired, project, goal
+        self.rng, self.config, self.q_init, self.free = rng, config, q_init, free
+        self.plateau = _Plateau(config)
+        self.tries = self.iterations = 0
+        self.best_q: np.ndarray | None = None
+        self.best_res = math.inf
+        self.q, self.T = np.empty(0), np.empty((4, 4))
+        self.done = False
+
+    def next_found(self) -> bool:
+        """Run tries until one converges (True: its ``q`` and pose ``T``), or the tries run out or the give-up rule
+        stops them (False)."""
+        robot, fid, config, free = self.robot, self.fid, self.config, self.free
+        while not self.done and self.tries < config.max_n_tries:
+            first = self.q_init if self.tries == 0 else None
+            self.tries += 1
+            q = _try_start(robot, fid, self.goal, self.rng, config, first, free, self.q_init)
+            q, cost, T, used, cut = _descend(robot, fid, self.desired, self.project, q, free, config, self.goal)
+            self.iterations += used
+            if cost < self.best_res:
+                self.best_q, self.best_res = q.copy(), cost
+            if cost > CONVERGED:
+                self.done = self.plateau.stop(self.best_res, cut)  # every try ends in a local minimum far away
+                continue
+            self.q, self.T = q, T
+            return True
+        return False
+
+    def refused(self) -> None:
+        """The last converged try does not meet the tolerance: it counts as a failed try for the give-up rule."""
+        self.done = self.plateau.stop(self.best_res, False)
 
 
 @dataclass

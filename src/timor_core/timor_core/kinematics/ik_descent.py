@@ -15,13 +15,14 @@ from timor_core.common import compiled
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
 
-__all__ = ["CONVERGED", "LWA", "free_joints", "lm_descend", "scipy_descend", "spd_solve"]
+__all__ = ["CONVERGED", "LWA", "free_joints", "kernel_arguments", "lm_descend", "scipy_descend", "spd_solve"]
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 CONVERGED = 1e-18
 """Squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)."""
 
 _EYE = np.eye(6)  # read only
+_ALL_FREE: dict[int, np.ndarray] = {}
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports the IK)
 IKConfig = Any  # timor_core.kinematics.ik.IKConfig (it imports this module)
 
@@ -34,9 +35,14 @@ def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
-    """The joints the solver may move (all without a mask); a mask that freezes joints needs q_init."""
+    """The joints the solver may move (all without a mask: a shared read-only array); a mask that freezes joints
+    needs q_init."""
     if mask is None:
-        return np.ones(dof, dtype=bool)
+        free = _ALL_FREE.get(dof)
+        if free is None:
+            free = _ALL_FREE[dof] = np.ones(dof, dtype=bool)
+            free.flags.writeable = False
+        return free
     free = np.asarray(mask)
     if free.shape != (dof,) or free.dtype != bool:
         raise InputError(f"joint_mask must be {dof} booleans", value=np.asarray(mask).tolist())
@@ -81,6 +87,13 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         pin.forwardKinematics(model, data, q)
         pin.updateFramePlacement(model, data, fid)
     return q, cost, data.oMf[fid].homogeneous, iterations, cut
+
+
+def kernel_arguments(model: pin.Model, config: IKConfig) -> tuple[np.ndarray, np.ndarray]:
+    """What the compiled descents take besides the chain and the goal: the joints that may cross the narrow gap
+    between their limits, and the descent's settings."""
+    crossable = _crossable(model, config.max_step)
+    return (np.zeros(model.nv, dtype=bool) if crossable is None else crossable), _settings(config)
 
 
 _SETTINGS: dict[int, tuple[Any, np.ndarray]] = {}

@@ -22,7 +22,17 @@ import numpy as np
 
 from timor_core.common import compiled
 
-__all__ = ["KernelChain", "descend", "kernel_chain", "kernels", "load", "ready", "start_index"]
+__all__ = [
+    "KernelChain",
+    "Tries",
+    "descend",
+    "kernel_chain",
+    "kernels",
+    "load",
+    "ready",
+    "start_index",
+    "tries_kernels",
+]
 
 _AXES = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2, "JointModelRevoluteUnaligned": 3}
 
@@ -81,8 +91,17 @@ def kernels() -> Any:
     """The compiled kernels (:mod:`.ik_jit`; numba and the kernels loaded on the first call)."""
     from timor_core.kinematics import ik_jit  # noqa: PLC0415 (loaded by the rule of timor_core.common.compiled)
 
+    tries_kernels()
     compiled.mark_loaded()
     return ik_jit
+
+
+@functools.cache
+def tries_kernels() -> Any:
+    """The compiled tries in a row (:mod:`.ik_jit_tries`), loaded with :func:`kernels`."""
+    from timor_core.kinematics import ik_jit_tries  # noqa: PLC0415 (as ik_jit)
+
+    return ik_jit_tries
 
 
 def ready() -> Any:
@@ -99,6 +118,21 @@ def load() -> None:
     descend(jit, chain, params, np.zeros(1), np.full(1, -1.0), np.ones(1), np.zeros(1, bool), np.zeros(1, bool),
             np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]))  # fmt: skip
     jit.best_start(_tuple(chain), np.zeros((2, 1)), params)
+    Tries(
+        chain,
+        params,
+        np.full(1, -1.0),
+        np.ones(1),
+        np.zeros(1, bool),
+        np.zeros(1, bool),
+        np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]),
+        np.array([20, 0.9, 0.01, 5, 0.2]),
+        (np.full(1, -1.0), np.full(1, 2.0), 2),
+        np.zeros(1),
+        None,
+        np.random.default_rng(0),
+        2,
+    ).next_found()
 
 
 Descent = tuple[np.ndarray, float, np.ndarray, int, bool]
@@ -121,3 +155,64 @@ def start_index(jit: Any, chain: KernelChain, candidates: np.ndarray, params: np
 
 def _tuple(chain: KernelChain) -> tuple[Any, ...]:
     return chain.placements, chain.kinds, chain.axes, chain.tool, chain.moving
+
+
+_EMPTY = np.empty(0)
+
+
+class Tries:
+    """An IK call's tries run by the compiled kernels (:mod:`.ik_jit_tries`) in batches of 1, 2, 4, ... 16 tries,
+    each try's random candidates drawn by one ``rng.random`` per batch: the same numbers, in the same order, as the
+    interpreted loop's draw per try, and the generator put back to just after the draws the tries used (a batch
+    that ends early re-draws only those), so the generator ends where the interpreted loop leaves it."""
+
+    def __init__(self, chain: KernelChain, params: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                 crossable: np.ndarray, frozen: np.ndarray, settings: np.ndarray, limits: np.ndarray,
+                 sampling: tuple[np.ndarray, np.ndarray, int], first: np.ndarray | None, fixed: np.ndarray | None,
+                 rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
+        n = len(lower)
+        self.kernel = tries_kernels().run_tries
+        self.fixed = (_tuple(chain), lower, upper, crossable, frozen, params, settings, limits)
+        self.first = _EMPTY if first is None else np.ascontiguousarray(first, dtype=float)
+        self.hold = _EMPTY if fixed is None else np.ascontiguousarray(fixed, dtype=float)
+        self.sample_lo, self.sample_span, self.k = sampling
+        self.rng, self.max_tries, self.batch = rng, max_tries, 1
+        self.state = np.array([math.inf, 0.0, 0.0, math.inf])  # plateau reference, counts, best squared residual
+        self.best_q, self.q, self.T = np.zeros(n), np.empty(n), np.empty((4, 4))
+        self.tries = self.iterations = 0
+        self.done = False
+
+    @property
+    def best_res(self) -> float:
+        """The least squared residual of the tries so far (inf before the first)."""
+        return float(self.state[3])
+
+    def next_found(self) -> bool:
+        """Run tries until one converges (True: its ``q`` and pose ``T``), or the tries run out or the give-up rule
+        stops them (False)."""
+        while not self.done and self.tries < self.max_tries:
+            size = min(self.batch, self.max_tries - self.tries, 16)
+            self.batch = size * 2
+            use_first = 1 if self.tries == 0 and len(self.first) else 0
+            m = size - use_first
+            generator = self.rng.bit_generator
+            saved = generator.state if size > 1 else None
+            shape = (m, self.k, len(self.q))
+            candidates = self.sample_lo + self.sample_span * self.rng.random(shape)
+            status, used, iterations = self.kernel(*self.fixed, self.first if use_first else _EMPTY, self.hold,
+                                                   candidates, self.state, self.best_q, self.q, self.T)  # fmt: skip
+            self.tries += used
+            self.iterations += iterations
+            if used - use_first < m and saved is not None:  # back to just after the draws the tries used
+                generator.state = saved
+                self.rng.random((used - use_first, self.k, len(self.q)))
+            if status == 2:
+                self.done = True
+            elif status == 1:
+                return True
+        return False
+
+    def refused(self) -> None:
+        """The last converged try does not meet the tolerance: it counts as a failed try for the give-up rule."""
+        if tries_kernels().plateau_stop(self.state, self.fixed[7], False):
+            self.done = True
