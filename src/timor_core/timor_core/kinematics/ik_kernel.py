@@ -54,8 +54,8 @@ _CHAINS: dict[tuple[int, int], tuple[Any, KernelChain | None]] = {}
 
 
 def kernel_chain(model: Any, fid: int) -> KernelChain | None:
-    """The chain of a Pinocchio model up to frame ``fid``, or None if the model is not a serial chain of one-DOF
-    revolute joints (then the interpreted descent runs). Kept per model and frame (it holds the model)."""
+    """The chain of a Pinocchio model up to frame ``fid``, or None if the joints up to it are not a serial chain of
+    one-DOF revolute joints (then the interpreted descent runs). Kept per model and frame (it holds the model)."""
     key = (id(model), fid)
     seen = _CHAINS.get(key)
     if seen is not None and seen[0] is model:
@@ -68,20 +68,24 @@ def kernel_chain(model: Any, fid: int) -> KernelChain | None:
 
 
 def _chain_of(model: Any, fid: int) -> KernelChain | None:
+    """The joints up to the frame's must be revolute, each the child of the one before; joints after it (a
+    gripper's fingers, say: they do not move the frame) may be any one-DOF joints, their Jacobian columns zero."""
     n = model.njoints - 1
-    if n < 1 or model.nq != n or model.nv != n:
+    frame = model.frames[fid]
+    moving = int(frame.parentJoint)
+    if n < 1 or model.nq != n or model.nv != n or moving < 1:
         return None
-    kinds, axes = np.zeros(n, dtype=np.int64), np.zeros((n, 3))
+    kinds, axes = np.full(n, 2, dtype=np.int64), np.tile(np.eye(3)[2], (n, 1))
     for k, joint in enumerate(model.joints[1:]):
+        if joint.idx_q != k or joint.nq != 1 or joint.nv != 1:
+            return None
+        if k >= moving:  # does not move the frame
+            continue
         kind = _AXES.get(joint.shortname())
-        if kind is None or model.parents[k + 1] != k or joint.idx_q != k:
+        if kind is None or model.parents[k + 1] != k:
             return None
         kinds[k] = kind
         axes[k] = np.asarray(joint.extract().axis, dtype=float) if kind == 3 else np.eye(3)[kind]
-    frame = model.frames[fid]
-    moving = int(frame.parentJoint)
-    if moving < 1:
-        return None
     placements = np.array([model.jointPlacements[k].homogeneous for k in range(1, n + 1)])
     return KernelChain(placements, kinds, axes, np.array(frame.placement.homogeneous), moving)
 
