@@ -167,7 +167,7 @@ def solve_ik(
     found: list[tuple[float, np.ndarray]] = []  # (custom cost, q) of valid solutions
     while tries.next_found():
         q = tries.q
-        if not project.valid(desired, tries.T):
+        if not tries.checked and not project.valid(desired, tries.T):
             tries.refused()
             continue
         cause = _rejection(robot, q, checker, torque_limits)
@@ -190,33 +190,49 @@ def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np
            q_init: np.ndarray | None, free: np.ndarray) -> Any:  # fmt: skip
     """The call's tries: in the compiled kernels (:class:`.ik_kernel.Tries`) where this process runs them and the
     robot and goal suit them, else the interpreted loop (:class:`_InterpretedTries`); both run the same steps."""
-    model = robot.model
     params = project.lm_params(desired)
-    if params is not None and config.method == "jacobian" and model.nv > 0:
-        chain = ik_kernel.kernel_chain(model, fid)
-        if chain is not None and ik_kernel.ready() is not None:
-            crossable, settings = kernel_arguments(model, config)
+    if params is not None:
+        route = _route(robot, fid, config, project)
+        if route is not None and ik_kernel.ready() is not None:
             fixed = q_init if q_init is not None and not free.all() else None
-            return ik_kernel.Tries(chain, params, model.lowerPositionLimit, model.upperPositionLimit, crossable,
-                                   ~free, settings, _limits(config), (*robot.sample_box, config.start_candidates),
-                                   q_init, fixed, rng, config.max_n_tries)  # fmt: skip
+            frozen = ~free if fixed is not None else _NONE_FROZEN.get(robot.dof)
+            if frozen is None:
+                frozen = _NONE_FROZEN[robot.dof] = np.zeros(robot.dof, dtype=bool)
+            return ik_kernel.Tries(route, params, frozen, q_init, fixed, rng, config.max_n_tries)
     return _InterpretedTries(robot, fid, desired, project, (project.lm_terms(desired), params), rng, config, q_init,
                              free)  # fmt: skip
 
 
-_LIMITS: dict[int, tuple[IKConfig, np.ndarray]] = {}
+_NONE_FROZEN: dict[int, np.ndarray] = {}  # per number of joints: none frozen (never written)
+_ROUTES: dict[tuple[int, int, int, int], tuple[Any, IKConfig, Any, ik_kernel.Route | None]] = {}
+
+
+def _route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kernel.Route | None:
+    """The compiled tries' arguments for a robot, frame, config and tolerance (None where the kernels do not handle
+    them). Kept per robot, frame, config and projector (held, so their ids stay theirs)."""
+    key = (id(robot), fid, id(config), id(project))
+    seen = _ROUTES.get(key)
+    if seen is not None and seen[0] is robot and seen[1] is config and seen[2] is project:
+        return seen[3]
+    model = robot.model
+    route = None
+    chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
+    if chain is not None:
+        crossable, settings = kernel_arguments(model, config)
+        route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
+                                _limits(config), project.valid_bounds(), *robot.sample_box,
+                                config.start_candidates)  # fmt: skip
+    if len(_ROUTES) > 64:
+        _ROUTES.clear()
+    _ROUTES[key] = (robot, config, project, route)
+    return route
 
 
 def _limits(config: IKConfig) -> np.ndarray:
-    """The give-up rule's settings as the compiled tries take them (kept per config: configs are immutable)."""
-    seen = _LIMITS.get(id(config))
-    if seen is None or seen[0] is not config:
-        c = config
-        values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
-        if len(_LIMITS) > 256:
-            _LIMITS.clear()
-        seen = _LIMITS[id(config)] = (config, np.array(values, dtype=float))
-    return seen[1]
+    """The give-up rule's settings as the compiled tries take them."""
+    c = config
+    values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
+    return np.array(values, dtype=float)
 
 
 class _InterpretedTries:
@@ -233,6 +249,7 @@ class _InterpretedTries:
         self.best_res = math.inf
         self.q, self.T = np.empty(0), np.empty((4, 4))
         self.done = False
+        self.checked = False  # the caller checks a converged try against the tolerance
 
     def next_found(self) -> bool:
         """Run tries until one converges (True: its ``q`` and pose ``T``), or the tries run out or the give-up rule

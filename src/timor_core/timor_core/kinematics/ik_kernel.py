@@ -24,6 +24,7 @@ from timor_core.common import compiled
 
 __all__ = [
     "KernelChain",
+    "Route",
     "Tries",
     "descend",
     "kernel_chain",
@@ -119,24 +120,14 @@ def load() -> None:
     chain = KernelChain(np.eye(4)[None], np.array([2]), np.array([[0.0, 0.0, 1.0]]), np.eye(4), 1)
     params = np.zeros(26)
     params[18:22] = -math.inf, math.inf, -math.inf, math.inf
+    params[3:12] = np.eye(3).reshape(9)
     descend(jit, chain, params, np.zeros(1), np.full(1, -1.0), np.ones(1), np.zeros(1, bool), np.zeros(1, bool),
             np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]))  # fmt: skip
     jit.best_start(_tuple(chain), np.zeros((2, 1)), params)
-    Tries(
-        chain,
-        params,
-        np.full(1, -1.0),
-        np.ones(1),
-        np.zeros(1, bool),
-        np.zeros(1, bool),
-        np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]),
-        np.array([20, 0.9, 0.01, 5, 0.2]),
-        (np.full(1, -1.0), np.full(1, 2.0), 2),
-        np.zeros(1),
-        None,
-        np.random.default_rng(0),
-        2,
-    ).next_found()
+    limits, none = np.array([20, 0.9, 0.01, 5, 0.2]), np.zeros(1, bool)
+    route = Route(chain, np.full(1, -1.0), np.ones(1), none, np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]), limits,
+                  np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0]), np.full(1, -1.0), np.full(1, 2.0), 2)  # fmt: skip
+    Tries(route, params, none, np.zeros(1), None, np.random.default_rng(0), 2).next_found()
 
 
 Descent = tuple[np.ndarray, float, np.ndarray, int, bool]
@@ -164,22 +155,41 @@ def _tuple(chain: KernelChain) -> tuple[Any, ...]:
 _EMPTY = np.empty(0)
 
 
+@dataclass(frozen=True)
+class Route:
+    """What the compiled tries of one robot, frame, IKConfig and tolerance take besides the goal: the chain, the
+    joint limits, the joints that may cross the gap between their limits, the descent's and the give-up rule's
+    settings, the tolerance test (``Projector.valid_bounds``) and the random starts' box and count."""
+
+    chain: KernelChain
+    lower: np.ndarray
+    upper: np.ndarray
+    crossable: np.ndarray
+    settings: np.ndarray
+    limits: np.ndarray
+    bounds: np.ndarray
+    sample_lo: np.ndarray
+    sample_span: np.ndarray
+    candidates: int
+
+
 class Tries:
     """An IK call's tries run by the compiled kernels (:mod:`.ik_jit_tries`) in batches of 1, 2, 4, ... 16 tries,
     each try's random candidates drawn by one ``rng.random`` per batch: the same numbers, in the same order, as the
     interpreted loop's draw per try, and the generator put back to just after the draws the tries used (a batch
     that ends early re-draws only those), so the generator ends where the interpreted loop leaves it."""
 
-    def __init__(self, chain: KernelChain, params: np.ndarray, lower: np.ndarray, upper: np.ndarray,
-                 crossable: np.ndarray, frozen: np.ndarray, settings: np.ndarray, limits: np.ndarray,
-                 sampling: tuple[np.ndarray, np.ndarray, int], first: np.ndarray | None, fixed: np.ndarray | None,
-                 rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
-        n = len(lower)
+    def __init__(self, route: Route, params: np.ndarray, frozen: np.ndarray, first: np.ndarray | None,
+                 fixed: np.ndarray | None, rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
+        n = len(route.lower)
         self.kernel = tries_kernels().run_tries
-        self.fixed = (_tuple(chain), lower, upper, crossable, frozen, params, settings, limits)
+        r = route
+        self.fixed = (_tuple(r.chain), r.lower, r.upper, r.crossable, frozen, params, r.settings, r.limits, r.bounds,
+                      r.sample_lo, r.sample_span)  # fmt: skip
+        self.checked = r.bounds[0] != 0.0  # the kernel checks a converged try against the tolerance
         self.first = _EMPTY if first is None else np.ascontiguousarray(first, dtype=float)
         self.hold = _EMPTY if fixed is None else np.ascontiguousarray(fixed, dtype=float)
-        self.sample_lo, self.sample_span, self.k = sampling
+        self.shape = (r.candidates, n)
         self.rng, self.max_tries, self.batch = rng, max_tries, 1
         self.state = np.array([math.inf, 0.0, 0.0, math.inf])  # plateau reference, counts, best squared residual
         self.best_q, self.q, self.T = np.zeros(n), np.empty(n), np.empty((4, 4))
@@ -192,8 +202,8 @@ class Tries:
         return float(self.state[3])
 
     def next_found(self) -> bool:
-        """Run tries until one converges (True: its ``q`` and pose ``T``), or the tries run out or the give-up rule
-        stops them (False)."""
+        """Run tries until one converges within the tolerance (True: its ``q`` and pose ``T``), or the tries run
+        out or the give-up rule stops them (False)."""
         while not self.done and self.tries < self.max_tries:
             size = min(self.batch, self.max_tries - self.tries, 16)
             self.batch = size * 2
@@ -201,15 +211,14 @@ class Tries:
             m = size - use_first
             generator = self.rng.bit_generator
             saved = generator.state if size > 1 else None
-            shape = (m, self.k, len(self.q))
-            candidates = self.sample_lo + self.sample_span * self.rng.random(shape)
-            status, used, iterations = self.kernel(*self.fixed, self.first if use_first else _EMPTY, self.hold,
-                                                   candidates, self.state, self.best_q, self.q, self.T)  # fmt: skip
+            draws = self.rng.random((m, *self.shape))
+            status, used, iterations = self.kernel(*self.fixed, self.first if use_first else _EMPTY, self.hold, draws,
+                                                   self.state, self.best_q, self.q, self.T)  # fmt: skip
             self.tries += used
             self.iterations += iterations
             if used - use_first < m and saved is not None:  # back to just after the draws the tries used
                 generator.state = saved
-                self.rng.random((used - use_first, self.k, len(self.q)))
+                self.rng.random((used - use_first, *self.shape))
             if status == 2:
                 self.done = True
             elif status == 1:

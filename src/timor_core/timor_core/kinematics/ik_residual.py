@@ -110,6 +110,16 @@ class Projector:
                 return False
         return True
 
+    def valid_bounds(self) -> np.ndarray:
+        """``valid``'s test as the compiled tries take it: [1, r_sph's bounds, Theta_R's bounds (each widened by the
+        slack; ±inf where not given), 1 if Theta_R is given] for r_sph/Theta_R goals, [0, ...] (not theirs) else."""
+        if not self.sphere_cone:
+            return np.zeros(6)
+        sph = self.sph_bounds if self.sph_bounds is not None else (-math.inf, math.inf)
+        theta = self.theta_bounds if self.theta_bounds is not None else (-math.inf, math.inf)
+        return np.array([1.0, sph[0] - VALID_SLACK, sph[1] + VALID_SLACK, theta[0] - VALID_SLACK,
+                         theta[1] + VALID_SLACK, float(self.theta_bounds is not None)])  # fmt: skip
+
     def weighted(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(residual, g): g is the diagonal of G, the weights of the components not yet satisfied."""
         if self.sphere_cone:
