@@ -23,6 +23,7 @@ import numpy as np
 from timor_core.common import compiled
 
 __all__ = [
+    "LARGEST_BATCH",
     "KernelChain",
     "Route",
     "Tries",
@@ -153,6 +154,8 @@ def _tuple(chain: KernelChain) -> tuple[Any, ...]:
 
 
 _EMPTY = np.empty(0)
+LARGEST_BATCH = 16
+"""Most tries one call of the compiled tries runs (more: fewer calls into the kernel, more draws to take back)."""
 
 
 @dataclass(frozen=True)
@@ -174,10 +177,10 @@ class Route:
 
 
 class Tries:
-    """An IK call's tries run by the compiled kernels (:mod:`.ik_jit_tries`) in batches of 1, 2, 4, ... 16 tries,
-    each try's random candidates drawn by one ``rng.random`` per batch: the same numbers, in the same order, as the
-    interpreted loop's draw per try, and the generator put back to just after the draws the tries used (a batch
-    that ends early re-draws only those), so the generator ends where the interpreted loop leaves it."""
+    """An IK call's tries run by the compiled kernels (:mod:`.ik_jit_tries`) in batches of 1, 2, 4, ... tries (at
+    most ``LARGEST_BATCH``), each try's random candidates drawn by one ``rng.random`` per batch: the same numbers, in
+    the same order, as the interpreted loop's draw per try, and the generator put back to just after the draws the
+    tries used (a batch that ends early re-draws only those), so the generator ends where that loop leaves it."""
 
     def __init__(self, route: Route, params: np.ndarray, frozen: np.ndarray, first: np.ndarray | None,
                  fixed: np.ndarray | None, rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
@@ -190,7 +193,7 @@ class Tries:
         self.first = _EMPTY if first is None else np.ascontiguousarray(first, dtype=float)
         self.hold = _EMPTY if fixed is None else np.ascontiguousarray(fixed, dtype=float)
         self.shape = (r.candidates, n)
-        self.rng, self.max_tries, self.batch = rng, max_tries, 1
+        self.rng, self.max_tries, self.batch, self.largest_batch = rng, max_tries, 1, LARGEST_BATCH
         self.state = np.array([math.inf, 0.0, 0.0, math.inf])  # plateau reference, counts, best squared residual
         self.best_q, self.q, self.T = np.zeros(n), np.empty(n), np.empty((4, 4))
         self.tries = self.iterations = 0
@@ -205,7 +208,7 @@ class Tries:
         """Run tries until one converges within the tolerance (True: its ``q`` and pose ``T``), or the tries run
         out or the give-up rule stops them (False)."""
         while not self.done and self.tries < self.max_tries:
-            size = min(self.batch, self.max_tries - self.tries, 16)
+            size = min(self.batch, self.max_tries - self.tries, self.largest_batch)
             self.batch = size * 2
             use_first = 1 if self.tries == 0 and len(self.first) else 0
             m = size - use_first
