@@ -404,9 +404,12 @@ def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance:
         if len(_SLACK) > 256:
             _SLACK.clear()
         slack = _SLACK[id(tolerance)] = (tolerance, position_slack(tolerance))
-    base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else (0.0, 0.0, 0.0)
-    distance = math.dist(desired[:3, 3].tolist(), base)
-    return max(0.0, distance - robot.reach(fid) - slack[1])
+    sphere = robot.__dict__.setdefault("_ik_reach_sphere", {}).get(fid)  # kept on the robot, as its reach()
+    if sphere is None:
+        base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else [0.0, 0.0, 0.0]
+        sphere = robot.__dict__["_ik_reach_sphere"][fid] = (base, robot.reach(fid))
+    distance = math.dist(desired[:3, 3].tolist(), sphere[0])
+    return max(0.0, distance - sphere[1] - slack[1])
 
 
 _SLACK: dict[int, tuple[Any, float]] = {}
