@@ -212,11 +212,14 @@ def _judge(spec: dict, results: list[dict]) -> list[bool]:
 
 
 def _run_worker(python: str, side: str, spec: dict) -> list[dict]:
-    # ours: the timor_core of this checkout (not whichever one is installed); the reference: its venv and the shim
-    path = [str(REPO / "src" / "timor_core"), str(HERE)] if side == "ours" else [str(HERE), str(SHIM)]
+    # ours: the timor_core of this checkout (not whichever one is installed), "before": the one of --before; the
+    # reference: its venv and the shim
+    library = {"ours": str(REPO / "src" / "timor_core"), "before": spec.get("before")}.get(side)
+    path = [library, str(HERE)] if library else [str(HERE), str(SHIM)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-    proc = subprocess.run([python, __file__, "--worker", side], input=json.dumps(spec), capture_output=True,
-                          text=True, env=env, timeout=3600, cwd=str(SHIM if side != "ours" else REPO))  # fmt: skip
+    worker = "ours" if library else side
+    proc = subprocess.run([python, __file__, "--worker", worker], input=json.dumps(spec), capture_output=True,
+                          text=True, env=env, timeout=3600, cwd=str(REPO if library else SHIM))  # fmt: skip
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -327,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
                              "rule (after 0.5 s of interpreted IK)")  # fmt: skip
     parser.add_argument("--python-ik", action="store_true", help="also the reference's Python IK (slow)")
     parser.add_argument("--no-ref", action="store_true", help="ours only")
+    parser.add_argument("--before", metavar="PATH", help="also this timor_core (a src/timor_core folder), as 'before'")
     parser.add_argument("--ref-python", default=str(REPO.parent / "refvenv" / "bin" / "python"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", choices=("ours", "ref-python", "ref-cpp"), help=argparse.SUPPRESS)
@@ -341,8 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"IMPROV not found at {IMPROV}")
     robots = robot_specs(robots_share(), args.sets.split(","))
     goals, far = _goals(robots, args.goals, args.unreachable, args.seed)
-    spec = {"robots": robots, "goals": goals, "unreachable": far, "kernels": args.kernels}
+    spec = {"robots": robots, "goals": goals, "unreachable": far, "kernels": args.kernels, "before": args.before}
     pythons = {"ours": sys.executable}
+    if args.before:
+        pythons["before"] = sys.executable
     if not args.no_ref:
         pythons["ref-cpp"] = args.ref_python
         if args.python_ik:
