@@ -333,10 +333,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", metavar="PATH", help="also this timor_core (a src/timor_core folder), as 'before'")
     parser.add_argument("--ref-python", default=str(REPO.parent / "refvenv" / "bin" / "python"))
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--worker", choices=("ours", "ref-python", "ref-cpp"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker",
+        choices=("ours", "ref-python", "ref-cpp"),
+        help="run one side on the spec (stdin or --spec) and print its results as JSON",
+    )
+    parser.add_argument("--spec", metavar="FILE", help="with --worker: the spec from this file (see --write-spec)")
+    parser.add_argument("--write-spec", metavar="FILE", help="write the workers' spec (robots, goals) here, then stop")
     args = parser.parse_args(argv)
     if args.worker:
-        spec = json.loads(sys.stdin.read())
+        spec = json.loads(Path(args.spec).read_text() if args.spec else sys.stdin.read())
         methods = {"ref-cpp": "jacobian_cpp", "ref-python": "jacobian"}
         out = _ours(spec) if args.worker == "ours" else _ref(spec, methods[args.worker])
         print(json.dumps(out))
@@ -346,6 +352,9 @@ def main(argv: list[str] | None = None) -> int:
     robots = robot_specs(robots_share(), args.sets.split(","))
     goals, far = _goals(robots, args.goals, args.unreachable, args.seed)
     spec = {"robots": robots, "goals": goals, "unreachable": far, "kernels": args.kernels, "before": args.before}
+    if args.write_spec:  # for timing whole worker processes with an outside tool
+        Path(args.write_spec).write_text(json.dumps(spec))
+        return 0
     pythons = {"ours": sys.executable}
     if args.before:
         pythons["before"] = sys.executable
