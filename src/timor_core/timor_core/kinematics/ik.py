@@ -219,8 +219,9 @@ def _route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kern
     chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
     if chain is not None:
         crossable, settings = kernel_arguments(model, config)
+        sample_lo, sample_span = robot.sample_box
         route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
-                                _limits(config), project.valid_bounds(), *robot.sample_box,
+                                _limits(config), project.valid_bounds(), sample_lo, sample_span,
                                 config.start_candidates)  # fmt: skip
     if len(_ROUTES) > 64:
         _ROUTES.clear()
