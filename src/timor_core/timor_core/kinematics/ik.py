@@ -174,7 +174,7 @@ def solve_ik(
         if cause is not None:
             rejections[cause] += 1
         elif cost_function is None:
-            return _Progress(tries.tries, tries.iterations, rejections=rejections).result(q.copy(), True)
+            return IKResult(q.copy(), True, "", tries.tries, tries.iterations, 0.0, dict(rejections))
         else:
             found.append((float(cost_function(robot, q.copy(), desired)), q.copy()))
             if len(found) >= config.solutions:
