@@ -209,12 +209,13 @@ _ROUTES: dict[tuple[int, int, int, int], tuple[Any, IKConfig, Any, ik_kernel.Rou
 
 def _route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kernel.Route | None:
     """The compiled tries' arguments for a robot, frame, config and tolerance (None where the kernels do not handle
-    them). Kept per robot, frame, config and projector (held, so their ids stay theirs)."""
-    key = (id(robot), fid, id(config), id(project))
-    seen = _ROUTES.get(key)
-    if seen is not None and seen[0] is robot and seen[1] is config and seen[2] is project:
-        return seen[3]
+    them). Kept per model (a robot's own), frame, config and projector (held, so their ids stay theirs; the robot
+    itself is not held)."""
     model = robot.model
+    key = (id(model), fid, id(config), id(project))
+    seen = _ROUTES.get(key)
+    if seen is not None and seen[0] is model and seen[1] is config and seen[2] is project:
+        return seen[3]
     route = None
     chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
     if chain is not None:
@@ -225,7 +226,7 @@ def _route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kern
                                 config.start_candidates)  # fmt: skip
     if len(_ROUTES) > 64:
         _ROUTES.clear()
-    _ROUTES[key] = (robot, config, project, route)
+    _ROUTES[key] = (model, config, project, route)
     return route
 
 
