@@ -21,6 +21,7 @@ from timor_core.common import compiled
 from timor_core.kinematics import ik_kernel
 from timor_core.kinematics.ik import IKConfig, outside_workspace
 from timor_core.kinematics.ik_descent import LWA
+from timor_core.kinematics.ik_residual import projector
 from timor_core.kinematics.tolerance import tolerance_from_json
 
 TOLERANCES = {
@@ -198,3 +199,35 @@ def test_goals_beyond_the_reach_bound_are_refused_without_iterating(name):
             goal[:3, 3] = base + ray / np.linalg.norm(ray) * robot.reach() * rng.uniform(1.01, 2.0)
             result = robot.ik(goal, tolerance=TOLERANCES["sphere_cone"], rng=0, details=True)
             assert not result.success and result.reason.startswith("unreachable") and result.iterations == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    sph=st.sampled_from([None, (0.0, 0.001), (0.002, 0.004)]),
+    theta=st.sampled_from([None, (0.0, math.radians(1.0)), (0.1, 0.3), (0.0, math.pi)]),
+)
+def test_the_kernels_tolerance_test_is_valids(seed, sph, theta):
+    """``ik_jit_tries.within`` (a converged try's check inside the kernel) = ``Projector.valid``, on poses spread
+    around the bounds of r_sph/Theta_R tolerances."""
+    if sph is None and theta is None:
+        return
+    names, intervals = [], []
+    for name, bounds in (("r_sph", sph), ("Theta_R", theta)):
+        if bounds is not None:
+            names.append(name)
+            intervals.append(list(bounds))
+    project = projector(tolerance_from_json(names, intervals), 1e-7)
+    within = ik_kernel.tries_kernels().within
+    bounds = project.valid_bounds()
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        desired = np.eye(4)
+        desired[:3, :3], desired[:3, 3] = pin.exp3(rng.normal(size=3)), rng.normal(size=3)
+        real = desired.copy()
+        axis = rng.normal(size=3)
+        angle = rng.choice([rng.uniform(0, 0.4), math.radians(1.0) * rng.uniform(0.98, 1.02), 0.1, 0.3])
+        real[:3, :3] = pin.exp3(axis / np.linalg.norm(axis) * angle) @ desired[:3, :3]
+        offset = rng.normal(size=3)
+        real[:3, 3] += offset / np.linalg.norm(offset) * rng.choice([0.0, 0.001, 0.002, 0.004, rng.uniform(0, 0.005)])
+        assert within(real, project.lm_params(desired), bounds) == project.valid(desired, real)
