@@ -20,7 +20,14 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
-from timor_core.kinematics.ik_descent import CONVERGED, free_joints, kernel_arguments, lm_descend, scipy_descend
+from timor_core.kinematics.ik_descent import (
+    CONVERGED,
+    compiled_route,
+    free_joints,
+    lm_descend,
+    none_frozen,
+    scipy_descend,
+)
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 from timor_core.kinematics.reach import position_slack
 
@@ -192,49 +199,13 @@ def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np
     robot and goal suit them, else the interpreted loop (:class:`_InterpretedTries`); both run the same steps."""
     params = project.lm_params(desired)
     if params is not None:
-        route = _route(robot, fid, config, project)
+        route = compiled_route(robot, fid, config, project)
         if route is not None and ik_kernel.ready() is not None:
             fixed = q_init if q_init is not None and not free.all() else None
-            frozen = ~free if fixed is not None else _NONE_FROZEN.get(robot.dof)
-            if frozen is None:
-                frozen = _NONE_FROZEN[robot.dof] = np.zeros(robot.dof, dtype=bool)
+            frozen = ~free if fixed is not None else none_frozen(robot.dof)
             return ik_kernel.Tries(route, params, frozen, q_init, fixed, rng, config.max_n_tries)
     return _InterpretedTries(robot, fid, desired, project, (project.lm_terms(desired), params), rng, config, q_init,
                              free)  # fmt: skip
-
-
-_NONE_FROZEN: dict[int, np.ndarray] = {}  # per number of joints: none frozen (never written)
-_ROUTES: dict[tuple[int, int, int, int], tuple[Any, IKConfig, Any, ik_kernel.Route | None]] = {}
-
-
-def _route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kernel.Route | None:
-    """The compiled tries' arguments for a robot, frame, config and tolerance (None where the kernels do not handle
-    them). Kept per model (a robot's own), frame, config and projector (held, so their ids stay theirs; the robot
-    itself is not held)."""
-    model = robot.model
-    key = (id(model), fid, id(config), id(project))
-    seen = _ROUTES.get(key)
-    if seen is not None and seen[0] is model and seen[1] is config and seen[2] is project:
-        return seen[3]
-    route = None
-    chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
-    if chain is not None:
-        crossable, settings = kernel_arguments(model, config)
-        sample_lo, sample_span = robot.sample_box
-        route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
-                                _limits(config), project.valid_bounds(), sample_lo, sample_span,
-                                config.start_candidates)  # fmt: skip
-    if len(_ROUTES) > 64:
-        _ROUTES.clear()
-    _ROUTES[key] = (model, config, project, route)
-    return route
-
-
-def _limits(config: IKConfig) -> np.ndarray:
-    """The give-up rule's settings as the compiled tries take them."""
-    c = config
-    values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
-    return np.array(values, dtype=float)
 
 
 class _InterpretedTries:

@@ -15,7 +15,17 @@ from timor_core.common import compiled
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
 
-__all__ = ["CONVERGED", "LWA", "free_joints", "kernel_arguments", "lm_descend", "scipy_descend", "spd_solve"]
+__all__ = [
+    "CONVERGED",
+    "LWA",
+    "compiled_route",
+    "free_joints",
+    "kernel_arguments",
+    "lm_descend",
+    "none_frozen",
+    "scipy_descend",
+    "spd_solve",
+]
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 CONVERGED = 1e-18
@@ -94,6 +104,50 @@ def kernel_arguments(model: pin.Model, config: IKConfig) -> tuple[np.ndarray, np
     between their limits, and the descent's settings."""
     crossable = _crossable(model, config.max_step)
     return (np.zeros(model.nv, dtype=bool) if crossable is None else crossable), _settings(config)
+
+
+_NONE_FROZEN: dict[int, np.ndarray] = {}
+
+
+def none_frozen(dof: int) -> np.ndarray:
+    """``dof`` times False: no joint frozen (shared, never written)."""
+    frozen = _NONE_FROZEN.get(dof)
+    if frozen is None:
+        frozen = _NONE_FROZEN[dof] = np.zeros(dof, dtype=bool)
+    return frozen
+
+
+_ROUTES: dict[tuple[int, int, int, int], tuple[Any, Any, Any, ik_kernel.Route | None]] = {}
+
+
+def compiled_route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kernel.Route | None:
+    """The compiled tries' arguments for a robot, frame, config and tolerance (None where the kernels do not handle
+    them). Kept per model (a robot's own), frame, config and projector (held, so their ids stay theirs; the robot
+    itself is not held)."""
+    model = robot.model
+    key = (id(model), fid, id(config), id(project))
+    seen = _ROUTES.get(key)
+    if seen is not None and seen[0] is model and seen[1] is config and seen[2] is project:
+        return seen[3]
+    route = None
+    chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
+    if chain is not None:
+        crossable, settings = kernel_arguments(model, config)
+        sample_lo, sample_span = robot.sample_box
+        route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
+                                _limits(config), project.valid_bounds(), sample_lo, sample_span,
+                                config.start_candidates)  # fmt: skip
+    if len(_ROUTES) > 64:
+        _ROUTES.clear()
+    _ROUTES[key] = (model, config, project, route)
+    return route
+
+
+def _limits(config: IKConfig) -> np.ndarray:
+    """The give-up rule's settings as the compiled tries take them."""
+    c = config
+    values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
+    return np.array(values, dtype=float)
 
 
 _SETTINGS: dict[int, tuple[Any, np.ndarray]] = {}
