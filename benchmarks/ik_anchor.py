@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
-"""IK against the strongest anchors (issue 17): timor_core's IK, the reference's default Python IK and its compiled
-``ik_method="jacobian_cpp"``, on five six-DOF IMPROV robots, the same reachable goals for all three, judged by one
-rule.
+"""IK against the strongest anchors (issues 17 and 38): timor_core's IK against the reference's compiled
+``ik_method="jacobian_cpp"`` (and, with ``--python-ik``, its default Python IK), on five six-DOF IMPROV robots and
+three arms of example-robot-data (UR5, Panda, xArm7), the same goals for all sides, judged by one rule.
 
-    python benchmarks/ik_anchor.py                    # 30 goals per robot, 3 rounds, about half a minute
-    python benchmarks/ik_anchor.py --goals 10 --json  # fewer goals, the full report as JSON
+    python benchmarks/ik_anchor.py                     # 8 robots x 30 goals, 3 alternating rounds, about a minute
+    python benchmarks/ik_anchor.py --goals 10 --json   # fewer goals, the full report as JSON
 
 Goals: per robot, the FK of random configurations within the joint limits and free of self-collision (our model,
-seeded). Tolerance: position within 1 mm (r_sph) and rotation within 1 deg (Theta_R). All three run with
-self-collision ignored (the reference's ``ignore_self_collisions=True``: its self-collision check calls several
-IMPROV robots colliding in every configuration; ours ``ignore_self_collision=True``, the same shortcut) and their
-defaults otherwise. The judge, the same for all three and for what they were asked: the returned q is within the
-joint limits and our FK of it is within 1 mm and 1 deg of the goal ("solved"). Beside it, for information only,
-the share of returned q that are also free of self-collision by our checker (which no side was asked for).
-``--self-collision`` runs ours with self-collision checked instead (more work on our side; the old set-up).
-Each side runs in its own process (ours on this checkout's
-src/timor_core; the reference under its venv's Python, ``--ref-python``, offline through ../shared/bench-ref), in
-``--rounds`` rounds of alternating order; times are per call, failures included, pooled over the rounds; each
-side's random generator is made outside the timed call.
+seeded): reachable by construction. Tolerance: position within 1 mm (r_sph) and rotation within 1 deg (Theta_R).
+Every side runs with self-collision ignored (the reference's ``ignore_self_collisions=True``; ours
+``ignore_self_collision=True``) and its defaults otherwise. The judge, one for all: the returned q is within the
+joint limits and our FK of it is within 1 mm and 1 deg of the goal ("solved").
+
+Unreachable goals (``--unreachable`` per robot, default 10): a reachable goal's position moved along the ray from
+the robot's base to 1.05-1.5 times our reach bound (a sound upper bound of the TCP's distance from the base: the
+sum of the link lengths), so no configuration reaches it; every side must fail them, and their time is reported
+apart (ours refuses them by that bound without iterating).
+
+Timing: per call, the wall clock (``perf_counter``) and the calling thread's CPU time (``thread_time``: a share of
+the CPU lost to other jobs on a busy machine does not count), failures included; "per solved goal" is the total
+time of the reachable goals' calls over the number solved. Each side runs in its own process (ours on this
+checkout's src/timor_core, by default with its compiled kernels loaded before the timing, as a long-lived process
+runs them: ``--kernels``; the reference under its venv's Python, ``--ref-python``, offline through
+../shared/bench-ref), in ``--rounds`` rounds of alternating order; each side's random generator is made outside
+the timed call.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,35 +44,89 @@ REPO = HERE.parent
 SHARED = REPO.parent / "shared"
 IMPROV = SHARED / "data" / "cobra" / "modules" / "IMPROV" / "modules.json"
 SHIM = SHARED / "bench-ref"
-ROBOTS = (
+IMPROV_ROBOTS = (
     ("1", "21", "4", "21", "5", "23", "7", "12"),
     ("1", "22", "14", "21", "15", "23", "13"),
     ("1", "29", "4", "22", "5", "23", "16"),
     ("1", "21", "5", "29", "4", "23", "8", "101"),
     ("1", "21", "14", "22", "6", "23", "12"),
 )
+ARMS = (  # example-robot-data: (name, URDF below share/example-robot-data/robots)
+    ("ur5", "ur_description/urdf/ur5_robot.urdf"),
+    ("panda", "panda_description/urdf/panda.urdf"),
+    ("xarm7", "xarm_description/urdf/xarm7.urdf"),
+)
 POSITION = 0.001  # m
 ANGLE = math.radians(1.0)
+
+
+def robots_share() -> Path | None:
+    """The ``share/example-robot-data`` folder of the installed package (None without it)."""
+    try:
+        files = metadata.files("example-robot-data") or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).endswith("robots/ur_description/urdf/ur5_robot.urdf"):
+            return Path(f.locate()).resolve().parents[3]
+    return None
+
+
+def robot_specs(share: Path | None, sets: list[str]) -> list[dict]:
+    """The robots to run: IMPROV assemblies and (where example-robot-data is installed) its arms."""
+    out = []
+    if "improv" in sets:
+        out += [{"name": "-".join(ids), "set": "improv", "ids": list(ids)} for ids in IMPROV_ROBOTS]
+    if "arms" in sets and share is not None:
+        out += [{"name": name, "set": "arms", "urdf": str(share / "robots" / rel), "packages": str(share.parent)}
+                for name, rel in ARMS]  # fmt: skip
+    return out
+
+
+def _our_robot(spec: dict, db):
+    from timor_core import ModuleAssembly, PinRobot
+
+    if "ids" in spec:
+        return ModuleAssembly.from_serial_modules(db, list(spec["ids"])).robot
+    return PinRobot.from_urdf(spec["urdf"], spec["packages"])
 
 
 def _ours(spec: dict) -> list[dict]:
     import numpy as np
 
-    from timor_core import ModuleAssembly, ModulesDB
+    from timor_core import ModulesDB
+    from timor_core.common import compiled
+    from timor_core.kinematics import ik_kernel
     from timor_core.kinematics.tolerance import Composed, ProjectionTolerance
 
+    if spec["kernels"] == "compiled":
+        ik_kernel.load()  # numba and the kernels, before anything is timed (a long-lived process has them)
+    elif spec["kernels"] == "interpreted":
+        compiled.use_compiled(False)
     db = ModulesDB.from_json_file(IMPROV)
     tol = Composed([ProjectionTolerance("r_sph", (0.0, POSITION)), ProjectionTolerance("Theta_R", (0.0, ANGLE))])
+    robots = [_our_robot(r, db) for r in spec["robots"]]
+
+    def call(r: int, T, k: int):
+        rng = np.random.default_rng(k)  # made outside the timing, as the reference's robot._rng below
+        return lambda: robots[r].ik(np.asarray(T), tolerance=tol, rng=rng, ignore_self_collision=True)
+
+    return _timed(spec, call)
+
+
+def _timed(spec: dict, call) -> list[dict]:
+    """Every goal's call (``call(robot, pose, k)`` makes it, untimed) timed: wall and thread CPU time, result."""
     out = []
-    for r, ids in enumerate(spec["robots"]):
-        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
-        robot.ik(np.asarray(spec["goals"][r][0]), tolerance=tol, rng=0)  # warm-up (caches, first calls)
-        for k, T in enumerate(spec["goals"][r]):
-            rng = np.random.default_rng(k)  # made outside the timing, as the reference's robot._rng below
-            t0 = time.perf_counter()
-            q, ok = robot.ik(np.asarray(T), tolerance=tol, rng=rng, ignore_self_collision=not spec["self_collision"])
-            out.append({"robot": r, "goal": k, "ms": 1000 * (time.perf_counter() - t0), "ok": bool(ok),
-                        "q": [float(v) for v in q]})  # fmt: skip
+    for r in range(len(spec["robots"])):
+        call(r, spec["goals"][r][0], 0)()  # warm-up (caches, first calls)
+        for kind in ("goals", "unreachable"):
+            for k, T in enumerate(spec[kind][r]):
+                f = call(r, T, k)
+                t0, c0 = time.perf_counter(), time.thread_time()
+                q, ok = f()
+                c1, t1 = time.thread_time(), time.perf_counter()
+                out.append({"robot": r, "kind": kind, "goal": k, "ms": 1000 * (t1 - t0), "cpu_ms": 1000 * (c1 - c0),
+                            "ok": bool(ok), "q": [float(v) for v in q]})  # fmt: skip
     return out
 
 
@@ -76,6 +137,7 @@ def _ref(spec: dict, method: str) -> list[dict]:
     import numpy as np
     import timor_offline  # noqa: F401
     from timor import ModuleAssembly, ModulesDB
+    from timor.Robot import PinRobot
     from timor.task import Tolerance
     from timor.utilities.tolerated_pose import ToleratedPose
     from timor.utilities.transformation import Transformation
@@ -83,51 +145,61 @@ def _ref(spec: dict, method: str) -> list[dict]:
     logging.getLogger("Timor").setLevel(logging.ERROR)
     db = ModulesDB.from_json_file(IMPROV)
     tol = Tolerance.Composed([Tolerance.CartesianSpheric(r=(0, POSITION)), Tolerance.RotationAbsolute(ANGLE)])
-    out = []
-    for r, ids in enumerate(spec["robots"]):
-        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
-        goals = [ToleratedPose(Transformation(np.asarray(T)), tol) for T in spec["goals"][r]]
-        robot.ik(goals[0], ik_method=method, ignore_self_collisions=True)  # warm-up
-        for k, goal in enumerate(goals):
+    robots = [ModuleAssembly.from_serial_modules(db, list(r["ids"])).robot if "ids" in r
+              else PinRobot.from_urdf(Path(r["urdf"]), Path(r["packages"])) for r in spec["robots"]]  # fmt: skip
+
+    def call(r: int, T, k: int):
+        goal = ToleratedPose(Transformation(np.asarray(T)), tol)
+        robot = robots[r]
+
+        def run():
             robot._rng = np.random.default_rng(k)  # its starts come from robot._rng (no seed argument)
-            t0 = time.perf_counter()
-            q, ok = robot.ik(goal, ik_method=method, ignore_self_collisions=True)
-            out.append({"robot": r, "goal": k, "ms": 1000 * (time.perf_counter() - t0), "ok": bool(ok),
-                        "q": [float(v) for v in q]})  # fmt: skip
-    return out
+            return robot.ik(goal, ik_method=method, ignore_self_collisions=True)
+
+        return run
+
+    return _timed(spec, call)
 
 
-def _goals(n: int, seed: int) -> list[list]:
+def _goals(robots: list[dict], n: int, n_far: int, seed: int) -> tuple[list[list], list[list]]:
+    """Per robot: ``n`` reachable goals (FK of random self-collision-free q) and ``n_far`` unreachable ones."""
     import numpy as np
 
-    from timor_core import ModuleAssembly, ModulesDB
+    from timor_core import ModulesDB
 
     db = ModulesDB.from_json_file(IMPROV)
     rng = np.random.default_rng(seed)
-    goals = []
-    for ids in ROBOTS:
-        robot = ModuleAssembly.from_serial_modules(db, list(ids)).robot
-        mine = []
-        while len(mine) < n:
+    goals, far = [], []
+    for spec in robots:
+        robot = _our_robot(spec, db)
+        mine: list = []
+        while len(mine) < n + n_far:
             q = robot.random_configuration(rng)
             if not robot.has_self_collision(q):
-                mine.append(robot.fk(q).tolist())
-        goals.append(mine)
-    return goals
+                mine.append(robot.fk(q))
+        goals.append([T.tolist() for T in mine[:n]])
+        base, reach = robot.placement[:3, 3], robot.reach()
+        out = []
+        for T in mine[n:]:  # the same orientation, the position pushed beyond the reach bound
+            ray = T[:3, 3] - base
+            T = T.copy()
+            T[:3, 3] = base + ray / np.linalg.norm(ray) * reach * rng.uniform(1.05, 1.5)
+            out.append(T.tolist())
+        far.append(out)
+    return goals, far
 
 
-def _judge(spec: dict, results: list[dict]) -> list[tuple[bool, bool]]:
-    """The one rule, per result: (within limits and FK within 1 mm and 1 deg of the goal, that and free of
-    self-collision by our checker)."""
+def _judge(spec: dict, results: list[dict]) -> list[bool]:
+    """The one rule, per result: within the limits and our FK within 1 mm and 1 deg of the goal."""
     import numpy as np
 
-    from timor_core import ModuleAssembly, ModulesDB
+    from timor_core import ModulesDB
 
     db = ModulesDB.from_json_file(IMPROV)
-    robots = [ModuleAssembly.from_serial_modules(db, list(ids)).robot for ids in spec["robots"]]
+    robots = [_our_robot(r, db) for r in spec["robots"]]
     verdicts = []
     for res in results:
-        robot, T = robots[res["robot"]], np.asarray(spec["goals"][res["robot"]][res["goal"]])
+        robot, T = robots[res["robot"]], np.asarray(spec[res["kind"]][res["robot"]][res["goal"]])
         q = np.asarray(res["q"])
         lim = robot.joint_limits
         ok = q.shape == (robot.dof,) and bool(np.all(q >= lim[0] - 1e-9) and np.all(q <= lim[1] + 1e-9))
@@ -135,88 +207,167 @@ def _judge(spec: dict, results: list[dict]) -> list[tuple[bool, bool]]:
             R = robot.fk(q)
             angle = math.acos(max(-1.0, min(1.0, (np.trace(R[:3, :3].T @ T[:3, :3]) - 1) / 2)))
             ok = np.linalg.norm(R[:3, 3] - T[:3, 3]) <= POSITION + 1e-9 and angle <= ANGLE + 1e-9
-        verdicts.append((bool(ok), bool(ok) and not robot.has_self_collision(q)))
+        verdicts.append(bool(ok))
     return verdicts
 
 
 def _run_worker(python: str, side: str, spec: dict) -> list[dict]:
-    # ours: the timor_core of this checkout (not whichever one is installed); the reference: its venv and the shim
-    path = [str(REPO / "src" / "timor_core"), str(HERE)] if side == "ours" else [str(HERE), str(SHIM)]
+    # ours: the timor_core of this checkout (not whichever one is installed), "before": the one of --before; the
+    # reference: its venv and the shim
+    library = {"ours": str(REPO / "src" / "timor_core"), "before": spec.get("before")}.get(side)
+    path = [library, str(HERE)] if library else [str(HERE), str(SHIM)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
-    proc = subprocess.run([python, __file__, "--worker", side], input=json.dumps(spec), capture_output=True,
-                          text=True, env=env, timeout=3600, cwd=str(SHIM if side != "ours" else REPO))  # fmt: skip
+    worker = "ours" if library else side
+    proc = subprocess.run([python, __file__, "--worker", worker], input=json.dumps(spec), capture_output=True,
+                          text=True, env=env, timeout=3600, cwd=str(REPO if library else SHIM))  # fmt: skip
     if proc.returncode != 0:
         raise SystemExit(f"{side} worker failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _summary(times: list[float], verdicts: list[tuple[bool, bool]]) -> dict:
-    ordered = sorted(times)
-    p90 = ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)]
-    return {
-        "success": 100.0 * sum(v[0] for v in verdicts) / len(verdicts),
-        "also_self_collision_free": 100.0 * sum(v[1] for v in verdicts) / len(verdicts),
-        "median_ms": statistics.median(times),
-        "p90_ms": p90,
+def _summary(rows: list[dict]) -> dict:
+    """Figures of one side over some results (each with its verdict ``solved``)."""
+    reach = [r for r in rows if r["kind"] == "goals"]
+    far = [r for r in rows if r["kind"] == "unreachable"]
+    solved = sum(r["solved"] for r in reach)
+    ms = sorted(r["ms"] for r in reach)
+    out = {
+        "goals": len(reach),
+        "success": 100.0 * solved / max(1, len(reach)),
+        "median_ms": statistics.median(ms) if ms else math.nan,
+        "p90_ms": ms[min(len(ms) - 1, math.ceil(0.9 * len(ms)) - 1)] if ms else math.nan,
+        "per_solved_ms": sum(ms) / solved if solved else math.inf,
+        "per_solved_cpu_ms": sum(r["cpu_ms"] for r in reach) / solved if solved else math.inf,
     }
+    if far:
+        out["unreachable"] = len(far)
+        out["unreachable_refused"] = sum(not r["ok"] and not r["solved"] for r in far)
+        out["unreachable_median_us"] = 1000 * statistics.median(r["ms"] for r in far)
+        out["unreachable_median_cpu_us"] = 1000 * statistics.median(r["cpu_ms"] for r in far)
+    return out
+
+
+def _report(spec: dict, pooled: dict[str, list[dict]], per_round: list[dict]) -> dict:
+    """Per side: the figures over all robots, per set of robots and per robot; the reference's over ours."""
+    report: dict = {"kernels": spec["kernels"], "per_round_cpu_ratio": per_round, "sides": {}}
+    sets = sorted({r["set"] for r in spec["robots"]})
+    for side, rows in pooled.items():
+        entry = {"all": _summary(rows)}
+        for s in sets:
+            entry[s] = _summary([r for r in rows if spec["robots"][r["robot"]]["set"] == s])
+        entry["robots"] = {spec["robots"][i]["name"]: _summary([r for r in rows if r["robot"] == i])
+                           for i in range(len(spec["robots"]))}  # fmt: skip
+        report["sides"][side] = entry
+    ours = report["sides"]["ours"]
+    for side in pooled:
+        if side == "ours":
+            continue
+        ref = report["sides"][side]
+        keys = ("median_ms", "per_solved_ms", "per_solved_cpu_ms")
+        report[f"ratio_{side}"] = {g: {k: ref[g][k] / ours[g][k] for k in keys} for g in ["all", *sets]}
+    return report
+
+
+def _print(report: dict, args: argparse.Namespace, n_robots: int) -> None:
+    print(f"IK on {n_robots} robots x {args.goals} reachable goals (+ {args.unreachable} unreachable) x {args.rounds} "
+          f"rounds, 1 mm / 1 deg, self-collision ignored, judged by our FK and the limits; ours: {args.kernels} "
+          f"kernels")  # fmt: skip
+    print(f"{'side':<11}{'robots':<8}{'solved %':>9}{'median ms':>11}{'p90 ms':>9}{'per solved ms':>15}"
+          f"{'per solved CPU ms':>19}{'unreachable: refused':>22}{'median us':>11}")  # fmt: skip
+    for side, entry in report["sides"].items():
+        for group, r in entry.items():
+            if group == "robots":
+                continue
+            far = f"{r.get('unreachable_refused', 0)}/{r.get('unreachable', 0)}"
+            print(f"{side:<11}{group:<8}{r['success']:>9.1f}{r['median_ms']:>11.3f}{r['p90_ms']:>9.3f}"
+                  f"{r['per_solved_ms']:>15.3f}{r['per_solved_cpu_ms']:>19.3f}{far:>22}"
+                  f"{r.get('unreachable_median_us', math.nan):>11.1f}")  # fmt: skip
+    for side in report["sides"]:
+        if side == "ours":
+            continue
+        for group, ratios in report[f"ratio_{side}"].items():
+            print(f"{side} / ours, {group}: median {ratios['median_ms']:.2f}x, per solved goal "
+                  f"{ratios['per_solved_ms']:.2f}x (wall), {ratios['per_solved_cpu_ms']:.2f}x (CPU)")  # fmt: skip
+    rounds = report["per_round_cpu_ratio"]
+    if rounds and "ref-cpp" in rounds[0]:
+        print("per round, ref-cpp / ours per solved goal (CPU): " + ", ".join(f"{x['ref-cpp']:.2f}x" for x in rounds))
+    for name in report["sides"]["ours"]["robots"]:
+        cells = [
+            f"{s} {report['sides'][s]['robots'][name]['success']:.0f} % "
+            f"{report['sides'][s]['robots'][name]['per_solved_cpu_ms']:.3f} ms"
+            for s in report["sides"]
+        ]
+        print(f"  {name:<24}" + "; ".join(cells))
+
+
+def _rounds(args: argparse.Namespace, spec: dict, pythons: dict[str, str]) -> tuple[dict, list[dict]]:
+    """Every round's workers in alternating order; the judged results pooled per side, per round the reference's
+    CPU time per solved goal over ours."""
+    pooled: dict[str, list[dict]] = {side: [] for side in pythons}
+    per_round = []
+    for round_ in range(args.rounds):  # alternate the order, so drifting machine load hits every side alike
+        order = list(pythons) if round_ % 2 == 0 else list(reversed(pythons))
+        figures = {}
+        for side in order:
+            results = _run_worker(pythons[side], side, spec)
+            for res, ok in zip(results, _judge(spec, results), strict=True):
+                res["solved"] = ok
+            pooled[side].extend(results)
+            figures[side] = _summary(results)["per_solved_cpu_ms"]
+        per_round.append({side: figures[side] / figures["ours"] for side in pythons if side != "ours"})
+    return pooled, per_round
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--goals", type=int, default=30, help="goals per robot (default 30)")
+    parser.add_argument("--goals", type=int, default=30, help="reachable goals per robot (default 30)")
+    parser.add_argument("--unreachable", type=int, default=10, help="unreachable goals per robot (default 10)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side, in alternating order (default 3)")
+    parser.add_argument("--sets", default="improv,arms", help="improv, arms or both (default)")
+    parser.add_argument("--kernels", choices=("compiled", "interpreted", "rule"), default="compiled",
+                        help="ours: compiled kernels loaded before the timing (default), never, or by the library's "
+                             "rule (after 0.5 s of interpreted IK)")  # fmt: skip
+    parser.add_argument("--python-ik", action="store_true", help="also the reference's Python IK (slow)")
+    parser.add_argument("--no-ref", action="store_true", help="ours only")
+    parser.add_argument("--before", metavar="PATH", help="also this timor_core (a src/timor_core folder), as 'before'")
     parser.add_argument("--ref-python", default=str(REPO.parent / "refvenv" / "bin" / "python"))
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--self-collision", action="store_true", help="ours checks self-collision (the reference not)")
-    parser.add_argument("--worker", choices=("ours", "ref-python", "ref-cpp"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker",
+        choices=("ours", "ref-python", "ref-cpp"),
+        help="run one side on the spec (stdin or --spec) and print its results as JSON",
+    )
+    parser.add_argument("--spec", metavar="FILE", help="with --worker: the spec from this file (see --write-spec)")
+    parser.add_argument("--write-spec", metavar="FILE", help="write the workers' spec (robots, goals) here, then stop")
     args = parser.parse_args(argv)
     if args.worker:
-        spec = json.loads(sys.stdin.read())
-        if args.worker == "ours":
-            out = _ours(spec)
-        else:
-            out = _ref(spec, "jacobian" if args.worker == "ref-python" else "jacobian_cpp")
+        spec = json.loads(Path(args.spec).read_text() if args.spec else sys.stdin.read())
+        methods = {"ref-cpp": "jacobian_cpp", "ref-python": "jacobian"}
+        out = _ours(spec) if args.worker == "ours" else _ref(spec, methods[args.worker])
         print(json.dumps(out))
         return 0
     if not IMPROV.is_file():
         raise SystemExit(f"IMPROV not found at {IMPROV}")
-    spec = {"robots": [list(r) for r in ROBOTS], "goals": _goals(args.goals, args.seed)}
-    spec["self_collision"] = args.self_collision
-    pythons = {"ours": sys.executable, "ref-python": args.ref_python, "ref-cpp": args.ref_python}
-    pooled: dict[str, tuple[list[float], list[tuple[bool, bool]]]] = {side: ([], []) for side in pythons}
-    per_round = []  # the C++ reference's median over ours, per round
-    for round_ in range(args.rounds):  # alternate the order, so drifting machine load hits every side alike
-        order = ("ours", "ref-cpp", "ref-python") if round_ % 2 == 0 else ("ref-cpp", "ours", "ref-python")
-        times = {}
-        for side in order:
-            results = _run_worker(pythons[side], side, spec)
-            pooled[side][0].extend(r["ms"] for r in results)
-            pooled[side][1].extend(_judge(spec, results))
-            if side != "ref-python":
-                times[side] = statistics.median(r["ms"] for r in results)
-        per_round.append(times["ref-cpp"] / times["ours"])
-    report: dict = {side: _summary(*pooled[side]) for side in pythons}
-    report["ours_checks_self_collision"] = args.self_collision
-    ours = report["ours"]["median_ms"]
-    report["ratio_vs_ref_python"] = report["ref-python"]["median_ms"] / ours
-    report["ratio_vs_ref_cpp"] = report["ref-cpp"]["median_ms"] / ours
-    report["ratio_vs_ref_cpp_per_round"] = per_round
+    robots = robot_specs(robots_share(), args.sets.split(","))
+    goals, far = _goals(robots, args.goals, args.unreachable, args.seed)
+    spec = {"robots": robots, "goals": goals, "unreachable": far, "kernels": args.kernels, "before": args.before}
+    if args.write_spec:  # for timing whole worker processes with an outside tool
+        Path(args.write_spec).write_text(json.dumps(spec))
+        return 0
+    pythons = {"ours": sys.executable}
+    if args.before:
+        pythons["before"] = sys.executable
+    if not args.no_ref:
+        pythons["ref-cpp"] = args.ref_python
+        if args.python_ik:
+            pythons["ref-python"] = args.ref_python
+    pooled, per_round = _rounds(args, spec, pythons)
+    report = _report(spec, pooled, per_round)
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
-    n = len(ROBOTS) * args.goals
-    head = f"IK on {len(ROBOTS)} six-DOF IMPROV robots, {n} reachable goals x {args.rounds} rounds, 1 mm / 1 deg"
-    same = "ours checks self-collision, the reference not" if args.self_collision else "all ignore self-collision"
-    print(head + f", judged by our FK and the limits ({same})")
-    print(f"{'side':<12}{'solved %':>10}{'median ms':>12}{'p90 ms':>10}{'  also self-collision free % (info)'}")
-    for side in ("ours", "ref-python", "ref-cpp"):
-        r = report[side]
-        print(f"{side:<12}{r['success']:>10.1f}{r['median_ms']:>12.2f}{r['p90_ms']:>10.2f}"
-              f"{r['also_self_collision_free']:>10.1f}")  # fmt: skip
-    print(f"median ratio: {report['ratio_vs_ref_python']:.2f}x vs the reference's Python IK (target >= 5), "
-          f"{report['ratio_vs_ref_cpp']:.2f}x vs its C++ IK (target >= 1)")  # fmt: skip
-    print("per round vs its C++ IK: " + ", ".join(f"{x:.2f}x" for x in per_round))
+    else:
+        _print(report, args, len(robots))
     return 0
 
 

@@ -20,7 +20,14 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
-from timor_core.kinematics.ik_descent import CONVERGED, free_joints, lm_descend, scipy_descend
+from timor_core.kinematics.ik_descent import (
+    CONVERGED,
+    compiled_route,
+    free_joints,
+    lm_descend,
+    none_frozen,
+    scipy_descend,
+)
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 from timor_core.kinematics.reach import position_slack
 
@@ -152,43 +159,93 @@ def solve_ik(
     """
     desired = _checked_pose(desired)
     config.check()
-    rng = as_generator(rng, "rng")
+    rng = rng if type(rng) is np.random.Generator else as_generator(rng, "rng")
     fid = robot.tcp if frame is None else robot.frame_id(frame)
     q_init = robot.check_q(q_init) if q_init is not None else None
     free = free_joints(joint_mask, robot.dof, q_init)
     project = projector(tolerance, config.margin)
-    terms, params = project.lm_terms(desired), project.lm_params(desired)
-    checker = _checker(robot, task, check_self_collision is not False, margin)
-    torque_limits = robot.torque_limits if check_static_torques else None
     gap = outside_workspace(robot, fid, desired, tolerance)
     if gap > 0:  # a cheap necessary condition: no configuration can reach it
         return _unreachable(robot, gap, q_init, rng)
-    progress = _Progress()
-    plateau = _Plateau(config)
-    found: list[tuple[float, np.ndarray, int]] = []  # (custom cost, q, try) of valid solutions
-    for attempt in range(config.max_n_tries):
-        progress.tries = attempt + 1
-        q = _try_start(robot, fid, (terms, params), rng, config, q_init if attempt == 0 else None, free, q_init)
-        q, cost, T, used, cut = _descend(robot, fid, desired, project, q, free, config, (terms, params))
-        progress.iterations += used
-        if cost < progress.best_res:
-            progress.best_q, progress.best_res = q.copy(), cost
-        if cost > CONVERGED or not project.valid(desired, T):
-            if plateau.stop(progress.best_res, cut):  # every try ends in a local minimum far from the goal
-                break
+    checker = _checker(robot, task, check_self_collision is not False, margin)
+    torque_limits = robot.torque_limits if check_static_torques else None
+    tries = _tries(robot, fid, desired, project, rng, config, q_init, free)
+    rejections: Counter[str] = Counter()
+    found: list[tuple[float, np.ndarray]] = []  # (custom cost, q) of valid solutions
+    while tries.next_found():
+        q = tries.q
+        if not tries.checked and not project.valid(desired, tries.T):
+            tries.refused()
             continue
         cause = _rejection(robot, q, checker, torque_limits)
         if cause is not None:
-            progress.rejections[cause] += 1
+            rejections[cause] += 1
         elif cost_function is None:
-            return progress.result(q, True)
+            return IKResult(q.copy(), True, "", tries.tries, tries.iterations, 0.0, dict(rejections))
         else:
-            found.append((float(cost_function(robot, q.copy(), desired)), q.copy(), attempt + 1))
+            found.append((float(cost_function(robot, q.copy(), desired)), q.copy()))
             if len(found) >= config.solutions:
                 break
+    best_q = tries.best_q if tries.best_res < math.inf else None
+    progress = _Progress(tries.tries, tries.iterations, best_q, tries.best_res, rejections)
     if found:
         return progress.result(min(found, key=lambda item: item[0])[1], True)
     return progress.failure(robot, fid, desired, project, rng)
+
+
+def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, config: IKConfig,
+           q_init: np.ndarray | None, free: np.ndarray) -> Any:  # fmt: skip
+    """The call's tries: in the compiled kernels (:class:`.ik_kernel.Tries`) where this process runs them and the
+    robot and goal suit them, else the interpreted loop (:class:`_InterpretedTries`); both run the same steps."""
+    params = project.lm_params(desired)
+    if params is not None:
+        route = compiled_route(robot, fid, config, project)
+        if route is not None and ik_kernel.ready() is not None:
+            fixed = q_init if q_init is not None and not free.all() else None
+            frozen = ~free if fixed is not None else none_frozen(robot.dof)
+            return ik_kernel.Tries(route, params, frozen, q_init, fixed, rng, config.max_n_tries)
+    return _InterpretedTries(robot, fid, desired, project, (project.lm_terms(desired), params), rng, config, q_init,
+                             free)  # fmt: skip
+
+
+class _InterpretedTries:
+    """An IK call's tries in the interpreter, one at a time (the interface of :class:`.ik_kernel.Tries`)."""
+
+    def __init__(self, robot: PinRobot, fid: int, desired: np.ndarray, project: Any, goal: tuple[Any, Any],
+                 rng: np.random.Generator, config: IKConfig, q_init: np.ndarray | None,
+                 free: np.ndarray) -> None:  # fmt: skip
+        self.robot, self.fid, self.desired, self.project, self.goal = robot, fid, desired, project, goal
+        self.rng, self.config, self.q_init, self.free = rng, config, q_init, free
+        self.plateau = _Plateau(config)
+        self.tries = self.iterations = 0
+        self.best_q: np.ndarray | None = None
+        self.best_res = math.inf
+        self.q, self.T = np.empty(0), np.empty((4, 4))
+        self.done = False
+        self.checked = False  # the caller checks a converged try against the tolerance
+
+    def next_found(self) -> bool:
+        """Run tries until one converges (True: its ``q`` and pose ``T``), or the tries run out or the give-up rule
+        stops them (False)."""
+        robot, fid, config, free = self.robot, self.fid, self.config, self.free
+        while not self.done and self.tries < config.max_n_tries:
+            first = self.q_init if self.tries == 0 else None
+            self.tries += 1
+            q = _try_start(robot, fid, self.goal, self.rng, config, first, free, self.q_init)
+            q, cost, T, used, cut = _descend(robot, fid, self.desired, self.project, q, free, config, self.goal)
+            self.iterations += used
+            if cost < self.best_res:
+                self.best_q, self.best_res = q.copy(), cost
+            if cost > CONVERGED:
+                self.done = self.plateau.stop(self.best_res, cut)  # every try ends in a local minimum far away
+                continue
+            self.q, self.T = q, T
+            return True
+        return False
+
+    def refused(self) -> None:
+        """The last converged try does not meet the tolerance: it counts as a failed try for the give-up rule."""
+        self.done = self.plateau.stop(self.best_res, False)
 
 
 @dataclass
@@ -320,9 +377,12 @@ def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance:
         if len(_SLACK) > 256:
             _SLACK.clear()
         slack = _SLACK[id(tolerance)] = (tolerance, position_slack(tolerance))
-    base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else (0.0, 0.0, 0.0)
-    distance = math.dist(desired[:3, 3].tolist(), base)
-    return max(0.0, distance - robot.reach(fid) - slack[1])
+    sphere = robot.__dict__.setdefault("_ik_reach_sphere", {}).get(fid)  # kept on the robot, as its reach()
+    if sphere is None:
+        base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else [0.0, 0.0, 0.0]
+        sphere = robot.__dict__["_ik_reach_sphere"][fid] = (base, robot.reach(fid))
+    distance = math.dist(desired[:3, 3].tolist(), sphere[0])
+    return max(0.0, distance - sphere[1] - slack[1])
 
 
 _SLACK: dict[int, tuple[Any, float]] = {}

@@ -15,13 +15,24 @@ from timor_core.common import compiled
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
 
-__all__ = ["CONVERGED", "LWA", "free_joints", "lm_descend", "scipy_descend", "spd_solve"]
+__all__ = [
+    "CONVERGED",
+    "LWA",
+    "compiled_route",
+    "free_joints",
+    "kernel_arguments",
+    "lm_descend",
+    "none_frozen",
+    "scipy_descend",
+    "spd_solve",
+]
 
 LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 CONVERGED = 1e-18
 """Squared residual treated as zero (1e-9: rounding, far inside the 1e-7 margin)."""
 
 _EYE = np.eye(6)  # read only
+_ALL_FREE: dict[int, np.ndarray] = {}
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports the IK)
 IKConfig = Any  # timor_core.kinematics.ik.IKConfig (it imports this module)
 
@@ -34,9 +45,14 @@ def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def free_joints(mask: Any, dof: int, q_init: np.ndarray | None) -> np.ndarray:
-    """The joints the solver may move (all without a mask); a mask that freezes joints needs q_init."""
+    """The joints the solver may move (all without a mask: a shared read-only array); a mask that freezes joints
+    needs q_init."""
     if mask is None:
-        return np.ones(dof, dtype=bool)
+        free = _ALL_FREE.get(dof)
+        if free is None:
+            free = _ALL_FREE[dof] = np.ones(dof, dtype=bool)
+            free.flags.writeable = False
+        return free
     free = np.asarray(mask)
     if free.shape != (dof,) or free.dtype != bool:
         raise InputError(f"joint_mask must be {dof} booleans", value=np.asarray(mask).tolist())
@@ -81,6 +97,57 @@ def lm_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: 
         pin.forwardKinematics(model, data, q)
         pin.updateFramePlacement(model, data, fid)
     return q, cost, data.oMf[fid].homogeneous, iterations, cut
+
+
+def kernel_arguments(model: pin.Model, config: IKConfig) -> tuple[np.ndarray, np.ndarray]:
+    """What the compiled descents take besides the chain and the goal: the joints that may cross the narrow gap
+    between their limits, and the descent's settings."""
+    crossable = _crossable(model, config.max_step)
+    return (np.zeros(model.nv, dtype=bool) if crossable is None else crossable), _settings(config)
+
+
+_NONE_FROZEN: dict[int, np.ndarray] = {}
+
+
+def none_frozen(dof: int) -> np.ndarray:
+    """``dof`` times False: no joint frozen (shared, never written)."""
+    frozen = _NONE_FROZEN.get(dof)
+    if frozen is None:
+        frozen = _NONE_FROZEN[dof] = np.zeros(dof, dtype=bool)
+    return frozen
+
+
+_ROUTES: dict[tuple[int, int, int, int], tuple[Any, Any, Any, ik_kernel.Route | None]] = {}
+
+
+def compiled_route(robot: PinRobot, fid: int, config: IKConfig, project: Any) -> ik_kernel.Route | None:
+    """The compiled tries' arguments for a robot, frame, config and tolerance (None where the kernels do not handle
+    them). Kept per model (a robot's own), frame, config and projector (held, so their ids stay theirs; the robot
+    itself is not held)."""
+    model = robot.model
+    key = (id(model), fid, id(config), id(project))
+    seen = _ROUTES.get(key)
+    if seen is not None and seen[0] is model and seen[1] is config and seen[2] is project:
+        return seen[3]
+    route = None
+    chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
+    if chain is not None:
+        crossable, settings = kernel_arguments(model, config)
+        sample_lo, sample_span = robot.sample_box
+        route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
+                                _limits(config), project.valid_bounds(), sample_lo, sample_span,
+                                config.start_candidates)  # fmt: skip
+    if len(_ROUTES) > 64:
+        _ROUTES.clear()
+    _ROUTES[key] = (model, config, project, route)
+    return route
+
+
+def _limits(config: IKConfig) -> np.ndarray:
+    """The give-up rule's settings as the compiled tries take them."""
+    c = config
+    values = [c.plateau_tries, c.plateau_ratio, c.plateau_residual, c.far_plateau_tries, c.far_residual]
+    return np.array(values, dtype=float)
 
 
 _SETTINGS: dict[int, tuple[Any, np.ndarray]] = {}

@@ -22,7 +22,19 @@ import numpy as np
 
 from timor_core.common import compiled
 
-__all__ = ["KernelChain", "descend", "kernel_chain", "kernels", "load", "ready", "start_index"]
+__all__ = [
+    "LARGEST_BATCH",
+    "KernelChain",
+    "Route",
+    "Tries",
+    "descend",
+    "kernel_chain",
+    "kernels",
+    "load",
+    "ready",
+    "start_index",
+    "tries_kernels",
+]
 
 _AXES = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2, "JointModelRevoluteUnaligned": 3}
 
@@ -44,8 +56,8 @@ _CHAINS: dict[tuple[int, int], tuple[Any, KernelChain | None]] = {}
 
 
 def kernel_chain(model: Any, fid: int) -> KernelChain | None:
-    """The chain of a Pinocchio model up to frame ``fid``, or None if the model is not a serial chain of one-DOF
-    revolute joints (then the interpreted descent runs). Kept per model and frame (it holds the model)."""
+    """The chain of a Pinocchio model up to frame ``fid``, or None if the joints up to it are not a serial chain of
+    one-DOF revolute joints (then the interpreted descent runs). Kept per model and frame (it holds the model)."""
     key = (id(model), fid)
     seen = _CHAINS.get(key)
     if seen is not None and seen[0] is model:
@@ -58,20 +70,24 @@ def kernel_chain(model: Any, fid: int) -> KernelChain | None:
 
 
 def _chain_of(model: Any, fid: int) -> KernelChain | None:
+    """The joints up to the frame's must be revolute, each the child of the one before; joints after it (a
+    gripper's fingers, say: they do not move the frame) may be any one-DOF joints, their Jacobian columns zero."""
     n = model.njoints - 1
-    if n < 1 or model.nq != n or model.nv != n:
+    frame = model.frames[fid]
+    moving = int(frame.parentJoint)
+    if n < 1 or model.nq != n or model.nv != n or moving < 1:
         return None
-    kinds, axes = np.zeros(n, dtype=np.int64), np.zeros((n, 3))
+    kinds, axes = np.full(n, 2, dtype=np.int64), np.tile(np.eye(3)[2], (n, 1))
     for k, joint in enumerate(model.joints[1:]):
+        if joint.idx_q != k or joint.nq != 1 or joint.nv != 1:
+            return None
+        if k >= moving:  # does not move the frame
+            continue
         kind = _AXES.get(joint.shortname())
-        if kind is None or model.parents[k + 1] != k or joint.idx_q != k:
+        if kind is None or model.parents[k + 1] != k:
             return None
         kinds[k] = kind
         axes[k] = np.asarray(joint.extract().axis, dtype=float) if kind == 3 else np.eye(3)[kind]
-    frame = model.frames[fid]
-    moving = int(frame.parentJoint)
-    if moving < 1:
-        return None
     placements = np.array([model.jointPlacements[k].homogeneous for k in range(1, n + 1)])
     return KernelChain(placements, kinds, axes, np.array(frame.placement.homogeneous), moving)
 
@@ -81,8 +97,17 @@ def kernels() -> Any:
     """The compiled kernels (:mod:`.ik_jit`; numba and the kernels loaded on the first call)."""
     from timor_core.kinematics import ik_jit  # noqa: PLC0415 (loaded by the rule of timor_core.common.compiled)
 
+    tries_kernels()
     compiled.mark_loaded()
     return ik_jit
+
+
+@functools.cache
+def tries_kernels() -> Any:
+    """The compiled tries in a row (:mod:`.ik_jit_tries`), loaded with :func:`kernels`."""
+    from timor_core.kinematics import ik_jit_tries  # noqa: PLC0415 (as ik_jit)
+
+    return ik_jit_tries
 
 
 def ready() -> Any:
@@ -96,9 +121,14 @@ def load() -> None:
     chain = KernelChain(np.eye(4)[None], np.array([2]), np.array([[0.0, 0.0, 1.0]]), np.eye(4), 1)
     params = np.zeros(26)
     params[18:22] = -math.inf, math.inf, -math.inf, math.inf
+    params[3:12] = np.eye(3).reshape(9)
     descend(jit, chain, params, np.zeros(1), np.full(1, -1.0), np.ones(1), np.zeros(1, bool), np.zeros(1, bool),
             np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]))  # fmt: skip
     jit.best_start(_tuple(chain), np.zeros((2, 1)), params)
+    limits, none = np.array([20, 0.9, 0.01, 5, 0.2]), np.zeros(1, bool)
+    route = Route(chain, np.full(1, -1.0), np.ones(1), none, np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]), limits,
+                  np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0]), np.full(1, -1.0), np.full(1, 2.0), 2)  # fmt: skip
+    Tries(route, params, none, np.zeros(1), None, np.random.default_rng(0), 2).next_found()
 
 
 Descent = tuple[np.ndarray, float, np.ndarray, int, bool]
@@ -121,3 +151,84 @@ def start_index(jit: Any, chain: KernelChain, candidates: np.ndarray, params: np
 
 def _tuple(chain: KernelChain) -> tuple[Any, ...]:
     return chain.placements, chain.kinds, chain.axes, chain.tool, chain.moving
+
+
+_EMPTY = np.empty(0)
+LARGEST_BATCH = 16
+"""Most tries one call of the compiled tries runs (more: fewer calls into the kernel, more draws to take back)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """What the compiled tries of one robot, frame, IKConfig and tolerance take besides the goal: the chain, the
+    joint limits, the joints that may cross the gap between their limits, the descent's and the give-up rule's
+    settings, the tolerance test (``Projector.valid_bounds``) and the random starts' box and count."""
+
+    chain: KernelChain
+    lower: np.ndarray
+    upper: np.ndarray
+    crossable: np.ndarray
+    settings: np.ndarray
+    limits: np.ndarray
+    bounds: np.ndarray
+    sample_lo: np.ndarray
+    sample_span: np.ndarray
+    candidates: int
+
+
+class Tries:
+    """An IK call's tries run by the compiled kernels (:mod:`.ik_jit_tries`) in batches of 1, 2, 4, ... tries (at
+    most ``LARGEST_BATCH``), each try's random candidates drawn by one ``rng.random`` per batch: the same numbers, in
+    the same order, as the interpreted loop's draw per try, and the generator put back to just after the draws the
+    tries used (a batch that ends early re-draws only those), so the generator ends where that loop leaves it."""
+
+    def __init__(self, route: Route, params: np.ndarray, frozen: np.ndarray, first: np.ndarray | None,
+                 fixed: np.ndarray | None, rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
+        n = len(route.lower)
+        self.kernel = tries_kernels().run_tries
+        r = route
+        self.fixed = (_tuple(r.chain), r.lower, r.upper, r.crossable, frozen, params, r.settings, r.limits, r.bounds,
+                      r.sample_lo, r.sample_span)  # fmt: skip
+        self.checked = r.bounds[0] != 0.0  # the kernel checks a converged try against the tolerance
+        self.first = _EMPTY if first is None else np.ascontiguousarray(first, dtype=float)
+        self.hold = _EMPTY if fixed is None else np.ascontiguousarray(fixed, dtype=float)
+        self.shape = (r.candidates, n)
+        self.rng, self.max_tries, self.batch, self.largest_batch = rng, max_tries, 1, LARGEST_BATCH
+        self.state = np.array([math.inf, 0.0, 0.0, math.inf])  # plateau reference, counts, best squared residual
+        self.best_q, self.q, self.T = np.zeros(n), np.empty(n), np.empty((4, 4))
+        self.tries = self.iterations = 0
+        self.done = False
+
+    @property
+    def best_res(self) -> float:
+        """The least squared residual of the tries so far (inf before the first)."""
+        return float(self.state[3])
+
+    def next_found(self) -> bool:
+        """Run tries until one converges within the tolerance (True: its ``q`` and pose ``T``), or the tries run
+        out or the give-up rule stops them (False)."""
+        while not self.done and self.tries < self.max_tries:
+            size = min(self.batch, self.max_tries - self.tries, self.largest_batch)
+            self.batch = size * 2
+            use_first = 1 if self.tries == 0 and len(self.first) else 0
+            m = size - use_first
+            generator = self.rng.bit_generator
+            saved = generator.state if size > 1 else None
+            draws = self.rng.random((m, *self.shape))
+            status, used, iterations = self.kernel(*self.fixed, self.first if use_first else _EMPTY, self.hold, draws,
+                                                   self.state, self.best_q, self.q, self.T)  # fmt: skip
+            self.tries += used
+            self.iterations += iterations
+            if used - use_first < m and saved is not None:  # back to just after the draws the tries used
+                generator.state = saved
+                self.rng.random((used - use_first, *self.shape))
+            if status == 2:
+                self.done = True
+            elif status == 1:
+                return True
+        return False
+
+    def refused(self) -> None:
+        """The last converged try does not meet the tolerance: it counts as a failed try for the give-up rule."""
+        if tries_kernels().plateau_stop(self.state, self.fixed[7], False):
+            self.done = True

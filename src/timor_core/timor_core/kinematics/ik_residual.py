@@ -110,6 +110,16 @@ class Projector:
                 return False
         return True
 
+    def valid_bounds(self) -> np.ndarray:
+        """``valid``'s test as the compiled tries take it: [1, r_sph's bounds, Theta_R's bounds (each widened by the
+        slack; ±inf where not given), 1 if Theta_R is given] for r_sph/Theta_R goals, [0, ...] (not theirs) else."""
+        if not self.sphere_cone:
+            return np.zeros(6)
+        sph = self.sph_bounds if self.sph_bounds is not None else (-math.inf, math.inf)
+        theta = self.theta_bounds if self.theta_bounds is not None else (-math.inf, math.inf)
+        return np.array([1.0, sph[0] - VALID_SLACK, sph[1] + VALID_SLACK, theta[0] - VALID_SLACK,
+                         theta[1] + VALID_SLACK, float(self.theta_bounds is not None)])  # fmt: skip
+
     def weighted(self, desired: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(residual, g): g is the diagonal of G, the weights of the components not yet satisfied."""
         if self.sphere_cone:
@@ -138,10 +148,20 @@ class Projector:
     def lm_params(self, desired: np.ndarray) -> np.ndarray | None:
         """For one goal, what the compiled descents (:mod:`.ik_jit`) take for the residual of ``lm_terms`` (the
         layout is in that module's docstring); None for goals they do not handle (only the interpreted loop)."""
-        if not self.sphere_cone and not (self.fast and not self.rot_box):
+        template = self.__dict__.get("_lm_template")
+        if template is None:
+            template = self._lm_template = self._lm_static()
+        if template.size == 0:
             return None
-        out = np.zeros(26)
+        out = template.copy()
         out[0:3], out[3:12] = desired[:3, 3], desired[:3, :3].reshape(9)
+        return out
+
+    def _lm_static(self) -> np.ndarray:
+        """The parts of ``lm_params`` that do not depend on the goal (empty where the kernels do not handle it)."""
+        if not self.sphere_cone and not (self.fast and not self.rot_box):
+            return np.empty(0)
+        out = np.zeros(26)
         if not self.sphere_cone:
             out[12:15], out[15:18], out[22] = self.box[0], self.box[1], 1.0
         out[18:20] = self.sph if self.sph is not None else (-math.inf, math.inf)

@@ -198,6 +198,11 @@ class PinRobot(RobotDynamics, RobotLimits):
         draw = as_generator(rng, "rng").random(shape)
         return self._sample_lo + self._sample_span * draw
 
+    @property
+    def sample_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """(low ends, widths) of the box ``random_configuration`` draws from: ``low + width * uniform(0, 1)``."""
+        return self._sample_lo, self._sample_span
+
     def within_limits(self, q=None) -> bool:
         """True if q is within the position limits."""
         q = self.check_q(q)
@@ -397,10 +402,10 @@ class PinRobot(RobotDynamics, RobotLimits):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        overrides = {"max_iter": max_iter, "max_n_tries": max_n_tries, "method": ik_method}
-        config = replace(DEFAULT_IK_CONFIG if config is None else config,
-                         **{k: v for k, v in overrides.items() if v is not None})  # fmt: skip
-        config.check()
+        config = DEFAULT_IK_CONFIG if config is None else config
+        if max_iter is not None or max_n_tries is not None or ik_method is not None:
+            overrides = {"max_iter": max_iter, "max_n_tries": max_n_tries, "method": ik_method}
+            config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
         result = solve_ik(self, desired, tolerance, q_init=q_init, task=task, rng=rng, config=config,
                           check_self_collision=not ignore_self_collision, check_static_torques=check_static_torques,
                           margin=margin, joint_mask=joint_mask, cost_function=ik_cost_function)  # fmt: skip
