@@ -50,7 +50,7 @@ def test_the_node_publishes_the_task_as_one_latched_marker_array(ros_client, tmp
 
 def test_a_bad_task_ends_the_node_naming_the_parameter(tmp_path):
     require_ros2()
-    missing = tmp_path / "no_such_task.json"
+    missing = "no_such_task.json"  # short: the node shortens a long value (a deep tmp_path) in its message
     node = Background(["run", "timor_ros", "task_markers", "--ros-args", "-p", f"task:={missing}"], tmp_path / "n.log")
     code = node.wait(60)
     assert code == 2, node.output()
