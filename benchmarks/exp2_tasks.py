@@ -5,6 +5,7 @@
     python benchmarks/exp2_tasks.py --tasks more_goals --orders cost --workers 1
     python benchmarks/exp2_tasks.py --ga-seeds 3          # also the GA at its defaults, seeds 0..2
     python benchmarks/exp2_tasks.py --tasks user_study moved_goals --orders cost --library /tmp/old/src/timor_core
+    python benchmarks/exp2_tasks.py --unseen 38 --no-ref  # the generated unseen tasks (unseen_tasks.py) + user_study
 
 ``user_study`` (``../shared/data/cobra/tasks/user_study.json``) may be named too. ``--library DIR`` also runs every
 search with the timor_core package in DIR (e.g. an older commit's ``src/timor_core``, from ``git archive``),
@@ -77,6 +78,32 @@ def yardstick(ref_python: str | None) -> float | None:
     return None if not fig or not fig.get("ms") else round(float(fig["ms"]), 2)
 
 
+def task_files(unseen: int | None) -> list[Path]:
+    """The task files: the user study first, then exp2_tasks/*.json or the unseen tasks of seed ``unseen``."""
+    if unseen is None:
+        tasks = sorted(TASKS.glob("*.json"))
+    else:
+        import tempfile
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import unseen_tasks
+
+        tasks = unseen_tasks.write(unseen, Path(tempfile.mkdtemp(prefix=f"unseen{unseen}-")))
+    return ([USER_STUDY] if USER_STUDY.is_file() else []) + tasks
+
+
+def ratios(report: dict, reference: str = "user_study") -> None:
+    """Each task's seconds over the reference task's in the same run, per order."""
+    base = report.get(reference, {}).get("constrained", {})
+    for name, entry in report.items():
+        cells = []
+        for order, r in entry["constrained"].items():
+            ref = base.get(order, {}).get("seconds")
+            if "seconds" in r and ref:
+                cells.append(f"{order} {r['seconds'] / ref:.2f}x")
+        print(f"{name:<18} / {reference}: {', '.join(cells)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", nargs="*", help="task names (default: all)")
@@ -85,9 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--orders", nargs="*", default=["cost", "space"])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--ga-seeds", type=int, default=0, help="GA trials per task at the defaults (0: none)")
+    p.add_argument("--unseen", type=int, metavar="SEED", help="the tasks unseen_tasks.py generates from SEED instead")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    files = sorted(TASKS.glob("*.json")) + ([USER_STUDY] if USER_STUDY.is_file() else [])
+    files = task_files(args.unseen)
     if args.tasks:
         files = [f for f in files if f.stem in args.tasks]
     ref_python = None
@@ -120,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             mass = f"{r['best_mass']:.2f} kg" if r["best_mass"] is not None else "no robot"
             scaled = "" if scale is None else f" ({r['scaled_seconds']:.1f} s scaled)"
             print(
-                f"{f.stem:<16} {order:<6} {r['seconds']:7.1f} s{scaled} {r['evaluations']:>7} evaluated  {ids}  {mass}"
+                f"{f.stem:<16} {order:<6} {r['seconds']:7.2f} s{scaled} {r['evaluations']:>7} evaluated  {ids}  {mass}"
                 f"  verified={r['ok']}  (load {r['load']:.1f})"
             )
         masses = {r.get("best_mass") for r in runs.values() if "error" not in r}
@@ -138,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             hit = best is not None and optimum is not None and best <= optimum + 0.005
             print(f"{'':<16} GA seed {seed}: {g.get('seconds', 0):.1f} s, best {best} kg, hit={hit}")
         report[f.stem] = {"constrained": runs, "ga": ga, "yardstick_ms": [before_ms, after_ms]}
+    ratios(report)
     if args.json:
         print(json.dumps(report))
     return 0
