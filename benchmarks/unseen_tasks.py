@@ -10,7 +10,7 @@ and every scene is turned about z and moved by a random base placement. The kind
 - ``turned_user_study``: the paper's user-study scene (goals, box and wall) turned and moved as a whole, base
   included: physically the same task, so the same optimum (a check of the generator and of the search alike);
 - ``moved_goals``: two goals of a four-joint arm, scene turned and moved;
-- ``spread_goals``: four goals in four different directions (turned about joint 1's axis, the base's z, a quarter turn apart);
+- ``spread_goals``: four goals in four directions (turned about joint 1's axis, the base's z, a quarter turn apart);
 - ``obstacles_3`` / ``obstacles_4``: two / three goals and three / four boxes placed at random around the base,
   clear of the goals (0.12 m) and of the base column (0.2 m);
 - ``boundary``: two goals, one at >= 92 % of its reference arm's longest reach (``base J L_250 J L_250 J L_250 J
