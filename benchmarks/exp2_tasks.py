@@ -5,6 +5,7 @@
     python benchmarks/exp2_tasks.py --tasks more_goals --orders cost --workers 1
     python benchmarks/exp2_tasks.py --ga-seeds 3          # also the GA at its defaults, seeds 0..2
     python benchmarks/exp2_tasks.py --tasks user_study moved_goals --orders cost --library /tmp/old/src/timor_core
+    python benchmarks/exp2_tasks.py --unseen 38 --no-ref  # the generated unseen tasks (unseen_tasks.py) + user_study
 
 ``user_study`` (``../shared/data/cobra/tasks/user_study.json``) may be named too. ``--library DIR`` also runs every
 search with the timor_core package in DIR (e.g. an older commit's ``src/timor_core``, from ``git archive``),
@@ -26,8 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,12 +44,15 @@ def search(task: Path, algorithm: str, order: str, workers: int, seed: int = 0, 
     cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(task), "--algorithm", algorithm]
     cmd += ["--order", order, "--workers", str(workers), "--seed", str(seed), "--no-progress", "--json"]
     env = dict(os.environ, PYTHONPATH=library or str(REPO / "src" / "timor_core"))
+    t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    process_seconds = time.perf_counter() - t0
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"error": proc.stderr.strip()[-500:]}
     run = json.loads(lines[-1])["runs"][0]
     run["load"] = os.getloadavg()[0]
+    run["process_seconds"] = process_seconds
     return run
 
 
@@ -77,6 +83,86 @@ def yardstick(ref_python: str | None) -> float | None:
     return None if not fig or not fig.get("ms") else round(float(fig["ms"]), 2)
 
 
+def task_files(unseen: int | None) -> list[Path]:
+    """The task files: the user study first, then exp2_tasks/*.json or the unseen tasks of seed ``unseen``."""
+    if unseen is None:
+        tasks = sorted(TASKS.glob("*.json"))
+    else:
+        import tempfile
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import unseen_tasks
+
+        tasks = unseen_tasks.write(unseen, Path(tempfile.mkdtemp(prefix=f"unseen{unseen}-")))
+    return ([USER_STUDY] if USER_STUDY.is_file() else []) + tasks
+
+
+def ratios(report: dict, reference: str = "user_study") -> None:
+    """Each task's seconds over the reference task's in the same run, per order."""
+    base = report.get(reference, {}).get("constrained", {})
+    for name, entry in report.items():
+        cells = []
+        for order, r in entry["constrained"].items():
+            ref = base.get(order, {}).get("seconds")
+            if "seconds" in r and ref:
+                cells.append(f"{order} {r['seconds'] / ref:.2f}x")
+        print(f"{name:<18} / {reference}: {', '.join(cells)}")
+
+
+def rounds(files: list[Path], orders: list[str], workers: int, n: int) -> dict:
+    """Every task in every order, ``n`` rounds one after the other (the user study in each): per task and order,
+    the runs' seconds, and each round's ratio to the user study's time in the same round."""
+    out: dict = {f.stem: {o: [] for o in orders} for f in files}
+    for k in range(n):
+        for f in files:
+            for order in orders:
+                r = search(f, "constrained", order, workers)
+                out[f.stem][order].append(r)
+                secs = r.get("seconds", float("nan"))
+                best = " ".join(r.get("best_ids") or ["-"])
+                line = f"round {k} {f.stem:<18} {order:<5} {secs:7.2f} s  {r.get('evaluations', '-'):>7} evaluated"
+                line += f"  {best}  {r.get('best_mass')}  process {r.get('process_seconds', 0):.1f} s"
+                print(f"{line}  load {r.get('load', 0):.1f}", flush=True)
+    return out
+
+
+def summary(out: dict, reference: str = "user_study") -> dict:
+    """Per task and order: median seconds, the median of the per-round ratios to the reference, the optimum."""
+    table: dict = {}
+    for name, per_order in out.items():
+        for order, runs in per_order.items():
+            ref = out[reference][order]
+            ratios = [
+                r["seconds"] / q["seconds"]
+                for r, q in zip(runs, ref, strict=True)
+                if "seconds" in r and q.get("seconds")
+            ]
+            secs = [r["seconds"] for r in runs if "seconds" in r]
+            masses = sorted({r.get("best_mass") for r in runs}, key=str)
+            table[(name, order)] = {"median_s": statistics.median(secs) if secs else None, "runs_s": secs,
+                                    "ratio": statistics.median(ratios) if ratios else None, "ratios": ratios,
+                                    "masses": masses, "best_ids": runs[0].get("best_ids"),
+                                    "evaluations": [r.get("evaluations") for r in runs],
+                                    "process_s": [round(r.get("process_seconds", 0), 2) for r in runs]}  # fmt: skip
+    return table
+
+
+def print_summary(table: dict, files: list[Path]) -> None:
+    """The table for the README: per task, both orders' median seconds and ratios, the optimum, solve's check."""
+    orders = sorted({o for _, o in table}, key=lambda o: o != "cost")
+    for f in files:
+        cells = []
+        for o in orders:
+            t = table[(f.stem, o)]
+            ratio = "-" if t["ratio"] is None else f"{t['ratio']:.2f}x"
+            cells.append(f"{o} {t['median_s']:.2f} s ({', '.join(f'{s:.2f}' for s in t['runs_s'])}) ratio {ratio}")
+        t0 = table[(f.stem, orders[0])]
+        agree = len({m for o in orders for m in table[(f.stem, o)]["masses"]}) == 1
+        ids = t0["best_ids"]
+        check = solve(f, ids) if ids else "no robot"
+        print(f"| {f.stem} | {' | '.join(cells)} | {t0['masses']} agree={agree} | {' '.join(ids or ['-'])} | {check} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tasks", nargs="*", help="task names (default: all)")
@@ -85,9 +171,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--orders", nargs="*", default=["cost", "space"])
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--ga-seeds", type=int, default=0, help="GA trials per task at the defaults (0: none)")
+    p.add_argument("--unseen", type=int, metavar="SEED", help="the tasks unseen_tasks.py generates from SEED instead")
+    p.add_argument("--rounds", type=int, default=0, help="N rounds of every task and order, medians and ratios")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    files = sorted(TASKS.glob("*.json")) + ([USER_STUDY] if USER_STUDY.is_file() else [])
+    files = task_files(args.unseen)
+    if args.tasks:
+        files = [f for f in files if f.stem in args.tasks]
+    if args.rounds:
+        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        table = summary(rounds(files, args.orders, args.workers, args.rounds))
+        print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        print_summary(table, files)
+        if args.json:
+            print(json.dumps({f"{k[0]} {k[1]}": v for k, v in table.items()}))
+        return 0
     if args.tasks:
         files = [f for f in files if f.stem in args.tasks]
     ref_python = None
@@ -120,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
             mass = f"{r['best_mass']:.2f} kg" if r["best_mass"] is not None else "no robot"
             scaled = "" if scale is None else f" ({r['scaled_seconds']:.1f} s scaled)"
             print(
-                f"{f.stem:<16} {order:<6} {r['seconds']:7.1f} s{scaled} {r['evaluations']:>7} evaluated  {ids}  {mass}"
+                f"{f.stem:<16} {order:<6} {r['seconds']:7.2f} s{scaled} {r['evaluations']:>7} evaluated  {ids}  {mass}"
                 f"  verified={r['ok']}  (load {r['load']:.1f})"
             )
         masses = {r.get("best_mass") for r in runs.values() if "error" not in r}
@@ -138,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             hit = best is not None and optimum is not None and best <= optimum + 0.005
             print(f"{'':<16} GA seed {seed}: {g.get('seconds', 0):.1f} s, best {best} kg, hit={hit}")
         report[f.stem] = {"constrained": runs, "ga": ga, "yardstick_ms": [before_ms, after_ms]}
+    ratios(report)
     if args.json:
         print(json.dumps(report))
     return 0
