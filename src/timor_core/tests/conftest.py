@@ -35,6 +35,77 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "invalid_urdf: the test writes URDF files urdfdom must refuse (not checked)")
 
 
+#: tests marked slow here rather than in their files (make test-fast leaves them out; make test runs them): each
+#: took more than ~1.5 s on a quiet core (more than 8 s in `--durations` of a `-n 2` run at load 10); the name of a
+#: module's test, every parametrization of it. A name its module no longer has fails the collection.
+SLOW = {
+    "test_canopen_vendor.py": {
+        "test_each_vendor_file_alone_on_a_robco_arm",
+        "test_three_vendor_drives_build_and_give_robotsystem_what_it_reads",
+    },
+    "test_cli.py": {"test_demo"},
+    "test_cli_plugins.py": {"test_timor_core_never_imports_timor_ros"},
+    "test_cluster.py": {
+        "test_cli_search_on_a_local_dask_cluster_with_checkpoint",
+        "test_a_killed_worker_is_replaced_and_its_chunks_rerun",
+    },
+    "test_configurator_browser.py": {"test_build_check_see_and_download"},
+    "test_configurator_state.py": {"test_cli_port_in_use_is_one_line_and_exit_2"},
+    "test_cost_order.py": {
+        "test_exp2_with_a_limit_bounds_work_memory_and_workers",
+        "test_a_search_over_10_to_the_8_assemblies_runs_in_bounded_memory",
+        "test_taking_a_few_of_a_huge_space_is_quick_and_small",
+    },
+    "test_dask_search.py": {
+        "test_a_local_cluster_leaves_no_process_behind",
+        "test_cost_order_on_dask_finds_the_in_process_optimum",
+        "test_cli_cost_order_search_on_local_dask",
+    },
+    "test_examples.py": {"test_visualize", "test_task_and_solution"},
+    "test_family_proof.py": {"test_no_certificate_refuses_a_chain_that_reaches_the_goal"},
+    "test_ga.py": {"test_cli_subprocess"},
+    "test_hostile_bounds.py": {"test_the_largest_accepted_request_is_described_in_bounded_time"},
+    "test_hostile_round2.py": {"test_fuzz_launch_arguments"},
+    "test_hostile_round3.py": {"test_fuzz_yaml_loader"},
+    "test_hostile_round3_search.py": {"test_cli_scheduler_that_never_speaks_or_speaks_junk_is_one_error_line"},
+    "test_ik_kernel.py": {"test_a_search_with_compiled_kernels_finds_what_the_interpreted_one_finds"},
+    "test_lazy_filters.py": {"test_the_chain_gives_what_building_every_assembly_gives"},
+    "test_lessons.py": {"test_two_workers_sharing_certificates_find_the_one_worker_optimum"},
+    "test_local_shards.py": {"test_shards_find_the_one_process_answer"},
+    "test_reach_proof.py": {"test_a_reached_pose_is_never_refused"},
+    "test_ref_obstacle_imports.py": {"test_imports"},
+    "test_ref_robot_setup.py": {"test_robot_ik"},
+    "test_ref_serializing.py": {"test_load_then_dump_task"},
+    "test_ref_tolerance_cases.py": {"test_visualization"},
+    "test_search.py": {"test_one_and_two_workers_give_identical_results"},
+    "test_search_early_bound.py": {"test_searches_are_the_same_with_and_without_the_early_bound"},
+    "test_solution.py": {"test_cli_solution_from_a_given_start", "test_point_to_point_from_a_given_start"},
+    "test_tolerance.py": {
+        "test_residual_zero_iff_valid_all_projections",
+        "test_residual_zero_iff_valid_cartesian_rotation",
+    },
+    "test_urdf_import_massless.py": {"test_so101_gripper_frame_link"},
+    "test_urdf_import_robots.py": {"test_arm_equals_pinocchios_loader", "test_import_count"},
+    "test_urdf_writer.py": {"test_trees_follow_the_kinematic_tree_and_pass_check_urdf"},
+    "test_viz_plots.py": {"test_convergence_funnel_compare"},
+    "test_viz_render.py": {"test_solution_of_the_user_study_plans_and_films"},
+    "test_viz_viewer.py": {"test_page_renders_in_headless_chromium"},
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests listed in SLOW as slow; a listed name that its (collected) module lacks is an error."""
+    modules = {}
+    for item in items:
+        modules[item.path.name] = item.module
+        if item.originalname in SLOW.get(item.path.name, ()):
+            item.add_marker(pytest.mark.slow)
+    stale = {f"{m}::{n}" for m, mod in modules.items() for n in SLOW.get(m, ()) if not hasattr(mod, n)}
+    if stale:
+        raise pytest.UsageError(f"conftest.SLOW names tests that are gone: {sorted(stale)}")
+
+
 # -- every URDF file the suite writes must pass urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser)
 _CHECKED_URDFS: set[Path] = set()
 
