@@ -110,6 +110,8 @@ class Limits:
     """Largest density of a parametric module, in kg/m³."""
     max_path_chars: int = 4_096
     """Longest file or folder path given as an argument (a launch argument's ``config_dir``, say)."""
+    max_urdf_links: int = 100_000
+    """Most links (and most joints) of one imported URDF, counted while it is parsed."""
 
     def __post_init__(self) -> None:
         _check(self)
