@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import FormatError, InputError, UntrustedPathError, ValidationError
 from timor_core.export.urdf_import import ToolConnector, db_from_urdf
 from timor_core.export.urdf_numbers import MIN_MESH_SCALE, URDF_MAX_VALUE
+from timor_core.limits import limits, override_limits
 from timor_core.model.geometry import Mesh
 
 
@@ -249,6 +251,46 @@ def test_numbers_at_the_bounds_stay_finite_in_the_model(tmp_path):
     assert all(np.isfinite(b.inertia).all() for b in assembly.modules[0].bodies)
 
 
+def _chain_file(path: Path, links: int) -> Path:
+    """A chain of ``links`` links (unit mass and inertia, fixed joints with an origin): about 245 bytes a link."""
+    inertial = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
+    with path.open("w") as fh:
+        fh.write('<robot name="chain">')
+        for k in range(links):
+            fh.write(f'<link name="l{k}">{inertial}</link>')
+            if k:
+                fh.write(f'<joint name="j{k}" type="fixed"><parent link="l{k - 1}"/><child link="l{k}"/>'
+                         '<origin xyz="0 0 0.01"/></joint>')  # fmt: skip
+        fh.write("</robot>")
+    return path
+
+
+@pytest.mark.invalid_urdf
+def test_a_urdf_of_200000_links_is_refused_early_in_bounded_memory(tmp_path):
+    """A 49 MB URDF of 200,000 links (under max_file_bytes) took 47 s and 1.4 GB before a MemoryError. Its links are
+    counted while it is parsed: refused at link 100,001 (``max_urdf_links``), naming the file and the limit, within
+    400 MB more address space than the test process holds (the file's text included)."""
+    urdf = _chain_file(tmp_path / "big.urdf", 200_000)
+    assert 40e6 < urdf.stat().st_size < limits().max_file_bytes
+    with memory_cap(400 * 2**20), time_cap(120):  # the time cap only turns a hang into a failure
+        with pytest.raises(InputError) as err:
+            db_from_urdf(urdf)
+    message = str(err.value)
+    assert str(urdf) in message and "max_urdf_links" in message and "100000" in message, message
+    with override_limits(max_urdf_links=1_000):  # the limit is the one in force
+        with pytest.raises(InputError, match=r"at most 1000\)"):
+            db_from_urdf(urdf)
+
+
+@pytest.mark.slow
+@pytest.mark.invalid_urdf
+def test_timor_import_refuses_a_urdf_of_200000_links_naming_file_and_limit(tmp_path):
+    urdf = _chain_file(tmp_path / "big.urdf", 200_000)
+    proc = run_cli(["import", str(urdf), "-o", str(tmp_path / "out" / "m.json")], timeout=120)
+    assert proc.returncode == 2 and not (tmp_path / "out" / "m.json").exists()
+    assert_clean_error(proc, str(urdf), "max_urdf_links", "TIMOR_MAX_URDF_LINKS")
+
+
 # -- fuzz --------------------------------------------------------------------------------------------------------------
 
 _NUMBER = st.one_of(
@@ -332,7 +374,7 @@ _FUZZED_NUMBERS = st.sets(st.sampled_from(sorted(_NUMBERS)), min_size=1, max_siz
 def test_fuzz_urdf_numbers(numbers):
     """Any numbers in any of the places the import reads one (origins, sizes, mesh scale, mass, inertia, axis, limits,
     dynamics): refused with an InputError naming the URDF and the link or joint, or a robot whose module JSON holds no
-    NaN or infinity and whose mass and forward kinematics are finite."""
+    NaN, no infinity and no number out of range, and whose mass and forward kinematics are finite."""
     with tempfile.TemporaryDirectory() as tmp:
         urdf = _write_numbers_urdf(Path(tmp), **numbers)
         with memory_cap(), time_cap(60):
@@ -341,6 +383,8 @@ def test_fuzz_urdf_numbers(numbers):
             except InputError as exc:
                 assert str(urdf) in str(exc) and ("link[@name=" in str(exc) or "joint[@name=" in str(exc)), exc
                 return
-            json.dumps(db.to_json_data(), allow_nan=False)  # ValueError on any NaN or infinity
+            text = json.dumps(db.to_json_data(), allow_nan=False)  # ValueError on any NaN or infinity
+            numbers = [abs(float(x)) for x in re.findall(r"-?\d+\.?\d*(?:[eE][-+]?\d+)?", text)]
+            assert max(numbers) <= 3 * URDF_MAX_VALUE  # in range (a rotated inertia's entries: up to its trace)
             robot = ModuleAssembly.from_serial_modules(db, ["arm"]).robot
             assert math.isfinite(robot.mass) and np.isfinite(robot.fk(np.zeros(robot.dof))).all()
