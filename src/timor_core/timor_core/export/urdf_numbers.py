@@ -118,13 +118,14 @@ def origin(element: ET.Element, suffixes: tuple[str, str]) -> tuple[float, ...] 
     rpy_text, xyz_text = found.get("rpy"), found.get("xyz")
     rpy_split = rpy_text.split() if rpy_text is not None else ["0", "0", "0"]
     xyz_split = xyz_text.split() if xyz_text is not None else ["0", "0", "0"]
-    try:  # both attributes in one conversion (the common case); any doubt goes the careful way, which names it
-        if len(rpy_split) != 3 or len(xyz_split) != 3:
-            raise ValueError
-        roll, pitch, yaw, x, y, z = map(float, rpy_split + xyz_split)
-        if not abs(roll) + abs(pitch) + abs(yaw) + abs(x) + abs(y) + abs(z) <= URDF_MAX_VALUE:  # NaN fails too
-            raise ValueError
-    except ValueError:
+    fast = False  # both attributes in one conversion (the common case); any doubt goes the careful way, which names it
+    if len(rpy_split) == 3 and len(xyz_split) == 3:
+        try:
+            roll, pitch, yaw, x, y, z = map(float, rpy_split + xyz_split)
+            fast = abs(roll) + abs(pitch) + abs(yaw) + abs(x) + abs(y) + abs(z) <= URDF_MAX_VALUE  # not NaN either
+        except ValueError:
+            pass
+    if not fast:
         roll, pitch, yaw = floats(rpy_text, 3, _ZERO3, suffixes[0])
         x, y, z = floats(xyz_text, 3, _ZERO3, suffixes[1])
     if not (roll or pitch or yaw):
