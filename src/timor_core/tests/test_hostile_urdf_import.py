@@ -282,6 +282,22 @@ def test_a_urdf_of_200000_links_is_refused_early_in_bounded_memory(tmp_path):
             db_from_urdf(urdf)
 
 
+@pytest.mark.invalid_urdf
+def test_more_shapes_than_max_urdf_shapes_are_refused_before_they_are_read(tmp_path):
+    """100,000 boxes in one link took 3.8 s and 200 MB (a 64 MiB file of them would take about 45 s and 2 GB): the
+    shapes are counted before their geometry is read, and more than ``max_urdf_shapes`` refused naming the file,
+    the link and the limit."""
+    box = '<visual><geometry><box size="1 1 1"/></geometry></visual>'
+    urdf = tmp_path / "boxes.urdf"
+    urdf.write_text(f'<robot name="r"><link name="a">{box * 300}</link><link name="b">{box * 200}</link>'
+                    '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>')  # fmt: skip
+    assert len(next(iter(db_from_urdf(urdf))).bodies) == 2  # 500 shapes: under the default
+    with override_limits(max_urdf_shapes=400), pytest.raises(InputError) as err:
+        db_from_urdf(urdf)
+    message = str(err.value)
+    assert str(urdf) in message and "link[@name='b']/visual" in message and "max_urdf_shapes" in message, message
+
+
 @pytest.mark.slow
 @pytest.mark.invalid_urdf
 def test_timor_import_refuses_a_urdf_of_200000_links_naming_file_and_limit(tmp_path):

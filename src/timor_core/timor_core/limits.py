@@ -112,6 +112,8 @@ class Limits:
     """Longest file or folder path given as an argument (a launch argument's ``config_dir``, say)."""
     max_urdf_links: int = 100_000
     """Most links (and most joints) of one imported URDF, counted while it is parsed."""
+    max_urdf_shapes: int = 200_000
+    """Most visual and collision shapes of one imported URDF, counted before they are read."""
 
     def __post_init__(self) -> None:
         _check(self)

@@ -157,7 +157,8 @@ class UrdfReader:
     """Reads one URDF's links and joints, as the parser hands them over, into records, their numbers into stacks,
     and collects the meshes. The first wrong value of each kind is kept (``joint_error``, ``link_error``), not
     raised: the importer raises them in the order of its checks (joints, the tree, links), whatever the file's
-    order. More links or joints than the ``max_urdf_links`` limit are refused at once."""
+    order. More links or joints than the ``max_urdf_links`` limit, or shapes than ``max_urdf_shapes``, are refused
+    at once."""
 
     def __init__(
         self, file: Path | None, package_dirs: Sequence[Path] | Mapping[str, Path], skip_missing: bool = False
@@ -172,7 +173,8 @@ class UrdfReader:
         self.joints: list[UrdfJoint] = []
         self.link_error: InputError | None = None
         self.joint_error: InputError | None = None
-        self._most = limits().max_urdf_links
+        self._most, self._most_shapes = limits().max_urdf_links, limits().max_urdf_shapes
+        self.shapes = 0  # visual and collision shapes so far
 
     def link(self, element: ET.Element) -> None:
         """Read a ``<link>`` (the body frame is the link frame)."""
@@ -223,7 +225,12 @@ class UrdfReader:
     def _shapes(self, link: ET.Element, tag: str) -> list[dict]:
         """The geometries of a link's ``<visual>`` or ``<collision>`` elements (a missing mesh left out with
         ``skip_missing``)."""
-        shapes = [self._geometry(e, f"/{tag}[{k + 1}]") for k, e in enumerate(link.iterfind(tag))]
+        elements = link.findall(tag)
+        self.shapes += len(elements)
+        if self.shapes > self._most_shapes:
+            check_count(self.shapes, "max_urdf_shapes", "the number of visual and collision shapes", file=self.file,
+                        path=f"link[@name='{self._link_name}']/{tag}")  # fmt: skip
+        shapes = [self._geometry(e, f"/{tag}[{k + 1}]") for k, e in enumerate(elements)]
         return [g for g in shapes if g is not None]
 
     def _inertia(self, c: list[float], T: tuple[float, ...] | None, name: str) -> Sequence[float]:
