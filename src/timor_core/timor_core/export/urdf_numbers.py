@@ -46,7 +46,6 @@ MIN_MESH_SCALE = 1e-9
 
 _INERTIA = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 _ZERO3 = (0.0, 0.0, 0.0)
-_ZERO6 = (0.0,) * 6
 _IDENTITY = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0)
 
 
@@ -145,10 +144,12 @@ def inertia_values(element: ET.Element | None) -> list[float]:
     """ixx, ixy, ixz, iyy, iyz, izz of an ``<inertia>`` (0 where missing), read in one pass, each in range."""
     if element is None:
         return [0.0] * 6
+    get = element.get
     try:
-        values = list(map(float, map(element.get, _INERTIA, _ZERO6)))
-        if sum(map(abs, values)) <= URDF_MAX_VALUE:  # NaN and infinities fail too
-            return values
+        xx, xy, xz = float(get("ixx", 0.0)), float(get("ixy", 0.0)), float(get("ixz", 0.0))
+        yy, yz, zz = float(get("iyy", 0.0)), float(get("iyz", 0.0)), float(get("izz", 0.0))
+        if abs(xx) + abs(xy) + abs(xz) + abs(yy) + abs(yz) + abs(zz) <= URDF_MAX_VALUE:  # not NaN nor infinite either
+            return [xx, xy, xz, yy, yz, zz]
     except ValueError:
         pass
     return [number(element.get(k), f"/inertial/inertia@{k}") for k in _INERTIA]  # names the bad one
