@@ -7,7 +7,12 @@ gets a ``base`` connector on the root link and an ``eef`` connector on the tool 
 you give, so another set's gripper attaches). Mesh names resolve through ``package://`` (in the given package
 folders, then ``ROS_PACKAGE_PATH`` and ``AMENT_PREFIX_PATH``), ``file://`` and paths relative to the URDF.
 Unlimited limits: a missing or zero ``effort``/``velocity`` and magnitudes from ``URDF_UNLIMITED`` on are read as
-unlimited, the convention of the URDF export.
+unlimited, the convention of the URDF export. Every other number must be finite and in the ranges of
+:mod:`timor_core.export.urdf_numbers`.
+
+Bounded memory: the text is parsed in small chunks and each child of ``<robot>`` read once complete, then dropped,
+so the parsed XML never holds more than about a chunk; links and joints beyond ``max_urdf_links``, and shapes
+beyond ``max_urdf_shapes``, are refused as soon as they are counted (``timor_core.limits``).
 
 What q means: one entry per revolute, prismatic and continuous joint, in Pinocchio's joint order. Mimic joints
 become independent joints (as with Pinocchio's default ``buildModelFromUrdf``). A continuous joint takes one
