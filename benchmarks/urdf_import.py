@@ -5,6 +5,12 @@ kinematic tree built, each size in a fresh process so the peak memory is that si
 
     python benchmarks/urdf_import.py                      # 1,000 / 10,000 / 100,000 links
     python benchmarks/urdf_import.py --links 1000 100000 --json
+    python benchmarks/urdf_import.py --links 100000 --against /path/to/old/checkout --pairs 3
+
+``--against``: the same sizes run by another checkout's copy of this script (its ``src/timor_core``), alternating
+with this checkout's, each in its own process; per run also the whole process measured from outside (interpreter
+start, text, import, tree, the printed result): wall and CPU seconds and peak resident memory, with the load
+average beside it.
 
 Per size: seconds to import (parse, checks, module set) and to build the assembly's tree, wall and CPU (on a shared
 machine the CPU time is the steadier figure), the peak resident memory of the process (MB) and wall microseconds per
@@ -15,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 
 def chain_urdf(n: int) -> str:
@@ -38,10 +46,12 @@ def measure(n: int) -> dict:
     """Import one chain of ``n`` links in this process."""
     from timor_core import ModuleAssembly
     from timor_core.export.urdf_import.importer import db_from_urdf
+    from timor_core.limits import limits, override_limits
 
     text = chain_urdf(n)
     start, cpu = time.perf_counter(), time.process_time()
-    db = db_from_urdf(text)
+    with override_limits(max_urdf_links=max(n, limits().max_urdf_links)):  # a bigger chain: the limit raised to it
+        db = db_from_urdf(text)
     imported, cpu_imported = time.perf_counter(), time.process_time()
     tree = ModuleAssembly.from_serial_modules(db, ["chain"]).tree()
     built, cpu_built = time.perf_counter(), time.process_time()
@@ -57,14 +67,59 @@ def measure(n: int) -> dict:
     }
 
 
+def whole(checkout: Path, n: int) -> dict:
+    """One size in a fresh process of ``checkout``'s script and library, measured from outside as well."""
+    env = dict(os.environ, PYTHONPATH=str(checkout / "src" / "timor_core"))
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, str(checkout / "benchmarks" / "urdf_import.py"), "--one", str(n)],
+                            env=env, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{checkout}: --one {n} failed (status {status})")
+    row = json.loads(out)
+    row.update(
+        checkout=str(checkout),
+        load_1min=round(load, 2),
+        whole_wall_s=round(wall, 2),
+        whole_cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
+        whole_peak_mb=usage.ru_maxrss // 1024,
+    )
+    return row
+
+
+def compare(sizes: list[int], against: Path, pairs: int) -> list[dict]:
+    """Each size ``pairs`` times, the other checkout and this one alternating (other first)."""
+    here = Path(__file__).resolve().parents[1]
+    rows = []
+    for n in sizes:
+        for _ in range(pairs):
+            for checkout in (against.resolve(), here):
+                rows.append(whole(checkout, n))
+                r = rows[-1]
+                print(f"{r['checkout']}: {n} links: import CPU {r['import_cpu_s']} s, tree CPU {r['tree_cpu_s']} s; "
+                      f"whole process {r['whole_wall_s']} s wall, {r['whole_cpu_s']} s CPU, peak {r['whole_peak_mb']} "
+                      f"MB (load {r['load_1min']})", file=sys.stderr)  # fmt: skip
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--links", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", type=Path, help="another checkout to run side by side (alternating)")
+    parser.add_argument("--pairs", type=int, default=3, help="runs per size and checkout with --against")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the worker: one size in this process
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.one)))
+        return
+    if args.against:
+        rows = compare(args.links, args.against, args.pairs)
+        if args.json:
+            print(json.dumps(rows, indent=2))
         return
     rows = []
     for n in args.links:

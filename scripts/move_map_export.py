@@ -35,7 +35,7 @@ FORMATS = (
     "urdf", "urdf_walk", "urdf_parts", "urdf_options", "xacro", "srdf", "mjcf", "ros2_control", "moveit_config",
     "yaml_text", "rviz_config", "planning_scene", "ros_distro", "urdfdom",
 )  # fmt: skip
-URDF_IMPORT = ("urdf_reader", "urdf_build", "urdf_tree")
+URDF_IMPORT = ("urdf_reader", "urdf_build", "urdf_tree", "urdf_numbers")
 ROS = (
     "launch_arguments", "launch_paths", "robot_description", "controller_swap", "manager_process",
     "move_group_process", "plugin_index",

@@ -110,6 +110,10 @@ class Limits:
     """Largest density of a parametric module, in kg/m³."""
     max_path_chars: int = 4_096
     """Longest file or folder path given as an argument (a launch argument's ``config_dir``, say)."""
+    max_urdf_links: int = 100_000
+    """Most links (and most joints) of one imported URDF, counted while it is parsed."""
+    max_urdf_shapes: int = 200_000
+    """Most visual and collision shapes of one imported URDF, counted before they are read."""
 
     def __post_init__(self) -> None:
         _check(self)
