@@ -864,12 +864,20 @@ def test_save_failing_in_json_dumps_leaves_old_file(tmp_path, monkeypatch, gpm_d
     original = "precious old content\n"
     target.write_text(original)
 
-    def boom(*args, **kwargs):
-        raise RuntimeError("serialization failed midway")
+    calls = []
 
-    monkeypatch.setattr(timor_core.model.db, "json", SimpleNamespace(dumps=boom, loads=json.loads))
+    def boom(*args, **kwargs):  # the set is written record by record: fail after some are in the temp file
+        calls.append(1)
+        if len(calls) > 3:
+            raise RuntimeError("serialization failed midway")
+        return json.dumps(*args, **kwargs)
+
+    import timor_core.common.json_text
+
+    monkeypatch.setattr(timor_core.common.json_text, "json", SimpleNamespace(dumps=boom, loads=json.loads))
     with pytest.raises(RuntimeError, match="midway"):
         gpm_db.to_json_file(target)
+    assert len(calls) > 3
     assert target.read_text() == original
     assert _leftovers(target.parent) == []
 

@@ -19,7 +19,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from timor_core.errors import InputError
 
 __all__ = [
+    "atomic_write_chunks",
     "atomic_write_text",
     "atomic_write_bytes",
     "atomic_copy",
@@ -121,6 +122,17 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
     with atomic_target(path) as tmp:
         with open(tmp, "wb") as fh:
             fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return Path(path)
+
+
+def atomic_write_chunks(path: str | Path, chunks: Iterable[str]) -> Path:
+    """Write UTF-8 text made piece by piece (a big JSON document) to ``path`` atomically, never holding all of it."""
+    with atomic_target(path) as tmp:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             os.fsync(fh.fileno())
     return Path(path)

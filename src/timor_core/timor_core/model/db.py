@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import filecmp
 import hashlib
-import json
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from functools import cached_property
@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from timor_core.common import jsonfields as jf
-from timor_core.common.fileio import atomic_copy, atomic_write_text
+from timor_core.common.fileio import atomic_copy, atomic_write_chunks
+from timor_core.common.gc_pause import paused_gc
+from timor_core.common.json_text import json_chunks, json_text
 from timor_core.errors import InputError, UnknownModuleError, ValidationError, short_repr
 from timor_core.model.geometry import Mesh
 from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_compatible
@@ -166,19 +168,21 @@ class ModulesDB:
             return cls.from_json_file(p)
         return cls.from_name(str(name_or_file))
 
-    def to_json_data(self) -> dict:
-        """The CoBRA JSON of the whole set (a :class:`SetJson`: a dict that remembers the set's mesh folder)."""
+    def to_json_data(self, lazy: bool = False) -> dict:
+        """The CoBRA JSON of the whole set (a :class:`SetJson`: a dict that remembers the set's mesh folder);
+        ``lazy``: each module's bodies and joints as generators (see :meth:`Module.to_json`)."""
         out = SetJson()
         out.base_dir = self.base_dir
         if not self.extra.get("_no_mode"):
             out["ignore_collisions"] = self.ignore_collisions
-        out["modules"] = [m.to_json() for m in self]
+        out["modules"] = [m.to_json(lazy) for m in self]
         out.update({k: v for k, v in self.extra.items() if k != "_no_mode"})
         return out
 
     def to_json_string(self) -> str:
-        """The CoBRA JSON as text (two-space indentation)."""
-        return json.dumps(self.to_json_data(), indent=2)
+        """The CoBRA JSON as text (two-space indentation down to each body and joint, which are one line each)."""
+        with paused_gc():
+            return json_text(self.to_json_data())
 
     @classmethod
     def from_json_string(cls, text: str, *, name: str = "", base_dir: Path | None = None) -> ModulesDB:
@@ -199,10 +203,11 @@ class ModulesDB:
         renamed: dict[str, str] = {}
         if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
             renamed = self._copy_meshes(folder, path)
-        data = self.to_json_data()
-        if renamed:
-            _rename_meshes(data, renamed)
-        atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+        with paused_gc():  # a big set's JSON is millions of objects without cycles
+            data = self.to_json_data(lazy=not renamed)  # written record by record (renamed meshes: all at once)
+            if renamed:
+                _rename_meshes(data, renamed)
+            atomic_write_chunks(path, itertools.chain(json_chunks(data), "\n"))
         return path
 
     def _copy_meshes(self, folder: Path, path: Path) -> dict[str, str]:

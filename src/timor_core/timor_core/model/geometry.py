@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 def pose_json(T: np.ndarray) -> list[list[float]]:
     """A 4x4 pose as nested lists of floats (CoBRA JSON)."""
-    return [[float(v) for v in row] for row in T]
+    return np.asarray(T, dtype=float).tolist()
 
 
 @dataclass(frozen=True, eq=False)

@@ -164,12 +164,15 @@ class Module:
         return self._cache["graph"]
 
     # -- JSON ---------------------------------------------------------------------------------------
-    def to_json(self) -> dict:
-        """The CoBRA JSON of this module."""
+    def to_json(self, lazy: bool = False) -> dict:
+        """The CoBRA JSON of this module; ``lazy``: its bodies and joints as generators, made as they are written
+        (``common.json_text``), so a 100,000-link module's records never all exist at once."""
+        bodies = (b.to_json() for b in self.bodies)
+        joints = (j.to_json() for j in self.joints)
         return {
             "header": self.header.to_json(),
-            "bodies": [b.to_json() for b in self.bodies],
-            "joints": [j.to_json() for j in self.joints],
+            "bodies": bodies if lazy else list(bodies),
+            "joints": joints if lazy else list(joints),
             **self.extra,
         }
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.common.gc_pause import paused_gc
 from timor_core.common.names import check_prefix, ros_name
 from timor_core.common.transforms import IDENTITY, ROT_X_PI, inv, readonly
 from timor_core.errors import AssemblyError
@@ -270,8 +271,9 @@ def build_tree(assembly: ModuleAssembly, prefix: str = "") -> KinematicTree:
         raise AssemblyError("an empty assembly has no robot: it needs at least one module")
     if len(assembly.connections) != len(assembly.modules) - 1:
         raise AssemblyError("the assembly contains a closed kinematic chain; URDF and Pinocchio models need a tree")
-    links, tools, free = _walk(assembly, prefix)
-    return _ordered_tree(links, tools, free, prefix)
+    with paused_gc():  # a big assembly's tree is many objects without cycles
+        links, tools, free = _walk(assembly, prefix)
+        return _ordered_tree(links, tools, free, prefix)
 
 
 def _walk(assembly: ModuleAssembly, prefix: str) -> tuple[list[TreeLink], list[ToolFrame], list[ToolFrame]]:

@@ -21,7 +21,6 @@ entry, its angle, where Pinocchio's own model of the file takes two (cos, sin).
 
 from __future__ import annotations
 
-import gc
 import os
 import warnings
 import xml.etree.ElementTree as ET
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from timor_core.common.gc_pause import paused_gc
 from timor_core.errors import FormatError, InputError, TimorError, ValidationError
 from timor_core.export.urdf_import.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_import.urdf_reader import XACRO_NAMESPACE, UrdfReader
@@ -217,14 +217,9 @@ def db_from_urdf(
     if missing_meshes not in MISSING_MESHES:
         raise InputError(f"missing_meshes must be one of {', '.join(MISSING_MESHES)}", path="missing_meshes",
                          value=missing_meshes)  # fmt: skip
-    enabled = gc.isenabled()
-    gc.disable()  # the import allocates millions of objects for a big URDF and makes no cycles: the cyclic collector
-    try:  # would spend about a third of the time looking for some
+    with paused_gc():  # millions of objects for a big URDF, no cycles: the collector would cost a third
         options = (keep_names, tool_connector, missing_meshes == "skip")
         return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, *options)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _db_from_urdf(
