@@ -158,6 +158,55 @@ def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], che
     return out
 
 
+class _Frontier:
+    """The best-first walk's frontier: entries ``(key, first index, state, prefix value, prefix ids as a linked list
+    (m, rest), length, the parent's extensions in walk order, this one's place among them, the parent's value and
+    first index)``; a chain's extensions go on it one at a time (:func:`_best_first`)."""
+
+    def __init__(self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: Any) -> None:
+        self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
+        self.unit, self.start, self.stop = unit, start, stop
+        self.mine, self.shards = shard if shard is not None else (0, 1)
+        self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
+        self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
+        self.dealt = 0  # subtrees (and shorter chains) dealt out so far
+        self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
+
+    def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
+        """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
+        for pos in range(at, len(steps)):
+            step, offset, m, b, count, _ = steps[pos]
+            lo = first + offset
+            if lo + count > self.start and lo < self.stop:
+                heapq.heappush(self.heap, (value + step, lo, b, value + self.unit[m], (m, link), length + 1, steps,
+                                           pos, value, first))  # fmt: skip
+                return
+
+    def extensions(self, s: int, first: int, length: int) -> tuple:
+        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order."""
+        if length >= self.split:
+            return self.orders[s]
+        own = set()
+        for k, (_, b) in enumerate(self.trans[s]):  # dealt in transition order, as the walk reaches them
+            lo = first + self.cum[s][k]
+            if lo + self.counts[b] <= self.start or lo >= self.stop:
+                continue
+            if length + 1 == self.split or b == 0:
+                self.dealt += 1
+                if shard_of(self.dealt, self.shards) != self.mine:
+                    continue
+            own.add(k)
+        return tuple(e for e in self.orders[s] if e[5] in own)
+
+
+def _chain(link: Any) -> tuple[str, ...]:
+    ids: list[str] = []
+    while link is not None:
+        ids.append(link[0])
+        link = link[1]
+    return tuple(reversed(ids))
+
+
 def _best_first(
     space: SerialSpace,
     cost: CostFunction,
@@ -175,46 +224,12 @@ def _best_first(
     A popped chain puts only its cheapest extension and its own next sibling (in the order of
     :func:`_sibling_orders`) on the frontier, not every extension: a sibling cannot come out before the one
     before it, so the order is the same, and the frontier grows by at most one entry per chain popped."""
-    auto = space._auto  # the compiled space (as AssemblyIterator reads it)
-    trans, counts, cum = auto.trans, auto.counts, auto.cum
-    scale, unit, cheapest, depth, magnitude = _completions(trans, values)
+    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values)
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
-    mine, shards = shard if shard is not None else (0, 1)
-    split = split_depth(trans, shards) if shards > 1 else 0
-    orders = _sibling_orders(trans, cum, counts, unit, cheapest)
-    dealt = [0]  # subtrees (and shorter chains) dealt out so far
-    # frontier entries: (key, first index, state, prefix value, prefix ids as a linked list (m, rest), length,
-    # the parent's extensions in walk order, this one's place among them, the parent's value and first index)
-    frontier: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
-
-    def push(steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
-        """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
-        for pos in range(at, len(steps)):
-            step, offset, m, b, count, _ = steps[pos]
-            lo = first + offset
-            if lo + count > start and lo < stop:
-                heapq.heappush(frontier, (value + step, lo, b, value + unit[m], (m, link), length + 1, steps, pos,
-                                          value, first))  # fmt: skip
-                return
-
-    def extensions(s: int, first: int, length: int) -> tuple:
-        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order."""
-        if length >= split:
-            return orders[s]
-        own = set()
-        for k, (_, b) in enumerate(trans[s]):  # dealt in transition order, as the walk reaches them
-            lo = first + cum[s][k]
-            if lo + counts[b] <= start or lo >= stop:
-                continue
-            if length + 1 == split or b == 0:
-                dealt[0] += 1
-                if shard_of(dealt[0], shards) != mine:
-                    continue
-            own.add(k)
-        return tuple(e for e in orders[s] if e[5] in own)
-
+    walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
+    frontier = walk.heap
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
     while frontier or ready:
         while frontier:  # release what nothing left can undercut
@@ -222,15 +237,11 @@ def _best_first(
             if ready and (ready[0][0], ready[0][1]) < (key / scale - slack, first if exact else -1):
                 break
             key, first, s, value, link, length, steps, pos, parent_value, parent_first = heapq.heappop(frontier)
-            push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
+            walk.push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
             if s != 0:
-                push(extensions(s, first, length), 0, value, first, link, length)
+                walk.push(walk.extensions(s, first, length), 0, value, first, link, length)
                 continue
-            ids: list[str] = []
-            while link is not None:
-                ids.append(link[0])
-                link = link[1]
-            chain = tuple(reversed(ids))
+            chain = _chain(link)
             price = float(cost.evaluate_serial(db, chain))
             if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
                 logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
