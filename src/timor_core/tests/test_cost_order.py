@@ -178,3 +178,29 @@ def test_the_search_result_keeps_its_seq_and_stop_rule(robco):
     assert math.isfinite(result.settings["prepare_time"])
     limited = ExhaustiveSearch(space, "mass", FilterConfig(), workers=1, progress=False, order="cost")
     assert limited.optimize(task, budget=Budget(2)).evaluations == 2
+
+
+EXP2_TASKS = Path(__file__).resolve().parent / "data" / "exp2_tasks"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["user_study", "obstacle_middle"])
+def test_deciding_in_cost_order_gives_the_exhaustive_answer(robco, name):
+    """The benchmark's kind of space (``big_space.DECIDE_SPACE``: two links after the last joint), small enough to
+    evaluate every assembly in space order: the cost order's decision is the exhaustive one (the user study: its
+    11.02 kg optimum; obstacle_middle: none with three joints, proven)."""
+    from conftest import SHARED
+
+    from timor_core.task.feedback import load_task
+
+    study = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
+    path = study if name == "user_study" else EXP2_TASKS / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (../shared/data)")
+    space = _small(robco, dof_max=3, max_links_after_last_joint=2)
+    task = load_task(str(path), False)
+    every = ExhaustiveSearch(space, workers=1, progress=False).optimize(task, robco)
+    decided = ExhaustiveSearch(space, workers=1, progress=False, order="cost").optimize(task, robco)
+    assert every.stopped == "exhausted" and decided.stopped in ("bound", "exhausted")
+    assert (decided.best_ids, decided.best_cost) == (every.best_ids, every.best_cost)
+    assert decided.found == (name == "user_study")
