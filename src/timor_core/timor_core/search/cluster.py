@@ -420,8 +420,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
 
     def _land(self, flight: _Flight) -> None:
         """End a stream: cancel what is still out, let the workers forget its bound, write the checkpoint."""
-        for f in flight.inflight:
-            f.cancel()
+        if flight.inflight and self._client is not None:
+            self.client.cancel(list(flight.inflight))  # one call, answered before the client may close
         if flight.shared is not None and self._client is not None:
             try:
                 self.client.run(forget_bound, flight.token, on_error="ignore")
