@@ -163,10 +163,13 @@ class _Frontier:
     (m, rest), length, the parent's extensions in walk order, this one's place among them, the parent's value and
     first index)``; a chain's extensions go on it one at a time (:func:`_best_first`)."""
 
-    def __init__(self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: Any) -> None:
+    def __init__(
+        self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: tuple[int, int] | None
+    ) -> None:
         self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
         self.unit, self.start, self.stop = unit, start, stop
-        self.mine, self.shards = shard if shard is not None else (0, 1)
+        self.mine: int = shard[0] if shard is not None else 0
+        self.shards: int = shard[1] if shard is not None else 1
         self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
         self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
         self.dealt = 0  # subtrees (and shorter chains) dealt out so far
