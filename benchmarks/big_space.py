@@ -25,6 +25,11 @@ the search held the space. No evaluation budget and no time limit is set.
    busiest worker (what the wall time would be with a core each), and the work efficiency (1-worker CPU over the
    2-worker CPU summed: what speculative evaluation and overhead cost). ``uptime``'s load is printed per run.
 3. ``--chunk-times``: the chunk size sweep behind the default ``target_chunk_time`` (2 workers, one run each).
+4. ``--decide TASK ...`` (issue 38, 2): each task decided (optimum found and proven, or proven empty) on the
+   ``--decide-space`` (default :data:`DECIDE_SPACE`, 2.2·10^8 assemblies of up to seven joints), each run in a fresh
+   process: in-process on 1 and 2 workers (``--decide-workers``; 2: the cost order's local shards) and on a local
+   Dask cluster of 2 workers (started and loaded before the clock, as in 2.). Wall time, CPU of the process and its
+   workers, peak RSS of the process and of its largest worker, evaluations, why it stopped, the best.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ TASK = REPO.parent / "shared" / "data" / "cobra" / "tasks" / "user_study.json"
 #: last shard's stop) to show in the ratio (see benchmarks/README.md); a cluster is for the long searches
 DASK_TASK = REPO / "src" / "timor_core" / "tests" / "data" / "exp2_tasks" / "obstacle_middle.json"
 SIZES = {5: 177_155, 6: 1_948_716, 7: 21_435_887, 8: 235_794_768}
+#: the decided space: experiment 2's rules with up to seven joints and up to two links after the last joint
+#: (216,307,587 assemblies); ``--decide-space`` takes another as JSON options
+DECIDE_SPACE = {"dof_max": 7, "first_is_joint": True, "max_links_between_joints": 1, "max_links_after_last_joint": 2}
 
 
 def space_options(dof_max: int) -> dict:
@@ -241,6 +249,76 @@ def summarize(runs: dict[int, list[dict]], worker_rss: dict[int, float], chunk_t
     }
 
 
+# -- 4. deciding a big space, 1 and 2 workers, locally and on Dask ----------------------------------------------
+def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dict:
+    """Decide ``task_path`` on the space ``options`` in this (fresh) process; its figures as a dict."""
+    from timor_core import ModulesDB
+    from timor_core.search import DaskEvaluator, DBRef, ExhaustiveSearch, FilterConfig, TaskRef, load_space
+    from timor_core.search.parallel import WorkerSpec
+    from timor_core.task.feedback import load_task
+
+    db = ModulesDB.from_name("robco_like")
+    space, task = load_space(options, db), load_task(task_path, False)
+    search = ExhaustiveSearch(space, "mass", FilterConfig(), workers=workers, progress=False, order="cost")
+    de, worker_cpu, worker_rss = None, 0.0, 0.0
+    if dask:
+        de = DaskEvaluator(n_workers=workers).__enter__()
+        de.start()
+        spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
+        de.client.run(_warm, spec, space.options.canonical_json())
+        search = ExhaustiveSearch(space, "mass", FilterConfig(), progress=False, order="cost", evaluator=de)
+        worker_cpu = -sum(de.client.run(_worker_cpu).values())
+    cpu0 = _worker_cpu()
+    t0 = time.perf_counter()
+    result = search.optimize(task, db)
+    wall = time.perf_counter() - t0
+    cpu = _worker_cpu() - cpu0
+    if de is not None:
+        worker_cpu += sum(de.client.run(_worker_cpu).values())
+        worker_rss = max(de.client.run(_worker_rss_mb).values())
+        de.__exit__(None, None, None)
+    else:
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        worker_cpu, worker_rss = children.ru_utime + children.ru_stime, children.ru_maxrss / 1024
+    return {
+        "task": Path(task_path).stem,
+        "route": "dask" if dask else "local",
+        "workers": workers,
+        "assemblies": len(space),
+        "evaluations": result.evaluations,
+        "stopped": result.stopped,
+        "best": list(result.best_ids) if result.found else None,
+        "best_cost": result.best_cost,
+        "wall_s": wall,
+        "cpu_s": cpu,  # this process (with 1 worker: the whole search; else the client)
+        "worker_cpu_s": worker_cpu,  # the worker processes together (local shards or Dask workers)
+        "peak_rss_mb": _worker_rss_mb(),
+        "worker_peak_rss_mb": worker_rss,
+    }
+
+
+def decide(tasks: list[str], options: dict, workers: list[int], dask: bool) -> list[dict]:
+    """Each task on each route, each run in a fresh process; rows of :func:`decide_child` with the load."""
+    out = []
+    for task in tasks:
+        for n, on_dask in [(n, False) for n in workers] + ([(2, True)] if dask else []):
+            cmd = [sys.executable, __file__, "--decide-child", task, json.dumps(options), str(n), str(int(on_dask))]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+            if proc.returncode != 0:
+                raise SystemExit(f"deciding {task} failed:\n{proc.stderr[-2000:]}")
+            row = json.loads(proc.stdout.strip().splitlines()[-1]) | {"load": load()}
+            out.append(row)
+            best = "none" if row["best_cost"] is None else f"{row['best_cost']:.2f} kg"
+            print(
+                f"  {row['task']}, {row['route']} {n} worker(s): {row['wall_s']:.1f} s wall, {row['stopped']},"
+                f" {row['evaluations']:,} evaluated, best {best}; CPU {row['cpu_s']:.1f} s + workers"
+                f" {row['worker_cpu_s']:.1f} s; peak RSS {row['peak_rss_mb']:.0f} MB, worker"
+                f" {row['worker_peak_rss_mb']:.0f} MB; load {row['load']:.1f}",
+                file=sys.stderr,
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default=str(TASK), help="task file (default: the user study)")
@@ -261,6 +339,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-memory", action="store_true", help="skip the memory part")
     p.add_argument("--no-dask", action="store_true", help="skip the Dask part")
     p.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    p.add_argument("--decide", nargs="*", default=[], help="decide these tasks on the --decide-space (part 4)")
+    p.add_argument("--decide-space", type=json.loads, default=DECIDE_SPACE, help="space options as JSON")
+    p.add_argument("--decide-workers", type=int, nargs="*", default=[1, 2], help="local worker counts (default 1 2)")
+    p.add_argument("--decide-dask", action="store_true", help="also decide on a local Dask cluster of 2 workers")
+    p.add_argument("--decide-child", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     p.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
     p.add_argument(
@@ -269,6 +352,17 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.child is not None:
         print(json.dumps(child(args.task, args.child, args.start_at)))
+        return 0
+    if args.decide_child is not None:
+        task, options, n, on_dask = args.decide_child
+        print(json.dumps(decide_child(task, json.loads(options), int(n), bool(int(on_dask)))))
+        return 0
+    if args.decide:
+        report = {"uptime_start": load(), "space": args.decide_space}
+        report["decide"] = decide(args.decide, args.decide_space, args.decide_workers, args.decide_dask)
+        report["uptime_end"] = load()
+        if args.json:
+            print(json.dumps(report, indent=1, default=str))
         return 0
     if not Path(args.task).is_file():
         print(f"task file not found: {args.task} (needs ../shared/data)", file=sys.stderr)

@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 from conftest import same_best  # noqa: E402
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
 
@@ -142,6 +142,57 @@ def test_the_rank_from_the_shards_tails_or_none_when_they_do_not_reach_back():
     assert rank_from_tails([a, b], 42) is None  # the best is in no tail
     late = ShardState(1, taken=9, tail=[(2.5, 1), (2.6, 5)])  # all after the best, and keys before them unknown
     assert rank_from_tails([a, late], 6) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.booleans(), st.integers(0, 1)), min_size=1, max_size=40),
+)
+@example([(1, False, 0), (2, False, 1), (3, True, 0), (3, False, 1), (3, True, 1)])  # shard 1 passed the best by 2
+def test_the_rank_from_tails_trimmed_at_each_shards_own_best(picks):
+    """Each shard ends at its first valid assembly and trims its tail knowing only its own best (the other's came
+    too late); the rank counted from the tails is the true one, or None (the walk then counts it). Two bests of equal
+    cost (ties: dense in wide spaces) must not need the walk: a 2·10¹³ space's more_goals walked 272,000
+    assemblies in the client, 5 s of CPU."""
+    keys = sorted({(float(c), i) for i, (c, _, _) in enumerate(picks)})
+    valid = {i for i, (_, v, _) in enumerate(picks) if v}
+    states = []
+    for r in (0, 1):
+        mine = [k for k in keys if picks[k[1]][2] == r]
+        taken = []
+        for k in mine:
+            taken.append(k)
+            if k[1] in valid:
+                break
+        state = ShardState(r, taken=len(taken), tail=list(taken))
+        own = taken[-1] if taken and taken[-1][1] in valid else None
+        state.trim_tail(own)
+        states.append((state, own))
+    bests = [own for _, own in states if own is not None]
+    if not bests:
+        return
+    best = min(bests)
+    rank = rank_from_tails([s for s, _ in states], best[1])
+    truth = sum(
+        1
+        for s, _ in states
+        for k in keys
+        if picks[k[1]][2] == s.index and k < best and k in _taken(s, keys, picks, valid)
+    )
+    assert rank is None or rank == truth
+    if len(bests) == 2 and bests[0][0] == bests[1][0]:
+        assert rank == truth
+
+
+def _taken(state, keys, picks, valid):
+    out = set()
+    for k in keys:
+        if picks[k[1]][2] != state.index:
+            continue
+        out.add(k)
+        if k[1] in valid:
+            break
+    return out
 
 
 def test_a_shard_refuses_a_space_that_is_not_the_clients(space, task, robco):  # noqa: F811

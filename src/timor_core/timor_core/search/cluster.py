@@ -22,6 +22,7 @@ each worker walks a shard of the space itself (:mod:`.shards`; ``shards=False``:
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from timor_core.search.dask_connect import (
 from timor_core.search.dask_worker import forget_bound, publish_bound, run_chunk
 from timor_core.search.evaluate import DBRef, Evaluation, TaskRef
 from timor_core.search.filters import Filter, FilterConfig, Funnel
-from timor_core.search.parallel import ParallelEvaluator, WorkerSpec
+from timor_core.search.parallel import STOP_GRACE, ParallelEvaluator, WorkerSpec
 from timor_core.search.ranges import DoneRanges, merge_ranges, runs
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
@@ -63,6 +64,7 @@ class _Flight:
     window: int
     token: str | None
     pending: Any
+    deadline: float | None = None  # a ``time.time()`` the chunks carry (None: none)
     inflight: set[Any] = field(default_factory=set)
     exhausted: bool = False
     shared: tuple[float, int] | None = None
@@ -340,10 +342,12 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         ``in_flight`` chunks (default two per worker) are out at a time, so ``items`` is read only as far as the
         workers get: a stream of any length runs in bounded memory. With ``lower_bound`` each valid result is
         broadcast to every worker at once (:mod:`.dask_worker`), so running chunks skip what it makes useless.
-        ``deadline``: taken for the interface of :meth:`ParallelEvaluator.stream`; on a cluster the chunks out
-        complete (at ``target_chunk_time`` each) and ``stop()`` ends the stream.
+        ``deadline`` (a ``time.perf_counter()``, as for :meth:`ParallelEvaluator.stream`): every chunk carries it and
+        ends there after the evaluation it is in; the stream waits at most ``STOP_GRACE`` seconds past it, then
+        cancels what is still out (a worker in one long evaluation, or compiling numba's kernels) and ends.
         """
         distributed = import_distributed()
+        left = None if deadline is None else deadline - time.perf_counter()
         flight = _Flight(
             it=((int(s), tuple(ids)) for s, ids in items if int(s) not in self._done),
             get_bound=bound if callable(bound) else repeat(float(bound)).__next__,
@@ -351,7 +355,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
             spec=self.worker_spec(),
             window=self.in_flight or 2 * self.cluster_workers(),
             token=uuid.uuid4().hex if lower_bound else None,
-            pending=distributed.as_completed(),
+            pending=distributed.as_completed(timeout=None if left is None else max(0.0, left + STOP_GRACE)),
+            deadline=None if left is None else time.time() + left,
         )
         since = 0
         try:
@@ -359,7 +364,11 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 self._fill(flight, lower_bound, max_chunk)
                 if not flight.inflight:
                     return
-                fut = next(flight.pending)
+                try:
+                    fut = next(flight.pending)
+                except TimeoutError:  # past the deadline and its grace: what is still out is cancelled
+                    self.abandoned = True
+                    return
                 flight.inflight.discard(fut)
                 evaluations = fut.result()
                 self._learn(evaluations)
@@ -386,7 +395,15 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
                 return
             b = self._chunk_bound(chunk[0][0], flight.get_bound())
             fut = self.client.submit(
-                run_chunk, flight.spec, chunk, b, lower_bound, flight.token, pure=False, retries=self.retries
+                run_chunk,
+                flight.spec,
+                chunk,
+                b,
+                lower_bound,
+                flight.token,
+                flight.deadline,
+                pure=False,
+                retries=self.retries,
             )
             flight.inflight.add(fut)
             flight.pending.add(fut)
@@ -403,8 +420,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
 
     def _land(self, flight: _Flight) -> None:
         """End a stream: cancel what is still out, let the workers forget its bound, write the checkpoint."""
-        for f in flight.inflight:
-            f.cancel()
+        if flight.inflight and self._client is not None:
+            self.client.cancel(list(flight.inflight))  # one call, answered before the client may close
         if flight.shared is not None and self._client is not None:
             try:
                 self.client.run(forget_bound, flight.token, on_error="ignore")

@@ -10,8 +10,9 @@ cheapest completion of its state (exact, in integers: every float is a dyadic ra
 out cheapest first, ties in space order. Each chain's cost is then the very float
 :meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used); a small reorder buffer
 releases a chain only when nothing left can have a smaller float cost, so the order is the old one exactly, float
-rounding included. Taking ``n`` assemblies costs about ``n * depth`` heap operations and keeps the frontier of
-the walk (a few entries per assembly taken), never the space.
+rounding included. Taking ``n`` assemblies costs about ``2 * n * depth`` heap operations and keeps the frontier of
+the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest first),
+never the space.
 
 Other costs (a term that builds the assembly) are priced in passes over the space, keeping only the next ``chunk``
 cheapest: bounded memory, one pass per ``chunk`` assemblies taken.
@@ -146,6 +147,69 @@ def _completions(trans: Any, values: dict[str, Fraction]) -> tuple[int, dict[str
     return scale, unit, cheapest, depth[1], largest[1] / scale
 
 
+def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
+    """For each state, its transitions in the order the walk takes them: by the cheapest key below them, then by
+    position (what the heap's ``(key, first index)`` would give): ``(key step, offset, module, next state, count,
+    transition number)``."""
+    out: list[tuple] = []
+    for s, moves in enumerate(trans):
+        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k) for k, (m, b) in enumerate(moves)]
+        out.append(tuple(sorted(steps, key=lambda e: (e[0], e[1]))))
+    return out
+
+
+class _Frontier:
+    """The best-first walk's frontier: entries ``(key, first index, state, prefix value, prefix ids as a linked list
+    (m, rest), length, the parent's extensions in walk order, this one's place among them, the parent's value and
+    first index)``; a chain's extensions go on it one at a time (:func:`_best_first`)."""
+
+    def __init__(
+        self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: tuple[int, int] | None
+    ) -> None:
+        self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
+        self.unit, self.start, self.stop = unit, start, stop
+        self.mine: int = shard[0] if shard is not None else 0
+        self.shards: int = shard[1] if shard is not None else 1
+        self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
+        self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
+        self.dealt = 0  # subtrees (and shorter chains) dealt out so far
+        self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
+
+    def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
+        """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
+        for pos in range(at, len(steps)):
+            step, offset, m, b, count, _ = steps[pos]
+            lo = first + offset
+            if lo + count > self.start and lo < self.stop:
+                heapq.heappush(self.heap, (value + step, lo, b, value + self.unit[m], (m, link), length + 1, steps,
+                                           pos, value, first))  # fmt: skip
+                return
+
+    def extensions(self, s: int, first: int, length: int) -> tuple:
+        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order."""
+        if length >= self.split:
+            return self.orders[s]
+        own = set()
+        for k, (_, b) in enumerate(self.trans[s]):  # dealt in transition order, as the walk reaches them
+            lo = first + self.cum[s][k]
+            if lo + self.counts[b] <= self.start or lo >= self.stop:
+                continue
+            if length + 1 == self.split or b == 0:
+                self.dealt += 1
+                if shard_of(self.dealt, self.shards) != self.mine:
+                    continue
+            own.add(k)
+        return tuple(e for e in self.orders[s] if e[5] in own)
+
+
+def _chain(link: Any) -> tuple[str, ...]:
+    ids: list[str] = []
+    while link is not None:
+        ids.append(link[0])
+        link = link[1]
+    return tuple(reversed(ids))
+
+
 def _best_first(
     space: SerialSpace,
     cost: CostFunction,
@@ -158,52 +222,35 @@ def _best_first(
     sequences of length :func:`split_depth` (and shorter complete chains) dealt to it by :func:`shard_of` of their
     number as the walk reaches them: every shard walks the shorter sequences in the same order (by key), so each
     deals the same way, and neighbours in the cost order (alike in the work they take) spread over the shards (in
-    turn, siblings of one kind would all go to one shard)."""
-    auto = space._auto  # the compiled space (as AssemblyIterator reads it)
-    trans, counts, cum = auto.trans, auto.counts, auto.cum
-    scale, unit, cheapest, depth, magnitude = _completions(trans, values)
+    turn, siblings of one kind would all go to one shard).
+
+    A popped chain puts only its cheapest extension and its own next sibling (in the order of
+    :func:`_sibling_orders`) on the frontier, not every extension: a sibling cannot come out before the one
+    before it, so the order is the same, and the frontier grows by at most one entry per chain popped."""
+    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values)
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
-    mine, shards = shard if shard is not None else (0, 1)
-    split = split_depth(trans, shards) if shards > 1 else 0
-    dealt = 0  # subtrees (and shorter chains) dealt out so far
-    # frontier entries: (key, first index, state, prefix value, prefix ids as a linked list (m, rest), length)
-    frontier: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0)]
+    walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
+    frontier = walk.heap
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
     while frontier or ready:
         while frontier:  # release what nothing left can undercut
             key, first = frontier[0][0], frontier[0][1]
             if ready and (ready[0][0], ready[0][1]) < (key / scale - slack, first if exact else -1):
                 break
-            key, first, s, value, link, length = heapq.heappop(frontier)
-            if s == 0:
-                ids: list[str] = []
-                while link is not None:
-                    ids.append(link[0])
-                    link = link[1]
-                chain = tuple(reversed(ids))
-                price = float(cost.evaluate_serial(db, chain))
-                if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
-                    logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
-                    exact = False
-                    slack = 4.0 * (depth + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
-                heapq.heappush(ready, (price, first, chain))
+            key, first, s, value, link, length, steps, pos, parent_value, parent_first = heapq.heappop(frontier)
+            walk.push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
+            if s != 0:
+                walk.push(walk.extensions(s, first, length), 0, value, first, link, length)
                 continue
-            offsets = cum[s]
-            for k, (m, b) in enumerate(trans[s]):
-                lo = first + offsets[k]
-                hi = lo + counts[b]
-                if hi <= start or lo >= stop:
-                    continue
-                if length < split and (length + 1 == split or b == 0):  # a subtree (or a chain) to deal out
-                    dealt += 1
-                    if shard_of(dealt, shards) != mine:
-                        continue
-                v = value + unit[m]
-                c = cheapest[b]
-                assert c is not None
-                heapq.heappush(frontier, (v + c, lo, b, v, (m, link), length + 1))
+            chain = _chain(link)
+            price = float(cost.evaluate_serial(db, chain))
+            if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
+                logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
+                exact = False
+                slack = 4.0 * (depth + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
+            heapq.heappush(ready, (price, first, chain))
         if ready:
             yield heapq.heappop(ready)
 

@@ -15,6 +15,7 @@ sequence skips only strictly costlier ones. So the result equals the in-process 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 from timor_core.search.evaluate import Evaluation, Evaluator
@@ -94,12 +95,16 @@ def run_chunk(
     bound: float,
     lower_bound: bool = True,
     token: str | None = None,
+    deadline: float | None = None,
 ) -> list[Evaluation]:
     """Evaluate ``(seq, ids)`` pairs in order against ``bound``, the shared bound of ``token`` (if any) and, with
-    ``lower_bound``, the valid ones found earlier in this chunk."""
+    ``lower_bound``, the valid ones found earlier in this chunk. ``deadline`` (a ``time.time()``; None: none): the
+    chunk ends there, with the evaluations made so far (the positions left out are not done)."""
     evaluator = worker_evaluator(spec)
     out = []
     for seq, ids in items:
+        if deadline is not None and time.time() >= deadline:
+            break
         b = shared_bound(token, seq, bound)
         ev = evaluator(ids, b, seq)
         if lower_bound and ev.valid and ev.cost is not None and ev.cost < bound:

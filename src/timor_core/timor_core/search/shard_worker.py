@@ -85,9 +85,11 @@ class ShardState:
     tail: list[tuple[float, int]] = field(default_factory=list)  # the last taken (cost, position) of this run
 
     def trim_tail(self, best: tuple[float, int] | None) -> None:
-        """At the end of a run: keep the keys from the last one before ``best`` on (all kept if it is None)."""
+        """At the end of a run: keep the keys from the last one cheaper than ``best`` on (all kept if it is None).
+        Its equals in cost stay: another shard's best of the same cost at an earlier position may be the overall
+        one (the shards learn of each other's late), and its rank is counted from these keys."""
         if best is not None:
-            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, best) - 1) :]
+            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (best[0], -1)) - 1) :]
 
     def record(self, key: tuple[float, int], ev: Evaluation, names: list[str]) -> None:
         self.tail.append(key)

@@ -35,6 +35,7 @@ from timor_core.search.evaluate import cost_descriptor
 from timor_core.search.filters import FilterConfig
 from timor_core.search.funnel import Funnel
 from timor_core.search.optimizer import space_info
+from timor_core.search.parallel import STOP_GRACE
 from timor_core.search.progress import Progress
 from timor_core.search.result import SearchResult
 from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
@@ -105,6 +106,7 @@ class _Run:
         self.initial = {s.best.seq for s in self.states if s.best is not None}
         self.t0 = t0
         self.saved = time.monotonic()
+        self.give_up: float | None = None  # a ``time.time()``: the jobs' deadline + STOP_GRACE (None: none)
 
     @property
     def k(self) -> int:
@@ -133,6 +135,7 @@ class _Run:
     def launch(self, spec: Any, bound: float, deadline: float | None) -> list[Any]:
         client = self.de.client
         client.subscribe_topic(self.topic, lambda event: self.events.put(("event", event[1])))
+        self.give_up = None if deadline is None else deadline + STOP_GRACE
         for state in self.states:
             self.share(state)
         futures = []
@@ -167,12 +170,20 @@ class _Run:
         return futures
 
     def wait(self, futures: list[Any], bar: Progress) -> str:
-        """Take events until every shard has ended; why the search stopped."""
+        """Take events until every shard has ended, or ``STOP_GRACE`` seconds past the jobs' deadline (a shard in one
+        long evaluation, or compiling numba's kernels, never sees it: it is cancelled, its last report stands); why
+        the search stopped."""
         pending = set(range(self.k))
         shown = sum(s.evaluations for s in self.states)
         try:
             while pending:
-                item = self.events.get()
+                left = None if self.give_up is None else max(0.0, self.give_up - time.time())
+                try:
+                    item = self.events.get(timeout=left)
+                except queue.Empty:
+                    self.de.client.cancel(futures)
+                    self.de.abandoned = True
+                    return "max_time"
                 if item[0] == "done":
                     r = item[1]
                     self.states[r] = ShardState.from_json(item[2].result())
