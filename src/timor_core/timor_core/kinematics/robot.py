@@ -16,7 +16,9 @@ import pinocchio as pin
 
 from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
+from timor_core.kinematics.collision import CollisionChecker, check_margin, configure_requests, joint_distance
 from timor_core.kinematics.dynamics import RobotDynamics
+from timor_core.kinematics.geometry_models import visual_model
 from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
@@ -249,7 +251,6 @@ class PinRobot(RobotDynamics, RobotLimits):
     def _ensure_pairs(self) -> None:
         if self._pairs_ready:
             return
-        from timor_core.kinematics.collision import configure_requests, joint_distance
 
         gm = self.collision
         n = gm.ngeoms
@@ -337,7 +338,6 @@ class PinRobot(RobotDynamics, RobotLimits):
     # -- environment and inverse kinematics ---------------------------------------------------------
     def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
         """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
-        from timor_core.kinematics.collision import CollisionChecker, check_margin
 
         margin = check_margin(margin)
         if task is not None and not hasattr(task, "obstacles"):
@@ -410,8 +410,6 @@ class PinRobot(RobotDynamics, RobotLimits):
     def visual(self) -> pin.GeometryModel:
         """The visual geometry model (built on first use)."""
         if self._visual is None:
-            from timor_core.kinematics.geometry_models import visual_model
-
             self._visual = visual_model(self._tree, *self._link_frames)
         return self._visual
 
