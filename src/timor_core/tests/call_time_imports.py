@@ -1,11 +1,13 @@
 """The imports timor_core makes inside function bodies, other than the delegations: what each saves.
 
 Each entry: (module, imported module) -> (CPU ms that import would add to the module's own import, why). The
-figures are medians of 5 fresh processes of ``benchmarks/deferred_imports.py`` (2 CPUs shared, load average
-9.7-11.6 while measured, 2026-11-28; CPU time, so less sensitive to the load than wall time). An import that saves
-under 1 ms sits at the top of its file; an optional package's import stays inside the function whatever it costs,
-so that the module imports without it. test_architecture.py enforces this table and that docs/architecture.md
-shows it. Re-measure: ``python benchmarks/deferred_imports.py --only MODULE``.
+figures are medians of 5 fresh processes of ``benchmarks/deferred_imports.py`` (2 CPUs shared, load average 8-12
+while measured, 2026-11-28; CPU time, less sensitive to the load than wall time). An import of a module that is
+loaded anyway sits at the top of its file, and so does one that saves under 1 ms, except on the cold paths (the
+``timor`` command and its subcommands, ``import timor_core`` up to the first robot: benchmarks/cold_start.py),
+where an import that would add a module to them stays at call time ("cold path"). An optional package's import
+stays inside the function whatever it costs, so that the module imports without it. test_architecture.py enforces
+this table and that docs/architecture.md shows it. Re-measure: ``python benchmarks/deferred_imports.py --only X``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.args", "timor_core.search.dask_connect"): (320.0, "start-up"),
     ("timor_core.cli.args", "timor_core.task.costs"): (33.1, "start-up"),
     ("timor_core.cli.configurator", "timor_core.task.feedback"): (31.9, "start-up"),
+    ("timor_core.cli.configurator", "timor_core.viz"): (0.2, "cold path"),
     ("timor_core.cli.configurator", "timor_core.viz.configurator"): (613.6, "optional extra viz"),
     ("timor_core.cli.export", "timor_core.common.fileio"): (4.3, "start-up"),
     ("timor_core.cli.export", "timor_core.export.formats.mjcf"): (29.7, "start-up"),
@@ -31,6 +34,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.export", "timor_core.export.formats.srdf"): (91.7, "start-up"),
     ("timor_core.cli.export", "timor_core.export.formats.urdf"): (23.5, "start-up"),
     ("timor_core.cli.export", "timor_core.export.formats.xacro"): (24.0, "start-up"),
+    ("timor_core.cli.hardware", "signal"): (0.7, "cold path"),
     ("timor_core.cli.hardware", "timor_core.hardware.bringup"): (122.9, "start-up"),
     ("timor_core.cli.hardware", "timor_core.hardware.canopen_sim"): (31.0, "start-up"),
     ("timor_core.cli.hardware", "timor_core.hardware.discover"): (28.4, "start-up"),
@@ -40,6 +44,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.search", "timor_core.search"): (310.4, "start-up"),
     ("timor_core.cli.search", "timor_core.search.dask_connect"): (306.7, "start-up"),
     ("timor_core.cli.search", "timor_core.task.feedback"): (30.5, "start-up"),
+    ("timor_core.cli.view", "timor_core.common.jsonfields"): (0.5, "cold path"),
     ("timor_core.cli.view", "timor_core.search"): (296.6, "start-up"),
     ("timor_core.cli.view", "timor_core.task"): (36.9, "start-up"),
     ("timor_core.cli.view", "timor_core.task.solution"): (33.3, "start-up"),
@@ -65,10 +70,12 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.kinematics.ik_kernel", "timor_core.kinematics.ik_jit"): (235.5, "start-up"),
     ("timor_core.kinematics.ompl_planning", "ompl"): (16.4, "optional extra planning"),
     ("timor_core.kinematics.ompl_planning", "ompl.base"): (15.5, "optional extra planning"),
+    ("timor_core.kinematics.robot", "timor_core.kinematics.collision"): (0.9, "cold path"),
     ("timor_core.kinematics.robot", "timor_core.kinematics.ik"): (173.5, "start-up"),
     ("timor_core.kinematics.robot", "timor_core.kinematics.tolerance"): (16.8, "start-up"),
     ("timor_core.limits", "logging"): (4.4, "start-up"),
     ("timor_core.model.assembly", "networkx"): (114.7, "start-up"),
+    ("timor_core.model.assembly", "timor_core.model.growth"): (0.2, "cold path"),
     ("timor_core.model.db", "importlib"): (1.5, "start-up"),
     ("timor_core.model.db", "networkx"): (108.9, "start-up"),
     ("timor_core.model.geometry", "coal"): (38.7, "start-up"),

@@ -7,11 +7,11 @@ import sys
 
 from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db, port, seed
-from timor_core.viz import require
 
 
 def _cmd_configurator(args: argparse.Namespace) -> int:
     from timor_core.task.feedback import load_task
+    from timor_core.viz import require
 
     require("viser")
     from timor_core.viz.configurator import Configurator

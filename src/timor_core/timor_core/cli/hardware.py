@@ -4,7 +4,6 @@ CANopen, EtherCAT or a vendor plugin) and ``discover`` (the assembly on a live C
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -64,6 +63,7 @@ def _cmd_discover(args: argparse.Namespace) -> int:
 
 
 def _cmd_canopen_sim(args: argparse.Namespace) -> int:
+    import signal
 
     from timor_core.hardware.canopen_sim import sim_drives, simulated_bus
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from timor_core.cli.args import count, port, positive_float, seed, serial_assembly
 from timor_core.cli.args import load_db as _load_db
-from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError
 
 
@@ -23,6 +22,7 @@ def _robot(args: argparse.Namespace):
 
 def _solution(file: str, task: str | None, db: str | None):
     """Load a CoBRA solution; the module set defaults to the solution's ``moduleSet`` entry."""
+    from timor_core.common import jsonfields as jf
     from timor_core.task import Task
     from timor_core.task.solution import Solution
 

@@ -16,7 +16,6 @@ import pinocchio as pin
 
 from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
-from timor_core.kinematics.collision import CollisionChecker, check_margin, configure_requests, joint_distance
 from timor_core.kinematics.dynamics import RobotDynamics
 from timor_core.kinematics.geometry_models import visual_model
 from timor_core.kinematics.robot_limits import RobotLimits
@@ -251,6 +250,7 @@ class PinRobot(RobotDynamics, RobotLimits):
     def _ensure_pairs(self) -> None:
         if self._pairs_ready:
             return
+        from timor_core.kinematics.collision import configure_requests, joint_distance
 
         gm = self.collision
         n = gm.ngeoms
@@ -338,6 +338,7 @@ class PinRobot(RobotDynamics, RobotLimits):
     # -- environment and inverse kinematics ---------------------------------------------------------
     def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
         """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
+        from timor_core.kinematics.collision import CollisionChecker, check_margin
 
         margin = check_margin(margin)
         if task is not None and not hasattr(task, "obstacles"):

@@ -21,7 +21,6 @@ from timor_core.errors import AssemblyError, ConnectorError, InputError, Unknown
 from timor_core.limits import check_count
 from timor_core.model.assembly_models import AssemblyModels, placement_matrix
 from timor_core.model.db import ModulesDB
-from timor_core.model.growth import add_random_module
 from timor_core.model.module import Module, connectors_compatible
 
 if TYPE_CHECKING:
@@ -211,6 +210,7 @@ class ModuleAssembly(AssemblyModels):
 
     def add_random_from_db(self, db_filter=None, rng=None) -> int:
         """Attach a random fitting module of the set (see ``timor_core.model.growth.add_random_module``)."""
+        from timor_core.model.growth import add_random_module
 
         return add_random_module(self, db_filter, rng)
 
