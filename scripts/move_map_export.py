@@ -17,6 +17,9 @@ Usage (from a repository root; the lead runs the second form on a branch made be
     python scripts/move_map_export.py --check PATH...     # list the files that still name an old place (exit 1)
     python scripts/move_map_export.py --ruff .venv/bin/ruff PATH...   # rewrite, then sort the imports and format
 
+A file that another branch added to ``export/`` is not in the map: after the merge it still sits in ``export/``;
+``git mv`` it to the package of its concern (and add it to MOVES if other branches import it).
+
 The new names sort differently (``timor_core.hardware`` after ``timor_core.export.formats``), so the rewritten Python
 files need ruff's import sorting (``--ruff``); a docstring line that the longer names push past 120 characters is
 reported by ``ruff check`` (E501) and is wrapped by hand.
