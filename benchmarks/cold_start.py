@@ -3,6 +3,10 @@
 
     python benchmarks/cold_start.py                    # both bytecode states, 7 runs each, both sides
     python benchmarks/cold_start.py --runs 3 --bytecode compiled --whole-process
+    python benchmarks/cold_start.py --baseline-src /tmp/before/src/timor_core --whole-process   # before/after
+
+With ``--baseline-src`` the other side is not the reference but timor_core from another tree (an earlier commit,
+say ``git archive``d), run by the same interpreter: before/after in one run, alternating, the ratio before/after.
 
 For each bytecode state, fresh processes alternate ours / reference (A B A B ...), and each reports, timed inside
 (run.py's ``cold-robot`` worker): the import, the first DB load (IMPROV) and the first robot with its collision
@@ -124,8 +128,12 @@ def measure_state(state: str, args: argparse.Namespace, tmp: Path) -> list[dict]
     spec = {"mode": "cold-robot", "modules_json": str(run.IMPROV_JSON), "assemblies": [list(FIRST)]}
     ours_cmd = [sys.executable, str(HERE / "run.py"), "--worker"]
     ours = lambda: _timed_worker(ours_cmd, _our_env(src), spec)  # noqa: E731
-    ref_cmd, ref_env = _ref_env(args.ref_python, state, tmp) if args.ref_python else ([], {})
-    ref = (lambda: _timed_worker(ref_cmd, ref_env, spec)) if args.ref_python else None  # noqa: E731
+    if args.baseline_src:  # the other side: timor_core of another tree, same interpreter and harness
+        _set_our_bytecode(Path(args.baseline_src).resolve(), state)
+        ref_cmd, ref_env = ours_cmd, _our_env(Path(args.baseline_src).resolve())
+    else:
+        ref_cmd, ref_env = _ref_env(args.ref_python, state, tmp) if args.ref_python else ([], {})
+    ref = (lambda: _timed_worker(ref_cmd, ref_env, spec)) if ref_env else None  # noqa: E731
     run.log(f"[{state}] {args.runs} fresh processes per side, alternating ...")
     o, r = _alternate(ours, ref, args.runs) if ref else ([ours() for _ in range(args.runs)], None)
     rows = [_row(what, [f[k] for f in o], [f[k] for f in r] if r else None) for k, what in PARTS]
@@ -137,6 +145,8 @@ def measure_state(state: str, args: argparse.Namespace, tmp: Path) -> list[dict]
     )
     if args.whole_process:
         rows += _cli_rows(args, src, ref_env if ref else None)
+        if args.baseline_src:
+            rows += _help_rows(args, src)
     for row in rows:
         row["state"] = state
     return rows
@@ -152,19 +162,33 @@ def _cli_rows(args: argparse.Namespace, src: Path, ref_env: dict | None) -> list
             rows.append(_row(f"timor {command}, whole process", [ours() for _ in range(args.runs)], None))
             continue
         ref_cmd = [args.ref_python, str(HERE / "ref_cli.py"), command, str(run.IMPROV_JSON), *FIRST]
+        if args.baseline_src:
+            ref_cmd = ours_cmd
         ref = lambda c=ref_cmd: _timed_process(c, ref_env)  # noqa: E731
         run.log(f"timor {command}: {args.runs} whole processes per side, alternating ...")
         rows.append(_row(f"timor {command}, whole process", *_alternate(ours, ref, args.runs)))
     return rows
 
 
-def print_rows(rows: list[dict], file) -> None:
-    print(f"{'state':<9} {'what':<34} {'ours ms':>9} {'ref ms':>9} {'ref/ours':>9}", file=file)
-    print("-" * 74, file=file)
+def _help_rows(args: argparse.Namespace, src: Path) -> list[dict]:
+    """``timor --help`` and ``timor urdf --help`` as whole processes, this tree against the baseline's."""
+    rows = []
+    for command in (["--help"], ["urdf", "--help"]):
+        cmd = [sys.executable, "-m", "timor_core.cli", *command]
+        ours = lambda: _timed_process(cmd, _our_env(src))  # noqa: E731
+        base = lambda: _timed_process(cmd, _our_env(Path(args.baseline_src).resolve()))  # noqa: E731
+        rows.append(_row(f"timor {' '.join(command)}, whole process", *_alternate(ours, base, args.runs)))
+    return rows
+
+
+def print_rows(rows: list[dict], file, other: str = "ref") -> None:
+    """The table; ``other`` names the other side (``ref``, or ``base`` with --baseline-src)."""
+    print(f"{'state':<9} {'what':<36} {'ours ms':>9} {other + ' ms':>9} {other + '/ours':>9}", file=file)
+    print("-" * 76, file=file)
     for r in rows:
         ref = f"{r['ref_ms']:9.1f}" if "ref_ms" in r else f"{'-':>9}"
         ratio = f"{r['ratio']:8.2f}x" if "ratio" in r else f"{'-':>9}"
-        print(f"{r['state']:<9} {r['what']:<34} {r['ours_ms']:9.1f} {ref} {ratio}", file=file)
+        print(f"{r['state']:<9} {r['what']:<36} {r['ours_ms']:9.1f} {ref} {ratio}", file=file)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,12 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref-python", help="the reference interpreter (default: run.py's, ../refvenv/bin/python)")
     p.add_argument("--no-ref", action="store_true", help="ours only")
     p.add_argument("--ours-src", default=str(run.REPO / "src" / "timor_core"), help="folder holding timor_core")
+    p.add_argument(
+        "--baseline-src", help="timor_core of another tree as the other side (before/after), not the reference"
+    )
     p.add_argument("--json", action="store_true", help="print every run as JSON on stdout")
     args = p.parse_args(argv)
     if not run.IMPROV_JSON.exists():
         run.log(f"SKIPPED: {run.IMPROV_JSON} not found")
         return 0
-    if not args.no_ref:
+    if args.baseline_src:
+        args.ref_python = None
+    elif not args.no_ref:
         args.ref_python, why = run.resolve_ref_python(args.ref_python)
         if args.ref_python is None:
             run.log(f"REFERENCE NOT AVAILABLE ({why})")
@@ -190,10 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="timor-cold-") as tmp:
         rows = [row for state in states for row in measure_state(state, args, Path(tmp))]
     _set_our_bytecode(Path(args.ours_src).resolve(), "compiled")  # leave the tree as a pip install would
+    if args.baseline_src:
+        _set_our_bytecode(Path(args.baseline_src).resolve(), "compiled")
     load = os.getloadavg()[0]
     header = f"cold start, {args.runs} fresh processes per side, alternating | {os.cpu_count()} CPUs | load {load:.1f}"
     run.log(header)
-    print_rows(rows, sys.stderr)
+    print_rows(rows, sys.stderr, "base" if args.baseline_src else "ref")
     if args.json:
         print(json.dumps({"header": header, "rows": rows}, indent=1))
     return 0

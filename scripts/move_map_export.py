@@ -15,6 +15,14 @@ Usage (from a repository root; the lead runs the second form on a branch made be
     python scripts/move_map_export.py --git-mv .          # do the moves with git mv (once, on the old layout)
     python scripts/move_map_export.py PATH...             # rewrite references old -> new in these files/folders
     python scripts/move_map_export.py --check PATH...     # list the files that still name an old place (exit 1)
+    python scripts/move_map_export.py --ruff .venv/bin/ruff PATH...   # rewrite, then sort the imports and format
+
+A file that another branch added to ``export/`` is not in the map: after the merge it still sits in ``export/``;
+``git mv`` it to the package of its concern (and add it to MOVES if other branches import it).
+
+The new names sort differently (``timor_core.hardware`` after ``timor_core.export.formats``), so the rewritten Python
+files need ruff's import sorting (``--ruff``); a docstring line that the longer names push past 120 characters is
+reported by ``ruff check`` (E501) and is wrapped by hand.
 
 The rewrite is textual and touches dotted module names (``timor_core.export.urdf_reader`` in imports, strings for
 ``monkeypatch``/``mock.patch``, docstrings), file paths (``timor_core/export/urdf.py``, ``export/urdf.py``) and, in
@@ -123,12 +131,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--check", action="store_true", help="only list the files naming an old place")
     parser.add_argument("--git-mv", type=Path, metavar="REPO", help="do the moves in this repository")
+    parser.add_argument("--ruff", metavar="RUFF", help="sort the imports of the rewritten files with this ruff")
     args = parser.parse_args(argv)
     if args.git_mv:
         git_mv(args.git_mv)
     changed = rewrite_files(args.paths, check=args.check)
     for p in changed:
         print(p)
+    python = [str(p) for p in changed if p.suffix == ".py"]
+    if args.ruff and python and not args.check:
+        subprocess.run([args.ruff, "check", "--select", "I", "--fix", "--quiet", *python], check=False)
+        subprocess.run([args.ruff, "format", "--quiet", *python], check=False)
     return 1 if (args.check and changed) else 0
 
 

@@ -9,6 +9,9 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+# every other import inside a function body defers a load: the table of what each saves (docs/architecture.md)
+from call_time_imports import AWAITING_THE_SEARCH_SPLIT, DEFERRALS
+
 PACKAGE = Path(__file__).resolve().parents[1] / "timor_core"
 
 LAYERS = {  # a module may import from its own layer (no circles) and from lower ones, never from higher ones
@@ -199,6 +202,58 @@ def test_each_package_imports_only_what_its_init_says(graph):
                 if not any(_within(tgt, a) for a in allowed | {package}):
                     wrong.append(f"{source}:{line} imports {target}, which {package}/__init__ does not allow")
     assert not wrong, "\n".join(wrong)
+
+
+def _every_call_time_import(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[str, str, int]]:
+    """(imported module, function, line) of every import inside a function body, at any depth (``from X import y``:
+    ``X.y`` where that is a timor_core module, else ``X``)."""
+    found = []
+
+    def visit(node: ast.AST, function: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, child.name if function is None else f"{function}.{child.name}")
+            elif isinstance(child, ast.ImportFrom) and function is not None:
+                base = child.module or ""
+                subs = [f"{base}.{a.name}" for a in child.names if f"{base}.{a.name}" in modules]
+                found.extend((target, function, child.lineno) for target in subs or [base])
+            elif isinstance(child, ast.Import) and function is not None:
+                found.extend((alias.name, function, child.lineno) for alias in child.names)
+            else:
+                visit(child, function)
+
+    visit(ast.parse(path.read_text()), None)
+    return found
+
+
+def test_every_call_time_import_is_a_delegation_or_a_listed_deferral():
+    """An import inside a function is a delegation (DELEGATIONS) or a deferral with its measured saving (DEFERRALS);
+    the table holds no stale entry and docs/architecture.md shows every row with its figure."""
+    modules = _modules()
+    delegating = {(s, t) for s, t, _ in DELEGATIONS}
+    seen, unlisted = set(), []
+    for module, path in modules.items():
+        for target, function, line in _every_call_time_import(path, module, modules):
+            seen.add((module, target))
+            if (module, target) not in delegating | set(DEFERRALS) | AWAITING_THE_SEARCH_SPLIT:
+                unlisted.append(f"{module}:{line} ({function}) imports {target}")
+    assert not unlisted, "move to the top of the file, or measure and list in call_time_imports.py:\n" + "\n".join(
+        unlisted
+    )
+    stale = sorted((set(DEFERRALS) | AWAITING_THE_SEARCH_SPLIT) - seen)
+    assert not stale, f"listed but no longer imported at call time: {stale}"
+    small = [k for k, (saving, why) in DEFERRALS.items() if saving < 1.0 and why == "start-up" or saving <= 0.0]
+    assert not small, f"these save nothing or under 1 ms off the cold paths: move them to the top: {small}"
+    text = (PACKAGE.parents[2] / "docs" / "architecture.md").read_text()
+    missing = [row for row in _deferral_rows() if row not in text]
+    assert not missing, "add these rows to docs/architecture.md:\n" + "\n".join(missing)
+
+
+def _deferral_rows() -> list[str]:
+    return [
+        f"| `{m.removeprefix('timor_core.')}` | `{t.removeprefix('timor_core.')}` | {saving:.1f} | {why} |"
+        for (m, t), (saving, why) in sorted(DEFERRALS.items())
+    ]
 
 
 def test_files_stay_small():

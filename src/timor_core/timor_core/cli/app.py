@@ -27,6 +27,7 @@ from timor_core.cli.args import name as _name
 from timor_core.cli.args import output_folder as _output_folder
 from timor_core.cli.args import seed as _seed
 from timor_core.cli.args import serial_assembly as _assembly
+from timor_core.cli.export import cmd_urdf_ros2_control
 from timor_core.common import compiled
 from timor_core.errors import InputError, TimorError, one_line
 from timor_core.limits import check_environment
@@ -92,8 +93,6 @@ def _cmd_db_validate(args: argparse.Namespace) -> int:
 
 def _cmd_urdf(args: argparse.Namespace) -> int:
     if args.ros2_control or args.plugin:
-        from timor_core.cli.export import cmd_urdf_ros2_control
-
         return cmd_urdf_ros2_control(args)
     assembly = _assembly(args)
     text = assembly.to_urdf(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import sys
 
 from timor_core.errors import InputError
+from timor_core.limits import limit_hint, limits
 
 __all__ = [
     "load_db",
@@ -141,7 +144,6 @@ def _finite(value):
 
 def json_text(value, indent: int | None = None) -> str:
     """Standard JSON for printing: a non-finite number (an unreachable goal's cost, say) is written as null."""
-    import json
 
     return json.dumps(_finite(value), indent=indent, allow_nan=False)
 
@@ -151,7 +153,6 @@ def limited(field: str, low: int = 1):
     the option is parsed; the message says how to raise it)."""
 
     def parse(text: str) -> int:
-        from timor_core.limits import limit_hint, limits
 
         high = getattr(limits(), field)
         n = _int(text)
@@ -167,7 +168,6 @@ def limited_float(field: str):
     """argparse type factory: a finite number from 0 to the limit ``field`` of :mod:`timor_core.limits`."""
 
     def parse(text: str) -> float:
-        from timor_core.limits import limit_hint, limits
 
         high = getattr(limits(), field)
         x = _float(text)
@@ -200,7 +200,6 @@ def count(low: int, high: int):
 def name(text: str) -> str:
     """argparse type: a robot, package or group name (letters, digits, '_', '.', '-'; also a safe file name)."""
     from timor_core.common.names import check_name
-    from timor_core.errors import InputError
 
     try:
         return check_name(text)
@@ -210,7 +209,6 @@ def name(text: str) -> str:
 
 def output_folder(text: str) -> str:
     """argparse type: an output folder, which may not exist yet but must not be a file."""
-    import os
 
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")

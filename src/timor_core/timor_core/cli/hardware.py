@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from timor_core.cli.args import (
@@ -17,6 +18,7 @@ from timor_core.cli.args import (
     seed,
     serial_assembly,
 )
+from timor_core.errors import InputError
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, DISTROS
 
 if TYPE_CHECKING:
@@ -62,7 +64,6 @@ def _cmd_discover(args: argparse.Namespace) -> int:
 
 def _cmd_canopen_sim(args: argparse.Namespace) -> int:
     import signal
-    import time
 
     from timor_core.hardware.canopen_sim import sim_drives, simulated_bus
 
@@ -83,7 +84,6 @@ def _cmd_canopen_sim(args: argparse.Namespace) -> int:
 
 def _profile(args: argparse.Namespace) -> HardwareProfile:
     """The ``--profile`` given, else the module set's CANopen profile."""
-    from timor_core.errors import InputError
     from timor_core.hardware.profiles import HardwareProfile
 
     if args.profile:

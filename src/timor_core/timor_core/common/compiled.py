@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from timor_core.errors import InputError
+
 __all__ = [
     "ENVIRONMENT",
     "LOAD_AFTER",
@@ -80,8 +82,6 @@ def check_environment() -> None:
     before its options are read (the library itself warns and goes by the rule)."""
     value = os.environ.get(ENVIRONMENT, "").strip()
     if value not in ("", "0", "1"):
-        from timor_core.errors import InputError
-
         raise InputError(f"environment variable {ENVIRONMENT} must be 0 or 1", value=os.environ[ENVIRONMENT])
 
 

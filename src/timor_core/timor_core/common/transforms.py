@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from timor_core.errors import InputError
+
 __all__ = [
     "IDENTITY",
     "ROT_X_PI",
@@ -135,8 +137,6 @@ def interpolate_poses(T_start: np.ndarray, T_end: np.ndarray, steps: int) -> np.
 
     steps = int(steps)
     if steps < 2:
-        from timor_core.errors import InputError
-
         raise InputError("interpolate_poses needs at least 2 steps", value=steps)
     A, B = np.asarray(T_start, dtype=float), np.asarray(T_end, dtype=float)
     w = pin.log3(A[:3, :3].T @ B[:3, :3])

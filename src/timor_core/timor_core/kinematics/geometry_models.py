@@ -5,6 +5,7 @@ Both take the kinematic tree and the link placements PinRobot keeps (joint, fram
 
 from __future__ import annotations
 
+import coal
 import numpy as np
 import pinocchio as pin
 
@@ -27,7 +28,6 @@ def collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
 
 def visual_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
     """Visual geometry: primitives as coal shapes; meshes by file path (loaded by the viewer)."""
-    import coal
 
     from timor_core.model.geometry import Mesh
 

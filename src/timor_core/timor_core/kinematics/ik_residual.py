@@ -11,6 +11,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.tolerance_base import PROJECTION_DOMAINS, VALID_SLACK
+from timor_core.kinematics.tolerance_residual import residual
 
 __all__ = ["ANGLE_WEIGHT", "Projector", "projector", "pose_residual"]
 
@@ -72,8 +73,6 @@ class Projector:
             self.box = (lo, hi, rlo, rhi)
             self.rot_box = bool(np.isfinite(rlo).any() or np.isfinite(rhi).any())
         else:
-            from timor_core.kinematics.tolerance_residual import residual
-
             self.residual = residual
         has_box = self.fast and bool(np.isfinite(self.box[0]).any() or np.isfinite(self.box[1]).any())
         self.sphere_cone = self.fast and not has_box and not self.rot_box

@@ -17,6 +17,7 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
+from timor_core.kinematics.geometry_models import visual_model
 from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
@@ -415,8 +416,6 @@ class PinRobot(RobotDynamics, RobotLimits):
     def visual(self) -> pin.GeometryModel:
         """The visual geometry model (built on first use)."""
         if self._visual is None:
-            from timor_core.kinematics.geometry_models import visual_model
-
             self._visual = visual_model(self._tree, *self._link_frames)
         return self._visual
 

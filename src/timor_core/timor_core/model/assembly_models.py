@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.common.fileio import atomic_write_text
-from timor_core.common.transforms import IDENTITY, readonly
+from timor_core.common.transforms import IDENTITY, is_rigid, readonly
 from timor_core.errors import AssemblyError, InputError
 from timor_core.model.tree import KinematicTree, build_tree
 
@@ -161,7 +161,6 @@ def placement_matrix(T: np.ndarray | None) -> np.ndarray:
     if T is None:
         return IDENTITY
     T = np.asarray(T, dtype=float)
-    from timor_core.common.transforms import is_rigid
 
     if not is_rigid(T):
         raise InputError("base placement must be a 4x4 rigid transform", value=T.tolist())

@@ -17,7 +17,7 @@ import numpy as np
 
 from timor_core.common import jsonfields as jf
 from timor_core.common.transforms import IDENTITY
-from timor_core.errors import FormatError, MeshError
+from timor_core.errors import FormatError, MeshError, ValidationError
 
 __all__ = [
     "Geometry",
@@ -272,8 +272,6 @@ def mesh_from_json(
         scale = [scale] * 3
     scale_v = jf.vector(scale, f"{ppath}.scale", 3)
     if np.any(scale_v == 0):  # a negative factor mirrors the mesh (URDF allows it; faces are turned)
-        from timor_core.errors import ValidationError
-
         raise ValidationError("mesh scale must not be zero", path=f"{ppath}.scale", value=scale)
     if base_dir is None:
         raise FormatError("a mesh needs the folder of its module set to resolve", path=f"{ppath}.file")

@@ -34,7 +34,18 @@ from timor_core.export.formats.urdf import urdf_of_serial
 from timor_core.limits import cap_workers, check_int
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
-from timor_core.search import SearchSpaceError, SerialSpace, paper_exp2_options, science2019_options
+from timor_core.search import (
+    Budget,
+    ExhaustiveSearch,
+    FilterConfig,
+    GeneticSearch,
+    Optimizer,
+    SearchSpaceError,
+    SerialSpace,
+    paper_exp2_options,
+    science2019_options,
+)
+from timor_core.search.ga import trial_histories
 from timor_core.search.result import SearchResult
 from timor_core.task import Task
 from timor_core.task.feedback import verify_goal_configurations
@@ -169,7 +180,6 @@ class Exp2Run:
         """GA: the lightest valid robot's mass of each trial (None: the trial found none); else ()."""
         if self.algorithm != "ga" or self.result is None:
             return ()
-        from timor_core.search.ga import trial_histories
 
         out = []
         for history in trial_histories(self.result):
@@ -311,7 +321,6 @@ def exp2(
     Timed: the search alone
     (not loading the task or the module set).
     """
-    from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, GeneticSearch, Optimizer
 
     _check_exp2_args(task, algorithms, order, limit, workers)
     space = exp2_space(db)

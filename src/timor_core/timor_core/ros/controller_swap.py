@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import yaml
+
 from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import TimorError
 from timor_core.export.formats.moveit_config import CM_KEY
@@ -406,6 +408,5 @@ class ControllerSwapper:
 
 
 def _yaml(data: dict[str, Any]) -> str:
-    import yaml
 
     return yaml.safe_dump(data, sort_keys=False)

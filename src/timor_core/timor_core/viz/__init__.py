@@ -8,6 +8,8 @@ Submodules: :mod:`.shapes` (geometry to triangle meshes), :mod:`.scene` (viser s
 
 from __future__ import annotations
 
+import importlib
+
 from timor_core.errors import TimorError
 
 __all__ = ["VizError", "require"]
@@ -19,7 +21,6 @@ class VizError(TimorError):
 
 def require(module: str, extra: str = "viz"):
     """Import an optional dependency, or raise VizError naming the extra that provides it."""
-    import importlib
 
     try:
         return importlib.import_module(module)

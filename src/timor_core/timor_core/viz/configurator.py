@@ -16,6 +16,7 @@ import numpy as np
 
 from timor_core.errors import TimorError
 from timor_core.model.assembly import ModuleAssembly
+from timor_core.task.feedback import assembly_cost, task_base_placement
 from timor_core.viz.configurator_exports import EXPORT_LABELS, export_files
 from timor_core.viz.configurator_state import (
     CheckResult,
@@ -63,7 +64,6 @@ class Configurator:
         cost: str = "mass",
         seed: int = 0,
     ) -> None:
-        from timor_core.task.feedback import assembly_cost, task_base_placement
 
         self.cost = assembly_cost(cost).descriptor() or "mass"
         self.seed = seed

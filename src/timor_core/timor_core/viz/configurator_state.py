@@ -26,6 +26,7 @@ from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction
+from timor_core.task.feedback import assembly_cost, format_feedback, solve_feedback
 from timor_core.viz.configurator_optimize import (
     ConfiguratorError,
     OptimizeProgress,
@@ -373,7 +374,6 @@ def check_design(
 ) -> CheckResult:
     """Per-goal feedback of ``assembly`` for ``task`` by :func:`timor_core.task.feedback.solve_feedback` (same IK and
     reasons)."""
-    from timor_core.task.feedback import assembly_cost, format_feedback, solve_feedback
 
     cost_function = assembly_cost(cost)
     t0 = time.perf_counter()

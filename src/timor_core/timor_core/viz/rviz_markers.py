@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import trimesh
+from scipy.spatial.transform import Rotation
 
 from timor_core.model.geometry import Box, Cylinder, Geometry, Sphere
 from timor_core.viz.scene import BASE_COLOR, GOAL_COLOR, OBSTACLE_COLOR
@@ -57,7 +58,6 @@ def _vector(v) -> Vector:
 
 
 def _quaternion(T: np.ndarray) -> tuple[float, float, float, float]:
-    from scipy.spatial.transform import Rotation
 
     x, y, z, w = Rotation.from_matrix(np.asarray(T, dtype=float)[:3, :3]).as_quat()
     return float(x), float(y), float(z), float(w)

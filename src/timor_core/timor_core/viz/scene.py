@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import trimesh
+from scipy.spatial.transform import Rotation
 
 from timor_core.common.transforms import IDENTITY
 from timor_core.viz.shapes import geometries_mesh, goal_poses, robot_parts
@@ -32,7 +33,6 @@ BASE_COLOR = (60, 110, 220)
 
 def wxyz_xyz(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Quaternion (w, x, y, z) and translation of a 4x4 pose, as viser wants them."""
-    from scipy.spatial.transform import Rotation
 
     x, y, z, w = Rotation.from_matrix(np.asarray(T)[:3, :3]).as_quat()
     return np.array([w, x, y, z]), np.asarray(T)[:3, 3].copy()

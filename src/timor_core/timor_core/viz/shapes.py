@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import coal
 import numpy as np
 import pinocchio as pin
 import trimesh
@@ -50,7 +51,6 @@ def _data_mesh(data: MeshData | ConvexParts) -> trimesh.Trimesh:
 
 def _shape_mesh(obj: pin.GeometryObject) -> trimesh.Trimesh | None:
     """A trimesh of one Pinocchio geometry object (coal primitive, BVH, convex or mesh file)."""
-    import coal
 
     shape = obj.geometry
     if obj.meshPath:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import trimesh
 
 from timor_core.common.fileio import atomic_target
 from timor_core.errors import InputError
@@ -59,8 +60,6 @@ def task_items(task: Task) -> list[Item]:
     for pose, color in poses:
         mesh = tolerance_volume(pose.tolerance, pose.world)
         if mesh is None:  # an exact pose: a small marker
-            import trimesh
-
             mesh = trimesh.creation.icosphere(subdivisions=1, radius=0.015)
             mesh.apply_translation(pose.world[:3, 3])
         items.append(Item(np.asarray(mesh.vertices)[mesh.faces], color, 0.35))

@@ -21,6 +21,7 @@ from timor_core.common.names import format_number as _num
 from timor_core.errors import AssemblyError, InputError
 from timor_core.export.formats.ros2_control import commanded, home_position
 from timor_core.export.formats.urdf import default_robot_name
+from timor_core.kinematics.collision import configure_requests
 from timor_core.limits import check_int
 from timor_core.model.tree import KinematicTree
 
@@ -172,7 +173,6 @@ class _PairChecker:
         candidates: list[tuple[int, int]],
         clearance: float = 0.0,
     ):
-        from timor_core.kinematics.collision import configure_requests
 
         pair_of: list[int] = []  # geometry pair index -> candidate index
         for c, (a, b) in enumerate(candidates):

@@ -40,6 +40,7 @@ from timor_core.export.urdf_import.urdf_tree import TOOL_NAMES as TOOL_NAMES
 from timor_core.export.urdf_import.urdf_tree import check_tree
 from timor_core.export.urdf_import.urdf_tree import guess_tool_link as guess_tool_link
 from timor_core.limits import check_number, read_input_text
+from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.model.parts import GENDERS
 
@@ -281,7 +282,6 @@ def assembly_from_urdf(
     missing_meshes: str = "error",
 ) -> ModuleAssembly:
     """A one-module assembly of the robot in a URDF (see ``db_from_urdf``)."""
-    from timor_core.model.assembly import ModuleAssembly
 
     db = db_from_urdf(urdf, package_dirs, tcp_link=tcp_link, joint_extras=joint_extras, keep_names=keep_names,
                       tool_connector=tool_connector, missing_meshes=missing_meshes)  # fmt: skip
