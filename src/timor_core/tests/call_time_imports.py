@@ -68,6 +68,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.kinematics.geometry_models", "timor_core.model.geometry"): (11.3, "start-up"),
     ("timor_core.kinematics.ik_descent", "scipy.optimize"): (165.5, "start-up"),
     ("timor_core.kinematics.ik_kernel", "timor_core.kinematics.ik_jit"): (235.5, "start-up"),
+    ("timor_core.kinematics.ik_kernel", "timor_core.kinematics.ik_jit_tries"): (217.2, "start-up"),
     ("timor_core.kinematics.ompl_planning", "ompl"): (16.4, "optional extra planning"),
     ("timor_core.kinematics.ompl_planning", "ompl.base"): (15.5, "optional extra planning"),
     ("timor_core.kinematics.robot", "timor_core.kinematics.collision"): (0.9, "cold path"),
