@@ -6,6 +6,11 @@ kinematic tree built, each size in a fresh process so the peak memory is that si
     python benchmarks/urdf_import.py                      # 1,000 / 10,000 / 100,000 links
     python benchmarks/urdf_import.py --links 1000 100000 --json
     python benchmarks/urdf_import.py --links 100000 --against /path/to/old/checkout --pairs 3
+    python benchmarks/urdf_import.py --cli --links 100000 --against /path/to/old/checkout --pairs 3
+
+``--cli``: what a user runs, ``timor import chain.urdf -o out/modules.json`` (the URDF file written beforehand),
+as a whole process measured from outside: interpreter start, import, the module set written; wall and CPU seconds
+and peak resident memory, with the load average beside it.
 
 ``--against``: the same sizes run by another checkout's copy of this script (its ``src/timor_core``), alternating
 with this checkout's, each in its own process; per run also the whole process measured from outside (interpreter
@@ -25,6 +30,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -90,19 +96,56 @@ def whole(checkout: Path, n: int) -> dict:
     return row
 
 
-def compare(sizes: list[int], against: Path, pairs: int) -> list[dict]:
-    """Each size ``pairs`` times, the other checkout and this one alternating (other first)."""
+def whole_cli(checkout: Path, n: int, folder: Path) -> dict:
+    """``timor import`` of the ``n``-link chain by ``checkout``'s library, a whole process measured from outside."""
+    urdf, out = folder / f"chain{n}.urdf", folder / "out" / "modules.json"
+    if not urdf.exists():
+        urdf.write_text(chain_urdf(n))
+    env = dict(os.environ, PYTHONPATH=str(checkout / "src" / "timor_core"), TIMOR_MAX_URDF_LINKS=str(max(n, 100_000)))
+    load = os.getloadavg()[0]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "timor_core.cli", "import", str(urdf), "-o", str(out)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    err = proc.stderr.read() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{checkout}: timor import of {n} links failed (status {status}): {err[-500:]}")
+    return {
+        "links": n,
+        "checkout": str(checkout),
+        "load_1min": round(load, 2),
+        "whole_wall_s": round(wall, 2),
+        "whole_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "whole_peak_mb": usage.ru_maxrss // 1024,
+        "written_mb": round(out.stat().st_size / 1e6, 1),
+    }
+
+
+def compare(sizes: list[int], against: Path | None, pairs: int, cli: bool) -> list[dict]:
+    """Each size ``pairs`` times, the other checkout (if any) and this one alternating (other first)."""
     here = Path(__file__).resolve().parents[1]
-    rows = []
-    for n in sizes:
-        for _ in range(pairs):
-            for checkout in (against.resolve(), here):
-                rows.append(whole(checkout, n))
-                r = rows[-1]
-                print(f"{r['checkout']}: {n} links: import CPU {r['import_cpu_s']} s, tree CPU {r['tree_cpu_s']} s; "
-                      f"whole process {r['whole_wall_s']} s wall, {r['whole_cpu_s']} s CPU, peak {r['whole_peak_mb']} "
-                      f"MB (load {r['load_1min']})", file=sys.stderr)  # fmt: skip
+    checkouts = (against.resolve(), here) if against else (here,)
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="urdf_import_") as tmp:
+        for n in sizes:
+            for _ in range(pairs):
+                for checkout in checkouts:
+                    rows.append(whole_cli(checkout, n, Path(tmp)) if cli else whole(checkout, n))
+                    _report(rows[-1])
     return rows
+
+
+def _report(r: dict) -> None:
+    """One run's line on stderr."""
+    if "import_cpu_s" not in r:
+        print(f"{r['checkout']}: timor import, {r['links']} links: {r['whole_wall_s']} s wall, {r['whole_cpu_s']} s "
+              f"CPU, peak {r['whole_peak_mb']} MB, wrote {r['written_mb']} MB (load {r['load_1min']})",
+              file=sys.stderr)  # fmt: skip
+    else:
+        print(f"{r['checkout']}: {r['links']} links: import CPU {r['import_cpu_s']} s, tree CPU {r['tree_cpu_s']} s; "
+              f"whole process {r['whole_wall_s']} s wall, {r['whole_cpu_s']} s CPU, peak {r['whole_peak_mb']} "
+              f"MB (load {r['load_1min']})", file=sys.stderr)  # fmt: skip
 
 
 def main() -> None:
@@ -110,14 +153,15 @@ def main() -> None:
     parser.add_argument("--links", type=int, nargs="+", default=[1000, 10_000, 100_000])
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--against", type=Path, help="another checkout to run side by side (alternating)")
-    parser.add_argument("--pairs", type=int, default=3, help="runs per size and checkout with --against")
+    parser.add_argument("--pairs", type=int, default=3, help="runs per size and checkout with --against or --cli")
+    parser.add_argument("--cli", action="store_true", help="the whole `timor import` command, measured from outside")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the worker: one size in this process
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.one)))
         return
-    if args.against:
-        rows = compare(args.links, args.against, args.pairs)
+    if args.against or args.cli:
+        rows = compare(args.links, args.against, args.pairs, args.cli)
         if args.json:
             print(json.dumps(rows, indent=2))
         return
