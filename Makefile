@@ -52,13 +52,16 @@ WORKERS      ?= auto
 ROS_WORKERS  ?= $(WORKERS)
 TEST_TIMEOUT ?= 900
 CORE_PYTEST   = $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
+# the tests that assert a wall-clock budget (marked timing in src/timor_core/tests/conftest.py) run alone, after
+TIMING_PYTEST = $(PY) -m pytest -q -n 0 -m timing --timeout $(TEST_TIMEOUT)
 ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --timeout $(TEST_TIMEOUT)
 
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test
 test: $(STAMP) lint typecheck
 	$(PY) -c "from timor_core.search.proof_kernel import load_compiled; load_compiled()"
-	$(CORE_PYTEST) src/timor_core/tests
+	$(CORE_PYTEST) -m "not timing" src/timor_core/tests
+	$(TIMING_PYTEST) src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
 
 test-ros: $(ROS_STAMP)
@@ -77,7 +80,7 @@ test-ros-load: $(ROS_STAMP)
 
 # the inner loop: the core suite without the tests marked slow (make test runs those too)
 test-fast: $(STAMP)
-	$(CORE_PYTEST) -m "not slow" src/timor_core/tests
+	$(CORE_PYTEST) -m "not slow and not timing" src/timor_core/tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

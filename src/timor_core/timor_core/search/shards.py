@@ -321,7 +321,9 @@ def sharded_result(result: SearchResult, run: Any, stopped: str, space: SerialSp
         result.next_seq = result.best_seq + 1  # the later positions cannot beat it
     else:
         nexts = [s.next for s in run.states if s.next is not None and s.stopped != "exhausted"]
-        result.next_seq = cost_rank(space, result.cost, start, stop, placement, min(nexts)) if nexts else None
+        # no shard got to say where it stopped (stopped before its process started): nothing is decided, so a
+        # continuation starts at the beginning
+        result.next_seq = cost_rank(space, result.cost, start, stop, placement, min(nexts)) if nexts else 0
     result.stopped = stopped
     result.wall_time = wall
     result.history.append({"evaluations": result.evaluations, "time": wall, "best_cost": result.best_cost})
