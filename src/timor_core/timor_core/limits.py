@@ -114,6 +114,9 @@ class Limits:
     """Most links (and most joints) of one imported URDF, counted while it is parsed."""
     max_urdf_shapes: int = 200_000
     """Most visual and collision shapes of one imported URDF, counted before they are read."""
+    max_urdf_element_chars: int = 1_000_000
+    """Most characters of one child of an imported URDF's ``<robot>`` (a link, a joint), counted while it is parsed:
+    bounds the elements, the nesting and the attributes held at once (real links take a few kB)."""
 
     def __post_init__(self) -> None:
         _check(self)

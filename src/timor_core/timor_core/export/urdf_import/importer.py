@@ -11,8 +11,10 @@ unlimited, the convention of the URDF export. Every other number must be finite 
 :mod:`timor_core.export.urdf_import.urdf_numbers`.
 
 Bounded memory: the text is parsed in small chunks and each child of ``<robot>`` read once complete, then dropped,
-so the parsed XML never holds more than about a chunk; links and joints beyond ``max_urdf_links``, and shapes
-beyond ``max_urdf_shapes``, are refused as soon as they are counted (``timor_core.limits``).
+so the parsed XML never holds more than about a chunk and the child still open; links and joints beyond
+``max_urdf_links``, and shapes beyond ``max_urdf_shapes``, are refused as soon as they are counted, and a child
+(with the text up to the next) longer than ``max_urdf_element_chars`` as soon as so much of it is parsed, which bounds
+its elements, its nesting and its attributes (``timor_core.limits``).
 
 What q means: one entry per revolute, prismatic and continuous joint, in Pinocchio's joint order. Mimic joints
 become independent joints (as with Pinocchio's default ``buildModelFromUrdf``). A continuous joint takes one
@@ -32,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.common.gc_pause import paused_gc
-from timor_core.errors import FormatError, InputError, TimorError, ValidationError
+from timor_core.errors import FormatError, InputError, TimorError, ValidationError, short_repr
 from timor_core.export.urdf_import.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_import.urdf_reader import XACRO_NAMESPACE, UrdfReader
 from timor_core.export.urdf_import.urdf_reader import resolve_package_uri as resolve_package_uri
 from timor_core.export.urdf_import.urdf_tree import TOOL_NAMES as TOOL_NAMES
 from timor_core.export.urdf_import.urdf_tree import check_tree
 from timor_core.export.urdf_import.urdf_tree import guess_tool_link as guess_tool_link
-from timor_core.limits import check_number, read_input_text
+from timor_core.limits import check_number, limit_hint, limits, read_input_text
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.model.db import ModulesDB
 from timor_core.model.parts import GENDERS
@@ -102,8 +104,9 @@ def _read_text(urdf: str | Path) -> tuple[str, Path | None]:
 
 
 _CHUNK = 1 << 14
-"""Characters of URDF text fed to the XML parser at a time: the parsed elements of about one chunk are in memory,
-and still in the processor's cache when they are read (1 MiB chunks made reading 100,000 links 0.4 s slower)."""
+"""Characters of URDF text fed to the XML parser at a time: the parsed elements of about one chunk (and of the child
+still open) are in memory, and still in the processor's cache when they are read (1 MiB chunks made reading 100,000
+links 0.4 s slower)."""
 
 
 def _is_xacro(element: ET.Element) -> bool:
@@ -114,10 +117,19 @@ def _is_xacro(element: ET.Element) -> bool:
     )
 
 
+def _path(element: ET.Element) -> str:
+    """An element as a path for a message: ``link[@name='base']`` (a hostile tag or name cut short)."""
+    name = element.get("name")
+    tag = short_repr(element.tag, 60)[1:-1]
+    return tag if name is None else f"{tag}[@name={short_repr(name, 60)}]"
+
+
 class _Children:
     """The children of a URDF's ``<robot>``, each handed to the reader once complete and then dropped, so the parsed
-    tree never holds more than about one chunk. A xacro file (a macro, a property, ``${...}`` or ``$(...)`` left
-    unexpanded; read as URDF its macros would silently vanish) or another root is noted, and nothing more read.
+    tree never holds more than about one chunk and the one child still open. A xacro file (a macro, a property,
+    ``${...}`` or ``$(...)`` left unexpanded; read as URDF its macros would silently vanish) or another root is noted,
+    and nothing more read. After each chunk, ``progressed`` says whether a child of the root (or the root) began: the
+    importer bounds the text between two such steps (``max_urdf_element_chars``).
 
     The parser's tree builder is given an outer element first (its public ``start``), so the document's root is that
     element's child, reachable while the parser still runs: no per-element events, no per-element Python call."""
@@ -129,6 +141,8 @@ class _Children:
         self.parser = ET.XMLParser(target=builder)
         self.root: ET.Element | None = None
         self.xacro = False
+        self.open: ET.Element | None = None  # the root's last child after the last chunk, perhaps still open
+        self.progressed = False
 
     def feed(self, text: str) -> None:
         """Parse a chunk, then read the children completed by it."""
@@ -140,16 +154,30 @@ class _Children:
         self.parser.close()
         self._take(last=True)
 
+    def pending(self) -> str:
+        """Where the parser is, for a message: the root's last child (perhaps still open), else the root."""
+        if self.open is not None:
+            return _path(self.open)
+        return "the text before the root's start tag ends" if self.root is None else _path(self.root)
+
     def _take(self, last: bool) -> None:
         root = self.root
+        began = root is None
         if root is None:
             if not len(self.outer):
+                self.progressed = False
                 return
             self.root = root = self.outer[0]
             self.xacro = self.suspicious and _is_xacro(ET.Element(root.tag, root.attrib))
         complete = len(root) if last else len(root) - 1  # the last child may still be open
-        if complete <= 0:
-            return
+        if complete > 0:
+            self._read(root, complete)
+        child = root[-1] if len(root) else None
+        self.progressed = began or child is not self.open  # the root or a child of it began
+        self.open = child
+
+    def _read(self, root: ET.Element, complete: int) -> None:
+        """Hand the first ``complete`` children of the root to the reader, then drop them."""
         reading = root.tag == "robot"
         reader = self.reader
         for child in root[:complete]:
@@ -165,6 +193,30 @@ class _Children:
         del root[:complete]
 
 
+def _feed(text: str, file: Path | None, children: _Children) -> None:
+    """Feed the text chunk by chunk, bounding what one child of ``<robot>`` holds in memory: the text fed after the
+    chunk in which the last child began, without the next beginning (that child, the text after it, the next start
+    tag; or before the root's start tag ends), must not exceed ``max_urdf_element_chars``, else an InputError naming
+    where. Counted after that chunk, so only a longer stretch is refused. While no child begins the chunks double:
+    expat reads a token cut across chunks again from its start at each one (a 60 MB attribute fed 16 KiB at a time
+    took 93 s), so a long token costs a few passes, not thousands."""
+    most = limits().max_urdf_element_chars
+    k = since = 0
+    size = _CHUNK
+    while k < len(text):
+        end = min(k + size, len(text))
+        children.feed(text[k:end])
+        span = end - since
+        if children.progressed:
+            since, size = end, _CHUNK
+        elif span > most:
+            message = f"one child of <robot>, with the text up to the next, is longer than {most} characters"
+            raise InputError(f"{message} ({limit_hint('max_urdf_element_chars')})", file=file, path=children.pending())
+        else:
+            size = max(_CHUNK, min(span, most + 1 - span))  # doubling, to just past the limit
+        k = end
+
+
 def _stream(text: str, file: Path | None, reader: UrdfReader) -> str:
     """Parse a URDF text chunk by chunk, its links and joints read as they come (see :class:`_Children`); the robot's
     name. A DOCTYPE, malformed XML, a xacro file or another root than ``<robot>`` is refused, named, before any wrong
@@ -176,8 +228,7 @@ def _stream(text: str, file: Path | None, reader: UrdfReader) -> str:
         raise xacro
     children = _Children(reader, XACRO_NAMESPACE in text or "${" in text or "$(" in text)
     try:
-        for k in range(0, len(text), _CHUNK):
-            children.feed(text[k : k + _CHUNK])
+        _feed(text, file, children)
         children.close()
     except ET.ParseError as exc:
         if "unbound prefix" in str(exc):  # xacro:... without xacro's namespace declared
