@@ -266,12 +266,16 @@ def _ik(
     """Task-aware IK with the search's effort: random starts first; if none is valid, as the search does, the
     kinematic IK (obstacles ignored) and the task-aware IK started from its answer. Deterministic given ``seed``."""
     rng = np.random.default_rng(seed)
-    options = {"task": task, "details": True, "check_static_torques": check_tau, "margin": margin}
-    result = robot.ik(pose, rng=rng, max_n_tries=SOLVE_IK_TRIES, **options)
+
+    def task_aware(q_init: Any = None) -> Any:
+        return robot.ik(pose, q_init=q_init, task=task, rng=rng, details=True, check_static_torques=check_tau,
+                        margin=margin, max_n_tries=SOLVE_IK_TRIES)  # fmt: skip
+
+    result = task_aware()
     if not result.success:
         free = robot.ik(pose, rng=rng, ignore_self_collision=True, details=True)
         if free.success:
-            seeded = robot.ik(pose, q_init=free.q, rng=rng, max_n_tries=SOLVE_IK_TRIES, **options)
+            seeded = task_aware(free.q)
             result = seeded if seeded.success else result
     return bool(result.success), [float(v) for v in result.q], result.reason
 
