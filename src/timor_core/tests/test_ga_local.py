@@ -134,6 +134,30 @@ def test_a_descent_from_another_design_looks_only_below_the_limit():
     assert _descent(Landscape([start, near])).run(start, cost(start), limit=5.0) == (start, 5.0)
 
 
+def test_the_wide_round_escapes_a_two_move_local_optimum_nearest_first():
+    """Issue 38: a lighter valid design three moves away. The ordinary descent stays at the start; ``escape``
+    evaluates the three-move ring from just below the start's cost downwards, stops with the batch of its first
+    valid design and descends from it."""
+    start = ("base", "J", "C", "J", "C", "J", "C", "eef")  # 9.2
+    target = ("base", "J", "A", "J", "A", "J", "A", "eef")  # 8.3: three replacements
+    probe = _descent(Landscape([]))
+    assert target not in probe.neighbourhood(start, 2) and target in probe.neighbourhood(start, 3)
+    assert _descent(Landscape([start, target])).run(start, cost(start)) == (start, cost(start))
+    landscape = Landscape([start, target])
+    assert _descent(landscape).escape(start, cost(start), 3, 10_000) == (target, cost(target))
+    wide = [d for designs, _ in landscape.calls if len(designs) > 0 for d in designs]
+    first_batch_end = next(i for i, d in enumerate(wide) if d == target)
+    order = [cost(d) for d in wide[: first_batch_end + 1]]
+    assert order == sorted(order, reverse=True)  # nearest below the start first
+    assert all(cost(d) < cost(start) for d in wide)
+    # nothing valid in the ring: the start comes back
+    assert _descent(Landscape([start])).escape(start, cost(start), 3, 10_000) == (start, cost(start))
+    # the cap: a round ends after the batch that reaches it, found or not
+    capped = Landscape([start, target])
+    assert _descent(capped, batch=4).escape(start, cost(start), 3, 8) == (start, cost(start))
+    assert sum(len(designs) for designs, _ in capped.calls) == 8
+
+
 def test_descent_stops_when_the_budget_is_out():
     start = ("base", "J", "C", "J", "C", "eef")
     calls = []
@@ -185,8 +209,11 @@ def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
     unbound = replace(SETTINGS["filters"], bound=False)
     longer = GeneticSearch(robco, **{**kw, "generations": 12, "local_search_after": 2, "filters": unbound})
     longer.optimize(task, robco)
-    starts = [run[0].centre for run in longer.descents]
+    starts = [run[0].centre for run in longer.descents if run[0].radius < 3]
     assert len(starts) == len(set(starts)) >= 2
+    # once none is left, at most one wide round (ESCAPE_RADIUS) per best robot
+    wide = [run[0].centre for run in longer.descents if run[0].radius == 3]
+    assert len(wide) == len(set(wide))
     off = GeneticSearch(robco, **{**kw, "local_search": 0})
     assert off.optimize(task, robco).best_ids is not None
     assert not off.descents and off.settings()["local_search"] == 0

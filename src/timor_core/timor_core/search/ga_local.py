@@ -105,10 +105,23 @@ class Descent:
             radius = 1
         return centre, best
 
-    def _round(self, centre: Design, bound: float, radius: int) -> tuple[Design, float] | None:
-        """Evaluate the cheaper designs around ``centre`` in ascending cost; the cheapest valid one, if any."""
+    def escape(self, start: Design, start_cost: float, radius: int, cap: int) -> tuple[Design, float]:
+        """From a local optimum of the ordinary descent: one round at the wider ``radius`` (first improvement: the
+        designs nearest below ``start_cost`` first, so the first valid one ends it; at most about ``cap``
+        evaluations), then the ordinary descent from what it found; ``start`` and ``start_cost`` if nothing valid
+        is cheaper. The wide ring is large (radius 3 around a four-joint design: ~180,000 designs, ~23,000-47,000
+        of them cheaper), so one capped round, never a loop."""
+        found = self._round(tuple(start), float(start_cost), radius, first=True, cap=cap)
+        return (tuple(start), float(start_cost)) if found is None else self.run(found[0], found[1])
+
+    def _round(
+        self, centre: Design, bound: float, radius: int, first: bool = False, cap: int | None = None
+    ) -> tuple[Design, float] | None:
+        """Evaluate the cheaper designs around ``centre`` in ascending cost; the cheapest valid one, if any.
+        ``first``: in descending cost instead, ending with the batch that holds the first valid one (or once
+        ``cap`` designs were evaluated)."""
         near = self.neighbourhood(centre, radius) - self.tried  # each design is evaluated once per descent
-        priced = sorted((c, d) for d in near if (c := self.cost_of(d)) < bound)
+        priced = sorted(((c, d) for d in near if (c := self.cost_of(d)) < bound), reverse=first)
         step = DescentStep(centre, radius, 0)
         self.steps.append(step)
         best: tuple[Design, float] | None = None
@@ -125,6 +138,8 @@ class Descent:
                     best, limit = (d, v), v
             if len(values) < len(designs):
                 self.out_of_budget = True
+                break
+            if first and (best is not None or (cap is not None and step.evaluated >= cap)):
                 break
         if best is not None:
             step.improved_to = best[0]

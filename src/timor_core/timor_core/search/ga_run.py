@@ -43,6 +43,14 @@ def _not_out_of_budget(record: logging.LogRecord) -> bool:
 
 
 PYGAD_LOG = logging.getLogger(__name__ + ".pygad")
+ESCAPE_RADIUS = 3
+"""The radius of the wide round (:meth:`.ga_local.Descent.escape`) from a trial's best robot once every valid robot
+of the trial has had its two-move descent: else the trial idles for the rest of its generations (issue 38: on
+``boundary`` of seed 38, four of ten trials sat at 13.70 kg for ~400 generations while a lighter robot lay three
+moves away)."""
+ESCAPE_EVALUATIONS = 2000
+"""At most about this many evaluations per wide round: on ``boundary`` the first lighter valid robot came within
+46-125 of them (nearest below the best first); an uncapped fruitless round evaluated 46,607 (6x the trial's CPU)."""
 """PyGAD's logger: PyGAD logs every exception that passes through its loop, with its traceback; not this one."""
 PYGAD_LOG.addFilter(_not_out_of_budget)
 
@@ -88,6 +96,7 @@ class GARun:
         self.improved_at = self.generation = self.descended_at = 0
         self.searched: set[Design] = set()
         self.valid_designs: dict[Design, float] = {}  # the trial's valid robots (starts of later descents)
+        self.escaped: set[Design] = set()  # best robots a wide round (ESCAPE_RADIUS) started from
 
     # -- budget and cancellation -------------------------------------------------------------------
     def canceled(self) -> bool:
@@ -267,22 +276,30 @@ class GARun:
         """Once the trial's best robot has not improved for ``local_search_after`` generations: the descent from
         it; after that, one every ``local_search_after`` stalled generations from the trial's next cheapest valid
         robot not yet searched, looking only for robots cheaper than the best (a local optimum of the best's
-        two-move neighbourhood is often two moves from the optimum by way of another valid robot). A cheaper
-        result replaces the population's worst (and becomes the bound of the next generation)."""
+        two-move neighbourhood is often two moves from the optimum by way of another valid robot). Once none is
+        left, one wide round (``ESCAPE_RADIUS`` moves) from the best, once per best robot. A cheaper result replaces
+        the population's worst (and becomes the bound of the next generation)."""
         ga = self.ga
         stalled = min(self.generation - self.improved_at, self.generation - self.descended_at)
         if not self.best_ids or stalled < ga.local_search_after:
             return
-        start = self.best_ids
+        start, escape = self.best_ids, False
         if start in self.searched:
             left = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.searched)
-            if not left:
+            if left:
+                start = left[0][1]
+            elif ga.local_search == 2 and start not in self.escaped:  # every valid robot's neighbourhood is done
+                escape = True
+                self.escaped.add(start)
+            else:
                 return
-            start = left[0][1]
         best = self.next_best
         self.descended_at = self.generation
         descent = Descent(ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search)
-        end, end_cost = descent.run(start, self.valid_designs[start], limit=best)
+        if escape:
+            end, end_cost = descent.escape(start, best, ESCAPE_RADIUS, ESCAPE_EVALUATIONS)
+        else:
+            end, end_cost = descent.run(start, self.valid_designs[start], limit=best)
         self.searched.update((start, end))
         ga.descents.append(descent.steps)
         if end_cost < best:

@@ -255,10 +255,28 @@ def task_base_placement(task: Task) -> np.ndarray | None:
     return None if bp is None or bp.pose is None else np.asarray(bp.pose.world, dtype=float)
 
 
+SOLVE_IK_TRIES = 150
+"""Random restarts of ``timor solve``'s task-aware IK: the search's (``FilterConfig.task_ik_tries``), so that a robot
+the search verified is reproducible here (issue 38: with the IK default of 50, seed 0 missed a goal by 0.1 mm)."""
+
+
 def _ik(
     robot: PinRobot, pose: ToleratedPose, task: Task, seed, check_tau: bool, margin: float
 ) -> tuple[bool, Any, str]:
-    result = robot.ik(pose, task=task, rng=seed, details=True, check_static_torques=check_tau, margin=margin)
+    """Task-aware IK with the search's effort: random starts first; if none is valid, as the search does, the
+    kinematic IK (obstacles ignored) and the task-aware IK started from its answer. Deterministic given ``seed``."""
+    rng = np.random.default_rng(seed)
+
+    def task_aware(q_init: Any = None) -> Any:
+        return robot.ik(pose, q_init=q_init, task=task, rng=rng, details=True, check_static_torques=check_tau,
+                        margin=margin, max_n_tries=SOLVE_IK_TRIES)  # fmt: skip
+
+    result = task_aware()
+    if not result.success:
+        free = robot.ik(pose, rng=rng, ignore_self_collision=True, details=True)
+        if free.success:
+            seeded = task_aware(free.q)
+            result = seeded if seeded.success else result
     return bool(result.success), [float(v) for v in result.q], result.reason
 
 
