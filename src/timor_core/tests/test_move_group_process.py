@@ -26,11 +26,11 @@ FAKE = textwrap.dedent(
     params = yaml.safe_load(open(path))["/ns/move_group"]["ros__parameters"]
     mode = params["mode"]
     print("loading robot", params["robot"], flush=True)
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))  # before READY, as rclcpp::init installs its handler
     if mode == "die":
         sys.exit(1)
     if mode == "up":
         print("{READY}!", flush=True)
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.05)
     """
