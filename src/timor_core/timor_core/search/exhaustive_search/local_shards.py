@@ -7,37 +7,38 @@ the chunks in flight when the best is found are evaluated for nothing (~1,000 as
 process walks its own shard of the space (:func:`~.cost_order.by_cost_indexed`, a share of its subtrees) and
 evaluates it (:func:`~.shard_worker.run_shard`); the best ``(cost, position)`` found lives in shared memory, read
 before each assembly, and each shard's new certificates go to the others' queues every ``SHARE_EVERY`` seconds.
-The parent only starts the shards and waits. The answer is the in-process search's: the valid assembly of least
-``(cost, position)``, its position in the cost order counted as on Dask.
+The parent only starts the shards and waits: with the client loop of a Dask search (:func:`~.shards.run_shards`),
+this module only being the executor (:class:`LocalShards`). The answer is the in-process search's: the valid
+assembly of least ``(cost, position)``, its position in the cost order counted as on Dask.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing
 import queue
 import signal
+import threading
 import time
 import traceback
-import uuid
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from timor_core.errors import TimorError
 from timor_core.search.dask_cluster.dask_worker import bound_from_best
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.evaluation.optimizer import space_info
-from timor_core.search.evaluation.parallel import STOP_GRACE, WorkerSpec, default_context
-from timor_core.search.evaluation.progress import Progress
+from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.exhaustive_search.shard_share import SHARE_EVERY
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.exhaustive_search.shards import merged_funnel, sharded_result
+from timor_core.search.exhaustive_search.shards import run_shards
 from timor_core.search.filtering.filters import FilterConfig
 from timor_core.search.spaces.space import SerialSpace
 
-__all__ = ["LocalHub", "local_sharded_search"]
+__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search"]
 
 
 class LocalHub:
@@ -105,28 +106,142 @@ class _QueueLink:
         self.proofs.lessons = None
 
 
-def _shard_process(job: ShardJob, best: Any, inboxes: list[Any], reports: Any) -> None:
-    """A shard's process: run it, put its final state (or why it failed) on the parent's queue."""
+def _shard_process(n: int, fn: Any, job: ShardJob, results: Any) -> None:
+    """A shard's process: run it, put its final state (or why it failed) on the executor's queue."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends the shards
     try:
-        state = run_shard(job, LocalHub(job.index, best, inboxes, reports))
-        reports.put(("done", job.index, state))
+        results.put((n, True, fn(job)))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
-        reports.put(("error", job.index, traceback.format_exc()))
+        results.put((n, False, traceback.format_exc()))
 
 
-@dataclass
-class _Run:
-    """The parent's view of the shards (what :func:`~.shards.sharded_result` reads)."""
+def _local_shard(job: ShardJob) -> dict:
+    """Shard ``job`` with the hub of this machine's processes (set up by :class:`ShardProcesses`)."""
+    return run_shard(job, LocalHub(job.index, *_SHARED))
 
-    header: dict
-    states: list[ShardState]
-    found: dict[int, float] = field(default_factory=dict)
-    initial: set[int] = field(default_factory=set)
+
+_SHARED: list[Any] = []  # in a shard's process: the best array, the inboxes and the reports queue
 
 
 class ShardError(TimorError):
     """A shard's process failed or died (its traceback in the message)."""
+
+
+class ShardProcesses(Executor):
+    """A process per submitted call, with ``concurrent.futures``' interface; unlike a ``ProcessPoolExecutor`` it
+    ends the calls still running when shut down (a shard past the deadline), and says which one died."""
+
+    def __init__(self, ctx: Any, shared: tuple) -> None:
+        self.ctx, self.shared, self.results = ctx, shared, ctx.Queue()
+        self.procs: list[Any] = []
+        self.futures: list[Future[Any]] = []
+        self.closed = False
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        n, fut = len(self.procs), Future[Any]()
+        fut.set_running_or_notify_cancel()
+        self.futures.append(fut)
+        proc = self.ctx.Process(target=_start_shard, args=(n, fn, args[0], self.results, self.shared), daemon=True)
+        self.procs.append(proc)
+        proc.start()
+        return fut
+
+    def _watch(self) -> None:
+        """Set each future from its process's result, or a ShardError once its process ended without one."""
+        while not self.closed:
+            try:
+                item = self.results.get(timeout=0.2)
+            except queue.Empty:
+                for n, (p, f) in enumerate(zip(self.procs, self.futures)):
+                    if not f.done() and p.exitcode is not None:
+                        f.set_exception(ShardError(f"the process of shard {n} ended without a result"))
+                continue
+            except (EOFError, OSError):  # the queue closed under us: shutting down
+                return
+            if item is None:  # shut down (see :meth:`shutdown`)
+                return
+            n, ok, value = item
+            if self.futures[n].done():
+                continue
+            if ok:
+                self.futures[n].set_result(value)
+            else:
+                self.futures[n].set_exception(ShardError(f"shard {n} failed:\n{value}"))
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """End the processes still running (their futures then never complete) and the watcher."""
+        if self.closed:
+            return
+        self.closed = True
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+            p.join(timeout=5)
+        self.results.put(None)  # wakes the watcher at once
+        self.watcher.join(timeout=1)
+
+
+def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) -> None:
+    _SHARED[:] = shared
+    _shard_process(n, fn, job, results)
+
+
+class LocalShards:
+    """The shards on this machine's processes (:class:`~.shards.ShardExecutor`): the best in a shared array that
+    the shards read before each assembly, their reports and certificates through process queues."""
+
+    checkpoint: Path | None = None  # (no checkpoints on this machine)
+    resume_path: Path | None = None
+    report_every = 1.0
+
+    def __init__(self, workers: int, mp_context: Any, filter_names: list[str]) -> None:
+        ctx: Any = mp_context if mp_context is not None else default_context()
+        ctx = ctx if ctx is not None else multiprocessing.get_context()
+        self.k, self.filter_names = workers, filter_names
+        self.best = ctx.Array("d", [math.inf, math.inf])
+        self.reports = ctx.Queue()
+        self.pool = ShardProcesses(ctx, (self.best, [ctx.Queue() for _ in range(workers)], self.reports))
+        self.pump: threading.Thread | None = None
+        self.open_ = False
+
+    def open(self, token: str, topic: str, events: queue.Queue) -> None:
+        self.open_ = True
+        self.pump = threading.Thread(target=self._pump, args=(events,), daemon=True)
+        self.pump.start()
+
+    def _pump(self, events: queue.Queue) -> None:
+        """The shards' reports, passed on as the events of a Dask search."""
+        while self.open_:
+            try:
+                item = self.reports.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):
+                return
+            if item is None:  # closed (see :meth:`close`)
+                return
+            kind, r, text = item
+            events.put(("event", {"kind": kind, "shard": r, "state": text}))
+
+    def submit(self, job: ShardJob) -> Future[Any]:
+        return self.pool.submit(_local_shard, job)
+
+    def share(self, token: str, best: tuple[float, int]) -> None:
+        with self.best.get_lock():
+            if best < (self.best[0], self.best[1]):
+                self.best[0], self.best[1] = best[0], float(best[1])
+
+    def cancel(self, futures: list[Any], timed_out: bool) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+    def close(self, token: str, topic: str) -> None:
+        self.open_ = False
+        self.pool.shutdown(cancel_futures=True)
+        if self.pump is not None:
+            self.reports.put(None)  # wakes the pump at once (the shards have ended: nothing comes after it)
+            self.pump.join(timeout=1)
 
 
 def local_sharded_search(
@@ -147,91 +262,18 @@ def local_sharded_search(
     mp_context: Any = None,
 ) -> SearchResult:
     """``ExhaustiveSearch(order="cost", workers=k).optimize(...)`` as ``workers`` shards in processes of this
-    machine (see the module's description): the same best assembly, cost and ``best_seq`` as one process."""
+    machine (:func:`~.shards.run_shards` on :class:`LocalShards`): the same best assembly, cost and ``best_seq``
+    as one process."""
     t0 = time.perf_counter()
     stop = space.count if stop is None else min(stop, space.count)
     config = config if config is not None else FilterConfig()
     descriptor = cost_descriptor(cost)
     result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
-    result.settings = {"filters": config.to_json(), **(settings or {}), "prepare_time": 0.0, "shards": workers}
+    result.settings = {"filters": config.to_json(), **(settings or {})}
     result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
     result.workers = workers
     spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), cost if isinstance(cost, str) else descriptor, config,
                       tuple(filters) if filters is not None else None)  # fmt: skip
-    deadline = None if max_time is None else time.time() + max_time
-    jobs = [
-        ShardJob(
-            spec,
-            space.options.canonical_json(),
-            r,
-            workers,
-            uuid.uuid4().hex,
-            "",
-            start,
-            stop,
-            bound,
-            deadline,
-            1.0,
-            None,
-            space.fingerprint,
-        )  # fmt: skip
-        for r in range(workers)
-    ]
-    run = _Run({"start": start, "stop": stop}, [ShardState(r) for r in range(workers)])
-    names = spec.evaluator().chain.names
-    result.funnel = type(result.funnel)(names)
-    bar = Progress(stop - start, progress, desc="ExhaustiveSearch")
-    stopped = _run_shards(jobs, run, mp_context, bar, t0, names)
-    return sharded_result(result, run, stopped, space, task, t0)
-
-
-def _run_shards(jobs: list[ShardJob], run: _Run, mp_context: Any, bar: Progress, t0: float, names: list[str]) -> str:
-    """Start a process per shard and take their reports until every shard has ended (or ``STOP_GRACE`` seconds past
-    the jobs' deadline: a shard busy compiling numba's kernels, or in one long evaluation, never sees it); why the
-    search stopped."""
-    ctx: Any = mp_context if mp_context is not None else default_context()
-    if ctx is None:
-        ctx = multiprocessing.get_context()
-    best = ctx.Array("d", [math.inf, math.inf])
-    inboxes = [ctx.Queue() for _ in jobs]
-    reports = ctx.Queue()
-    procs = [ctx.Process(target=_shard_process, args=(job, best, inboxes, reports), daemon=True) for job in jobs]
-    for p in procs:
-        p.start()
-    pending, shown = set(range(len(jobs))), 0
-    give_up = None if jobs[0].deadline is None else jobs[0].deadline + STOP_GRACE
-    try:
-        while pending:
-            if give_up is not None and time.time() >= give_up:
-                return "max_time"  # (the shards still running are ended below; their last reports stand)
-            wait = 1.0 if give_up is None else min(1.0, max(0.0, give_up - time.time()))
-            try:
-                kind, r, text = reports.get(timeout=wait)
-            except queue.Empty:
-                dead = [r for r in pending if not procs[r].is_alive()]
-                if dead:
-                    raise ShardError(f"the process of shard {dead[0]} ended without a result") from None
-                continue
-            if kind == "error":
-                raise ShardError(f"shard {r} failed:\n{text}")
-            run.states[r] = ShardState.from_json(json.loads(text) if isinstance(text, str) else text)
-            if kind == "best":
-                run.found.setdefault(run.states[r].best.seq, time.perf_counter() - t0)  # type: ignore[union-attr]
-            if kind == "done":
-                pending.discard(r)
-            if bar.bar is not None:
-                total = sum(s.evaluations for s in run.states)
-                bar.update(total - shown, merged_funnel(names, run.states), None)
-                shown = total
-    except KeyboardInterrupt:
-        return "interrupted"
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(timeout=5)
-        bar.close()
-    reasons = {s.stopped for s in run.states}
-    if "max_time" in reasons:
-        return "max_time"
-    return "exhausted" if reasons == {"exhausted"} else "bound"
+    ex = LocalShards(workers, mp_context, spec.evaluator().chain.names)
+    header = {"start": start, "stop": stop}
+    return run_shards(ex, space, task, result, header, None, spec, bound, max_time, progress, t0)

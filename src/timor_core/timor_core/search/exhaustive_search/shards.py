@@ -14,6 +14,10 @@ Checkpoints (``DaskEvaluator(checkpoint=...)``) hold each shard's state (candida
 best), written at most every ``report_every`` seconds and at the end; ``resume=`` continues each shard after
 the candidates it had taken. A worker lost mid-run has its shard run again from the last start (its counts
 are the rerun's: nothing is counted twice); the other shards go on.
+
+The client side (:func:`run_shards`) runs on any :class:`ShardExecutor`: :class:`DaskShards` here, and
+:class:`~.local_shards.LocalShards` for this machine's processes (no checkpoints there), so the two routes are one
+implementation.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import math
 import queue
 import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from timor_core.common.fileio import write_json
 from timor_core.model.db import ModulesDB
@@ -44,7 +49,10 @@ from timor_core.task import Task
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import task_base_placement
 
-__all__ = ["SHARD_ROUTE", "cost_rank", "rank_from_tails", "sharded_cost_search", "sharded_result"]
+__all__ = [
+    "SHARD_ROUTE", "DaskShards", "ShardExecutor", "cost_rank", "rank_from_tails", "run_shards", "sharded_cost_search",
+    "sharded_result",
+]  # fmt: skip
 
 #: the ``route`` of a checkpoint written by :func:`sharded_cost_search`
 SHARD_ROUTE = "cost-shards"
@@ -78,25 +86,76 @@ def rank_from_tails(states: list[ShardState], index: int) -> int | None:
     return n
 
 
+class ShardExecutor(Protocol):
+    """Where the shards of one search run, ``concurrent.futures``-like: ``submit`` returns a future (``result``,
+    ``add_done_callback``, ``cancel``) of a shard's final state (JSON); the shards' reports arrive on ``events``
+    as ``("event", {"kind", "shard", "state"})``. :class:`DaskShards` (a Dask ``Client``) and
+    :class:`~.local_shards.LocalShards` (this machine's processes) are the two."""
+
+    k: int  # the shards (one per worker slot, or a resumed checkpoint's)
+    checkpoint: Path | None
+    resume_path: Path | None
+    report_every: float
+    filter_names: list[str]
+
+    def open(self, token: str, topic: str, events: queue.Queue) -> None: ...
+    def submit(self, job: ShardJob) -> Any: ...
+    def share(self, token: str, best: tuple[float, int]) -> None: ...
+    def cancel(self, futures: list[Any], timed_out: bool) -> None: ...
+    def close(self, token: str, topic: str) -> None: ...
+
+
+class DaskShards:
+    """The shards on a Dask cluster's workers (:class:`ShardExecutor`): one per worker thread, each pinned to its
+    own; the best passed on by ``client.run``, the reports as Dask events."""
+
+    def __init__(self, de: DaskEvaluator, resumed: dict | None) -> None:
+        self.de = de
+        info = de.client.scheduler_info().get("workers", {})
+        self.slots: list[str | None] = [a for a in sorted(info) for _ in range(int(info[a].get("nthreads", 1)))]
+        self.k = len(resumed["states"]) if resumed is not None else max(1, len(self.slots))
+        self.slots = self.slots or [None]
+        self.checkpoint, self.resume_path = de.checkpoint, de.resume_path
+        self.report_every, self.filter_names = de.report_every, de.filter_names
+
+    def open(self, token: str, topic: str, events: queue.Queue) -> None:
+        self.de.client.subscribe_topic(topic, lambda event: events.put(("event", event[1])))
+
+    def submit(self, job: ShardJob) -> Any:
+        w = self.slots[job.index % len(self.slots)]
+        return self.de.client.submit(run_shard, job, key=f"timor-shard-{job.index}-{job.token}", pure=False,
+                                     workers=None if w is None else [w], allow_other_workers=True,
+                                     retries=self.de.retries)  # fmt: skip
+
+    def share(self, token: str, best: tuple[float, int]) -> None:
+        self.de.client.run(publish_bound, token, *best, on_error="ignore")
+
+    def cancel(self, futures: list[Any], timed_out: bool) -> None:
+        self.de.client.cancel(futures)
+        self.de.abandoned = self.de.abandoned or timed_out
+
+    def close(self, token: str, topic: str) -> None:
+        client = self.de.client
+        client.unsubscribe_topic(topic)
+        try:
+            client.run(forget_bound, token, on_error="ignore")
+        except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
+            pass
+
+
 class _Run:
     """One sharded search's client side: the shards' latest states, the shared best, events, checkpoints."""
 
-    def __init__(
-        self, de: DaskEvaluator, space: SerialSpace, task: Task, header: dict, resumed: dict | None, t0: float
-    ) -> None:
-        self.de, self.space, self.task, self.header = de, space, task, header
-        info = de.client.scheduler_info().get("workers", {})
-        # one shard per worker thread (a local cluster's workers have one each), each pinned to its own
-        self.slots: list[str | None] = [a for a in sorted(info) for _ in range(int(info[a].get("nthreads", 1)))]
+    def __init__(self, ex: ShardExecutor, space: SerialSpace, header: dict, resumed: dict | None, t0: float) -> None:
+        self.ex, self.space, self.header = ex, space, header
         if resumed is not None:
-            refuse_changed(resumed.get("digests"), header["digests"], de.resume_path)
+            refuse_changed(resumed.get("digests"), header["digests"], ex.resume_path)
             for key in ("task", "db", "cost", "space", "start", "stop"):
                 if resumed.get(key) != header[key]:
                     raise ClusterError(f"the checkpoint is of another search ({key} differs)", value=resumed.get(key))
             self.states = [ShardState.from_json(s) for s in resumed["states"]]
         else:
-            self.states = [ShardState(r) for r in range(max(1, len(self.slots)))]
-        self.slots = self.slots or [None]
+            self.states = [ShardState(r) for r in range(ex.k)]
         self.resumed = resumed is not None
         self.token = uuid.uuid4().hex
         self.topic = f"timor-shards-{self.token}"
@@ -123,48 +182,26 @@ class _Run:
                 self.shared, improved = (best.cost, best.seq), True
         if self.shared is None or not tell or not (improved or again):
             return
-        self.de.client.run(publish_bound, self.token, *self.shared, on_error="ignore")
+        self.ex.share(self.token, self.shared)
 
     def checkpoint(self, force: bool = False) -> None:
-        path = self.de.checkpoint
-        if path is None or not (force or time.monotonic() - self.saved >= self.de.report_every):
+        path = self.ex.checkpoint
+        if path is None or not (force or time.monotonic() - self.saved >= self.ex.report_every):
             return
         self.saved = time.monotonic()
         write_json(path, {**self.header, "shards": self.k, "states": [s.to_json() for s in self.states]}, indent=1)
 
     def launch(self, spec: Any, bound: float, deadline: float | None) -> list[Any]:
-        client = self.de.client
-        client.subscribe_topic(self.topic, lambda event: self.events.put(("event", event[1])))
+        self.ex.open(self.token, self.topic, self.events)
         self.give_up = None if deadline is None else deadline + STOP_GRACE
         for state in self.states:
             self.share(state)
         futures = []
         for r, state in enumerate(self.states):
-            job = ShardJob(
-                spec,
-                self.space.options.canonical_json(),
-                r,
-                self.k,
-                self.token,
-                self.topic,
-                self.header["start"],
-                self.header["stop"],
-                bound,
-                deadline,
-                self.de.report_every,
-                state.text() if self.resumed else None,
-                self.space.fingerprint,
-            )
-            w = self.slots[r % len(self.slots)]
-            fut = client.submit(
-                run_shard,
-                job,
-                key=f"timor-shard-{r}-{self.token}",
-                pure=False,
-                workers=None if w is None else [w],
-                allow_other_workers=True,
-                retries=self.de.retries,
-            )
+            job = ShardJob(spec, self.space.options.canonical_json(), r, self.k, self.token, self.topic,
+                           self.header["start"], self.header["stop"], bound, deadline, self.ex.report_every,
+                           state.text() if self.resumed else None, self.space.fingerprint)  # fmt: skip
+            fut = self.ex.submit(job)
             fut.add_done_callback(lambda f, r=r: self.events.put(("done", r, f)))
             futures.append(fut)
         return futures
@@ -181,8 +218,7 @@ class _Run:
                 try:
                     item = self.events.get(timeout=left)
                 except queue.Empty:
-                    self.de.client.cancel(futures)
-                    self.de.abandoned = True
+                    self.ex.cancel(futures, timed_out=True)
                     return "max_time"
                 if item[0] == "done":
                     r = item[1]
@@ -200,26 +236,38 @@ class _Run:
                 total = sum(s.evaluations for s in self.states)
                 if bar.bar is not None:
                     shared = None if self.shared is None else self.shared[0]
-                    bar.update(total - shown, merged_funnel(self.de.filter_names, self.states), shared)
+                    bar.update(total - shown, merged_funnel(self.ex.filter_names, self.states), shared)
                 shown = total
         except KeyboardInterrupt:
-            self.de.client.cancel(futures)
+            self.ex.cancel(futures, timed_out=False)
             return "interrupted"
         except BaseException:  # a shard failed (after its retries): the others are of no use any more
-            self.de.client.cancel(futures)
+            self.ex.cancel(futures, timed_out=False)
             raise
         reasons = {s.stopped for s in self.states}
         if "max_time" in reasons:
             return "max_time"
         return "exhausted" if reasons == {"exhausted"} else "bound"
 
-    def close(self) -> None:
-        client = self.de.client
-        client.unsubscribe_topic(self.topic)
-        try:
-            client.run(forget_bound, self.token, on_error="ignore")
-        except Exception:  # noqa: BLE001 - the cluster is going away; its workers forget with it
-            pass
+
+def run_shards(ex: ShardExecutor, space: SerialSpace, task: Task, result: SearchResult, header: dict,
+               resumed: dict | None, spec: Any, bound: float, max_time: float | None, progress: bool,
+               t0: float) -> SearchResult:  # fmt: skip
+    """The one sharded search, on any :class:`ShardExecutor`: start a shard per slot, pass the best on, take the
+    reports until every shard has ended, then sum them into ``result``."""
+    run = _Run(ex, space, header, resumed, t0)
+    result.settings.update(prepare_time=0.0, shards=run.k)
+    result.funnel = type(result.funnel)(ex.filter_names)
+    deadline = None if max_time is None else time.time() + max_time - (time.perf_counter() - t0)
+    futures = run.launch(spec, bound, deadline)
+    bar = Progress(header["stop"] - header["start"], progress, desc="ExhaustiveSearch")
+    try:
+        stopped = run.wait(futures, bar)
+    finally:
+        run.checkpoint(force=True)
+        ex.close(run.token, run.topic)
+        bar.close()
+    return sharded_result(result, run, stopped, space, task, t0)
 
 
 def sharded_cost_search(
@@ -258,24 +306,12 @@ def sharded_cost_search(
     }
     result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
     result.settings = {"filters": (config or FilterConfig()).to_json(), **(settings or {})}
-    result.funnel = type(result.funnel)(de.filter_names)
     result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
-    bar: Progress | None = None
     with de:
         de.start()
-        run = _Run(de, space, task, header, resumed, t0)
         result.workers = de.workers
-        result.settings.update(prepare_time=0.0, shards=run.k)
-        deadline = None if max_time is None else time.time() + max_time - (time.perf_counter() - t0)
-        futures = run.launch(de.worker_spec(), bound, deadline)
-        bar = Progress(stop - start, progress, desc="ExhaustiveSearch")
-        try:
-            stopped = run.wait(futures, bar)
-        finally:
-            run.checkpoint(force=True)
-            run.close()
-            bar.close()
-    return sharded_result(result, run, stopped, space, task, t0)
+        ex = DaskShards(de, resumed)
+        return run_shards(ex, space, task, result, header, resumed, de.worker_spec(), bound, max_time, progress, t0)
 
 
 def merged_funnel(names: list[str], states: list[ShardState]) -> Funnel:
