@@ -59,7 +59,7 @@ ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --timeout $
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test
 test: $(STAMP) lint typecheck
-	$(PY) -c "from timor_core.search.proof_kernel import load_compiled; load_compiled()"
+	$(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
 	$(CORE_PYTEST) -m "not timing" src/timor_core/tests
 	$(TIMING_PYTEST) src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")

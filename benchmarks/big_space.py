@@ -9,7 +9,7 @@ after the last) with up to ``dof_max`` joints: 5 -> 177,155 assemblies, 6 -> 1.9
 8 -> 2.4·10^8. The task is the user study (``../shared/data/cobra/tasks/user_study.json``; ``--task`` for
 another); the Dask comparison's is ``obstacle_middle`` (``src/timor_core/tests/data/exp2_tasks``; ``--dask-task``).
 The search is ``timor search TASK --order cost --space SPACE.json``: cheapest first, streamed
-(``search/cost_order.py``), stopping when nothing cheaper than the best valid robot is left. It stops after a
+(``search/spaces/cost_order.py``), stopping when nothing cheaper than the best valid robot is left. It stops after a
 bounded number of evaluations: the assemblies lighter than the optimum, the same in every space size here (no
 robot of more than five joints is lighter than 11.02 kg), so memory can only grow with the space if some part of
 the search held the space. No evaluation budget and no time limit is set.
@@ -147,7 +147,7 @@ def _worker_rss_mb() -> float:
 def dask_run(de, space, task, db) -> dict:
     """One cost-ordered search on the evaluator's cluster: wall time, worker CPU, evaluations, best."""
     from timor_core.search import ExhaustiveSearch
-    from timor_core.search.dask_worker import proofs_made
+    from timor_core.search.dask_cluster.dask_worker import proofs_made
 
     before = de.client.run(_worker_cpu)
     proofs_before = de.client.run(proofs_made)
@@ -175,9 +175,9 @@ def dask_run(de, space, task, db) -> dict:
 
 
 def _warm(spec, options: str) -> bool:
-    from timor_core.search.dask_worker import worker_evaluator
-    from timor_core.search.proof_kernel import load_compiled
-    from timor_core.search.shard_worker import shard_space
+    from timor_core.search.dask_cluster.dask_worker import worker_evaluator
+    from timor_core.search.exhaustive_search.shard_worker import shard_space
+    from timor_core.search.filtering.proof_kernel import load_compiled
 
     load_compiled()  # a long-lived worker's compiled proof bounds (~1.3 s to load; a search alone loads them late)
     worker_evaluator(spec)
@@ -190,7 +190,7 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     and nannies live in this process: an idle second cluster would add its heartbeats to the client CPU)."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, FilterConfig, TaskRef, load_space
-    from timor_core.search.parallel import WorkerSpec
+    from timor_core.search.evaluation.parallel import WorkerSpec
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
@@ -254,7 +254,7 @@ def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dic
     """Decide ``task_path`` on the space ``options`` in this (fresh) process; its figures as a dict."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, ExhaustiveSearch, FilterConfig, TaskRef, load_space
-    from timor_core.search.parallel import WorkerSpec
+    from timor_core.search.evaluation.parallel import WorkerSpec
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")

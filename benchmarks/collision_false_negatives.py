@@ -15,7 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.model.assembly import ModuleAssembly
-from timor_core.search.evaluate import load_db
+from timor_core.search.evaluation.evaluate import load_db
 from timor_core.task.feedback import load_task, task_base_placement
 
 warnings.simplefilter("ignore")

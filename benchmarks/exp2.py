@@ -21,8 +21,8 @@ What is measured, on the same module set and task, in this run:
   sides put the base anyway), so the reference's own ``default_filters(task)`` runs complete: its cheap
   module-length filter first (it needs a base constraint), robot creation, IK ignoring obstacles with max_iter
   150, IK with the task with max_iter 1500. Should its length filter still refuse the task, it is dropped and the
-  report says so beside the ratio (``ref_length_filter``). Ours: ``timor_core.search.evaluate`` with the default
-  filter chain (its cheap module-span check included). Ratio: reference total / ours total. The reference's
+  report says so beside the ratio (``ref_length_filter``). Ours: ``timor_core.search.evaluation.evaluate`` with the
+  default filter chain (its cheap module-span check included). Ratio: reference total / ours total. The reference's
   projected full-space time is its mean per assembly times 177,155 (no bound: an upper bound).
 - **GA trial**: both GAs with the same population (20), chromosome length (13 slots; the reference adds base and
   end-effector genes), fitness (mass + 1e6 per goal not reached, DOF > 6 invalid), seed, ``--ga-generations``

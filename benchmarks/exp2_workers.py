@@ -27,7 +27,7 @@ def ours_sample(spec: dict) -> dict:
     """Our filter chain on every sampled assembly (no bound), timed per assembly."""
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.search import FilterConfig
-    from timor_core.search.evaluate import evaluate, load_db, load_task
+    from timor_core.search.evaluation.evaluate import evaluate, load_db, load_task
     from timor_core.task.feedback import verify_goal_configurations
 
     task, db = load_task(spec.get("sample_task", spec["task"])), load_db(spec["db"])
@@ -51,7 +51,7 @@ def ours_scaling(spec: dict) -> dict:
     from timor_core.model.db import ModulesDB
     from timor_core.paper.experiments import exp2_space
     from timor_core.search import ExhaustiveSearch, FilterConfig
-    from timor_core.search.evaluate import load_task
+    from timor_core.search.evaluation.evaluate import load_task
 
     space = exp2_space(ModulesDB.from_json_file(ROBCO_JSON))
     task = load_task(spec["task"])
@@ -106,7 +106,7 @@ def ref_sample(spec: dict) -> dict:
 
 def ours_ga(spec: dict) -> dict:
     from timor_core.search import FilterConfig, GeneticSearch
-    from timor_core.search.evaluate import load_db, load_task
+    from timor_core.search.evaluation.evaluate import load_db, load_task
 
     task, db = load_task(spec.get("sample_task", spec["task"])), load_db(spec["db"])
     ga = GeneticSearch(

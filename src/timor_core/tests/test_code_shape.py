@@ -98,7 +98,7 @@ def test_errors_that_keep_their_builtin_meaning(name):
     from timor_core.errors import TimorError
     from timor_core.export.formats.urdfdom import ToolMissingError
     from timor_core.model.growth import NoFitError
-    from timor_core.search.space import SpaceIndexError
+    from timor_core.search.spaces.space import SpaceIndexError
 
     cls, builtin = {
         "SpaceIndexError": (SpaceIndexError, IndexError),

@@ -18,7 +18,7 @@ import pytest
 
 from timor_core import ModuleAssembly
 from timor_core.search import FilterConfig
-from timor_core.search.evaluate import evaluate
+from timor_core.search.evaluation.evaluate import evaluate
 from timor_core.task import Task
 from timor_core.task.feedback import task_base_placement, verify_goal_configurations
 

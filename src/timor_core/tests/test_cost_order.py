@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from timor_core.errors import InputError
 from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, SerialSpace, paper_exp2_options
-from timor_core.search.cost_order import additive_values, by_cost, by_cost_indexed
+from timor_core.search.spaces.cost_order import additive_values, by_cost, by_cost_indexed
 from timor_core.task import Task
 from timor_core.task.costs import CostFunction, RobotMass
 

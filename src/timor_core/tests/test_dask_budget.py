@@ -16,8 +16,8 @@ distributed = pytest.importorskip("distributed", reason="the Dask route needs da
 from test_hostile_round3_search import TASK_FILE  # noqa: E402
 
 from timor_core.search import DaskEvaluator, ExhaustiveSearch, paper_exp2_space  # noqa: E402
-from timor_core.search.optimizer import Budget  # noqa: E402
-from timor_core.search.parallel import STOP_GRACE  # noqa: E402
+from timor_core.search.evaluation.optimizer import Budget  # noqa: E402
+from timor_core.search.evaluation.parallel import STOP_GRACE  # noqa: E402
 from timor_core.task.feedback import load_task  # noqa: E402
 
 

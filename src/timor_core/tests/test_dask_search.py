@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from timor_core.search.dask_worker import forget_bound, publish_bound, shared_bound
+from timor_core.search.dask_cluster.dask_worker import forget_bound, publish_bound, shared_bound
 
 # -- the broadcast bound's rule, without a cluster -----------------------------------------------------------
 

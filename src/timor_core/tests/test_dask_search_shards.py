@@ -22,13 +22,14 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
 
-from timor_core.search import ExhaustiveSearch, cost_order, paper_exp2_space
-from timor_core.search.cost_order import by_cost, by_cost_indexed
-from timor_core.search.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
-from timor_core.search.evaluate import DBRef, TaskRef
-from timor_core.search.parallel import WorkerSpec
-from timor_core.search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
+from timor_core.search import ExhaustiveSearch, paper_exp2_space
+from timor_core.search.dask_cluster.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
+from timor_core.search.evaluation.evaluate import DBRef, TaskRef
+from timor_core.search.evaluation.parallel import WorkerSpec
+from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
+from timor_core.search.exhaustive_search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
+from timor_core.search.spaces import cost_order
+from timor_core.search.spaces.cost_order import by_cost, by_cost_indexed
 
 # -- without a cluster ----------------------------------------------------------------------------------------
 
@@ -196,7 +197,7 @@ def _taken(state, keys, picks, valid):
 
 
 def test_a_shard_refuses_a_space_that_is_not_the_clients(space, task, robco):  # noqa: F811
-    from timor_core.search.rules import SearchSpaceError
+    from timor_core.search.spaces.rules import SearchSpaceError
 
     spec = WorkerSpec(DBRef.of(robco), TaskRef.of(task), "mass", FAST)
     job = ShardJob(spec, space.options.canonical_json(), 0, 1, "t", "t", fingerprint="not-this-space")
@@ -306,7 +307,7 @@ def _exp2_case(name: str, robco):
 def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, name):
     """Also where the workers share their family certificates (search.shard_share; more_goals: hundreds of proofs
     in each shard): each worker sent some, and the other took some in while its shard ran."""
-    from timor_core.search.shard_share import link_counts
+    from timor_core.search.exhaustive_search.shard_share import link_counts
 
     study, exp2 = _exp2_case(name, robco)
     local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
-from timor_core.search.family_proof import Cut, FamilyProofs, cut_chain
-from timor_core.search.reach_proof import chain_poses, pose_proof
+from timor_core.search.filtering.family_proof import Cut, FamilyProofs, cut_chain
+from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 DBS, SPACES = reach_test_spaces()
@@ -107,7 +107,7 @@ def test_the_search_verdicts_do_not_change():
     it (the IK or an earlier proof), at least a hundred of them by a certificate alone, and the valid ones stay
     valid."""
     from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
-    from timor_core.search.cost_order import by_cost
+    from timor_core.search.spaces.cost_order import by_cost
     from timor_core.task import Task
 
     db = DBS["robco_like"]

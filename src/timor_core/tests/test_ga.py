@@ -153,7 +153,7 @@ def test_encode_inverts_decode(robco):
 
 
 def test_initial_designs_are_evaluated_first(robco, task, caplog):
-    with caplog.at_level("WARNING", logger="timor_core.search.ga"):
+    with caplog.at_level("WARNING", logger="timor_core.search.genetic.ga"):
         ga = _ga(robco, generations=1, initial=[SEEDED, ("base", "L_100", "J", "gripper")])
     assert ga.initial == (SEEDED,) and "cannot be encoded" in caplog.text
     result = ga.optimize(task, robco)
@@ -195,7 +195,7 @@ def test_a_failing_on_batch_does_not_end_the_search(robco, task, run, caplog):
     def on_batch(result, trial):
         raise RuntimeError("broken page")
 
-    with caplog.at_level("ERROR", logger="timor_core.search.ga"):
+    with caplog.at_level("ERROR", logger="timor_core.search.genetic.ga"):
         result = _ga(robco, trials=2, generations=15, on_batch=on_batch).optimize(task, robco)
     assert "broken page" in caplog.text and result.stopped == "exhausted"
     assert (result.best_ids, result.evaluations) == (run[1].best_ids, run[1].evaluations)

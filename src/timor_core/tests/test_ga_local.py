@@ -12,7 +12,7 @@ from test_ga import MODULES, SETTINGS
 
 from timor_core.errors import InputError
 from timor_core.search import GeneticSearch
-from timor_core.search.ga_local import Descent, design_moves
+from timor_core.search.genetic.ga_local import Descent, design_moves
 
 JOINTS = ("J",)
 LINKS = ("A", "B", "C")

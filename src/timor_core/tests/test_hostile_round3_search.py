@@ -30,15 +30,15 @@ from hypothesis import strategies as st
 from timor_core.errors import InputError, TimorError
 from timor_core.model.db import ModulesDB
 from timor_core.search import DaskEvaluator, FilterConfig, SearchResult, SerialSpace, SpaceOptions
-from timor_core.search.dask_connect import (
+from timor_core.search.dask_cluster.dask_connect import (
     CONNECT_TIMEOUT,
     ClusterError,
     SchedulerError,
     probe_scheduler,
     scheduler_address,
 )
-from timor_core.search.optimizer import space_info
-from timor_core.search.parallel import STOP_GRACE
+from timor_core.search.evaluation.optimizer import space_info
+from timor_core.search.evaluation.parallel import STOP_GRACE
 from timor_core.task import Task
 from timor_core.task.costs import MAX_WEIGHT, CostFunction, RobotMass
 

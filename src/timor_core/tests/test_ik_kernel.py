@@ -209,7 +209,7 @@ def test_a_search_with_compiled_kernels_finds_what_the_interpreted_one_finds():
     """The constrained search on a task with an obstacle (its task-aware IK fails on arms the pillar blocks), once
     with the interpreted kernels and once with the compiled ones: the same optimum, evaluations and verdicts."""
     from timor_core.search import ExhaustiveSearch
-    from timor_core.search.space import SerialSpace, SpaceOptions
+    from timor_core.search.spaces.space import SerialSpace, SpaceOptions
     from timor_core.task import Task
 
     db = ModulesDB.from_name("robco_like")

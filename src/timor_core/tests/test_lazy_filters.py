@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from timor_core import ModuleAssembly
 from timor_core.errors import TimorError
 from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
-from timor_core.search.family_proof import FamilyProofs, cut_chain, distance
-from timor_core.search.filter_state import Candidate, SerialJoin, TaskContext
-from timor_core.search.filters import AssemblyFilter, BoundFilter, FamilyFilter, LimitsFilter
+from timor_core.search.filtering.family_proof import FamilyProofs, cut_chain, distance
+from timor_core.search.filtering.filter_state import Candidate, SerialJoin, TaskContext
+from timor_core.search.filtering.filters import AssemblyFilter, BoundFilter, FamilyFilter, LimitsFilter
 from timor_core.task import Task
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.search import ExhaustiveSearch, FilterConfig, paper_exp2_space
-from timor_core.search.cost_order import by_cost
-from timor_core.search.family_proof import FamilyProofs, Lesson
-from timor_core.search.filter_state import TaskContext
-from timor_core.search.lessons import LessonInbox, LessonLog
+from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
+from timor_core.search.filtering.filter_state import TaskContext
+from timor_core.search.filtering.lessons import LessonInbox, LessonLog
+from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"

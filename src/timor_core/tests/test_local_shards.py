@@ -1,6 +1,6 @@
-"""The cost-ordered search in shards on this machine's processes (``search/local_shards.py``): the answer of one
-process (best robot, cost, position in the cost order, the goals' solutions), with 2 and 3 shards; a shard that
-fails or dies ends the search with a ShardError (no hang); the time limit holds."""
+"""The cost-ordered search in shards on this machine's processes (``search/exhaustive_search/local_shards.py``): the
+answer of one process (best robot, cost, position in the cost order, the goals' solutions), with 2 and 3 shards; a
+shard that fails or dies ends the search with a ShardError (no hang); the time limit holds."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from timor_core import ModulesDB
-from timor_core.search import Budget, ExhaustiveSearch, local_shards, paper_exp2_space
-from timor_core.search.local_shards import ShardError
-from timor_core.search.space import SerialSpace, SpaceOptions
+from timor_core.search import Budget, ExhaustiveSearch, paper_exp2_space
+from timor_core.search.exhaustive_search import local_shards
+from timor_core.search.exhaustive_search.local_shards import ShardError
+from timor_core.search.spaces.space import SerialSpace, SpaceOptions
 from timor_core.task import Task
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"

@@ -23,10 +23,16 @@ from scipy.spatial.transform import Rotation
 from timor_core import ModuleAssembly
 from timor_core.kinematics.reach import position_slack
 from timor_core.kinematics.tolerance import tolerance_from_json
-from timor_core.search.proof_kernel import halve_boxes, use_compiled
-from timor_core.search.proof_numpy import halve_boxes_numpy
-from timor_core.search.quick_reach import quick_chain
-from timor_core.search.reach_proof import box_excess, chain_poses, pose_chain, rotation_slack, unreachable_pose
+from timor_core.search.filtering.proof_kernel import halve_boxes, use_compiled
+from timor_core.search.filtering.proof_numpy import halve_boxes_numpy
+from timor_core.search.filtering.quick_reach import quick_chain
+from timor_core.search.filtering.reach_proof import (
+    box_excess,
+    chain_poses,
+    pose_chain,
+    rotation_slack,
+    unreachable_pose,
+)
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 
@@ -135,7 +141,7 @@ def test_the_search_verdicts_do_not_change():
     """The first assemblies of the cost order on a new task that the proof refuses: the IK fails on every one of
     them without the proof (``proof_budget=0``), and the valid ones stay valid."""
     from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
-    from timor_core.search.cost_order import by_cost
+    from timor_core.search.spaces.cost_order import by_cost
     from timor_core.task import Task
 
     db = DBS["robco_like"]
@@ -289,8 +295,8 @@ def test_without_numba_the_numpy_bounds_go_on():
         sys.modules["numba"] = None  # import numba raises ImportError
         logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
         import numpy as np
-        from timor_core.search import proof_kernel as pk
-        from timor_core.search.proof_numpy import BoxGoal, measure_boxes_numpy
+        from timor_core.search.filtering import proof_kernel as pk
+        from timor_core.search.filtering.proof_numpy import BoxGoal, measure_boxes_numpy
         from timor_core.common import compiled
         compiled.LOAD_AFTER = 0.0
         steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))

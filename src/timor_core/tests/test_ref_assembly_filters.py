@@ -1,6 +1,6 @@
 """Compatibility suite (issue 13 item 12): the reference toolbox's tests/test_assembly_filters.py (timor-python
-1.1.1) ported to timor_core's filter chain (``timor_core.search.filters``), on example-robot-data's Panda imported
-as a one-module set, as the reference does with ``ModuleAssembly.from_monolithic_robot``."""
+1.1.1) ported to timor_core's filter chain (``timor_core.search.filtering.filters``), on example-robot-data's Panda
+imported as a one-module set, as the reference does with ``ModuleAssembly.from_monolithic_robot``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from test_ref_robot_setup import panda_paths  # noqa: F401  (fixture)
 
 from timor_core.export.urdf_import.importer import db_from_urdf
-from timor_core.search.filter_chain import FilterChain
-from timor_core.search.filters import DEFAULT_FILTER_NAMES, Filter, FilterConfig, default_filters
+from timor_core.search.filtering.filter_chain import FilterChain
+from timor_core.search.filtering.filters import DEFAULT_FILTER_NAMES, Filter, FilterConfig, default_filters
 from timor_core.task import Task
 
 TOL = {"toleranceProjection": ["r_sph", "Theta_R"], "tolerance": [[0, 0.002], [0, 0.05]]}

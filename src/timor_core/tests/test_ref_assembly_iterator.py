@@ -10,7 +10,7 @@ import pytest
 
 from timor_core import InputError, ModuleAssembly
 from timor_core.search import SerialSpace, SpaceOptions, science2019_space
-from timor_core.search.rules import SearchSpaceError
+from timor_core.search.spaces.rules import SearchSpaceError
 
 BOUNDED = {"max_links_between_joints": 1, "max_links_before_first_joint": 1, "max_links_after_last_joint": 1}
 """The reference bounds links only between joints; timor_core asks for every stretch to be bounded."""

@@ -29,7 +29,7 @@ from timor_core.search import (
     SpaceOptions,
     evaluate,
 )
-from timor_core.search.filters import reason_category
+from timor_core.search.filtering.filters import reason_category
 from timor_core.task import Task
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"

@@ -11,7 +11,7 @@ from test_search import FAST, SMALL, known_qs, known_robot, space, task  # noqa:
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.search import Evaluator, ExhaustiveSearch, SerialSpace
-from timor_core.search.evaluate import Evaluation
+from timor_core.search.evaluation.evaluate import Evaluation
 from timor_core.task.costs import CostFunction
 
 DB = ModulesDB.from_name("robco_like")

@@ -12,10 +12,10 @@ import pytest
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.search import FilterConfig, paper_exp2_space
-from timor_core.search.cost_order import by_cost
-from timor_core.search.family_proof import FamilyProofs
-from timor_core.search.filter_state import TaskContext
-from timor_core.search.shard_share import decode, encode
+from timor_core.search.exhaustive_search.shard_share import decode, encode
+from timor_core.search.filtering.family_proof import FamilyProofs
+from timor_core.search.filtering.filter_state import TaskContext
+from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
 from timor_core.task.feedback import task_base_placement
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.search import ExhaustiveSearch, SerialSpace, paper_exp2_space, science2019_options
-from timor_core.search.space_reach import module_span, space_reach, unreachable_goals
+from timor_core.search.filtering.space_reach import module_span, space_reach, unreachable_goals
 from timor_core.task.feedback import load_task
 
 
@@ -142,8 +142,8 @@ def test_the_bounds_from_the_modules_give_the_built_robots_verdict(robco, name):
     and reason with the robot unbuilt (``stop_early``, the search's default) are those of the built robot
     (``stop_early=False`` builds every robot)."""
     from timor_core.search import FilterChain, FilterConfig
-    from timor_core.search.filters import AssemblyFilter, LimitsFilter, RobotFilter, WorkspaceFilter
-    from timor_core.search.quick_reach import quick_chain
+    from timor_core.search.filtering.filters import AssemblyFilter, LimitsFilter, RobotFilter, WorkspaceFilter
+    from timor_core.search.filtering.quick_reach import quick_chain
 
     data = json.loads((TASKS / f"{name}.json").read_text())
     rng = np.random.default_rng(len(name))

@@ -14,7 +14,7 @@ import pytest
 
 from timor_core import ModuleAssembly
 from timor_core.search import paper_exp2_space
-from timor_core.search.space_reach import space_reach, unreachable_goals
+from timor_core.search.filtering.space_reach import space_reach, unreachable_goals
 from timor_core.task import Task
 
 REPO = Path(__file__).resolve().parents[3]

@@ -10,8 +10,8 @@ pytest.importorskip("matplotlib")
 from timor_core.cli.app import main  # noqa: E402
 from timor_core.kinematics.planning import plan  # noqa: E402
 from timor_core.model.assembly import ModuleAssembly  # noqa: E402
-from timor_core.search.filters import Funnel  # noqa: E402
-from timor_core.search.result import SearchResult  # noqa: E402
+from timor_core.search.evaluation.result import SearchResult  # noqa: E402
+from timor_core.search.filtering.filters import Funnel  # noqa: E402
 from timor_core.viz import VizError  # noqa: E402
 from timor_core.viz.plots import plot_compare, plot_convergence, plot_funnel, plot_trajectory, robot_limits  # noqa: E402
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from timor_core import InputError, ModulesDB
 from timor_core.common.jsonfields import parse_json_text
 from timor_core.search import Budget, FilterConfig, GeneticSearch, SearchResult, load_space, run_search
-from timor_core.search.optimizer import space_info
-from timor_core.search.presets import PRESETS
+from timor_core.search.evaluation.optimizer import space_info
+from timor_core.search.spaces.presets import PRESETS
 from timor_core.task import Task
 
 __all__ = ["ALGORITHMS", "Progress", "load_task_request", "search"]

@@ -245,10 +245,10 @@ def port(text: str) -> int:
 
 def scheduler_address(text: str) -> str:
     """argparse type: a Dask scheduler address ``tcp://host:port`` (or ``local``), checked before Dask starts by
-    the one reader of addresses, :func:`timor_core.search.dask_connect.scheduler_address`."""
+    the one reader of addresses, :func:`timor_core.search.dask_cluster.dask_connect.scheduler_address`."""
     if text == "local":
         return text
-    from timor_core.search.dask_connect import scheduler_address as parse
+    from timor_core.search.dask_cluster.dask_connect import scheduler_address as parse
 
     try:
         address = parse(text)

@@ -64,7 +64,7 @@ def _cmd_paper_exp2(args: argparse.Namespace) -> int:
 
 def _cmd_search(args: argparse.Namespace) -> int:
     from timor_core.search import Budget
-    from timor_core.search.dask_connect import SchedulerError
+    from timor_core.search.dask_cluster.dask_connect import SchedulerError
     from timor_core.task.feedback import load_task
 
     db = _load_db(args.db)

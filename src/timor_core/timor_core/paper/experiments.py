@@ -45,8 +45,8 @@ from timor_core.search import (
     paper_exp2_options,
     science2019_options,
 )
-from timor_core.search.ga import trial_histories
-from timor_core.search.result import SearchResult
+from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.genetic.ga import trial_histories
 from timor_core.task import Task
 from timor_core.task.feedback import verify_goal_configurations
 
@@ -313,7 +313,7 @@ def exp2(
     """Experiment 2: the constrained search and/or the GA on ``task``, each timed and its best robot verified.
 
     ``order``: the constrained search's order, ``"cost"`` (the default: the lightest first, priced from the modules
-    and streamed in bounded memory by :func:`timor_core.search.cost_order.by_cost`; the first valid robot is the
+    and streamed in bounded memory by :func:`timor_core.search.spaces.cost_order.by_cost`; the first valid robot is the
     optimum, and the search stops once no assembly left is lighter, having shown that none of the 177,155 is a
     lighter valid robot) or ``"space"`` (as the paper iterates: the bound only starts to skip assemblies once a
     valid robot is found, at position 67,743 here). ``limit`` evaluates only the first ``limit`` assemblies of the

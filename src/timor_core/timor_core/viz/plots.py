@@ -13,7 +13,7 @@ from timor_core.viz.figure_files import save_figure
 
 if TYPE_CHECKING:
     from timor_core.kinematics.trajectory import Trajectory
-    from timor_core.search.result import SearchResult
+    from timor_core.search.evaluation.result import SearchResult
 
 __all__ = ["plot_convergence", "plot_funnel", "plot_trajectory", "plot_compare", "robot_limits"]
 
@@ -33,7 +33,7 @@ def plot_convergence(results: Sequence[SearchResult], path: str | Path) -> Path:
     """GA convergence per trial: the lightest valid robot so far (top) and how many goals the best and the median
     individual of each generation miss (bottom; penalised costs decoded). Other searches: best cost over
     evaluations."""
-    from timor_core.search.ga import trial_histories
+    from timor_core.search.genetic.ga import trial_histories
 
     fig = _figure(7.0, 5.5)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))

@@ -1,0 +1,386 @@
+"""Evaluate one assembly for a task: the single entry point of the exhaustive search, random search and GA.
+
+``evaluate(ids, task, db, cost, config, rng)`` runs the :mod:`.filters` chain and returns an :class:`Evaluation`
+(plain data, picklable and JSON-able): valid or not, the assembly-level cost, per-goal IK configurations, and the
+filter that failed with its reason. In a worker process, ``task`` and ``db`` may be given as references
+(:class:`TaskRef` / :class:`DBRef`, or a module set's name or path, a task file's path); they are loaded once per
+process (:func:`load_db`, :func:`load_task`) and the filter chain is cached, so calling ``evaluate`` per assembly
+costs nothing extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from timor_core.errors import InputError, TimorError
+from timor_core.model.db import ModulesDB
+from timor_core.search.filtering.filter_chain import FilterChain
+from timor_core.search.filtering.filters import Filter, FilterConfig, Funnel, GoalIK
+from timor_core.task import Task
+from timor_core.task.costs import CostFunction
+
+__all__ = [
+    "Evaluation",
+    "Evaluator",
+    "evaluate",
+    "DBRef",
+    "TaskRef",
+    "load_db",
+    "load_task",
+]
+
+
+# -- the result of one evaluation ------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """The verdict on one assembly.
+
+    Attributes:
+        ids: the module IDs (base first).
+        valid: True if it passed every filter.
+        cost: the assembly-level cost (None if the assembly could not be built).
+        goals: per pose goal (by ID): the IK configuration ``q``, ``success`` and ``reason`` (a goal may be
+            missing when an earlier filter or goal failed first).
+        failed_filter: the name of the filter that rejected it (None if valid).
+        reason: why, in full (``"goal g1: collision with obstacle wall (in 3 of 3 reached configurations)"``).
+        reason_key: the short form counted in the funnel (``"g1: collision with obstacle wall"``).
+        seq: its position in the optimizer's sequence (the space index for the exhaustive search); ties in cost
+            go to the smaller ``seq``.
+        time: seconds spent (wall clock); ``timings``: seconds per filter entered; ``cpu``: CPU seconds of the
+            evaluating process.
+    """
+
+    ids: tuple[str, ...]
+    valid: bool
+    cost: float | None = None
+    goals: dict[str, GoalIK] = field(default_factory=dict)
+    failed_filter: str | None = None
+    reason: str = ""
+    reason_key: str = ""
+    seq: int = -1
+    time: float = 0.0
+    timings: tuple[float, ...] = ()
+    cpu: float = 0.0
+
+    @property
+    def rank(self) -> tuple[float, int]:
+        """Sort key of valid evaluations: (cost, seq)."""
+        return (math.inf if self.cost is None else self.cost, self.seq)
+
+    @property
+    def q(self) -> dict[str, list[float] | None]:
+        """Per goal, the configuration (None where IK did not run)."""
+        return {k: g.q for k, g in self.goals.items()}
+
+    def to_json(self) -> dict:
+        return {
+            "ids": list(self.ids),
+            "valid": self.valid,
+            "cost": self.cost,
+            "goals": {k: g.to_json() for k, g in self.goals.items()},
+            "failed_filter": self.failed_filter,
+            "reason": self.reason,
+            "reason_key": self.reason_key,
+            "seq": self.seq,
+            "time": self.time,
+            "timings": list(self.timings),
+            "cpu": self.cpu,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> Evaluation:
+        return cls(
+            ids=tuple(str(m) for m in d["ids"]),
+            valid=bool(d["valid"]),
+            cost=None if d.get("cost") is None else float(d["cost"]),
+            goals={str(k): GoalIK.from_json(v) for k, v in d.get("goals", {}).items()},
+            failed_filter=d.get("failed_filter"),
+            reason=d.get("reason", ""),
+            reason_key=d.get("reason_key", ""),
+            seq=int(d.get("seq", -1)),
+            time=float(d.get("time", 0.0)),
+            timings=tuple(float(t) for t in d.get("timings", ())),
+            cpu=float(d.get("cpu", 0.0)),
+        )
+
+
+# -- references to a module set and a task, loaded once per process ---------------------------------
+
+
+@dataclass(frozen=True)
+class DBRef:
+    """A picklable reference to a module set: its ``modules.json`` path (and name), else its JSON text."""
+
+    name: str
+    path: str | None = None
+    data: str | None = None
+    base_dir: str | None = None
+
+    @classmethod
+    def of(cls, db: ModulesDB | DBRef | str | Path) -> DBRef:
+        if isinstance(db, DBRef):
+            return db
+        if isinstance(db, (str, Path)):
+            loaded = load_db(db)
+            return cls.of(loaded)
+        if db.source is not None and Path(db.source).is_file():
+            return cls(db.name, str(Path(db.source).resolve()))
+        base = str(db.base_dir) if db.base_dir is not None else None
+        return cls(db.name, None, json.dumps(db.to_json_data(), sort_keys=True), base)
+
+    def _json_text(self) -> str:
+        if self.data is None:
+            raise InputError("a DBRef needs a path or the module set's JSON text", value=self.name)
+        return self.data
+
+    @property
+    def key(self) -> tuple:
+        if self.path is not None:
+            return ("file", self.path, self.name)
+        return ("data", hashlib.sha256(self._json_text().encode()).hexdigest(), self.name, self.base_dir)
+
+    def load(self) -> ModulesDB:
+        if self.path is not None:
+            return ModulesDB.from_json_file(self.path, name=self.name)
+        base = Path(self.base_dir) if self.base_dir else None
+        return ModulesDB.from_json_data(json.loads(self._json_text()), base_dir=base, name=self.name)
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """A picklable reference to a task: its CoBRA JSON text, source file and asset folder."""
+
+    data: str
+    source: str | None = None
+    base_dir: str | None = None
+
+    @classmethod
+    def of(cls, task: Task | TaskRef | str | Path) -> TaskRef:
+        if isinstance(task, TaskRef):
+            return task
+        if isinstance(task, (str, Path)):
+            task = load_task(task)
+        return cls(
+            json.dumps(task.to_json_data(), sort_keys=True),
+            str(task.source) if task.source is not None else None,
+            str(task.base_dir) if task.base_dir is not None else None,
+        )
+
+    @property
+    def key(self) -> tuple:
+        return (hashlib.sha256(self.data.encode()).hexdigest(), self.source, self.base_dir)
+
+    def load(self) -> Task:
+        return Task.from_json_data(
+            json.loads(self.data),
+            source=Path(self.source) if self.source else None,
+            base_dir=Path(self.base_dir) if self.base_dir else None,
+            missing_assets="skip",
+        )
+
+
+_DBS: dict[tuple, ModulesDB] = {}
+_TASKS: dict[tuple, Task] = {}
+_CHAINS: OrderedDict[tuple, tuple[Any, Any, FilterChain]] = OrderedDict()
+_MAX_CHAINS = 8
+
+
+def load_db(db: ModulesDB | DBRef | str | Path) -> ModulesDB:
+    """A module set by name, ``modules.json`` path or :class:`DBRef`, loaded once per process."""
+    if isinstance(db, ModulesDB):
+        return db
+    if isinstance(db, DBRef):
+        key = db.key
+        if key not in _DBS:
+            _DBS[key] = db.load()
+        return _DBS[key]
+    p = Path(db)
+    key = ("load", str(p.resolve()) if p.exists() else str(db))
+    if key not in _DBS:
+        _DBS[key] = ModulesDB.load(db)
+    return _DBS[key]
+
+
+def load_task(task: Task | TaskRef | str | Path) -> Task:
+    """A task by file path or :class:`TaskRef`, loaded once per process."""
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, TaskRef):
+        key = ("ref", *task.key)
+        if key not in _TASKS:
+            _TASKS[key] = task.load()
+        return _TASKS[key]
+    key = ("file", str(Path(task).resolve()))
+    if key not in _TASKS:
+        _TASKS[key] = Task.from_json_file(task)
+    return _TASKS[key]
+
+
+def cost_descriptor(cost: CostFunction | str | None) -> str:
+    if cost is None:
+        return "mass"
+    return cost.descriptor() if isinstance(cost, CostFunction) else str(cost)
+
+
+def _chain(task: Task, db: ModulesDB, cost: CostFunction | str | None, config: FilterConfig) -> FilterChain:
+    key = (id(task), id(db), cost_descriptor(cost), config)
+    entry = _CHAINS.get(key)
+    if entry is not None and entry[0] is task and entry[1] is db:
+        _CHAINS.move_to_end(key)
+        return entry[2]
+    chain = FilterChain(task, db, cost, config)
+    _CHAINS[key] = (task, db, chain)
+    while len(_CHAINS) > _MAX_CHAINS:
+        _CHAINS.popitem(last=False)
+    return chain
+
+
+def _seed(rng: Any, default: int) -> int:
+    if rng is None:
+        return default
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**32))
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return int(rng)
+    raise InputError("rng must be None, an int seed or a numpy Generator", value=type(rng).__name__)
+
+
+def _evaluation(chain: FilterChain, ids: Sequence[str], bound: float, seq: int, seed: int | None) -> Evaluation:
+    t0, c0 = time.perf_counter(), time.process_time()
+    c = chain.candidate(ids, bound, seed)
+    valid, timings = chain.run(c)
+    return Evaluation(
+        ids=c.ids,
+        valid=valid,
+        cost=c.cost,
+        goals=c.goals,
+        failed_filter=c.failed_filter,
+        reason=c.reason,
+        reason_key=c.reason_key,
+        seq=seq,
+        time=time.perf_counter() - t0,
+        timings=tuple(timings),
+        cpu=time.process_time() - c0,
+    )
+
+
+def evaluate(
+    ids: Sequence[str],
+    task: Task | TaskRef | str | Path,
+    db: ModulesDB | DBRef | str | Path,
+    cost: CostFunction | str | None = "mass",
+    config: FilterConfig | FilterChain | None = None,
+    rng: int | np.random.Generator | None = None,
+    bound: float = math.inf,
+    seq: int = -1,
+) -> Evaluation:
+    """Run the filter chain on one assembly (a tuple of module IDs) for a task.
+
+    Args:
+        ids: module IDs, base first, end effector last.
+        task, db: objects, or references loaded once per process (a task file, a module set name or path,
+            :class:`TaskRef`, :class:`DBRef`).
+        cost: an assembly-level cost (descriptor or CostFunction; default the mass).
+        config: a :class:`FilterConfig`, or a ready :class:`FilterChain` (then ``task``/``db``/``cost`` are its own).
+        rng: the IK seed (default ``config.seed``); a Generator contributes one draw.
+        bound: the best valid cost known; the ``bound`` filter rejects assemblies whose cost is not below it.
+        seq: the position in the caller's sequence (stored in the result; used to break cost ties).
+    """
+    if isinstance(config, FilterChain):
+        chain = config
+    else:
+        chain = _chain(load_task(task), load_db(db), cost, config if config is not None else FilterConfig())
+    return _evaluation(chain, ids, bound, seq, _seed(rng, chain.config.seed))
+
+
+class Evaluator:
+    """A reusable evaluator (one filter chain, with its funnel) for many assemblies of one task.
+
+    ``evaluator(ids, bound)`` evaluates one assembly; :meth:`evaluate_chunk` evaluates a list in order, lowering
+    the bound whenever it finds a valid one (what a worker does with one chunk).
+    """
+
+    def __init__(
+        self,
+        task: Task | TaskRef | str | Path,
+        db: ModulesDB | DBRef | str | Path,
+        cost: CostFunction | str | None = "mass",
+        config: FilterConfig | None = None,
+        filters: Sequence[Filter] | None = None,
+    ) -> None:
+        self.task = load_task(task)
+        self.db = load_db(db)
+        self.config = config if config is not None else FilterConfig()
+        self.chain = FilterChain(self.task, self.db, cost, self.config, filters)
+        names = self.chain.names
+        # the bound can be applied before the assembly is built: the default chain (assembly, then bound) and a
+        # cost that is a sum over module properties (mass, numJ, moduleCost)
+        self._early_bound = self.config.bound and names[:2] == ["assembly", "bound"]
+        self._reasons: dict[tuple[float, float], str] = {}
+
+    def cut(self, ids: Sequence[str], bound: float, seq: int = -1) -> Evaluation | None:
+        """The bound filter's verdict without building the assembly, if the cost is known from the modules alone
+        and is not below ``bound`` (else None: evaluate in full). Counted in the funnel like the filter's."""
+        if not self._early_bound or bound == math.inf:
+            return None
+        try:
+            value = self.cost.evaluate_modules([self.db.by_id(m) for m in ids])
+        except TimorError:  # an unknown module: the assembly filter reports it
+            return None
+        if value is None or not math.isfinite(value) or value < bound:
+            return None
+        key = "cost not below the best found"
+        self.chain.funnel.record("bound", key, (0.0, 0.0))
+        reason = self._reasons.get((value, bound))
+        if reason is None:  # the same few sums against the same bound, over and over: formatted once
+            if len(self._reasons) > 4096:
+                self._reasons.clear()
+            reason = self._reasons[value, bound] = f"cost {value:.6g} is not below the best valid {bound:.6g} found"
+        return Evaluation(
+            tuple(str(m) for m in ids),
+            False,
+            value,
+            failed_filter="bound",
+            reason=reason,
+            reason_key=key,
+            seq=seq,
+            timings=(0.0, 0.0),
+        )
+
+    @property
+    def funnel(self) -> Funnel:
+        return self.chain.funnel
+
+    @property
+    def cost(self) -> CostFunction:
+        return self.chain.ctx.cost
+
+    def __call__(self, ids: Sequence[str], bound: float = math.inf, seq: int = -1, seed: int | None = None):
+        cut = self.cut(ids, bound, seq)
+        return cut if cut is not None else _evaluation(self.chain, ids, bound, seq, seed)
+
+    def evaluate_chunk(
+        self, items: Iterable[tuple[int, Sequence[str]]], bound: float = math.inf, lower_bound: bool = True
+    ) -> list[Evaluation]:
+        """Evaluate ``(seq, ids)`` pairs in order; with ``lower_bound`` each valid result lowers the bound for the
+        rest (a sequential search); without, every assembly is judged against ``bound`` alone (a GA generation,
+        whose fitness must not depend on how the batch was split)."""
+        out = []
+        for seq, ids in items:
+            ev = self(ids, bound, seq)
+            if lower_bound and ev.valid and ev.cost is not None and ev.cost < bound:
+                bound = ev.cost
+            out.append(ev)
+        return out

@@ -1,0 +1,203 @@
+"""SearchResult: what a configuration search found, how (funnel, history) and how fast; JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from timor_core.common import jsonfields as jf
+from timor_core.common.fileio import atomic_write_text
+from timor_core.errors import FormatError, InputError
+from timor_core.search.filtering.filters import Funnel, GoalIK
+
+if TYPE_CHECKING:
+    from timor_core.model.assembly import ModuleAssembly
+    from timor_core.model.db import ModulesDB
+    from timor_core.search.evaluation.evaluate import Evaluation
+
+__all__ = ["SearchResult", "RESULT_VERSION"]
+
+RESULT_VERSION = 1
+
+
+@dataclass
+class SearchResult:
+    """The outcome of :meth:`Optimizer.optimize`.
+
+    Attributes:
+        optimizer: the optimizer's description (``"ExhaustiveSearch"``, its settings in ``settings``).
+        task_id, db_name, cost: the task's ID, the module set's name, the cost descriptor.
+        best_ids, best_cost, best_goals, best_seq: the best valid assembly (None if none was found), its cost,
+            its per-goal IK solutions (``q``, ``success``, ``reason``) and its position in the sequence (the
+            space index for the exhaustive search).
+        funnel: per-filter counts (entered, passed, reasons, time).
+        history: points ``{"evaluations", "time", "best_cost"}``: one at each improvement, plus about one per
+            second (for plots of the best cost and of throughput over time).
+        improvements: ``{"evaluations", "time", "cost", "ids", "seq"}`` at each improvement of the best.
+        evaluations: assemblies processed (every filter outcome, including bound skips).
+        valid: assemblies that passed every filter.
+        wall_time: seconds; cpu_time: CPU seconds spent evaluating, summed over the workers.
+        workers: processes used.
+        stopped: ``"exhausted"`` (the whole sequence), ``"max_evaluations"``, ``"max_time"``, ``"interrupted"``,
+            ``"canceled"`` (a caller's stop event) or ``"unreachable"`` (a goal lies beyond every assembly's reach,
+            proven before enumerating: ``settings["unreachable"]`` says which).
+        next_seq: where a search over the same sequence would continue (every position before it is done).
+        space: a description of the search space (fingerprint, count, options) or None.
+        settings: the optimizer's settings (filter config, seed, ...).
+    """
+
+    optimizer: str
+    task_id: str
+    db_name: str
+    cost: str
+    best_ids: tuple[str, ...] | None = None
+    best_cost: float | None = None
+    best_goals: dict[str, GoalIK] = field(default_factory=dict)
+    best_seq: int | None = None
+    funnel: Funnel = field(default_factory=lambda: Funnel(()))
+    history: list[dict] = field(default_factory=list)
+    improvements: list[dict] = field(default_factory=list)
+    evaluations: int = 0
+    valid: int = 0
+    wall_time: float = 0.0
+    cpu_time: float = 0.0
+    workers: int = 1
+    stopped: str = "exhausted"
+    next_seq: int | None = None
+    space: dict | None = None
+    settings: dict = field(default_factory=dict)
+
+    # -- convenience -------------------------------------------------------------------------------
+    @property
+    def found(self) -> bool:
+        """True if a valid assembly was found."""
+        return self.best_ids is not None
+
+    @property
+    def rate(self) -> float:
+        """Assemblies per second (wall clock)."""
+        return self.evaluations / self.wall_time if self.wall_time > 0 else math.nan
+
+    @property
+    def best_q(self) -> dict[str, list[float] | None]:
+        """Per pose goal, the best assembly's configuration."""
+        return {k: g.q for k, g in self.best_goals.items()}
+
+    def best_assembly(self, db: ModulesDB, base_placement=None) -> ModuleAssembly:
+        """The best assembly built from ``db`` (InputError, a ValueError, if none was found)."""
+        from timor_core.model.assembly import ModuleAssembly
+
+        if self.best_ids is None:
+            raise InputError(f"the search for task {self.task_id!r} found no valid assembly")
+        return ModuleAssembly.from_serial_modules(db, self.best_ids, base_placement)
+
+    def consider(self, ev: Evaluation) -> bool:
+        """Take a valid evaluation as the best if its (cost, seq) is smaller; True if it was taken."""
+        if not ev.valid or ev.cost is None:
+            return False
+        if self.best_cost is not None and (ev.cost, ev.seq) >= (self.best_cost, self.best_seq):
+            return False
+        self.best_ids, self.best_cost, self.best_goals, self.best_seq = ev.ids, ev.cost, dict(ev.goals), ev.seq
+        return True
+
+    def summary(self) -> str:
+        """A few readable lines: the best assembly, the numbers, the funnel."""
+        head = (
+            f"{self.optimizer} on task {self.task_id!r} ({self.db_name}, cost {self.cost or '0'}):"
+            f" {self.evaluations} assemblies in {self.wall_time:.2f} s ({self.rate:.1f}/s, {self.workers} worker(s),"
+            f" {self.stopped}), {self.valid} valid"
+        )
+        best = (
+            f"best: {' '.join(self.best_ids)} (cost {self.best_cost:.6g})"
+            if self.best_ids is not None
+            else "no valid assembly found" + "".join(f"; {why}" for why in self.settings.get("unreachable", ()))
+        )
+        return "\n".join((head, best, self.funnel.summary()))
+
+    def __repr__(self) -> str:
+        best = f"{self.best_ids} cost {self.best_cost:.6g}" if self.found else "none"
+        return f"SearchResult({self.optimizer}, best={best}, evaluations={self.evaluations}, stopped={self.stopped!r})"
+
+    # -- JSON --------------------------------------------------------------------------------------
+    def to_json_data(self) -> dict:
+        return {
+            "version": RESULT_VERSION,
+            "optimizer": self.optimizer,
+            "task": self.task_id,
+            "db": self.db_name,
+            "cost": self.cost,
+            "best": None
+            if self.best_ids is None
+            else {
+                "ids": list(self.best_ids),
+                "cost": self.best_cost,
+                "seq": self.best_seq,
+                "goals": {k: g.to_json() for k, g in self.best_goals.items()},
+            },
+            "funnel": self.funnel.to_json(),
+            "history": self.history,
+            "improvements": self.improvements,
+            "evaluations": self.evaluations,
+            "valid": self.valid,
+            "wall_time": self.wall_time,
+            "cpu_time": self.cpu_time,
+            "workers": self.workers,
+            "stopped": self.stopped,
+            "next_seq": self.next_seq,
+            "space": self.space,
+            "settings": self.settings,
+        }
+
+    @classmethod
+    def from_json_data(cls, data: Any, file: Path | None = None) -> SearchResult:
+        d = jf.obj(data, "$")
+        if d.get("version") != RESULT_VERSION:
+            raise FormatError(
+                f"unsupported search result version (expected {RESULT_VERSION})",
+                file=file,
+                path="$.version",
+                value=d.get("version"),
+            )
+        try:
+            best = d.get("best")
+            result = cls(
+                optimizer=str(d["optimizer"]),
+                task_id=str(d["task"]),
+                db_name=str(d["db"]),
+                cost=str(d["cost"]),
+                funnel=Funnel.from_json(d["funnel"]),
+                history=list(d.get("history", [])),
+                improvements=list(d.get("improvements", [])),
+                evaluations=int(d["evaluations"]),
+                valid=int(d.get("valid", 0)),
+                wall_time=float(d.get("wall_time", 0.0)),
+                cpu_time=float(d.get("cpu_time", 0.0)),
+                workers=int(d.get("workers", 1)),
+                stopped=str(d.get("stopped", "exhausted")),
+                next_seq=d.get("next_seq"),
+                space=d.get("space"),
+                settings=dict(d.get("settings", {})),
+            )
+            if best is not None:
+                result.best_ids = tuple(str(m) for m in best["ids"])
+                result.best_cost = float(best["cost"])
+                result.best_seq = None if best.get("seq") is None else int(best["seq"])
+                result.best_goals = {str(k): GoalIK.from_json(v) for k, v in best.get("goals", {}).items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
+        return result
+
+    def to_json_file(self, path: str | Path) -> Path:
+        """Write the result as JSON, atomically (temp file, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(self.to_json_data(), indent=1, allow_nan=False) + "\n")
+        return path
+
+    @classmethod
+    def from_json_file(cls, path: str | Path) -> SearchResult:
+        path = Path(path)
+        return cls.from_json_data(jf.load_json_file(path), file=path)

@@ -1,0 +1,279 @@
+"""The cost-ordered exhaustive search on this machine's processes in shards, as on a Dask cluster (:mod:`.shards`).
+
+Why: the process pool of :mod:`.parallel` has the parent walk the cost order and send it out in chunks; on a
+machine with as many cores as workers the parent's walk and relaying (~1.7 s of CPU on ``obstacle_middle``) take
+a core's time from the workers, the family certificates reach the other workers only with the next chunk, and
+the chunks in flight when the best is found are evaluated for nothing (~1,000 assemblies). Here each worker
+process walks its own shard of the space (:func:`~.cost_order.by_cost_indexed`, a share of its subtrees) and
+evaluates it (:func:`~.shard_worker.run_shard`); the best ``(cost, position)`` found lives in shared memory, read
+before each assembly, and each shard's new certificates go to the others' queues every ``SHARE_EVERY`` seconds.
+The parent only starts the shards and waits: with the client loop of a Dask search (:func:`~.shards.run_shards`),
+this module only being the executor (:class:`LocalShards`). The answer is the in-process search's: the valid
+assembly of least ``(cost, position)``, its position in the cost order counted as on Dask.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import queue
+import signal
+import threading
+import time
+import traceback
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from timor_core.errors import TimorError
+from timor_core.search.dask_cluster.dask_worker import bound_from_best
+from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descriptor
+from timor_core.search.evaluation.optimizer import space_info
+from timor_core.search.evaluation.parallel import WorkerSpec, default_context
+from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.exhaustive_search.shard_share import SHARE_EVERY
+from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
+from timor_core.search.exhaustive_search.shards import run_shards
+from timor_core.search.filtering.filters import FilterConfig
+from timor_core.search.spaces.space import SerialSpace
+
+__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search"]
+
+
+class LocalHub:
+    """What a shard shares with the others on this machine (:class:`~.shard_worker.DaskHub`'s methods): the best
+    ``(cost, position)`` in a shared array, its reports and final state to the parent's queue, its certificates
+    to the other shards' queues."""
+
+    def __init__(self, index: int, best: Any, inboxes: list[Any], reports: Any) -> None:
+        self.index, self.best_array, self.inboxes, self.reports = index, best, inboxes, reports
+
+    def best(self) -> tuple[float, int] | None:
+        with self.best_array.get_lock():
+            cost, at = self.best_array[0], self.best_array[1]
+        return None if math.isinf(cost) else (cost, int(at))
+
+    def bound(self, index: int, bound: float) -> float:
+        """``bound``, lowered by the best found (:func:`~.dask_worker.bound_from_best`)."""
+        return bound_from_best(self.best(), index, bound)
+
+    def found(self, state: ShardState) -> None:
+        ev = state.best
+        assert ev is not None and ev.cost is not None
+        with self.best_array.get_lock():
+            if (ev.cost, ev.seq) < (self.best_array[0], self.best_array[1]):
+                self.best_array[0], self.best_array[1] = ev.cost, float(ev.seq)
+        self.reports.put(("best", self.index, state.text()))
+
+    def progress(self, state: ShardState) -> None:
+        self.reports.put(("progress", self.index, state.text()))
+
+    def link(self, proofs: Any) -> _QueueLink | None:
+        if proofs is None or len(self.inboxes) < 2:
+            return None
+        proofs.share()  # from now on it keeps what it learns
+        others = [q for r, q in enumerate(self.inboxes) if r != self.index]
+        return _QueueLink(proofs, self.inboxes[self.index], others)
+
+
+@dataclass
+class _QueueLink:
+    """A shard's certificate exchange (:class:`~.shard_share.CertificateLink`'s methods) through process queues."""
+
+    proofs: Any
+    inbox: Any
+    others: list[Any]
+    sent_at: float = field(default=0.0)
+
+    def exchange(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.sent_at < SHARE_EVERY:  # (a look at the queue costs more than an assembly)
+            return
+        while True:
+            try:
+                self.proofs.learn(self.inbox.get_nowait())
+            except queue.Empty:
+                break
+        batch = self.proofs.share()
+        if batch:
+            for q in self.others:
+                q.put(batch)
+        self.sent_at = now
+
+    def close(self) -> None:
+        self.exchange(final=True)
+        self.proofs.lessons = None
+
+
+def _shard_process(n: int, fn: Any, job: ShardJob, results: Any) -> None:
+    """A shard's process: run it, put its final state (or why it failed) on the executor's queue."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends the shards
+    try:
+        results.put((n, True, fn(job)))
+    except BaseException:  # noqa: BLE001 - reported to the parent, which raises it
+        results.put((n, False, traceback.format_exc()))
+
+
+def _local_shard(job: ShardJob) -> dict:
+    """Shard ``job`` with the hub of this machine's processes (set up by :class:`ShardProcesses`)."""
+    return run_shard(job, LocalHub(job.index, *_SHARED))
+
+
+_SHARED: list[Any] = []  # in a shard's process: the best array, the inboxes and the reports queue
+
+
+class ShardError(TimorError):
+    """A shard's process failed or died (its traceback in the message)."""
+
+
+class ShardProcesses(Executor):
+    """A process per submitted call, with ``concurrent.futures``' interface; unlike a ``ProcessPoolExecutor`` it
+    ends the calls still running when shut down (a shard past the deadline), and says which one died."""
+
+    def __init__(self, ctx: Any, shared: tuple) -> None:
+        self.ctx, self.shared, self.results = ctx, shared, ctx.Queue()
+        self.procs: list[Any] = []
+        self.futures: list[Future[Any]] = []
+        self.closed = False
+        self.watcher = threading.Thread(target=self._watch, daemon=True)
+        self.watcher.start()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        n, fut = len(self.procs), Future[Any]()
+        fut.set_running_or_notify_cancel()
+        self.futures.append(fut)
+        proc = self.ctx.Process(target=_start_shard, args=(n, fn, args[0], self.results, self.shared), daemon=True)
+        self.procs.append(proc)
+        proc.start()
+        return fut
+
+    def _watch(self) -> None:
+        """Set each future from its process's result, or a ShardError once its process ended without one."""
+        while not self.closed:
+            try:
+                item = self.results.get(timeout=0.2)
+            except queue.Empty:
+                for n, (p, f) in enumerate(zip(self.procs, self.futures)):
+                    if not f.done() and p.exitcode is not None:
+                        f.set_exception(ShardError(f"the process of shard {n} ended without a result"))
+                continue
+            except (EOFError, OSError):  # the queue closed under us: shutting down
+                return
+            if item is None:  # shut down (see :meth:`shutdown`)
+                return
+            n, ok, value = item
+            if self.futures[n].done():
+                continue
+            if ok:
+                self.futures[n].set_result(value)
+            else:
+                self.futures[n].set_exception(ShardError(f"shard {n} failed:\n{value}"))
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """End the processes still running (their futures then never complete) and the watcher."""
+        if self.closed:
+            return
+        self.closed = True
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+            p.join(timeout=5)
+        self.results.put(None)  # wakes the watcher at once
+        self.watcher.join(timeout=1)
+
+
+def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) -> None:
+    _SHARED[:] = shared
+    _shard_process(n, fn, job, results)
+
+
+class LocalShards:
+    """The shards on this machine's processes (:class:`~.shards.ShardExecutor`): the best in a shared array that
+    the shards read before each assembly, their reports and certificates through process queues."""
+
+    checkpoint: Path | None = None  # (no checkpoints on this machine)
+    resume_path: Path | None = None
+    report_every = 1.0
+
+    def __init__(self, workers: int, mp_context: Any, filter_names: list[str]) -> None:
+        ctx: Any = mp_context if mp_context is not None else default_context()
+        ctx = ctx if ctx is not None else multiprocessing.get_context()
+        self.k, self.filter_names = workers, filter_names
+        self.best = ctx.Array("d", [math.inf, math.inf])
+        self.reports = ctx.Queue()
+        self.pool = ShardProcesses(ctx, (self.best, [ctx.Queue() for _ in range(workers)], self.reports))
+        self.pump: threading.Thread | None = None
+        self.open_ = False
+
+    def open(self, token: str, topic: str, events: queue.Queue) -> None:
+        self.open_ = True
+        self.pump = threading.Thread(target=self._pump, args=(events,), daemon=True)
+        self.pump.start()
+
+    def _pump(self, events: queue.Queue) -> None:
+        """The shards' reports, passed on as the events of a Dask search."""
+        while self.open_:
+            try:
+                item = self.reports.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):
+                return
+            if item is None:  # closed (see :meth:`close`)
+                return
+            kind, r, text = item
+            events.put(("event", {"kind": kind, "shard": r, "state": text}))
+
+    def submit(self, job: ShardJob) -> Future[Any]:
+        return self.pool.submit(_local_shard, job)
+
+    def share(self, token: str, best: tuple[float, int]) -> None:
+        with self.best.get_lock():
+            if best < (self.best[0], self.best[1]):
+                self.best[0], self.best[1] = best[0], float(best[1])
+
+    def cancel(self, futures: list[Any], timed_out: bool) -> None:
+        self.pool.shutdown(cancel_futures=True)
+
+    def close(self, token: str, topic: str) -> None:
+        self.open_ = False
+        self.pool.shutdown(cancel_futures=True)
+        if self.pump is not None:
+            self.reports.put(None)  # wakes the pump at once (the shards have ended: nothing comes after it)
+            self.pump.join(timeout=1)
+
+
+def local_sharded_search(
+    space: SerialSpace,
+    task: Any,
+    db: Any,
+    *,
+    workers: int,
+    cost: Any = "mass",
+    config: FilterConfig | None = None,
+    filters: Any = None,
+    start: int = 0,
+    stop: int | None = None,
+    bound: float = math.inf,
+    max_time: float | None = None,
+    progress: bool = True,
+    settings: dict | None = None,
+    mp_context: Any = None,
+) -> SearchResult:
+    """``ExhaustiveSearch(order="cost", workers=k).optimize(...)`` as ``workers`` shards in processes of this
+    machine (:func:`~.shards.run_shards` on :class:`LocalShards`): the same best assembly, cost and ``best_seq``
+    as one process."""
+    t0 = time.perf_counter()
+    stop = space.count if stop is None else min(stop, space.count)
+    config = config if config is not None else FilterConfig()
+    descriptor = cost_descriptor(cost)
+    result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
+    result.settings = {"filters": config.to_json(), **(settings or {})}
+    result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
+    result.workers = workers
+    spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), cost if isinstance(cost, str) else descriptor, config,
+                      tuple(filters) if filters is not None else None)  # fmt: skip
+    ex = LocalShards(workers, mp_context, spec.evaluator().chain.names)
+    header = {"start": start, "stop": stop}
+    return run_shards(ex, space, task, result, header, None, spec, bound, max_time, progress, t0)

@@ -1,0 +1,258 @@
+"""One shard of a cost-ordered search, walked and evaluated inside a Dask worker (:mod:`.shards` starts them).
+
+The space is split into ``k`` shards, each a share of the subtrees below the module sequences of one length
+(:func:`~.cost_order.split_depth`); a worker walks its shard cheapest first itself
+(:func:`~.cost_order.by_cost_indexed`, bounded memory; not the rest of the space) and evaluates it, so nothing but a
+handful of messages passes through the client. The order is ``(cost, position)``, the in-process search's, and
+a shard stops at its first valid assembly (its own optimum), or when its next candidate does not come before the
+best ``(cost, position)`` found by any shard (broadcast to every worker, :mod:`.dask_worker`), or when the user's
+bound or the deadline says so. Every assembly before the overall best therefore is evaluated by exactly one
+shard, and the answer is the least ``(cost, position)``: the in-process search's.
+
+A shard reports to the client by Dask events (``log_event``): its best at once, its progress every
+``report_every`` seconds (for the progress bar and the checkpoints); both are :class:`ShardState` JSON texts.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from timor_core.search.dask_cluster.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
+from timor_core.search.evaluation.evaluate import Evaluation
+from timor_core.search.evaluation.parallel import WorkerSpec
+from timor_core.search.exhaustive_search.shard_share import CertificateLink
+from timor_core.search.filtering.funnel import Funnel
+from timor_core.search.filtering.lessons import worker_proofs
+from timor_core.search.spaces.cost_order import by_cost_indexed
+from timor_core.search.spaces.rules import SearchSpaceError, SpaceOptions
+from timor_core.search.spaces.space import SerialSpace
+from timor_core.task.feedback import task_base_placement
+
+__all__ = ["DaskHub", "ShardJob", "ShardState", "run_shard"]
+
+_SPACES: dict[tuple, SerialSpace] = {}
+#: how many of its last keys a shard reports: enough to count, without walking the cost order again, how many
+#: of its candidates come before the overall best (only the few taken before the best reached it come after)
+TAIL = 64
+#: how many of its last keys a shard keeps: its final state sends those from just before the best known at its end
+#: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
+#: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
+LONG_TAIL = 8192
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """Shard ``index`` of ``shards`` of the search ``token`` over space positions ``start .. stop - 1``.
+
+    ``bound``: only costs below it count (the user's); ``deadline``: a ``time.time()`` to stop at (None: none);
+    ``resume``: the state (JSON) of an earlier run of this shard to continue from (its ``taken`` candidates are
+    skipped, its counts kept); ``topic``: the Dask event topic of the reports.
+    """
+
+    spec: WorkerSpec
+    space: str  # the SpaceOptions as canonical JSON
+    index: int
+    shards: int
+    token: str
+    topic: str
+    start: int = 0
+    stop: int | None = None
+    bound: float = math.inf
+    deadline: float | None = None
+    report_every: float = 2.0
+    resume: str | None = None
+    fingerprint: str = ""  # the space's, checked in the worker (the positions must be the client's)
+
+
+@dataclass
+class ShardState:
+    """What one shard has done: candidates taken from its stream (each evaluated), counts, funnel, its best,
+    why it stopped and the ``(cost, position)`` of the first candidate it did not take (None: none left)."""
+
+    index: int
+    taken: int = 0
+    evaluations: int = 0
+    valid: int = 0
+    cpu: float = 0.0
+    funnel: Funnel | None = None
+    best: Evaluation | None = None
+    stopped: str | None = None
+    next: tuple[float, int] | None = None
+    tail: list[tuple[float, int]] = field(default_factory=list)  # the last taken (cost, position) of this run
+
+    def trim_tail(self, best: tuple[float, int] | None) -> None:
+        """At the end of a run: keep the keys from the last one cheaper than ``best`` on (all kept if it is None).
+        Its equals in cost stay: another shard's best of the same cost at an earlier position may be the overall
+        one (the shards learn of each other's late), and its rank is counted from these keys."""
+        if best is not None:
+            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (best[0], -1)) - 1) :]
+
+    def record(self, key: tuple[float, int], ev: Evaluation, names: list[str]) -> None:
+        self.tail.append(key)
+        if len(self.tail) > 2 * LONG_TAIL:
+            del self.tail[:-LONG_TAIL]
+        self.taken += 1
+        self.evaluations += 1
+        self.cpu += ev.cpu
+        if self.funnel is None:
+            self.funnel = Funnel(names)
+        self.funnel.record_evaluation(ev)
+        if ev.valid and ev.cost is not None:
+            self.valid += 1
+            if self.best is None or ev.rank < self.best.rank:
+                self.best = ev
+
+    def to_json(self) -> dict:
+        return {
+            "index": self.index,
+            "taken": self.taken,
+            "evaluations": self.evaluations,
+            "valid": self.valid,
+            "cpu": self.cpu,
+            "funnel": None if self.funnel is None else self.funnel.to_json(),
+            "best": None if self.best is None else self.best.to_json(),
+            "stopped": self.stopped,
+            "next": None if self.next is None else list(self.next),
+            "tail": [list(k) for k in (self.tail if self.stopped is not None else self.tail[-TAIL:])],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> ShardState:
+        nxt = d.get("next")
+        return cls(
+            index=int(d["index"]),
+            taken=int(d["taken"]),
+            evaluations=int(d["evaluations"]),
+            valid=int(d["valid"]),
+            cpu=float(d.get("cpu", 0.0)),
+            funnel=None if d.get("funnel") is None else Funnel.from_json(d["funnel"]),
+            best=None if d.get("best") is None else Evaluation.from_json(d["best"]),
+            stopped=d.get("stopped"),
+            next=None if nxt is None else (float(nxt[0]), int(nxt[1])),
+            tail=[(float(c), int(i)) for c, i in d.get("tail", ())],
+        )
+
+    def text(self) -> str:
+        """The state as a JSON text (what travels in events: plain, msgpack-safe)."""
+        return json.dumps(self.to_json(), default=float)
+
+
+def shard_space(spec: WorkerSpec, options: str) -> SerialSpace:
+    """The search space in this process (compiled once per module set and options)."""
+    key = (spec.db.key, options)
+    space = _SPACES.get(key)
+    if space is None:
+        if len(_SPACES) >= 4:
+            _SPACES.clear()
+        db = worker_evaluator(spec).db
+        space = _SPACES[key] = SerialSpace(db, SpaceOptions.from_json(json.loads(options)))
+    return space
+
+
+def _report(topic: str, kind: str, state: ShardState) -> None:
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not in a Dask worker (run in a test): nobody to tell
+        return
+    worker.log_event(topic, {"kind": kind, "shard": state.index, "state": state.text()})
+
+
+class DaskHub:
+    """What a shard shares on a Dask worker: the best broadcast by the client (:mod:`.dask_worker`), reports and
+    its best as Dask events, the family certificates by :class:`~.shard_share.CertificateLink`. Another hub
+    (:mod:`.local_shards`: processes on this machine) has the same methods."""
+
+    def __init__(self, job: ShardJob) -> None:
+        self.job = job
+
+    def best(self) -> tuple[float, int] | None:
+        """The best ``(cost, position)`` any shard has found (None: none yet)."""
+        return shared_best(self.job.token)
+
+    def bound(self, index: int, bound: float) -> float:
+        """The bound for the assembly at ``index`` (:func:`~.dask_worker.shared_bound`)."""
+        return shared_bound(self.job.token, index, bound)
+
+    def found(self, state: ShardState) -> None:
+        """The shard's first valid assembly: known here at once, and to the client."""
+        publish_bound(self.job.token, state.best.cost, state.best.seq)  # type: ignore[union-attr, arg-type]
+        _report(self.job.topic, "best", state)
+
+    def progress(self, state: ShardState) -> None:
+        _report(self.job.topic, "progress", state)
+
+    def link(self, proofs: Any) -> Any:
+        """The certificate link of this shard (None: nothing to share)."""
+        job = self.job
+        return CertificateLink.open(f"{job.topic}-lessons", job.index, job.shards, proofs)
+
+
+def run_shard(job: ShardJob, hub: Any = None) -> dict:
+    """Walk and evaluate shard ``job.index`` cheapest first (see the module's description); its final state.
+    ``hub``: what it shares with the other shards (default: :class:`DaskHub`)."""
+    evaluator = worker_evaluator(job.spec)
+    names = evaluator.chain.names
+    space = shard_space(job.spec, job.space)
+    if job.fingerprint and space.fingerprint != job.fingerprint:
+        raise SearchSpaceError(
+            "the worker's search space is not the client's (another module set or timor version?)",
+            value=[space.fingerprint, job.fingerprint],
+        )
+    state = ShardState.from_json(json.loads(job.resume)) if job.resume else ShardState(job.index)
+    state.stopped, state.next, state.tail = None, None, []
+    if state.best is not None:  # a shard's first valid assembly ends it: nothing of it is left to do
+        state.stopped = "found"
+        return state.to_json()
+    ranked = by_cost_indexed(
+        space,
+        job.spec.cost,
+        job.start,
+        job.stop,
+        base_placement=task_base_placement(evaluator.task),
+        shard=(job.index, job.shards),
+    )
+    for _ in range(state.taken):  # resumed: these were decided (cheap to walk again, nothing is evaluated)
+        if next(ranked, None) is None:
+            break
+    hub = DaskHub(job) if hub is None else hub
+    link = hub.link(worker_proofs(evaluator.chain.ctx))
+    try:
+        _walk(job, evaluator, ranked, state, names, link, hub)
+    finally:
+        if link is not None:
+            link.close()
+    state.trim_tail(hub.best())
+    return state.to_json()
+
+
+def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
+    """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
+    last = time.monotonic()
+    for price, index, ids in ranked:
+        best = hub.best()
+        if price >= job.bound or (best is not None and (price, index) > best):
+            state.stopped, state.next = "bound", (price, index)
+            break
+        if job.deadline is not None and time.time() >= job.deadline:
+            state.stopped, state.next = "max_time", (price, index)
+            break
+        if link is not None:
+            link.exchange()
+        ev = evaluator(ids, hub.bound(index, job.bound), index)
+        state.record((price, index), ev, names)
+        if state.best is not None:
+            state.stopped = "found"
+            hub.found(state)
+            break
+        if time.monotonic() - last >= job.report_every:
+            last = time.monotonic()
+            hub.progress(state)
+    else:
+        state.stopped = "exhausted"

@@ -1,0 +1,325 @@
+"""One proof for many assemblies: a goal out of reach of every chain whose links differ a little in length.
+
+Why: on tasks other than the user study, most of the assemblies the cost order takes are light arms that cannot
+reach a goal at its orientation, and proving that one assembly at a time (:mod:`.reach_proof`, ~1-2 ms each) was
+most of the search (``obstacle_middle``: 26,566 proofs). Those arms come in families: the same joints turned the
+same way, with links of other lengths in between.
+
+Cut a serial chain of revolute joints at its joint frames (q = 0): ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n``,
+``A_0`` the first joint's frame in the world, ``A_k`` joint k's frame to joint k+1's, ``A_n`` the last joint's
+frame to the TCP. Two chains whose ``A_k`` have the same rotations (a family) put their TCP at the same orientation
+for every q, and their TCP positions, and their last joints' origins seen from the TCP, differ by at most
+``d = sum_k |t_k - t'_k|`` (``t_k`` the translations). A proof for one chain (:func:`~.reach_proof.pose_proof`)
+refused every box of joint angles with more than its ``margin`` to spare in position, or by rotation alone; so it
+refuses the boxes of every chain of its family within ``d < margin``, and that chain cannot reach the goal either.
+
+:class:`FamilyProofs` keeps these certificates (translations and margin) per goal and family: an assembly within
+``d < margin`` of a proven one is refused by a look-up, any other is proven (or not) on its own and, if proven,
+becomes a certificate. Sound whatever the order of the assemblies (property test in ``tests/test_family_proof.py``).
+Every chain no certificate covers is proven: a chain near one whose proof was undecided used to be left to the IK
+untried, which saved proofs while they cost ~10 ms; compiled (~2 ms) a proof costs less than the failing IK run it
+spares (``obstacle_middle``: chains left to the IK 100 -> 50, the same optimum).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
+from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, pose_proof
+
+__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "cut_chain", "distance"]
+
+ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
+ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
+WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
+WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
+MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
+
+
+class Cut:
+    """A chain cut at its joint frames: ``steps`` (n + 1, 4, 4) the ``A_k``, ``translations`` (n + 1, 3) theirs,
+    ``rotations`` a key of their rotations (equal keys: equal rotations to 5e-10 per entry: one family). A cut made
+    from cached segments (:meth:`of_segments`) makes its arrays only when asked: a look-up needs ``rows`` alone."""
+
+    def __init__(self, rotations: tuple[bytes, ...], translations: np.ndarray, steps: np.ndarray) -> None:
+        self.rotations = rotations
+        self.__dict__["translations"], self.__dict__["steps"] = translations, steps
+
+    @classmethod
+    def of_segments(cls, segments: list[tuple[bytes, np.ndarray, tuple[float, ...]]]) -> Cut:
+        """The cut of the chain of these segments (rotation key, ``A_k``, its translation as floats)."""
+        cut = cls.__new__(cls)
+        cut.rotations, steps, cut.__dict__["rows"] = zip(*segments, strict=True)
+        cut.__dict__["parts"] = steps
+        return cut
+
+    @functools.cached_property
+    def steps(self) -> np.ndarray:
+        return np.array(self.__dict__["parts"])
+
+    @functools.cached_property
+    def translations(self) -> np.ndarray:
+        return self.steps[:, :3, 3].copy()
+
+    @functools.cached_property
+    def rows(self) -> tuple[tuple[float, ...], ...]:
+        """The translations as tuples of floats (the same values)."""
+        return tuple(tuple(r) for r in self.translations.tolist())
+
+    @functools.cached_property
+    def frames(self) -> np.ndarray:
+        """The joints' world frames and the TCP's (n + 1, 4, 4) at q = 0."""
+        steps = self.steps
+        out = np.empty_like(steps)
+        out[0] = steps[0]
+        for k in range(1, len(out)):
+            out[k] = out[k - 1] @ steps[k]
+        return out
+
+    @functools.cached_property
+    def chain(self) -> PoseChain:
+        """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it)."""
+        frames = self.frames
+        return chain_from_frames(frames[:-1, :3, 3], frames[:-1, :3, 2], frames[-1])
+
+    @property
+    def gaps(self) -> int:
+        return len(self.rotations)
+
+
+def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
+    """The :class:`Cut` of a serial assembly of one-joint revolute modules at ``placement`` (None: not such a
+    chain, see :func:`~.quick_reach.joint_frames`)."""
+    walked = joint_frames(assembly, placement)
+    if walked is None:
+        return None
+    frames = np.array([*walked[0], walked[1]])
+    rot, pos = frames[:, :3, :3], frames[:, :3, 3]
+    # A_0 = the first joint's frame; A_k = F_k^-1 F_k+1 (rotation R_k^T R_k+1, translation R_k^T (p_k+1 - p_k))
+    steps = np.zeros_like(frames)
+    steps[:, 3, 3] = 1.0
+    steps[0] = frames[0]
+    steps[1:, :3, :3] = np.einsum("kji,kjl->kil", rot[:-1], rot[1:])
+    steps[1:, :3, 3] = np.einsum("kji,kj->ki", rot[:-1], pos[1:] - pos[:-1])
+    keys = tuple((np.round(a[:3, :3], ROTATION_DECIMALS) + 0.0).tobytes() for a in steps)  # + 0.0: no -0.0
+    cut = Cut(keys, steps[:, :3, 3].copy(), steps)
+    cut.__dict__["frames"] = frames  # the walk's own frames
+    return cut
+
+
+def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: float = math.inf) -> float:
+    """``sum_k |a_k - b_k|`` of two rows of 3-vectors in floats: for fewer than 8 rows the value of numpy's
+    ``np.sqrt(((a - b) ** 2).sum(axis=1)).sum()`` to the last bit (the same operations in the same order: numpy
+    adds fewer than 8 terms one after the other; tests/test_lazy_filters.py compares them). Stops once the sum
+    reaches ``stop`` (the partial sums only grow) and returns that partial sum."""
+    d, sqrt = 0.0, math.sqrt
+    for (px, py, pz), (qx, qy, qz) in zip(a, b, strict=True):
+        dx, dy, dz = px - qx, py - qy, pz - qz
+        d += sqrt(dx * dx + dy * dy + dz * dz)
+        if d >= stop:
+            break
+    return d
+
+
+class _Segments:
+    """The ``A_k`` of an assembly from the modules between its joints, each computed once: ``A_k`` depends only on
+    the modules from joint k's to joint k+1's and the connector the first of them is entered by (the rest follow:
+    a serial assembly joins each neighbouring pair in one way), ``A_0`` also on the base placement."""
+
+    def __init__(self, placement: np.ndarray | None) -> None:
+        self.placement = placement
+        self.steps: dict[tuple, tuple[bytes, np.ndarray, tuple[float, ...]]] = {}  # rotation key, A_k, translation
+        self.kinds: dict[str, bool | None] = {}  # module ID: has a joint (None: not one revolute joint at most)
+
+    def cut(self, assembly: Any) -> Cut | None:
+        if assembly.base_connector[0] != 0:
+            return None
+        entries = [assembly.base_connector[1]] + [c[3] for c in assembly.connections]
+        return self.cut_serial(tuple(assembly.module_ids), assembly.modules, entries, lambda: assembly)
+
+    def cut_serial(
+        self, ids: tuple[str, ...], modules: Sequence[Any], entries: Sequence[str], assembly: Callable[[], Any]
+    ) -> Cut | None:
+        kinds, get = self.kinds, self.steps.get
+        found, a = [], 0
+        for b, m in enumerate(ids):
+            kind = kinds[m] if m in kinds else self._kind(m, modules[b])
+            if kind:  # a joint: the segment from the previous one (or the base) ends here
+                found.append(get((ids[a : b + 1], entries[a])))
+                a = b
+            elif kind is None:
+                return None
+        if not found:
+            return None
+        found.append(get((ids[a:], entries[a])))
+        if None not in found:
+            return Cut.of_segments(found)  # type: ignore[arg-type]
+        cut = cut_chain(assembly(), self.placement)
+        if cut is not None:
+            joints = [i for i, m in enumerate(ids) if kinds[m]]
+            starts, ends = [0, *joints], [*joints, len(ids) - 1]
+            keys = [(ids[a : b + 1], entries[a]) for a, b in zip(starts, ends, strict=True)]
+            for k, rotation, step, row in zip(keys, cut.rotations, cut.steps, cut.rows, strict=True):
+                self.steps[k] = (rotation, step, row)
+        return cut
+
+    def _kind(self, m: str, module: Any) -> bool | None:
+        plain = len(module.joints) <= 1 and all(j.type in REVOLUTE for j in module.joints)
+        kind = self.kinds[m] = bool(module.joints) if plain else None
+        return kind
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A goal proven out of reach of an assembly: which goal (index), the boxes its own proof took (0: refused by
+    a certificate of its family)."""
+
+    goal: int
+    boxes: int
+
+
+class _Certificates:
+    """A family's proven chains for one goal: translations (m, gaps, 3) and margins (m,), grown in place."""
+
+    def __init__(self, gaps: int) -> None:
+        self.points = np.empty((16, gaps, 3))
+        self.margins = np.empty(16)
+        self.size = 0
+        self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
+        self.near: tuple[list[list[float]], float] | None = None  # that one's translations (floats) and margin
+
+    def covers(self, cut: Cut) -> bool:
+        if not self.size:
+            return False
+        if self.last < self.size and self._covered_by_last(cut):
+            return True
+        t = cut.translations
+        d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
+        hits = d < self.margins[: self.size]
+        if not hits.any():
+            return False
+        self.last, self.near = int(hits.argmax()), None
+        return True
+
+    def _covered_by_last(self, cut: Cut) -> bool:
+        """The last certificate covers ``cut``, by :func:`distance` where it gives numpy's value (fewer than 8
+        gaps): a look-up, most often the only one, without numpy's per-call overhead."""
+        if len(cut.rotations) >= 8:
+            last = self.points[self.last]
+            return bool(np.sqrt(((last - cut.translations) ** 2).sum(axis=1)).sum() < self.margins[self.last])
+        if self.near is None:
+            self.near = (self.points[self.last].tolist(), float(self.margins[self.last]))
+        rows, margin = self.near
+        return distance(rows, cut.rows, margin) < margin
+
+    def add(self, t: np.ndarray, margin: float) -> None:
+        if self.size == MAX_CERTIFICATES:  # forget the older half
+            keep, self.near = MAX_CERTIFICATES // 2, None
+            self.points[:keep] = self.points[self.size - keep : self.size]
+            self.margins[:keep] = self.margins[self.size - keep : self.size]
+            self.size = keep
+        if self.size == len(self.margins):
+            self.points = np.concatenate([self.points, np.empty_like(self.points)])
+            self.margins = np.concatenate([self.margins, np.empty_like(self.margins)])
+        self.points[self.size], self.margins[self.size] = t, margin
+        self.size += 1
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What one :class:`FamilyProofs` learnt about a chain, for another's (each worker of a parallel search keeps
+    its own): a certificate (``margin``) for ``goal`` and the family ``rotations``."""
+
+    goal: int
+    rotations: tuple[bytes, ...]
+    translations: np.ndarray
+    margin: float
+
+
+class FamilyProofs:
+    """Per goal (4x4 pose, tolerance) and family, the certificates of proven chains (see the module docstring);
+    :meth:`refusal` answers for one assembly."""
+
+    def __init__(self, goals: list[tuple[np.ndarray, Any]], budget: int, placement: np.ndarray | None = None) -> None:
+        self.goals = [(np.asarray(g, dtype=float), tol) for g, tol in goals]
+        self.segments = _Segments(placement)
+        self.budget = int(budget)
+        self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
+        self.families: dict[tuple[bytes, ...], list[_Certificates]] = {}  # per family, the certificates per goal
+        self.covered = [Refusal(k, 0) for k in range(len(self.goals))]
+        self.proofs = 0  # branch-and-bound runs (for the benchmarks)
+        self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
+
+    @classmethod
+    def of(cls, ctx: Any) -> FamilyProofs:
+        """A search task's (a ``filter_state.TaskContext``: its goals, base placement and proof budget), made on
+        first use and kept on it."""
+        if ctx.family_proofs is None:
+            goals = [(g.world, g.pose.tolerance) for g in ctx.goals]
+            ctx.family_proofs = cls(goals, ctx.config.proof_budget, ctx.placement)
+        return ctx.family_proofs
+
+    def share(self) -> list[Lesson]:
+        """What it has learnt since the last call (the first call starts keeping it)."""
+        out, self.lessons = self.lessons or [], []
+        return out
+
+    def learn(self, lessons: list[Lesson]) -> None:
+        """Take another's certificates as its own (sound: a certificate refuses what its family member's proof
+        would, whoever proved it)."""
+        for lesson in lessons:
+            if len(lesson.translations) != len(lesson.rotations):
+                continue
+            key = (lesson.goal, lesson.rotations)
+            if key not in self.certificates:
+                self.certificates[key] = _Certificates(len(lesson.rotations))
+            self.certificates[key].add(lesson.translations, lesson.margin)
+
+    def cut(self, assembly: Any) -> Cut | None:
+        """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
+        return self.segments.cut(assembly)
+
+    def cut_serial(self, ids: tuple[str, ...], join: Any, assembly: Callable[[], Any]) -> Cut | None:
+        """:meth:`cut` of the serial assembly of ``ids`` from how its modules join (``join.modules``, the connectors
+        ``join.entries`` each is entered by: a ``filter_state.SerialJoin``); ``assembly()`` builds the assembly,
+        called only if a segment was not seen before."""
+        return self.segments.cut_serial(ids, join.modules, join.entries, assembly)
+
+    def refusal(self, cut: Cut) -> Refusal | None:
+        """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
+        covers, else the first its own proof refuses; None if none."""
+        found = self.families.get(cut.rotations)
+        if found is None:
+            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+        for k, certs in enumerate(found):
+            if certs.size and certs.covers(cut):
+                return self.covered[k]
+        slack = ROTATION_SLACK * cut.gaps
+        for k, certs in enumerate(found):
+            goal, tolerance = self.goals[k]
+            self.proofs += 1
+            proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
+            if proof is not None:
+                if proof.margin > slack:
+                    self._add(certs, k, cut, proof.margin - slack)
+                return Refusal(k, proof.boxes)
+        return None
+
+    def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
+        certs.add(cut.translations, margin)
+        if self.lessons is not None:
+            self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin))
+
+    def _certificates(self, k: int, cut: Cut) -> _Certificates:
+        key = (k, cut.rotations)
+        certs = self.certificates.get(key)
+        if certs is None:
+            certs = self.certificates[key] = _Certificates(cut.gaps)
+        return certs

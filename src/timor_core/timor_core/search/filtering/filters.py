@@ -1,0 +1,440 @@
+"""A chain of cheap-first filters that decides whether a serial assembly can serve a task, and says why not.
+
+An assembly is a tuple of module IDs (base first, end effector last). The default chain, cheapest first:
+
+==============  =========================================================================================
+``assembly``    the modules join into a chain (as ``ModuleAssembly.from_serial_modules`` joins them, by look-ups
+                on the IDs; the assembly is built once a later filter needs it: the robot, a new segment's cut)
+``bound``       the assembly-level cost (mass, numJ, moduleCost; no trajectory needed) is *below* the best
+                valid cost found so far ("a lighter solution is already known"); from the modules alone where
+                the cost is a sum over them, before any model is built
+``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
+``family``      (exhaustive search) no goal is proven out of reach for a whole family of chains holding this one
+                (``search.family_proof``: the same joints, links of other lengths; a look-up once proven)
+``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
+``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
+                (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
+                not proven out of reach at its orientation by a branch and bound over the joint angles
+                (``search.reach_proof``, at most ``FilterConfig.proof_budget`` boxes per goal)
+``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
+``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
+                the ``ik`` solution
+``torques``     static torques at the goal configurations within the joint limits (else IK again with the
+                torque check)
+``joint_limits`` the goal configurations within the joint position limits and every ``validJointAngles``
+                constraint of the task or goal (else a few more IK tries)
+==============  =========================================================================================
+
+Each filter is a small object with a ``name`` and ``__call__(candidate) -> bool``; a failing filter writes a
+short reason key (bounded vocabulary, e.g. ``"g1: collision with obstacle wall"``) and a detailed reason into
+the :class:`Candidate`. Intermediate results (the robot, per-goal configurations) live in the candidate and are
+reused by later filters. ``search.filter_chain.FilterChain`` runs the filters and counts, per filter, how many
+candidates entered and passed, and why they failed (a :class:`Funnel`).
+
+Everything is deterministic: the IK of an assembly is seeded from ``FilterConfig.seed`` and the assembly's IDs,
+so an assembly gets the same verdict in any process and in any order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from timor_core.errors import InputError, TimorError
+from timor_core.kinematics.ik import outside_workspace
+from timor_core.kinematics.reach import position_slack, reach_gap
+from timor_core.search.filtering.family_proof import FamilyProofs
+from timor_core.search.filtering.filter_state import (
+    Candidate,
+    FilterConfig,
+    GoalIK,
+    PoseGoal,
+    TaskContext,
+    reason_category,
+)
+from timor_core.search.filtering.funnel import Funnel
+from timor_core.search.filtering.quick_reach import UNREACHABLE, first_unreachable
+from timor_core.search.filtering.reach_proof import pose_chain, proof_reason, unreachable_pose
+from timor_core.task import ValidJointAngles
+
+if TYPE_CHECKING:
+    from timor_core.kinematics.pose import ToleratedPose
+    from timor_core.kinematics.robot import PinRobot
+
+__all__ = [
+    "FilterConfig", "GoalIK", "PoseGoal", "TaskContext", "Candidate", "Filter", "AssemblyFilter", "BoundFilter",
+    "LimitsFilter", "FamilyFilter", "RobotFilter", "WorkspaceFilter", "IKFilter", "TaskIKFilter", "TorqueFilter",
+    "JointLimitsFilter", "Funnel", "default_filters", "DEFAULT_FILTER_NAMES", "reason_category",
+]  # fmt: skip
+
+
+# -- the filters ----------------------------------------------------------------------------------
+
+
+class Filter:
+    """A filter: ``name`` and ``__call__(candidate) -> bool``; on failure it calls ``candidate.fail``."""
+
+    name: ClassVar[str] = ""
+
+    def __call__(self, c: Candidate) -> bool:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class AssemblyFilter(Filter):
+    """The modules join into a serial chain (each neighbouring pair in exactly one way): from the IDs by cached
+    look-ups (``candidate.join``; the assembly is built when a later filter needs it), else building it says why."""
+
+    name = "assembly"
+
+    def __call__(self, c: Candidate) -> bool:
+        c.join = c.ctx.join(c.ids)
+        if c.join is not None:
+            return True
+        from timor_core.model.assembly import ModuleAssembly
+
+        try:
+            c.assembly = ModuleAssembly.from_serial_modules(c.ctx.db, c.ids, c.ctx.placement)
+        except TimorError as exc:
+            return c.fail(f"cannot assemble: {type(exc).__name__}", f"cannot assemble: {exc}")
+        c.require_join()  # (not reached: the look-ups refuse only what cannot be built)
+        return True
+
+
+class BoundFilter(Filter):
+    """The assembly-level cost is below the best valid cost found so far (always computes ``candidate.cost``): from
+    the modules alone where the cost is a sum over them (the same value to the last bit), else from the assembly."""
+
+    name = "bound"
+
+    def __call__(self, c: Candidate) -> bool:
+        cost = c.ctx.cost.evaluate_modules(c.require_join().modules)
+        c.cost = float(cost if cost is not None else c.ctx.cost.evaluate_assembly(c.require_assembly()))
+        if not math.isfinite(c.cost):
+            return c.fail("cost not finite", f"cost {c.cost} is not finite")
+        if c.ctx.config.bound and c.cost >= c.bound:  # exact comparison keeps results order-independent
+            return c.fail(
+                "cost not below the best found", f"cost {c.cost:.6g} is not below the best valid {c.bound:.6g} found"
+            )
+        return True
+
+
+class LimitsFilter(Filter):
+    """Module count, degrees of freedom and reach within the configured limits."""
+
+    name = "limits"
+
+    def __call__(self, c: Candidate) -> bool:
+        cfg = c.ctx.config
+        n = len(c.ids)
+        if cfg.max_modules is not None and n > cfg.max_modules:
+            return c.fail("too many modules", f"{n} modules > max_modules {cfg.max_modules}")
+        dof = c.require_join().dof
+        if cfg.min_dof is not None and dof < cfg.min_dof:
+            return c.fail("too few DOF", f"{dof} DOF < min_dof {cfg.min_dof}")
+        if cfg.max_dof is not None and dof > cfg.max_dof:
+            return c.fail("too many DOF", f"{dof} DOF > max_dof {cfg.max_dof}")
+        if cfg.max_reach is not None:
+            if not c.build_robot():
+                return False
+            reach = c.require_robot().reach()
+            if reach > cfg.max_reach:
+                return c.fail("too long", f"reach bound {reach:.3f} m > max_reach {cfg.max_reach:g} m")
+        return True
+
+
+class FamilyFilter(Filter):
+    """A goal proven out of reach, every goal in task order: by a certificate of the chain's family (a proven chain
+    with the same joints and links of nearly the same lengths, ``search.family_proof``: a look-up), else by its
+    own proof; only where ``FilterConfig.family_proof`` is on (the exhaustive search's default). The workspace
+    filter then leaves the proof out."""
+
+    name = "family"
+
+    def __call__(self, c: Candidate) -> bool:
+        cfg = c.ctx.config
+        if not cfg.family_filter or not c.ctx.goals:
+            return True  # (stop_early off: every goal is to be tried, so none may end the candidate here)
+        proofs = FamilyProofs.of(c.ctx)
+        cut = proofs.cut_serial(c.ids, c.require_join(), c.require_assembly)
+        if cut is None:
+            return True
+        found = proofs.refusal(cut)
+        if found is None:
+            return True
+        g = c.ctx.goals[found.goal]
+        rec = c.goal(g.id)
+        rec.success, rec.stage = False, self.name
+        rec.reason = (
+            proof_reason(found.boxes)
+            if found.boxes
+            else "no configuration reaches it within its tolerance (proven for a chain of its family within the"
+            " proof's margin)"
+        )
+        return c.fail(f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {rec.reason}")
+
+
+class RobotFilter(Filter):
+    """The Pinocchio/coal model builds (at the task's base placement, with its gravity) and has a TCP."""
+
+    name = "robot"
+
+    def __call__(self, c: Candidate) -> bool:
+        if c.robot is None and c.ctx.config.stop_early and c.ids and c.ctx.db[c.ids[-1]].is_end_effector:
+            beyond = first_unreachable(c)
+            if beyond is not None:  # the workspace filter refuses it: no model needed (~0.4 ms saved)
+                c.beyond_reach = beyond
+                return True
+        return c.build_robot()
+
+
+def _gap(robot: PinRobot, pose: ToleratedPose) -> float:
+    """How far a pose's position lies beyond the robot's reach, allowing for its tolerance (0: maybe reachable):
+    the distance from the base against the reach bound, then the nested bounds of ``kinematics.reach``."""
+    gap = outside_workspace(robot, robot.tcp, pose.world, pose.tolerance)
+    return max(gap, reach_gap(robot, robot.tcp, pose.world[:3, 3], position_slack(pose.tolerance)))
+
+
+class WorkspaceFilter(Filter):
+    """Every pose goal lies within reach: the distance from the base within the reach bound, and the nested reach
+    bounds of the first joints (``kinematics.reach``), each with the tolerance's position slack."""
+
+    name = "workspace"
+
+    def __call__(self, c: Candidate) -> bool:
+        if c.robot is None and c.beyond_reach is not None:  # the modules alone exclude a goal (search.quick_reach)
+            return self._refuse(c, *c.beyond_reach)
+        robot = c.require_robot()
+        ok = True
+        for g in c.ctx.goals:
+            gaps = [_gap(robot, p) for p in (g.pose, *g.path)]
+            worst = int(np.argmax(gaps))
+            gap = gaps[worst]
+            if gap > 0:
+                rec = c.goal(g.id)
+                rec.success, rec.stage = False, self.name
+                where = f" (pose {worst} of its trajectory)" if g.path else ""
+                rec.reason = f"{gap:.3f} m outside the workspace{where} (reach bound {robot.reach():.3f} m)"
+                if ok:
+                    c.fail(f"{g.id}: outside workspace", f"goal {g.id}: {rec.reason}")
+                ok = False
+                if c.ctx.config.stop_early:
+                    return False
+        if ok and c.ctx.config.proof_budget and c.ctx.goals and not c.ctx.config.family_filter:
+            # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
+            # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
+            chain, g = pose_chain(robot), c.ctx.goals[0]
+            boxes = (
+                None
+                if chain is None
+                else unreachable_pose(chain, g.pose.world, g.pose.tolerance, c.ctx.config.proof_budget)
+            )
+            if boxes is not None:
+                return self._refuse(c, g.id, UNREACHABLE, proof_reason(boxes))
+        return ok
+
+    def _refuse(self, c: Candidate, goal_id: str, short: str, reason: str) -> bool:
+        rec = c.goal(goal_id)
+        rec.success, rec.stage, rec.reason = False, self.name, reason
+        return c.fail(f"{goal_id}: {short}", f"goal {goal_id}: {reason}")
+
+
+class _GoalFilter(Filter):
+    """Runs ``check_goal`` per pose goal; stops at the first failure unless ``stop_early`` is off."""
+
+    def __call__(self, c: Candidate) -> bool:
+        ok = True
+        for k, g in enumerate(c.ctx.goals):
+            rec = c.goal(g.id)
+            if not self.check_goal(c, k, g, rec):
+                rec.success, rec.stage = False, self.name
+                if ok:
+                    c.fail(f"{g.id}: {reason_category(rec.reason)}", f"goal {g.id}: {rec.reason}")
+                ok = False
+                if c.ctx.config.stop_early:
+                    return False
+            else:
+                rec.success, rec.stage = True, self.name
+        return ok
+
+    def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        raise NotImplementedError
+
+
+def _task_ik(c: Candidate, k: int, g: PoseGoal, q_init, stage: str, attempt: int = 0, torques: bool = False):
+    cfg = c.ctx.config
+    return c.require_robot().ik(
+        g.pose,
+        q_init=q_init,
+        task=c.ctx.task,
+        rng=c.rng(stage, k, attempt),
+        margin=c.ctx.margin,
+        check_static_torques=torques,
+        max_n_tries=cfg.task_ik_tries,
+        details=True,
+    )
+
+
+class IKFilter(_GoalFilter):
+    """Kinematic IK per pose goal (no obstacles, no self-collision): can the TCP get there at all?"""
+
+    name = "ik"
+
+    def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        cfg = c.ctx.config
+        result = c.require_robot().ik(
+            g.pose,
+            rng=c.rng(self.name, k),
+            ignore_self_collision=True,
+            max_n_tries=cfg.ik_tries,
+            max_iter=cfg.ik_iter,
+            details=True,
+        )
+        rec.q = [float(v) for v in result.q]
+        rec.reason = result.reason
+        if not result.success or not g.path:
+            return bool(result.success)
+        q = result.q  # a follow goal: a sample of its trajectory, each pose seeded with the previous solution
+        n, m = len(g.path), cfg.follow_samples
+        picks = sorted({round(i * (n - 1) / max(m - 1, 1)) for i in range(m)}) if m else []
+        for i in picks:
+            step = c.require_robot().ik(
+                g.path[i], q_init=q, rng=c.rng(self.name, k, i + 1), ignore_self_collision=True,
+                max_n_tries=cfg.ik_tries, max_iter=cfg.ik_iter, details=True,
+            )  # fmt: skip
+            if not step.success:
+                rec.reason = f"pose {i + 1} of its trajectory: {step.reason}"
+                return False
+            q = step.q
+        return True
+
+
+class TaskIKFilter(_GoalFilter):
+    """Task-aware IK per goal (obstacles with the safety margin, self-collision), seeded with the ``ik`` result."""
+
+    name = "ik_task"
+
+    def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        result = _task_ik(c, k, g, np.asarray(rec.q), self.name)
+        rec.q = [float(v) for v in result.q]
+        rec.reason = result.reason
+        return bool(result.success)
+
+
+class TorqueFilter(_GoalFilter):
+    """Static torques at the goal configuration within the torque limits; else task-aware IK with the torque
+    check (seeded with the current solution, then ``retries`` fresh starts)."""
+
+    name = "torques"
+
+    def __call__(self, c: Candidate) -> bool:
+        if not c.ctx.config.torques:
+            return True
+        return super().__call__(c)
+
+    def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        robot = c.require_robot()
+        limits = robot.torque_limits
+        if _torques_ok(robot, _goal_q(rec), limits):
+            return True
+        q_init: np.ndarray | None = np.asarray(rec.q)
+        for attempt in range(1 + c.ctx.config.retries):
+            result = _task_ik(c, k, g, q_init, self.name, attempt, torques=True)
+            if result.success:
+                rec.q, rec.reason = [float(v) for v in result.q], ""
+                return True
+            rec.reason = result.reason
+            q_init = None
+        return False
+
+
+def _goal_q(rec: GoalIK) -> list[float]:
+    """The goal's configuration found by an earlier IK filter; InputError if none ran (chain misordered)."""
+    if rec.q is None:
+        raise InputError("no goal configuration yet: the 'ik' filter must come earlier in the chain")
+    return rec.q
+
+
+def _torques_ok(robot: PinRobot, q: Sequence[float], limits: np.ndarray) -> bool:
+    tau = robot.static_torque(np.asarray(q, dtype=float))
+    return bool(np.all(np.abs(tau) <= limits))
+
+
+class JointLimitsFilter(_GoalFilter):
+    """Goal configurations within the joint position limits and every validJointAngles constraint (task or goal);
+    else ``retries`` more task-aware IK runs from fresh random starts."""
+
+    name = "joint_limits"
+
+    def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        constraints = (*c.ctx.angle_limits, *(x for x in g.constraints if isinstance(x, ValidJointAngles)))
+        robot = c.require_robot()
+        why = _angles_violation(robot, _goal_q(rec), constraints)
+        if why is None:
+            return True
+        rec.reason = why
+        if "wide for a" in why:  # no configuration of this robot can satisfy it
+            return False
+        limits = robot.torque_limits if c.ctx.config.torques else None
+        for attempt in range(c.ctx.config.retries):
+            result = _task_ik(c, k, g, None, self.name, attempt, torques=limits is not None)
+            if result.success and _angles_violation(robot, result.q, constraints) is None:
+                rec.q, rec.reason = [float(v) for v in result.q], ""
+                return True
+        return False
+
+
+def _angles_violation(
+    robot: PinRobot, q_in: Sequence[float] | np.ndarray, constraints: Iterable[ValidJointAngles]
+) -> str | None:
+    q = np.asarray(q_in, dtype=float)
+    lo, hi = robot.joint_limits
+    bad = np.flatnonzero((q < lo) | (q > hi))
+    if bad.size:
+        j = int(bad[0])
+        return f"joint limits: joint {robot.joints[j]} at {q[j]:.4g} outside [{lo[j]:.4g}, {hi[j]:.4g}]"
+    for con in constraints:
+        lim = np.asarray(con.limits, dtype=float)
+        if lim.shape != (2, robot.dof):
+            return f"validJointAngles: limits are {lim.shape[-1]} wide for a {robot.dof}-DOF robot"
+        if not con.valid(q):
+            qm = np.mod(q + np.pi, 2 * np.pi) - np.pi if con.coterminal else q
+            j = int(np.flatnonzero((qm < lim[0]) | (qm > lim[1]))[0])
+            where = f"[{lim[0, j]:.4g}, {lim[1, j]:.4g}]"
+            return f"validJointAngles: joint {robot.joints[j]} at {qm[j]:.4g} outside {where}"
+    return None
+
+
+DEFAULT_FILTER_NAMES = (
+    "assembly",
+    "bound",
+    "limits",
+    "family",
+    "robot",
+    "workspace",
+    "ik",
+    "ik_task",
+    "torques",
+    "joint_limits",
+)
+
+
+def default_filters() -> list[Filter]:
+    """The default chain, cheapest first (see the module docstring)."""
+    return [
+        AssemblyFilter(),
+        BoundFilter(),
+        LimitsFilter(),
+        FamilyFilter(),
+        RobotFilter(),
+        WorkspaceFilter(),
+        IKFilter(),
+        TaskIKFilter(),
+        TorqueFilter(),
+        JointLimitsFilter(),
+    ]

@@ -1,0 +1,231 @@
+"""The bounds of :mod:`.reach_proof` for a batch of boxes of joint angles, compiled (numba), one box at a time.
+
+Why: a proof evaluates a few hundred boxes per level over 3-5 joints; written with numpy (:mod:`.proof_numpy`),
+each level takes ~25 array calls on arrays that small, and the calls' overhead, not the arithmetic, was most of a
+search on tasks like ``obstacle_middle`` (1,158 proofs). The same formulas, box by box in compiled loops, take the
+arithmetic's time: 600 of its proofs 7.8 -> 1.1 s of CPU, the same decisions, boxes and margins.
+
+Loading numba and the kernels costs a process ~0.5 s, more than a short search spends on all its proofs: the numpy
+bounds run until they (with the IK's interpreted descents) have taken half a second, then the compiled ones load
+(:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from timor_core.common import compiled
+from timor_core.common.compiled import use_compiled
+from timor_core.kinematics import ik_kernel
+from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
+
+__all__ = ["halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
+
+
+def load_compiled() -> None:
+    """Load numba, the compiled bounds and the IK's compiled descents now (~1.5 s), so that this process runs them
+    from its first proof: for long-lived workers (a Dask cluster's) that will run many searches."""
+    ik_kernel.load()  # and the IK's compiled descents
+    _kernels()  # from now on this process runs the compiled bounds; a first call of each loads its machine code
+    centres, half = np.zeros((1, 1)), np.ones((1, 1))
+    goal = BoxGoal(np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0, (0.0, 0.0), 0.0)
+    measure_boxes((np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))), centres, half, goal)
+    halve_boxes(centres, half, np.ones(1), 1)
+
+
+def _compiled() -> tuple[Any, Any, Any, Any] | None:
+    """The compiled kernels if this process runs them (loading them if it is time), else None."""
+    return compiled.loaded_or_none(_kernels, "the reach proofs")
+
+
+def measure_boxes(
+    steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, half: np.ndarray, goal: BoxGoal
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """Per box (``centres``, ``half`` (M, n)) of the chain ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (``steps``: the
+    rotations (n + 1, 3, 3) and translations (n + 1, 3) of the ``A_k``): by how much no configuration in it puts the
+    TCP within the slack of ``goal`` (inf: not at the goal's orientation; <= 0: maybe); whether a box centre is
+    within ``goal.near`` of the goal; per box and joint the TCP's distance from the joint's axis at the centre plus
+    ``goal.rot_weight``."""
+    kernels = _compiled()
+    if kernels is None:
+        return compiled.charged(measure_boxes_numpy, steps, centres, half, goal)
+    m, n = centres.shape
+    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
+    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
+    centres, half = np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64)
+    gpos, gaxes = np.ascontiguousarray(goal.pos, dtype=np.float64), np.ascontiguousarray(goal.axes, dtype=np.float64)
+    slack, theta = float(goal.slack), float(goal.theta)
+    poses, position, orientation, _ = kernels
+    poses(*(np.ascontiguousarray(a, dtype=np.float64) for a in steps), centres, tcp, rot, origins, jaxes)
+    direction = np.ascontiguousarray(goal.direction, dtype=np.float64)
+    position(tcp, origins, jaxes, half, gpos, slack, direction, float(goal.length), theta, float(goal.rot_weight),
+             excess, weights, rest)  # fmt: skip
+    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess)
+    return excess, bool(found), weights
+
+
+def halve_boxes(
+    centres: np.ndarray, half: np.ndarray, weights: np.ndarray, times: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every box (``centres``, ``half`` (M, n)) cut in two ``times`` times, each time across its widest side
+    (half-width times ``weights``: (M, n), or (n,) for all; the first such side on a tie): the ``2**times``
+    children of each box in turn, the first cut's lower half first."""
+    kernels = _compiled()
+    if kernels is None:
+        return compiled.charged(halve_boxes_numpy, centres, half, weights, times)
+    m, n = centres.shape
+    weights = np.ascontiguousarray(np.atleast_2d(weights), dtype=np.float64)
+    children = np.empty((m << times, n))
+    child_half = np.empty((m << times, n))
+    kernels[3](
+        np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64), weights,
+        times, children, child_half,
+    )  # fmt: skip
+    return children, child_half
+
+
+@functools.cache
+def _kernels() -> tuple[Any, Any, Any, Any]:
+    """The compiled poses, position bounds, orientation bounds and halving."""
+    import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
+
+    compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
+    kernels = compile_(_poses), compile_(_position), compile_(_orientation), compile_(_halves)
+    compiled.mark_loaded()
+    return kernels
+
+
+def _halves(centres, half, weights, times, children, child_half):
+    """Fills ``children`` and ``child_half`` (compiled by numba; see :func:`halve_boxes`)."""
+    m, n = centres.shape
+    h = np.empty(n)
+    offsets = np.zeros((times, n))
+    per_box = weights.shape[0] > 1
+    for b in range(m):
+        w = b if per_box else 0
+        for i in range(n):
+            h[i] = half[b, i]
+        offsets[:, :] = 0.0
+        for t in range(times):
+            split, widest = 0, h[0] * weights[w, 0]
+            for i in range(1, n):
+                if h[i] * weights[w, i] > widest:
+                    split, widest = i, h[i] * weights[w, i]
+            h[split] /= 2.0
+            offsets[t, split] = h[split]
+        for s in range(1 << times):
+            row = (b << times) + s
+            for i in range(n):
+                step = 0.0
+                for t in range(times):  # the bit of cut t, the first cut's the highest: -1 (0) or +1 (1)
+                    sign = 1.0 if (s >> (times - 1 - t)) & 1 else -1.0
+                    step += sign * offsets[t, i]
+                children[row, i] = centres[b, i] + step
+                child_half[row, i] = h[i]
+
+
+def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
+    """Per box centre: the TCP's position ``tcp`` (M, 3) and rotation ``rot`` (M, 3, 3), the joints' ``origins`` and
+    axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba)."""
+    m, n = centres.shape
+    turned = np.empty((3, 3))
+    for b in range(m):
+        for r in range(3):
+            tcp[b, r] = trans_steps[0, r]
+            for col in range(3):
+                rot[b, r, col] = rot_steps[0, r, col]
+        for k in range(n):
+            c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
+            for r in range(3):
+                jaxes[b, k, r], origins[b, k, r] = rot[b, r, 2], tcp[b, r]
+                turned[r, 0] = c * rot[b, r, 0] + s * rot[b, r, 1]
+                turned[r, 1] = c * rot[b, r, 1] - s * rot[b, r, 0]
+                turned[r, 2] = rot[b, r, 2]
+            for r in range(3):
+                for col in range(3):
+                    tcp[b, r] += turned[r, col] * trans_steps[k + 1, col]
+                    rot[b, r, col] = (
+                        turned[r, 0] * rot_steps[k + 1, 0, col]
+                        + turned[r, 1] * rot_steps[k + 1, 1, col]
+                        + turned[r, 2] * rot_steps[k + 1, 2, col]
+                    )
+
+
+def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, rot_weight, excess, weights, rest):
+    """Per box: ``excess`` by the position bounds (the sequential chords, first order plus ``rest``, the wrist's
+    cap), ``weights`` (the TCP's distance from each joint's axis plus ``rot_weight``) and ``rest`` (M, n), the
+    second-order rest per unit distance (compiled by numba)."""
+    m, n = half.shape
+    for b in range(m):
+        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
+        miss = math.sqrt(dx * dx + dy * dy + dz * dz)
+        ux, uy, uz = dx / max(miss, 1e-300), dy / max(miss, 1e-300), dz / max(miss, 1e-300)
+        wx, wy, wz = origins[b, n - 1, 0], origins[b, n - 1, 1], origins[b, n - 1, 2]
+        moves_tcp, moves_wrist, first, second, before = 0.0, 0.0, 0.0, 0.0, 0.0
+        for i in range(n):
+            ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
+            px, py, pz = tcp[b, 0] - origins[b, i, 0], tcp[b, 1] - origins[b, i, 1], tcp[b, 2] - origins[b, i, 2]
+            along = px * ax + py * ay + pz * az
+            reach_tcp = math.sqrt(max(px * px + py * py + pz * pz - along * along, 0.0))
+            qx, qy, qz = wx - origins[b, i, 0], wy - origins[b, i, 1], wz - origins[b, i, 2]
+            along = qx * ax + qy * ay + qz * az
+            reach_wrist = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
+            h = half[b, i]
+            chord = 2.0 * math.sin(h / 2.0)
+            rest[b, i] = (h - math.sin(h)) + chord * chord / 2.0 + chord * before
+            before += h
+            moves_tcp += chord * reach_tcp
+            moves_wrist += chord * reach_wrist
+            jx, jy, jz = ay * pz - az * py, az * px - ax * pz, ax * py - ay * px  # the TCP's velocity per radian
+            first += abs(jx * ux + jy * uy + jz * uz) * h
+            second += rest[b, i] * reach_tcp
+            weights[b, i] = reach_tcp + rot_weight
+        out = max(miss - moves_tcp - slack, miss - first - second - slack)
+        if math.isfinite(slack):  # the wrist's distance from its cap {goal + length u, angle(u, direction) <= theta}
+            yx, yy, yz = wx - gpos[0], wy - gpos[1], wz - gpos[2]
+            cap = math.sqrt(yx * yx + yy * yy + yz * yz)
+            if length > 0.0:
+                cos_a = (yx * direction[0] + yy * direction[1] + yz * direction[2]) / max(cap, 1e-300)
+                beyond = max(math.acos(min(max(cos_a, -1.0), 1.0)) - theta, 0.0)
+                cap = math.sqrt(max(cap * cap + length * length - 2.0 * cap * length * math.cos(beyond), 0.0))
+            out = max(out, cap - moves_wrist - slack)
+        excess[b] = out
+
+
+def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess):
+    """Per box: ``excess`` set to inf where the orientation bounds refuse it; returns whether a box centre is within
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
+    m, n = half.shape
+    found = False
+    for b in range(m):
+        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
+        trace, total = 0.0, 0.0
+        for k in range(3):
+            trace += rot[b, 0, k] * gaxes[k, 0] + rot[b, 1, k] * gaxes[k, 1] + rot[b, 2, k] * gaxes[k, 2]
+        for i in range(n):
+            total += half[b, i]
+        turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
+        if math.sqrt(dx * dx + dy * dy + dz * dz) <= slack + near_pos and turn <= theta + near_angle:
+            found = True
+        if theta >= math.pi:
+            continue
+        off = turn - total > theta
+        for k in range(3):
+            if off:
+                break
+            tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
+            gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
+            top = tx * gx + ty * gy + tz * gz
+            cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
+            for i in range(n):
+                ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
+                cos_i = ax * tx + ay * ty + az * tz
+                top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
+            off = top < math.cos(theta)
+        if off:
+            excess[b] = math.inf
+    return found

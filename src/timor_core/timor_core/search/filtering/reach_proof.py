@@ -1,0 +1,307 @@
+"""A proof that no configuration of a robot puts its TCP within a goal's tolerance: branch and bound over the joint
+angles, before the IK is run.
+
+Why: on tasks other than the user study most of the search's time went into kinematic IK runs that fail (2-9 ms
+each): light 3-joint robots whose TCP misses a goal by 20 cm at the goal's orientation, which the distance bounds
+of :mod:`timor_core.kinematics.reach` cannot exclude because they ignore the orientation. An IK failure proves
+nothing; this does. For a serial chain of revolute joints (origins ``o_i``, unit axes ``a_i`` at q = 0), the TCP
+pose is the product of exponentials ``T(q) = E_1(q_1) ... E_n(q_n) T(0)``, and over a box of joint angles
+(centre ``c``, half-widths ``h``):
+
+* **the sequential bound:** go from ``c`` to any ``q`` of the box by turning joint 1, then 2, ...: while joint i
+  turns, the joints after it are still at ``c``'s angles, so the TCP keeps ``rho_i(c)``, its distance from joint i's
+  axis at ``c`` (the joints before i move axis and TCP together), and moves by the chord ``2 rho_i(c) sin(|d|/2)``:
+  in all at most ``sum_i rho_i(c) 2 sin(h_i / 2)`` from ``p(c)``. Likewise the last joint's origin ``w`` (the
+  wrist: joint n does not move it);
+* **to first order:** step i moves the TCP by ``d J_i`` (``J_i = z_i x (p - o_i)`` at ``c``) plus a rest of at most
+  ``rho_i(c) (h - sin h + 1 - cos h + 2 sin(h/2) sum_{j<i} h_j)`` (the arc leaving its tangent, and the earlier
+  steps turning the tangent by at most the sum of their angles); so along the miss's direction ``u`` the TCP
+  comes at most ``sum_i h_i |u . J_i|`` plus the rests closer to the goal. The same for each TCP axis ``t_k``
+  against the goal's ``g_k`` (``g_k . t_k >= cos theta`` within a rotation tolerance ``theta``): ``g_k . t_k``
+  grows by at most ``sum_i h_i |z_i . (t_k x g_k)|`` plus the rests times ``|z_i x t_k|``;
+* the TCP's rotation differs from ``R(c)`` by an angle of at most ``sum_i h_i`` (the rotation angle is a metric);
+* where the TCP is within the goal's rotation tolerance ``theta`` and position slack ``s``, ``w = p + R d``
+  (``d`` the wrist seen from the TCP, fixed) lies within ``s`` of the spherical cap ``g + v``, ``|v| = |d|``, ``v``
+  within ``theta`` of the goal's ``R_g d``.
+
+Joints on one line with the joint before (``J I_50 J`` in robco_like) are merged into it first: over whole turns
+they add nothing. A box whose centre violates one of these by more than its bound holds no solution; the rest are
+halved across their widest sides, level by level, until no box is left (proven: the IK cannot succeed, whatever its
+seed or effort) or the budget is spent or most boxes survive a level (undecided: the IK decides as before).
+Revolute joints are searched over a whole turn, so joint limits never matter (the proof holds for any). The bounds
+only ever overestimate how far a box can move, so a pose the robot reaches is never refused (property test over
+random robots, placements, configurations and goals within four kinds of tolerance, ``tests/test_reach_proof.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pinocchio as pin
+
+from timor_core.kinematics.reach import joint_path, position_slack
+from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
+from timor_core.search.filtering.proof_numpy import BoxGoal, chain_frames
+
+__all__ = [
+    "BUDGET",
+    "PoseChain",
+    "box_excess",
+    "Proof",
+    "pose_proof",
+    "chain_from_frames",
+    "chain_poses",
+    "pose_chain",
+    "proof_reason",
+    "rotation_slack",
+    "unreachable_pose",
+]
+
+BUDGET = 4096
+"""Boxes evaluated per goal at most before the proof gives up (undecided: the IK decides)."""
+COAXIAL = 1e-10  # m or sine: two joint axes this close to one line are one (EPS covers the difference)
+EPS = 1e-8  # m: rounding (and merging joints within COAXIAL) must never make a reachable pose look out of reach
+ANGLE_EPS = 1e-6  # rad: the same for angles (arccos near 0 is accurate to ~1e-8 only)
+FIRST_SPLITS = 8  # the whole turn of every joint cut into 2**8 boxes before the first evaluation (7 left 65 more of
+# obstacle_middle's chains undecided, each a failing IK)
+SPLITS = 2  # then every box left cut into 2**2
+NEAR, NEAR_ANGLE = 0.005, 0.05  # m, rad: a box centre this close to the goal ends the proof (undecided)
+GIVE_UP = 0.9  # undecided when more than this fraction of a level's boxes survive (a reachable goal, mostly)
+ROT_WEIGHT = 0.01  # m per rad: added to a joint's reach when choosing the side to cut (a joint turning the TCP about
+# itself is cut too, at last; 0.01 against 0.1: obstacle_middle's proofs 15.7 -> 13.1 s CPU, 32 more chains decided)
+
+
+@dataclass(frozen=True)
+class PoseChain:
+    """A serial chain of revolute joints at q = 0, as the proof needs it.
+
+    ``origins[i]``, ``axes[i]``: joint i's origin and unit axis in the world; ``tcp``: the TCP's 4x4 pose;
+    ``radii[i]``: the largest distance from ``origins[i]`` to the TCP; ``wrist_radii[i]``: to the last joint's
+    origin; ``offset``: the last joint's origin seen from the TCP, in the TCP's frame (``w = p + R @ offset``).
+    """
+
+    origins: np.ndarray
+    axes: np.ndarray
+    tcp: np.ndarray
+    radii: np.ndarray
+    wrist_radii: np.ndarray
+    offset: np.ndarray
+
+    @functools.cached_property
+    def steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """The chain cut at frames whose z axes are the joints' (q = 0): rotations (n + 1, 3, 3) and translations
+        (n + 1, 3) of ``A_0`` (world to joint 1), ``A_k`` (joint k to joint k + 1) and ``A_n`` (joint n to the
+        TCP), so that ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:func:`chain_poses`)."""
+        n = len(self.axes)
+        frames = np.zeros((n + 1, 4, 4))
+        frames[:, 3, 3] = 1.0
+        for i, (o, a) in enumerate(zip(self.origins, self.axes, strict=True)):
+            x = np.cross(a, (1.0, 0.0, 0.0) if abs(a[0]) < 0.9 else (0.0, 1.0, 0.0))
+            x /= np.linalg.norm(x)
+            frames[i, :3, :3] = np.column_stack([x, np.cross(a, x), a])
+            frames[i, :3, 3] = o
+        frames[n] = self.tcp
+        steps = frames.copy()
+        steps[1:] = np.linalg.inv(frames[:-1]) @ frames[1:]
+        return np.ascontiguousarray(steps[:, :3, :3]), np.ascontiguousarray(steps[:, :3, 3])
+
+    @property
+    def dof(self) -> int:
+        return len(self.radii)
+
+
+def pose_chain(robot: Any, fid: int | None = None) -> PoseChain | None:
+    """The :class:`PoseChain` from the base to frame ``fid`` (default the TCP), cached on the robot; None if a joint
+    on the way is not a one-axis revolute joint (or there is none): no proof for such robots."""
+    fid = robot.tcp if fid is None else fid
+    cache = robot.__dict__.setdefault("_pose_chains", {})
+    if fid not in cache:
+        cache[fid] = _build(robot.model, fid)
+    return cache[fid]
+
+
+def _build(model: Any, fid: int) -> PoseChain | None:
+    joints = joint_path(model, fid)
+    if not joints or any(not model.joints[j].shortname().startswith("JointModelR") for j in joints):
+        return None
+    if any(model.joints[j].nv != 1 for j in joints):
+        return None
+    data = model.createData()
+    pin.computeJointJacobians(model, data, pin.neutral(model))
+    pin.updateFramePlacements(model, data)
+    jac = np.asarray(data.J).reshape(6, -1)
+    axes = np.array([jac[3:, model.joints[j].idx_v] for j in joints], dtype=float)
+    origins = np.array([data.oMi[j].translation for j in joints], dtype=float)
+    return chain_from_frames(origins, axes, np.array(data.oMf[fid].homogeneous))
+
+
+def chain_from_frames(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) -> PoseChain:
+    """The :class:`PoseChain` of revolute joints with these origins and axes (world, q = 0; ``axes`` need not be
+    unit vectors) and the TCP's 4x4 pose at q = 0: the radii are the sums of the distances along the chain. Joints
+    on one line with the joint before are merged into it (``E_i(a) E_j(b) = E_i(a +- b)``; the search goes over
+    whole turns), which takes a dimension off the search for arms like ``J I_50 J``."""
+    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
+    axes = np.asarray(axes, dtype=float).reshape(-1, 3)
+    axes = axes / np.linalg.norm(axes, axis=1)[:, None]
+    tcp = np.asarray(tcp, dtype=float)
+    # a joint on the same line as the one before adds nothing a whole turn of that one does not: dropped
+    kept = [0]
+    for i in range(1, len(origins)):
+        a, o = axes[kept[-1]], origins[kept[-1]]
+        if _off_line(a, axes[i]) > COAXIAL or _off_line(a, origins[i] - o) > COAXIAL:
+            kept.append(i)
+    if len(kept) < len(origins):
+        origins, axes = origins[kept], axes[kept]
+    steps = np.linalg.norm(np.diff(origins, axis=0), axis=1)
+    wrist = np.array([float(steps[i:].sum()) for i in range(len(origins))])
+    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - origins[-1]))
+    offset = tcp[:3, :3].T @ (origins[-1] - tcp[:3, 3])
+    return PoseChain(origins, axes, tcp, radii, wrist, offset)
+
+
+def _off_line(a: np.ndarray, v: np.ndarray) -> float:
+    """``|a x v|`` for 3-vectors (how far ``v`` leaves the line of the unit vector ``a``), without numpy's overhead."""
+    ax, ay, az = a.tolist()
+    vx, vy, vz = v.tolist()
+    return math.sqrt((ay * vz - az * vy) ** 2 + (az * vx - ax * vz) ** 2 + (ax * vy - ay * vx) ** 2)
+
+
+def proof_reason(boxes: int) -> str:
+    """The reason the search gives for a goal :func:`unreachable_pose` proved out of reach."""
+    return f"no configuration reaches it within its tolerance (proven over {boxes} boxes of joint angles)"
+
+
+@dataclass(frozen=True)
+class ChainPoses:
+    """:func:`chain_poses` for M configurations: ``frames`` (M, 3, 3), row k the TCP's axis k in the world;
+    ``tcp`` (M, 3); ``wrist`` (M, 3), the last joint's origin."""
+
+    frames: np.ndarray
+    tcp: np.ndarray
+    wrist: np.ndarray
+
+
+def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
+    """The TCP's frames and positions and the last joint's origins for configurations ``q`` (M, n) (angles from
+    q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`,
+    :func:`~.proof_numpy.chain_frames`)."""
+    rotations, translations = chain.steps
+    rot, tcp, _, origins = chain_frames(rotations, translations, np.atleast_2d(np.asarray(q, dtype=float)))
+    return ChainPoses(np.swapaxes(rot, 1, 2), tcp, origins[:, -1].copy())
+
+
+def rotation_slack(tolerance: Any) -> float:
+    """The largest rotation angle (rad) a tolerance allows between the TCP and the goal (pi: it bounds none)."""
+    parts = {p.projection: p.interval for p in getattr(tolerance, "parts", ())}
+    if "Theta_R" in parts:
+        return min(math.pi, float(parts["Theta_R"].high))
+    if all(f"N_{a}" in parts for a in "xyz"):  # the rotation vector's components: its length is the angle
+        corner = [max(abs(parts[f"N_{a}"].low), abs(parts[f"N_{a}"].high)) for a in "xyz"]
+        return min(math.pi, math.sqrt(sum(v * v for v in corner)))
+    return math.pi
+
+
+@dataclass(frozen=True)
+class Proof:
+    """A goal proven out of reach: ``boxes`` evaluated, and ``margin`` (m): every box was refused with more than this
+    to spare in position (or by rotation alone), so the same boxes refuse any chain whose TCP and last joint origin
+    stay within less than ``margin`` of this one's at every configuration, at the same orientations
+    (:mod:`.family_proof`)."""
+
+    boxes: int
+    margin: float
+
+
+def unreachable_pose(chain: PoseChain, goal: np.ndarray, tolerance: Any, budget: int = BUDGET) -> int | None:
+    """The number of boxes that proved that no configuration puts the TCP within ``tolerance`` of ``goal`` (a 4x4
+    world pose); None (undecided) if the budget ran out first or a box centre comes within the slack of the goal."""
+    proof = pose_proof(chain, goal, tolerance, budget)
+    return None if proof is None else proof.boxes
+
+
+def _measure(
+    chain: PoseChain, goal: BoxGoal, centres: np.ndarray, half: np.ndarray
+) -> tuple[np.ndarray, bool, np.ndarray]:
+    """Per box, by how much (m) no configuration in it puts the TCP within the slack (inf: not at the goal's
+    orientation; <= 0: maybe), whether a box centre is nearly at the goal (then the proof is left to the IK), and
+    per box and joint how far turning it moves the TCP per radian at the centre, plus ``ROT_WEIGHT``: the side to
+    cut a box across next (the one its bound loses most on). The bounds of the module docstring
+    (:func:`~.proof_kernel.measure_boxes`: in numpy, then compiled)."""
+    return measure_boxes(chain.steps, centres, half, goal)
+
+
+def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> BoxGoal:
+    g = np.asarray(goal, dtype=float)
+    length = float(np.linalg.norm(chain.offset))
+    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
+    slack = position_slack(tolerance) + EPS + extra
+    theta = rotation_slack(tolerance) + ANGLE_EPS
+    return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
+
+
+def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.ndarray, half: np.ndarray) -> np.ndarray:
+    """Per box of joint angles (centres and half-widths, (M, n)), by how much (m) no configuration in it puts the
+    TCP within ``tolerance`` of ``goal``: > 0 refused (inf: by orientation alone), <= 0 maybe. What the proof cuts
+    with, public for the tests that check it against the chain's own poses."""
+    return _measure(chain, _target(chain, goal, tolerance), np.atleast_2d(centres), np.atleast_2d(half))[0]
+
+
+def pose_proof(
+    chain: PoseChain,
+    goal: np.ndarray,
+    tolerance: Any,
+    budget: int = BUDGET,
+    extra: float = 0.0,
+    widen: float = 0.0,
+    widen_budget: int = BUDGET,
+) -> Proof | None:
+    """:func:`unreachable_pose` with the proof's margin (see :class:`Proof`); None if undecided. ``extra`` (m)
+    widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives).
+    ``widen`` (m): once proven, the boxes refused with less than this to spare are cut further (up to
+    ``widen_budget`` boxes more) for a larger margin; the proof itself does not change."""
+    target = _target(chain, goal, tolerance, extra)
+    weights = chain.radii + ROT_WEIGHT
+    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+    used, margin, loose, tight = 0, math.inf, math.inf, []
+    while True:
+        used += len(centres)
+        excess, near, box_weights = _measure(chain, target, centres, half)
+        if near:
+            return None
+        keep = excess <= 0
+        if not keep.all():
+            margin = min(margin, float(excess[~keep].min()))
+            low = ~keep & (excess < widen)
+            if low.any():
+                tight.append((centres[low], half[low], excess[low], box_weights[low]))
+            if (~keep & ~low).any():
+                loose = min(loose, float(excess[~keep & ~low].min()))
+        if not keep.any():
+            if tight:
+                margin = min(loose, _widened(chain, target, tight, widen, widen_budget))
+            return Proof(used, margin + extra)
+        if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
+            return None
+        centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
+
+
+def _widened(chain: PoseChain, goal: BoxGoal, tight: list, widen: float, budget: int) -> float:
+    """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
+    boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
+    measure gives if that is more."""
+    centres, half, excess, weights = (np.concatenate([t[k] for t in tight]) for k in range(4))
+    others, used = math.inf, 0
+    while len(centres) and used + len(centres) * 2**SPLITS <= budget:
+        children, child_half = halve_boxes(centres, half, weights, SPLITS)
+        used += len(children)
+        child_excess, _, child_weights = _measure(chain, goal, children, child_half)
+        child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
+        done = child_excess >= widen
+        if done.any():
+            others = min(others, float(child_excess[done].min()))
+        centres, half, excess, weights = (a[~done] for a in (children, child_half, child_excess, child_weights))
+    return min(others, float(excess.min())) if len(excess) else others

@@ -1,0 +1,294 @@
+"""The assemblies of a search space cheapest first, streamed: memory grows with what is taken, not with the space.
+
+The constrained exhaustive search in cost order (``ExhaustiveSearch(order="cost")``, ``timor paper exp2``) used to
+price every assembly of the space and sort the list: 4.3 M assemblies took 1.2 GB before the first evaluation,
+15 M ran out of memory, whatever ``--limit`` said. :func:`by_cost` gives the same sequence lazily.
+
+For costs that are sums over the modules (mass, numJ, moduleCost and their weighted sums: the terms marked
+``additive``) it is a best-first walk of the space's automaton: a partial chain is keyed by its cost so far plus the
+cheapest completion of its state (exact, in integers: every float is a dyadic rational), so complete chains come
+out cheapest first, ties in space order. Each chain's cost is then the very float
+:meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used); a small reorder buffer
+releases a chain only when nothing left can have a smaller float cost, so the order is the old one exactly, float
+rounding included. Taking ``n`` assemblies costs about ``2 * n * depth`` heap operations and keeps the frontier of
+the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest first),
+never the space.
+
+Other costs (a term that builds the assembly) are priced in passes over the space, keeping only the next ``chunk``
+cheapest: bounded memory, one pass per ``chunk`` assemblies taken.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+from collections.abc import Callable, Iterator
+from fractions import Fraction
+from math import lcm
+from typing import Any
+
+from timor_core.errors import TimorError
+from timor_core.search.spaces.space import SerialSpace, post_order
+from timor_core.task.costs import CostFunction
+from timor_core.task.feedback import assembly_cost
+
+__all__ = ["SPLIT_PREFIXES", "additive_values", "by_cost", "by_cost_indexed", "shard_of", "split_depth"]
+
+logger = logging.getLogger(__name__)
+
+_EPS = 2.0**-52
+_Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
+
+
+def additive_values(db: Any, cost: CostFunction) -> dict[str, Fraction] | None:
+    """Each module's exact contribution to ``cost`` if every term is a sum over module properties, else None."""
+    terms = cost.terms
+    if not terms or not all(getattr(t, "additive", False) for t in terms):
+        return None
+    out: dict[str, Fraction] = {}
+    for module in db:
+        total = Fraction(0)
+        for t in terms:
+            value = t.modules_value([module])
+            if value is None or not math.isfinite(value) or not math.isfinite(t.weight):
+                return None
+            total += Fraction(t.weight) * Fraction(value)
+        out[module.id] = total
+    return out
+
+
+def by_cost(
+    space: SerialSpace,
+    cost: CostFunction | str | None = "mass",
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    base_placement: Any = None,
+    chunk: int = 100_000,
+) -> Iterator[tuple[float, tuple[str, ...]]]:
+    """``(cost, ids)`` of the assemblies at space positions ``start .. stop - 1``, cheapest first (ties: space
+    order; an assembly whose cost cannot be computed last), lazily; equal to sorting them all by
+    ``evaluate_serial``."""
+    ranked = by_cost_indexed(space, cost, start, stop, base_placement=base_placement, chunk=chunk)
+    return ((price, ids) for price, _, ids in ranked)
+
+
+def shard_of(index: int, shards: int) -> int:
+    """The shard (``0 .. shards - 1``) of space position ``index``: a multiplicative hash, so that neighbours in
+    the space (which share most modules and so cost and verdict) spread evenly over the shards."""
+    return (((index * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32) % shards
+
+
+def by_cost_indexed(
+    space: SerialSpace,
+    cost: CostFunction | str | None = "mass",
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    base_placement: Any = None,
+    chunk: int = 100_000,
+    shard: tuple[int, int] | None = None,
+) -> Iterator[tuple[float, int, tuple[str, ...]]]:
+    """:func:`by_cost` with each assembly's space position: ``(cost, index, ids)``, ascending in ``(cost,
+    index)``. ``shard=(r, k)`` keeps the positions of shard ``r`` of ``k`` (:func:`shard_of`) only: the ``k``
+    shards' sequences interleaved by ``(cost, index)`` are the whole sequence."""
+    cost_function = assembly_cost(cost if cost is not None else "mass")
+    stop = space.count if stop is None else min(stop, space.count)
+    if start >= stop:
+        return iter(())
+    sharded = shard is not None and shard[1] > 1
+    values = additive_values(space.db, cost_function)
+    if values is None:
+        keep = (lambda i, r=shard[0], k=shard[1]: shard_of(i, k) == r) if sharded else None  # type: ignore[index]
+        return _passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)), keep)
+    return _best_first(space, cost_function, values, start, stop, shard if sharded else None)
+
+
+SPLIT_PREFIXES = 512
+"""A sharded walk deals out the subtrees below its module sequences of one length: the least length with at least
+this many sequences per shard (so that a subtree is small against a shard's work)."""
+
+
+def split_depth(trans: Any, shards: int) -> int:
+    """The length of the module sequences whose subtrees a sharded walk hands out (:data:`SPLIT_PREFIXES`)."""
+    level, depth = {1: 1}, 0  # state -> how many sequences of this length end in it
+    while level and depth < 256:
+        depth += 1
+        following: dict[int, int] = {}
+        total = 0
+        for s, paths in level.items():
+            for _, b in trans[s]:
+                total += paths
+                if b != 0:
+                    following[b] = following.get(b, 0) + paths
+        if total >= SPLIT_PREFIXES * shards:
+            return depth
+        level = following
+    return depth
+
+
+def _completions(trans: Any, values: dict[str, Fraction]) -> tuple[int, dict[str, int], list, int, float]:
+    """For the walk: the common denominator of the modules' values, each module's value in its units, the cheapest
+    completion of each state (in those units), the longest chain and the largest sum of |values| over chains."""
+    scale = 1
+    for v in values.values():
+        scale = lcm(scale, v.denominator)
+    unit = {m: int(v * scale) for m, v in values.items()}
+    n = len(trans)
+    cheapest: list[int | None] = [None] * n  # cheapest completion of each state, in units of 1/scale
+    largest = [0] * n  # largest sum of |contribution| over the completions (for the float error bound)
+    depth = [0] * n
+    cheapest[0] = 0
+    for s in post_order(trans):
+        cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
+        largest[s] = max(abs(unit[m]) + largest[b] for m, b in trans[s])
+        depth[s] = 1 + max(depth[b] for _, b in trans[s])
+    return scale, unit, cheapest, depth[1], largest[1] / scale
+
+
+def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
+    """For each state, its transitions in the order the walk takes them: by the cheapest key below them, then by
+    position (what the heap's ``(key, first index)`` would give): ``(key step, offset, module, next state, count,
+    transition number)``."""
+    out: list[tuple] = []
+    for s, moves in enumerate(trans):
+        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k) for k, (m, b) in enumerate(moves)]
+        out.append(tuple(sorted(steps, key=lambda e: (e[0], e[1]))))
+    return out
+
+
+class _Frontier:
+    """The best-first walk's frontier: entries ``(key, first index, state, prefix value, prefix ids as a linked list
+    (m, rest), length, the parent's extensions in walk order, this one's place among them, the parent's value and
+    first index)``; a chain's extensions go on it one at a time (:func:`_best_first`)."""
+
+    def __init__(
+        self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: tuple[int, int] | None
+    ) -> None:
+        self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
+        self.unit, self.start, self.stop = unit, start, stop
+        self.mine: int = shard[0] if shard is not None else 0
+        self.shards: int = shard[1] if shard is not None else 1
+        self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
+        self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
+        self.dealt = 0  # subtrees (and shorter chains) dealt out so far
+        self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
+
+    def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
+        """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
+        for pos in range(at, len(steps)):
+            step, offset, m, b, count, _ = steps[pos]
+            lo = first + offset
+            if lo + count > self.start and lo < self.stop:
+                heapq.heappush(self.heap, (value + step, lo, b, value + self.unit[m], (m, link), length + 1, steps,
+                                           pos, value, first))  # fmt: skip
+                return
+
+    def extensions(self, s: int, first: int, length: int) -> tuple:
+        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order."""
+        if length >= self.split:
+            return self.orders[s]
+        own = set()
+        for k, (_, b) in enumerate(self.trans[s]):  # dealt in transition order, as the walk reaches them
+            lo = first + self.cum[s][k]
+            if lo + self.counts[b] <= self.start or lo >= self.stop:
+                continue
+            if length + 1 == self.split or b == 0:
+                self.dealt += 1
+                if shard_of(self.dealt, self.shards) != self.mine:
+                    continue
+            own.add(k)
+        return tuple(e for e in self.orders[s] if e[5] in own)
+
+
+def _chain(link: Any) -> tuple[str, ...]:
+    ids: list[str] = []
+    while link is not None:
+        ids.append(link[0])
+        link = link[1]
+    return tuple(reversed(ids))
+
+
+def _best_first(
+    space: SerialSpace,
+    cost: CostFunction,
+    values: dict[str, Fraction],
+    start: int,
+    stop: int,
+    shard: tuple[int, int] | None,
+) -> Iterator[_Ranked]:
+    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees, those below the module
+    sequences of length :func:`split_depth` (and shorter complete chains) dealt to it by :func:`shard_of` of their
+    number as the walk reaches them: every shard walks the shorter sequences in the same order (by key), so each
+    deals the same way, and neighbours in the cost order (alike in the work they take) spread over the shards (in
+    turn, siblings of one kind would all go to one shard).
+
+    A popped chain puts only its cheapest extension and its own next sibling (in the order of
+    :func:`_sibling_orders`) on the frontier, not every extension: a sibling cannot come out before the one
+    before it, so the order is the same, and the frontier grows by at most one entry per chain popped."""
+    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values)
+    exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
+    slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
+    db = space.db
+    walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
+    frontier = walk.heap
+    ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
+    while frontier or ready:
+        while frontier:  # release what nothing left can undercut
+            key, first = frontier[0][0], frontier[0][1]
+            if ready and (ready[0][0], ready[0][1]) < (key / scale - slack, first if exact else -1):
+                break
+            key, first, s, value, link, length, steps, pos, parent_value, parent_first = heapq.heappop(frontier)
+            walk.push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
+            if s != 0:
+                walk.push(walk.extensions(s, first, length), 0, value, first, link, length)
+                continue
+            chain = _chain(link)
+            price = float(cost.evaluate_serial(db, chain))
+            if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
+                logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
+                exact = False
+                slack = 4.0 * (depth + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
+            heapq.heappush(ready, (price, first, chain))
+        if ready:
+            yield heapq.heappop(ready)
+
+
+def _passes(
+    space: SerialSpace,
+    cost: CostFunction,
+    start: int,
+    stop: int,
+    base_placement: Any,
+    chunk: int,
+    keep: Callable[[int], bool] | None = None,
+) -> Iterator[tuple[float, int, tuple[str, ...]]]:
+    """Cheapest first for any cost, in passes over the space keeping the next ``chunk`` only (bounded memory)."""
+    after: tuple[float, int] | None = None
+    while True:
+        worst: list[tuple[float, int, tuple[str, ...]]] = []  # max-heap of the chunk (negated keys)
+        for k, ids in enumerate(space.iter(start=start, stop=stop)):
+            if keep is not None and not keep(start + k):
+                continue
+            try:
+                price = float(cost.evaluate_serial(space.db, ids, base_placement))
+            except TimorError:
+                price = math.inf
+            if price != price:
+                price = math.inf
+            index = start + k
+            if after is not None and (price, index) <= after:
+                continue
+            if len(worst) < chunk:
+                heapq.heappush(worst, (-price, -index, ids))
+            elif (price, index) < (-worst[0][0], -worst[0][1]):
+                heapq.heapreplace(worst, (-price, -index, ids))
+        if not worst:
+            return
+        batch = sorted((-p, -i, ids) for p, i, ids in worst)
+        worst = []
+        yield from batch
+        after = (batch[-1][0], batch[-1][1])
+        if len(batch) < chunk:
+            return
