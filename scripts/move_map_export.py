@@ -33,11 +33,12 @@ old layout's module of that name becomes (``...urdf_import.importer``).
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import move_map_tool  # beside this script (scripts/)
 
 FORMATS = (
     "urdf", "urdf_walk", "urdf_parts", "urdf_options", "xacro", "srdf", "mjcf", "ros2_control", "moveit_config",
@@ -64,8 +65,6 @@ MOVES: dict[str, str] = {
 }
 #: the new packages, each with an __init__ (bringup_templates moves with its own)
 PACKAGES = ("export/formats", "export/urdf_import", "ros", "hardware")
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".txt", ".yaml", ".yml", ".sh", ".rst", ".ini", ".xml", ".json"}
-TEXT_NAMES = {"Makefile", "Dockerfile"}
 
 _NAMES = "|".join(sorted(MOVES, key=len, reverse=True))
 # after an old name, a new name may continue with a submodule of the new urdf_import package: never rewrite that
@@ -86,35 +85,6 @@ def rewrite(text: str, markdown: bool = False) -> str:
     return text
 
 
-def text_files(paths: list[Path]) -> list[Path]:
-    """The text files under the given files and folders (.git, virtual environments and caches left out)."""
-    found = []
-    for path in paths:
-        candidates = [path] if path.is_file() else path.rglob("*")
-        for p in candidates:
-            if any(part in {".git", ".venv", "__pycache__", "node_modules", ".mypy_cache"} for part in p.parts):
-                continue
-            if p.is_file() and (p.suffix in TEXT_SUFFIXES or p.name in TEXT_NAMES or p.name.endswith(".launch.py")):
-                found.append(p)
-    return found
-
-
-def rewrite_files(paths: list[Path], check: bool = False) -> list[Path]:
-    """Rewrite (or with check, only list) every file that names an old place."""
-    changed = []
-    for p in text_files(paths):
-        try:
-            old = p.read_text()
-        except UnicodeDecodeError:
-            continue
-        new = rewrite(old, markdown=p.suffix == ".md")
-        if new != old:
-            changed.append(p)
-            if not check:
-                p.write_text(new)
-    return changed
-
-
 def git_mv(root: Path) -> None:
     """Move the files of timor_core/export/ to their new packages with git mv (history kept)."""
     pkg = root / "src" / "timor_core" / "timor_core"
@@ -127,22 +97,7 @@ def git_mv(root: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("paths", nargs="*", type=Path)
-    parser.add_argument("--check", action="store_true", help="only list the files naming an old place")
-    parser.add_argument("--git-mv", type=Path, metavar="REPO", help="do the moves in this repository")
-    parser.add_argument("--ruff", metavar="RUFF", help="sort the imports of the rewritten files with this ruff")
-    args = parser.parse_args(argv)
-    if args.git_mv:
-        git_mv(args.git_mv)
-    changed = rewrite_files(args.paths, check=args.check)
-    for p in changed:
-        print(p)
-    python = [str(p) for p in changed if p.suffix == ".py"]
-    if args.ruff and python and not args.check:
-        subprocess.run([args.ruff, "check", "--select", "I", "--fix", "--quiet", *python], check=False)
-        subprocess.run([args.ruff, "format", "--quiet", *python], check=False)
-    return 1 if (args.check and changed) else 0
+    return move_map_tool.main(argv, __doc__, rewrite, git_mv, skip=frozenset())
 
 
 if __name__ == "__main__":
