@@ -179,8 +179,15 @@ class ShardProcesses(Executor):
             if p.is_alive():
                 p.terminate()
             p.join(timeout=5)
+            if p.is_alive():  # SIGTERM not acted on: a process left behind would hold the interpreter's exit
+                p.kill()
+                p.join(timeout=5)
         self.results.put(None)  # wakes the watcher at once
         self.watcher.join(timeout=1)
+        # what is left in the queues goes unread: the exit must not wait to flush it into a full pipe (a
+        # finished search printed its answer, then its process hung at exit in a clean-clone CI run)
+        for q in (self.results, *self.shared[1], self.shared[2]):
+            q.cancel_join_thread()
 
 
 def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) -> None:
