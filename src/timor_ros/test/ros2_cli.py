@@ -147,10 +147,16 @@ class Background:
         finally:
             self._fh.close()
 
+    def interrupt(self) -> None:
+        """SIGINT as Ctrl-C in a terminal sends it: to the whole process group. `ros2 run` counts on that (it waits
+        for its node, which it does not signal itself; a SIGINT to `ros2 run` alone left the node running until
+        stop()'s SIGKILL)."""
+        os.killpg(self.proc.pid, signal.SIGINT)
+
     def stop(self, timeout: float = 30.0) -> int:
-        """SIGINT (as Ctrl-C: launch shuts its processes down); SIGKILL to the group if it hangs."""
+        """SIGINT (``interrupt``); SIGKILL to the group if it hangs."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.interrupt()
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -178,6 +184,10 @@ class Launch(Background):
 
     def __init__(self, args: list[str], log: Path, placeholders: Path | list[Path] | None = None) -> None:
         super().__init__(["launch", *args], log, placeholders)
+
+    def interrupt(self) -> None:
+        """SIGINT to `ros2 launch` alone: launch shuts its processes down itself, one SIGINT each."""
+        self.proc.send_signal(signal.SIGINT)
 
 
 def wait_for_output(launch: Background, text: str, timeout: float = 60.0) -> bool:

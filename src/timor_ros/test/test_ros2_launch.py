@@ -51,11 +51,12 @@ def _launch_args(command: str) -> list[str]:
     return shlex.split(command)[2:]
 
 
-def _checked(launch: Background) -> None:
-    """Stop a launch and assert it ended cleanly with no process of it left."""
-    launch.stop()
+def _checked(launch: Background) -> int:
+    """Stop a launch and assert no process of it is left; its exit code."""
+    code = launch.stop()
     left = launch.kill_leftovers()
     assert not left, f"processes left after the launch:\n{left}\n{launch.output()[-3000:]}"
+    return code
 
 
 # -- refused launches --------------------------------------------------------------------------------------------
@@ -162,7 +163,8 @@ def test_readme_ros2_block(placeholders, tmp_path):
                 try:
                     assert wait_for_output(run, "serving module set", 60), run.output()
                 finally:
-                    _checked(run)
+                    code = _checked(run)
+                assert code == 0, run.output()  # Ctrl-C ends the node cleanly
             else:
                 result = ros2_until_ok(*argv[1:]) if argv[1] == "param" else ros2(*argv[1:], timeout=120)
                 assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
@@ -206,37 +208,41 @@ def test_readme_timor_ros_up_block(tmp_path):
             assert stop(proc) == 0, log.read_text()
 
 
-def test_launch_arguments_reach_the_nodes(placeholders, tmp_path):
-    """One robot in /r1 with the URDF as robot_state_publisher's parameter, ros2_control and a vendor plugin."""
+def test_launch_arguments_reach_the_nodes(placeholders, tmp_path, ros_client):
+    """One robot in /r1 with the URDF as robot_state_publisher's parameter, ros2_control and a vendor plugin. The
+    parameters and the node list are read through rclpy (the README's block runs `ros2 param get` itself; each CLI
+    call is a Python process of its own, ~1 s of CPU)."""
+    from rcl_interfaces.srv import GetParameters
+    from rclpy.parameter import parameter_value_to_python
+
     args = ["namespace:=r1", "prefix:=r1_", "description_from_topic:=false", "ros2_control:=true", "rviz:=false",
             "ros2_control_plugin:=my_hw/System", "joint_state_publisher:=false", "search_workers:=2"]  # fmt: skip
     launch = Launch(["timor_ros", "assembly.launch.py", *args], tmp_path / "l.log", placeholders)
     try:
         assert wait_for_output(launch, READY, 90), launch.output()
 
-        def param(node: str, name: str) -> str:
-            got = ros2_until_ok("param", "get", node, name)
-            assert got.returncode == 0, got.stderr
-            return got.stdout
+        def param(node: str, name: str):
+            request = GetParameters.Request(names=[name])
+            got = ros_client.call(GetParameters, f"{node}/get_parameters", request, timeout=30)
+            return parameter_value_to_python(got.values[0])
 
-        assert "True" in param("/r1/assembly", "ros2_control")
-        assert "my_hw/System" in param("/r1/assembly", "ros2_control_plugin")
-        assert "robot_state_publisher" in param("/r1/assembly", "robot_state_publisher_node")
-        assert "r1_m0" in param("/r1/robot_state_publisher", "robot_description") or "r1_base_link" in param(
-            "/r1/robot_state_publisher", "robot_description"
-        )
-        assert "Integer value is: 2" in param("/r1/search", "workers")
+        assert param("/r1/assembly", "ros2_control") is True
+        assert param("/r1/assembly", "ros2_control_plugin") == "my_hw/System"
+        assert param("/r1/assembly", "robot_state_publisher_node") == "robot_state_publisher"
+        description = param("/r1/robot_state_publisher", "robot_description")
+        assert "r1_m0" in description or "r1_base_link" in description, description[:500]
+        assert param("/r1/search", "workers") == 2
         description = echo_latched("/r1/robot_description").stdout
         assert "<ros2_control" in description and "my_hw/System" in description
         expected = {"/r1/assembly", "/r1/modules_db", "/r1/search", "/r1/robot_state_publisher"}
         nodes: list[str] = []
 
-        def all_listed() -> bool:  # the CLI's daemon discovers nodes one by one: ask until all are there
-            nodes[:] = ros2_until_ok("node", "list").stdout.split()
+        def all_listed() -> bool:  # discovery finds the nodes one by one: ask until all are there
+            names = ros_client.node.get_node_names_and_namespaces()
+            nodes[:] = [f"{ns.rstrip('/')}/{name}" for name, ns in names]
             return expected <= set(nodes)
 
-        assert wait_for(all_listed, 45, interval=0.5), nodes
-        # only /r1 is this launch's: the CLI daemon may still list an earlier test's /r2 nodes until their lease ends
+        assert wait_for(all_listed, 45, interval=0.1), nodes
         assert not any("joint_state_publisher" in n for n in nodes if n.startswith("/r1/")), nodes
     finally:
         _checked(launch)

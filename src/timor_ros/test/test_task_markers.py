@@ -3,8 +3,6 @@ MarkerArray in the frame it is given, and a bad task refused at start with the p
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
 from ros2_cli import Background, require_ros2, wait_for_output
@@ -36,9 +34,9 @@ def test_the_node_publishes_the_task_as_one_latched_marker_array(ros_client, tmp
         finally:
             ros_client.node.destroy_subscription(sub)
     finally:
-        os.killpg(node.proc.pid, signal.SIGINT)  # the node too (`ros2 run` alone would take 30 s to end it)
-        node.stop()
+        code = node.stop()  # SIGINT to `ros2 run` and its node, as Ctrl-C
         assert not node.kill_leftovers()
+    assert code == 0, node.output()
     expected = task_markers(Task.from_name("pick_and_place"))
     markers = got[0].markers
     assert [(m.ns, m.id, m.type) for m in markers] == [(e.ns, e.id, e.type) for e in expected]
