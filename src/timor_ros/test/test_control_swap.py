@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from controller_manager_msgs.srv import ListControllers
-from rcl_interfaces.srv import GetParameters
 from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
 from sensor_msgs.msg import JointState
 
@@ -159,30 +158,78 @@ def _robot_state_publisher_hangs_during_a_swap(ros_client, launch: Launch) -> No
     assert len(rsp) == 1, marked_processes(TOKEN_VAR, launch.token)
     good = ros_client.latest_description()
     swaps_before = len(re.findall(r"ros2_control swap: \{", launch.output()))
-    os.kill(rsp[0], signal.SIGSTOP)
+    events = DescriptionEvents(ros_client.node, "/robot_state_publisher")
     try:
-        answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=ROBOT_A), 60)
+        events.matched(ros_client, good)
+        os.kill(rsp[0], signal.SIGSTOP)
+        try:
+            request = SetAssembly.Request(modules=ROBOT_A)
+            answer = ros_client.call(SetAssembly, "/assembly/set_assembly", request, 60)
+        finally:
+            os.kill(rsp[0], signal.SIGCONT)
+        assert not answer.success and answer.failed_step == "robot_state_publisher", answer.message
+        assert "did not answer" in answer.message, answer.message
+        assert answer.message.endswith("the previous robot is published again with its controllers active"), (
+            answer.message
+        )
+        assert answer.urdf == good and ros_client.latest_description() == good
+        _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
+        # resumed, robot_state_publisher takes the queued requests: the refused URDF, then the last good one (its
+        # own parameter events say so, in order; it had the good URDF before its SIGSTOP)
+        got = events.wait_for(good, timeout=30)
+        assert len(got) == 2 and "m5_J_joint" in got[0] and got[1] == good, [u[:200] for u in got]
     finally:
-        os.kill(rsp[0], signal.SIGCONT)
-    assert not answer.success and answer.failed_step == "robot_state_publisher", answer.message
-    assert "did not answer" in answer.message, answer.message
-    assert answer.message.endswith("the previous robot is published again with its controllers active"), answer.message
-    assert answer.urdf == good and ros_client.latest_description() == good
-    _active_for(ros_client, JOINTS[tuple(ROBOT_B)])
-    # resumed, robot_state_publisher takes the refused URDF and then the last good one, in that order
-    request = GetParameters.Request(names=["robot_description"])
-
-    def rsp_has_good() -> bool:
-        got = ros_client.call(GetParameters, "/robot_state_publisher/get_parameters", request, 10)
-        return got.values[0].string_value == good
-
-    time.sleep(1.0)  # time to take both queued requests (it had the good URDF before its SIGSTOP)
-    end = time.monotonic() + 15
-    while not rsp_has_good():
-        assert time.monotonic() < end, "robot_state_publisher did not end with the last good URDF"
-        time.sleep(0.1)
+        events.close()
     # two swaps ran (to ROBOT_A, then back to ROBOT_B), each on a new manager
     assert len(re.findall(r"ros2_control swap: \{", launch.output())) == swaps_before + 2, launch.output()[-3000:]
+
+
+class DescriptionEvents:
+    """The robot_description values a node announces on /parameter_events (each parameter it took), in order."""
+
+    def __init__(self, node, name: str) -> None:
+        from rcl_interfaces.msg import ParameterEvent
+
+        self.node, self.name, self._lock, self.values = node, name, threading.Lock(), []
+        self.sub = node.create_subscription(ParameterEvent, "/parameter_events", self._on, 100)
+
+    def _on(self, msg) -> None:
+        if msg.node == self.name:
+            with self._lock:
+                self.values += [p.value.string_value for p in msg.changed_parameters if p.name == "robot_description"]
+
+    def matched(self, ros_client, value: str, timeout: float = 30.0) -> None:
+        """Until the node's announcements reach this subscription (a new reader is matched by the node's writer
+        some time after the reader itself sees the writer): ``value``, the parameter's current value, set again
+        until its event arrives; then the record is cleared."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+
+        same = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+        request = SetParameters.Request(parameters=[Parameter(name="robot_description", value=same)])
+        end = time.monotonic() + timeout
+        while True:
+            got = ros_client.call(SetParameters, f"{self.name}/set_parameters", request, 10)
+            assert got.results[0].successful, got
+            if value in self.wait_for(value, 2.0):
+                break
+            assert time.monotonic() < end, f"no parameter event of {self.name} within {timeout} s"
+        with self._lock:
+            self.values.clear()
+
+    def wait_for(self, value: str, timeout: float) -> list[str]:
+        """Every value received once ``value`` is among them, or after ``timeout``."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if value in self.values:
+                    break
+            time.sleep(0.02)
+        with self._lock:
+            return list(self.values)
+
+    def close(self) -> None:
+        self.node.destroy_subscription(self.sub)
 
 
 def _wait_dead(pid: int, timeout: float = 10.0, what: str = "SIGKILL") -> None:

@@ -26,7 +26,6 @@ pytestmark = pytest.mark.skipif(
     not real_package("robot_state_publisher"),
     reason="the real robot_state_publisher is not installed (make ros installs it from ../shared/ros-cpp)",
 )
-ECHO_S = 8.0
 FILE = Path(__file__).resolve().parents[2] / "timor_core" / "tests" / "data" / "urdf_names" / "ur5_names.urdf"
 
 
@@ -73,17 +72,21 @@ def test_tf_frame_names_are_the_urdf_names(ros_client, tmp_path):
     # tf2 itself (tf2_echo's C++ Buffer) looks the frame with a space up, through the namespaced links
     echo_command = [*_node("tf2_ros", "tf2_echo"), "world", "arm/ee link"]
     rsp = subprocess.Popen(rsp_command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    echo = subprocess.Popen(echo_command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    echo_log = tmp_path / "tf2_echo.log"
+    with open(echo_log, "w") as fh:
+        echo = subprocess.Popen(echo_command, stdout=fh, stderr=subprocess.STDOUT, text=True)
     try:
-        start = time.monotonic()
-        # at least ECHO_S: tf2_echo prints a transform once a second after it has found one
-        while time.monotonic() < start + 30 and not (expected <= frames.pairs and time.monotonic() > start + ECHO_S):
+        end = time.monotonic() + 30
+        # until every pair is on /tf and tf2_echo has printed a transform (once a second after it found one)
+        while time.monotonic() < end and not (expected <= frames.pairs and "- Translation:" in echo_log.read_text()):
             states.publish(list(assembly.robot.joints), [0.1] * assembly.dof)
-            time.sleep(0.2)
+            time.sleep(0.1)
     finally:
         for proc in (echo, rsp):
             proc.terminate()
-        echoed, out = echo.communicate(timeout=30)[0], rsp.communicate(timeout=30)[0]
+        echo.wait(30)
+        out = rsp.communicate(timeout=30)[0]
+        echoed = echo_log.read_text()
         frames.close()
         states.close()
     assert expected <= frames.pairs, f"missing {sorted(expected - frames.pairs)}; robot_state_publisher said {out}"

@@ -53,8 +53,9 @@ def up(tmp_path_factory, ros_client):
 def _client(ros_client) -> ActionClient:
     """One action client per test client node, with one subscription to the action's feedback topic. ``wait_for_server``
     says the client sees the server; the server may not yet see the client's readers (the goal's acceptance, the
-    feedback: both lost once in CI when a fast search ended within discovery). So both are made once, discovery gets a
-    moment to settle, and later goals of the same node reuse them. The feedback goes to ``ros_client.feedback_sink``."""
+    feedback: both lost once in CI when a fast search ended within discovery): ``_server_hears_us`` waits for that
+    before each goal. Both are made once; later goals of the same node reuse them. The feedback goes to
+    ``ros_client.feedback_sink``."""
     client = getattr(ros_client, "search_action_client", None)
     if client is None:
         ros_client.feedback_sink = lambda msg: None
@@ -77,9 +78,33 @@ def _client(ros_client) -> ActionClient:
         end = time.monotonic() + 10
         while ros_client.node.count_publishers(FEEDBACK) < 1 and time.monotonic() < end:
             time.sleep(0.02)
-        time.sleep(1.0)
         ros_client.search_action_client = client
     return client
+
+
+def _server_hears_us(ros_client, timeout: float = 30.0) -> None:
+    """Until the search node answers a service call of a client made after this node's action endpoints. A
+    participant's announcements of its readers reach another one in order: once the node's answer reaches the newest
+    reader, it has matched the older ones too (the action's feedback, status and responses), so neither a goal's
+    acceptance nor its feedback is lost to discovery. (A node that answers before matching a reader drops its answer:
+    the call is made again on a new client.)"""
+    from rcl_interfaces.srv import GetParameters
+
+    request = GetParameters.Request(names=["workers"])
+    end = time.monotonic() + timeout
+    while True:
+        probe = ros_client.node.create_client(GetParameters, "/search/get_parameters", callback_group=ros_client.group)
+        try:
+            assert probe.wait_for_service(timeout_sec=max(0.1, end - time.monotonic())), "no /search/get_parameters"
+            answered = threading.Event()
+            future = probe.call_async(request)
+            future.add_done_callback(lambda _f: answered.set())
+            if answered.wait(2.0):
+                return
+            probe.remove_pending_request(future)
+            assert time.monotonic() < end, f"the search node did not answer within {timeout:g} s"
+        finally:
+            ros_client.node.destroy_client(probe)
 
 
 def _accepted_handle(ros_client, client: ActionClient, goal_id: UUID, handle_ready: threading.Event, wait: float):
@@ -104,6 +129,7 @@ def _send(ros_client, goal: Search.Goal, cancel_after: int | None = None, timeou
     (published just before the result) may arrive after it."""
     client = _client(ros_client)
     assert client.wait_for_server(timeout_sec=20)
+    _server_hears_us(ros_client)
     feedback: list = []
     handle_ready, done = threading.Event(), threading.Event()
     box: dict = {}
