@@ -43,11 +43,11 @@ def move_group_launch(
     try:
         assert wait_for_output(launch, READY, 120), launch.output()[-4000:]
         manager = abs_name(ns, "controller_manager")
-        states = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 120, 1.0)
+        states = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 120, 0.2)
         assert states, f"controllers not active: {controller_states(ros_client, manager)}\n{launch.output()[-4000:]}"
         topic = abs_name(ns, "moveit_supervisor/status")  # move_group plans from the robot's current state
-        planning = wait_for(lambda: '"ok": true' in ros_client.latest_description(1.0, topic=topic), 120, 0.5)
-        assert planning, (ros_client.latest_description(1.0, topic=topic), launch.output()[-4000:])
+        status = ros_client.wait_latched(topic, lambda text: '"ok": true' in text, 120)
+        assert '"ok": true' in status, (status, launch.output()[-4000:])
         yield launch
     finally:
         launch.stop()

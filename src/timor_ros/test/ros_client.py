@@ -87,6 +87,25 @@ class RosClient:
         finally:
             self.node.destroy_subscription(sub)
 
+    def wait_latched(self, topic: str, accept, timeout: float) -> str:
+        """The first message of a latched std_msgs/String topic that ``accept`` takes, heard by one subscription
+        (the last message before it and every new one) as it arrives; the last one received ("" if none) if no
+        message is taken within ``timeout``."""
+        got: list[str] = []
+        taken = threading.Event()
+
+        def on(msg: String) -> None:
+            got.append(msg.data)
+            if accept(msg.data):
+                taken.set()
+
+        sub = self.node.create_subscription(String, topic, on, LATCHED)
+        try:
+            taken.wait(timeout)
+            return next((text for text in got if accept(text)), got[-1] if got else "")
+        finally:
+            self.node.destroy_subscription(sub)
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5.0)

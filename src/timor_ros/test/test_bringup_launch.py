@@ -125,7 +125,7 @@ def test_mock_route_runs_a_timor_plan_on_the_real_controllers(workspace, prefixe
     try:
         active = {"joint_state_broadcaster": "active", "arm_controller": "active"}
         manager = f"{root}/controller_manager"
-        ok = wait_for(lambda: active.items() <= controller_states(ros_client, manager).items(), 120, 1)
+        ok = wait_for(lambda: active.items() <= controller_states(ros_client, manager).items(), 120, 0.2)
         assert ok, launch.output()[-4000:]
         start = states.positions(joints)
         goal = np.array([-0.7, 0.5, -1.1])
@@ -173,7 +173,7 @@ def test_the_packages_moveit_launch_plans_and_executes_with_the_real_move_group(
         assert wait_for_output(launch, READY, 120), launch.output()[-4000:]
         active = {"joint_state_broadcaster": "active", "arm_controller": "active"}
         ok = wait_for(lambda: active.items() <= controller_states(ros_client, f"{root}/controller_manager").items(),
-                      120, 1)  # fmt: skip
+                      120, 0.2)  # fmt: skip
         assert ok, launch.output()[-4000:]
         goal = np.array([0.6, -0.4, 0.7])
         got = move(ros_client, f"{root}/move_action", joint_goal(joints, goal), frame=prefix + "base_link")

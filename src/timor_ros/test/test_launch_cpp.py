@@ -58,7 +58,7 @@ class TestMoveItAndControllers(unittest.TestCase):
             states = {c.name: c.state for c in future.result().controller} if future.result() else {}
             if states.get("joint_state_broadcaster") == "active" and states.get("arm_controller") == "active":
                 break
-            time.sleep(1)
+            time.sleep(0.2)
         self.assertEqual(states.get("joint_state_broadcaster"), "active", states)
         self.assertEqual(states.get("arm_controller"), "active", states)
 

@@ -37,19 +37,33 @@ def _planning_for(ros_client, modules: list[str]) -> dict | None:
     return status if status.get("ok") and status.get("message") == f"planning for {' '.join(modules)}" else None
 
 
+def _wait_planning_for(ros_client, modules: list[str], timeout: float) -> dict | None:
+    """The supervisor's status once it says move_group plans for ``modules`` (None if not within ``timeout``)."""
+
+    def planning(text: str) -> bool:
+        try:
+            status = json.loads(text)
+        except ValueError:
+            return False
+        return bool(status.get("ok")) and status.get("message") == f"planning for {' '.join(modules)}"
+
+    text = ros_client.wait_latched("/moveit_supervisor/status", planning, timeout)
+    return json.loads(text) if text and planning(text) else None
+
+
 def test_move_group_plans_for_the_new_robot_after_set_assembly(ros_client, tmp_path):
     from moveit_tools import SUCCESS, joint_goal, move
 
     db = ModulesDB.load("robco_like")
     with move_group_launch(ros_client, tmp_path, CHAIN) as launch:
-        assert wait_for(lambda: _planning_for(ros_client, CHAIN), 60, 0.5), launch.output()[-3000:]
+        assert _wait_planning_for(ros_client, CHAIN, 60), launch.output()[-3000:]
         first = ModuleAssembly.from_serial_modules(db, CHAIN).robot
         got = move(ros_client, "/move_action", joint_goal(list(first.joints), [0.3, -0.3, 0.4]))
         assert got.accepted and got.error_code == SUCCESS, got
 
         answer = ros_client.call(SetAssembly, "/assembly/set_assembly", SetAssembly.Request(modules=FOUR), 60)
         assert answer.success, answer.message
-        status = wait_for(lambda: _planning_for(ros_client, FOUR), 120, 0.2)
+        status = _wait_planning_for(ros_client, FOUR, 120)
         assert status, (_status(ros_client), launch.output()[-3000:])
         assert status["up"] > 0 and status["request"] >= status["up"]
 
@@ -106,7 +120,7 @@ def test_two_arms_on_one_base_are_two_planning_groups(ros_client, tmp_path):
         answer = ros_client.call(SetAssembly, "/assembly/set_assembly", request, 60)
         assert answer.success, answer.message
         names = " ".join(tree.to_json_data()["moduleOrder"])
-        assert wait_for(lambda: _planning_for(ros_client, names.split()), 120, 0.2), launch.output()[-3000:]
+        assert _wait_planning_for(ros_client, names.split(), 120), launch.output()[-3000:]
         robot = tree.robot
         joints = list(robot.joints)
         states = JointStateCache(ros_client.node, "/joint_states")

@@ -45,7 +45,7 @@ def control_launch(ros_client, tmp_path, request):
     launch = Launch(args, tmp_path / "launch.log")
     try:
         manager = _abs(ns, "controller_manager")
-        states = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 120, 1.0)
+        states = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 120, 0.2)
         assert states, f"controllers not active: {controller_states(ros_client, manager)}\n{launch.output()[-4000:]}"
         yield ns, prefix, launch
     finally:
@@ -108,7 +108,7 @@ def test_moveit_launch_wires_each_distro(ros_client, tmp_path, distro):
             "rviz:=false", "search:=false", f"config_dir:={config}", f"ros_distro:={distro}"]  # fmt: skip
     launch = Launch(args, tmp_path / "launch.log")
     try:
-        ok = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, "/controller_manager").items(), 120, 1)
+        ok = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, "/controller_manager").items(), 120, 0.2)
         assert ok, launch.output()[-4000:]
         ompl = yaml.safe_load((config / "ompl_planning.yaml").read_text())
         assert ("planning_plugin" in ompl) == (distro == "humble") != ("planning_plugins" in ompl)

@@ -70,7 +70,8 @@ def test_the_real_controllers_take_the_kept_names(ros_client, tmp_path):
     launch = Launch([str(launch_file)], tmp_path / "launch.log")
     states = JointStateCache(ros_client.node, "/joint_states")
     try:
-        active = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, "/controller_manager").items(), 90, 1)
+        manager = "/controller_manager"
+        active = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 90, 0.2)
         assert active, (
             f"controllers not active: {controller_states(ros_client, '/controller_manager')}\n"
             + (launch.output()[-4000:])
