@@ -54,7 +54,7 @@ TEST_TIMEOUT ?= 900
 CORE_PYTEST   = $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
 # the tests that assert a wall-clock budget (marked timing in src/timor_core/tests/conftest.py) run alone, after
 TIMING_PYTEST = $(PY) -m pytest -q -n 0 -m timing --timeout $(TEST_TIMEOUT)
-ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --timeout $(TEST_TIMEOUT)
+ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --no-loadscope-reorder --timeout $(TEST_TIMEOUT)
 
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test
