@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from control_tools import controller_states
-from ros2_cli import Launch, require_ros2, wait_for_output
+from ros2_cli import Launch, died, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
 
@@ -54,19 +54,6 @@ def move_group_launch(
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
     assert not died(launch.output()), launch.output()[-4000:]
-
-
-#: move_group of this MoveIt (2.12, Jan 2025) can abort after SIGINT: its planning-scene publishing thread sleeps on
-#: the context rclcpp::shutdown() invalidated (upstream moveit/moveit2#3484, open). Only that abort, at shutdown.
-UPSTREAM_SHUTDOWN_ABORT = "context cannot be slept with because it's invalid"
-
-
-def died(log: str) -> list[str]:
-    """The "process has died" lines of a launch log, but move_group's known abort at shutdown."""
-    lines = [ln for ln in log.splitlines() if "process has died" in ln]
-    if UPSTREAM_SHUTDOWN_ABORT in log:
-        lines = [ln for ln in lines if not ("[move_group" in ln and "exit code -6" in ln)]
-    return lines
 
 
 def tcp_close(tf: TfListener, prefix: str, expected, tol: float = 2e-3) -> bool:

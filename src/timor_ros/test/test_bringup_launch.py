@@ -12,7 +12,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ros2_cli import ROS2, Launch, make_placeholders, real_package, require_ros2, ros2_until_ok, wait_for_output
+from ros2_cli import (
+    ROS2,
+    Launch,
+    died,
+    make_placeholders,
+    real_package,
+    require_ros2,
+    ros2_until_ok,
+    wait_for_output,
+)
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.hardware.bringup import write_bringup
@@ -159,7 +168,7 @@ def test_the_packages_moveit_launch_plans_and_executes_with_the_real_move_group(
     package's config, and a joint goal and a tool0 position goal sent as MoveGroup actions are planned and
     executed; /joint_states end at the goal."""
     from control_tools import JointStateCache, controller_states
-    from moveit_kit import READY, died
+    from moveit_kit import READY
     from moveit_tools import SUCCESS, joint_goal, move, pose_goal
     from ros_helpers import wait_for
 

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2
+from ros2_cli import TOKEN_VAR, Launch, died, marked_processes, real_package, require_ros2
 from ros_helpers import wait_for
 from tf_tools import JointStates, TfListener, pose_error
 
@@ -115,7 +115,7 @@ def launched(ros_client, tmp_path, request):
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
     if not getattr(launch, "expect_died", False):
-        assert "process has died" not in launch.output(), launch.output()
+        assert not died(launch.output()), launch.output()
 
 
 @pytest.mark.parametrize("launched", [("", ""), ("r1", "r1_")], indirect=True, ids=["root", "namespaced"])
