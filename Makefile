@@ -75,7 +75,7 @@ test-ros-random: $(ROS_STAMP)
 # three runs in a row, each with both cores kept busy (the burners live as long as the three runs, at most 1 h)
 test-ros-load: $(ROS_STAMP)
 	timeout 3600 sh -c 'yes > /dev/null' & b1=$$!; timeout 3600 sh -c 'yes > /dev/null' & b2=$$!; \
-	rc=0; for run in 1 2 3; do $(ROS_PYTEST) src/timor_ros/test || { rc=$$?; break; }; done; \
+	rc=0; for run in 1 2 3; do echo "run $$run: $$(uptime)"; $(ROS_PYTEST) src/timor_ros/test || { rc=$$?; break; }; done; \
 	kill $$b1 $$b2; exit $$rc
 
 # the inner loop: the core suite without the tests marked slow (make test runs those too)
