@@ -26,6 +26,7 @@ from timor_core.errors import InputError
 __all__ = [
     "ENVIRONMENT",
     "LOAD_AFTER",
+    "allowed",
     "charged",
     "check_environment",
     "give_up",
@@ -67,6 +68,16 @@ def wanted() -> bool:
     if forced is not None:
         return bool(forced)
     return _State.loaded or _State.spent >= LOAD_AFTER
+
+
+def allowed() -> bool:
+    """Whether this process may run compiled kernels at all (False where ``TIMOR_COMPILED=0`` or
+    ``use_compiled(False)`` said so, or after numba failed to load): kernels built ahead of time (no numba, under a
+    millisecond to load) run from the first call where this holds."""
+    forced = _State.forced
+    if forced is _UNREAD:
+        forced = _State.forced = _from_environment()
+    return forced is not False
 
 
 def _from_environment() -> bool | None:
