@@ -19,6 +19,7 @@ import tempfile
 import warnings
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
+from typing import Any
 
 from numba.pycc import CC
 
@@ -29,8 +30,11 @@ __all__ = ["EXPORTS", "build", "main"]
 
 _CHAIN = "Tuple((f8[:, :, ::1], i8[::1], f8[:, ::1], f8[:, ::1], i8))"  # ik_kernel.KernelChain as a tuple
 _V, _B = "f8[::1]", "b1[::1]"
-EXPORTS = {
-    "descend": (ik_jit.descend, f"Tuple((f8, i8, b1))({_CHAIN}, {_V}, {_V}, {_B}, {_B}, {_V}, {_V}, {_V}, {_V}, f8[:, ::1])"),
+EXPORTS: dict[str, tuple[Any, str]] = {
+    "descend": (
+        ik_jit.descend,
+        f"Tuple((f8, i8, b1))({_CHAIN}, {_V}, {_V}, {_B}, {_B}, {_V}, {_V}, {_V}, {_V}, f8[:, ::1])",
+    ),
     "best_start": (ik_jit.best_start, f"i8({_CHAIN}, f8[:, ::1], {_V})"),
     "run_tries": (
         ik_jit_tries.run_tries,

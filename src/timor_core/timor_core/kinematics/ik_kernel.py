@@ -135,7 +135,8 @@ def ahead_path(folder: Path | None = None) -> Path:
     here = Path(__file__).resolve().parent
     for name in AHEAD_SOURCES:
         digest.update((here / name).read_bytes())
-    return (AHEAD_FOLDER if folder is None else Path(folder)) / f"ik_aot_{digest.hexdigest()[:16]}{EXTENSION_SUFFIXES[0]}"
+    name = f"ik_aot_{digest.hexdigest()[:16]}{EXTENSION_SUFFIXES[0]}"
+    return (AHEAD_FOLDER if folder is None else Path(folder)) / name
 
 
 class _Ahead:
@@ -234,7 +235,8 @@ def descend(jit: Any, chain: KernelChain, params: np.ndarray, q: np.ndarray, low
             crossable: np.ndarray, frozen: np.ndarray, settings: np.ndarray) -> Descent:  # fmt: skip
     """One compiled descent from ``q``: (q, squared residual, the frame's pose, iterations, cut short by a limit)."""
     q_out, T = np.empty(len(q)), np.empty((4, 4))
-    real, flags = functools.partial(np.ascontiguousarray, dtype=float), functools.partial(np.ascontiguousarray, dtype=bool)
+    real = functools.partial(np.ascontiguousarray, dtype=float)  # the ahead-built kernels take C arrays only
+    flags = functools.partial(np.ascontiguousarray, dtype=bool)
     cost, iterations, cut = jit.descend(_tuple(chain), real(lower), real(upper), flags(crossable), flags(frozen),
                                         real(q), real(params), real(settings), q_out, T)  # fmt: skip
     return q_out, float(cost), T, int(iterations), bool(cut)
