@@ -198,3 +198,20 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda p: text + b"#" if p.name == "ik_jit.py" else real(p))
     assert ik_kernel.ahead_path(tmp_path) != path
+
+
+def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):
+    """A numba without ``numba.pycc`` (pending deprecation there): the build refuses with a TimorError, the command
+    exits 1 naming the reason, nothing is written, and nothing is looked up from it."""
+    from timor_core.errors import TimorError
+    from timor_core.kinematics import ik_aot
+
+    monkeypatch.setattr(ik_aot, "CC", None)
+    with pytest.raises(TimorError, match="ahead-of-time compiler"):
+        ik_aot.build(tmp_path)
+    assert ik_aot.main(["--folder", str(tmp_path)]) == 1
+    assert "numba.pycc" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+    ik_kernel.AHEAD_FOLDER = tmp_path
+    ik_kernel.forget_ahead()
+    assert ik_kernel.ahead() is None

@@ -7,7 +7,8 @@ compiler (``numba.pycc``) compiles the same functions into an extension module t
 numba: :func:`.ik_kernel.ready` runs it from a process's first IK call. It is the same code through the same
 compiler: the same q as numba's kernels to the last digit (``tests/test_ik_aot.py``). Its name hashes the sources
 (:data:`.ik_kernel.AHEAD_SOURCES`), numpy's version and Python's, so a stale build is never loaded. Building takes
-~15 s of CPU and needs a C compiler and Python's headers; without them the numba kernels run by the rule, as before.
+~12-15 s of CPU and needs a C compiler, Python's headers and ``numba.pycc`` (pending deprecation in numba, there in
+0.68); without them the numba kernels run by the rule, as before.
 """
 
 from __future__ import annotations
@@ -21,10 +22,18 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from numba.pycc import CC
-
 from timor_core.errors import TimorError
 from timor_core.kinematics import ik_jit, ik_jit_tries, ik_kernel
+
+CC: Any = None
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc is pending deprecation (numba 0.57 on; still there in 0.68)
+        from numba import pycc
+
+    CC = pycc.CC
+except ImportError:  # a numba without it: build() says so
+    pass
 
 __all__ = ["EXPORTS", "build", "main"]
 
@@ -53,6 +62,8 @@ def build(folder: Path | None = None) -> Path:
     target = ik_kernel.ahead_path(folder)
     if target.is_file():
         return target
+    if CC is None:
+        raise TimorError("this numba has no ahead-of-time compiler (numba.pycc): numba's kernels run by the rule")
     target.parent.mkdir(parents=True, exist_ok=True)
     name = target.name.split(".")[0]
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".ik_aot_build_") as tmp:
