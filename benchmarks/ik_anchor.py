@@ -20,10 +20,10 @@ apart (ours refuses them by that bound without iterating).
 Timing: per call, the wall clock (``perf_counter``) and the calling thread's CPU time (``thread_time``: a share of
 the CPU lost to other jobs on a busy machine does not count), failures included; "per solved goal" is the total
 time of the reachable goals' calls over the number solved. Each side runs in its own process (ours on this
-checkout's src/timor_core, by default with its compiled kernels loaded before the timing, as a long-lived process
-runs them: ``--kernels``; the reference under its venv's Python, ``--ref-python``, offline through
-../shared/bench-ref), in ``--rounds`` rounds of alternating order; each side's random generator is made outside
-the timed call.
+checkout's src/timor_core, by default as a fresh process runs it with no setting: ``--kernels``; the reference
+under its venv's Python, ``--ref-python``, offline through ../shared/bench-ref), in ``--rounds`` rounds of
+alternating order; each side's random generator is made outside the timed call. Each worker also reports its whole
+process's CPU time (``process_time`` at its end: interpreter, imports, robots, warm-up calls, any kernel loading).
 """
 
 from __future__ import annotations
@@ -101,6 +101,9 @@ def _ours(spec: dict) -> list[dict]:
 
     if spec["kernels"] == "compiled":
         ik_kernel.load()  # numba and the kernels, before anything is timed (a long-lived process has them)
+        if hasattr(ik_kernel, "forget_ahead"):  # numba's, not those built ahead of time (a --before has none)
+            ik_kernel.AHEAD_FOLDER = ik_kernel.AHEAD_FOLDER / "none"
+            ik_kernel.forget_ahead()
     elif spec["kernels"] == "interpreted":
         compiled.use_compiled(False)
     db = ModulesDB.from_json_file(IMPROV)
@@ -111,7 +114,10 @@ def _ours(spec: dict) -> list[dict]:
         rng = np.random.default_rng(k)  # made outside the timing, as the reference's robot._rng below
         return lambda: robots[r].ik(np.asarray(T), tolerance=tol, rng=rng, ignore_self_collision=True)
 
-    return _timed(spec, call)
+    results = _timed(spec, call)
+    kernels = ik_kernel.ready()
+    ran = "interpreted" if kernels is None else "built ahead of time" if getattr(kernels, "ahead", 0) else "numba"
+    return {"results": results, "process_cpu_s": time.process_time(), "kernels_ran": ran}
 
 
 def _timed(spec: dict, call) -> list[dict]:
@@ -158,7 +164,8 @@ def _ref(spec: dict, method: str) -> list[dict]:
 
         return run
 
-    return _timed(spec, call)
+    results = _timed(spec, call)
+    return {"results": results, "process_cpu_s": time.process_time(), "kernels_ran": method}
 
 
 def _goals(robots: list[dict], n: int, n_far: int, seed: int) -> tuple[list[list], list[list]]:
@@ -211,7 +218,7 @@ def _judge(spec: dict, results: list[dict]) -> list[bool]:
     return verdicts
 
 
-def _run_worker(python: str, side: str, spec: dict) -> list[dict]:
+def _run_worker(python: str, side: str, spec: dict) -> dict:
     # ours: the timor_core of this checkout (not whichever one is installed), "before": the one of --before; the
     # reference: its venv and the shim
     library = {"ours": str(REPO / "src" / "timor_core"), "before": spec.get("before")}.get(side)
@@ -247,9 +254,9 @@ def _summary(rows: list[dict]) -> dict:
     return out
 
 
-def _report(spec: dict, pooled: dict[str, list[dict]], per_round: list[dict]) -> dict:
+def _report(spec: dict, pooled: dict[str, list[dict]], per_round: list[dict], process: dict) -> dict:
     """Per side: the figures over all robots, per set of robots and per robot; the reference's over ours."""
-    report: dict = {"kernels": spec["kernels"], "per_round_cpu_ratio": per_round, "sides": {}}
+    report: dict = {"kernels": spec["kernels"], "per_round_cpu_ratio": per_round, "sides": {}, "process": process}
     sets = sorted({r["set"] for r in spec["robots"]})
     for side, rows in pooled.items():
         entry = {"all": _summary(rows)}
@@ -288,6 +295,10 @@ def _print(report: dict, args: argparse.Namespace, n_robots: int) -> None:
         for group, ratios in report[f"ratio_{side}"].items():
             print(f"{side} / ours, {group}: median {ratios['median_ms']:.2f}x, per solved goal "
                   f"{ratios['per_solved_ms']:.2f}x (wall), {ratios['per_solved_cpu_ms']:.2f}x (CPU)")  # fmt: skip
+    for side, runs in report["process"].items():
+        cpu = statistics.median(r["process_cpu_s"] for r in runs)
+        ran = sorted({r["kernels_ran"] for r in runs})
+        print(f"whole worker process, {side}: {cpu:.2f} s CPU (median of {len(runs)}; kernels run: {', '.join(ran)})")
     rounds = report["per_round_cpu_ratio"]
     if rounds and "ref-cpp" in rounds[0]:
         print("per round, ref-cpp / ours per solved goal (CPU): " + ", ".join(f"{x['ref-cpp']:.2f}x" for x in rounds))
@@ -300,22 +311,25 @@ def _print(report: dict, args: argparse.Namespace, n_robots: int) -> None:
         print(f"  {name:<24}" + "; ".join(cells))
 
 
-def _rounds(args: argparse.Namespace, spec: dict, pythons: dict[str, str]) -> tuple[dict, list[dict]]:
+def _rounds(args: argparse.Namespace, spec: dict, pythons: dict[str, str]) -> tuple[dict, list[dict], dict]:
     """Every round's workers in alternating order; the judged results pooled per side, per round the reference's
-    CPU time per solved goal over ours."""
+    CPU time per solved goal over ours, per side each worker's process CPU time and the kernels it ran."""
     pooled: dict[str, list[dict]] = {side: [] for side in pythons}
+    process: dict[str, list[dict]] = {side: [] for side in pythons}
     per_round = []
     for round_ in range(args.rounds):  # alternate the order, so drifting machine load hits every side alike
         order = list(pythons) if round_ % 2 == 0 else list(reversed(pythons))
         figures = {}
         for side in order:
-            results = _run_worker(pythons[side], side, spec)
+            out = _run_worker(pythons[side], side, spec)
+            results = out.pop("results")
+            process[side].append(out)
             for res, ok in zip(results, _judge(spec, results), strict=True):
                 res["solved"] = ok
             pooled[side].extend(results)
             figures[side] = _summary(results)["per_solved_cpu_ms"]
         per_round.append({side: figures[side] / figures["ours"] for side in pythons if side != "ours"})
-    return pooled, per_round
+    return pooled, per_round, process
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -325,9 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each side, in alternating order (default 3)")
     parser.add_argument("--sets", default="improv,arms", help="improv, arms or both (default)")
-    parser.add_argument("--kernels", choices=("compiled", "interpreted", "rule"), default="compiled",
-                        help="ours: compiled kernels loaded before the timing (default), never, or by the library's "
-                             "rule (after 0.5 s of interpreted IK)")  # fmt: skip
+    parser.add_argument("--kernels", choices=("compiled", "interpreted", "rule"), default="rule",
+                        help="ours: as a fresh process runs with no setting (rule, the default: the kernels built "
+                             "ahead of time where built, else numba's after 0.5 s of interpreted IK), numba's "
+                             "compiled kernels loaded before the timing, or never compiled")  # fmt: skip
     parser.add_argument("--python-ik", action="store_true", help="also the reference's Python IK (slow)")
     parser.add_argument("--no-ref", action="store_true", help="ours only")
     parser.add_argument("--before", metavar="PATH", help="also this timor_core (a src/timor_core folder), as 'before'")
@@ -362,8 +377,8 @@ def main(argv: list[str] | None = None) -> int:
         pythons["ref-cpp"] = args.ref_python
         if args.python_ik:
             pythons["ref-python"] = args.ref_python
-    pooled, per_round = _rounds(args, spec, pythons)
-    report = _report(spec, pooled, per_round)
+    pooled, per_round, process = _rounds(args, spec, pythons)
+    report = _report(spec, pooled, per_round, process)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

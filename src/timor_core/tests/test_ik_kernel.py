@@ -186,6 +186,8 @@ def test_without_numba_the_interpreted_descent_goes_on():
         import numpy as np
         from timor_core import ModuleAssembly, ModulesDB
         from timor_core.common import compiled
+        from timor_core.kinematics import ik_kernel
+        ik_kernel.AHEAD_FOLDER = ik_kernel.AHEAD_FOLDER / "none"  # no kernels built ahead of time either
         compiled.LOAD_AFTER = 0.0
         robot = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"),
                                                    ["base", "J", "L_250", "J", "L_150", "J", "gripper"]).robot

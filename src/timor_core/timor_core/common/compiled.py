@@ -1,10 +1,14 @@
 """When a process runs its numba-compiled kernels (reach proofs, IK descents) instead of the numpy/Python ones.
 
 Loading numba and the kernels (from numba's cache beside their sources, compiled there on first use: ~20 s once)
-costs a process ~0.5 s: more than a short search or a few IK calls spend in the interpreted versions altogether. So
-a process runs the interpreted versions until they have taken ``LOAD_AFTER`` seconds together, then loads the
-compiled ones (the ski-rental rule: never more than about twice the better choice's time). Importing timor_core
-never loads numba; without a working numba the interpreted versions go on, with one warning.
+costs a process ~0.5 s: more than a short search or a few IK calls spend in the interpreted versions altogether
+(measured 2026-11-29 with a warm cache: numba's import 0.17-0.21 s of CPU, the IK kernels' first dispatch 0.25 s;
+the 320 IK calls of benchmarks/ik_anchor.py take 0.15-0.18 s interpreted). So a process runs the interpreted
+versions until they have taken ``LOAD_AFTER`` seconds together, then loads the compiled ones (the ski-rental rule:
+never more than about twice the better choice's time). Kernels built ahead of time into an extension module (the
+IK's: ``kinematics/ik_aot.py``) load in under a millisecond without numba: where built, they run from the first
+call wherever :func:`allowed` holds. Importing timor_core never loads numba; without a working numba the
+interpreted versions go on, with one warning.
 
 Both give the same answers to rounding: an IK descent may take another path where a step's acceptance is a near
 tie, so a solution's q can differ in its last digits, rarely more, between a process that runs the compiled kernels
@@ -26,6 +30,7 @@ from timor_core.errors import InputError
 __all__ = [
     "ENVIRONMENT",
     "LOAD_AFTER",
+    "allowed",
     "charged",
     "check_environment",
     "give_up",
@@ -67,6 +72,16 @@ def wanted() -> bool:
     if forced is not None:
         return bool(forced)
     return _State.loaded or _State.spent >= LOAD_AFTER
+
+
+def allowed() -> bool:
+    """Whether this process may run compiled kernels at all (False where ``TIMOR_COMPILED=0`` or
+    ``use_compiled(False)`` said so, or after numba failed to load): kernels built ahead of time (no numba, under a
+    millisecond to load) run from the first call where this holds."""
+    forced = _State.forced
+    if forced is _UNREAD:
+        forced = _State.forced = _from_environment()
+    return forced is not False
 
 
 def _from_environment() -> bool | None:

@@ -200,10 +200,11 @@ def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np
     params = project.lm_params(desired)
     if params is not None:
         route = compiled_route(robot, fid, config, project)
-        if route is not None and ik_kernel.ready() is not None:
+        kernels = ik_kernel.ready() if route is not None else None
+        if route is not None and kernels is not None:
             fixed = q_init if q_init is not None and not free.all() else None
             frozen = ~free if fixed is not None else none_frozen(robot.dof)
-            return ik_kernel.Tries(route, params, frozen, q_init, fixed, rng, config.max_n_tries)
+            return ik_kernel.Tries(route, params, frozen, q_init, fixed, rng, config.max_n_tries, kernels)
     return _InterpretedTries(robot, fid, desired, project, (project.lm_terms(desired), params), rng, config, q_init,
                              free)  # fmt: skip
 

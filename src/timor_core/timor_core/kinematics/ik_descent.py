@@ -134,8 +134,10 @@ def compiled_route(robot: PinRobot, fid: int, config: IKConfig, project: Any) ->
     if chain is not None:
         crossable, settings = kernel_arguments(model, config)
         sample_lo, sample_span = robot.sample_box
-        route = ik_kernel.Route(chain, model.lowerPositionLimit, model.upperPositionLimit, crossable, settings,
-                                _limits(config), project.valid_bounds(), sample_lo, sample_span,
+        real = functools.partial(np.ascontiguousarray, dtype=float)  # the ahead-built kernels take C arrays only
+        route = ik_kernel.Route(chain, real(model.lowerPositionLimit), real(model.upperPositionLimit),
+                                np.ascontiguousarray(crossable, dtype=bool), real(settings), _limits(config),
+                                real(project.valid_bounds()), real(sample_lo), real(sample_span),
                                 config.start_candidates)  # fmt: skip
     if len(_ROUTES) > 64:
         _ROUTES.clear()

@@ -7,15 +7,25 @@ Why: one iteration of the interpreted descent costs ~30 µs, nearly all of it th
 The same steps as the interpreted loop (damping, step bound, stall window, the joint-limit guard with its wraps and
 patience) on the same residual as :mod:`.ik_residual` (goals of r_sph/Theta_R, and of x/y/z boxes with them), with
 Pinocchio's kinematics replaced by the chain's own product of joint placements: results agree with the interpreted
-loop to rounding (where a step's acceptance is a near tie, a descent may go on elsewhere). A process loads it by the
-rule of :mod:`timor_core.common.compiled`, with the reach proofs' kernels.
+loop to rounding (where a step's acceptance is a near tie, a descent may go on elsewhere). Where the kernels are built
+ahead of time (:mod:`.ik_aot`: a compiled extension module for the sources as they are, in ``AHEAD_FOLDER``), a process
+runs that from its first IK call: it loads in ~0.4 ms without numba and gives the numba kernels' results to the last
+digit. Else a process loads the numba kernels by the rule of :mod:`timor_core.common.compiled` (~0.45 s of CPU with a
+warm cache: numba's import and first dispatch), with the reach proofs' kernels.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import importlib.util
+import logging
 import math
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,11 +33,18 @@ import numpy as np
 from timor_core.common import compiled
 
 __all__ = [
+    "AHEAD_FOLDER",
+    "AHEAD_SOURCES",
     "LARGEST_BATCH",
     "KernelChain",
+    "Kernels",
     "Route",
     "Tries",
+    "ahead",
+    "ahead_path",
     "descend",
+    "forget_ahead",
+    "jit_kernels",
     "kernel_chain",
     "kernels",
     "load",
@@ -36,6 +53,7 @@ __all__ = [
     "tries_kernels",
 ]
 
+logger = logging.getLogger(__name__)
 _AXES = {"JointModelRX": 0, "JointModelRY": 1, "JointModelRZ": 2, "JointModelRevoluteUnaligned": 3}
 
 
@@ -89,7 +107,72 @@ def _chain_of(model: Any, fid: int) -> KernelChain | None:
         kinds[k] = kind
         axes[k] = np.asarray(joint.extract().axis, dtype=float) if kind == 3 else np.eye(3)[kind]
     placements = np.array([model.jointPlacements[k].homogeneous for k in range(1, n + 1)])
-    return KernelChain(placements, kinds, axes, np.array(frame.placement.homogeneous), moving)
+    tool = np.ascontiguousarray(frame.placement.homogeneous, dtype=float)  # C order: the ahead-built kernels' layout
+    return KernelChain(placements, kinds, np.ascontiguousarray(axes), tool, moving)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The compiled kernels a process runs: numba's (:mod:`.ik_jit`, :mod:`.ik_jit_tries`) or the same ones built
+    ahead of time (:mod:`.ik_aot`, ``ahead`` True; they take C-contiguous float64/bool arrays only)."""
+
+    descend: Callable[..., Any]
+    best_start: Callable[..., Any]
+    run_tries: Callable[..., Any]
+    plateau_stop: Callable[..., Any]
+    ahead: bool = False
+
+
+AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
+"""Where :mod:`.ik_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
+AHEAD_SOURCES = ("ik_jit.py", "ik_jit_tries.py", "ik_aot.py")
+"""The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
+
+
+def ahead_path(folder: Path | None = None) -> Path:
+    """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
+    digest = hashlib.sha256(f"{sys.implementation.cache_tag} numpy {np.__version__}".encode())
+    here = Path(__file__).resolve().parent
+    for name in AHEAD_SOURCES:
+        digest.update((here / name).read_bytes())
+    name = f"ik_aot_{digest.hexdigest()[:16]}{EXTENSION_SUFFIXES[0]}"
+    return (AHEAD_FOLDER if folder is None else Path(folder)) / name
+
+
+class _Ahead:
+    """The ahead-built kernels once looked for (``kernels`` None: none there, or they did not load)."""
+
+    looked = False
+    kernels: Kernels | None = None
+
+
+def ahead() -> Kernels | None:
+    """The kernels built ahead of time for the sources as they are (:mod:`.ik_aot`), loaded on the first call, or
+    None where none are built (or they do not load: one warning)."""
+    if not _Ahead.looked:
+        _Ahead.looked = True
+        _Ahead.kernels = _load_ahead(ahead_path())
+    return _Ahead.kernels
+
+
+def forget_ahead() -> None:
+    """Look for the ahead-built kernels again on the next call (after ``AHEAD_FOLDER`` changed, or a build)."""
+    _Ahead.looked, _Ahead.kernels = False, None
+
+
+def _load_ahead(path: Path) -> Kernels | None:
+    if not path.is_file():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location(path.name.split(".")[0], path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return Kernels(module.descend, module.best_start, module.run_tries, module.plateau_stop, True)
+    except (ImportError, OSError, AttributeError) as exc:
+        logger.warning("the IK kernels built ahead of time in %s do not load (%s): numba's run by the rule", path, exc)
+        return None
 
 
 @functools.cache
@@ -110,9 +193,23 @@ def tries_kernels() -> Any:
     return ik_jit_tries
 
 
-def ready() -> Any:
-    """The compiled kernels if this process runs them now (loading them if it is time), else None."""
-    return compiled.loaded_or_none(kernels, "the IK descents")
+@functools.cache
+def jit_kernels() -> Kernels:
+    """numba's kernels (:func:`kernels` and :func:`tries_kernels`; numba loaded on the first call) as one set."""
+    jit, tries = kernels(), tries_kernels()
+    return Kernels(jit.descend, jit.best_start, tries.run_tries, tries.plateau_stop)
+
+
+def ready() -> Kernels | None:
+    """The compiled kernels if this process runs them now, else None: the ahead-built ones wherever compiled kernels
+    are allowed and they are there, else numba's by the rule (loading them if it is time)."""
+    if compiled.allowed():
+        built = ahead()
+        if built is not None:
+            return built
+    if compiled.loaded_or_none(kernels, "the IK descents") is None:
+        return None
+    return jit_kernels()
 
 
 def load() -> None:
@@ -128,7 +225,7 @@ def load() -> None:
     limits, none = np.array([20, 0.9, 0.01, 5, 0.2]), np.zeros(1, bool)
     route = Route(chain, np.full(1, -1.0), np.ones(1), none, np.array([60, 3e-3, 1.0, 5, 0.5, 3, 1, 1e-18]), limits,
                   np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0]), np.full(1, -1.0), np.full(1, 2.0), 2)  # fmt: skip
-    Tries(route, params, none, np.zeros(1), None, np.random.default_rng(0), 2).next_found()
+    Tries(route, params, none, np.zeros(1), None, np.random.default_rng(0), 2, jit_kernels()).next_found()
 
 
 Descent = tuple[np.ndarray, float, np.ndarray, int, bool]
@@ -138,15 +235,17 @@ def descend(jit: Any, chain: KernelChain, params: np.ndarray, q: np.ndarray, low
             crossable: np.ndarray, frozen: np.ndarray, settings: np.ndarray) -> Descent:  # fmt: skip
     """One compiled descent from ``q``: (q, squared residual, the frame's pose, iterations, cut short by a limit)."""
     q_out, T = np.empty(len(q)), np.empty((4, 4))
-    cost, iterations, cut = jit.descend(
-        _tuple(chain), lower, upper, crossable, frozen, np.ascontiguousarray(q, dtype=float), params, settings, q_out, T
-    )
+    real = functools.partial(np.ascontiguousarray, dtype=float)  # the ahead-built kernels take C arrays only
+    flags = functools.partial(np.ascontiguousarray, dtype=bool)
+    cost, iterations, cut = jit.descend(_tuple(chain), real(lower), real(upper), flags(crossable), flags(frozen),
+                                        real(q), real(params), real(settings), q_out, T)  # fmt: skip
     return q_out, float(cost), T, int(iterations), bool(cut)
 
 
 def start_index(jit: Any, chain: KernelChain, candidates: np.ndarray, params: np.ndarray) -> int:
     """Of the candidate configurations (k, n), the one whose pose is nearest the goal (least squared residual)."""
-    return int(jit.best_start(_tuple(chain), np.ascontiguousarray(candidates, dtype=float), params))
+    candidates, params = np.ascontiguousarray(candidates, dtype=float), np.ascontiguousarray(params, dtype=float)
+    return int(jit.best_start(_tuple(chain), candidates, params))
 
 
 def _tuple(chain: KernelChain) -> tuple[Any, ...]:
@@ -183,10 +282,12 @@ class Tries:
     tries used (a batch that ends early re-draws only those), so the generator ends where that loop leaves it."""
 
     def __init__(self, route: Route, params: np.ndarray, frozen: np.ndarray, first: np.ndarray | None,
-                 fixed: np.ndarray | None, rng: np.random.Generator, max_tries: int) -> None:  # fmt: skip
+                 fixed: np.ndarray | None, rng: np.random.Generator, max_tries: int,
+                 kernels: Kernels) -> None:  # fmt: skip
         n = len(route.lower)
-        self.kernel = tries_kernels().run_tries
-        r = route
+        self.kernel, self.plateau_stop = kernels.run_tries, kernels.plateau_stop
+        r = route  # its arrays C-contiguous (compiled_route), as the ahead-built kernels need
+        params, frozen = np.ascontiguousarray(params, dtype=float), np.ascontiguousarray(frozen, dtype=bool)
         self.fixed = (_tuple(r.chain), r.lower, r.upper, r.crossable, frozen, params, r.settings, r.limits, r.bounds,
                       r.sample_lo, r.sample_span)  # fmt: skip
         self.checked = r.bounds[0] != 0.0  # the kernel checks a converged try against the tolerance
@@ -230,5 +331,5 @@ class Tries:
 
     def refused(self) -> None:
         """The last converged try does not meet the tolerance: it counts as a failed try for the give-up rule."""
-        if tries_kernels().plateau_stop(self.state, self.fixed[7], False):
+        if self.plateau_stop(self.state, self.fixed[7], False):
             self.done = True

@@ -1,0 +1,103 @@
+"""Builds the IK's compiled kernels ahead of time: ``python -m timor_core.kinematics.ik_aot`` (``make venv`` does).
+
+Why: numba's kernels (:mod:`.ik_jit`, :mod:`.ik_jit_tries`) cost a process ~0.45 s of CPU to load even from a warm
+cache (numba's import ~0.2 s, its first dispatch ~0.25 s, measured 2026-11-29), more than a few hundred IK calls
+spend in the interpreted descents altogether; so a process that makes fewer never loads them. numba's ahead-of-time
+compiler (``numba.pycc``) compiles the same functions into an extension module that imports in ~0.4 ms without
+numba: :func:`.ik_kernel.ready` runs it from a process's first IK call. It is the same code through the same
+compiler: the same q as numba's kernels to the last digit (``tests/test_ik_aot.py``). Its name hashes the sources
+(:data:`.ik_kernel.AHEAD_SOURCES`), numpy's version and Python's, so a stale build is never loaded. Building takes
+~12-15 s of CPU and needs a C compiler, Python's headers and ``numba.pycc`` (pending deprecation in numba, there in
+0.68); without them the numba kernels run by the rule, as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+from typing import Any
+
+from timor_core.errors import TimorError
+from timor_core.kinematics import ik_jit, ik_jit_tries, ik_kernel
+
+CC: Any = None
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba.pycc is pending deprecation (numba 0.57 on; still there in 0.68)
+        from numba import pycc
+
+    CC = pycc.CC
+except ImportError:  # a numba without it: build() says so
+    pass
+
+__all__ = ["EXPORTS", "build", "main"]
+
+_CHAIN = "Tuple((f8[:, :, ::1], i8[::1], f8[:, ::1], f8[:, ::1], i8))"  # ik_kernel.KernelChain as a tuple
+_V, _B = "f8[::1]", "b1[::1]"
+EXPORTS: dict[str, tuple[Any, str]] = {
+    "descend": (
+        ik_jit.descend,
+        f"Tuple((f8, i8, b1))({_CHAIN}, {_V}, {_V}, {_B}, {_B}, {_V}, {_V}, {_V}, {_V}, f8[:, ::1])",
+    ),
+    "best_start": (ik_jit.best_start, f"i8({_CHAIN}, f8[:, ::1], {_V})"),
+    "run_tries": (
+        ik_jit_tries.run_tries,
+        f"UniTuple(i8, 3)({_CHAIN}, {_V}, {_V}, {_B}, {_B}, {_V}, {_V}, {_V}, {_V}, {_V}, {_V}, {_V}, {_V}, "
+        f"f8[:, :, ::1], {_V}, {_V}, {_V}, f8[:, ::1])",
+    ),
+    "plateau_stop": (ik_jit_tries.plateau_stop, f"b1({_V}, {_V}, b1)"),
+    "within": (ik_jit_tries.within, f"b1(f8[:, ::1], {_V}, {_V})"),
+}
+"""Name -> (numba kernel, the one signature built: C-contiguous arrays, as the library passes them)."""
+
+
+def build(folder: Path | None = None) -> Path:
+    """Build the kernels into ``folder`` (default :data:`.ik_kernel.AHEAD_FOLDER`) unless they are there, then
+    remove older builds there; the file's path. A TimorError where the compiler fails."""
+    target = ik_kernel.ahead_path(folder)
+    if target.is_file():
+        return target
+    if CC is None:
+        raise TimorError("this numba has no ahead-of-time compiler (numba.pycc): numba's kernels run by the rule")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    name = target.name.split(".")[0]
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".ik_aot_build_") as tmp:
+        cc = CC(name)
+        cc.output_dir = tmp
+        for export, (kernel, signature) in EXPORTS.items():
+            cc.export(export, signature)(kernel.py_func)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
+                cc.compile()
+        except Exception as exc:  # distutils' CompileError, LinkError, OSError, numba's errors
+            raise TimorError(f"building the IK kernels ahead of time failed ({type(exc).__name__}: {exc})") from exc
+        built = next(Path(tmp).glob(f"{name}.*"))
+        os.replace(built, target)  # whole or not at all: a process never loads half a file
+    for old in target.parent.glob(f"ik_aot_*{EXTENSION_SUFFIXES[0]}"):  # older sources' builds, this Python's
+        if old != target:
+            old.unlink(missing_ok=True)
+    ik_kernel.forget_ahead()
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the kernels (see the module's docstring); exit code 1, the reason on stderr, where that fails."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, help=f"where (default {ik_kernel.AHEAD_FOLDER})")
+    args = parser.parse_args(argv)
+    try:
+        print(build(args.folder))
+    except (TimorError, OSError) as exc:
+        print(f"timor: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
