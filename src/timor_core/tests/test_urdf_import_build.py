@@ -99,6 +99,15 @@ def test_a_repeated_origin_is_read_once_and_each_joint_gets_its_own_pose(monkeyp
     assert len(poses) == (1 if most else 6)  # read once if there is room to remember it (the first text)
 
 
+def test_a_long_origin_text_is_not_remembered():
+    """Valid, but 400 characters: read each time, not kept (4096 such texts could hold gigabytes)."""
+    padded = '<origin xyz="0 0 %s0.1"/>' % (" " * 400)
+    module = next(iter(db_from_urdf(_chain_with_origins([padded, padded, '<origin xyz="0 0 0.1"/>'] * 2))))
+    poses = [module.joint[f"j{k}"].pose_parent for k in range(6)]
+    assert all(np.array_equal(p, poses[2]) for p in poses)
+    assert len({id(p) for p in poses[:2]}) == 2 and poses[2] is poses[5]
+
+
 def test_a_wrong_origin_is_refused_each_time_it_is_written():
     good, bad = '<origin xyz="0 0 0.1"/>', '<origin xyz="0 0 nan"/>'
     for origins, culprit in (([good, bad, bad], "j1"), ([bad, good, bad], "j0")):

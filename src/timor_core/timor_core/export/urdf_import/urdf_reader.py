@@ -55,6 +55,7 @@ _OFF_DIAGONAL = (1, 2, 4, 6, 8, 9)  # the rotation's off-diagonal entries in a r
 _ORIGIN = ("/origin@rpy", "/origin@xyz")
 _INERTIAL_ORIGIN = ("/inertial/origin@rpy", "/inertial/origin@xyz")
 _ORIGINS_MOST = 4096  # joint origins remembered by their text (each pose read once)
+_ORIGIN_CHARS = 200  # ... if their rpy and xyz texts are no longer (the memory they hold stays small)
 
 
 def _inside(path: Path, folders: Sequence[Path], uri: str) -> Path:
@@ -327,7 +328,7 @@ class UrdfReader:
         if index is None:
             T = origin(joint, _ORIGIN)
             index = -1 if T is None else self.poses.add(T)
-            if len(self._origins) < _ORIGINS_MOST:
+            if len(self._origins) < _ORIGINS_MOST and sum(len(t) for t in key if t) <= _ORIGIN_CHARS:
                 self._origins[key] = index
         return index
 
