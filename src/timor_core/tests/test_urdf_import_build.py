@@ -100,7 +100,8 @@ def test_a_repeated_origin_is_read_once_and_each_joint_gets_its_own_pose(monkeyp
 
 
 def test_a_long_origin_text_is_not_remembered():
-    """Valid, but 400 characters: read each time, not kept (4096 such texts could hold gigabytes)."""
+    """Valid, but 400 characters: read each time, not kept (remembered, such texts would keep up to the file's size,
+    ``max_file_bytes``, after their elements are dropped)."""
     padded = '<origin xyz="0 0 %s0.1"/>' % (" " * 400)
     module = next(iter(db_from_urdf(_chain_with_origins([padded, padded, '<origin xyz="0 0 0.1"/>'] * 2))))
     poses = [module.joint[f"j{k}"].pose_parent for k in range(6)]
