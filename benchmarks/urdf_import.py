@@ -7,10 +7,13 @@ kinematic tree built, each size in a fresh process so the peak memory is that si
     python benchmarks/urdf_import.py --links 1000 100000 --json
     python benchmarks/urdf_import.py --links 100000 --against /path/to/old/checkout --pairs 3
     python benchmarks/urdf_import.py --cli --links 100000 --against /path/to/old/checkout --pairs 3
+    python benchmarks/urdf_import.py --cli --distinct --links 100000 --against /path/to/old/checkout --pairs 3
 
 ``--cli``: what a user runs, ``timor import chain.urdf -o out/modules.json`` (the URDF file written beforehand),
 as a whole process measured from outside: interpreter start, import, the module set written; wall and CPU seconds
-and peak resident memory, with the load average beside it.
+and peak resident memory, with the load average beside it. The chain repeats one origin and one inertia, as
+generated files do; ``--distinct`` gives every joint its own origin and every link its own mass and inertia (the
+importer and the writer remember repeated origins and matrices: this is the case where they cannot).
 
 ``--against``: the same sizes run by another checkout's copy of this script (its ``src/timor_core``), alternating
 with this checkout's, each in its own process; per run also the whole process measured from outside (interpreter
@@ -35,13 +38,17 @@ import time
 from pathlib import Path
 
 
-def chain_urdf(n: int) -> str:
-    """A URDF chain of ``n`` links with unit inertia; joint k is revolute every 5000th, else fixed."""
+def chain_urdf(n: int, distinct: bool = False) -> str:
+    """A URDF chain of ``n`` links with unit inertia; joint k is revolute every 5000th, else fixed. Every joint has
+    the same origin, every link the same inertia; ``distinct``: each its own (full-precision numbers, no two alike)."""
     inertial = '<inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>'
-    links = "".join(f'<link name="l{k}">{inertial}</link>' for k in range(n))
+    if distinct:
+        inertial = inertial.replace('"1"/><inertia ixx="1"', '"{m!r}"/><inertia ixx="{i!r}"')
+    links = "".join(f'<link name="l{k}">{inertial.format(m=1 + k / 3e5, i=1 + k / 7e5)}</link>' for k in range(n))
+    origin = '<origin xyz="0 0 {z!r}" rpy="0 {p!r} 0"/>' if distinct else '<origin xyz="0 0 0.01" rpy="0 0.1 0"/>'
     joints = "".join(
         f'<joint name="j{k}" type="{"revolute" if k % 5000 == 0 else "fixed"}"><parent link="l{k}"/>'
-        f'<child link="l{k + 1}"/><origin xyz="0 0 0.01" rpy="0 0.1 0"/><axis xyz="0 1 0"/>'
+        f'<child link="l{k + 1}"/>{origin.format(z=0.01 + k / 3e9, p=0.1 + k / 7e8)}<axis xyz="0 1 0"/>'
         '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
         for k in range(n - 1)
     )
@@ -96,11 +103,11 @@ def whole(checkout: Path, n: int) -> dict:
     return row
 
 
-def whole_cli(checkout: Path, n: int, folder: Path) -> dict:
+def whole_cli(checkout: Path, n: int, folder: Path, distinct: bool = False) -> dict:
     """``timor import`` of the ``n``-link chain by ``checkout``'s library, a whole process measured from outside."""
-    urdf, out = folder / f"chain{n}.urdf", folder / "out" / "modules.json"
+    urdf, out = folder / f"chain{n}{'-distinct' if distinct else ''}.urdf", folder / "out" / "modules.json"
     if not urdf.exists():
-        urdf.write_text(chain_urdf(n))
+        urdf.write_text(chain_urdf(n, distinct))
     env = dict(os.environ, PYTHONPATH=str(checkout / "src" / "timor_core"), TIMOR_MAX_URDF_LINKS=str(max(n, 100_000)))
     load = os.getloadavg()[0]
     start = time.perf_counter()
@@ -113,6 +120,7 @@ def whole_cli(checkout: Path, n: int, folder: Path) -> dict:
         raise SystemExit(f"{checkout}: timor import of {n} links failed (status {status}): {err[-500:]}")
     return {
         "links": n,
+        "distinct": distinct,
         "checkout": str(checkout),
         "load_1min": round(load, 2),
         "whole_wall_s": round(wall, 2),
@@ -122,7 +130,7 @@ def whole_cli(checkout: Path, n: int, folder: Path) -> dict:
     }
 
 
-def compare(sizes: list[int], against: Path | None, pairs: int, cli: bool) -> list[dict]:
+def compare(sizes: list[int], against: Path | None, pairs: int, cli: bool, distinct: bool = False) -> list[dict]:
     """Each size ``pairs`` times, the other checkout (if any) and this one alternating (other first)."""
     here = Path(__file__).resolve().parents[1]
     checkouts = (against.resolve(), here) if against else (here,)
@@ -131,7 +139,7 @@ def compare(sizes: list[int], against: Path | None, pairs: int, cli: bool) -> li
         for n in sizes:
             for _ in range(pairs):
                 for checkout in checkouts:
-                    rows.append(whole_cli(checkout, n, Path(tmp)) if cli else whole(checkout, n))
+                    rows.append(whole_cli(checkout, n, Path(tmp), distinct) if cli else whole(checkout, n))
                     _report(rows[-1])
     return rows
 
@@ -139,7 +147,8 @@ def compare(sizes: list[int], against: Path | None, pairs: int, cli: bool) -> li
 def _report(r: dict) -> None:
     """One run's line on stderr."""
     if "import_cpu_s" not in r:
-        print(f"{r['checkout']}: timor import, {r['links']} links: {r['whole_wall_s']} s wall, {r['whole_cpu_s']} s "
+        print(f"{r['checkout']}: timor import, {r['links']} links{' (distinct)' if r['distinct'] else ''}: "
+              f"{r['whole_wall_s']} s wall, {r['whole_cpu_s']} s "
               f"CPU, peak {r['whole_peak_mb']} MB, wrote {r['written_mb']} MB (load {r['load_1min']})",
               file=sys.stderr)  # fmt: skip
     else:
@@ -155,13 +164,16 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout to run side by side (alternating)")
     parser.add_argument("--pairs", type=int, default=3, help="runs per size and checkout with --against or --cli")
     parser.add_argument("--cli", action="store_true", help="the whole `timor import` command, measured from outside")
+    parser.add_argument("--distinct", action="store_true", help="with --cli: no two origins or inertias alike")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # the worker: one size in this process
     args = parser.parse_args()
     if args.one:
         print(json.dumps(measure(args.one)))
         return
     if args.against or args.cli:
-        rows = compare(args.links, args.against, args.pairs, args.cli)
+        if args.distinct and not args.cli:
+            parser.error("--distinct needs --cli")
+        rows = compare(args.links, args.against, args.pairs, args.cli, args.distinct)
         if args.json:
             print(json.dumps(rows, indent=2))
         return

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +16,11 @@ import pytest
 
 from timor_core import ModulesDB
 from timor_core.common.transforms import readonly, rot_x
+from timor_core.errors import FormatError
+from timor_core.export.urdf_import import urdf_reader
 from timor_core.export.urdf_import.importer import db_from_urdf
 from timor_core.export.urdf_import.urdf_build import body, fixed_joint
+from timor_core.export.urdf_import.urdf_numbers import origin, pose_json
 from timor_core.export.urdf_import.urdf_reader import FloatStack
 from timor_core.model.parts import Body, Connector, Joint
 
@@ -69,6 +73,47 @@ def test_a_made_module_loads_back_equal():
     db = db_from_urdf(text)
     again = ModulesDB.from_json_data(json.loads(db.to_json_string()))
     assert next(iter(again)) == next(iter(db))
+
+
+def _chain_with_origins(origins: list[str]) -> str:
+    links = "".join(f'<link name="l{k}"/>' for k in range(len(origins) + 1))
+    joints = "".join(f'<joint name="j{k}" type="fixed"><parent link="l{k}"/><child link="l{k + 1}"/>{o}</joint>'
+                     for k, o in enumerate(origins))  # fmt: skip
+    return f'<robot name="r">{links}{joints}</robot>'
+
+
+@pytest.mark.parametrize("most", [4096, 1, 0])
+def test_a_repeated_origin_is_read_once_and_each_joint_gets_its_own_pose(monkeypatch, most):
+    """The reader remembers the poses of origins by their text (``_ORIGINS_MOST`` of them): each joint's pose must
+    be what its own origin says, whatever came before (the same text, other texts, zeros, the bound reached)."""
+    monkeypatch.setattr(urdf_reader, "_ORIGINS_MOST", most)
+    same = '<origin xyz="0 0 0.1" rpy="0 0.2 0"/>'
+    texts = [same, '<origin xyz="0 0 0.1"/>', '<origin rpy="0 0.2 0"/>', same, '<origin xyz="0 0 0.10" rpy="0 0.2 0"/>',
+             "<origin/>", "", '<origin xyz="0 0 0" rpy="0 0 0"/>', same, '<origin xyz="1 0 0"/>']  # fmt: skip
+    module = next(iter(db_from_urdf(_chain_with_origins(texts * 2))))
+    for k, text in enumerate(texts * 2):
+        element = ET.fromstring(f"<joint>{text}</joint>")
+        expected = np.array(pose_json(origin(element, ("@rpy", "@xyz")))).reshape(4, 4)
+        assert np.array_equal(module.joint[f"j{k}"].pose_parent, expected), (k, text)
+    poses = {id(module.joint[f"j{k}"].pose_parent) for k in (0, 3, 8, 10, 13, 18)}  # the same text six times
+    assert len(poses) == (1 if most else 6)  # read once if there is room to remember it (the first text)
+
+
+def test_a_long_origin_text_is_not_remembered():
+    """Valid, but 400 characters: read each time, not kept (remembered, such texts would keep up to the file's size,
+    ``max_file_bytes``, after their elements are dropped)."""
+    padded = '<origin xyz="0 0 %s0.1"/>' % (" " * 400)
+    module = next(iter(db_from_urdf(_chain_with_origins([padded, padded, '<origin xyz="0 0 0.1"/>'] * 2))))
+    poses = [module.joint[f"j{k}"].pose_parent for k in range(6)]
+    assert all(np.array_equal(p, poses[2]) for p in poses)
+    assert len({id(p) for p in poses[:2]}) == 2 and poses[2] is poses[5]
+
+
+def test_a_wrong_origin_is_refused_each_time_it_is_written():
+    good, bad = '<origin xyz="0 0 0.1"/>', '<origin xyz="0 0 nan"/>'
+    for origins, culprit in (([good, bad, bad], "j1"), ([bad, good, bad], "j0")):
+        with pytest.raises(FormatError, match=rf"joint\[@name='{culprit}'\]/origin@xyz"):
+            db_from_urdf(_chain_with_origins(origins))
 
 
 def test_the_benchmark_command_runs():

@@ -9,6 +9,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from timor_core.common.gc_pause import paused_gc
 from timor_core.errors import InputError
 
 __all__ = ["register"]
@@ -34,12 +35,17 @@ def _connector(text: str):
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from timor_core.export.urdf_import.importer import MeshesLeftOut, ToolConnector, db_from_urdf
-
     output = Path(args.output)
     if output.suffix != ".json":
         raise InputError("-o must name a .json file (the module set; its meshes are copied beside it)",
                          path="-o", value=args.output)  # fmt: skip
+    with paused_gc():  # the collector would walk the new module's 500,000 objects (100,000 links) in vain
+        return _import(args, output)
+
+
+def _import(args: argparse.Namespace, output: Path) -> int:
+    from timor_core.export.urdf_import.importer import MeshesLeftOut, ToolConnector, db_from_urdf
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MeshesLeftOut)
         db = db_from_urdf(

@@ -3,19 +3,37 @@
 ``json.dumps(data, indent=2)`` runs Python's pure-Python encoder (the C encoder serves only ``indent=None``): a
 module set imported from a 100,000-link URDF took about 15 s of CPU and 1.5 GB to write that way. Here the outer
 levels are indented and every deeper record (a body, a joint, a pose) is one line from the C encoder. A list may
-be given as an iterator (a generator of a module's bodies): it is encoded as it is consumed, so the records of a
-big set never all exist at once (:func:`json_chunks` with a streaming writer).
+be given as an iterator (a generator of a module's bodies), or as :class:`JsonLines` (its records' texts, made
+elsewhere): it is encoded as it is consumed, so the records of a big set never all exist at once
+(:func:`json_chunks` with a streaming writer).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["json_chunks", "json_text"]
+__all__ = ["JsonLines", "json_chunks", "json_text"]
 
-_CONTAINERS = (dict, list, tuple, Iterator)
+_BATCH = 256
+"""Records of a :class:`JsonLines` joined into one piece of text (fewer, longer writes)."""
+
+
+class JsonLines:
+    """A list given as its records' one-line JSON texts (an iterable, consumed as the text is asked for), for a list
+    whose records sit at ``inline_depth`` (a module's bodies in a set): written as the list of those records would be,
+    a record a line, or the list on one line one level deeper. Only :func:`json_chunks` writes it, and only where it
+    indents the containers around it (``json`` itself cannot: a TypeError); the texts are written as they are, so
+    they must be JSON (``allow_nan`` does not apply to them)."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.texts = texts
+
+
+_CONTAINERS = (dict, list, tuple, Iterator, JsonLines)
 
 
 def json_text(data: Any, inline_depth: int = 4, *, allow_nan: bool = True) -> str:
@@ -31,6 +49,9 @@ def json_chunks(data: Any, inline_depth: int = 4, *, allow_nan: bool = True) -> 
 
 def _pieces(value: Any, depth: int, inline_depth: int, allow_nan: bool) -> Iterator[str]:
     """``value``'s text at nesting ``depth``, piece by piece."""
+    if type(value) is JsonLines:
+        yield from _lines(value.texts, depth, inline_depth)
+        return
     lazy = isinstance(value, Iterator) and depth < inline_depth
     is_dict = isinstance(value, dict)
     if not lazy:
@@ -46,7 +67,7 @@ def _pieces(value: Any, depth: int, inline_depth: int, allow_nan: bool) -> Itera
         if is_dict:
             key, entry = entry
             yield json.dumps({key: 0})[1:-4] + ": "  # the key as json writes it (numbers and None as strings)
-        if depth + 1 >= inline_depth:  # a record: one line (the common case of a big set, without a generator)
+        if depth + 1 >= inline_depth and type(entry) is not JsonLines:  # a record: one line (a big set's case)
             yield json.dumps(entry, allow_nan=allow_nan, default=_as_list)
         else:
             yield from _pieces(entry, depth + 1, inline_depth, allow_nan)
@@ -54,6 +75,31 @@ def _pieces(value: Any, depth: int, inline_depth: int, allow_nan: bool) -> Itera
         yield "[]"
         return
     yield "\n" + "  " * depth + ("}" if is_dict else "]")
+
+
+def _lines(texts: Iterable[str], depth: int, inline_depth: int) -> Iterator[str]:
+    """The list of the records ``texts`` at nesting ``depth``: on one line below ``inline_depth``, else a record a
+    line, :data:`_BATCH` records to a piece."""
+    records = iter(texts)
+    first = next(records, None)
+    if first is None:
+        yield "[]"
+        return
+    if depth >= inline_depth:
+        yield "[" + ", ".join((first, *records)) + "]"
+        return
+    pad = "\n" + "  " * (depth + 1)
+    between = "," + pad
+    yield "[" + pad + first
+    batch: list[str] = []
+    for text in records:
+        batch.append(text)
+        if len(batch) == _BATCH:
+            yield between + between.join(batch)
+            batch = []
+    if batch:
+        yield between + between.join(batch)
+    yield "\n" + "  " * depth + "]"
 
 
 def _as_list(value: Any) -> list:

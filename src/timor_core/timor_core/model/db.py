@@ -170,7 +170,8 @@ class ModulesDB:
 
     def to_json_data(self, lazy: bool = False) -> dict:
         """The CoBRA JSON of the whole set (a :class:`SetJson`: a dict that remembers the set's mesh folder);
-        ``lazy``: each module's bodies and joints as generators (see :meth:`Module.to_json`)."""
+        ``lazy``: each module's bodies and joints as their records' texts, made as they are written (see
+        :meth:`Module.to_json`)."""
         out = SetJson()
         out.base_dir = self.base_dir
         if not self.extra.get("_no_mode"):

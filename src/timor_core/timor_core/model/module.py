@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.common import jsonfields as jf
+from timor_core.common.json_text import JsonLines
 from timor_core.common.transforms import IDENTITY, inv, readonly
 from timor_core.errors import FormatError, ValidationError
 from timor_core.model.geometry import geometries_from_json
+from timor_core.model.part_text import body_text, joint_text
 from timor_core.model.parts import (
     GENDERS,
     JOINT_TYPES,
@@ -165,16 +167,17 @@ class Module:
 
     # -- JSON ---------------------------------------------------------------------------------------
     def to_json(self, lazy: bool = False) -> dict:
-        """The CoBRA JSON of this module; ``lazy``: its bodies and joints as generators, made as they are written
-        (``common.json_text``), so a 100,000-link module's records never all exist at once."""
-        bodies = (b.to_json() for b in self.bodies)
-        joints = (j.to_json() for j in self.joints)
-        return {
-            "header": self.header.to_json(),
-            "bodies": bodies if lazy else list(bodies),
-            "joints": joints if lazy else list(joints),
-            **self.extra,
-        }
+        """The CoBRA JSON of this module; ``lazy``: its bodies and joints as :class:`JsonLines`, each record's text
+        made as it is written (:func:`~timor_core.common.json_text.json_chunks` writes them; ``model.part_text``),
+        so a 100,000-link module's records never all exist at once."""
+        bodies: Any
+        joints: Any
+        if lazy:
+            bodies = JsonLines(body_text(b) for b in self.bodies)
+            joints = JsonLines(joint_text(j) for j in self.joints)
+        else:
+            bodies, joints = [b.to_json() for b in self.bodies], [j.to_json() for j in self.joints]
+        return {"header": self.header.to_json(), "bodies": bodies, "joints": joints, **self.extra}
 
     @classmethod
     def from_json(

@@ -54,6 +54,8 @@ _X_AXIS = (1.0, 0.0, 0.0)
 _OFF_DIAGONAL = (1, 2, 4, 6, 8, 9)  # the rotation's off-diagonal entries in a row-major 4x4 pose
 _ORIGIN = ("/origin@rpy", "/origin@xyz")
 _INERTIAL_ORIGIN = ("/inertial/origin@rpy", "/inertial/origin@xyz")
+_ORIGINS_MOST = 4096  # joint origins remembered by their text (each pose read once)
+_ORIGIN_CHARS = 200  # ... if their rpy and xyz texts are no longer (the memory they hold stays small)
 
 
 def _inside(path: Path, folders: Sequence[Path], uri: str) -> Path:
@@ -175,6 +177,7 @@ class UrdfReader:
         self.joint_error: InputError | None = None
         self._most, self._most_shapes = limits().max_urdf_links, limits().max_urdf_shapes
         self.shapes = 0  # visual and collision shapes so far
+        self._origins: dict[tuple[str | None, str | None], int] = {}  # (rpy, xyz) texts -> index in poses
 
     def link(self, element: ET.Element) -> None:
         """Read a ``<link>`` (the body frame is the link frame)."""
@@ -310,10 +313,24 @@ class UrdfReader:
         child_link = child.get("link") if child is not None else None
         if not parent_link or not child_link:
             raise ElementError(FormatError, "needs <parent link=...> and <child link=...>", "")
-        T = origin(joint, _ORIGIN)
-        pose = -1 if T is None else self.poses.add(T)
+        pose = self._origin(joint)
         moving = None if kind == "fixed" else _moving(joint, kind)
         return UrdfJoint(name, kind, parent_link, child_link, pose, moving)
+
+    def _origin(self, joint: ET.Element) -> int:
+        """The index of a joint's origin among the poses (-1: the identity). An origin written as one before is
+        that one's pose, read once (a big URDF repeats a few origins: reading one took a fifth of a joint)."""
+        found = joint.find("origin")
+        if found is None:
+            return -1
+        key = (found.get("rpy"), found.get("xyz"))  # all that origin() reads of it
+        index = self._origins.get(key)
+        if index is None:
+            T = origin(joint, _ORIGIN)
+            index = -1 if T is None else self.poses.add(T)
+            if len(self._origins) < _ORIGINS_MOST and sum(len(t) for t in key if t) <= _ORIGIN_CHARS:
+                self._origins[key] = index
+        return index
 
 
 def _sizes(shape: ET.Element, attr: str, n: int, suffix: str) -> tuple[float, ...]:

@@ -49,9 +49,9 @@ def check_tree(links: Sequence[str], joints: Sequence[UrdfJoint], file: Path | N
     seen = set(links)
     if len(seen) != len(links) or "" in seen:
         _find_bad_link(links, file)
-    unique = set(names)
-    if (len(unique) != len(names) or "" in unique or not seen.issuperset(parents) or not seen.issuperset(childs)
-            or len(set(childs)) != len(childs) or any(map(operator.eq, parents, childs))):  # fmt: skip
+    unique, has_parent = set(names), set(childs)
+    if (len(unique) != len(names) or "" in unique or not seen.issuperset(parents) or not has_parent <= seen
+            or len(has_parent) != len(childs) or any(map(operator.eq, parents, childs))):  # fmt: skip
         _find_bad_joint(joints, seen, file)
     children: dict[str, list[str]] = {}
     for parent, child in zip(parents, childs):
@@ -59,8 +59,9 @@ def check_tree(links: Sequence[str], joints: Sequence[UrdfJoint], file: Path | N
             children[parent].append(child)
         else:
             children[parent] = [child]
-    has_parent = set(childs)
-    roots = [n for n in links if n not in has_parent]
+    roots = list(seen.difference(has_parent))
+    if len(roots) > 1:  # in file order, for the message
+        roots = [n for n in links if n not in has_parent]
     if not roots:
         raise ValidationError("every link is some joint's child: the joints form a cycle", file=file,
                               path=f"link[@name='{links[0]}']", value=list(links[:5]))  # fmt: skip
