@@ -6,6 +6,7 @@
     python benchmarks/exp2_tasks.py --ga-seeds 3          # also the GA at its defaults, seeds 0..2
     python benchmarks/exp2_tasks.py --tasks user_study moved_goals --orders cost --library /tmp/old/src/timor_core
     python benchmarks/exp2_tasks.py --unseen 38 --no-ref  # the generated unseen tasks (unseen_tasks.py) + user_study
+    python benchmarks/exp2_tasks.py --unseen 38 --rounds 3 --tasks user_study five_joints --library OLD/src/timor_core
 
 ``user_study`` (``../shared/data/cobra/tasks/user_study.json``) may be named too. ``--library DIR`` also runs every
 search with the timor_core package in DIR (e.g. an older commit's ``src/timor_core``, from ``git archive``),
@@ -109,20 +110,24 @@ def ratios(report: dict, reference: str = "user_study") -> None:
         print(f"{name:<18} / {reference}: {', '.join(cells)}")
 
 
-def rounds(files: list[Path], orders: list[str], workers: int, n: int) -> dict:
+def rounds(files: list[Path], orders: list[str], workers: int, n: int, library: str | None = None) -> dict:
     """Every task in every order, ``n`` rounds one after the other (the user study in each): per task and order,
-    the runs' seconds, and each round's ratio to the user study's time in the same round."""
-    out: dict = {f.stem: {o: [] for o in orders} for f in files}
+    the runs' seconds, and each round's ratio to the user study's time in the same round. With ``library`` (an
+    older ``src/timor_core``) each search also runs with it right after ours, as the tasks ``NAME (before)``."""
+    libraries = [("", None)] + ([(" (before)", library)] if library else [])
+    out: dict = {f.stem + tag: {o: [] for o in orders} for f in files for tag, _ in libraries}
     for k in range(n):
         for f in files:
             for order in orders:
-                r = search(f, "constrained", order, workers)
-                out[f.stem][order].append(r)
-                secs = r.get("seconds", float("nan"))
-                best = " ".join(r.get("best_ids") or ["-"])
-                line = f"round {k} {f.stem:<18} {order:<5} {secs:7.2f} s  {r.get('evaluations', '-'):>7} evaluated"
-                line += f"  {best}  {r.get('best_mass')}  process {r.get('process_seconds', 0):.1f} s"
-                print(f"{line}  load {r.get('load', 0):.1f}", flush=True)
+                for tag, lib in libraries:
+                    r = search(f, "constrained", order, workers, 0, lib)
+                    out[f.stem + tag][order].append(r)
+                    secs = r.get("seconds", float("nan"))
+                    best = " ".join(r.get("best_ids") or ["-"])
+                    line = f"round {k} {f.stem + tag:<27} {order:<5} {secs:7.2f} s"
+                    line += f"  {r.get('evaluations', '-'):>7} evaluated  {best}  {r.get('best_mass')}"
+                    line += f"  process {r.get('process_seconds', 0):.1f} s  load {r.get('load', 0):.1f}"
+                    print(line, flush=True)
     return out
 
 
@@ -147,8 +152,9 @@ def summary(out: dict, reference: str = "user_study") -> dict:
     return table
 
 
-def print_summary(table: dict, files: list[Path]) -> None:
-    """The table for the README: per task, both orders' median seconds and ratios, the optimum, solve's check."""
+def print_summary(table: dict, files: list[Path], check: bool = True) -> None:
+    """The table for the README: per task, both orders' median seconds and ratios, the optimum, solve's check
+    (``check``: ``timor solve`` on it)."""
     orders = sorted({o for _, o in table}, key=lambda o: o != "cost")
     for f in files:
         cells = []
@@ -159,7 +165,7 @@ def print_summary(table: dict, files: list[Path]) -> None:
         t0 = table[(f.stem, orders[0])]
         agree = len({m for o in orders for m in table[(f.stem, o)]["masses"]}) == 1
         ids = t0["best_ids"]
-        check = solve(f, ids) if ids else "no robot"
+        check = (solve(f, ids) if check else "-") if ids else "no robot"
         print(f"| {f.stem} | {' | '.join(cells)} | {t0['masses']} agree={agree} | {' '.join(ids or ['-'])} | {check} |")
 
 
@@ -180,9 +186,14 @@ def main(argv: list[str] | None = None) -> int:
         files = [f for f in files if f.stem in args.tasks]
     if args.rounds:
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-        table = summary(rounds(files, args.orders, args.workers, args.rounds))
+        out = rounds(files, args.orders, args.workers, args.rounds, args.library)
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        table = summary(out)
         print_summary(table, files)
+        if args.library:  # the older library's ratios, to its own user study runs
+            before = {name[: -len(" (before)")]: v for name, v in out.items() if name.endswith(" (before)")}
+            print("before (--library):")
+            print_summary(summary(before), files, check=False)
         if args.json:
             print(json.dumps({f"{k[0]} {k[1]}": v for k, v in table.items()}))
         return 0
