@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -45,15 +46,18 @@ def search(task: Path, algorithm: str, order: str, workers: int, seed: int = 0, 
     cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(task), "--algorithm", algorithm]
     cmd += ["--order", order, "--workers", str(workers), "--seed", str(seed), "--no-progress", "--json"]
     env = dict(os.environ, PYTHONPATH=library or str(REPO / "src" / "timor_core"))
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     process_seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process and its workers (waited for), imports included
+    process_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"error": proc.stderr.strip()[-500:]}
     run = json.loads(lines[-1])["runs"][0]
     run["load"] = os.getloadavg()[0]
     run["process_seconds"] = process_seconds
+    run["process_cpu"] = process_cpu
     return run
 
 
@@ -126,7 +130,8 @@ def rounds(files: list[Path], orders: list[str], workers: int, n: int, library: 
                     best = " ".join(r.get("best_ids") or ["-"])
                     line = f"round {k} {f.stem + tag:<27} {order:<5} {secs:7.2f} s"
                     line += f"  {r.get('evaluations', '-'):>7} evaluated  {best}  {r.get('best_mass')}"
-                    line += f"  process {r.get('process_seconds', 0):.1f} s  load {r.get('load', 0):.1f}"
+                    line += f"  process {r.get('process_seconds', 0):.1f} s, CPU {r.get('process_cpu', 0):.1f} s"
+                    line += f"  load {r.get('load', 0):.1f}"
                     print(line, flush=True)
     return out
 
@@ -143,12 +148,15 @@ def summary(out: dict, reference: str = "user_study") -> dict:
                 if "seconds" in r and q.get("seconds")
             ]
             secs = [r["seconds"] for r in runs if "seconds" in r]
+            cpu = [r["process_cpu"] / q["process_cpu"] for r, q in zip(runs, ref, strict=True) if q.get("process_cpu")]
             masses = sorted({r.get("best_mass") for r in runs}, key=str)
             table[(name, order)] = {"median_s": statistics.median(secs) if secs else None, "runs_s": secs,
                                     "ratio": statistics.median(ratios) if ratios else None, "ratios": ratios,
                                     "masses": masses, "best_ids": runs[0].get("best_ids"),
                                     "evaluations": [r.get("evaluations") for r in runs],
-                                    "process_s": [round(r.get("process_seconds", 0), 2) for r in runs]}  # fmt: skip
+                                    "process_s": [round(r.get("process_seconds", 0), 2) for r in runs],
+                                    "process_cpu": [round(r.get("process_cpu", 0), 2) for r in runs],
+                                    "cpu_ratio": statistics.median(cpu) if cpu else None}  # fmt: skip
     return table
 
 
@@ -161,7 +169,9 @@ def print_summary(table: dict, files: list[Path], check: bool = True) -> None:
         for o in orders:
             t = table[(f.stem, o)]
             ratio = "-" if t["ratio"] is None else f"{t['ratio']:.2f}x"
-            cells.append(f"{o} {t['median_s']:.2f} s ({', '.join(f'{s:.2f}' for s in t['runs_s'])}) ratio {ratio}")
+            cpu = "-" if t["cpu_ratio"] is None else f"{t['cpu_ratio']:.2f}x"
+            cells.append(f"{o} {t['median_s']:.2f} s ({', '.join(f'{s:.2f}' for s in t['runs_s'])}) ratio {ratio}"
+                         f"; process CPU {statistics.median(t['process_cpu']):.2f} s, ratio {cpu}")  # fmt: skip
         t0 = table[(f.stem, orders[0])]
         agree = len({m for o in orders for m in table[(f.stem, o)]["masses"]}) == 1
         ids = t0["best_ids"]

@@ -212,7 +212,7 @@ class _Segments:
             return None
         found.append(get((ids[a:], entries[a])))
         if None not in found:
-            return Cut.of_segments(found)
+            return Cut.of_segments(found)  # type: ignore[arg-type]
         segments = chain_segments(assembly(), self.placement)
         if segments is None:
             return None
@@ -348,9 +348,7 @@ class FamilyProofs:
     def refusal(self, cut: Cut) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
         covers, else the first its own proof refuses; None if none."""
-        found = self.families.get(cut.rotations)
-        if found is None:
-            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+        found = self._family(cut)
         for k, certs in enumerate(found):
             if certs.size and certs.covers(cut):
                 return self.covered[k]
@@ -364,6 +362,20 @@ class FamilyProofs:
                     self._add(certs, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
         return None
+
+    def certified(self, cut: Cut) -> Refusal | None:
+        """The first goal (task order) a certificate of ``cut``'s family covers (None: none does; :meth:`refusal`
+        would prove the goals): :meth:`refusal`'s answer where that is a look-up."""
+        for k, certs in enumerate(self._family(cut)):
+            if certs.size and certs.covers(cut):
+                return self.covered[k]
+        return None
+
+    def _family(self, cut: Cut) -> list[_Certificates]:
+        found = self.families.get(cut.rotations)
+        if found is None:
+            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+        return found
 
     def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
         certs.add(cut.translations, margin)
