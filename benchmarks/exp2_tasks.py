@@ -141,7 +141,7 @@ def summary(out: dict, reference: str = "user_study") -> dict:
     table: dict = {}
     for name, per_order in out.items():
         for order, runs in per_order.items():
-            ref = out[reference][order]
+            ref = out.get(reference, {}).get(order, [{}] * len(runs))  # (no reference named: no ratios)
             ratios = [
                 r["seconds"] / q["seconds"]
                 for r, q in zip(runs, ref, strict=True)
