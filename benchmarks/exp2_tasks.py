@@ -6,6 +6,7 @@
     python benchmarks/exp2_tasks.py --ga-seeds 3          # also the GA at its defaults, seeds 0..2
     python benchmarks/exp2_tasks.py --tasks user_study moved_goals --orders cost --library /tmp/old/src/timor_core
     python benchmarks/exp2_tasks.py --unseen 38 --no-ref  # the generated unseen tasks (unseen_tasks.py) + user_study
+    python benchmarks/exp2_tasks.py --unseen 38 --rounds 3 --tasks user_study five_joints --library OLD/src/timor_core
 
 ``user_study`` (``../shared/data/cobra/tasks/user_study.json``) may be named too. ``--library DIR`` also runs every
 search with the timor_core package in DIR (e.g. an older commit's ``src/timor_core``, from ``git archive``),
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -44,15 +46,18 @@ def search(task: Path, algorithm: str, order: str, workers: int, seed: int = 0, 
     cmd = [sys.executable, "-m", "timor_core.cli", "paper", "exp2", "--task", str(task), "--algorithm", algorithm]
     cmd += ["--order", order, "--workers", str(workers), "--seed", str(seed), "--no-progress", "--json"]
     env = dict(os.environ, PYTHONPATH=library or str(REPO / "src" / "timor_core"))
-    t0 = time.perf_counter()
+    t0, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     process_seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the process and its workers (waited for), imports included
+    process_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"error": proc.stderr.strip()[-500:]}
     run = json.loads(lines[-1])["runs"][0]
     run["load"] = os.getloadavg()[0]
     run["process_seconds"] = process_seconds
+    run["process_cpu"] = process_cpu
     return run
 
 
@@ -109,20 +114,25 @@ def ratios(report: dict, reference: str = "user_study") -> None:
         print(f"{name:<18} / {reference}: {', '.join(cells)}")
 
 
-def rounds(files: list[Path], orders: list[str], workers: int, n: int) -> dict:
+def rounds(files: list[Path], orders: list[str], workers: int, n: int, library: str | None = None) -> dict:
     """Every task in every order, ``n`` rounds one after the other (the user study in each): per task and order,
-    the runs' seconds, and each round's ratio to the user study's time in the same round."""
-    out: dict = {f.stem: {o: [] for o in orders} for f in files}
+    the runs' seconds, and each round's ratio to the user study's time in the same round. With ``library`` (an
+    older ``src/timor_core``) each search also runs with it right after ours, as the tasks ``NAME (before)``."""
+    libraries = [("", None)] + ([(" (before)", library)] if library else [])
+    out: dict = {f.stem + tag: {o: [] for o in orders} for f in files for tag, _ in libraries}
     for k in range(n):
         for f in files:
             for order in orders:
-                r = search(f, "constrained", order, workers)
-                out[f.stem][order].append(r)
-                secs = r.get("seconds", float("nan"))
-                best = " ".join(r.get("best_ids") or ["-"])
-                line = f"round {k} {f.stem:<18} {order:<5} {secs:7.2f} s  {r.get('evaluations', '-'):>7} evaluated"
-                line += f"  {best}  {r.get('best_mass')}  process {r.get('process_seconds', 0):.1f} s"
-                print(f"{line}  load {r.get('load', 0):.1f}", flush=True)
+                for tag, lib in libraries:
+                    r = search(f, "constrained", order, workers, 0, lib)
+                    out[f.stem + tag][order].append(r)
+                    secs = r.get("seconds", float("nan"))
+                    best = " ".join(r.get("best_ids") or ["-"])
+                    line = f"round {k} {f.stem + tag:<27} {order:<5} {secs:7.2f} s"
+                    line += f"  {r.get('evaluations', '-'):>7} evaluated  {best}  {r.get('best_mass')}"
+                    line += f"  process {r.get('process_seconds', 0):.1f} s, CPU {r.get('process_cpu', 0):.1f} s"
+                    line += f"  load {r.get('load', 0):.1f}"
+                    print(line, flush=True)
     return out
 
 
@@ -131,35 +141,41 @@ def summary(out: dict, reference: str = "user_study") -> dict:
     table: dict = {}
     for name, per_order in out.items():
         for order, runs in per_order.items():
-            ref = out[reference][order]
+            ref = out.get(reference, {}).get(order, [{}] * len(runs))  # (no reference named: no ratios)
             ratios = [
                 r["seconds"] / q["seconds"]
                 for r, q in zip(runs, ref, strict=True)
                 if "seconds" in r and q.get("seconds")
             ]
             secs = [r["seconds"] for r in runs if "seconds" in r]
+            cpu = [r["process_cpu"] / q["process_cpu"] for r, q in zip(runs, ref, strict=True) if q.get("process_cpu")]
             masses = sorted({r.get("best_mass") for r in runs}, key=str)
             table[(name, order)] = {"median_s": statistics.median(secs) if secs else None, "runs_s": secs,
                                     "ratio": statistics.median(ratios) if ratios else None, "ratios": ratios,
                                     "masses": masses, "best_ids": runs[0].get("best_ids"),
                                     "evaluations": [r.get("evaluations") for r in runs],
-                                    "process_s": [round(r.get("process_seconds", 0), 2) for r in runs]}  # fmt: skip
+                                    "process_s": [round(r.get("process_seconds", 0), 2) for r in runs],
+                                    "process_cpu": [round(r.get("process_cpu", 0), 2) for r in runs],
+                                    "cpu_ratio": statistics.median(cpu) if cpu else None}  # fmt: skip
     return table
 
 
-def print_summary(table: dict, files: list[Path]) -> None:
-    """The table for the README: per task, both orders' median seconds and ratios, the optimum, solve's check."""
+def print_summary(table: dict, files: list[Path], check: bool = True) -> None:
+    """The table for the README: per task, both orders' median seconds and ratios, the optimum, solve's check
+    (``check``: ``timor solve`` on it)."""
     orders = sorted({o for _, o in table}, key=lambda o: o != "cost")
     for f in files:
         cells = []
         for o in orders:
             t = table[(f.stem, o)]
             ratio = "-" if t["ratio"] is None else f"{t['ratio']:.2f}x"
-            cells.append(f"{o} {t['median_s']:.2f} s ({', '.join(f'{s:.2f}' for s in t['runs_s'])}) ratio {ratio}")
+            cpu = "-" if t["cpu_ratio"] is None else f"{t['cpu_ratio']:.2f}x"
+            cells.append(f"{o} {t['median_s']:.2f} s ({', '.join(f'{s:.2f}' for s in t['runs_s'])}) ratio {ratio}"
+                         f"; process CPU {statistics.median(t['process_cpu']):.2f} s, ratio {cpu}")  # fmt: skip
         t0 = table[(f.stem, orders[0])]
         agree = len({m for o in orders for m in table[(f.stem, o)]["masses"]}) == 1
         ids = t0["best_ids"]
-        check = solve(f, ids) if ids else "no robot"
+        check = (solve(f, ids) if check else "-") if ids else "no robot"
         print(f"| {f.stem} | {' | '.join(cells)} | {t0['masses']} agree={agree} | {' '.join(ids or ['-'])} | {check} |")
 
 
@@ -180,9 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         files = [f for f in files if f.stem in args.tasks]
     if args.rounds:
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-        table = summary(rounds(files, args.orders, args.workers, args.rounds))
+        out = rounds(files, args.orders, args.workers, args.rounds, args.library)
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        table = summary(out)
         print_summary(table, files)
+        if args.library:  # the older library's ratios, to its own user study runs
+            before = {name[: -len(" (before)")]: v for name, v in out.items() if name.endswith(" (before)")}
+            print("before (--library):")
+            print_summary(summary(before), files, check=False)
         if args.json:
             print(json.dumps({f"{k[0]} {k[1]}": v for k, v in table.items()}))
         return 0

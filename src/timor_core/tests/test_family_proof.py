@@ -6,6 +6,7 @@ random amounts), a certificate never refuses such a chain, and the search's verd
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,16 @@ from hypothesis import strategies as st
 from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
-from timor_core.search.filtering.family_proof import Cut, FamilyProofs, cut_chain
+from timor_core.search import paper_exp2_space
+from timor_core.search.filtering.family_proof import Cut, FamilyProofs, chain_segments, cut_chain, distance
 from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
 DBS, SPACES = reach_test_spaces()
+EXP2 = {
+    "robco_like": paper_exp2_space(DBS["robco_like"]),
+    "geometric_primitive_modules": SPACES["geometric_primitive_modules"],
+}
 
 
 def _member(cut: Cut, rng: np.random.Generator, total: float) -> tuple[Cut, float]:
@@ -126,3 +132,97 @@ def test_the_search_verdicts_do_not_change():
     assert by_certificate >= 100
     optimum = ("base", "J", "L_100", "J", "L_150", "J", "L_250", "J", "L_100", "gripper")
     assert family(optimum).failed_filter is None and plain(optimum).failed_filter is None
+
+
+def _merged_angles(assembly, placement, q: np.ndarray) -> np.ndarray:
+    """The merged chain's angles for the robot's ``q``: a joint on one line with the joint before adds its angle
+    and the turn ``phi`` of the step between them to the first's (``Rz(a) Tz(l) Rz(phi) Rz(b) = Tz(l) Rz(a + phi +
+    b)``)."""
+    segments = chain_segments(assembly, placement)
+    out = [q[0]]
+    for k in range(1, len(segments) - 1):
+        step, axial = segments[k][1], segments[k][3]
+        if axial is None:
+            out.append(q[k])
+        else:
+            out[-1] += math.atan2(step[1, 0], step[0, 0]) + q[k]
+    return np.array(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
+def test_merged_joints_give_the_robots_poses(name, pick, seed):
+    """A cut merges each joint on one line with the joint before into it (``family_proof.merged``): at every
+    configuration of the robot, the merged chain at the merged angles has the robot's TCP pose (Pinocchio's), so
+    it reaches exactly the robot's poses and a proof or certificate for it holds for the robot."""
+    rng = np.random.default_rng(seed)
+    for space in (SPACES[name], EXP2[name]):
+        ids = space[int(pick * space.count)]
+        placement = random_placement(rng, 0.5)
+        assembly = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement)
+        cut = cut_chain(assembly, placement)
+        if cut is None:
+            continue
+        robot = assembly.robot
+        assert cut.gaps == 2 + sum(s[3] is None for s in chain_segments(assembly, placement)[1:-1])
+        for _ in range(4):
+            q = np.array(anywhere_configuration(robot, rng))
+            merged_q = _merged_angles(assembly, placement, q)
+            assert len(merged_q) == cut.gaps - 1
+            frames = cut.steps[0].copy()
+            for k, angle in enumerate(merged_q):
+                c, s = math.cos(angle), math.sin(angle)
+                frames = frames @ np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]) @ cut.steps[k + 1]
+            assert np.allclose(frames, robot.fk(q), atol=1e-9)
+
+
+def test_an_arm_with_joints_on_one_line_is_in_the_shorter_arms_family():
+    """``J I_50 J L_100 J`` turns like ``J L_100 J`` (the first two joints on one line): one family, translations
+    apart by the 0.2 m the second joint and ``I_50`` add along the axis; ``J L_100 J L_100 J`` is not of it."""
+    db = DBS["robco_like"]
+    cut = {ids: cut_chain(ModuleAssembly.from_serial_modules(db, ids), None) for ids in (
+        ("base", "J", "I_50", "J", "L_100", "J", "gripper"),
+        ("base", "J", "L_100", "J", "gripper"),
+        ("base", "J", "J", "L_100", "J", "gripper"),
+        ("base", "J", "L_100", "J", "L_100", "J", "gripper"),
+    )}  # fmt: skip
+    five, three, four, bent = cut.values()
+    assert five.rotations == three.rotations == four.rotations != bent.rotations
+    assert abs(distance(five.rows, three.rows) - 0.2) < 1e-12 and abs(distance(four.rows, three.rows) - 0.15) < 1e-12
+
+
+def _variants(ids: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Assemblies of the exp2 space turning like ``ids``: each straight link swapped for another straight link or
+    none, each bent one for another bent one (joints on one line merged, :func:`test_merged_joints_...`)."""
+    straight, bent = ["I_50", "I_100", "I_150", "I_200", "I_300", "I_400"], ["L_100", "L_150", "L_200", "L_250"]
+    out = []
+    for k, m in enumerate(ids):
+        for other in (straight + [None]) if m in straight else bent if m in bent else []:
+            out.append(tuple(x for x in (*ids[:k], other, *ids[k + 1 :]) if x is not None))
+    return [v for v in out if v != ids]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+)
+def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal(pick, seed, tolerance):
+    """A goal at the pose of a random configuration of an exp2 arm (within four kinds of tolerance): its family's
+    other members (links swapped, straight ones dropped: other numbers of joints, one merged family) proven first,
+    their certificates never refuse the arm, nor does its own proof; and the members do share its family."""
+    rng = np.random.default_rng(seed)
+    db, space = DBS["robco_like"], EXP2["robco_like"]
+    ids = space[int(pick * space.count)]
+    placement = random_placement(rng, 0.3)
+    assembly = ModuleAssembly.from_serial_modules(db, ids, base_placement=placement)
+    q = np.array(anywhere_configuration(assembly.robot, rng))
+    goal = _within(assembly.robot.fk(q), tolerance, rng)
+    proofs = FamilyProofs([(goal, TOLERANCES[tolerance])], 4096, placement)
+    own = proofs.cut(assembly)
+    for other in _variants(ids)[:12]:
+        cut = proofs.cut(ModuleAssembly.from_serial_modules(db, other, base_placement=placement))
+        assert cut.rotations == own.rotations
+        proofs.refusal(cut)  # may leave a certificate ...
+    assert proofs.refusal(own) is None  # ... which must not cover the arm

@@ -9,7 +9,10 @@ Cut a serial chain of revolute joints at its joint frames (q = 0): ``T(q) = A_0 
 ``A_0`` the first joint's frame in the world, ``A_k`` joint k's frame to joint k+1's, ``A_n`` the last joint's
 frame to the TCP. Two chains whose ``A_k`` have the same rotations (a family) put their TCP at the same orientation
 for every q, and their TCP positions, and their last joints' origins seen from the TCP, differ by at most
-``d = sum_k |t_k - t'_k|`` (``t_k`` the translations). A proof for one chain (:func:`~.reach_proof.pose_proof`)
+``d = sum_k |t_k - t'_k|`` (``t_k`` the translations). A joint on one line with the joint before (``J J``,
+``J I_50 J`` in robco_like) is merged into it first (:func:`merged`: over whole turns the chain reaches the same
+poses), so a five-joint arm with two such pairs is in the family of the three-joint arm it turns like, and one
+proof covers both (``five_joints``: 1,306 proofs -> 619). A proof for one chain (:func:`~.reach_proof.pose_proof`)
 refused every box of joint angles with more than its ``margin`` to spare in position, or by rotation alone; so it
 refuses the boxes of every chain of its family within ``d < margin``, and that chain cannot reach the goal either.
 
@@ -34,10 +37,12 @@ import numpy as np
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, pose_proof
 
-__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "cut_chain", "distance"]
+__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain", "distance", "merged"]
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
+AXIAL = 1e-12  # a step this close to Tz(l) Rz(phi) (per entry) puts the next joint on its joint's line: merged (a
+# merged chain is within 1e-11 m of the one it stands for; one more ROTATION_SLACK per certificate covers it)
 WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
@@ -53,10 +58,15 @@ class Cut:
         self.__dict__["translations"], self.__dict__["steps"] = translations, steps
 
     @classmethod
-    def of_segments(cls, segments: list[tuple[bytes, np.ndarray, tuple[float, ...]]]) -> Cut:
-        """The cut of the chain of these segments (rotation key, ``A_k``, its translation as floats)."""
+    def of_segments(cls, segments: Sequence[Segment]) -> Cut:
+        """The cut of the chain of these segments (:data:`Segment`), joints on one line with the one before merged
+        into it (:func:`merged`)."""
+        for k in range(1, len(segments) - 1):
+            if segments[k][3] is not None:
+                segments = merged(segments)
+                break
         cut = cls.__new__(cls)
-        cut.rotations, steps, cut.__dict__["rows"] = zip(*segments, strict=True)
+        cut.rotations, steps, cut.__dict__["rows"], _ = zip(*segments, strict=True)
         cut.__dict__["parts"] = steps
         return cut
 
@@ -96,6 +106,14 @@ class Cut:
 
 def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
     """The :class:`Cut` of a serial assembly of one-joint revolute modules at ``placement`` (None: not such a
+    chain, see :func:`~.quick_reach.joint_frames`), joints on one line with the joint before merged into it
+    (:func:`merged`)."""
+    segments = chain_segments(assembly, placement)
+    return None if segments is None else Cut.of_segments(segments)
+
+
+def chain_segments(assembly: Any, placement: np.ndarray | None) -> list[Segment] | None:
+    """The :data:`Segment` of each ``A_k`` of a serial assembly at ``placement``, none merged (None: not such a
     chain, see :func:`~.quick_reach.joint_frames`)."""
     walked = joint_frames(assembly, placement)
     if walked is None:
@@ -108,10 +126,44 @@ def cut_chain(assembly: Any, placement: np.ndarray | None) -> Cut | None:
     steps[0] = frames[0]
     steps[1:, :3, :3] = np.einsum("kji,kjl->kil", rot[:-1], rot[1:])
     steps[1:, :3, 3] = np.einsum("kji,kj->ki", rot[:-1], pos[1:] - pos[:-1])
-    keys = tuple((np.round(a[:3, :3], ROTATION_DECIMALS) + 0.0).tobytes() for a in steps)  # + 0.0: no -0.0
-    cut = Cut(keys, steps[:, :3, 3].copy(), steps)
-    cut.__dict__["frames"] = frames  # the walk's own frames
-    return cut
+    return [segment(a) for a in steps]
+
+
+Segment = tuple[bytes, np.ndarray, tuple[float, ...], float | None]
+"""One ``A_k``: its rotation key (equal keys: equal rotations to 5e-10 per entry), the 4x4 step, its translation
+as floats, and its length along z if it turns about z only and moves along z only (to :data:`AXIAL` per entry: the
+next joint is on the previous one's line), else None."""
+
+
+def segment(step: np.ndarray) -> Segment:
+    """The :data:`Segment` of one step ``A_k`` (4x4)."""
+    key = (np.round(step[:3, :3], ROTATION_DECIMALS) + 0.0).tobytes()  # + 0.0: no -0.0
+    row = tuple(step[:3, 3].tolist())
+    off = max(abs(step[0, 2]), abs(step[1, 2]), abs(step[2, 0]), abs(step[2, 1]), abs(step[2, 2] - 1.0))
+    axial = float(step[2, 3]) if off <= AXIAL and abs(row[0]) <= AXIAL and abs(row[1]) <= AXIAL else None
+    return key, step, row, axial
+
+
+def merged(segments: Sequence[Segment]) -> list[Segment]:
+    """The segments with every joint on one line with the joint before merged into it: ``Rz(a) A_k Rz(b) A_k+1``
+    with ``A_k = Tz(l) Rz(phi)`` is ``Rz(a + phi + b) Tz(l) A_k+1``, and over whole turns ``a + phi + b`` takes
+    every angle ``a`` does, so the chain with ``A_k`` left out and ``Tz(l)`` put before ``A_k+1`` reaches the very
+    same poses (its translation's z grows by ``l``). ``A_0`` and the last step are never left out (no joint before /
+    after them). Such a chain is in the family of the shorter chain (``J I_50 J L_100 J`` and ``J L_100 J``)."""
+    out: list[Segment] = [segments[0]]
+    carry = 0.0
+    for k in range(1, len(segments)):
+        key, step, row, axial = segments[k]
+        if axial is not None and k < len(segments) - 1:
+            carry += axial
+            continue
+        if carry:
+            step = step.copy()
+            step[2, 3] += carry
+            row = (row[0], row[1], row[2] + carry)
+            axial, carry = (None if axial is None else axial + carry), 0.0
+        out.append((key, step, row, axial))
+    return out
 
 
 def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: float = math.inf) -> float:
@@ -135,7 +187,7 @@ class _Segments:
 
     def __init__(self, placement: np.ndarray | None) -> None:
         self.placement = placement
-        self.steps: dict[tuple, tuple[bytes, np.ndarray, tuple[float, ...]]] = {}  # rotation key, A_k, translation
+        self.steps: dict[tuple, Segment] = {}  # per modules and entry connector
         self.kinds: dict[str, bool | None] = {}  # module ID: has a joint (None: not one revolute joint at most)
 
     def cut(self, assembly: Any) -> Cut | None:
@@ -161,14 +213,15 @@ class _Segments:
         found.append(get((ids[a:], entries[a])))
         if None not in found:
             return Cut.of_segments(found)  # type: ignore[arg-type]
-        cut = cut_chain(assembly(), self.placement)
-        if cut is not None:
-            joints = [i for i, m in enumerate(ids) if kinds[m]]
-            starts, ends = [0, *joints], [*joints, len(ids) - 1]
-            keys = [(ids[a : b + 1], entries[a]) for a, b in zip(starts, ends, strict=True)]
-            for k, rotation, step, row in zip(keys, cut.rotations, cut.steps, cut.rows, strict=True):
-                self.steps[k] = (rotation, step, row)
-        return cut
+        segments = chain_segments(assembly(), self.placement)
+        if segments is None:
+            return None
+        joints = [i for i, m in enumerate(ids) if kinds[m]]
+        starts, ends = [0, *joints], [*joints, len(ids) - 1]
+        keys = [(ids[a : b + 1], entries[a]) for a, b in zip(starts, ends, strict=True)]
+        for k, seg in zip(keys, segments, strict=True):
+            self.steps[k] = seg
+        return Cut.of_segments(segments)
 
     def _kind(self, m: str, module: Any) -> bool | None:
         plain = len(module.joints) <= 1 and all(j.type in REVOLUTE for j in module.joints)
@@ -295,13 +348,11 @@ class FamilyProofs:
     def refusal(self, cut: Cut) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
         covers, else the first its own proof refuses; None if none."""
-        found = self.families.get(cut.rotations)
-        if found is None:
-            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+        found = self._family(cut)
         for k, certs in enumerate(found):
             if certs.size and certs.covers(cut):
                 return self.covered[k]
-        slack = ROTATION_SLACK * cut.gaps
+        slack = ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: the merged joints' error, AXIAL)
         for k, certs in enumerate(found):
             goal, tolerance = self.goals[k]
             self.proofs += 1
@@ -311,6 +362,20 @@ class FamilyProofs:
                     self._add(certs, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
         return None
+
+    def certified(self, cut: Cut) -> Refusal | None:
+        """The first goal (task order) a certificate of ``cut``'s family covers (None: none does; :meth:`refusal`
+        would prove the goals): :meth:`refusal`'s answer where that is a look-up."""
+        for k, certs in enumerate(self._family(cut)):
+            if certs.size and certs.covers(cut):
+                return self.covered[k]
+        return None
+
+    def _family(self, cut: Cut) -> list[_Certificates]:
+        found = self.families.get(cut.rotations)
+        if found is None:
+            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+        return found
 
     def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
         certs.add(cut.translations, margin)
