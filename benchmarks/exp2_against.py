@@ -15,8 +15,10 @@ interpreter with the checkout's ``src/timor_core`` on ``PYTHONPATH``:
   one shard per worker, the space order streamed in chunks).
 
 Figures per run: the search's own seconds (as printed by the command; the Dask route's includes starting the
-cluster), the whole process's wall and CPU seconds (user + sys of the process and the children it waited for, from
-``os.wait4``), the 1-minute load average at its start, the evaluations and the best robot (both checkouts must agree).
+cluster), the whole process's wall and CPU seconds (user + sys of the process and the children it waited for: the
+rise of ``getrusage(RUSAGE_CHILDREN)``), the 1-minute load average at its start, the evaluations and the best robot
+(both checkouts must agree); on the Dask route also the CPU seconds the search's evaluations took on the workers, as
+its result reports them (``cpu_time``: without the cluster's own start and upkeep).
 On a shared machine the CPU seconds are the steadier figure; the summary gives medians and the median of the
 per-round ratios before/after (> 1: this checkout faster).
 """
@@ -65,7 +67,7 @@ def parse(route: str, stdout: str, out: Path) -> dict:
     data = json.loads(out.read_text())
     best = data.get("best") or {}
     return {"search_s": data["wall_time"], "evaluations": data["evaluations"], "best_ids": best.get("ids"),
-            "best_cost": best.get("cost")}  # fmt: skip
+            "best_cost": best.get("cost"), "shards_cpu_s": data.get("cpu_time")}  # fmt: skip
 
 
 def one_run(checkout: Path, route: str, task: Path, order: str, workers: int, folder: Path) -> dict:
@@ -129,7 +131,12 @@ def line(r: dict) -> str:
     if r.get("error"):
         return f"{head} FAILED (status {r['status']}): {r['error'][-300:]}"
     return (f"{head} search {r['search_s']:7.2f} s, whole {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s CPU, "
-            f"{r['evaluations']} evaluated, best {r['best_cost']} (load {r['load_1min']})")  # fmt: skip
+            f"{r['evaluations']} evaluated, best {r['best_cost']}{_shards_cpu(r)} (load {r['load_1min']})")  # fmt: skip
+
+
+def _shards_cpu(r: dict) -> str:
+    """The workers' CPU seconds of a Dask run's evaluations, if reported."""
+    return f", workers' CPU {r['shards_cpu_s']:.2f} s" if r.get("shards_cpu_s") is not None else ""
 
 
 def summary(rows: list[dict]) -> list[dict]:
@@ -143,7 +150,8 @@ def summary(rows: list[dict]) -> list[dict]:
             continue
         pairs = [(b, a) for b in side["before"] for a in side["after"] if a["round"] == b["round"]]
         s = {"task": key[0], "route": key[1], "order": key[2], "workers": key[3], "rounds": len(pairs)}
-        for fig in ("search_s", "wall_s", "cpu_s"):
+        figs = ["search_s", "wall_s", "cpu_s"] + (["shards_cpu_s"] if all(r.get("shards_cpu_s") for r in runs) else [])
+        for fig in figs:
             for name, group in side.items():
                 s[f"{name}_{fig}"] = statistics.median(r[fig] for r in group)
                 s[f"{name}_{fig}_range"] = (min(r[fig] for r in group), max(r[fig] for r in group))
@@ -174,7 +182,13 @@ def main_against(args) -> int:
     """The ``--against`` mode of exp2.py."""
     rows = compare(args.against, args.tasks, args.routes, args.orders, args.workers, args.rounds)
     sums = summary(rows)
-    print(table(sums), file=sys.stderr if args.json else sys.stdout)
+    out = sys.stderr if args.json else sys.stdout
+    print(table(sums), file=out)
+    for s in sums:
+        if "ratio_shards_cpu_s" in s:
+            print(f"{s['task']}, {s['route']}, {s['order']}, {s['workers']}: workers' CPU of the evaluations "
+                  f"{s['before_shards_cpu_s']:.2f} / {s['after_shards_cpu_s']:.2f} s ({s['ratio_shards_cpu_s']:.2f}x)",
+                  file=out)  # fmt: skip
     if args.json:
         print(json.dumps({"runs": rows, "summary": sums}))
     return 0 if all(not r.get("error") for r in rows) else 1
