@@ -4,6 +4,7 @@
     python benchmarks/exp2.py                    # full: both of our searches, then the sample and GA comparisons
     python benchmarks/exp2.py --quick            # 40-assembly sample, 5 GA generations, our full runs skipped
     python benchmarks/exp2.py --json > e.json    # table on stderr, JSON report on stdout
+    python benchmarks/exp2.py --against OLD      # our constrained search, OLD checkout vs this one, alternating
 
 Experiment 2: the lightest robot of the RobCo-like module set (embedded ``robco_like``) for the paper's user-study
 task (``../shared/data/cobra/tasks/user_study.json``), by the constrained search over 177,155 assemblies and by the
@@ -141,7 +142,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-ref", action="store_true", help="measure our side only")
     p.add_argument("--ref-python", default=None, help="reference interpreter (default $TIMOR_REF_PYTHON or ../refvenv)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout (the table on stderr)")
+    g = p.add_argument_group("--against: another checkout's constrained search beside ours (exp2_against.py)")
+    g.add_argument("--against", type=Path, help="another checkout, run alternating with this one")
+    g.add_argument("--rounds", type=int, default=3, help="rounds of every configuration (3)")
+    g.add_argument("--tasks", nargs="+", default=["user_study"], help="user_study or names of tests/data/exp2_tasks")
+    g.add_argument("--routes", nargs="+", choices=("local", "dask"), default=["local"])
+    g.add_argument("--orders", nargs="+", choices=("cost", "space"), default=["cost", "space"])
+    g.add_argument("--workers", nargs="+", type=int, default=[1, 2])
     args = p.parse_args(argv)
+    if args.against:
+        from exp2_against import main_against
+
+        return main_against(args)
     if args.quick:
         args.sample, args.ga_generations, args.no_full, args.scaling = 40, 5, True, 300
     out = sys.stderr if args.json else sys.stdout

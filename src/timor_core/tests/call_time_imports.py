@@ -88,6 +88,8 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.ros.controller_swap", "xml.etree.ElementTree"): (3.4, "start-up"),
     ("timor_core.ros.launch_arguments", "ament_index_python.packages"): (0.8, "optional: a ROS 2 install"),
     ("timor_core.ros.launch_arguments", "timor_core.common.safe_yaml"): (10.6, "start-up"),
+    ("timor_core.ros.launch_arguments", "launch"): (81.0, "optional: a ROS 2 install"),
+    ("timor_core.ros.launch_arguments", "launch.actions"): (124.3, "optional: a ROS 2 install"),
     ("timor_core.ros.launch_paths", "timor_core.task.task"): (95.0, "start-up"),
     ("timor_core.ros.robot_description", "timor_core.export.formats.ros2_control"): (4.3, "start-up"),
     ("timor_core.ros.robot_description", "timor_core.export.formats.srdf"): (66.1, "start-up"),

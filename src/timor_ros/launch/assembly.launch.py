@@ -20,7 +20,6 @@ a bad value or a missing package ends the launch with one error and nothing left
 from typing import Any
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
 
 from timor_core.ros.launch_arguments import (
@@ -28,6 +27,7 @@ from timor_core.ros.launch_arguments import (
     SWITCHES,
     AssemblyLaunch,
     checked_plan,
+    launch_description,
     require_packages,
 )
 from timor_ros.launching import (
@@ -110,7 +110,4 @@ def _launch(context: Any) -> list[Node]:
 
 
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in ASSEMBLY_ARGUMENTS.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
+    return launch_description(ASSEMBLY_ARGUMENTS, _launch)

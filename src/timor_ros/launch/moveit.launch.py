@@ -30,7 +30,7 @@ move_group's scene lacks them; goals are then planned around them.
 from typing import Any
 
 from launch import Action, LaunchDescription
-from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction
+from launch.actions import IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
@@ -41,6 +41,7 @@ from timor_core.ros.launch_arguments import (
     SWITCHES,
     MoveItLaunch,
     checked_plan,
+    launch_description,
     require_packages,
 )
 from timor_ros.launching import nodes_of_this_install
@@ -74,32 +75,17 @@ def _launch(context: Any) -> list[Action]:
             "ros_distro": nodes.distro,
             "ros2_control": plan.ros2_control,
         }
-        actions.append(
-            Node(
-                package="timor_ros",
-                executable="moveit_supervisor",
-                name="moveit_supervisor",
-                namespace=base.namespace,
-                parameters=[supervisor],
-                output="screen",
-            )
-        )
+        actions.append(_timor_node("moveit_supervisor", base.namespace, supervisor))
         if base.task:  # the task's obstacles (and its safety margin) in move_group's planning scene
-            actions.append(
-                Node(
-                    package="timor_ros",
-                    executable="task_scene",
-                    name="task_scene",
-                    namespace=base.namespace,
-                    parameters=[{"task": base.task}],
-                    output="screen",
-                )
-            )
+            actions.append(_timor_node("task_scene", base.namespace, {"task": base.task}))
     return actions
 
 
+def _timor_node(executable: str, namespace: str, parameters: dict[str, Any]) -> Node:
+    """One of timor_ros's nodes, named as its executable, with its output on the screen."""
+    return Node(package="timor_ros", executable=executable, name=executable, namespace=namespace,
+                parameters=[parameters], output="screen")  # fmt: skip
+
+
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in ARGS.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
+    return launch_description(ARGS, _launch)

@@ -6,8 +6,10 @@ fails halfway (``search_workers:=two`` after four nodes started) and leaves proc
 goes through the same three steps here before it starts anything (``checked_plan``): it refuses a ``name:=value``
 it does not declare, parses every argument at once (an ``AssemblyLaunch``, ``MoveItLaunch`` or ``BringupLaunch``,
 or an ``InputError`` naming the argument and its value), and checks that the external packages it would start are
-installed. Any problem ends the launch with one ``LaunchRefusedError`` and nothing running. ROS is imported only
-inside the functions that look at a launch context or the installed packages: the module itself needs no ROS.
+installed. Any problem ends the launch with one ``LaunchRefusedError`` and nothing running. Every launch file's
+``generate_launch_description`` is ``launch_description`` (its arguments declared, its nodes made once they are
+set). ROS is imported only inside the functions that look at a launch context or the installed packages or build
+the launch description: the module itself needs no ROS.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from timor_core.ros.launch_paths import config_folder, task_file
 
 __all__ = ["ASSEMBLY_ARGUMENTS", "BRINGUP_ARGUMENTS", "BRINGUP_DATA", "MOVEIT_ARGUMENTS", "SWITCHES", "AssemblyLaunch",
            "BringupLaunch", "LaunchRefusedError", "MoveItLaunch", "check_arguments", "check_namespace", "checked_plan",
-           "controller_manager", "parse_auto_flag", "parse_flag", "refuse_unknown_arguments",
+           "controller_manager", "launch_description", "parse_auto_flag", "parse_flag", "refuse_unknown_arguments",
            "require_packages"]  # fmt: skip
 
 Plan = TypeVar("Plan")
@@ -415,6 +417,16 @@ def require_packages(packages: Iterable[str], switches: Mapping[str, str] | None
             missing.append(f"{package} (leave it out with {switch})" if switch else package)
     if missing:
         raise LaunchRefusedError(f"not installed: {', '.join(missing)}")
+
+
+def launch_description(declared: Mapping[str, tuple[str, str]], launch: Callable[[Any], list]) -> Any:
+    """What every timor launch file's ``generate_launch_description`` returns: its arguments declared (name ->
+    (default, description)) and ``launch(context)`` run once their values are set (an ``OpaqueFunction``)."""
+    from launch import LaunchDescription
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+
+    arguments = [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in declared.items()]
+    return LaunchDescription([*arguments, OpaqueFunction(function=launch)])
 
 
 def checked_plan(

@@ -14,10 +14,9 @@ from typing import Any
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch_ros.actions import Node
 
-from timor_core.ros.launch_arguments import BringupLaunch, controller_manager, require_packages
+from timor_core.ros.launch_arguments import BringupLaunch, controller_manager, launch_description, require_packages
 
 
 def _launch(context: Any) -> list[Node]:
@@ -42,8 +41,4 @@ def _launch(context: Any) -> list[Node]:
 
 
 def generate_launch_description() -> LaunchDescription:
-    declared = BringupLaunch.arguments(__file__)
-    return LaunchDescription(
-        [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in declared.items()]
-        + [OpaqueFunction(function=_launch)]
-    )
+    return launch_description(BringupLaunch.arguments(__file__), _launch)

@@ -25,6 +25,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice, repeat
 from pathlib import Path
@@ -310,19 +311,15 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
         return bound
 
     # -- evaluation --------------------------------------------------------------------------------
-    def evaluate_batch(
-        self,
-        batch: Sequence[Sequence[str]],
-        bound: float = math.inf,
-        stop: Callable[[], bool] | None = None,
-        deadline: float | None = None,
-    ) -> list[Evaluation]:
-        """Evaluate a list of assemblies (e.g. a GA generation); results in input order (no checkpoints)."""
+    @contextmanager
+    def _batch_scope(self) -> Iterator[None]:
+        """Around :meth:`evaluate_batch` (e.g. a GA generation): no checkpoints, the stream's progress reset before
+        and after."""
         saved, self.checkpoint = self.checkpoint, None
         self._reset_progress()
         self._resumed = None
         try:
-            return super().evaluate_batch(batch, bound, stop, deadline)
+            yield
         finally:
             self.checkpoint = saved
             self._reset_progress()

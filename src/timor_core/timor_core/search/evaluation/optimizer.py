@@ -288,20 +288,19 @@ class RandomSearch:
         drawn = n if budget.max_evaluations is None else min(n, budget.max_evaluations)
         positions = random.Random(self.seed).sample(range(self.space.count), drawn)
         items = ((k, self.space[i]) for k, i in enumerate(positions))
-        return run_search(
-            "RandomSearch",
-            items,
-            n,
-            task,
-            db,
-            cost=self.cost,
-            config=self.config,
-            workers=self.workers,
-            progress=self.progress,
-            budget=budget,
-            space=space_info(self.space),
-            settings={"samples": n, "seed": self.seed},
+        return run_space_search(
+            self, "RandomSearch", items, n, task, db, budget, settings={"samples": n, "seed": self.seed}
         )
+
+
+def run_space_search(
+    search: Any, name: str, items: Iterable[tuple[int, Sequence[str]]], total: int | None, task: Task,
+    db: ModulesDB, budget: Budget | int | None, **options: Any,
+) -> SearchResult:  # fmt: skip
+    """:func:`run_search` with a search's own ``cost``, ``config``, ``workers``, ``progress`` and ``space`` (those of
+    :class:`RandomSearch` and :class:`~.exhaustive.ExhaustiveSearch`); ``options``: run_search's other keywords."""
+    return run_search(name, items, total, task, db, cost=search.cost, config=search.config, workers=search.workers,
+                      progress=search.progress, budget=budget, space=space_info(search.space), **options)  # fmt: skip
 
 
 def check_db(space: SerialSpace, db: ModulesDB) -> None:

@@ -21,7 +21,7 @@ from timor_core.errors import InputError
 from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluation.evaluate import cost_descriptor, load_task
-from timor_core.search.evaluation.optimizer import Budget, check_db, run_search, space_info
+from timor_core.search.evaluation.optimizer import Budget, check_db, run_space_search, space_info
 from timor_core.search.evaluation.parallel import resolve_workers
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.filtering.filters import FilterConfig
@@ -123,26 +123,17 @@ class ExhaustiveSearch:
                 return result.best_cost is not None and last[0] >= result.best_cost
 
             items, first = items_gen(), 0
-        result = run_search(
+        result = run_space_search(
+            self,
             "ExhaustiveSearch",
             items,
             max(0, self.stop - self.start),
             task,
             db,
-            cost=self.cost,
-            config=self.config,
-            workers=self.workers,
-            progress=self.progress,
-            budget=budget,
+            budget,
             bound=self.bound,
             first_seq=first,
-            space=space_info(self.space),
-            settings={
-                "start": self.start,
-                "stop": self.stop,
-                "bound": None if math.isinf(self.bound) else self.bound,
-                "order": self.order,
-            },
+            settings=self._settings(),
             mp_context=self.mp_context,
             stop_if=stop_if,
             evaluator=self.evaluator,
@@ -153,39 +144,33 @@ class ExhaustiveSearch:
         return result
 
     def _in_shards(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult | None:
-        """The cost-ordered search in shards, each walking its own part of the cost order: on the Dask evaluator's
-        workers, or on this machine's worker processes (None: the one stream, see :func:`_shardable`)."""
+        """The cost-ordered search in shards, each walking its own part of the cost order: one per Dask worker of the
+        evaluator (:mod:`.shards`), or one per worker process of this machine (:mod:`.local_shards`); None: the one
+        stream (see :func:`_shardable`)."""
         if self.order != "cost":
             return None
-        if getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget):
-            return self._sharded(task, db, budget)
-        if self.evaluator is None and _shardable(None, budget):
-            workers = resolve_workers(self.workers)
-            if workers > 1:
-                return self._local_shards(task, db, budget, workers)
-        return None
+        on_dask = getattr(self.evaluator, "shards", False) and _shardable(self.evaluator, budget)
+        local = resolve_workers(self.workers) if self.evaluator is None and _shardable(None, budget) else 1
+        if not on_dask and local < 2:
+            return None
+        from timor_core.search.exhaustive_search.shards import ShardedSearch, sharded_cost_search
 
-    def _sharded(self, task: Task, db: ModulesDB, budget: Budget | int | None) -> SearchResult:
-        """The cost-ordered search as one shard per Dask worker, each walking its own part of the cost order."""
-        from timor_core.search.exhaustive_search.shards import sharded_cost_search
-
-        return sharded_cost_search(
-            self.evaluator, self.space, task, db, cost=self.cost, config=self.config, start=self.start,
-            stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
-            settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
-                      self.bound, "order": "cost"},
-        )  # fmt: skip
-
-    def _local_shards(self, task: Task, db: ModulesDB, budget: Budget | int | None, workers: int) -> SearchResult:
-        """The cost-ordered search as one shard per worker process of this machine (:mod:`.local_shards`)."""
+        search = ShardedSearch(self.space, task, db, self.cost, self.config, self.start, self.stop, self.bound,
+                               Budget.of(budget).max_time, self.progress, self._settings())  # fmt: skip
+        if on_dask:
+            return sharded_cost_search(self.evaluator, search)
         from timor_core.search.exhaustive_search.local_shards import local_sharded_search
 
-        return local_sharded_search(
-            self.space, task, db, workers=workers, cost=self.cost, config=self.config, start=self.start,
-            stop=self.stop, bound=self.bound, max_time=Budget.of(budget).max_time, progress=self.progress,
-            settings={"start": self.start, "stop": self.stop, "bound": None if math.isinf(self.bound) else
-                      self.bound, "order": "cost"}, mp_context=self.mp_context,
-        )  # fmt: skip
+        return local_sharded_search(search, local, self.mp_context)
+
+    def _settings(self) -> dict[str, Any]:
+        """The search's settings as its result reports them."""
+        return {
+            "start": self.start,
+            "stop": self.stop,
+            "bound": None if math.isinf(self.bound) else self.bound,
+            "order": self.order,
+        }
 
     def _unreachable(self, task: Task, db: ModulesDB, goals: list, seconds: float) -> SearchResult:
         """The result of a search that needs no evaluation: a goal lies beyond every assembly's reach
@@ -196,14 +181,7 @@ class ExhaustiveSearch:
             db_name=db.name,
             cost=cost_descriptor(self.cost),
             space=space_info(self.space),
-            settings={
-                "filters": self.config.to_json(),
-                "start": self.start,
-                "stop": self.stop,
-                "bound": None if math.isinf(self.bound) else self.bound,
-                "order": self.order,
-                "unreachable": [g.text() for g in goals],
-            },
+            settings={"filters": self.config.to_json(), **self._settings(), "unreachable": [g.text() for g in goals]},
         )
         result.wall_time = seconds
         result.stopped = "unreachable"

@@ -29,14 +29,12 @@ from typing import Any
 from timor_core.errors import TimorError
 from timor_core.search.dask_cluster.dask_worker import bound_from_best
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descriptor
-from timor_core.search.evaluation.optimizer import space_info
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.exhaustive_search.shard_share import SHARE_EVERY
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.exhaustive_search.shards import run_shards
+from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
 from timor_core.search.filtering.filters import FilterConfig
-from timor_core.search.spaces.space import SerialSpace
 
 __all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search"]
 
@@ -251,36 +249,15 @@ class LocalShards:
             self.pump.join(timeout=1)
 
 
-def local_sharded_search(
-    space: SerialSpace,
-    task: Any,
-    db: Any,
-    *,
-    workers: int,
-    cost: Any = "mass",
-    config: FilterConfig | None = None,
-    filters: Any = None,
-    start: int = 0,
-    stop: int | None = None,
-    bound: float = math.inf,
-    max_time: float | None = None,
-    progress: bool = True,
-    settings: dict | None = None,
-    mp_context: Any = None,
-) -> SearchResult:
+def local_sharded_search(search: ShardedSearch, workers: int, mp_context: Any = None) -> SearchResult:
     """``ExhaustiveSearch(order="cost", workers=k).optimize(...)`` as ``workers`` shards in processes of this
     machine (:func:`~.shards.run_shards` on :class:`LocalShards`): the same best assembly, cost and ``best_seq``
     as one process."""
     t0 = time.perf_counter()
-    stop = space.count if stop is None else min(stop, space.count)
-    config = config if config is not None else FilterConfig()
-    descriptor = cost_descriptor(cost)
-    result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
-    result.settings = {"filters": config.to_json(), **(settings or {})}
-    result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
+    config = search.config if search.config is not None else FilterConfig()
+    cost = search.cost if isinstance(search.cost, str) else cost_descriptor(search.cost)
+    result = search.new_result()
     result.workers = workers
-    spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), cost if isinstance(cost, str) else descriptor, config,
-                      tuple(filters) if filters is not None else None)  # fmt: skip
+    spec = WorkerSpec(DBRef.of(search.db), TaskRef.of(search.task), cost, config)
     ex = LocalShards(workers, mp_context, spec.evaluator().chain.names)
-    header = {"start": start, "stop": stop}
-    return run_shards(ex, space, task, result, header, None, spec, bound, max_time, progress, t0)
+    return run_shards(ex, search, result, {"start": search.start, "stop": search.end}, None, spec, t0)

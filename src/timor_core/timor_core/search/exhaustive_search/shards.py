@@ -27,6 +27,7 @@ import math
 import queue
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,8 +51,8 @@ from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import task_base_placement
 
 __all__ = [
-    "SHARD_ROUTE", "DaskShards", "ShardExecutor", "cost_rank", "rank_from_tails", "run_shards", "sharded_cost_search",
-    "sharded_result",
+    "SHARD_ROUTE", "DaskShards", "ShardExecutor", "ShardedSearch", "cost_rank", "rank_from_tails", "run_shards",
+    "sharded_cost_search", "sharded_result",
 ]  # fmt: skip
 
 #: the ``route`` of a checkpoint written by :func:`sharded_cost_search`
@@ -84,6 +85,40 @@ def rank_from_tails(states: list[ShardState], index: int) -> int | None:
             return None  # the keys before the tail are not known to come before the best
         n += s.taken - after
     return n
+
+
+@dataclass(frozen=True)
+class ShardedSearch:
+    """A cost-ordered exhaustive search to run in shards, as ``ExhaustiveSearch(order="cost")`` hands it to either
+    route (:func:`sharded_cost_search` on Dask, :func:`~.local_shards.local_sharded_search` on local processes):
+    positions ``start .. stop - 1`` of ``space`` for ``task``, the bound, the time budget, the progress bar and the
+    settings the result reports."""
+
+    space: SerialSpace
+    task: Task
+    db: ModulesDB
+    cost: CostFunction | str | None = "mass"
+    config: FilterConfig | None = None
+    start: int = 0
+    stop: int | None = None
+    bound: float = math.inf
+    max_time: float | None = None
+    progress: bool = True
+    settings: dict | None = None
+
+    @property
+    def end(self) -> int:
+        """The first position after the search (``stop``, at most the space's count)."""
+        return self.space.count if self.stop is None else min(self.stop, self.space.count)
+
+    def new_result(self) -> SearchResult:
+        """The result before any shard has run: what was searched, the filter settings, the first history point."""
+        result = SearchResult(
+            "ExhaustiveSearch", self.task.id, self.db.name, cost_descriptor(self.cost), space=space_info(self.space)
+        )
+        result.settings = {"filters": (self.config or FilterConfig()).to_json(), **(self.settings or {})}
+        result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
+        return result
 
 
 class ShardExecutor(Protocol):
@@ -250,68 +285,50 @@ class _Run:
         return "exhausted" if reasons == {"exhausted"} else "bound"
 
 
-def run_shards(ex: ShardExecutor, space: SerialSpace, task: Task, result: SearchResult, header: dict,
-               resumed: dict | None, spec: Any, bound: float, max_time: float | None, progress: bool,
-               t0: float) -> SearchResult:  # fmt: skip
+def run_shards(ex: ShardExecutor, search: ShardedSearch, result: SearchResult, header: dict, resumed: dict | None,
+               spec: Any, t0: float) -> SearchResult:  # fmt: skip
     """The one sharded search, on any :class:`ShardExecutor`: start a shard per slot, pass the best on, take the
     reports until every shard has ended, then sum them into ``result``."""
-    run = _Run(ex, space, header, resumed, t0)
+    run = _Run(ex, search.space, header, resumed, t0)
     result.settings.update(prepare_time=0.0, shards=run.k)
     result.funnel = type(result.funnel)(ex.filter_names)
+    max_time = search.max_time
     deadline = None if max_time is None else time.time() + max_time - (time.perf_counter() - t0)
-    futures = run.launch(spec, bound, deadline)
-    bar = Progress(header["stop"] - header["start"], progress, desc="ExhaustiveSearch")
+    futures = run.launch(spec, search.bound, deadline)
+    bar = Progress(header["stop"] - header["start"], search.progress, desc="ExhaustiveSearch")
     try:
         stopped = run.wait(futures, bar)
     finally:
         run.checkpoint(force=True)
         ex.close(run.token, run.topic)
         bar.close()
-    return sharded_result(result, run, stopped, space, task, t0)
+    return sharded_result(result, run, stopped, search.space, search.task, t0)
 
 
-def sharded_cost_search(
-    de: DaskEvaluator,
-    space: SerialSpace,
-    task: Task,
-    db: ModulesDB,
-    *,
-    cost: CostFunction | str | None = "mass",
-    config: FilterConfig | None = None,
-    start: int = 0,
-    stop: int | None = None,
-    bound: float = math.inf,
-    max_time: float | None = None,
-    progress: bool = True,
-    settings: dict | None = None,
-) -> SearchResult:
+def sharded_cost_search(de: DaskEvaluator, search: ShardedSearch) -> SearchResult:
     """``ExhaustiveSearch(order="cost", evaluator=de).optimize(...)`` with the shards on ``de``'s workers (see the
     module's description); the same best assembly, cost and ``best_seq`` as the in-process search."""
     t0 = time.perf_counter()
-    stop = space.count if stop is None else min(stop, space.count)
-    de.bind(task, db, cost, config)
+    space, task, db, start, stop = search.space, search.task, search.db, search.start, search.end
+    de.bind(task, db, search.cost, search.config)
     resumed = de.shard_checkpoint
-    descriptor = cost_descriptor(cost)
     header = {
         "version": CHECKPOINT_VERSION,
         "kind": "timor-search-checkpoint",
         "route": SHARD_ROUTE,
         "task": task.id,
         "db": db.name,
-        "cost": descriptor,
+        "cost": cost_descriptor(search.cost),
         "space": space.fingerprint,
         "start": start,
         "stop": stop,
         "digests": de.search_digests([space.fingerprint, SHARD_ROUTE, start, stop]),
     }
-    result = SearchResult("ExhaustiveSearch", task.id, db.name, descriptor, space=space_info(space))
-    result.settings = {"filters": (config or FilterConfig()).to_json(), **(settings or {})}
-    result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})
+    result = search.new_result()
     with de:
         de.start()
         result.workers = de.workers
-        ex = DaskShards(de, resumed)
-        return run_shards(ex, space, task, result, header, resumed, de.worker_spec(), bound, max_time, progress, t0)
+        return run_shards(DaskShards(de, resumed), search, result, header, resumed, de.worker_spec(), t0)
 
 
 def merged_funnel(names: list[str], states: list[ShardState]) -> Funnel:
