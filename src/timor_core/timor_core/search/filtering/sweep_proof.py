@@ -1,0 +1,432 @@
+"""A proof that every configuration putting the TCP within a goal's tolerance drives the arm into an obstacle:
+the reach proof's branch and bound over the joint angles (:mod:`.reach_proof`), where a box of joint angles is
+also refused when some point of the arm's body lies inside an obstacle box for *every* configuration of it.
+
+Why: on ``obstacles_4`` (issue 38) 124 four-joint arms reach a goal's tolerance only through an obstacle; the
+reach proof cannot refuse them (the TCP gets there), so the task-aware IK spent its 150 restarts on each (~22 ms
+compiled) before it gave up, and a failed IK is only a heuristic refusal. This proves it.
+
+The arm's body: every cylinder, capsule, sphere and box of the robot's collision model holds balls of radius
+``rho`` around points of its axis (a cylinder of radius ``R`` and half-length ``H``: around the axis point at ``s``
+from its centre, ``rho = min(R, H - |s|)``; a box: around its centre, its smallest half side). Such a point ``P`` on
+the link after joint k moves, over a box of joint angles (centre ``c``, half-widths ``h``), by at most
+``r = sum_{i <= k} 2 sin(h_i / 2) dist(P(c), axis_i(c))`` from ``P(c)`` (the sequential bound of
+:mod:`.reach_proof`: turn the joints one after the other; while joint i turns, ``P`` keeps its distance from its
+axis). The signed distance to a convex obstacle grows by at most the distance moved, so where
+``sd(P(c)) + r < rho + margin - PENETRATION`` the ball around ``P`` reaches at least ``PENETRATION`` into the obstacle
+(or within the safety margin of it) at every configuration of the box: the IK's collision check refuses them all.
+Only obstacle boxes are used (any other obstacle is left out: the proof only gets weaker), only revolute chains;
+joints on one line with the one before are kept (merged, the body between them would not follow).
+
+The boxes left by both bounds are halved as in the reach proof until none is left (proven: no collision-free
+configuration reaches the goal, whatever the IK's effort) or the budget is spent or most survive a level
+(undecided). Joint limits are ignored (whole turns): the proof holds for any. Property tests:
+``tests/test_sweep_proof.py`` (a configuration the collision checker calls free is never inside a refused box;
+a pose the arm reaches free of the obstacles is never refused).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import coal
+import numpy as np
+import pinocchio as pin
+
+from timor_core.common import compiled
+from timor_core.kinematics.reach import joint_path, position_slack
+from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
+from timor_core.search.filtering.proof_numpy import BoxGoal
+from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
+
+if TYPE_CHECKING:
+    from timor_core.search.filtering.filter_state import Candidate, PoseGoal
+
+__all__ = [
+    "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "certain_collision", "certain_collision_numpy",
+    "collision_refusal", "fixed_collision", "obstacle_boxes", "sweep_proof", "sweep_reason",
+]  # fmt: skip
+
+PENETRATION = 1e-3  # m: a refused box puts a ball of the arm at least this deep into an obstacle (coal's verdict
+# near contact is not to be relied on; 1 mm deep it is, tests/test_collision_contact.py)
+EPS = 1e-8  # m: rounding
+ANGLE_EPS = 1e-6
+FIRST_SPLITS = 8
+SPLITS = 2
+GIVE_UP = 0.9
+BUDGET = 8192
+
+
+@dataclass(frozen=True)
+class ObstacleBoxes:
+    """The task's obstacle boxes in the world: centres (B, 3), rotations (B, 3, 3) (columns: the box's axes) and
+    half sides (B, 3)."""
+
+    centres: np.ndarray
+    rotations: np.ndarray
+    half: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.centres)
+
+    def signed_distance(self, points: np.ndarray) -> np.ndarray:
+        """The signed distance (m, < 0 inside) of every point (..., 3) from every box: (..., B)."""
+        local = np.einsum("...j,bjk->...bk", points, self.rotations) - np.einsum(
+            "bj,bjk->bk", self.centres, self.rotations
+        )
+        d = np.abs(local) - self.half
+        outside = np.sqrt((np.maximum(d, 0.0) ** 2).sum(axis=-1))
+        return outside + np.minimum(d.max(axis=-1), 0.0)
+
+
+def obstacle_boxes(task: Any) -> ObstacleBoxes:
+    """The boxes among a task's obstacles' collision shapes (world poses); others are left out."""
+    centres, rotations, half = [], [], []
+    for obstacle in getattr(task, "obstacles", ()):
+        for g in obstacle.collision:
+            for shape, pose in g.coal_shapes():
+                if isinstance(shape, coal.Box):
+                    pose = np.asarray(pose, dtype=float)
+                    centres.append(pose[:3, 3])
+                    rotations.append(pose[:3, :3])
+                    half.append(np.asarray(shape.halfSide, dtype=float))
+    return ObstacleBoxes(
+        np.array(centres).reshape(-1, 3), np.array(rotations).reshape(-1, 3, 3), np.array(half).reshape(-1, 3)
+    )
+
+
+@dataclass(frozen=True)
+class ArmSweep:
+    """A revolute chain (:class:`~.reach_proof.PoseChain`, every joint kept) and the balls of its body:
+    ``points`` (P, 3) in the frame of joint ``links[p]`` (the chain's joint frames at q = 0, z the axis, as
+    :attr:`PoseChain.steps` makes them), radii ``rho`` (P,); ``fixed`` (F, 3) and ``fixed_rho`` (F,): balls of the
+    body before the first joint, in the world."""
+
+    chain: PoseChain
+    points: np.ndarray
+    links: np.ndarray
+    rho: np.ndarray
+    fixed: np.ndarray
+    fixed_rho: np.ndarray
+
+
+def _balls(shape: Any) -> list[tuple[np.ndarray, float]]:
+    """Points in the shape's frame with the radius of a ball around each that the shape holds."""
+    if isinstance(shape, (coal.Cylinder, coal.Capsule)):
+        r, h = float(shape.radius), float(shape.halfLength)
+        if isinstance(shape, coal.Capsule):
+            ends = h
+            count = max(1, int(math.ceil(2 * ends / max(r, 1e-3))) + 1)
+            return [(np.array([0.0, 0.0, s]), r) for s in np.linspace(-ends, ends, count)]
+        if h <= r:
+            return [(np.zeros(3), h)]
+        count = int(math.ceil(2 * (h - r) / r)) + 1
+        return [(np.array([0.0, 0.0, s]), min(r, h - abs(s))) for s in np.linspace(-(h - r), h - r, count)]
+    if isinstance(shape, coal.Sphere):
+        return [(np.zeros(3), float(shape.radius))]
+    if isinstance(shape, coal.Box):
+        half = np.asarray(shape.halfSide, dtype=float)
+        r = float(half.min())
+        axis = int(np.argmax(half))
+        reach = float(half[axis]) - r
+        count = int(math.ceil(2 * reach / max(r, 1e-3))) + 1 if reach > 0 else 1
+        out = []
+        for s in np.linspace(-reach, reach, count):
+            p = np.zeros(3)
+            p[axis] = s
+            out.append((p, r))
+        return out
+    return []
+
+
+def arm_sweep(robot: Any) -> ArmSweep | None:
+    """The :class:`ArmSweep` of a robot's chain to its TCP, cached on the robot; None if a joint on the way is not a
+    one-axis revolute joint, or the chain has no joint."""
+    cache = robot.__dict__
+    if "_arm_sweep" not in cache:
+        cache["_arm_sweep"] = _build_sweep(robot)
+    return cache["_arm_sweep"]
+
+
+def _build_sweep(robot: Any) -> ArmSweep | None:
+    model = robot.model
+    joints = joint_path(model, robot.tcp)
+    if not joints or any(not model.joints[j].shortname().startswith("JointModelR") or model.joints[j].nv != 1
+                         for j in joints):  # fmt: skip
+        return None
+    q0 = pin.neutral(model)
+    data = model.createData()
+    pin.computeJointJacobians(model, data, q0)
+    pin.updateFramePlacements(model, data)
+    jac = np.asarray(data.J).reshape(6, -1)
+    axes = np.array([jac[3:, model.joints[j].idx_v] for j in joints], dtype=float)
+    origins = np.array([data.oMi[j].translation for j in joints], dtype=float)
+    chain = _unmerged(origins, axes, np.array(data.oMf[robot.tcp].homogeneous))
+    rotations, translations = chain.steps
+    frames = [np.eye(4)]
+    frames[0][:3, :3], frames[0][:3, 3] = rotations[0], translations[0]
+    for k in range(1, len(joints)):
+        step = np.eye(4)
+        step[:3, :3], step[:3, 3] = rotations[k], translations[k]
+        frames.append(frames[-1] @ step)
+    index: dict[int, int] = {0: -1, **{j: k for k, j in enumerate(joints)}}  # 0: the base's body, k < 0
+    gm = robot.collision
+    gdata = pin.GeometryData(gm)
+    pin.updateGeometryPlacements(model, data, gm, gdata, q0)
+    points, links, rho, fixed, fixed_rho = [], [], [], [], []
+    for obj, placement in zip(gm.geometryObjects, gdata.oMg, strict=True):
+        if obj.parentJoint not in index:
+            continue  # (not on the chain to the TCP)
+        k = index[obj.parentJoint]
+        world = np.array(placement.homogeneous)
+        for p, r in _balls(obj.geometry):
+            if r <= 0:
+                continue
+            w = world[:3, :3] @ p + world[:3, 3]
+            if k < 0:
+                fixed.append(w)
+                fixed_rho.append(r)
+            else:
+                points.append(frames[k][:3, :3].T @ (w - frames[k][:3, 3]))
+                links.append(k)
+                rho.append(r)
+    return ArmSweep(
+        chain,
+        np.array(points).reshape(-1, 3),
+        np.array(links, dtype=int),
+        np.array(rho, dtype=float),
+        np.array(fixed).reshape(-1, 3),
+        np.array(fixed_rho, dtype=float),
+    )
+
+
+def _unmerged(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) -> PoseChain:
+    """:func:`~.reach_proof.chain_from_frames` with every joint kept (a joint on one line with the one before
+    turns the body between them differently from the merged joint)."""
+    axes = axes / np.linalg.norm(axes, axis=1)[:, None]
+    steps = np.linalg.norm(np.diff(origins, axis=0), axis=1)
+    wrist = np.array([float(steps[i:].sum()) for i in range(len(origins))])
+    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - origins[-1]))
+    offset = tcp[:3, :3].T @ (origins[-1] - tcp[:3, 3])
+    return PoseChain(origins, axes, tcp, radii, wrist, offset)
+
+
+def _link_frames(sweep: ArmSweep, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For configurations ``q`` (M, n): the joint frames' rotations after each joint's turn (M, n, 3, 3), the
+    joints' origins (M, n, 3) and axes (M, n, 3) in the world."""
+    rotations, translations = sweep.chain.steps
+    m, n = len(q), sweep.chain.dof
+    cos, sin = np.cos(q), np.sin(q)
+    rot = np.broadcast_to(rotations[0], (m, 3, 3))
+    pos = np.broadcast_to(translations[0], (m, 3))
+    frames, origins = np.empty((m, n, 3, 3)), np.empty((m, n, 3))
+    for k in range(n):
+        origins[:, k] = pos
+        turned = frames[:, k]
+        c, s = cos[:, k, None], sin[:, k, None]
+        turned[:, :, 0] = c * rot[:, :, 0] + s * rot[:, :, 1]
+        turned[:, :, 1] = c * rot[:, :, 1] - s * rot[:, :, 0]
+        turned[:, :, 2] = rot[:, :, 2]
+        if k + 1 < n:
+            flat = turned.reshape(3 * m, 3)
+            pos = pos + (flat @ translations[k + 1]).reshape(m, 3)
+            rot = (flat @ rotations[k + 1]).reshape(m, 3, 3)
+    return frames, origins, frames[:, :, :, 2]
+
+
+def certain_collision(
+    sweep: ArmSweep, obstacles: ObstacleBoxes, centres: np.ndarray, half: np.ndarray, margin: float = 0.0
+) -> np.ndarray:
+    """Per box of joint angles (``centres``, ``half`` (M, n)): True where a ball of the arm's body lies at least
+    ``PENETRATION`` inside an obstacle box (or within ``margin`` of it, less that) at every configuration of it
+    (compiled once the process runs its compiled kernels, :mod:`timor_core.common.compiled`)."""
+    m = len(centres)
+    if not len(obstacles) or not len(sweep.points):
+        return np.zeros(m, dtype=bool)
+    kernel = compiled.loaded_or_none(_kernel, "the sweep proofs")
+    if kernel is None:
+        return compiled.charged(certain_collision_numpy, sweep, obstacles, centres, half, margin)
+    rotations, translations = sweep.chain.steps
+    out = np.zeros(m, dtype=np.bool_)
+    need = np.ascontiguousarray(sweep.rho + margin - PENETRATION - EPS)
+    kernel(
+        np.ascontiguousarray(rotations), np.ascontiguousarray(translations),
+        np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64),
+        np.ascontiguousarray(sweep.points), np.ascontiguousarray(sweep.links), need,
+        np.ascontiguousarray(obstacles.centres), np.ascontiguousarray(obstacles.rotations),
+        np.ascontiguousarray(obstacles.half), out,
+    )  # fmt: skip
+    return out
+
+
+def certain_collision_numpy(
+    sweep: ArmSweep, obstacles: ObstacleBoxes, centres: np.ndarray, half: np.ndarray, margin: float = 0.0
+) -> np.ndarray:
+    """:func:`certain_collision` in numpy (the same verdicts)."""
+    m = len(centres)
+    if not len(obstacles) or not len(sweep.points):
+        return np.zeros(m, dtype=bool)
+    frames, origins, axes = _link_frames(sweep, centres)
+    links = sweep.links
+    # the points in the world at the box centres (M, P, 3)
+    world = np.einsum("mpij,pj->mpi", frames[:, links], sweep.points) + origins[:, links]
+    # each point's distance from each joint's axis at the centre, counted for the joints before its link (M, P, n)
+    rel = world[:, :, None, :] - origins[:, None, :, :]
+    along = np.einsum("mpnj,mnj->mpn", rel, axes)
+    dist = np.sqrt(np.maximum(np.einsum("mpnj,mpnj->mpn", rel, rel) - along**2, 0.0))
+    upto = np.arange(sweep.chain.dof)[None, :] <= links[:, None]  # (P, n)
+    chord = 2.0 * np.sin(np.minimum(half, math.pi) / 2.0)  # (M, n)
+    moves = np.einsum("mpn,mn->mp", dist * upto[None], chord)
+    sd = obstacles.signed_distance(world)  # (M, P, B)
+    need = (sweep.rho + margin - PENETRATION - EPS)[None, :, None]
+    return np.any(sd + moves[:, :, None] < need, axis=(1, 2))
+
+
+@functools.cache
+def _kernel() -> Any:
+    """The compiled :func:`_collisions`."""
+    import numba  # noqa: PLC0415 (on the first proof that wants it: see timor_core.common.compiled)
+
+    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(_collisions)
+    compiled.mark_loaded()
+    return kernel
+
+
+def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c, ob_r, ob_h, out):
+    """:func:`certain_collision` box by box (compiled by numba): ``out[b]`` True where a ball is inside."""
+    m, n = centres.shape
+    frames, origins = np.empty((n, 3, 3)), np.empty((n, 3))
+    rot, pos, chord = np.empty((3, 3)), np.empty(3), np.empty(n)
+    w, local = np.empty(3), np.empty(3)
+    for b in range(m):
+        for r in range(3):
+            pos[r] = trans_steps[0, r]
+            for col in range(3):
+                rot[r, col] = rot_steps[0, r, col]
+        for k in range(n):
+            chord[k] = 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
+            c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
+            for r in range(3):
+                origins[k, r] = pos[r]
+                frames[k, r, 0] = c * rot[r, 0] + s * rot[r, 1]
+                frames[k, r, 1] = c * rot[r, 1] - s * rot[r, 0]
+                frames[k, r, 2] = rot[r, 2]
+            if k + 1 < n:
+                for r in range(3):
+                    for col in range(3):
+                        pos[r] += frames[k, r, col] * trans_steps[k + 1, col]
+                for r in range(3):
+                    for col in range(3):
+                        rot[r, col] = (
+                            frames[k, r, 0] * rot_steps[k + 1, 0, col]
+                            + frames[k, r, 1] * rot_steps[k + 1, 1, col]
+                            + frames[k, r, 2] * rot_steps[k + 1, 2, col]
+                        )
+        for p in range(len(links)):
+            k = links[p]
+            for r in range(3):
+                w[r] = origins[k, r] + frames[k, r, 0] * points[p, 0] + frames[k, r, 1] * points[p, 1]
+                w[r] += frames[k, r, 2] * points[p, 2]
+            moves = 0.0
+            for i in range(k + 1):
+                dx, dy, dz = w[0] - origins[i, 0], w[1] - origins[i, 1], w[2] - origins[i, 2]
+                along = dx * frames[i, 0, 2] + dy * frames[i, 1, 2] + dz * frames[i, 2, 2]
+                moves += chord[i] * math.sqrt(max(dx * dx + dy * dy + dz * dz - along * along, 0.0))
+            for o in range(len(ob_c)):
+                outside, inside = 0.0, -math.inf
+                for j in range(3):
+                    local[j] = 0.0
+                    for r in range(3):
+                        local[j] += (w[r] - ob_c[o, r]) * ob_r[o, r, j]
+                    d = abs(local[j]) - ob_h[o, j]
+                    outside += max(d, 0.0) ** 2
+                    inside = max(inside, d)
+                sd = math.sqrt(outside) + min(inside, 0.0)
+                if sd + moves < need[p]:
+                    out[b] = True
+                    break
+            if out[b]:
+                break
+
+
+def fixed_collision(sweep: ArmSweep, obstacles: ObstacleBoxes, margin: float = 0.0) -> bool:
+    """True if a ball of the body before the first joint lies at least ``PENETRATION`` inside an obstacle box (or
+    within ``margin`` of it, less that): every configuration collides."""
+    if not len(obstacles) or not len(sweep.fixed):
+        return False
+    sd = obstacles.signed_distance(sweep.fixed)
+    return bool(np.any(sd < (sweep.fixed_rho + margin - PENETRATION - EPS)[:, None]))
+
+
+def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
+    g = np.asarray(goal, dtype=float)
+    length = float(np.linalg.norm(chain.offset))
+    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
+    slack = position_slack(tolerance) + EPS
+    theta = rotation_slack(tolerance) + ANGLE_EPS
+    return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (0.0, 0.0), ROT_WEIGHT)
+
+
+def sweep_proof(
+    sweep: ArmSweep,
+    obstacles: ObstacleBoxes,
+    goal: np.ndarray,
+    tolerance: Any,
+    margin: float = 0.0,
+    budget: int = BUDGET,
+) -> int | None:
+    """The number of boxes of joint angles that proved every configuration putting the TCP within ``tolerance`` of
+    ``goal`` (4x4, world) in collision with an obstacle box (see the module docstring); None: undecided."""
+    if fixed_collision(sweep, obstacles, margin):
+        return 1
+    if not len(obstacles):
+        return None
+    chain = sweep.chain
+    target = _target(chain, goal, tolerance)
+    weights = chain.radii + ROT_WEIGHT
+    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+    used = 0
+    while True:
+        used += len(centres)
+        excess, _, box_weights = measure_boxes(chain.steps, centres, half, target)
+        keep = excess <= 0
+        if keep.any():
+            hit = certain_collision(sweep, obstacles, centres[keep], half[keep], margin)
+            keep[np.flatnonzero(keep)[hit]] = False
+        if not keep.any():
+            return used
+        if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
+            return None
+        centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
+
+
+def sweep_reason(boxes: int) -> str:
+    """The reason the search gives for a goal :func:`sweep_proof` proved out of reach free of the obstacles."""
+    return (
+        "every configuration within its tolerance collides with an obstacle (proven over"
+        f" {boxes} boxes of joint angles)"
+    )
+
+
+def collision_refusal(c: Candidate, goal: PoseGoal, q: list[float] | None) -> str | None:
+    """Why no configuration of the candidate's robot reaches ``goal`` free of the task's obstacle boxes (proven:
+    :func:`sweep_proof` within ``FilterConfig.proof_budget`` boxes), or None (undecided, or not tried). Tried only
+    where the kinematic IK's configuration ``q`` collides (else the task-aware IK, seeded with it, succeeds at once)."""
+    ctx = c.ctx
+    if not ctx.config.proof_budget or q is None:
+        return None
+    if ctx.obstacle_boxes is None:
+        ctx.obstacle_boxes = obstacle_boxes(ctx.task)
+    if not len(ctx.obstacle_boxes):
+        return None
+    robot = c.require_robot()
+    if not robot.has_collision(np.asarray(q, dtype=float), ctx.task, ctx.margin):
+        return None
+    sweep = arm_sweep(robot)
+    if sweep is None:
+        return None
+    boxes = sweep_proof(sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance, ctx.margin, ctx.config.proof_budget)
+    return None if boxes is None else sweep_reason(boxes)
