@@ -109,18 +109,22 @@ def ratios(report: dict, reference: str = "user_study") -> None:
         print(f"{name:<18} / {reference}: {', '.join(cells)}")
 
 
-def rounds(files: list[Path], orders: list[str], workers: int, n: int) -> dict:
+def rounds(files: list[Path], orders: list[str], workers: int, n: int, library: str | None = None) -> dict:
     """Every task in every order, ``n`` rounds one after the other (the user study in each): per task and order,
-    the runs' seconds, and each round's ratio to the user study's time in the same round."""
-    out: dict = {f.stem: {o: [] for o in orders} for f in files}
+    the runs' seconds, and each round's ratio to the user study's time in the same round. With ``library``, each
+    search also with that timor_core package right after ours (key ``"<order> (before)"``)."""
+    libraries = [("", None)] + ([(" (before)", library)] if library else [])
+    out: dict = {f.stem: {o + tag: [] for o in orders for tag, _ in libraries} for f in files}
     for k in range(n):
         for f in files:
-            for order in orders:
-                r = search(f, "constrained", order, workers)
-                out[f.stem][order].append(r)
+            for order, (tag, lib) in ((o, x) for o in orders for x in libraries):
+                r = search(f, "constrained", order, workers, 0, lib)
+                out[f.stem][order + tag].append(r)
                 secs = r.get("seconds", float("nan"))
                 best = " ".join(r.get("best_ids") or ["-"])
-                line = f"round {k} {f.stem:<18} {order:<5} {secs:7.2f} s  {r.get('evaluations', '-'):>7} evaluated"
+                line = (
+                    f"round {k} {f.stem:<18} {order + tag:<5} {secs:7.2f} s  {r.get('evaluations', '-'):>7} evaluated"
+                )
                 line += f"  {best}  {r.get('best_mass')}  process {r.get('process_seconds', 0):.1f} s"
                 print(f"{line}  load {r.get('load', 0):.1f}", flush=True)
     return out
@@ -180,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         files = [f for f in files if f.stem in args.tasks]
     if args.rounds:
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-        table = summary(rounds(files, args.orders, args.workers, args.rounds))
+        table = summary(rounds(files, args.orders, args.workers, args.rounds, args.library))
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
         print_summary(table, files)
         if args.json:
