@@ -16,7 +16,8 @@ axis). The signed distance to a convex obstacle grows by at most the distance mo
 ``sd(P(c)) + r < rho + margin - PENETRATION`` the ball around ``P`` reaches at least ``PENETRATION`` into the obstacle
 (or within the safety margin of it) at every configuration of the box: the IK's collision check refuses them all.
 Only obstacle boxes are used (any other obstacle is left out: the proof only gets weaker), only revolute chains;
-joints on one line with the one before are kept (merged, the body between them would not follow).
+joints on one line with the one before are merged as in the reach proof, and the body between two merged joints
+(turned by the first alone, which the merged angle does not fix) is left out.
 
 The boxes left by both bounds are halved as in the reach proof until none is left (proven: no collision-free
 configuration reaches the goal, whatever the IK's effort) or the budget is spent or most survive a level
@@ -40,7 +41,7 @@ from timor_core.common import compiled
 from timor_core.kinematics.reach import joint_path, position_slack
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
+from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, chain_from_frames, rotation_slack
 
 if TYPE_CHECKING:
     from timor_core.search.filtering.filter_state import Candidate, PoseGoal
@@ -100,10 +101,12 @@ def obstacle_boxes(task: Any) -> ObstacleBoxes:
 
 @dataclass(frozen=True)
 class ArmSweep:
-    """A revolute chain (:class:`~.reach_proof.PoseChain`, every joint kept) and the balls of its body:
+    """A revolute chain (:class:`~.reach_proof.PoseChain`, joints on one line merged) and the balls of its body:
     ``points`` (P, 3) in the frame of joint ``links[p]`` (the chain's joint frames at q = 0, z the axis, as
     :attr:`PoseChain.steps` makes them), radii ``rho`` (P,); ``fixed`` (F, 3) and ``fixed_rho`` (F,): balls of the
-    body before the first joint, in the world."""
+    body before the first joint, in the world; ``groups`` (robot joints,): the chain's joint each of the robot's
+    joints is merged into, ``signs``: +1 where its axis points the same way as that one's, else -1 (the chain's
+    angle of a group is the sum of its joints' angles, each times its sign)."""
 
     chain: PoseChain
     points: np.ndarray
@@ -111,6 +114,8 @@ class ArmSweep:
     rho: np.ndarray
     fixed: np.ndarray
     fixed_rho: np.ndarray
+    groups: np.ndarray
+    signs: np.ndarray
 
 
 def _balls(shape: Any) -> list[tuple[np.ndarray, float]]:
@@ -164,22 +169,26 @@ def _build_sweep(robot: Any) -> ArmSweep | None:
     jac = np.asarray(data.J).reshape(6, -1)
     axes = np.array([jac[3:, model.joints[j].idx_v] for j in joints], dtype=float)
     origins = np.array([data.oMi[j].translation for j in joints], dtype=float)
-    chain = _unmerged(origins, axes, np.array(data.oMf[robot.tcp].homogeneous))
+    chain = chain_from_frames(origins, axes, np.array(data.oMf[robot.tcp].homogeneous))
+    found = _followed(joints, origins, axes, chain)
+    if found is None:
+        return None
+    index, groups = found
+    signs = np.sign(np.einsum("ij,ij->i", axes, chain.axes[groups]))
     rotations, translations = chain.steps
     frames = [np.eye(4)]
     frames[0][:3, :3], frames[0][:3, 3] = rotations[0], translations[0]
-    for k in range(1, len(joints)):
+    for k in range(1, chain.dof):
         step = np.eye(4)
         step[:3, :3], step[:3, 3] = rotations[k], translations[k]
         frames.append(frames[-1] @ step)
-    index: dict[int, int] = {0: -1, **{j: k for k, j in enumerate(joints)}}  # 0: the base's body, k < 0
     gm = robot.collision
     gdata = pin.GeometryData(gm)
     pin.updateGeometryPlacements(model, data, gm, gdata, q0)
     points, links, rho, fixed, fixed_rho = [], [], [], [], []
     for obj, placement in zip(gm.geometryObjects, gdata.oMg, strict=True):
         if obj.parentJoint not in index:
-            continue  # (not on the chain to the TCP)
+            continue  # not on the chain to the TCP, or turned by a joint merged with the next
         k = index[obj.parentJoint]
         world = np.array(placement.homogeneous)
         for p, r in _balls(obj.geometry):
@@ -200,18 +209,34 @@ def _build_sweep(robot: Any) -> ArmSweep | None:
         np.array(rho, dtype=float),
         np.array(fixed).reshape(-1, 3),
         np.array(fixed_rho, dtype=float),
+        groups,
+        signs,
     )
 
 
-def _unmerged(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) -> PoseChain:
-    """:func:`~.reach_proof.chain_from_frames` with every joint kept (a joint on one line with the one before
-    turns the body between them differently from the merged joint)."""
-    axes = axes / np.linalg.norm(axes, axis=1)[:, None]
-    steps = np.linalg.norm(np.diff(origins, axis=0), axis=1)
-    wrist = np.array([float(steps[i:].sum()) for i in range(len(origins))])
-    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - origins[-1]))
-    offset = tcp[:3, :3].T @ (origins[-1] - tcp[:3, 3])
-    return PoseChain(origins, axes, tcp, radii, wrist, offset)
+def _followed(
+    joints: list[int], origins: np.ndarray, axes: np.ndarray, chain: PoseChain
+) -> tuple[dict[int, int], np.ndarray] | None:
+    """Which of the chain's joints (index; -1: none, the base's body) turns the body after each Pinocchio joint:
+    joints on one line with the one before are merged into it (:func:`~.reach_proof.chain_from_frames`,
+    ``E_k(a) E_i(b) = E_k(a +- b)``), so the body after the last joint of such a group turns with the merged angle;
+    the body between two joints of a group turns by the first alone, which the merged angle does not fix: left out
+    (the proof only gets weaker). Also the chain's joint each robot joint is merged into. None if the chain's joints
+    are not found among the robot's (not expected)."""
+    unit = axes / np.linalg.norm(axes, axis=1)[:, None]
+    kept: list[int] = []
+    for i in range(len(joints)):
+        j = len(kept)
+        if j < chain.dof and np.array_equal(origins[i], chain.origins[j]) and np.array_equal(unit[i], chain.axes[j]):
+            kept.append(i)
+    if len(kept) != chain.dof or not kept or kept[0] != 0:
+        return None
+    index, groups = {0: -1}, np.zeros(len(joints), dtype=int)
+    for g in range(len(kept)):
+        last = kept[g + 1] - 1 if g + 1 < len(kept) else len(joints) - 1
+        index[joints[last]] = g
+        groups[kept[g] : last + 1] = g
+    return index, groups
 
 
 def _link_frames(sweep: ArmSweep, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
