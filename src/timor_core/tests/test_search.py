@@ -183,7 +183,7 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
             KNOWN,
             math.inf,
             "ik_task",
-            "g0: collision with obstacle block",
+            "g0: every configuration within its tolerance collides with an obstacle",  # search.sweep_proof
         ),
         (_task([T_arm], gravity=(0.0, 0.0, -9810.0)), ARM, math.inf, "torques", None),
         (

@@ -253,6 +253,7 @@ class TaskContext:
                 goals.append(PoseGoal(g.id, trajectory[0], tuple(g.constraints), trajectory[1:]))
         self.goals: tuple[PoseGoal, ...] = tuple(goals)
         self.family_proofs: Any = None  # the family filter's proofs (search.family_proof), made on first use
+        self.obstacle_boxes: Any = None  # the obstacle boxes of the sweep proofs (search.sweep_proof)
         self.join = _Joiner(db)
 
 

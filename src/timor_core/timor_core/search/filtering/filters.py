@@ -18,7 +18,8 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
                 (``search.reach_proof``, at most ``FilterConfig.proof_budget`` boxes per goal)
 ``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
 ``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
-                the ``ik`` solution
+                the ``ik`` solution; where that collides, first a proof that every configuration at the goal
+                hits an obstacle box (``search.sweep_proof``)
 ``torques``     static torques at the goal configurations within the joint limits (else IK again with the
                 torque check)
 ``joint_limits`` the goal configurations within the joint position limits and every ``validJointAngles``
@@ -58,6 +59,7 @@ from timor_core.search.filtering.filter_state import (
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.filtering.quick_reach import UNREACHABLE, first_unreachable
 from timor_core.search.filtering.reach_proof import pose_chain, proof_reason, unreachable_pose
+from timor_core.search.filtering.sweep_proof import collision_refusal
 from timor_core.task import ValidJointAngles
 
 if TYPE_CHECKING:
@@ -320,6 +322,10 @@ class TaskIKFilter(_GoalFilter):
     name = "ik_task"
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
+        proven = collision_refusal(c, g, rec.q)  # every configuration at the goal hits an obstacle: no IK needed
+        if proven is not None:
+            rec.reason = proven
+            return False
         result = _task_ik(c, k, g, np.asarray(rec.q), self.name)
         rec.q = [float(v) for v in result.q]
         rec.reason = result.reason

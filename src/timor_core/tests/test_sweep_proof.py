@@ -1,0 +1,219 @@
+"""The proof that every configuration at a goal drives the arm into an obstacle (search.sweep_proof): a box of joint
+angles it calls colliding holds no configuration the collision checker calls free (property test over random
+robots of both embedded sets, base placements, obstacle boxes around the arm and boxes of joint angles, numpy and
+compiled), a pose reached free of the obstacles is never refused, and on ``obstacles_4`` (seed 38) it refuses the
+arms the task-aware IK fails on against box1 and leaves the optimum to the IK."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import anywhere_configuration, random_placement, reach_test_spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
+
+from timor_core import ModuleAssembly
+from timor_core.kinematics.collision import CollisionChecker
+from timor_core.kinematics.tolerance import tolerance_from_json
+from timor_core.search.filtering.proof_kernel import use_compiled
+from timor_core.search.filtering.sweep_proof import (
+    arm_sweep,
+    certain_collision,
+    certain_collision_numpy,
+    obstacle_boxes,
+    sweep_proof,
+)
+from timor_core.task import Task
+
+REPO = Path(__file__).resolve().parents[3]
+GENERATOR = REPO / "benchmarks" / "unseen_tasks.py"
+DBS, SPACES = reach_test_spaces()
+EXP2 = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _default_bounds():
+    """The tests below choose the numpy or the compiled bounds; the rest of the suite gets the default rule."""
+    yield
+    use_compiled(None)
+
+
+def _task(boxes: list[tuple[np.ndarray, np.ndarray]]) -> Task:
+    """A task with these obstacle boxes (4x4 pose, full sides) and one goal (not used here)."""
+    obstacles = [
+        {"ID": f"box{k}", "collision": [{"type": "box", "parameters": dict(zip("xyz", map(float, sides), strict=True)),
+                                         "pose": pose.tolist()}]}
+        for k, (pose, sides) in enumerate(boxes)
+    ]  # fmt: skip
+    goal = {"ID": "g", "type": "at", "goalPose": {"nominal": np.eye(4).tolist()}}
+    return Task.from_json_data({"header": {"ID": "sweep"}, "obstacles": obstacles, "goals": [goal]})
+
+
+def _boxes_around(robot, q, rng, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Obstacle boxes of random sides and turns centred near the robot's joint origins and TCP at ``q``."""
+    robot.fk(q)
+    points = [robot.data.oMi[j].translation.copy() for j in range(1, robot.model.njoints)]
+    points.append(robot.fk(q)[:3, 3])
+    out = []
+    for _ in range(count):
+        pose = np.eye(4)
+        pose[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+        pose[:3, 3] = points[int(rng.integers(len(points)))] + rng.normal(scale=0.08, size=3)
+        out.append((pose, rng.uniform(0.02, 0.4, 3)))
+    return out
+
+
+def _robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
+    """A robot configuration at the chain's ``angles``: the joints merged into a chain joint (on one line with it)
+    at random angles, the first of each group making up the rest."""
+    q = rng.uniform(-math.pi, math.pi, len(sweep.groups))
+    for g, angle in enumerate(angles):
+        members = np.flatnonzero(sweep.groups == g)
+        first, rest = members[0], members[1:]
+        q[first] = sweep.signs[first] * (angle - float(np.dot(sweep.signs[rest], q[rest])))
+    return q
+
+
+def _robot(name, pick, seed, spread):
+    space = SPACES[name]
+    ids = space[int(pick * space.count)]
+    rng = np.random.default_rng(seed)
+    placement = random_placement(rng, spread) if spread else None
+    return ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot, rng, ids
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.3]),
+    width=st.sampled_from([0.01, 0.1, 0.5]),
+    margin=st.sampled_from([0.0, 0.02]),
+)
+def test_a_box_called_colliding_holds_no_free_configuration(name, pick, seed, spread, width, margin):
+    """Boxes of joint angles around random configurations, obstacle boxes around the arm: wherever the bound
+    calls a box colliding, the collision checker (obstacles only, with the margin) finds every configuration
+    sampled in it colliding; the numpy and the compiled bound agree."""
+    robot, rng, ids = _robot(name, pick, seed, spread)
+    sweep = arm_sweep(robot)
+    if sweep is None:
+        return
+    task = _task(_boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
+    obstacles = obstacle_boxes(task)
+    checker = CollisionChecker(robot, task.obstacles, margin, self_collision=False)
+    n = sweep.chain.dof
+    centres = rng.uniform(-math.pi, math.pi, (24, n))
+    half = rng.uniform(0.0, width, (24, n))
+    use_compiled(True)
+    fast = certain_collision(sweep, obstacles, centres, half, margin)
+    slow = certain_collision_numpy(sweep, obstacles, centres, half, margin)
+    assert (fast == slow).all(), ids
+    for b in np.flatnonzero(fast):
+        for _ in range(6):
+            q = _robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
+            assert checker.in_collision(q), (ids, centres[b], half[b], q)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.3]),
+    compiled=st.booleans(),
+)
+def test_a_pose_reached_free_of_the_obstacles_is_never_refused(name, pick, seed, spread, compiled):
+    """The TCP pose at a random configuration the checker calls free of obstacle boxes placed around the arm
+    (at that and at another configuration): the proof never refuses it."""
+    use_compiled(compiled)
+    robot, rng, ids = _robot(name, pick, seed, spread)
+    sweep = arm_sweep(robot)
+    if sweep is None:
+        return
+    for _ in range(3):
+        q = anywhere_configuration(robot, rng)
+        boxes = _boxes_around(robot, q, rng, 2) + _boxes_around(robot, anywhere_configuration(robot, rng), rng, 2)
+        task = _task(boxes)
+        if CollisionChecker(robot, task.obstacles, 0.0, self_collision=False).in_collision(q):
+            continue
+        goal = robot.fk(q)
+        assert sweep_proof(sweep, obstacle_boxes(task), goal, EXP2, 0.0, 2048) is None, (ids, q)
+
+
+def test_an_arm_based_inside_an_obstacle_is_refused_everywhere():
+    """The base's body inside a box: every goal is refused (one box), and the checker agrees at any q."""
+    ids = ("base", "J", "L_150", "J", "L_100", "J", "gripper")
+    robot, rng = ModuleAssembly.from_serial_modules(DBS["robco_like"], ids).robot, np.random.default_rng(1)
+    sweep = arm_sweep(robot)
+    assert sweep is not None and len(sweep.fixed)
+    pose = np.eye(4)
+    pose[:3, 3] = sweep.fixed[0]
+    task = _task([(pose, np.full(3, 0.05))])
+    checker = CollisionChecker(robot, task.obstacles, 0.0, self_collision=False)
+    for _ in range(5):
+        q = anywhere_configuration(robot, rng)
+        assert checker.in_collision(q)
+        assert sweep_proof(sweep, obstacle_boxes(task), robot.fk(q), EXP2) == 1
+
+
+@pytest.fixture(scope="module")
+def obstacles_4() -> Task:
+    if not GENERATOR.is_file():
+        pytest.skip("needs the repository's benchmarks/")
+    spec = importlib.util.spec_from_file_location("unseen_tasks", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Task.from_json_data(module.generate(38)["obstacles_4"])
+
+
+REFUSED = (
+    "base J L_250 J L_250 J L_250 J gripper",
+    "base J L_200 J L_100 J L_150 J I_100 gripper",
+    "base J L_150 J L_200 J L_250 J I_50 gripper",
+)
+OPTIMUM = "base J L_250 J L_100 J L_100 J I_400 gripper"
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_arms_that_reach_g3_only_through_box1_are_proven_so(obstacles_4, compiled):
+    """On ``obstacles_4``: arms the task-aware IK (150 tries) fails on at g3 against box1 are refused by the proof,
+    and the filter chain's verdict (with the proof) is what the task-aware IK alone gives (without it); the
+    optimum's g3 is left to the IK, which reaches it."""
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import sweep_proof as module
+    from timor_core.task.feedback import task_base_placement
+
+    use_compiled(compiled)
+    db = DBS["robco_like"]
+    placement = task_base_placement(obstacles_4)
+    obstacles = obstacle_boxes(obstacles_4)
+    g3 = next(g for g in obstacles_4.goals if g.id == "g3")
+    chain = FilterChain(obstacles_4, db, "mass", FilterConfig())
+    for text in (*REFUSED, OPTIMUM):
+        robot = ModuleAssembly.from_serial_modules(db, text.split(), base_placement=placement).robot
+        boxes = sweep_proof(arm_sweep(robot), obstacles, g3.goal_pose.world, g3.goal_pose.tolerance)
+        assert (boxes is not None) == (text != OPTIMUM), text
+        c = chain(tuple(text.split()))
+        if text == OPTIMUM:
+            assert c.failed_filter is None, c.reason
+            continue
+        assert c.failed_filter == "ik_task" and "collides with an obstacle" in c.reason, c.reason
+    plain = module.collision_refusal
+    try:  # the same chains with the task-aware IK alone: it fails at g3 as well
+        module.collision_refusal = lambda *args: None
+        import timor_core.search.filtering.filters as filters
+
+        filters.collision_refusal = module.collision_refusal
+        for text in REFUSED:
+            c = FilterChain(obstacles_4, db, "mass", FilterConfig())(tuple(text.split()))
+            assert c.failed_filter == "ik_task" and c.reason_key == "g3: collision with obstacle box1", c.reason
+    finally:
+        module.collision_refusal = plain
+        filters.collision_refusal = plain

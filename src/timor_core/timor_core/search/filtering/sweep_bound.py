@@ -1,0 +1,211 @@
+"""The bound of :mod:`.sweep_proof` per box of joint angles: whether a ball of the arm's body lies inside an obstacle
+box at every configuration of a box (see that module's docstring), in numpy, then compiled (numba) once the process
+runs its compiled kernels (:mod:`timor_core.common.compiled`); and the data it works on: the obstacle boxes and the
+balls of the arm's body."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from timor_core.common import compiled
+from timor_core.search.filtering.reach_proof import PoseChain
+
+__all__ = ["ArmSweep", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
+           "fixed_collision"]  # fmt: skip
+
+PENETRATION = 1e-3  # m: a refused box puts a ball of the arm at least this deep into an obstacle (coal's verdict
+# near contact is not to be relied on; 1 mm deep it is, tests/test_collision_contact.py)
+EPS = 1e-8  # m: rounding
+
+
+@dataclass(frozen=True)
+class ObstacleBoxes:
+    """The task's obstacle boxes in the world: centres (B, 3), rotations (B, 3, 3) (columns: the box's axes) and
+    half sides (B, 3)."""
+
+    centres: np.ndarray
+    rotations: np.ndarray
+    half: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.centres)
+
+    def signed_distance(self, points: np.ndarray) -> np.ndarray:
+        """The signed distance (m, < 0 inside) of every point (..., 3) from every box: (..., B)."""
+        local = np.einsum("...j,bjk->...bk", points, self.rotations) - np.einsum(
+            "bj,bjk->bk", self.centres, self.rotations
+        )
+        d = np.abs(local) - self.half
+        outside = np.sqrt((np.maximum(d, 0.0) ** 2).sum(axis=-1))
+        return outside + np.minimum(d.max(axis=-1), 0.0)
+
+
+@dataclass(frozen=True)
+class ArmSweep:
+    """A revolute chain (:class:`~.reach_proof.PoseChain`, joints on one line merged) and the balls of its body:
+    ``points`` (P, 3) in the frame of joint ``links[p]`` (the chain's joint frames at q = 0, z the axis, as
+    :attr:`PoseChain.steps` makes them), radii ``rho`` (P,); ``fixed`` (F, 3) and ``fixed_rho`` (F,): balls of the
+    body before the first joint, in the world; ``groups`` (robot joints,): the chain's joint each of the robot's
+    joints is merged into, ``signs``: +1 where its axis points the same way as that one's, else -1 (the chain's
+    angle of a group is the sum of its joints' angles, each times its sign)."""
+
+    chain: PoseChain
+    points: np.ndarray
+    links: np.ndarray
+    rho: np.ndarray
+    fixed: np.ndarray
+    fixed_rho: np.ndarray
+    groups: np.ndarray
+    signs: np.ndarray
+
+
+def _link_frames(sweep: ArmSweep, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For configurations ``q`` (M, n): the joint frames' rotations after each joint's turn (M, n, 3, 3), the
+    joints' origins (M, n, 3) and axes (M, n, 3) in the world."""
+    rotations, translations = sweep.chain.steps
+    m, n = len(q), sweep.chain.dof
+    cos, sin = np.cos(q), np.sin(q)
+    rot = np.broadcast_to(rotations[0], (m, 3, 3))
+    pos = np.broadcast_to(translations[0], (m, 3))
+    frames, origins = np.empty((m, n, 3, 3)), np.empty((m, n, 3))
+    for k in range(n):
+        origins[:, k] = pos
+        turned = frames[:, k]
+        c, s = cos[:, k, None], sin[:, k, None]
+        turned[:, :, 0] = c * rot[:, :, 0] + s * rot[:, :, 1]
+        turned[:, :, 1] = c * rot[:, :, 1] - s * rot[:, :, 0]
+        turned[:, :, 2] = rot[:, :, 2]
+        if k + 1 < n:
+            flat = turned.reshape(3 * m, 3)
+            pos = pos + (flat @ translations[k + 1]).reshape(m, 3)
+            rot = (flat @ rotations[k + 1]).reshape(m, 3, 3)
+    return frames, origins, frames[:, :, :, 2]
+
+
+def certain_collision(
+    sweep: ArmSweep, obstacles: ObstacleBoxes, centres: np.ndarray, half: np.ndarray, margin: float = 0.0
+) -> np.ndarray:
+    """Per box of joint angles (``centres``, ``half`` (M, n)): True where a ball of the arm's body lies at least
+    ``PENETRATION`` inside an obstacle box (or within ``margin`` of it, less that) at every configuration of it
+    (compiled once the process runs its compiled kernels, :mod:`timor_core.common.compiled`)."""
+    m = len(centres)
+    if not len(obstacles) or not len(sweep.points):
+        return np.zeros(m, dtype=bool)
+    kernel = compiled.loaded_or_none(_kernel, "the sweep proofs")
+    if kernel is None:
+        return compiled.charged(certain_collision_numpy, sweep, obstacles, centres, half, margin)
+    rotations, translations = sweep.chain.steps
+    out = np.zeros(m, dtype=np.bool_)
+    need = np.ascontiguousarray(sweep.rho + margin - PENETRATION - EPS)
+    kernel(
+        np.ascontiguousarray(rotations), np.ascontiguousarray(translations),
+        np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64),
+        np.ascontiguousarray(sweep.points), np.ascontiguousarray(sweep.links), need,
+        np.ascontiguousarray(obstacles.centres), np.ascontiguousarray(obstacles.rotations),
+        np.ascontiguousarray(obstacles.half), out,
+    )  # fmt: skip
+    return out
+
+
+def certain_collision_numpy(
+    sweep: ArmSweep, obstacles: ObstacleBoxes, centres: np.ndarray, half: np.ndarray, margin: float = 0.0
+) -> np.ndarray:
+    """:func:`certain_collision` in numpy (the same verdicts)."""
+    m = len(centres)
+    if not len(obstacles) or not len(sweep.points):
+        return np.zeros(m, dtype=bool)
+    frames, origins, axes = _link_frames(sweep, centres)
+    links = sweep.links
+    # the points in the world at the box centres (M, P, 3)
+    world = np.einsum("mpij,pj->mpi", frames[:, links], sweep.points) + origins[:, links]
+    # each point's distance from each joint's axis at the centre, counted for the joints before its link (M, P, n)
+    rel = world[:, :, None, :] - origins[:, None, :, :]
+    along = np.einsum("mpnj,mnj->mpn", rel, axes)
+    dist = np.sqrt(np.maximum(np.einsum("mpnj,mpnj->mpn", rel, rel) - along**2, 0.0))
+    upto = np.arange(sweep.chain.dof)[None, :] <= links[:, None]  # (P, n)
+    chord = 2.0 * np.sin(np.minimum(half, math.pi) / 2.0)  # (M, n)
+    moves = np.einsum("mpn,mn->mp", dist * upto[None], chord)
+    sd = obstacles.signed_distance(world)  # (M, P, B)
+    need = (sweep.rho + margin - PENETRATION - EPS)[None, :, None]
+    return np.any(sd + moves[:, :, None] < need, axis=(1, 2))
+
+
+@functools.cache
+def _kernel() -> Any:
+    """The compiled :func:`_collisions`."""
+    import numba  # noqa: PLC0415 (on the first proof that wants it: see timor_core.common.compiled)
+
+    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(_collisions)
+    compiled.mark_loaded()
+    return kernel
+
+
+def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c, ob_r, ob_h, out):
+    """:func:`certain_collision` box by box (compiled by numba): ``out[b]`` True where a ball is inside."""
+    m, n = centres.shape
+    frames, origins = np.empty((n, 3, 3)), np.empty((n, 3))
+    rot, pos, chord = np.empty((3, 3)), np.empty(3), np.empty(n)
+    w, local = np.empty(3), np.empty(3)
+    for b in range(m):
+        for r in range(3):
+            pos[r] = trans_steps[0, r]
+            for col in range(3):
+                rot[r, col] = rot_steps[0, r, col]
+        for k in range(n):
+            chord[k] = 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
+            c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
+            for r in range(3):
+                origins[k, r] = pos[r]
+                frames[k, r, 0] = c * rot[r, 0] + s * rot[r, 1]
+                frames[k, r, 1] = c * rot[r, 1] - s * rot[r, 0]
+                frames[k, r, 2] = rot[r, 2]
+            if k + 1 < n:
+                for r in range(3):
+                    for col in range(3):
+                        pos[r] += frames[k, r, col] * trans_steps[k + 1, col]
+                for r in range(3):
+                    for col in range(3):
+                        rot[r, col] = (
+                            frames[k, r, 0] * rot_steps[k + 1, 0, col]
+                            + frames[k, r, 1] * rot_steps[k + 1, 1, col]
+                            + frames[k, r, 2] * rot_steps[k + 1, 2, col]
+                        )
+        for p in range(len(links)):
+            k = links[p]
+            for r in range(3):
+                w[r] = origins[k, r] + frames[k, r, 0] * points[p, 0] + frames[k, r, 1] * points[p, 1]
+                w[r] += frames[k, r, 2] * points[p, 2]
+            moves = 0.0
+            for i in range(k + 1):
+                dx, dy, dz = w[0] - origins[i, 0], w[1] - origins[i, 1], w[2] - origins[i, 2]
+                along = dx * frames[i, 0, 2] + dy * frames[i, 1, 2] + dz * frames[i, 2, 2]
+                moves += chord[i] * math.sqrt(max(dx * dx + dy * dy + dz * dz - along * along, 0.0))
+            for o in range(len(ob_c)):
+                outside, inside = 0.0, -math.inf
+                for j in range(3):
+                    local[j] = 0.0
+                    for r in range(3):
+                        local[j] += (w[r] - ob_c[o, r]) * ob_r[o, r, j]
+                    d = abs(local[j]) - ob_h[o, j]
+                    outside += max(d, 0.0) ** 2
+                    inside = max(inside, d)
+                sd = math.sqrt(outside) + min(inside, 0.0)
+                if sd + moves < need[p]:
+                    out[b] = True
+                    break
+            if out[b]:
+                break
+
+
+def fixed_collision(sweep: ArmSweep, obstacles: ObstacleBoxes, margin: float = 0.0) -> bool:
+    """True if a ball of the body before the first joint lies at least ``PENETRATION`` inside an obstacle box (or
+    within ``margin`` of it, less that): every configuration collides."""
+    if not len(obstacles) or not len(sweep.fixed):
+        return False
+    sd = obstacles.signed_distance(sweep.fixed)
+    return bool(np.any(sd < (sweep.fixed_rho + margin - PENETRATION - EPS)[:, None]))
