@@ -138,17 +138,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=float, default=120.0, help="wall seconds per trial (default 120)")
     p.add_argument("--generations", type=int, default=500)
     p.add_argument("--jobs", type=int, default=1, help="trials side by side (one process each)")
-    p.add_argument("--json", help="write every trial's record to this file")
+    p.add_argument("--json", help="write every trial's record to this file (and each as it ends to FILE + 'l')")
+    p.add_argument("--table", nargs="+", metavar="JSONL", help="only print the table of these trial records")
     args = p.parse_args(argv)
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), float(args.one[2]), args.generations)))
         return 0
+    if args.table:
+        records = [json.loads(ln) for f in args.table for ln in Path(f).read_text().splitlines() if ln.strip()]
+        print("\n".join(table(records)))
+        return 0
     files = task_files(args.unseen)
     if args.tasks:
         files = [f for f in files if f.stem in args.tasks]
-    jobs = [(f, s) for f in files for s in range(args.first_seed, args.first_seed + args.seeds)]
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    jobs = [(f, s) for s in seeds for f in files]  # seed by seed: a run cut short covers every task alike
+    if args.json and Path(args.json + "l").is_file():  # resumed: the trials already measured are not run again
+        done = {(r["task"], r["seed"]) for r in map(json.loads, Path(args.json + "l").read_text().splitlines())}
+        jobs = [(f, s) for f, s in jobs if (f.stem, s) not in done]
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
-    records: list[dict] = []
 
     def run(job: tuple[Path, int]) -> dict:
         r = trial(job[0], job[1], args.budget, args.generations)
@@ -159,10 +167,15 @@ def main(argv: list[str] | None = None) -> int:
             f" ({r.get('stopped')}) load {r['load']} {r.get('error', '')}",
             flush=True,
         )
+        if args.json:  # one line per trial as it ends (a run cut short keeps what it measured)
+            with open(args.json + "l", "a") as out:
+                out.write(json.dumps(r) + "\n")
         return r
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         records = list(pool.map(run, jobs))
+    if args.json:
+        records = [json.loads(ln) for ln in Path(args.json + "l").read_text().splitlines()]
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print("\n".join(table(records)))
     if args.json:
