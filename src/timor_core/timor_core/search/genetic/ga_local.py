@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Descent", "DescentStep", "design_moves"]
+__all__ = ["Descent", "DescentStep", "design_moves", "largest_drop"]
 
 Design = tuple[str, ...]
 
@@ -40,6 +40,22 @@ def design_moves(design: Sequence[str], joints: Sequence[str], links: Sequence[s
         for other in (*joints, *links):
             out.add((*inner[:i], other, *inner[i:]))
     return {(base, *x, eef) for x in out}
+
+
+def largest_drop(joints: Sequence[str], links: Sequence[str], value: Callable[[str], float]) -> float:
+    """An upper bound of how much one move (:func:`design_moves`) can lower an *additive* cost (a design's cost is
+    the sum of ``value`` over its modules): the largest of a removal, a replacement, a merge and an insertion,
+    widened by a relative 1e-9 for the float sums. It lets a neighbourhood skip designs too costly to lead below a
+    bound in the moves left (:meth:`Descent.neighbourhood`)."""
+    kinds = [[float(value(m)) for m in kind] for kind in (joints, links) if kind]
+    every = [w for kind in kinds for w in kind]
+    drops = [max(every), -min(every)]  # remove one; insert one
+    drops += [max(kind) - min(kind) for kind in kinds]  # replace one by another of its kind
+    if links:
+        w = [float(value(m)) for m in links]
+        drops.append(2 * max(w) - min(w))  # merge two neighbouring links into one
+    top = max(0.0, *drops)
+    return top + 1e-9 * (1.0 + top + sum(abs(v) for v in every))
 
 
 @dataclass
@@ -64,6 +80,10 @@ class Descent:
             it stays within the caller's budget (may return fewer results, which ends the descent).
         radius: the largest neighbourhood (1 or 2).
         batch: designs per evaluate call (the ascending order is kept across calls).
+        max_drop: for an additive cost, :func:`largest_drop` (how much one move can lower it): a neighbourhood then
+            leaves out the designs that cannot lead below its bound in the moves left (the same designs below the
+            bound, found with less work; issue 38: the three-move ring of a four-joint arm took ~10 s of CPU to
+            build). None: every admissible design is followed (any cost).
     """
 
     joints: Sequence[str]
@@ -74,21 +94,42 @@ class Descent:
     radius: int = 2
     batch: int = 20
     steps: list[DescentStep] = field(default_factory=list)
+    max_drop: float | None = None
     out_of_budget: bool = False
     tried: set[Design] = field(default_factory=set)
 
-    def neighbourhood(self, centre: Design, radius: int) -> set[Design]:
-        """The admissible designs at most ``radius`` moves from ``centre`` (without it)."""
-        ring = {d for d in design_moves(centre, self.joints, self.links) if self.admissible(d)}
-        seen = set(ring)
-        for _ in range(radius - 1):
+    def neighbourhood(self, centre: Design, radius: int, below: float = math.inf) -> set[Design]:
+        """The admissible designs at most ``radius`` moves from ``centre`` (without it), by admissible steps; with
+        ``below``, only those cheaper than ``below`` (the same ones as filtering the whole neighbourhood).
+
+        With ``max_drop`` a design ``k`` moves out is followed only while it could still lead below ``below``
+        (``cost - (radius - k) * max_drop < below``): on a shortest admissible path to a design cheaper than
+        ``below`` every step passes that test, so no such design is lost; the last ring is priced before its
+        (dearer) admissibility check."""
+        moves = self.joints, self.links
+        prune = self.max_drop is not None and below < math.inf
+
+        def leads_below(d: Design, left: int) -> bool:
+            return not prune or self.cost_of(d) - left * self.max_drop < below  # type: ignore[operator]
+
+        ring = {centre}
+        seen = {centre}
+        for k in range(1, radius + 1):
             nxt: set[Design] = set()
             for d in ring:
-                nxt |= {e for e in design_moves(d, self.joints, self.links) if e not in seen and self.admissible(e)}
+                if k > 1 and not leads_below(d, radius - k + 1):
+                    continue
+                for e in design_moves(d, *moves):
+                    if e in seen or e in nxt:
+                        continue
+                    if k == radius and below < math.inf and self.cost_of(e) >= below:
+                        continue  # the last ring: too costly, and nothing is built on it
+                    if self.admissible(e):
+                        nxt.add(e)
             seen |= nxt
             ring = nxt
         seen.discard(centre)
-        return seen
+        return seen if below == math.inf else {d for d in seen if self.cost_of(d) < below}
 
     def run(self, start: Design, start_cost: float, limit: float = math.inf) -> tuple[Design, float]:
         """Descend from a valid design, looking only at designs cheaper than ``limit`` too (e.g. a better design
@@ -120,7 +161,7 @@ class Descent:
         """Evaluate the cheaper designs around ``centre`` in ascending cost; the cheapest valid one, if any.
         ``first``: in descending cost instead, ending with the batch that holds the first valid one (or once
         ``cap`` designs were evaluated)."""
-        near = self.neighbourhood(centre, radius) - self.tried  # each design is evaluated once per descent
+        near = self.neighbourhood(centre, radius, bound) - self.tried  # each design is evaluated once per descent
         priced = sorted(((c, d) for d in near if (c := self.cost_of(d)) < bound), reverse=first)
         step = DescentStep(centre, radius, 0)
         self.steps.append(step)
