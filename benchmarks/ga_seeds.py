@@ -59,6 +59,9 @@ def one(task_file: str, seed: int, budget: float, generations: int) -> dict:
         db, cost="mass", n_slots=13, max_dof=6, generations=generations, population=20, seed=seed, trials=1,
         filters=FilterConfig(seed=seed), workers=1, progress=False,
     )  # fmt: skip
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "src/timor_core/timor_core"],
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
     c0, t0 = time.process_time(), time.perf_counter()
     result = ga.optimize(task, db, Budget(max_time=budget))
     cpu, wall = time.process_time() - c0, time.perf_counter() - t0
@@ -77,6 +80,7 @@ def one(task_file: str, seed: int, budget: float, generations: int) -> dict:
         "evaluations": result.evaluations,
         "descent_evaluations": result.settings.get("descent_evaluations"),
         "stopped": result.stopped,
+        "commit": commit.stdout.strip() + ("+changes" if dirty else ""),
     }
 
 
