@@ -171,6 +171,15 @@ def test_no_move_lowers_the_cost_by_more_than_the_largest_drop(inner):
     assert drop < MASS["J"] + 1e-6
 
 
+@given(st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=6), st.floats(-2.5, 1.0))
+def test_moves_under_a_limit_are_the_moves_that_change_the_cost_by_less(inner, limit):
+    d = ("base", *inner, "eef")
+    near = design_moves(d, JOINTS, LINKS, MASS, limit)
+    assert near == {m for m in design_moves(d, JOINTS, LINKS) if cost(m) - cost(d) < limit - 1e-6} | (
+        near & {m for m in design_moves(d, JOINTS, LINKS) if abs(cost(m) - cost(d) - limit) <= 1e-6}
+    )  # (a change within rounding of the limit may go either way)
+
+
 @settings(deadline=None, max_examples=60)  # (a three-move ring of a seven-module design: ~0.1 s)
 @given(
     st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=5).map(lambda inner: ("base", "J", *inner, "eef")),
@@ -183,7 +192,7 @@ def test_a_pruned_neighbourhood_holds_every_design_below_the_bound(start, radius
     bound = round(cost(start) + below_by, 6)
     full = _descent(Landscape([])).neighbourhood(start, radius)
     expected = {d for d in full if cost(d) < bound}
-    pruned = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), max_drop=largest_drop(JOINTS, LINKS, _value))
+    pruned = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), values=MASS)
     assert pruned.neighbourhood(start, radius, bound) == expected
     assert _descent(Landscape([])).neighbourhood(start, radius, bound) == expected  # without max_drop: the same
 
@@ -194,7 +203,8 @@ def test_a_pruning_with_too_small_a_drop_would_lose_designs():
     start = ("base", "J", "J", "A", "J", "eef")  # 8.1
     bound = 4.05  # below it: ("base", "J", "eef") alone
     full = {d for d in _descent(Landscape([])).neighbourhood(start, 3) if cost(d) < bound}
-    half = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), max_drop=largest_drop(JOINTS, LINKS, _value) / 2)
+    half = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), values=MASS)
+    half.max_drop = largest_drop(JOINTS, LINKS, _value) / 2
     assert full == {("base", "J", "eef")} and half.neighbourhood(start, 3, bound) == set()
 
 

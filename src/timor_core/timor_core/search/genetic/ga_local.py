@@ -15,7 +15,7 @@ link by link), remove one, insert one anywhere, or merge two neighbouring links 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = ["Descent", "DescentStep", "design_moves", "largest_drop"]
@@ -23,22 +23,34 @@ __all__ = ["Descent", "DescentStep", "design_moves", "largest_drop"]
 Design = tuple[str, ...]
 
 
-def design_moves(design: Sequence[str], joints: Sequence[str], links: Sequence[str]) -> set[Design]:
-    """Every design one move from ``design`` (``(base, ..., eef)``; base and end effector stay), unchecked."""
+def design_moves(
+    design: Sequence[str],
+    joints: Sequence[str],
+    links: Sequence[str],
+    value: Mapping[str, float] | None = None,
+    limit: float = math.inf,
+) -> set[Design]:
+    """Every design one move from ``design`` (``(base, ..., eef)``; base and end effector stay), unchecked; with
+    ``value`` (an additive cost's value per module), only the moves that change the cost by less than ``limit``
+    (the change computed from ``value``, before the design is built)."""
+    w = value if value is not None else dict.fromkeys((*joints, *links, *design), 0.0)
     base, inner, eef = design[0], list(design[1:-1]), design[-1]
     link_set = set(links)
     out: set[tuple[str, ...]] = set()
     for i, m in enumerate(inner):
         for other in links if m in link_set else joints:
-            if other != m:
+            if other != m and w[other] - w[m] < limit:
                 out.add((*inner[:i], other, *inner[i + 1 :]))
-        out.add((*inner[:i], *inner[i + 1 :]))
+        if -w[m] < limit:
+            out.add((*inner[:i], *inner[i + 1 :]))
         if i + 1 < len(inner) and m in link_set and inner[i + 1] in link_set:
             for other in links:
-                out.add((*inner[:i], other, *inner[i + 2 :]))
+                if w[other] - w[m] - w[inner[i + 1]] < limit:
+                    out.add((*inner[:i], other, *inner[i + 2 :]))
     for i in range(len(inner) + 1):
         for other in (*joints, *links):
-            out.add((*inner[:i], other, *inner[i:]))
+            if w[other] < limit:
+                out.add((*inner[:i], other, *inner[i:]))
     return {(base, *x, eef) for x in out}
 
 
@@ -80,10 +92,10 @@ class Descent:
             it stays within the caller's budget (may return fewer results, which ends the descent).
         radius: the largest neighbourhood (1 or 2).
         batch: designs per evaluate call (the ascending order is kept across calls).
-        max_drop: for an additive cost, :func:`largest_drop` (how much one move can lower it): a neighbourhood then
-            leaves out the designs that cannot lead below its bound in the moves left (the same designs below the
-            bound, found with less work; issue 38: the three-move ring of a four-joint arm took ~10 s of CPU to
-            build). None: every admissible design is followed (any cost).
+        values: for an additive cost, its value per joint and link module (a design costs a constant plus their
+            sum): a neighbourhood with a bound then makes only the moves that can still lead below it in the moves
+            left (the same designs below the bound, found with less work; issue 38: the three-move ring of a
+            four-joint arm took ~7 s of CPU). None: every move of every admissible design is followed (any cost).
     """
 
     joints: Sequence[str]
@@ -94,32 +106,36 @@ class Descent:
     radius: int = 2
     batch: int = 20
     steps: list[DescentStep] = field(default_factory=list)
-    max_drop: float | None = None
+    values: Mapping[str, float] | None = None
     out_of_budget: bool = False
     tried: set[Design] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        v = self.values
+        self.max_drop = None if v is None else largest_drop(self.joints, self.links, lambda m: v[m])
 
     def neighbourhood(self, centre: Design, radius: int, below: float = math.inf) -> set[Design]:
         """The admissible designs at most ``radius`` moves from ``centre`` (without it), by admissible steps; with
         ``below``, only those cheaper than ``below`` (the same ones as filtering the whole neighbourhood).
 
-        With ``max_drop`` a design ``k`` moves out is followed only while it could still lead below ``below``
-        (``cost - (radius - k) * max_drop < below``): on a shortest admissible path to a design cheaper than
-        ``below`` every step passes that test, so no such design is lost; the last ring is priced before its
-        (dearer) admissibility check."""
-        moves = self.joints, self.links
+        With ``values`` (an additive cost) the ``k``-th move from a design ``d`` is made only if it leaves the cost
+        below ``below + (radius - k) * max_drop`` (:func:`largest_drop`: no move lowers it by more): on a shortest
+        admissible path to a design cheaper than ``below`` every step does, so no such design is lost, and the
+        hopeless ones are never built, priced or checked."""
         prune = self.max_drop is not None and below < math.inf
-
-        def leads_below(d: Design, left: int) -> bool:
-            return not prune or self.cost_of(d) - left * self.max_drop < below  # type: ignore[operator]
-
-        ring = {centre}
-        seen = {centre}
+        ring, seen = {centre}, {centre}
         for k in range(1, radius + 1):
             nxt: set[Design] = set()
             for d in ring:
-                if k > 1 and not leads_below(d, radius - k + 1):
-                    continue
-                for e in design_moves(d, *moves):
+                if prune:
+                    c = self.cost_of(d)
+                    limit = below + (radius - k) * self.max_drop - c  # type: ignore[operator]
+                    near = design_moves(
+                        d, self.joints, self.links, self.values, limit + 1e-9 * (1 + abs(below) + abs(c))
+                    )
+                else:
+                    near = design_moves(d, self.joints, self.links)
+                for e in near:
                     if e in seen or e in nxt:
                         continue
                     if k == radius and below < math.inf and self.cost_of(e) >= below:

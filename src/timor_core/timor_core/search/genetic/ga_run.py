@@ -22,7 +22,7 @@ from timor_core.search.evaluation.parallel import ParallelEvaluator
 from timor_core.search.evaluation.progress import Progress
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.filtering.quick_reach import UNREACHABLE
-from timor_core.search.genetic.ga_local import Descent, largest_drop
+from timor_core.search.genetic.ga_local import Descent
 from timor_core.task.feedback import assembly_cost
 
 __all__ = ["GARun", "OutOfTimeError", "PYGAD_LOG"]
@@ -82,7 +82,7 @@ class GARun:
         self.stages = {name: k for k, name in enumerate(pe.filter_names)}
         self.cost_function = assembly_cost(ga.cost)
         self.design_costs: dict[Design, float] = {}
-        self.max_drop = self.move_drop()
+        self.module_values = self.additive_values()
         self.bar: Progress | None = None
         self.out = self.canceled_flag = self.skipped = False
         self.trial = 0
@@ -246,16 +246,14 @@ class GARun:
             c = self.design_costs[ids] = self.cost_function.evaluate_serial(self.ga.db, ids)
         return c
 
-    def move_drop(self) -> float | None:
-        """For an additive cost (a sum over modules, e.g. the mass): how much one move of the descent can lower it
-        (:func:`.ga_local.largest_drop`), so that its neighbourhoods skip hopeless designs; None for other costs."""
+    def additive_values(self) -> dict[str, float] | None:
+        """For an additive cost (a sum over modules, e.g. the mass): its value per joint and link module, so that
+        the descent's neighbourhoods skip hopeless designs (:class:`.ga_local.Descent`); None for other costs."""
         if not getattr(self.cost_function, "additive", False):
             return None
         db = self.ga.db
         values = {m: self.cost_function.evaluate_modules([db.by_id(m)]) for m in (*self.ga.joints, *self.ga.links)}
-        if any(v is None for v in values.values()):
-            return None
-        return largest_drop(self.ga.joints, self.ga.links, lambda m: float(values[m]))  # type: ignore[arg-type]
+        return None if any(v is None for v in values.values()) else {m: float(v) for m, v in values.items()}  # type: ignore[arg-type]
 
     def admissible(self, ids: Design) -> bool:
         return self.ga.encode(ids) is not None and self.ga.is_valid(ids)
@@ -309,7 +307,7 @@ class GARun:
         self.descended_at = self.generation
         descent = Descent(
             ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search,
-            max_drop=self.max_drop,
+            values=self.module_values,
         )  # fmt: skip
         if escape:
             end, end_cost = descent.escape(start, best, ESCAPE_RADIUS, ESCAPE_EVALUATIONS)
