@@ -4,6 +4,7 @@ trial: hits per task and CPU seconds per trial (issue 38, item 1: the GA at the 
 
     python benchmarks/ga_seeds.py --unseen 38 --seeds 10 --budget 120 --jobs 2 --json /tmp/ga38.json
     python benchmarks/ga_seeds.py --unseen 38 --tasks boundary --seeds 10     # one task
+    python benchmarks/ga_seeds.py --ring "base J L_150 J L_150 J L_100 I_300 J gripper" 3  # the descent's ring
 
 Each trial runs in a fresh process (``python -m ga_seeds --one ...``, 1 worker: the evaluations in that process)
 as ``timor paper exp2 --algorithm ga`` builds its GA (500 generations, population 20, 13 genes, up to six joints,
@@ -84,6 +85,50 @@ def one(task_file: str, seed: int, budget: float, generations: int) -> dict:
     }
 
 
+def ring(design: list[str], radius: int, rounds: int = 2) -> None:
+    """The descent's ring of ``radius`` moves around ``design`` below its cost, in one process: every admissible
+    design built and then filtered (as before issue 38's change) against the moves priced first (``values``);
+    CPU seconds of each and whether they hold the same designs."""
+    from timor_core import ModulesDB
+    from timor_core.search import GeneticSearch
+    from timor_core.search.genetic.ga_local import Descent
+    from timor_core.task.feedback import assembly_cost
+
+    db = ModulesDB.from_name("robco_like")
+    ga = GeneticSearch(db, cost="mass", n_slots=13, max_dof=6, progress=False, workers=1)
+    cost = assembly_cost("mass")
+    prices: dict[tuple[str, ...], float] = {}
+
+    def cost_of(d: tuple[str, ...]) -> float:
+        if d not in prices:
+            prices[d] = cost.evaluate_serial(db, d)
+        return prices[d]
+
+    def admissible(d: tuple[str, ...]) -> bool:
+        return ga.encode(d) is not None and ga.is_valid(d)
+
+    values = {m: float(cost.evaluate_modules([db.by_id(m)]) or 0.0) for m in (*ga.joints, *ga.links)}
+    start = tuple(design)
+    bound = cost_of(start)
+    for _ in range(rounds):
+        prices.clear()
+        c0 = time.process_time()
+        full = Descent(ga.joints, ga.links, admissible, cost_of, lambda ds, b: []).neighbourhood(start, radius)
+        old = {d for d in full if cost_of(d) < bound}
+        t_old, priced_old = time.process_time() - c0, len(prices)
+        prices.clear()
+        c0 = time.process_time()
+        descent = Descent(ga.joints, ga.links, admissible, cost_of, lambda ds, b: [], values=values)
+        new = descent.neighbourhood(start, radius, bound)
+        t_new = time.process_time() - c0
+        print(
+            f"radius {radius} around {' '.join(start)} below {bound:.2f} kg: {len(old)} designs, all built and"
+            f" filtered {t_old:.2f} s CPU ({priced_old} priced), moves priced first {t_new:.2f} s CPU"
+            f" ({len(prices)} priced), the same designs: {old == new}",
+            flush=True,
+        )
+
+
 def trial(task: Path, seed: int, budget: float, generations: int) -> dict:
     """One trial in a fresh process (``--one``): its record plus the task, seed, load and hit."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--one", str(task), str(seed), str(budget)]
@@ -143,10 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--generations", type=int, default=500)
     p.add_argument("--jobs", type=int, default=1, help="trials side by side (one process each)")
     p.add_argument("--json", help="write every trial's record to this file (and each as it ends to FILE + 'l')")
+    p.add_argument("--ring", nargs=2, metavar=("DESIGN", "RADIUS"), help="time the descent's ring around DESIGN")
     p.add_argument("--table", nargs="+", metavar="JSONL", help="only print the table of these trial records")
     args = p.parse_args(argv)
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]), float(args.one[2]), args.generations)))
+        return 0
+    if args.ring:
+        ring(args.ring[0].split(), int(args.ring[1]))
         return 0
     if args.table:
         records = [json.loads(ln) for f in args.table for ln in Path(f).read_text().splitlines() if ln.strip()]
