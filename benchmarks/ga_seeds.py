@@ -160,20 +160,28 @@ def task_files(unseen: int) -> list[Path]:
     return ([exp2_tasks.USER_STUDY] if exp2_tasks.USER_STUDY.is_file() else []) + tasks
 
 
+def _cpu(rs: list[dict]) -> str:
+    cpus = sorted(r["cpu"] for r in rs if "cpu" in r)
+    return f"{statistics.median(cpus):.1f} ({cpus[0]:.1f}-{cpus[-1]:.1f}; {len(cpus)})" if cpus else "-"
+
+
 def table(records: list[dict]) -> list[str]:
-    """Per task: hits, the best mass per seed, CPU seconds per trial (median, range), trials ended by the budget."""
-    rows = ["| task (optimum) | hits | best per seed (kg) | CPU s per trial: median (range) | at the budget |"]
-    rows.append("| --- | --- | --- | --- | --- |")
+    """Per task: hits, the best mass per seed, CPU seconds per trial (median, range and count; trials without a
+    recorded commit ran before it was recorded, i.e. before the ring change), trials ended by the budget."""
+    head = "| task (optimum) | seeds | hits | best per seed (kg) | CPU s per trial (median, range; trials): "
+    rows = [head + "a3ffbd6 | 2ee4b39 and later | at the budget |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for name in dict.fromkeys(r["task"] for r in records):
         rs = sorted((r for r in records if r["task"] == name), key=lambda r: r["seed"])
         hits = sum(1 for r in rs if r.get("hit"))
         masses = ", ".join("-" if r.get("best_mass") is None else f"{r['best_mass']:.2f}" for r in rs)
-        cpus = [r["cpu"] for r in rs if "cpu" in r]
-        cpu = f"{statistics.median(cpus):.1f} ({min(cpus):.1f}-{max(cpus):.1f})" if cpus else "-"
+        before, after = [r for r in rs if not r.get("commit")], [r for r in rs if r.get("commit")]
         budget = sum(1 for r in rs if r.get("stopped") == "max_time")
         optimum = OPTIMA.get(name)
         label = f"`{name}` ({'none' if optimum is None else f'{optimum:.2f} kg'})"
-        rows.append(f"| {label} | **{hits} of {len(rs)}** | {masses} | {cpu} | {budget} |")
+        seeds = ", ".join(str(r["seed"]) for r in rs)
+        rows.append(
+            f"| {label} | {seeds} | **{hits} of {len(rs)}** | {masses} | {_cpu(before)} | {_cpu(after)} | {budget} |"
+        )
     return rows
 
 
