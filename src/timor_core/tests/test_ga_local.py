@@ -221,6 +221,44 @@ def test_descent_stops_when_the_budget_is_out():
     assert descent.out_of_budget and len(calls) == 1
 
 
+def test_wide_rounds_go_on_from_the_other_valid_robots_cheapest_first(monkeypatch):
+    """Issue 38 (``boundary`` seed 9 stopped at 13.70 kg: the best's wide round found nothing and the trial idled):
+    once every valid robot had its two-move descent, one wide round per stalled period from the best, then from the
+    trial's other valid robots, cheapest first, each once and each looking below the best; then nothing more."""
+    from types import SimpleNamespace
+
+    from timor_core.search.genetic import ga_run
+
+    calls = []
+
+    class Recorder:
+        def __init__(self, *args, **kwargs):
+            self.steps = []
+
+        def escape(self, start, start_cost, radius, cap):
+            calls.append(("escape", start, start_cost, radius))
+            return start, start_cost
+
+        def run(self, start, start_cost, limit):
+            calls.append(("run", start, limit, None))
+            return start, start_cost
+
+    monkeypatch.setattr(ga_run, "Descent", Recorder)
+    run = object.__new__(ga_run.GARun)  # the descent's bookkeeping alone, without a search around it
+    run.ga = SimpleNamespace(local_search=2, local_search_after=1, joints=JOINTS, links=LINKS, descents=[])
+    run.module_values = None
+    run.new_trial(0)
+    best, second, third = ("base", "J", "A", "eef"), ("base", "J", "B", "eef"), ("base", "J", "C", "eef")
+    run.valid_designs = {third: cost(third), best: cost(best), second: cost(second)}
+    run.best_ids, run.next_best = best, cost(best)
+    run.searched = {best, second, third}  # every valid robot's two-move descent is done
+    for generation in range(1, 7):
+        run.generation = generation
+        run.descend(None)
+    radius = ga_run.ESCAPE_RADIUS
+    assert calls == [("escape", d, cost(best), radius) for d in (best, second, third)]
+
+
 # -- inside GeneticSearch -----------------------------------------------------------------------------------
 
 

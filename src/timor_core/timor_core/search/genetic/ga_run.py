@@ -44,10 +44,10 @@ def _not_out_of_budget(record: logging.LogRecord) -> bool:
 
 PYGAD_LOG = logging.getLogger(__name__ + ".pygad")
 ESCAPE_RADIUS = 3
-"""The radius of the wide round (:meth:`.ga_local.Descent.escape`) from a trial's best robot once every valid robot
-of the trial has had its two-move descent: else the trial idles for the rest of its generations (issue 38: on
-``boundary`` of seed 38, four of ten trials sat at 13.70 kg for ~400 generations while a lighter robot lay three
-moves away)."""
+"""The radius of the wide rounds (:meth:`.ga_local.Descent.escape`) from a trial's valid robots (the best first)
+once every valid robot of the trial has had its two-move descent: else the trial idles for the rest of its
+generations (issue 38: on ``boundary`` of seed 38, four of ten trials sat at 13.70 kg for ~400 generations while a
+lighter robot lay three moves away)."""
 ESCAPE_EVALUATIONS = 2000
 """At most about this many evaluations per wide round: on ``boundary`` the first lighter valid robot came within
 46-125 of them (nearest below the best first); an uncapped fruitless round evaluated 46,607 (6x the trial's CPU)."""
@@ -287,8 +287,10 @@ class GARun:
         it; after that, one every ``local_search_after`` stalled generations from the trial's next cheapest valid
         robot not yet searched, looking only for robots cheaper than the best (a local optimum of the best's
         two-move neighbourhood is often two moves from the optimum by way of another valid robot). Once none is
-        left, one wide round (``ESCAPE_RADIUS`` moves) from the best, once per best robot. A cheaper result replaces
-        the population's worst (and becomes the bound of the next generation)."""
+        left, one wide round (``ESCAPE_RADIUS`` moves, below the best) per stalled period from the best, then from
+        the trial's other valid robots, cheapest first, each once (issue 38: on ``boundary`` seed 9 the best's wide
+        round found nothing, a later one from another valid robot reached 12.28 kg). A cheaper result replaces the
+        population's worst (and becomes the bound of the next generation)."""
         ga = self.ga
         stalled = min(self.generation - self.improved_at, self.generation - self.descended_at)
         if not self.best_ids or stalled < ga.local_search_after:
@@ -298,8 +300,11 @@ class GARun:
             left = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.searched)
             if left:
                 start = left[0][1]
-            elif ga.local_search == 2 and start not in self.escaped:  # every valid robot's neighbourhood is done
-                escape = True
+            elif ga.local_search == 2:  # every valid robot's neighbourhood is done: wide rounds, cheapest first
+                wide = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.escaped)
+                if not wide:
+                    return
+                start, escape = wide[0][1], True
                 self.escaped.add(start)
             else:
                 return
