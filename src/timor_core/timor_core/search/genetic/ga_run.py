@@ -300,11 +300,13 @@ class GARun:
             left = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.searched)
             if left:
                 start = left[0][1]
-            elif ga.local_search == 2:  # every valid robot's neighbourhood is done: wide rounds, cheapest first
-                wide = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.escaped)
-                if not wide:
-                    return
-                start, escape = wide[0][1], True
+            elif ga.local_search == 2:  # every valid robot's neighbourhood is done: wide rounds, the best first
+                if start in self.escaped:  # (then the others, cheapest first; the best itself first on a tie)
+                    wide = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.escaped)
+                    if not wide:
+                        return
+                    start = wide[0][1]
+                escape = True
                 self.escaped.add(start)
             else:
                 return
