@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_ga import MODULES, SETTINGS
 
 from timor_core.errors import InputError
 from timor_core.search import GeneticSearch
-from timor_core.search.genetic.ga_local import Descent, design_moves
+from timor_core.search.genetic.ga_local import Descent, design_moves, largest_drop
 
 JOINTS = ("J",)
 LINKS = ("A", "B", "C")
@@ -158,6 +158,56 @@ def test_the_wide_round_escapes_a_two_move_local_optimum_nearest_first():
     assert sum(len(designs) for designs, _ in capped.calls) == 8
 
 
+def _value(m) -> float:
+    return MASS[m]
+
+
+@given(st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=6))
+def test_no_move_lowers_the_cost_by_more_than_the_largest_drop(inner):
+    d = ("base", *inner, "eef")
+    drop = largest_drop(JOINTS, LINKS, _value)
+    assert all(cost(d) - cost(m) <= drop for m in design_moves(d, JOINTS, LINKS))
+    # and it is not loose: some move of some design comes within it (removing the joint, 2.0, or a merge, 0.7)
+    assert drop < MASS["J"] + 1e-6
+
+
+@given(st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=6), st.floats(-2.5, 1.0))
+def test_moves_under_a_limit_are_the_moves_that_change_the_cost_by_less(inner, limit):
+    d = ("base", *inner, "eef")
+    near = design_moves(d, JOINTS, LINKS, MASS, limit)
+    assert near == {m for m in design_moves(d, JOINTS, LINKS) if cost(m) - cost(d) < limit - 1e-6} | (
+        near & {m for m in design_moves(d, JOINTS, LINKS) if abs(cost(m) - cost(d) - limit) <= 1e-6}
+    )  # (a change within rounding of the limit may go either way)
+
+
+@settings(deadline=None, max_examples=60)  # (a three-move ring of a seven-module design: ~0.1 s)
+@given(
+    st.lists(st.sampled_from(("J", *LINKS)), min_size=1, max_size=5).map(lambda inner: ("base", "J", *inner, "eef")),
+    st.integers(1, 3),
+    st.floats(-2.0, 0.5),
+)
+def test_a_pruned_neighbourhood_holds_every_design_below_the_bound(start, radius, below_by):
+    """Issue 38 (the wide round's ring cost ~10 s of CPU): with ``max_drop`` the neighbourhood follows only the
+    designs that can still lead below the bound; the designs below it are exactly the unpruned ones below it."""
+    bound = round(cost(start) + below_by, 6)
+    full = _descent(Landscape([])).neighbourhood(start, radius)
+    expected = {d for d in full if cost(d) < bound}
+    pruned = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), values=MASS)
+    assert pruned.neighbourhood(start, radius, bound) == expected
+    assert _descent(Landscape([])).neighbourhood(start, radius, bound) == expected  # without max_drop: the same
+
+
+def test_a_pruning_with_too_small_a_drop_would_lose_designs():
+    """The check above can fail: the true drop halved loses the design three moves away (two joints and the link
+    removed), since the first removal leaves 6.1 - 2 * 1.0 >= the bound."""
+    start = ("base", "J", "J", "A", "J", "eef")  # 8.1
+    bound = 4.05  # below it: ("base", "J", "eef") alone
+    full = {d for d in _descent(Landscape([])).neighbourhood(start, 3) if cost(d) < bound}
+    half = Descent(JOINTS, LINKS, admissible, cost, Landscape([]), values=MASS)
+    half.max_drop = largest_drop(JOINTS, LINKS, _value) / 2
+    assert full == {("base", "J", "eef")} and half.neighbourhood(start, 3, bound) == set()
+
+
 def test_descent_stops_when_the_budget_is_out():
     start = ("base", "J", "C", "J", "C", "eef")
     calls = []
@@ -169,6 +219,44 @@ def test_descent_stops_when_the_budget_is_out():
     descent = _descent(evaluate)
     assert descent.run(start, cost(start)) == (start, cost(start))
     assert descent.out_of_budget and len(calls) == 1
+
+
+def test_wide_rounds_go_on_from_the_other_valid_robots_cheapest_first(monkeypatch):
+    """Issue 38 (``boundary`` seed 9 stopped at 13.70 kg: the best's wide round found nothing and the trial idled):
+    once every valid robot had its two-move descent, one wide round per stalled period from the best, then from the
+    trial's other valid robots, cheapest first, each once and each looking below the best; then nothing more."""
+    from types import SimpleNamespace
+
+    from timor_core.search.genetic import ga_run
+
+    calls = []
+
+    class Recorder:
+        def __init__(self, *args, **kwargs):
+            self.steps = []
+
+        def escape(self, start, start_cost, radius, cap):
+            calls.append(("escape", start, start_cost, radius))
+            return start, start_cost
+
+        def run(self, start, start_cost, limit):
+            calls.append(("run", start, limit, None))
+            return start, start_cost
+
+    monkeypatch.setattr(ga_run, "Descent", Recorder)
+    run = object.__new__(ga_run.GARun)  # the descent's bookkeeping alone, without a search around it
+    run.ga = SimpleNamespace(local_search=2, local_search_after=1, joints=JOINTS, links=LINKS, descents=[])
+    run.module_values = None
+    run.new_trial(0)
+    best, second, third = ("base", "J", "A", "eef"), ("base", "J", "B", "eef"), ("base", "J", "C", "eef")
+    run.valid_designs = {third: cost(third), best: cost(best), second: cost(second)}
+    run.best_ids, run.next_best = best, cost(best)
+    run.searched = {best, second, third}  # every valid robot's two-move descent is done
+    for generation in range(1, 7):
+        run.generation = generation
+        run.descend(None)
+    radius = ga_run.ESCAPE_RADIUS
+    assert calls == [("escape", d, cost(best), radius) for d in (best, second, third)]
 
 
 # -- inside GeneticSearch -----------------------------------------------------------------------------------

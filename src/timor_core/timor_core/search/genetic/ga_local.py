@@ -15,31 +15,59 @@ link by link), remove one, insert one anywhere, or merge two neighbouring links 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Descent", "DescentStep", "design_moves"]
+__all__ = ["Descent", "DescentStep", "design_moves", "largest_drop"]
 
 Design = tuple[str, ...]
 
 
-def design_moves(design: Sequence[str], joints: Sequence[str], links: Sequence[str]) -> set[Design]:
-    """Every design one move from ``design`` (``(base, ..., eef)``; base and end effector stay), unchecked."""
+def design_moves(
+    design: Sequence[str],
+    joints: Sequence[str],
+    links: Sequence[str],
+    value: Mapping[str, float] | None = None,
+    limit: float = math.inf,
+) -> set[Design]:
+    """Every design one move from ``design`` (``(base, ..., eef)``; base and end effector stay), unchecked; with
+    ``value`` (an additive cost's value per module), only the moves that change the cost by less than ``limit``
+    (the change computed from ``value``, before the design is built)."""
+    w = value if value is not None else dict.fromkeys((*joints, *links, *design), 0.0)
     base, inner, eef = design[0], list(design[1:-1]), design[-1]
     link_set = set(links)
     out: set[tuple[str, ...]] = set()
     for i, m in enumerate(inner):
         for other in links if m in link_set else joints:
-            if other != m:
+            if other != m and w[other] - w[m] < limit:
                 out.add((*inner[:i], other, *inner[i + 1 :]))
-        out.add((*inner[:i], *inner[i + 1 :]))
+        if -w[m] < limit:
+            out.add((*inner[:i], *inner[i + 1 :]))
         if i + 1 < len(inner) and m in link_set and inner[i + 1] in link_set:
             for other in links:
-                out.add((*inner[:i], other, *inner[i + 2 :]))
+                if w[other] - w[m] - w[inner[i + 1]] < limit:
+                    out.add((*inner[:i], other, *inner[i + 2 :]))
     for i in range(len(inner) + 1):
         for other in (*joints, *links):
-            out.add((*inner[:i], other, *inner[i:]))
+            if w[other] < limit:
+                out.add((*inner[:i], other, *inner[i:]))
     return {(base, *x, eef) for x in out}
+
+
+def largest_drop(joints: Sequence[str], links: Sequence[str], value: Callable[[str], float]) -> float:
+    """An upper bound of how much one move (:func:`design_moves`) can lower an *additive* cost (a design's cost is
+    the sum of ``value`` over its modules): the largest of a removal, a replacement, a merge and an insertion,
+    widened by a relative 1e-9 for the float sums. It lets a neighbourhood skip designs too costly to lead below a
+    bound in the moves left (:meth:`Descent.neighbourhood`)."""
+    kinds = [[float(value(m)) for m in kind] for kind in (joints, links) if kind]
+    every = [w for kind in kinds for w in kind]
+    drops = [max(every), -min(every)]  # remove one; insert one
+    drops += [max(kind) - min(kind) for kind in kinds]  # replace one by another of its kind
+    if links:
+        w = [float(value(m)) for m in links]
+        drops.append(2 * max(w) - min(w))  # merge two neighbouring links into one
+    top = max(0.0, *drops)
+    return top + 1e-9 * (1.0 + top + sum(abs(v) for v in every))
 
 
 @dataclass
@@ -64,6 +92,10 @@ class Descent:
             it stays within the caller's budget (may return fewer results, which ends the descent).
         radius: the largest neighbourhood (1 or 2).
         batch: designs per evaluate call (the ascending order is kept across calls).
+        values: for an additive cost, its value per joint and link module (a design costs a constant plus their
+            sum): a neighbourhood with a bound then makes only the moves that can still lead below it in the moves
+            left (the same designs below the bound, found with less work; issue 38: the three-move ring of a
+            four-joint arm took ~7 s of CPU). None: every move of every admissible design is followed (any cost).
     """
 
     joints: Sequence[str]
@@ -74,21 +106,46 @@ class Descent:
     radius: int = 2
     batch: int = 20
     steps: list[DescentStep] = field(default_factory=list)
+    values: Mapping[str, float] | None = None
     out_of_budget: bool = False
     tried: set[Design] = field(default_factory=set)
 
-    def neighbourhood(self, centre: Design, radius: int) -> set[Design]:
-        """The admissible designs at most ``radius`` moves from ``centre`` (without it)."""
-        ring = {d for d in design_moves(centre, self.joints, self.links) if self.admissible(d)}
-        seen = set(ring)
-        for _ in range(radius - 1):
+    def __post_init__(self) -> None:
+        v = self.values
+        self.max_drop = None if v is None else largest_drop(self.joints, self.links, lambda m: v[m])
+
+    def neighbourhood(self, centre: Design, radius: int, below: float = math.inf) -> set[Design]:
+        """The admissible designs at most ``radius`` moves from ``centre`` (without it), by admissible steps; with
+        ``below``, only those cheaper than ``below`` (the same ones as filtering the whole neighbourhood).
+
+        With ``values`` (an additive cost) the ``k``-th move from a design ``d`` is made only if it leaves the cost
+        below ``below + (radius - k) * max_drop`` (:func:`largest_drop`: no move lowers it by more): on a shortest
+        admissible path to a design cheaper than ``below`` every step does, so no such design is lost, and the
+        hopeless ones are never built, priced or checked."""
+        prune = self.max_drop is not None and below < math.inf
+        ring, seen = {centre}, {centre}
+        for k in range(1, radius + 1):
             nxt: set[Design] = set()
             for d in ring:
-                nxt |= {e for e in design_moves(d, self.joints, self.links) if e not in seen and self.admissible(e)}
+                if prune:
+                    c = self.cost_of(d)
+                    limit = below + (radius - k) * self.max_drop - c  # type: ignore[operator]
+                    near = design_moves(
+                        d, self.joints, self.links, self.values, limit + 1e-9 * (1 + abs(below) + abs(c))
+                    )
+                else:
+                    near = design_moves(d, self.joints, self.links)
+                for e in near:
+                    if e in seen or e in nxt:
+                        continue
+                    if k == radius and below < math.inf and self.cost_of(e) >= below:
+                        continue  # the last ring: too costly, and nothing is built on it
+                    if self.admissible(e):
+                        nxt.add(e)
             seen |= nxt
             ring = nxt
         seen.discard(centre)
-        return seen
+        return seen if below == math.inf else {d for d in seen if self.cost_of(d) < below}
 
     def run(self, start: Design, start_cost: float, limit: float = math.inf) -> tuple[Design, float]:
         """Descend from a valid design, looking only at designs cheaper than ``limit`` too (e.g. a better design
@@ -120,7 +177,7 @@ class Descent:
         """Evaluate the cheaper designs around ``centre`` in ascending cost; the cheapest valid one, if any.
         ``first``: in descending cost instead, ending with the batch that holds the first valid one (or once
         ``cap`` designs were evaluated)."""
-        near = self.neighbourhood(centre, radius) - self.tried  # each design is evaluated once per descent
+        near = self.neighbourhood(centre, radius, bound) - self.tried  # each design is evaluated once per descent
         priced = sorted(((c, d) for d in near if (c := self.cost_of(d)) < bound), reverse=first)
         step = DescentStep(centre, radius, 0)
         self.steps.append(step)

@@ -44,10 +44,10 @@ def _not_out_of_budget(record: logging.LogRecord) -> bool:
 
 PYGAD_LOG = logging.getLogger(__name__ + ".pygad")
 ESCAPE_RADIUS = 3
-"""The radius of the wide round (:meth:`.ga_local.Descent.escape`) from a trial's best robot once every valid robot
-of the trial has had its two-move descent: else the trial idles for the rest of its generations (issue 38: on
-``boundary`` of seed 38, four of ten trials sat at 13.70 kg for ~400 generations while a lighter robot lay three
-moves away)."""
+"""The radius of the wide rounds (:meth:`.ga_local.Descent.escape`) from a trial's valid robots (the best first)
+once every valid robot of the trial has had its two-move descent: else the trial idles for the rest of its
+generations (issue 38: on ``boundary`` of seed 38, four of ten trials sat at 13.70 kg for ~400 generations while a
+lighter robot lay three moves away)."""
 ESCAPE_EVALUATIONS = 2000
 """At most about this many evaluations per wide round: on ``boundary`` the first lighter valid robot came within
 46-125 of them (nearest below the best first); an uncapped fruitless round evaluated 46,607 (6x the trial's CPU)."""
@@ -82,6 +82,7 @@ class GARun:
         self.stages = {name: k for k, name in enumerate(pe.filter_names)}
         self.cost_function = assembly_cost(ga.cost)
         self.design_costs: dict[Design, float] = {}
+        self.module_values = self.additive_values()
         self.bar: Progress | None = None
         self.out = self.canceled_flag = self.skipped = False
         self.trial = 0
@@ -245,6 +246,15 @@ class GARun:
             c = self.design_costs[ids] = self.cost_function.evaluate_serial(self.ga.db, ids)
         return c
 
+    def additive_values(self) -> dict[str, float] | None:
+        """For an additive cost (a sum over modules, e.g. the mass): its value per joint and link module, so that
+        the descent's neighbourhoods skip hopeless designs (:class:`.ga_local.Descent`); None for other costs."""
+        if not getattr(self.cost_function, "additive", False):
+            return None
+        db = self.ga.db
+        values = {m: self.cost_function.evaluate_modules([db.by_id(m)]) for m in (*self.ga.joints, *self.ga.links)}
+        return None if any(v is None for v in values.values()) else {m: float(v) for m, v in values.items()}  # type: ignore[arg-type]
+
     def admissible(self, ids: Design) -> bool:
         return self.ga.encode(ids) is not None and self.ga.is_valid(ids)
 
@@ -277,8 +287,10 @@ class GARun:
         it; after that, one every ``local_search_after`` stalled generations from the trial's next cheapest valid
         robot not yet searched, looking only for robots cheaper than the best (a local optimum of the best's
         two-move neighbourhood is often two moves from the optimum by way of another valid robot). Once none is
-        left, one wide round (``ESCAPE_RADIUS`` moves) from the best, once per best robot. A cheaper result replaces
-        the population's worst (and becomes the bound of the next generation)."""
+        left, one wide round (``ESCAPE_RADIUS`` moves, below the best) per stalled period from the best, then from
+        the trial's other valid robots, cheapest first, each once (issue 38: on ``boundary`` seed 9 the best's wide
+        round found nothing, a later one from another valid robot reached 12.28 kg). A cheaper result replaces the
+        population's worst (and becomes the bound of the next generation)."""
         ga = self.ga
         stalled = min(self.generation - self.improved_at, self.generation - self.descended_at)
         if not self.best_ids or stalled < ga.local_search_after:
@@ -288,14 +300,22 @@ class GARun:
             left = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.searched)
             if left:
                 start = left[0][1]
-            elif ga.local_search == 2 and start not in self.escaped:  # every valid robot's neighbourhood is done
+            elif ga.local_search == 2:  # every valid robot's neighbourhood is done: wide rounds, the best first
+                if start in self.escaped:  # (then the others, cheapest first; the best itself first on a tie)
+                    wide = sorted((c, d) for d, c in self.valid_designs.items() if d not in self.escaped)
+                    if not wide:
+                        return
+                    start = wide[0][1]
                 escape = True
                 self.escaped.add(start)
             else:
                 return
         best = self.next_best
         self.descended_at = self.generation
-        descent = Descent(ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search)
+        descent = Descent(
+            ga.joints, ga.links, self.admissible, self.design_cost, self.descent_costs, ga.local_search,
+            values=self.module_values,
+        )  # fmt: skip
         if escape:
             end, end_cost = descent.escape(start, best, ESCAPE_RADIUS, ESCAPE_EVALUATIONS)
         else:
