@@ -51,15 +51,22 @@ ros: $(ROS_STAMP)
 WORKERS      ?= auto
 ROS_WORKERS  ?= $(WORKERS)
 TEST_TIMEOUT ?= 900
-CORE_PYTEST   = $(PY) -m pytest -q -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
+# The core suite starts many Python processes (CLI subprocesses, Dask and shard workers) besides its workers:
+# where PYTHONDONTWRITEBYTECODE is set, each compiled timor_core's sources and pytest's rewritten test modules anew
+# (~6 s of CPU per worker's collection, ~0.15 s per process), so the core runs cache bytecode in build/pycache (not
+# beside the sources). The ROS test plugins (launch_testing & co., ~0.4 s per pytest process) are not loaded there.
+CORE_ENV      = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache
+CORE_PLUGINS  = -p no:launch_testing -p no:launch_pytest -p no:launch_ros -p no:colcon_core_warnings_stderr
+CORE_PYTEST   = $(CORE_ENV) $(PY) -m pytest -q $(CORE_PLUGINS) -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
 # the tests that assert a wall-clock budget (marked timing in src/timor_core/tests/conftest.py) run alone, after
-TIMING_PYTEST = $(PY) -m pytest -q -n 0 -m timing --timeout $(TEST_TIMEOUT)
+# (`-m timing` collects only the modules conftest.TIMING names)
+TIMING_PYTEST = $(CORE_ENV) $(PY) -m pytest -q $(CORE_PLUGINS) -n 0 -m timing --timeout $(TEST_TIMEOUT)
 ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --timeout $(TEST_TIMEOUT)
 
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test
 test: $(STAMP) lint typecheck
-	$(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
+	$(CORE_ENV) $(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
 	$(CORE_PYTEST) -m "not timing" src/timor_core/tests
 	$(TIMING_PYTEST) src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")

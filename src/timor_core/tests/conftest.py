@@ -184,6 +184,14 @@ TIMING = {
 }
 
 
+def pytest_ignore_collect(collection_path, config):
+    """``-m timing`` (make test's run of the timing tests) imports only the modules TIMING names: collecting the
+    whole suite to select eleven tests cost that run ~10 s of CPU."""
+    if config.getoption("markexpr", "") == "timing" and collection_path.name.startswith("test_"):
+        return collection_path.suffix == ".py" and collection_path.name not in TIMING or None
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
 def pytest_collection_modifyitems(config, items):
     """Mark the tests listed in SLOW as slow and those in TIMING as timing; a listed name that its (collected)
