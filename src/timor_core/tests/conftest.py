@@ -206,6 +206,26 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+def _keep_xdist_groups(config, items) -> None:
+    """Keep ``--dist loadgroup``'s groups: pytest-xdist 3.8 appends ``@group`` to ``item._nodeid``, which pytest 9.2
+    no longer reads (``Node.nodeid`` is ``str(item._id)``), so every xdist_group of the suite was ignored (the
+    udp_multicast tests ran side by side, test_packaging's venv was built by each worker). Done here where xdist's
+    rewrite cannot take; nothing without --dist loadgroup or on an older pytest (where xdist's rewrite works)."""
+    if not config.getvalue("loadgroup"):
+        return
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2, whose nodes carry a structured id
+    except ImportError:
+        return
+    for item in items:
+        names = {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")
+        }
+        suffix = "@" + "_".join(sorted(names))
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
 def pytest_collection_modifyitems(config, items):
     """Mark the tests listed in SLOW as slow and those in TIMING as timing; a listed name that its (collected)
@@ -221,6 +241,7 @@ def pytest_collection_modifyitems(config, items):
     stale = {f"{m}::{n}" for m, mod in modules.items() for n in listed[m] - {"*"} if not hasattr(mod, n)}
     if stale:
         raise pytest.UsageError(f"conftest.SLOW or TIMING names tests that are gone: {sorted(stale)}")
+    _keep_xdist_groups(config, items)
 
 
 # -- every URDF file the suite writes must pass urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser)
