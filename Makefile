@@ -52,9 +52,11 @@ WORKERS      ?= auto
 ROS_WORKERS  ?= $(WORKERS)
 TEST_TIMEOUT ?= 900
 # The core suite starts many Python processes (CLI subprocesses, Dask and shard workers) besides its workers:
-# where PYTHONDONTWRITEBYTECODE is set, each compiled timor_core's sources and pytest's rewritten test modules anew
-# (~6 s of CPU per worker's collection, ~0.15 s per process), so the core runs cache bytecode in build/pycache (not
-# beside the sources). The ROS test plugins (launch_testing & co., ~0.4 s per pytest process) are not loaded there.
+# where PYTHONDONTWRITEBYTECODE is set, each compiles timor_core's sources and pytest's rewritten test modules anew,
+# so the core runs cache bytecode in build/pycache (not beside the sources). Measured 2026-11-29 at load ~20: a
+# worker's collection 10.0 -> 4.4 CPU-s and a `timor` child ~0.6 -> ~0.47 CPU-s once the cache is filled; the first
+# run after a clone fills it (its collection cost 22 instead of 18 CPU-s over both workers). The ROS test plugins
+# (launch_testing & co., ~0.4 CPU-s per pytest process) are not loaded there.
 CORE_ENV      = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/build/pycache
 CORE_PLUGINS  = -p no:launch_testing -p no:launch_pytest -p no:launch_ros -p no:colcon_core_warnings_stderr
 CORE_PYTEST   = $(CORE_ENV) $(PY) -m pytest -q $(CORE_PLUGINS) -n $(WORKERS) --dist loadgroup --timeout $(TEST_TIMEOUT)
