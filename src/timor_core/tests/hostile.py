@@ -20,6 +20,7 @@ __all__ = [
     "time_cap",
     "TimeCapExceeded",
     "run_cli",
+    "run_cli_here",
     "run_python",
     "assert_clean_error",
     "CLI_MEMORY_BYTES",
@@ -113,6 +114,23 @@ def run_cli(
         env=full_env,
         preexec_fn=_cap_child(memory),
     )
+
+
+def run_cli_here(capsys, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``timor ARGS`` in this process (``main``) under ``memory_cap`` and ``time_cap``, as ``run_cli``'s result
+    (an uncaught exception fails the test instead of printing a traceback): for the many cases of one refusal whose
+    path through a child process another test of the same option checks (a ``timor search`` child costs ~0.7 s of
+    CPU to start)."""
+    from timor_core.cli.app import main
+
+    capsys.readouterr()
+    with memory_cap(), time_cap(120):
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse's refusals, as the child would exit
+            code = exc.code if isinstance(exc.code, int) else 2
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["timor", *args], code, out, err)
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

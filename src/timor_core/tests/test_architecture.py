@@ -4,6 +4,7 @@ inside functions and under TYPE_CHECKING), so docs/architecture.md stays true (i
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -11,6 +12,9 @@ import pytest
 
 # every other import inside a function body defers a load: the table of what each saves (docs/architecture.md)
 from call_time_imports import DEFERRALS
+
+# one worker reads the sources once for all the tests here (make test spreads a module's tests over workers)
+pytestmark = pytest.mark.xdist_group("architecture")
 
 PACKAGE = Path(__file__).resolve().parents[1] / "timor_core"
 
@@ -58,6 +62,12 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once for the tests here (which only read the trees)."""
+    return ast.parse(path.read_text())
+
+
 def _call_time_imports(tree: ast.Module) -> set[int]:
     """ids of the ``from ... import name`` nodes (one name) that sit directly in a function's body: run at call time."""
     found = set()
@@ -71,7 +81,7 @@ def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[st
     """(imported module, imported name, line, at call time) for every import of a timor_core module in the file."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = []
-    tree = ast.parse(path.read_text())
+    tree = _tree(path)
     call_time = _call_time_imports(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -168,7 +178,7 @@ def _import_rules() -> dict[str, set[str]]:
     """package -> what its ``__init__`` docstring says it may import (its line ``May import from timor_core: ...``)."""
     rules = {}
     for init in PACKAGE.rglob("__init__.py"):
-        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        doc = ast.get_docstring(_tree(init)) or ""
         for paragraph in doc.split("\n\n"):
             if paragraph.startswith(MAY_IMPORT):  # the line and the lines it continues on
                 names = " ".join(paragraph.split()).removeprefix(MAY_IMPORT).strip().rstrip(".").split(",")
@@ -223,7 +233,7 @@ def _every_call_time_import(path: Path, module: str, modules: dict[str, Path]) -
             else:
                 visit(child, function)
 
-    visit(ast.parse(path.read_text()), None)
+    visit(_tree(path), None)
     return found
 
 

@@ -27,6 +27,9 @@ from timor_core.search import (  # noqa: E402
     SearchResult,
 )
 
+# one worker starts the Dask cluster and runs the reference search once for the tests here (xdist spreads them)
+pytestmark = pytest.mark.xdist_group("cluster")
+
 
 @pytest.fixture(scope="module")
 def reference(space, task, robco) -> SearchResult:  # noqa: F811

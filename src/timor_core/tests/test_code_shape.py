@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ import pytest
 SRC = Path(__file__).resolve().parents[2]
 PACKAGES = [SRC / "timor_core" / "timor_core", SRC / "timor_ros" / "timor_ros"]
 MAX_FUNCTION_LINES = 60
+
+# one worker reads the sources once for all the tests here (make test spreads a module's tests over workers)
+pytestmark = pytest.mark.xdist_group("code_shape")
 
 # builtin exceptions a language protocol asks for, or raised and caught again a few lines below (never seen by a
 # caller): file name -> the builtin exceptions allowed there, with why
@@ -30,6 +34,12 @@ def _sources() -> list[Path]:
     return [p for package in PACKAGES if package.is_dir() for p in sorted(package.rglob("*.py"))]
 
 
+@functools.cache
+def _trees() -> tuple[tuple[Path, ast.Module], ...]:
+    """Every source file with its syntax tree, parsed once for the tests here (which only read the trees)."""
+    return tuple((path, ast.parse(path.read_text())) for path in _sources())
+
+
 def _builtin_exception(name: str) -> bool:
     obj = getattr(builtins, name, None)
     return isinstance(obj, type) and issubclass(obj, BaseException)
@@ -43,8 +53,8 @@ def test_the_packages_are_found():
 def test_no_function_over_60_lines():
     """Long functions are split into named parts (issue 27): every def of both packages, nested ones too."""
     long = []
-    for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _trees():
+        for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > MAX_FUNCTION_LINES:
@@ -55,9 +65,9 @@ def test_no_function_over_60_lines():
 def test_every_raise_is_a_timor_error():
     """A raise names a TimorError subclass (which may also be a builtin one), not a bare builtin exception."""
     raw = []
-    for path in _sources():
+    for path, tree in _trees():
         allowed = ALWAYS_ALLOWED | ALLOWED_BUILTIN_RAISES.get(path.name, set())
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Raise) or node.exc is None:
                 continue
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
@@ -70,8 +80,8 @@ def test_every_error_class_is_a_timor_error():
     """Every exception class defined in the packages derives from TimorError (directly or through another)."""
     classes: dict[str, list[str]] = {}
     where: dict[str, str] = {}
-    for path in _sources():
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _trees():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 bases = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
                 classes.setdefault(node.name, bases)

@@ -83,6 +83,9 @@ from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, 
 
 from timor_core.search import DaskEvaluator, ExhaustiveSearch, SearchResult, paper_exp2_space  # noqa: E402
 
+# one worker builds the local Dask cluster once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("dask_search")
+
 
 @pytest.fixture(scope="module")
 def cluster():

@@ -218,6 +218,10 @@ if distributed is not None:
     from timor_core.search import DaskEvaluator
 
 
+# one worker builds the local Dask cluster once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("dask_search_shards")
+
+
 @pytest.fixture(scope="module")
 def cluster():
     with DaskEvaluator(n_workers=2) as de:

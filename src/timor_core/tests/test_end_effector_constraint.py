@@ -15,6 +15,9 @@ from timor_core.task import EndEffector, Task
 from timor_core.task.point_to_point import solve_point_to_point
 from timor_core.task.solution import Solution
 
+# one worker builds the planned solution once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("end_effector_constraint")
+
 
 @pytest.fixture(scope="module")
 def assembly(robco) -> ModuleAssembly:

@@ -21,6 +21,10 @@ MODULES = ("J", "L_100", "L_250", "I_200")  # the modules of test_search's SMALL
 SETTINGS = dict(n_slots=7, max_dof=3, population=8, generations=5, filters=FAST, workers=1, progress=False)
 
 
+# one worker builds the GA run once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("ga")
+
+
 @pytest.fixture(scope="module")
 def task(robco):
     robot = ModuleAssembly.from_serial_modules(robco, KNOWN).robot

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from hostile import assert_clean_error, run_cli
+from hostile import assert_clean_error, run_cli, run_cli_here
 
 GPM = "geometric_primitive_modules"
 POSE = [[1, 0, 0, 0.3], [0, 1, 0, 0], [0, 0, 1, 0.5], [0, 0, 0, 1]]
@@ -256,8 +256,10 @@ def test_negative_joint_values_and_both_robot_forms(tmp_path):
         (["paper", "exp2", "--task", "t.json", "--generations", "-1"], "generations"),
     ],
 )
-def test_numeric_options_are_checked_by_the_parser(tmp_path, args, needle):
-    proc = run_cli(args, cwd=tmp_path, timeout=60)
+def test_numeric_options_are_checked_by_the_parser(tmp_path, monkeypatch, capsys, args, needle):
+    """The first case in a child process as a user runs it, the others in this process (in tmp_path too)."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli(args, cwd=tmp_path, timeout=60) if args[0] == "view" else run_cli_here(capsys, args)
     assert_clean_error(proc, needle)
     assert not list(tmp_path.iterdir())
 
@@ -291,9 +293,11 @@ def test_an_internal_error_is_one_line_and_exit_3(tmp_path):
         (["moveit-config", GPM, *ROBOT, "-o", "afile"], "not a folder"),
     ],
 )
-def test_names_counts_and_output_folders_are_checked_first(tmp_path, args, needle):
+def test_names_counts_and_output_folders_are_checked_first(tmp_path, monkeypatch, capsys, args, needle):
+    """The first case in a child process as a user runs it, the others in this process (in tmp_path too)."""
     (tmp_path / "afile").write_text("the user's")
-    proc = run_cli(args, cwd=tmp_path, timeout=60)
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli(args, cwd=tmp_path, timeout=60) if "../x" in args else run_cli_here(capsys, args)
     assert_clean_error(proc, needle)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
     assert (tmp_path / "afile").read_text() == "the user's"

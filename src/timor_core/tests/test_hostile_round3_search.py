@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
-from hostile import assert_clean_error, memory_cap, run_cli, time_cap
+from hostile import assert_clean_error, memory_cap, run_cli, run_cli_here, time_cap
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +147,8 @@ def test_a_checkpoint_is_refused_when_what_decides_the_answer_changed(inputs, tm
         (lambda d: d.update(done=[[0, "1e400"]]), "$.done[0][1]"),
     ],
 )
-def test_checkpoint_numbers_out_of_range_are_refused_naming_file_and_field(inputs, tmp_path, edit, field):
+def test_checkpoint_numbers_out_of_range_are_refused_naming_file_and_field(inputs, tmp_path, capsys, edit, field):
+    """In this process: test_cli_resume_after_an_obstacle_was_added_is_refused runs ``--resume`` in a child."""
     data = json.loads(inputs["ckpt"].read_text())
     edit(data)
     bad = tmp_path / "bad.json"
@@ -156,7 +157,7 @@ def test_checkpoint_numbers_out_of_range_are_refused_naming_file_and_field(input
     with pytest.raises(ClusterError) as info:
         DaskEvaluator(resume=bad)
     assert info.value.file == str(bad) and info.value.path == field
-    proc = run_cli(["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", "--resume", str(bad)])
+    proc = run_cli_here(capsys, ["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", "--resume", str(bad)])
     assert proc.returncode == 2
     assert_clean_error(proc, str(bad), field)
 
@@ -232,10 +233,12 @@ def test_fuzz_checkpoint_files(inputs, tmp_path, edits):
 
 
 @pytest.mark.parametrize("text", ["mass_1e308", "mass_-1e7", "numJ_1e400", "mass_inf", "mass,numJ_nan"])
-def test_cost_weights_out_of_range_are_refused_naming_the_option(text):
+def test_cost_weights_out_of_range_are_refused_naming_the_option(text, capsys):
+    """The first case in a child process as a user runs it, the others in this process."""
     with pytest.raises(InputError, match="finite number from"):
         CostFunction.from_descriptor(text)
-    proc = run_cli(["search", str(TASK_FILE), "--db", "robco_like", "--cost", text, "--order", "cost", "--no-progress"])
+    args = ["search", str(TASK_FILE), "--db", "robco_like", "--cost", text, "--order", "cost", "--no-progress"]
+    proc = run_cli(args) if text == "mass_1e308" else run_cli_here(capsys, args)
     assert proc.returncode == 2
     assert_clean_error(proc, "--cost", "finite number from")
 
@@ -310,12 +313,13 @@ def _server(kind: str) -> Iterator[int]:
     "text", ["tls://127.0.0.1:8786", "ucx://127.0.0.1:8786", "inproc://127.0.0.1:8786", "ws://h:1", "tcp://h",
              "tcp://h:0", "tcp://h:70000", "tcp://h:1/x", "tcp://h:1?a=b", "tcp://:1", "tcp://h:1\n"],
 )  # fmt: skip
-def test_unsupported_scheduler_addresses_are_refused_by_the_one_parser(text):
+def test_unsupported_scheduler_addresses_are_refused_by_the_one_parser(text, capsys):
+    """In this process: test_scheduler_credentials_are_refused_and_never_printed runs ``--scheduler`` in a child."""
     with pytest.raises(SchedulerError):
         scheduler_address(text)
     with pytest.raises(SchedulerError):
         DaskEvaluator(text)
-    proc = run_cli(["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", "--scheduler", text])
+    proc = run_cli_here(capsys, ["search", str(TASK_FILE), "--db", "robco_like", "--no-progress", "--scheduler", text])
     assert proc.returncode == 2
     assert_clean_error(proc, "--scheduler")
 

@@ -79,6 +79,10 @@ def _at(xyz) -> np.ndarray:
 FLOOR = ("floor", (3.0, 3.0, 0.1), _at((0.0, 0.0, -0.06)))
 
 
+# one worker builds the module's search result once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("search")
+
+
 @pytest.fixture(scope="module")
 def space(robco) -> SerialSpace:
     return SerialSpace(robco, SMALL)

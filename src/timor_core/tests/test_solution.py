@@ -76,6 +76,10 @@ def make_task(data: dict) -> Task:
     return Task.from_json_data(copy.deepcopy(data))
 
 
+# one worker builds the solved solution once for all the tests here (xdist spreads a module's tests)
+pytestmark = pytest.mark.xdist_group("solution")
+
+
 @pytest.fixture(scope="module")
 def assembly(robco) -> ModuleAssembly:
     return ModuleAssembly.from_serial_modules(robco, ROBCO_6DOF)
