@@ -18,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from timor_core.common.ahead import Export, build_module, pycc_compiler
+from timor_core.common import ahead_build
+from timor_core.common.ahead_build import Export, build_module
 from timor_core.errors import TimorError
 from timor_core.kinematics import ik_jit, ik_jit_tries, ik_kernel
 
-CC: Any = pycc_compiler()
+CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
 
 __all__ = ["EXPORTS", "build", "main"]

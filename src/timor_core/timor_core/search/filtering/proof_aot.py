@@ -17,11 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from timor_core.common.ahead import Export, build_module, pycc_compiler
+from timor_core.common import ahead_build
+from timor_core.common.ahead_build import Export, build_module
 from timor_core.errors import TimorError
+from timor_core.kinematics import ik_aot
 from timor_core.search.filtering import proof_kernel
 
-CC: Any = pycc_compiler()
+CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
 
 __all__ = ["SIGNATURES", "build", "main"]
@@ -53,8 +55,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     builds = [lambda: build(args.folder)]
     if args.with_ik:
-        from timor_core.kinematics import ik_aot  # noqa: PLC0415 (numba's jit kernels: only when asked)
-
         builds.append(lambda: ik_aot.build())
     code = 0
     for make in builds:

@@ -65,7 +65,7 @@ def ahead_path(folder: Path | None = None) -> Path:
     """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
     here = Path(__file__).resolve().parent
     folder = AHEAD_FOLDER if folder is None else Path(folder)
-    return ahead_build.module_path(folder, "proof_aot", (here / name for name in AHEAD_SOURCES))
+    return ahead_build.module_path(folder, "proof_aot", (here / name for name in AHEAD_SOURCES), np.__version__)
 
 
 class _Ahead:
