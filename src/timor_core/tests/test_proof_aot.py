@@ -194,3 +194,21 @@ def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monke
     assert not any(tmp_path.iterdir())
     _use(tmp_path)
     assert pk.ahead() is None
+
+
+def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
+    """``TIMOR_AHEAD=0`` (what test_dask_budget sets for workers that must compile numba's kernels): the build there
+    is not loaded, by the proofs or the IK; unset, it is."""
+    from timor_core.kinematics import ik_kernel
+
+    _use(built)
+    assert pk.ahead() is not None
+    monkeypatch.setenv("TIMOR_AHEAD", "0")
+    _use(built)
+    assert pk.ahead() is None
+    ik_kernel.forget_ahead()
+    assert ik_kernel.ahead() is None
+    monkeypatch.delenv("TIMOR_AHEAD")
+    _use(built)
+    assert pk.ahead() is not None
+    ik_kernel.forget_ahead()
