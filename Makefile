@@ -19,7 +19,7 @@ $(STAMP): src/timor_core/pyproject.toml src/timor_core/setup.cfg src/timor_core/
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'src/timor_core[test]'
-	$(PY) -m timor_core.kinematics.ik_aot || echo "the IK kernels were not built ahead of time: numba's run by the rule"
+	$(PY) -m timor_core.search.filtering.proof_aot --with-ik || echo "kernels not built ahead of time: numba's run by the rule"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -67,10 +67,11 @@ TIMING_PYTEST = $(CORE_ENV) $(PY) -m pytest -q $(CORE_PLUGINS) -n 0 -m timing --
 ROS_PYTEST    = $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --no-loadscope-reorder --timeout $(TEST_TIMEOUT)
 
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
-# than inside a test; the IK's kernels built ahead of time again if their sources changed (a no-op otherwise)
+# than inside a test; the proofs' and the IK's kernels built ahead of time again if their sources changed (a no-op
+# otherwise)
 test: $(STAMP) lint typecheck
 	$(CORE_ENV) $(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
-	$(PY) -m timor_core.kinematics.ik_aot || echo "the IK kernels were not built ahead of time: numba's run by the rule"
+	$(PY) -m timor_core.search.filtering.proof_aot --with-ik || echo "kernels not built ahead of time: numba's run by the rule"
 	$(CORE_PYTEST) -m "not timing" src/timor_core/tests
 	$(TIMING_PYTEST) src/timor_core/tests
 	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")

@@ -40,6 +40,7 @@ def test_a_time_budget_holds_on_dask_with_busy_workers(pick_and_place, robco, tm
     # without a look at the clock
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     monkeypatch.setenv("TIMOR_COMPILED", "1")
+    monkeypatch.setenv("TIMOR_AHEAD", "0")  # no kernels built ahead of time (a fresh install whose build failed)
     de = DaskEvaluator(n_workers=2, shards=shards)
     de.__enter__()
     try:

@@ -286,11 +286,12 @@ def test_the_compiled_bounds_are_the_numpy_bounds(name, pick, seed, width, toler
     assert np.allclose(kids, want_kids, rtol=0, atol=1e-12) and np.array_equal(kid_half, want_half)
 
 
-def test_without_numba_the_numpy_bounds_go_on():
-    """A platform without numba's wheels: once the rule would load the compiled bounds, the import fails, a warning
-    says so, and the proof goes on with the numpy bounds (the same numbers); asking for the compiled ones fails."""
+def test_without_numba_the_numpy_bounds_go_on(tmp_path):
+    """A platform without numba's wheels (and no kernels built ahead of time: an empty ``AHEAD_FOLDER``): once the
+    rule would load the compiled bounds, the import fails, a warning says so, and the proof goes on with the numpy
+    bounds (the same numbers); asking for the compiled ones fails."""
     code = textwrap.dedent(
-        """
+        f"""
         import logging, sys
         sys.modules["numba"] = None  # import numba raises ImportError
         logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
@@ -298,6 +299,8 @@ def test_without_numba_the_numpy_bounds_go_on():
         from timor_core.search.filtering import proof_kernel as pk
         from timor_core.search.filtering.proof_numpy import BoxGoal, measure_boxes_numpy
         from timor_core.common import compiled
+        from pathlib import Path
+        pk.AHEAD_FOLDER = Path({str(tmp_path)!r})
         compiled.LOAD_AFTER = 0.0
         steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
         goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)

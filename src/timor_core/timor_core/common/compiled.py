@@ -6,9 +6,9 @@ costs a process ~0.5 s: more than a short search or a few IK calls spend in the 
 the 320 IK calls of benchmarks/ik_anchor.py take 0.15-0.18 s interpreted). So a process runs the interpreted
 versions until they have taken ``LOAD_AFTER`` seconds together, then loads the compiled ones (the ski-rental rule:
 never more than about twice the better choice's time). Kernels built ahead of time into an extension module (the
-IK's: ``kinematics/ik_aot.py``) load in under a millisecond without numba: where built, they run from the first
-call wherever :func:`allowed` holds. Importing timor_core never loads numba; without a working numba the
-interpreted versions go on, with one warning.
+IK's: ``kinematics/ik_aot.py``, the reach proofs': ``search/filtering/proof_aot.py``; :mod:`.ahead`) load in under a
+millisecond without numba: where built, they run from the first call wherever :func:`allowed` holds. Importing
+timor_core never loads numba; without a working numba the interpreted versions go on, with one warning.
 
 Both give the same answers to rounding: an IK descent may take another path where a step's acceptance is a near
 tie, so a solution's q can differ in its last digits, rarely more, between a process that runs the compiled kernels

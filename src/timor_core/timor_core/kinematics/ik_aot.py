@@ -14,26 +14,17 @@ compiler: the same q as numba's kernels to the last digit (``tests/test_ik_aot.p
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-import warnings
-from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
+from timor_core.common import ahead_build
+from timor_core.common.ahead_build import Export, build_module
 from timor_core.errors import TimorError
 from timor_core.kinematics import ik_jit, ik_jit_tries, ik_kernel
 
-CC: Any = None
-try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numba.pycc is pending deprecation (numba 0.57 on; still there in 0.68)
-        from numba import pycc
-
-    CC = pycc.CC
-except ImportError:  # a numba without it: build() says so
-    pass
+CC: Any = ahead_build.CC
+"""numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
 
 __all__ = ["EXPORTS", "build", "main"]
 
@@ -58,30 +49,10 @@ EXPORTS: dict[str, tuple[Any, str]] = {
 
 def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.ik_kernel.AHEAD_FOLDER`) unless they are there, then
-    remove older builds there; the file's path. A TimorError where the compiler fails."""
-    target = ik_kernel.ahead_path(folder)
-    if target.is_file():
-        return target
-    if CC is None:
-        raise TimorError("this numba has no ahead-of-time compiler (numba.pycc): numba's kernels run by the rule")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    name = target.name.split(".")[0]
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".ik_aot_build_") as tmp:
-        cc = CC(name)
-        cc.output_dir = tmp
-        for export, (kernel, signature) in EXPORTS.items():
-            cc.export(export, signature)(kernel.py_func)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
-                cc.compile()
-        except Exception as exc:  # distutils' CompileError, LinkError, OSError, numba's errors
-            raise TimorError(f"building the IK kernels ahead of time failed ({type(exc).__name__}: {exc})") from exc
-        built = next(Path(tmp).glob(f"{name}.*"))
-        os.replace(built, target)  # whole or not at all: a process never loads half a file
-    for old in target.parent.glob(f"ik_aot_*{EXTENSION_SUFFIXES[0]}"):  # older sources' builds, this Python's
-        if old != target:
-            old.unlink(missing_ok=True)
+    remove older builds there (:func:`timor_core.common.ahead.build_module`); the file's path. A TimorError where
+    the compiler fails."""
+    exports: dict[str, Export] = {name: (kernel.py_func, signature) for name, (kernel, signature) in EXPORTS.items()}
+    target = build_module(ik_kernel.ahead_path(folder), exports, "IK kernels", CC)
     ik_kernel.forget_ahead()
     return target
 

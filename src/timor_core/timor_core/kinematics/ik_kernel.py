@@ -17,19 +17,16 @@ warm cache: numba's import and first dispatch), with the reach proofs' kernels.
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
 import logging
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from timor_core.common import ahead as ahead_build
 from timor_core.common import compiled
 
 __all__ = [
@@ -131,12 +128,9 @@ AHEAD_SOURCES = ("ik_jit.py", "ik_jit_tries.py", "ik_aot.py")
 
 def ahead_path(folder: Path | None = None) -> Path:
     """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
-    digest = hashlib.sha256(f"{sys.implementation.cache_tag} numpy {np.__version__}".encode())
     here = Path(__file__).resolve().parent
-    for name in AHEAD_SOURCES:
-        digest.update((here / name).read_bytes())
-    name = f"ik_aot_{digest.hexdigest()[:16]}{EXTENSION_SUFFIXES[0]}"
-    return (AHEAD_FOLDER if folder is None else Path(folder)) / name
+    folder = AHEAD_FOLDER if folder is None else Path(folder)
+    return ahead_build.module_path(folder, "ik_aot", (here / name for name in AHEAD_SOURCES), np.__version__)
 
 
 class _Ahead:
@@ -161,18 +155,11 @@ def forget_ahead() -> None:
 
 
 def _load_ahead(path: Path) -> Kernels | None:
-    if not path.is_file():
+    names = ("descend", "best_start", "run_tries", "plateau_stop")
+    module = ahead_build.load_module(path, "IK kernels", names)
+    if module is None:
         return None
-    try:
-        spec = importlib.util.spec_from_file_location(path.name.split(".")[0], path)
-        if spec is None or spec.loader is None:
-            return None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return Kernels(module.descend, module.best_start, module.run_tries, module.plateau_stop, True)
-    except (ImportError, OSError, AttributeError) as exc:
-        logger.warning("the IK kernels built ahead of time in %s do not load (%s): numba's run by the rule", path, exc)
-        return None
+    return Kernels(module.descend, module.best_start, module.run_tries, module.plateau_stop, True)
 
 
 @functools.cache

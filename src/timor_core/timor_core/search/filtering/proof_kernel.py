@@ -7,23 +7,47 @@ arithmetic's time: 600 of its proofs 7.8 -> 1.1 s of CPU, the same decisions, bo
 
 Loading numba and the kernels costs a process ~0.5 s, more than a short search spends on all its proofs: the numpy
 bounds run until they (with the IK's interpreted descents) have taken half a second, then the compiled ones load
-(:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba.
+(:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba. Where the
+kernels are built ahead of time (:mod:`.proof_aot`: an extension module for the sources as they are, in
+``AHEAD_FOLDER``), a process runs that from its first proof: it loads in under a millisecond without numba and gives
+numba's kernels' results to the last digit (``tests/test_proof_aot.py``).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from timor_core.common import ahead as ahead_build
 from timor_core.common import compiled
 from timor_core.common.compiled import use_compiled
 from timor_core.kinematics import ik_kernel
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
-__all__ = ["halve_boxes", "load_compiled", "measure_boxes", "use_compiled"]
+__all__ = [
+    "AHEAD_FOLDER",
+    "AHEAD_SOURCES",
+    "KERNEL_NAMES",
+    "ahead",
+    "ahead_path",
+    "forget_ahead",
+    "halve_boxes",
+    "load_compiled",
+    "measure_boxes",
+    "py_kernels",
+    "use_compiled",
+]
+
+AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
+"""Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
+AHEAD_SOURCES = ("proof_kernel.py", "proof_aot.py")
+"""The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
+KERNEL_NAMES = ("poses", "position", "orientation", "halves")
+"""The kernels in the order :func:`_compiled` gives them."""
 
 
 def load_compiled() -> None:
@@ -37,8 +61,49 @@ def load_compiled() -> None:
     halve_boxes(centres, half, np.ones(1), 1)
 
 
+def ahead_path(folder: Path | None = None) -> Path:
+    """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
+    here = Path(__file__).resolve().parent
+    folder = AHEAD_FOLDER if folder is None else Path(folder)
+    return ahead_build.module_path(folder, "proof_aot", (here / name for name in AHEAD_SOURCES), np.__version__)
+
+
+class _Ahead:
+    """The ahead-built kernels once looked for (``kernels`` None: none there, or they did not load)."""
+
+    looked = False
+    kernels: tuple[Any, Any, Any, Any] | None = None
+
+
+def ahead() -> tuple[Any, Any, Any, Any] | None:
+    """The kernels built ahead of time for the sources as they are (:mod:`.proof_aot`; poses, position bounds,
+    orientation bounds, halving), loaded on the first call, or None where none are built (or they do not load: one
+    warning)."""
+    if not _Ahead.looked:
+        _Ahead.looked = True
+        module = ahead_build.load_module(ahead_path(), "reach proofs' kernels", KERNEL_NAMES)
+        if module is not None:
+            _Ahead.kernels = module.poses, module.position, module.orientation, module.halves
+    return _Ahead.kernels
+
+
+def forget_ahead() -> None:
+    """Look for the ahead-built kernels again on the next call (after ``AHEAD_FOLDER`` changed, or a build)."""
+    _Ahead.looked, _Ahead.kernels = False, None
+
+
+def py_kernels() -> dict[str, Any]:
+    """The kernels as Python functions by name (:data:`KERNEL_NAMES`): what numba compiles, now or ahead of time."""
+    return dict(zip(KERNEL_NAMES, (_poses, _position, _orientation, _halves), strict=True))
+
+
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
-    """The compiled kernels if this process runs them (loading them if it is time), else None."""
+    """The compiled kernels if this process runs them: the ahead-built ones wherever compiled kernels are allowed
+    and they are there, else numba's by the rule (loading them if it is time), else None."""
+    if compiled.allowed():
+        built = ahead()
+        if built is not None:
+            return built
     return compiled.loaded_or_none(_kernels, "the reach proofs")
 
 
@@ -94,7 +159,8 @@ def _kernels() -> tuple[Any, Any, Any, Any]:
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
     compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
-    kernels = compile_(_poses), compile_(_position), compile_(_orientation), compile_(_halves)
+    poses, position, orientation, halves = (compile_(kernel) for kernel in py_kernels().values())
+    kernels = poses, position, orientation, halves
     compiled.mark_loaded()
     return kernels
 

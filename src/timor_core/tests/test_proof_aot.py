@@ -1,0 +1,214 @@
+"""The reach proofs' kernels built ahead of time (``search/filtering/proof_aot.py``, ``proof_kernel.ahead``): the
+same bounds, flags and children as numba's kernels to the last digit, run from a process's first proof without
+numba wherever compiled kernels are allowed, never where ``TIMOR_COMPILED=0``; a build that does not load (broken,
+or made for other sources or another numpy) is not used, older builds are removed, and the proofs go on as before."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from timor_core.common import compiled
+from timor_core.search.filtering import proof_kernel as pk
+from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
+
+
+@pytest.fixture(autouse=True)
+def _defaults_after():
+    folder = pk.AHEAD_FOLDER
+    yield
+    pk.AHEAD_FOLDER = folder
+    pk.forget_ahead()
+    compiled.use_compiled(None)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """A build of the kernels in a folder of its own that held an older build (~10 s of CPU)."""
+    from timor_core.search.filtering import proof_aot
+
+    folder = tmp_path_factory.mktemp("ahead")
+    stale = folder / f"proof_aot_0123456789abcdef{EXTENSION_SUFFIXES[0]}"
+    stale.write_bytes(b"an older build")
+    path = proof_aot.build(folder)
+    assert path.parent == folder and path.is_file() and not stale.exists()
+    assert sorted(p.name for p in folder.iterdir()) == [path.name], "no temporary files left"
+    return folder
+
+
+def _use(folder: Path) -> None:
+    pk.AHEAD_FOLDER = folder
+    pk.forget_ahead()
+
+
+def _case(rng: np.random.Generator, n: int, m: int) -> tuple:
+    """A random chain of n joints, m boxes and a goal (any orientation slack, a wrist cap or none)."""
+    rots = Rotation.random(n + 1, random_state=rng.integers(2**31)).as_matrix()
+    steps = (np.ascontiguousarray(rots), rng.normal(size=(n + 1, 3)) * 0.2)
+    centres, half = rng.uniform(-np.pi, np.pi, (m, n)), rng.uniform(0, rng.choice([0.01, 0.3, np.pi]), (m, n))
+    theta = float(rng.choice([0.0, 0.05, 0.5, np.pi]))
+    direction = rng.normal(size=3)
+    goal = BoxGoal(rng.normal(size=3) * 0.3, Rotation.random(random_state=rng.integers(2**31)).as_matrix(),
+                   float(rng.choice([0.001, 0.05, np.inf])), theta, direction / np.linalg.norm(direction),
+                   float(rng.choice([0.0, 0.1])), (float(rng.uniform(0, 0.3)), float(rng.uniform(0, 1))),
+                   float(rng.uniform(0, 0.2)))  # fmt: skip
+    return steps, centres, half, goal
+
+
+def _run(case: tuple, times: int) -> list:
+    steps, centres, half, goal = case
+    excess, found, weights = pk.measure_boxes(steps, centres, half, goal)
+    return [excess, found, weights, *pk.halve_boxes(centres, half, weights, times)]
+
+
+@pytest.mark.slow
+def test_ahead_built_and_numba_kernels_give_the_same_bounds_and_children(built, tmp_path):
+    """measure_boxes and halve_boxes (all four kernels) on random chains of 1-6 joints, boxes and goals: the same
+    excess, flag, weights, children and half-widths to the last digit, whether the ahead-built kernels or numba's
+    run."""
+    rng = np.random.default_rng(7)
+    compiled.use_compiled(True)
+    flags, refused = set(), 0
+    for k in range(60):
+        case = _case(rng, 1 + k % 6, int(rng.integers(1, 80)))
+        times = int(rng.integers(1, 4))
+        _use(built)
+        assert pk.ahead() is not None
+        ahead = _run(case, times)
+        _use(tmp_path)  # nothing built there: numba's kernels
+        assert pk.ahead() is None
+        jit = _run(case, times)
+        assert ahead[1] == jit[1], k
+        for a, b in zip(ahead[:1] + ahead[2:], jit[:1] + jit[2:], strict=True):
+            np.testing.assert_array_equal(a, b)
+        flags.add(ahead[1])
+        refused += int(np.isinf(ahead[0]).sum())
+    assert flags == {True, False} and refused > 0, "too easy to tell"
+
+
+@pytest.mark.slow
+def test_a_process_runs_the_ahead_built_kernels_from_its_first_proof_without_numba(built):
+    """numba hidden (``import numba`` fails) and the rule set to load it at once: with a build, the first proof
+    already runs it (no warning, numba never imported), the numbers those of this process's numba kernels; with
+    ``TIMOR_COMPILED=0`` the build is never looked at and the numpy bounds run."""
+    code = textwrap.dedent(
+        f"""
+        import json, logging, sys
+        sys.modules["numba"] = None  # import numba raises ImportError
+        logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
+        from pathlib import Path
+        import numpy as np
+        from timor_core.common import compiled
+        from timor_core.search.filtering import proof_kernel as pk
+        from timor_core.search.filtering.proof_numpy import BoxGoal, measure_boxes_numpy
+        compiled.LOAD_AFTER = 0.0
+        pk.AHEAD_FOLDER = Path({str(built)!r})
+        looked, real = [], pk.ahead
+        pk.ahead = lambda: looked.append(1) or real()
+        steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
+        goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
+        centres, half = np.array([[0.1, 0.2], [1.0, -2.0], [2.9, 0.3]]), np.full((3, 2), 0.3)
+        got = pk.measure_boxes(steps, centres, half, goal)
+        want = measure_boxes_numpy(steps, centres, half, goal)
+        print("numpy", all(np.array_equal(a, b) for a, b in zip(got, want)))
+        print("looked", bool(looked), "numba", "numba" in sys.modules and sys.modules["numba"] is not None)
+        print("out", json.dumps([got[0].tolist(), got[1], got[2].tolist()]))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TIMOR_COMPILED"}  # the default, not the suite's choice
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "looked True numba False" in out.stdout, out.stdout
+    assert "numba is not available" not in out.stdout and "do not load" not in out.stdout, out.stdout
+    off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=dict(env, TIMOR_COMPILED="0"))  # fmt: skip
+    assert off.returncode == 0, off.stderr
+    assert "numpy True" in off.stdout and "looked False numba False" in off.stdout, off.stdout
+    _use(Path(built).parent / "nothing here")
+    compiled.use_compiled(True)  # numba's kernels in this process
+    steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
+    goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
+    centres, half = np.array([[0.1, 0.2], [1.0, -2.0], [2.9, 0.3]]), np.full((3, 2), 0.3)
+    here = pk.measure_boxes(steps, centres, half, goal)
+    line = next(s for s in out.stdout.splitlines() if s.startswith("out "))
+    assert json.loads(line[4:]) == [here[0].tolist(), here[1], here[2].tolist()]
+
+
+def test_a_build_that_does_not_load_is_not_used(tmp_path, caplog):
+    """A broken file where the build belongs: one warning, no kernels from it, and the proofs' bounds go on (here
+    the numpy ones, the same numbers)."""
+    _use(tmp_path)
+    pk.ahead_path().write_bytes(b"not an extension module")
+    assert pk.ahead() is None
+    assert caplog.text.count("do not load") == 1
+    assert pk.ahead() is None and caplog.text.count("do not load") == 1, "looked for once"
+    compiled.use_compiled(False)
+    steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
+    goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
+    centres, half = np.array([[0.1, 0.2], [1.0, -2.0]]), np.full((2, 2), 0.3)
+    got, want = pk.measure_boxes(steps, centres, half, goal), measure_boxes_numpy(steps, centres, half, goal)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    kids = pk.halve_boxes(centres, half, got[2], 2)
+    assert all(np.array_equal(a, b) for a, b in zip(kids, halve_boxes_numpy(centres, half, got[2], 2), strict=True))
+
+
+def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, monkeypatch):
+    """The build's file name hashes the kernels' sources and numpy's version: a build made before either changed is
+    never looked for; the name is stable otherwise, and differs from the IK's."""
+    from timor_core.kinematics import ik_kernel
+
+    path = pk.ahead_path(tmp_path)
+    assert path == pk.ahead_path(tmp_path) and path.parent == tmp_path and path.name.startswith("proof_aot_")
+    assert ik_kernel.ahead_path(tmp_path).name.startswith("ik_aot_")
+    monkeypatch.setattr(np, "__version__", "0.0")
+    assert pk.ahead_path(tmp_path) != path
+    monkeypatch.undo()
+    for source in pk.AHEAD_SOURCES:
+        text = (Path(pk.__file__).parent / source).read_bytes()
+        real = Path.read_bytes
+        monkeypatch.setattr(Path, "read_bytes", lambda p, s=source, t=text: t + b"#" if p.name == s else real(p))
+        assert pk.ahead_path(tmp_path) != path, source
+        monkeypatch.undo()
+
+
+def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):
+    """A numba without ``numba.pycc``: the build refuses with a TimorError, the command exits 1 naming the reason,
+    nothing is written, and nothing is looked up from it."""
+    from timor_core.errors import TimorError
+    from timor_core.search.filtering import proof_aot
+
+    monkeypatch.setattr(proof_aot, "CC", None)
+    with pytest.raises(TimorError, match="ahead-of-time compiler"):
+        proof_aot.build(tmp_path)
+    assert proof_aot.main(["--folder", str(tmp_path)]) == 1
+    assert "numba.pycc" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+    _use(tmp_path)
+    assert pk.ahead() is None
+
+
+def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
+    """``TIMOR_AHEAD=0`` (what test_dask_budget sets for workers that must compile numba's kernels): the build there
+    is not loaded, by the proofs or the IK; unset, it is."""
+    from timor_core.kinematics import ik_kernel
+
+    _use(built)
+    assert pk.ahead() is not None
+    monkeypatch.setenv("TIMOR_AHEAD", "0")
+    _use(built)
+    assert pk.ahead() is None
+    ik_kernel.forget_ahead()
+    assert ik_kernel.ahead() is None
+    monkeypatch.delenv("TIMOR_AHEAD")
+    _use(built)
+    assert pk.ahead() is not None
+    ik_kernel.forget_ahead()

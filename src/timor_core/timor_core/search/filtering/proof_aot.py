@@ -1,0 +1,70 @@
+"""Builds the reach proofs' compiled kernels ahead of time: ``python -m timor_core.search.filtering.proof_aot`` (``make
+venv`` and ``make test`` do; ``--with-ik`` builds the IK's too, :mod:`timor_core.kinematics.ik_aot`).
+
+Why: a search's worker loads numba and the proofs' kernels (~1 s of CPU) once its proofs have taken half a second
+(the rule of :mod:`timor_core.common.compiled`); numba's ahead-of-time compiler makes of the same functions an
+extension module that loads in under a millisecond without numba, which :mod:`.proof_kernel` runs from a process's
+first proof: the same code through the same compiler, the same bounds to the last digit (``tests/test_proof_aot.py``).
+Its name hashes the sources (:data:`.proof_kernel.AHEAD_SOURCES`), numpy's version and Python's, so a stale build is
+never loaded (:mod:`timor_core.common.ahead`). Without a C compiler, Python's headers or ``numba.pycc`` the numba
+kernels run by the rule, as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from timor_core.common import ahead_build
+from timor_core.common.ahead_build import Export, build_module
+from timor_core.errors import TimorError
+from timor_core.kinematics import ik_aot
+from timor_core.search.filtering import proof_kernel
+
+CC: Any = ahead_build.CC
+"""numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
+
+__all__ = ["SIGNATURES", "build", "main"]
+
+_A1, _A2, _A3 = "f8[::1]", "f8[:, ::1]", "f8[:, :, ::1]"
+SIGNATURES: dict[str, str] = {
+    "poses": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_A3})",
+    "position": f"void({_A2}, {_A3}, {_A3}, {_A2}, {_A1}, f8, {_A1}, f8, f8, f8, {_A1}, {_A2}, {_A2})",
+    "orientation": f"b1({_A2}, {_A3}, {_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, f8, f8, {_A1})",
+    "halves": f"void({_A2}, {_A2}, {_A2}, i8, {_A2}, {_A2})",
+}
+"""Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
+
+
+def build(folder: Path | None = None) -> Path:
+    """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
+    remove older builds there; the file's path. A TimorError where the compiler fails."""
+    exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in proof_kernel.py_kernels().items()}
+    target = build_module(proof_kernel.ahead_path(folder), exports, "reach proofs' kernels", CC)
+    proof_kernel.forget_ahead()
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the kernels (see the module's docstring); exit code 1, the reasons on stderr, where a build fails."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, help=f"where (default {proof_kernel.AHEAD_FOLDER})")
+    parser.add_argument("--with-ik", action="store_true", help="build the IK's kernels too (in their own folder)")
+    args = parser.parse_args(argv)
+    builds = [lambda: build(args.folder)]
+    if args.with_ik:
+        builds.append(lambda: ik_aot.build())
+    code = 0
+    for make in builds:
+        try:
+            print(make())
+        except (TimorError, OSError) as exc:
+            print(f"timor: {exc}", file=sys.stderr)
+            code = 1
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
