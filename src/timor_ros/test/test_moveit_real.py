@@ -43,6 +43,9 @@ HARMLESS = (
     "Failed to fetch current robot state",
     "Action client not connected to action server",
     "Failed to send trajectory part",
+    # move_group's answer to such a probe (the plan_kinematic_path service; the name is cut short in the line) whose
+    # client it had not matched yet: the supervisor asks again after 2 s (make test-ros-load, load 1-15 + 2 burners)
+    "failed to send response to",
 )
 
 
