@@ -211,7 +211,7 @@ def _keep_xdist_groups(config, items) -> None:
     no longer reads (``Node.nodeid`` is ``str(item._id)``), so every xdist_group of the suite was ignored (the
     udp_multicast tests ran side by side, test_packaging's venv was built by each worker). Done here where xdist's
     rewrite cannot take; nothing without --dist loadgroup or on an older pytest (where xdist's rewrite works)."""
-    if not config.getvalue("loadgroup"):
+    if not getattr(config.option, "loadgroup", False):  # set by xdist for --dist loadgroup only
         return
     try:
         from _pytest.nodeid import NodeId  # pytest >= 9.2, whose nodes carry a structured id
