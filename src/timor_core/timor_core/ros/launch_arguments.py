@@ -422,7 +422,8 @@ def require_packages(packages: Iterable[str], switches: Mapping[str, str] | None
 def launch_description(declared: Mapping[str, tuple[str, str]], launch: Callable[[Any], list]) -> Any:
     """What every timor launch file's ``generate_launch_description`` returns: its arguments declared (name ->
     (default, description)) and ``launch(context)`` run once their values are set (an ``OpaqueFunction``)."""
-    from launch import LaunchDescription
+    # ignore: where mypy also checks src/timor_ros, it reads src/timor_ros/launch/ (launch files) as package `launch`
+    from launch import LaunchDescription  # type: ignore[attr-defined]
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
 
     arguments = [DeclareLaunchArgument(k, default_value=v, description=d) for k, (v, d) in declared.items()]
