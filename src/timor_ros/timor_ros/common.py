@@ -75,17 +75,23 @@ def future_done(future: Any, timeout: float) -> bool:
     return done.wait(timeout)
 
 
-def call_service(client: Any, request: Any, timeout: float) -> Any:
+def call_service(client: Any, request: Any, timeout: float, attempts: int = 1) -> Any:
     """Call a service and wait for the answer without spinning (the executor's other threads deliver it).
 
-    Use from a callback of a MultiThreadedExecutor, with ``client`` in a reentrant callback group.
+    Use from a callback of a MultiThreadedExecutor, with ``client`` in a reentrant callback group. ``attempts`` > 1
+    only for idempotent requests: at a client's first contact the server's response can be dropped before the
+    client's reader is matched (rmw: "failed to send response (timeout)"), and the request is then sent again.
     """
     if not client.service_is_ready() and not client.wait_for_service(timeout_sec=timeout):
         raise ServiceCallError(f"service {client.srv_name} is not available")
-    future = client.call_async(request)
-    if not future_done(future, timeout):
+    for _ in range(max(1, attempts)):
+        future = client.call_async(request)
+        if future_done(future, timeout):
+            break
         client.remove_pending_request(future)
-        raise ServiceCallError(f"service {client.srv_name} did not answer within {timeout:g} s")
+    else:
+        tries = f" ({attempts} tries)" if attempts > 1 else ""
+        raise ServiceCallError(f"service {client.srv_name} did not answer within {timeout:g} s{tries}")
     result = future.result()
     if result is None:
         raise ServiceCallError(f"service {client.srv_name} failed: {future.exception()}")
@@ -178,7 +184,7 @@ class ModulesDBClient:
             self._db = None
 
     def _get(self, names: list[str]) -> dict[str, Any]:
-        response = call_service(self._client, GetParameters.Request(names=names), self.timeout)
+        response = call_service(self._client, GetParameters.Request(names=names), self.timeout, attempts=3)
         if len(response.values) != len(names):
             raise ServiceCallError(f"{self.target} answered {len(response.values)} values for {len(names)} names")
         return {n: parameter_value_to_python(v) for n, v in zip(names, response.values)}
