@@ -4,8 +4,8 @@ Loading numba and the kernels (from numba's cache beside their sources, compiled
 costs a process ~0.5 s: more than a short search or a few IK calls spend in the interpreted versions altogether
 (measured 2026-11-29 with a warm cache: numba's import 0.17-0.21 s of CPU, the IK kernels' first dispatch 0.25 s;
 the 320 IK calls of benchmarks/ik_anchor.py take 0.15-0.18 s interpreted). So a process runs the interpreted
-versions until they have taken ``LOAD_AFTER`` seconds together, then loads the compiled ones (the ski-rental rule:
-never more than about twice the better choice's time). Kernels built ahead of time into an extension module (the
+versions until they have taken ``LOAD_AFTER`` seconds of CPU together, then loads the compiled ones (the ski-rental
+rule: never more than about twice the better choice's time). Kernels built ahead of time into an extension module (the
 IK's: ``kinematics/ik_aot.py``, the reach proofs': ``search/filtering/proof_aot.py``; :mod:`.ahead`) load in under a
 millisecond without numba: where built, they run from the first call wherever :func:`allowed` holds. Importing
 timor_core never loads numba; without a working numba the interpreted versions go on, with one warning.
@@ -43,8 +43,13 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LOAD_AFTER = 0.5
-"""Seconds of interpreted kernels in one process, then the compiled ones (about what loading them costs: numba's
-import ~0.2 s after numpy and scipy, the proofs' kernels ~0.27 s, the IK's ~0.05 s, measured 2026-11-27)."""
+"""Seconds of CPU spent in interpreted kernels in one process, then the compiled ones (about what loading them costs
+in CPU: numba's import ~0.2 s after numpy and scipy, the proofs' kernels ~0.27 s, the IK's ~0.05 s, measured
+2026-11-27). Counted as CPU time, not wall time: on a loaded machine (other processes on the cores) a kernel's wall
+time grows while the work it does, and what loading would save, does not, so wall time switched early. Counted per
+thread (``time.thread_time`` around each call, summed over the process's threads), not ``time.process_time``: that
+clock would also charge a kernel with what the process's other threads (a Dask worker's other tasks, a search's
+watcher threads) spend meanwhile, so concurrent kernels would count each other's time."""
 ENVIRONMENT = "TIMOR_COMPILED"
 """``1``: always the compiled kernels, ``0``: never; unset: the rule of the module docstring."""
 _UNREAD = object()
@@ -127,9 +132,10 @@ def loaded_or_none(load: Callable[[], Any], what: str) -> Any:
 
 
 def charged(kernel: Callable[..., Any], *args: Any) -> Any:
-    """``kernel(*args)`` (an interpreted kernel), its time counted towards loading the compiled ones."""
-    start = time.perf_counter()
+    """``kernel(*args)`` (an interpreted kernel), the CPU time its thread spent on it counted towards loading the
+    compiled ones (see :data:`LOAD_AFTER` for why CPU time, and the calling thread's)."""
+    start = time.thread_time()
     try:
         return kernel(*args)
     finally:
-        _State.spent += time.perf_counter() - start
+        _State.spent += time.thread_time() - start
