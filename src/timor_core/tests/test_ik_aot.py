@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import ahead_builds
 import numpy as np
 import pytest
 from urdf_agreement import robots_share
@@ -30,29 +31,7 @@ ARMS = ("ur_description/urdf/ur5_robot.urdf", "panda_description/urdf/panda.urdf
 ROBCO = ["base", "J", "L_100", "J", "L_150", "J", "L_100", "J", "L_100", "J", "gripper"]
 
 
-@pytest.fixture(autouse=True)
-def _defaults_after():
-    folder = ik_kernel.AHEAD_FOLDER
-    yield
-    ik_kernel.AHEAD_FOLDER = folder
-    ik_kernel.forget_ahead()
-    compiled.use_compiled(None)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """A build of the kernels in a folder of its own (~15 s of CPU)."""
-    from timor_core.kinematics import ik_aot
-
-    folder = tmp_path_factory.mktemp("ahead")
-    path = ik_aot.build(folder)
-    assert path.parent == folder and path.is_file()
-    return folder
-
-
-def _use(folder: Path) -> None:
-    ik_kernel.AHEAD_FOLDER = folder
-    ik_kernel.forget_ahead()
+_defaults_after, built, _use = ahead_builds.fixtures(ik_kernel, "timor_core.kinematics.ik_aot")
 
 
 def _robots() -> list[PinRobot]:
@@ -203,15 +182,4 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
 def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):
     """A numba without ``numba.pycc`` (pending deprecation there): the build refuses with a TimorError, the command
     exits 1 naming the reason, nothing is written, and nothing is looked up from it."""
-    from timor_core.errors import TimorError
-    from timor_core.kinematics import ik_aot
-
-    monkeypatch.setattr(ik_aot, "CC", None)
-    with pytest.raises(TimorError, match="ahead-of-time compiler"):
-        ik_aot.build(tmp_path)
-    assert ik_aot.main(["--folder", str(tmp_path)]) == 1
-    assert "numba.pycc" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-    ik_kernel.AHEAD_FOLDER = tmp_path
-    ik_kernel.forget_ahead()
-    assert ik_kernel.ahead() is None
+    ahead_builds.check_no_compiler(ik_kernel, "timor_core.kinematics.ik_aot", tmp_path, monkeypatch, capsys)

@@ -10,9 +10,9 @@ import os
 import subprocess
 import sys
 import textwrap
-from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
+import ahead_builds
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -21,33 +21,7 @@ from timor_core.common import compiled
 from timor_core.search.filtering import proof_kernel as pk
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
-
-@pytest.fixture(autouse=True)
-def _defaults_after():
-    folder = pk.AHEAD_FOLDER
-    yield
-    pk.AHEAD_FOLDER = folder
-    pk.forget_ahead()
-    compiled.use_compiled(None)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """A build of the kernels in a folder of its own that held an older build (~10 s of CPU)."""
-    from timor_core.search.filtering import proof_aot
-
-    folder = tmp_path_factory.mktemp("ahead")
-    stale = folder / f"proof_aot_0123456789abcdef{EXTENSION_SUFFIXES[0]}"
-    stale.write_bytes(b"an older build")
-    path = proof_aot.build(folder)
-    assert path.parent == folder and path.is_file() and not stale.exists()
-    assert sorted(p.name for p in folder.iterdir()) == [path.name], "no temporary files left"
-    return folder
-
-
-def _use(folder: Path) -> None:
-    pk.AHEAD_FOLDER = folder
-    pk.forget_ahead()
+_defaults_after, built, _use = ahead_builds.fixtures(pk, "timor_core.search.filtering.proof_aot")
 
 
 def _case(rng: np.random.Generator, n: int, m: int) -> tuple:
@@ -183,17 +157,7 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
 def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):
     """A numba without ``numba.pycc``: the build refuses with a TimorError, the command exits 1 naming the reason,
     nothing is written, and nothing is looked up from it."""
-    from timor_core.errors import TimorError
-    from timor_core.search.filtering import proof_aot
-
-    monkeypatch.setattr(proof_aot, "CC", None)
-    with pytest.raises(TimorError, match="ahead-of-time compiler"):
-        proof_aot.build(tmp_path)
-    assert proof_aot.main(["--folder", str(tmp_path)]) == 1
-    assert "numba.pycc" in capsys.readouterr().err
-    assert not any(tmp_path.iterdir())
-    _use(tmp_path)
-    assert pk.ahead() is None
+    ahead_builds.check_no_compiler(pk, "timor_core.search.filtering.proof_aot", tmp_path, monkeypatch, capsys)
 
 
 def test_timor_ahead_0_ignores_the_build(built, monkeypatch):

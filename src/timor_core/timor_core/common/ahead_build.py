@@ -3,19 +3,23 @@ kernels into an extension module named by :func:`.ahead.module_path`; used by ``
 ``search/filtering/proof_aot.py`` (``make venv`` and ``make test`` run them). Imports numba: never on a search's path.
 
 Why one place: a build goes to a temporary folder and then replaces its file in one step (a process never loads half
-a file), and older builds of the same kernels beside it are removed.
+a file), and older builds of the same kernels beside it are removed; both commands take the same options and report
+the same way (:func:`build_command`).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import sys
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
+from timor_core.common.ahead import AheadKernels
 from timor_core.errors import TimorError
 
 CC: Any = None
@@ -29,7 +33,7 @@ try:
 except ImportError:  # a numba without it: build_module() says so
     pass
 
-__all__ = ["CC", "Export", "build_module"]
+__all__ = ["CC", "Export", "build_command", "build_kernels", "build_module"]
 
 Export = tuple[Callable[..., Any], str]
 """A kernel to build: its Python function (a numba kernel's ``py_func``, or a plain function) and its one signature."""
@@ -63,3 +67,34 @@ def build_module(target: Path, exports: dict[str, Export], what: str, compiler: 
         if old != target:
             old.unlink(missing_ok=True)
     return target
+
+
+def build_kernels(kernels: AheadKernels[Any], folder: Path | None, exports: dict[str, Export], compiler: Any) -> Path:
+    """Build ``exports`` into ``kernels``' file in ``folder`` (default its ``AHEAD_FOLDER``) with :func:`build_module`,
+    then make ``kernels`` look for it again; the file's path."""
+    target = build_module(kernels.path(folder), exports, kernels.what, compiler)
+    kernels.forget()
+    return target
+
+
+def build_command(argv: list[str] | None, description: str, kernels: AheadKernels[Any],
+                  build: Callable[[Path | None], Path],
+                  more: Mapping[str, tuple[str, Callable[[], Path]]] | None = None) -> int:  # fmt: skip
+    """A build command: ``--folder`` (default ``kernels``' folder) for ``build``, and a flag per ``more`` entry
+    (``--flag``: its help and a build to run after). Prints each built file; exit code 1, each reason on stderr,
+    where a build fails."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--folder", type=Path, help=f"where (default {kernels.folder()})")
+    for flag, (help_text, _) in (more or {}).items():
+        parser.add_argument(flag, action="store_true", help=help_text)
+    args = parser.parse_args(argv)
+    builds = [lambda: build(args.folder)]
+    builds += [make for flag, (_, make) in (more or {}).items() if getattr(args, flag.lstrip("-").replace("-", "_"))]
+    code = 0
+    for make in builds:
+        try:
+            print(make())
+        except (TimorError, OSError) as exc:
+            print(f"timor: {exc}", file=sys.stderr)
+            code = 1
+    return code

@@ -13,14 +13,11 @@ compiler: the same q as numba's kernels to the last digit (``tests/test_ik_aot.p
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from timor_core.common import ahead_build
-from timor_core.common.ahead_build import Export, build_module
-from timor_core.errors import TimorError
+from timor_core.common.ahead_build import Export, build_command, build_kernels
 from timor_core.kinematics import ik_jit, ik_jit_tries, ik_kernel
 
 CC: Any = ahead_build.CC
@@ -49,25 +46,15 @@ EXPORTS: dict[str, tuple[Any, str]] = {
 
 def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.ik_kernel.AHEAD_FOLDER`) unless they are there, then
-    remove older builds there (:func:`timor_core.common.ahead.build_module`); the file's path. A TimorError where
-    the compiler fails."""
+    remove older builds there (:func:`timor_core.common.ahead_build.build_module`); the file's path. A TimorError
+    where the compiler fails."""
     exports: dict[str, Export] = {name: (kernel.py_func, signature) for name, (kernel, signature) in EXPORTS.items()}
-    target = build_module(ik_kernel.ahead_path(folder), exports, "IK kernels", CC)
-    ik_kernel.forget_ahead()
-    return target
+    return build_kernels(ik_kernel.AHEAD, folder, exports, CC)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Build the kernels (see the module's docstring); exit code 1, the reason on stderr, where that fails."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, help=f"where (default {ik_kernel.AHEAD_FOLDER})")
-    args = parser.parse_args(argv)
-    try:
-        print(build(args.folder))
-    except (TimorError, OSError) as exc:
-        print(f"timor: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return build_command(argv, __doc__.split("\n\n")[0], ik_kernel.AHEAD, build)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.common import ahead as ahead_build
 from timor_core.common import compiled
+from timor_core.common.ahead import AheadKernels
 
 __all__ = [
+    "AHEAD",
     "AHEAD_FOLDER",
     "AHEAD_SOURCES",
     "LARGEST_BATCH",
@@ -124,42 +125,18 @@ AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.ik_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
 AHEAD_SOURCES = ("ik_jit.py", "ik_jit_tries.py", "ik_aot.py")
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
-
-
-def ahead_path(folder: Path | None = None) -> Path:
-    """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
-    here = Path(__file__).resolve().parent
-    folder = AHEAD_FOLDER if folder is None else Path(folder)
-    return ahead_build.module_path(folder, "ik_aot", (here / name for name in AHEAD_SOURCES), np.__version__)
-
-
-class _Ahead:
-    """The ahead-built kernels once looked for (``kernels`` None: none there, or they did not load)."""
-
-    looked = False
-    kernels: Kernels | None = None
-
-
-def ahead() -> Kernels | None:
-    """The kernels built ahead of time for the sources as they are (:mod:`.ik_aot`), loaded on the first call, or
-    None where none are built (or they do not load: one warning)."""
-    if not _Ahead.looked:
-        _Ahead.looked = True
-        _Ahead.kernels = _load_ahead(ahead_path())
-    return _Ahead.kernels
-
-
-def forget_ahead() -> None:
-    """Look for the ahead-built kernels again on the next call (after ``AHEAD_FOLDER`` changed, or a build)."""
-    _Ahead.looked, _Ahead.kernels = False, None
-
-
-def _load_ahead(path: Path) -> Kernels | None:
-    names = ("descend", "best_start", "run_tries", "plateau_stop")
-    module = ahead_build.load_module(path, "IK kernels", names)
-    if module is None:
-        return None
-    return Kernels(module.descend, module.best_start, module.run_tries, module.plateau_stop, True)
+AHEAD: AheadKernels[Kernels] = AheadKernels(
+    "ik_aot",
+    "IK kernels",
+    [Path(__file__).resolve().parent / name for name in AHEAD_SOURCES],
+    lambda: AHEAD_FOLDER,
+    ("descend", "best_start", "run_tries", "plateau_stop"),
+    lambda module: Kernels(module.descend, module.best_start, module.run_tries, module.plateau_stop, True),
+)
+"""The IK's kernels built ahead of time (:mod:`.ik_aot`): where, and loaded once (:mod:`timor_core.common.ahead`)."""
+ahead_path = AHEAD.path
+ahead = AHEAD.get
+forget_ahead = AHEAD.forget
 
 
 @functools.cache

@@ -12,14 +12,11 @@ kernels run by the rule, as before.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from timor_core.common import ahead_build
-from timor_core.common.ahead_build import Export, build_module
-from timor_core.errors import TimorError
+from timor_core.common.ahead_build import Export, build_command, build_kernels
 from timor_core.kinematics import ik_aot
 from timor_core.search.filtering import proof_kernel
 
@@ -42,28 +39,14 @@ def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in proof_kernel.py_kernels().items()}
-    target = build_module(proof_kernel.ahead_path(folder), exports, "reach proofs' kernels", CC)
-    proof_kernel.forget_ahead()
-    return target
+    return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build the kernels (see the module's docstring); exit code 1, the reasons on stderr, where a build fails."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--folder", type=Path, help=f"where (default {proof_kernel.AHEAD_FOLDER})")
-    parser.add_argument("--with-ik", action="store_true", help="build the IK's kernels too (in their own folder)")
-    args = parser.parse_args(argv)
-    builds = [lambda: build(args.folder)]
-    if args.with_ik:
-        builds.append(lambda: ik_aot.build())
-    code = 0
-    for make in builds:
-        try:
-            print(make())
-        except (TimorError, OSError) as exc:
-            print(f"timor: {exc}", file=sys.stderr)
-            code = 1
-    return code
+    """Build the kernels (see the module's docstring), and with ``--with-ik`` the IK's (in their own folder); exit
+    code 1, the reasons on stderr, where a build fails."""
+    more = {"--with-ik": ("build the IK's kernels too (in their own folder)", lambda: ik_aot.build())}
+    return build_command(argv, __doc__.split("\n\n")[0], proof_kernel.AHEAD, build, more)
 
 
 if __name__ == "__main__":

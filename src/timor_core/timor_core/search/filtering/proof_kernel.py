@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.common import ahead as ahead_build
 from timor_core.common import compiled
+from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
 from timor_core.kinematics import ik_kernel
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 __all__ = [
+    "AHEAD",
     "AHEAD_FOLDER",
     "AHEAD_SOURCES",
     "KERNEL_NAMES",
@@ -61,35 +62,19 @@ def load_compiled() -> None:
     halve_boxes(centres, half, np.ones(1), 1)
 
 
-def ahead_path(folder: Path | None = None) -> Path:
-    """The file of the kernels built ahead of time for the sources, numpy and Python as they are now."""
-    here = Path(__file__).resolve().parent
-    folder = AHEAD_FOLDER if folder is None else Path(folder)
-    return ahead_build.module_path(folder, "proof_aot", (here / name for name in AHEAD_SOURCES), np.__version__)
-
-
-class _Ahead:
-    """The ahead-built kernels once looked for (``kernels`` None: none there, or they did not load)."""
-
-    looked = False
-    kernels: tuple[Any, Any, Any, Any] | None = None
-
-
-def ahead() -> tuple[Any, Any, Any, Any] | None:
-    """The kernels built ahead of time for the sources as they are (:mod:`.proof_aot`; poses, position bounds,
-    orientation bounds, halving), loaded on the first call, or None where none are built (or they do not load: one
-    warning)."""
-    if not _Ahead.looked:
-        _Ahead.looked = True
-        module = ahead_build.load_module(ahead_path(), "reach proofs' kernels", KERNEL_NAMES)
-        if module is not None:
-            _Ahead.kernels = module.poses, module.position, module.orientation, module.halves
-    return _Ahead.kernels
-
-
-def forget_ahead() -> None:
-    """Look for the ahead-built kernels again on the next call (after ``AHEAD_FOLDER`` changed, or a build)."""
-    _Ahead.looked, _Ahead.kernels = False, None
+AHEAD: AheadKernels[tuple[Any, Any, Any, Any]] = AheadKernels(
+    "proof_aot",
+    "reach proofs' kernels",
+    [Path(__file__).resolve().parent / name for name in AHEAD_SOURCES],
+    lambda: AHEAD_FOLDER,
+    KERNEL_NAMES,
+    lambda module: (module.poses, module.position, module.orientation, module.halves),
+)
+"""The reach proofs' kernels built ahead of time (:mod:`.proof_aot`; poses, position bounds, orientation bounds,
+halving): where, and loaded once (:mod:`timor_core.common.ahead`)."""
+ahead_path = AHEAD.path
+ahead = AHEAD.get
+forget_ahead = AHEAD.forget
 
 
 def py_kernels() -> dict[str, Any]:
