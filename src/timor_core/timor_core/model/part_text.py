@@ -9,6 +9,7 @@ imported URDFs and hypothesis-made parts).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -87,19 +88,35 @@ def _records(parts: tuple[Connector, ...] | tuple[Geometry, ...]) -> str:
 
 def body_text(body: Body) -> str:
     """``json.dumps(body.to_json())``, made field by field (see the module's docstring)."""
+    return _text_or_json(body, _body_fields)
+
+
+def joint_text(joint: Joint) -> str:
+    """``json.dumps(joint.to_json())``, made field by field (see the module's docstring)."""
+    return _text_or_json(joint, _joint_fields)
+
+
+def _text_or_json(part: Body | Joint, fields: Callable[[Any], str | None]) -> str:
+    """``fields(part)``, or ``json.dumps(part.to_json())`` where that gives None (a part outside the common shape)
+    or raises a TypeError (a name that is not a string)."""
+    try:
+        text = fields(part)
+    except TypeError:
+        text = None
+    return _encode(part.to_json()) if text is None else text
+
+
+def _body_fields(body: Body) -> str | None:
     extra = body.extra
     present: Any = ()
     if extra:
         present = extra.get("_present", ())
         if len(extra) != 1 or "_present" not in extra:
-            return _encode(body.to_json())
-    try:
-        text = (
-            f'{{"ID": {encode_basestring_ascii(body.id)}, "mass": {_number(body.mass)}, "inertia": '
-            f'{matrix_text(body.inertia)}, "r_com": {_vector(body.r_com)}, "connectors": {_records(body.connectors)}'
-        )
-    except TypeError:  # an ID that is not a string
-        return _encode(body.to_json())
+            return None
+    text = (
+        f'{{"ID": {encode_basestring_ascii(body.id)}, "mass": {_number(body.mass)}, "inertia": '
+        f'{matrix_text(body.inertia)}, "r_com": {_vector(body.r_com)}, "connectors": {_records(body.connectors)}'
+    )
     if body.visual or "visual" in present:
         text += ', "visual": ' + _records(body.visual)
     if body.collision or "collision" in present:
@@ -107,17 +124,13 @@ def body_text(body: Body) -> str:
     return text + "}"
 
 
-def joint_text(joint: Joint) -> str:
-    """``json.dumps(joint.to_json())``, made field by field (see the module's docstring)."""
+def _joint_fields(joint: Joint) -> str | None:
     if joint.extra:
-        return _encode(joint.to_json())
-    try:
-        text = (
-            f'{{"ID": {encode_basestring_ascii(joint.id)}, "parent": {encode_basestring_ascii(joint.parent)}, '
-            f'"child": {encode_basestring_ascii(joint.child)}, "type": {encode_basestring_ascii(joint.type)}'
-        )
-    except TypeError:  # a name that is not a string
-        return _encode(joint.to_json())
+        return None
+    text = (
+        f'{{"ID": {encode_basestring_ascii(joint.id)}, "parent": {encode_basestring_ascii(joint.parent)}, '
+        f'"child": {encode_basestring_ascii(joint.child)}, "type": {encode_basestring_ascii(joint.type)}'
+    )
     if joint.passive is not None:
         text += ', "passive": ' + _encode(joint.passive)
     text += f', "poseParent": {matrix_text(joint.pose_parent)}, "poseChild": {matrix_text(joint.pose_child)}'
