@@ -168,10 +168,14 @@ OMPL_PLANNER_CONFIGS: dict[str, dict[str, Any]] = {
     "PRMkConfigDefault": {"type": "geometric::PRM", "max_nearest_neighbors": 10},
 }
 """OMPL planner configurations of every group; the first is the group's default."""
-LONGEST_VALID_SEGMENT_FRACTION = 0.002
-"""OMPL's motion check step as a fraction of the state space's extent (MoveIt's default 0.01 checks a 3-joint arm
-every ~0.05 rad, timor every 0.02 rad): with the default, move_group's own ValidateSolution refused up to 8 of 50
-paths of the pick-and-place benchmark that grazed the padded crate (benchmarks/README.md, MoveIt vs timor)."""
+MOTION_CHECK_STEP = 0.01
+"""rad: MoveIt's OMPL checks every motion at least this often, in MoveIt's joint-space distance (the sum of the
+joints' |dq|, so no frame of the arm moves more than MOTION_CHECK_STEP x its distance from the joints between two
+checks: under the pick-and-place task's 1 cm margin for the 3-joint robco arm, test_moveit_motion_check).
+move_group's ValidateSolution
+then checks the time-parametrized waypoints, which lie between the checked states; with a coarser step (0.002 of the
+extent: 0.036 rad, up to ~2 cm for that arm) it refused its own plan where the path grazed the padded crate
+(INVALID_MOTION_PLAN, -2: benchmarks/README.md, MoveIt vs timor; test_moveit_scene under load)."""
 
 
 def _joint_limits(assembly: ModuleAssembly, opts: MoveItOptions) -> dict[str, Any]:
@@ -225,14 +229,27 @@ def _interfaces(config: Ros2ControlConfig) -> tuple[list[str], list[str]]:
     return [command], state
 
 
-def _ompl_planning(groups: list[str], distro: str) -> dict[str, Any]:
-    group_config = {
-        "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
-        "planner_configs": list(OMPL_PLANNER_CONFIGS),
-        "longest_valid_segment_fraction": LONGEST_VALID_SEGMENT_FRACTION,
-    }
+def joint_space_extent(ranges: list[float]) -> float:
+    """MoveIt's extent of a group's joint space (JointModelGroup::getMaximumExtent): the sum of the joints' ranges;
+    a joint without finite limits spans 2 pi, as MoveIt bounds a continuous joint."""
+    return sum(r if math.isfinite(r) and r > 0 else 2 * math.pi for r in ranges)
+
+
+def segment_fraction(ranges: list[float]) -> float:
+    """OMPL's ``longest_valid_segment_fraction`` for joints of these ranges: MOTION_CHECK_STEP over the extent."""
+    return round(MOTION_CHECK_STEP / joint_space_extent(ranges), 8)
+
+
+def _ompl_planning(groups: dict[str, list[float]], distro: str) -> dict[str, Any]:
+    """ompl_planning.yaml: the pipeline, the planner configurations and, per group (its joints' ranges), its
+    default planner and its motion-check step."""
     out = {**ompl_pipeline(distro), "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS)}
-    out.update({group: copy.deepcopy(group_config) for group in groups})
+    for group, ranges in groups.items():
+        out[group] = {
+            "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
+            "planner_configs": list(OMPL_PLANNER_CONFIGS),
+            "longest_valid_segment_fraction": segment_fraction(ranges),
+        }
     return out
 
 
@@ -301,6 +318,10 @@ def moveit_config_data(
         if link.movable_joint_name() in in_groups
     ]
     cart = opts.cartesian_limits if opts.cartesian_limits is not None else CartesianLimits()
+    ranges = {
+        link.movable_joint_name(): link.movable_joint().limits.upper - link.movable_joint().limits.lower
+        for link in controlled_joints(assembly, opts.prefix)
+    }
     return {
         "kinematics.yaml": {name: _kinematics(len(chain.joints), opts) for name, chain in groups},
         "joint_limits.yaml": _joint_limits(assembly, opts),
@@ -315,7 +336,9 @@ def moveit_config_data(
                 "max_rot_vel": float(cart.max_rot_vel),
             }
         },
-        "ompl_planning.yaml": _ompl_planning([name for name, _ in groups], opts.distro),
+        "ompl_planning.yaml": _ompl_planning(
+            {name: [ranges[j] for j in chain.joints] for name, chain in groups}, opts.distro
+        ),
     }
 
 
