@@ -28,6 +28,15 @@ def controller_states(ros_client, manager: str, timeout: float = 10.0) -> dict[s
     return {c.name: c.state for c in got.controller} if got else {}
 
 
+def controller_states_or_why(ros_client, manager: str, timeout: float = 10.0) -> str:
+    """The controller states of ``manager`` as text, or why it gave none (for a failing test's message)."""
+    try:
+        got = ros_client.call(ListControllers, f"{manager}/list_controllers", ListControllers.Request(), timeout)
+    except AssertionError as exc:
+        return f"no answer: {exc}"
+    return str({c.name: c.state for c in got.controller}) if got else f"empty answer: {got!r}"
+
+
 class JointStateCache:
     """The latest /joint_states (of a namespace) as name -> position."""
 

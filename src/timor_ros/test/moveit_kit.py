@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from control_tools import controller_states
+from control_tools import controller_states, controller_states_or_why
 from ros2_cli import Launch, died, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
@@ -44,7 +44,8 @@ def move_group_launch(
         assert wait_for_output(launch, READY, 120), launch.output()[-4000:]
         manager = abs_name(ns, "controller_manager")
         states = wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, manager).items(), 120, 0.2)
-        assert states, f"controllers not active: {controller_states(ros_client, manager)}\n{launch.output()[-4000:]}"
+        why = controller_states_or_why  # called only if the assertion fails
+        assert states, f"controllers not active: {why(ros_client, manager)}\n{launch.output()[-4000:]}"
         topic = abs_name(ns, "moveit_supervisor/status")  # move_group plans from the robot's current state
         status = ros_client.wait_latched(topic, lambda text: '"ok": true' in text, 120)
         assert '"ok": true' in status, (status, launch.output()[-4000:])
