@@ -212,3 +212,41 @@ def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
     _use(built)
     assert pk.ahead() is not None
     ik_kernel.forget_ahead()
+
+
+@pytest.mark.slow
+def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp_path):
+    """The sweep proof's bound (``sweep_bound.certain_collision``) on random chains of 1-5 joints with balls on
+    their links, random obstacle boxes and boxes of joint angles: the same verdicts whether the kernel built ahead
+    of time runs, numba's, or the numpy bound; some boxes called colliding, some not."""
+    from timor_core.search.filtering import sweep_bound as sb
+    from timor_core.search.filtering.reach_proof import chain_from_frames
+
+    rng = np.random.default_rng(11)
+    compiled.use_compiled(True)
+    verdicts = set()
+    for k in range(40):
+        n = 1 + k % 5
+        tcp = np.eye(4)
+        tcp[:3, 3] = rng.normal(size=3) * 0.3
+        chain = chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+        p = int(rng.integers(1, 12))
+        sweep = sb.ArmSweep(chain, rng.normal(size=(p, 3)) * 0.2, rng.integers(0, chain.dof, p),
+                            rng.uniform(0.02, 0.1, p), np.zeros((0, 3)), np.zeros(0), np.arange(chain.dof),
+                            np.ones(chain.dof))  # fmt: skip
+        b = int(rng.integers(1, 4))
+        turns = Rotation.random(b, random_state=int(rng.integers(2**31))).as_matrix().reshape(b, 3, 3)
+        obstacles = sb.ObstacleBoxes(rng.normal(size=(b, 3)) * 0.3, turns, rng.uniform(0.05, 0.4, (b, 3)))
+        m = int(rng.integers(1, 60))
+        centres, half = rng.uniform(-np.pi, np.pi, (m, chain.dof)), rng.uniform(0, 0.3, (m, chain.dof))
+        margin = float(rng.choice([0.0, 0.02]))
+        _use(built)
+        assert pk.ahead_kernel("collisions") is not None
+        ahead = sb.certain_collision(sweep, obstacles, centres, half, margin)
+        _use(tmp_path)  # nothing built there: numba's kernel
+        assert pk.ahead_kernel("collisions") is None
+        jit = sb.certain_collision(sweep, obstacles, centres, half, margin)
+        np.testing.assert_array_equal(ahead, jit)
+        np.testing.assert_array_equal(ahead, sb.certain_collision_numpy(sweep, obstacles, centres, half, margin))
+        verdicts.update(ahead.tolist())
+    assert verdicts == {True, False}, "too easy to tell"

@@ -21,7 +21,7 @@ from timor_core.common import ahead_build
 from timor_core.common.ahead_build import Export, build_module
 from timor_core.errors import TimorError
 from timor_core.kinematics import ik_aot
-from timor_core.search.filtering import proof_kernel
+from timor_core.search.filtering import proof_kernel, sweep_bound
 
 CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
@@ -34,6 +34,7 @@ SIGNATURES: dict[str, str] = {
     "position": f"void({_A2}, {_A3}, {_A3}, {_A2}, {_A1}, f8, {_A1}, f8, f8, f8, {_A1}, {_A2}, {_A2})",
     "orientation": f"b1({_A2}, {_A3}, {_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, f8, f8, {_A1})",
     "halves": f"void({_A2}, {_A2}, {_A2}, i8, {_A2}, {_A2})",
+    "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1])",
 }
 """Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
 
@@ -41,7 +42,8 @@ SIGNATURES: dict[str, str] = {
 def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
-    exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in proof_kernel.py_kernels().items()}
+    kernels = {**proof_kernel.py_kernels(), **sweep_bound.py_kernels()}  # the sweep proof's bound too
+    exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     target = build_module(proof_kernel.ahead_path(folder), exports, "reach proofs' kernels", CC)
     proof_kernel.forget_ahead()
     return target

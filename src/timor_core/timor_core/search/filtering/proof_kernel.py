@@ -32,7 +32,9 @@ __all__ = [
     "AHEAD_FOLDER",
     "AHEAD_SOURCES",
     "KERNEL_NAMES",
+    "OTHER_KERNELS",
     "ahead",
+    "ahead_kernel",
     "ahead_path",
     "forget_ahead",
     "halve_boxes",
@@ -44,10 +46,13 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "proof_aot.py")
+AHEAD_SOURCES = ("proof_kernel.py", "proof_aot.py", "sweep_bound.py")
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
+OTHER_KERNELS = ("collisions",)
+"""The other kernels built into the same module: the sweep proof's bound (:mod:`.sweep_bound`), by
+:func:`ahead_kernel`."""
 
 
 def load_compiled() -> None:
@@ -73,6 +78,7 @@ class _Ahead:
 
     looked = False
     kernels: tuple[Any, Any, Any, Any] | None = None
+    module: Any = None
 
 
 def ahead() -> tuple[Any, Any, Any, Any] | None:
@@ -81,15 +87,24 @@ def ahead() -> tuple[Any, Any, Any, Any] | None:
     warning)."""
     if not _Ahead.looked:
         _Ahead.looked = True
-        module = ahead_build.load_module(ahead_path(), "reach proofs' kernels", KERNEL_NAMES)
+        module = ahead_build.load_module(ahead_path(), "reach proofs' kernels", KERNEL_NAMES + OTHER_KERNELS)
         if module is not None:
             _Ahead.kernels = module.poses, module.position, module.orientation, module.halves
+            _Ahead.module = module
     return _Ahead.kernels
+
+
+def ahead_kernel(name: str) -> Any:
+    """One of :data:`OTHER_KERNELS` built ahead of time, where this process may run compiled kernels and they are
+    built (as :func:`ahead`), else None."""
+    if not compiled.allowed() or ahead() is None:
+        return None
+    return getattr(_Ahead.module, name)
 
 
 def forget_ahead() -> None:
     """Look for the ahead-built kernels again on the next call (after ``AHEAD_FOLDER`` changed, or a build)."""
-    _Ahead.looked, _Ahead.kernels = False, None
+    _Ahead.looked, _Ahead.kernels, _Ahead.module = False, None, None
 
 
 def py_kernels() -> dict[str, Any]:
