@@ -250,3 +250,34 @@ def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp
         np.testing.assert_array_equal(ahead, sb.certain_collision_numpy(sweep, obstacles, centres, half, margin))
         verdicts.update(ahead.tolist())
     assert verdicts == {True, False}, "too easy to tell"
+
+
+@pytest.mark.slow
+def test_the_witness_descent_built_ahead_gives_numbas_configurations(built, tmp_path):
+    """``proof_kernel.reach_witness`` on random chains of 1-6 joints and goals some configuration reaches (or 5 cm
+    off one): the same configuration, to the last digit, or none, whether the descent built ahead of time runs or
+    numba's; some found, some not."""
+    from timor_core.search.filtering.reach_proof import chain_from_frames, chain_poses
+
+    rng = np.random.default_rng(5)
+    compiled.use_compiled(True)
+    outcomes = set()
+    for k in range(40):
+        n = 1 + k % 6
+        tcp = np.eye(4)
+        tcp[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+        chain = chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+        at = chain_poses(chain, rng.uniform(-np.pi, np.pi, (1, chain.dof)))
+        pos = at.tcp[0] + (rng.normal(size=3) * 0.05 if k % 3 == 2 else 0.0)
+        goal = BoxGoal(pos, at.frames[0], 0.002, float(rng.choice([0.1, 0.8, np.pi])), np.zeros(3), 0.0, (0.0, 0.0),
+                       0.0)  # fmt: skip
+        centres = rng.uniform(-np.pi, np.pi, (int(rng.integers(1, 40)), chain.dof))
+        _use(built)
+        ahead = pk.reach_witness(chain.steps, centres, goal)
+        _use(tmp_path)  # nothing built there: numba's kernel
+        jit = pk.reach_witness(chain.steps, centres, goal)
+        assert (ahead is None) == (jit is None), k
+        if ahead is not None:
+            np.testing.assert_array_equal(ahead, jit)
+        outcomes.add(ahead is None)
+    assert outcomes == {True, False}, "too easy to tell"

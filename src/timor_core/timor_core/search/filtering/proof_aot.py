@@ -34,6 +34,7 @@ SIGNATURES: dict[str, str] = {
     "position": f"void({_A2}, {_A3}, {_A3}, {_A2}, {_A1}, f8, {_A1}, f8, f8, f8, {_A1}, {_A2}, {_A2})",
     "orientation": f"b1({_A2}, {_A3}, {_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, f8, f8, {_A1})",
     "halves": f"void({_A2}, {_A2}, {_A2}, i8, {_A2}, {_A2})",
+    "descend": f"b1({_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, i8, {_A1})",
     "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1])",
 }
 """Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
@@ -42,7 +43,7 @@ SIGNATURES: dict[str, str] = {
 def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
-    kernels = {**proof_kernel.py_kernels(), **sweep_bound.py_kernels()}  # the sweep proof's bound too
+    kernels = {**proof_kernel.py_kernels(), **proof_kernel.other_kernels(), **sweep_bound.py_kernels()}
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     target = build_module(proof_kernel.ahead_path(folder), exports, "reach proofs' kernels", CC)
     proof_kernel.forget_ahead()
