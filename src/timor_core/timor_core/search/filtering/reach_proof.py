@@ -101,8 +101,8 @@ class PoseChain:
         TCP), so that ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:func:`chain_poses`). Joint k's frame: x the unit
         ``a x e`` (``e`` the world's x axis, its y where ``a`` is near x), y ``a x x``; each step ``F_k^-1 F_k+1``
         by the rigid inverse, in floats (numpy's cross products and 4x4 inverses took 0.31 ms a chain)."""
-        frames = [_joint_frame(a) for a in self.axes.tolist()]
-        frames.append([list(r) for r in zip(*self.tcp[:3, :3].tolist(), strict=True)])  # columns
+        frames: list[Sequence[Sequence[float]]] = [_joint_frame(a) for a in self.axes.tolist()]
+        frames.append(list(zip(*self.tcp[:3, :3].tolist(), strict=True)))  # columns
         points = [*self.origins.tolist(), self.tcp[:3, 3].tolist()]
         rotations, translations = [[list(r) for r in zip(*frames[0], strict=True)]], [points[0]]
         for k in range(1, len(frames)):
