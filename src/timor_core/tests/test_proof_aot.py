@@ -214,22 +214,28 @@ def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
     ik_kernel.forget_ahead()
 
 
+def _random_chain(rng: np.random.Generator, n: int):
+    """A revolute chain of n joints (random origins within ~0.3 m, random axes) and a TCP in any pose."""
+    from timor_core.search.filtering.reach_proof import chain_from_frames
+
+    tcp = np.eye(4)
+    tcp[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+    tcp[:3, 3] = rng.normal(size=3) * 0.3
+    return chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+
+
 @pytest.mark.slow
 def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp_path):
     """The sweep proof's bound (``sweep_bound.certain_collision``) on random chains of 1-5 joints with balls on
     their links, random obstacle boxes and boxes of joint angles: the same verdicts whether the kernel built ahead
     of time runs, numba's, or the numpy bound; some boxes called colliding, some not."""
     from timor_core.search.filtering import sweep_bound as sb
-    from timor_core.search.filtering.reach_proof import chain_from_frames
 
     rng = np.random.default_rng(11)
     compiled.use_compiled(True)
     verdicts = set()
     for k in range(40):
-        n = 1 + k % 5
-        tcp = np.eye(4)
-        tcp[:3, 3] = rng.normal(size=3) * 0.3
-        chain = chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+        chain = _random_chain(rng, 1 + k % 5)
         p = int(rng.integers(1, 12))
         sweep = sb.ArmSweep(chain, rng.normal(size=(p, 3)) * 0.2, rng.integers(0, chain.dof, p),
                             rng.uniform(0.02, 0.1, p), np.zeros((0, 3)), np.zeros(0), np.arange(chain.dof),
@@ -257,16 +263,13 @@ def test_the_witness_descent_built_ahead_gives_numbas_configurations(built, tmp_
     """``proof_kernel.reach_witness`` on random chains of 1-6 joints and goals some configuration reaches (or 5 cm
     off one): the same configuration, to the last digit, or none, whether the descent built ahead of time runs or
     numba's; some found, some not."""
-    from timor_core.search.filtering.reach_proof import chain_from_frames, chain_poses
+    from timor_core.search.filtering.reach_proof import chain_poses
 
     rng = np.random.default_rng(5)
     compiled.use_compiled(True)
     outcomes = set()
     for k in range(40):
-        n = 1 + k % 6
-        tcp = np.eye(4)
-        tcp[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
-        chain = chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+        chain = _random_chain(rng, 1 + k % 6)
         at = chain_poses(chain, rng.uniform(-np.pi, np.pi, (1, chain.dof)))
         pos = at.tcp[0] + (rng.normal(size=3) * 0.05 if k % 3 == 2 else 0.0)
         goal = BoxGoal(pos, at.frames[0], 0.002, float(rng.choice([0.1, 0.8, np.pi])), np.zeros(3), 0.0, (0.0, 0.0),

@@ -338,14 +338,16 @@ def _witness_case(name: str, pick: float, seed: int, miss: float, tolerance: str
     return pose_chain(robot), goal
 
 
+WITNESS_CASES = {
+    "name": st.sampled_from(sorted(DBS)),
+    "pick": st.floats(0, 1, exclude_max=True),
+    "seed": st.integers(0, 2**31),
+    "tolerance": st.sampled_from(sorted(TOLERANCES)),
+}  # the robot, its placement and configuration, the goal's tolerance (:func:`_witness_case`)
+
+
 @settings(max_examples=60, deadline=None)
-@given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    miss=st.sampled_from([0.0, 0.0, 0.003, 0.02, 0.1]),
-    tolerance=st.sampled_from(sorted(TOLERANCES)),
-)
+@given(**WITNESS_CASES, miss=st.sampled_from([0.0, 0.0, 0.003, 0.02, 0.1]))
 def test_a_witness_puts_the_tcp_within_the_slacks(name, pick, seed, miss, tolerance):
     """reach_witness (the compiled descent a proof stops at, undecided): the configuration it gives puts the chain's
     TCP within the tolerance's position slack of the goal and its rotation within the tolerance's angle (checked with
@@ -367,13 +369,7 @@ def test_a_witness_puts_the_tcp_within_the_slacks(name, pick, seed, miss, tolera
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    miss=st.sampled_from([0.0, 0.006, 0.02, 0.05, 0.2]),
-    tolerance=st.sampled_from(sorted(TOLERANCES)),
-)
+@given(**WITNESS_CASES, miss=st.sampled_from([0.0, 0.006, 0.02, 0.05, 0.2]))
 def test_the_witness_decides_no_proof_otherwise(name, pick, seed, miss, tolerance):
     """A proof that stops at a witness gives what it gives without looking for one (undecided, or proven over the
     same boxes with the same margin), on reachable goals and goals moved 6 mm-20 cm off them."""
