@@ -28,6 +28,9 @@ Joints on one line with the joint before (``J I_50 J`` in robco_like) are merged
 they add nothing. A box whose centre violates one of these by more than its bound holds no solution; the rest are
 halved across their widest sides, level by level, until no box is left (proven: the IK cannot succeed, whatever its
 seed or effort) or the budget is spent or most boxes survive a level (undecided: the IK decides as before).
+In its first levels a proof also looks for a configuration within the slacks (:func:`~.proof_kernel.reach_witness`,
+a compiled descent from the box centres nearest the goal): where one is found the proof ends undecided at once, as
+it would have later (the box holding it is never refused).
 Revolute joints are searched over a whole turn, so joint limits never matter (the proof holds for any). The bounds
 only ever overestimate how far a box can move, so a pose the robot reaches is never refused (property test over
 random robots, placements, configurations and goals within four kinds of tolerance, ``tests/test_reach_proof.py``).
