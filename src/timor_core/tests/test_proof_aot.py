@@ -176,3 +176,75 @@ def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
     _use(built)
     assert pk.ahead() is not None
     ik_kernel.forget_ahead()
+
+
+def _random_chain(rng: np.random.Generator, n: int):
+    """A revolute chain of n joints (random origins within ~0.3 m, random axes) and a TCP in any pose."""
+    from timor_core.search.filtering.reach_proof import chain_from_frames
+
+    tcp = np.eye(4)
+    tcp[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+    tcp[:3, 3] = rng.normal(size=3) * 0.3
+    return chain_from_frames(rng.normal(size=(n, 3)) * 0.3, rng.normal(size=(n, 3)), tcp)
+
+
+@pytest.mark.slow
+def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp_path):
+    """The sweep proof's bound (``sweep_bound.certain_collision``) on random chains of 1-5 joints with balls on
+    their links, random obstacle boxes and boxes of joint angles: the same verdicts whether the kernel built ahead
+    of time runs, numba's, or the numpy bound; some boxes called colliding, some not."""
+    from timor_core.search.filtering import sweep_bound as sb
+
+    rng = np.random.default_rng(11)
+    compiled.use_compiled(True)
+    verdicts = set()
+    for k in range(40):
+        chain = _random_chain(rng, 1 + k % 5)
+        p = int(rng.integers(1, 12))
+        sweep = sb.ArmSweep(chain, rng.normal(size=(p, 3)) * 0.2, rng.integers(0, chain.dof, p),
+                            rng.uniform(0.02, 0.1, p), np.zeros((0, 3)), np.zeros(0), np.arange(chain.dof),
+                            np.ones(chain.dof))  # fmt: skip
+        b = int(rng.integers(1, 4))
+        turns = Rotation.random(b, random_state=int(rng.integers(2**31))).as_matrix().reshape(b, 3, 3)
+        obstacles = sb.ObstacleBoxes(rng.normal(size=(b, 3)) * 0.3, turns, rng.uniform(0.05, 0.4, (b, 3)))
+        m = int(rng.integers(1, 60))
+        centres, half = rng.uniform(-np.pi, np.pi, (m, chain.dof)), rng.uniform(0, 0.3, (m, chain.dof))
+        margin = float(rng.choice([0.0, 0.02]))
+        _use(built)
+        assert pk.ahead_kernel("collisions") is not None
+        ahead = sb.certain_collision(sweep, obstacles, centres, half, margin)
+        _use(tmp_path)  # nothing built there: numba's kernel
+        assert pk.ahead_kernel("collisions") is None
+        jit = sb.certain_collision(sweep, obstacles, centres, half, margin)
+        np.testing.assert_array_equal(ahead, jit)
+        np.testing.assert_array_equal(ahead, sb.certain_collision_numpy(sweep, obstacles, centres, half, margin))
+        verdicts.update(ahead.tolist())
+    assert verdicts == {True, False}, "too easy to tell"
+
+
+@pytest.mark.slow
+def test_the_witness_descent_built_ahead_gives_numbas_configurations(built, tmp_path):
+    """``proof_kernel.reach_witness`` on random chains of 1-6 joints and goals some configuration reaches (or 5 cm
+    off one): the same configuration, to the last digit, or none, whether the descent built ahead of time runs or
+    numba's; some found, some not."""
+    from timor_core.search.filtering.reach_proof import chain_poses
+
+    rng = np.random.default_rng(5)
+    compiled.use_compiled(True)
+    outcomes = set()
+    for k in range(40):
+        chain = _random_chain(rng, 1 + k % 6)
+        at = chain_poses(chain, rng.uniform(-np.pi, np.pi, (1, chain.dof)))
+        pos = at.tcp[0] + (rng.normal(size=3) * 0.05 if k % 3 == 2 else 0.0)
+        goal = BoxGoal(pos, at.frames[0], 0.002, float(rng.choice([0.1, 0.8, np.pi])), np.zeros(3), 0.0, (0.0, 0.0),
+                       0.0)  # fmt: skip
+        centres = rng.uniform(-np.pi, np.pi, (int(rng.integers(1, 40)), chain.dof))
+        _use(built)
+        ahead = pk.reach_witness(chain.steps, centres, goal)
+        _use(tmp_path)  # nothing built there: numba's kernel
+        jit = pk.reach_witness(chain.steps, centres, goal)
+        assert (ahead is None) == (jit is None), k
+        if ahead is not None:
+            np.testing.assert_array_equal(ahead, jit)
+        outcomes.add(ahead is None)
+    assert outcomes == {True, False}, "too easy to tell"

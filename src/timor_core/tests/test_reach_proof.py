@@ -23,13 +23,15 @@ from scipy.spatial.transform import Rotation
 from timor_core import ModuleAssembly
 from timor_core.kinematics.reach import position_slack
 from timor_core.kinematics.tolerance import tolerance_from_json
-from timor_core.search.filtering.proof_kernel import halve_boxes, use_compiled
-from timor_core.search.filtering.proof_numpy import halve_boxes_numpy
+from timor_core.search.filtering import reach_proof
+from timor_core.search.filtering.proof_kernel import halve_boxes, reach_witness, use_compiled
+from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy
 from timor_core.search.filtering.quick_reach import quick_chain
 from timor_core.search.filtering.reach_proof import (
     box_excess,
     chain_poses,
     pose_chain,
+    pose_proof,
     rotation_slack,
     unreachable_pose,
 )
@@ -321,3 +323,83 @@ def test_without_numba_the_numpy_bounds_go_on(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "numba is not available" in out.stdout and out.stdout.count("numba is not available") == 1, out.stdout
     assert "same True" in out.stdout and "forced: ImportError" in out.stdout, out.stdout
+
+
+def _witness_case(name: str, pick: float, seed: int, miss: float, tolerance: str):
+    """A random robot's chain (None if it has none) and a goal: within the tolerance of a pose it reaches (``miss``
+    0), or that pose's goal moved ``miss`` (m) away in a random direction."""
+    space = SPACES[name]
+    rng = np.random.default_rng(seed)
+    ids = space[int(pick * space.count)]
+    robot = ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=random_placement(rng, 0.2)).robot
+    goal = _within(robot.fk(anywhere_configuration(robot, rng)), tolerance, rng)
+    shift = rng.normal(size=3)
+    goal[:3, 3] += shift / np.linalg.norm(shift) * miss
+    return pose_chain(robot), goal
+
+
+WITNESS_CASES = {
+    "name": st.sampled_from(sorted(DBS)),
+    "pick": st.floats(0, 1, exclude_max=True),
+    "seed": st.integers(0, 2**31),
+    "tolerance": st.sampled_from(sorted(TOLERANCES)),
+}  # the robot, its placement and configuration, the goal's tolerance (:func:`_witness_case`)
+
+
+@settings(max_examples=60, deadline=None)
+@given(**WITNESS_CASES, miss=st.sampled_from([0.0, 0.0, 0.003, 0.02, 0.1]))
+def test_a_witness_puts_the_tcp_within_the_slacks(name, pick, seed, miss, tolerance):
+    """reach_witness (the compiled descent a proof stops at, undecided): the configuration it gives puts the chain's
+    TCP within the tolerance's position slack of the goal and its rotation within the tolerance's angle (checked with
+    the chain's own poses), on reachable goals and goals moved off them."""
+    use_compiled(True)
+    chain, goal = _witness_case(name, pick, seed, miss, tolerance)
+    if chain is None:
+        return
+    tol = TOLERANCES[tolerance]
+    target = BoxGoal(goal[:3, 3], goal[:3, :3].T, position_slack(tol), rotation_slack(tol), np.zeros(3), 0.0,
+                     (0.0, 0.0), 0.0)  # fmt: skip
+    centres, _ = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), chain.radii + 0.01, 8)
+    q = reach_witness(chain.steps, centres, target)
+    if q is None:
+        return
+    at = chain_poses(chain, q[None])
+    assert np.linalg.norm(at.tcp[0] - goal[:3, 3]) <= position_slack(tol)
+    assert Rotation.from_matrix(at.frames[0] @ goal[:3, :3]).magnitude() <= rotation_slack(tol)
+
+
+@settings(max_examples=60, deadline=None)
+@given(**WITNESS_CASES, miss=st.sampled_from([0.0, 0.006, 0.02, 0.05, 0.2]))
+def test_the_witness_decides_no_proof_otherwise(name, pick, seed, miss, tolerance):
+    """A proof that stops at a witness gives what it gives without looking for one (undecided, or proven over the
+    same boxes with the same margin), on reachable goals and goals moved 6 mm-20 cm off them."""
+    use_compiled(True)
+    chain, goal = _witness_case(name, pick, seed, miss, tolerance)
+    if chain is None:
+        return
+    tol = TOLERANCES[tolerance]
+    with_witness = pose_proof(chain, goal, tol, widen=0.15)
+    levels, reach_proof.WITNESS_LEVELS = reach_proof.WITNESS_LEVELS, 0
+    try:
+        without = pose_proof(chain, goal, tol, widen=0.15)
+    finally:
+        reach_proof.WITNESS_LEVELS = levels
+    assert with_witness == without, (miss, tolerance)
+
+
+def test_a_witness_is_found_where_the_goal_is_reached():
+    """On goals within the tolerance of poses the arms reach, the descent finds a witness for most (it is what makes
+    the proofs of reachable goals stop early) and never where a proof refuses the goal."""
+    use_compiled(True)
+    found = tried = 0
+    for seed in range(40):
+        chain, goal = _witness_case("robco_like", (seed * 0.137) % 1.0, seed, 0.0, "exp2")
+        if chain is None:
+            continue
+        tol = TOLERANCES["exp2"]
+        target = BoxGoal(goal[:3, 3], goal[:3, :3].T, position_slack(tol), rotation_slack(tol), np.zeros(3), 0.0,
+                         (0.0, 0.0), 0.0)  # fmt: skip
+        centres, _ = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), chain.radii + 0.01, 8)
+        tried += 1
+        found += reach_witness(chain.steps, centres, target) is not None
+    assert tried >= 30 and found >= 0.8 * tried, (found, tried)

@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.search.filtering.proof_kernel import ahead_kernel
 from timor_core.search.filtering.reach_proof import PoseChain
 
 __all__ = ["ArmSweep", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
-           "fixed_collision"]  # fmt: skip
+           "fixed_collision", "py_kernels"]  # fmt: skip
 
 PENETRATION = 1e-3  # m: a refused box puts a ball of the arm at least this deep into an obstacle (coal's verdict
 # near contact is not to be relied on; 1 mm deep it is, tests/test_collision_contact.py)
@@ -92,11 +93,12 @@ def certain_collision(
 ) -> np.ndarray:
     """Per box of joint angles (``centres``, ``half`` (M, n)): True where a ball of the arm's body lies at least
     ``PENETRATION`` inside an obstacle box (or within ``margin`` of it, less that) at every configuration of it
-    (compiled once the process runs its compiled kernels, :mod:`timor_core.common.compiled`)."""
+    (built ahead of time with the reach proofs' kernels, :mod:`.proof_aot`, and run from the first proof where it
+    is; else compiled once the process runs its compiled kernels, :mod:`timor_core.common.compiled`)."""
     m = len(centres)
     if not len(obstacles) or not len(sweep.points):
         return np.zeros(m, dtype=bool)
-    kernel = compiled.loaded_or_none(_kernel, "the sweep proofs")
+    kernel = ahead_kernel("collisions") or compiled.loaded_or_none(_kernel, "the sweep proofs")
     if kernel is None:
         return compiled.charged(certain_collision_numpy, sweep, obstacles, centres, half, margin)
     rotations, translations = sweep.chain.steps
@@ -133,6 +135,12 @@ def certain_collision_numpy(
     sd = obstacles.signed_distance(world)  # (M, P, B)
     need = (sweep.rho + margin - PENETRATION - EPS)[None, :, None]
     return np.any(sd + moves[:, :, None] < need, axis=(1, 2))
+
+
+def py_kernels() -> dict[str, Any]:
+    """The kernel as a Python function by name (``proof_kernel.OTHER_KERNELS``): what numba compiles, now or ahead
+    of time (:mod:`.proof_aot`)."""
+    return {"collisions": _collisions}
 
 
 @functools.cache
