@@ -18,7 +18,7 @@ the search held the space. No evaluation budget and no time limit is set.
    wall time, evaluations and the best robot.
 2. Dask: ``LocalCluster(n_workers=N, threads_per_worker=1)`` for N = 1 and 2 (alternating, ``--rounds`` each, a
    fresh cluster per run, its workers loaded with the module set, task, filter chain and the compiled proof bounds
-   before the clock starts),
+   (where compiled kernels are allowed) before the clock starts),
    times the same search of the largest size on it. Besides
    the wall time (the machine is shared: other jobs take CPU), the workers' user CPU (``getrusage`` in each worker
    before and after) gives a speed-up that load does not distort: the 1-worker run's CPU over the 2-worker run's
@@ -67,17 +67,18 @@ def load() -> float:
 
 
 # -- 1. memory, one fresh process per size ------------------------------------------------------------------
-def child(task: str, dof_max: int, start_at: float | None = None) -> dict:
-    """Run the search in this (fresh) process; its figures as a dict (``start_at``: a ``time.time()`` to wait
-    for before the clock starts, so that concurrent children search at the same time)."""
+def child(task: str, dof_max: int, sync: bool = False) -> dict:
+    """Run the search in this (fresh) process; its figures as a dict (``sync``: once loaded, print ``ready`` and
+    wait for a line on stdin before the clock starts, so that concurrent children search at the same time)."""
     from timor_core import ModulesDB
     from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)
-    if start_at is not None:
-        time.sleep(max(0.0, start_at - time.time()))
+    if sync:
+        print("ready", flush=True)
+        sys.stdin.readline()
     t0 = time.perf_counter()
     result = ExhaustiveSearch(space, "mass", FilterConfig(), workers=1, progress=False, order="cost").optimize(
         load_task(task, False), db
@@ -123,10 +124,17 @@ def ceiling(task: str, dof_max: int, rounds: int) -> dict:
     walls: dict[int, list[float]] = {1: [], 2: []}
     for k in range(rounds):
         for n in (1, 2) if k % 2 == 0 else (2, 1):
-            at = time.time() + 8.0  # after the imports of every child
-            cmd = [sys.executable, __file__, "--child", str(dof_max), "--task", task, "--start-at", str(at)]
-            procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
-            rows = [json.loads(p.communicate(timeout=3600)[0].strip().splitlines()[-1]) for p in procs]
+            cmd = [sys.executable, __file__, "--child", str(dof_max), "--task", task, "--sync"]
+            procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+            for proc in procs:  # every child loaded (each used to wait 8 s: idle time on a quiet machine)
+                line = proc.stdout.readline() if proc.stdout else ""
+                if line.strip() != "ready":
+                    raise SystemExit(f"a child of the ceiling run did not get ready: {line!r}")
+            for proc in procs:  # then all start their clocks together
+                assert proc.stdin is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+            rows = [json.loads(proc.communicate(timeout=3600)[0].strip().splitlines()[-1]) for proc in procs]
             walls[n].append(max(r["wall_s"] for r in rows))
             print(f"  in-process x{n} at once: {walls[n][-1]:.2f} s, load {load():.1f}", file=sys.stderr)
     w1, w2 = statistics.median(walls[1]), statistics.median(walls[2])
@@ -175,11 +183,13 @@ def dask_run(de, space, task, db) -> dict:
 
 
 def _warm(spec, options: str) -> bool:
+    from timor_core.common import compiled
     from timor_core.search.dask_cluster.dask_worker import worker_evaluator
     from timor_core.search.exhaustive_search.shard_worker import shard_space
     from timor_core.search.filtering.proof_kernel import load_compiled
 
-    load_compiled()  # a long-lived worker's compiled proof bounds (~1.3 s to load; a search alone loads them late)
+    if compiled.allowed():  # not where TIMOR_COMPILED=0 (the test suite's runs): the worker would never run them
+        load_compiled()  # a long-lived worker's compiled proof bounds (~1.3 s to load; a search alone loads them late)
     worker_evaluator(spec)
     shard_space(spec, options)  # the sharded route's space, compiled once per worker (as the client's is here)
     return True
@@ -345,13 +355,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--decide-dask", action="store_true", help="also decide on a local Dask cluster of 2 workers")
     p.add_argument("--decide-child", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--start-at", type=float, help=argparse.SUPPRESS)
+    p.add_argument("--sync", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--ceiling", action="store_true", help="also time 1 and 2 concurrent in-process searches (the machine's limit)"
     )
     args = p.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(args.task, args.child, args.start_at)))
+        print(json.dumps(child(args.task, args.child, args.sync)))
         return 0
     if args.decide_child is not None:
         task, options, n, on_dask = args.decide_child

@@ -198,6 +198,24 @@ TIMING = {
 }
 
 
+#: the modules whose tests took longest, handed out first: pytest-xdist's --dist loadgroup sends the groups
+#: (xdist_group) first, the largest first, then every other test one by one in collection order, which put these
+#: (package builds with CMake and lely's dcfgen, the solve-verified search) among the first third of the alphabet and
+#: chromium, film and fuzz tests last; with them first, the short tests fill both workers' ends. Chosen from a `-n 2`
+#: run's wall time per module (2026-11-29, load ~15; tests/test_canopen_vendor_files.py 254 s over 38 tests,
+#: test_canopen_vendor.py 160 s over 13, test_bringup_templates.py 41 s, test_bringup.py 37 s, test_bringup_hostile.py
+#: 25 s) and the slow tests measured before (test_collision_contact.py's solve verification, 25 CPU-s).
+#: A module's own order is kept (its module fixtures are set up once per worker, as before).
+LONGEST_FIRST = (
+    "test_canopen_vendor_files.py",
+    "test_canopen_vendor.py",
+    "test_collision_contact.py",
+    "test_bringup_templates.py",
+    "test_bringup.py",
+    "test_bringup_hostile.py",
+)
+
+
 def pytest_ignore_collect(collection_path, config):
     """``-m timing`` (make test's run of the timing tests) imports only the modules TIMING names: collecting the
     whole suite to select eleven tests cost that run ~10 s of CPU."""
@@ -242,6 +260,8 @@ def pytest_collection_modifyitems(config, items):
     if stale:
         raise pytest.UsageError(f"conftest.SLOW or TIMING names tests that are gone: {sorted(stale)}")
     _keep_xdist_groups(config, items)
+    rank = {name: k for k, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep collection order
 
 
 # -- every URDF file the suite writes must pass urdfdom's check_urdf (robot_state_publisher's and MoveIt's parser)
