@@ -160,28 +160,38 @@ def task_files(unseen: int) -> list[Path]:
     return ([exp2_tasks.USER_STUDY] if exp2_tasks.USER_STUDY.is_file() else []) + tasks
 
 
+def _spread(values: list[float]) -> str:
+    v = sorted(values)
+    return f"{statistics.median(v):.1f} ({v[0]:.1f}-{v[-1]:.1f}; {len(v)})" if v else "-"
+
+
 def _cpu(rs: list[dict]) -> str:
-    cpus = sorted(r["cpu"] for r in rs if "cpu" in r)
-    return f"{statistics.median(cpus):.1f} ({cpus[0]:.1f}-{cpus[-1]:.1f}; {len(cpus)})" if cpus else "-"
+    return _spread([r["cpu"] for r in rs if "cpu" in r])
 
 
 def table(records: list[dict]) -> list[str]:
-    """Per task: hits, the best mass per seed, CPU seconds per trial (median, range and count; trials without a
-    recorded commit ran before it was recorded, i.e. before the ring change), trials ended by the budget."""
-    head = "| task (optimum) | seeds | hits | best per seed (kg) | CPU s per trial (median, range; trials): "
-    rows = [head + "a3ffbd6 | 2ee4b39 and later | at the budget |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    """Per task: hits, the best mass per seed, CPU seconds per trial (median, range and count) per library commit
+    (trials without a recorded commit ran before it was recorded, i.e. before the ring change: "a3ffbd6"), wall
+    seconds, the load average at each trial's end (range), trials ended by the budget."""
+    head = "| task (optimum) | seeds | hits | best per seed (kg) | CPU s per trial (median, range; trials), by commit"
+    rows = [
+        head + " | wall s (median, range) | load | at the budget |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for name in dict.fromkeys(r["task"] for r in records):
         rs = sorted((r for r in records if r["task"] == name), key=lambda r: r["seed"])
         hits = sum(1 for r in rs if r.get("hit"))
         masses = ", ".join("-" if r.get("best_mass") is None else f"{r['best_mass']:.2f}" for r in rs)
-        before, after = [r for r in rs if not r.get("commit")], [r for r in rs if r.get("commit")]
+        commits = dict.fromkeys(r.get("commit") or "a3ffbd6" for r in rs)
+        cpu = "; ".join(f"{c}: {_cpu([r for r in rs if (r.get('commit') or 'a3ffbd6') == c])}" for c in commits)
+        loads = [r["load"] for r in rs if "load" in r]
+        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
         budget = sum(1 for r in rs if r.get("stopped") == "max_time")
         optimum = OPTIMA.get(name)
         label = f"`{name}` ({'none' if optimum is None else f'{optimum:.2f} kg'})"
         seeds = ", ".join(str(r["seed"]) for r in rs)
-        rows.append(
-            f"| {label} | {seeds} | **{hits} of {len(rs)}** | {masses} | {_cpu(before)} | {_cpu(after)} | {budget} |"
-        )
+        wall = _spread([r["wall"] for r in rs if "wall" in r])
+        rows.append(f"| {label} | {seeds} | **{hits} of {len(rs)}** | {masses} | {cpu} | {wall} | {load} | {budget} |")
     return rows
 
 
