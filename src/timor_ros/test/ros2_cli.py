@@ -223,3 +223,18 @@ def wait_for_output(launch: Background, text: str, timeout: float = 60.0) -> boo
             return text in launch.output()
         time.sleep(0.2)
     return False
+
+
+def launch_reported_end(launch: Background, pid: int, timeout: float = 60.0) -> bool:
+    """Until launch has logged the end of its child ``pid`` ("process has finished cleanly [pid N]" or "process has
+    died [pid N, ..."): only then has launch collected the child, and a SIGINT to launch no longer signals it.
+    False after ``timeout`` or when launch itself ended first."""
+    import re
+
+    ended = re.compile(rf"process has (finished cleanly \[pid {pid}\]|died \[pid {pid},)")
+    end = time.monotonic() + timeout
+    while not ended.search(launch.output()):
+        if launch.proc.poll() is not None or time.monotonic() > end:
+            return bool(ended.search(launch.output()))
+        time.sleep(0.05)
+    return True
