@@ -54,22 +54,35 @@ class RosClient:
         self.executor.add_node(node)
 
     def call(self, srv_type, name: str, request, timeout: float = 20.0):
-        """The response of service ``name``; a request left unanswered for ``timeout`` is sent once more on a new
-        client (a lost DDS reply must not fail the call, nor a stale client every later one)."""
+        """The response of service ``name``. A client that does not see the service within ``timeout``, or whose
+        request is left unanswered for ``timeout``, is destroyed and the call made once more on a new client: a
+        client is never kept once it failed (one whose service was not available stayed cached for the session,
+        and every later call of that service waited on it again, with no second attempt), and a lost DDS reply
+        does not fail the call."""
         key = (srv_type, name)
+        why: list[str] = []
         for _attempt in (1, 2):
             if key not in self._clients:
                 self._clients[key] = self.node.create_client(srv_type, name, callback_group=self.group)
             client = self._clients[key]
-            assert client.wait_for_service(timeout_sec=timeout), f"service {name} not available"
-            done = threading.Event()
-            future = client.call_async(request)
-            future.add_done_callback(lambda _f: done.set())
-            if done.wait(timeout):
-                return future.result()
-            client.remove_pending_request(future)
+            if client.wait_for_service(timeout_sec=timeout):
+                done = threading.Event()
+                future = client.call_async(request)
+                future.add_done_callback(lambda _f: done.set())
+                if done.wait(timeout):
+                    return future.result()
+                client.remove_pending_request(future)
+                why.append(f"unanswered for {timeout:g} s")
+            else:
+                why.append(f"not available for {timeout:g} s")
             self.node.destroy_client(self._clients.pop(key))
-        raise AssertionError(f"no answer from {name} (twice, {timeout:g} s each; spin errors: {self.spin_errors})")
+        raise AssertionError(f"no answer from {name}: {'; '.join(why)} ({self._graph(name)})")
+
+    def _graph(self, name: str) -> str:
+        """What this client's process sees of service ``name`` and of its own spinning (for a failed call)."""
+        spin = "spinning" if self._thread.is_alive() else "spin thread ended"
+        return (f"servers in the graph: {self.node.count_services(name)}, {spin}, "
+                f"spin errors: {self.spin_errors[-3:]}")  # fmt: skip
 
     def latest_description(
         self, timeout: float = 10.0, after: str | None = None, topic: str = "/robot_description"
