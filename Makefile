@@ -70,15 +70,19 @@ TIMING_PYTEST = $(CORE_ENV) $(PY) -m pytest -q $(CORE_PLUGINS) -n 0 -m timing --
 # 12.1 with a filled cache, 13.4 when it is filled (the first run after a clone costs what every run cost before).
 ROS_PYTEST    = $(CORE_ENV) $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile --no-loadscope-reorder --timeout $(TEST_TIMEOUT)
 
+# `make test` lists its slowest tests (the CI log then says where a slow run's time went: the ROS suite took 13-14
+# min in clean-clone CI runs against ~6 min on a warm tree at a similar load, cause not found)
+DURATIONS     = --durations=25 --durations-min=5
+
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
 # than inside a test; the proofs' and the IK's kernels built ahead of time again if their sources changed (a no-op
 # otherwise)
 test: $(STAMP) lint typecheck
 	$(CORE_ENV) $(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
 	$(PY) -m timor_core.search.filtering.proof_aot --with-ik || echo "kernels not built ahead of time: numba's run by the rule"
-	$(CORE_PYTEST) -m "not timing" src/timor_core/tests
+	$(CORE_PYTEST) $(DURATIONS) -m "not timing" src/timor_core/tests
 	$(TIMING_PYTEST) src/timor_core/tests
-	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
+	$(if $(wildcard $(ROS_STAMP)),$(ROS_PYTEST) $(DURATIONS) src/timor_ros/test,@echo "ROS tests skipped: run 'make ros' first")
 
 test-ros: $(ROS_STAMP)
 	$(ROS_PYTEST) src/timor_ros/test
