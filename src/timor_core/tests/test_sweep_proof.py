@@ -79,6 +79,15 @@ def _robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
     return q
 
 
+#: the strategies of a random robot of the embedded sets for :func:`_robot` (set, pick in its space, seed, placement)
+ROBOTS = dict(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    spread=st.sampled_from([0.0, 0.3]),
+)
+
+
 def _robot(name, pick, seed, spread):
     space = SPACES[name]
     ids = space[int(pick * space.count)]
@@ -89,10 +98,7 @@ def _robot(name, pick, seed, spread):
 
 @settings(max_examples=40, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
+    **ROBOTS,
     width=st.sampled_from([0.01, 0.1, 0.5]),
     margin=st.sampled_from([0.0, 0.02]),
 )
@@ -122,10 +128,7 @@ def test_a_box_called_colliding_holds_no_free_configuration(name, pick, seed, sp
 
 @settings(max_examples=40, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
+    **ROBOTS,
     compiled=st.booleans(),
 )
 def test_a_pose_reached_free_of_the_obstacles_is_never_refused(name, pick, seed, spread, compiled):
