@@ -7,12 +7,14 @@ A robot the assembly node refuses leaves MoveIt planning for the last good one. 
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import numpy as np
 import pytest
-from control_tools import JointStateCache
-from moveit_kit import CHAIN, move_group_launch, tcp_close
-from ros2_cli import real_package
+from control_tools import JointStateCache, controller_states
+from moveit_kit import ACTIVE, CHAIN, READY, move_group_launch, tcp_close
+from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener
 
@@ -177,3 +179,32 @@ def test_a_robot_the_real_move_group_refuses_brings_the_last_one_back(tmp_path):
         assert out.getvalue().count(READY) == 2  # the first robot's move_group, then again after the refusal
     finally:
         sup.close()
+
+
+SUPERVISED = ("moveit_supervisor", "move_group", "ros2_control_node", "lib/timor_ros/")
+
+
+def test_a_killed_launch_leaves_no_timor_node_or_supervised_process_running(ros_client, tmp_path):
+    """A launch ended by SIGKILL cannot stop its children: each timor node then sees its parent gone and shuts down
+    as on SIGTERM, and with it the move_group and ros2_control_node it supervises (once, a supervisor of a killed
+    launch ran on for ~21 min at ~50 % CPU, keeping both alive). Upstream nodes the launch started directly
+    (robot_state_publisher) are orphaned as by any launch killed so, and are killed here by PID."""
+    require_ros2()
+    args = ["timor_ros", "moveit.launch.py", "db:=robco_like", f"modules:={' '.join(CHAIN)}", "rviz:=false",
+            "search:=false", f"config_dir:={tmp_path / 'config'}"]  # fmt: skip
+    launch = Launch(args, tmp_path / "launch.log")
+
+    def ours() -> list[str]:
+        return [cmd for _, cmd in marked_processes(TOKEN_VAR, launch.token) if any(s in cmd for s in SUPERVISED)]
+
+    try:
+        assert wait_for_output(launch, READY, 120), launch.output()[-4000:]
+        assert wait_for(lambda: ACTIVE.items() <= controller_states(ros_client, "/controller_manager").items(), 120)
+        running = ours()
+        assert any("move_group" in c for c in running) and any("ros2_control_node" in c for c in running), running
+        os.kill(launch.proc.pid, signal.SIGKILL)  # the launch alone, as a timeout or the OOM killer ends it
+        launch.proc.wait()
+        assert wait_for(lambda: not ours(), 30, 0.2), (ours(), launch.output()[-3000:])
+    finally:
+        launch.stop()
+        launch.kill_leftovers()

@@ -110,6 +110,7 @@ class MoveItSupervisorNode(Node):
         self._status = self.create_publisher(String, "~/status", LATCHED)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="move_group")  # owns the process
         self._lock = threading.Lock()
+        self._closing = threading.Event()  # destroy_node: a swap under way gives up at its next step
         self._wanted = ""  # the last SRDF announced
         self._running = ""  # the SRDF of the robot move_group plans for
         self.create_subscription(String, "robot_description_semantic", self._on_srdf, LATCHED, callback_group=group)
@@ -122,7 +123,7 @@ class MoveItSupervisorNode(Node):
     def _current(self, srdf: str, timeout: float = 30.0) -> GetAssembly.Response | None:
         """The assembly node's current robot once it is the one with ``srdf`` (None if it never becomes it)."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end:
+        while time.monotonic() < end and not self._closing.is_set():
             got = call_service(self._get, GetAssembly.Request(), 10.0)
             if got.available and got.srdf == srdf:
                 return got
@@ -175,7 +176,7 @@ class MoveItSupervisorNode(Node):
         w.max_corner.x = w.max_corner.y = w.max_corner.z = WORKSPACE
         r.start_state.is_diff = True
         process, end = self.supervisor.process, time.monotonic() + self.supervisor.ready_timeout
-        while process is not None and time.monotonic() < end:
+        while process is not None and time.monotonic() < end and not self._closing.is_set():
             with self._lock:
                 here = {j: self._joints[j] for j in joints if j in self._joints}
             if len(here) == len(joints):
@@ -191,6 +192,8 @@ class MoveItSupervisorNode(Node):
                 except ServiceCallError:
                     pass
             time.sleep(0.2)
+        if self._closing.is_set():
+            raise MoveGroupError("the supervisor is shutting down")
         raise MoveGroupError("move_group came up but has no current state of the robot (no /joint_states?)")
 
     def _wait_until_it_executes(self, joints: list[str]) -> None:
@@ -200,7 +203,7 @@ class MoveItSupervisorNode(Node):
         if not self.execute:
             return
         end = time.monotonic() + self.supervisor.ready_timeout
-        while time.monotonic() < end:
+        while time.monotonic() < end and not self._closing.is_set():
             with self._lock:
                 here = [self._joints.get(j) for j in joints]
             if all(v is not None for v in here):
@@ -212,6 +215,8 @@ class MoveItSupervisorNode(Node):
                 if self._executed(goal):
                     return
             time.sleep(0.3)
+        if self._closing.is_set():
+            raise MoveGroupError("the supervisor is shutting down")
         raise MoveGroupError("move_group came up but cannot execute through the arm controller")
 
     def _executed(self, goal: ExecuteTrajectory.Goal) -> bool:
@@ -230,6 +235,7 @@ class MoveItSupervisorNode(Node):
         self._status.publish(String(data=json.dumps(status)))
 
     def destroy_node(self) -> None:
+        self._closing.set()
         self._worker.submit(self.supervisor.close).result(timeout=60)
         self._worker.shutdown(wait=True)
         super().destroy_node()

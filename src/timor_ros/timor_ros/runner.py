@@ -1,7 +1,10 @@
-"""Running timor nodes: one process, one MultiThreadedExecutor; Ctrl-C (SIGINT) or SIGTERM shut down cleanly."""
+"""Running timor nodes: one process, one MultiThreadedExecutor; Ctrl-C (SIGINT) or SIGTERM shut down cleanly, and so
+does the loss of the parent process (a launch killed with SIGKILL cannot stop its children: a node that supervises
+move_group or ros2_control_node would otherwise run on, unseen, with them)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -17,7 +20,7 @@ from rclpy.signals import SignalHandlerOptions
 from timor_core import TimorError
 from timor_core.errors import explain
 
-__all__ = ["spin_nodes", "exit_now"]
+__all__ = ["spin_nodes", "exit_now", "orphaned"]
 
 
 def spin_nodes(
@@ -28,9 +31,10 @@ def spin_nodes(
 ) -> int:
     """Create the nodes (``factories[i](parameter_overrides=overrides[i])``) and spin them until shut down.
 
-    Returns 0 after a clean shutdown (SIGINT/SIGTERM), 2 if a node cannot start (bad parameters: one line on
-    stderr, no traceback).
+    Returns 0 after a clean shutdown (SIGINT/SIGTERM, or the parent process gone: see :func:`orphaned`), 2 if a
+    node cannot start (bad parameters: one line on stderr, no traceback).
     """
+    parent = os.getppid()
     # our own SIGINT/SIGTERM handling: the executor stops, the nodes are destroyed, and only then is the context
     # shut down (rclpy's default handler shuts the context down first, under the middleware's running threads,
     # which crashed the process with SIGSEGV in some shutdowns)
@@ -52,6 +56,10 @@ def spin_nodes(
                 raise
             except Exception as exc:  # noqa: BLE001 - a callback that slipped past its guard: log, keep serving
                 print(f"error: a callback failed: {explain(exc)}", file=sys.stderr)
+            if orphaned(parent):
+                with contextlib.suppress(OSError):  # the launch that read this output may be gone with it
+                    print(f"parent process {parent} gone: shutting down", file=sys.stderr)
+                break
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except TimorError as exc:
@@ -66,6 +74,13 @@ def spin_nodes(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def orphaned(parent: int) -> bool:
+    """Whether the process that started this one (``parent``, its pid at start) has ended: the kernel then hands this
+    process to init or a subreaper, and ``getppid`` changes. A process started by init itself (a daemon, a container's
+    entry point) is never orphaned."""
+    return parent != 1 and os.getppid() != parent
 
 
 def exit_now(code: int) -> NoReturn:
