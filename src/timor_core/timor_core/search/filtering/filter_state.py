@@ -282,6 +282,10 @@ class Candidate:
     reason."""
     join: SerialJoin | None = None
     """How the modules join (the ``assembly`` filter's record)."""
+    reached: set[int] = field(default_factory=set)
+    """The goals (indices) the ``family`` filter found a configuration for within its proofs' slacks (a witness,
+    ``search.family_proof``): no sound reach bound refuses them, so the ``robot`` and ``workspace`` filters leave
+    their poses (not their trajectories) out."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter

@@ -166,7 +166,7 @@ class FamilyFilter(Filter):
         cut = proofs.cut_serial(c.ids, c.require_join(), c.require_assembly)
         if cut is None:
             return True
-        found = proofs.refusal(cut)
+        found = proofs.refusal(cut, c.reached)
         if found is None:
             return True
         g = c.ctx.goals[found.goal]
@@ -213,7 +213,9 @@ class WorkspaceFilter(Filter):
             return self._refuse(c, *c.beyond_reach)
         robot = c.require_robot()
         ok = True
-        for g in c.ctx.goals:
+        for k, g in enumerate(c.ctx.goals):
+            if k in c.reached and not g.path:
+                continue  # the family filter found a configuration within the slacks: no sound bound refuses it
             gaps = [_gap(robot, p) for p in (g.pose, *g.path)]
             worst = int(np.argmax(gaps))
             gap = gaps[worst]
