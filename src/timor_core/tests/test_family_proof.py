@@ -226,3 +226,62 @@ def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal
         assert cut.rotations == own.rotations
         proofs.refusal(cut)  # may leave a certificate ...
     assert proofs.refusal(own) is None  # ... which must not cover the arm
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    total=st.sampled_from([0.0, 0.001, 0.005, 0.03]),
+    miss=st.sampled_from([0.0, 0.0, 0.004, 0.03]),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+)
+def test_a_goal_found_reached_is_one_no_proof_or_reach_bound_refuses(name, pick, seed, total, miss, tolerance):
+    """The family filter's witnesses (a proof's, and the last ones of a family tried on its other chains first):
+    chains of one family (translations moved by ``total``), goals at one's random configuration (within four kinds
+    of tolerance, moved ``miss`` off): the refusals are what proofs without any witness give, a goal put in
+    ``reached`` is refused by no such proof, and for the assembly itself by neither reach bound of the ``robot``
+    and ``workspace`` filters (the modules' and the robot's)."""
+    from timor_core.kinematics.ik import outside_workspace
+    from timor_core.kinematics.reach import position_slack, reach_gap
+    from timor_core.search.filtering import reach_proof
+    from timor_core.search.filtering.proof_kernel import use_compiled
+    from timor_core.search.filtering.quick_reach import quick_chain, quick_gap
+
+    use_compiled(True)
+    rng = np.random.default_rng(seed)
+    assembly, placement = _assembly(name, pick, rng, 0.3)
+    cut = cut_chain(assembly, placement)
+    if cut is None:
+        return
+    tol = TOLERANCES[tolerance]
+    members = [cut] + [_member(cut, rng, total)[0] for _ in range(3)]
+    goals = []
+    for k in range(2):
+        at = chain_poses(members[k].chain, rng.uniform(-np.pi, np.pi, (1, cut.chain.dof)))
+        pose = np.eye(4)
+        pose[:3, :3], pose[:3, 3] = at.frames[0].T, at.tcp[0]
+        goal = _within(pose, tolerance, rng)
+        shift = rng.normal(size=3)
+        goal[:3, 3] += shift / np.linalg.norm(shift) * miss * k
+        goals.append((goal, tol))
+    found, proofs = [], FamilyProofs(goals, 4096, placement)
+    for member in members:
+        reached: set[int] = set()
+        found.append((proofs.refusal(member, reached), reached))
+    levels, reach_proof.WITNESS_LEVELS = reach_proof.WITNESS_LEVELS, 0
+    try:
+        plain = FamilyProofs(goals, 4096, placement)
+        for member, (refusal, reached) in zip(members, found, strict=True):
+            assert plain.refusal(member) == refusal
+            for k in reached:
+                assert pose_proof(member.chain, *goals[k]) is None
+    finally:
+        reach_proof.WITNESS_LEVELS = levels
+    robot, qc = assembly.robot, quick_chain(assembly, placement)
+    for k in found[0][1]:
+        slack, where = position_slack(tol), goals[k][0][:3, 3]
+        assert outside_workspace(robot, robot.tcp, goals[k][0], tol) == 0.0
+        assert reach_gap(robot, robot.tcp, where, slack) == 0.0
+        assert qc is None or quick_gap(qc, type("Pose", (), {"world": goals[k][0], "tolerance": tol})) == 0.0

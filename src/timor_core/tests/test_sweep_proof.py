@@ -207,7 +207,7 @@ def test_the_arms_that_reach_g3_only_through_box1_are_proven_so(obstacles_4, com
         if text == OPTIMUM:
             assert c.failed_filter is None, c.reason
             continue
-        assert c.failed_filter == "ik_task" and "collides with an obstacle" in c.reason, c.reason
+        assert c.failed_filter in ("ik", "ik_task") and "collides with an obstacle" in c.reason, c.reason
     plain = module.collision_refusal
     try:  # the same chains with the task-aware IK alone: it fails at g3 as well
         module.collision_refusal = lambda *args: None
@@ -220,3 +220,29 @@ def test_the_arms_that_reach_g3_only_through_box1_are_proven_so(obstacles_4, com
     finally:
         module.collision_refusal = plain
         filters.collision_refusal = plain
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compiled, monkeypatch):
+    """On ``obstacles_4`` (the arms above, the first 1,500 of the cost order, the optimum): where the ``ik`` filter
+    tries the sweep proof before a goal's IK (it proved that goal for other chains of the family), every chain it
+    refuses so is refused without it too, it refuses some, and the optimum (of the refused arms' family, tried
+    early too) passes."""
+    from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
+    from timor_core.search.filtering import filters
+    from timor_core.search.spaces.cost_order import by_cost
+
+    use_compiled(compiled)
+    db = DBS["robco_like"]
+    early = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
+    texts = [*REFUSED, *(" ".join(ids) for k, (_, ids) in zip(range(1500), by_cost(paper_exp2_space(db), "mass")))]
+    refused_early = [c.ids for c in map(early, (tuple(t.split()) for t in texts)) if c.failed_filter == "ik"
+                     and "collides with an obstacle" in c.reason]  # fmt: skip
+    optimum = early(tuple(OPTIMUM.split()))
+    assert optimum.failed_filter is None, optimum.reason
+    assert 2 in optimum.swept  # its family's g3 was proven for the refused arms: tried first, not proven
+    assert refused_early
+    monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
+    plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
+    for ids in refused_early:
+        assert plain(ids).failed_filter is not None, ids

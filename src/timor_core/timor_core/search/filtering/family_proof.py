@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, pose_proof
+from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, pose_proof, reaches
 
 __all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain", "distance", "merged"]
 
@@ -46,6 +46,7 @@ AXIAL = 1e-12  # a step this close to Tz(l) Rz(phi) (per entry) puts the next jo
 WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
+WITNESSES = 8  # the last configurations that ended a proof (a witness), kept per goal and family, tried first
 
 
 class Cut:
@@ -180,6 +181,12 @@ def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: f
     return d
 
 
+def _steps(cut: Cut) -> tuple[np.ndarray, np.ndarray]:
+    """The rotations (n + 1, 3, 3) and translations (n + 1, 3) of a cut's steps ``A_k``."""
+    steps = cut.steps
+    return steps[:, :3, :3], steps[:, :3, 3]
+
+
 class _Segments:
     """The ``A_k`` of an assembly from the modules between its joints, each computed once: ``A_k`` depends only on
     the modules from joint k's to joint k+1's and the connector the first of them is entered by (the rest follow:
@@ -309,6 +316,7 @@ class FamilyProofs:
         self.covered = [Refusal(k, 0) for k in range(len(self.goals))]
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
+        self.witnesses: dict[tuple[int, tuple[bytes, ...]], list[np.ndarray]] = {}  # per goal and family
 
     @classmethod
     def of(cls, ctx: Any) -> FamilyProofs:
@@ -345,9 +353,14 @@ class FamilyProofs:
         called only if a segment was not seen before."""
         return self.segments.cut_serial(ids, join.modules, join.entries, assembly)
 
-    def refusal(self, cut: Cut) -> Refusal | None:
+    def refusal(self, cut: Cut, reached: set[int] | None = None) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
-        covers, else the first its own proof refuses; None if none."""
+        covers, else the first its own proof refuses; None if none. The goals (indices) found reached within the
+        proofs' slacks (a witness: no sound bound refuses them) are added to ``reached``.
+
+        A goal that one of the last witnesses of the family's proofs reaches on this chain too (tried by the chain's
+        own poses, :func:`~.reach_proof.reaches`) is not proven: its proof would end undecided (a configuration
+        within the slacks lies in a box no bound refuses), at a witness or sooner."""
         found = self._family(cut)
         for k, certs in enumerate(found):
             if certs.size and certs.covers(cut):
@@ -355,12 +368,24 @@ class FamilyProofs:
         slack = ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: the merged joints' error, AXIAL)
         for k, certs in enumerate(found):
             goal, tolerance = self.goals[k]
+            seen = self.witnesses.setdefault((k, cut.rotations), [])
+            if seen and reaches(_steps(cut), np.array(seen), goal, tolerance):
+                if reached is not None:
+                    reached.add(k)
+                continue
             self.proofs += 1
-            proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET)
+            new: list[np.ndarray] = []
+            proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET,
+                               witnesses=new)  # fmt: skip
             if proof is not None:
                 if proof.margin > slack:
                     self._add(certs, k, cut, proof.margin - slack)
                 return Refusal(k, proof.boxes)
+            if new and len(new[0]) == cut.gaps - 1:  # (the same joints as the cut's, none merged besides)
+                seen.insert(0, new[0])
+                del seen[WITNESSES:]
+            if new and reached is not None:
+                reached.add(k)
         return None
 
     def certified(self, cut: Cut) -> Refusal | None:

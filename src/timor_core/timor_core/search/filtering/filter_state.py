@@ -254,6 +254,7 @@ class TaskContext:
         self.goals: tuple[PoseGoal, ...] = tuple(goals)
         self.family_proofs: Any = None  # the family filter's proofs (search.family_proof), made on first use
         self.obstacle_boxes: Any = None  # the obstacle boxes of the sweep proofs (search.sweep_proof)
+        self.sweeps: dict[tuple[int, Any], list[int]] = {}  # per goal and family: sweep proofs proven, early misses
         self.join = _Joiner(db)
 
 
@@ -282,6 +283,14 @@ class Candidate:
     reason."""
     join: SerialJoin | None = None
     """How the modules join (the ``assembly`` filter's record)."""
+    reached: set[int] = field(default_factory=set)
+    """The goals (indices) the ``family`` filter found a configuration for within its proofs' slacks (a witness,
+    ``search.family_proof``): no sound reach bound refuses them, so the ``robot`` and ``workspace`` filters leave
+    their poses (not their trajectories) out."""
+    family: tuple[bytes, ...] | None = None
+    """The chain's family (``search.family_proof``: its cut's rotations), where the ``family`` filter cut it."""
+    swept: set[int] = field(default_factory=set)
+    """The goals (indices) a sweep proof (``search.sweep_proof``) was run for on this robot (it is not run twice)."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter

@@ -16,7 +16,8 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
                 (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
                 not proven out of reach at its orientation by a branch and bound over the joint angles
                 (``search.reach_proof``, at most ``FilterConfig.proof_budget`` boxes per goal)
-``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision
+``ik``          kinematic IK per pose goal, ignoring obstacles and self-collision; first the ``ik_task`` filter's
+                proof for a goal it proved for other chains of the family (``search.sweep_proof``)
 ``ik_task``     task-aware IK per goal (obstacles with the task's safety margin, self-collision), seeded with
                 the ``ik`` solution; where that collides, first a proof that every configuration at the goal
                 hits an obstacle box (``search.sweep_proof``)
@@ -59,7 +60,7 @@ from timor_core.search.filtering.filter_state import (
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.filtering.quick_reach import UNREACHABLE, first_unreachable
 from timor_core.search.filtering.reach_proof import pose_chain, proof_reason, unreachable_pose
-from timor_core.search.filtering.sweep_proof import collision_refusal
+from timor_core.search.filtering.sweep_proof import collision_refusal, likely_refusal
 from timor_core.task import ValidJointAngles
 
 if TYPE_CHECKING:
@@ -71,9 +72,6 @@ __all__ = [
     "LimitsFilter", "FamilyFilter", "RobotFilter", "WorkspaceFilter", "IKFilter", "TaskIKFilter", "TorqueFilter",
     "JointLimitsFilter", "Funnel", "default_filters", "DEFAULT_FILTER_NAMES", "reason_category",
 ]  # fmt: skip
-
-
-# -- the filters ----------------------------------------------------------------------------------
 
 
 class Filter:
@@ -166,7 +164,8 @@ class FamilyFilter(Filter):
         cut = proofs.cut_serial(c.ids, c.require_join(), c.require_assembly)
         if cut is None:
             return True
-        found = proofs.refusal(cut)
+        c.family = cut.rotations
+        found = proofs.refusal(cut, c.reached)
         if found is None:
             return True
         g = c.ctx.goals[found.goal]
@@ -213,7 +212,9 @@ class WorkspaceFilter(Filter):
             return self._refuse(c, *c.beyond_reach)
         robot = c.require_robot()
         ok = True
-        for g in c.ctx.goals:
+        for k, g in enumerate(c.ctx.goals):
+            if k in c.reached and not g.path:
+                continue  # the family filter found a configuration within the slacks: no sound bound refuses it
             gaps = [_gap(robot, p) for p in (g.pose, *g.path)]
             worst = int(np.argmax(gaps))
             gap = gaps[worst]
@@ -289,6 +290,9 @@ class IKFilter(_GoalFilter):
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
         cfg = c.ctx.config
+        if (proven := likely_refusal(c, k, g)) is not None:  # the ik_task filter's proof, where the family had it
+            rec.reason = proven
+            return False
         result = c.require_robot().ik(
             g.pose,
             rng=c.rng(self.name, k),
@@ -322,8 +326,7 @@ class TaskIKFilter(_GoalFilter):
     name = "ik_task"
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
-        proven = collision_refusal(c, g, rec.q)  # every configuration at the goal hits an obstacle: no IK needed
-        if proven is not None:
+        if (proven := collision_refusal(c, g, rec.q, k)) is not None:  # every configuration at it hits an obstacle
             rec.reason = proven
             return False
         result = _task_ik(c, k, g, np.asarray(rec.q), self.name)

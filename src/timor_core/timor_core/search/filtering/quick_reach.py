@@ -169,9 +169,13 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
     """``(goal, short reason, reason)`` of the first pose goal (task order) the modules alone prove out of reach, as
     the workspace filter would report it for the built robot: first by the distance bounds, then (every goal within
     them) the first goal by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must
-    be built)."""
+    be built). Goals the family filter found reached within its proofs' slacks (``candidate.reached``) are left out:
+    no sound bound refuses them."""
+    todo = [g for k, g in enumerate(c.ctx.goals) if k not in c.reached or g.path]
+    if not todo and c.ctx.config.family_filter:
+        return None
     qc = quick_chain(c.require_assembly(), c.ctx.placement)
-    for g in c.ctx.goals:
+    for g in todo:
         poses = (g.pose, *g.path)
         if qc is not None:
             gaps = [quick_gap(qc, p) for p in poses]

@@ -48,7 +48,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
-from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes, reach_witness
+from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes, reach_witness, witness_among
 from timor_core.search.filtering.proof_numpy import BoxGoal, chain_frames
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "chain_poses",
     "pose_chain",
     "proof_reason",
+    "reaches",
     "rotation_slack",
     "unreachable_pose",
 ]
@@ -265,6 +266,17 @@ def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0
     return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
 
 
+def reaches(steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any) -> bool:
+    """Whether a witness's descent (:func:`~.proof_kernel.reach_witness`) from one of ``configurations`` (K, n) of
+    the chain ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (``steps``: rotations (n + 1, 3, 3), translations (n + 1, 3))
+    finds a configuration putting the TCP within the proof's slacks of ``goal`` (4x4) less a witness's allowances:
+    then, as for a witness of :func:`pose_proof`, no proof of this chain and goal can refuse it, nor any sound
+    reach bound. False where the compiled kernels do not run (it only saves time)."""
+    g = np.asarray(goal, dtype=float)
+    slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
+    return witness_among(steps, configurations, g[:3, 3], g[:3, :3].T, slack, theta)
+
+
 def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.ndarray, half: np.ndarray) -> np.ndarray:
     """Per box of joint angles (centres and half-widths, (M, n)), by how much (m) no configuration in it puts the
     TCP within ``tolerance`` of ``goal``: > 0 refused (inf: by orientation alone), <= 0 maybe. What the proof cuts
@@ -280,11 +292,13 @@ def pose_proof(
     extra: float = 0.0,
     widen: float = 0.0,
     widen_budget: int = BUDGET,
+    witnesses: list[np.ndarray] | None = None,
 ) -> Proof | None:
     """:func:`unreachable_pose` with the proof's margin (see :class:`Proof`); None if undecided. ``extra`` (m)
     widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives).
     ``widen`` (m): once proven, the boxes refused with less than this to spare are cut further (up to
-    ``widen_budget`` boxes more) for a larger margin; the proof itself does not change."""
+    ``widen_budget`` boxes more) for a larger margin; the proof itself does not change. A witness that ends the
+    proof (a configuration within the slacks, :func:`~.proof_kernel.reach_witness`) is appended to ``witnesses``."""
     target = _target(chain, goal, tolerance, extra)
     weights = chain.radii + ROT_WEIGHT
     centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
@@ -295,8 +309,12 @@ def pose_proof(
         if near:
             return None
         keep = excess <= 0
-        if level <= WITNESS_LEVELS and keep.any() and reach_witness(chain.steps, centres[keep], target) is not None:
-            return None  # a configuration within the tolerance: no box holding it is ever refused
+        if level <= WITNESS_LEVELS and keep.any():
+            found = reach_witness(chain.steps, centres[keep], target)
+            if found is not None:  # a configuration within the tolerance: no box holding it is ever refused
+                if witnesses is not None:
+                    witnesses.append(found)
+                return None
         if not keep.all():
             margin = min(margin, float(excess[~keep].min()))
             low = ~keep & (excess < widen)

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "certain_collision", "certain_collision_numpy",
-    "collision_refusal", "fixed_collision", "obstacle_boxes", "sweep_proof", "sweep_reason",
+    "collision_refusal", "fixed_collision", "likely_refusal", "obstacle_boxes", "sweep_proof", "sweep_reason",
 ]  # fmt: skip
 
 EPS = 1e-8  # m: rounding
@@ -252,12 +252,13 @@ def sweep_reason(boxes: int) -> str:
     )
 
 
-def collision_refusal(c: Candidate, goal: PoseGoal, q: list[float] | None) -> str | None:
+def collision_refusal(c: Candidate, goal: PoseGoal, q: list[float] | None, index: int | None = None) -> str | None:
     """Why no configuration of the candidate's robot reaches ``goal`` free of the task's obstacle boxes (proven:
     :func:`sweep_proof` within ``FilterConfig.proof_budget`` boxes), or None (undecided, or not tried). Tried only
-    where the kinematic IK's configuration ``q`` collides (else the task-aware IK, seeded with it, succeeds at once)."""
+    where the kinematic IK's configuration ``q`` collides (else the task-aware IK, seeded with it, succeeds at once),
+    and not again for a goal (``index``) it was tried for on this robot (:func:`likely_refusal`)."""
     ctx = c.ctx
-    if not ctx.config.proof_budget or q is None:
+    if not ctx.config.proof_budget or q is None or index in c.swept:
         return None
     if ctx.obstacle_boxes is None:
         ctx.obstacle_boxes = obstacle_boxes(ctx.task)
@@ -266,8 +267,34 @@ def collision_refusal(c: Candidate, goal: PoseGoal, q: list[float] | None) -> st
     robot = c.require_robot()
     if not robot.has_collision(np.asarray(q, dtype=float), ctx.task, ctx.margin):
         return None
-    sweep = arm_sweep(robot)
+    return _swept(c, index, goal, early=False)
+
+
+def likely_refusal(c: Candidate, index: int, goal: PoseGoal) -> str | None:
+    """Why :func:`sweep_proof` proves ``goal`` (the ``index``-th) out of reach free of the obstacles for the
+    candidate's robot, tried only where it proved so for other chains of its family (``candidate.family``) more
+    often than it failed here, and where the filters stop at a failure; else None. Run before the goal's IK: a chain
+    refused later by the same proof is refused now, without its IK runs (the verdict is the same: the proof is
+    sound, and the ``ik_task`` filter runs it at that goal where the kinematic IK's configuration collides, as every
+    one within the tolerance does)."""
+    ctx = c.ctx
+    if not ctx.sweeps or not ctx.config.stop_early or not ctx.config.proof_budget or index in c.swept:
+        return None
+    record = ctx.sweeps.get((index, c.family))
+    return _swept(c, index, goal, early=True) if record is not None and record[0] > record[1] else None
+
+
+def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool) -> str | None:
+    """:func:`sweep_proof` for the candidate's robot and ``goal``, kept in the family's record (proven, or tried
+    early in vain)."""
+    ctx = c.ctx
+    if index is not None:
+        c.swept.add(index)
+    sweep = arm_sweep(c.require_robot())
     if sweep is None:
         return None
     boxes = sweep_proof(sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance, ctx.margin, ctx.config.proof_budget)
+    if index is not None and c.family is not None and (boxes is not None or early):
+        record = ctx.sweeps.setdefault((index, c.family), [0, 0])
+        record[0 if boxes is not None else 1] += 1
     return None if boxes is None else sweep_reason(boxes)
