@@ -16,7 +16,13 @@ from hypothesis import settings
 os.environ["TIMOR_COMPILED"] = "0"
 
 from timor_core import ModulesDB
+from timor_core.common.interrupts import restore_interrupts
 from timor_core.export.formats.urdfdom import check_urdf, unchecked_urdfs
+
+# started as a background job (`make test &`), SIGINT and SIGQUIT would be ignored here and in every process the tests
+# start: `timor db show`, the configurator and the other processes the tests stop with SIGINT would wait out their
+# timeouts (as the ROS suite's launches did, src/timor_ros/test/conftest.py)
+restore_interrupts()
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared"
