@@ -252,7 +252,7 @@ TIMING = {
 #: run's wall time per module (2026-11-29, load ~15; tests/test_canopen_vendor_files.py 254 s over 38 tests,
 #: test_canopen_vendor.py 160 s over 13, test_bringup_templates.py 41 s, test_bringup.py 37 s, test_bringup_hostile.py
 #: 25 s) and the slow tests measured before (test_collision_contact.py's solve verification, 25 CPU-s); then
-#: (2026-11-29 07:25) from the lead's quiet run (06:46, load ~2: the tests of >= 1 s) and a per-test CPU profile
+#: (2026-11-29 07:20) from the lead's quiet run (06:46, load ~2: the tests of >= 1 s) and a per-test CPU profile
 #: (06:53, load 3.6-5.2): the modules holding one test of 10-30 s (the configurator in chromium 28 s, test_robot_ik
 #: 10 s, the GA of test_paper_exp2 10 s: one of them late keeps one worker busy while the other has nothing left)
 #: and those of 10-36 CPU-s or ~20 s of waiting (test_discover's CAN scans), longest first; then the films of
