@@ -1,6 +1,8 @@
 """What the tests of the two ahead-of-time builds share (``test_ik_aot.py``, ``test_proof_aot.py``): a build of one
-set's kernels in a folder of its own that held an older build, made once per test file, that set's folder, memo and
-the compiled-kernels choice put back after each test, and the check of a numba without ``numba.pycc``."""
+set's kernels in a folder of its own that held an older build, made once per test file (each file is one
+``xdist_group``, so one worker builds it), the build already in place where a test only needs some build, that set's
+folder, memo and the compiled-kernels choice put back after each test, and the check of a numba without
+``numba.pycc``."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ from timor_core.common import compiled
 from timor_core.errors import TimorError
 
 
-def fixtures(kernel: ModuleType, builder: str) -> tuple[Any, Any, Callable[[Path], None]]:
+def fixtures(kernel: ModuleType, builder: str) -> tuple[Any, Any, Any, Callable[[Path], None]]:
     """For the kernels of ``kernel`` (``ik_kernel`` or ``proof_kernel``: its ``AHEAD_FOLDER`` and ``AHEAD``), built by
     the module named ``builder`` (its ``build(folder)``): an autouse fixture putting the defaults back after each
-    test, the module-scoped fixture ``built`` (the build's folder) and ``use(folder)`` (look for the build there)."""
+    test, the module-scoped fixtures ``built`` (the folder of a build made here) and ``present`` (a folder holding a
+    build for the sources as they are) and ``use(folder)`` (look for the build there)."""
 
     def use(folder: Path) -> None:
         kernel.AHEAD_FOLDER = folder
@@ -45,7 +48,15 @@ def fixtures(kernel: ModuleType, builder: str) -> tuple[Any, Any, Callable[[Path
         assert sorted(p.name for p in folder.iterdir()) == [path.name], "no temporary files left"
         return folder
 
-    return defaults_after, built, use
+    @pytest.fixture(scope="module")
+    def present(request: pytest.FixtureRequest) -> Path:
+        """The default folder where it holds the build for the sources as they are (``make test`` and ``make venv``
+        build there: ``python -m timor_core.search.filtering.proof_aot --with-ik``), else ``built``: for the tests
+        that need some build to look at, not a new one (a build costs ~10 CPU-s)."""
+        folder = kernel.AHEAD_FOLDER
+        return folder if kernel.AHEAD.path(folder).is_file() else request.getfixturevalue("built")
+
+    return defaults_after, built, present, use
 
 
 def check_no_compiler(kernel: ModuleType, builder: str, folder: Path, monkeypatch: pytest.MonkeyPatch,

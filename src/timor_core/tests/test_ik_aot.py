@@ -31,7 +31,9 @@ ARMS = ("ur_description/urdf/ur5_robot.urdf", "panda_description/urdf/panda.urdf
 ROBCO = ["base", "J", "L_100", "J", "L_150", "J", "L_100", "J", "L_100", "J", "gripper"]
 
 
-_defaults_after, built, _use = ahead_builds.fixtures(ik_kernel, "timor_core.kinematics.ik_aot")
+_defaults_after, built, present, _use = ahead_builds.fixtures(ik_kernel, "timor_core.kinematics.ik_aot")
+# one worker runs this file: the module's build (``built``, ~10 CPU-s) is made once, not by each xdist worker
+pytestmark = pytest.mark.xdist_group("ahead_ik")
 
 
 def _robots() -> list[PinRobot]:

@@ -21,7 +21,9 @@ from timor_core.common import compiled
 from timor_core.search.filtering import proof_kernel as pk
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
-_defaults_after, built, _use = ahead_builds.fixtures(pk, "timor_core.search.filtering.proof_aot")
+_defaults_after, built, present, _use = ahead_builds.fixtures(pk, "timor_core.search.filtering.proof_aot")
+# one worker runs this file: the module's build (``built``, ~10 CPU-s) is made once, not by each xdist worker
+pytestmark = pytest.mark.xdist_group("ahead_proof")
 
 
 def _case(rng: np.random.Generator, n: int, m: int) -> tuple:
@@ -160,20 +162,20 @@ def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monke
     ahead_builds.check_no_compiler(pk, "timor_core.search.filtering.proof_aot", tmp_path, monkeypatch, capsys)
 
 
-def test_timor_ahead_0_ignores_the_build(built, monkeypatch):
+def test_timor_ahead_0_ignores_the_build(present, monkeypatch):
     """``TIMOR_AHEAD=0`` (what test_dask_budget sets for workers that must compile numba's kernels): the build there
     is not loaded, by the proofs or the IK; unset, it is."""
     from timor_core.kinematics import ik_kernel
 
-    _use(built)
+    _use(present)
     assert pk.ahead() is not None
     monkeypatch.setenv("TIMOR_AHEAD", "0")
-    _use(built)
+    _use(present)
     assert pk.ahead() is None
     ik_kernel.forget_ahead()
     assert ik_kernel.ahead() is None
     monkeypatch.delenv("TIMOR_AHEAD")
-    _use(built)
+    _use(present)
     assert pk.ahead() is not None
     ik_kernel.forget_ahead()
 

@@ -144,14 +144,23 @@ def _chrome():
 def test_page_renders_in_headless_chromium(robot, tmp_path):
     import imageio.v2 as imageio
 
+    def screenshot() -> np.ndarray:
+        browser.save_screenshot(str(tmp_path / "page.png"))
+        return imageio.imread(tmp_path / "page.png")[..., :3].astype(int)
+
     browser = _chrome()
     try:
         with Viewer(port=0) as viewer:
             viewer.add_robot(robot)
             browser.get(viewer.url)
-            time.sleep(3)
-            browser.save_screenshot(str(tmp_path / "page.png"))
+            # until the page has drawn something (it was a fixed 3 s wait): a blank page has no contrast
+            deadline = time.monotonic() + 30
+            image = screenshot()
+            while image.std() <= 5 and time.monotonic() < deadline:
+                time.sleep(0.2)
+                image = screenshot()
+            # the browser goes first: a viewer closed while this page still renders waits ~6 s for it
+            browser.quit()
     finally:
-        browser.quit()
-    image = imageio.imread(tmp_path / "page.png")[..., :3].astype(int)
+        browser.quit()  # a second quit is harmless
     assert image.shape[0] > 100 and image.std() > 5

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from timor_core.common.interrupts import restore_interrupts
+
 # the nodes and every other process run the interpreted kernels: the same results as the tests compute in-process
 # (timor_core.common.compiled)
 os.environ["TIMOR_COMPILED"] = "0"
@@ -46,10 +48,9 @@ if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
 # ignored signal stays ignored across exec: every launch, node and `ros2 run` the tests start then ignored the SIGINT
 # that stops it, and each stop waited out launch's and the tests' escalation timeouts (a clean-clone run of this suite
 # started that way: 13:20 with the CPU idle, load 0.1-1.5; the same suite in the foreground ~6 min at load 9-17).
-# A handler here is reset to the default on exec, so the processes started below take SIGINT as a terminal's Ctrl-C.
-for _signal in (signal.SIGINT, signal.SIGQUIT):
-    if signal.getsignal(_signal) == signal.SIG_IGN:
-        signal.signal(_signal, signal.default_int_handler if _signal == signal.SIGINT else signal.SIG_DFL)
+# A handler here is reset to the default on exec, so the processes started below take SIGINT as a terminal's Ctrl-C
+# (timor_core.common.interrupts, shared with the core suite's conftest).
+restore_interrupts()
 
 
 def pytest_configure(config):
