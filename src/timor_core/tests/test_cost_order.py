@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from hostile import assert_clean_error, memory_cap, run_cli, run_python, time_cap
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from timor_core.errors import InputError
@@ -70,6 +70,9 @@ def test_the_experiment_2_space_in_full(robco):
     names=st.lists(st.sampled_from(["mass", "numJ", "moduleCost"]), min_size=1, max_size=3),
     slice_=st.tuples(st.integers(0, 400), st.integers(0, 2000)),
 )
+# terms that cancel (moduleCost/10 - mass is ~1e-16 a module): equal float costs 0.0, in space order; the walk's
+# float margin once scaled with the net values, not with the terms', and released them out of order
+@example(dof_max=1, links=2, weights=[0.1, -1.0], names=["moduleCost", "mass"], slice_=(0, 4))
 def test_any_additive_cost_and_space_keep_the_old_order(primitives, dof_max, links, weights, names, slice_):
     space = _small(primitives, dof_max=dof_max, max_links_between_joints=links, max_links_after_last_joint=links)
     descriptor = ",".join(f"{n}_{w}" for n, w in zip(names, weights))

@@ -128,23 +128,42 @@ def split_depth(trans: Any, shards: int) -> int:
     return depth
 
 
-def _completions(trans: Any, values: dict[str, Fraction]) -> tuple[int, dict[str, int], list, int, float]:
+def _term_sizes(db: Any, cost: CostFunction) -> tuple[dict[str, Fraction], bool]:
+    """Each module's sum over the cost's terms of ``|weight * value|`` (the float error of a chain's cost grows with
+    these, not with the module's net value: terms that cancel leave a net value near 0 and the terms' rounding), and
+    whether every such term value is an integer."""
+    sizes: dict[str, Fraction] = {}
+    integral = True
+    for module in db:
+        total = Fraction(0)
+        for t in cost.terms:
+            part = Fraction(t.weight) * Fraction(t.modules_value([module]))
+            integral = integral and part.denominator == 1
+            total += abs(part)
+        sizes[module.id] = total
+    return sizes, integral
+
+
+def _completions(
+    trans: Any, values: dict[str, Fraction], sizes: dict[str, Fraction]
+) -> tuple[int, dict[str, int], list, int, float]:
     """For the walk: the common denominator of the modules' values, each module's value in its units, the cheapest
-    completion of each state (in those units), the longest chain and the largest sum of |values| over chains."""
+    completion of each state (in those units), the longest chain and the largest sum of the terms' sizes
+    (:func:`_term_sizes`) over chains."""
     scale = 1
     for v in values.values():
         scale = lcm(scale, v.denominator)
     unit = {m: int(v * scale) for m, v in values.items()}
     n = len(trans)
     cheapest: list[int | None] = [None] * n  # cheapest completion of each state, in units of 1/scale
-    largest = [0] * n  # largest sum of |contribution| over the completions (for the float error bound)
+    largest = [Fraction(0)] * n  # largest sum of the terms' sizes over the completions (for the float error bound)
     depth = [0] * n
     cheapest[0] = 0
     for s in post_order(trans):
         cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
-        largest[s] = max(abs(unit[m]) + largest[b] for m, b in trans[s])
+        largest[s] = max(sizes[m] + largest[b] for m, b in trans[s])
         depth[s] = 1 + max(depth[b] for _, b in trans[s])
-    return scale, unit, cheapest, depth[1], largest[1] / scale
+    return scale, unit, cheapest, depth[1], float(largest[1])
 
 
 def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
@@ -227,8 +246,9 @@ def _best_first(
     A popped chain puts only its cheapest extension and its own next sibling (in the order of
     :func:`_sibling_orders`) on the frontier, not every extension: a sibling cannot come out before the one
     before it, so the order is the same, and the frontier grows by at most one entry per chain popped."""
-    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values)
-    exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
+    sizes, integral = _term_sizes(space.db, cost)
+    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values, sizes)
+    exact = integral and magnitude < 2.0**50  # integer terms and sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
     walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
