@@ -137,7 +137,7 @@ def _term_sizes(db: Any, cost: CostFunction) -> tuple[dict[str, Fraction], bool]
     for module in db:
         total = Fraction(0)
         for t in cost.terms:
-            part = Fraction(t.weight) * Fraction(t.modules_value([module]))
+            part = Fraction(t.weight) * Fraction(t.modules_value([module]) or 0.0)  # not None: additive_values
             integral = integral and part.denominator == 1
             total += abs(part)
         sizes[module.id] = total
