@@ -52,9 +52,12 @@ def _finite(v: float) -> float:
 
 def body_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> pin.Inertia:
     """Pinocchio's inertia of a body, set field by field: the checked constructor refuses a diagonal entry of
-    -1e-20 (rounding in a URDF's numbers) that the module set's validation, and Pinocchio's URDF loader, accept."""
+    -1e-20 (rounding in a URDF's numbers) that the module set's validation, and Pinocchio's URDF loader, accept.
+    The tensor is made exactly symmetric first: Pinocchio refuses (RuntimeError) the last-bit asymmetry a rotated
+    tensor (``R I R^T``) carries, which the module set's validation accepts."""
+    tensor = np.asarray(inertia, dtype=float)
     out = pin.Inertia.Zero()
-    out.mass, out.lever, out.inertia = float(mass), np.asarray(com, dtype=float), np.asarray(inertia, dtype=float)
+    out.mass, out.lever, out.inertia = float(mass), np.asarray(com, dtype=float), 0.5 * (tensor + tensor.T)
     return out
 
 

@@ -166,4 +166,5 @@ def physical_inertia(inertia: np.ndarray, where: str, file: Path | None) -> np.n
         return inertia
     log.warning("%s: %s: inertia is not positive semi-definite (eigenvalues %s); negative ones set to 0",
                 file or "<URDF>", where, eig.tolist())  # fmt: skip
-    return (vec * np.clip(eig, 0.0, None)) @ vec.T
+    clamped = (vec * np.clip(eig, 0.0, None)) @ vec.T
+    return 0.5 * (clamped + clamped.T)  # symmetric to the last bit
