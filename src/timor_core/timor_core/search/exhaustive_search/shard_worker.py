@@ -245,7 +245,7 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
             break
         if link is not None:
             link.exchange()
-        ev = evaluator(ids, hub.bound(index, job.bound), index)
+        ev = evaluator(ids, hub.bound(index, job.bound), index, price=price)
         state.record((price, index), ev, names)
         if state.best is not None:
             state.stopped = "found"

@@ -231,6 +231,7 @@ def _best_first(
     exact = scale == 1 and magnitude < 2.0**50  # integer sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
+    modules = {m: db.by_id(m) for m in values}
     walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
     frontier = walk.heap
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
@@ -245,7 +246,8 @@ def _best_first(
                 walk.push(walk.extensions(s, first, length), 0, value, first, link, length)
                 continue
             chain = _chain(link)
-            price = float(cost.evaluate_serial(db, chain))
+            value = cost.evaluate_modules([modules[m] for m in chain])  # (evaluate_serial's, without its look-ups)
+            price = float(value) if value is not None else float(cost.evaluate_serial(db, chain))
             if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
                 logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
                 exact = False
