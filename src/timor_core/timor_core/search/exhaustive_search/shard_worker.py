@@ -16,13 +16,20 @@ A shard reports to the client by Dask events (``log_event``): its best at once, 
 from __future__ import annotations
 
 import bisect
+import gc
 import json
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from timor_core.search.dask_cluster.dask_worker import publish_bound, shared_best, shared_bound, worker_evaluator
+from timor_core.search.dask_cluster.dask_worker import (
+    bound_from_best,
+    publish_bound,
+    shared_best,
+    shared_bound,
+    worker_evaluator,
+)
 from timor_core.search.evaluation.evaluate import Evaluation
 from timor_core.search.evaluation.parallel import WorkerSpec
 from timor_core.search.exhaustive_search.shard_share import CertificateLink
@@ -223,9 +230,14 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
             break
     hub = DaskHub(job) if hub is None else hub
     link = hub.link(worker_proofs(evaluator.chain.ctx))
+    freeze = gc.isenabled() and gc.get_freeze_count() == 0
+    if freeze:  # what is alive now lives through the walk: the collector need not look at it again and again
+        gc.freeze()
     try:
         _walk(job, evaluator, ranked, state, names, link, hub)
     finally:
+        if freeze:
+            gc.unfreeze()
         if link is not None:
             link.close()
     state.trim_tail(hub.best())
@@ -245,7 +257,7 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
             break
         if link is not None:
             link.exchange()
-        ev = evaluator(ids, hub.bound(index, job.bound), index, price=price)
+        ev = evaluator(ids, bound_from_best(best, index, job.bound), index, price=price)  # (hub.bound's, as read)
         state.record((price, index), ev, names)
         if state.best is not None:
             state.stopped = "found"
