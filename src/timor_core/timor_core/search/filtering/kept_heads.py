@@ -119,8 +119,8 @@ class Kept:
             if kind is None:
                 return None
             at -= 1
-        head = self.heads.get(ids[: at + 1])
-        if head is None or (head.seen != len(steps) and not self._still(ids[: at + 1], head, steps)):
+        head = self._kept(ids[: at + 1], steps)
+        if head is None:
             return None
         key = (ids[at:], head.entry)
         last = steps.get(key)
@@ -176,25 +176,54 @@ class Kept:
         last = steps.get(key)
         if last is None:
             return None
-        head = self.heads.get(ids[: at + 1])
-        if head is not None and head.seen != len(steps) and not self._still(ids[: at + 1], head, steps):
-            head = None
+        head = self._kept(ids[: at + 1], steps)
         if head is None:
+            head = self._head(ids, joints, join, steps)
+            if head is None:
+                return None
+            if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
+                self.heads.clear()
+                self.tails.clear()
+                self.lasts.clear()
+            self.heads[ids[: at + 1]] = head
+        if key not in self.tails:
+            self.tails[key] = (tuple(join.modules[at + 1 :]), join.dof - head.dof)
+        return head, key, last
+
+    def _kept(self, ids: tuple[str, ...], steps: dict) -> Head | None:
+        """The head kept for ``ids`` (modules up to a joint) if its segments are still the ones known."""
+        head = self.heads.get(ids)
+        return None if head is None or (head.seen != len(steps) and not self._still(ids, head, steps)) else head
+
+    def _head(self, ids: tuple[str, ...], joints: list[int], join: Any, steps: dict) -> Head | None:
+        """The head of ``ids`` (joints at ``joints``) from the segments known: the kept head up to the joint before
+        followed by one segment where that is kept, else every segment (None: a segment not known)."""
+        at, entries, units = joints[-1], join.entries, self.ctx.join.modules  # units: per ID its module, DOF, base
+        parent = None if len(joints) < 2 else self._kept(ids[: joints[-2] + 1], steps)
+        if parent is None:
             keys = tuple((ids[a : b + 1], entries[a]) for a, b in zip([0, *joints[:-1]], joints, strict=True))
             got = tuple(steps.get(k) for k in keys)
             if None in got:
                 return None
             found = cast(tuple[Segment, ...], got)
-            if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
-                self.heads.clear()
-                self.tails.clear()
-                self.lasts.clear()
             kept, carry = merged_head(found)
             rotations, parts, rows, _ = zip(*kept, strict=True)
-            dof = sum([self.ctx.join.modules[m][1] for m in ids[: at + 1]])  # per module: it, its DOF, its base
-            head = Head(tuple(join.modules[: at + 1]), entries[at], dof, keys, found, rotations, parts, rows, carry,
-                        len(steps))  # fmt: skip
-            self.heads[ids[: at + 1]] = head
-        if key not in self.tails:
-            self.tails[key] = (tuple(join.modules[at + 1 :]), join.dof - head.dof)
-        return head, key, last
+            return Head(tuple(join.modules[: at + 1]), entries[at], sum([units[m][1] for m in ids[: at + 1]]), keys,
+                        found, rotations, parts, rows, carry, len(steps))  # fmt: skip
+        key = (ids[joints[-2] : at + 1], parent.entry)
+        seg = steps.get(key)
+        if seg is None:
+            return None
+        carry, (rotation, step, row, axial) = parent.carry, seg  # merged_head's step for one more segment
+        rotations, parts, rows = parent.rotations, parent.parts, parent.rows
+        if axial is not None:
+            carry += axial
+        else:
+            if carry:
+                step = step.copy()
+                step[2, 3] += carry
+                row, carry = (row[0], row[1], row[2] + carry), 0.0
+            rotations, parts, rows = (*rotations, rotation), (*parts, step), (*rows, row)
+        dof = parent.dof + sum([units[m][1] for m in ids[joints[-2] + 1 : at + 1]])
+        return Head(tuple(join.modules[: at + 1]), entries[at], dof, (*parent.keys, key), (*parent.segments, seg),
+                    rotations, parts, rows, carry, len(steps))  # fmt: skip
