@@ -244,3 +244,34 @@ def test_a_few_certificates_tested_one_by_one_give_numpys_answer(seed, gaps, cou
         assert a == b
         [ca], [cb] = one_by_one.families[rotations], with_numpy.families[rotations]
         assert (ca.last, ca.size) == (cb.last, cb.size)
+
+
+def test_a_refusal_counted_without_its_evaluation_counts_as_the_evaluation():
+    """``Evaluator.refused`` and ``ShardState.refused`` (a shard's walk: no ``Evaluation`` for a look-up's refusal)
+    count each of the first 2,500 assemblies of a five-joint optimum's cost order as the evaluation does: the same
+    reason keys, the same funnels (the evaluator's and the shard's), the same taken keys and counts."""
+    from timor_core.search.exhaustive_search.shard_worker import ShardState
+
+    db, items = _cost_order()
+    task = Task.from_json_data(json.loads((TASKS / "obstacle_middle.json").read_text()))
+    light, full = (Evaluator(task, db, "mass", FilterConfig(family_proof=True)) for _ in range(2))
+    names = full.chain.names
+    states = ShardState(0), ShardState(0)
+    refused = 0
+    for k, (price, ids) in enumerate(items[:2500]):
+        found = light.refused(ids, math.inf, price)
+        ev = full(ids, math.inf, k, price=price)
+        if found is None:
+            states[0].record((price, k), light(ids, math.inf, k, price=price), names)
+        else:
+            refused += 1
+            assert (ev.failed_filter, ev.reason_key) == ("family", found[0])
+            states[0].refused((price, k), found[0], found[1], names)
+        states[1].record((price, k), ev, names)
+    assert refused >= 1000
+    funnels = [
+        (f.entered, f.passed, f.reasons) for f in (light.funnel, full.funnel, states[0].funnel, states[1].funnel)
+    ]
+    assert funnels[0] == funnels[1] == funnels[2] == funnels[3]
+    counts = [(s.taken, s.evaluations, s.valid, s.tail, None if s.best is None else s.best.ids) for s in states]
+    assert counts[0] == counts[1]

@@ -387,6 +387,21 @@ class Evaluator:
         return Evaluation(tuple(map(str, ids)), False, cost, {goal: record}, "family", reason, key, seq, spent,
                           timings, spent)  # fmt: skip
 
+    def refused(self, ids: Sequence[str], bound: float, price: float | None = None) -> tuple[str, float] | None:
+        """The reason key and seconds of an assembly the certificate look-up refuses, counted in the funnel as
+        :meth:`certified` counts it, without its :class:`Evaluation` (for a caller that only counts refusals: a
+        shard's walk); None: call the evaluator (also where the bound could refuse it before the look-up)."""
+        if self._early_bound and bound != math.inf:
+            return None
+        t0 = time.perf_counter()
+        found = self._certified.decision(ids, bound, price)
+        if found is None:
+            return None
+        key = self._certified.answer(found[1])[1]
+        spent = time.perf_counter() - t0
+        self.chain.funnel.record("family", key, (0.0, 0.0, 0.0, spent))
+        return key, spent
+
     def __call__(
         self,
         ids: Sequence[str],

@@ -100,19 +100,27 @@ class ShardState:
             self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (best[0], -1)) - 1) :]
 
     def record(self, key: tuple[float, int], ev: Evaluation, names: list[str]) -> None:
+        self.count(key, ev.cpu, names).record_evaluation(ev)
+        if ev.valid and ev.cost is not None:
+            self.valid += 1
+            if self.best is None or ev.rank < self.best.rank:
+                self.best = ev
+
+    def refused(self, key: tuple[float, int], reason_key: str, seconds: float, names: list[str]) -> None:
+        """:meth:`record` of a refusal by a certificate look-up (``Evaluator.refused``), without its evaluation."""
+        self.count(key, seconds, names).record("family", reason_key, (0.0, 0.0, 0.0, seconds))
+
+    def count(self, key: tuple[float, int], cpu: float, names: list[str]) -> Funnel:
+        """Count one candidate taken and evaluated (its ``(cost, position)`` and CPU seconds); the funnel."""
         self.tail.append(key)
         if len(self.tail) > 2 * LONG_TAIL:
             del self.tail[:-LONG_TAIL]
         self.taken += 1
         self.evaluations += 1
-        self.cpu += ev.cpu
+        self.cpu += cpu
         if self.funnel is None:
             self.funnel = Funnel(names)
-        self.funnel.record_evaluation(ev)
-        if ev.valid and ev.cost is not None:
-            self.valid += 1
-            if self.best is None or ev.rank < self.best.rank:
-                self.best = ev
+        return self.funnel
 
     def to_json(self) -> dict:
         return {
@@ -257,8 +265,12 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
             break
         if link is not None:
             link.exchange()
-        ev = evaluator(ids, bound_from_best(best, index, job.bound), index, price=price)  # (hub.bound's, as read)
-        state.record((price, index), ev, names)
+        bound = bound_from_best(best, index, job.bound)  # (hub.bound's, from the best as read)
+        refused = evaluator.refused(ids, bound, price)
+        if refused is not None:
+            state.refused((price, index), refused[0], refused[1], names)
+        else:
+            state.record((price, index), evaluator(ids, bound, index, price=price), names)
         if state.best is not None:
             state.stopped = "found"
             hub.found(state)

@@ -58,6 +58,14 @@ class CertifiedRefusal:
     ) -> tuple[float, str, GoalIK, str, str] | None:
         """See the class; ``ids`` a tuple of module IDs; ``price``: the cost's ``evaluate_modules`` of these modules
         if the caller has it (else it is computed)."""
+        found = self.decision(ids, bound, price)
+        if found is None:
+            return None
+        goal, key, reason = self.answer(found[1])
+        return found[0], goal, GoalIK(None, False, CERTIFIED, FamilyFilter.name), key, reason
+
+    def decision(self, ids: Sequence[str], bound: float, price: float | None = None) -> tuple[float, int] | None:
+        """:meth:`refusal`'s cost and the index of the goal refused (None: run the chain), without its records."""
         if not self.on:
             return None
         ctx, ids = self.ctx, tuple(ids)
@@ -76,14 +84,15 @@ class CertifiedRefusal:
             if cut is None:
                 return None
             found = proofs.certified(cut)
-        if found is None:
-            return None
-        cost = float(price)  # type: ignore[arg-type]
-        answer = self.answers.get(found.goal)
+        return None if found is None else (float(price), found.goal)  # type: ignore[arg-type]
+
+    def answer(self, goal: int) -> tuple[str, str, str]:
+        """The goal's ID, the reason key and the reason of a refusal of goal ``goal`` (an index) by a certificate."""
+        answer = self.answers.get(goal)
         if answer is None:
-            g = ctx.goals[found.goal]
-            answer = self.answers[found.goal] = (g.id, f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {CERTIFIED}")
-        return cost, answer[0], GoalIK(None, False, CERTIFIED, FamilyFilter.name), answer[1], answer[2]
+            g = self.ctx.goals[goal]
+            answer = self.answers[goal] = (g.id, f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {CERTIFIED}")
+        return answer
 
     def passes(self, n: int, dof: int, price: float | None, bound: float) -> bool:
         """The bound and limits filters pass an assembly of ``n`` modules, ``dof`` and cost ``price``."""
