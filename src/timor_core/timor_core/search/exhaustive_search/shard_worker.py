@@ -16,10 +16,12 @@ A shard reports to the client by Dask events (``log_event``): its best at once, 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import gc
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,7 @@ TAIL = 64
 #: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
 #: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
 LONG_TAIL = 8192
+GC_YOUNG = 20_000  #: allocations between collections of the youngest generation during a walk (Python's: 700)
 
 
 @dataclass(frozen=True)
@@ -238,18 +241,33 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
             break
     hub = DaskHub(job) if hub is None else hub
     link = hub.link(worker_proofs(evaluator.chain.ctx))
-    freeze = gc.isenabled() and gc.get_freeze_count() == 0
-    if freeze:  # what is alive now lives through the walk: the collector need not look at it again and again
-        gc.freeze()
     try:
-        _walk(job, evaluator, ranked, state, names, link, hub)
+        with _collector_eased():
+            _walk(job, evaluator, ranked, state, names, link, hub)
     finally:
-        if freeze:
-            gc.unfreeze()
         if link is not None:
             link.close()
     state.trim_tail(hub.best())
     return state.to_json()
+
+
+@contextlib.contextmanager
+def _collector_eased() -> Iterator[None]:
+    """The walk with Python's garbage collector eased (unless it is off or something is frozen already): what is
+    alive at the start is frozen (it lives through the walk: no need to look at it again and again) and the youngest
+    generation is collected every ``GC_YOUNG`` allocations instead of 700 (the walk's short-lived tuples); as
+    before afterwards. ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(saved[0], GC_YOUNG), *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+        gc.unfreeze()
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
