@@ -19,8 +19,7 @@ from timor_core import ModulesDB
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.search import FilterConfig, paper_exp2_space
 from timor_core.search.evaluation.evaluate import Evaluator
-from timor_core.search.filtering import family_proof
-from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Lesson
+from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
 
@@ -211,39 +210,6 @@ def test_the_cost_orders_assemblies_are_mostly_decided_from_kept_heads():
             if cut is not None:
                 proofs.learn([Lesson(k % 2, cut.rotations, cut.translations, 0.05)])
     assert from_kept >= len(items) // 2 and refused >= len(items) // 4, (from_kept, refused)
-
-
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), gaps=st.integers(1, 9), count=st.integers(1, 40), spread=st.floats(1e-4, 0.5))
-def test_a_few_certificates_tested_one_by_one_give_numpys_answer(seed, gaps, count, spread):
-    """A family's certificates tested one by one in floats (up to ``LISTED`` of them, fewer than 8 gaps) give the
-    answer of numpy's test of them all, and the same certificate becomes the last (the first that covers): random
-    certificates around random chains, margins around their distances, queried in turn."""
-    rng = np.random.default_rng(seed)
-    rotations = tuple(bytes([k]) for k in range(gaps + 1))
-    centre = rng.uniform(-1, 1, (gaps + 1, 3))
-    queries = [centre + rng.normal(0, spread, centre.shape) for _ in range(12)]
-    lessons = []
-    for _ in range(count):  # margins at, just above, just below and around a query's distance (numpy's value)
-        p = centre + rng.normal(0, spread, centre.shape)
-        d = np.sqrt(((p - queries[rng.integers(len(queries))]) ** 2).sum(axis=1)).sum()
-        factor = [1.0, np.nextafter(1.0, 2.0), 0.999, 1.001, rng.uniform(0.2, 3.0)][rng.integers(5)]
-        lessons.append(Lesson(0, rotations, p, float(d * factor)))
-    one_by_one, with_numpy = (FamilyProofs([(np.eye(4), None)], 0) for _ in range(2))
-    for proofs in (one_by_one, with_numpy):
-        proofs.learn(lessons)
-    for t in queries + queries[::-1]:
-        steps = np.tile(np.eye(4), (gaps + 1, 1, 1))
-        steps[:, :3, 3] = t
-        a = one_by_one.certified(Cut(rotations, t.copy(), steps))
-        saved, family_proof.LISTED = family_proof.LISTED, 0
-        try:
-            b = with_numpy.certified(Cut(rotations, t.copy(), steps.copy()))
-        finally:
-            family_proof.LISTED = saved
-        assert a == b
-        [ca], [cb] = one_by_one.families[rotations], with_numpy.families[rotations]
-        assert (ca.last, ca.size) == (cb.last, cb.size)
 
 
 def test_a_refusal_counted_without_its_evaluation_counts_as_the_evaluation():

@@ -46,7 +46,6 @@ AXIAL = 1e-12  # a step this close to Tz(l) Rz(phi) (per entry) puts the next jo
 WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
-LISTED = 32  # up to this many certificates of a family and goal are tested one by one in floats, more with numpy
 
 
 class Cut:
@@ -248,15 +247,12 @@ class _Certificates:
         self.size = 0
         self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
         self.near: tuple[list[list[float]], float] | None = None  # that one's translations (floats) and margin
-        self.listed: list[tuple[list[list[float]], float]] = []  # each one's (for a few: :meth:`_covered_by_one`)
 
     def covers(self, cut: Cut) -> bool:
         if not self.size:
             return False
         if self.last < self.size and self._covered_by_last(cut):
             return True
-        if self.size <= LISTED and len(cut.rotations) < 8:
-            return self._covered_by_one(cut)
         t = cut.translations
         d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
         hits = d < self.margins[: self.size]
@@ -276,24 +272,9 @@ class _Certificates:
         rows, margin = self.near
         return distance(rows, cut.rows, margin) < margin
 
-    def _covered_by_one(self, cut: Cut) -> bool:
-        """The numpy test's answer, and the first certificate that covers ``cut`` becomes the last, by
-        :func:`distance` (numpy's values for fewer than 8 gaps) over the certificates in order: for a few, sooner
-        than numpy's call (a hit ends the loop, a distance stops once past the margin)."""
-        listed = self.listed
-        if len(listed) != self.size:
-            points, margins = self.points[: self.size].tolist(), self.margins[: self.size].tolist()
-            listed = self.listed = list(zip(points, margins, strict=True))
-        rows = cut.rows
-        for k, (points, margin) in enumerate(listed):
-            if distance(points, rows, margin) < margin:
-                self.last, self.near = k, (points, margin)
-                return True
-        return False
-
     def add(self, t: np.ndarray, margin: float) -> None:
         if self.size == MAX_CERTIFICATES:  # forget the older half
-            keep, self.near, self.listed = MAX_CERTIFICATES // 2, None, []
+            keep, self.near = MAX_CERTIFICATES // 2, None
             self.points[:keep] = self.points[self.size - keep : self.size]
             self.margins[:keep] = self.margins[self.size - keep : self.size]
             self.size = keep
