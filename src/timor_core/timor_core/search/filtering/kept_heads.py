@@ -20,7 +20,7 @@ from typing import Any, cast
 from timor_core.limits import limits
 from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal, Segment
 
-__all__ = ["Head", "Kept", "MAX_KEPT", "merged_head"]
+__all__ = ["Head", "Kept", "MAX_KEPT", "Tail", "merged_head"]
 
 MAX_KEPT = 65_536
 """Heads (and tails) kept: more, and all are forgotten and kept anew."""
@@ -42,6 +42,10 @@ class Head:
     rows: tuple[tuple[float, ...], ...]
     carry: float
     seen: int
+
+
+Tail = tuple[tuple[Any, ...], int]
+"""The modules after an assembly's last joint and their DOF."""
 
 
 def merged_head(segments: Sequence[Segment]) -> tuple[list[Segment], float]:
@@ -74,15 +78,14 @@ def carried(segment: Segment, carry: float) -> Segment:
 
 
 class Kept:
-    """The heads and tails seen (module docstring); :meth:`decide` answers from them, :meth:`keep` adds an
-    assembly's. ``passes(n, dof, price, bound)``: the bound and limits filters' test (:class:`.CertifiedRefusal`)."""
+    """The heads and tails seen (module docstring); :meth:`decide` answers from them, :meth:`cut` cuts an assembly
+    not decided so and keeps its head and tail. ``passes(n, dof, price, bound)``: the bound and limits filters' test
+    (:class:`.CertifiedRefusal`)."""
 
     def __init__(self, ctx: Any, passes: Any) -> None:
         self.ctx, self.passes = ctx, passes
         self.heads: dict[tuple[str, ...], Head] = {}
-        self.tails: dict[
-            tuple, tuple[tuple[Any, ...], int]
-        ] = {}  # per last segment's key: modules after the joint, DOF
+        self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
 
     def decide(
