@@ -91,3 +91,27 @@ def test_an_evaluation_budget_keeps_the_one_stream():
     task = Task.from_json_file(TASKS / "moved_goals.json")
     result = ExhaustiveSearch(paper_exp2_space(DB), workers=2, order="cost", progress=False).optimize(task, DB, 300)
     assert "shards" not in result.settings and result.evaluations == 300
+
+
+def test_a_shards_walk_leaves_the_garbage_collector_as_it_found_it():
+    """The walk eases the collector (what is alive frozen, young objects collected less often) and puts it back:
+    the same thresholds and nothing frozen afterwards, also when the walk fails; left alone where it is off or
+    something was frozen before."""
+    import gc
+
+    from timor_core.search.exhaustive_search.shard_worker import GC_YOUNG, _collector_eased
+
+    before = gc.get_threshold()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with _collector_eased():
+        assert gc.get_threshold()[0] == max(before[0], GC_YOUNG) and gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), _collector_eased():
+        raise RuntimeError("a failing walk")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        with _collector_eased():
+            assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()

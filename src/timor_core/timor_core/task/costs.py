@@ -370,7 +370,7 @@ class RobotMass(_AssemblyCost):
         return float(assembly.mass)
 
     def modules_value(self, modules: Sequence[Any]) -> float | None:
-        return float(sum(m.mass for m in modules))
+        return float(sum([m.mass for m in modules]))  # (a list: the same sum, in the same order, sooner)
 
 
 class NumJoints(_AssemblyCost):

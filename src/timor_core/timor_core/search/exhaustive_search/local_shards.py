@@ -46,10 +46,11 @@ class LocalHub:
 
     def __init__(self, index: int, best: Any, inboxes: list[Any], reports: Any) -> None:
         self.index, self.best_array, self.inboxes, self.reports = index, best, inboxes, reports
+        self.raw, self.lock = best.get_obj(), best.get_lock()  # read under one lock (not one per item)
 
     def best(self) -> tuple[float, int] | None:
-        with self.best_array.get_lock():
-            cost, at = self.best_array[0], self.best_array[1]
+        with self.lock:
+            cost, at = self.raw[0], self.raw[1]
         return None if math.isinf(cost) else (cost, int(at))
 
     def bound(self, index: int, bound: float) -> float:

@@ -35,14 +35,15 @@ class Funnel:
 
     def record(self, failed_filter: str | None, reason_key: str = "", timings: Sequence[float] = ()) -> None:
         """Count one candidate that failed at ``failed_filter`` (None: passed every filter)."""
+        entered, passed, spent, n = self.entered, self.passed, self.time, len(timings)
         for k, name in enumerate(self.names):
-            self.entered[name] += 1
-            if k < len(timings):
-                self.time[name] += timings[k]
+            entered[name] += 1
+            if k < n:
+                spent[name] += timings[k]
             if name == failed_filter:
                 self.reasons[name][reason_key] += 1
                 return
-            self.passed[name] += 1
+            passed[name] += 1
 
     def record_evaluation(self, ev: Any) -> None:
         """Count an :class:`~.evaluate.Evaluation`."""

@@ -224,9 +224,10 @@ class _Frontier:
 def _chain(link: Any) -> tuple[str, ...]:
     ids: list[str] = []
     while link is not None:
-        ids.append(link[0])
-        link = link[1]
-    return tuple(reversed(ids))
+        m, link = link
+        ids.append(m)
+    ids.reverse()
+    return tuple(ids)
 
 
 def _best_first(
@@ -251,21 +252,23 @@ def _best_first(
     exact = integral and magnitude < 2.0**50  # integer terms and sums: every float on the way is exact
     slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
     db = space.db
+    modules = {m: db.by_id(m) for m in values}
     walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
-    frontier = walk.heap
+    frontier, push, extensions, pop = walk.heap, walk.push, walk.extensions, heapq.heappop
     ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
     while frontier or ready:
         while frontier:  # release what nothing left can undercut
-            key, first = frontier[0][0], frontier[0][1]
-            if ready and (ready[0][0], ready[0][1]) < (key / scale - slack, first if exact else -1):
+            top = frontier[0]
+            if ready and (ready[0][0], ready[0][1]) < (top[0] / scale - slack, top[1] if exact else -1):
                 break
-            key, first, s, value, link, length, steps, pos, parent_value, parent_first = heapq.heappop(frontier)
-            walk.push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
+            key, first, s, value, link, length, steps, pos, parent_value, parent_first = pop(frontier)
+            push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
             if s != 0:
-                walk.push(walk.extensions(s, first, length), 0, value, first, link, length)
+                push(extensions(s, first, length), 0, value, first, link, length)
                 continue
             chain = _chain(link)
-            price = float(cost.evaluate_serial(db, chain))
+            value = cost.evaluate_modules([modules[m] for m in chain])  # (evaluate_serial's, without its look-ups)
+            price = float(value) if value is not None else float(cost.evaluate_serial(db, chain))
             if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
                 logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
                 exact = False

@@ -1,0 +1,232 @@
+"""The certificate look-up's kept heads and tails (:mod:`.certified`): an assembly decided from the join and cut of
+its modules up to the last joint (its head, seen before) and of the rest (its tail, seen before behind another head).
+
+Why: in the cost order most assemblies share their head with a few others that end otherwise (``five_joints``:
+40,103 assemblies, 8,489 heads), and joining and cutting each one in full was most of its look-up. A serial
+assembly's join is its head's followed by its tail's (each neighbouring pair joins in one way, given the connector
+the first is entered by); its cut is its head's segments merged (:func:`~.family_proof.merged`) followed by the last
+segment, the one from the last joint to the TCP, with the head's carried length added. Both are read here from the
+very segments :meth:`~.family_proof.FamilyProofs.cut_serial` reads (a head is checked again whenever segments were
+added, which is the only time a kept one can be replaced), with the same arithmetic in the same order: the same
+cut to the last bit, and so the same answer (``tests/test_certified.py`` compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from timor_core.limits import limits
+from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal, Segment
+
+__all__ = ["Head", "Kept", "MAX_KEPT", "Tail", "merged_head"]
+
+MAX_KEPT = 65_536
+"""Heads (and tails) kept: more, and all are forgotten and kept anew."""
+
+
+@dataclass(slots=True)
+class Head:
+    """The modules up to an assembly's last joint: their modules, the connector the last of them is entered by,
+    their DOF, the keys and segments of their steps as read, the merged steps (rotation keys, 4x4 steps,
+    translations), the length the last step takes on, and how many segments there were when they were read."""
+
+    modules: tuple[Any, ...]
+    entry: str
+    dof: int
+    keys: tuple[tuple, ...]
+    segments: tuple[Segment, ...]
+    rotations: tuple[bytes, ...]
+    parts: tuple[Any, ...]
+    rows: tuple[tuple[float, ...], ...]
+    carry: float
+    seen: int
+
+
+Tail = tuple[tuple[Any, ...], int]
+"""The modules after an assembly's last joint and their DOF."""
+
+
+def merged_head(segments: Sequence[Segment]) -> tuple[list[Segment], float]:
+    """:func:`~.family_proof.merged` of a chain's segments but the last (``A_0 .. A_n-1``), the same operations in
+    the same order: the segments kept, and the length still carried to the last step (0.0: none)."""
+    out: list[Segment] = [segments[0]]
+    carry = 0.0
+    for k in range(1, len(segments)):
+        key, step, row, axial = segments[k]
+        if axial is not None:
+            carry += axial
+            continue
+        if carry:
+            step = step.copy()
+            step[2, 3] += carry
+            row = (row[0], row[1], row[2] + carry)
+            axial, carry = None, 0.0
+        out.append((key, step, row, axial))
+    return out, carry
+
+
+def carried(segment: Segment, carry: float) -> Segment:
+    """The last step of a merged chain: ``segment`` with the head's carried length put before it."""
+    if not carry:
+        return segment
+    key, step, row, axial = segment
+    step = step.copy()
+    step[2, 3] += carry
+    return key, step, (row[0], row[1], row[2] + carry), (None if axial is None else axial + carry)
+
+
+class Kept:
+    """The heads and tails seen (module docstring); :meth:`decide` answers from them, :meth:`cut` cuts an assembly
+    not decided so and keeps its head and tail. ``passes(n, dof, price, bound)``: the bound and limits filters' test
+    (:class:`.CertifiedRefusal`)."""
+
+    def __init__(self, ctx: Any, passes: Any) -> None:
+        self.ctx, self.passes = ctx, passes
+        self.heads: dict[tuple[str, ...], Head] = {}
+        self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
+        self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
+
+    def decide(
+        self, proofs: FamilyProofs, ids: tuple[str, ...], bound: float, price: float | None
+    ) -> tuple[float | None, Refusal | None] | None:
+        """``(price, refusal)`` of an assembly whose head and tail are kept (refusal None: the look-up refuses
+        nothing, a limit or the bound passes it on or the join fails), else None (not kept: take the full way)."""
+        known = self.known(proofs, ids)
+        if known is None:
+            return None
+        head, key, last = known
+        n, dof = len(ids), head.dof + self.tails[key][1]
+        bounds = limits()
+        if not (n <= bounds.max_modules and dof <= bounds.max_dof):  # the join's checks
+            return price, None
+        if price is None:
+            price = self.ctx.cost.evaluate_modules(head.modules + self.tails[key][0])
+        if not self.passes(n, dof, price, bound):
+            return price, None
+        return price, proofs.certified(self.joined(head, key, last))
+
+    def known(self, proofs: FamilyProofs, ids: tuple[str, ...]) -> tuple[Head, tuple, Segment] | None:
+        """The kept head of ``ids``, its last segment's key and that segment if its head and tail are kept and the
+        head's segments are still the ones known (else None)."""
+        segments = proofs.segments
+        kinds, steps = segments.kinds, segments.steps
+        at = len(ids) - 1
+        while True:  # the last joint
+            if at < 0:
+                return None
+            kind = kinds.get(ids[at])
+            if kind:
+                break
+            if kind is None:
+                return None
+            at -= 1
+        head = self._kept(ids[: at + 1], steps)
+        if head is None:
+            return None
+        key = (ids[at:], head.entry)
+        last = steps.get(key)
+        return None if last is None or key not in self.tails else (head, key, last)
+
+    def joined(self, head: Head, key: tuple, last: Segment) -> Cut:
+        """The cut of a kept head and its last segment (what ``Cut.of_segments`` of all its segments gives)."""
+        found = self.lasts.get((key, head.carry))
+        if found is None or found[0] is not last:
+            found = self.lasts[key, head.carry] = (last, carried(last, head.carry))
+        end = found[1]
+        cut = Cut.__new__(Cut)
+        cut.rotations = (*head.rotations, end[0])
+        cut.__dict__["parts"], cut.__dict__["rows"] = (*head.parts, end[1]), (*head.rows, end[2])
+        return cut
+
+    def _still(self, ids: tuple[str, ...], head: Head, steps: dict) -> bool:
+        """Whether the head of ``ids`` still has the segments it was made of (segments were added since it was read;
+        if not, it is forgotten)."""
+        if any(steps.get(k) is not s for k, s in zip(head.keys, head.segments, strict=True)):
+            del self.heads[ids]
+            return False
+        head.seen = len(steps)
+        return True
+
+    def cut(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any, assembly: Any) -> Cut | None:
+        """``proofs.cut_serial(ids, join, assembly)`` (the same cut), with the assembly's head and tail kept: from
+        the segments known if every one is (they are then read once), else by ``cut_serial``."""
+        found = self._keep(proofs, ids, join)
+        if found is not None:
+            return self.joined(*found)
+        cut = proofs.cut_serial(ids, join, assembly)
+        if cut is not None:
+            self._keep(proofs, ids, join)
+        return cut
+
+    def _keep(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any) -> tuple[Head, tuple, Segment] | None:
+        """Keep the head and tail of an assembly (``join``: its ``SerialJoin``) if every segment of it is known:
+        the head, its last segment's key and that segment (None: a module or segment not known)."""
+        segments = proofs.segments
+        kinds, steps = segments.kinds, segments.steps
+        joints = []
+        for i, m in enumerate(ids):
+            kind = kinds.get(m)
+            if kind is None:
+                return None
+            if kind:
+                joints.append(i)
+        if not joints:
+            return None
+        at, entries = joints[-1], join.entries
+        key = (ids[at:], entries[at])
+        last = steps.get(key)
+        if last is None:
+            return None
+        head = self._kept(ids[: at + 1], steps)
+        if head is None:
+            head = self._head(ids, joints, join, steps)
+            if head is None:
+                return None
+            if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
+                self.heads.clear()
+                self.tails.clear()
+                self.lasts.clear()
+            self.heads[ids[: at + 1]] = head
+        if key not in self.tails:
+            self.tails[key] = (tuple(join.modules[at + 1 :]), join.dof - head.dof)
+        return head, key, last
+
+    def _kept(self, ids: tuple[str, ...], steps: dict) -> Head | None:
+        """The head kept for ``ids`` (modules up to a joint) if its segments are still the ones known."""
+        head = self.heads.get(ids)
+        return None if head is None or (head.seen != len(steps) and not self._still(ids, head, steps)) else head
+
+    def _head(self, ids: tuple[str, ...], joints: list[int], join: Any, steps: dict) -> Head | None:
+        """The head of ``ids`` (joints at ``joints``) from the segments known: the kept head up to the joint before
+        followed by one segment where that is kept, else every segment (None: a segment not known)."""
+        at, entries, units = joints[-1], join.entries, self.ctx.join.modules  # units: per ID its module, DOF, base
+        parent = None if len(joints) < 2 else self._kept(ids[: joints[-2] + 1], steps)
+        if parent is None:
+            keys = tuple((ids[a : b + 1], entries[a]) for a, b in zip([0, *joints[:-1]], joints, strict=True))
+            got = tuple(steps.get(k) for k in keys)
+            if None in got:
+                return None
+            found = cast(tuple[Segment, ...], got)
+            kept, carry = merged_head(found)
+            rotations, parts, rows, _ = zip(*kept, strict=True)
+            return Head(tuple(join.modules[: at + 1]), entries[at], sum([units[m][1] for m in ids[: at + 1]]), keys,
+                        found, rotations, parts, rows, carry, len(steps))  # fmt: skip
+        key = (ids[joints[-2] : at + 1], parent.entry)
+        seg = steps.get(key)
+        if seg is None:
+            return None
+        carry, (rotation, step, row, axial) = parent.carry, seg  # merged_head's step for one more segment
+        rotations, parts, rows = parent.rotations, parent.parts, parent.rows
+        if axial is not None:
+            carry += axial
+        else:
+            if carry:
+                step = step.copy()
+                step[2, 3] += carry
+                row, carry = (row[0], row[1], row[2] + carry), 0.0
+            rotations, parts, rows = (*rotations, rotation), (*parts, step), (*rows, row)
+        dof = parent.dof + sum([units[m][1] for m in ids[joints[-2] + 1 : at + 1]])
+        return Head(tuple(join.modules[: at + 1]), entries[at], dof, (*parent.keys, key), (*parent.segments, seg),
+                    rotations, parts, rows, carry, len(steps))  # fmt: skip
