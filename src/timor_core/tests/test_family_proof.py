@@ -389,3 +389,27 @@ def test_proofs_start_from_a_members_boxes():
             start = (kept[0], distance)
             assert pose_proof(member.chain, goal, TOLERANCES["exp2"], widen=0.15, start=start) is None
     assert started >= 12, started
+
+
+def test_the_kept_boxes_are_bounded(monkeypatch):
+    """``FamilyProofs`` keeps at most ``MAX_KEPT_BOXES`` boxes for started proofs (more: it forgets them all): 13
+    chains of a family and three goals each of three arms, with the default cap (proofs started from kept boxes)
+    and with a cap of 50."""
+    from timor_core.search.filtering import family_proof
+
+    tol, started = TOLERANCES["exp2"], 0
+    for cap in (family_proof.MAX_KEPT_BOXES, 50):
+        monkeypatch.setattr(family_proof, "MAX_KEPT_BOXES", cap)
+        rng = np.random.default_rng(3)
+        for pick in (0.1, 0.4, 0.7):
+            assembly, placement = _assembly("robco_like", pick, rng, 0.3)
+            cut = cut_chain(assembly, placement)
+            assert cut is not None
+            members = [cut] + [_member(cut, rng, float(rng.choice([0.02, 0.05, 0.1])))[0] for _ in range(12)]
+            proofs = FamilyProofs([(_goal_near(m.chain, rng, "exp2", 0.05), tol) for m in members[:3]], 4096)
+            for member in members:
+                proofs.refusal(member)
+                kept = sum(len(b.excess) for starts in proofs.starts.values() for _, b in starts)
+                assert kept == proofs.kept_boxes <= cap
+            started += proofs.started
+    assert started > 0
