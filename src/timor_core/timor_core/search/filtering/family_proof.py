@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, pose_proof, reaches
+from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaches
 
 __all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain", "distance", "merged"]
 
@@ -47,6 +47,8 @@ WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this .
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 WITNESSES = 8  # the last configurations that ended a proof (a witness), kept per goal and family, tried first
+STARTS = 8  # proofs' boxes kept per goal and family, for chains near (1, 2, 4, 8: five_joints' proofs 0.78-0.59 s)
+MAX_KEPT_BOXES = 100_000  # boxes kept in all (<= 18 MB for 7 joints); more: all are forgotten (bounded memory)
 
 
 class Cut:
@@ -317,6 +319,8 @@ class FamilyProofs:
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
         self.witnesses: dict[tuple[int, tuple[bytes, ...]], list[np.ndarray]] = {}  # per goal and family
+        self.starts: dict[tuple[int, tuple[bytes, ...]], list[tuple[np.ndarray, Boxes]]] = {}  # the same
+        self.started, self.kept_boxes = 0, 0  # proofs started from kept boxes (for the benchmarks); boxes kept
 
     @classmethod
     def of(cls, ctx: Any) -> FamilyProofs:
@@ -375,8 +379,7 @@ class FamilyProofs:
                 continue
             self.proofs += 1
             new: list[np.ndarray] = []
-            proof = pose_proof(cut.chain, goal, tolerance, self.budget, widen=WIDEN, widen_budget=WIDEN_BUDGET,
-                               witnesses=new)  # fmt: skip
+            proof = self._prove(k, cut, new)
             if proof is not None:
                 if proof.margin > slack:
                     self._add(certs, k, cut, proof.margin - slack)
@@ -387,6 +390,37 @@ class FamilyProofs:
             if new and reached is not None:
                 reached.add(k)
         return None
+
+    def _prove(self, k: int, cut: Cut, witnesses: list[np.ndarray]) -> Proof | None:
+        """:func:`~.reach_proof.pose_proof` of goal ``k`` for ``cut``'s chain, started from the kept boxes of a proven
+        chain of its family within their floor (:meth:`_near`; why: most proofs are of chains a little beyond a
+        certificate's margin); undecided so without a witness, it is run from the whole turn."""
+        goal, tolerance = self.goals[k]
+        kept: list[Boxes] = []
+        prove = functools.partial(pose_proof, cut.chain, goal, tolerance, self.budget, widen=WIDEN,
+                                  widen_budget=WIDEN_BUDGET, witnesses=witnesses, kept=kept)  # fmt: skip
+        start = self._near(k, cut)
+        proof, self.started = prove(start=start), self.started + (start is not None)
+        if proof is None and start is not None and not witnesses:
+            proof = prove()
+        if proof is not None:
+            starts = self.starts.setdefault((k, cut.rotations), [])
+            starts.insert(0, (cut.translations, kept[-1]))
+            self.kept_boxes += len(kept[-1].excess) - sum(len(b.excess) for _, b in starts[STARTS:])
+            del starts[STARTS:]
+            if self.kept_boxes > MAX_KEPT_BOXES:
+                self.starts, self.kept_boxes = {}, 0
+        return proof
+
+    def _near(self, k: int, cut: Cut) -> tuple[Boxes, float] | None:
+        """The kept :class:`~.reach_proof.Boxes` of goal ``k`` and ``cut``'s family nearest ``cut`` (``d``: the
+        certificates' metric and allowance, below their floor: the TCPs stay within ``d``) with ``d``, or None."""
+        best, slack, dof = None, ROTATION_SLACK * (cut.gaps + 1), cut.chain.dof
+        for t, boxes in self.starts.get((k, cut.rotations), ()):
+            d = float(np.sqrt(((t - cut.translations) ** 2).sum(axis=1)).sum()) + slack
+            if d < boxes.floor and boxes.centres.shape[1] == dof and (best is None or d < best[1]):
+                best = (boxes, d)
+        return best
 
     def certified(self, cut: Cut) -> Refusal | None:
         """The first goal (task order) a certificate of ``cut``'s family covers (None: none does; :meth:`refusal`

@@ -55,6 +55,7 @@ __all__ = [
     "BUDGET",
     "PoseChain",
     "box_excess",
+    "Boxes",
     "Proof",
     "pose_proof",
     "chain_from_frames",
@@ -284,6 +285,21 @@ def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.n
     return _measure(chain, _target(chain, goal, tolerance), np.atleast_2d(centres), np.atleast_2d(half))[0]
 
 
+@dataclass(frozen=True)
+class Boxes:
+    """What a proof leaves for a proof of a nearby chain of its family (:func:`pose_proof`'s ``start``): the boxes of
+    joint angles it refused with less than ``floor`` to spare in position (``centres``, ``half``, the ``weights`` to
+    cut them by, their ``excess``, m); every other box of the whole turn was refused with at least ``floor`` to spare
+    or by rotation alone. A chain whose TCP stays within ``d`` of this one's at every configuration (the same
+    orientations) has each box refused with ``excess - d`` to spare, the rest with ``floor - d``."""
+
+    centres: np.ndarray
+    half: np.ndarray
+    weights: np.ndarray
+    excess: np.ndarray
+    floor: float
+
+
 def pose_proof(
     chain: PoseChain,
     goal: np.ndarray,
@@ -293,19 +309,31 @@ def pose_proof(
     widen: float = 0.0,
     widen_budget: int = BUDGET,
     witnesses: list[np.ndarray] | None = None,
+    start: tuple[Boxes, float] | None = None,
+    kept: list[Boxes] | None = None,
 ) -> Proof | None:
     """:func:`unreachable_pose` with the proof's margin (see :class:`Proof`); None if undecided. ``extra`` (m)
     widens the position slack: a proof then has a margin above ``extra`` (included in the margin it gives).
     ``widen`` (m): once proven, the boxes refused with less than this to spare are cut further (up to
     ``widen_budget`` boxes more) for a larger margin; the proof itself does not change. A witness that ends the
-    proof (a configuration within the slacks, :func:`~.proof_kernel.reach_witness`) is appended to ``witnesses``."""
+    proof (a configuration within the slacks, :func:`~.proof_kernel.reach_witness`) is appended to ``witnesses``.
+    ``start`` (a :class:`Boxes` of a proven chain and ``d``, less than its ``floor``: this chain's TCP stays within
+    ``d`` of that one's at every configuration, at the same orientations): the proof starts from those boxes, with
+    ``excess - d`` as each one's bound, instead of from the whole turn. ``kept``: a proof's :class:`Boxes` is
+    appended to it."""
     target = _target(chain, goal, tolerance, extra)
-    weights = chain.radii + ROT_WEIGHT
-    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
-    used, margin, loose, tight, level = 0, math.inf, math.inf, [], 0
-    while True:
-        used, level = used + len(centres), level + 1
+    if start is None:
+        weights = chain.radii + ROT_WEIGHT
+        centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
         excess, near, box_weights = _measure(chain, target, centres, half)
+        used, loose = len(centres), math.inf
+    else:
+        centres, half, excess, near, box_weights, used, loose = _started(chain, target, *start)
+        widen = min(widen, loose)  # (no margin can exceed the other boxes' bound)
+    tight: list = []
+    level = 0
+    while True:
+        level += 1
         if near:
             return None
         keep = excess <= 0
@@ -316,27 +344,46 @@ def pose_proof(
                     witnesses.append(found)
                 return None
         if not keep.all():
-            margin = min(margin, float(excess[~keep].min()))
             low = ~keep & (excess < widen)
             if low.any():
                 tight.append((centres[low], half[low], excess[low], box_weights[low]))
             if (~keep & ~low).any():
                 loose = min(loose, float(excess[~keep & ~low].min()))
         if not keep.any():
-            if tight:
-                margin = min(loose, _widened(chain, target, tight, widen, widen_budget))
-            return Proof(used, margin + extra)
-        if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
+            left = _widened(chain, target, tight, widen, widen_budget, loose)
+            if kept is not None:
+                kept.append(left)
+            return Proof(used, min(left.floor, float(left.excess[0]) if len(left.excess) else math.inf) + extra)
+        if (level > 1 or start is None) and keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
         centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
+        used += len(centres)
+        excess, near, box_weights = _measure(chain, target, centres, half)
 
 
-def _widened(chain: PoseChain, goal: BoxGoal, tight: list, widen: float, budget: int) -> float:
-    """The least margin of the boxes refused with less than ``widen`` to spare, once cut further (at most ``budget``
-    boxes): a part of a box is refused with at least what the box was (it lies inside it), and with what its own
-    measure gives if that is more."""
+def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float) -> tuple:
+    """A proof's first level from another chain's :class:`Boxes` at distance ``d``: the boxes, their excess (``excess
+    - d``, measured on this chain where that is not above 0), whether a measured centre is near the goal, their
+    weights, the boxes measured, and the bound of every other box (``floor - d``)."""
+    excess, weights, near = boxes.excess - d, boxes.weights.copy(), False
+    open_ = excess <= 0
+    if open_.any():
+        measured, near, measured_weights = _measure(chain, goal, boxes.centres[open_], boxes.half[open_])
+        weights[open_] = measured_weights
+        excess[open_] = np.maximum(measured, excess[open_])
+    return boxes.centres, boxes.half, excess, near, weights, int(open_.sum()), boxes.floor - d
+
+
+def _widened(chain: PoseChain, goal: BoxGoal, tight: list, widen: float, budget: int, floor: float) -> Boxes:
+    """The boxes refused with less than ``widen`` to spare, cut further (at most ``budget`` boxes) for a larger
+    margin (a part of a box is refused with at least what the box was: it lies inside it; and with what its own
+    measure gives if that is more): the parts still below ``widen`` (sorted by excess, least first) and the least
+    excess of the others and of ``floor`` (every box refused outside ``tight``)."""
+    n = chain.dof
+    if not tight:
+        return Boxes(np.empty((0, n)), np.empty((0, n)), np.empty((0, n)), np.empty(0), floor)
     centres, half, excess, weights = (np.concatenate([t[k] for t in tight]) for k in range(4))
-    others, used = math.inf, 0
+    used = 0
     while len(centres) and used + len(centres) * 2**SPLITS <= budget:
         children, child_half = halve_boxes(centres, half, weights, SPLITS)
         used += len(children)
@@ -344,6 +391,7 @@ def _widened(chain: PoseChain, goal: BoxGoal, tight: list, widen: float, budget:
         child_excess = np.maximum(child_excess, np.repeat(excess, 2**SPLITS))
         done = child_excess >= widen
         if done.any():
-            others = min(others, float(child_excess[done].min()))
+            floor = min(floor, float(child_excess[done].min()))
         centres, half, excess, weights = (a[~done] for a in (children, child_half, child_excess, child_weights))
-    return min(others, float(excess.min())) if len(excess) else others
+    order = np.argsort(excess, kind="stable")
+    return Boxes(centres[order], half[order], weights[order], excess[order], floor)
