@@ -10,9 +10,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from conftest import anywhere_configuration, random_placement, reach_test_spaces
+from conftest import anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from proof_robots import DBS, ROBOT, ROBOTS, SPACES, assembly_of
 from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
@@ -21,7 +22,6 @@ from timor_core.search.filtering.family_proof import Cut, FamilyProofs, chain_se
 from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
-DBS, SPACES = reach_test_spaces()
 EXP2 = {
     "robco_like": paper_exp2_space(DBS["robco_like"]),
     "geometric_primitive_modules": SPACES["geometric_primitive_modules"],
@@ -38,20 +38,13 @@ def _member(cut: Cut, rng: np.random.Generator, total: float) -> tuple[Cut, floa
     return Cut(cut.rotations, steps[:, :3, 3].copy(), steps), float(np.linalg.norm(moves, axis=1).sum())
 
 
-def _assembly(name: str, pick: float, rng: np.random.Generator, spread: float):
-    space = SPACES[name]
-    ids = space[int(pick * space.count)]
-    placement = random_placement(rng, spread) if spread else None
-    return ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement), placement
-
-
 @settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
+@given(**ROBOT)
 def test_the_cut_is_the_robots_kinematics(name, pick, seed):
     """The frames rebuilt from the cut's steps are the joints' and the TCP's, the cut from the segments seen before
     (``FamilyProofs.cut``) is the same, and the cut's chain gives Pinocchio's TCP poses at random configurations."""
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.5)
+    assembly, placement = assembly_of(name, pick, rng, 0.5)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -76,10 +69,7 @@ def test_the_cut_is_the_robots_kinematics(name, pick, seed):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
+    **ROBOTS,
     total=st.sampled_from([0.0, 0.002, 0.02, 0.1, 0.4]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
@@ -88,7 +78,7 @@ def test_no_certificate_refuses_a_chain_that_reaches_the_goal(name, pick, seed, 
     chain that refuses that goal has a margin of at most the distance (widened or not), and the certificates never
     refuse it."""
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, spread)
+    assembly, placement = assembly_of(name, pick, rng, spread)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -150,7 +140,7 @@ def _merged_angles(assembly, placement, q: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
+@given(**ROBOT)
 def test_merged_joints_give_the_robots_poses(name, pick, seed):
     """A cut merges each joint on one line with the joint before into it (``family_proof.merged``): at every
     configuration of the robot, the merged chain at the merged angles has the robot's TCP pose (Pinocchio's), so
@@ -204,8 +194,8 @@ def _variants(ids: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 @settings(max_examples=30, deadline=None)
 @given(
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    pick=ROBOT["pick"],
+    seed=ROBOT["seed"],
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
 def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal(pick, seed, tolerance):
@@ -230,9 +220,7 @@ def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal
 
 @settings(max_examples=40, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    **ROBOT,
     total=st.sampled_from([0.0, 0.001, 0.005, 0.03]),
     miss=st.sampled_from([0.0, 0.0, 0.004, 0.03]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
@@ -251,7 +239,7 @@ def test_a_goal_found_reached_is_one_no_proof_or_reach_bound_refuses(name, pick,
 
     use_compiled(True)
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.3)
+    assembly, placement = assembly_of(name, pick, rng, 0.3)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import anywhere_configuration, random_placement, reach_test_spaces
+from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from proof_robots import DBS, ROBOTS, assembly_of
 from scipy.spatial.transform import Rotation
 
 from timor_core import ModuleAssembly
@@ -32,7 +33,6 @@ from timor_core.task import Task
 
 REPO = Path(__file__).resolve().parents[3]
 GENERATOR = REPO / "benchmarks" / "unseen_tasks.py"
-DBS, SPACES = reach_test_spaces()
 EXP2 = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]])
 
 
@@ -79,21 +79,10 @@ def _robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
     return q
 
 
-#: the strategies of a random robot of the embedded sets for :func:`_robot` (set, pick in its space, seed, placement)
-ROBOTS = dict(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
-)
-
-
 def _robot(name, pick, seed, spread):
-    space = SPACES[name]
-    ids = space[int(pick * space.count)]
     rng = np.random.default_rng(seed)
-    placement = random_placement(rng, spread) if spread else None
-    return ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot, rng, ids
+    assembly, _ = assembly_of(name, pick, rng, spread)
+    return assembly.robot, rng, tuple(assembly.module_ids)
 
 
 @settings(max_examples=40, deadline=None)
