@@ -373,20 +373,23 @@ def _witness_task(name: str):
 
 def _verdicts(task, chains, witnesses: bool) -> list:
     """The filter chain's candidates (family proofs on) for ``chains``, in order; ``witnesses`` off: no witness
-    tried first and no goal marked reached (every goal's proof, quick reach bound and workspace bound run)."""
+    tried first, no proof ended by its own, no goal marked reached (every goal's proof, quick reach bound and
+    workspace bound run to their end)."""
     from timor_core.search import FilterChain, FilterConfig
-    from timor_core.search.filtering import family_proof
+    from timor_core.search.filtering import family_proof, reach_proof
 
-    refusal = FamilyProofs.refusal
+    refusal, levels = FamilyProofs.refusal, reach_proof.WITNESS_LEVELS
     try:
         if not witnesses:
             family_proof.reaches = lambda *args: False
             FamilyProofs.refusal = lambda self, cut, reached=None: refusal(self, cut)  # type: ignore[method-assign]
+            reach_proof.WITNESS_LEVELS = 0
         chain = FilterChain(task, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
         return [chain(ids) for ids in chains]
     finally:
         family_proof.reaches = reached_by
         FamilyProofs.refusal = refusal  # type: ignore[method-assign]
+        reach_proof.WITNESS_LEVELS = levels
 
 
 @pytest.mark.parametrize(
