@@ -14,7 +14,7 @@ import pytest
 from conftest import anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, ROBOT, ROBOTS, SPACES, assembly_of
+from proof_robots import DBS, ROBOT, ROBOTS, SPACES, assembly_of, unseen_task
 from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
@@ -294,7 +294,8 @@ def _exp2_task(goals: list[np.ndarray], tolerance: str, placement: np.ndarray | 
     return Task.from_json_data({"header": {"ID": "witnessed"}, "constraints": base, "goals": at})
 
 
-@settings(max_examples=25, deadline=None)
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
 @given(
     pick=ROBOT["pick"],
     seed=ROBOT["seed"],
@@ -355,20 +356,11 @@ def test_witnesses_kept_across_a_family_change_no_verdict_or_reason(pick, seed, 
 
 def _witness_task(name: str):
     """An exp2 task of ``tests/data/exp2_tasks`` or of the unseen tasks of ``benchmarks/unseen_tasks.py`` (seed 38)."""
-    import importlib.util
-
     from timor_core.task import Task
 
     if (TASKS / f"{name}.json").is_file():
         return Task.from_json_data(json.loads((TASKS / f"{name}.json").read_text()))
-    generator = Path(__file__).resolve().parents[3] / "benchmarks" / "unseen_tasks.py"
-    if not generator.is_file():
-        pytest.skip("needs the repository's benchmarks/")
-    spec = importlib.util.spec_from_file_location("unseen_tasks", generator)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Task.from_json_data(module.generate(38)[name])
+    return unseen_task(name)
 
 
 def _verdicts(task, chains, witnesses: bool) -> list:

@@ -6,16 +6,14 @@ arms the task-aware IK fails on against box1 and leaves the optimum to the IK.""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, ROBOTS, assembly_of
+from proof_robots import DBS, ROBOTS, assembly_of, unseen_task
 from scipy.spatial.transform import Rotation
 
 from timor_core import ModuleAssembly
@@ -31,8 +29,6 @@ from timor_core.search.filtering.sweep_proof import (
 )
 from timor_core.task import Task
 
-REPO = Path(__file__).resolve().parents[3]
-GENERATOR = REPO / "benchmarks" / "unseen_tasks.py"
 EXP2 = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]])
 
 
@@ -156,13 +152,7 @@ def test_an_arm_based_inside_an_obstacle_is_refused_everywhere():
 
 @pytest.fixture(scope="module")
 def obstacles_4() -> Task:
-    if not GENERATOR.is_file():
-        pytest.skip("needs the repository's benchmarks/")
-    spec = importlib.util.spec_from_file_location("unseen_tasks", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Task.from_json_data(module.generate(38)["obstacles_4"])
+    return unseen_task("obstacles_4")
 
 
 REFUSED = (
@@ -303,7 +293,7 @@ def test_the_early_sweep_proof_refuses_many_of_a_family_and_changes_no_verdict(o
 
 
 @pytest.mark.slow
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(order=st.permutations(range(len(FAMILY))), compiled=st.booleans())
 def test_the_early_sweep_proof_changes_no_verdict_in_any_order(obstacles_4, order, compiled):
     """As above, the family's chains in random orders, with the numpy or the compiled bounds."""
