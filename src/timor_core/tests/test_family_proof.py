@@ -10,18 +10,20 @@ import math
 from pathlib import Path
 
 import numpy as np
-from conftest import anywhere_configuration, random_placement, reach_test_spaces
+import pytest
+from conftest import anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from proof_robots import DBS, ROBOT, ROBOTS, SPACES, assembly_of, unseen_task
 from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
 from timor_core.search import paper_exp2_space
 from timor_core.search.filtering.family_proof import Cut, FamilyProofs, chain_segments, cut_chain, distance
+from timor_core.search.filtering.family_proof import reaches as reached_by
 from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
-DBS, SPACES = reach_test_spaces()
 EXP2 = {
     "robco_like": paper_exp2_space(DBS["robco_like"]),
     "geometric_primitive_modules": SPACES["geometric_primitive_modules"],
@@ -38,20 +40,13 @@ def _member(cut: Cut, rng: np.random.Generator, total: float) -> tuple[Cut, floa
     return Cut(cut.rotations, steps[:, :3, 3].copy(), steps), float(np.linalg.norm(moves, axis=1).sum())
 
 
-def _assembly(name: str, pick: float, rng: np.random.Generator, spread: float):
-    space = SPACES[name]
-    ids = space[int(pick * space.count)]
-    placement = random_placement(rng, spread) if spread else None
-    return ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement), placement
-
-
 @settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
+@given(**ROBOT)
 def test_the_cut_is_the_robots_kinematics(name, pick, seed):
     """The frames rebuilt from the cut's steps are the joints' and the TCP's, the cut from the segments seen before
     (``FamilyProofs.cut``) is the same, and the cut's chain gives Pinocchio's TCP poses at random configurations."""
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.5)
+    assembly, placement = assembly_of(name, pick, rng, 0.5)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -76,10 +71,7 @@ def test_the_cut_is_the_robots_kinematics(name, pick, seed):
 
 @settings(max_examples=60, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
+    **ROBOTS,
     total=st.sampled_from([0.0, 0.002, 0.02, 0.1, 0.4]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
@@ -88,7 +80,7 @@ def test_no_certificate_refuses_a_chain_that_reaches_the_goal(name, pick, seed, 
     chain that refuses that goal has a margin of at most the distance (widened or not), and the certificates never
     refuse it."""
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, spread)
+    assembly, placement = assembly_of(name, pick, rng, spread)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -150,7 +142,7 @@ def _merged_angles(assembly, placement, q: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=40, deadline=None)
-@given(name=st.sampled_from(sorted(DBS)), pick=st.floats(0, 1, exclude_max=True), seed=st.integers(0, 2**31))
+@given(**ROBOT)
 def test_merged_joints_give_the_robots_poses(name, pick, seed):
     """A cut merges each joint on one line with the joint before into it (``family_proof.merged``): at every
     configuration of the robot, the merged chain at the merged angles has the robot's TCP pose (Pinocchio's), so
@@ -204,8 +196,8 @@ def _variants(ids: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 @settings(max_examples=30, deadline=None)
 @given(
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    pick=ROBOT["pick"],
+    seed=ROBOT["seed"],
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
 def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal(pick, seed, tolerance):
@@ -230,9 +222,7 @@ def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal
 
 @settings(max_examples=40, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    **ROBOT,
     total=st.sampled_from([0.0, 0.001, 0.005, 0.03]),
     miss=st.sampled_from([0.0, 0.0, 0.004, 0.03]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
@@ -251,7 +241,7 @@ def test_a_goal_found_reached_is_one_no_proof_or_reach_bound_refuses(name, pick,
 
     use_compiled(True)
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.3)
+    assembly, placement = assembly_of(name, pick, rng, 0.3)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -300,9 +290,7 @@ def _goal_near(chain, rng: np.random.Generator, tolerance: str, miss: float) -> 
 
 @settings(max_examples=40, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    **ROBOT,
     miss=st.sampled_from([0.005, 0.02, 0.08]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
@@ -315,7 +303,7 @@ def test_a_proofs_boxes_bound_the_chains_own_poses(name, pick, seed, miss, toler
     from timor_core.search.filtering.reach_proof import EPS, rotation_slack
 
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.3)
+    assembly, placement = assembly_of(name, pick, rng, 0.3)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -341,9 +329,7 @@ def test_a_proofs_boxes_bound_the_chains_own_poses(name, pick, seed, miss, toler
 
 @settings(max_examples=60, deadline=None)
 @given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
+    **ROBOT,
     total=st.sampled_from([0.002, 0.02, 0.05, 0.1]),
     tolerance=st.sampled_from(sorted(TOLERANCES)),
 )
@@ -352,7 +338,7 @@ def test_a_proof_started_from_a_members_boxes_never_refuses_a_reached_goal(name,
     boxes of the original chain's proof (``pose_proof(start=...)``, as :class:`FamilyProofs` runs it for a chain
     near a proven one) never refuses it, nor does the family filter after proving the original chain."""
     rng = np.random.default_rng(seed)
-    assembly, placement = _assembly(name, pick, rng, 0.3)
+    assembly, placement = assembly_of(name, pick, rng, 0.3)
     cut = cut_chain(assembly, placement)
     if cut is None:
         return
@@ -377,7 +363,7 @@ def test_proofs_start_from_a_members_boxes():
     started = 0
     for k in range(120):
         name = sorted(DBS)[k % 2]
-        assembly, placement = _assembly(name, float(rng.uniform()), rng, 0.3)
+        assembly, placement = assembly_of(name, float(rng.uniform()), rng, 0.3)
         cut = cut_chain(assembly, placement)
         if cut is None:
             continue
@@ -402,7 +388,7 @@ def test_the_kept_boxes_are_bounded(monkeypatch):
         monkeypatch.setattr(family_proof, "MAX_KEPT_BOXES", cap)
         rng = np.random.default_rng(3)
         for pick in (0.1, 0.4, 0.7):
-            assembly, placement = _assembly("robco_like", pick, rng, 0.3)
+            assembly, placement = assembly_of("robco_like", pick, rng, 0.3)
             cut = cut_chain(assembly, placement)
             assert cut is not None
             members = [cut] + [_member(cut, rng, float(rng.choice([0.02, 0.05, 0.1])))[0] for _ in range(12)]
@@ -413,3 +399,148 @@ def test_the_kept_boxes_are_bounded(monkeypatch):
                 assert kept == proofs.kept_boxes <= cap
             started += proofs.started
     assert started > 0
+
+
+def _exp2_task(goals: list[np.ndarray], tolerance: str, placement: np.ndarray | None):
+    """A task of these goals (4x4, world) under one of :data:`TOLERANCES`' tolerances, the base at ``placement``."""
+    from timor_core.task import Task
+
+    projection, bounds = {
+        "exp2": (["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]]),
+        "tight": (["x", "y", "z", "Theta_R"], [[-1e-4, 1e-4]] * 3 + [[0.0, math.radians(0.1)]]),
+        "rotation vector": (["x", "y", "z", "N_x", "N_y", "N_z"], [[-2e-3, 2e-3]] * 3 + [[-0.2, 0.2], [-0.1, 0.1],
+                                                                                         [-0.3, 0.3]]),
+        "position only": (["x", "y", "z"], [[-1e-3, 1e-3]] * 3),
+    }[tolerance]  # fmt: skip
+    at = [{"ID": f"g{k}", "type": "at", "goalPose": {"nominal": g.tolist(), "toleranceProjection": projection,
+                                                     "tolerance": bounds}} for k, g in enumerate(goals)]  # fmt: skip
+    base = [] if placement is None else [{"type": "basePlacement", "pose": {"nominal": placement.tolist()}}]
+    return Task.from_json_data({"header": {"ID": "witnessed"}, "constraints": base, "goals": at})
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(
+    pick=ROBOT["pick"],
+    seed=ROBOT["seed"],
+    spread=ROBOTS["spread"],
+    misses=st.lists(st.sampled_from([0.0, 0.0, 0.002, 0.03, 0.15]), min_size=1, max_size=3),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+    order=st.randoms(use_true_random=False),
+)
+def test_witnesses_kept_across_a_family_change_no_verdict_or_reason(pick, seed, spread, misses, tolerance, order):
+    """The filter chain (family proofs on) over up to 40 of an exp2 arm's family (links swapped or dropped twice at
+    most, the base placed at random) in a random order, on a task of goals at members' random configurations (each
+    moved ``misses[k]`` off): every chain gets the verdict, filter and reason it gets where no witness is kept
+    across chains and no goal is marked reached (the proofs, ``first_unreachable`` and the workspace filter run for
+    every goal), and a goal marked reached is within the robot's reach bounds."""
+    from timor_core.kinematics.ik import outside_workspace
+    from timor_core.kinematics.reach import position_slack, reach_gap
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import family_proof
+    from timor_core.search.filtering.proof_kernel import use_compiled
+
+    use_compiled(True)
+    rng = np.random.default_rng(seed)
+    db, space = DBS["robco_like"], EXP2["robco_like"]
+    ids = tuple(space[int(pick * space.count)])
+    members = sorted({ids, *(w for v in _variants(ids) for w in (v, *_variants(v)))})  # two swaps at most
+    order.shuffle(members)
+    members = members[:40]
+    placement = random_placement(rng, spread) if spread else None
+    goals = []
+    for miss in misses:
+        at = members[int(rng.integers(len(members)))]
+        robot = ModuleAssembly.from_serial_modules(db, at, base_placement=placement).robot
+        goal = _within(robot.fk(anywhere_configuration(robot, rng)), tolerance, rng)
+        shift = rng.normal(size=3)
+        goal[:3, 3] += shift / np.linalg.norm(shift) * miss
+        goals.append(goal)
+    task = _exp2_task(goals, tolerance, placement)
+    kept = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
+    with_witnesses = [kept(m) for m in members]
+    refusal = FamilyProofs.refusal
+    try:  # no witness tried first, no goal marked reached
+        family_proof.reaches = lambda *args: False
+        FamilyProofs.refusal = lambda self, cut, reached=None: refusal(self, cut)  # type: ignore[method-assign]
+        plain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
+        without = [plain(m) for m in members]
+    finally:
+        family_proof.reaches = reached_by
+        FamilyProofs.refusal = refusal  # type: ignore[method-assign]
+    for c, p in zip(with_witnesses, without, strict=True):
+        assert p.reached == set()
+        assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
+        robot = c.robot or ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
+        for k in c.reached:
+            pose = task.goals[k].goal_pose
+            assert outside_workspace(robot, robot.tcp, pose.world, pose.tolerance) == 0.0, (c.ids, k)
+            assert reach_gap(robot, robot.tcp, pose.world[:3, 3], position_slack(pose.tolerance)) == 0.0, (c.ids, k)
+
+
+def _witness_task(name: str):
+    """An exp2 task of ``tests/data/exp2_tasks`` or of the unseen tasks of ``benchmarks/unseen_tasks.py`` (seed 38)."""
+    from timor_core.task import Task
+
+    if (TASKS / f"{name}.json").is_file():
+        return Task.from_json_data(json.loads((TASKS / f"{name}.json").read_text()))
+    return unseen_task(name)
+
+
+def _verdicts(task, chains, witnesses: bool) -> list:
+    """The filter chain's candidates (family proofs on) for ``chains``, in order; ``witnesses`` off: no witness
+    tried first, no proof ended by its own, no goal marked reached (every goal's proof, quick reach bound and
+    workspace bound run to their end)."""
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import family_proof, reach_proof
+
+    refusal, levels = FamilyProofs.refusal, reach_proof.WITNESS_LEVELS
+    try:
+        if not witnesses:
+            family_proof.reaches = lambda *args: False
+            FamilyProofs.refusal = lambda self, cut, reached=None: refusal(self, cut)  # type: ignore[method-assign]
+            reach_proof.WITNESS_LEVELS = 0
+        chain = FilterChain(task, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
+        return [chain(ids) for ids in chains]
+    finally:
+        family_proof.reaches = reached_by
+        FamilyProofs.refusal = refusal  # type: ignore[method-assign]
+        reach_proof.WITNESS_LEVELS = levels
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["obstacles_4", "base_moved", "boundary",
+     pytest.param("more_goals", marks=pytest.mark.slow), pytest.param("turned_user_study", marks=pytest.mark.slow),
+     pytest.param("boundary_high", marks=pytest.mark.slow), pytest.param("five_joints", marks=pytest.mark.slow)],
+)  # fmt: skip
+def test_witnesses_reused_across_a_tasks_chains_change_no_verdict_or_reason(name):
+    """1,000 random arms of the exp2 space on a task (a moved base, goals near the workspace's boundary, obstacles):
+    with the family filter's witnesses kept across chains and goals marked reached, every arm gets the verdict,
+    filter, reason key and reason it gets without (every proof and reach bound run for every goal); witnesses are
+    reused and goals marked reached on tens of arms; a goal marked reached is within the robot's reach bounds."""
+    from timor_core.kinematics.ik import outside_workspace
+    from timor_core.kinematics.reach import position_slack, reach_gap
+    from timor_core.search.filtering import family_proof
+    from timor_core.search.filtering.proof_kernel import use_compiled
+
+    use_compiled(True)
+    task = _witness_task(name)
+    space = EXP2["robco_like"]
+    chains = [tuple(space[int(k)]) for k in np.random.default_rng(1).integers(0, space.count, 1000)]
+    reused = []
+    try:
+        family_proof.reaches = lambda *args: reused.append(found := reached_by(*args)) or found
+        kept = _verdicts(task, chains, witnesses=True)
+    finally:
+        family_proof.reaches = reached_by
+    plain = _verdicts(task, chains, witnesses=False)
+    for c, p in zip(kept, plain, strict=True):
+        assert p.reached == set()
+        assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
+        for k in c.reached:
+            robot = c.robot or ModuleAssembly.from_serial_modules(c.ctx.db, c.ids, base_placement=c.ctx.placement).robot
+            pose = task.goals[k].goal_pose
+            assert outside_workspace(robot, robot.tcp, pose.world, pose.tolerance) == 0.0, (c.ids, k)
+            assert reach_gap(robot, robot.tcp, pose.world[:3, 3], position_slack(pose.tolerance)) == 0.0, (c.ids, k)
+    assert sum(reused) >= 20 and sum(1 for c in kept if c.reached) >= 20, (sum(reused), len(reused))

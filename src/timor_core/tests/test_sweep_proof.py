@@ -6,15 +6,14 @@ arms the task-aware IK fails on against box1 and leaves the optimum to the IK.""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import anywhere_configuration, random_placement, reach_test_spaces
+from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from proof_robots import DBS, ROBOTS, assembly_of, unseen_task
 from scipy.spatial.transform import Rotation
 
 from timor_core import ModuleAssembly
@@ -30,9 +29,6 @@ from timor_core.search.filtering.sweep_proof import (
 )
 from timor_core.task import Task
 
-REPO = Path(__file__).resolve().parents[3]
-GENERATOR = REPO / "benchmarks" / "unseen_tasks.py"
-DBS, SPACES = reach_test_spaces()
 EXP2 = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, math.pi / 4]])
 
 
@@ -79,21 +75,10 @@ def _robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
     return q
 
 
-#: the strategies of a random robot of the embedded sets for :func:`_robot` (set, pick in its space, seed, placement)
-ROBOTS = dict(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    spread=st.sampled_from([0.0, 0.3]),
-)
-
-
 def _robot(name, pick, seed, spread):
-    space = SPACES[name]
-    ids = space[int(pick * space.count)]
     rng = np.random.default_rng(seed)
-    placement = random_placement(rng, spread) if spread else None
-    return ModuleAssembly.from_serial_modules(DBS[name], ids, base_placement=placement).robot, rng, ids
+    assembly, _ = assembly_of(name, pick, rng, spread)
+    return assembly.robot, rng, tuple(assembly.module_ids)
 
 
 @settings(max_examples=40, deadline=None)
@@ -167,13 +152,7 @@ def test_an_arm_based_inside_an_obstacle_is_refused_everywhere():
 
 @pytest.fixture(scope="module")
 def obstacles_4() -> Task:
-    if not GENERATOR.is_file():
-        pytest.skip("needs the repository's benchmarks/")
-    spec = importlib.util.spec_from_file_location("unseen_tasks", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Task.from_json_data(module.generate(38)["obstacles_4"])
+    return unseen_task("obstacles_4")
 
 
 REFUSED = (
@@ -246,3 +225,76 @@ def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compi
     plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     for ids in refused_early:
         assert plain(ids).failed_filter is not None, ids
+
+
+#: the refused arms' and the optimum's family on ``obstacles_4`` (four joints, three links between them, an
+#: extension or none before the gripper): 64 x 7 chains, most of them refused at g3 by the sweep proof
+LINKS = ("L_100", "L_150", "L_200", "L_250")
+FAMILY = tuple(
+    ("base", "J", a, "J", b, "J", c, "J", *((i,) if i else ()), "gripper")
+    for a in LINKS for b in LINKS for c in LINKS for i in (None, "I_50", "I_100", "I_150", "I_200", "I_300", "I_400")
+)  # fmt: skip
+
+
+def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
+    """The filter chain's candidates (family proofs on) for ``order``'s chains of :data:`FAMILY`, in that order, with
+    the sweep proof tried before the IK or not."""
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import filters, sweep_proof
+
+    with monkeypatch.context() as patch:
+        if not early:
+            patch.setattr(filters, "likely_refusal", lambda *args: None)
+        else:
+            patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal)
+        chain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
+        return [chain(FAMILY[k]) for k in order]
+
+
+def _check_early_sweeps(task: Task, order, compiled: bool) -> None:
+    """The early sweep proof over ``order``'s chains of :data:`FAMILY` on ``obstacles_4`` (see the tests below)."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    from timor_core.task.feedback import task_base_placement
+
+    use_compiled(compiled)
+    db, placement, boxes = DBS["robco_like"], task_base_placement(task), obstacle_boxes(task)
+    patch = MonkeyPatch()
+    try:
+        early = _family_verdicts(task, db, order, patch, early=True)
+        plain = _family_verdicts(task, db, order, patch, early=False)
+    finally:
+        patch.undo()
+    refused_early, passed = 0, 0
+    for c, p in zip(early, plain, strict=True):
+        if c.failed_filter == "ik" and "collides with an obstacle" in c.reason:
+            refused_early += 1
+            assert p.failed_filter in ("ik", "ik_task"), (c.ids, p.failed_filter, p.reason)
+            goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
+            robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
+            proven = sweep_proof(arm_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
+            assert proven is not None, (c.ids, goal.id)
+            continue
+        assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
+        if c.failed_filter is None:
+            passed += 1
+            assert 2 in c.swept, c.ids  # g3, proven for the family's refused arms: tried early, not proven
+    assert refused_early >= 100 and passed >= 1, (refused_early, passed)
+
+
+def test_the_early_sweep_proof_refuses_many_of_a_family_and_changes_no_verdict(obstacles_4):
+    """On ``obstacles_4``, the 448 chains of the refused arms' family (:data:`FAMILY`, shuffled; the family's record
+    primed by its first chains): the ``ik`` filter refuses over a hundred of them by the sweep proof before their
+    IK; each such refusal is the sweep proof's (run again here on the chain's robot at that goal), the chain is
+    refused without the early proof too, and every other chain gets the same verdict and reason as without it (the
+    chains that pass, tried early in vain at g3, still pass). Compiled bounds (the numpy ones: the slow test)."""
+    order = np.random.default_rng(38).permutation(len(FAMILY))
+    _check_early_sweeps(obstacles_4, order, compiled=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=2, deadline=None)
+@given(order=st.permutations(range(len(FAMILY))), compiled=st.booleans())
+def test_the_early_sweep_proof_changes_no_verdict_in_any_order(obstacles_4, order, compiled):
+    """As above, the family's chains in random orders, with the numpy or the compiled bounds."""
+    _check_early_sweeps(obstacles_4, order, compiled)
