@@ -176,6 +176,28 @@ def test_two_different_values_for_one_key_are_refused_and_repeats_merged(tmp_pat
         normalise_eds(path.read_bytes(), path)
 
 
+def test_a_file_read_again_is_parsed_once_and_each_reader_gets_its_own_table(tmp_path, monkeypatch):
+    """The same bytes at the same path: an equal Eds without a second parse (a profile's drives share files, a
+    bring-up reads its profile twice); each reader has its own objects table; changed bytes are parsed anew."""
+    import timor_core.hardware.eds as eds_module
+
+    path = tmp_path / "elmo_gold.dcf"
+    path.write_bytes((VENDOR / "elmo_gold.dcf").read_bytes())
+    first = read_eds(path)
+    parses: list[Path] = []
+    monkeypatch.setattr(eds_module, "normalise_eds", lambda data, at, field: parses.append(at) or normalise_eds(
+        data, at, field))  # fmt: skip
+    again = read_eds(path)
+    assert again == first and parses == [] and again.objects is not first.objects
+    again.objects.clear()
+    assert read_eds(path) == first and parses == []  # a reader's change to its table stays its own
+    _edit(path, "6040", AccessType="ro")
+    edited = read_eds(path)
+    assert parses == [path] and edited.get(0x6040).access == "ro" and first.get(0x6040).access != "ro"
+    shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "other.dcf")
+    assert read_eds(tmp_path / "other.dcf").path == tmp_path / "other.dcf" and len(parses) == 2
+
+
 # -- item 2: nothing written at boot to what the EDS declares read-only
 
 
