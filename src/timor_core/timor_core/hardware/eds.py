@@ -153,7 +153,7 @@ def read_eds(path: Path, field: str = "eds") -> Eds:
         raise InputError(f"{exc.message} (file {path})", path=exc.path, value=exc.value) from None
 
 
-_PARSED: OrderedDict[tuple[bytes, Path, str], Eds] = OrderedDict()  # the last files parsed, by content
+_PARSED: OrderedDict[tuple[bytes, Path], Eds] = OrderedDict()  # the last files parsed, by content
 _PARSED_MOST = 16
 _PARSED_BYTES = 1 << 20  # files up to 1 MiB are remembered (vendor EDS files are 20-200 kB)
 _PARSED_LOCK = threading.Lock()
@@ -169,7 +169,7 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
     """
     if not isinstance(data, bytes):  # a bytearray or memoryview: not a key, parsed as it is
         return _parse_eds(data, path, field)
-    key = (data, Path(path), field)
+    key = (data, Path(path))  # ``field`` only names the profile's field in a refusal, and refusals are not kept
     with _PARSED_LOCK:
         eds = _PARSED.get(key)
         if eds is not None:
