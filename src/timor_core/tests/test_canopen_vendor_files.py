@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -202,7 +203,10 @@ def test_a_file_read_again_is_parsed_once_and_each_reader_gets_its_own_table(tmp
     _edit(path, "6040", AccessType="ro")
     edited = read_eds(path)
     assert parses == [path] and edited.get(0x6040).access == "ro" and first.get(0x6040).access != "ro"
-    shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "other.dcf")
+    (tmp_path / "copy").mkdir()
+    copy = shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "copy" / "elmo_gold.dcf")
+    assert read_eds(copy) == replace(first, path=copy) and len(parses) == 1  # the same file in another folder
+    shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "other.dcf")  # its name is in the normalised file's header
     assert read_eds(tmp_path / "other.dcf").path == tmp_path / "other.dcf" and len(parses) == 2
 
 

@@ -153,7 +153,7 @@ def read_eds(path: Path, field: str = "eds") -> Eds:
         raise InputError(f"{exc.message} (file {path})", path=exc.path, value=exc.value) from None
 
 
-_PARSED: OrderedDict[tuple[bytes, Path], Eds] = OrderedDict()  # the last files parsed, by content
+_PARSED: OrderedDict[tuple[bytes, str], Eds] = OrderedDict()  # the last files parsed, by content
 _PARSED_MOST = 16
 _PARSED_BYTES = 1 << 20  # files up to 1 MiB are remembered (vendor EDS files are 20-200 kB)
 _PARSED_LOCK = threading.Lock()
@@ -163,13 +163,14 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
     """Parse the bytes of an EDS/DCF file (see :func:`read_eds`) as lely's dcfgen reads them: normalised by
     :func:`~timor_core.hardware.eds_text.normalise_eds` first.
 
-    The same bytes at the same path are parsed once (a profile's drives often share one file, and a bring-up
-    reads its profile more than once): the result of the last 16 files is kept, each call gets its own copy of
-    the objects' table; a file that changed is other bytes, parsed anew. Refusals are not kept.
+    The same bytes under the same file name are parsed once (a profile's drives often share one file, a
+    bring-up reads its profile more than once, a vendor file is copied into many packages): the result of the
+    last 16 files is kept, and each call gets it with its own path and its own copy of the objects' table; a file
+    that changed is other bytes, parsed anew. Refusals are not kept (they name the path and the field).
     """
     if not isinstance(data, bytes):  # a bytearray or memoryview: not a key, parsed as it is
         return _parse_eds(data, path, field)
-    key = (data, Path(path))  # ``field`` only names the profile's field in a refusal, and refusals are not kept
+    key = (data, Path(path).name)  # a parse reads the path's name only (and names path and field in refusals)
     with _PARSED_LOCK:
         eds = _PARSED.get(key)
         if eds is not None:
@@ -181,7 +182,7 @@ def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
                 _PARSED[key] = eds
                 while len(_PARSED) > _PARSED_MOST:
                     _PARSED.popitem(last=False)
-    return replace(eds, objects=dict(eds.objects))
+    return replace(eds, path=path, objects=dict(eds.objects))
 
 
 def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
