@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,12 +53,20 @@ def test_the_test_data_has_ten_vendors_with_sources():
     assert all((VENDOR / name).is_file() for name in FILES)
 
 
+_LELY_READ: dict[tuple[str, bytes], int] = {}  # (file name, bytes) -> objects: lely's reader is the same on both
+
+
 def _lely_reads(path: Path) -> int:
-    """How many objects lely's own reader (dcf-tools, what dcfgen runs) finds in the file; raises if it cannot."""
+    """How many objects lely's own reader (dcf-tools, what dcfgen runs) finds in the file; raises if it cannot.
+    A file of the same name and bytes as one already read (a vendor file normalised, then installed by the build)
+    is not read again in the same process."""
     dcf = pytest.importorskip("dcf", reason="needs dcf-tools (lely's dcfgen), in the test extra")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return len(dcf.Device(dcf.parse_file(str(path)), {"NODEID": 5}))
+    key = (path.name, path.read_bytes())
+    if key not in _LELY_READ:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _LELY_READ[key] = len(dcf.Device(dcf.parse_file(str(path)), {"NODEID": 5}))
+    return _LELY_READ[key]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -174,6 +183,31 @@ def test_two_different_values_for_one_key_are_refused_and_repeats_merged(tmp_pat
     path.write_text(text.replace("[6040]\n", "[6040]\nDataType=0x0007\n", 1), encoding="latin-1")
     with pytest.raises(InputError, match=r"\[6040\] DataType = '0x0006': given twice with different values"):
         normalise_eds(path.read_bytes(), path)
+
+
+def test_a_file_read_again_is_parsed_once_and_each_reader_gets_its_own_table(tmp_path, monkeypatch):
+    """The same bytes at the same path: an equal Eds without a second parse (a profile's drives share files, a
+    bring-up reads its profile twice); each reader has its own objects table; changed bytes are parsed anew."""
+    import timor_core.hardware.eds as eds_module
+
+    path = tmp_path / "elmo_gold.dcf"
+    path.write_bytes((VENDOR / "elmo_gold.dcf").read_bytes())
+    first = read_eds(path)
+    parses: list[Path] = []
+    monkeypatch.setattr(eds_module, "normalise_eds", lambda data, at, field: parses.append(at) or normalise_eds(
+        data, at, field))  # fmt: skip
+    again = read_eds(path, "drives.J.eds")  # as a profile reads it
+    assert again == first and parses == [] and again.objects is not first.objects
+    again.objects.clear()
+    assert read_eds(path) == first and parses == []  # a reader's change to its table stays its own
+    _edit(path, "6040", AccessType="ro")
+    edited = read_eds(path)
+    assert parses == [path] and edited.get(0x6040).access == "ro" and first.get(0x6040).access != "ro"
+    (tmp_path / "copy").mkdir()
+    copy = shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "copy" / "elmo_gold.dcf")
+    assert read_eds(copy) == replace(first, path=copy) and len(parses) == 1  # the same file in another folder
+    shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "other.dcf")  # its name is in the normalised file's header
+    assert read_eds(tmp_path / "other.dcf").path == tmp_path / "other.dcf" and len(parses) == 2
 
 
 # -- item 2: nothing written at boot to what the EDS declares read-only

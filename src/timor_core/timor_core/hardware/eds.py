@@ -15,7 +15,9 @@ from __future__ import annotations
 import configparser
 import math
 import re
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from timor_core.errors import InputError
@@ -151,9 +153,40 @@ def read_eds(path: Path, field: str = "eds") -> Eds:
         raise InputError(f"{exc.message} (file {path})", path=exc.path, value=exc.value) from None
 
 
+_PARSED: OrderedDict[tuple[bytes, str], Eds] = OrderedDict()  # the last files parsed, by content
+_PARSED_MOST = 16
+_PARSED_BYTES = 1 << 20  # files up to 1 MiB are remembered (vendor EDS files are 20-200 kB)
+_PARSED_LOCK = threading.Lock()
+
+
 def parse_eds(data: bytes, path: Path, field: str = "eds") -> Eds:
     """Parse the bytes of an EDS/DCF file (see :func:`read_eds`) as lely's dcfgen reads them: normalised by
-    :func:`~timor_core.hardware.eds_text.normalise_eds` first."""
+    :func:`~timor_core.hardware.eds_text.normalise_eds` first.
+
+    The same bytes under the same file name are parsed once (a profile's drives often share one file, a
+    bring-up reads its profile more than once, a vendor file is copied into many packages): the result of the
+    last 16 files is kept, and each call gets it with its own path and its own copy of the objects' table; a file
+    that changed is other bytes, parsed anew. Refusals are not kept (they name the path and the field).
+    """
+    if not isinstance(data, bytes):  # a bytearray or memoryview: not a key, parsed as it is
+        return _parse_eds(data, path, field)
+    key = (data, Path(path).name)  # a parse reads the path's name only (and names path and field in refusals)
+    with _PARSED_LOCK:
+        eds = _PARSED.get(key)
+        if eds is not None:
+            _PARSED.move_to_end(key)
+    if eds is None:
+        eds = _parse_eds(data, path, field)
+        if len(data) <= _PARSED_BYTES:
+            with _PARSED_LOCK:
+                _PARSED[key] = eds
+                while len(_PARSED) > _PARSED_MOST:
+                    _PARSED.popitem(last=False)
+    return replace(eds, path=path, objects=dict(eds.objects))
+
+
+def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
+    """The parse behind :func:`parse_eds` (not remembered)."""
     if len(data) > MAX_EDS_BYTES:
         raise InputError(f"{field}: file too large for an EDS/DCF (limit {MAX_EDS_BYTES} bytes)", value=len(data))
     if not data.strip():
