@@ -220,6 +220,14 @@ def test_no_certificate_of_a_merged_family_refuses_a_chain_that_reaches_the_goal
     assert proofs.refusal(own) is None  # ... which must not cover the arm
 
 
+def _drawn_cut(name: str, pick: float, seed: int):
+    """The random numbers of ``seed``, the assembly :data:`proof_robots.ROBOT` draws (base moved up to 0.3), its
+    placement and its cut (None: not a serial chain of revolute joints)."""
+    rng = np.random.default_rng(seed)
+    assembly, placement = assembly_of(name, pick, rng, 0.3)
+    return rng, assembly, placement, cut_chain(assembly, placement)
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     **ROBOT,
@@ -240,9 +248,7 @@ def test_a_goal_found_reached_is_one_no_proof_or_reach_bound_refuses(name, pick,
     from timor_core.search.filtering.quick_reach import quick_chain, quick_gap
 
     use_compiled(True)
-    rng = np.random.default_rng(seed)
-    assembly, placement = assembly_of(name, pick, rng, 0.3)
-    cut = cut_chain(assembly, placement)
+    rng, assembly, placement, cut = _drawn_cut(name, pick, seed)
     if cut is None:
         return
     tol = TOLERANCES[tolerance]
@@ -337,9 +343,7 @@ def test_a_proof_started_from_a_members_boxes_never_refuses_a_reached_goal(name,
     """A chain of the family (translations moved by ``total``) reaches a goal: a proof of it started from the
     boxes of the original chain's proof (``pose_proof(start=...)``, as :class:`FamilyProofs` runs it for a chain
     near a proven one) never refuses it, nor does the family filter after proving the original chain."""
-    rng = np.random.default_rng(seed)
-    assembly, placement = assembly_of(name, pick, rng, 0.3)
-    cut = cut_chain(assembly, placement)
+    rng, _, _, cut = _drawn_cut(name, pick, seed)
     if cut is None:
         return
     tol = TOLERANCES[tolerance]

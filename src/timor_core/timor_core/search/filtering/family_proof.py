@@ -36,6 +36,7 @@ import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaches
+from timor_core.search.filtering.segments import Segment, merged
 
 __all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain", "distance", "merged"]
 
@@ -132,12 +133,6 @@ def chain_segments(assembly: Any, placement: np.ndarray | None) -> list[Segment]
     return [segment(a) for a in steps]
 
 
-Segment = tuple[bytes, np.ndarray, tuple[float, ...], float | None]
-"""One ``A_k``: its rotation key (equal keys: equal rotations to 5e-10 per entry), the 4x4 step, its translation
-as floats, and its length along z if it turns about z only and moves along z only (to :data:`AXIAL` per entry: the
-next joint is on the previous one's line), else None."""
-
-
 def segment(step: np.ndarray) -> Segment:
     """The :data:`Segment` of one step ``A_k`` (4x4)."""
     key = (np.round(step[:3, :3], ROTATION_DECIMALS) + 0.0).tobytes()  # + 0.0: no -0.0
@@ -145,28 +140,6 @@ def segment(step: np.ndarray) -> Segment:
     off = max(abs(step[0, 2]), abs(step[1, 2]), abs(step[2, 0]), abs(step[2, 1]), abs(step[2, 2] - 1.0))
     axial = float(step[2, 3]) if off <= AXIAL and abs(row[0]) <= AXIAL and abs(row[1]) <= AXIAL else None
     return key, step, row, axial
-
-
-def merged(segments: Sequence[Segment]) -> list[Segment]:
-    """The segments with every joint on one line with the joint before merged into it: ``Rz(a) A_k Rz(b) A_k+1``
-    with ``A_k = Tz(l) Rz(phi)`` is ``Rz(a + phi + b) Tz(l) A_k+1``, and over whole turns ``a + phi + b`` takes
-    every angle ``a`` does, so the chain with ``A_k`` left out and ``Tz(l)`` put before ``A_k+1`` reaches the very
-    same poses (its translation's z grows by ``l``). ``A_0`` and the last step are never left out (no joint before /
-    after them). Such a chain is in the family of the shorter chain (``J I_50 J L_100 J`` and ``J L_100 J``)."""
-    out: list[Segment] = [segments[0]]
-    carry = 0.0
-    for k in range(1, len(segments)):
-        key, step, row, axial = segments[k]
-        if axial is not None and k < len(segments) - 1:
-            carry += axial
-            continue
-        if carry:
-            step = step.copy()
-            step[2, 3] += carry
-            row = (row[0], row[1], row[2] + carry)
-            axial, carry = (None if axial is None else axial + carry), 0.0
-        out.append((key, step, row, axial))
-    return out
 
 
 def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: float = math.inf) -> float:

@@ -13,14 +13,14 @@ cut to the last bit, and so the same answer (``tests/test_certified.py`` compare
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 from timor_core.limits import limits
-from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal, Segment
+from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal
+from timor_core.search.filtering.segments import Segment, carried, merged_head
 
-__all__ = ["Head", "Kept", "MAX_KEPT", "Tail", "merged_head"]
+__all__ = ["Head", "Kept", "MAX_KEPT", "Tail"]
 
 MAX_KEPT = 65_536
 """Heads (and tails) kept: more, and all are forgotten and kept anew."""
@@ -46,35 +46,6 @@ class Head:
 
 Tail = tuple[tuple[Any, ...], int]
 """The modules after an assembly's last joint and their DOF."""
-
-
-def merged_head(segments: Sequence[Segment]) -> tuple[list[Segment], float]:
-    """:func:`~.family_proof.merged` of a chain's segments but the last (``A_0 .. A_n-1``), the same operations in
-    the same order: the segments kept, and the length still carried to the last step (0.0: none)."""
-    out: list[Segment] = [segments[0]]
-    carry = 0.0
-    for k in range(1, len(segments)):
-        key, step, row, axial = segments[k]
-        if axial is not None:
-            carry += axial
-            continue
-        if carry:
-            step = step.copy()
-            step[2, 3] += carry
-            row = (row[0], row[1], row[2] + carry)
-            axial, carry = None, 0.0
-        out.append((key, step, row, axial))
-    return out, carry
-
-
-def carried(segment: Segment, carry: float) -> Segment:
-    """The last step of a merged chain: ``segment`` with the head's carried length put before it."""
-    if not carry:
-        return segment
-    key, step, row, axial = segment
-    step = step.copy()
-    step[2, 3] += carry
-    return key, step, (row[0], row[1], row[2] + carry), (None if axial is None else axial + carry)
 
 
 class Kept:
