@@ -120,17 +120,21 @@ class MoveItSupervisorNode(Node):
             self._wanted = msg.data
         self._worker.submit(self._follow)
 
+    def _waiting(self, end: float) -> bool:
+        """Whether a swap's wait goes on: before ``end`` (monotonic) and while the node is not closing."""
+        return time.monotonic() < end and not self._closing.is_set()
+
     def _current(self, srdf: str, timeout: float = 30.0) -> GetAssembly.Response | None:
         """The assembly node's current robot once it is the one with ``srdf`` (None if it never becomes it)."""
         end = time.monotonic() + timeout
-        while time.monotonic() < end and not self._closing.is_set():
+        while self._waiting(end):
             got = call_service(self._get, GetAssembly.Request(), 10.0)
             if got.available and got.srdf == srdf:
                 return got
             with self._lock:
                 if self._wanted != srdf:
                     return None  # a newer robot was announced meanwhile
-            time.sleep(0.05)
+            self._closing.wait(0.05)
         return None
 
     def _follow(self) -> None:
@@ -176,7 +180,7 @@ class MoveItSupervisorNode(Node):
         w.max_corner.x = w.max_corner.y = w.max_corner.z = WORKSPACE
         r.start_state.is_diff = True
         process, end = self.supervisor.process, time.monotonic() + self.supervisor.ready_timeout
-        while process is not None and time.monotonic() < end and not self._closing.is_set():
+        while process is not None and self._waiting(end):
             with self._lock:
                 here = {j: self._joints[j] for j in joints if j in self._joints}
             if len(here) == len(joints):
@@ -191,7 +195,7 @@ class MoveItSupervisorNode(Node):
                         return
                 except ServiceCallError:
                     pass
-            time.sleep(0.2)
+            self._closing.wait(0.2)
         if self._closing.is_set():
             raise MoveGroupError("the supervisor is shutting down")
         raise MoveGroupError("move_group came up but has no current state of the robot (no /joint_states?)")
@@ -203,7 +207,7 @@ class MoveItSupervisorNode(Node):
         if not self.execute:
             return
         end = time.monotonic() + self.supervisor.ready_timeout
-        while time.monotonic() < end and not self._closing.is_set():
+        while self._waiting(end):
             with self._lock:
                 here = [self._joints.get(j) for j in joints]
             if all(v is not None for v in here):
@@ -214,7 +218,7 @@ class MoveItSupervisorNode(Node):
                 goal.trajectory.joint_trajectory.points = [point]
                 if self._executed(goal):
                     return
-            time.sleep(0.3)
+            self._closing.wait(0.3)
         if self._closing.is_set():
             raise MoveGroupError("the supervisor is shutting down")
         raise MoveGroupError("move_group came up but cannot execute through the arm controller")
