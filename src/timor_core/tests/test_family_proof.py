@@ -548,3 +548,57 @@ def test_witnesses_reused_across_a_tasks_chains_change_no_verdict_or_reason(name
             assert outside_workspace(robot, robot.tcp, pose.world, pose.tolerance) == 0.0, (c.ids, k)
             assert reach_gap(robot, robot.tcp, pose.world[:3, 3], position_slack(pose.tolerance)) == 0.0, (c.ids, k)
     assert sum(reused) >= 20 and sum(1 for c in kept if c.reached) >= 20, (sum(reused), len(reused))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    **ROBOT,
+    total=st.sampled_from([0.0, 0.005, 0.03]),
+    miss=st.sampled_from([0.0, 0.004, 0.03, 0.1]),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+    budget=st.sampled_from([16, 64, 4096]),
+)
+def test_a_goal_put_in_reached_has_a_witness_that_reaches_it(name, pick, seed, total, miss, tolerance, budget):
+    """``FamilyProofs.refusal`` puts a goal in ``reached`` only with a witness in hand: a configuration (one of the
+    family's last witnesses, or one the chain's own proof found) from which the witnesses' descent reaches the goal
+    on this chain. A proof that ends undecided without one (small budgets, goals moved off a reached pose) leaves the
+    goal out, so the cheaper bounds after the family filter still run for it."""
+    from timor_core.search.filtering import family_proof
+    from timor_core.search.filtering.proof_kernel import use_compiled
+
+    use_compiled(True)
+    rng, _, placement, cut = _drawn_cut(name, pick, seed)
+    if cut is None:
+        return
+    members = [cut] + [_member(cut, rng, total)[0] for _ in range(3)]
+    goals = []
+    for k in range(2):
+        at = chain_poses(members[k].chain, rng.uniform(-np.pi, np.pi, (1, cut.chain.dof)))
+        goal = np.eye(4)
+        goal[:3, :3], goal[:3, 3] = at.frames[0].T, at.tcp[0]
+        goal = _within(goal, tolerance, rng)
+        shift = rng.normal(size=3)
+        goal[:3, 3] += shift / np.linalg.norm(shift) * miss * k
+        goals.append((goal, TOLERANCES[tolerance]))
+    found: list[tuple[int, list[np.ndarray]]] = []  # (goal, the witnesses list a proof of it was given)
+    real = family_proof.pose_proof
+
+    def recording(chain, goal, *args, witnesses=None, **kwargs):
+        found.append((next(k for k, (g, _) in enumerate(goals) if np.array_equal(g, goal)), witnesses))
+        return real(chain, goal, *args, witnesses=witnesses, **kwargs)
+
+    proofs = FamilyProofs(goals, budget, placement)
+    family_proof.pose_proof = recording
+    try:
+        for member in members:
+            before = {key: list(seen) for key, seen in proofs.witnesses.items()}
+            found.clear()
+            reached: set[int] = set()
+            proofs.refusal(member, reached)
+            for k in reached:
+                candidates = before.get((k, member.rotations), []) + [w for g, ws in found if g == k for w in ws or ()]
+                candidates = [q for q in candidates if len(q) == member.chain.dof]
+                assert candidates, (k, "reached without a witness")
+                assert reached_by(member.chain.steps, np.array(candidates), *goals[k]), k
+    finally:
+        family_proof.pose_proof = real
