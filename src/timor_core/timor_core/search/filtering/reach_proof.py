@@ -347,8 +347,7 @@ def pose_proof(
                 return None
         if kept_boxes < len(keep):
             low = ~keep & (excess < widen)
-            lows = int(np.count_nonzero(low))
-            if lows:
+            if lows := int(np.count_nonzero(low)):
                 tight.append((centres[low], half[low], excess[low], box_weights[low]))
             if lows + kept_boxes < len(keep):
                 loose = min(loose, float(excess[~keep & ~low].min()))

@@ -160,15 +160,10 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
     frames, origins = np.empty((n, 3, 3)), np.empty((n, 3))
     rot, pos, chord = np.empty((3, 3)), np.empty(3), np.empty(n)
     w, local = np.empty(3), np.empty(3)
-    radius = np.empty(len(ob_c))  # each obstacle box's circumradius: a ball centre farther than need - moves + it
-    for o in range(len(ob_c)):  # from the box's centre is not inside it (SKIP_EPS for rounding): not measured
-        radius[o] = math.sqrt(ob_h[o, 0] ** 2 + ob_h[o, 1] ** 2 + ob_h[o, 2] ** 2) + SKIP_EPS
-    seen, widths, cosines, sines = np.full(n, np.nan), np.full(n, np.nan), np.empty(n), np.empty(n)
-    for b in range(m):
-        for r in range(3):
-            pos[r] = trans_steps[0, r]
-            for col in range(3):
-                rot[r, col] = rot_steps[0, r, col]
+    radius = np.sqrt((ob_h * ob_h).sum(axis=1)) + SKIP_EPS  # the obstacles' circumradii (and rounding): a ball
+    seen, widths, cosines, sines = np.full(n, np.nan), np.full(n, np.nan), np.empty(n), np.empty(n)  # centre farther
+    for b in range(m):  # than need - moves + it from a box's centre does not reach need - moves into it
+        pos[:], rot[:, :] = trans_steps[0], rot_steps[0]
         for k in range(n):  # (sibling boxes share most angles and half-widths: their terms are kept per joint)
             if half[b, k] != widths[k]:
                 widths[k], chord[k] = half[b, k], 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
@@ -184,13 +179,9 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
                 for r in range(3):
                     for col in range(3):
                         pos[r] += frames[k, r, col] * trans_steps[k + 1, col]
-                for r in range(3):
-                    for col in range(3):
-                        rot[r, col] = (
-                            frames[k, r, 0] * rot_steps[k + 1, 0, col]
-                            + frames[k, r, 1] * rot_steps[k + 1, 1, col]
-                            + frames[k, r, 2] * rot_steps[k + 1, 2, col]
-                        )
+                        rot[r, col] = (frames[k, r, 0] * rot_steps[k + 1, 0, col]
+                                       + frames[k, r, 1] * rot_steps[k + 1, 1, col]
+                                       + frames[k, r, 2] * rot_steps[k + 1, 2, col])  # fmt: skip
         for p in range(len(links)):
             k = links[p]
             for r in range(3):
