@@ -340,13 +340,16 @@ def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
     axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba)."""
     m, n = centres.shape
     turned = np.empty((3, 3))
-    for b in range(m):
+    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's (siblings
+    for b in range(m):  # share most angles: the same values, not computed again)
         for r in range(3):
             tcp[b, r] = trans_steps[0, r]
             for col in range(3):
                 rot[b, r, col] = rot_steps[0, r, col]
         for k in range(n):
-            c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
+            if centres[b, k] != seen[k]:
+                seen[k], cosines[k], sines[k] = centres[b, k], math.cos(centres[b, k]), math.sin(centres[b, k])
+            c, s = cosines[k], sines[k]
             for r in range(3):
                 jaxes[b, k, r], origins[b, k, r] = rot[b, r, 2], tcp[b, r]
                 turned[r, 0] = c * rot[b, r, 0] + s * rot[b, r, 1]
@@ -367,10 +370,12 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
     cap), ``weights`` (the TCP's distance from each joint's axis plus ``rot_weight``) and ``rest`` (M, n), the
     second-order rest per unit distance (compiled by numba)."""
     m, n = half.shape
+    seen, chords, bends = np.full(n, -1.0), np.empty(n), np.empty(n)  # per joint the last half-width's terms
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        ux, uy, uz = dx / max(miss, 1e-300), dy / max(miss, 1e-300), dz / max(miss, 1e-300)
+        unit = max(miss, 1e-300)
+        ux, uy, uz = dx / unit, dy / unit, dz / unit
         wx, wy, wz = origins[b, n - 1, 0], origins[b, n - 1, 1], origins[b, n - 1, 2]
         moves_tcp, moves_wrist, first, second, before = 0.0, 0.0, 0.0, 0.0, 0.0
         for i in range(n):
@@ -382,8 +387,10 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
             along = qx * ax + qy * ay + qz * az
             reach_wrist = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
             h = half[b, i]
-            chord = 2.0 * math.sin(h / 2.0)
-            rest[b, i] = (h - math.sin(h)) + chord * chord / 2.0 + chord * before
+            if h != seen[i]:  # (sibling boxes share most half-widths: the same terms, not computed again)
+                seen[i], chords[i], bends[i] = h, 2.0 * math.sin(h / 2.0), h - math.sin(h)
+            chord = chords[i]
+            rest[b, i] = bends[i] + chord * chord / 2.0 + chord * before
             before += h
             moves_tcp += chord * reach_tcp
             moves_wrist += chord * reach_wrist
@@ -407,7 +414,7 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
     """Per box: ``excess`` set to inf where the orientation bounds refuse it; returns whether a box centre is within
     ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
     m, n = half.shape
-    found = False
+    found, least = False, math.cos(theta)
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         trace, total = 0.0, 0.0
@@ -432,7 +439,7 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
                 ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
                 cos_i = ax * tx + ay * ty + az * tz
                 top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
-            off = top < math.cos(theta)
+            off = top < least
         if off:
             excess[b] = math.inf
     return found

@@ -264,7 +264,8 @@ def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0
     direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
     slack = position_slack(tolerance) + EPS + extra
     theta = rotation_slack(tolerance) + ANGLE_EPS
-    return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
+    pos, axes = np.ascontiguousarray(g[:3, 3]), np.ascontiguousarray(g[:3, :3].T)  # (the kernels' layout, once)
+    return BoxGoal(pos, axes, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
 
 
 def reaches(steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any) -> bool:
@@ -337,24 +338,25 @@ def pose_proof(
         if near:
             return None
         keep = excess <= 0
-        if level <= WITNESS_LEVELS and keep.any():
+        kept_boxes = int(np.count_nonzero(keep))  # (counted once: the level's any, all and share of them)
+        if level <= WITNESS_LEVELS and kept_boxes:
             found = reach_witness(chain.steps, centres[keep], target)
             if found is not None:  # a configuration within the tolerance: no box holding it is ever refused
                 if witnesses is not None:
                     witnesses.append(found)
                 return None
-        if not keep.all():
+        if kept_boxes < len(keep):
             low = ~keep & (excess < widen)
-            if low.any():
+            if lows := int(np.count_nonzero(low)):
                 tight.append((centres[low], half[low], excess[low], box_weights[low]))
-            if (~keep & ~low).any():
+            if lows + kept_boxes < len(keep):
                 loose = min(loose, float(excess[~keep & ~low].min()))
-        if not keep.any():
+        if not kept_boxes:
             left = _widened(chain, target, tight, widen, widen_budget, loose)
             if kept is not None:
                 kept.append(left)
             return Proof(used, min(left.floor, float(left.excess[0]) if len(left.excess) else math.inf) + extra)
-        if (level > 1 or start is None) and keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
+        if (level > 1 or start is None) and kept_boxes / len(keep) > GIVE_UP or used + kept_boxes * 2**SPLITS > budget:
             return None
         centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
         used += len(centres)

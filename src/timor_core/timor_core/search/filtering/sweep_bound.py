@@ -22,6 +22,7 @@ __all__ = ["ArmSweep", "ObstacleBoxes", "PENETRATION", "certain_collision", "cer
 PENETRATION = 1e-3  # m: a refused box puts a ball of the arm at least this deep into an obstacle (coal's verdict
 # near contact is not to be relied on; 1 mm deep it is, tests/test_collision_contact.py)
 EPS = 1e-8  # m: rounding
+SKIP_EPS = 1e-9  # m: a ball is measured against an obstacle box unless it is this much beyond reaching into it
 
 
 @dataclass(frozen=True)
@@ -159,14 +160,16 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
     frames, origins = np.empty((n, 3, 3)), np.empty((n, 3))
     rot, pos, chord = np.empty((3, 3)), np.empty(3), np.empty(n)
     w, local = np.empty(3), np.empty(3)
-    for b in range(m):
-        for r in range(3):
-            pos[r] = trans_steps[0, r]
-            for col in range(3):
-                rot[r, col] = rot_steps[0, r, col]
-        for k in range(n):
-            chord[k] = 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
-            c, s = math.cos(centres[b, k]), math.sin(centres[b, k])
+    radius = np.sqrt((ob_h * ob_h).sum(axis=1)) + SKIP_EPS  # the obstacles' circumradii (and rounding): a ball
+    seen, widths, cosines, sines = np.full(n, np.nan), np.full(n, np.nan), np.empty(n), np.empty(n)  # centre farther
+    for b in range(m):  # than need - moves + it from a box's centre does not reach need - moves into it
+        pos[:], rot[:, :] = trans_steps[0], rot_steps[0]
+        for k in range(n):  # (sibling boxes share most angles and half-widths: their terms are kept per joint)
+            if half[b, k] != widths[k]:
+                widths[k], chord[k] = half[b, k], 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
+            if centres[b, k] != seen[k]:
+                seen[k], cosines[k], sines[k] = centres[b, k], math.cos(centres[b, k]), math.sin(centres[b, k])
+            c, s = cosines[k], sines[k]
             for r in range(3):
                 origins[k, r] = pos[r]
                 frames[k, r, 0] = c * rot[r, 0] + s * rot[r, 1]
@@ -176,13 +179,9 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
                 for r in range(3):
                     for col in range(3):
                         pos[r] += frames[k, r, col] * trans_steps[k + 1, col]
-                for r in range(3):
-                    for col in range(3):
-                        rot[r, col] = (
-                            frames[k, r, 0] * rot_steps[k + 1, 0, col]
-                            + frames[k, r, 1] * rot_steps[k + 1, 1, col]
-                            + frames[k, r, 2] * rot_steps[k + 1, 2, col]
-                        )
+                        rot[r, col] = (frames[k, r, 0] * rot_steps[k + 1, 0, col]
+                                       + frames[k, r, 1] * rot_steps[k + 1, 1, col]
+                                       + frames[k, r, 2] * rot_steps[k + 1, 2, col])  # fmt: skip
         for p in range(len(links)):
             k = links[p]
             for r in range(3):
@@ -194,6 +193,10 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
                 along = dx * frames[i, 0, 2] + dy * frames[i, 1, 2] + dz * frames[i, 2, 2]
                 moves += chord[i] * math.sqrt(max(dx * dx + dy * dy + dz * dz - along * along, 0.0))
             for o in range(len(ob_c)):
+                far = need[p] - moves + radius[o]
+                dx, dy, dz = w[0] - ob_c[o, 0], w[1] - ob_c[o, 1], w[2] - ob_c[o, 2]
+                if far <= 0.0 or dx * dx + dy * dy + dz * dz > far * far:
+                    continue  # (sd >= |w - c| - radius, and sd >= -radius inside: sd + moves >= need)
                 outside, inside = 0.0, -math.inf
                 for j in range(3):
                     local[j] = 0.0
