@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -173,8 +174,12 @@ def test_check_urdf_gives_the_verdict_and_output_of_the_installed_command(tmp_pa
     if b"cmeel_run" in Path(command).read_bytes():  # pip's pin: the binary of the prefix, not the Python script
         assert Path(executable).read_bytes()[:4] == b"\x7fELF" and Path(executable).parent.parent.name == "cmeel.prefix"
         assert env is not None and env["LD_LIBRARY_PATH"].split(":")[1:] == ["/nonexistent/lib"]
-    for text in ("#!/bin/sh\necho plain\n", "#!/usr/bin/python\nfrom cmeel.run import cmeel_run\ncmeel_run()\n"):
-        script = tmp_path / "no_such_tool"  # no binary of that name in any prefix
+    wrapper = "#!/usr/bin/python\nfrom cmeel.run import cmeel_run\ncmeel_run()\n"
+    script = tmp_path / "no_such_tool"  # no binary of that name in any prefix
+    script.write_text(wrapper)
+    assert urdfdom._unwrapped(str(script)) == (str(script), None), "not beside this Python"
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    for text in ("#!/bin/sh\necho plain\n", wrapper):
         script.write_text(text)
         assert urdfdom._unwrapped(str(script)) == (str(script), None)
     assert urdfdom._unwrapped(str(tmp_path / "missing")) == (str(tmp_path / "missing"), None)

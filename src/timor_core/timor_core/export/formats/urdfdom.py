@@ -32,7 +32,9 @@ def _unwrapped(command: str) -> tuple[str, dict[str, str] | None]:
     """What to run for ``command`` and in which environment (None: this process's). cmeel's wrapper script (pip's
     pin installs one beside Python) starts a Python only to run the binary of its prefix with the prefix's libraries
     on ``LD_LIBRARY_PATH`` (``cmeel.run.cmeel_run``): that binary is run here the same way, ~2 ms of CPU a check
-    instead of ~75; the command itself where it is no such wrapper or the binary is not there."""
+    instead of ~75; the command itself where it is no such wrapper beside this Python or the binary is not there."""
+    if Path(command).parent != Path(sys.executable).parent:  # another environment's: its own cmeel, not ours
+        return command, None
     try:
         with open(command, "rb") as script:
             head = script.read(512)
