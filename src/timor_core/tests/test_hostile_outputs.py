@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -146,6 +148,41 @@ def test_urdfs_of_many_assemblies_pass_check_urdf(primitives, robco, tmp_path):
             path = tmp_path / f"{db.name}_{prefix}.urdf"
             A.to_urdf(prefix=prefix, write_to=path)
             _check_urdf(path)
+
+
+@pytest.mark.invalid_urdf  # it writes a URDF urdfdom refuses
+def test_check_urdf_gives_the_verdict_and_output_of_the_installed_command(tmp_path, monkeypatch):
+    """check_urdf runs the binary behind cmeel's wrapper script (pip's pin) directly, its libraries on
+    ``LD_LIBRARY_PATH`` after any already there: the same verdict and output as the command as installed, for a URDF
+    it accepts and one it refuses. A command that is no such wrapper, or whose binary is missing, runs as it is."""
+    from timor_core.export.formats import urdfdom
+
+    command = urdfdom.check_urdf_command()
+    assert command is not None
+    good, bad = tmp_path / "good.urdf", tmp_path / "bad.urdf"
+    ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ("base", "J", "gripper")).to_urdf(
+        write_to=good
+    )
+    bad.write_text('<robot name="r"><link name="a"/><joint name="j" type="fixed"><parent link="a"/>'
+                   '<child link="b"/></joint></robot>')  # fmt: skip
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/nonexistent/lib")
+    for path, verdict in ((good, True), (bad, False)):
+        installed = subprocess.run([command, str(path)], capture_output=True, text=True, timeout=60)
+        assert (installed.returncode == 0 and "Successfully Parsed XML" in installed.stdout) is verdict
+        assert check_urdf(path) == (verdict, installed.stdout[-2000:] + installed.stderr[-2000:])
+    executable, env = urdfdom._unwrapped(command)
+    if b"cmeel_run" in Path(command).read_bytes():  # pip's pin: the binary of the prefix, not the Python script
+        assert Path(executable).read_bytes()[:4] == b"\x7fELF" and Path(executable).parent.parent.name == "cmeel.prefix"
+        assert env is not None and env["LD_LIBRARY_PATH"].split(":")[1:] == ["/nonexistent/lib"]
+    wrapper = "#!/usr/bin/python\nfrom cmeel.run import cmeel_run\ncmeel_run()\n"
+    script = tmp_path / "no_such_tool"  # no binary of that name in any prefix
+    script.write_text(wrapper)
+    assert urdfdom._unwrapped(str(script)) == (str(script), None), "not beside this Python"
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    for text in ("#!/bin/sh\necho plain\n", wrapper):
+        script.write_text(text)
+        assert urdfdom._unwrapped(str(script)) == (str(script), None)
+    assert urdfdom._unwrapped(str(tmp_path / "missing")) == (str(tmp_path / "missing"), None)
 
 
 # -- files ---------------------------------------------------------------------------------------------------------

@@ -171,6 +171,20 @@ def test_a_hostile_slave_configuration_is_refused_naming_file_and_field(tmp_path
     assert str(path) in str(err.value) and "$.drives.J.slave_config" in str(err.value) and needle in str(err.value)
 
 
+def test_flow_brackets_deeper_than_the_limit_are_refused_before_what_follows_is_scanned():
+    """200 ``[`` and a tab: refused as nested too deeply on line 1, where the scanner used to read ahead past the
+    limit (each bracket against every open level, ~0.2 s for a long line) and report the tab as not valid YAML; a
+    document within the limit and a line of brackets further down still read as before."""
+    with pytest.raises(InputError, match=r"^f\.yaml: \$\.x: nested too deeply .*\(line 1\)$"):
+        yaml_from_text("[" * 200 + "\t" + "]" * 200, file="f.yaml", path="$.x")
+    depth, expected = limits().max_json_depth, []
+    for _ in range(depth - 1):
+        expected = [expected]
+    assert yaml_from_text("[" * depth + "]" * depth) == expected
+    with pytest.raises(InputError, match=r"nested too deeply .*\(line 3\)"):
+        yaml_from_text("a:\n  b:\n    " + "[" * 3000 + "]" * 3000)
+
+
 def test_written_yaml_has_no_aliases_so_timor_reads_it_back():
     shared = {"joints": ["a", "b"]}
     text = to_yaml({"one": shared, "two": shared})

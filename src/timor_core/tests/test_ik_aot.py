@@ -32,7 +32,8 @@ ROBCO = ["base", "J", "L_100", "J", "L_150", "J", "L_100", "J", "L_100", "J", "g
 
 
 _defaults_after, built, present, _use = ahead_builds.fixtures(ik_kernel, "timor_core.kinematics.ik_aot")
-# one worker runs this file: the module's build (``built``, ~10 CPU-s) is made once, not by each xdist worker
+# one worker runs this file: the module's build (``built``, ~7 CPU-s, where ``make test`` has not made it) is made
+# once, not by each xdist worker
 pytestmark = pytest.mark.xdist_group("ahead_ik")
 
 
@@ -55,7 +56,7 @@ def _calls(robot: PinRobot, goals: list[np.ndarray], tolerance) -> list[tuple]:
 
 
 @pytest.mark.slow
-def test_ahead_built_and_numba_kernels_give_the_same_ik_calls(built, tmp_path):
+def test_ahead_built_and_numba_kernels_give_the_same_ik_calls(present, tmp_path):
     """Whole IK calls on a robot of the embedded set and three arms of example-robot-data, reachable goals and goals
     moved off by ~0.2 m, both tolerances: the same q to the last digit, tries, iterations, residual and generator
     state, whether the ahead-built kernels or numba's run."""
@@ -66,7 +67,7 @@ def test_ahead_built_and_numba_kernels_give_the_same_ik_calls(built, tmp_path):
         for goal in goals[::3]:
             goal[:3, 3] += rng.normal(size=3) * 0.2
         for name, tolerance in TOLERANCES.items():
-            _use(built)
+            _use(present)
             assert ik_kernel.ready() is not None and ik_kernel.ready().ahead
             ahead = _calls(robot, goals, tolerance)
             _use(tmp_path)  # nothing built there: numba's kernels
@@ -77,15 +78,15 @@ def test_ahead_built_and_numba_kernels_give_the_same_ik_calls(built, tmp_path):
 
 
 @pytest.mark.slow
-def test_each_ahead_built_kernel_returns_what_numbas_returns(built):
+def test_each_ahead_built_kernel_returns_what_numbas_returns(present):
     """best_start, descend, within and plateau_stop on random chains' inputs: equal outputs."""
     from timor_core.kinematics.ik_descent import compiled_route
     from timor_core.kinematics.ik_residual import projector
 
-    _use(built)
+    _use(present)
     ahead, jit = ik_kernel.ahead(), ik_kernel.jit_kernels()
     assert ahead is not None and ahead.ahead
-    module = sys.modules[ik_kernel.ahead_path(built).name.split(".")[0]]
+    module = sys.modules[ik_kernel.ahead_path(present).name.split(".")[0]]
     rng = np.random.default_rng(3)
     for robot in _robots():
         project = projector(TOLERANCES["sphere_cone"], 1e-7)
@@ -113,7 +114,7 @@ def test_each_ahead_built_kernel_returns_what_numbas_returns(built):
 
 
 @pytest.mark.slow
-def test_a_process_runs_the_ahead_built_kernels_from_its_first_call_without_numba(built):
+def test_a_process_runs_the_ahead_built_kernels_from_its_first_call_without_numba(present):
     """numba hidden (``import numba`` fails): with a build, the first IK call already runs it (no warning, numba
     never imported), the answers those of the compiled kernels; with ``TIMOR_COMPILED=0`` it is never used."""
     code = textwrap.dedent(
@@ -125,7 +126,7 @@ def test_a_process_runs_the_ahead_built_kernels_from_its_first_call_without_numb
         import numpy as np
         from timor_core import ModuleAssembly, ModulesDB
         from timor_core.kinematics import ik_kernel
-        ik_kernel.AHEAD_FOLDER = Path({str(built)!r})
+        ik_kernel.AHEAD_FOLDER = Path({str(present)!r})
         robot = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), {ROBCO!r}).robot
         goal = robot.fk(np.array([0.3, -0.5, 0.8, 0.2, 0.1]))
         results = [robot.ik(goal, rng=k, details=True) for k in range(3)]
@@ -144,7 +145,7 @@ def test_a_process_runs_the_ahead_built_kernels_from_its_first_call_without_numb
                          env=dict(env, TIMOR_COMPILED="0"))  # fmt: skip
     assert off.returncode == 0, off.stderr
     assert "solved True" in off.stdout and "ahead False" in off.stdout, off.stdout
-    _use(built)
+    _use(present)
     compiled.use_compiled(True)
     robot = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ROBCO).robot
     goal = robot.fk(np.array([0.3, -0.5, 0.8, 0.2, 0.1]))

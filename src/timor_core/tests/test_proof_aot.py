@@ -22,7 +22,8 @@ from timor_core.search.filtering import proof_kernel as pk
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 _defaults_after, built, present, _use = ahead_builds.fixtures(pk, "timor_core.search.filtering.proof_aot")
-# one worker runs this file: the module's build (``built``, ~10 CPU-s) is made once, not by each xdist worker
+# one worker runs this file: the module's build (``built``, ~10 CPU-s, where ``make test`` has not made it) is made
+# once, not by each xdist worker
 pytestmark = pytest.mark.xdist_group("ahead_proof")
 
 
@@ -47,7 +48,7 @@ def _run(case: tuple, times: int) -> list:
 
 
 @pytest.mark.slow
-def test_ahead_built_and_numba_kernels_give_the_same_bounds_and_children(built, tmp_path):
+def test_ahead_built_and_numba_kernels_give_the_same_bounds_and_children(present, tmp_path):
     """measure_boxes and halve_boxes (all four kernels) on random chains of 1-6 joints, boxes and goals: the same
     excess, flag, weights, children and half-widths to the last digit, whether the ahead-built kernels or numba's
     run."""
@@ -57,7 +58,7 @@ def test_ahead_built_and_numba_kernels_give_the_same_bounds_and_children(built, 
     for k in range(60):
         case = _case(rng, 1 + k % 6, int(rng.integers(1, 80)))
         times = int(rng.integers(1, 4))
-        _use(built)
+        _use(present)
         assert pk.ahead() is not None
         ahead = _run(case, times)
         _use(tmp_path)  # nothing built there: numba's kernels
@@ -72,7 +73,7 @@ def test_ahead_built_and_numba_kernels_give_the_same_bounds_and_children(built, 
 
 
 @pytest.mark.slow
-def test_a_process_runs_the_ahead_built_kernels_from_its_first_proof_without_numba(built):
+def test_a_process_runs_the_ahead_built_kernels_from_its_first_proof_without_numba(present):
     """numba hidden (``import numba`` fails) and the rule set to load it at once: with a build, the first proof
     already runs it (no warning, numba never imported), the numbers those of this process's numba kernels; with
     ``TIMOR_COMPILED=0`` the build is never looked at and the numpy bounds run."""
@@ -87,7 +88,7 @@ def test_a_process_runs_the_ahead_built_kernels_from_its_first_proof_without_num
         from timor_core.search.filtering import proof_kernel as pk
         from timor_core.search.filtering.proof_numpy import BoxGoal, measure_boxes_numpy
         compiled.LOAD_AFTER = 0.0
-        pk.AHEAD_FOLDER = Path({str(built)!r})
+        pk.AHEAD_FOLDER = Path({str(present)!r})
         looked, real = [], pk.ahead
         pk.ahead = lambda: looked.append(1) or real()
         steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
@@ -109,7 +110,7 @@ def test_a_process_runs_the_ahead_built_kernels_from_its_first_proof_without_num
                          env=dict(env, TIMOR_COMPILED="0"))  # fmt: skip
     assert off.returncode == 0, off.stderr
     assert "numpy True" in off.stdout and "looked False numba False" in off.stdout, off.stdout
-    _use(Path(built).parent / "nothing here")
+    _use(Path(present).parent / "nothing here")
     compiled.use_compiled(True)  # numba's kernels in this process
     steps = (np.tile(np.eye(3), (3, 1, 1)), np.array([[0, 0, 0.1], [0.3, 0, 0], [0.2, 0, 0]]))
     goal = BoxGoal(np.array([0.4, 0.1, 0.3]), np.eye(3), 0.01, 0.1, np.array([1.0, 0, 0]), 0.2, (0.005, 0.05), 0.01)
@@ -156,6 +157,14 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
         monkeypatch.undo()
 
 
+@pytest.mark.slow
+def test_a_build_removes_an_older_one_and_leaves_no_temporary_files(tmp_path):
+    """The building side shared by both sets (``common/ahead_build.py``) on a real one-kernel build: the file loads
+    with the kernel's results, an older build beside it is removed, no temporary files are left, a second build is a
+    no-op (the sets' own builds are compared with numba's kernels above)."""
+    ahead_builds.check_build_files(tmp_path)
+
+
 def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):
     """A numba without ``numba.pycc``: the build refuses with a TimorError, the command exits 1 naming the reason,
     nothing is written, and nothing is looked up from it."""
@@ -191,7 +200,7 @@ def _random_chain(rng: np.random.Generator, n: int):
 
 
 @pytest.mark.slow
-def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp_path):
+def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(present, tmp_path):
     """The sweep proof's bound (``sweep_bound.certain_collision``) on random chains of 1-5 joints with balls on
     their links, random obstacle boxes and boxes of joint angles: the same verdicts whether the kernel built ahead
     of time runs, numba's, or the numpy bound; some boxes called colliding, some not."""
@@ -212,7 +221,7 @@ def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp
         m = int(rng.integers(1, 60))
         centres, half = rng.uniform(-np.pi, np.pi, (m, chain.dof)), rng.uniform(0, 0.3, (m, chain.dof))
         margin = float(rng.choice([0.0, 0.02]))
-        _use(built)
+        _use(present)
         assert pk.ahead_kernel("collisions") is not None
         ahead = sb.certain_collision(sweep, obstacles, centres, half, margin)
         _use(tmp_path)  # nothing built there: numba's kernel
@@ -225,7 +234,7 @@ def test_the_sweep_bound_built_ahead_gives_numbas_and_numpys_verdicts(built, tmp
 
 
 @pytest.mark.slow
-def test_the_witness_descent_built_ahead_gives_numbas_configurations(built, tmp_path):
+def test_the_witness_descent_built_ahead_gives_numbas_configurations(present, tmp_path):
     """``proof_kernel.reach_witness`` on random chains of 1-6 joints and goals some configuration reaches (or 5 cm
     off one): the same configuration, to the last digit, or none, whether the descent built ahead of time runs or
     numba's; some found, some not."""
@@ -241,7 +250,7 @@ def test_the_witness_descent_built_ahead_gives_numbas_configurations(built, tmp_
         goal = BoxGoal(pos, at.frames[0], 0.002, float(rng.choice([0.1, 0.8, np.pi])), np.zeros(3), 0.0, (0.0, 0.0),
                        0.0)  # fmt: skip
         centres = rng.uniform(-np.pi, np.pi, (int(rng.integers(1, 40)), chain.dof))
-        _use(built)
+        _use(present)
         ahead = pk.reach_witness(chain.steps, centres, goal)
         _use(tmp_path)  # nothing built there: numba's kernel
         jit = pk.reach_witness(chain.steps, centres, goal)

@@ -140,7 +140,10 @@ def test_robot_friction_and_id(panda):
 
 
 def test_robot_ik(panda):
-    """ref: test_robot_setup.py::test_robot_ik (both methods solve almost any FK pose; masks; torque limits)"""
+    """ref: test_robot_setup.py::test_robot_ik (both methods solve almost any FK pose; masks; torque limits). The
+    masked calls, whose goal is mostly out of reach with the held joints, run 3 tries (random restarts included)
+    rather than the ~14 that end such a call: what they return keeps the held joints either way, and the scipy
+    method's ~14 failing tries were 7.4 of the test's 8.8 CPU-s."""
     rng = np.random.default_rng(1234)
     tol = Composed(
         [ProjectionTolerance(p, (-1e-3, 1e-3)) for p in ("x", "y", "z")] + [ProjectionTolerance("Theta_R", (0, 0.05))]
@@ -162,7 +165,7 @@ def test_robot_ik(panda):
         mask = rng.random(panda.dof) > 0.5
         q_start = _random_q(panda, rng)
         for method in errors:
-            q, _ = panda.ik(goal, tol, q_init=q_start, joint_mask=mask, rng=k, ik_method=method)
+            q, _ = panda.ik(goal, tol, q_init=q_start, joint_mask=mask, rng=k, ik_method=method, max_n_tries=3)
             np.testing.assert_array_equal(q[~mask], np.clip(q_start, *panda.joint_limits)[~mask])
     for method, count in errors.items():
         assert count < 0.03 * n + 1, f"{method} failed {count} of {n}"

@@ -6,6 +6,8 @@ Pinocchio's wheels bring the tool (cmeel's urdfdom, next to the Python executabl
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +28,30 @@ def check_urdf_command() -> str | None:
     return str(beside) if beside.exists() else shutil.which("check_urdf")
 
 
+def _unwrapped(command: str) -> tuple[str, dict[str, str] | None]:
+    """What to run for ``command`` and in which environment (None: this process's). cmeel's wrapper script (pip's
+    pin installs one beside Python) starts a Python only to run the binary of its prefix with the prefix's libraries
+    on ``LD_LIBRARY_PATH`` (``cmeel.run.cmeel_run``): that binary is run here the same way, ~2 ms of CPU a check
+    instead of ~75; the command itself where it is no such wrapper beside this Python or the binary is not there."""
+    if Path(command).parent != Path(sys.executable).parent:  # another environment's: its own cmeel, not ours
+        return command, None
+    try:
+        with open(command, "rb") as script:
+            head = script.read(512)
+        spec = importlib.util.find_spec("cmeel") if b"cmeel_run" in head else None
+    except (OSError, ImportError, ValueError):
+        return command, None
+    if spec is None or not spec.submodule_search_locations:
+        return command, None
+    prefix = Path(list(spec.submodule_search_locations)[0]).parent / "cmeel.prefix"
+    binary = prefix / "bin" / Path(command).name
+    if not binary.is_file():
+        return command, None
+    lib, paths = str(prefix / "lib"), os.environ.get("LD_LIBRARY_PATH", "")
+    env = dict(os.environ, LD_LIBRARY_PATH=paths if lib in paths.split(":") else f"{lib}:{paths}" if paths else lib)
+    return str(binary), env
+
+
 def check_urdf(path: str | Path, timeout: float = 60.0) -> tuple[bool, str]:
     """Run ``check_urdf`` on a file: (accepted, its output).
 
@@ -34,7 +60,8 @@ def check_urdf(path: str | Path, timeout: float = 60.0) -> tuple[bool, str]:
     command = check_urdf_command()
     if command is None:
         raise ToolMissingError("check_urdf (urdfdom) is not installed: pip install pin, or install liburdfdom-tools")
-    out = subprocess.run([command, str(path)], capture_output=True, text=True, timeout=timeout)
+    executable, env = _unwrapped(command)
+    out = subprocess.run([executable, str(path)], capture_output=True, text=True, timeout=timeout, env=env)
     ok = out.returncode == 0 and "Successfully Parsed XML" in out.stdout
     return ok, out.stdout[-2000:] + out.stderr[-2000:]
 
