@@ -161,6 +161,7 @@ REFUSED = (
     "base J L_150 J L_200 J L_250 J I_50 gripper",
 )
 OPTIMUM = "base J L_250 J L_100 J L_100 J I_400 gripper"
+EARLY = ("family", "ik")  # the filters that try the sweep proof before the IK (from the modules: family)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -215,13 +216,14 @@ def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compi
     db = DBS["robco_like"]
     early = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     texts = [*REFUSED, *(" ".join(ids) for k, (_, ids) in zip(range(1500), by_cost(paper_exp2_space(db), "mass")))]
-    refused_early = [c.ids for c in map(early, (tuple(t.split()) for t in texts)) if c.failed_filter == "ik"
+    refused_early = [c.ids for c in map(early, (tuple(t.split()) for t in texts)) if c.failed_filter in EARLY
                      and "collides with an obstacle" in c.reason]  # fmt: skip
     optimum = early(tuple(OPTIMUM.split()))
     assert optimum.failed_filter is None, optimum.reason
     assert 2 in optimum.swept  # its family's g3 was proven for the refused arms: tried first, not proven
     assert refused_early
     monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
+    monkeypatch.setattr(filters, "early_refusal", lambda *args: None)
     plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     for ids in refused_early:
         assert plain(ids).failed_filter is not None, ids
@@ -245,13 +247,17 @@ def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
     with monkeypatch.context() as patch:
         if not early:
             patch.setattr(filters, "likely_refusal", lambda *args: None)
+            patch.setattr(filters, "early_refusal", lambda *args: None)
         else:
             patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal)
+            patch.setattr(filters, "early_refusal", sweep_proof.early_refusal)
         chain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
         return [chain(FAMILY[k]) for k in order]
 
 
-def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1)) -> None:
+def _check_early_sweeps(
+    task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1), tried: bool = True
+) -> None:
     """The early sweep proof over ``order``'s chains of :data:`FAMILY` on ``obstacles_4`` (see the tests below); at
     least ``least`` = (refused early, passing) among them."""
     from _pytest.monkeypatch import MonkeyPatch
@@ -268,7 +274,7 @@ def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int
         patch.undo()
     refused_early, passed = 0, 0
     for c, p in zip(early, plain, strict=True):
-        if c.failed_filter == "ik" and "collides with an obstacle" in c.reason:
+        if c.failed_filter in EARLY and "collides with an obstacle" in c.reason:
             refused_early += 1
             assert p.failed_filter in ("ik", "ik_task"), (c.ids, p.failed_filter, p.reason)
             goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
@@ -279,7 +285,7 @@ def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int
         assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
         if c.failed_filter is None:
             passed += 1
-            assert 2 in c.swept, c.ids  # g3, proven for the family's refused arms: tried early, not proven
+            assert 2 in c.swept or not tried, c.ids  # g3, proven for the family's refused arms: tried, not proven
     assert refused_early >= least[0] and passed >= least[1], (refused_early, passed)
 
 
@@ -298,5 +304,7 @@ def test_the_early_sweep_proof_refuses_many_of_a_family_and_changes_no_verdict(o
 @given(order=st.permutations(range(len(FAMILY))))
 def test_the_early_sweep_proof_changes_no_verdict_in_any_order(obstacles_4, order):
     """As above, the family's chains in random orders (compiled bounds: with numpy's, an example took ~40 s, and
-    test_a_box_called_colliding_holds_no_free_configuration holds the two bounds equal)."""
-    _check_early_sweeps(obstacles_4, order, True, least=(50, 1))
+    test_a_box_called_colliding_holds_no_free_configuration holds the two bounds equal). A chain that passes need
+    not have been tried early here: the family filter tries the proof on chains the IK would refuse at g1 or g2 as
+    well, and its misses there count, so in some orders the family's record says "unlikely" when one comes."""
+    _check_early_sweeps(obstacles_4, order, True, least=(50, 1), tried=False)
