@@ -14,8 +14,7 @@ import pytest
 from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, ROBOTS, assembly_of, unseen_task
-from test_sweep_proof import FAMILY, _boxes_around, _robot_q, _task
+from proof_robots import DBS, FAMILY, ROBOTS, assembly_of, boxes_around, obstacle_task, robot_q, unseen_task
 
 from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
@@ -82,14 +81,14 @@ def test_a_box_the_modules_call_colliding_holds_no_free_configuration(name, pick
     if sweep is None:
         return
     robot = assembly.robot
-    task = _task(_boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
+    task = obstacle_task(boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
     checker = CollisionChecker(robot, task.obstacles, margin, self_collision=False)
     n = sweep.chain.dof
     centres = rng.uniform(-math.pi, math.pi, (24, n))
     half = rng.uniform(0.0, width, (24, n))
     for b in np.flatnonzero(certain_collision(sweep, obstacle_boxes(task), centres, half, margin)):
         for _ in range(6):
-            q = _robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
+            q = robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
             assert checker.in_collision(q), (assembly.module_ids, centres[b], half[b], q)
 
 
@@ -99,7 +98,7 @@ def obstacles_4():
 
 
 def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_4, monkeypatch):
-    """On ``obstacles_4``, the 448 chains of the arms refused at g3 (``test_sweep_proof.FAMILY``, shuffled): the
+    """On ``obstacles_4``, the 448 chains of the arms refused at g3 (``proof_robots.FAMILY``, shuffled): the
     family filter refuses over a hundred of them by the sweep proof with no robot built; each such refusal names the
     box count the built robot's own sweep proof gives at that goal, and every chain (refused so or not) gets the
     same verdict as without any early sweep proof (neither the family filter's nor the ik filter's)."""
