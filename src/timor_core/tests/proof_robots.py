@@ -1,10 +1,12 @@
 """The hypothesis strategies of a random robot of the embedded sets, shared by the proofs' property tests
-(``test_family_proof.py``, ``test_sweep_proof.py``): which set, where in its small serial space, the seed of the
-test's random numbers and how far its base is moved; and the unseen tasks those tests run the filters on."""
+(``test_family_proof.py``, ``test_sweep_proof.py``, ``test_module_sweep.py``): which set, where in its small serial
+space, the seed of the test's random numbers and how far its base is moved; the unseen tasks those tests run the
+filters on; and the sweep proofs' obstacle tasks, boxes around an arm and robot configurations at a chain's angles."""
 
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import random_placement, reach_test_spaces
 from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
 
 from timor_core import ModuleAssembly
 from timor_core.task import Task
@@ -47,3 +50,48 @@ def unseen_task(name: str) -> Task:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return Task.from_json_data(module.generate(38)[name])
+
+
+#: the refused arms' and the optimum's family on ``obstacles_4`` (four joints, three links between them, an
+#: extension or none before the gripper): 64 x 7 chains, most of them refused at g3 by the sweep proof
+LINKS = ("L_100", "L_150", "L_200", "L_250")
+FAMILY = tuple(
+    ("base", "J", a, "J", b, "J", c, "J", *((i,) if i else ()), "gripper")
+    for a in LINKS for b in LINKS for c in LINKS for i in (None, "I_50", "I_100", "I_150", "I_200", "I_300", "I_400")
+)  # fmt: skip
+
+
+def obstacle_task(boxes: list[tuple[np.ndarray, np.ndarray]]) -> Task:
+    """A task with these obstacle boxes (4x4 pose, full sides) and one goal (not used here)."""
+    obstacles = [
+        {"ID": f"box{k}", "collision": [{"type": "box", "parameters": dict(zip("xyz", map(float, sides), strict=True)),
+                                         "pose": pose.tolist()}]}
+        for k, (pose, sides) in enumerate(boxes)
+    ]  # fmt: skip
+    goal = {"ID": "g", "type": "at", "goalPose": {"nominal": np.eye(4).tolist()}}
+    return Task.from_json_data({"header": {"ID": "sweep"}, "obstacles": obstacles, "goals": [goal]})
+
+
+def boxes_around(robot, q, rng, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Obstacle boxes of random sides and turns centred near the robot's joint origins and TCP at ``q``."""
+    robot.fk(q)
+    points = [robot.data.oMi[j].translation.copy() for j in range(1, robot.model.njoints)]
+    points.append(robot.fk(q)[:3, 3])
+    out = []
+    for _ in range(count):
+        pose = np.eye(4)
+        pose[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
+        pose[:3, 3] = points[int(rng.integers(len(points)))] + rng.normal(scale=0.08, size=3)
+        out.append((pose, rng.uniform(0.02, 0.4, 3)))
+    return out
+
+
+def robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
+    """A robot configuration at the chain's ``angles``: the joints merged into a chain joint (on one line with it)
+    at random angles, the first of each group making up the rest."""
+    q = rng.uniform(-math.pi, math.pi, len(sweep.groups))
+    for g, angle in enumerate(angles):
+        members = np.flatnonzero(sweep.groups == g)
+        first, rest = members[0], members[1:]
+        q[first] = sweep.signs[first] * (angle - float(np.dot(sweep.signs[rest], q[rest])))
+    return q

@@ -13,8 +13,7 @@ import pytest
 from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, ROBOTS, assembly_of, unseen_task
-from scipy.spatial.transform import Rotation
+from proof_robots import DBS, FAMILY, ROBOTS, assembly_of, boxes_around, obstacle_task, robot_q, unseen_task
 
 from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
@@ -39,42 +38,6 @@ def _default_bounds():
     use_compiled(None)
 
 
-def _task(boxes: list[tuple[np.ndarray, np.ndarray]]) -> Task:
-    """A task with these obstacle boxes (4x4 pose, full sides) and one goal (not used here)."""
-    obstacles = [
-        {"ID": f"box{k}", "collision": [{"type": "box", "parameters": dict(zip("xyz", map(float, sides), strict=True)),
-                                         "pose": pose.tolist()}]}
-        for k, (pose, sides) in enumerate(boxes)
-    ]  # fmt: skip
-    goal = {"ID": "g", "type": "at", "goalPose": {"nominal": np.eye(4).tolist()}}
-    return Task.from_json_data({"header": {"ID": "sweep"}, "obstacles": obstacles, "goals": [goal]})
-
-
-def _boxes_around(robot, q, rng, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Obstacle boxes of random sides and turns centred near the robot's joint origins and TCP at ``q``."""
-    robot.fk(q)
-    points = [robot.data.oMi[j].translation.copy() for j in range(1, robot.model.njoints)]
-    points.append(robot.fk(q)[:3, 3])
-    out = []
-    for _ in range(count):
-        pose = np.eye(4)
-        pose[:3, :3] = Rotation.random(random_state=int(rng.integers(2**31))).as_matrix()
-        pose[:3, 3] = points[int(rng.integers(len(points)))] + rng.normal(scale=0.08, size=3)
-        out.append((pose, rng.uniform(0.02, 0.4, 3)))
-    return out
-
-
-def _robot_q(sweep, angles: np.ndarray, rng) -> np.ndarray:
-    """A robot configuration at the chain's ``angles``: the joints merged into a chain joint (on one line with it)
-    at random angles, the first of each group making up the rest."""
-    q = rng.uniform(-math.pi, math.pi, len(sweep.groups))
-    for g, angle in enumerate(angles):
-        members = np.flatnonzero(sweep.groups == g)
-        first, rest = members[0], members[1:]
-        q[first] = sweep.signs[first] * (angle - float(np.dot(sweep.signs[rest], q[rest])))
-    return q
-
-
 def _robot(name, pick, seed, spread):
     rng = np.random.default_rng(seed)
     assembly, _ = assembly_of(name, pick, rng, spread)
@@ -95,7 +58,7 @@ def test_a_box_called_colliding_holds_no_free_configuration(name, pick, seed, sp
     sweep = arm_sweep(robot)
     if sweep is None:
         return
-    task = _task(_boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
+    task = obstacle_task(boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
     obstacles = obstacle_boxes(task)
     checker = CollisionChecker(robot, task.obstacles, margin, self_collision=False)
     n = sweep.chain.dof
@@ -107,7 +70,7 @@ def test_a_box_called_colliding_holds_no_free_configuration(name, pick, seed, sp
     assert (fast == slow).all(), ids
     for b in np.flatnonzero(fast):
         for _ in range(6):
-            q = _robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
+            q = robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
             assert checker.in_collision(q), (ids, centres[b], half[b], q)
 
 
@@ -126,8 +89,8 @@ def test_a_pose_reached_free_of_the_obstacles_is_never_refused(name, pick, seed,
         return
     for _ in range(3):
         q = anywhere_configuration(robot, rng)
-        boxes = _boxes_around(robot, q, rng, 2) + _boxes_around(robot, anywhere_configuration(robot, rng), rng, 2)
-        task = _task(boxes)
+        boxes = boxes_around(robot, q, rng, 2) + boxes_around(robot, anywhere_configuration(robot, rng), rng, 2)
+        task = obstacle_task(boxes)
         if CollisionChecker(robot, task.obstacles, 0.0, self_collision=False).in_collision(q):
             continue
         goal = robot.fk(q)
@@ -142,7 +105,7 @@ def test_an_arm_based_inside_an_obstacle_is_refused_everywhere():
     assert sweep is not None and len(sweep.fixed)
     pose = np.eye(4)
     pose[:3, 3] = sweep.fixed[0]
-    task = _task([(pose, np.full(3, 0.05))])
+    task = obstacle_task([(pose, np.full(3, 0.05))])
     checker = CollisionChecker(robot, task.obstacles, 0.0, self_collision=False)
     for _ in range(5):
         q = anywhere_configuration(robot, rng)
@@ -161,6 +124,7 @@ REFUSED = (
     "base J L_150 J L_200 J L_250 J I_50 gripper",
 )
 OPTIMUM = "base J L_250 J L_100 J L_100 J I_400 gripper"
+EARLY = ("family", "ik")  # the filters that try the sweep proof before the IK (from the modules: family)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -215,25 +179,17 @@ def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compi
     db = DBS["robco_like"]
     early = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     texts = [*REFUSED, *(" ".join(ids) for k, (_, ids) in zip(range(1500), by_cost(paper_exp2_space(db), "mass")))]
-    refused_early = [c.ids for c in map(early, (tuple(t.split()) for t in texts)) if c.failed_filter == "ik"
+    refused_early = [c.ids for c in map(early, (tuple(t.split()) for t in texts)) if c.failed_filter in EARLY
                      and "collides with an obstacle" in c.reason]  # fmt: skip
     optimum = early(tuple(OPTIMUM.split()))
     assert optimum.failed_filter is None, optimum.reason
     assert 2 in optimum.swept  # its family's g3 was proven for the refused arms: tried first, not proven
     assert refused_early
     monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
+    monkeypatch.setattr(filters, "early_refusal", lambda *args: None)
     plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     for ids in refused_early:
         assert plain(ids).failed_filter is not None, ids
-
-
-#: the refused arms' and the optimum's family on ``obstacles_4`` (four joints, three links between them, an
-#: extension or none before the gripper): 64 x 7 chains, most of them refused at g3 by the sweep proof
-LINKS = ("L_100", "L_150", "L_200", "L_250")
-FAMILY = tuple(
-    ("base", "J", a, "J", b, "J", c, "J", *((i,) if i else ()), "gripper")
-    for a in LINKS for b in LINKS for c in LINKS for i in (None, "I_50", "I_100", "I_150", "I_200", "I_300", "I_400")
-)  # fmt: skip
 
 
 def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
@@ -245,13 +201,17 @@ def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
     with monkeypatch.context() as patch:
         if not early:
             patch.setattr(filters, "likely_refusal", lambda *args: None)
+            patch.setattr(filters, "early_refusal", lambda *args: None)
         else:
             patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal)
+            patch.setattr(filters, "early_refusal", sweep_proof.early_refusal)
         chain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
         return [chain(FAMILY[k]) for k in order]
 
 
-def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1)) -> None:
+def _check_early_sweeps(
+    task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1), tried: bool = True
+) -> None:
     """The early sweep proof over ``order``'s chains of :data:`FAMILY` on ``obstacles_4`` (see the tests below); at
     least ``least`` = (refused early, passing) among them."""
     from _pytest.monkeypatch import MonkeyPatch
@@ -268,7 +228,7 @@ def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int
         patch.undo()
     refused_early, passed = 0, 0
     for c, p in zip(early, plain, strict=True):
-        if c.failed_filter == "ik" and "collides with an obstacle" in c.reason:
+        if c.failed_filter in EARLY and "collides with an obstacle" in c.reason:
             refused_early += 1
             assert p.failed_filter in ("ik", "ik_task"), (c.ids, p.failed_filter, p.reason)
             goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
@@ -279,7 +239,7 @@ def _check_early_sweeps(task: Task, order, compiled: bool, least: tuple[int, int
         assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
         if c.failed_filter is None:
             passed += 1
-            assert 2 in c.swept, c.ids  # g3, proven for the family's refused arms: tried early, not proven
+            assert 2 in c.swept or not tried, c.ids  # g3, proven for the family's refused arms: tried, not proven
     assert refused_early >= least[0] and passed >= least[1], (refused_early, passed)
 
 
@@ -298,5 +258,7 @@ def test_the_early_sweep_proof_refuses_many_of_a_family_and_changes_no_verdict(o
 @given(order=st.permutations(range(len(FAMILY))))
 def test_the_early_sweep_proof_changes_no_verdict_in_any_order(obstacles_4, order):
     """As above, the family's chains in random orders (compiled bounds: with numpy's, an example took ~40 s, and
-    test_a_box_called_colliding_holds_no_free_configuration holds the two bounds equal)."""
-    _check_early_sweeps(obstacles_4, order, True, least=(50, 1))
+    test_a_box_called_colliding_holds_no_free_configuration holds the two bounds equal). A chain that passes need
+    not have been tried early here: the family filter tries the proof on chains the IK would refuse at g1 or g2 as
+    well, and its misses there count, so in some orders the family's record says "unlikely" when one comes."""
+    _check_early_sweeps(obstacles_4, order, True, least=(50, 1), tried=False)

@@ -38,7 +38,8 @@ from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaches
 from timor_core.search.filtering.segments import Segment, merged
 
-__all__ = ["Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain", "distance", "merged"]
+__all__ = ["COVERED", "Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain",
+           "distance", "merged"]  # fmt: skip
 
 ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
@@ -49,6 +50,9 @@ WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 WITNESSES = 8  # the last configurations that ended a proof (a witness), kept per goal and family, tried first
 STARTS = 8  # proofs' boxes kept per goal and family, for chains near (1, 2, 4, 8: five_joints' proofs 0.78-0.59 s)
+COVERED = (  # the reason the family filter gives for a goal a certificate covers
+    "no configuration reaches it within its tolerance (proven for a chain of its family within the proof's margin)"
+)
 MAX_KEPT_BOXES = 100_000  # boxes kept in all (<= 18 MB for 7 joints); more: all are forgotten (bounded memory)
 
 

@@ -291,6 +291,9 @@ class Candidate:
     """The chain's family (``search.family_proof``: its cut's rotations), where the ``family`` filter cut it."""
     swept: set[int] = field(default_factory=set)
     """The goals (indices) a sweep proof (``search.sweep_proof``) was run for on this robot (it is not run twice)."""
+    sweep: Any = None
+    """The body of its chain as the sweep proofs take it (``search.sweep_proof.candidate_sweep``; from the modules
+    alone where it can be), made on first use; False: the modules give none."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter

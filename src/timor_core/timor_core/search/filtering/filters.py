@@ -10,7 +10,9 @@ An assembly is a tuple of module IDs (base first, end effector last). The defaul
                 the cost is a sum over them, before any model is built
 ``limits``      module count, degrees of freedom and (optionally) the reach bound within the configured limits
 ``family``      (exhaustive search) no goal is proven out of reach for a whole family of chains holding this one
-                (``search.family_proof``: the same joints, links of other lengths; a look-up once proven)
+                (``search.family_proof``: the same joints, links of other lengths; a look-up once proven), nor
+                out of reach free of the obstacles by the ``ik`` filter's sweep proof, from the modules alone,
+                where it proved that goal for other chains of the family (``search.sweep_proof.early_refusal``)
 ``robot``       the Pinocchio/coal model builds and has a TCP (placed at the task's nominal base placement)
 ``workspace``   every pose goal lies within the robot's reach bound plus the tolerance's position slack
                 (``ik.outside_workspace``: a necessary condition, checked before any IK), and the first goal is
@@ -48,7 +50,7 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
-from timor_core.search.filtering.family_proof import FamilyProofs
+from timor_core.search.filtering.family_proof import COVERED, FamilyProofs
 from timor_core.search.filtering.filter_state import (
     Candidate,
     FilterConfig,
@@ -60,7 +62,7 @@ from timor_core.search.filtering.filter_state import (
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.filtering.quick_reach import UNREACHABLE, first_unreachable
 from timor_core.search.filtering.reach_proof import pose_chain, proof_reason, unreachable_pose
-from timor_core.search.filtering.sweep_proof import collision_refusal, likely_refusal
+from timor_core.search.filtering.sweep_proof import collision_refusal, early_refusal, likely_refusal
 from timor_core.task import ValidJointAngles
 
 if TYPE_CHECKING:
@@ -151,8 +153,9 @@ class LimitsFilter(Filter):
 class FamilyFilter(Filter):
     """A goal proven out of reach, every goal in task order: by a certificate of the chain's family (a proven chain
     with the same joints and links of nearly the same lengths, ``search.family_proof``: a look-up), else by its
-    own proof; only where ``FilterConfig.family_proof`` is on (the exhaustive search's default). The workspace
-    filter then leaves the proof out."""
+    own proof; then out of reach free of the obstacles by the sweep proof (``search.sweep_proof.early_refusal``);
+    only where ``FilterConfig.family_proof`` is on (the exhaustive search's default). The workspace filter then
+    leaves the proof out."""
 
     name = "family"
 
@@ -166,18 +169,16 @@ class FamilyFilter(Filter):
             return True
         c.family = cut.rotations
         found = proofs.refusal(cut, c.reached)
-        if found is None:
-            return True
-        g = c.ctx.goals[found.goal]
+        if found is not None:
+            return self._refuse(c, found.goal, UNREACHABLE, proof_reason(found.boxes) if found.boxes else COVERED)
+        swept = early_refusal(c)  # the ik filter's sweep proof, from the modules, where the family's record has it
+        return True if swept is None else self._refuse(c, swept[0], reason_category(swept[1]), swept[1])
+
+    def _refuse(self, c: Candidate, k: int, short: str, reason: str) -> bool:
+        g = c.ctx.goals[k]
         rec = c.goal(g.id)
-        rec.success, rec.stage = False, self.name
-        rec.reason = (
-            proof_reason(found.boxes)
-            if found.boxes
-            else "no configuration reaches it within its tolerance (proven for a chain of its family within the"
-            " proof's margin)"
-        )
-        return c.fail(f"{g.id}: {UNREACHABLE}", f"goal {g.id}: {rec.reason}")
+        rec.success, rec.stage, rec.reason = False, self.name, reason
+        return c.fail(f"{g.id}: {short}", f"goal {g.id}: {reason}")
 
 
 class RobotFilter(Filter):

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import coal
 import numpy as np
-import pinocchio as pin
 
-from timor_core.kinematics.reach import joint_path, position_slack
+from timor_core.kinematics.reach import position_slack
+from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, chain_from_frames, rotation_slack
+from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
 from timor_core.search.filtering.sweep_bound import (
     PENETRATION,
     ArmSweep,
@@ -53,8 +53,9 @@ if TYPE_CHECKING:
     from timor_core.search.filtering.filter_state import Candidate, PoseGoal
 
 __all__ = [
-    "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "certain_collision", "certain_collision_numpy",
-    "collision_refusal", "fixed_collision", "likely_refusal", "obstacle_boxes", "sweep_proof", "sweep_reason",
+    "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "candidate_sweep", "certain_collision",
+    "certain_collision_numpy", "collision_refusal", "early_refusal", "fixed_collision", "likely_refusal",
+    "obstacle_boxes", "sweep_proof", "sweep_reason",
 ]  # fmt: skip
 
 EPS = 1e-8  # m: rounding
@@ -81,125 +82,13 @@ def obstacle_boxes(task: Any) -> ObstacleBoxes:
     )
 
 
-def _balls(shape: Any) -> list[tuple[np.ndarray, float]]:
-    """Points in the shape's frame with the radius of a ball around each that the shape holds."""
-    if isinstance(shape, (coal.Cylinder, coal.Capsule)):
-        r, h = float(shape.radius), float(shape.halfLength)
-        if isinstance(shape, coal.Capsule):
-            ends = h
-            count = max(1, int(math.ceil(2 * ends / max(r, 1e-3))) + 1)
-            return [(np.array([0.0, 0.0, s]), r) for s in np.linspace(-ends, ends, count)]
-        if h <= r:
-            return [(np.zeros(3), h)]
-        count = int(math.ceil(2 * (h - r) / r)) + 1
-        return [(np.array([0.0, 0.0, s]), min(r, h - abs(s))) for s in np.linspace(-(h - r), h - r, count)]
-    if isinstance(shape, coal.Sphere):
-        return [(np.zeros(3), float(shape.radius))]
-    if isinstance(shape, coal.Box):
-        half = np.asarray(shape.halfSide, dtype=float)
-        r = float(half.min())
-        axis = int(np.argmax(half))
-        reach = float(half[axis]) - r
-        count = int(math.ceil(2 * reach / max(r, 1e-3))) + 1 if reach > 0 else 1
-        out = []
-        for s in np.linspace(-reach, reach, count):
-            p = np.zeros(3)
-            p[axis] = s
-            out.append((p, r))
-        return out
-    return []
-
-
 def arm_sweep(robot: Any) -> ArmSweep | None:
     """The :class:`ArmSweep` of a robot's chain to its TCP, cached on the robot; None if a joint on the way is not a
     one-axis revolute joint, or the chain has no joint."""
     cache = robot.__dict__
     if "_arm_sweep" not in cache:
-        cache["_arm_sweep"] = _build_sweep(robot)
+        cache["_arm_sweep"] = robot_sweep(robot)
     return cache["_arm_sweep"]
-
-
-def _build_sweep(robot: Any) -> ArmSweep | None:
-    model = robot.model
-    joints = joint_path(model, robot.tcp)
-    if not joints or any(not model.joints[j].shortname().startswith("JointModelR") or model.joints[j].nv != 1
-                         for j in joints):  # fmt: skip
-        return None
-    q0 = pin.neutral(model)
-    data = model.createData()
-    pin.computeJointJacobians(model, data, q0)
-    pin.updateFramePlacements(model, data)
-    jac = np.asarray(data.J).reshape(6, -1)
-    axes = np.array([jac[3:, model.joints[j].idx_v] for j in joints], dtype=float)
-    origins = np.array([data.oMi[j].translation for j in joints], dtype=float)
-    chain = chain_from_frames(origins, axes, np.array(data.oMf[robot.tcp].homogeneous))
-    found = _followed(joints, origins, axes, chain)
-    if found is None:
-        return None
-    index, groups = found
-    signs = np.sign(np.einsum("ij,ij->i", axes, chain.axes[groups]))
-    rotations, translations = chain.steps
-    frames = [np.eye(4)]
-    frames[0][:3, :3], frames[0][:3, 3] = rotations[0], translations[0]
-    for k in range(1, chain.dof):
-        step = np.eye(4)
-        step[:3, :3], step[:3, 3] = rotations[k], translations[k]
-        frames.append(frames[-1] @ step)
-    gm = robot.collision
-    gdata = pin.GeometryData(gm)
-    pin.updateGeometryPlacements(model, data, gm, gdata, q0)
-    points, links, rho, fixed, fixed_rho = [], [], [], [], []
-    for obj, placement in zip(gm.geometryObjects, gdata.oMg, strict=True):
-        if obj.parentJoint not in index:
-            continue  # not on the chain to the TCP, or turned by a joint merged with the next
-        k = index[obj.parentJoint]
-        world = np.array(placement.homogeneous)
-        for p, r in _balls(obj.geometry):
-            if r <= 0:
-                continue
-            w = world[:3, :3] @ p + world[:3, 3]
-            if k < 0:
-                fixed.append(w)
-                fixed_rho.append(r)
-            else:
-                points.append(frames[k][:3, :3].T @ (w - frames[k][:3, 3]))
-                links.append(k)
-                rho.append(r)
-    return ArmSweep(
-        chain,
-        np.array(points).reshape(-1, 3),
-        np.array(links, dtype=int),
-        np.array(rho, dtype=float),
-        np.array(fixed).reshape(-1, 3),
-        np.array(fixed_rho, dtype=float),
-        groups,
-        signs,
-    )
-
-
-def _followed(
-    joints: list[int], origins: np.ndarray, axes: np.ndarray, chain: PoseChain
-) -> tuple[dict[int, int], np.ndarray] | None:
-    """Which of the chain's joints (index; -1: none, the base's body) turns the body after each Pinocchio joint:
-    joints on one line with the one before are merged into it (:func:`~.reach_proof.chain_from_frames`,
-    ``E_k(a) E_i(b) = E_k(a +- b)``), so the body after the last joint of such a group turns with the merged angle;
-    the body between two joints of a group turns by the first alone, which the merged angle does not fix: left out
-    (the proof only gets weaker). Also the chain's joint each robot joint is merged into. None if the chain's joints
-    are not found among the robot's (not expected)."""
-    unit = axes / np.linalg.norm(axes, axis=1)[:, None]
-    kept: list[int] = []
-    for i in range(len(joints)):
-        j = len(kept)
-        if j < chain.dof and np.array_equal(origins[i], chain.origins[j]) and np.array_equal(unit[i], chain.axes[j]):
-            kept.append(i)
-    if len(kept) != chain.dof or not kept or kept[0] != 0:
-        return None
-    index, groups = {0: -1}, np.zeros(len(joints), dtype=int)
-    for g in range(len(kept)):
-        last = kept[g + 1] - 1 if g + 1 < len(kept) else len(joints) - 1
-        index[joints[last]] = g
-        groups[kept[g] : last + 1] = g
-    return index, groups
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
@@ -284,13 +173,47 @@ def likely_refusal(c: Candidate, index: int, goal: PoseGoal) -> str | None:
     return _swept(c, index, goal, early=True) if record is not None and record[0] > record[1] else None
 
 
+def early_refusal(c: Candidate) -> tuple[int, str] | None:
+    """The first goal (index, task order) and the reason :func:`sweep_proof` proves it out of reach free of the
+    obstacles for the candidate's chain, from its modules alone (:func:`~.arm_body.module_sweep`: no robot built),
+    tried where :func:`likely_refusal` would try it (the family's record); None if none is proven. The ``family``
+    filter runs it after the family's reach proofs: a chain the ``ik`` filter would refuse so after its robot's
+    build and the IK of the goals before is refused at once (the same proof on the same body: the verdict is the
+    same; a chain the IK would refuse at an earlier goal is refused at this one instead)."""
+    ctx = c.ctx
+    if not ctx.sweeps or not ctx.config.stop_early or not ctx.config.proof_budget:
+        return None
+    for k, g in enumerate(ctx.goals):
+        record = ctx.sweeps.get((k, c.family))
+        if record is None or record[0] <= record[1] or k in c.swept:
+            continue
+        if candidate_sweep(c, build=False) is None:
+            return None  # not a chain of plain modules: left to the ik filter, once the robot is built
+        reason = _swept(c, k, g, early=True)
+        if reason is not None:
+            return k, reason
+    return None
+
+
+def candidate_sweep(c: Candidate, build: bool = True) -> ArmSweep | None:
+    """The :class:`ArmSweep` of the candidate's chain, made once: from its modules where they are a plain chain
+    (:func:`~.arm_body.module_sweep`, no robot needed), else from its robot (:func:`arm_sweep`; built now, unless
+    ``build`` is off: then None)."""
+    if c.sweep is None:
+        made = module_sweep(c.require_assembly(), c.ctx.placement)
+        c.sweep = made if made is not None else False
+    if c.sweep is not False:
+        return c.sweep
+    return arm_sweep(c.require_robot()) if build or c.robot is not None else None
+
+
 def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool) -> str | None:
-    """:func:`sweep_proof` for the candidate's robot and ``goal``, kept in the family's record (proven, or tried
+    """:func:`sweep_proof` for the candidate's chain and ``goal``, kept in the family's record (proven, or tried
     early in vain)."""
     ctx = c.ctx
     if index is not None:
         c.swept.add(index)
-    sweep = arm_sweep(c.require_robot())
+    sweep = candidate_sweep(c)
     if sweep is None:
         return None
     boxes = sweep_proof(sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance, ctx.margin, ctx.config.proof_budget)

@@ -1,0 +1,130 @@
+"""The sweep proofs' body from the modules alone (search.filtering.arm_body.module_sweep) and the family filter's
+sweep proof before any robot is built (search.sweep_proof.early_refusal): the modules give the built robot's joints
+and balls (random robots of both embedded sets, moved bases); a box of joint angles their body calls colliding
+holds no configuration the robot's collision checker calls free; on ``obstacles_4`` (seed 38) the family filter
+refuses chains by it without building their robots, each refusal is the robot's own sweep proof (the same box
+count), and the chains get the verdicts they get without any early sweep proof."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import anywhere_configuration
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from proof_robots import DBS, FAMILY, ROBOTS, assembly_of, boxes_around, obstacle_task, robot_q, unseen_task
+
+from timor_core import ModuleAssembly
+from timor_core.kinematics.collision import CollisionChecker
+from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
+from timor_core.search.filtering.proof_kernel import use_compiled
+from timor_core.search.filtering.sweep_proof import certain_collision, obstacle_boxes, sweep_proof
+
+ATOL = 1e-12  # m: the modules' products against Pinocchio's
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _default_bounds():
+    yield
+    use_compiled(None)
+
+
+def _same_balls(a_points, a_links, a_rho, b_points, b_links, b_rho) -> bool:
+    """Each ball of one body has a ball of the same joint and radius within ATOL in the other, and the counts match."""
+    if len(a_points) != len(b_points):
+        return False
+    free = np.ones(len(b_points), dtype=bool)
+    for p, link, r in zip(a_points, a_links, a_rho, strict=True):
+        d = np.abs(b_points - p).max(axis=1) if len(b_points) else np.zeros(0)
+        hits = np.flatnonzero(free & (b_links == link) & (np.abs(b_rho - r) <= ATOL) & (d <= ATOL))
+        if not len(hits):
+            return False
+        free[hits[0]] = False
+    return True
+
+
+@settings(max_examples=60, deadline=None)
+@given(**ROBOTS)
+def test_the_modules_give_the_robots_body(name, pick, seed, spread):
+    """Random robots of both embedded sets at moved bases: the modules' sweep and the built robot's have the same
+    chain (origins, axes, radii, TCP offset within 1e-12 m), the same merged joints and signs, and the same balls
+    (each joint's, and the base's, within 1e-12 m); either both exist or neither."""
+    rng = np.random.default_rng(seed)
+    assembly, placement = assembly_of(name, pick, rng, spread)
+    mine, theirs = module_sweep(assembly, placement), robot_sweep(assembly.robot)
+    assert (mine is None) == (theirs is None), assembly.module_ids
+    if mine is None or theirs is None:
+        return
+    for field in ("origins", "axes", "radii", "offset"):
+        assert np.allclose(getattr(mine.chain, field), getattr(theirs.chain, field), rtol=0, atol=ATOL), field
+    assert np.allclose(mine.chain.tcp, theirs.chain.tcp, rtol=0, atol=ATOL)
+    assert np.array_equal(mine.groups, theirs.groups) and np.array_equal(mine.signs, theirs.signs)
+    assert _same_balls(mine.points, mine.links, mine.rho, theirs.points, theirs.links, theirs.rho)
+    zero = np.zeros(len(mine.fixed_rho), dtype=int)
+    assert _same_balls(mine.fixed, zero, mine.fixed_rho, theirs.fixed, np.zeros(len(theirs.fixed_rho), int),
+                       theirs.fixed_rho)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(**ROBOTS, width=st.sampled_from([0.01, 0.1, 0.5]), margin=st.sampled_from([0.0, 0.02]))
+def test_a_box_the_modules_call_colliding_holds_no_free_configuration(name, pick, seed, spread, width, margin):
+    """Soundness against the real thing: boxes of joint angles around random configurations, obstacle boxes around
+    the arm; wherever the bound on the modules' body calls a box colliding, the built robot's collision checker
+    (obstacles, the margin) finds every configuration sampled in it (mapped to the robot's joints by the modules'
+    merged joints and signs) colliding."""
+    use_compiled(True)
+    rng = np.random.default_rng(seed)
+    assembly, placement = assembly_of(name, pick, rng, spread)
+    sweep = module_sweep(assembly, placement)
+    if sweep is None:
+        return
+    robot = assembly.robot
+    task = obstacle_task(boxes_around(robot, anywhere_configuration(robot, rng), rng, 3))
+    checker = CollisionChecker(robot, task.obstacles, margin, self_collision=False)
+    n = sweep.chain.dof
+    centres = rng.uniform(-math.pi, math.pi, (24, n))
+    half = rng.uniform(0.0, width, (24, n))
+    for b in np.flatnonzero(certain_collision(sweep, obstacle_boxes(task), centres, half, margin)):
+        for _ in range(6):
+            q = robot_q(sweep, centres[b] + rng.uniform(-1.0, 1.0, n) * half[b], rng)
+            assert checker.in_collision(q), (assembly.module_ids, centres[b], half[b], q)
+
+
+@pytest.fixture(scope="module")
+def obstacles_4():
+    return unseen_task("obstacles_4")
+
+
+def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_4, monkeypatch):
+    """On ``obstacles_4``, the 448 chains of the arms refused at g3 (``proof_robots.FAMILY``, shuffled): the
+    family filter refuses over a hundred of them by the sweep proof with no robot built; each such refusal names the
+    box count the built robot's own sweep proof gives at that goal, and every chain (refused so or not) gets the
+    same verdict as without any early sweep proof (neither the family filter's nor the ik filter's)."""
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import filters
+    from timor_core.search.filtering.sweep_proof import sweep_reason
+    from timor_core.task.feedback import task_base_placement
+
+    use_compiled(True)
+    db, placement, boxes = DBS["robco_like"], task_base_placement(obstacles_4), obstacle_boxes(obstacles_4)
+    order = [FAMILY[k] for k in np.random.default_rng(38).permutation(len(FAMILY))]
+    chain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
+    early = [chain(ids) for ids in order]
+    monkeypatch.setattr(filters, "early_refusal", lambda *args: None)
+    monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
+    plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
+    refused = 0
+    for c in early:
+        p = plain(c.ids)
+        assert (c.failed_filter is None) == (p.failed_filter is None), (c.ids, c.reason, p.reason)
+        if c.failed_filter != "family" or "collides with an obstacle" not in c.reason:
+            continue
+        refused += 1
+        assert c.robot is None, c.ids
+        goal = next(g for g in obstacles_4.goals if c.reason.startswith(f"goal {g.id}:"))
+        robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
+        proven = sweep_proof(robot_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
+        assert proven is not None and c.reason == f"goal {goal.id}: {sweep_reason(proven)}", (c.ids, c.reason)
+    assert refused >= 100, refused
