@@ -16,6 +16,7 @@ from hypothesis import settings
 os.environ["TIMOR_COMPILED"] = "0"
 
 from timor_core import ModulesDB
+from timor_core.common.compiled import use_compiled
 from timor_core.common.interrupts import restore_interrupts
 from timor_core.export.formats.urdfdom import check_urdf, unchecked_urdfs
 
@@ -344,6 +345,15 @@ def check_urdf_file(path: Path) -> None:
 def _check_urdfs_under(folder: Path) -> None:
     for path in unchecked_urdfs(folder, _CHECKED_URDFS):
         check_urdf_file(path)
+
+
+@pytest.fixture(autouse=True)
+def _default_kernels():
+    """A test that picks the compiled or the interpreted kernels (``use_compiled``) leaves the next test the suite's
+    default (``TIMOR_COMPILED=0`` above): a choice left behind made a later in-process search differ in the last bit
+    from the same search in other processes (test_dask_search_shards after test_family_proof in one worker)."""
+    yield
+    use_compiled(None)
 
 
 @pytest.fixture(autouse=True)
