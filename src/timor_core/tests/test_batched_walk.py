@@ -3,7 +3,7 @@
 Why: on ``five_joints`` 40,103 assemblies come before the optimum in the cost order and nearly all of them are refused
 by a certificate look-up; the walk and the look-up one assembly at a time were ~27 us an assembly, half the shard's
 CPU. The walk now ends a chain in one step where its state has few completions
-(:func:`~timor_core.search.spaces.cost_order._flat_orders`), and a kept head tries first the certificate that
+(:func:`~timor_core.search.spaces.cost_order._flat_order`), and a kept head tries first the certificate that
 covered its last member (``kept_heads.Kept.certified``). These tests hold each to the one-by-one step it replaces:
 the same sequence of ``(cost, position, IDs)``, the same answer of the look-up.
 """

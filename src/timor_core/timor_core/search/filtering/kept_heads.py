@@ -96,17 +96,17 @@ class Kept:
         goal 0 that covered it, which :meth:`decide` tries first for the head's next member of the family (they
         differ in the last step alone: one certificate often covers them all). While the family's certificates were
         not halved (``forgotten``), its index names the same certificate, and a certificate of goal 0 covering a cut
-        makes goal 0 the first goal covered: the answer of ``proofs.certified``."""
+        makes goal 0 the first goal covered: the answer of ``proofs.certified``. Only for fewer than 8 steps, where
+        :func:`~.family_proof.distance` gives numpy's value to the last bit."""
         found = proofs.certified(cut)
-        if found is not None and found.goal == 0:
-            first = head.families.get(cut.rotations[-1], (None,))[0]
-            if first is None:
-                first = proofs.family(cut)[0]
-            at = first.last  # (the certificate that covered it: ``covers`` keeps it)
-            head.families[cut.rotations[-1]] = [
-                first,
-                (first.forgotten, first.points[at].tolist(), float(first.margins[at])),
-            ]
+        if found is None or found.goal != 0 or len(cut.rows) >= 8:
+            return found
+        rotation = cut.rotations[-1]
+        entry = head.families.get(rotation)
+        first = entry[0] if entry is not None else proofs.family(cut)[0]
+        near, at = first.near, first.last  # (the one that covered it: ``covers`` keeps it, and its floats if read)
+        rows, margin = near if near is not None else (first.points[at].tolist(), float(first.margins[at]))
+        head.families[rotation] = [first, (first.forgotten, rows, margin)]
         return found
 
     def known(self, proofs: FamilyProofs, ids: tuple[str, ...]) -> tuple[Head, tuple, Segment] | None:

@@ -11,7 +11,7 @@ out cheapest first, ties in space order. Each chain's cost is then the very floa
 :meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used); a small reorder buffer
 releases a chain only when nothing left can have a smaller float cost, so the order is the old one exactly, float
 rounding included. Taking ``n`` assemblies costs at most about ``2 * n * depth`` heap operations (a state with few
-completions takes them as its extensions: a chain reaching it ends in one step, :func:`_flat_orders`) and keeps the
+completions takes them as its extensions: a chain reaching it ends in one step, :func:`_flat_order`) and keeps the
 frontier of the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest
 first), never the space.
 
@@ -170,10 +170,10 @@ def _completions(
 def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
     """For each state, its transitions in the order the walk takes them: by the cheapest key below them, then by
     position (what the heap's ``(key, first index)`` would give): ``(key step, offset, module, next state, count,
-    transition number)``."""
+    transition number, the module's value)``."""
     out: list[tuple] = []
     for s, moves in enumerate(trans):
-        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k) for k, (m, b) in enumerate(moves)]
+        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k, unit[m]) for k, (m, b) in enumerate(moves)]
         out.append(tuple(sorted(steps, key=lambda e: (e[0], e[1]))))
     return out
 
@@ -187,30 +187,34 @@ class _Frontier:
         self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: tuple[int, int] | None
     ) -> None:
         self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
-        self.unit, self.start, self.stop = dict(unit), start, stop  # (and per tail of :func:`_flat_orders`)
+        self.start, self.stop = start, stop
         self.mine: int = shard[0] if shard is not None else 0
         self.shards: int = shard[1] if shard is not None else 1
         self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
         self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
-        self.flat = _flat_orders(auto, self.unit)
+        self.suffixes, self.unit = auto.suffixes, unit
+        self.flat: list[tuple | None] = [_UNSEEN] * len(self.trans)  # per state, made when first reached
         self.dealt = 0  # subtrees (and shorter chains) dealt out so far
         self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
 
     def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
         """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
         for pos in range(at, len(steps)):
-            step, offset, m, b, count, _ = steps[pos]
+            step, offset, m, b, count, _, gain = steps[pos]
             lo = first + offset
             if lo + count > self.start and lo < self.stop:
-                heapq.heappush(self.heap, (value + step, lo, b, value + self.unit[m], (m, link), length + 1, steps,
+                heapq.heappush(self.heap, (value + step, lo, b, value + gain, (m, link), length + 1, steps,
                                            pos, value, first))  # fmt: skip
                 return
 
     def extensions(self, s: int, first: int, length: int) -> tuple:
         """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order: its
-        completions (:func:`_flat_orders`) where it has few and nothing below it is dealt to shards."""
+        completions (:func:`_flat_order`) where it has few and nothing below it is dealt to shards."""
         if length >= self.split:
-            return self.flat[s] or self.orders[s]
+            flat = self.flat[s]
+            if flat is _UNSEEN:
+                flat = self.flat[s] = _flat_order(self.suffixes[s], self.unit) if s != 0 else None
+            return flat or self.orders[s]
         own = set()
         for k, (_, b) in enumerate(self.trans[s]):  # dealt in transition order, as the walk reaches them
             lo = first + self.cum[s][k]
@@ -225,23 +229,24 @@ class _Frontier:
 
 
 FLAT = 256
-"""A state with at most this many completions has them as its extensions (:func:`_flat_orders`)."""
+"""A state with at most this many completions has them as its extensions (:func:`_flat_order`)."""
 
 
-def _flat_orders(auto: Any, unit: dict[str, int]) -> list[tuple | None]:
-    """Per state with at most :data:`FLAT` completions (else None), its completions as extensions in walk order
-    (:func:`_sibling_orders`' entries, the module a tuple of IDs, the next state the terminal one): a chain walks to
-    its end in one step, its frontier entries one per completion taken (not one per module), the same order.
-    ``unit`` gets each completion's value."""
-    out: list[tuple | None] = [None] * len(auto.trans)
-    for s, suffixes in enumerate(auto.suffixes):
-        if s != 0 and suffixes is not None and len(suffixes) <= FLAT:
-            steps = []
-            for k, ids in enumerate(suffixes):  # a completion's offset is its place in space order
-                unit[ids] = sum(unit[m] for m in ids)  # type: ignore[index]
-                steps.append((unit[ids], k, ids, 0, 1, k))  # type: ignore[index]
-            out[s] = tuple(sorted(steps, key=lambda e: (e[0], e[1])))
-    return out
+_UNSEEN = ()  # (a state whose flat order was not made yet)
+
+
+def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
+    """A state's completions as its extensions in walk order if it has at most :data:`FLAT` (else None):
+    :func:`_sibling_orders`' entries with a tuple of IDs for the module and the terminal state for the next, so a
+    chain reaching the state walks to its end in one step, its frontier entries one per completion taken (not one
+    per module), the same order. Made for a state when the walk first reaches it."""
+    if suffixes is None or len(suffixes) > FLAT:
+        return None
+    steps = []
+    for k, ids in enumerate(suffixes):  # a completion's offset is its place in space order
+        value = sum([unit[m] for m in ids])
+        steps.append((value, k, ids, 0, 1, k, value))
+    return tuple(sorted(steps, key=lambda e: (e[0], e[1])))
 
 
 def _chain(link: Any) -> tuple[str, ...]:
