@@ -399,7 +399,7 @@ class Evaluator:
             return None
         key = self._certified.answer(found[1])[1]
         spent = time.perf_counter() - t0
-        self.chain.funnel.record("family", key, (0.0, 0.0, 0.0, spent))
+        self.chain.funnel.record_failure("family", key, spent)
         return key, spent
 
     def __call__(

@@ -111,7 +111,7 @@ class ShardState:
 
     def refused(self, key: tuple[float, int], reason_key: str, seconds: float, names: list[str]) -> None:
         """:meth:`record` of a refusal by a certificate look-up (``Evaluator.refused``), without its evaluation."""
-        self.count(key, seconds, names).record("family", reason_key, (0.0, 0.0, 0.0, seconds))
+        self.count(key, seconds, names).record_failure("family", reason_key, seconds)
 
     def count(self, key: tuple[float, int], cpu: float, names: list[str]) -> Funnel:
         """Count one candidate taken and evaluated (its ``(cost, position)`` and CPU seconds); the funnel."""
@@ -273,20 +273,21 @@ def _collector_eased() -> Iterator[None]:
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
     """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
     last = time.monotonic()
+    limit, deadline, shared, refuse, count = job.bound, job.deadline, hub.best, evaluator.refused, state.refused
     for price, index, ids in ranked:
-        best = hub.best()
-        if price >= job.bound or (best is not None and (price, index) > best):
+        best = shared()
+        if price >= limit or (best is not None and (price, index) > best):
             state.stopped, state.next = "bound", (price, index)
             break
-        if job.deadline is not None and time.time() >= job.deadline:
+        if deadline is not None and time.time() >= deadline:
             state.stopped, state.next = "max_time", (price, index)
             break
         if link is not None:
             link.exchange()
-        bound = bound_from_best(best, index, job.bound)  # (hub.bound's, from the best as read)
-        refused = evaluator.refused(ids, bound, price)
+        bound = limit if best is None else bound_from_best(best, index, limit)  # (hub.bound's, from the best read)
+        refused = refuse(ids, bound, price)
         if refused is not None:
-            state.refused((price, index), refused[0], refused[1], names)
+            count((price, index), refused[0], refused[1], names)
         else:
             state.record((price, index), evaluator(ids, bound, index, price=price), names)
         if state.best is not None:

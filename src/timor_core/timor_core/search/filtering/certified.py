@@ -68,8 +68,9 @@ class CertifiedRefusal:
         """:meth:`refusal`'s cost and the index of the goal refused (None: run the chain), without its records."""
         if not self.on:
             return None
-        ctx, ids = self.ctx, tuple(ids)
-        proofs = FamilyProofs.of(ctx)
+        ctx = self.ctx
+        ids = ids if ids.__class__ is tuple else tuple(ids)
+        proofs = ctx.family_proofs or FamilyProofs.of(ctx)
         known = self.kept.decide(proofs, ids, bound, price)
         if known is not None:
             price, found = known
@@ -80,10 +81,11 @@ class CertifiedRefusal:
             price = ctx.cost.evaluate_modules(join.modules) if price is None else price
             if not self.passes(len(ids), join.dof, price, bound):
                 return None
-            cut = self.kept.cut(proofs, ids, join, lambda: _assembly(ctx, ids))
-            if cut is None:
+            made = self.kept.cut(proofs, ids, join, lambda: _assembly(ctx, ids))
+            if made is None:
                 return None
-            found = proofs.certified(cut)
+            cut, head = made
+            found = proofs.certified(cut) if head is None else self.kept.certified(proofs, head, cut)
         return None if found is None else (float(price), found.goal)  # type: ignore[arg-type]
 
     def answer(self, goal: int) -> tuple[str, str, str]:

@@ -232,6 +232,7 @@ class _Certificates:
         self.margins = np.empty(16)
         self.size = 0
         self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
+        self.forgotten = 0  # times the older half was forgotten (a certificate's index names it while this holds)
         self.near: tuple[list[list[float]], float] | None = None  # that one's translations (floats) and margin
 
     def covers(self, cut: Cut) -> bool:
@@ -260,7 +261,7 @@ class _Certificates:
 
     def add(self, t: np.ndarray, margin: float) -> None:
         if self.size == MAX_CERTIFICATES:  # forget the older half
-            keep, self.near = MAX_CERTIFICATES // 2, None
+            keep, self.near, self.forgotten = MAX_CERTIFICATES // 2, None, self.forgotten + 1
             self.points[:keep] = self.points[self.size - keep : self.size]
             self.margins[:keep] = self.margins[self.size - keep : self.size]
             self.size = keep
@@ -406,6 +407,11 @@ class FamilyProofs:
             if certs.size and certs.covers(cut):
                 return self.covered[k]
         return None
+
+    def family(self, cut: Cut) -> list[Any]:
+        """The certificates of ``cut``'s family per goal (the very lists :meth:`certified` reads; each has ``size``,
+        ``points``, ``margins``, ``last``: the one that covered last, and ``forgotten``)."""
+        return self._family(cut)
 
     def _family(self, cut: Cut) -> list[_Certificates]:
         found = self.families.get(cut.rotations)

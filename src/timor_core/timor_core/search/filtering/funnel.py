@@ -45,6 +45,18 @@ class Funnel:
                 return
             passed[name] += 1
 
+    def record_failure(self, failed_filter: str, reason_key: str, seconds: float) -> None:
+        """:meth:`record` of a candidate that failed at ``failed_filter`` in ``seconds``, the filters before it in no
+        time (a look-up's refusal, counted for every assembly it refuses: without the timings' loop)."""
+        entered, passed = self.entered, self.passed
+        for name in self.names:
+            entered[name] += 1
+            if name == failed_filter:
+                self.reasons[name][reason_key] += 1
+                self.time[name] += seconds
+                return
+            passed[name] += 1
+
     def record_evaluation(self, ev: Any) -> None:
         """Count an :class:`~.evaluate.Evaluation`."""
         self.record(ev.failed_filter, ev.reason_key, ev.timings)

@@ -13,11 +13,11 @@ cut to the last bit, and so the same answer (``tests/test_certified.py`` compare
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from timor_core.limits import limits
-from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal
+from timor_core.search.filtering.family_proof import Cut, FamilyProofs, Refusal, distance
 from timor_core.search.filtering.segments import Segment, carried, merged_head
 
 __all__ = ["Head", "Kept", "MAX_KEPT", "Tail"]
@@ -42,6 +42,7 @@ class Head:
     rows: tuple[tuple[float, ...], ...]
     carry: float
     seen: int
+    families: dict[bytes, list] = field(default_factory=dict)  # per last rotation: goal 0's certificates, a hint
 
 
 Tail = tuple[tuple[Any, ...], int]
@@ -58,25 +59,55 @@ class Kept:
         self.heads: dict[tuple[str, ...], Head] = {}
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
+        self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
 
     def decide(
         self, proofs: FamilyProofs, ids: tuple[str, ...], bound: float, price: float | None
     ) -> tuple[float | None, Refusal | None] | None:
         """``(price, refusal)`` of an assembly whose head and tail are kept (refusal None: the look-up refuses
         nothing, a limit or the bound passes it on or the join fails), else None (not kept: take the full way)."""
+        if proofs is not self.proofs:  # (heads keep certificates of the proofs they were decided by)
+            self.heads.clear()
+            self.proofs = proofs
         known = self.known(proofs, ids)
         if known is None:
             return None
         head, key, last = known
-        n, dof = len(ids), head.dof + self.tails[key][1]
+        tail = self.tails[key]
+        n, dof = len(ids), head.dof + tail[1]
         bounds = limits()
         if not (n <= bounds.max_modules and dof <= bounds.max_dof):  # the join's checks
             return price, None
         if price is None:
-            price = self.ctx.cost.evaluate_modules(head.modules + self.tails[key][0])
+            price = self.ctx.cost.evaluate_modules(head.modules + tail[0])
         if not self.passes(n, dof, price, bound):
             return price, None
-        return price, proofs.certified(self.joined(head, key, last))
+        found = self.lasts.get((key, head.carry))  # (:meth:`_end`, inline)
+        end = found[1] if found is not None and found[0] is last else self._end(head, key, last)
+        entry = head.families.get(end[0])
+        if entry is not None and entry[1] is not None:  # the hint (:meth:`certified`), without making the cut
+            forgotten, rows, margin = entry[1]
+            if forgotten == entry[0].forgotten and distance(rows, (*head.rows, end[2]), margin) < margin:
+                return price, proofs.covered[0]
+        return price, self.certified(proofs, head, _cut(head, end))
+
+    def certified(self, proofs: FamilyProofs, head: Head, cut: Cut) -> Refusal | None:
+        """``proofs.certified(cut)`` of a cut from a kept head; keeps on the head, per family, the certificate of
+        goal 0 that covered it, which :meth:`decide` tries first for the head's next member of the family (they
+        differ in the last step alone: one certificate often covers them all). While the family's certificates were
+        not halved (``forgotten``), its index names the same certificate, and a certificate of goal 0 covering a cut
+        makes goal 0 the first goal covered: the answer of ``proofs.certified``. Only for fewer than 8 steps, where
+        :func:`~.family_proof.distance` gives numpy's value to the last bit."""
+        found = proofs.certified(cut)
+        if found is None or found.goal != 0 or len(cut.rows) >= 8:
+            return found
+        rotation = cut.rotations[-1]
+        entry = head.families.get(rotation)
+        first = entry[0] if entry is not None else proofs.family(cut)[0]
+        near, at = first.near, first.last  # (the one that covered it: ``covers`` keeps it, and its floats if read)
+        rows, margin = near if near is not None else (first.points[at].tolist(), float(first.margins[at]))
+        head.families[rotation] = [first, (first.forgotten, rows, margin)]
+        return found
 
     def known(self, proofs: FamilyProofs, ids: tuple[str, ...]) -> tuple[Head, tuple, Segment] | None:
         """The kept head of ``ids``, its last segment's key and that segment if its head and tail are kept and the
@@ -93,8 +124,8 @@ class Kept:
             if kind is None:
                 return None
             at -= 1
-        head = self._kept(ids[: at + 1], steps)
-        if head is None:
+        head = self.heads.get(ids[: at + 1])  # (:meth:`_kept`, inline: this runs for every assembly)
+        if head is None or (head.seen != len(steps) and not self._still(ids[: at + 1], head, steps)):
             return None
         key = (ids[at:], head.entry)
         last = steps.get(key)
@@ -102,14 +133,14 @@ class Kept:
 
     def joined(self, head: Head, key: tuple, last: Segment) -> Cut:
         """The cut of a kept head and its last segment (what ``Cut.of_segments`` of all its segments gives)."""
+        return _cut(head, self._end(head, key, last))
+
+    def _end(self, head: Head, key: tuple, last: Segment) -> Segment:
+        """The last segment with the head's carried length (:func:`~.segments.carried`), made once."""
         found = self.lasts.get((key, head.carry))
         if found is None or found[0] is not last:
             found = self.lasts[key, head.carry] = (last, carried(last, head.carry))
-        end = found[1]
-        cut = Cut.__new__(Cut)
-        cut.rotations = (*head.rotations, end[0])
-        cut.__dict__["parts"], cut.__dict__["rows"] = (*head.parts, end[1]), (*head.rows, end[2])
-        return cut
+        return found[1]
 
     def _still(self, ids: tuple[str, ...], head: Head, steps: dict) -> bool:
         """Whether the head of ``ids`` still has the segments it was made of (segments were added since it was read;
@@ -120,16 +151,20 @@ class Kept:
         head.seen = len(steps)
         return True
 
-    def cut(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any, assembly: Any) -> Cut | None:
+    def cut(
+        self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any, assembly: Any
+    ) -> tuple[Cut, Head | None] | None:
         """``proofs.cut_serial(ids, join, assembly)`` (the same cut), with the assembly's head and tail kept: from
-        the segments known if every one is (they are then read once), else by ``cut_serial``."""
+        the segments known if every one is (they are then read once), else by ``cut_serial``; and the head kept
+        (None: none), for :meth:`certified`."""
         found = self._keep(proofs, ids, join)
         if found is not None:
-            return self.joined(*found)
+            return self.joined(*found), found[0]
         cut = proofs.cut_serial(ids, join, assembly)
-        if cut is not None:
-            self._keep(proofs, ids, join)
-        return cut
+        if cut is None:
+            return None
+        found = self._keep(proofs, ids, join)
+        return cut, (None if found is None else found[0])
 
     def _keep(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any) -> tuple[Head, tuple, Segment] | None:
         """Keep the head and tail of an assembly (``join``: its ``SerialJoin``) if every segment of it is known:
@@ -201,3 +236,11 @@ class Kept:
         dof = parent.dof + sum([units[m][1] for m in ids[joints[-2] + 1 : at + 1]])
         return Head(tuple(join.modules[: at + 1]), entries[at], dof, (*parent.keys, key), (*parent.segments, seg),
                     rotations, parts, rows, carry, len(steps))  # fmt: skip
+
+
+def _cut(head: Head, end: Segment) -> Cut:
+    """The cut of a kept head followed by its last segment ``end`` (carried)."""
+    cut = Cut.__new__(Cut)
+    cut.rotations = (*head.rotations, end[0])
+    cut.__dict__["parts"], cut.__dict__["rows"] = (*head.parts, end[1]), (*head.rows, end[2])
+    return cut

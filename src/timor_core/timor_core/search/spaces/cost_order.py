@@ -10,9 +10,10 @@ cheapest completion of its state (exact, in integers: every float is a dyadic ra
 out cheapest first, ties in space order. Each chain's cost is then the very float
 :meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used); a small reorder buffer
 releases a chain only when nothing left can have a smaller float cost, so the order is the old one exactly, float
-rounding included. Taking ``n`` assemblies costs about ``2 * n * depth`` heap operations and keeps the frontier of
-the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest first),
-never the space.
+rounding included. Taking ``n`` assemblies costs at most about ``2 * n * depth`` heap operations (a state with few
+completions takes them as its extensions: a chain reaching it ends in one step, :func:`_flat_order`) and keeps the
+frontier of the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest
+first), never the space.
 
 Other costs (a term that builds the assembly) are priced in passes over the space, keeping only the next ``chunk``
 cheapest: bounded memory, one pass per ``chunk`` assemblies taken.
@@ -169,10 +170,10 @@ def _completions(
 def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
     """For each state, its transitions in the order the walk takes them: by the cheapest key below them, then by
     position (what the heap's ``(key, first index)`` would give): ``(key step, offset, module, next state, count,
-    transition number)``."""
+    transition number, the module's value)``."""
     out: list[tuple] = []
     for s, moves in enumerate(trans):
-        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k) for k, (m, b) in enumerate(moves)]
+        steps = [(unit[m] + cheapest[b], cum[s][k], m, b, counts[b], k, unit[m]) for k, (m, b) in enumerate(moves)]
         out.append(tuple(sorted(steps, key=lambda e: (e[0], e[1]))))
     return out
 
@@ -186,28 +187,34 @@ class _Frontier:
         self, auto: Any, unit: dict[str, int], cheapest: list, start: int, stop: int, shard: tuple[int, int] | None
     ) -> None:
         self.trans, self.counts, self.cum = auto.trans, auto.counts, auto.cum
-        self.unit, self.start, self.stop = unit, start, stop
+        self.start, self.stop = start, stop
         self.mine: int = shard[0] if shard is not None else 0
         self.shards: int = shard[1] if shard is not None else 1
         self.split = split_depth(self.trans, self.shards) if self.shards > 1 else 0
         self.orders = _sibling_orders(self.trans, self.cum, self.counts, unit, cheapest)
+        self.suffixes, self.unit = auto.suffixes, unit
+        self.flat: list[tuple | None] = [_UNSEEN] * len(self.trans)  # per state, made when first reached
         self.dealt = 0  # subtrees (and shorter chains) dealt out so far
         self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
 
     def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
         """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
         for pos in range(at, len(steps)):
-            step, offset, m, b, count, _ = steps[pos]
+            step, offset, m, b, count, _, gain = steps[pos]
             lo = first + offset
             if lo + count > self.start and lo < self.stop:
-                heapq.heappush(self.heap, (value + step, lo, b, value + self.unit[m], (m, link), length + 1, steps,
+                heapq.heappush(self.heap, (value + step, lo, b, value + gain, (m, link), length + 1, steps,
                                            pos, value, first))  # fmt: skip
                 return
 
     def extensions(self, s: int, first: int, length: int) -> tuple:
-        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order."""
+        """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order: its
+        completions (:func:`_flat_order`) where it has few and nothing below it is dealt to shards."""
         if length >= self.split:
-            return self.orders[s]
+            flat = self.flat[s]
+            if flat is _UNSEEN:
+                flat = self.flat[s] = _flat_order(self.suffixes[s], self.unit) if s != 0 else None
+            return flat or self.orders[s]
         own = set()
         for k, (_, b) in enumerate(self.trans[s]):  # dealt in transition order, as the walk reaches them
             lo = first + self.cum[s][k]
@@ -219,6 +226,27 @@ class _Frontier:
                     continue
             own.add(k)
         return tuple(e for e in self.orders[s] if e[5] in own)
+
+
+FLAT = 256
+"""A state with at most this many completions has them as its extensions (:func:`_flat_order`)."""
+
+
+_UNSEEN = ()  # (a state whose flat order was not made yet)
+
+
+def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
+    """A state's completions as its extensions in walk order if it has at most :data:`FLAT` (else None):
+    :func:`_sibling_orders`' entries with a tuple of IDs for the module and the terminal state for the next, so a
+    chain reaching the state walks to its end in one step, its frontier entries one per completion taken (not one
+    per module), the same order. Made for a state when the walk first reaches it."""
+    if suffixes is None or len(suffixes) > FLAT:
+        return None
+    steps = []
+    for k, ids in enumerate(suffixes):  # a completion's offset is its place in space order
+        value = sum([unit[m] for m in ids])
+        steps.append((value, k, ids, 0, 1, k, value))
+    return tuple(sorted(steps, key=lambda e: (e[0], e[1])))
 
 
 def _chain(link: Any) -> tuple[str, ...]:
@@ -264,9 +292,13 @@ def _best_first(
             key, first, s, value, link, length, steps, pos, parent_value, parent_first = pop(frontier)
             push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
             if s != 0:
-                push(extensions(s, first, length), 0, value, first, link, length)
+                steps = extensions(s, first, length)
+                if steps and steps[0][2].__class__ is tuple:  # its completions: their chains share this one's IDs
+                    link = (_chain(link),)
+                push(steps, 0, value, first, link, length)
                 continue
-            chain = _chain(link)
+            rest = link[1]  # type: ignore[index]
+            chain = rest[0] + link[0] if rest is not None and len(rest) == 1 else _chain(link)  # type: ignore[index]
             value = cost.evaluate_modules([modules[m] for m in chain])  # (evaluate_serial's, without its look-ups)
             price = float(value) if value is not None else float(cost.evaluate_serial(db, chain))
             if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
