@@ -192,3 +192,33 @@ def test_trees_follow_the_kinematic_tree_and_pass_check_urdf(branched, choices, 
         path = Path(folder) / "tree.urdf"
         path.write_text(text)
         check_urdf_file(path)
+
+
+@pytest.mark.invalid_urdf  # bad.urdf is refused on purpose
+def test_check_urdf_runs_cmeels_binary_as_its_wrapper_would(tmp_path):
+    """Pinocchio's wheels install check_urdf as a Python wrapper (cmeel): check_urdf runs the binary it wraps, with
+    the wrapper's library path, and gets the wrapper's verdict and text; a command that is no such wrapper stays."""
+    import subprocess
+
+    from timor_core.export.formats.urdfdom import check_urdf, check_urdf_command, unwrapped
+
+    command = check_urdf_command()
+    if command is None or b"cmeel_run" not in Path(command).read_bytes()[:512]:
+        pytest.skip(f"check_urdf here is not cmeel's wrapper: {command}")
+    binary, env = unwrapped(command)
+    assert binary != command and Path(binary).parent.parent.name == "cmeel.prefix"
+    assert env is not None and str(Path(binary).parent.parent / "lib") in env["LD_LIBRARY_PATH"].split(":")
+    good = tmp_path / "good.urdf"
+    good.write_text('<robot name="r"><link name="a"/><link name="b"/>'
+                    '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>')  # fmt: skip
+    bad = tmp_path / "bad.urdf"
+    bad.write_text('<robot name="r"><link name="a"/><joint name="j" type="fixed"><parent link="a"/></joint></robot>')
+    for path, accepted in ((good, True), (bad, False)):
+        wrapper = subprocess.run([command, str(path)], capture_output=True, text=True, timeout=60)
+        ok, text = check_urdf(path)
+        assert ok is accepted and (wrapper.returncode == 0) is accepted
+        assert text == wrapper.stdout[-2000:] + wrapper.stderr[-2000:]
+    script = tmp_path / "check_urdf"
+    script.write_text("#!/bin/sh\necho cmeel_run\n")
+    script.chmod(0o755)
+    assert unwrapped(str(script)) == (str(script), None)
