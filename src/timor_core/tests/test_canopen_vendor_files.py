@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import struct
-import subprocess
 import sys
 import warnings
 from dataclasses import replace
@@ -19,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kit_build import kit_build
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
@@ -313,47 +312,6 @@ def kit_tree(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("kit")
 
 
-def _sync(package: Path, into: Path) -> None:
-    """Make ``into`` hold ``package``'s files: new or changed files copied, others removed; a file with the same
-    bytes is left as it is (its time too, so CMake does not configure again)."""
-    theirs = {p.relative_to(package) for p in package.rglob("*") if p.is_file()}
-    for p in [p for p in into.rglob("*") if p.is_file() and p.relative_to(into) not in theirs]:
-        p.unlink()
-    for rel in theirs:
-        target = into / rel
-        if not target.is_file() or target.read_bytes() != (package / rel).read_bytes():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(package / rel, target)
-
-
-def _kit_build(package: Path, tree: Path) -> Path:
-    """Build and install ``package`` as the kit's build_package.sh does; its install folder.
-
-    The first package is built by build_package.sh itself (CMake configure, build, install: ~1 CPU-s of the
-    ~1.7 is the configure). The packages after it have the same CMakeLists.txt and package.xml (checked: the
-    configure reads nothing else of them; generate_dcf's steps and the installs run at build time, and its first
-    step empties the bus folders of build and install): they are built in that configured tree with the script's
-    own build and install commands in its environment. Measured at load ~5: ~1.7 -> ~0.7 CPU-s per package."""
-    src, out = tree / "src" / package.name, tree / "out"
-    if not src.exists():
-        shutil.copytree(package, src)
-        run = subprocess.run(["bash", str(KIT / "build_package.sh"), str(VENV), str(src), str(out)],
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
-        assert run.returncode == 0, run.stdout[-4000:]
-        return out / "install"
-    for name in ("CMakeLists.txt", "package.xml"):
-        assert (package / name).read_bytes() == (src / name).read_bytes(), f"{name} differs: configure anew"
-    _sync(package, src)
-    env = {**os.environ, "PATH": f"{VENV}/bin:{os.environ['PATH']}", "VIRTUAL_ENV": str(VENV),
-           "CMAKE_PREFIX_PATH": str(VENV), "AMENT_PREFIX_PATH": str(VENV)}  # fmt: skip
-    cmake = shutil.which("cmake") or str(VENV / "bin" / "cmake")  # the script's choice (before its PATH change)
-    for step in (["--build", str(out / "build"), "-j", str(os.cpu_count() or 1)], ["--install", str(out / "build")]):
-        run = subprocess.run([cmake, *step], capture_output=True, text=True, timeout=600, env=env)
-        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-        assert "-- Configuring done" not in run.stdout, "CMake configured anew"  # the tree was reused
-    return out / "install"
-
-
 @needs_kit
 @pytest.mark.slow
 @pytest.mark.xdist_group("vendor_kit_tree")  # one worker builds them all in one configured tree
@@ -361,10 +319,10 @@ def _kit_build(package: Path, tree: Path) -> Path:
 def test_each_vendor_file_builds_and_boots_without_writing_a_read_only_object(robco, tmp_path, kit_tree, name):
     """``timor bringup`` + ros2_canopen's generate_dcf() (lely dcfgen) for each file alone on a two-joint arm; every
     SDO the master writes at boot (the devices' .bin) is to an object the EDS lets it write. (The CMake configure of
-    the first file's package is reused by the others: see _kit_build.)"""
+    the first file's package is reused by the others: see kit_build.py.)"""
     profile = _profile(tmp_path / "hw", name)
     result = write_bringup(robco, tmp_path / "src", profile, name="v", n_samples=3)
-    install = _kit_build(result.folder, kit_tree)
+    install = kit_build(result.folder, kit_tree)
     config = install / "share" / "v_bringup" / "config" / "bus"
     bus = yaml.safe_load((config / "bus.yml").read_text())
     devices = [k for k in bus if k not in ("options", "master")]
