@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from kit_build import kit_build
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError
@@ -131,10 +132,18 @@ def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_p
     assert schunk["dcf"] != "schunk_0_63.dcf" and "VendorNumber=0x000000D2" in (config / schunk["dcf"]).read_text()
 
 
+@pytest.fixture(scope="module")
+def kit_tree(tmp_path_factory) -> Path:
+    """One folder where the packages of test_each_vendor_file_alone_on_a_robco_arm are built in turn."""
+    return tmp_path_factory.mktemp("kit")
+
+
 @needs_kit
+@pytest.mark.xdist_group("vendor_alone_kit_tree")  # one worker builds the three in one configured tree
 @pytest.mark.parametrize("eds", ["maxon_epos4_50_15.dcf", "elmo_gold.dcf", "pilz_prbt_0_1.dcf"])
-def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, eds):
-    """Three joints on one vendor file: one copy of it, three devices, three .bin files."""
+def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, kit_tree, eds):
+    """Three joints on one vendor file: one copy of it, three devices, three .bin files. (The CMake configure of the
+    first package is reused by the others: see kit_build.py.)"""
     robco = ModulesDB.from_name("robco_like")
     arm = ModuleAssembly.from_serial_modules(robco, ["base", "J", "L_250", "J", "L_150", "J", "L_150", "gripper"])
     drive = {"eds": f"eds/{eds}", "gear_ratio": 101, "encoder_counts": 4096}
@@ -144,7 +153,7 @@ def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, eds):
     mode = "profile_position" if eds == "pilz_prbt_0_1.dcf" else "cyclic_synchronous_position"
     profile = _profile(tmp_path / "hw", {"J": {**drive, "operation_mode": mode}})
     result = write_bringup(arm, tmp_path / "src", profile, name="one", n_samples=10)
-    config = _build(result.folder, tmp_path / "out") / "config" / "bus"
+    config = kit_build(result.folder, kit_tree) / "share" / "one_bringup" / "config" / "bus"
     bus = yaml.safe_load((config / "bus.yml").read_text())
     urdf = (result.folder / "urdf" / "one.urdf").read_text()
     devices = [j.find("param[@name='device_name']").text for j in _joints(urdf)]

@@ -87,6 +87,11 @@ def browser(tmp_path_factory):
         "--window-size=1400,900",
         "--use-angle=swiftshader",
         "--enable-unsafe-swiftshader",
+        # the page is composited in software; WebGL still draws through SwiftShader (the screenshots' robot pixels
+        # are as before). Chromium's processes leave this test's process tree (RUSAGE_CHILDREN misses their CPU):
+        # counted with a subreaper, at load 4-7, the whole test cost 46-48 CPU-s with GPU compositing (its GPU
+        # process 28-29), 36-38 without (18-20)
+        "--disable-gpu-compositing",
     ):
         options.add_argument(arg)
     options.add_experimental_option(

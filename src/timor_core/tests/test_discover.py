@@ -10,7 +10,13 @@ import pytest
 canopen = pytest.importorskip("canopen")
 
 from timor_core.cli.app import main  # noqa: E402
-from timor_core.hardware.discover import DiscoveryError, FoundNode, chain_from_nodes, discover_canopen  # noqa: E402
+from timor_core.hardware.discover import (  # noqa: E402
+    DiscoveryError,
+    FoundNode,
+    chain_from_nodes,
+    discover_canopen,
+    new_network,
+)
 from timor_core.hardware.profiles import HardwareProfile  # noqa: E402
 
 
@@ -23,7 +29,7 @@ def profile(robco) -> HardwareProfile:
 def bus(profile):
     """A virtual CAN channel with simulated drives; ``add(node_id, product_code)`` puts one on it."""
     channel = f"timor_{uuid.uuid4().hex[:8]}"
-    network = canopen.Network()
+    network = new_network()  # its disconnect at the end does not wait canopen's second for the reader thread
     network.connect(channel=channel, interface="virtual", receive_own_messages=False)
     eds = str(profile.drives["J"].eds)
 
@@ -70,6 +76,19 @@ def test_duplicate_node_ids_and_missing_base_are_refused(profile, robco):
     no_base = HardwareProfile(profile.route, profile.bus, profile.drives, chain=type(profile.chain)(base="nosuch"))
     with pytest.raises(DiscoveryError, match="no base module"):
         chain_from_nodes([node], no_base, robco)
+
+
+def test_a_network_of_discovery_reads_in_short_cycles_so_its_disconnect_returns_at_once():
+    """canopen's reader thread waits up to NOTIFIER_CYCLE per read and disconnect() joins it: canopen's 1 s made
+    every discovery and every simulator wait a second after its work; new_network's cycle is short."""
+    from timor_core.hardware.discover import NOTIFIER_CYCLE
+
+    network = new_network()
+    network.connect(channel=f"timor_{uuid.uuid4().hex[:8]}", interface="virtual")
+    try:
+        assert network.notifier.timeout == NOTIFIER_CYCLE <= 0.1 < canopen.Network.NOTIFIER_CYCLE
+    finally:
+        network.disconnect()
 
 
 def test_cli_discover_prints_the_assembly_and_writes_its_bringup(bus, tmp_path, capsys):

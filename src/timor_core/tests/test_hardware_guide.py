@@ -72,9 +72,10 @@ def test_guide_command_runs(command, tmp_path, capsys):
     elif argv[0] == "discover":  # the guide's can0 becomes a virtual bus with three simulated drives
         canopen = pytest.importorskip("canopen")
         from timor_core import ModulesDB
+        from timor_core.hardware.discover import new_network
 
         channel = f"guide_{uuid.uuid4().hex[:8]}"
-        network = canopen.Network()
+        network = new_network()  # its disconnect does not wait canopen's second for the reader thread
         network.connect(channel=channel, interface="virtual", receive_own_messages=False)
         eds = Path(ModulesDB.from_name("robco_like").base_dir) / "hardware" / "cia402_drive.eds"
         for node_id in (2, 3, 4):

@@ -12,13 +12,13 @@ identical frames merge on a real bus), anything after the identity read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from timor_core.errors import InputError
+from timor_core.hardware.discover import new_network
 from timor_core.hardware.profiles import HardwareProfile
 
 __all__ = ["SimDrive", "sim_drives", "simulated_bus"]
@@ -64,7 +64,7 @@ def simulated_bus(channel: str, interface: str, drives: list[SimDrive]) -> Itera
     networks = []
     try:
         for sim in drives:
-            network = canopen.Network()
+            network = new_network()
             network.connect(channel=channel, interface=interface, receive_own_messages=False)
             networks.append(network)
             node = canopen.LocalNode(sim.node_id, str(sim.eds))
@@ -81,6 +81,6 @@ def simulated_bus(channel: str, interface: str, drives: list[SimDrive]) -> Itera
                     sdo[0x1018][sub].raw = value
             network.add_node(node)
         yield networks
-    finally:  # each disconnect waits up to a second for its reader thread: all at once
-        with ThreadPoolExecutor(max_workers=max(1, len(networks))) as pool:
-            list(pool.map(lambda network: network.disconnect(), networks))
+    finally:  # each disconnect waits at most discover.NOTIFIER_CYCLE for its reader thread
+        for network in networks:
+            network.disconnect()
