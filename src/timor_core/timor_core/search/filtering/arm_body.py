@@ -24,9 +24,8 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import joint_path
-from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry
+from timor_core.search.filtering.quick_reach import walk_chain
 from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
@@ -203,37 +202,10 @@ def module_sweep(assembly: Any, placement: np.ndarray | None) -> ArmSweep | None
 
 def _walk(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray, list] | None:
     """:func:`~.quick_reach.joint_frames`' walk (the same products), also giving each body's world pose and the
-    joint (index, -1: none) after which it moves: ``(joint frames, TCP pose, [(pose, body, joint)])``."""
-    modules = assembly.modules
-    if any(len(m.joints) > 1 or any(j.type not in REVOLUTE or tuple(j.axis) != Z_AXIS for j in m.joints)
-           for m in modules):  # fmt: skip
+    joint (index, -1: none) after which it moves: ``(joint frames, TCP pose, [(pose, body, joint)])``; None also
+    where a joint's axis is not z."""
+    if any(tuple(j.axis) != Z_AXIS for m in assembly.modules for j in m.joints):
         return None
-    if [(a, b) for a, _, b, _ in assembly.connections] != [(i, i + 1) for i in range(len(modules) - 1)]:
-        return None
-    base_module, base_id = assembly.base_connector
-    if base_module != 0:
-        return None
-    world = np.eye(4) if placement is None else np.asarray(placement, dtype=float)
-    connector = modules[0].connectors[base_id]
-    pose = world @ ROT_X_PI @ inv(connector.pose)
-    entry_body = connector.body_id
-    frames: list[np.ndarray] = []
-    bodies: list[tuple[np.ndarray, Any, int]] = []
-    for i, module in enumerate(modules):
-        rel, joints = module_frames(module, entry_body)
-        before = len(frames) - 1
-        frames.extend(pose @ f for f in joints)
-        for body in module.bodies:  # with a joint, every body but the entry body lies beyond it
-            bodies.append((pose @ rel[body.id], body, before if body.id == entry_body else len(frames) - 1))
-        if i + 1 < len(modules):
-            _, out_id, _, in_id = assembly.connections[i]
-            nxt = modules[i + 1].connectors[in_id]
-            pose = pose @ next_entry(module, entry_body, out_id, rel, nxt)
-            entry_body = nxt.body_id
-        else:
-            used = {assembly.connections[i - 1][3]} if i else {base_id}
-            tools = [c for c in module.eef_connectors if c.id not in used]
-            if len(tools) != 1 or not frames:
-                return None
-            return frames, pose @ rel[tools[0].body_id] @ tools[0].pose, bodies
-    return None
+    bodies: list = []
+    walked = walk_chain(assembly, placement, bodies)
+    return None if walked is None else (walked[0], walked[1], bodies)

@@ -108,6 +108,15 @@ def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.n
     """The world frames (4x4, q = 0, z the axis) of a serial assembly's joints, base first, and its TCP's pose at
     ``placement``; None if the assembly is not a chain of modules with at most one revolute joint each ending in one
     tool frame, or has no joint."""
+    return walk_chain(assembly, placement, None)
+
+
+def walk_chain(
+    assembly: Any, placement: np.ndarray | None, bodies: list | None
+) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """:func:`joint_frames`; where ``bodies`` is a list, each body's world pose (q = 0) is appended to it as
+    ``(pose, body, joint)``, ``joint`` the index of the joint after which it moves (-1: none): one walk, so the
+    sweep proofs' bodies (``arm_body``) lie on the very frames the reach bounds use."""
     modules = assembly.modules
     if any(len(m.joints) > 1 or any(j.type not in REVOLUTE for j in m.joints) for m in modules):
         return None
@@ -123,7 +132,11 @@ def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.n
     frames: list[np.ndarray] = []
     for i, module in enumerate(modules):
         rel, joints = module_frames(module, entry_body)
+        before = len(frames) - 1
         frames.extend(pose @ f for f in joints)
+        if bodies is not None:
+            for body in module.bodies:  # with a joint, every body but the entry body lies beyond it
+                bodies.append((pose @ rel[body.id], body, before if body.id == entry_body else len(frames) - 1))
         if i + 1 < len(modules):
             _, out_id, _, in_id = assembly.connections[i]
             nxt = modules[i + 1].connectors[in_id]
