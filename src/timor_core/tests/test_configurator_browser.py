@@ -84,7 +84,9 @@ def browser(tmp_path_factory):
         "--headless=new",
         "--no-sandbox",
         "--disable-dev-shm-usage",
-        "--window-size=1400,900",
+        # SwiftShader draws every pixel of every frame in software: a 1000x650 window (the panel and the robot
+        # as at 1400x900, see the screenshots) cost 30-32 CPU-s against 36-38 at 1400x900 (subreaper, load 2.5-7)
+        "--window-size=1000,650",
         "--use-angle=swiftshader",
         "--enable-unsafe-swiftshader",
         # the page is composited in software; WebGL still draws through SwiftShader (the screenshots' robot pixels

@@ -305,16 +305,31 @@ def _exp2_case(name: str, robco):
     return load_task(str(path), False), paper_exp2_space(robco)
 
 
+@pytest.fixture(scope="module")
+def in_process(robco):
+    """The in-process search's answer to an exp2 case, searched once per module (two tests compare with
+    moved_goals': the search on Dask here and the one where a worker is killed)."""
+    answers: dict = {}
+
+    def answer(name: str):
+        if name not in answers:
+            study, exp2 = _exp2_case(name, robco)
+            answers[name] = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
+        return answers[name]
+
+    return answer
+
+
 @needs_dask
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["user_study", "moved_goals", "more_goals"])
-def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, name):
+def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, in_process, name):
     """Also where the workers share their family certificates (search.shard_share; more_goals: hundreds of proofs
     in each shard): each worker sent some, and the other took some in while its shard ran."""
     from timor_core.search.exhaustive_search.shard_share import link_counts
 
     study, exp2 = _exp2_case(name, robco)
-    local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
+    local = in_process(name)
     de = DaskEvaluator(cluster.address)
     before = cluster.client.run(link_counts)
     with de:
@@ -330,11 +345,11 @@ def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, 
 
 @needs_dask
 @pytest.mark.slow
-def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco):
+def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco, in_process):
     """A worker is killed while the shards run: its shard runs again (on the other worker or the one the nanny
     starts), and the answer is still the in-process search's."""
     study, exp2 = _exp2_case("moved_goals", robco)
-    local = ExhaustiveSearch(exp2, workers=1, progress=False, order="cost").optimize(study, robco)
+    local = in_process("moved_goals")
     out: dict = {}
     with DaskEvaluator(n_workers=2, report_every=0.2) as de:
         de.start()

@@ -46,13 +46,15 @@ def ompl_path(
     check_resolution: float = 0.02,
     seed: int | None = None,
     simplify: bool = True,
+    first_solution: bool = False,
 ) -> np.ndarray | None:
     """A collision-free joint-space path (waypoints, start first) from OMPL, or None if none was found in time.
 
     ``check_resolution`` is the largest distance between two validity checks along a motion (rad); anytime
     planners (RRTstar, BITstar, PRM) use the whole ``time_limit`` to shorten their path, RRTConnect returns its
     first. ``seed`` seeds OMPL's random generator, once per process (OMPL accepts no new seed after its first random
-    number: the first call of a process is repeatable, later ones are not).
+    number: the first call of a process is repeatable, later ones are not). ``first_solution`` stops an anytime
+    planner at its first exact solution instead of shortening it until ``time_limit``.
     """
     if planner not in OMPL_PLANNERS:
         raise InputError(f"unknown OMPL planner (one of {', '.join(OMPL_PLANNERS)})", value=planner)
@@ -70,7 +72,8 @@ def ompl_path(
         ou.RNG.setSeed(int(seed) % (2**31 - 1) + 1)
         _SEEDED = True
     try:
-        path = _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, check_resolution, simplify)
+        limits = (time_limit, check_resolution, simplify, first_solution)
+        path = _solve(ob, og, start, goal, is_valid, lower, upper, planner, *limits)
     except RuntimeError as exc:  # OMPL's own refusals (bounds, resolution, ...): a typed error naming the query
         raise InputError(
             f"OMPL's {planner} refused the query (check_resolution {check_resolution:g}, time_limit {time_limit:g},"
@@ -83,7 +86,7 @@ def ompl_path(
     return path
 
 
-def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, check_resolution, simplify):
+def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, check_resolution, simplify, first):
     """One query through OMPL's SimpleSetup: the waypoints of an exact solution, or None."""
     n = len(start)
     space = ob.RealVectorStateSpace(n)
@@ -109,8 +112,12 @@ def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, che
         a[i], b[i] = float(start[i]), float(goal[i])
     setup.setStartAndGoalStates(a, b)
     setup.setPlanner(getattr(og, planner)(info))
-    path = None
+    path, objective = None, None
     try:
+        if first:  # any path satisfies the objective: an optimizing planner stops at its first exact solution
+            objective = ob.PathLengthOptimizationObjective(info)
+            objective.setCostThreshold(ob.Cost(float("inf")))
+            setup.setOptimizationObjective(objective)
         solved = setup.solve(float(time_limit))
         if solved and setup.haveExactSolutionPath():
             if simplify:
@@ -118,6 +125,6 @@ def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, che
             found = setup.getSolutionPath()
             path = np.array([[found.getState(k)[i] for i in range(n)] for k in range(found.getStateCount())])
     finally:  # drop OMPL's objects while their types are alive (nanobind warns about leaks at exit otherwise)
-        del setup, info, a, b, space, bounds
+        del setup, info, a, b, space, bounds, objective
         gc.collect()
     return path
