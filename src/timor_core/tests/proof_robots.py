@@ -5,6 +5,7 @@ filters on; and the sweep proofs' obstacle tasks, boxes around an arm and robot 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 from pathlib import Path
@@ -59,6 +60,32 @@ FAMILY = tuple(
     ("base", "J", a, "J", b, "J", c, "J", *((i,) if i else ()), "gripper")
     for a in LINKS for b in LINKS for c in LINKS for i in (None, "I_50", "I_100", "I_150", "I_200", "I_300", "I_400")
 )  # fmt: skip
+#: :data:`FAMILY` shuffled (seed 38): the order the tests of the sweep proofs on ``obstacles_4`` walk it in
+FAMILY_38 = tuple(FAMILY[k] for k in np.random.default_rng(38).permutation(len(FAMILY)))
+
+
+@functools.cache
+def family_verdicts(early: bool) -> tuple:
+    """The filter chain's candidates (family proofs on, compiled bounds) for :data:`FAMILY_38` on ``obstacles_4``,
+    in that order, with the sweep proofs tried before the IK (the family's and the ik filter's, as by default) or
+    neither; computed once per process: test_sweep_proof and test_module_sweep read the same 2 x 448 verdicts
+    (~3 CPU-s) and change none."""
+    from _pytest.monkeypatch import MonkeyPatch
+
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import filters, sweep_proof
+    from timor_core.search.filtering.proof_kernel import use_compiled
+
+    task = unseen_task("obstacles_4")
+    use_compiled(True)
+    patch = MonkeyPatch()
+    try:
+        patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal if early else lambda *args: None)
+        patch.setattr(filters, "early_refusal", sweep_proof.early_refusal if early else lambda *args: None)
+        chain = FilterChain(task, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
+        return tuple(chain(ids) for ids in FAMILY_38)
+    finally:
+        patch.undo()
 
 
 def obstacle_task(boxes: list[tuple[np.ndarray, np.ndarray]]) -> Task:

@@ -191,10 +191,14 @@ EXP2_TASKS = Path(__file__).resolve().parent / "data" / "exp2_tasks"
 def test_deciding_in_cost_order_gives_the_exhaustive_answer(robco, name):
     """The benchmark's kind of space (``big_space.DECIDE_SPACE``: two links after the last joint), small enough to
     evaluate every assembly in space order: the cost order's decision is the exhaustive one (the user study: its
-    11.02 kg optimum; obstacle_middle: none with three joints, proven)."""
+    11.02 kg optimum; obstacle_middle: none with three joints, proven). Both searches run here with the compiled
+    kernels (nothing is compared across processes; conftest's _default_kernels restores the suite's default)."""
     from conftest import SHARED
 
+    from timor_core.common import compiled
     from timor_core.task.feedback import load_task
+
+    compiled.use_compiled(True)
 
     study = SHARED / "data" / "cobra" / "tasks" / "user_study.json"
     path = study if name == "user_study" else EXP2_TASKS / f"{name}.json"

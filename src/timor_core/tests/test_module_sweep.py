@@ -14,7 +14,16 @@ import pytest
 from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, FAMILY, ROBOTS, assembly_of, boxes_around, obstacle_task, robot_q, unseen_task
+from proof_robots import (
+    DBS,
+    ROBOTS,
+    assembly_of,
+    boxes_around,
+    family_verdicts,
+    obstacle_task,
+    robot_q,
+    unseen_task,
+)
 
 from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
@@ -97,27 +106,21 @@ def obstacles_4():
     return unseen_task("obstacles_4")
 
 
-def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_4, monkeypatch):
+@pytest.mark.xdist_group("obstacles_4_family")  # one worker computes the verdicts test_sweep_proof reads too
+def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_4):
     """On ``obstacles_4``, the 448 chains of the arms refused at g3 (``proof_robots.FAMILY``, shuffled): the
     family filter refuses over a hundred of them by the sweep proof with no robot built; each such refusal names the
     box count the built robot's own sweep proof gives at that goal, and every chain (refused so or not) gets the
-    same verdict as without any early sweep proof (neither the family filter's nor the ik filter's)."""
-    from timor_core.search import FilterChain, FilterConfig
-    from timor_core.search.filtering import filters
+    same verdict as without any early sweep proof (neither the family filter's nor the ik filter's). The verdicts
+    are test_sweep_proof's, computed once per process (``proof_robots.family_verdicts``)."""
     from timor_core.search.filtering.sweep_proof import sweep_reason
     from timor_core.task.feedback import task_base_placement
 
     use_compiled(True)
     db, placement, boxes = DBS["robco_like"], task_base_placement(obstacles_4), obstacle_boxes(obstacles_4)
-    order = [FAMILY[k] for k in np.random.default_rng(38).permutation(len(FAMILY))]
-    chain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
-    early = [chain(ids) for ids in order]
-    monkeypatch.setattr(filters, "early_refusal", lambda *args: None)
-    monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
-    plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     refused = 0
-    for c in early:
-        p = plain(c.ids)
+    for c, p in zip(family_verdicts(True), family_verdicts(False), strict=True):
+        assert c.ids == p.ids
         assert (c.failed_filter is None) == (p.failed_filter is None), (c.ids, c.reason, p.reason)
         if c.failed_filter != "family" or "collides with an obstacle" not in c.reason:
             continue

@@ -13,7 +13,17 @@ import pytest
 from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proof_robots import DBS, FAMILY, ROBOTS, assembly_of, boxes_around, obstacle_task, robot_q, unseen_task
+from proof_robots import (
+    DBS,
+    FAMILY,
+    ROBOTS,
+    assembly_of,
+    boxes_around,
+    family_verdicts,
+    obstacle_task,
+    robot_q,
+    unseen_task,
+)
 
 from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
@@ -210,10 +220,11 @@ def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
 
 
 def _check_early_sweeps(
-    task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1), tried: bool = True
+    task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1), tried: bool = True, verdicts=None
 ) -> None:
     """The early sweep proof over ``order``'s chains of :data:`FAMILY` on ``obstacles_4`` (see the tests below); at
-    least ``least`` = (refused early, passing) among them."""
+    least ``least`` = (refused early, passing) among them; ``verdicts``: the (early, plain) verdicts of that order
+    computed already (None: computed here)."""
     from _pytest.monkeypatch import MonkeyPatch
 
     from timor_core.task.feedback import task_base_placement
@@ -222,8 +233,10 @@ def _check_early_sweeps(
     db, placement, boxes = DBS["robco_like"], task_base_placement(task), obstacle_boxes(task)
     patch = MonkeyPatch()
     try:
-        early = _family_verdicts(task, db, order, patch, early=True)
-        plain = _family_verdicts(task, db, order, patch, early=False)
+        early, plain = verdicts or (
+            _family_verdicts(task, db, order, patch, early=True),
+            _family_verdicts(task, db, order, patch, early=False),
+        )
     finally:
         patch.undo()
     refused_early, passed = 0, 0
@@ -243,14 +256,16 @@ def _check_early_sweeps(
     assert refused_early >= least[0] and passed >= least[1], (refused_early, passed)
 
 
+@pytest.mark.xdist_group("obstacles_4_family")  # one worker computes the verdicts test_module_sweep reads too
 def test_the_early_sweep_proof_refuses_many_of_a_family_and_changes_no_verdict(obstacles_4):
     """On ``obstacles_4``, the 448 chains of the refused arms' family (:data:`FAMILY`, shuffled; the family's record
     primed by its first chains): the ``ik`` filter refuses over a hundred of them by the sweep proof before their
     IK; each such refusal is the sweep proof's (run again here on the chain's robot at that goal), the chain is
     refused without the early proof too, and every other chain gets the same verdict and reason as without it (the
-    chains that pass, tried early in vain at g3, still pass). Compiled bounds (the numpy ones: the slow test)."""
+    chains that pass, tried early in vain at g3, still pass). Compiled bounds (the numpy ones: the slow test). The
+    verdicts of that order are test_module_sweep's, computed once per process (``proof_robots.family_verdicts``)."""
     order = np.random.default_rng(38).permutation(len(FAMILY))
-    _check_early_sweeps(obstacles_4, order, compiled=True)
+    _check_early_sweeps(obstacles_4, order, compiled=True, verdicts=(family_verdicts(True), family_verdicts(False)))
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import json
 import logging
 import re
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -36,11 +37,48 @@ ARMS = ("panda.urdf", "ur5_robot.urdf", "ur10_robot.urdf", "kinova.urdf", "xarm7
 #: The URDFs of the package that Pinocchio loads but the import refuses, and why (a mesh the package lacks).
 REFUSED = {"romeo_laas_small.urdf": MeshError}
 MAX_DOF = 128  # humanoids and TIAGo dual have more than the default limit of 32
+#: The whole module on one worker (``--dist loadgroup``), so the caches below serve every test that needs a file.
+pytestmark = pytest.mark.xdist_group("urdf_import_robots")
+
+#: Per URDF: Pinocchio's model of it or its error, the import (``max_dof`` raised) or its error, the checks that
+#: passed (the import and the model). Built once per process: ``test_arm_equals_pinocchios_loader`` checks the arms
+#: that ``test_every_urdf_equals_pinocchios_loader`` checks again, and ``test_import_count`` imports every file that
+#: test imported; none of them changes a model or an assembly.
+_MODELS: dict[Path, pin.Model | Exception] = {}
+_IMPORTS: dict[Path, ModuleAssembly | MeshError] = {}
+_CHECKED: dict[Path, tuple[ModuleAssembly, pin.Model] | None] = {}
+
+
+def _model(path: Path) -> pin.Model:
+    """Pinocchio's model of the file (raises its RuntimeError or ValueError), read once per process."""
+    if path not in _MODELS:
+        try:
+            _MODELS[path] = pin.buildModelFromUrdf(str(path))
+        except (RuntimeError, ValueError) as exc:
+            _MODELS[path] = exc
+    found = _MODELS[path]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def _import(path: Path) -> ModuleAssembly:
+    """The file imported with ``max_dof`` raised to :data:`MAX_DOF` (raises its MeshError), once per process."""
+    if path not in _IMPORTS:
+        try:
+            with override_limits(max_dof=MAX_DOF):
+                _IMPORTS[path] = assembly_from_urdf(path, [SHARE.parent])
+        except MeshError as exc:
+            _IMPORTS[path] = exc
+    found = _IMPORTS[path]
+    if isinstance(found, MeshError):
+        raise found
+    return found
 
 
 def _pinocchio(path):
     try:
-        return pin.buildModelFromUrdf(str(path))
+        return _model(path)
     except (RuntimeError, ValueError) as exc:  # ur3.urdf has no robot name: urdfdom refuses it
         pytest.skip(f"Pinocchio refuses {path.name}: {exc}")
 
@@ -77,15 +115,24 @@ def _round_trip(assembly: ModuleAssembly, model: pin.Model, tmp_path, rng) -> No
 
 
 def _check(path, tmp_path) -> tuple[ModuleAssembly, pin.Model] | None:
-    """The checks of one URDF; the imported assembly and Pinocchio's model of the file (None if refused)."""
+    """The checks of one URDF; the imported assembly and Pinocchio's model of the file (None if refused); once per
+    process (:data:`_CHECKED` holds a file's outcome once every check passed)."""
+    if path in _CHECKED:
+        return _CHECKED[path]
+    _CHECKED[path] = _checked(path, tmp_path)
+    return _CHECKED[path]
+
+
+def _checked(path, tmp_path) -> tuple[ModuleAssembly, pin.Model] | None:
+    """The checks of :func:`_check`, run."""
     model = _pinocchio(path)
     if path.name in REFUSED:
         with pytest.raises(REFUSED[path.name]) as err:
-            assembly_from_urdf(path, [SHARE.parent])
+            _import(path)
         assert str(path) in str(err.value)
         return None
     with override_limits(max_dof=MAX_DOF):
-        assembly = assembly_from_urdf(path, [SHARE.parent])
+        assembly = _import(path)
         robot = assembly.robot
         assert robot.dof == model.nv
         assert robot.mass == pytest.approx(sum(i.mass for i in model.inertias), rel=1e-12)
@@ -140,13 +187,12 @@ def test_import_count(caplog):
     loaded, imported, too_many_joints = 0, 0, 0
     for path in URDFS:
         try:
-            model = pin.buildModelFromUrdf(str(path))
+            model = _model(path)
         except (RuntimeError, ValueError):
             continue
         loaded += 1
         try:
-            with override_limits(max_dof=MAX_DOF):
-                assembly_from_urdf(path, [SHARE.parent])
+            _import(path)
         except MeshError:
             assert path.name in REFUSED
             continue

@@ -5,6 +5,7 @@ imported robot takes the angle."""
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 from pathlib import Path
 
@@ -14,8 +15,10 @@ import pinocchio as pin
 from timor_core import ModuleAssembly, PinRobot
 
 
+@functools.cache
 def robots_share() -> Path | None:
-    """The ``share/example-robot-data`` folder of the installed package, or None without it."""
+    """The ``share/example-robot-data`` folder of the installed package, or None without it (looked up once per
+    process: reading the package's file list took ~15 ms, and test_ik_tries asks once per hypothesis example)."""
     try:
         files = metadata.files("example-robot-data") or []
     except metadata.PackageNotFoundError:
