@@ -228,6 +228,21 @@ def _drawn_cut(name: str, pick: float, seed: int):
     return rng, assembly, placement, cut_chain(assembly, placement)
 
 
+def _goals_at_members(members: list[Cut], rng: np.random.Generator, tolerance: str, miss: float) -> list:
+    """Two goals, each at a random configuration of ``members[k]`` within ``tolerance`` (a kind of
+    :data:`TOLERANCES`), the second moved ``miss`` off in a random direction: ``[(4x4 pose, tolerance)]``."""
+    goals = []
+    for k in range(2):
+        at = chain_poses(members[k].chain, rng.uniform(-np.pi, np.pi, (1, members[0].chain.dof)))
+        pose = np.eye(4)
+        pose[:3, :3], pose[:3, 3] = at.frames[0].T, at.tcp[0]
+        goal = _within(pose, tolerance, rng)
+        shift = rng.normal(size=3)
+        goal[:3, 3] += shift / np.linalg.norm(shift) * miss * k
+        goals.append((goal, TOLERANCES[tolerance]))
+    return goals
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     **ROBOT,
@@ -251,17 +266,8 @@ def test_a_goal_found_reached_is_one_no_proof_or_reach_bound_refuses(name, pick,
     rng, assembly, placement, cut = _drawn_cut(name, pick, seed)
     if cut is None:
         return
-    tol = TOLERANCES[tolerance]
     members = [cut] + [_member(cut, rng, total)[0] for _ in range(3)]
-    goals = []
-    for k in range(2):
-        at = chain_poses(members[k].chain, rng.uniform(-np.pi, np.pi, (1, cut.chain.dof)))
-        pose = np.eye(4)
-        pose[:3, :3], pose[:3, 3] = at.frames[0].T, at.tcp[0]
-        goal = _within(pose, tolerance, rng)
-        shift = rng.normal(size=3)
-        goal[:3, 3] += shift / np.linalg.norm(shift) * miss * k
-        goals.append((goal, tol))
+    goals, tol = _goals_at_members(members, rng, tolerance, miss), TOLERANCES[tolerance]
     found, proofs = [], FamilyProofs(goals, 4096, placement)
     for member in members:
         reached: set[int] = set()
@@ -571,15 +577,7 @@ def test_a_goal_put_in_reached_has_a_witness_that_reaches_it(name, pick, seed, t
     if cut is None:
         return
     members = [cut] + [_member(cut, rng, total)[0] for _ in range(3)]
-    goals = []
-    for k in range(2):
-        at = chain_poses(members[k].chain, rng.uniform(-np.pi, np.pi, (1, cut.chain.dof)))
-        goal = np.eye(4)
-        goal[:3, :3], goal[:3, 3] = at.frames[0].T, at.tcp[0]
-        goal = _within(goal, tolerance, rng)
-        shift = rng.normal(size=3)
-        goal[:3, 3] += shift / np.linalg.norm(shift) * miss * k
-        goals.append((goal, TOLERANCES[tolerance]))
+    goals = _goals_at_members(members, rng, tolerance, miss)
     found: list[tuple[int, list[np.ndarray]]] = []  # (goal, the witnesses list a proof of it was given)
     real = family_proof.pose_proof
 
