@@ -379,5 +379,8 @@ def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco, in_proce
         assert not thread.is_alive()
         assert killed is not None, "the shards never ran on both workers"
         assert "error" not in out, out.get("error")
-        assert killed not in de.client.run(os.getpid).values()
+        # the search can end before the scheduler has dropped the killed worker: a broadcast to it then fails
+        # (CommClosedError, seen in a clean-clone CI run), so only the workers that answer are asked
+        alive = de.client.run(os.getpid, on_error="ignore")
+        assert alive and killed not in alive.values(), (killed, alive)
     same_best(out["result"], local)
