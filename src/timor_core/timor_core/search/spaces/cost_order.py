@@ -22,23 +22,32 @@ cheapest: bounded memory, one pass per ``chunk`` assemblies taken.
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import math
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from math import lcm
 from typing import Any
 
 from timor_core.errors import TimorError
-from timor_core.search.spaces.space import SerialSpace, post_order
+from timor_core.search.spaces.cost_walk import Bands, chain_of, completions, term_sizes
+from timor_core.search.spaces.space import SerialSpace
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost
 
-__all__ = ["SPLIT_PREFIXES", "additive_values", "by_cost", "by_cost_indexed", "shard_of", "split_depth"]
+__all__ = [
+    "BATCH",
+    "SPLIT_PREFIXES",
+    "additive_values",
+    "by_cost",
+    "by_cost_indexed",
+    "by_cost_indexed_batches",
+    "shard_of",
+    "split_depth",
+]
 
 logger = logging.getLogger(__name__)
 
-_EPS = 2.0**-52
 _Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
 
 
@@ -94,6 +103,23 @@ def by_cost_indexed(
     """:func:`by_cost` with each assembly's space position: ``(cost, index, ids)``, ascending in ``(cost,
     index)``. ``shard=(r, k)`` keeps the positions of shard ``r`` of ``k`` (:func:`shard_of`) only: the ``k``
     shards' sequences interleaved by ``(cost, index)`` are the whole sequence."""
+    lists = by_cost_indexed_batches(space, cost, start, stop, base_placement=base_placement, chunk=chunk, shard=shard)
+    return itertools.chain.from_iterable(lists)
+
+
+def by_cost_indexed_batches(
+    space: SerialSpace,
+    cost: CostFunction | str | None = "mass",
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    base_placement: Any = None,
+    chunk: int = 100_000,
+    shard: tuple[int, int] | None = None,
+) -> Iterator[list[tuple[float, int, tuple[str, ...]]]]:
+    """:func:`by_cost_indexed` in lists, for a consumer that decides many assemblies a step: the lists one after
+    the other are that very sequence. The first lists are short (1, 2, 4, ... up to :data:`BATCH` assemblies), so
+    that taking a few assemblies walks the space little further than they."""
     cost_function = assembly_cost(cost if cost is not None else "mass")
     stop = space.count if stop is None else min(stop, space.count)
     if start >= stop:
@@ -102,8 +128,19 @@ def by_cost_indexed(
     values = additive_values(space.db, cost_function)
     if values is None:
         keep = (lambda i, r=shard[0], k=shard[1]: shard_of(i, k) == r) if sharded else None  # type: ignore[index]
-        return _passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)), keep)
+        return _in_lists(_passes(space, cost_function, start, stop, base_placement, max(1, int(chunk)), keep))
     return _best_first(space, cost_function, values, start, stop, shard if sharded else None)
+
+
+def _in_lists(items: Iterator[_Ranked]) -> Iterator[list[_Ranked]]:
+    """``items`` in lists of 1, 2, 4, ... up to :data:`BATCH`."""
+    size = 1
+    while True:
+        batch = list(itertools.islice(items, size))
+        if not batch:
+            return
+        yield batch
+        size = min(2 * size, BATCH)
 
 
 SPLIT_PREFIXES = 512
@@ -127,44 +164,6 @@ def split_depth(trans: Any, shards: int) -> int:
             return depth
         level = following
     return depth
-
-
-def _term_sizes(db: Any, cost: CostFunction) -> tuple[dict[str, Fraction], bool]:
-    """Each module's sum over the cost's terms of ``|weight * value|`` (the float error of a chain's cost grows with
-    these, not with the module's net value: terms that cancel leave a net value near 0 and the terms' rounding), and
-    whether every such term value is an integer."""
-    sizes: dict[str, Fraction] = {}
-    integral = True
-    for module in db:
-        total = Fraction(0)
-        for t in cost.terms:
-            part = Fraction(t.weight) * Fraction(t.modules_value([module]) or 0.0)  # not None: additive_values
-            integral = integral and part.denominator == 1
-            total += abs(part)
-        sizes[module.id] = total
-    return sizes, integral
-
-
-def _completions(
-    trans: Any, values: dict[str, Fraction], sizes: dict[str, Fraction]
-) -> tuple[int, dict[str, int], list, int, float]:
-    """For the walk: the common denominator of the modules' values, each module's value in its units, the cheapest
-    completion of each state (in those units), the longest chain and the largest sum of the terms' sizes
-    (:func:`_term_sizes`) over chains."""
-    scale = 1
-    for v in values.values():
-        scale = lcm(scale, v.denominator)
-    unit = {m: int(v * scale) for m, v in values.items()}
-    n = len(trans)
-    cheapest: list[int | None] = [None] * n  # cheapest completion of each state, in units of 1/scale
-    largest = [Fraction(0)] * n  # largest sum of the terms' sizes over the completions (for the float error bound)
-    depth = [0] * n
-    cheapest[0] = 0
-    for s in post_order(trans):
-        cheapest[s] = min(unit[m] + cheapest[b] for m, b in trans[s])  # type: ignore[operator]
-        largest[s] = max(sizes[m] + largest[b] for m, b in trans[s])
-        depth[s] = 1 + max(depth[b] for _, b in trans[s])
-    return scale, unit, cheapest, depth[1], float(largest[1])
 
 
 def _sibling_orders(trans: Any, cum: Any, counts: Any, unit: dict[str, int], cheapest: list) -> list[tuple]:
@@ -197,15 +196,30 @@ class _Frontier:
         self.dealt = 0  # subtrees (and shorter chains) dealt out so far
         self.heap: list[tuple] = [(cheapest[1], 0, 1, 0, None, 0, (), 0, 0, 0)]
 
-    def push(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> None:
-        """Put the first extension of the chain ``link`` from ``steps[at]`` on that lies in the range."""
+    def entry(self, steps: tuple, at: int, value: int, first: int, link: Any, length: int) -> tuple | None:
+        """The frontier entry of the first extension of the chain ``link`` from ``steps[at]`` on that lies in the
+        range (None: none does)."""
         for pos in range(at, len(steps)):
             step, offset, m, b, count, _, gain = steps[pos]
             lo = first + offset
             if lo + count > self.start and lo < self.stop:
-                heapq.heappush(self.heap, (value + step, lo, b, value + gain, (m, link), length + 1, steps,
-                                           pos, value, first))  # fmt: skip
-                return
+                return (value + step, lo, b, value + gain, (m, link), length + 1, steps, pos, value, first)
+        return None
+
+    def expand(self, top: tuple) -> None:
+        """Put the next sibling and the cheapest extension of the popped chain ``top`` (not complete) on the frontier
+        (:func:`_best_first`)."""
+        key, first, s, value, link, length, steps, pos, parent_value, parent_first = top
+        sibling = self.entry(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None,
+                             length - 1)  # fmt: skip
+        if sibling is not None:
+            heapq.heappush(self.heap, sibling)
+        steps = self.extensions(s, first, length)
+        if steps and steps[0][2].__class__ is tuple:  # its completions: their chains share this one's IDs
+            link = (chain_of(link),)
+        child = self.entry(steps, 0, value, first, link, length)
+        if child is not None:
+            heapq.heappush(self.heap, child)
 
     def extensions(self, s: int, first: int, length: int) -> tuple:
         """The extensions of a chain of ``length`` modules in state ``s`` this shard walks, in walk order: its
@@ -249,13 +263,9 @@ def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
     return tuple(sorted(steps, key=lambda e: (e[0], e[1])))
 
 
-def _chain(link: Any) -> tuple[str, ...]:
-    ids: list[str] = []
-    while link is not None:
-        m, link = link
-        ids.append(m)
-    ids.reverse()
-    return tuple(ids)
+BATCH = 512
+"""The most assemblies :func:`by_cost_indexed_batches` gives in one list (the first lists are shorter: 1, 2, 4, ...,
+so that taking a few assemblies walks little further than they)."""
 
 
 def _best_first(
@@ -265,49 +275,36 @@ def _best_first(
     start: int,
     stop: int,
     shard: tuple[int, int] | None,
-) -> Iterator[_Ranked]:
-    """The best-first walk (module docstring). ``shard=(r, k)``: only shard r's subtrees, those below the module
-    sequences of length :func:`split_depth` (and shorter complete chains) dealt to it by :func:`shard_of` of their
-    number as the walk reaches them: every shard walks the shorter sequences in the same order (by key), so each
-    deals the same way, and neighbours in the cost order (alike in the work they take) spread over the shards (in
-    turn, siblings of one kind would all go to one shard).
+) -> Iterator[list[_Ranked]]:
+    """The best-first walk (module docstring), in lists. ``shard=(r, k)``: only shard r's subtrees, those below
+    the module sequences of length :func:`split_depth` (and shorter complete chains) dealt to it by :func:`shard_of`
+    of their number as the walk reaches them: every shard walks the shorter sequences in the same order (by key), so
+    each deals the same way, and neighbours in the cost order (alike in the work they take) spread over the shards
+    (in turn, siblings of one kind would all go to one shard).
 
     A popped chain puts only its cheapest extension and its own next sibling (in the order of
     :func:`_sibling_orders`) on the frontier, not every extension: a sibling cannot come out before the one
-    before it, so the order is the same, and the frontier grows by at most one entry per chain popped."""
-    sizes, integral = _term_sizes(space.db, cost)
-    scale, unit, cheapest, depth, magnitude = _completions(space._auto.trans, values, sizes)
+    before it, so the order is the same, and the frontier grows by at most one entry per chain popped. The
+    complete chains are priced and released a band of keys at a time (:class:`~.cost_walk.Bands`)."""
+    sizes, integral = term_sizes(space.db, cost)
+    scale, unit, cheapest, depth, magnitude = completions(space._auto.trans, values, sizes)
     exact = integral and magnitude < 2.0**50  # integer terms and sums: every float on the way is exact
-    slack = 0.0 if exact else 4.0 * (depth + len(cost.terms) + 4) * _EPS * magnitude + 1e-300
-    db = space.db
-    modules = {m: db.by_id(m) for m in values}
     walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
-    frontier, push, extensions, pop = walk.heap, walk.push, walk.extensions, heapq.heappop
-    ready: list[tuple[float, int, tuple[str, ...]]] = []  # complete chains by (float cost, index)
-    while frontier or ready:
-        while frontier:  # release what nothing left can undercut
-            top = frontier[0]
-            if ready and (ready[0][0], ready[0][1]) < (top[0] / scale - slack, top[1] if exact else -1):
-                break
-            key, first, s, value, link, length, steps, pos, parent_value, parent_first = pop(frontier)
-            push(steps, pos + 1, parent_value, parent_first, link[1] if link is not None else None, length - 1)
-            if s != 0:
-                steps = extensions(s, first, length)
-                if steps and steps[0][2].__class__ is tuple:  # its completions: their chains share this one's IDs
-                    link = (_chain(link),)
-                push(steps, 0, value, first, link, length)
-                continue
-            rest = link[1]  # type: ignore[index]
-            chain = rest[0] + link[0] if rest is not None and len(rest) == 1 else _chain(link)  # type: ignore[index]
-            value = cost.evaluate_modules([modules[m] for m in chain])  # (evaluate_serial's, without its look-ups)
-            price = float(value) if value is not None else float(cost.evaluate_serial(db, chain))
-            if exact and price != key:  # cannot happen for integer sums; if it does, order by the float safely
-                logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
-                exact = False
-                slack = 4.0 * (depth + len(cost.terms) + 4) * _EPS * max(magnitude, abs(price)) + 1e-300
-            heapq.heappush(ready, (price, first, chain))
-        if ready:
-            yield heapq.heappop(ready)
+    bands = Bands(walk, cost, space.db, scale, exact, (depth, len(cost.terms), magnitude))
+    heap, pop = walk.heap, heapq.heappop
+    while heap:
+        limit, before = bands.limit(), len(bands.held)
+        while heap and heap[0][0] < limit:
+            top = pop(heap)
+            if top[2] != 0:
+                walk.expand(top)
+            elif top[6][top[7]][2].__class__ is tuple:  # a flat state's completion
+                bands.completions(top, limit)
+            else:
+                bands.leaf(top)
+        out = bands.release(len(bands.held) - before)
+        if out:
+            yield out
 
 
 def _passes(
