@@ -294,7 +294,7 @@ def _best_first(
     heap, pop = walk.heap, heapq.heappop
     while heap:
         limit, before = bands.limit(), len(bands.held)
-        while heap and heap[0][0] < limit:
+        while heap and heap[0][0] < limit and not bands.full(before):
             top = pop(heap)
             if top[2] != 0:
                 walk.expand(top)

@@ -10,13 +10,16 @@ in one list, the band released by one sort.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import logging
 import operator
 import sys
 from collections.abc import Callable
 from fractions import Fraction
+from itertools import repeat
 from math import lcm
+from operator import add, mul
 from typing import Any
 
 from timor_core.search.spaces.space import post_order
@@ -118,9 +121,10 @@ class Bands:
     below it all at once: :meth:`completions`), their chains priced into ``held``, which is sorted (in C) and
     released up to what the frontier's least key can still give (exactly, for integer sums; else with the float
     margin ``slack``). The order is the one sort of every chain by ``(float cost, position)``: a chain leaves only
-    when nothing left can come before it, and ``held`` is sorted. The band's width doubles while a band gives few
-    chains (the first: the least key alone, so that taking a few assemblies walks little further) and halves when
-    it gives many.
+    when nothing left can come before it, and ``held`` is sorted. The band's width (in key units) doubles while a
+    band gives fewer than :data:`BAND` chains (the first: the least key alone, so that taking a few assemblies walks
+    little further) and halves when it gives :data:`BAND_MOST`, where a band ends early (:meth:`full`: the walk stays
+    lazy and small whatever the keys' spacing; where it ends does not change the order, only how far it walked).
 
     ``frontier``: the walk's (:func:`~.cost_order.by_cost_indexed`'s: ``heap``, ``entry``, ``start``, ``stop``)."""
 
@@ -128,12 +132,12 @@ class Bands:
                  margin: tuple[int, int, float]) -> None:  # fmt: skip
         self.heap, self.entry = frontier.heap, frontier.entry
         self.start, self.stop = frontier.start, frontier.stop
-        self.price_of, self.plain = price_function(cost, db), plain_term(cost, db)
+        self.price_of, self.fold = price_function(cost, db), _fold(cost, db)
         self.scale, self.exact = scale, exact
         self.depth, self.terms, self.magnitude = margin  # (longest chain, terms, largest sum of term sizes)
         self.slack = 0.0 if exact else self.widened(self.magnitude)
         self.held: list[Ranked] = []  # priced chains not released yet
-        self.flat_rows: dict[int, list] = {}  # id of a flat order -> its rows (:meth:`rows`)
+        self.flat_columns: dict[int, tuple] = {}  # id of a flat order -> its columns (:meth:`columns`)
         self.kept: list[tuple] = []
         self.width = 1  # of the next band, in key units
 
@@ -141,13 +145,17 @@ class Bands:
         """The float margin for sums of terms of at most ``magnitude``."""
         return 4.0 * (self.depth + self.terms + 4) * EPS * magnitude + 1e-300
 
+    def full(self, before: int) -> bool:
+        """Whether the band that started with ``before`` chains held has priced enough (:data:`BAND_MOST`)."""
+        return len(self.held) - before >= BAND_MOST
+
     def limit(self) -> int:
         """The key below which the next band takes the frontier's entries."""
         return self.heap[0][0] + self.width
 
     def release(self, made: int) -> list[Ranked]:
         """After a band that priced ``made`` chains: the held chains nothing left can come before, in order."""
-        self.width = self.width * 2 if made < BAND else max(1, self.width // 2) if made > 4 * BAND else self.width
+        self.width = self.width * 2 if made < BAND else max(1, self.width // 2) if made >= BAND_MOST else self.width
         held, heap = self.held, self.heap
         held.sort()  # ((cost, position) decide: positions differ)
         if not heap:
@@ -161,55 +169,64 @@ class Bands:
 
     def completions(self, top: tuple, limit: int) -> None:
         """Price the completions of a flat state (:func:`~.cost_order._flat_order`; ``top``'s ``link`` is ``(IDs,
-        (prefix IDs,))``) from ``top`` on whose keys are below ``limit``, in the range; put the next on the
-        frontier."""
+        (prefix IDs,))``) from ``top`` on whose keys are below ``limit``, in the range (lists made in C: ``map``,
+        ``zip``); put the next on the frontier."""
         _, _, _, _, link, length, steps, pos, value, base = top
         parent = link[1]
-        prefix, plain = parent[0], self.plain
-        end = bisect.bisect_left(steps, limit - value, pos, key=_KEY)
-        rows: Any = self.rows(steps)[pos:end]
-        if base < self.start or base + len(steps) > self.stop:  # (offsets are 0 .. len - 1)
-            rows = [r for r in rows if self.start <= base + r[0] < self.stop]
-        if plain is not None and FOLDS:  # price_function's arithmetic, written out, the prefix's sum once
-            weight, get = plain
-            p = sum(map(get, prefix))
-            made = [(weight * float(sum(v, p)), base + offset, prefix + ids) for offset, ids, v, _ in rows]
-        else:
-            price = self.price_of
-            made = [(price(c := prefix + ids), base + offset, c) for offset, ids, _, _ in rows]
+        prefix = parent[0]
+        keys, offsets, ids, values = self.columns(steps)
+        end = bisect.bisect_left(keys, limit - value, pos)
+        taken: Any = slice(pos, end)
+        if base < self.start or base + len(keys) > self.stop:  # (offsets are 0 .. len - 1)
+            taken = [k for k in range(pos, end) if self.start <= base + offsets[k] < self.stop]
+        pick = _SLICE if taken.__class__ is slice else _PICK
+        chains = list(map(add, repeat(prefix), pick(ids, taken)))
+        if self.fold is None:
+            prices: Any = map(self.price_of, chains)
+        else:  # price_function's arithmetic, written out, the prefix's sum once (FOLDS)
+            prices = map(sum, pick(values, taken), repeat(sum(map(self.fold[1], prefix))))
+            if self.fold[0] is not None:  # (a weight of 1 on floats: weight * float(x) is x)
+                prices = map(self.fold[0], map(float, prices))
         if self.exact:
-            self.check([value + step for _, _, _, step in rows], made)
-        self.held += made
-        following = self.entry(steps, end, value, base, parent, length - 1)
-        if following is not None:
-            heapq.heappush(self.heap, following)
+            prices = list(prices)
+            self.check([value + step for step in pick(keys, taken)], prices, chains)
+        self.held += zip(prices, map(add, pick(offsets, taken), repeat(base)), chains)
+        if end < len(keys) and taken.__class__ is slice:  # the next completion, as Frontier.entry makes it
+            key = value + keys[end]
+            heapq.heappush(self.heap, (key, base + offsets[end], 0, key, (ids[end], parent), length, steps, end, value,
+                                       base))  # fmt: skip
+        elif end < len(keys):
+            following = self.entry(steps, end, value, base, parent, length - 1)
+            if following is not None:
+                heapq.heappush(self.heap, following)
 
-    def rows(self, steps: tuple) -> list[tuple[int, tuple[str, ...], tuple, int]]:
-        """A flat order's ``(offset, IDs, the plain term's values of those modules, key step)`` (made once a flat
+    def columns(self, steps: tuple) -> tuple[list[int], list[int], list[tuple[str, ...]], list[tuple]]:
+        """A flat order's key steps, offsets, IDs and (for :attr:`fold`) its modules' values (made once a flat
         order)."""
-        rows = self.flat_rows.get(id(steps))
-        if rows is None:
-            get = self.plain[1] if self.plain is not None else None
-            rows = [(e[1], e[2], tuple(map(get, e[2])) if get is not None else (), e[0]) for e in steps]
-            self.flat_rows[id(steps)] = rows
+        columns = self.flat_columns.get(id(steps))
+        if columns is None:
+            get = self.fold[1] if self.fold is not None else None
+            values = [tuple(map(get, e[2])) for e in steps] if get is not None else []
+            columns = ([e[0] for e in steps], [e[1] for e in steps], [e[2] for e in steps], values)
+            self.flat_columns[id(steps)] = columns
             self.kept.append(steps)  # (its id stays its own)
-        return rows
+        return columns
 
     def leaf(self, top: tuple) -> None:
         """Price the complete chain ``top`` (walked one module at a time); put its next sibling on the frontier."""
         key, first, _, _, link, length, steps, pos, parent_value, parent_first = top
         chain = chain_of(link)
-        made = (self.price_of(chain), first, chain)
+        price = self.price_of(chain)
         if self.exact:
-            self.check([key], [made])
-        self.held.append(made)
+            self.check([key], [price], [chain])
+        self.held.append((price, first, chain))
         sibling = self.entry(steps, pos + 1, parent_value, parent_first, link[1], length - 1)
         if sibling is not None:
             heapq.heappush(self.heap, sibling)
 
-    def check(self, keys: list[int], made: list[Ranked]) -> None:
+    def check(self, keys: list[int], prices: list[float], chains: list[tuple[str, ...]]) -> None:
         """An integer sum's float is its key; if not (it cannot happen), order by the float safely from now on."""
-        for key, (price, _, chain) in zip(keys, made):
+        for key, price, chain in zip(keys, prices, chains):
             if price != key:
                 logger.warning("cost order: %r costs %r, not %d; ordering with a float margin", chain, price, key)
                 self.exact = False
@@ -217,10 +234,24 @@ class Bands:
                 return
 
 
-BAND = 1024
-"""A band of the walk's keys takes about this many chains (at least; at most four times as many)."""
+def _fold(cost: CostFunction, db: Any) -> tuple[Callable[[float], float] | None, Callable[[str], Any]] | None:
+    """For a :func:`plain_term` where ``sum`` folds (:data:`FOLDS`): ``(the weight's product or None for a weight of
+    1 on float values, module ID -> value)``; else None."""
+    plain = plain_term(cost, db) if FOLDS else None
+    if plain is None:
+        return None
+    weight, get = plain
+    unweighted = weight == 1.0 and all(type(get(m.id)) is float for m in db)
+    return (None if unweighted else functools.partial(mul, weight)), get
 
-_KEY = operator.itemgetter(0)
+
+_SLICE: Callable[[list, Any], list] = operator.getitem
+_PICK: Callable[[list, Any], list] = lambda column, taken: [column[k] for k in taken]  # noqa: E731
+
+BAND = 1024
+BAND_MOST = 4 * BAND
+"""A band of the walk's keys takes at least about this many chains (:class:`Bands`), at most :data:`BAND_MOST`."""
+
 
 FOLDS = sys.version_info < (3, 12) and sum([1e100, 1.0, -1e100]) == 0.0
 """``sum`` adds left to right in plain floats (CPython up to 3.11; 3.12 compensates), its running value all it
