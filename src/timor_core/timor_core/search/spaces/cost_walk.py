@@ -71,7 +71,7 @@ def completions(
     return scale, unit, cheapest, depth[1], float(largest[1])
 
 
-_MODULE_VALUE = {RobotMass: "mass", NumJoints: "dof", ModuleCost: "cost"}  # term -> what its modules_value sums
+_MODULE_VALUE: dict[type, str] = {RobotMass: "mass", NumJoints: "dof", ModuleCost: "cost"}  # what modules_value sums
 
 
 def plain_term(cost: CostFunction, db: Any) -> tuple[float, Callable[[str], Any]] | None:
@@ -89,8 +89,8 @@ def price_function(cost: CostFunction, db: Any) -> Callable[[tuple[str, ...]], f
     other cost through ``evaluate_modules``."""
     if type(cost) is ComposedCost and cost.weight == 1.0:  # its terms are its own (reweighted by 1.0: the same)
         parts = [plain_term(t, db) for t in cost.terms]
-        if all(p is not None for p in parts):
-            sums = tuple(parts)  # type: ignore[arg-type]
+        sums = tuple(p for p in parts if p is not None)
+        if len(sums) == len(parts):
             return lambda ids: 1.0 * float(sum([w * float(sum(map(get, ids))) for w, get in sums]))
     plain = plain_term(cost, db)
     if plain is not None:
