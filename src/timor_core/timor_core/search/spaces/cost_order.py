@@ -8,12 +8,12 @@ For costs that are sums over the modules (mass, numJ, moduleCost and their weigh
 ``additive``) it is a best-first walk of the space's automaton: a partial chain is keyed by its cost so far plus the
 cheapest completion of its state (exact, in integers: every float is a dyadic rational), so complete chains come
 out cheapest first, ties in space order. Each chain's cost is then the very float
-:meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used); a small reorder buffer
-releases a chain only when nothing left can have a smaller float cost, so the order is the old one exactly, float
-rounding included. Taking ``n`` assemblies costs at most about ``2 * n * depth`` heap operations (a state with few
-completions takes them as its extensions: a chain reaching it ends in one step, :func:`_flat_order`) and keeps the
-frontier of the walk (at most one entry per chain popped: a chain's extensions are put on it one by one, cheapest
-first), never the space.
+:meth:`~timor_core.task.costs.CostFunction.evaluate_serial` gives (what the old sort used), and a chain is released
+only when nothing left can have a smaller float cost, so the order is the old one exactly, float rounding included
+(:mod:`~.cost_walk`: chains priced and released a band of keys at a time). Taking ``n`` assemblies costs at most
+about ``2 * n * depth`` heap operations (a state with few completions takes them as its extensions: a chain reaching
+it ends in one step, :func:`_flat_order`) and keeps the frontier of the walk (at most one entry per chain popped: a
+chain's extensions are put on it one by one, cheapest first), never the space.
 
 Other costs (a term that builds the assembly) are priced in passes over the space, keeping only the next ``chunk``
 cheapest: bounded memory, one pass per ``chunk`` assemblies taken.
@@ -25,6 +25,7 @@ import heapq
 import itertools
 import logging
 import math
+import operator
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
@@ -81,7 +82,7 @@ def by_cost(
     order; an assembly whose cost cannot be computed last), lazily; equal to sorting them all by
     ``evaluate_serial``."""
     ranked = by_cost_indexed(space, cost, start, stop, base_placement=base_placement, chunk=chunk)
-    return ((price, ids) for price, _, ids in ranked)
+    return map(operator.itemgetter(0, 2), ranked)  # (price, ids) of each (in C: no generator step an assembly)
 
 
 def shard_of(index: int, shards: int) -> int:
@@ -118,8 +119,10 @@ def by_cost_indexed_batches(
     shard: tuple[int, int] | None = None,
 ) -> Iterator[list[tuple[float, int, tuple[str, ...]]]]:
     """:func:`by_cost_indexed` in lists, for a consumer that decides many assemblies a step: the lists one after
-    the other are that very sequence. The first lists are short (1, 2, 4, ... up to :data:`BATCH` assemblies), so
-    that taking a few assemblies walks the space little further than they."""
+    the other are that very sequence. An additive cost's walk gives what each band of keys releases
+    (:class:`~.cost_walk.Bands`: the first band is the least key alone; then about :data:`~.cost_walk.BAND`
+    assemblies); other costs' lists are 1, 2, 4, ... up to :data:`BATCH` long. Either way taking a few assemblies
+    walks the space little further than they."""
     cost_function = assembly_cost(cost if cost is not None else "mass")
     stop = space.count if stop is None else min(stop, space.count)
     if start >= stop:
@@ -264,8 +267,8 @@ def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
 
 
 BATCH = 512
-"""The most assemblies :func:`by_cost_indexed_batches` gives in one list (the first lists are shorter: 1, 2, 4, ...,
-so that taking a few assemblies walks little further than they)."""
+"""The most assemblies :func:`by_cost_indexed_batches` gives in one list for a cost priced in passes (the first
+lists are shorter: 1, 2, 4, ...)."""
 
 
 def _best_first(
