@@ -31,7 +31,8 @@ from fractions import Fraction
 from typing import Any
 
 from timor_core.errors import TimorError
-from timor_core.search.spaces.cost_walk import Bands, chain_of, completions, term_sizes
+from timor_core.search.spaces import cost_walk
+from timor_core.search.spaces.cost_walk import Bands, chain_of, cheapest_completions, term_sizes
 from timor_core.search.spaces.space import SerialSpace
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost
@@ -290,22 +291,24 @@ def _best_first(
     before it, so the order is the same, and the frontier grows by at most one entry per chain popped. The
     complete chains are priced and released a band of keys at a time (:class:`~.cost_walk.Bands`)."""
     sizes, integral = term_sizes(space.db, cost)
-    scale, unit, cheapest, depth, magnitude = completions(space._auto.trans, values, sizes)
+    scale, unit, cheapest, depth, magnitude = cheapest_completions(space._auto.trans, values, sizes)
     exact = integral and magnitude < 2.0**50  # integer terms and sums: every float on the way is exact
     walk = _Frontier(space._auto, unit, cheapest, start, stop, shard)  # the compiled space (as AssemblyIterator)
     bands = Bands(walk, cost, space.db, scale, exact, (depth, len(cost.terms), magnitude))
-    heap, pop = walk.heap, heapq.heappop
+    heap, pop, expand, flat, leaf = walk.heap, heapq.heappop, walk.expand, bands.completions, bands.leaf
     while heap:
-        limit, before = bands.limit(), len(bands.held)
-        while heap and heap[0][0] < limit and not bands.full(before):
+        limit, held = bands.limit(), bands.held
+        before = len(held)
+        most = before + cost_walk.BAND_MOST  # (a band ends there)
+        while heap and heap[0][0] < limit and len(held) < most:
             top = pop(heap)
             if top[2] != 0:
-                walk.expand(top)
+                expand(top)
             elif top[6][top[7]][2].__class__ is tuple:  # a flat state's completion
-                bands.completions(top, limit)
+                flat(top, limit)
             else:
-                bands.leaf(top)
-        out = bands.release(len(bands.held) - before)
+                leaf(top)
+        out = bands.release(len(held) - before)
         if out:
             yield out
 

@@ -13,7 +13,6 @@ import bisect
 import functools
 import heapq
 import logging
-import operator
 import sys
 from collections.abc import Callable
 from fractions import Fraction
@@ -25,7 +24,7 @@ from typing import Any
 from timor_core.search.spaces.space import post_order
 from timor_core.task.costs import ComposedCost, CostFunction, ModuleCost, NumJoints, RobotMass
 
-__all__ = ["BAND", "FOLDS", "Bands", "chain_of", "completions", "plain_term", "price_function", "term_sizes"]
+__all__ = ["BAND", "FOLDS", "Bands", "chain_of", "cheapest_completions", "plain_term", "price_function", "term_sizes"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ def term_sizes(db: Any, cost: CostFunction) -> tuple[dict[str, Fraction], bool]:
     return sizes, integral
 
 
-def completions(
+def cheapest_completions(
     trans: Any, values: dict[str, Fraction], sizes: dict[str, Fraction]
 ) -> tuple[int, dict[str, int], list, int, float]:
     """For the walk: the common denominator of the modules' values, each module's value in its units, the cheapest
@@ -123,8 +122,8 @@ class Bands:
     margin ``slack``). The order is the one sort of every chain by ``(float cost, position)``: a chain leaves only
     when nothing left can come before it, and ``held`` is sorted. The band's width (in key units) doubles while a
     band gives fewer than :data:`BAND` chains (the first: the least key alone, so that taking a few assemblies walks
-    little further) and halves when it gives :data:`BAND_MOST`, where a band ends early (:meth:`full`: the walk stays
-    lazy and small whatever the keys' spacing; where it ends does not change the order, only how far it walked).
+    little further) and halves when it gives :data:`BAND_MOST`, where a band ends early (the walk stays lazy and
+    small whatever the keys' spacing; where a band ends does not change the order, only how far it walked).
 
     ``frontier``: the walk's (:func:`~.cost_order.by_cost_indexed`'s: ``heap``, ``entry``, ``start``, ``stop``)."""
 
@@ -144,10 +143,6 @@ class Bands:
     def widened(self, magnitude: float) -> float:
         """The float margin for sums of terms of at most ``magnitude``."""
         return 4.0 * (self.depth + self.terms + 4) * EPS * magnitude + 1e-300
-
-    def full(self, before: int) -> bool:
-        """Whether the band that started with ``before`` chains held has priced enough (:data:`BAND_MOST`)."""
-        return len(self.held) - before >= BAND_MOST
 
     def limit(self) -> int:
         """The key below which the next band takes the frontier's entries."""
@@ -176,29 +171,40 @@ class Bands:
         prefix = parent[0]
         keys, offsets, ids, values = self.columns(steps)
         end = bisect.bisect_left(keys, limit - value, pos)
-        taken: Any = slice(pos, end)
         if base < self.start or base + len(keys) > self.stop:  # (offsets are 0 .. len - 1)
-            taken = [k for k in range(pos, end) if self.start <= base + offsets[k] < self.stop]
-        pick = _SLICE if taken.__class__ is slice else _PICK
-        chains = list(map(add, repeat(prefix), pick(ids, taken)))
+            self.ranged(top, end)
+            return
+        chains = list(map(add, repeat(prefix), ids[pos:end]))
         if self.fold is None:
             prices: Any = map(self.price_of, chains)
         else:  # price_function's arithmetic, written out, the prefix's sum once (FOLDS)
-            prices = map(sum, pick(values, taken), repeat(sum(map(self.fold[1], prefix))))
+            prices = map(sum, values[pos:end], repeat(sum(map(self.fold[1], prefix))))
             if self.fold[0] is not None:  # (a weight of 1 on floats: weight * float(x) is x)
                 prices = map(self.fold[0], map(float, prices))
         if self.exact:
             prices = list(prices)
-            self.check([value + step for step in pick(keys, taken)], prices, chains)
-        self.held += zip(prices, map(add, pick(offsets, taken), repeat(base)), chains)
-        if end < len(keys) and taken.__class__ is slice:  # the next completion, as Frontier.entry makes it
+            self.check([value + step for step in keys[pos:end]], prices, chains)
+        self.held += zip(prices, map(add, offsets[pos:end], repeat(base)), chains)
+        if end < len(keys):  # the next completion, as Frontier.entry makes it
             key = value + keys[end]
             heapq.heappush(self.heap, (key, base + offsets[end], 0, key, (ids[end], parent), length, steps, end, value,
                                        base))  # fmt: skip
-        elif end < len(keys):
-            following = self.entry(steps, end, value, base, parent, length - 1)
-            if following is not None:
-                heapq.heappush(self.heap, following)
+
+    def ranged(self, top: tuple, end: int) -> None:
+        """:meth:`completions` of a flat state whose completions are not all in the range: those up to ``end``
+        that are, one at a time; the next in the range on the frontier."""
+        _, _, _, _, link, length, steps, pos, value, base = top
+        parent, start, stop = link[1], self.start, self.stop
+        for k in range(pos, end):
+            if start <= base + steps[k][1] < stop:
+                chain = parent[0] + steps[k][2]
+                price = self.price_of(chain)
+                if self.exact:
+                    self.check([value + steps[k][0]], [price], [chain])
+                self.held.append((price, base + steps[k][1], chain))
+        following = self.entry(steps, end, value, base, parent, length - 1)
+        if following is not None:
+            heapq.heappush(self.heap, following)
 
     def columns(self, steps: tuple) -> tuple[list[int], list[int], list[tuple[str, ...]], list[tuple]]:
         """A flat order's key steps, offsets, IDs and (for :attr:`fold`) its modules' values (made once a flat
@@ -244,9 +250,6 @@ def _fold(cost: CostFunction, db: Any) -> tuple[Callable[[float], float] | None,
     unweighted = weight == 1.0 and all(type(get(m.id)) is float for m in db)
     return (None if unweighted else functools.partial(mul, weight)), get
 
-
-_SLICE: Callable[[list, Any], list] = operator.getitem
-_PICK: Callable[[list, Any], list] = lambda column, taken: [column[k] for k in taken]  # noqa: E731
 
 BAND = 1024
 """A band of the walk's keys takes about this many chains at least (:class:`Bands`; its width doubles until then)."""
