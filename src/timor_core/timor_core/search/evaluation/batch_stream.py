@@ -13,6 +13,8 @@ at a time (``tests/test_batch_decide.py``); only the funnel's seconds are the ba
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +23,9 @@ from typing import Any
 
 from timor_core.search.filtering.batch_decide import BATCH
 
-__all__ = ["PricedItems", "Refusals", "stream_priced"]
+__all__ = ["GC_YOUNG", "PricedItems", "Refusals", "collector_eased", "stream_priced"]
+
+GC_YOUNG = 20_000  #: allocations between collections of the youngest generation during a walk (Python's: 700)
 
 
 class PricedItems:
@@ -68,13 +72,40 @@ class Refusals:
         return self.count
 
 
+@contextlib.contextmanager
+def collector_eased() -> Iterator[None]:
+    """A cost order's walk with Python's garbage collector eased (unless it is off or something is frozen already):
+    what is alive at the start is frozen (it lives through the walk: no need to look at it again and again) and the
+    youngest generation is collected every ``GC_YOUNG`` allocations instead of 700 (the walk's short-lived tuples);
+    as before afterwards. ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s."""
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    saved = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(saved[0], GC_YOUNG), *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
+        gc.unfreeze()
+
+
 def stream_priced(
     local: Any, items: PricedItems, bound: Callable[[], float], stop: Callable[[], bool], batch: int = BATCH
 ) -> Iterator[Any]:
     """``ParallelEvaluator.stream`` of ``items`` with one worker (``local``: its ``Evaluator``): lists of
     evaluations, and :class:`Refusals` (module docstring). ``stop()`` is tested before each assembly is taken and
     again before it is evaluated, as one at a time; within a run of refusals (where only the deadline can end it)
-    once per batch."""
+    once per batch. The garbage collector is eased meanwhile (:func:`collector_eased`)."""
+    with collector_eased():
+        yield from _priced(local, items, bound, stop, batch)
+
+
+def _priced(
+    local: Any, items: PricedItems, bound: Callable[[], float], stop: Callable[[], bool], batch: int
+) -> Iterator[Any]:
+    """:func:`stream_priced`'s loop."""
     lookup = local.lookup
     while not stop():
         if lookup.on and bound() == math.inf:

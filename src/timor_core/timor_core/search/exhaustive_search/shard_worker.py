@@ -16,12 +16,9 @@ A shard reports to the client by Dask events (``log_event``): its best at once, 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import json
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -33,6 +30,8 @@ from timor_core.search.dask_cluster.dask_worker import (
     shared_bound,
     worker_evaluator,
 )
+from timor_core.search.evaluation.batch_stream import GC_YOUNG as GC_YOUNG
+from timor_core.search.evaluation.batch_stream import collector_eased
 from timor_core.search.evaluation.evaluate import Evaluation
 from timor_core.search.evaluation.parallel import WorkerSpec
 from timor_core.search.exhaustive_search.shard_share import CertificateLink
@@ -54,7 +53,6 @@ TAIL = 64
 #: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
 #: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
 LONG_TAIL = 8192
-GC_YOUNG = 20_000  #: allocations between collections of the youngest generation during a walk (Python's: 700)
 
 
 @dataclass(frozen=True)
@@ -269,23 +267,7 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
     return state.to_json()
 
 
-@contextlib.contextmanager
-def _collector_eased() -> Iterator[None]:
-    """The walk with Python's garbage collector eased (unless it is off or something is frozen already): what is
-    alive at the start is frozen (it lives through the walk: no need to look at it again and again) and the youngest
-    generation is collected every ``GC_YOUNG`` allocations instead of 700 (the walk's short-lived tuples); as
-    before afterwards. ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    saved = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(saved[0], GC_YOUNG), *saved[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
-        gc.unfreeze()
+_collector_eased = collector_eased  # (the walk's; moved to batch_stream, which eases the one-worker stream too)
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:

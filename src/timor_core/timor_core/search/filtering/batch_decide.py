@@ -239,9 +239,12 @@ class BatchLookup:
         left = []
         for j in at:
             row = rows[j]
-            for near, margin in recent[1:]:
+            for k in range(1, len(recent)):
+                near, margin = recent[k]
                 if distance(near, row, margin) < margin - SLACK:
                     state[j] = goal
+                    if k > 1:  # (the one that covered it first next time)
+                        recent[1], recent[k] = recent[k], recent[1]
                     break
             else:
                 left.append(j)
