@@ -61,6 +61,7 @@ class BatchLookup:
         self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
         self._broke = False  # the staging stopped at a cut it cannot stage
         self._fresh = 0  # the cuts staged from here on are not covered yet
+        self._proofs: FamilyProofs | None = None  # the proofs whose families are numbered
         self._numbers: dict[tuple, int] = {}  # per family (head rotations, last rotation) seen: its number
         self._certs: list[list[Any]] = []  # per family number: its certificates per goal (``family_of``)
         self._signs: list[tuple] = []  # per family number: its certificates' (size, forgotten) per goal, as covered
@@ -132,7 +133,8 @@ class BatchLookup:
         proofs = ctx.family_proofs or FamilyProofs.of(ctx)
         kept.use(proofs)
         key = (proofs, len(proofs.segments.steps), bound)
-        if len(self._certs) >= _FAMILIES:  # (a few per task; bounded all the same) forgotten, with the cuts staged
+        if len(self._certs) >= _FAMILIES or proofs is not self._proofs:  # (a few per task) forgotten, with the cuts
+            self._proofs = proofs
             self._numbers.clear()
             self._recent.clear()
             del self._certs[:], self._signs[:]
