@@ -24,6 +24,7 @@ import numpy as np
 
 from timor_core.errors import InputError, TimorError
 from timor_core.model.db import ModulesDB
+from timor_core.search.filtering.batch_decide import BatchLookup
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.filter_chain import FilterChain
 from timor_core.search.filtering.filters import Filter, FilterConfig, Funnel, GoalIK
@@ -330,6 +331,7 @@ class Evaluator:
         # cost that is a sum over module properties (mass, numJ, moduleCost)
         self._early_bound = self.config.bound and names[:2] == ["assembly", "bound"]
         self._certified = CertifiedRefusal(self.chain)
+        self.lookup = BatchLookup(self._certified, self.chain.funnel, self._early_bound)  # many at once
         self._reasons: dict[tuple[float, float], str] = {}
 
     def cut(self, ids: Sequence[str], bound: float, seq: int = -1) -> Evaluation | None:

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from timor_core.errors import InputError
 from timor_core.limits import cap_workers, check_count
 from timor_core.model.db import ModulesDB
+from timor_core.search.evaluation.batch_stream import Refusals
 from timor_core.search.evaluation.evaluate import cost_descriptor, load_db, load_task
 from timor_core.search.evaluation.parallel import ParallelEvaluator
 from timor_core.search.evaluation.progress import Progress
@@ -234,6 +235,12 @@ class _SearchLoop:
     def take(self, evaluations: Sequence[Any]) -> None:
         """Count a chunk of evaluations, keep the best valid one, and add a history point at most once a second."""
         result = self.result
+        if isinstance(evaluations, Refusals):  # a batch of the look-up's refusals, counted as one by one
+            result.evaluations += evaluations.count
+            result.cpu_time += evaluations.seconds
+            result.funnel.record_failures("family", evaluations.reasons, evaluations.seconds)
+            self.done += evaluations.count
+            evaluations = ()
         for ev in evaluations:
             result.evaluations += 1
             result.cpu_time += ev.cpu

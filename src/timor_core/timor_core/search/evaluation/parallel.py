@@ -34,6 +34,7 @@ from typing import Any
 from timor_core.errors import InputError
 from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
+from timor_core.search.evaluation.batch_stream import PricedItems, stream_priced
 from timor_core.search.evaluation.evaluate import DBRef, Evaluation, Evaluator, TaskRef, cost_descriptor
 from timor_core.search.filtering.family_proof import Lesson
 from timor_core.search.filtering.filters import Filter, FilterConfig
@@ -266,6 +267,8 @@ class ParallelEvaluator:
         """
         # the generator itself is returned (no delegating frame per item); nothing runs before the first next()
         if self.workers == 1:
+            if isinstance(items, PricedItems):  # a cost order's stream: its look-up refusals in batches
+                return stream_priced(self.local, items, *_stream_callables(bound, stop))
             return self._stream_here(items, bound, stop)
         return self._stream_pool(items, bound, stop, lower_bound, max_chunk, deadline)
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 from timor_core.errors import InputError
 from timor_core.limits import cap_workers
 from timor_core.model.db import ModulesDB
+from timor_core.search.evaluation.batch_stream import PricedItems
 from timor_core.search.evaluation.evaluate import cost_descriptor, load_task
 from timor_core.search.evaluation.optimizer import Budget, check_db, run_space_search, space_info
 from timor_core.search.evaluation.parallel import resolve_workers
@@ -105,6 +107,7 @@ class ExhaustiveSearch:
             return sharded
         it = self.space.iter(start=self.start, stop=self.stop)
         stop_if = None
+        items: Iterable[tuple[int, Any]]
         if self.order == "space":
             items = ((self.start + k, ids) for k, ids in enumerate(it))
             first = self.start
@@ -112,17 +115,12 @@ class ExhaustiveSearch:
             t0 = time.perf_counter()
             ranked = by_cost(self.space, self.cost, self.start, self.stop, base_placement=task_base_placement(task))
             prepare = time.perf_counter() - t0
-            last = [-math.inf]
-
-            def items_gen():
-                for k, (c, ids) in enumerate(ranked):
-                    last[0] = c
-                    yield k, ids
+            priced = PricedItems(ranked)  # (seq, ids); its last price for the stop rule; batches of one worker's
 
             def stop_if(result: SearchResult) -> bool:
-                return result.best_cost is not None and last[0] >= result.best_cost
+                return result.best_cost is not None and priced.last >= result.best_cost
 
-            items, first = items_gen(), 0
+            items, first = priced, 0
         result = run_space_search(
             self,
             "ExhaustiveSearch",

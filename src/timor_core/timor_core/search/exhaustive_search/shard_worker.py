@@ -16,13 +16,11 @@ A shard reports to the client by Dask events (``log_event``): its best at once, 
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import json
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from timor_core.search.dask_cluster.dask_worker import (
@@ -32,9 +30,12 @@ from timor_core.search.dask_cluster.dask_worker import (
     shared_bound,
     worker_evaluator,
 )
+from timor_core.search.evaluation.batch_stream import GC_YOUNG as GC_YOUNG
+from timor_core.search.evaluation.batch_stream import collector_eased
 from timor_core.search.evaluation.evaluate import Evaluation
 from timor_core.search.evaluation.parallel import WorkerSpec
 from timor_core.search.exhaustive_search.shard_share import CertificateLink
+from timor_core.search.filtering.batch_decide import BATCH
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.filtering.lessons import worker_proofs
 from timor_core.search.spaces.cost_order import by_cost_indexed
@@ -52,7 +53,6 @@ TAIL = 64
 #: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
 #: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
 LONG_TAIL = 8192
-GC_YOUNG = 20_000  #: allocations between collections of the youngest generation during a walk (Python's: 700)
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,22 @@ class ShardState:
     def refused(self, key: tuple[float, int], reason_key: str, seconds: float, names: list[str]) -> None:
         """:meth:`record` of a refusal by a certificate look-up (``Evaluator.refused``), without its evaluation."""
         self.count(key, seconds, names).record_failure("family", reason_key, seconds)
+
+    def refused_many(
+        self, keys: list[tuple[float, int]], reasons: dict[str, int], seconds: float, names: list[str]
+    ) -> None:
+        """:meth:`refused` of several in order (``reasons``: their reason keys counted; ``seconds``: of them all),
+        the tail trimmed as one by one would leave it."""
+        tail, n = self.tail, len(keys)
+        tail.extend(keys)
+        if len(tail) > 2 * LONG_TAIL:  # one by one: trimmed to LONG_TAIL each time it passes 2 * LONG_TAIL
+            del tail[: -(LONG_TAIL + (len(tail) - 2 * LONG_TAIL - 1) % (LONG_TAIL + 1))]
+        self.taken += n
+        self.evaluations += n
+        self.cpu += seconds
+        if self.funnel is None:
+            self.funnel = Funnel(names)
+        self.funnel.record_failures("family", reasons, seconds)
 
     def count(self, key: tuple[float, int], cpu: float, names: list[str]) -> Funnel:
         """Count one candidate taken and evaluated (its ``(cost, position)`` and CPU seconds); the funnel."""
@@ -251,51 +267,77 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
     return state.to_json()
 
 
-@contextlib.contextmanager
-def _collector_eased() -> Iterator[None]:
-    """The walk with Python's garbage collector eased (unless it is off or something is frozen already): what is
-    alive at the start is frozen (it lives through the walk: no need to look at it again and again) and the youngest
-    generation is collected every ``GC_YOUNG`` allocations instead of 700 (the walk's short-lived tuples); as
-    before afterwards. ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s."""
-    if not gc.isenabled() or gc.get_freeze_count():
-        yield
-        return
-    saved = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(saved[0], GC_YOUNG), *saved[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*saved)
-        gc.unfreeze()
+_collector_eased = collector_eased  # (the walk's; moved to batch_stream, which eases the one-worker stream too)
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
-    """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated."""
-    last = time.monotonic()
-    limit, deadline, shared, refuse, count = job.bound, job.deadline, hub.best, evaluator.refused, state.refused
-    for price, index, ids in ranked:
-        best = shared()
+    """Evaluate the shard's stream until a stop rule holds (see the module's description); ``state`` is updated.
+    The stream is taken in batches: while no shard has found a best, the first assemblies of a batch the certificate
+    look-up refuses are decided at once (:class:`~.batch_decide.BatchLookup`: the answers and counts of one at a
+    time), the next one as before; a batch's assemblies left when the shard stops are not counted."""
+    walk = _Walk(job, evaluator, state, names, link, hub)
+    lookup, limit = evaluator.lookup, job.bound
+    while True:
+        batch = list(islice(ranked, BATCH))
+        if not batch:
+            state.stopped = "exhausted"
+            return
+        at = 0
+        while at < len(batch):
+            if lookup.on and hub.best() is None and not walk.late():
+                run = batch[at:] if batch[-1][0] < limit else [b for b in batch[at:] if b[0] < limit]
+                if walk.link is not None:
+                    walk.link.exchange()
+                n, reasons, spent = lookup.refused([(price, ids) for price, _, ids in run], limit)
+                if n:
+                    state.refused_many([(price, index) for price, index, _ in run[:n]], reasons, spent, names)
+                    at += n
+                    walk.report()
+                    if at == len(batch):
+                        break
+            if walk.step(*batch[at]):
+                return
+            at += 1
+
+
+class _Walk:
+    """One assembly of a shard's walk at a time (:meth:`step`), and what the batches of :func:`_walk` share."""
+
+    def __init__(self, job: ShardJob, evaluator: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
+        self.job, self.evaluator, self.state, self.names, self.link, self.hub = job, evaluator, state, names, link, hub
+        self.last = time.monotonic()
+
+    def late(self) -> bool:
+        """The deadline has passed."""
+        return self.job.deadline is not None and time.time() >= self.job.deadline
+
+    def report(self) -> None:
+        """The progress report, every ``report_every`` seconds."""
+        if time.monotonic() - self.last >= self.job.report_every:
+            self.last = time.monotonic()
+            self.hub.progress(self.state)
+
+    def step(self, price: float, index: int, ids: Any) -> bool:
+        """Evaluate one assembly of the stream, or stop before it (True: stopped; ``state`` says why)."""
+        state, hub, limit = self.state, self.hub, self.job.bound
+        best = hub.best()
         if price >= limit or (best is not None and (price, index) > best):
             state.stopped, state.next = "bound", (price, index)
-            break
-        if deadline is not None and time.time() >= deadline:
+            return True
+        if self.late():
             state.stopped, state.next = "max_time", (price, index)
-            break
-        if link is not None:
-            link.exchange()
+            return True
+        if self.link is not None:
+            self.link.exchange()
         bound = limit if best is None else bound_from_best(best, index, limit)  # (hub.bound's, from the best read)
-        refused = refuse(ids, bound, price)
+        refused = self.evaluator.refused(ids, bound, price)
         if refused is not None:
-            count((price, index), refused[0], refused[1], names)
+            state.refused((price, index), refused[0], refused[1], self.names)
         else:
-            state.record((price, index), evaluator(ids, bound, index, price=price), names)
+            state.record((price, index), self.evaluator(ids, bound, index, price=price), self.names)
         if state.best is not None:
             state.stopped = "found"
             hub.found(state)
-            break
-        if time.monotonic() - last >= job.report_every:
-            last = time.monotonic()
-            hub.progress(state)
-    else:
-        state.stopped = "exhausted"
+            return True
+        self.report()
+        return False

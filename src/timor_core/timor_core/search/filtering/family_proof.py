@@ -414,9 +414,13 @@ class FamilyProofs:
         return self._family(cut)
 
     def _family(self, cut: Cut) -> list[_Certificates]:
-        found = self.families.get(cut.rotations)
+        return self.family_of(cut.rotations)
+
+    def family_of(self, rotations: tuple[bytes, ...]) -> list[Any]:
+        """:meth:`family` of the cuts of these rotations (``Cut.rotations``), without a cut."""
+        found = self.families.get(rotations)
         if found is None:
-            found = self.families[cut.rotations] = [self._certificates(k, cut) for k in range(len(self.goals))]
+            found = self.families[rotations] = [self._certificates(k, rotations) for k in range(len(self.goals))]
         return found
 
     def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
@@ -424,9 +428,9 @@ class FamilyProofs:
         if self.lessons is not None:
             self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin))
 
-    def _certificates(self, k: int, cut: Cut) -> _Certificates:
-        key = (k, cut.rotations)
+    def _certificates(self, k: int, rotations: tuple[bytes, ...]) -> _Certificates:
+        key = (k, rotations)
         certs = self.certificates.get(key)
         if certs is None:
-            certs = self.certificates[key] = _Certificates(cut.gaps)
+            certs = self.certificates[key] = _Certificates(len(rotations))
         return certs

@@ -57,6 +57,19 @@ class Funnel:
                 return
             passed[name] += 1
 
+    def record_failures(self, failed_filter: str, reasons: dict[str, int], seconds: float) -> None:
+        """:meth:`record_failure` of as many candidates as ``reasons`` counts per reason key, in ``seconds`` in all
+        (a batch of look-ups' refusals)."""
+        n = sum(reasons.values())
+        entered, passed = self.entered, self.passed
+        for name in self.names:
+            entered[name] += n
+            if name == failed_filter:
+                self.reasons[name].update(reasons)
+                self.time[name] += seconds
+                return
+            passed[name] += n
+
     def record_evaluation(self, ev: Any) -> None:
         """Count an :class:`~.evaluate.Evaluation`."""
         self.record(ev.failed_filter, ev.reason_key, ev.timings)

@@ -66,9 +66,7 @@ class Kept:
     ) -> tuple[float | None, Refusal | None] | None:
         """``(price, refusal)`` of an assembly whose head and tail are kept (refusal None: the look-up refuses
         nothing, a limit or the bound passes it on or the join fails), else None (not kept: take the full way)."""
-        if proofs is not self.proofs:  # (heads keep certificates of the proofs they were decided by)
-            self.heads.clear()
-            self.proofs = proofs
+        self.use(proofs)
         known = self.known(proofs, ids)
         if known is None:
             return None
@@ -82,14 +80,21 @@ class Kept:
             price = self.ctx.cost.evaluate_modules(head.modules + tail[0])
         if not self.passes(n, dof, price, bound):
             return price, None
-        found = self.lasts.get((key, head.carry))  # (:meth:`_end`, inline)
-        end = found[1] if found is not None and found[0] is last else self._end(head, key, last)
+        found = self.lasts.get((key, head.carry))  # (:meth:`end`, inline)
+        end = found[1] if found is not None and found[0] is last else self.end(head, key, last)
         entry = head.families.get(end[0])
         if entry is not None and entry[1] is not None:  # the hint (:meth:`certified`), without making the cut
             forgotten, rows, margin = entry[1]
             if forgotten == entry[0].forgotten and distance(rows, (*head.rows, end[2]), margin) < margin:
                 return price, proofs.covered[0]
         return price, self.certified(proofs, head, _cut(head, end))
+
+    def use(self, proofs: FamilyProofs) -> None:
+        """Answer for ``proofs`` from now on: the heads kept for others are forgotten (heads keep certificates of the
+        proofs they were decided by)."""
+        if proofs is not self.proofs:
+            self.heads.clear()
+            self.proofs = proofs
 
     def certified(self, proofs: FamilyProofs, head: Head, cut: Cut) -> Refusal | None:
         """``proofs.certified(cut)`` of a cut from a kept head; keeps on the head, per family, the certificate of
@@ -133,9 +138,9 @@ class Kept:
 
     def joined(self, head: Head, key: tuple, last: Segment) -> Cut:
         """The cut of a kept head and its last segment (what ``Cut.of_segments`` of all its segments gives)."""
-        return _cut(head, self._end(head, key, last))
+        return _cut(head, self.end(head, key, last))
 
-    def _end(self, head: Head, key: tuple, last: Segment) -> Segment:
+    def end(self, head: Head, key: tuple, last: Segment) -> Segment:
         """The last segment with the head's carried length (:func:`~.segments.carried`), made once."""
         found = self.lasts.get((key, head.carry))
         if found is None or found[0] is not last:
@@ -157,16 +162,16 @@ class Kept:
         """``proofs.cut_serial(ids, join, assembly)`` (the same cut), with the assembly's head and tail kept: from
         the segments known if every one is (they are then read once), else by ``cut_serial``; and the head kept
         (None: none), for :meth:`certified`."""
-        found = self._keep(proofs, ids, join)
+        found = self.keep(proofs, ids, join)
         if found is not None:
             return self.joined(*found), found[0]
         cut = proofs.cut_serial(ids, join, assembly)
         if cut is None:
             return None
-        found = self._keep(proofs, ids, join)
+        found = self.keep(proofs, ids, join)
         return cut, (None if found is None else found[0])
 
-    def _keep(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any) -> tuple[Head, tuple, Segment] | None:
+    def keep(self, proofs: FamilyProofs, ids: tuple[str, ...], join: Any) -> tuple[Head, tuple, Segment] | None:
         """Keep the head and tail of an assembly (``join``: its ``SerialJoin``) if every segment of it is known:
         the head, its last segment's key and that segment (None: a module or segment not known)."""
         segments = proofs.segments

@@ -1,0 +1,303 @@
+"""Many assemblies of the cost-ordered stream decided by the certificate look-up at once (issue 38, item 1).
+
+Why: on ``five_joints`` 40,103 assemblies come before the optimum in the cost order and 99 % of them are refused
+by a certificate look-up (:mod:`.certified`); one at a time, through the evaluator, the funnel and the stream's
+loops, that cost several times the walk's own step. Certificates change only when a proof runs, and a proof runs
+only at an assembly the look-up does not decide: so every assembly of a batch before the first one it does not
+decide is decided against the same certificates as one at a time. :meth:`BatchLookup.refusals` takes a batch in
+order: each assembly's kept head and tail (:mod:`.kept_heads`), the limits and the bound as
+:meth:`~.certified.CertifiedRefusal.decision` checks them, and then, per family (the rotations; a batch holds a
+few), the distances of all its cuts to the family's certificates of each goal in one numpy step. An assembly
+covered, or not, by more than :data:`SLACK` is decided so; one within it of a margin (where another order of the
+same additions could change the last bit) takes the one-at-a-time look-up. The answer is the first goal (task
+order) a certificate covers: the one-at-a-time answer (property test in ``tests/test_batch_decide.py``).
+
+It stops before the first assembly it cannot decide without the filter chain (a proof to run, a bound or limit
+that refuses it) or without computing a segment not known yet (that stores the segment, and the value stored may
+differ in the last bit from the one an earlier assembly's chain would store): the caller takes that one one at a
+time and goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from timor_core.limits import limits
+from timor_core.search.filtering.certified import CertifiedRefusal
+from timor_core.search.filtering.family_proof import FamilyProofs, distance
+
+__all__ = ["BATCH", "SLACK", "BatchLookup"]
+
+BATCH = 256
+"""Assemblies a consumer takes from the stream per batch."""
+SLACK = 1e-9
+"""m: a cut whose distance to a certificate is this close to the certificate's margin is decided one at a time."""
+_CELLS = 1 << 14  # (cut, certificate) pairs per numpy step (bounded memory: ~3 MB for 8 gaps)
+_RECENT = 4  # certificates that covered a family's last cuts, tried first
+_FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
+_PENDING, _UNSURE, _NONE = -1, -2, -3
+
+
+class BatchLookup:
+    """:meth:`refusals`: the certificate look-up's answers for a run of assemblies (module docstring).
+    ``funnel``: the evaluator's, where :meth:`refused` counts them; ``early_bound``: the evaluator cuts by the bound
+    before the look-up (then a finite bound is left to it)."""
+
+    def __init__(self, certified: CertifiedRefusal, funnel: Any = None, early_bound: bool = False) -> None:
+        self.certified, self.funnel, self.early_bound = certified, funnel, early_bound
+        self.on = certified.on
+        self.counts = [0, 0]  # assemblies decided by the batched distances, by the one-at-a-time look-up
+        # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
+        self._ids: list[Sequence[str]] = []
+        self._families: list[int] = []  # (the family's number in ``_numbers``)
+        self._rows: list[tuple] = []
+        self._state: list[int] = []
+        self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
+        self._broke = False  # the staging stopped at a cut it cannot stage
+        self._fresh = 0  # the cuts staged from here on are not covered yet
+        self._proofs: FamilyProofs | None = None  # the proofs whose families are numbered
+        self._numbers: dict[tuple, int] = {}  # per family (head rotations, last rotation) seen: its number
+        self._certs: list[list[Any]] = []  # per family number: its certificates per goal (``family_of``)
+        self._signs: list[tuple] = []  # per family number: its certificates' (size, forgotten) per goal, as covered
+        # per family number and goal: ``forgotten`` of its certificates, then (translations, margin) of those that
+        # covered its last cuts, newest first
+        self._recent: dict[tuple[int, int], list[Any]] = {}
+
+    def refused(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> tuple[int, dict[str, int], float]:
+        """How many of the first ``items`` (``(price, ids)``) the look-up refuses (:meth:`refusals`), their reason
+        keys counted and the seconds spent, counted in ``funnel`` as ``Evaluator.refused`` counts them one by one
+        (the seconds of the batch); none where the evaluator would cut by a finite bound first."""
+        if not self.on or (self.early_bound and bound != math.inf):
+            return 0, {}, 0.0
+        t0 = time.perf_counter()
+        goals = self.refusals(items, bound)
+        answer = self.certified.answer
+        reasons = {answer(g)[1]: n for g, n in Counter(goals).items()}
+        spent = time.perf_counter() - t0
+        if goals and self.funnel is not None:
+            self.funnel.record_failures("family", reasons, spent)
+        return len(goals), reasons, spent
+
+    def refusals(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> list[int]:
+        """The goal (index) :meth:`~.certified.CertifiedRefusal.decision` refuses for each of the first ``items``
+        (``(price, ids)``, ``price`` the cost's value of the modules) up to the first it does not refuse or that
+        needs a segment not known yet (module docstring): fewer than ``items`` if it stopped there. The caller takes
+        that one one at a time and then asks for the rest (what was staged for them is kept while the segments,
+        the proofs and the bound are the same; a family's answers while its certificates are)."""
+        if not self.on or not items:
+            return []
+        out: list[int] = []
+        self._stage(items, bound, len(self._ids) < len(items) // 2)  # (else those staged before suffice for now)
+        while True:
+            self._cover()
+            if self._resolve(items, bound, out) or self._broke or len(out) == len(items):
+                break
+            self._stage(items, bound, True)  # every cut staged was refused: stage the rest
+        drop = len(out) + 1  # (the next one: the caller's, one at a time)
+        for kept in (self._ids, self._families, self._rows, self._state):
+            del kept[:drop]
+        self._fresh = max(0, self._fresh - drop)
+        return out
+
+    def _resolve(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, out: list[int]) -> bool:
+        """Add to ``out`` the answers of the staged cuts from ``len(out)`` on; True: stopped at one not refused."""
+        staged, decision = self._state, self.certified.decision
+        for j in range(len(out), len(staged)):
+            goal = staged[j]
+            if goal == _UNSURE:
+                price, ids = items[j]
+                found = decision(ids, bound, price)
+                if found is None:
+                    return True
+                goal = found[1]
+                self.counts[1] += 1
+            elif goal < 0:
+                return True
+            else:
+                self.counts[0] += 1
+            out.append(goal)
+        return False
+
+    def _stage(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, extend: bool) -> None:
+        """Each assembly's cut rows and family (head rotations, last rotation) in order, until one the look-up
+        cannot decide from the kept heads and tails (made here from the segments known, as ``Kept.cut`` keeps
+        them); those staged by the last call for the same assemblies kept (same segments, proofs and bound)."""
+        cr = self.certified
+        ctx, kept = cr.ctx, cr.kept
+        proofs = ctx.family_proofs or FamilyProofs.of(ctx)
+        kept.use(proofs)
+        key = (proofs, len(proofs.segments.steps), bound)
+        if len(self._certs) >= _FAMILIES or proofs is not self._proofs:  # (a few per task) forgotten, with the cuts
+            self._proofs = proofs
+            self._numbers.clear()
+            self._recent.clear()
+            del self._certs[:], self._signs[:]
+            self._key = None
+        staged_ids, families, rows, state = self._ids, self._families, self._rows, self._state
+        numbers, same = self._numbers, 0
+        if key == self._key:
+            most = min(len(staged_ids), len(items))
+            while same < most and staged_ids[same] is items[same][1]:
+                same += 1
+        if same < len(staged_ids) or key != self._key:
+            self._key, self._broke = key, False
+            for kept_list in (staged_ids, families, rows, state):
+                del kept_list[same:]
+            self._fresh = min(self._fresh, same)
+        if not extend or self._broke:
+            return
+        known, tails, passes, end = kept.known, kept.tails, cr.passes, kept.end
+        bounds = limits()
+        most_modules, most_dof = bounds.max_modules, bounds.max_dof
+        for price, ids in items[same:]:
+            tupled = ids if ids.__class__ is tuple else tuple(ids)
+            found = known(proofs, tupled)
+            if found is None:
+                found = self._kept(proofs, tupled, price, bound)
+                if found is None:
+                    self._broke = True
+                    break
+            else:
+                n, dof = len(tupled), found[0].dof + tails[found[1]][1]
+                if not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
+                    self._broke = True
+                    break
+            head = found[0]
+            last = end(*found)
+            number = numbers.get((head.rotations, last[0]))
+            if number is None:
+                number = self._number(proofs, head.rotations, last[0])
+            staged_ids.append(ids)
+            families.append(number)
+            rows.append((*head.rows, last[2]))
+            state.append(_PENDING)
+
+    def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
+        """A new family's number."""
+        number = self._numbers[rotations, last] = len(self._certs)
+        self._certs.append(proofs.family_of((*rotations, last)))
+        self._signs.append(())
+        return number
+
+    def _kept(self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float) -> Any:
+        """``decision``'s way for an assembly whose head or tail is not kept, as far as it goes without a segment
+        not known yet: its head, tail key and last segment, now kept (None: stop here)."""
+        cr = self.certified
+        join = cr.ctx.join(ids)
+        if join is None:
+            return None
+        price = cr.ctx.cost.evaluate_modules(join.modules) if price is None else price
+        if not cr.passes(len(ids), join.dof, price, bound):
+            return None
+        return cr.kept.keep(proofs, ids, join)
+
+    def _cover(self) -> None:
+        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
+        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call and those of the
+        families whose certificates changed since (added or halved)."""
+        state, families, signs = self._state, self._families, self._signs
+        changed: dict[int, int] = {}  # per family whose certificates changed: the first goal whose did
+        for fid, certs in enumerate(self._certs):
+            sign = tuple([(c.size, c.forgotten) for c in certs])
+            if sign != signs[fid]:
+                was, signs[fid] = signs[fid], sign
+                added = len(was) == len(sign) and all(a[1] == b[1] for a, b in zip(was, sign, strict=True))
+                changed[fid] = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b) if added else -1
+        groups: dict[int, list[int]] = {}
+        for j in range(self._fresh) if changed else ():
+            low = changed.get(families[j])  # (a cut covered by a goal up to ``low`` still is: certificates added)
+            if low is not None and not 0 <= state[j] <= low:
+                groups.setdefault(families[j], []).append(j)
+        for j in range(self._fresh, len(state)):
+            groups.setdefault(families[j], []).append(j)
+        self._fresh = len(state)
+        for fid, at in groups.items():
+            for j in at:
+                state[j] = _PENDING
+            for goal, certs in enumerate(self._certs[fid]):
+                if certs.size:
+                    at = self._covered(fid, goal, certs, at)
+                    if not at:
+                        break
+            for j in at:
+                if state[j] == _PENDING:
+                    state[j] = _NONE
+
+    def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
+        """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
+        :data:`SLACK` (``_UNSURE`` those within it of a margin); the others left. The certificates that covered the
+        family's last cuts are tried first, one cut at a time (:func:`~.family_proof.distance`: most are covered by
+        one of them), the others by numpy for the cuts they leave."""
+        state, rows = self._state, self._rows
+        recent = self._recent.get((fid, goal))
+        if recent is None or recent[0] != certs.forgotten:  # (halved: those may be forgotten)
+            recent = self._recent[fid, goal] = [certs.forgotten]
+        left = []
+        for j in at:
+            row = rows[j]
+            for k in range(1, len(recent)):
+                near, margin = recent[k]
+                if distance(near, row, margin) < margin - SLACK:
+                    state[j] = goal
+                    if k > 1:  # (the one that covered it first next time)
+                        recent[1], recent[k] = recent[k], recent[1]
+                    break
+            else:
+                left.append(j)
+        if not left:
+            return left
+        size = certs.size
+        clear, near, first = _distances(certs.points[:size], certs.margins[:size], np.array([rows[j] for j in left]))
+        out = []
+        for j, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
+            if c:
+                state[j] = goal
+            elif n:
+                state[j] = _UNSURE
+            else:
+                out.append(j)
+        for k in dict.fromkeys(first[clear].tolist()):
+            recent.insert(1, (certs.points[k].tolist(), float(certs.margins[k])))
+        del recent[1 + _RECENT :]
+        return out
+
+
+def _distances(points: np.ndarray, margins: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per cut (``cuts``: (n, gaps, 3)): a certificate (``points`` (m, gaps, 3), ``margins``) covers it by more than
+    :data:`SLACK`; if none does, one's distance is within :data:`SLACK` of its margin; the certificate whose
+    distance is furthest below its margin (the distance of ``_Certificates.covers``, numpy's operations)."""
+    n = len(cuts)
+    step = max(1, _CELLS // n)
+    if len(margins) <= step:
+        d = _sums(points, cuts) - margins
+        first = d.argmin(axis=1)
+        least = d[np.arange(n), first]
+    else:
+        least, first = np.full(n, np.inf), np.zeros(n, dtype=np.intp)
+        for a in range(0, len(margins), step):
+            p, m = points[a : a + step], margins[a : a + step]
+            d = _sums(p, cuts) - m
+            at = d.argmin(axis=1)
+            low = d[np.arange(n), at]
+            better = low < least
+            least[better], first[better] = low[better], a + at[better]
+    return least < -SLACK, np.abs(least) <= SLACK, first
+
+
+def _sums(points: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """``sum_k |cut_k - point_k|`` per cut and certificate (n, m): the additions in the order of
+    :func:`~.family_proof.distance` (``(dx^2 + dy^2) + dz^2``, then the gaps one after the other), each over all
+    pairs at once (numpy's reductions over short axes cost a call per pair)."""
+    diff = points[None] - cuts[:, None]
+    diff *= diff
+    roots = np.sqrt(diff[..., 0] + diff[..., 1] + diff[..., 2])
+    total = roots[..., 0].copy()
+    for k in range(1, roots.shape[2]):
+        total += roots[..., k]
+    return total
