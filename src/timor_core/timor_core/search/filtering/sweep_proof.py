@@ -394,7 +394,7 @@ class SweepStarts:
     def add(self, k: int, cut: Cut, ids: tuple[str, ...], end: int | None, leaves: Leaves) -> None:
         """Keep a proof of goal ``k`` for the chain of ``ids`` (cut ``cut``) whose body needed the modules up to
         ``end`` (None: all of them; not kept)."""
-        if end is None or len(leaves.centres[0]) != cut.gaps - 1:
+        if end is None or leaves.centres.shape[1] != cut.gaps - 1:
             return
         if self.boxes + len(leaves.excess) > MAX_LEAVES:
             self.kept, self.lengths, self.boxes = {}, {}, 0
