@@ -20,7 +20,7 @@ from test_reach_proof import TOLERANCES, _within
 from timor_core import ModuleAssembly
 from timor_core.search import paper_exp2_space
 from timor_core.search.filtering.family_proof import Cut, FamilyProofs, chain_segments, cut_chain, distance
-from timor_core.search.filtering.family_proof import reaches as reached_by
+from timor_core.search.filtering.family_proof import reaching as reached_by
 from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
 TASKS = Path(__file__).parent / "data" / "exp2_tasks"
@@ -471,12 +471,12 @@ def test_witnesses_kept_across_a_family_change_no_verdict_or_reason(pick, seed, 
     with_witnesses = [kept(m) for m in members]
     refusal = FamilyProofs.refusal
     try:  # no witness tried first, no goal marked reached
-        family_proof.reaches = lambda *args: False
-        FamilyProofs.refusal = lambda self, cut, reached=None: refusal(self, cut)  # type: ignore[method-assign]
+        family_proof.reaching = lambda *args: None
+        FamilyProofs.refusal = lambda self, cut, reached=None, witnessed=None: refusal(self, cut)  # type: ignore[method-assign]
         plain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
         without = [plain(m) for m in members]
     finally:
-        family_proof.reaches = reached_by
+        family_proof.reaching = reached_by
         FamilyProofs.refusal = refusal  # type: ignore[method-assign]
     for c, p in zip(with_witnesses, without, strict=True):
         assert p.reached == set()
@@ -507,13 +507,13 @@ def _verdicts(task, chains, witnesses: bool) -> list:
     refusal, levels = FamilyProofs.refusal, reach_proof.WITNESS_LEVELS
     try:
         if not witnesses:
-            family_proof.reaches = lambda *args: False
-            FamilyProofs.refusal = lambda self, cut, reached=None: refusal(self, cut)  # type: ignore[method-assign]
+            family_proof.reaching = lambda *args: None
+            FamilyProofs.refusal = lambda self, cut, reached=None, witnessed=None: refusal(self, cut)  # type: ignore[method-assign]
             reach_proof.WITNESS_LEVELS = 0
         chain = FilterChain(task, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
         return [chain(ids) for ids in chains]
     finally:
-        family_proof.reaches = reached_by
+        family_proof.reaching = reached_by
         FamilyProofs.refusal = refusal  # type: ignore[method-assign]
         reach_proof.WITNESS_LEVELS = levels
 
@@ -540,10 +540,10 @@ def test_witnesses_reused_across_a_tasks_chains_change_no_verdict_or_reason(name
     chains = [tuple(space[int(k)]) for k in np.random.default_rng(1).integers(0, space.count, 1000)]
     reused = []
     try:
-        family_proof.reaches = lambda *args: reused.append(found := reached_by(*args)) or found
+        family_proof.reaching = lambda *args: reused.append((found := reached_by(*args)) is not None) or found
         kept = _verdicts(task, chains, witnesses=True)
     finally:
-        family_proof.reaches = reached_by
+        family_proof.reaching = reached_by
     plain = _verdicts(task, chains, witnesses=False)
     for c, p in zip(kept, plain, strict=True):
         assert p.reached == set()
@@ -597,6 +597,6 @@ def test_a_goal_put_in_reached_has_a_witness_that_reaches_it(name, pick, seed, t
                 candidates = before.get((k, member.rotations), []) + [w for g, ws in found if g == k for w in ws or ()]
                 candidates = [q for q in candidates if len(q) == member.chain.dof]
                 assert candidates, (k, "reached without a witness")
-                assert reached_by(member.chain.steps, np.array(candidates), *goals[k]), k
+                assert reached_by(member.chain.steps, np.array(candidates), *goals[k]) is not None, k
     finally:
         family_proof.pose_proof = real

@@ -111,14 +111,15 @@ def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_
     """On ``obstacles_4``, the 448 chains of the arms refused at g3 (``proof_robots.FAMILY``, shuffled): the
     family filter refuses over a hundred of them by the sweep proof with no robot built; each such refusal names the
     box count the built robot's own sweep proof gives at that goal, and every chain (refused so or not) gets the
-    same verdict as without any early sweep proof (neither the family filter's nor the ik filter's). The verdicts
-    are test_sweep_proof's, computed once per process (``proof_robots.family_verdicts``)."""
+    same verdict as without any early sweep proof (neither the family filter's nor the ik filter's); a refusal by a
+    proof started from the boxes of a chain near it (``sweep_proof.SweepStarts``) says so. The verdicts are
+    test_sweep_proof's, computed once per process (``proof_robots.family_verdicts``)."""
     from timor_core.search.filtering.sweep_proof import sweep_reason
     from timor_core.task.feedback import task_base_placement
 
     use_compiled(True)
     db, placement, boxes = DBS["robco_like"], task_base_placement(obstacles_4), obstacle_boxes(obstacles_4)
-    refused = 0
+    refused = started = 0
     for c, p in zip(family_verdicts(True), family_verdicts(False), strict=True):
         assert c.ids == p.ids
         assert (c.failed_filter is None) == (p.failed_filter is None), (c.ids, c.reason, p.reason)
@@ -126,8 +127,11 @@ def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_
             continue
         refused += 1
         assert c.robot is None, c.ids
+        if "from a proof for a chain of its family" in c.reason:
+            started += 1  # (its box count is the started proof's: the verdict, compared above, is what holds)
+            continue
         goal = next(g for g in obstacles_4.goals if c.reason.startswith(f"goal {g.id}:"))
         robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
         proven = sweep_proof(robot_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
         assert proven is not None and c.reason == f"goal {goal.id}: {sweep_reason(proven)}", (c.ids, c.reason)
-    assert refused >= 100, refused
+    assert refused >= 100 and started >= 10, (refused, started)

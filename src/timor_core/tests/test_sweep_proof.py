@@ -245,6 +245,8 @@ def _check_early_sweeps(
             refused_early += 1
             assert p.failed_filter in ("ik", "ik_task"), (c.ids, p.failed_filter, p.reason)
             goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
+            if "from a proof for a chain of its family" in c.reason:
+                continue  # a proof started from a chain near it (its own from the whole turn may give up)
             robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
             proven = sweep_proof(arm_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
             assert proven is not None, (c.ids, goal.id)
@@ -277,3 +279,94 @@ def test_the_early_sweep_proof_changes_no_verdict_in_any_order(obstacles_4, orde
     not have been tried early here: the family filter tries the proof on chains the IK would refuse at g1 or g2 as
     well, and its misses there count, so in some orders the family's record says "unlikely" when one comes."""
     _check_early_sweeps(obstacles_4, order, True, least=(50, 1), tried=False)
+
+
+def _module_sweep(task: Task, text: str):
+    """The module sweep and cut of the chain ``text`` at ``task``'s base placement."""
+    from timor_core.search.filtering.arm_body import module_sweep
+    from timor_core.search.filtering.family_proof import cut_chain
+    from timor_core.task.feedback import task_base_placement
+
+    placement = task_base_placement(task)
+    assembly = ModuleAssembly.from_serial_modules(DBS["robco_like"], text.split(), base_placement=placement)
+    return module_sweep(assembly, placement), cut_chain(assembly, placement), assembly
+
+
+@pytest.mark.parametrize("tail", ["I_100 gripper", "I_150 gripper", "I_200 gripper"])
+def test_a_proof_started_from_a_proven_sibling_never_refuses_the_optimum(obstacles_4, tail):
+    """On ``obstacles_4`` the optimum reaches g3 free of the obstacles; its siblings with a shorter extension (the
+    same modules up to the last joint) are proven not to: a proof for the optimum started from a sibling's boxes
+    (``excess - d``, ``d`` the cuts' distance) is undecided, as its own, while one that took the boxes' excess as
+    it is (``d`` = 0: what the start must not do) refuses it."""
+    from timor_core.search.filtering.family_proof import distance
+    from timor_core.search.filtering.sweep_proof import sweep_certificate
+
+    use_compiled(True)
+    g3 = next(g for g in obstacles_4.goals if g.id == "g3").goal_pose
+    boxes = obstacle_boxes(obstacles_4)
+    optimum, optimum_cut, _ = _module_sweep(obstacles_4, OPTIMUM)
+    sibling, sibling_cut, _ = _module_sweep(obstacles_4, " ".join(OPTIMUM.split()[:8]) + " " + tail)
+    proof = sweep_certificate(sibling, boxes, g3.world, g3.tolerance, leaves=True)
+    assert proof is not None and proof.leaves is not None and proof.link < sibling.chain.dof - 1, tail
+    d = distance(sibling_cut.rows, optimum_cut.rows)
+    assert d > 0.1
+    assert sweep_certificate(optimum, boxes, g3.world, g3.tolerance, start=(proof.leaves, d)) is None
+    assert sweep_certificate(optimum, boxes, g3.world, g3.tolerance, start=(proof.leaves, 0.0)) is not None
+
+
+@pytest.mark.parametrize("text", [*REFUSED, OPTIMUM])
+def test_a_witness_ends_only_a_proof_that_cannot_succeed(obstacles_4, text):
+    """A configuration within g3's slacks (the IK's, obstacles ignored, descended to within the proof's slacks as
+    the family filter's witnesses are, ``reach_proof.reaching``): given to the proof of a refused arm, the proof
+    ends as it does without it (the body refuses the witness); given to the optimum's, with its collision-free
+    configuration, it ends undecided at once (as it does without)."""
+    from timor_core.search.filtering.reach_proof import reaching
+    from timor_core.search.filtering.sweep_proof import sweep_certificate
+
+    use_compiled(True)
+    g3 = next(g for g in obstacles_4.goals if g.id == "g3").goal_pose
+    boxes = obstacle_boxes(obstacles_4)
+    sweep, _, assembly = _module_sweep(obstacles_4, text)
+    robot = assembly.robot
+    rng = np.random.default_rng(3)
+    task = obstacles_4 if text == OPTIMUM else None
+    result = robot.ik(g3, task=task, rng=rng, ignore_self_collision=True, max_n_tries=50, details=True)
+    assert result.success, text
+    witness = reaching(sweep.chain.steps, np.asarray(result.q, dtype=float)[None], g3.world, g3.tolerance)
+    assert witness is not None, text
+    plain = sweep_certificate(sweep, boxes, g3.world, g3.tolerance)
+    assert sweep_certificate(sweep, boxes, g3.world, g3.tolerance, witness=witness) == plain
+    assert (plain is None) == (text == OPTIMUM), text
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_the_body_a_proof_needed_is_the_same_for_every_chain_with_those_modules(obstacles_4, text):
+    """A refused arm's proof at g3 (``sweep_certificate``): every box of it the body refused is refused by the body
+    of every chain of the exp2 space with the same modules up to the one ``body_modules`` names (the proof's
+    ``link``; whatever follows), so a proof of such a chain may start from those boxes."""
+    from timor_core.search import paper_exp2_space
+    from timor_core.search.filtering.reach_proof import box_excess
+    from timor_core.search.filtering.sweep_proof import body_modules, sweep_certificate
+
+    use_compiled(True)
+    g3 = next(g for g in obstacles_4.goals if g.id == "g3").goal_pose
+    boxes = obstacle_boxes(obstacles_4)
+    sweep, _, assembly = _module_sweep(obstacles_4, text)
+    proof = sweep_certificate(sweep, boxes, g3.world, g3.tolerance, leaves=True)
+    assert proof is not None and proof.leaves is not None
+    end = body_modules(assembly.modules, sweep, proof.link)
+    assert end is not None and end < len(assembly.modules) - 1, (text, proof.link)
+    leaves = proof.leaves
+    measured = box_excess(sweep.chain, g3.world, g3.tolerance, leaves.centres, leaves.half)
+    body = np.isinf(leaves.excess) & ~np.isinf(measured)  # (refused by the body, not by rotation alone)
+    assert body.any()
+    head = tuple(text.split()[: end + 1])
+    others = [ids for ids in map(tuple, paper_exp2_space(DBS["robco_like"])) if ids[: end + 1] == head]
+    others = [ids for ids in others if ids != tuple(text.split())]
+    assert len(others) >= 3, (text, end)
+    for ids in others[:40]:
+        other, _, _ = _module_sweep(obstacles_4, " ".join(ids))
+        if other is None or other.chain.dof != sweep.chain.dof:
+            continue
+        hit = certain_collision(other, boxes, leaves.centres[body], leaves.half[body])
+        assert hit.all(), (text, ids)

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaches
+from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaching
 from timor_core.search.filtering.segments import Segment, merged
 
 __all__ = ["COVERED", "Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain",
@@ -335,14 +335,17 @@ class FamilyProofs:
         called only if a segment was not seen before."""
         return self.segments.cut_serial(ids, join.modules, join.entries, assembly)
 
-    def refusal(self, cut: Cut, reached: set[int] | None = None) -> Refusal | None:
+    def refusal(
+        self, cut: Cut, reached: set[int] | None = None, witnessed: dict[int, np.ndarray] | None = None
+    ) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
         covers, else the first its own proof refuses; None if none. The goals (indices) found reached within the
         proofs' slacks (a witness: no sound bound refuses them) are added to ``reached``.
 
         A goal that one of the last witnesses of the family's proofs reaches on this chain too (tried by the chain's
         own poses, :func:`~.reach_proof.reaches`) is not proven: its proof would end undecided (a configuration
-        within the slacks lies in a box no bound refuses), at a witness or sooner."""
+        within the slacks lies in a box no bound refuses), at a witness or sooner. The configurations found so (in
+        the joint angles of ``cut.chain``) are put in ``witnessed`` per goal, where given."""
         found = self._family(cut)
         for k, certs in enumerate(found):
             if certs.size and certs.covers(cut):
@@ -351,9 +354,12 @@ class FamilyProofs:
         for k, certs in enumerate(found):
             goal, tolerance = self.goals[k]
             seen = self.witnesses.setdefault((k, cut.rotations), [])
-            if seen and reaches(_steps(cut), np.array(seen), goal, tolerance):
+            witness = reaching(_steps(cut), np.array(seen), goal, tolerance) if seen else None
+            if witness is not None:
                 if reached is not None:
                     reached.add(k)
+                if witnessed is not None:
+                    witnessed[k] = witness
                 continue
             self.proofs += 1
             new: list[np.ndarray] = []
@@ -365,6 +371,8 @@ class FamilyProofs:
             if new and len(new[0]) == cut.gaps - 1:  # (the same joints as the cut's, none merged besides)
                 seen.insert(0, new[0])
                 del seen[WITNESSES:]
+                if witnessed is not None:
+                    witnessed[k] = new[0]
             if new and reached is not None:
                 reached.add(k)
         return None

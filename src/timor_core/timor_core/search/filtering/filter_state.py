@@ -255,6 +255,7 @@ class TaskContext:
         self.family_proofs: Any = None  # the family filter's proofs (search.family_proof), made on first use
         self.obstacle_boxes: Any = None  # the obstacle boxes of the sweep proofs (search.sweep_proof)
         self.sweeps: dict[tuple[int, Any], list[int]] = {}  # per goal and family: sweep proofs proven, early misses
+        self.sweep_starts: Any = None  # the sweep proofs' boxes for chains near (search.sweep_proof), made on first use
         self.join = _Joiner(db)
 
 
@@ -289,6 +290,10 @@ class Candidate:
     their poses (not their trajectories) out."""
     family: tuple[bytes, ...] | None = None
     """The chain's family (``search.family_proof``: its cut's rotations), where the ``family`` filter cut it."""
+    witnesses: dict[int, Any] = field(default_factory=dict)
+    """Per goal (index), a configuration of its chain within the proofs' slacks of it that the ``family`` filter found
+    (``search.family_proof``; the joint angles of its cut's chain): no sweep proof refuses it unless the body
+    alone does (``search.sweep_proof``)."""
     swept: set[int] = field(default_factory=set)
     """The goals (indices) a sweep proof (``search.sweep_proof``) was run for on this robot (it is not run twice)."""
     sweep: Any = None

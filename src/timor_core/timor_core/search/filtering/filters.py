@@ -168,10 +168,10 @@ class FamilyFilter(Filter):
         if cut is None:
             return True
         c.family = cut.rotations
-        found = proofs.refusal(cut, c.reached)
+        found = proofs.refusal(cut, c.reached, c.witnesses)
         if found is not None:
             return self._refuse(c, found.goal, UNREACHABLE, proof_reason(found.boxes) if found.boxes else COVERED)
-        swept = early_refusal(c)  # the ik filter's sweep proof, from the modules, where the family's record has it
+        swept = early_refusal(c, cut)  # the ik filter's sweep proof, from the modules, where the family's record has it
         return True if swept is None else self._refuse(c, swept[0], reason_category(swept[1]), swept[1])
 
     def _refuse(self, c: Candidate, k: int, short: str, reason: str) -> bool:

@@ -45,7 +45,7 @@ __all__ = [
     "py_kernels",
     "reach_witness",
     "use_compiled",
-    "witness_among",
+    "witness_from",
 ]
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
@@ -193,26 +193,27 @@ def reach_witness(steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, goa
     return found if kernel(rotations, translations, starts, gpos, gaxes, slack, theta, WITNESS_STEPS, found) else None
 
 
-def witness_among(
+def witness_from(
     steps: tuple[np.ndarray, np.ndarray],
     configurations: np.ndarray,
     pos: np.ndarray,
     axes: np.ndarray,
     slack: float,
     theta: float,
-) -> bool:
-    """Whether a descent of :func:`reach_witness` (its steps, its test) from one of ``configurations`` (K, n) reaches
-    a configuration whose TCP is within ``slack`` of ``pos`` and ``theta`` of the goal's rotation (``axes``: row k
-    its axis k), less its allowances; False where the compiled kernels do not run."""
+) -> np.ndarray | None:
+    """A configuration (n,) reached by a descent of :func:`reach_witness` (its steps, its test) from one of
+    ``configurations`` (K, n) whose TCP is within ``slack`` of ``pos`` and ``theta`` of the goal's rotation
+    (``axes``: row k its axis k), less its allowances; None if none is, or where the compiled kernels do not run."""
     kernel = ahead_kernel("descend") or compiled.loaded_or_none(_descend_kernel, "the reach proofs")
     if kernel is None or not len(configurations):
-        return False
+        return None
     rotations, translations = (np.ascontiguousarray(a, dtype=np.float64) for a in steps)
     starts = np.ascontiguousarray(configurations, dtype=np.float64)
     gpos, gaxes = np.ascontiguousarray(pos, dtype=np.float64), np.ascontiguousarray(axes, dtype=np.float64)
     found = np.empty(starts.shape[1])
-    return bool(kernel(rotations, translations, starts, gpos, gaxes, slack - WITNESS_EPS, theta - WITNESS_ANGLE_EPS,
-                       WITNESS_STEPS, found))  # fmt: skip
+    reached = kernel(rotations, translations, starts, gpos, gaxes, slack - WITNESS_EPS, theta - WITNESS_ANGLE_EPS,
+                     WITNESS_STEPS, found)  # fmt: skip
+    return found if reached else None
 
 
 DAMPING = 1e-5  # m^2: the descent's damping (J^T J of these arms ~1e-2-1 m^2)

@@ -48,7 +48,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
-from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes, reach_witness, witness_among
+from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes, reach_witness, witness_from
 from timor_core.search.filtering.proof_numpy import BoxGoal, chain_frames
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "pose_chain",
     "proof_reason",
     "reaches",
+    "reaching",
     "rotation_slack",
     "unreachable_pose",
 ]
@@ -274,9 +275,16 @@ def reaches(steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, go
     finds a configuration putting the TCP within the proof's slacks of ``goal`` (4x4) less a witness's allowances:
     then, as for a witness of :func:`pose_proof`, no proof of this chain and goal can refuse it, nor any sound
     reach bound. False where the compiled kernels do not run (it only saves time)."""
+    return reaching(steps, configurations, goal, tolerance) is not None
+
+
+def reaching(
+    steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any
+) -> np.ndarray | None:
+    """The configuration (n,) :func:`reaches` finds, or None."""
     g = np.asarray(goal, dtype=float)
     slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
-    return witness_among(steps, configurations, g[:3, 3], g[:3, :3].T, slack, theta)
+    return witness_from(steps, configurations, g[:3, 3], g[:3, :3].T, slack, theta)
 
 
 def box_excess(chain: PoseChain, goal: np.ndarray, tolerance: Any, centres: np.ndarray, half: np.ndarray) -> np.ndarray:

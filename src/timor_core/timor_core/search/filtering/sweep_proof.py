@@ -22,14 +22,26 @@ joints on one line with the one before are merged as in the reach proof, and the
 The boxes left by both bounds are halved as in the reach proof until none is left (proven: no collision-free
 configuration reaches the goal, whatever the IK's effort) or the budget is spent or most survive a level
 (undecided). Joint limits are ignored (whole turns): the proof holds for any. The bound per box, in numpy and
-compiled: :mod:`.sweep_bound`. Property tests:
+compiled: :mod:`.sweep_bound`.
+
+Two shortcuts, the same verdicts: where the family filter found a configuration within the goal's slacks (a witness,
+:mod:`.family_proof`) that the body's balls do not refuse on their own, no box holding it is ever refused, and the
+proof ends undecided at once (on ``obstacles_4`` 48 such proofs took 4-5 ms each to give up). And a chain of a
+proven one's family with the same modules up to the body its proof needed (:class:`SweepStarts`; ``obstacles_4``:
+the chains of one head with another extension before the gripper) starts from that proof's boxes: those refused by
+the body are refused by the same balls at the same places, the others with ``excess - d`` to spare (``d`` the family
+certificates' distance); only the rest are measured again. Property tests:
 ``tests/test_sweep_proof.py`` (a configuration the collision checker calls free is never inside a refused box;
 a pose the arm reaches free of the obstacles is never refused).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import coal
@@ -37,6 +49,7 @@ import numpy as np
 
 from timor_core.kinematics.reach import position_slack
 from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
+from timor_core.search.filtering.family_proof import ROTATION_SLACK, Cut, distance
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
@@ -53,9 +66,9 @@ if TYPE_CHECKING:
     from timor_core.search.filtering.filter_state import Candidate, PoseGoal
 
 __all__ = [
-    "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "candidate_sweep", "certain_collision",
+    "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "body_modules", "candidate_sweep", "certain_collision",
     "certain_collision_numpy", "collision_refusal", "early_refusal", "fixed_collision", "likely_refusal",
-    "obstacle_boxes", "sweep_proof", "sweep_reason",
+    "obstacle_boxes", "sweep_certificate", "sweep_proof", "sweep_reason", "Leaves", "SweepProof", "SweepStarts",
 ]  # fmt: skip
 
 EPS = 1e-8  # m: rounding
@@ -110,34 +123,140 @@ def sweep_proof(
 ) -> int | None:
     """The number of boxes of joint angles that proved every configuration putting the TCP within ``tolerance`` of
     ``goal`` (4x4, world) in collision with an obstacle box (see the module docstring); None: undecided."""
+    proof = sweep_certificate(sweep, obstacles, goal, tolerance, margin, budget)
+    return None if proof is None else proof.boxes
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """The boxes of joint angles a sweep proof refused (``centres``, ``half``, the ``weights`` to cut them by), each
+    with its ``excess`` (m): refused by position with this to spare, inf: by the body (or by rotation alone)."""
+
+    centres: np.ndarray
+    half: np.ndarray
+    weights: np.ndarray
+    excess: np.ndarray
+
+
+@dataclass(frozen=True)
+class SweepProof:
+    """A :func:`sweep_certificate`: ``boxes`` evaluated; ``link``: the boxes refused by the body were refused by its
+    balls on the chain's links up to this one (-1: the body before the first joint; the same body, at the same
+    places, for every chain with the same modules up to the module of joint ``link + 1``); ``leaves``: the boxes
+    refused, where asked for."""
+
+    boxes: int
+    link: int
+    leaves: Leaves | None = None
+
+
+def sweep_certificate(
+    sweep: ArmSweep,
+    obstacles: ObstacleBoxes,
+    goal: np.ndarray,
+    tolerance: Any,
+    margin: float = 0.0,
+    budget: int = BUDGET,
+    witness: np.ndarray | None = None,
+    start: tuple[Leaves, float] | None = None,
+    leaves: bool = False,
+) -> SweepProof | None:
+    """:func:`sweep_proof` with what it proved (a :class:`SweepProof`, with its :class:`Leaves` if ``leaves``); None:
+    undecided. ``witness``: a configuration (n,) within the goal's slacks less a witness's allowances
+    (:func:`~.reach_proof.reaching`): where the body does not refuse it alone, no box holding it is ever refused
+    (every bound is sound), so the proof ends undecided at once, as it would have later. ``start``: the
+    :class:`Leaves` of a proof for a chain of the same family with the same modules up to its ``link``'s, and
+    ``d``: this chain's TCP and last joint origin stay within ``d`` of that one's at every configuration (the same
+    orientations): the proof starts from those boxes, each with ``excess - d`` to spare (measured again where
+    that is not above 0), instead of from the whole turn."""
     if fixed_collision(sweep, obstacles, margin):
-        return 1
-    if not len(obstacles):
+        return SweepProof(1, -1)
+    if not len(obstacles) or (witness is not None and _free(sweep, obstacles, witness, margin)):
         return None
     chain = sweep.chain
     target = _target(chain, goal, tolerance)
-    weights = chain.radii + ROT_WEIGHT
-    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
-    used = 0
+    if start is None:
+        weights = chain.radii + ROT_WEIGHT
+        centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+        used = len(centres)
+        excess, _, weights = measure_boxes(chain.steps, centres, half, target)
+    else:
+        centres, half, excess, weights, used = _started(chain, target, *start)
+    body: list = []
+    refused: list = []
     while True:
-        used += len(centres)
-        excess, _, box_weights = measure_boxes(chain.steps, centres, half, target)
         keep = excess <= 0
         if keep.any():
-            hit = certain_collision(sweep, obstacles, centres[keep], half[keep], margin)
-            keep[np.flatnonzero(keep)[hit]] = False
+            tried = np.flatnonzero(keep)
+            hit = tried[certain_collision(sweep, obstacles, centres[tried], half[tried], margin)]
+            keep[hit] = False
+            body.append((centres[hit], half[hit]))
+            excess[hit] = math.inf
+        if leaves:
+            refused.append((centres[~keep], half[~keep], weights[~keep], excess[~keep]))
         if not keep.any():
-            return used
+            if not leaves:
+                return SweepProof(used, chain.dof - 1)
+            kept = Leaves(*(np.concatenate([r[i] for r in refused]) for i in range(4)))
+            return SweepProof(used, _body_link(sweep, obstacles, body, margin), kept)
         if keep.mean() > GIVE_UP or used + int(keep.sum()) * 2**SPLITS > budget:
             return None
-        centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
+        centres, half = halve_boxes(centres[keep], half[keep], weights[keep], SPLITS)
+        used += len(centres)
+        excess, _, weights = measure_boxes(chain.steps, centres, half, target)
 
 
-def sweep_reason(boxes: int) -> str:
-    """The reason the search gives for a goal :func:`sweep_proof` proved out of reach free of the obstacles."""
+def _free(sweep: ArmSweep, obstacles: ObstacleBoxes, q: np.ndarray, margin: float) -> bool:
+    """Whether the body's balls leave configuration ``q`` unrefused even with ``WITNESS_SLACK`` more depth allowed
+    (a box holding it is refused only where ``q`` alone is: the bound only grows with the box; the slack covers
+    rounding)."""
+    q = np.asarray(q, dtype=float).reshape(1, -1)
+    if q.shape[1] != sweep.chain.dof:
+        return False
+    return not bool(certain_collision(sweep, obstacles, q, np.zeros_like(q), margin + WITNESS_SLACK)[0])
+
+
+def _started(chain: PoseChain, target: BoxGoal, start: Leaves, d: float) -> tuple:
+    """A proof's first level from another chain's :class:`Leaves` at distance ``d``: the boxes, their excess
+    (``excess - d``, measured on this chain where that is not above 0), their weights, and the boxes measured."""
+    excess, weights = start.excess - d, start.weights.copy()
+    open_ = excess <= 0
+    if open_.any():
+        measured, _, measured_weights = measure_boxes(chain.steps, start.centres[open_], start.half[open_], target)
+        excess[open_] = np.maximum(measured, excess[open_])
+        weights[open_] = measured_weights
+    return start.centres, start.half, excess, weights, int(open_.sum())
+
+
+def _body_link(sweep: ArmSweep, obstacles: ObstacleBoxes, body: list, margin: float) -> int:
+    """The least link such that the balls on the links up to it refuse every box of ``body`` (centres, half-widths)
+    that all the balls refused (a subset of the balls refuses a subset of the boxes: the last link always does)."""
+    centres = np.concatenate([b[0] for b in body]) if body else np.empty((0, sweep.chain.dof))
+    half = np.concatenate([b[1] for b in body]) if body else centres
+    if not len(centres):
+        return -1
+    last = sweep.chain.dof - 1
+    for link in range(last):
+        on = sweep.links <= link
+        part = dataclasses.replace(sweep, points=sweep.points[on], links=sweep.links[on], rho=sweep.rho[on])
+        left = ~certain_collision(part, obstacles, centres, half, margin)
+        centres, half = centres[left], half[left]
+        if not len(centres):
+            return link
+    return last
+
+
+WITNESS_SLACK = 1e-9  # m: a witness is tried against the body with this much more depth allowed (rounding)
+MAX_LEAVES = 200_000  # boxes kept for started proofs in all (<= 32 MB for 4 joints); more: all are forgotten
+
+
+def sweep_reason(boxes: int, started: bool = False) -> str:
+    """The reason the search gives for a goal :func:`sweep_proof` proved out of reach free of the obstacles
+    (``started``: from the boxes of a proof for a chain near it, :func:`sweep_certificate`'s ``start``)."""
+    near = " from a proof for a chain of its family" if started else ""
     return (
         "every configuration within its tolerance collides with an obstacle (proven over"
-        f" {boxes} boxes of joint angles)"
+        f" {boxes} boxes of joint angles{near})"
     )
 
 
@@ -173,13 +292,15 @@ def likely_refusal(c: Candidate, index: int, goal: PoseGoal) -> str | None:
     return _swept(c, index, goal, early=True) if record is not None and record[0] > record[1] else None
 
 
-def early_refusal(c: Candidate) -> tuple[int, str] | None:
+def early_refusal(c: Candidate, cut: Cut | None = None) -> tuple[int, str] | None:
     """The first goal (index, task order) and the reason :func:`sweep_proof` proves it out of reach free of the
     obstacles for the candidate's chain, from its modules alone (:func:`~.arm_body.module_sweep`: no robot built),
     tried where :func:`likely_refusal` would try it (the family's record); None if none is proven. The ``family``
     filter runs it after the family's reach proofs: a chain the ``ik`` filter would refuse so after its robot's
     build and the IK of the goals before is refused at once (the same proof on the same body: the verdict is the
-    same; a chain the IK would refuse at an earlier goal is refused at this one instead)."""
+    same; a chain the IK would refuse at an earlier goal is refused at this one instead). ``cut``: the chain's
+    :class:`~.family_proof.Cut`; with it the proof starts from the boxes of a proof for a chain of its family with
+    the same modules up to its body's (:class:`SweepStarts`), and a proof from the whole turn keeps its boxes."""
     ctx = c.ctx
     if not ctx.sweeps or not ctx.config.stop_early or not ctx.config.proof_budget:
         return None
@@ -189,7 +310,7 @@ def early_refusal(c: Candidate) -> tuple[int, str] | None:
             continue
         if candidate_sweep(c, build=False) is None:
             return None  # not a chain of plain modules: left to the ik filter, once the robot is built
-        reason = _swept(c, k, g, early=True)
+        reason = _swept(c, k, g, early=True, cut=cut)
         if reason is not None:
             return k, reason
     return None
@@ -207,17 +328,95 @@ def candidate_sweep(c: Candidate, build: bool = True) -> ArmSweep | None:
     return arm_sweep(c.require_robot()) if build or c.robot is not None else None
 
 
-def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool) -> str | None:
+def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cut | None = None) -> str | None:
     """:func:`sweep_proof` for the candidate's chain and ``goal``, kept in the family's record (proven, or tried
-    early in vain)."""
+    early in vain); ended at once where the family filter found a configuration reaching the goal that the body
+    does not refuse (``candidate.witnesses``); with the chain's ``cut``, from the kept boxes of a proof of a chain
+    near it (:class:`SweepStarts`)."""
     ctx = c.ctx
     if index is not None:
         c.swept.add(index)
     sweep = candidate_sweep(c)
     if sweep is None:
         return None
-    boxes = sweep_proof(sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance, ctx.margin, ctx.config.proof_budget)
-    if index is not None and c.family is not None and (boxes is not None or early):
+    witness = None if index is None else c.witnesses.get(index)
+    prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance,
+                              ctx.margin, ctx.config.proof_budget, witness)  # fmt: skip
+    if cut is None or index is None or c.sweep is not sweep:
+        proof, started = prove(), False
+    else:
+        proof, started = _near_or_whole(c, sweep, index, cut, prove)
+    if index is not None and c.family is not None and (proof is not None or early):
         record = ctx.sweeps.setdefault((index, c.family), [0, 0])
-        record[0 if boxes is not None else 1] += 1
-    return None if boxes is None else sweep_reason(boxes)
+        record[0 if proof is not None else 1] += 1
+    return None if proof is None else sweep_reason(proof.boxes, started)
+
+
+def _near_or_whole(
+    c: Candidate, sweep: ArmSweep, index: int, cut: Cut, prove: Callable[..., SweepProof | None]
+) -> tuple[SweepProof | None, bool]:
+    """``prove``'s proof started from the kept boxes of a chain near the candidate's (:class:`SweepStarts`), else
+    from the whole turn (its boxes kept); and whether it was started."""
+    starts = c.ctx.sweep_starts
+    if starts is None:
+        starts = c.ctx.sweep_starts = SweepStarts()
+    start = starts.near(index, cut, c.ids)
+    if start is not None and (proof := prove(start=start)) is not None:
+        return proof, True
+    proof = prove(leaves=True)
+    if proof is not None and proof.leaves is not None:
+        starts.add(index, cut, c.ids, body_modules(c.require_join().modules, sweep, proof.link), proof.leaves)
+    return proof, False
+
+
+def body_modules(modules: Sequence[Any], sweep: ArmSweep, link: int) -> int | None:
+    """The index of the last of a serial chain's ``modules`` (of :func:`~.arm_body.module_sweep`'s ``sweep``) whose
+    body lies on the chain's links up to ``link`` (the module of the chain's joint ``link + 1``: its body before the
+    joint is on ``link``); None: all of them (or the modules do not match the sweep's joints)."""
+    joints = [b for b, m in enumerate(modules) if m.joints]
+    if len(joints) != len(sweep.groups) or link + 1 >= sweep.chain.dof:
+        return None
+    return joints[int(np.flatnonzero(sweep.groups == link + 1)[0])]
+
+
+class SweepStarts:
+    """The :class:`Leaves` of sweep proofs, per goal and family (:mod:`.family_proof`) and the modules the body of
+    their proof needed (a prefix of the IDs), for the proofs of chains with those modules (:func:`sweep_certificate`'s
+    ``start``): the boxes refused by the body are refused for them too (the same balls at the same places), the
+    others with ``excess - d`` to spare, ``d`` the chains' ``sum_k |t_k - t'_k|`` over their cuts' translations (as
+    a family certificate measures it: their TCPs and last joint origins stay within it)."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple[int, tuple[bytes, ...]], dict[tuple[str, ...], tuple[Any, Leaves]]] = {}
+        self.lengths: dict[tuple[int, tuple[bytes, ...]], set[int]] = {}
+        self.boxes = 0
+
+    def add(self, k: int, cut: Cut, ids: tuple[str, ...], end: int | None, leaves: Leaves) -> None:
+        """Keep a proof of goal ``k`` for the chain of ``ids`` (cut ``cut``) whose body needed the modules up to
+        ``end`` (None: all of them; not kept)."""
+        if end is None or leaves.centres.shape[1] != cut.gaps - 1:
+            return
+        if self.boxes + len(leaves.excess) > MAX_LEAVES:
+            self.kept, self.lengths, self.boxes = {}, {}, 0
+        key = (k, cut.rotations)
+        kept = self.kept.setdefault(key, {})
+        before = kept.get(ids[: end + 1])
+        self.boxes += len(leaves.excess) - (0 if before is None else len(before[1].excess))
+        kept[ids[: end + 1]] = (cut.rows, leaves)
+        self.lengths.setdefault(key, set()).add(end + 1)
+
+    def near(self, k: int, cut: Cut, ids: tuple[str, ...]) -> tuple[Leaves, float] | None:
+        """The kept :class:`Leaves` of goal ``k`` nearest the chain of ``ids`` (cut ``cut``) among those it may start
+        from, with ``d``; None if none."""
+        key = (k, cut.rotations)
+        kept = self.kept.get(key)
+        if not kept:
+            return None
+        best, rows, slack = None, cut.rows, ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: merged joints, as family_proof)
+        for n in self.lengths[key]:
+            found = kept.get(ids[:n])
+            if found is not None:
+                d = distance(found[0], rows) + slack
+                if best is None or d < best[1]:
+                    best = (found[1], d)
+        return best
