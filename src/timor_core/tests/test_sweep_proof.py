@@ -22,6 +22,7 @@ from proof_robots import (
     family_verdicts,
     obstacle_task,
     robot_q,
+    sweep_proof_alone,
     unseen_task,
 )
 
@@ -219,28 +220,6 @@ def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
         return [chain(FAMILY[k]) for k in order]
 
 
-#: (task, bounds, chain, goal) -> whether the sweep proof, run on its own, proves the chain's robot collides at that
-#: goal: the same chain is refused early at the same goal in most of the orders the tests below walk (the seed-38
-#: order and two random ones), and each such proof (the robot built, then proven) is computed once per process
-_PROVEN: dict[tuple[str, bool, tuple[str, ...], str], bool] = {}
-
-
-def _sweep_proven(task: Task, compiled: bool, ids: tuple[str, ...], goal_id: str) -> bool:
-    """The sweep proof run again here, alone, on the chain's robot at that goal of ``task``: proven or not."""
-    from timor_core.task.feedback import task_base_placement
-
-    key = (task.id, compiled, tuple(ids), goal_id)
-    if key not in _PROVEN:
-        use_compiled(compiled)
-        goal = next(g for g in task.goals if g.id == goal_id)
-        robot = ModuleAssembly.from_serial_modules(
-            DBS["robco_like"], ids, base_placement=task_base_placement(task)
-        ).robot
-        proven = sweep_proof(arm_sweep(robot), obstacle_boxes(task), goal.goal_pose.world, goal.goal_pose.tolerance)
-        _PROVEN[key] = proven is not None
-    return _PROVEN[key]
-
-
 def _check_early_sweeps(
     task: Task, order, compiled: bool, least: tuple[int, int] = (100, 1), tried: bool = True, verdicts=None
 ) -> None:
@@ -265,7 +244,8 @@ def _check_early_sweeps(
             refused_early += 1
             assert p.failed_filter in ("ik", "ik_task"), (c.ids, p.failed_filter, p.reason)
             goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
-            assert _sweep_proven(task, compiled, c.ids, goal.id), (c.ids, goal.id)
+            # the sweep proof alone on the chain's built robot (once per chain and goal: proof_robots)
+            assert sweep_proof_alone(task.id, compiled, tuple(c.ids), goal.id) is not None, (c.ids, goal.id)
             continue
         assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
         if c.failed_filter is None:
