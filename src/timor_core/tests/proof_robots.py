@@ -88,6 +88,29 @@ def family_verdicts(early: bool) -> tuple:
         patch.undo()
 
 
+@functools.cache
+def _unseen(name: str) -> Task:
+    return unseen_task(name)
+
+
+@functools.cache
+def sweep_proof_alone(task_name: str, compiled: bool, ids: tuple[str, ...], goal_id: str) -> Any:
+    """:func:`~timor_core.search.filtering.sweep_proof.sweep_proof` (compiled or numpy bounds) of the chain's robot,
+    built on its own at the unseen task's base, at its goal ``goal_id``: the proof, or None; once per process:
+    test_sweep_proof and test_module_sweep check the early refusals of :data:`FAMILY` (most of them the same chains
+    at the same goals, in each order they walk) against it (~5 ms a chain: the robot built, then proven)."""
+    from timor_core.search.filtering.arm_body import robot_sweep
+    from timor_core.search.filtering.proof_kernel import use_compiled
+    from timor_core.search.filtering.sweep_proof import obstacle_boxes, sweep_proof
+    from timor_core.task.feedback import task_base_placement
+
+    task = _unseen(task_name)
+    use_compiled(compiled)
+    goal = next(g for g in task.goals if g.id == goal_id)
+    robot = ModuleAssembly.from_serial_modules(DBS["robco_like"], ids, base_placement=task_base_placement(task)).robot
+    return sweep_proof(robot_sweep(robot), obstacle_boxes(task), goal.goal_pose.world, goal.goal_pose.tolerance)
+
+
 def obstacle_task(boxes: list[tuple[np.ndarray, np.ndarray]]) -> Task:
     """A task with these obstacle boxes (4x4 pose, full sides) and one goal (not used here)."""
     obstacles = [

@@ -345,13 +345,14 @@ def test_exp2_tasks_sharded_on_dask_equal_the_in_process_search(cluster, robco, 
 
 @needs_dask
 @pytest.mark.slow
-def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(robco, in_process):
-    """A worker is killed while the shards run: its shard runs again (on the other worker or the one the nanny
-    starts), and the answer is still the in-process search's."""
+def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(cluster, robco, in_process):
+    """A worker of the module's cluster is killed while the shards run: its shard runs again (on the other worker
+    or the one the nanny starts), and the answer is still the in-process search's. (The module's last test: a
+    cluster of its own cost two more worker starts, ~1.8 CPU-s.)"""
     study, exp2 = _exp2_case("moved_goals", robco)
     local = in_process("moved_goals")
     out: dict = {}
-    with DaskEvaluator(n_workers=2, report_every=0.2) as de:
+    with DaskEvaluator(cluster.address, report_every=0.2) as de:
         de.start()
 
         def search() -> None:

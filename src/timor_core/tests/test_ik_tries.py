@@ -48,6 +48,18 @@ def _arm(name: str, placement: np.ndarray | None = None) -> PinRobot:
     return PinRobot.from_urdf(share / "robots" / ARMS[name], share.parent, base_placement=placement)
 
 
+_IMPORTED: dict[str, ModuleAssembly] = {}
+
+
+def _placed_arm(name: str, placement: np.ndarray | None) -> PinRobot:
+    """The arm's robot at ``placement``, built anew from its URDF's one-module assembly imported once per process
+    (what ``PinRobot.from_urdf(..., base_placement=placement)`` builds: test_placed_arms_are_from_urdfs holds the two
+    equal); importing the URDF again per hypothesis example cost ~25 ms of its ~55."""
+    if name not in _IMPORTED:
+        _IMPORTED[name] = _arm(name).assembly
+    return _IMPORTED[name].to_pin_robot(base_placement=placement)
+
+
 _ROBOTS: dict[str, PinRobot] = {}
 
 
@@ -177,13 +189,32 @@ def test_the_reach_bound_refuses_no_pose_an_arm_reaches(name, seed, spread):
     """Random configurations (beyond the limits too) of example-robot-data's arms, the base anywhere: the bound the
     IK refuses goals with never refuses their poses, and the IK never calls them unreachable."""
     rng = np.random.default_rng(seed)
-    robot = _arm(name, random_placement(rng, spread) if spread else None)
+    robot = _placed_arm(name, random_placement(rng, spread) if spread else None)
     for _ in range(10):
         pose = robot.fk(anywhere_configuration(robot, rng))
         assert outside_workspace(robot, robot.tcp, pose, None) == 0.0, (name, seed)
         assert outside_workspace(robot, robot.tcp, pose, TOLERANCES["sphere_cone"]) == 0.0, (name, seed)
     result = robot.ik(pose, tolerance=TOLERANCES["sphere_cone"], rng=0, max_n_tries=2, details=True)
     assert not result.reason.startswith("unreachable"), result.reason
+
+
+@pytest.mark.parametrize("name", sorted(ARMS))
+def test_placed_arms_are_from_urdfs(name):
+    """:func:`_placed_arm` (the reach bound's property test) builds what ``PinRobot.from_urdf`` builds at the same
+    placement: the same placement, model and TCP pose at random configurations."""
+    placement = random_placement(np.random.default_rng(5), 3.0)
+    share = robots_share()
+    if share is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    direct = PinRobot.from_urdf(share / "robots" / ARMS[name], share.parent, base_placement=placement)
+    placed = _placed_arm(name, placement)
+    np.testing.assert_array_equal(placed.placement, placement)
+    np.testing.assert_array_equal(direct.placement, placed.placement)
+    assert (direct.dof, direct.tcp_name, direct.joints) == (placed.dof, placed.tcp_name, placed.joints)
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        q = direct.random_configuration(rng)
+        np.testing.assert_array_equal(placed.fk(q), direct.fk(q))
 
 
 @pytest.mark.parametrize("name", sorted(ARMS))

@@ -15,21 +15,20 @@ from conftest import anywhere_configuration
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from proof_robots import (
-    DBS,
     ROBOTS,
     assembly_of,
     boxes_around,
     family_verdicts,
     obstacle_task,
     robot_q,
+    sweep_proof_alone,
     unseen_task,
 )
 
-from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
 from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
 from timor_core.search.filtering.proof_kernel import use_compiled
-from timor_core.search.filtering.sweep_proof import certain_collision, obstacle_boxes, sweep_proof
+from timor_core.search.filtering.sweep_proof import certain_collision, obstacle_boxes
 
 ATOL = 1e-12  # m: the modules' products against Pinocchio's
 
@@ -115,10 +114,8 @@ def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_
     proof started from the boxes of a chain near it (``sweep_proof.SweepStarts``) says so. The verdicts are
     test_sweep_proof's, computed once per process (``proof_robots.family_verdicts``)."""
     from timor_core.search.filtering.sweep_proof import sweep_reason
-    from timor_core.task.feedback import task_base_placement
 
     use_compiled(True)
-    db, placement, boxes = DBS["robco_like"], task_base_placement(obstacles_4), obstacle_boxes(obstacles_4)
     refused = started = 0
     for c, p in zip(family_verdicts(True), family_verdicts(False), strict=True):
         assert c.ids == p.ids
@@ -131,7 +128,6 @@ def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_
             started += 1  # (its box count is the started proof's: the verdict, compared above, is what holds)
             continue
         goal = next(g for g in obstacles_4.goals if c.reason.startswith(f"goal {g.id}:"))
-        robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
-        proven = sweep_proof(robot_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
+        proven = sweep_proof_alone(obstacles_4.id, True, tuple(c.ids), goal.id)  # the built robot's, once a chain
         assert proven is not None and c.reason == f"goal {goal.id}: {sweep_reason(proven)}", (c.ids, c.reason)
     assert refused >= 100 and started >= 10, (refused, started)

@@ -22,6 +22,7 @@ from proof_robots import (
     family_verdicts,
     obstacle_task,
     robot_q,
+    sweep_proof_alone,
     unseen_task,
 )
 
@@ -227,10 +228,8 @@ def _check_early_sweeps(
     computed already (None: computed here)."""
     from _pytest.monkeypatch import MonkeyPatch
 
-    from timor_core.task.feedback import task_base_placement
-
     use_compiled(compiled)
-    db, placement, boxes = DBS["robco_like"], task_base_placement(task), obstacle_boxes(task)
+    db = DBS["robco_like"]
     patch = MonkeyPatch()
     try:
         early, plain = verdicts or (
@@ -247,9 +246,8 @@ def _check_early_sweeps(
             goal = next(g for g in task.goals if c.reason.startswith(f"goal {g.id}:"))
             if "from a proof for a chain of its family" in c.reason:
                 continue  # a proof started from a chain near it (its own from the whole turn may give up)
-            robot = ModuleAssembly.from_serial_modules(db, c.ids, base_placement=placement).robot
-            proven = sweep_proof(arm_sweep(robot), boxes, goal.goal_pose.world, goal.goal_pose.tolerance)
-            assert proven is not None, (c.ids, goal.id)
+            # the sweep proof alone on the chain's built robot (once per chain and goal: proof_robots)
+            assert sweep_proof_alone(task.id, compiled, tuple(c.ids), goal.id) is not None, (c.ids, goal.id)
             continue
         assert (c.failed_filter, c.reason_key, c.reason) == (p.failed_filter, p.reason_key, p.reason), c.ids
         if c.failed_filter is None:
