@@ -105,7 +105,7 @@ def test_a_pose_reached_free_of_the_obstacles_is_never_refused(name, pick, seed,
         if CollisionChecker(robot, task.obstacles, 0.0, self_collision=False).in_collision(q):
             continue
         goal = robot.fk(q)
-        assert sweep_proof(sweep, obstacle_boxes(task), goal, EXP2, 0.0, 2048) is None, (ids, q)
+        assert sweep_proof(sweep, obstacle_boxes(task), goal, EXP2, margin=0.0, budget=2048) is None, (ids, q)
 
 
 def test_an_arm_based_inside_an_obstacle_is_refused_everywhere():

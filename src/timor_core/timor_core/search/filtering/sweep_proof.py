@@ -114,16 +114,12 @@ def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
 
 
 def sweep_proof(
-    sweep: ArmSweep,
-    obstacles: ObstacleBoxes,
-    goal: np.ndarray,
-    tolerance: Any,
-    margin: float = 0.0,
-    budget: int = BUDGET,
+    sweep: ArmSweep, obstacles: ObstacleBoxes, goal: np.ndarray, tolerance: Any, **options: Any
 ) -> int | None:
     """The number of boxes of joint angles that proved every configuration putting the TCP within ``tolerance`` of
-    ``goal`` (4x4, world) in collision with an obstacle box (see the module docstring); None: undecided."""
-    proof = sweep_certificate(sweep, obstacles, goal, tolerance, margin, budget)
+    ``goal`` (4x4, world) in collision with an obstacle box (see the module docstring); None: undecided.
+    ``options``: :func:`sweep_certificate`'s ``margin`` and ``budget``."""
+    proof = sweep_certificate(sweep, obstacles, goal, tolerance, **options)
     return None if proof is None else proof.boxes
 
 

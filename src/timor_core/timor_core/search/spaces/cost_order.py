@@ -97,16 +97,13 @@ def by_cost_indexed(
     cost: CostFunction | str | None = "mass",
     start: int = 0,
     stop: int | None = None,
-    *,
-    base_placement: Any = None,
-    chunk: int = 100_000,
-    shard: tuple[int, int] | None = None,
+    **options: Any,
 ) -> Iterator[tuple[float, int, tuple[str, ...]]]:
     """:func:`by_cost` with each assembly's space position: ``(cost, index, ids)``, ascending in ``(cost,
-    index)``. ``shard=(r, k)`` keeps the positions of shard ``r`` of ``k`` (:func:`shard_of`) only: the ``k``
-    shards' sequences interleaved by ``(cost, index)`` are the whole sequence."""
-    lists = by_cost_indexed_batches(space, cost, start, stop, base_placement=base_placement, chunk=chunk, shard=shard)
-    return itertools.chain.from_iterable(lists)
+    index)``. ``options``: :func:`by_cost_indexed_batches`' keywords (``base_placement``, ``chunk``, ``shard``);
+    ``shard=(r, k)`` keeps the positions of shard ``r`` of ``k`` (:func:`shard_of`) only: the ``k`` shards'
+    sequences interleaved by ``(cost, index)`` are the whole sequence."""
+    return itertools.chain.from_iterable(by_cost_indexed_batches(space, cost, start, stop, **options))
 
 
 def by_cost_indexed_batches(
