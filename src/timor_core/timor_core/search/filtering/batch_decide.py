@@ -194,7 +194,7 @@ class BatchLookup:
                     if got is not None and got[0] == stamp:
                         number = head.numbers.get(got[2])
             if number is None or number[0] != numbering:
-                head, got, number = self._staging(proofs, tupled, price, bound, stamp)
+                head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
                 if head is None:
                     self._broke = True
                     break
@@ -208,12 +208,14 @@ class BatchLookup:
             lasts.append(got[1])
             state.append(_PENDING)
 
-    def _staging(self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float, stamp: tuple) -> Any:
+    def _staging(
+        self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float, stamp: tuple, kept_head: bool
+    ) -> Any:
         """An assembly's head, ``(stamp, last row, last rotation, DOF after the joint)`` and ``(numbering, family
         number)`` the way ``decision`` reads them, kept on the head (module docstring; head None: not decided from
-        kept heads and tails)."""
+        kept heads and tails; ``kept_head`` False: its head is not kept, as ``Kept.known`` would find)."""
         kept = self.certified.kept
-        found = kept.known(proofs, ids)
+        found = kept.known(proofs, ids) if kept_head else None
         if found is None and price is not None:
             passes = self.certified.passes
             found = kept.grow(proofs, ids, self.certified.ctx.join, lambda n, dof: passes(n, dof, price, bound))

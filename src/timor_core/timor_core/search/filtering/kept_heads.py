@@ -216,15 +216,17 @@ class Kept:
         segments = proofs.segments
         kinds, steps = segments.kinds, segments.steps
         joints = []
-        for i, m in enumerate(ids):
-            kind = kinds.get(m)
+        for i in range(len(ids) - 1, -1, -1):  # (the last two joints; those before: read when the parent was kept)
+            kind = kinds.get(ids[i])
             if kind is None:
                 return None
             if kind:
                 joints.append(i)
+                if len(joints) == 2:
+                    break
         if len(joints) < 2:
             return None
-        prev, at = joints[-2], joints[-1]
+        at, prev = joints
         parent = self._kept(ids[: prev + 1], steps)
         if parent is None:
             return None
