@@ -20,6 +20,7 @@ time and goes on.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import Counter
@@ -42,6 +43,8 @@ _CELLS = 1 << 14  # (cut, certificate) pairs per numpy step (bounded memory: ~3 
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _PENDING, _UNSURE, _NONE = -1, -2, -3
+_SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
+_NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
 
 
 class BatchLookup:
@@ -56,7 +59,8 @@ class BatchLookup:
         # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
         self._ids: list[Sequence[str]] = []
         self._families: list[int] = []  # (the family's number in ``_numbers``)
-        self._rows: list[tuple] = []
+        self._heads: list[Any] = []  # (their kept heads and last rows: the cut rows are the head's and the last)
+        self._lasts: list[tuple] = []
         self._state: list[int] = []
         self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
         self._broke = False  # the staging stopped at a cut it cannot stage
@@ -68,6 +72,8 @@ class BatchLookup:
         # per family number and goal: ``forgotten`` of its certificates, then (translations, margin) of those that
         # covered its last cuts, newest first
         self._recent: dict[tuple[int, int], list[Any]] = {}
+        self._numbering = next(_NUMBERINGS)  # this numbering of families (:meth:`_extend`'s stamp)
+        self._ends: dict[tuple, dict] = {}  # per entry connector and carried length: ``Head.ends``
 
     def refused(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> tuple[int, dict[str, int], float]:
         """How many of the first ``items`` (``(price, ids)``) the look-up refuses (:meth:`refusals`), their reason
@@ -100,7 +106,7 @@ class BatchLookup:
                 break
             self._stage(items, bound, True)  # every cut staged was refused: stage the rest
         drop = len(out) + 1  # (the next one: the caller's, one at a time)
-        for kept in (self._ids, self._families, self._rows, self._state):
+        for kept in (self._ids, self._families, self._heads, self._lasts, self._state):
             del kept[:drop]
         self._fresh = max(0, self._fresh - drop)
         return out
@@ -139,44 +145,96 @@ class BatchLookup:
             self._recent.clear()
             del self._certs[:], self._signs[:]
             self._key = None
-        staged_ids, families, rows, state = self._ids, self._families, self._rows, self._state
-        numbers, same = self._numbers, 0
+            self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
+        staged_ids, same = self._ids, 0
         if key == self._key:
             most = min(len(staged_ids), len(items))
             while same < most and staged_ids[same] is items[same][1]:
                 same += 1
         if same < len(staged_ids) or key != self._key:
             self._key, self._broke = key, False
-            for kept_list in (staged_ids, families, rows, state):
+            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state):
                 del kept_list[same:]
             self._fresh = min(self._fresh, same)
         if not extend or self._broke:
             return
-        known, tails, passes, end = kept.known, kept.tails, cr.passes, kept.end
+        self._extend(proofs, items, same, bound)
+
+    def _extend(
+        self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
+    ) -> None:
+        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (a look-up by
+        the IDs up to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one dictionary for the
+        heads of one entry connector and carried length, which give the same last segment) and its family's number
+        by the last rotation (``Head.numbers``): read once by :meth:`_staging` the way ``Kept.known``, ``Kept.end``
+        and :meth:`_number` read them, and valid while the segments known, the heads and tails kept and the family
+        numbers are the same (the stamps; a kept segment or head is replaced only when segments were added)."""
+        cr = self.certified
+        segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
+        kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
+        stamp = (numbering, count, cr.kept.clears)
         bounds = limits()
         most_modules, most_dof = bounds.max_modules, bounds.max_dof
+        staged_ids, families, state = self._ids, self._families, self._state
+        staged_heads, lasts = self._heads, self._lasts
         for price, ids in items[same:]:
             tupled = ids if ids.__class__ is tuple else tuple(ids)
-            found = known(proofs, tupled)
-            if found is None:
-                found = self._kept(proofs, tupled, price, bound)
-                if found is None:
+            at = len(tupled) - 1
+            kind = kinds.get(tupled[at]) if at >= 0 else None
+            while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
+                at -= 1
+                kind = kinds.get(tupled[at]) if at >= 0 else None
+            got: Any = None
+            number: Any = None
+            head: Any = None
+            if kind:
+                head = heads.get(tupled[: at + 1])
+                if head is not None and head.seen == count and head.ends is not None:
+                    got = head.ends.get(tupled[at:])
+                    if got is not None and got[0] == stamp:
+                        number = head.numbers.get(got[2])
+            if number is None or number[0] != numbering:
+                head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
+                if head is None:
                     self._broke = True
                     break
-            else:
-                n, dof = len(tupled), found[0].dof + tails[found[1]][1]
-                if not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
-                    self._broke = True
-                    break
-            head = found[0]
-            last = end(*found)
-            number = numbers.get((head.rotations, last[0]))
-            if number is None:
-                number = self._number(proofs, head.rotations, last[0])
+            n, dof = len(tupled), head.dof + got[3]
+            if not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
+                self._broke = True
+                break
             staged_ids.append(ids)
-            families.append(number)
-            rows.append((*head.rows, last[2]))
+            families.append(number[1])
+            staged_heads.append(head)
+            lasts.append(got[1])
             state.append(_PENDING)
+
+    def _staging(
+        self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float, stamp: tuple, kept_head: bool
+    ) -> Any:
+        """An assembly's head, ``(stamp, last row, last rotation, DOF after the joint)`` and ``(numbering, family
+        number)`` the way ``decision`` reads them, kept on the head (module docstring; head None: not decided from
+        kept heads and tails; ``kept_head`` False: its head is not kept, as ``Kept.known`` would find)."""
+        kept = self.certified.kept
+        found = kept.known(proofs, ids) if kept_head else None
+        if found is None and price is not None:
+            passes = self.certified.passes
+            found = kept.grow(proofs, ids, self.certified.ctx.join, lambda n, dof: passes(n, dof, price, bound))
+        if found is None:
+            found = self._kept(proofs, ids, price, bound)
+            if found is None:
+                return None, None, None
+        head, key, _ = found
+        last = kept.end(*found)
+        number = self._numbers.get((head.rotations, last[0]))
+        if number is None:
+            number = self._number(proofs, head.rotations, last[0])
+        got = (stamp, last[2], last[0], kept.tails[key][1])
+        if head.seen == stamp[1]:
+            if head.ends is None:
+                head.ends = self._ends.setdefault((head.entry, head.carry), {})
+            head.ends[key[0]] = got
+            head.numbers[last[0]] = (stamp[0], number)
+        return head, got, (stamp[0], number)
 
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
@@ -232,28 +290,39 @@ class BatchLookup:
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
         :data:`SLACK` (``_UNSURE`` those within it of a margin); the others left. The certificates that covered the
-        family's last cuts are tried first, one cut at a time (:func:`~.family_proof.distance`: most are covered by
-        one of them), the others by numpy for the cuts they leave."""
-        state, rows = self._state, self._rows
+        family's last cuts are tried first (:func:`~.family_proof.distance`: most are covered by one of them), the
+        others by numpy for the cuts they leave. A certificate's distance to a cut is its distance to the head's
+        rows (once per head and certificate, kept on the head by the certificate's serial number:
+        :func:`~.family_proof.distance` adds the rows in order) plus the last row's; where the head's alone reaches
+        the margin, the whole does too (the sums only grow): the same answers."""
+        state, heads, lasts = self._state, self._heads, self._lasts
         recent = self._recent.get((fid, goal))
         if recent is None or recent[0] != certs.forgotten:  # (halved: those may be forgotten)
             recent = self._recent[fid, goal] = [certs.forgotten]
-        left = []
-        for j in at:
-            row = rows[j]
-            for k in range(1, len(recent)):
-                near, margin = recent[k]
-                if distance(near, row, margin) < margin - SLACK:
-                    state[j] = goal
-                    if k > 1:  # (the one that covered it first next time)
-                        recent[1], recent[k] = recent[k], recent[1]
-                    break
-            else:
-                left.append(j)
+        left, sqrt = at, math.sqrt
+        for rest, (px, py, pz), margin, serial in recent[1:]:
+            more = []
+            for j in left:
+                sums = heads[j].sums
+                d = sums.get(serial)
+                if d is None:
+                    d = sums[serial] = distance(rest, heads[j].rows, margin)
+                if d < margin:
+                    qx, qy, qz = lasts[j]
+                    dx, dy, dz = px - qx, py - qy, pz - qz
+                    if d + sqrt(dx * dx + dy * dy + dz * dz) < margin - SLACK:
+                        state[j] = goal
+                        continue
+                more.append(j)
+            left = more
+            if not left:
+                return left
         if not left:
             return left
         size = certs.size
-        clear, near, first = _distances(certs.points[:size], certs.margins[:size], np.array([rows[j] for j in left]))
+        clear, near, first = _distances(
+            certs.points[:size], certs.margins[:size], np.array([(*heads[j].rows, lasts[j]) for j in left])
+        )
         out = []
         for j, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
             if c:
@@ -263,7 +332,8 @@ class BatchLookup:
             else:
                 out.append(j)
         for k in dict.fromkeys(first[clear].tolist()):
-            recent.insert(1, (certs.points[k].tolist(), float(certs.margins[k])))
+            near = certs.points[k].tolist()
+            recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), next(_SERIALS)))
         del recent[1 + _RECENT :]
         return out
 

@@ -26,11 +26,14 @@ MAX_KEPT = 65_536
 """Heads (and tails) kept: more, and all are forgotten and kept anew."""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Head:
     """The modules up to an assembly's last joint: their modules, the connector the last of them is entered by,
     their DOF, the keys and segments of their steps as read, the merged steps (rotation keys, 4x4 steps,
-    translations), the length the last step takes on, and how many segments there were when they were read."""
+    translations), the length the last step takes on, and how many segments there were when they were read;
+    ``families``, ``ends``, ``numbers`` and ``sums``: what :meth:`Kept.certified` and
+    :class:`~.batch_decide.BatchLookup` found for assemblies with this head (hints and stagings, each stamped with
+    what it holds for)."""
 
     modules: tuple[Any, ...]
     entry: str
@@ -43,6 +46,9 @@ class Head:
     carry: float
     seen: int
     families: dict[bytes, list] = field(default_factory=dict)  # per last rotation: goal 0's certificates, a hint
+    ends: dict[tuple, tuple] | None = None  # a batch's last rows per IDs from the last joint on (entry and carry's)
+    numbers: dict[bytes, tuple] = field(default_factory=dict)  # per last rotation: a batch's family number
+    sums: dict[int, float] = field(default_factory=dict)  # per certificate a batch tried: its distance to ``rows``
 
 
 Tail = tuple[tuple[Any, ...], int]
@@ -60,6 +66,7 @@ class Kept:
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
         self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
+        self.clears = 0  # times the heads and tails were all forgotten (:meth:`keep`)
 
     def decide(
         self, proofs: FamilyProofs, ids: tuple[str, ...], bound: float, price: float | None
@@ -195,14 +202,70 @@ class Kept:
             head = self._head(ids, joints, join, steps)
             if head is None:
                 return None
-            if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
-                self.heads.clear()
-                self.tails.clear()
-                self.lasts.clear()
-            self.heads[ids[: at + 1]] = head
+            self._store(ids[: at + 1], head)
         if key not in self.tails:
             self.tails[key] = (tuple(join.modules[at + 1 :]), join.dof - head.dof)
         return head, key, last
+
+    def grow(self, proofs: FamilyProofs, ids: tuple[str, ...], joiner: Any, admit: Any) -> Any:
+        """:meth:`keep` of an assembly whose head's parent (its modules up to the joint before the last) is kept,
+        joined from that joint on with the modules and pairs ``joiner`` (``ctx.join``) has read instead of in full:
+        the same entries (each neighbouring pair joins in one way, given the first's entry), head and tail. None
+        where anything is not read or kept yet, or the join's limits or ``admit(n, dof)`` (the bound and limits
+        filters) refuse it: the caller takes the full way (:meth:`keep` after a join), which gives the same."""
+        segments = proofs.segments
+        kinds, steps = segments.kinds, segments.steps
+        joints = []
+        for i in range(len(ids) - 1, -1, -1):  # (the last two joints; those before: read when the parent was kept)
+            kind = kinds.get(ids[i])
+            if kind is None:
+                return None
+            if kind:
+                joints.append(i)
+                if len(joints) == 2:
+                    break
+        if len(joints) < 2:
+            return None
+        at, prev = joints
+        parent = self._kept(ids[: prev + 1], steps)
+        if parent is None:
+            return None
+        units, pairs, entry = joiner.modules, joiner.pairs, parent.entry
+        entries: list[str] = []
+        found = [units.get(m) for m in ids[prev + 1 :]]
+        for a, b in zip(ids[prev:], ids[prev + 1 :]):
+            entry = pairs.get((a, entry, b))
+            if entry is None or found[len(entries)] is None:
+                return None
+            entries.append(entry)
+        dofs = [f[1] for f in found]
+        own = parent.dof + sum(dofs[: at - prev])
+        dof, bounds = own + sum(dofs[at - prev :]), limits()
+        if not (len(ids) <= bounds.max_modules and dof <= bounds.max_dof and admit(len(ids), dof)):
+            return None
+        key = (ids[at:], entries[at - prev - 1])
+        last = steps.get(key)
+        if last is None:
+            return None
+        head = self._kept(ids[: at + 1], steps)
+        if head is None:
+            modules = (*parent.modules, *[f[0] for f in found[: at - prev]])
+            head = self._child(parent, ids, prev, at, (modules, key[1], own), steps)
+            if head is None:
+                return None
+            self._store(ids[: at + 1], head)
+        if key not in self.tails:
+            self.tails[key] = (tuple([f[0] for f in found[at - prev :]]), dof - head.dof)
+        return head, key, last
+
+    def _store(self, ids: tuple[str, ...], head: Head) -> None:
+        """Keep ``head`` for ``ids`` (past :data:`MAX_KEPT` heads, tails or last segments all are forgotten first)."""
+        if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
+            self.heads.clear()
+            self.tails.clear()
+            self.lasts.clear()
+            self.clears += 1
+        self.heads[ids] = head
 
     def _kept(self, ids: tuple[str, ...], steps: dict) -> Head | None:
         """The head kept for ``ids`` (modules up to a joint) if its segments are still the ones known."""
@@ -224,7 +287,14 @@ class Kept:
             rotations, parts, rows, _ = zip(*kept, strict=True)
             return Head(tuple(join.modules[: at + 1]), entries[at], sum([units[m][1] for m in ids[: at + 1]]), keys,
                         found, rotations, parts, rows, carry, len(steps))  # fmt: skip
-        key = (ids[joints[-2] : at + 1], parent.entry)
+        dof = parent.dof + sum([units[m][1] for m in ids[joints[-2] + 1 : at + 1]])
+        return self._child(parent, ids, joints[-2], at, (tuple(join.modules[: at + 1]), entries[at], dof), steps)
+
+    def _child(self, parent: Head, ids: tuple[str, ...], prev: int, at: int, own: tuple, steps: dict) -> Head | None:
+        """The head of ``ids`` up to its joint at ``at`` from its parent's (up to the joint at ``prev``) followed by
+        one segment (:func:`~.segments.merged_head`'s step for one more; None: that segment not known); ``own``:
+        the head's modules, entry connector and DOF."""
+        key = (ids[prev : at + 1], parent.entry)
         seg = steps.get(key)
         if seg is None:
             return None
@@ -238,9 +308,9 @@ class Kept:
                 step[2, 3] += carry
                 row, carry = (row[0], row[1], row[2] + carry), 0.0
             rotations, parts, rows = (*rotations, rotation), (*parts, step), (*rows, row)
-        dof = parent.dof + sum([units[m][1] for m in ids[joints[-2] + 1 : at + 1]])
-        return Head(tuple(join.modules[: at + 1]), entries[at], dof, (*parent.keys, key), (*parent.segments, seg),
-                    rotations, parts, rows, carry, len(steps))  # fmt: skip
+        modules, entry, dof = own
+        return Head(modules, entry, dof, (*parent.keys, key), (*parent.segments, seg), rotations, parts, rows, carry,
+                    len(steps))  # fmt: skip
 
 
 def _cut(head: Head, end: Segment) -> Cut:
