@@ -169,7 +169,10 @@ def _steps(cut: Cut) -> tuple[np.ndarray, np.ndarray]:
 class _Segments:
     """The ``A_k`` of an assembly from the modules between its joints, each computed once: ``A_k`` depends only on
     the modules from joint k's to joint k+1's and the connector the first of them is entered by (the rest follow:
-    a serial assembly joins each neighbouring pair in one way), ``A_0`` also on the base placement."""
+    a serial assembly joins each neighbouring pair in one way), ``A_0`` also on the base placement. The first value
+    computed for a key is kept and every cut is made of the kept values: the same segment computed in another
+    assembly (another place in the world) can differ in the last bit, and a chain with twice the same key (``J J``
+    twice) would otherwise have a cut of its own values that no later look-up of the same chain gives."""
 
     def __init__(self, placement: np.ndarray | None) -> None:
         self.placement = placement
@@ -205,9 +208,8 @@ class _Segments:
         joints = [i for i, m in enumerate(ids) if kinds[m]]
         starts, ends = [0, *joints], [*joints, len(ids) - 1]
         keys = [(ids[a : b + 1], entries[a]) for a, b in zip(starts, ends, strict=True)]
-        for k, seg in zip(keys, segments, strict=True):
-            self.steps[k] = seg
-        return Cut.of_segments(segments)
+        keep = self.steps.setdefault  # a segment known stays: the cut is the known segments' (see the class)
+        return Cut.of_segments([keep(k, seg) for k, seg in zip(keys, segments, strict=True)])
 
     def _kind(self, m: str, module: Any) -> bool | None:
         plain = len(module.joints) <= 1 and all(j.type in REVOLUTE for j in module.joints)
