@@ -379,6 +379,8 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
             tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
             gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
             top = tx * gx + ty * gy + tz * gz
+            if top >= least:  # the terms below only add to it: this axis refuses nothing (not summed)
+                continue
             cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
             for i in range(n):
                 ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
