@@ -40,7 +40,8 @@ SIGNATURES: dict[str, str] = {
 def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
-    kernels = {**proof_kernel.py_kernels(), **proof_kernel.other_kernels(), **sweep_bound.py_kernels()}
+    others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
+    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels()}
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
 

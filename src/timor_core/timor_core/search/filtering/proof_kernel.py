@@ -26,6 +26,7 @@ from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
 from timor_core.kinematics import ik_kernel
+from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "proof_aot.py", "sweep_bound.py")
+AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py")
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
@@ -104,10 +105,15 @@ def py_kernels() -> dict[str, Any]:
     return dict(zip(KERNEL_NAMES, (_poses, _position, _orientation, _halves), strict=True))
 
 
-def other_kernels() -> dict[str, Any]:
+def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
     """This module's kernels among :data:`OTHER_KERNELS` as Python functions by name (built ahead of time with the
-    others)."""
-    return {"descend": _descend}
+    others); with ``compiled_helpers`` the helpers they call are numba's kernels (numba compiles a kernel only where
+    what it calls is compiled too: for a build, or numba's compilation)."""
+    if not compiled_helpers:
+        return {"descend": descend}
+    import numba  # noqa: PLC0415 (only once the process compiles its kernels)
+
+    return {"descend": calling_compiled(numba.njit(cache=True, fastmath=False, nogil=True))}
 
 
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
@@ -168,10 +174,10 @@ def halve_boxes(
 
 def reach_witness(steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, goal: BoxGoal) -> np.ndarray | None:
     """A configuration (n,) that puts the TCP within ``goal.slack`` and ``goal.theta`` of the goal, less the rounding
-    allowances, found by a descent (:func:`_descend`) from the :data:`WITNESS_STARTS` box centres (``centres`` (M,
-    n)) nearest the goal; None if none is found. Where one is found no proof can refuse the goal (the box holding it
-    is never refused: the bounds are sound), so a proof can stop there, undecided, as it would have later. None
-    where the compiled kernels do not run: it only saves time."""
+    allowances, found by a descent (:func:`~.proof_descent.descend`) from the :data:`WITNESS_STARTS` box centres
+    (``centres`` (M, n)) nearest the goal; None if none is found. Where one is found no proof can refuse the goal
+    (the box holding it is never refused: the bounds are sound), so a proof can stop there, undecided, as it would
+    have later. None where the compiled kernels do not run: it only saves time."""
     kernel = ahead_kernel("descend") or compiled.loaded_or_none(_descend_kernel, "the reach proofs")
     if kernel is None or not len(centres):
         return None
@@ -216,83 +222,21 @@ def witness_from(
     return found if reached else None
 
 
-DAMPING = 1e-5  # m^2: the descent's damping (J^T J of these arms ~1e-2-1 m^2)
-ROT_WEIGHT_DESCENT = 0.1  # m per rad: the rotation error's weight in a descent step
-ROT_SCORE, ROT_FRACTION = 0.1, 1.0  # m per rad beyond this fraction of the goal's rotation slack: added to a centre's
-# distance from the goal when choosing the centres to descend from
+ROT_SCORE = (
+    0.1  # m per rad beyond ROT_FRACTION of the goal's rotation slack: added to a centre's distance from the goal
+)
+# when choosing the centres to descend from
 WITNESS_EPS, WITNESS_ANGLE_EPS = 1e-7, 1e-5  # m, rad: a witness lies this far inside the slacks (rounding)
 
 
 @functools.cache
 def _descend_kernel() -> Any:
-    """The compiled :func:`_descend` (numba's, where none is built ahead of time)."""
+    """The compiled :func:`~.proof_descent.descend` (numba's, where none is built ahead of time)."""
     import numba  # noqa: PLC0415 (only once the process runs its compiled kernels)
 
-    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(_descend)
+    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(other_kernels(compiled_helpers=True)["descend"])
     compiled.mark_loaded()
     return kernel
-
-
-def _descend(rot_steps, trans_steps, starts, gpos, gaxes, slack, theta, iterations, found):
-    """True where a descent from one of ``starts`` (K, n) reaches a configuration (put in ``found``) whose TCP is within
-    ``slack`` of ``gpos`` and ``theta`` of the goal's rotation (``gaxes``: row k axis k): damped least-squares steps
-    ``(J^T J + DAMPING I) dq = J^T e`` on the position and, while the TCP turns more than ``ROT_FRACTION theta`` from
-    the goal, ``ROT_WEIGHT_DESCENT`` times the rotation error ``sum_k t_k x g_k / 2`` (compiled by numba)."""
-    k_starts, n = starts.shape
-    q, rot, turned, a, b = np.empty(n), np.empty((3, 3)), np.empty((3, 3)), np.empty((n, n)), np.empty(n)
-    pos, origins, jac, e = np.empty(3), np.empty((n, 3)), np.empty((n, 6)), np.empty(6)
-    for s in range(k_starts):
-        q[:] = starts[s]
-        for it in range(iterations + 1):
-            pos[:] = trans_steps[0]  # the TCP's pose at q (as _poses)
-            rot[:, :] = rot_steps[0]
-            for k in range(n):
-                c, sn = math.cos(q[k]), math.sin(q[k])
-                origins[k] = pos  # joint k's origin and axis
-                jac[k, 3:] = rot[:, 2]
-                turned[:, 0] = c * rot[:, 0] + sn * rot[:, 1]
-                turned[:, 1] = c * rot[:, 1] - sn * rot[:, 0]
-                turned[:, 2] = rot[:, 2]
-                for r in range(3):
-                    for col in range(3):
-                        pos[r] += turned[r, col] * trans_steps[k + 1, col]
-                        rot[r, col] = (turned[r, 0] * rot_steps[k + 1, 0, col] + turned[r, 1] * rot_steps[k + 1, 1, col]
-                                       + turned[r, 2] * rot_steps[k + 1, 2, col])  # fmt: skip
-            e[:3] = gpos - pos
-            e[3:], trace = 0.0, 0.0
-            for k in range(3):  # t_k x g_k / 2 (column k of rot, row k of gaxes), and the trace of R_g^T R
-                t, g = rot[:, k], gaxes[k]
-                trace += t[0] * g[0] + t[1] * g[1] + t[2] * g[2]
-                e[3:] += np.array([t[1] * g[2] - t[2] * g[1], t[2] * g[0] - t[0] * g[2], t[0] * g[1] - t[1] * g[0]]) / 2
-            turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
-            if math.sqrt(e[0] ** 2 + e[1] ** 2 + e[2] ** 2) <= slack and turn <= theta:
-                found[:] = q
-                return True
-            if it == iterations:
-                break
-            w = ROT_WEIGHT_DESCENT if turn > ROT_FRACTION * theta else 0.0
-            e[3:] *= w
-            for k in range(n):  # J's rows: axis_k x (TCP - origin_k), then w axis_k
-                z, d = jac[k, 3:], pos - origins[k]
-                jac[k, 0], jac[k, 1], jac[k, 2] = (
-                    z[1] * d[2] - z[2] * d[1],
-                    z[2] * d[0] - z[0] * d[2],
-                    z[0] * d[1] - z[1] * d[0],
-                )
-                jac[k, 3:] *= w
-            for i in range(n):
-                b[i] = (jac[i] * e).sum()
-                for j in range(n):
-                    a[i, j] = (jac[i] * jac[j]).sum() + (DAMPING if i == j else 0.0)
-            for i in range(n):  # Gaussian elimination (a is positive definite), then back substitution into b
-                for j in range(i + 1, n):
-                    f = a[j, i] / a[i, i]
-                    a[j, i:] -= f * a[i, i:]
-                    b[j] -= f * b[i]
-            for i in range(n - 1, -1, -1):
-                b[i] = (b[i] - (a[i, i + 1 :] * b[i + 1 :]).sum()) / a[i, i]
-            q += b
-    return False
 
 
 @functools.cache
@@ -435,6 +379,8 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
             tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
             gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
             top = tx * gx + ty * gy + tz * gz
+            if top >= least:  # the terms below only add to it: this axis refuses nothing (not summed)
+                continue
             cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
             for i in range(n):
                 ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
