@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from conftest import same_best  # noqa: E402
+from conftest import same_best, start_forked  # noqa: E402
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
 
 from timor_core.errors import InputError  # noqa: E402
@@ -40,7 +40,7 @@ def reference(space, task, robco) -> SearchResult:  # noqa: F811
 def cluster():
     """A local cluster of 2 workers, closed at the end of the module even when a test fails."""
     with DaskEvaluator(n_workers=2) as de:
-        de.start()
+        start_forked(de)  # workers forked (conftest.start_forked)
         yield de
 
 

@@ -78,7 +78,7 @@ except ImportError:
     distributed = psutil = None
 needs_dask = pytest.mark.skipif(distributed is None, reason="the Dask route needs dask[distributed] (extra 'cluster')")
 
-from conftest import same_best  # noqa: E402
+from conftest import same_best, start_forked  # noqa: E402
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: E402, F401  (fixtures)
 
 from timor_core.search import DaskEvaluator, ExhaustiveSearch, SearchResult, paper_exp2_space  # noqa: E402
@@ -90,7 +90,7 @@ pytestmark = pytest.mark.xdist_group("dask_search")
 @pytest.fixture(scope="module")
 def cluster():
     with DaskEvaluator(n_workers=2, target_chunk_time=0.05) as de:
-        de.start()
+        start_forked(de)  # workers forked (conftest.start_forked)
         yield de
 
 

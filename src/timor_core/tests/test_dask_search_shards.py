@@ -17,7 +17,7 @@ import uuid
 from unittest import mock
 
 import pytest
-from conftest import same_best  # noqa: E402
+from conftest import same_best, start_forked  # noqa: E402
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
@@ -225,7 +225,7 @@ pytestmark = pytest.mark.xdist_group("dask_search_shards")
 @pytest.fixture(scope="module")
 def cluster():
     with DaskEvaluator(n_workers=2) as de:
-        de.start()
+        start_forked(de)  # workers forked (conftest.start_forked)
         yield de
 
 
