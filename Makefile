@@ -75,10 +75,12 @@ ROS_PYTEST    = $(CORE_ENV) $(PY) -m pytest -q -n $(ROS_WORKERS) --dist loadfile
 DURATIONS     = --durations=25 --durations-min=5
 
 # numba compiles the reach proofs' and the IK's kernels once (~20 s; cached beside their sources), here rather
-# than inside a test; the proofs' and the IK's kernels built ahead of time again if their sources changed (a no-op
-# otherwise)
+# than inside a test, and (scripts/warm_numba.py) the witness descent and the sweep bound that test_proof_aot.py
+# compares with their ahead-built twins (on a fresh clone ~7 CPU-s moved out of pytest; ~1.5 CPU-s when cached);
+# the proofs' and the IK's kernels built ahead of time again if their sources changed (a no-op otherwise)
 test: $(STAMP) lint typecheck
 	$(CORE_ENV) $(PY) -c "from timor_core.search.filtering.proof_kernel import load_compiled; load_compiled()"
+	$(CORE_ENV) $(PY) scripts/warm_numba.py
 	$(PY) -m timor_core.search.filtering.proof_aot --with-ik || echo "kernels not built ahead of time: numba's run by the rule"
 	$(CORE_PYTEST) $(DURATIONS) -m "not timing" src/timor_core/tests
 	$(TIMING_PYTEST) src/timor_core/tests
