@@ -33,3 +33,23 @@ def test_launch_stopped_after_it_reported_the_childs_end_reports_a_clean_exit():
     out = _run("reported")
     assert "process has finished cleanly" in out and "sending signal" not in out, out
     assert "exit code 255" not in out, out
+
+
+_CM_CRASH = (
+    "[ros2_control_node-3] [WARN] [1.0] [rclcpp_lifecycle]: LifecycleNode is not shut down: Node still in state(3)\n"
+    "[ERROR] [ros2_control_node-3]: process has died [pid 4033, exit code -11, cmd 'ros2_control_node']."
+)
+
+
+def test_only_a_known_upstream_crash_after_the_launchs_sigint_is_forgiven():
+    """``died`` forgives ros2_control_node's SIGSEGV at Ctrl-C (ros-controls/ros2_control#2012) only after the launch's
+    SIGINT and only with the lifecycle warning that comes with it; any crash while running, or another exit code, is
+    reported (pure text: no ROS needed)."""
+    from ros2_cli import died
+
+    sigint = "[WARNING] [launch]: user interrupted with ctrl-c (SIGINT)\n"
+    assert died(sigint + _CM_CRASH) == []
+    assert died(_CM_CRASH + "\n" + sigint) == [_CM_CRASH.splitlines()[1]]  # while running: a crash
+    assert died(sigint + _CM_CRASH.splitlines()[1]) == [_CM_CRASH.splitlines()[1]]  # without the lifecycle warning
+    other = _CM_CRASH.replace("exit code -11", "exit code 1")
+    assert died(sigint + other) == [other.splitlines()[1]]
