@@ -99,19 +99,19 @@ def test_a_shards_walk_leaves_the_garbage_collector_as_it_found_it():
     something was frozen before."""
     import gc
 
-    from timor_core.search.exhaustive_search.shard_worker import GC_YOUNG, _collector_eased
+    from timor_core.search.evaluation.batch_stream import GC_YOUNG, collector_eased
 
     before = gc.get_threshold()
     assert gc.isenabled() and gc.get_freeze_count() == 0
-    with _collector_eased():
+    with collector_eased():
         assert gc.get_threshold()[0] == max(before[0], GC_YOUNG) and gc.get_freeze_count() > 0
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-    with pytest.raises(RuntimeError), _collector_eased():
+    with pytest.raises(RuntimeError), collector_eased():
         raise RuntimeError("a failing walk")
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     gc.disable()
     try:
-        with _collector_eased():
+        with collector_eased():
             assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     finally:
         gc.enable()

@@ -30,7 +30,6 @@ from timor_core.search.dask_cluster.dask_worker import (
     shared_bound,
     worker_evaluator,
 )
-from timor_core.search.evaluation.batch_stream import GC_YOUNG as GC_YOUNG
 from timor_core.search.evaluation.batch_stream import collector_eased
 from timor_core.search.evaluation.evaluate import Evaluation
 from timor_core.search.evaluation.parallel import WorkerSpec
@@ -258,16 +257,13 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
     hub = DaskHub(job) if hub is None else hub
     link = hub.link(worker_proofs(evaluator.chain.ctx))
     try:
-        with _collector_eased():
+        with collector_eased():
             _walk(job, evaluator, ranked, state, names, link, hub)
     finally:
         if link is not None:
             link.close()
     state.trim_tail(hub.best())
     return state.to_json()
-
-
-_collector_eased = collector_eased  # (the walk's; moved to batch_stream, which eases the one-worker stream too)
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
