@@ -74,6 +74,8 @@ class BatchLookup:
         self._recent: dict[tuple[int, int], list[Any]] = {}
         self._numbering = next(_NUMBERINGS)  # this numbering of families (:meth:`_extend`'s stamp)
         self._ends: dict[tuple, dict] = {}  # per entry connector and carried length: ``Head.ends``
+        # per certificate tried first (family number, goal, index, ``forgotten``): its serial (``Head.sums`` key)
+        self._serials: dict[tuple, int] = {}
 
     def refused(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> tuple[int, dict[str, int], float]:
         """How many of the first ``items`` (``(price, ids)``) the look-up refuses (:meth:`refusals`), their reason
@@ -143,6 +145,7 @@ class BatchLookup:
             self._proofs = proofs
             self._numbers.clear()
             self._recent.clear()
+            self._serials.clear()
             del self._certs[:], self._signs[:]
             self._key = None
             self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
@@ -175,31 +178,39 @@ class BatchLookup:
         stamp = (numbering, count, cr.kept.clears)
         bounds = limits()
         most_modules, most_dof = bounds.max_modules, bounds.max_dof
+        fewest, most, top = self._passing(most_modules, most_dof, bound)
         staged_ids, families, state = self._ids, self._families, self._state
         staged_heads, lasts = self._heads, self._lasts
+        get_kind, get_head, low = kinds.get, heads.get, -math.inf
+        least_dof, most_dof_too = most
         for price, ids in items[same:]:
             tupled = ids if ids.__class__ is tuple else tuple(ids)
             at = len(tupled) - 1
-            kind = kinds.get(tupled[at]) if at >= 0 else None
+            kind = get_kind(tupled[at]) if at >= 0 else None
             while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
                 at -= 1
-                kind = kinds.get(tupled[at]) if at >= 0 else None
+                kind = get_kind(tupled[at]) if at >= 0 else None
             got: Any = None
             number: Any = None
             head: Any = None
             if kind:
-                head = heads.get(tupled[: at + 1])
+                head = get_head(tupled[: at + 1])
                 if head is not None and head.seen == count and head.ends is not None:
                     got = head.ends.get(tupled[at:])
                     if got is not None and got[0] == stamp:
                         number = head.numbers.get(got[2])
-            if number is None or number[0] != numbering:
+                        if number is None or number[0] != numbering:  # (a new family of a head staged)
+                            number = self._renumber(proofs, head, got[2])
+            if number is None:
                 head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
                 if head is None:
                     self._broke = True
                     break
             n, dof = len(tupled), head.dof + got[3]
-            if not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
+            # (the limits and ``passes``, at once where they hold for a float price: else as ``decision`` asks)
+            if not (
+                n <= fewest and least_dof <= dof <= most_dof_too and price.__class__ is float and low < price < top
+            ) and not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
                 self._broke = True
                 break
             staged_ids.append(ids)
@@ -207,6 +218,22 @@ class BatchLookup:
             staged_heads.append(head)
             lasts.append(got[1])
             state.append(_PENDING)
+
+    def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
+        """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
+        cfg = self.certified.ctx.config
+        fewest = min(most_modules, math.inf if cfg.max_modules is None else cfg.max_modules)
+        least = -math.inf if cfg.min_dof is None else cfg.min_dof
+        most = min(most_dof, math.inf if cfg.max_dof is None else cfg.max_dof)
+        return fewest, (least, most), (bound if cfg.bound else math.inf)
+
+    def _renumber(self, proofs: FamilyProofs, head: Any, last: bytes) -> tuple[int, int]:
+        """The family number of a staged head's assembly whose last rotation is ``last``, kept on the head."""
+        number = self._numbers.get((head.rotations, last))
+        if number is None:
+            number = self._number(proofs, head.rotations, last)
+        found = head.numbers[last] = (self._numbering, number)
+        return found
 
     def _staging(
         self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float, stamp: tuple, kept_head: bool
@@ -333,7 +360,8 @@ class BatchLookup:
                 out.append(j)
         for k in dict.fromkeys(first[clear].tolist()):
             near = certs.points[k].tolist()
-            recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), next(_SERIALS)))
+            serial = self._serials.setdefault((fid, goal, k, certs.forgotten), next(_SERIALS))
+            recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), serial))
         del recent[1 + _RECENT :]
         return out
 

@@ -65,6 +65,7 @@ class Kept:
         self.heads: dict[tuple[str, ...], Head] = {}
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
+        self.runs: dict[tuple, tuple] = {}  # per IDs from a head's parent's joint on and entry: :meth:`_run`
         self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
         self.clears = 0  # times the heads and tails were all forgotten (:meth:`keep`)
 
@@ -230,7 +231,36 @@ class Kept:
         parent = self._kept(ids[: prev + 1], steps)
         if parent is None:
             return None
-        units, pairs, entry = joiner.modules, joiner.pairs, parent.entry
+        run = self.runs.get((ids[prev:], parent.entry))
+        if run is None:
+            run = self._run(ids, prev, at, parent.entry, joiner)
+            if run is None:
+                return None
+        entry, mid, mid_dof, tail, tail_dof = run
+        own = parent.dof + mid_dof
+        dof, bounds = own + tail_dof, limits()
+        if not (len(ids) <= bounds.max_modules and dof <= bounds.max_dof and admit(len(ids), dof)):
+            return None
+        key = (ids[at:], entry)
+        last = steps.get(key)
+        if last is None:
+            return None
+        head = self._kept(ids[: at + 1], steps)
+        if head is None:
+            head = self._child(parent, ids, prev, at, ((*parent.modules, *mid), entry, own), steps)
+            if head is None:
+                return None
+            self._store(ids[: at + 1], head)
+        if key not in self.tails:
+            self.tails[key] = (tail, dof - head.dof)
+        return head, key, last
+
+    def _run(self, ids: tuple[str, ...], prev: int, at: int, entry: str, joiner: Any) -> tuple | None:
+        """How the modules of ``ids`` from its joint at ``prev`` on join, the first entered by ``entry``: the
+        connector the joint at ``at`` is entered by, the modules and DOF after ``prev`` up to ``at`` and after
+        ``at`` (None: a module or pair not read yet); kept in ``runs`` (each neighbouring pair joins in one way,
+        given the first's entry: the same for every head ending so)."""
+        units, pairs, first = joiner.modules, joiner.pairs, entry
         entries: list[str] = []
         found = [units.get(m) for m in ids[prev + 1 :]]
         for a, b in zip(ids[prev:], ids[prev + 1 :]):
@@ -238,32 +268,18 @@ class Kept:
             if entry is None or found[len(entries)] is None:
                 return None
             entries.append(entry)
-        dofs = [f[1] for f in found]
-        own = parent.dof + sum(dofs[: at - prev])
-        dof, bounds = own + sum(dofs[at - prev :]), limits()
-        if not (len(ids) <= bounds.max_modules and dof <= bounds.max_dof and admit(len(ids), dof)):
-            return None
-        key = (ids[at:], entries[at - prev - 1])
-        last = steps.get(key)
-        if last is None:
-            return None
-        head = self._kept(ids[: at + 1], steps)
-        if head is None:
-            modules = (*parent.modules, *[f[0] for f in found[: at - prev]])
-            head = self._child(parent, ids, prev, at, (modules, key[1], own), steps)
-            if head is None:
-                return None
-            self._store(ids[: at + 1], head)
-        if key not in self.tails:
-            self.tails[key] = (tuple([f[0] for f in found[at - prev :]]), dof - head.dof)
-        return head, key, last
+        dofs, cut = [f[1] for f in found], at - prev
+        mid, tail = tuple([f[0] for f in found[:cut]]), tuple([f[0] for f in found[cut:]])
+        run = self.runs[ids[prev:], first] = (entries[cut - 1], mid, sum(dofs[:cut]), tail, sum(dofs[cut:]))
+        return run
 
     def _store(self, ids: tuple[str, ...], head: Head) -> None:
         """Keep ``head`` for ``ids`` (past :data:`MAX_KEPT` heads, tails or last segments all are forgotten first)."""
-        if len(self.heads) >= MAX_KEPT or len(self.tails) >= MAX_KEPT or len(self.lasts) >= MAX_KEPT:
+        if max(len(self.heads), len(self.tails), len(self.lasts), len(self.runs)) >= MAX_KEPT:
             self.heads.clear()
             self.tails.clear()
             self.lasts.clear()
+            self.runs.clear()
             self.clears += 1
         self.heads[ids] = head
 
