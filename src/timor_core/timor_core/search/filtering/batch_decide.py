@@ -333,7 +333,7 @@ class BatchLookup:
                 sums = heads[j].sums
                 d = sums.get(serial)
                 if d is None:
-                    d = sums[serial] = distance(rest, heads[j].rows, margin)
+                    d = head_sum(heads[j], serial, rest, margin)
                 if d < margin:
                     qx, qy, qz = lasts[j]
                     dx, dy, dz = px - qx, py - qy, pz - qz
@@ -364,6 +364,26 @@ class BatchLookup:
             recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), serial))
         del recent[1 + _RECENT :]
         return out
+
+
+def head_sum(head: Any, serial: int, rest: list[list[float]], margin: float) -> float:
+    """``distance(rest[:n], head.rows, margin)`` (``n`` the head's rows; ``rest``: a certificate's rows but its
+    last, ``serial`` its number), kept on the head by the serial: the parent's (kept on it the same way, for all its
+    children) plus the one row the head adds, the very additions :func:`~.family_proof.distance` makes in the same
+    order (and where the parent's reaches ``margin``, that value: where ``distance`` stops)."""
+    parent, rows = head.parent, head.rows
+    if parent is None or not 0 <= len(rows) - len(parent.rows) <= 1:
+        d = distance(rest[: len(rows)], rows, margin)
+    else:
+        d = parent.sums.get(serial)
+        if d is None:
+            d = head_sum(parent, serial, rest, margin)
+        if len(rows) > len(parent.rows) and d < margin:
+            (px, py, pz), (qx, qy, qz) = rest[len(rows) - 1], rows[-1]
+            dx, dy, dz = px - qx, py - qy, pz - qz
+            d += math.sqrt(dx * dx + dy * dy + dz * dz)
+    head.sums[serial] = d
+    return d
 
 
 def _distances(points: np.ndarray, margins: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -31,9 +31,9 @@ class Head:
     """The modules up to an assembly's last joint: their modules, the connector the last of them is entered by,
     their DOF, the keys and segments of their steps as read, the merged steps (rotation keys, 4x4 steps,
     translations), the length the last step takes on, and how many segments there were when they were read;
-    ``families``, ``ends``, ``numbers`` and ``sums``: what :meth:`Kept.certified` and
-    :class:`~.batch_decide.BatchLookup` found for assemblies with this head (hints and stagings, each stamped with
-    what it holds for)."""
+    ``parent``: the head it was grown from; ``families``, ``ends``, ``numbers`` and ``sums``: what
+    :meth:`Kept.certified` and :class:`~.batch_decide.BatchLookup` found for assemblies with this head (hints and
+    stagings, each stamped with what it holds for)."""
 
     modules: tuple[Any, ...]
     entry: str
@@ -49,6 +49,7 @@ class Head:
     ends: dict[tuple, tuple] | None = None  # a batch's last rows per IDs from the last joint on (entry and carry's)
     numbers: dict[bytes, tuple] = field(default_factory=dict)  # per last rotation: a batch's family number
     sums: dict[int, float] = field(default_factory=dict)  # per certificate a batch tried: its distance to ``rows``
+    parent: Head | None = None  # the head it was grown from (its rows: the first of ``rows``), if it was
 
 
 Tail = tuple[tuple[Any, ...], int]
@@ -326,7 +327,7 @@ class Kept:
             rotations, parts, rows = (*rotations, rotation), (*parts, step), (*rows, row)
         modules, entry, dof = own
         return Head(modules, entry, dof, (*parent.keys, key), (*parent.segments, seg), rotations, parts, rows, carry,
-                    len(steps))  # fmt: skip
+                    len(steps), parent=parent)  # fmt: skip
 
 
 def _cut(head: Head, end: Segment) -> Cut:
