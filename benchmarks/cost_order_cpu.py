@@ -8,7 +8,8 @@ Each search runs ``ExhaustiveSearch(order="cost")`` on experiment 2's space in a
 ``TIMOR_COMPILED=1``), with this checkout's ``src/timor_core`` ("after") and ``--before``'s, one right after the
 other, the order swapped every round. Timed: the search alone (not the imports, the module set or the space), as
 the process's CPU seconds plus those of its waited-for children (the local shards with 2+ workers), and its wall
-seconds. Prints every run, then per task and tree the medians and the evaluation counts seen.
+seconds; with one worker also the batched certificate look-up's CPU (``BatchLookup.refused``, timed in the process)
+per assembly it refused. Prints every run, then per task and tree the medians and the evaluation counts seen.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from pathlib import Path
 
 CHILD = r"""
 import json, resource, sys, time
+from timor_core.search.filtering import batch_decide
+look = [0.0, 0]  # the batched look-up's CPU seconds and the assemblies it refused (1 worker: in this process)
+refused = batch_decide.BatchLookup.refused
+def timed(self, items, bound):
+    t = time.process_time(); r = refused(self, items, bound); look[0] += time.process_time() - t; look[1] += r[0]
+    return r
+batch_decide.BatchLookup.refused = timed
 from timor_core import ModulesDB
 from timor_core.search import paper_exp2_space
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
@@ -33,7 +41,8 @@ ch0 = resource.getrusage(resource.RUSAGE_CHILDREN); c0, w0 = time.process_time()
 r = search.optimize(task, db)
 c1, w1 = time.process_time(), time.perf_counter(); ch1 = resource.getrusage(resource.RUSAGE_CHILDREN)
 kids = ch1.ru_utime + ch1.ru_stime - ch0.ru_utime - ch0.ru_stime
-print(json.dumps({"cpu": c1 - c0 + kids, "wall": w1 - w0, "evaluations": r.evaluations, "cost": r.best_cost}))
+print(json.dumps({"cpu": c1 - c0 + kids, "wall": w1 - w0, "evaluations": r.evaluations, "cost": r.best_cost,
+                  "lookup": look[0], "looked": look[1]}))
 """
 
 
@@ -56,12 +65,19 @@ def main() -> int:
                 out.setdefault((Path(task).stem, name), []).append(r)
                 load = os.getloadavg()[0]
                 print(f"{k} {Path(task).stem} {name} cpu {r['cpu']:.2f} s wall {r['wall']:.2f} s", end=" ")
-                print(f"{r['evaluations']} evaluated, load {load:.1f}", flush=True)
+                print(f"{r['evaluations']} evaluated, look-up {_per(r):.2f} us/assembly, load {load:.1f}", flush=True)
     for (task, name), runs in sorted(out.items()):
         cpu, wall = (statistics.median(r[key] for r in runs) for key in ("cpu", "wall"))
         counts = sorted({r["evaluations"] for r in runs})
-        print(f"{task:14} {name:6} median CPU {cpu:.2f} s, wall {wall:.2f} s, evaluations {counts}")
+        look = statistics.median(_per(r) for r in runs)
+        print(f"{task:14} {name:6} median CPU {cpu:.2f} s, wall {wall:.2f} s, look-up {look:.2f} us/assembly", end="")
+        print(f" ({statistics.median(r['lookup'] for r in runs):.3f} s), evaluations {counts}")
     return 0
+
+
+def _per(run: dict) -> float:
+    """The look-up's microseconds per assembly it refused (0 where it refused none: 2+ workers, in the shards)."""
+    return 1e6 * run["lookup"] / run["looked"] if run["looked"] else 0.0
 
 
 if __name__ == "__main__":

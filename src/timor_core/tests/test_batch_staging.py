@@ -1,7 +1,8 @@
 """The batched look-up's cheaper staging (search.filtering.kept_heads ``Kept.grow``, issue 38 item 1): a head grown
 from its kept parent with the joiner's pairs read so far is the head, tail and last segment that ``Kept.keep`` makes
 after a full join, to the last bit, on the cost order of a task whose optimum has five joints; where it cannot (a
-parent, pair or segment not known yet, the limits or the bound) it says so and the caller takes the full way."""
+parent, pair or segment not known yet, the limits or the bound) it says so and the caller takes the full way. A
+head's distance to a certificate, from its parent's (``batch_decide.head_sum``), is the distance of its rows."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import functools
 import itertools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import given, settings
@@ -18,7 +20,8 @@ from timor_core import ModulesDB
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.search import FilterConfig, paper_exp2_space
 from timor_core.search.evaluation.evaluate import Evaluator
-from timor_core.search.filtering.family_proof import FamilyProofs
+from timor_core.search.filtering.batch_decide import head_sum
+from timor_core.search.filtering.family_proof import FamilyProofs, distance
 from timor_core.search.filtering.kept_heads import Kept
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -102,3 +105,83 @@ def test_most_heads_of_the_cost_order_are_grown():
         if join is not None:
             heads.keep(proofs, ids, join)
     assert _grown(0, 1, N, 12) >= len(heads.heads) // 2 > 100
+
+
+def _heads(start: int, count: int) -> list:
+    """The heads of ``count`` assemblies of the stream from ``start`` on, grown from their parents where they can be
+    (else kept after a full join), in the stream's order (each once)."""
+    _, items, ctx, proofs = _setting()
+    kept, out = Kept(ctx, None), {}
+    for _, ids in items[start : start + count]:
+        join = ctx.join(ids)
+        if join is not None:
+            found = kept.grow(proofs, ids, ctx.join, lambda n, dof: True) or kept.keep(proofs, ids, join)
+            if found is not None:
+                out[id(found[0])] = found[0]
+    return list(out.values())
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    start=st.integers(0, N - 1),
+    count=st.integers(1, 500),
+    seed=st.integers(0, 2**32 - 1),
+    order=st.sampled_from(["walk", "reversed", "shuffled"]),
+)
+def test_a_heads_distance_from_its_parents_is_the_distance_of_its_rows(start, count, seed, order):
+    """``head_sum`` of a head (its parent's sum, kept on the parent, plus the row the head adds) to a certificate's
+    rows is ``distance`` of the head's rows to the last bit, for certificates near the heads' rows (their rows moved
+    a little) whose margins are drawn or equal to a partial sum of a head's distance (where ``distance`` stops
+    exactly there), whatever order the heads are asked in (parents' sums kept first or not)."""
+    heads = _heads(start, count)
+    rng = np.random.default_rng(seed)
+    if order == "reversed":
+        heads.reverse()
+    elif order == "shuffled":
+        heads = [heads[i] for i in rng.permutation(len(heads))]
+    serials = itertools.count(1 << 40)
+    certificates: dict[int, list] = {}  # per count of rows: (serial, rows, margin)
+    for head in heads:
+        rows = len(head.rows)
+        if rows not in certificates:
+            certificates[rows] = []
+            for _ in range(4):
+                model = heads[int(rng.integers(len(heads)))].rows
+                if len(model) < rows:
+                    model = head.rows
+                rest = [[v + float(rng.normal(0.0, 0.05)) for v in row] for row in model[:rows]]
+                margin = float(rng.uniform(0.0, 0.6))
+                if rng.integers(2):  # (a partial sum: distance stops at it exactly)
+                    k = int(rng.integers(1, rows + 1))
+                    margin = distance(rest[:k], head.rows[:k])
+                certificates[rows].append((next(serials), rest, margin))
+        for serial, rest, margin in certificates[rows]:
+            assert head_sum(head, serial, rest, margin) == distance(rest, head.rows, margin)
+
+
+def test_most_heads_of_the_cost_order_have_a_parent_whose_sums_their_own_extend():
+    """On one fixed run (what the property test exercises): most heads are grown from a parent, and their rows are
+    the parent's with at most one row more (where ``head_sum`` adds to the parent's)."""
+    heads = _heads(0, N)
+    grown = [h for h in heads if h.parent is not None]
+    assert len(grown) >= len(heads) // 2 > 100
+    assert all(h.rows[: len(h.parent.rows)] == h.parent.rows and len(h.rows) - len(h.parent.rows) <= 1 for h in grown)
+    assert any(len(h.rows) == len(h.parent.rows) for h in grown)  # (a joint on the line of the one before: merged)
+
+
+def test_a_run_is_kept_per_entry_connector():
+    """``Kept.grow``'s runs (how the modules from a head's parent's joint on join) are kept per IDs and the
+    connector the first is entered by: the same IDs entered otherwise join otherwise (another entry for the last
+    joint), and each is read from the joiner once (a joiner that joins the same modules in two ways by entry)."""
+    _, _, ctx, _ = _setting()
+    kept = Kept(ctx, None)
+    units = {"J": ("joint", 1, None), "L": ("link", 0, None), "E": ("end", 0, None)}
+    pairs = {("J", "a", "L"): "p", ("L", "p", "J"): "q", ("J", "q", "E"): "r",
+             ("J", "b", "L"): "s", ("L", "s", "J"): "t", ("J", "t", "E"): "u"}  # fmt: skip
+    ids = ("B", "J", "L", "J", "E")
+    joiner = SimpleNamespace(modules=units, pairs=pairs)
+    a, b = kept.run(ids, 1, 3, "a", joiner), kept.run(ids, 1, 3, "b", joiner)
+    assert a == ("q", ("link", "joint"), 1, ("end",), 0) and b == ("t", ("link", "joint"), 1, ("end",), 0)
+    joiner.pairs = {}  # (read once: kept)
+    assert kept.run(ids, 1, 3, "a", joiner) == a and kept.run(ids, 1, 3, "b", joiner) == b
+    assert kept.run(ids, 1, 3, "c", joiner) is None and len(kept.runs) == 2  # (a pair not read: nothing kept)

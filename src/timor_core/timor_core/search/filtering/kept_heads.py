@@ -66,7 +66,7 @@ class Kept:
         self.heads: dict[tuple[str, ...], Head] = {}
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
-        self.runs: dict[tuple, tuple] = {}  # per IDs from a head's parent's joint on and entry: :meth:`_run`
+        self.runs: dict[tuple, tuple] = {}  # per IDs from a head's parent's joint on and entry: :meth:`run`
         self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
         self.clears = 0  # times the heads and tails were all forgotten (:meth:`keep`)
 
@@ -232,11 +232,9 @@ class Kept:
         parent = self._kept(ids[: prev + 1], steps)
         if parent is None:
             return None
-        run = self.runs.get((ids[prev:], parent.entry))
+        run = self.run(ids, prev, at, parent.entry, joiner)
         if run is None:
-            run = self._run(ids, prev, at, parent.entry, joiner)
-            if run is None:
-                return None
+            return None
         entry, mid, mid_dof, tail, tail_dof = run
         own = parent.dof + mid_dof
         dof, bounds = own + tail_dof, limits()
@@ -256,11 +254,14 @@ class Kept:
             self.tails[key] = (tail, dof - head.dof)
         return head, key, last
 
-    def _run(self, ids: tuple[str, ...], prev: int, at: int, entry: str, joiner: Any) -> tuple | None:
-        """How the modules of ``ids`` from its joint at ``prev`` on join, the first entered by ``entry``: the
-        connector the joint at ``at`` is entered by, the modules and DOF after ``prev`` up to ``at`` and after
-        ``at`` (None: a module or pair not read yet); kept in ``runs`` (each neighbouring pair joins in one way,
-        given the first's entry: the same for every head ending so)."""
+    def run(self, ids: tuple[str, ...], prev: int, at: int, entry: str, joiner: Any) -> tuple | None:
+        """How the modules of ``ids`` from its joint at ``prev`` on join, the first entered by ``entry`` (by the
+        modules and pairs ``joiner`` has read): the connector the joint at ``at`` is entered by, the modules and DOF
+        after ``prev`` up to ``at`` and after ``at`` (None: a module or pair not read yet); kept in ``runs`` per IDs
+        from ``prev`` on and entry (each neighbouring pair joins in one way, given the first's entry)."""
+        found = self.runs.get((ids[prev:], entry))
+        if found is not None:
+            return found
         units, pairs, first = joiner.modules, joiner.pairs, entry
         entries: list[str] = []
         found = [units.get(m) for m in ids[prev + 1 :]]
