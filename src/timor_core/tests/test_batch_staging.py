@@ -2,7 +2,7 @@
 from its kept parent with the joiner's pairs read so far is the head, tail and last segment that ``Kept.keep`` makes
 after a full join, to the last bit, on the cost order of a task whose optimum has five joints; where it cannot (a
 parent, pair or segment not known yet, the limits or the bound) it says so and the caller takes the full way. A
-head's distance to a certificate, from its parent's (``batch_decide.head_sum``), is the distance of its rows."""
+head's distance to a certificate, from its parent's (``batch_distances.head_sum``), is the distance of its rows."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from timor_core import ModulesDB
 from timor_core.model.assembly import ModuleAssembly
 from timor_core.search import FilterConfig, paper_exp2_space
 from timor_core.search.evaluation.evaluate import Evaluator
-from timor_core.search.filtering.batch_decide import head_sum
+from timor_core.search.filtering.batch_distances import head_sum
 from timor_core.search.filtering.family_proof import FamilyProofs, distance
 from timor_core.search.filtering.kept_heads import Kept
 from timor_core.search.spaces.cost_order import by_cost

@@ -30,16 +30,14 @@ from typing import Any
 import numpy as np
 
 from timor_core.limits import limits
+from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
-from timor_core.search.filtering.family_proof import FamilyProofs, distance
+from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
 
 BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
-SLACK = 1e-9
-"""m: a cut whose distance to a certificate is this close to the certificate's margin is decided one at a time."""
-_CELLS = 1 << 14  # (cut, certificate) pairs per numpy step (bounded memory: ~3 MB for 8 gaps)
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _PENDING, _UNSURE, _NONE = -1, -2, -3
@@ -288,17 +286,24 @@ class BatchLookup:
         families whose certificates changed since (added or halved)."""
         state, families, signs = self._state, self._families, self._signs
         changed: dict[int, int] = {}  # per family whose certificates changed: the first goal whose did
+        sizes: dict[int, list[int]] = {}  # per family whose certificates were only added to: their sizes before
         for fid, certs in enumerate(self._certs):
             sign = tuple([(c.size, c.forgotten) for c in certs])
             if sign != signs[fid]:
                 was, signs[fid] = signs[fid], sign
                 added = len(was) == len(sign) and all(a[1] == b[1] for a, b in zip(was, sign, strict=True))
                 changed[fid] = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b) if added else -1
+                if added:
+                    sizes[fid] = [size for size, _ in was]
         groups: dict[int, list[int]] = {}
+        grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
         for j in range(self._fresh) if changed else ():
-            low = changed.get(families[j])  # (a cut covered by a goal up to ``low`` still is: certificates added)
+            fid = families[j]
+            low = changed.get(fid)  # (a cut covered by a goal up to ``low`` still is: certificates added)
             if low is not None and not 0 <= state[j] <= low:
-                groups.setdefault(families[j], []).append(j)
+                (grown if fid in sizes and state[j] != _UNSURE else groups).setdefault(fid, []).append(j)
+        for fid, at in grown.items():
+            self._added(fid, sizes[fid], at)
         for j in range(self._fresh, len(state)):
             groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
@@ -313,6 +318,36 @@ class BatchLookup:
             for j in at:
                 if state[j] == _PENDING:
                     state[j] = _NONE
+
+    def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
+        """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its
+        certificates were only added to since they were covered (``sizes``: per goal, how many there were then).
+        A cut went past a goal only where no certificate of it covered it and none was within :data:`SLACK` of
+        its margin (the least of distance minus margin above :data:`SLACK`), so over all of the goal's certificates
+        the least is the new ones' wherever that is below :data:`SLACK`: the new certificates alone of the goals
+        before its answer decide as all of them would (the first that covers it, ``_UNSURE`` within the slack)."""
+        state, heads, lasts = self._state, self._heads, self._lasts
+        rows = np.array([(*heads[j].rows, lasts[j]) for j in at])
+        ends = [len(sizes) if state[j] == _NONE else state[j] for j in at]  # (the goals that may come first)
+        left = list(range(len(at)))
+        for goal, certs in enumerate(self._certs[fid]):
+            left = [i for i in left if goal < ends[i]]
+            if not left:
+                return
+            old = sizes[goal]
+            if certs.size == old:
+                continue
+            new = slice(old, certs.size)
+            clear, near, _ = distances(certs.points[new], certs.margins[new], rows[left])
+            more = []
+            for i, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
+                if c:
+                    state[at[i]] = goal
+                elif n:
+                    state[at[i]] = _UNSURE
+                else:
+                    more.append(i)
+            left = more
 
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
@@ -347,7 +382,7 @@ class BatchLookup:
         if not left:
             return left
         size = certs.size
-        clear, near, first = _distances(
+        clear, near, first = distances(
             certs.points[:size], certs.margins[:size], np.array([(*heads[j].rows, lasts[j]) for j in left])
         )
         out = []
@@ -364,58 +399,3 @@ class BatchLookup:
             recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), serial))
         del recent[1 + _RECENT :]
         return out
-
-
-def head_sum(head: Any, serial: int, rest: list[list[float]], margin: float) -> float:
-    """``distance(rest[:n], head.rows, margin)`` (``n`` the head's rows; ``rest``: a certificate's rows but its
-    last, ``serial`` its number), kept on the head by the serial: the parent's (kept on it the same way, for all its
-    children) plus the one row the head adds, the very additions :func:`~.family_proof.distance` makes in the same
-    order (and where the parent's reaches ``margin``, that value: where ``distance`` stops)."""
-    parent, rows = head.parent, head.rows
-    if parent is None or not 0 <= len(rows) - len(parent.rows) <= 1:
-        d = distance(rest[: len(rows)], rows, margin)
-    else:
-        d = parent.sums.get(serial)
-        if d is None:
-            d = head_sum(parent, serial, rest, margin)
-        if len(rows) > len(parent.rows) and d < margin:
-            (px, py, pz), (qx, qy, qz) = rest[len(rows) - 1], rows[-1]
-            dx, dy, dz = px - qx, py - qy, pz - qz
-            d += math.sqrt(dx * dx + dy * dy + dz * dz)
-    head.sums[serial] = d
-    return d
-
-
-def _distances(points: np.ndarray, margins: np.ndarray, cuts: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per cut (``cuts``: (n, gaps, 3)): a certificate (``points`` (m, gaps, 3), ``margins``) covers it by more than
-    :data:`SLACK`; if none does, one's distance is within :data:`SLACK` of its margin; the certificate whose
-    distance is furthest below its margin (the distance of ``_Certificates.covers``, numpy's operations)."""
-    n = len(cuts)
-    step = max(1, _CELLS // n)
-    if len(margins) <= step:
-        d = _sums(points, cuts) - margins
-        first = d.argmin(axis=1)
-        least = d[np.arange(n), first]
-    else:
-        least, first = np.full(n, np.inf), np.zeros(n, dtype=np.intp)
-        for a in range(0, len(margins), step):
-            p, m = points[a : a + step], margins[a : a + step]
-            d = _sums(p, cuts) - m
-            at = d.argmin(axis=1)
-            low = d[np.arange(n), at]
-            better = low < least
-            least[better], first[better] = low[better], a + at[better]
-    return least < -SLACK, np.abs(least) <= SLACK, first
-
-
-def _sums(points: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """``sum_k |cut_k - point_k|`` per cut and certificate (n, m): the additions in the order of
-    :func:`~.family_proof.distance` (``(dx^2 + dy^2) + dz^2``, then the gaps one after the other), each over all
-    pairs at once (numpy's reductions over short axes cost a call per pair)."""
-    diff = points[None] - cuts[:, None]
-    diff *= diff
-    roots = np.sqrt(diff[..., 0] + diff[..., 1] + diff[..., 2])
-    total = roots[..., 0].copy()
-    for k in range(1, roots.shape[2]):
-        total += roots[..., k]
-    return total

@@ -259,9 +259,9 @@ class Kept:
         modules and pairs ``joiner`` has read): the connector the joint at ``at`` is entered by, the modules and DOF
         after ``prev`` up to ``at`` and after ``at`` (None: a module or pair not read yet); kept in ``runs`` per IDs
         from ``prev`` on and entry (each neighbouring pair joins in one way, given the first's entry)."""
-        found = self.runs.get((ids[prev:], entry))
-        if found is not None:
-            return found
+        kept = self.runs.get((ids[prev:], entry))
+        if kept is not None:
+            return kept
         units, pairs, first = joiner.modules, joiner.pairs, entry
         entries: list[str] = []
         found = [units.get(m) for m in ids[prev + 1 :]]
