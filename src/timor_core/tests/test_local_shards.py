@@ -224,3 +224,24 @@ def test_the_parent_loads_what_every_forked_shard_would_load():
     evaluator = local_shards.warm(spec)
     assert evaluator is dask_worker.worker_evaluator(spec)
     assert {"timor_core.kinematics.build", "timor_core.kinematics.collision"} <= set(sys.modules)
+
+
+def test_the_best_is_reported_with_the_tail_its_rank_needs_not_the_whole():
+    """``found_report``: the finding shard's report carries its tail from the last key cheaper than its best (was:
+    all of it, up to 16,384 keys, ~0.1 s to write and read on the search's critical path); the best's rank from the
+    reports is the one from the whole tails; the state itself keeps its tail for the final trim."""
+    from timor_core.search.evaluation.evaluate import Evaluation
+    from timor_core.search.exhaustive_search.shards import rank_from_tails
+
+    keys = [(float(c), i) for c, i in sorted((k // 3, (k * 7919) % 30011) for k in range(12_000))]
+    mine, other = keys[0::2], keys[1::2]
+    at = 4_000  # the finder's best: its 4,001st key
+    best = Evaluation(("base", "J", "gripper"), True, mine[at][0], seq=mine[at][1])
+    finder = ShardState(0, taken=at + 1, evaluations=at + 1, valid=1, best=best, stopped="found", tail=mine[: at + 1])
+    runner = ShardState(1, taken=len(other), evaluations=len(other), stopped="bound", tail=list(other))
+    report = finder.found_report()
+    assert len(report.tail) < 10 and report.tail[-1] == mine[at] and report.tail[0] < (best.cost, -1)
+    assert finder.tail == mine[: at + 1]  # (kept whole)
+    rank = rank_from_tails([report, runner], best.seq)
+    assert rank == rank_from_tails([finder, runner], best.seq) == sum(1 for k in keys if k < mine[at])
+    assert len(report.text()) < len(finder.text()) // 100
