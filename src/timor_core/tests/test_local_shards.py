@@ -4,16 +4,26 @@ shard that fails or dies ends the search with a ShardError (no hang); the time l
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from timor_core import ModulesDB
-from timor_core.search import Budget, ExhaustiveSearch, paper_exp2_space
+from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, paper_exp2_space
+from timor_core.search.dask_cluster import dask_worker
+from timor_core.search.evaluation.evaluate import DBRef, TaskRef
+from timor_core.search.evaluation.parallel import WorkerSpec
 from timor_core.search.exhaustive_search import local_shards
 from timor_core.search.exhaustive_search.local_shards import ShardError
+from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, decidable, run_shard
+from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
 from timor_core.search.spaces.space import SerialSpace, SpaceOptions
 from timor_core.task import Task
 
@@ -115,3 +125,123 @@ def test_a_shards_walk_leaves_the_garbage_collector_as_it_found_it():
             assert gc.get_threshold() == before and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    keys=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40)), max_size=30, unique=True),
+    at=st.integers(0, 30),
+    limit=st.sampled_from([1.5, 3.0, 4.0, math.inf]),
+    best=st.none() | st.tuples(st.integers(0, 6).map(float), st.integers(0, 40)),
+)
+def test_the_batched_look_up_takes_what_comes_before_the_best_and_the_limit(keys, at, limit, best):
+    """``decidable``: of a batch in ``(cost, position)`` order, from ``at`` on, those cheaper than the limit and
+    before the best known (the best itself and its equals in cost at later positions are not); a prefix."""
+    batch = [(float(c), i, ("J", str(i))) for c, i in sorted(keys)]
+    want = [b for b in batch[at:] if b[0] < limit and (best is None or (b[0], b[1]) < best)]
+    assert decidable(batch, at, limit, best) == want
+
+
+class _Hub:
+    """A shard's hub with a fixed best (as if another shard had found it), nothing shared."""
+
+    def __init__(self, best: tuple[float, int] | None) -> None:
+        self.fixed, self.found_states = best, []
+
+    def best(self) -> tuple[float, int] | None:
+        return self.fixed
+
+    def found(self, state) -> None:
+        self.found_states.append(state)
+
+    def progress(self, state) -> None:
+        pass
+
+    def link(self, proofs):
+        return None
+
+
+def test_a_shard_behind_the_best_decides_what_comes_before_it_in_batches(monkeypatch):
+    """A shard still walking what comes before the best another shard found takes the batched certificate look-up as
+    before any best was known: the same candidates, counts and answers, as many decided in batches (it took them one
+    at a time, at 3-4x the cost each)."""
+    task = Task.from_json_file(TASKS / "obstacle_middle.json")
+    space = paper_exp2_space(DB)
+    spec = WorkerSpec(DBRef.of(DB), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
+    job = ShardJob(spec, space.options.canonical_json(), 0, 2, "token", "topic", fingerprint=space.fingerprint)
+    runs = []
+    for hub in (_Hub(None), None):
+        monkeypatch.setattr(dask_worker, "_EVALUATORS", {})  # (a fresh evaluator: no certificates from the last run)
+        if hub is None:  # the best that shard found alone, known from the start
+            hub = _Hub((runs[0][0].best.cost, runs[0][0].best.seq))
+        state = ShardState.from_json(run_shard(job, hub))
+        runs.append((state, list(dask_worker.worker_evaluator(spec).lookup.counts), hub))
+    (alone, alone_counts, _), (behind, behind_counts, hub) = runs
+    assert alone.stopped == behind.stopped == "found" and hub.found_states
+    assert (behind.best.ids, behind.best.seq) == (alone.best.ids, alone.best.seq)
+    assert (behind.taken, behind.evaluations) == (alone.taken, alone.evaluations)
+    for f in ("entered", "passed", "reasons"):  # (not the seconds)
+        assert getattr(behind.funnel, f) == getattr(alone.funnel, f)
+    assert behind_counts == alone_counts and behind_counts[0] > alone.taken // 2  # most decided in batches
+
+
+def test_a_shards_certificates_reach_the_others_right_after_its_proof():
+    """The local link sends what a proof taught at once (not every 50 ms) and takes each batch exactly once: a batch
+    counted but not in the pipe yet is taken by a later look."""
+    ctx = multiprocessing.get_context()
+    inboxes, sent = [ctx.Queue(), ctx.Queue()], ctx.RawArray("q", 4)
+    best = ctx.Array("d", [math.inf, math.inf])
+    hubs = [local_shards.LocalHub(r, best, inboxes, ctx.Queue(), sent) for r in range(2)]
+    proofs = [FamilyProofs([], 1), FamilyProofs([], 1)]
+    links = [hub.link(p) for hub, p in zip(hubs, proofs, strict=True)]
+    family = (b"r1", b"r2")
+    for n in range(1, 4):  # three proofs in a row, each shared at once
+        proofs[0].lessons.append(Lesson(0, family, np.full((2, 3), float(n)), 0.1))
+        links[0].exchange()
+        assert sent[1] == n and sent[2] == 0  # counted as sent from shard 0 to shard 1, at once
+        while len(proofs[1].certificates) == 0 or proofs[1].certificates[0, family].size < n:
+            links[1].exchange()  # (the queue's feeder thread puts it into the pipe soon)
+    links[1].exchange()
+    assert proofs[1].certificates[0, family].size == 3 and links[1].taken == 3
+    sent[1] += 1  # counted, not in the pipe yet: a look takes nothing and does not wait
+    links[1].exchange()
+    assert links[1].taken == 3
+    inboxes[1].put([Lesson(0, family, np.full((2, 3), 9.0), 0.1)])
+    while links[1].taken < 4:
+        links[1].exchange()
+    assert proofs[1].certificates[0, family].size == 4
+    for link in links:
+        link.close()
+    for q in inboxes:
+        q.cancel_join_thread()
+
+
+def test_the_parent_loads_what_every_forked_shard_would_load():
+    """``warm``: the evaluator the shards find in their cache, the robot building and the kernels, loaded before the
+    shards fork (each loaded them itself, ~14 ms of start-up)."""
+    task = Task.from_json_file(TASKS / "moved_goals.json")
+    spec = WorkerSpec(DBRef.of(DB), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
+    evaluator = local_shards.warm(spec)
+    assert evaluator is dask_worker.worker_evaluator(spec)
+    assert {"timor_core.kinematics.build", "timor_core.kinematics.collision"} <= set(sys.modules)
+
+
+def test_the_best_is_reported_with_the_tail_its_rank_needs_not_the_whole():
+    """``found_report``: the finding shard's report carries its tail from the last key cheaper than its best (was:
+    all of it, up to 16,384 keys, ~0.1 s to write and read on the search's critical path); the best's rank from the
+    reports is the one from the whole tails; the state itself keeps its tail for the final trim."""
+    from timor_core.search.evaluation.evaluate import Evaluation
+    from timor_core.search.exhaustive_search.shards import rank_from_tails
+
+    keys = [(float(c), i) for c, i in sorted((k // 3, (k * 7919) % 30011) for k in range(12_000))]
+    mine, other = keys[0::2], keys[1::2]
+    at = 4_000  # the finder's best: its 4,001st key
+    best = Evaluation(("base", "J", "gripper"), True, mine[at][0], seq=mine[at][1])
+    finder = ShardState(0, taken=at + 1, evaluations=at + 1, valid=1, best=best, stopped="found", tail=mine[: at + 1])
+    runner = ShardState(1, taken=len(other), evaluations=len(other), stopped="bound", tail=list(other))
+    report = finder.found_report()
+    assert len(report.tail) < 10 and report.tail[-1] == mine[at] and report.tail[0] < (best.cost, -1)
+    assert finder.tail == mine[: at + 1]  # (kept whole)
+    rank = rank_from_tails([report, runner], best.seq)
+    assert rank == rank_from_tails([finder, runner], best.seq) == sum(1 for k in keys if k < mine[at])
+    assert len(report.text()) < len(finder.text()) // 100

@@ -6,7 +6,8 @@ a core's time from the workers, the family certificates reach the other workers 
 the chunks in flight when the best is found are evaluated for nothing (~1,000 assemblies). Here each worker
 process walks its own shard of the space (:func:`~.cost_order.by_cost_indexed`, a share of its subtrees) and
 evaluates it (:func:`~.shard_worker.run_shard`); the best ``(cost, position)`` found lives in shared memory, read
-before each assembly, and each shard's new certificates go to the others' queues every ``SHARE_EVERY`` seconds.
+before each assembly, and each shard's new certificates go to the others' queues right after the proof that made
+them (:class:`_QueueLink`).
 The parent only starts the shards and waits: with the client loop of a Dask search (:func:`~.shards.run_shards`),
 this module only being the executor (:class:`LocalShards`). The answer is the in-process search's: the valid
 assembly of least ``(cost, position)``, its position in the cost order counted as on Dask.
@@ -14,6 +15,7 @@ assembly of least ``(cost, position)``, its position in the cost order counted a
 
 from __future__ import annotations
 
+import importlib
 import math
 import multiprocessing
 import queue
@@ -27,16 +29,17 @@ from pathlib import Path
 from typing import Any
 
 from timor_core.errors import TimorError
-from timor_core.search.dask_cluster.dask_worker import bound_from_best
+from timor_core.kinematics import ik_kernel
+from timor_core.search.dask_cluster.dask_worker import bound_from_best, worker_evaluator
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
-from timor_core.search.exhaustive_search.shard_share import SHARE_EVERY
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
+from timor_core.search.filtering import proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
 
-__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search"]
+__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search", "warm"]
 
 
 class LocalHub:
@@ -44,8 +47,9 @@ class LocalHub:
     ``(cost, position)`` in a shared array, its reports and final state to the parent's queue, its certificates
     to the other shards' queues."""
 
-    def __init__(self, index: int, best: Any, inboxes: list[Any], reports: Any) -> None:
+    def __init__(self, index: int, best: Any, inboxes: list[Any], reports: Any, sent: Any) -> None:
         self.index, self.best_array, self.inboxes, self.reports = index, best, inboxes, reports
+        self.sent = sent  # batches put so far into each inbox by each shard (``sent[from * k + to]``)
         self.raw, self.lock = best.get_obj(), best.get_lock()  # read under one lock (not one per item)
 
     def best(self) -> tuple[float, int] | None:
@@ -72,33 +76,44 @@ class LocalHub:
         if proofs is None or len(self.inboxes) < 2:
             return None
         proofs.share()  # from now on it keeps what it learns
-        others = [q for r, q in enumerate(self.inboxes) if r != self.index]
-        return _QueueLink(proofs, self.inboxes[self.index], others)
+        return _QueueLink(proofs, self.index, self.inboxes, self.sent)
 
 
 @dataclass
 class _QueueLink:
-    """A shard's certificate exchange (:class:`~.shard_share.CertificateLink`'s methods) through process queues."""
+    """A shard's certificate exchange (:class:`~.shard_share.CertificateLink`'s methods) through process queues,
+    at once: what a proof taught goes out right after it, and a shard looks for what came in before each look-up and
+    proof. Looking costs a few reads of shared memory, not a look at the queue: ``sent`` counts the batches each
+    shard has put into each inbox (each count written by its sender only), and the queue is read only while fewer
+    have been taken from it (a batch counted but not in the pipe yet is taken next time)."""
 
     proofs: Any
-    inbox: Any
-    others: list[Any]
-    sent_at: float = field(default=0.0)
+    index: int
+    inboxes: list[Any]
+    sent: Any
+    taken: int = field(default=0)
+
+    def __post_init__(self) -> None:
+        k, me = len(self.inboxes), self.index
+        self.inbox = self.inboxes[me]
+        self.counts = [s * k + me for s in range(k) if s != me]  # (where the others count what they sent here)
+        self.others = [(me * k + r, q) for r, q in enumerate(self.inboxes) if r != me]
 
     def exchange(self, final: bool = False) -> None:
-        now = time.monotonic()
-        if not final and now - self.sent_at < SHARE_EVERY:  # (a look at the queue costs more than an assembly)
-            return
-        while True:
+        sent = self.sent
+        expected = sum([sent[i] for i in self.counts])
+        while self.taken < expected:
             try:
-                self.proofs.learn(self.inbox.get_nowait())
+                batch = self.inbox.get_nowait()
             except queue.Empty:
                 break
+            self.taken += 1
+            self.proofs.learn(batch)
         batch = self.proofs.share()
         if batch:
-            for q in self.others:
+            for i, q in self.others:
                 q.put(batch)
-        self.sent_at = now
+                sent[i] += 1
 
     def close(self) -> None:
         self.exchange(final=True)
@@ -185,7 +200,7 @@ class ShardProcesses(Executor):
         self.watcher.join(timeout=1)
         # what is left in the queues goes unread: the exit must not wait to flush it into a full pipe (a
         # finished search printed its answer, then its process hung at exit in a clean-clone CI run)
-        for q in (self.results, *self.shared[1], self.shared[2]):
+        for q in (self.results, *self.shared[1], self.shared[2]):  # (shared[3]: counts, no queue)
             q.cancel_join_thread()
 
 
@@ -196,19 +211,22 @@ def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) ->
 
 class LocalShards:
     """The shards on this machine's processes (:class:`~.shards.ShardExecutor`): the best in a shared array that
-    the shards read before each assembly, their reports and certificates through process queues."""
+    the shards read before each assembly, their reports and certificates through process queues (each shard's
+    count of the batches it sent to each in shared memory)."""
 
     checkpoint: Path | None = None  # (no checkpoints on this machine)
     resume_path: Path | None = None
     report_every = 1.0
 
-    def __init__(self, workers: int, mp_context: Any, filter_names: list[str]) -> None:
+    def __init__(self, workers: int, mp_context: Any, spec: WorkerSpec) -> None:
         ctx: Any = mp_context if mp_context is not None else default_context()
         ctx = ctx if ctx is not None else multiprocessing.get_context()
-        self.k, self.filter_names = workers, filter_names
+        forked = ctx.get_start_method() == "fork"
+        self.k, self.filter_names = workers, (warm(spec) if forked else spec.evaluator()).chain.names
         self.best = ctx.Array("d", [math.inf, math.inf])
         self.reports = ctx.Queue()
-        self.pool = ShardProcesses(ctx, (self.best, [ctx.Queue() for _ in range(workers)], self.reports))
+        sent = ctx.RawArray("q", workers * workers)
+        self.pool = ShardProcesses(ctx, (self.best, [ctx.Queue() for _ in range(workers)], self.reports, sent))
         self.pump: threading.Thread | None = None
         self.open_ = False
 
@@ -250,6 +268,18 @@ class LocalShards:
             self.pump.join(timeout=1)
 
 
+def warm(spec: WorkerSpec) -> Any:
+    """What each shard would load for itself on its first assemblies, loaded once in this process before the shards
+    fork from it (they inherit it): the search's evaluator (:func:`~.dask_worker.worker_evaluator`'s, which the
+    shards then find in their cache), the robot building of the IK (``kinematics.build`` and ``.collision``, ~8 ms
+    of CPU and 14 ms of wall time a process) and the kernels built ahead of time. The evaluator."""
+    for module in ("timor_core.kinematics.build", "timor_core.kinematics.collision"):
+        importlib.import_module(module)
+    for kernels in (proof_kernel.AHEAD, ik_kernel.AHEAD):
+        kernels.get()
+    return worker_evaluator(spec)
+
+
 def local_sharded_search(search: ShardedSearch, workers: int, mp_context: Any = None) -> SearchResult:
     """``ExhaustiveSearch(order="cost", workers=k).optimize(...)`` as ``workers`` shards in processes of this
     machine (:func:`~.shards.run_shards` on :class:`LocalShards`): the same best assembly, cost and ``best_seq``
@@ -260,5 +290,5 @@ def local_sharded_search(search: ShardedSearch, workers: int, mp_context: Any = 
     result = search.new_result()
     result.workers = workers
     spec = WorkerSpec(DBRef.of(search.db), TaskRef.of(search.task), cost, config)
-    ex = LocalShards(workers, mp_context, spec.evaluator().chain.names)
+    ex = LocalShards(workers, mp_context, spec)
     return run_shards(ex, search, result, {"start": search.start, "stop": search.end}, None, spec, t0)
