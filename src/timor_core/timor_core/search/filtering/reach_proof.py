@@ -368,11 +368,12 @@ def pose_proof(
 
 
 def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: list[float] | None = None) -> tuple:
-    """A proof's first level from another chain's :class:`Boxes` at distance ``d``: the boxes, their excess (``excess
-    - d``, measured on this chain where that is not above 0), whether a measured centre is near the goal, their
-    weights, the boxes measured, and the bound of every other box (``floor - d``)."""
+    """A proof's first level from another chain's :class:`Boxes` at distance ``d``: the boxes, their excess (the
+    larger of ``excess - d`` and this chain's measure, for every box not refused by rotation alone: the widening
+    cuts the rest from their own bound, not from ``excess - d``, s47: 5-7 % fewer boxes in all), whether a measured
+    centre is near the goal, their weights, the boxes measured, and the bound of every other box (``floor - d``)."""
     excess, weights, near = boxes.excess - d, boxes.weights.copy(), False
-    open_ = excess <= 0
+    open_ = np.isfinite(excess)
     if open_.any():
         measured, near, measured_weights = _measure(chain, goal, boxes.centres[open_], boxes.half[open_], upper)
         weights[open_] = measured_weights
