@@ -92,8 +92,9 @@ def test_no_certificate_refuses_a_chain_that_reaches_the_goal(name, pick, seed, 
         pose = np.eye(4)
         pose[:3, :3], pose[:3, 3] = at.frames[0].T, at.tcp[0]
         goal = _within(pose, tolerance, rng)
-        for widen in (0.0, 0.15):  # the margin as proven, and widened by cutting the tight boxes further
-            proof = pose_proof(cut.chain, goal, tol, widen=widen)
+        # the margin as proven, widened by cutting the tight boxes further, and widened level by level
+        for widen, levels in ((0.0, ()), (0.15, ()), (0.15, (0.0, 0.05, 0.1, 0.15))):
+            proof = pose_proof(cut.chain, goal, tol, widen=widen, levels=levels)
             assert proof is None or proof.margin <= distance + 1e-9, (proof, distance, widen)
         proofs = FamilyProofs([(goal, tol)], 4096)
         proofs.refusal(cut)  # may leave a certificate ...
@@ -600,3 +601,34 @@ def test_a_goal_put_in_reached_has_a_witness_that_reaches_it(name, pick, seed, t
                 assert reached_by(member.chain.steps, np.array(candidates), *goals[k]) is not None, k
     finally:
         family_proof.pose_proof = real
+
+
+@settings(max_examples=40, deadline=None)
+@given(**ROBOTS, steps=st.lists(st.sampled_from([0.0, 0.01, 0.05, 0.1, 0.3]), min_size=1, max_size=4))
+def test_a_margin_above_a_level_covers_the_chain_at_that_distance(name, pick, seed, spread, steps):
+    """The widening's levels (``FamilyProofs.distances``): each distance below ``WIDEN`` between two certificates of a
+    family gives a level, and a certificate whose proof's margin is above that level covers the chain at that
+    distance (the look-up's allowance included); none before two certificates lie that close."""
+    from timor_core.search.filtering.family_proof import WIDEN, Lesson
+
+    rng = np.random.default_rng(seed)
+    assembly, placement = assembly_of(name, pick, rng, spread)
+    cut = cut_chain(assembly, placement)
+    if cut is None:
+        return
+    proofs = FamilyProofs([(np.eye(4), TOLERANCES["exp2"])], 4096)
+    assert proofs.distances.levels(cut.gaps) == ()
+    members = [_member(cut, rng, total) for total in steps]
+    for chain in [cut] + [member for member, _ in members]:
+        proofs.learn([Lesson(0, cut.rotations, chain.translations, 1.0)])
+    levels = proofs.distances.levels(cut.gaps)
+    near = [(member, gap) for member, gap in members if gap + 1e-5 < WIDEN]
+    assert levels == () if not near else (levels[-1] == WIDEN and list(levels) == sorted(levels))
+    for member, gap in near:
+        level = min(v for v in levels if v > gap)
+        assert level - gap < 3e-6, (level, gap)
+        covering = FamilyProofs([(np.eye(4), TOLERANCES["exp2"])], 4096)
+        margin = np.nextafter(level, math.inf)
+        slack = 1e-7 * (cut.gaps + 1)  # the certificates' allowance (family_proof.ROTATION_SLACK per gap and one)
+        covering.learn([Lesson(0, cut.rotations, cut.translations, margin - slack)])
+        assert covering.certified(member) is not None, (gap, level)

@@ -403,3 +403,43 @@ def test_a_witness_is_found_where_the_goal_is_reached():
         tried += 1
         found += reach_witness(chain.steps, centres, target) is not None
     assert tried >= 30 and found >= 0.8 * tried, (found, tried)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DBS)),
+    pick=st.floats(0, 1, exclude_max=True),
+    seed=st.integers(0, 2**31),
+    width=st.sampled_from([0.01, 0.1, 0.5, math.pi]),
+    tolerance=st.sampled_from(sorted(TOLERANCES)),
+    compiled=st.booleans(),
+)
+def test_a_centres_miss_caps_what_its_box_can_spare(name, pick, seed, width, tolerance, compiled):
+    """What the widening stops by (``upper`` of :func:`box_excess`, numpy and compiled): per box the centre's miss
+    less the slack where the centre's rotation is within the tolerance's angle, else inf, as the chain's own poses
+    give it; and no box is refused with more to spare than that (a proof's margin never exceeds a measured centre's
+    value, so a level above it is out of reach)."""
+    use_compiled(compiled)
+    space = SPACES[name]
+    rng = np.random.default_rng(seed)
+    chain = pose_chain(ModuleAssembly.from_serial_modules(DBS[name], space[int(pick * space.count)]).robot)
+    if chain is None:
+        return
+    n, tol = chain.dof, TOLERANCES[tolerance]
+    centres, half = rng.uniform(-np.pi, np.pi, (32, n)), rng.uniform(0, width, (32, n))
+    at = chain_poses(chain, centres)
+    k = rng.integers(len(centres))  # a goal near one centre, turned by about the tolerance's angle
+    goal = np.eye(4)
+    goal[:3, :3] = at.frames[k].T @ Rotation.from_rotvec(rng.normal(size=3) * 0.3).as_matrix()
+    goal[:3, 3] = at.tcp[k] + rng.normal(size=3) * rng.choice([0.001, 0.05, 0.3])
+    upper = np.empty(len(centres))
+    excess = box_excess(chain, goal, tol, centres, half, upper)
+    turned = Rotation.from_matrix(np.einsum("mkj,jl->mkl", at.frames, goal[:3, :3])).magnitude()
+    slack = position_slack(tol) + reach_proof.EPS
+    want = np.where(turned <= rotation_slack(tol) + reach_proof.ANGLE_EPS,
+                    np.linalg.norm(at.tcp - goal[:3, 3], axis=1) - slack, math.inf)  # fmt: skip
+    edge = np.abs(turned - rotation_slack(tol) - reach_proof.ANGLE_EPS) < 1e-7  # (arccos's rounding)
+    assert np.array_equal(np.isinf(upper[~edge]), np.isinf(want[~edge]))
+    finite = np.isfinite(upper) & np.isfinite(want)
+    assert np.allclose(upper[finite], want[finite], rtol=0, atol=1e-9)
+    assert np.all(excess <= upper + 1e-9)

@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import Boxes, PoseChain, Proof, chain_from_frames, pose_proof, reaching
+from timor_core.search.filtering.reach_proof import PoseChain, Proof, chain_from_frames, pose_proof, reaching
 from timor_core.search.filtering.segments import Segment, merged
+from timor_core.search.filtering.widening import Boxes, Distances
 
 __all__ = ["COVERED", "Cut", "FamilyProofs", "Lesson", "Refusal", "Segment", "chain_segments", "cut_chain",
            "distance", "merged"]  # fmt: skip
@@ -301,6 +302,7 @@ class FamilyProofs:
         self.witnesses: dict[tuple[int, tuple[bytes, ...]], list[np.ndarray]] = {}  # per goal and family
         self.starts: dict[tuple[int, tuple[bytes, ...]], list[tuple[np.ndarray, Boxes]]] = {}  # the same
         self.started, self.kept_boxes = 0, 0  # proofs started from kept boxes (for the benchmarks); boxes kept
+        self.distances = Distances(WIDEN, ROTATION_SLACK)  # between certificates of a family: the widening's levels
 
     @classmethod
     def of(cls, ctx: Any) -> FamilyProofs:
@@ -322,10 +324,8 @@ class FamilyProofs:
         for lesson in lessons:
             if len(lesson.translations) != len(lesson.rotations):
                 continue
-            key = (lesson.goal, lesson.rotations)
-            if key not in self.certificates:
-                self.certificates[key] = _Certificates(len(lesson.rotations))
-            self.certificates[key].add(lesson.translations, lesson.margin)
+            self.distances.note(self.family_of(lesson.rotations), lesson.translations)
+            self._certificates(lesson.goal, lesson.rotations).add(lesson.translations, lesson.margin)
 
     def cut(self, assembly: Any) -> Cut | None:
         """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
@@ -383,10 +383,10 @@ class FamilyProofs:
         """:func:`~.reach_proof.pose_proof` of goal ``k`` for ``cut``'s chain, started from the kept boxes of a proven
         chain of its family within their floor (:meth:`_near`; why: most proofs are of chains a little beyond a
         certificate's margin); undecided so without a witness, it is run from the whole turn."""
-        goal, tolerance = self.goals[k]
+        (goal, tolerance), levels = self.goals[k], self.distances.levels(cut.gaps)  # (the widening's, see widening)
         kept: list[Boxes] = []
-        prove = functools.partial(pose_proof, cut.chain, goal, tolerance, self.budget, widen=WIDEN,
-                                  widen_budget=WIDEN_BUDGET, witnesses=witnesses, kept=kept)  # fmt: skip
+        prove = functools.partial(pose_proof, cut.chain, goal, tolerance, self.budget, widen=WIDEN, kept=kept,
+                                  widen_budget=WIDEN_BUDGET, witnesses=witnesses, levels=levels)  # fmt: skip
         start = self._near(k, cut)
         proof, self.started = prove(start=start), self.started + (start is not None)
         if proof is None and start is not None and not witnesses:
@@ -434,6 +434,7 @@ class FamilyProofs:
         return found
 
     def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
+        self.distances.note(self.family_of(cut.rotations), cut.translations)
         certs.add(cut.translations, margin)
         if self.lessons is not None:
             self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin))

@@ -68,7 +68,7 @@ def load_compiled() -> None:
     _kernels()  # from now on this process runs the compiled bounds; a first call of each loads its machine code
     centres, half = np.zeros((1, 1)), np.ones((1, 1))
     goal = BoxGoal(np.ones(3), np.eye(3), 0.0, 0.0, np.ones(3), 0.0, (0.0, 0.0), 0.0)
-    measure_boxes((np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))), centres, half, goal)
+    measure_boxes((np.tile(np.eye(3), (2, 1, 1)), np.zeros((2, 3))), centres, half, goal, np.empty(1))
     halve_boxes(centres, half, np.ones(1), 1)
 
 
@@ -127,16 +127,22 @@ def _compiled() -> tuple[Any, Any, Any, Any] | None:
 
 
 def measure_boxes(
-    steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, half: np.ndarray, goal: BoxGoal
+    steps: tuple[np.ndarray, np.ndarray],
+    centres: np.ndarray,
+    half: np.ndarray,
+    goal: BoxGoal,
+    upper: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool, np.ndarray]:
     """Per box (``centres``, ``half`` (M, n)) of the chain ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (``steps``: the
     rotations (n + 1, 3, 3) and translations (n + 1, 3) of the ``A_k``): by how much no configuration in it puts the
     TCP within the slack of ``goal`` (inf: not at the goal's orientation; <= 0: maybe); whether a box centre is
     within ``goal.near`` of the goal; per box and joint the TCP's distance from the joint's axis at the centre plus
-    ``goal.rot_weight``."""
+    ``goal.rot_weight``. ``upper`` (M,), where given, gets per box the centre's miss less the slack where the
+    centre is within the goal's rotation slack, else inf: no sound bound refuses a box holding that centre with more
+    to spare (what :func:`~.reach_proof.pose_proof`'s widening can still gain)."""
     kernels = _compiled()
     if kernels is None:
-        return compiled.charged(measure_boxes_numpy, steps, centres, half, goal)
+        return compiled.charged(measure_boxes_numpy, steps, centres, half, goal, upper)
     m, n = centres.shape
     tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
     excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
@@ -148,7 +154,8 @@ def measure_boxes(
     direction = np.ascontiguousarray(goal.direction, dtype=np.float64)
     position(tcp, origins, jaxes, half, gpos, slack, direction, float(goal.length), theta, float(goal.rot_weight),
              excess, weights, rest)  # fmt: skip
-    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess)
+    centre = upper if upper is not None else np.empty(0)
+    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess, centre)
     return excess, bool(found), weights
 
 
@@ -355,11 +362,12 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
         excess[b] = out
 
 
-def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess):
-    """Per box: ``excess`` set to inf where the orientation bounds refuse it; returns whether a box centre is within
-    ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
+def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess, centre):
+    """Per box: ``excess`` set to inf where the orientation bounds refuse it, and where ``centre`` has a place per
+    box, the centre's miss less ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether
+    a box centre is within ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
     m, n = half.shape
-    found, least = False, math.cos(theta)
+    found, least, centres = False, math.cos(theta), len(centre) == m
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         trace, total = 0.0, 0.0
@@ -368,8 +376,11 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
         for i in range(n):
             total += half[b, i]
         turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
-        if math.sqrt(dx * dx + dy * dy + dz * dz) <= slack + near_pos and turn <= theta + near_angle:
+        miss = math.sqrt(dx * dx + dy * dy + dz * dz)
+        if miss <= slack + near_pos and turn <= theta + near_angle:
             found = True
+        if centres:
+            centre[b] = miss - slack if turn <= theta else math.inf
         if theta >= math.pi:
             continue
         off = turn - total > theta

@@ -59,7 +59,11 @@ def chain_frames(
 
 
 def measure_boxes_numpy(
-    steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, half: np.ndarray, goal: BoxGoal
+    steps: tuple[np.ndarray, np.ndarray],
+    centres: np.ndarray,
+    half: np.ndarray,
+    goal: BoxGoal,
+    upper: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool, np.ndarray]:
     """:func:`.proof_kernel.measure_boxes` in numpy (the same arguments and results)."""
     rotations, translations = steps
@@ -70,6 +74,8 @@ def measure_boxes_numpy(
     cos_k = np.einsum("mjk,kj->mk", rot, gaxes)  # each TCP axis (rot's column k) against the goal's
     turn = np.arccos(np.clip((cos_k.sum(axis=1) - 1.0) / 2.0, -1.0, 1.0))
     found = bool(np.any((miss <= slack + near[0]) & (turn <= theta + near[1])))
+    if upper is not None:
+        upper[:] = np.where(turn <= theta, miss - slack, math.inf)
     # the TCP's and the wrist's distances from each joint's axis at the centre (|axis x (point - origin)|)
     points = np.stack([tcp, wrist], axis=1)[:, :, None, :] - origins[:, None, :, :]
     along = np.einsum("mpnj,mnj->mpn", points, axes)
