@@ -5,6 +5,7 @@ move_group or ros2_control_node would otherwise run on, unseen, with them)."""
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -34,6 +35,9 @@ def spin_nodes(
     Returns 0 after a clean shutdown (SIGINT/SIGTERM, or the parent process gone: see :func:`orphaned`), 2 if a
     node cannot start (bad parameters: one line on stderr, no traceback).
     """
+    # a native crash (SIGSEGV, SIGABRT, ... in the middleware or rclpy) prints every thread's Python stack on stderr,
+    # which launch writes into its log: the only trace of a crash at shutdown that a test run leaves
+    faulthandler.enable(file=sys.stderr, all_threads=True)
     parent = os.getppid()
     # our own SIGINT/SIGTERM handling: the executor stops, the nodes are destroyed, and only then is the context
     # shut down (rclpy's default handler shuts the context down first, under the middleware's running threads,
