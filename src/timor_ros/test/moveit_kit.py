@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 from control_tools import JointStateCache, controller_states, controller_states_or_why
-from ros2_cli import Launch, died, require_ros2, wait_for_output
+from ros2_cli import Launch, deaths, died, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
 
@@ -56,7 +56,7 @@ def move_group_launch(
         launch.stop()
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
-    assert not died(launch.output()), launch.output()[-4000:]
+    assert not died(launch.output()), deaths(launch.output())
 
 
 def settled(
