@@ -85,3 +85,23 @@ def test_no_executable_is_a_typed_error(tmp_path):
     sup = MoveGroupSupervisor(tmp_path / "missing", "ns", tmp_path)
     with pytest.raises(MoveGroupError, match="cannot start"):
         sup.start({"robot": "A"})
+
+
+def test_closing_with_a_short_timeout_ends_a_move_group_that_ignores_sigint(tmp_path):
+    """At the supervisor node's end move_group must be gone before launch escalates to SIGKILL on the node itself
+    (5 s after its SIGINT, then 10 s): one that ignores SIGINT (seen at load ~20) gets SIGTERM after the short
+    timeout given to close, not after the supervisor's 10 s per signal."""
+    exe = tmp_path / "move_group"
+    exe.write_text(FAKE.replace("lambda *_: sys.exit(0)", "signal.SIG_IGN"))
+    exe.chmod(0o755)
+    (tmp_path / "cfg").mkdir()
+    sup = MoveGroupSupervisor(exe, "ns", tmp_path / "cfg", ready_timeout=5.0, stop_timeout=30.0, echo=io.StringIO())
+    try:
+        sup.start({"robot": "a", "mode": "up"})
+        process = sup.process
+        assert process is not None
+        t0 = time.monotonic()
+        assert sup.close(0.5) == "stopped by SIGTERM"
+        assert process.proc.poll() is not None and time.monotonic() - t0 < 10  # not the 30 s stop timeout
+    finally:
+        sup.close(0.5)

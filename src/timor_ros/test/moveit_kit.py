@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from control_tools import controller_states, controller_states_or_why
-from ros2_cli import Launch, died, require_ros2, wait_for_output
+import numpy as np
+from control_tools import JointStateCache, controller_states, controller_states_or_why
+from ros2_cli import Launch, deaths, died, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
 
@@ -54,13 +56,47 @@ def move_group_launch(
         launch.stop()
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
-    assert not died(launch.output()), launch.output()[-4000:]
+    assert not died(launch.output()), deaths(launch.output())
 
 
-def tcp_close(tf: TfListener, prefix: str, expected, tol: float = 2e-3) -> bool:
-    """The TF of ``prefix``tool0 in ``prefix``base_link equals ``expected`` (4x4) within ``tol`` (m and rad)."""
-    pose = tf.lookup(prefix + "base_link", prefix + "tool0")
-    if pose is None:
-        return False
-    dp, dr = pose_error(pose, expected)
-    return dp < tol and dr < tol
+def settled(
+    states: JointStateCache,
+    joints: list[str],
+    last,
+    tf: TfListener,
+    frames: tuple[str, str],
+    fk: Callable[[np.ndarray], np.ndarray],
+    tol: float = 2e-3,
+    misses: int = 100,
+    cap: float = 180.0,
+) -> tuple[np.ndarray | None, str]:
+    """The joint positions once a sample is within ``tol`` of the plan's ``last`` point and a TF of ``frames`` (root,
+    tip) received after that sample equals ``fk(sample)`` within ``tol`` (m and rad); else None and why.
+
+    Compared with the FK of the measured sample, not of the goal: move_group samples a joint goal anywhere within
+    its tolerance, so the robot rests up to that far from the requested values (2 % of test_moveit_swap's
+    four-joint goals put tool0 more than 2e-3 rad away from the goal's FK). A sample of the motion's last moments
+    is near ``last`` without being there, so TF must agree with that same sample, and be received after it. Fails
+    on events, not on a guessed time: after ``misses`` fresh TF updates that each disagree, or ``cap`` s without
+    agreement (nothing arriving).
+    """
+    root, tip = frames
+    end, seen, why = time.monotonic() + cap, 0, "no joint states"
+    while time.monotonic() < end:
+        q = states.positions(joints, timeout=1.0)
+        if q is None or float(np.max(np.abs(q - np.asarray(last)))) >= tol:
+            why = f"joints at {q}, the plan ends at {np.asarray(last)}"
+            time.sleep(0.05)
+            continue
+        pose = tf.wait_for(root, [tip], 2.0, newer_than=time.monotonic()).get(tip)
+        if pose is None:
+            why = f"no TF {root} -> {tip} after the joints' sample"
+            continue
+        dp, dr = pose_error(pose, fk(q))
+        if dp < tol and dr < tol:
+            return q, ""
+        seen += 1
+        why = f"TF {root} -> {tip} off the FK of the joints {q} by {dp:.1e} m, {dr:.1e} rad ({seen} fresh updates)"
+        if seen >= misses:
+            break
+    return None, why

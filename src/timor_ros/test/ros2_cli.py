@@ -217,6 +217,20 @@ def died(log: str) -> list[str]:
     return lines
 
 
+def deaths(log: str, tail: int = 4000) -> str:
+    """What a failed ``assert not died(log)`` shows: each dead process's "process has died" line and the end of its
+    own output (a timor node's crash prints every thread's Python stack there: timor_ros.runner), then the end of
+    the log; a crash's own lines are otherwise lost in the other processes' shutdown output."""
+    import re
+
+    parts = []
+    for line in died(log):
+        name = re.search(r"\[([\w.]+-\d+)\]: process has died", line)
+        own = [ln for ln in log.splitlines() if name and ln.startswith(f"[{name.group(1)}] ")]
+        parts.append(line + "\n" + "\n".join(own[-80:]))
+    return "\n\n".join([*parts, log[-tail:]])
+
+
 def wait_for_output(launch: Background, text: str, timeout: float = 60.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -15,6 +15,7 @@ import pytest
 from ros2_cli import (
     ROS2,
     Launch,
+    deaths,
     died,
     make_placeholders,
     real_package,
@@ -200,4 +201,4 @@ def test_the_packages_moveit_launch_plans_and_executes_with_the_real_move_group(
         states.close()
         launch.stop()
         assert not launch.kill_leftovers()
-    assert not died(launch.output()), launch.output()[-3000:]
+    assert not died(launch.output()), deaths(launch.output(), 3000)

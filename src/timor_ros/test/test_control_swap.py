@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from controller_manager_msgs.srv import ListControllers
-from ros2_cli import TOKEN_VAR, Launch, died, launch_reported_end, marked_processes, real_package, require_ros2
+from ros2_cli import TOKEN_VAR, Launch, deaths, died, launch_reported_end, marked_processes, real_package, require_ros2
 from sensor_msgs.msg import JointState
 
 from timor_interfaces.srv import SetAssembly
@@ -137,7 +137,7 @@ def test_set_assembly_ends_with_the_new_robots_controllers_active(ros_client, tm
     # the node's shutdown releases the running manager's hardware first (its own executor has stopped by then)
     assert re.search(r"controller manager released \S+ \(unconfigured\), stopped by SIGINT \(exit code 0\)",
                      launch.output()), launch.output()[-3000:]  # fmt: skip
-    assert not died(launch.output()), launch.output()[-4000:]
+    assert not died(launch.output()), deaths(launch.output())
 
 
 def _stop_the_assembly_node(launch: Launch) -> None:

@@ -53,3 +53,23 @@ def test_only_a_known_upstream_crash_after_the_launchs_sigint_is_forgiven():
     assert died(sigint + _CM_CRASH.splitlines()[1]) == [_CM_CRASH.splitlines()[1]]  # without the lifecycle warning
     other = _CM_CRASH.replace("exit code -11", "exit code 1")
     assert died(sigint + other) == [other.splitlines()[1]]
+
+
+def test_a_dead_nodes_own_last_lines_head_the_failure_message():
+    """A crash's own output (faulthandler's stacks of a timor node) comes first in what a failed ``died`` check shows,
+    even when other processes printed pages after it (pure text)."""
+    from ros2_cli import deaths
+
+    log = (
+        "[modules_db-1] [INFO] [1.0] [modules_db]: serving module set 'ur5'\n"
+        "[WARNING] [launch]: user interrupted with ctrl-c (SIGINT)\n"
+        "[modules_db-1] Fatal Python error: Segmentation fault\n"
+        '[modules_db-1]   File "runner.py", line 80 in spin_nodes\n'
+        + "[moveit_supervisor-4] [INFO] [2.0] [move_group]: shutting down\n" * 500
+        + "[ERROR] [modules_db-1]: process has died [pid 7, exit code -11, cmd 'modules_db'].\n"
+    )
+    shown = deaths(log)
+    first, _, rest = shown.partition("\n\n")
+    assert first.startswith("[ERROR] [modules_db-1]: process has died")
+    assert "Fatal Python error: Segmentation fault" in first and "in spin_nodes" in first
+    assert "move_group" not in first and rest.endswith(log[-4000:])

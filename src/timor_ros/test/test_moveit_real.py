@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from control_tools import JointStateCache, controller_states, follow
-from moveit_kit import ACTIVE, CHAIN, SIX, abs_name, move_group_launch, tcp_close
+from moveit_kit import ACTIVE, CHAIN, SIX, abs_name, move_group_launch, settled
 from ros2_cli import real_package
 from ros_helpers import wait_for
 from tf_tools import TfListener
@@ -73,16 +72,18 @@ def test_joint_and_position_goals_plan_and_execute(ros_client, tmp_path, variant
             target = np.array([0.7, -0.5, 0.8])
             got = move(ros_client, abs_name(ns, "move_action"), joint_goal(joints, target), frame=prefix + "base_link")
             assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
-            assert wait_for(lambda: _near(states.positions(joints), target), 15, 0.1), states.positions(joints)
-            assert wait_for(lambda: tcp_close(tf, prefix, robot.fk(target)), 15, 0.1)
+            frames = (prefix + "base_link", prefix + "tool0")
+            q_end, why = settled(states, joints, got.points[-1], tf, frames, robot.fk)
+            assert q_end is not None, why
+            assert _near(q_end, target), (q_end, target)  # move_group's goal: within its tolerance (1e-3 rad)
 
             q_goal = np.array([-0.6, 0.4, -0.9])
             T = robot.fk(q_goal)
             goal = pose_goal(prefix + "tool0", prefix + "base_link", T, angle_tolerance=None)
             got = move(ros_client, abs_name(ns, "move_action"), goal, frame=prefix + "base_link")
             assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
-            q_end = _at_rest(states, joints, got.points[-1], lambda q: tcp_close(tf, prefix, robot.fk(q)))
-            assert q_end is not None, (states.positions(joints), tf.lookup(prefix + "base_link", prefix + "tool0"))
+            q_end, why = settled(states, joints, got.points[-1], tf, frames, robot.fk)
+            assert q_end is not None, why
             assert np.linalg.norm(robot.fk(q_end)[:3, 3] - T[:3, 3]) < 2e-3, (q_end, T)
         finally:
             states.close()
@@ -122,8 +123,8 @@ def test_a_six_joint_pose_goal_is_solved_in_full(ros_client, tmp_path):
             assert wait_for(lambda: _near(states.positions(joints), q_free), 15, 0.1)
             got = move(ros_client, "/move_action", pose_goal("tool0", "base_link", T, 1e-3, 1e-2))
             assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
-            q_end = _at_rest(states, joints, got.points[-1], lambda q: tcp_close(tf, "", robot.fk(q)))
-            assert q_end is not None, (states.positions(joints), tf.lookup("base_link", "tool0"))
+            q_end, why = settled(states, joints, got.points[-1], tf, ("base_link", "tool0"), robot.fk)
+            assert q_end is not None, why
             reached = robot.fk(q_end)
             assert np.linalg.norm(reached[:3, 3] - T[:3, 3]) < 2e-3
             angle = np.arccos(np.clip((np.trace(reached[:3, :3].T @ T[:3, :3]) - 1) / 2, -1, 1))
@@ -135,21 +136,6 @@ def test_a_six_joint_pose_goal_is_solved_in_full(ros_client, tmp_path):
 
 def _near(q, goal, tol: float = 2e-3) -> bool:
     return q is not None and float(np.max(np.abs(np.asarray(q) - goal))) < tol
-
-
-def _at_rest(states: JointStateCache, joints: list[str], last, agrees, timeout: float = 15.0) -> np.ndarray | None:
-    """The joint states once one sample is within 2e-3 of the plan's ``last`` point and ``agrees(q)`` (TF shows
-    timor's FK of that same sample), else None. A sample of the motion's last moments is near ``last`` without being
-    there, and TF, at the end already, never agrees with its FK: taken as the end, it failed the six-joint test at
-    load 25."""
-    end = time.monotonic() + timeout
-    while True:
-        q = states.positions(joints, timeout=1.0)
-        if q is not None and _near(q, np.asarray(last)) and agrees(q):
-            return q
-        if time.monotonic() > end:
-            return None
-        time.sleep(0.1)
 
 
 def _example_robot(name: str) -> Path:
@@ -194,13 +180,8 @@ def test_an_imported_urdf_robot_plans_and_executes_a_pose_goal(ros_client, tmp_p
             got = move(ros_client, "/u/move_action", pose_goal(chain.tip_link, chain.base_link, T, 1e-3, 1e-2),
                        frame=chain.base_link)  # fmt: skip
             assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
-
-            def tf_at(q) -> bool:
-                pose = tf.lookup(chain.base_link, chain.tip_link)
-                return pose is not None and bool(np.allclose(pose, robot.fk(q), atol=2e-3))
-
-            q_end = _at_rest(states, joints, got.points[-1], tf_at)
-            assert q_end is not None, (states.positions(joints), tf.lookup(chain.base_link, chain.tip_link))
+            q_end, why = settled(states, joints, got.points[-1], tf, (chain.base_link, chain.tip_link), robot.fk)
+            assert q_end is not None, why
             assert np.linalg.norm(robot.fk(q_end)[:3, 3] - T[:3, 3]) < 2e-3
         finally:
             states.close()

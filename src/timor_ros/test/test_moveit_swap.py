@@ -13,7 +13,7 @@ import signal
 import numpy as np
 import pytest
 from control_tools import JointStateCache, controller_states
-from moveit_kit import ACTIVE, CHAIN, READY, move_group_launch, tcp_close
+from moveit_kit import ACTIVE, CHAIN, READY, move_group_launch, settled
 from ros2_cli import TOKEN_VAR, Launch, marked_processes, real_package, require_ros2, wait_for_output
 from ros_helpers import wait_for
 from tf_tools import TfListener
@@ -79,9 +79,9 @@ def test_move_group_plans_for_the_new_robot_after_set_assembly(ros_client, tmp_p
             got = move(ros_client, "/move_action", joint_goal(joints, target))
             assert got.accepted and got.error_code == SUCCESS, (got, launch.output()[-3000:])
             assert got.joint_names == joints
-            reached = wait_for(lambda: _near(states.positions(joints), target), 15, 0.1)
-            assert reached, states.positions(joints)
-            assert wait_for(lambda: tcp_close(tf, "", robot.fk(target)), 15, 0.1)
+            q_end, why = settled(states, joints, got.points[-1], tf, ("base_link", "tool0"), robot.fk)
+            assert q_end is not None, why
+            assert _near(q_end, target), (q_end, target)  # move_group's goal: within its tolerance (1e-3 rad)
 
             # a robot the assembly node refuses (no movable joint): MoveIt keeps planning for the four joints
             refused = SetAssembly.Request(modules=["base", "gripper"])
@@ -128,12 +128,16 @@ def test_two_arms_on_one_base_are_two_planning_groups(ros_client, tmp_path):
         states = JointStateCache(ros_client.node, "/joint_states")
         tf = TfListener(ros_client.node)
         try:
-            q = np.zeros(4)
+            q = np.zeros(4)  # where the plans end: move_group samples each goal within its tolerance (1e-3 rad)
             for group, arm, target in (("manipulator_1", [0, 1], [0.6, -0.5]), ("manipulator_2", [2, 3], [0.4, -0.7])):
                 got = move(ros_client, "/move_action", joint_goal([joints[k] for k in arm], target), group=group)
                 assert got.accepted and got.error_code == SUCCESS, (group, got, launch.output()[-3000:])
-                q[arm] = target
-                assert wait_for(lambda: _near(states.positions(joints), q), 15, 0.1), (group, states.positions(joints))
+                assert got.joint_names == [joints[k] for k in arm] and _near(got.points[-1], target), got
+                q[arm] = got.points[-1]
+                q_end, why = settled(
+                    states, joints, q, tf, ("base_link", "tool0"), lambda v: robot.frame_pose("tool0", v)
+                )
+                assert q_end is not None, (group, why)
             # a goal of arm 2 where timor finds it hitting arm 1's gripper: move_group finds no valid goal state either
             clash = np.array([*q[:2], -0.4, 0.7])
             assert robot.has_self_collision(clash)
@@ -141,16 +145,13 @@ def test_two_arms_on_one_base_are_two_planning_groups(ros_client, tmp_path):
                        planning_time=2.0)  # fmt: skip
             assert got.error_code != SUCCESS and _near(states.positions(joints), q)
             for tool in ("tool0", "tool1"):
-                expected = robot.frame_pose(tool, q)
-                assert wait_for(lambda t=tool, e=expected: _tf_close(tf, t, e), 15, 0.1), tool
+                q_end, why = settled(
+                    states, joints, q, tf, ("base_link", tool), lambda v, t=tool: robot.frame_pose(t, v)
+                )
+                assert q_end is not None, (tool, why)
         finally:
             states.close()
             tf.close()
-
-
-def _tf_close(tf: TfListener, tool: str, expected) -> bool:
-    pose = tf.lookup("base_link", tool)
-    return pose is not None and bool(np.allclose(pose, expected, atol=2e-3))
 
 
 def test_a_robot_the_real_move_group_refuses_brings_the_last_one_back(tmp_path):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from control_tools import JointStateCache, controller_states, follow
-from ros2_cli import TOKEN_VAR, Launch, died, marked_processes, real_package, require_ros2
+from ros2_cli import TOKEN_VAR, Launch, deaths, died, marked_processes, real_package, require_ros2
 from ros_helpers import wait_for
 from tf_tools import TfListener, pose_error
 
@@ -52,7 +52,7 @@ def control_launch(ros_client, tmp_path, request):
         launch.stop()
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
-    assert not died(launch.output()), launch.output()[-4000:]
+    assert not died(launch.output()), deaths(launch.output())
 
 
 @pytest.mark.parametrize("control_launch", [("", ""), ("r3", "r3_")], indirect=True, ids=["root", "namespaced"])

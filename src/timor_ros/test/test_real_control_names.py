@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 from control_tools import JointStateCache, controller_states, follow
-from ros2_cli import Launch, died, real_package, require_ros2
+from ros2_cli import Launch, deaths, died, real_package, require_ros2
 from ros_helpers import wait_for
 
 from timor_core import ModuleAssembly
@@ -91,7 +91,7 @@ def test_the_real_controllers_take_the_kept_names(ros_client, tmp_path):
         launch.stop()
         left = launch.kill_leftovers()
         assert not left, f"processes left behind: {left}"
-    assert not died(launch.output()), launch.output()[-4000:]
+    assert not died(launch.output()), deaths(launch.output())
 
 
 def _near(q, goal, tol: float = 1e-3) -> bool:

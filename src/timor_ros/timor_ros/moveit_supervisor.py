@@ -63,6 +63,8 @@ WORKSPACE = 10.0
 """Half the side (m) of the planning volume of the supervisor's probe plans."""
 NO_STATE = "Failed to fetch current robot state"
 """What move_group says when it plans before its state monitor has heard every joint."""
+SHUTDOWN_STOP_TIMEOUT = 1.5
+"""Seconds before each harder signal (SIGINT, SIGTERM, SIGKILL) when move_group is stopped at this node's end."""
 
 
 def move_group_executable() -> Path:
@@ -240,7 +242,9 @@ class MoveItSupervisorNode(Node):
 
     def destroy_node(self) -> None:
         self._closing.set()
-        self._worker.submit(self.supervisor.close).result(timeout=60)
+        # within launch's escalation (SIGTERM 5 s after its SIGINT, SIGKILL 10 s later): a move_group that hangs on
+        # SIGINT (seen at load ~20) no longer holds this node until launch kills it (exit -9, a failed test)
+        self._worker.submit(self.supervisor.close, SHUTDOWN_STOP_TIMEOUT).result(timeout=60)
         self._worker.shutdown(wait=True)
         super().destroy_node()
 

@@ -5,6 +5,7 @@ move_group or ros2_control_node would otherwise run on, unseen, with them)."""
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import signal
 import sys
@@ -32,15 +33,20 @@ def spin_nodes(
     """Create the nodes (``factories[i](parameter_overrides=overrides[i])``) and spin them until shut down.
 
     Returns 0 after a clean shutdown (SIGINT/SIGTERM, or the parent process gone: see :func:`orphaned`), 2 if a
-    node cannot start (bad parameters: one line on stderr, no traceback).
+    node cannot start (bad parameters: one line on stderr, no traceback). Its SIGINT/SIGTERM handlers stay installed:
+    the caller ends the process next (:func:`exit_now`).
     """
+    # a native crash (SIGSEGV, SIGABRT, ... in the middleware or rclpy) prints every thread's Python stack on stderr,
+    # which launch writes into its log: the only trace of a crash at shutdown that a test run leaves
+    faulthandler.enable(file=sys.stderr, all_threads=True)
     parent = os.getppid()
     # our own SIGINT/SIGTERM handling: the executor stops, the nodes are destroyed, and only then is the context
     # shut down (rclpy's default handler shuts the context down first, under the middleware's running threads,
     # which crashed the process with SIGSEGV in some shutdowns)
     rclpy.init(args=list(argv) if argv is not None else None, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     nodes: list[Node] = []
     executor = MultiThreadedExecutor(num_threads=threads)
     try:
@@ -66,13 +72,15 @@ def spin_nodes(
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
-        # a callback still running (e.g. waiting on another node's service) must end before its node goes away
+        # a callback still running (e.g. waiting on another node's service) must end before its node goes away:
+        # rclpy 9's MultiThreadedExecutor.shutdown returns only once it has, whatever the timeout (its thread pool
+        # is joined without a bound; test_runner.py), so no callback runs during the teardown below
         if executor.shutdown(timeout_sec=5.0):
             for node in nodes:
                 node.destroy_node()
         rclpy.try_shutdown()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    # the handlers stay until the process ends (exit_now): with the previous ones back, a second SIGINT before then
+    # raised KeyboardInterrupt past exit_now, into interpreter finalization with the middleware's objects alive
     return 0
 
 

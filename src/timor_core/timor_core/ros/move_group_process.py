@@ -169,10 +169,11 @@ class MoveGroupSupervisor:
                 back.stop(self.stop_timeout)
         raise MoveGroupError("move_group did not come up for the new robot (the previous one was started again)", tail)
 
-    def close(self) -> str:
-        """Stop move_group; how it ended."""
+    def close(self, timeout: float | None = None) -> str:
+        """Stop move_group, waiting ``timeout`` (default: the supervisor's stop timeout) before each harder signal;
+        how it ended."""
         if self.process is None:
             return "none running"
-        how = self.process.stop(self.stop_timeout)
+        how = self.process.stop(self.stop_timeout if timeout is None else timeout)
         self.process = None
         return how
