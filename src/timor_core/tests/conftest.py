@@ -8,6 +8,12 @@ import os
 from pathlib import Path
 
 import pytest
+
+# hypothesis runs its entry-point plugins when imported: here only trio's (a dependency of selenium; no test of the
+# suite runs trio), which imported trio into every pytest process, ~0.14 CPU-s each (5 runs of a collection each way,
+# 2026-11-29, load ~17: 0.66-0.81 against 0.52-0.61 CPU-s)
+os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")
+
 from hypothesis import settings
 
 # every process of the suite (Dask workers, CLI and node subprocesses too) runs the compiled kernels (the ahead-of-time
@@ -260,6 +266,10 @@ TIMING = {
 #: 10 s, the GA of test_paper_exp2 10 s: one of them late keeps one worker busy while the other has nothing left)
 #: and those of 10-36 CPU-s or ~20 s of waiting (test_discover's CAN scans), longest first; then the films of
 #: test_viz_render.py (its 2-6 s film test and the 11 s chromium test of test_viz_viewer ended a worker's run at 06:53).
+#: Then (2026-11-29 15:12, -n 2 at load 7-9, a per-test CPU profile) the modules whose tests of 2-6 CPU-s started in
+#: the last quarter of a worker's run: the any-order sweep test (5.9 CPU-s) began at 94 % of it, test_migration's
+#: search (2.7) at 87 %, test_hostile_bounds' 50-joint description (2.6) and test_family_proof's 1,000-arm witness
+#: checks (1.1-2.5 each, 15.6 over the module) at 73-78 %: a long test begun late keeps one worker busy at the end.
 #: A module's own order is kept (its module fixtures are set up once per worker, as before).
 LONGEST_FIRST = (
     "test_configurator_browser.py",
@@ -281,6 +291,10 @@ LONGEST_FIRST = (
     "test_urdf_writer.py",
     "test_local_shards.py",
     "test_viz_render.py",
+    "test_sweep_proof.py",
+    "test_family_proof.py",
+    "test_migration.py",
+    "test_hostile_bounds.py",
 )
 
 

@@ -38,18 +38,32 @@ def test_metadata_is_declarative_for_every_setuptools():
 def _clean_env() -> dict[str, str]:
     """This environment without a ROS prefix or Python path of its own (as on a machine without make ros), and with
     PYTHONDONTWRITEBYTECODE: setuptools' install step then skips byte-compiling the installed packages, which no check
-    here reads (a colcon build 1.8-1.9 instead of 2.2-2.8 CPU-s, 2026-11-29, load ~4)."""
-    drop = ("AMENT_PREFIX_PATH", "CMAKE_PREFIX_PATH", "COLCON_PREFIX_PATH", "PYTHONPATH", "VIRTUAL_ENV")
+    here reads (a colcon build 1.8-1.9 instead of 2.2-2.8 CPU-s, 2026-11-29, load ~4); without make test's bytecode
+    folder (the venv's setuptools is read compiled from beside its sources: _pip_into)."""
+    drop = ("AMENT_PREFIX_PATH", "CMAKE_PREFIX_PATH", "COLCON_PREFIX_PATH", "PYTHONPATH", "VIRTUAL_ENV", *_PYC)
     return {**{k: v for k, v in os.environ.items() if k not in drop}, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _pip_into(venv: Path) -> list[str]:
-    """This environment's pip installing into ``venv`` (``pip --python``): the venv is made without pip of its own,
-    whose ensurepip step cost 4.1 CPU-s (66 s at load 16, 2026-11-29) and which colcon does not use; ``--no-compile``:
-    no .pyc of what it installs (a setuptools install 0.73 instead of 1.0 CPU-s): the venv's Python compiles only the
-    modules colcon and setuptools import."""
+#: make test's bytecode folder (PYTHONPYCACHEPREFIX) is left out of pip's and colcon's processes: pip then compiles the
+#: setuptools it pins into the venv's own __pycache__ folders, where the build's Python processes read it
+_PYC = ("PYTHONPYCACHEPREFIX",)
+
+
+def _pip_env() -> dict[str, str]:
+    """The environment of pip: without make test's bytecode folder (pip's compiled files go beside what it installs),
+    writing no bytecode of pip's own modules (pip compiles the installed files all the same)."""
+    return {**{k: v for k, v in os.environ.items() if k not in _PYC}, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _pip_into(venv: Path, compiled: bool = False) -> list[str]:
+    """This environment's pip installing into ``venv`` (``pip --python``, run with :func:`_pip_env`): the venv is made
+    without pip of its own, whose ensurepip step cost 4.1 CPU-s (66 s at load 16, 2026-11-29) and which colcon does not
+    use. ``compiled``: pip compiles what it installs, else not (a setuptools install 0.73 instead of 1.0 CPU-s; colcon
+    and its dependencies 1.5 instead of 3.5). The setuptools each build uses is compiled: a colcon build's several
+    Python processes (PYTHONDONTWRITEBYTECODE, see _clean_env) each compiled setuptools anew without, 3.4-3.9 instead
+    of 1.9-2.3 CPU-s a build (2026-11-29, load 10-15)."""
     return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-            "--disable-pip-version-check", "--no-compile"]  # fmt: skip
+            "--disable-pip-version-check", *(() if compiled else ("--no-compile",))]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +73,7 @@ def colcon_venv(tmp_path_factory) -> Path:
     pip = _pip_into(venv)
     got = subprocess.run(
         [*pip, "colcon-core", "colcon-python-setup-py", "colcon-ros", "colcon-package-selection"],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=600, env=_pip_env(),
     )  # fmt: skip
     if got.returncode != 0:
         pytest.skip(f"colcon could not be installed from the package index: {got.stderr[-500:]}")
@@ -72,8 +86,8 @@ def colcon_venv(tmp_path_factory) -> Path:
 def test_colcon_builds_the_python_packages(colcon_venv, tmp_path, version):
     spec = f"setuptools=={version}" if version else "setuptools"
     pin = subprocess.run(
-        [*_pip_into(colcon_venv), "--upgrade", spec],
-        capture_output=True, text=True, timeout=300,
+        [*_pip_into(colcon_venv, compiled=True), "--upgrade", spec],
+        capture_output=True, text=True, timeout=300, env=_pip_env(),
     )  # fmt: skip
     if pin.returncode != 0:
         pytest.skip(f"{spec} could not be installed from the package index: {pin.stderr[-300:]}")
