@@ -83,22 +83,24 @@ SW.shard_space = shard_space
 orig_bci = SW.by_cost_indexed
 
 
+def timed_walk(it):
+    """``it``'s items, the time spent in ``next`` added to the walk's."""
+    while True:
+        t = CLK()
+        try:
+            x = next(it)
+        except StopIteration:
+            acc("t_walk", CLK() - t)
+            return
+        acc("t_walk", CLK() - t)
+        yield x
+
+
 def by_cost_indexed(*a, **k):
     it = orig_bci(*a, **k)
     mark("walk_made")
 
-    def gen():
-        while True:
-            t = CLK()
-            try:
-                x = next(it)
-            except StopIteration:
-                acc("t_walk", CLK() - t)
-                return
-            acc("t_walk", CLK() - t)
-            yield x
-
-    return gen()
+    return timed_walk(it)
 
 
 SW.by_cost_indexed = by_cost_indexed
@@ -200,18 +202,7 @@ _orig_bc = EX.by_cost
 def _bc(*a, **k):
     it = _orig_bc(*a, **k)
 
-    def gen():
-        while True:
-            t = CLK()
-            try:
-                x = next(it)
-            except StopIteration:
-                acc("t_walk", CLK() - t)
-                return
-            acc("t_walk", CLK() - t)
-            yield x
-
-    return gen()
+    return timed_walk(it)
 
 
 EX.by_cost = _bc

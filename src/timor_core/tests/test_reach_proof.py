@@ -164,8 +164,8 @@ def test_the_search_verdicts_do_not_change():
     assert proof(optimum).failed_filter is None and plain(optimum).failed_filter is None
 
 
-@settings(max_examples=60, deadline=None)
-@given(
+# a box of a random chain of a module set, at a random goal and tolerance, through numpy's or the compiled bound
+BOX_CASES = given(
     name=st.sampled_from(sorted(DBS)),
     pick=st.floats(0, 1, exclude_max=True),
     seed=st.integers(0, 2**31),
@@ -173,6 +173,10 @@ def test_the_search_verdicts_do_not_change():
     tolerance=st.sampled_from(sorted(TOLERANCES)),
     compiled=st.booleans(),
 )
+
+
+@settings(max_examples=60, deadline=None)
+@BOX_CASES
 def test_a_box_is_refused_only_by_what_it_spares(name, pick, seed, width, tolerance, compiled):
     """The bound behind every cut (:func:`box_excess`), checked against the chain's own poses: wherever a
     configuration of a refused box has the TCP's rotation within the tolerance's angle, its TCP is farther than the
@@ -406,14 +410,7 @@ def test_a_witness_is_found_where_the_goal_is_reached():
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    name=st.sampled_from(sorted(DBS)),
-    pick=st.floats(0, 1, exclude_max=True),
-    seed=st.integers(0, 2**31),
-    width=st.sampled_from([0.01, 0.1, 0.5, math.pi]),
-    tolerance=st.sampled_from(sorted(TOLERANCES)),
-    compiled=st.booleans(),
-)
+@BOX_CASES
 def test_a_centres_miss_caps_what_its_box_can_spare(name, pick, seed, width, tolerance, compiled):
     """What the widening stops by (``upper`` of :func:`box_excess`, numpy and compiled): per box the centre's miss
     less the slack where the centre's rotation is within the tolerance's angle, else inf, as the chain's own poses
