@@ -131,15 +131,21 @@ def test_budget_seconds_must_be_positive(task_file, monkeypatch, capsys):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
 
 
-def test_fk_never_prints_nan(tmp_path):
-    proc = run_cli(["fk", GPM, *ROBOT, "--q", "1e308,1e308,1e308"], cwd=tmp_path)
+@pytest.mark.filterwarnings("ignore:overflow encountered in matmul:RuntimeWarning")  # stderr in a child
+def test_fk_never_prints_nan(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_negative_joint_values_and_both_robot_forms runs ``timor fk`` in a child."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["fk", GPM, *ROBOT, "--q", "1e308,1e308,1e308"])
     assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
     if proc.returncode != 0:
         assert_clean_error(proc)
 
 
-def test_output_onto_a_special_file_is_refused_without_temp_names(tmp_path):
-    proc = run_cli(["urdf", GPM, *ROBOT, "-o", "/proc/version"], cwd=tmp_path)
+def test_output_onto_a_special_file_is_refused_without_temp_names(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_overwrite_keeps_mode_and_writes_through_symlinks writes with ``timor urdf``
+    in a child."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["urdf", GPM, *ROBOT, "-o", "/proc/version"])
     line = assert_clean_error(proc, "/proc/version")
     assert ".tmp" not in line
 
@@ -157,20 +163,24 @@ def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path):
     _no_temp_files(tmp_path)
 
 
-def test_solution_must_not_overwrite_the_task(task_file):
+def test_solution_must_not_overwrite_the_task(task_file, monkeypatch, capsys):
+    """In this process (in the task's folder): test_json_output_has_no_nan_or_infinity runs ``timor solve`` in a
+    child."""
     before = task_file.read_bytes()
-    proc = run_cli(
-        ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, "--solution", str(task_file)],
-        cwd=task_file.parent,
+    monkeypatch.chdir(task_file.parent)
+    proc = run_cli_here(
+        capsys, ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, "--solution", str(task_file)]
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert task_file.read_bytes() == before
 
 
-def test_moveit_config_checks_every_target_first(tmp_path):
+def test_moveit_config_checks_every_target_first(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_names_never_become_paths runs ``timor moveit-config`` in a child."""
     out = tmp_path / "cfg"
     (out / "joint_limits.yaml").mkdir(parents=True)
-    proc = run_cli(["moveit-config", "--db", GPM, "--modules", *ROBOT, "-o", str(out)], cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["moveit-config", "--db", GPM, "--modules", *ROBOT, "-o", str(out)])
     line = assert_clean_error(proc, "joint_limits.yaml")
     assert ".tmp" not in line
     assert sorted(p.name for p in out.iterdir()) == ["joint_limits.yaml"]
