@@ -65,18 +65,26 @@ def task_file(tmp_path) -> Path:
         "db-info-empty-folder",
     ],
 )
-def test_unbounded_or_deep_inputs_are_refused(tmp_path, args_of):
+def test_unbounded_or_deep_inputs_are_refused(tmp_path, monkeypatch, capsys, args_of, request):
+    """``db validate`` of /dev/zero and of the deep file in a child process as a user runs them (its memory cap, its
+    interpreter's recursion limit), the other commands in this process (in tmp_path too; under ``memory_cap``, and an
+    uncaught exception fails the test)."""
     (tmp_path / "deep.json").write_text(_deep())
-    proc = run_cli(args_of(tmp_path), cwd=tmp_path, timeout=60)
+    monkeypatch.chdir(tmp_path)
+    child = request.node.callspec.id in ("db-validate-dev-zero", "db-validate-deep")
+    args = args_of(tmp_path)
+    proc = run_cli(args, cwd=tmp_path, timeout=60) if child else run_cli_here(capsys, args)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.strip(), "a refusal must say why"
 
 
-def test_prefix_injection_is_refused_by_every_exporter(tmp_path):
+def test_prefix_injection_is_refused_by_every_exporter(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
     evil = 'a"/><evil/><x y="'
     for cmd in (["urdf", GPM, *ROBOT], ["xacro", "--db", GPM, "--modules", *ROBOT], ["srdf", GPM, *ROBOT]):
-        proc = run_cli([*cmd, "--prefix", evil, "-o", str(tmp_path / "out.xml")], cwd=tmp_path)
+        args = [*cmd, "--prefix", evil, "-o", str(tmp_path / "out.xml")]
+        proc = run_cli(args, cwd=tmp_path) if cmd[0] == "urdf" else run_cli_here(capsys, args)  # one child suffices
         assert_clean_error(proc, "prefix")
         assert not (tmp_path / "out.xml").exists()
 
@@ -97,8 +105,11 @@ def test_names_never_become_paths(tmp_path):
         (["--seed", "1.5"], "seed"),
     ],
 )
-def test_bad_numbers_on_solve(task_file, extra, needle):
-    proc = run_cli(["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, *extra], cwd=task_file.parent)
+def test_bad_numbers_on_solve(task_file, monkeypatch, capsys, extra, needle):
+    """The first case in a child process as a user runs it, the other in this process (in the task's folder too)."""
+    monkeypatch.chdir(task_file.parent)
+    args = ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, *extra]
+    proc = run_cli(args, cwd=task_file.parent) if extra == ["--seed=-1"] else run_cli_here(capsys, args)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert needle in proc.stderr
 
@@ -112,20 +123,29 @@ def test_scheduler_address_is_checked_before_dask_starts(task_file):
     assert_clean_error(proc, "notaport")
 
 
-def test_budget_seconds_must_be_positive(task_file):
-    proc = run_cli(["search", str(task_file), "--db", GPM, "--budget-seconds", "-1"], cwd=task_file.parent)
+def test_budget_seconds_must_be_positive(task_file, monkeypatch, capsys):
+    """In this process (the task's folder the working directory): test_scheduler_address_is_checked_before_dask_starts
+    runs ``timor search``'s refusals in a child process."""
+    monkeypatch.chdir(task_file.parent)
+    proc = run_cli_here(capsys, ["search", str(task_file), "--db", GPM, "--budget-seconds", "-1"])
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
 
 
-def test_fk_never_prints_nan(tmp_path):
-    proc = run_cli(["fk", GPM, *ROBOT, "--q", "1e308,1e308,1e308"], cwd=tmp_path)
+@pytest.mark.filterwarnings("ignore:overflow encountered in matmul:RuntimeWarning")  # stderr in a child
+def test_fk_never_prints_nan(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_negative_joint_values_and_both_robot_forms runs ``timor fk`` in a child."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["fk", GPM, *ROBOT, "--q", "1e308,1e308,1e308"])
     assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
     if proc.returncode != 0:
         assert_clean_error(proc)
 
 
-def test_output_onto_a_special_file_is_refused_without_temp_names(tmp_path):
-    proc = run_cli(["urdf", GPM, *ROBOT, "-o", "/proc/version"], cwd=tmp_path)
+def test_output_onto_a_special_file_is_refused_without_temp_names(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_overwrite_keeps_mode_and_writes_through_symlinks writes with ``timor urdf``
+    in a child."""
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["urdf", GPM, *ROBOT, "-o", "/proc/version"])
     line = assert_clean_error(proc, "/proc/version")
     assert ".tmp" not in line
 
@@ -143,20 +163,24 @@ def test_overwrite_keeps_mode_and_writes_through_symlinks(tmp_path):
     _no_temp_files(tmp_path)
 
 
-def test_solution_must_not_overwrite_the_task(task_file):
+def test_solution_must_not_overwrite_the_task(task_file, monkeypatch, capsys):
+    """In this process (in the task's folder): test_json_output_has_no_nan_or_infinity runs ``timor solve`` in a
+    child."""
     before = task_file.read_bytes()
-    proc = run_cli(
-        ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, "--solution", str(task_file)],
-        cwd=task_file.parent,
+    monkeypatch.chdir(task_file.parent)
+    proc = run_cli_here(
+        capsys, ["solve", str(task_file), "--db", GPM, "--modules", *ROBOT, "--solution", str(task_file)]
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert task_file.read_bytes() == before
 
 
-def test_moveit_config_checks_every_target_first(tmp_path):
+def test_moveit_config_checks_every_target_first(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_names_never_become_paths runs ``timor moveit-config`` in a child."""
     out = tmp_path / "cfg"
     (out / "joint_limits.yaml").mkdir(parents=True)
-    proc = run_cli(["moveit-config", "--db", GPM, "--modules", *ROBOT, "-o", str(out)], cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["moveit-config", "--db", GPM, "--modules", *ROBOT, "-o", str(out)])
     line = assert_clean_error(proc, "joint_limits.yaml")
     assert ".tmp" not in line
     assert sorted(p.name for p in out.iterdir()) == ["joint_limits.yaml"]
@@ -171,19 +195,23 @@ def test_video_refuses_negative_fps(tmp_path):
     assert not (tmp_path / "v.mp4").exists()
 
 
-def test_huge_integer_is_not_blamed_on_nan(tmp_path):
+def test_huge_integer_is_not_blamed_on_nan(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_unbounded_or_deep_inputs_are_refused runs ``db validate`` in a child."""
     path = tmp_path / "modules.json"
     text = json.dumps({"modules": []}).replace("[]", "[" + "1" * 5001 + "]")
     path.write_text(text)
-    proc = run_cli(["db", "validate", str(path)], cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["db", "validate", str(path)])
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "NaN" not in proc.stderr and "Infinity" not in proc.stderr
 
 
-def test_duplicate_keys_are_refused(tmp_path):
+def test_duplicate_keys_are_refused(tmp_path, monkeypatch, capsys):
+    """In this process (in tmp_path): test_unbounded_or_deep_inputs_are_refused runs ``db validate`` in a child."""
     path = tmp_path / "modules.json"
     path.write_text('{"modules": [], "modules": []}')
-    proc = run_cli(["db", "validate", str(path)], cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    proc = run_cli_here(capsys, ["db", "validate", str(path)])
     assert proc.returncode != 0 and "duplicate" in proc.stderr.lower()
 
 
@@ -224,24 +252,29 @@ def test_long_mesh_file_name_is_a_clean_error(tmp_path):
     ],
     ids=["tolerance-disjoint", "follow-empty", "return-to-unknown"],
 )
-def test_task_validate_is_not_valid_too_early(tmp_path, goals, constraints, needle):
+def test_task_validate_is_not_valid_too_early(tmp_path, monkeypatch, capsys, goals, constraints, needle):
+    """The first case in a child process as a user runs it, the others in this process (in tmp_path too)."""
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"header": {"ID": "t"}, "goals": goals, "constraints": constraints}))
-    proc = run_cli(["task", "validate", str(path)], cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    args = ["task", "validate", str(path)]
+    proc = run_cli(args, cwd=tmp_path) if needle == "x" else run_cli_here(capsys, args)
     assert proc.returncode == 1, proc.stdout
     assert needle in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_negative_joint_values_and_both_robot_forms(tmp_path):
+def test_negative_joint_values_and_both_robot_forms(tmp_path, monkeypatch, capsys):
+    """The first command in a child process as a user runs it, the others in this process (in tmp_path too)."""
+    monkeypatch.chdir(tmp_path)
     for args in (
         ["fk", GPM, *ROBOT, "--q", "-0.1,0.2,-0.3"],
         ["fk", "--db", GPM, "--modules", *ROBOT, "--q=-0.1,0.2,-0.3"],
     ):
-        proc = run_cli(args, cwd=tmp_path)
+        proc = run_cli(args, cwd=tmp_path) if args[1] == GPM else run_cli_here(capsys, args)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["tcp"][3] == [0.0, 0.0, 0.0, 1.0]
-    assert_clean_error(run_cli(["fk", GPM, *ROBOT, "--db", GPM], cwd=tmp_path), "not both")
-    assert_clean_error(run_cli(["fk"], cwd=tmp_path), "robot is missing")
+    assert_clean_error(run_cli_here(capsys, ["fk", GPM, *ROBOT, "--db", GPM]), "not both")
+    assert_clean_error(run_cli_here(capsys, ["fk"]), "robot is missing")
 
 
 @pytest.mark.parametrize(
