@@ -48,11 +48,6 @@ MIXED = {
 }  # fmt: skip
 
 
-#: The whole module on one worker (``--dist loadgroup``): the arm fixture and the vendor files' parses are then made
-#: once, not once per worker (its build tests share one configured tree: see kit_tree).
-pytestmark = pytest.mark.xdist_group("vendor_alone_kit_tree")
-
-
 def _profile(folder: Path, drives: dict, **bus) -> Path:
     (folder / "eds").mkdir(parents=True, exist_ok=True)
     for name in ("maxon_epos4_50_15.dcf", "elmo_gold.dcf", "schunk_0_63.dcf", "pilz_prbt_0_1.dcf"):

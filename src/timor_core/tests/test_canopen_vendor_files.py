@@ -46,9 +46,6 @@ MODE = {"pilz_prbt_0_1.dcf": "profile_position", "schunk_0_63.dcf": "profile_pos
         "technosoft_isd860.dcf": "profile_position", "amd_foc_mc.eds": "profile_velocity"}  # fmt: skip
 ROBCO = ["base", "J", "L_250", "J", "gripper"]
 WRITE = ("rw", "wo", "rww", "rwr")
-#: The whole module on one worker (``--dist loadgroup``): the vendor files parsed, lely's reads and the robco fixture
-#: are then made once, not once per worker; the build test reads the installed files lely's reads already cover.
-pytestmark = pytest.mark.xdist_group("vendor_kit_tree")
 
 
 def test_the_test_data_has_ten_vendors_with_sources():
