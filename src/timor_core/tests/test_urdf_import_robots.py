@@ -162,13 +162,15 @@ def test_arm_equals_pinocchios_loader(name, tmp_path, caplog):
 @pytest.mark.skipif(SHARE is None, reason="example-robot-data is not installed (pip install example-robot-data)")
 @pytest.mark.parametrize("name", ["tiago_pro.urdf", "centauro.urdf"])
 def test_mirrored_meshes_where_pinocchio_puts_them(name):
-    """TIAGo Pro and Centauro scale meshes by -1 (mirror images): the collision shapes agree with Pinocchio's."""
+    """TIAGo Pro and Centauro scale meshes by -1 (mirror images): the collision shapes agree with Pinocchio's. The
+    import and Pinocchio's model are those of the caches above (the same file, ``max_dof`` raised alike), which
+    ``test_every_urdf_equals_pinocchios_loader`` reads too: each is made once per process."""
     path = next(p for p in URDFS if p.name == name)
     assert re.search(r'scale="[^"]*-', path.read_text())  # a negative factor: a mirror image
     with override_limits(max_dof=MAX_DOF):
-        robot = assembly_from_urdf(path, [SHARE.parent]).robot
+        robot = _import(path).robot
         q = robot.random_configuration(np.random.default_rng(4))
-        assert_same_collision_geometry(robot, pin.buildModelFromUrdf(str(path)), path, [SHARE.parent], q)
+        assert_same_collision_geometry(robot, _model(path), path, [SHARE.parent], q)
 
 
 @pytest.mark.slow
