@@ -4,7 +4,6 @@ certificates (:func:`distances`), with the additions in the order of :func:`~.fa
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -31,9 +30,7 @@ def head_sum(head: Any, serial: int, rest: list[list[float]], margin: float) -> 
         if d is None:
             d = head_sum(parent, serial, rest, margin)
         if len(rows) > len(parent.rows) and d < margin:
-            (px, py, pz), (qx, qy, qz) = rest[len(rows) - 1], rows[-1]
-            dx, dy, dz = px - qx, py - qy, pz - qz
-            d += math.sqrt(dx * dx + dy * dy + dz * dz)
+            d += distance(rest[len(rows) - 1 : len(rows)], rows[-1:])  # one row from 0.0: its root, bit for bit
     head.sums[serial] = d
     return d
 
