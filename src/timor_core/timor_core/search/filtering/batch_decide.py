@@ -364,15 +364,16 @@ class BatchLookup:
         left, sqrt = at, math.sqrt
         for rest, (px, py, pz), margin, serial in recent[1:]:
             more = []
+            room = margin - SLACK
             for j in left:
-                sums = heads[j].sums
-                d = sums.get(serial)
-                if d is None:
-                    d = head_sum(heads[j], serial, rest, margin)
-                if d < margin:
-                    qx, qy, qz = lasts[j]
-                    dx, dy, dz = px - qx, py - qy, pz - qz
-                    if d + sqrt(dx * dx + dy * dy + dz * dz) < margin - SLACK:
+                qx, qy, qz = lasts[j]
+                dx, dy, dz = px - qx, py - qy, pz - qz
+                root = sqrt(dx * dx + dy * dy + dz * dz)
+                if root < room:  # (else d + root >= root >= room whatever the head's d: not covered, d not needed)
+                    d = heads[j].sums.get(serial)
+                    if d is None:
+                        d = head_sum(heads[j], serial, rest, margin)
+                    if d < margin and d + root < room:
                         state[j] = goal
                         continue
                 more.append(j)
