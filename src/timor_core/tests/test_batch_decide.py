@@ -11,6 +11,7 @@ import functools
 import itertools
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.exhaustive_search import shard_worker
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
 from timor_core.search.exhaustive_search.shard_worker import ShardState
-from timor_core.search.filtering import family_proof
+from timor_core.search.filtering import batch_decide, family_proof
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson, distance
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -129,6 +130,26 @@ def test_the_property_tests_runs_decide_most_in_batches_and_some_borderline_one_
     many, counts = _run(256, 0, N, None, 7)
     assert many == one
     assert counts[0] >= N // 2 and counts[1] >= 1, counts
+
+
+def test_a_recent_certificate_costs_a_head_sum_only_where_the_last_row_leaves_room(monkeypatch):
+    """The certificates tried first (``BatchLookup._covered``) are tried by the cut's last row first: a head's sum
+    is computed only where that row's distance to the certificate's last row is below the margin less the slack (a
+    cut beyond it is not covered whatever its head's sum: the sums are >= 0 and float addition is monotone), and
+    the answers stay those of one at a time on the fixed long run."""
+    real, looked = batch_decide.head_sum, []
+
+    def spy(head, serial, rest, margin):
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "_covered":
+            looked.append(caller.f_locals["root"] < caller.f_locals["room"])
+        return real(head, serial, rest, margin)
+
+    monkeypatch.setattr(batch_decide, "head_sum", spy)
+    one, _ = _run(None, 0, N, None, 7)
+    many, counts = _run(256, 0, N, None, 7)
+    assert many == one
+    assert len(looked) > 100 and all(looked), (len(looked), looked.count(False))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
