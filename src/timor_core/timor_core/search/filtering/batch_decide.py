@@ -356,7 +356,8 @@ class BatchLookup:
         others by numpy for the cuts they leave. A certificate's distance to a cut is its distance to the head's
         rows (once per head and certificate, kept on the head by the certificate's serial number:
         :func:`~.family_proof.distance` adds the rows in order) plus the last row's; where the head's alone reaches
-        the margin, the whole does too (the sums only grow): the same answers."""
+        the margin, the whole does too (the sums only grow), and where the last row's alone reaches the margin less
+        :data:`SLACK`, so does the whole (the head's is not computed then): the same answers."""
         state, heads, lasts = self._state, self._heads, self._lasts
         recent = self._recent.get((fid, goal))
         if recent is None or recent[0] != certs.forgotten:  # (halved: those may be forgotten)
