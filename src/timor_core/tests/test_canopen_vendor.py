@@ -258,7 +258,7 @@ def test_discovery_of_the_three_vendor_drives_on_a_simulated_bus(tmp_path):
     profile = HardwareProfile.from_json_file(_profile(tmp_path / "hw", MIXED))
     channel = f"vendor_{uuid.uuid4().hex[:8]}"
     with simulated_bus(channel, "virtual", sim_drives(profile, ["5:J1", "6:J2", "7:P1"])):
-        assembly, nodes = discover_canopen(channel, "virtual", profile, db)
+        assembly, nodes = discover_canopen(channel, "virtual", profile, db, expect=3)
     assert assembly.module_ids == ARM
     assert [(n.vendor_id, n.product_code) for n in nodes] == [(0xFB, 0x65520000), (0x9A, 0x30923), (0xD2, 0x63)]
     result = write_bringup(assembly, tmp_path / "src", profile, name="found", n_samples=5)

@@ -51,7 +51,8 @@ def _cmd_discover(args: argparse.Namespace) -> int:
 
     db = load_db(args.db)
     profile = _profile(args)
-    assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate)
+    assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate,
+                                       expect=args.expect)  # fmt: skip
     for node in nodes:
         print(node.describe(), file=sys.stderr)
     print(" ".join(assembly.module_ids))
@@ -121,6 +122,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     di.add_argument("--bitrate", type=positive_int, help="bitrate (default: the profile's)")
     di.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
     di.add_argument("--profile", help="hardware profile (default: the set's hardware_canopen.json)")
+    di.add_argument("--expect", type=positive_int,
+                    help="number of drives on the bus: the scan ends once that many answered, and fails if fewer "
+                    "do (default: it waits 0.5 s for any)")  # fmt: skip
     di.add_argument("-o", "--output", type=output_folder, help="also write the robot's bring-up package here")
     di.add_argument(
         "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"
