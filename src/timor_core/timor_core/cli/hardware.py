@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+import threading
 from typing import TYPE_CHECKING
 
 from timor_core.cli.args import (
@@ -75,11 +75,9 @@ def _cmd_canopen_sim(args: argparse.Namespace) -> int:
             print(f"simulating node {d.node_id}: vendor 0x{d.vendor_id:08X} product 0x{d.product_code:08X}",
                   file=sys.stderr)  # fmt: skip
         print("ready", flush=True)
-        stop: list[int] = []
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
-        end = time.monotonic() + args.seconds if args.seconds else None
-        while not stop and (end is None or time.monotonic() < end):
-            time.sleep(0.05)
+        stop = threading.Event()  # set by SIGTERM: the simulator ends at once, not at its next look
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        stop.wait(args.seconds or None)
     return 0
 
 
