@@ -47,11 +47,12 @@ def _epos4_profile(folder: Path) -> None:
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[str]:
     """The guide's ``timor canopen-sim ... &`` on another multicast group, in its own process, once ready: its group.
-    The module's two discovers over udp_multicast read it in turn (it only answers reads)."""
+    The module's two discovers over udp_multicast read it in turn (it only answers reads); it ends when the module's
+    tests are done (after 300 s at the latest, should this process die first)."""
     group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
     (line,) = [c for c in COMMANDS if c.split()[1] == "canopen-sim"]
     argv = [a for a in shlex.split(line)[1:] if a != "&"]
-    argv = [group if a == "239.74.163.2" else a for a in argv] + ["--seconds", "120"]
+    argv = [group if a == "239.74.163.2" else a for a in argv] + ["--seconds", "300"]
     sim = subprocess.Popen([sys.executable, "-m", "timor_core.cli", *argv], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
