@@ -32,6 +32,7 @@ VENDOR = Path(__file__).parent / "data" / "vendor_eds"
 KIT = Path(__file__).resolve().parents[4] / "shared" / "ros2-canopen"
 VENV = Path(sys.prefix)
 ARM = ["base", "J1", "J2", "P1", "eef"]  # geometric_primitive_modules: two revolute joints, one prismatic
+PACKAGE = "vendor"  # the robot name of the packages built in kit_tree (vendor_bringup)
 needs_kit = pytest.mark.skipif(
     not (KIT / "build_package.sh").is_file()
     or not (VENV / "share/lely_core_libraries/cmake/lely_core_librariesConfig.cmake").is_file()
@@ -62,13 +63,6 @@ def arm() -> ModuleAssembly:
     return ModuleAssembly.from_serial_modules(ModulesDB.from_name("geometric_primitive_modules"), ARM)
 
 
-def _build(pkg: Path, out: Path) -> Path:
-    run = subprocess.run(["bash", str(KIT / "build_package.sh"), str(VENV), str(pkg), str(out)],
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert run.returncode == 0, run.stdout[-4000:]
-    return out / "install" / "share" / pkg.name
-
-
 def _bin(path: Path) -> dict[tuple[int, int], int]:
     """The SDO writes of a dcfgen .bin (concise DCF: count, then index u16, sub u8, size u32, data)."""
     data = path.read_bytes()
@@ -86,17 +80,20 @@ def _joints(urdf: str) -> list[ET.Element]:
 
 
 @needs_kit
-def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_path):
+@pytest.mark.xdist_group("canopen_vendor_kit_tree")  # one worker builds the four packages here in one tree
+def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_path, kit_tree):
+    """(The first of the module's packages built in ``kit_tree`` is built by build_package.sh, the others reuse its
+    CMake configure: see kit_build.py.)"""
     profile = _profile(tmp_path / "hw", MIXED)
-    result = write_bringup(arm, tmp_path / "src", profile, name="mixed", n_samples=10)
-    share = _build(result.folder, tmp_path / "out")
+    result = write_bringup(arm, tmp_path / "src", profile, name=PACKAGE, n_samples=10)
+    share = kit_build(result.folder, kit_tree) / "share" / result.folder.name
     config = share / "config" / "bus"
     bus = yaml.safe_load((config / "bus.yml").read_text())
     assert bus["options"]["dcf_path"] == str(config)  # the real install path, not @BUS_CONFIG_PATH@
     assert (config / "master.dcf").is_file()
     xacro = pytest.importorskip("xacro")  # as the package's launch files expand it, config_dir = installed config
     urdf = xacro.process_file(
-        str(share / "urdf" / "mixed.urdf.xacro"), mappings={"config_dir": str(share / "config")}
+        str(share / "urdf" / f"{PACKAGE}.urdf.xacro"), mappings={"config_dir": str(share / "config")}
     ).toxml()
     joints = _joints(urdf)
     assert len(joints) == 3
@@ -134,12 +131,13 @@ def test_three_vendor_drives_build_and_give_robotsystem_what_it_reads(arm, tmp_p
 
 @pytest.fixture(scope="module")
 def kit_tree(tmp_path_factory) -> Path:
-    """One folder where the packages of test_each_vendor_file_alone_on_a_robco_arm are built in turn."""
+    """One folder where the packages of the three-vendor arm and of test_each_vendor_file_alone_on_a_robco_arm are
+    built in turn (all named PACKAGE: the same CMakeLists.txt and package.xml, so one CMake configure)."""
     return tmp_path_factory.mktemp("kit")
 
 
 @needs_kit
-@pytest.mark.xdist_group("vendor_alone_kit_tree")  # one worker builds the three in one configured tree
+@pytest.mark.xdist_group("canopen_vendor_kit_tree")  # one worker builds the four packages here in one tree
 @pytest.mark.parametrize("eds", ["maxon_epos4_50_15.dcf", "elmo_gold.dcf", "pilz_prbt_0_1.dcf"])
 def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, kit_tree, eds):
     """Three joints on one vendor file: one copy of it, three devices, three .bin files. (The CMake configure of the
@@ -152,10 +150,10 @@ def test_each_vendor_file_alone_on_a_robco_arm(tmp_path, kit_tree, eds):
         drive.update(vendor_id="0x00000ABC", product_code="0x00000001")
     mode = "profile_position" if eds == "pilz_prbt_0_1.dcf" else "cyclic_synchronous_position"
     profile = _profile(tmp_path / "hw", {"J": {**drive, "operation_mode": mode}})
-    result = write_bringup(arm, tmp_path / "src", profile, name="one", n_samples=10)
-    config = kit_build(result.folder, kit_tree) / "share" / "one_bringup" / "config" / "bus"
+    result = write_bringup(arm, tmp_path / "src", profile, name=PACKAGE, n_samples=10)
+    config = kit_build(result.folder, kit_tree) / "share" / result.folder.name / "config" / "bus"
     bus = yaml.safe_load((config / "bus.yml").read_text())
-    urdf = (result.folder / "urdf" / "one.urdf").read_text()
+    urdf = (result.folder / "urdf" / f"{PACKAGE}.urdf").read_text()
     devices = [j.find("param[@name='device_name']").text for j in _joints(urdf)]
     assert len(set(devices)) == 3 and all((config / f"{d}.bin").is_file() for d in devices)
     assert {bus[d]["node_id"] for d in devices} == {5, 6, 7}
@@ -258,7 +256,7 @@ def test_discovery_of_the_three_vendor_drives_on_a_simulated_bus(tmp_path):
     profile = HardwareProfile.from_json_file(_profile(tmp_path / "hw", MIXED))
     channel = f"vendor_{uuid.uuid4().hex[:8]}"
     with simulated_bus(channel, "virtual", sim_drives(profile, ["5:J1", "6:J2", "7:P1"])):
-        assembly, nodes = discover_canopen(channel, "virtual", profile, db)
+        assembly, nodes = discover_canopen(channel, "virtual", profile, db, expect=3)
     assert assembly.module_ids == ARM
     assert [(n.vendor_id, n.product_code) for n in nodes] == [(0xFB, 0x65520000), (0x9A, 0x30923), (0xD2, 0x63)]
     result = write_bringup(assembly, tmp_path / "src", profile, name="found", n_samples=5)

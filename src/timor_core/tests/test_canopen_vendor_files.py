@@ -4,6 +4,7 @@ master writes nothing at boot that the EDS says is read-only; unit objects are r
 
 from __future__ import annotations
 
+import configparser
 import json
 import math
 import re
@@ -25,7 +26,7 @@ from timor_core.errors import InputError
 from timor_core.hardware.bringup import write_bringup
 from timor_core.hardware.bringup_routes import route_files
 from timor_core.hardware.eds import parse_eds, read_eds
-from timor_core.hardware.eds_text import normalise_eds
+from timor_core.hardware.eds_text import ini_sections, normalise_eds
 from timor_core.hardware.profiles import HardwareProfile
 
 yaml = pytest.importorskip("yaml")
@@ -69,6 +70,7 @@ def _lely_reads(path: Path) -> int:
     return _LELY_READ[key]
 
 
+@pytest.mark.xdist_group("vendor_kit_tree")  # on the builds' worker: their lely read of 7 installed files is this one
 @pytest.mark.parametrize("name", FILES)
 def test_each_vendor_file_is_read_as_lely_reads_it(name, tmp_path):
     """The normalised file is what lely reads; timor sees the same objects; an unchanged file stays byte for byte."""
@@ -430,3 +432,33 @@ def test_reading_any_text_as_an_eds_gives_an_eds_or_an_input_error(lines, end):
     except InputError:
         return
     assert eds.content.decode("utf-8") and all(0 <= i <= 0xFFFF and 0 <= s <= 0xFF for i, s in eds.objects)
+
+
+_WORD = st.text(st.characters(blacklist_characters="\n\r=:;#[]", blacklist_categories=("Cs",)), max_size=6)
+_INI_LINES = st.builds(
+    "{}{}".format,
+    st.sampled_from(["", "", "", " ", "\t"]),  # indented: a continuation line to configparser, or not
+    st.one_of(
+        st.builds("[{}]".format, _WORD),  # a section (maybe "[]", "[ ]", a repeated one)
+        st.builds("{}{}{}".format, _WORD, st.sampled_from(["=", ":", " = ", " : "]), _WORD),  # key=value
+        st.builds("{}{}".format, st.sampled_from(["; ", "#", ""]), _WORD),  # a comment, a line without a key
+        st.sampled_from(["[DEFAULT]", "[6040]", "[6040", "[a]b=c", "=x", "a : b = c", "DataType = 7 ; a comment"]),
+        _LINES,
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_INI_LINES, max_size=30))
+def test_the_eds_reader_reads_any_text_as_configparser_reads_it(lines):
+    """The EDS reader's INI reader (line by line for a plain file) gives Python's configparser's sections and values,
+    or its error, whatever the text."""
+    text = "\n".join(["[DeviceInfo]", *lines])
+    ini = configparser.RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))
+    try:
+        ini.read_string(text)
+    except configparser.Error as exc:
+        with pytest.raises(type(exc)):
+            ini_sections(text)
+        return
+    assert ini_sections(text) == {name: dict(ini[name].items()) for name in ini.sections()}

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,15 +44,23 @@ def _epos4_profile(folder: Path) -> None:
     shutil.copy(Path(__file__).parent / "data" / "vendor_eds" / "maxon_epos4_50_15.dcf", folder / "hw" / "eds")
 
 
-def _simulator(group: str) -> subprocess.Popen:
-    """The guide's ``timor canopen-sim ... &`` on another multicast group, in its own process, once ready."""
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[str]:
+    """The guide's ``timor canopen-sim ... &`` on another multicast group, in its own process, once ready: its group.
+    The module's two discovers over udp_multicast read it in turn (it only answers reads); it ends when the module's
+    tests are done (after 300 s at the latest, should this process die first)."""
+    group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
     (line,) = [c for c in COMMANDS if c.split()[1] == "canopen-sim"]
     argv = [a for a in shlex.split(line)[1:] if a != "&"]
-    argv = [group if a == "239.74.163.2" else a for a in argv] + ["--seconds", "60"]
+    argv = [group if a == "239.74.163.2" else a for a in argv] + ["--seconds", "300"]
     sim = subprocess.Popen([sys.executable, "-m", "timor_core.cli", *argv], stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)  # fmt: skip
-    assert sim.stdout is not None and sim.stdout.readline().strip() == "ready", sim.communicate(timeout=30)[1]
-    return sim
+    try:
+        assert sim.stdout is not None and sim.stdout.readline().strip() == "ready", sim.communicate(timeout=30)[1]
+        yield group
+    finally:
+        sim.terminate()
+        sim.wait(timeout=30)
 
 
 RUN = [c for c in COMMANDS if c.split()[1] != "canopen-sim"]  # the simulator runs beside its discover
@@ -60,14 +69,13 @@ RUN = [c for c in COMMANDS if c.split()[1] != "canopen-sim"]  # the simulator ru
 # python-can's udp_multicast sockets hear every group on their port: simulators of parallel tests must not overlap
 @pytest.mark.xdist_group("udp_multicast")
 @pytest.mark.parametrize("command", RUN, ids=[f"{k}-{c.split()[1]}" for k, c in enumerate(RUN)])
-def test_guide_command_runs(command, tmp_path, capsys):
+def test_guide_command_runs(command, tmp_path, capsys, request):
     argv = shlex.split(command)[1:]
-    network = sim = None
+    network = None
     if "hw/epos4.json" in argv:
         _epos4_profile(tmp_path)
     if "udp_multicast" in argv:
-        group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
-        sim = _simulator(group)
+        group = request.getfixturevalue("simulator")
         argv = [group if a == "239.74.163.2" else a for a in argv]
     elif argv[0] == "discover":  # the guide's can0 becomes a virtual bus with three simulated drives
         canopen = pytest.importorskip("canopen")
@@ -89,9 +97,6 @@ def test_guide_command_runs(command, tmp_path, capsys):
         os.chdir(cwd)
         if network is not None:
             network.disconnect()
-        if sim is not None:
-            sim.terminate()
-            sim.wait(timeout=30)
     assert code == 0, capsys.readouterr().err
     (package,) = (tmp_path / "ws" / "src").glob("*_bringup")
     assert (package / "package.xml").is_file() and (package / "launch" / "control.launch.py").is_file()
@@ -119,22 +124,16 @@ def test_the_hardware_extra_brings_what_the_guides_simulator_needs():
 
 
 @pytest.mark.xdist_group("udp_multicast")
-def test_the_guides_simulator_and_discover_run_in_two_shells(tmp_path):
+def test_the_guides_simulator_and_discover_run_in_two_shells(tmp_path, simulator):
     """docs/hardware.md's ``timor canopen-sim ... &`` and ``timor discover ...`` as written, each in its own
     process (on a random multicast group instead of the guide's, so that parallel runs do not meet). Only a
     plain install without python-can skips; a missing msgpack fails (the hardware extra must bring it)."""
     pytest.importorskip("can", reason="python-can is not installed (plain install without the hardware extra)")
     pytest.importorskip("canopen", reason="canopen is not installed (plain install without the hardware extra)")
-    group = f"239.74.{random.randint(1, 254)}.{random.randint(1, 254)}"
     (discover,) = [c for c in COMMANDS if "udp_multicast" in c]
-    argv = [group if a == "239.74.163.2" else a for a in shlex.split(discover)[1:]]
-    sim = _simulator(group)
-    try:
-        run = subprocess.run([sys.executable, "-m", "timor_core.cli", *argv, "--samples", "5"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
-    finally:
-        sim.terminate()
-        sim.wait(timeout=30)
+    argv = [simulator if a == "239.74.163.2" else a for a in shlex.split(discover)[1:]]
+    run = subprocess.run([sys.executable, "-m", "timor_core.cli", *argv, "--samples", "5"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "base J L_250 J L_150 J L_150 gripper"
     assert (next((tmp_path / "ws" / "src").glob("*_bringup")) / "config" / "bus" / "bus.yml").is_file()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+import threading
 from typing import TYPE_CHECKING
 
 from timor_core.cli.args import (
@@ -51,7 +51,8 @@ def _cmd_discover(args: argparse.Namespace) -> int:
 
     db = load_db(args.db)
     profile = _profile(args)
-    assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate)
+    assembly, nodes = discover_canopen(args.can, args.interface, profile, db, bitrate=args.bitrate,
+                                       expect=args.expect)  # fmt: skip
     for node in nodes:
         print(node.describe(), file=sys.stderr)
     print(" ".join(assembly.module_ids))
@@ -74,11 +75,9 @@ def _cmd_canopen_sim(args: argparse.Namespace) -> int:
             print(f"simulating node {d.node_id}: vendor 0x{d.vendor_id:08X} product 0x{d.product_code:08X}",
                   file=sys.stderr)  # fmt: skip
         print("ready", flush=True)
-        stop: list[int] = []
-        signal.signal(signal.SIGTERM, lambda signum, frame: stop.append(signum))
-        end = time.monotonic() + args.seconds if args.seconds else None
-        while not stop and (end is None or time.monotonic() < end):
-            time.sleep(0.05)
+        stop = threading.Event()  # set by SIGTERM: the simulator ends at once, not at its next look
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        stop.wait(args.seconds or None)
     return 0
 
 
@@ -121,6 +120,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     di.add_argument("--bitrate", type=positive_int, help="bitrate (default: the profile's)")
     di.add_argument("--db", required=True, help="modules.json, its folder, or an embedded set name")
     di.add_argument("--profile", help="hardware profile (default: the set's hardware_canopen.json)")
+    di.add_argument("--expect", type=positive_int,
+                    help="number of drives on the bus: the scan ends once that many answered, and fails if fewer "
+                    "do (default: it waits 0.5 s for any)")  # fmt: skip
     di.add_argument("-o", "--output", type=output_folder, help="also write the robot's bring-up package here")
     di.add_argument(
         "--samples", type=limited("max_samples"), default=1000, help="configurations for the SRDF (default 1000)"

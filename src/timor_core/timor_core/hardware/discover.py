@@ -12,7 +12,7 @@ node id, no base or end-effector module.
 
 from __future__ import annotations
 
-import time
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,38 +62,54 @@ def new_network() -> Any:
     return network
 
 
-def _scan_answers(network: Any, node_ids: range, timeout: float) -> dict[int, int]:
-    """Node id -> number of answers to canopen's scan (an SDO read of 0x1000 sent to every node id)."""
+def _scan_answers(network: Any, node_ids: range, timeout: float, expect: int | None) -> dict[int, int]:
+    """Node id -> number of answers to canopen's scan (an SDO read of 0x1000 sent to every node id), collected for
+    ``timeout`` seconds, or until ``expect`` node ids have answered."""
     answers: dict[int, int] = {}
+    enough = threading.Event()
 
     def count(can_id: int, data: bytearray, timestamp: float) -> None:
         if len(data) >= 4 and data[1:4] == b"\x00\x10\x00":  # an answer about object 0x1000 sub 0
             answers[can_id - 0x580] = answers.get(can_id - 0x580, 0) + 1
+            if expect is not None and len(answers) >= expect:
+                enough.set()
 
     for node_id in node_ids:
         network.subscribe(0x580 + node_id, count)
     try:
         network.scanner.reset()
         network.scanner.search(limit=max(node_ids) + 1)
-        time.sleep(timeout)
+        enough.wait(timeout)
     finally:
         for node_id in node_ids:
             network.unsubscribe(0x580 + node_id, count)
-    return answers
+    return dict(answers)
 
 
-def scan_identities(network: Any, node_ids: range = range(1, 128), timeout: float = 0.5) -> list[FoundNode]:
+def scan_identities(
+    network: Any, node_ids: range = range(1, 128), timeout: float = 0.5, expect: int | None = None
+) -> list[FoundNode]:
     """The nodes of a connected ``canopen.Network`` that answer an SDO read, with their identity object 0x1018.
 
-    One SDO request to every node id at once (canopen's scanner); a node id answered twice is refused (two
-    drives share it). Then 0x1018 of each node: sub 1 (mandatory) must answer, sub 2-4 may be absent.
+    One SDO request to every node id at once (canopen's scanner), answers taken for ``timeout`` seconds; a node id
+    answered twice is refused (two drives share it). ``expect``: the number of drives on the bus; the scan ends as
+    soon as that many node ids have answered (a drive answering later, a second one at a node id too, is not
+    seen), and fewer answers are refused. Then 0x1018 of each node: sub 1 (mandatory) must answer, sub 2-4 may be
+    absent.
     """
-    answers = _scan_answers(network, node_ids, timeout)
+    if expect is not None and not 1 <= expect <= len(node_ids):
+        raise InputError(f"expected drives: 1 to {len(node_ids)} (the node ids scanned)", path="expect", value=expect)
+    answers = _scan_answers(network, node_ids, timeout, expect)
     twice = sorted(n for n, k in answers.items() if k > 1)
     if twice:
         raise DiscoveryError(f"node id {', '.join(map(str, twice))} answered more than once: two drives share it")
+    if expect is not None and len(answers) < expect:
+        raise DiscoveryError(
+            f"{expect} drives expected, {len(answers)} answered within {timeout} s (node ids "
+            f"{', '.join(map(str, sorted(answers))) or 'none'})"
+        )
     found = []
-    for node_id in sorted(set(network.scanner.nodes) & set(node_ids)):
+    for node_id in sorted((set(network.scanner.nodes) | set(answers)) & set(node_ids)):
         node = network.add_node(node_id, object_dictionary=None) if node_id not in network else network[node_id]
         sdo = node.sdo
 
@@ -172,9 +188,15 @@ def _check_complete(found: list[int], profile: HardwareProfile) -> None:
 
 
 def discover_canopen(
-    channel: str, interface: str, profile: HardwareProfile, db: ModulesDB, bitrate: int | None = None
+    channel: str,
+    interface: str,
+    profile: HardwareProfile,
+    db: ModulesDB,
+    bitrate: int | None = None,
+    expect: int | None = None,
 ) -> tuple[ModuleAssembly, list[FoundNode]]:
-    """Scan a CAN bus and build the assembly on it (``interface``: python-can's, e.g. socketcan or virtual)."""
+    """Scan a CAN bus and build the assembly on it (``interface``: python-can's, e.g. socketcan or virtual;
+    ``expect``: the number of drives, see :func:`scan_identities`)."""
     from timor_core.model.assembly import ModuleAssembly
 
     network = new_network()
@@ -183,7 +205,7 @@ def discover_canopen(
     except Exception as exc:  # noqa: BLE001 - python-can raises many kinds
         raise DiscoveryError(f"cannot open CAN channel {channel!r} ({interface}): {exc}") from None
     try:
-        nodes = scan_identities(network)
+        nodes = scan_identities(network, expect=expect)
     finally:
         network.disconnect()
     ids = chain_from_nodes(nodes, profile, db)

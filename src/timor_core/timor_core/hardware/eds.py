@@ -17,11 +17,12 @@ import math
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from timor_core.errors import InputError
-from timor_core.hardware.eds_text import cia_int, normalise_eds
+from timor_core.hardware.eds_text import cia_int, ini_sections, normalise_eds
 
 __all__ = ["MAX_EDS_BYTES", "EdsObject", "Eds", "SiUnit", "read_eds", "parse_eds", "si_unit"]
 
@@ -195,13 +196,12 @@ def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
         raise InputError(f"{field}: not an EDS/DCF text file (it holds NUL bytes)", value=data[:16])
     normalised = normalise_eds(data, path, field)
     text = normalised.data.decode("utf-8")
-    ini = configparser.RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))
     try:
-        ini.read_string(text.replace("\r\n", "\n").replace("\r", "\n"))  # line ends as lely reads them
+        ini = ini_sections(text.replace("\r\n", "\n").replace("\r", "\n"))  # line ends as lely reads them
     except configparser.Error as exc:
         first = str(exc).splitlines()[0]
         raise InputError(f"{field}: not an EDS/DCF file (INI sections expected): {first}", value=path.name) from None
-    sections = {name.upper(): name for name in ini.sections()}
+    sections = {name.upper(): name for name in ini}
     if "DEVICEINFO" not in sections:
         raise InputError(f"{field}: not an EDS/DCF file: no [DeviceInfo] section", value=path.name)
     info = ini[sections["DEVICEINFO"]]
@@ -232,7 +232,7 @@ def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
     return Eds(path, eds.vendor_name, vendor, product, objects, normalised.data, original, normalised.changes)
 
 
-def _identity(info: configparser.SectionProxy, key: str, field: str) -> int | None:
+def _identity(info: Mapping[str, str], key: str, field: str) -> int | None:
     text = info.get(key, "").strip()
     if not text:
         return None

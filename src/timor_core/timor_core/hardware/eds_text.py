@@ -14,6 +14,7 @@ and their sub-objects, the identity keys of ``[DeviceInfo]`` and ``[DeviceComiss
 
 from __future__ import annotations
 
+import configparser
 import math
 import re
 import struct
@@ -23,7 +24,7 @@ from typing import NoReturn
 
 from timor_core.errors import InputError
 
-__all__ = ["Normalised", "normalise_eds", "cia_int"]
+__all__ = ["Normalised", "normalise_eds", "cia_int", "ini_sections"]
 
 _OBJECT = re.compile(r"([0-9A-F]{4})(?:SUB([0-9A-F]{1,2}))?")
 _LISTS = ("MandatoryObjects", "OptionalObjects", "ManufacturerObjects")
@@ -47,6 +48,13 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # lines as Python's fil
 def _lines(text: str) -> list[str]:
     """The lines with their ends, split where lely's INI reader splits (not at str.splitlines' form feeds etc.)."""
     return _LINE.findall(text)
+
+
+def _cut(line: str) -> int:
+    """Where an INI line's key ends: its first ``=`` or ``:``, -1 if it has neither."""
+    equals = line.find("=")
+    colon = line.find(":", 0, equals) if equals >= 0 else line.find(":")
+    return colon if colon >= 0 else equals
 
 
 @dataclass(frozen=True)
@@ -81,38 +89,41 @@ class _Reader:
         self.names: dict[str, str] = {}  # upper -> as written
         self.keys: dict[str, dict[str, tuple[str, str]]] = {}  # upper section -> lower key -> (key, value)
         self.changes: list[str] = []
-        section = None
+        section, keys = None, {}
         for number, raw in enumerate(_lines(text), 1):
             line = raw.strip()
             if not line or line[0] in ";#":
                 continue
             if line.startswith("[") and line.endswith("]"):
                 section = line[1:-1].strip()
-                self._section(section)
+                keys = self._section(section)
                 continue
-            cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+            cut = _cut(line)
             if section is None or cut <= 0:
                 self.changes.append(f"line {number} {line[:40]!r}: not key=value in a section, commented out")
                 continue
-            if raw[:1].isspace():
-                self.changes.append(f"[{section}] {line[:cut].strip()}: indentation removed (line {number})")
-            self._key(section, line[:cut].strip(), line[cut + 1 :].strip())
+            key = line[:cut].strip()
+            if raw[0].isspace():
+                self.changes.append(f"[{section}] {key}: indentation removed (line {number})")
+            if key.lower() in keys:
+                self._key(section, key, line[cut + 1 :].strip())
+            else:
+                keys[key.lower()] = (key, line[cut + 1 :].strip())
 
-    def _section(self, name: str) -> None:
+    def _section(self, name: str) -> dict[str, tuple[str, str]]:
+        """Start (or go on with) a section; its keys."""
         upper = name.upper()
         if upper in self.keys:
             self.changes.append(f"[{name}]: a second section of this name merged into the first")
-            return
+            return self.keys[upper]
         self.order.append(upper)
         self.names[upper] = name
         self.keys[upper] = {}
+        return self.keys[upper]
 
     def _key(self, section: str, key: str, value: str) -> None:
-        keys = self.keys[section.upper()]
-        old = keys.get(key.lower())
-        if old is None:
-            keys[key.lower()] = (key, value)
-            return
+        """A key given again in its section: the first value kept (a different one refused where lely reads it)."""
+        old = self.keys[section.upper()][key.lower()]
         read = _OBJECT.fullmatch(section.upper()) is not None or section.lower() in _HEADER_INTS
         if old[1] != value and read:
             self.refuse(section, key, value, f"given twice with different values ({old[1]!r} and {value!r})")
@@ -296,9 +307,9 @@ def _rewrite(text: str, r: _Reader, listed: dict[str, list[int]], edits: dict[st
     lists = {n.upper(): n for n in _LISTS}
     blocks: dict[str, list[str]] = {"": []}
     seen: dict[str, set[str]] = {"": set()}
-    section = ""
+    section, block, keep, edit, listing = "", blocks[""], seen[""], {}, False  # the section's
     for raw in _lines(text):
-        raw = raw if raw.endswith(("\n", "\r")) else raw + nl  # the last line: the lists may follow it
+        raw = raw if raw[-1] in "\n\r" else raw + nl  # the last line: the lists may follow it
         line = raw.strip()
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1].strip().upper()
@@ -306,23 +317,29 @@ def _rewrite(text: str, r: _Reader, listed: dict[str, list[int]], edits: dict[st
                 blocks[section] = _list_lines(lists[section], listed[lists[section]], nl) if section in lists else [
                     _header(raw, r)]  # fmt: skip
                 seen[section] = set()
+            block, keep, edit, listing = blocks[section], seen[section], edits.get(section, {}), section in lists
             continue
-        if section in lists:
+        if listing:
             continue  # the list's keys and comments: written anew
         if not line or line[0] in ";#":
-            blocks[section].append(raw)
+            block.append(raw)
             continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        cut = _cut(line)
         if cut <= 0 or not section:
-            blocks[section].append(f"; {raw.lstrip()}")  # Python's INI reader would stop here
+            block.append(f"; {raw.lstrip()}")  # Python's INI reader would stop here
             continue
-        key, value = line[:cut].strip(), line[cut + 1 :].strip()
-        if key.lower() in seen[section]:
+        key = line[:cut].strip()
+        lower = key.lower()
+        if lower in keep:
             continue
-        seen[section].add(key.lower())
-        new = edits.get(section, {}).get(key.lower(), value)
-        end = raw[len(raw.rstrip("\r\n")) :] or nl
-        blocks[section].append(raw if new == value and not raw[:1].isspace() else f"{key}={new}{end}")
+        keep.add(lower)
+        value = line[cut + 1 :].strip()
+        new = edit.get(lower, value)
+        if new == value and not raw[0].isspace():
+            block.append(raw)
+        else:
+            end = raw[len(raw.rstrip("\r\n")) :] or nl
+            block.append(f"{key}={new}{end}")
     for upper, name in lists.items():
         if upper not in blocks:
             blocks[upper] = _list_lines(name, listed[name], nl)
@@ -357,3 +374,38 @@ def normalise_eds(data: bytes, path: Path, field: str = "eds") -> Normalised:
     )
     nl = "\r\n" if "\r\n" in text else "\n"
     return Normalised((nl.join(head) + nl + out).encode("utf-8"), tuple(changed))
+
+
+def ini_sections(text: str) -> dict[str, dict[str, str]]:
+    """The sections of an INI text (name as written -> lower-case key -> value) as Python's
+    ``RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))`` reads it, and its
+    ``configparser.Error`` where it refuses the text.
+
+    A plain text (what :func:`normalise_eds` writes: no indented line, every line a comment, a ``[section]`` or a
+    ``key=value`` in a section, no ``[DEFAULT]``) is read here line by line, several times faster than by
+    configparser; anything else is read by configparser itself, so the result is its own either way."""
+    sections: dict[str, dict[str, str]] = {}
+    keys: dict[str, str] | None = None
+    for line in text.split("\n"):  # configparser reads a text's lines at "\n" only
+        value = line.strip()
+        if not value or value[0] in ";#":
+            continue  # without indented lines, an empty line continues no value
+        if line[0].isspace():
+            return _configparser_sections(text)  # a continuation line, or one it may be
+        if value[0] == "[":
+            if value[-1] != "]" or len(value) < 3 or value == "[DEFAULT]":
+                return _configparser_sections(text)
+            keys = sections.setdefault(value[1:-1], {})  # strict=False: a repeated section goes on
+            continue
+        cut = _cut(value)
+        if keys is None or cut <= 0:
+            return _configparser_sections(text)  # no section yet, no key, or no delimiter: its error
+        keys[value[:cut].rstrip().lower()] = value[cut + 1 :].strip()  # a repeated key: the last one
+    return sections
+
+
+def _configparser_sections(text: str) -> dict[str, dict[str, str]]:
+    """:func:`ini_sections` by configparser itself."""
+    ini = configparser.RawConfigParser(strict=False, interpolation=None, comment_prefixes=(";", "#"))
+    ini.read_string(text)
+    return {name: dict(ini[name].items()) for name in ini.sections()}
