@@ -175,18 +175,27 @@ def test_a_checkpoint_without_digests_is_refused(inputs, tmp_path):
 
 @pytest.mark.slow
 def test_cli_resume_after_an_obstacle_was_added_is_refused(tmp_path):
+    """``timor search --resume`` in a child process, as a user runs it: the checkpoint of a search (written as that
+    search's DaskEvaluator writes it, with the filters' settings the CLI's search gets; no cluster: it was a Dask
+    search of 4 assemblies in a child, ~3 CPU-s, and test_cluster.py runs such a search and checks its checkpoint)
+    is refused once the task file got an obstacle more, naming the task and nothing else."""
+    from timor_core.search import ExhaustiveSearch
+
     task = _mesh_task(tmp_path)
     out = tmp_path / "out.json"
-    common = ["--db", "robco_like", "--no-progress", "--scheduler", "local", "--workers", "2", "--space"]
     space = tmp_path / "space.json"
     space.write_text(json.dumps(SMALL.to_json()))
-    first = run_cli(["search", str(task), *common, str(space), "--budget-evals", "4", "-o", str(out)], timeout=180)
-    assert first.returncode == 0, first.stderr
-    ckpt = Path(f"{out}.checkpoint.json")
+    db = EMBEDDED / "robco_like" / "modules.json"  # what --db robco_like loads
+    config = ExhaustiveSearch(SerialSpace(ModulesDB.load(db), SMALL), "mass", FilterConfig(seed=0)).config
+    ckpt = Path(f"{out}.checkpoint.json")  # where `timor search -o out.json --scheduler ...` writes it
+    _checkpoint_of(ckpt, task, db, config=config)
     _mesh_task(tmp_path, extra_obstacle=True)  # the same task file and ID, an obstacle more
+    common = ["--db", "robco_like", "--no-progress", "--scheduler", "local", "--workers", "2", "--space"]
     again = run_cli(["search", str(task), *common, str(space), "--resume", str(ckpt)], timeout=180)
     assert again.returncode == 2
-    assert_clean_error(again, "the task", str(ckpt))
+    line = assert_clean_error(again, "the task", str(ckpt))
+    others = ("the module set", "the search space", "the cost", "the filters")
+    assert not any(n in line for n in others), line  # the checkpoint is of this search but for the obstacle
 
 
 class _Raw(str):
