@@ -84,8 +84,13 @@ def _checkpoint_of(path: Path, task_file: Path, db_file: Path, space: SpaceOptio
                    config: FilterConfig | None = None, resume: Path | None = None) -> DaskEvaluator:  # fmt: skip
     """A DaskEvaluator bound to a search as ``run_search`` binds it, its checkpoint written to ``path`` (no cluster
     is needed: nothing is evaluated); with ``resume``, that checkpoint is checked against this search."""
-    db = ModulesDB.load(db_file)
-    task = Task.from_json_file(task_file)
+    task, db = Task.from_json_file(task_file), ModulesDB.load(db_file)
+    return _bound(path, task, db, space, cost, config, resume)
+
+
+def _bound(path: Path, task: Task, db: ModulesDB, space: SpaceOptions = SMALL, cost: str = "mass",
+           config: FilterConfig | None = None, resume: Path | None = None) -> DaskEvaluator:  # fmt: skip
+    """:func:`_checkpoint_of` for a task and a module set loaded already."""
     de = DaskEvaluator(checkpoint=path, resume=resume)
     de.bind(task, db, cost, config if config is not None else FilterConfig())
     s = SerialSpace(db, space)
@@ -175,18 +180,27 @@ def test_a_checkpoint_without_digests_is_refused(inputs, tmp_path):
 
 @pytest.mark.slow
 def test_cli_resume_after_an_obstacle_was_added_is_refused(tmp_path):
+    """``timor search --resume`` in a child process, as a user runs it: the checkpoint of a search (written as that
+    search's DaskEvaluator writes it, with the filters' settings the CLI's search gets; no cluster: it was a Dask
+    search of 4 assemblies in a child, ~3 CPU-s, and test_cluster.py runs such a search and checks its checkpoint)
+    is refused once the task file got an obstacle more, naming the task and nothing else."""
+    from timor_core.search import ExhaustiveSearch
+
     task = _mesh_task(tmp_path)
     out = tmp_path / "out.json"
-    common = ["--db", "robco_like", "--no-progress", "--scheduler", "local", "--workers", "2", "--space"]
     space = tmp_path / "space.json"
     space.write_text(json.dumps(SMALL.to_json()))
-    first = run_cli(["search", str(task), *common, str(space), "--budget-evals", "4", "-o", str(out)], timeout=180)
-    assert first.returncode == 0, first.stderr
-    ckpt = Path(f"{out}.checkpoint.json")
+    db = EMBEDDED / "robco_like" / "modules.json"  # what --db robco_like loads
+    config = ExhaustiveSearch(SerialSpace(ModulesDB.load(db), SMALL), "mass", FilterConfig(seed=0)).config
+    ckpt = Path(f"{out}.checkpoint.json")  # where `timor search -o out.json --scheduler ...` writes it
+    _checkpoint_of(ckpt, task, db, config=config)
     _mesh_task(tmp_path, extra_obstacle=True)  # the same task file and ID, an obstacle more
+    common = ["--db", "robco_like", "--no-progress", "--scheduler", "local", "--workers", "2", "--space"]
     again = run_cli(["search", str(task), *common, str(space), "--resume", str(ckpt)], timeout=180)
     assert again.returncode == 2
-    assert_clean_error(again, "the task", str(ckpt))
+    line = assert_clean_error(again, "the task", str(ckpt))
+    others = ("the module set", "the search space", "the cost", "the filters")
+    assert not any(n in line for n in others), line  # the checkpoint is of this search but for the obstacle
 
 
 class _Raw(str):
@@ -204,12 +218,18 @@ _LEAVES = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def loaded(inputs) -> tuple[Task, ModulesDB]:
+    """The task and module set of ``inputs``, loaded once for the fuzz test's 120 examples (~15 ms of CPU each)."""
+    return Task.from_json_file(inputs["task"]), ModulesDB.load(inputs["db"])
+
+
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     edits=st.lists(st.tuples(st.sampled_from(["evaluations", "valid", "chunks", "done", "funnel", "best", "digests",
                                               "version", "route", "states", "task", "cost"]), _LEAVES), max_size=4)
 )  # fmt: skip
-def test_fuzz_checkpoint_files(inputs, tmp_path, edits):
+def test_fuzz_checkpoint_files(inputs, loaded, tmp_path, edits):
     """Any edited checkpoint resumes (the same search) or is refused with a TimorError, within the caps."""
     data = json.loads(inputs["ckpt"].read_text())
     raw = {}
@@ -224,7 +244,7 @@ def test_fuzz_checkpoint_files(inputs, tmp_path, edits):
     path.write_text(text)
     with memory_cap(), time_cap(60):
         try:
-            _checkpoint_of(tmp_path / "out.json", inputs["task"], inputs["db"], resume=path)
+            _bound(tmp_path / "out.json", *loaded, resume=path)
         except TimorError:
             pass
 

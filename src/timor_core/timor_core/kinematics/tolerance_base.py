@@ -257,7 +257,7 @@ def projection_value(projection: str, local: np.ndarray) -> float:
     if projection in ("phi_cyl", "phi_sph"):
         return azimuth(local[0], local[1])
     if projection in ("r_sph", "Theta_R"):
-        return float(np.linalg.norm(local))
+        return math.sqrt(local.dot(local))  # np.linalg.norm's own arithmetic, without its overhead (IK residual)
     if projection == "theta":
         return 0.0 if not local.any() else math.atan2(math.hypot(local[0], local[1]), local[2])
     raise AssertionError(projection)  # pragma: no cover - projections are validated on construction

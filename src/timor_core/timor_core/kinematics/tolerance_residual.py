@@ -36,19 +36,27 @@ Tolerance = Any  # a timor_core.kinematics.tolerance.Tolerance (it imports this 
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def _norm(vec: np.ndarray) -> float:
+    """``np.linalg.norm`` of a 1-D float vector, to the last bit (it is ``sqrt(vec @ vec)``), without its overhead."""
+    return math.sqrt(vec.dot(vec))
+
+
 def _radial(vec: np.ndarray, iv: Interval, fallback: np.ndarray) -> np.ndarray:
     """Nearest point of ``vec`` with a norm in ``iv`` (along ``fallback`` if ``vec`` is 0)."""
-    n = float(np.linalg.norm(vec))
+    n = _norm(vec)
     target = iv.clip(n)
     return vec * (target / n) if n > 0.0 else target * fallback
 
 
 def _wedge(e: np.ndarray, iv: Interval) -> np.ndarray:
     """The nearest point of ``e`` in the closed wedge of azimuths (phi_cyl / phi_sph) ``iv`` (the axis included)."""
-    rho = math.hypot(e[0], e[1])
-    if rho == 0.0 or iv.contains(azimuth_of(e[0], e[1])):
+    e0, e1 = float(e[0]), float(e[1])
+    rho = math.hypot(e0, e1)
+    if rho == 0.0:
         return e
-    phi = azimuth_of(e[0], e[1])
+    phi = azimuth_of(e0, e1)
+    if iv.contains(phi):
+        return e
     delta, b = min((abs(math.remainder(phi - b, 2 * PI)), b) for b in (iv.low, iv.high))
     length = rho * math.cos(delta) if delta < PI / 2 else 0.0  # on the nearest bounding half-plane, or the axis
     return np.array([length * math.cos(b), length * math.sin(b), e[2]])
@@ -56,16 +64,20 @@ def _wedge(e: np.ndarray, iv: Interval) -> np.ndarray:
 
 def _cone(e: np.ndarray, iv: Interval) -> np.ndarray:
     """The nearest point of ``e`` in the closed cone shell of polar angles (theta) ``iv`` (the apex included)."""
-    r = float(np.linalg.norm(e))
+    r = _norm(e)
     if r == 0.0:
         return e
-    theta = math.atan2(math.hypot(e[0], e[1]), e[2])
+    e0, e1 = float(e[0]), float(e[1])
+    theta = math.atan2(math.hypot(e0, e1), e[2])
     if iv.contains(theta):
         return e
-    phi = azimuth_of(e[0], e[1])
+    phi = azimuth_of(e0, e1)
     b = iv.high if theta > iv.high else iv.low
     length = r * math.cos(theta - b) if abs(theta - b) < PI / 2 else 0.0  # on the bounding cone, or the apex
     return length * np.array([math.sin(b) * math.cos(phi), math.sin(b) * math.sin(phi), math.cos(b)])
+
+
+_X_AXIS2, _X_AXIS3 = np.array([1.0, 0.0]), np.array([1.0, 0.0, 0.0])
 
 
 def _nearest(projection: str, iv: Interval, local: np.ndarray) -> np.ndarray:
@@ -78,10 +90,10 @@ def _nearest(projection: str, iv: Interval, local: np.ndarray) -> np.ndarray:
         return out
     if projection == "r_cyl":
         out = local.copy()
-        out[:2] = _radial(local[:2], iv, np.array([1.0, 0.0]))
+        out[:2] = _radial(local[:2], iv, _X_AXIS2)
         return out
     if projection in ("r_sph", "Theta_R"):
-        return _radial(local, iv, np.array([1.0, 0.0, 0.0]))
+        return _radial(local, iv, _X_AXIS3)
     if projection in ("phi_cyl", "phi_sph"):
         return _wedge(local, iv)
     return _cone(local, iv)
@@ -101,7 +113,38 @@ def _shrunk(projection: str, iv: Interval, margin: float) -> Interval:
     return Interval(low, high)
 
 
-# (projection name or "box", its interval or the three intervals of a box, world orientation of its frame)
+class _Box:
+    """The x/y/z (N_*) intervals of one frame, clipped and tested all three at once: the same numbers as
+    ``Interval.clip`` (``min(max(v, low), high)``) and ``Interval.contains`` one by one, on plain floats."""
+
+    __slots__ = ("intervals", "bounds", "slack_bounds")
+
+    def __init__(self, intervals: list[Interval]) -> None:
+        self.intervals = tuple(intervals)
+        self.bounds = tuple((iv.low, iv.high) for iv in intervals)
+        self.slack_bounds = tuple((iv.low - VALID_SLACK, iv.high + VALID_SLACK) for iv in intervals)
+
+    def __getitem__(self, k: int) -> Interval:
+        return self.intervals[k]
+
+    def clip(self, local: np.ndarray) -> np.ndarray:
+        """``[iv.clip(v) for iv, v in zip(intervals, local)]`` (``max`` keeps ``v`` unless ``low > v``, ``min``
+        keeps that unless ``high`` is less)."""
+        out = []
+        for v, (low, high) in zip(local.tolist(), self.bounds):
+            at_least = low if low > v else v
+            out.append(high if high < at_least else at_least)
+        return np.array(out)
+
+    def contains(self, local: np.ndarray) -> bool:
+        """``all(iv.contains(v) ...)``: ``low - VALID_SLACK <= v <= high + VALID_SLACK``."""
+        for v, (low, high) in zip(local.tolist(), self.slack_bounds):
+            if not low <= v <= high:
+                return False
+        return True
+
+
+# (projection name or "box", its interval or a box's intervals, world orientation of its frame)
 _Block = tuple[str, Any, np.ndarray]
 
 
@@ -109,7 +152,7 @@ def _block_nearest(block: _Block, x: np.ndarray) -> np.ndarray:
     name, iv, R_F = block
     local = R_F.T @ x
     if name == "box":
-        return R_F @ np.array([iv[k].clip(local[k]) for k in range(3)])
+        return R_F @ iv.clip(local)
     return R_F @ _nearest(name, iv, local)
 
 
@@ -117,7 +160,7 @@ def _block_satisfied(block: _Block, x: np.ndarray) -> bool:
     name, iv, R_F = block
     local = R_F.T @ x
     if name == "box":
-        return all(iv[k].contains(local[k]) for k in range(3))
+        return iv.contains(local)
     return iv.contains(projection_value(name, local))
 
 
@@ -134,16 +177,20 @@ def _feasible_point(x0: np.ndarray, blocks: list[_Block], sweeps: int, lift: flo
     """
     x = x0.copy()
     increments = [np.zeros(3) for _ in blocks]
+    order = range(len(blocks))
     seen: dict[bytes, int] = {}  # the state after each sweep -> that sweep's index
     points: list[np.ndarray] = []  # the point after each sweep
     for done in range(sweeps):
-        for i, block in enumerate(blocks):
+        for i in order:
             y = x + increments[i]
-            x = _block_nearest(block, y)
+            x = _block_nearest(blocks[i], y)
             increments[i] = y - x
-        if all(_block_satisfied(block, x) for block in blocks):
+        for block in blocks:
+            if not _block_satisfied(block, x):
+                break
+        else:
             break
-        state = b"".join(v.tobytes() for v in (x, *increments))
+        state = b"".join([x.tobytes(), *[v.tobytes() for v in increments]])
         first = seen.setdefault(state, done)
         if first != done:  # the state of sweep ``first`` again: sweeps first+1 .. done repeat from here on
             x = points[first + (sweeps - 1 - first) % (done - first)]
@@ -268,7 +315,9 @@ def _blocks(tol: Tolerance, dev: Deviation, margin: float) -> tuple[list[_Tagged
             others.append((is_rot, block))
         if not iv.contains(dev.project(name, part.frame)):
             violated.append((is_rot, block))
-    merged: list[_Tagged] = [(is_rot, ("box", ivs, frame.matrix(dev.R_d))) for (is_rot, frame), ivs in boxes.items()]
+    merged: list[_Tagged] = [
+        (is_rot, ("box", _Box(ivs), frame.matrix(dev.R_d))) for (is_rot, frame), ivs in boxes.items()
+    ]
     return merged + others, violated
 
 

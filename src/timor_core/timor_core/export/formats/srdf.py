@@ -193,21 +193,28 @@ class _PairChecker:
         self.second = np.array([cp.second for cp in gm.collisionPairs], dtype=int)
 
     def colliding(self, q: np.ndarray, undecided: np.ndarray) -> np.ndarray:
-        """Boolean mask of the candidates (among ``undecided``) that collide at q."""
+        """Boolean mask of the candidates (among ``undecided``) that collide at q.
+
+        Only the geometry pairs of undecided candidates are boxed, and the narrow phase runs on them in pair order.
+        """
         hit = np.zeros(self.n_cand, dtype=bool)
-        if not len(self.first):
+        live = np.flatnonzero(undecided[self.cand_of_pair])
+        if not len(live):
             return hit
-        gm, gd, first, second, cand_of_pair = self.gm, self.gd, self.first, self.second, self.cand_of_pair
+        gm, gd = self.gm, self.gd
         pin.updateGeometryPlacements(self.model, self.data, gm, gd, q)
-        placements = gd.oMg
-        R = np.array([placements[g].rotation for g in range(gm.ngeoms)])
-        t = np.array([placements[g].translation for g in range(gm.ngeoms)])
+        first, second = self.first[live], self.second[live]
+        placed = np.array([M.homogeneous for M in gd.oMg])  # one copy per geometry (its rotation and translation)
+        R, t = np.ascontiguousarray(placed[:, :3, :3]), np.ascontiguousarray(placed[:, :3, 3])
         c = np.einsum("gij,gj->gi", R, self.centre) + t
         e = np.einsum("gij,gj->gi", np.abs(R), self.half)
         overlap = np.all(np.abs(c[first] - c[second]) <= e[first] + e[second] + self.clearance + 1e-9, axis=1)
-        for p in np.flatnonzero(overlap & undecided[cand_of_pair]):
-            if not hit[cand_of_pair[p]] and pin.computeCollision(gm, gd, int(p)):
-                hit[cand_of_pair[p]] = True
+        cand_of_pair, found = self.cand_of_pair, set()
+        for p in live[overlap].tolist():
+            k = int(cand_of_pair[p])
+            if k not in found and pin.computeCollision(gm, gd, p):
+                found.add(k)
+        hit[list(found)] = True
         return hit
 
 
