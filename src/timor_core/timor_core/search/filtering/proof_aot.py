@@ -43,16 +43,10 @@ def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
     others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
-    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels(), "fused_proof": _fused()}
+    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels()}
+    kernels["fused_proof"] = proof_fused.for_build()
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
-
-
-def _fused() -> Any:
-    """:func:`.proof_fused.fused_proof` calling numba's compilations of its helpers (for the build)."""
-    import numba  # noqa: PLC0415 (a build only)
-
-    return proof_fused.calling_compiled_fused(numba.njit(cache=True, fastmath=False, nogil=True))
 
 
 def main(argv: list[str] | None = None) -> int:

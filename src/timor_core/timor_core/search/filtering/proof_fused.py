@@ -202,14 +202,20 @@ def calling_compiled_fused(jit: Any) -> Any:
     return types.FunctionType(fused_proof.__code__, names, fused_proof.__name__)
 
 
+def for_build() -> Any:
+    """:func:`fused_proof` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s build,
+    or :func:`fused_kernel` where none is built)."""
+    import numba  # noqa: PLC0415 (only once the process compiles its kernels)
+
+    return calling_compiled_fused(numba.njit(cache=True, fastmath=False, nogil=True))
+
+
 @functools.cache
 def _jit_kernel() -> Any:
     """:func:`fused_proof` compiled by numba (where it is not built ahead of time)."""
     import numba  # noqa: PLC0415 (only once the process runs its compiled kernels)
 
-    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(
-        calling_compiled_fused(numba.njit(cache=True, fastmath=False, nogil=True))
-    )
+    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(for_build())
     compiled.mark_loaded()
     return kernel
 

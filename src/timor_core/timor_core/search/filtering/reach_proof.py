@@ -347,16 +347,23 @@ def pose_proof(
     else:
         centres, half, excess, near, box_weights, used, loose = _started(chain, target, *start, upper)
         widen = min(widen, loose)  # (no margin can exceed the other boxes' bound)
+    state = (centres, half, excess, box_weights, bool(near), used, loose, start is not None)
+    spend, aims = (budget, widen, widen_budget), (levels, upper, extra)
     kernel = fused_kernel()
-    if kernel is not None:
-        state = (centres, half, excess, box_weights, bool(near), used, loose, start is not None)
-        fused = _fused(kernel, chain, target, state, (budget, widen, widen_budget), (levels, upper, extra), witnesses)
-        if fused is not False:
-            if isinstance(fused, tuple):
-                if kept is not None:
-                    kept.append(fused[1])
-                return fused[0]
-            return None
+    fused = False if kernel is None else _fused(kernel, chain, target, state, spend, aims, witnesses)
+    if fused is False:  # (no compiled kernel, or its buffers were too small)
+        return _levels(chain, target, state, spend, aims, (witnesses, kept))
+    if isinstance(fused, tuple) and kept is not None:
+        kept.append(fused[1])
+    return fused[0] if isinstance(fused, tuple) else None
+
+
+def _levels(chain: PoseChain, target: BoxGoal, state: tuple, spend: tuple, aims: tuple, out: tuple) -> Proof | None:
+    """:func:`pose_proof`'s levels from the first measured one (``state``: centres, half, excess, weights, near, boxes
+    used, loose, started; ``spend``: budget, widen, widen budget; ``aims``: levels, upper, extra; ``out``: the
+    witnesses and kept boxes), in numpy (what :mod:`.proof_fused` does in one compiled call)."""
+    centres, half, excess, box_weights, near, used, loose, started = state
+    (budget, widen, widen_budget), (levels, upper, extra), (witnesses, kept) = spend, aims, out
     tight: list = []
     for level in itertools.count(1):
         if near:
@@ -380,7 +387,7 @@ def pose_proof(
             if kept is not None:
                 kept.append(left)
             return Proof(used, min(left.floor, float(left.excess[0]) if len(left.excess) else math.inf) + extra)
-        if (level > 1 or start is None) and kept_boxes / len(keep) > GIVE_UP or used + kept_boxes * 2**SPLITS > budget:
+        if (level > 1 or not started) and kept_boxes / len(keep) > GIVE_UP or used + kept_boxes * 2**SPLITS > budget:
             return None
         centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
         used += len(centres)
