@@ -19,9 +19,7 @@ refuses the boxes of every chain of its family within ``d < margin``, and that c
 :class:`FamilyProofs` keeps these certificates (translations and margin) per goal and family: an assembly within
 ``d < margin`` of a proven one is refused by a look-up, any other is proven (or not) on its own and, if proven,
 becomes a certificate. Sound whatever the order of the assemblies (property test in ``tests/test_family_proof.py``).
-Every chain no certificate covers is proven: a chain near one whose proof was undecided used to be left to the IK
-untried, which saved proofs while they cost ~10 ms; compiled (~2 ms) a proof costs less than the failing IK run it
-spares (``obstacle_middle``: chains left to the IK 100 -> 50, the same optimum).
+Every chain no certificate covers is proven (compiled, ~2 ms, a proof costs less than the failing IK run it spares).
 """
 
 from __future__ import annotations
@@ -46,7 +44,7 @@ ROTATION_DECIMALS = 9  # rotations of one family agree to 5e-10 per entry ...
 ROTATION_SLACK = 1e-7  # m per joint gap: ... which moves a point 3 m away by < 1e-8 m: allowed for generously
 AXIAL = 1e-12  # a step this close to Tz(l) Rz(phi) (per entry) puts the next joint on its joint's line: merged (a
 # merged chain is within 1e-11 m of the one it stands for; one more ROTATION_SLACK per certificate covers it)
-WIDEN = 0.15  # m: a proof's tight boxes are cut further until they spare this ...
+WIDEN = 0.25  # m: a proof's tight boxes are cut further until they spare this (0.15 covered the chains 0.10 away) ...
 WIDEN_BUDGET = 4096  # ... or this many more boxes are spent
 MAX_CERTIFICATES = 8192  # kept per goal and family (more: the older half is forgotten)
 WITNESSES = 8  # the last configurations that ended a proof (a witness), kept per goal and family, tried first
@@ -163,8 +161,7 @@ def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: f
 
 def _steps(cut: Cut) -> tuple[np.ndarray, np.ndarray]:
     """The rotations (n + 1, 3, 3) and translations (n + 1, 3) of a cut's steps ``A_k``."""
-    steps = cut.steps
-    return steps[:, :3, :3], steps[:, :3, 3]
+    return cut.steps[:, :3, :3], cut.steps[:, :3, 3]
 
 
 class _Segments:
@@ -303,6 +300,7 @@ class FamilyProofs:
         self.starts: dict[tuple[int, tuple[bytes, ...]], list[tuple[np.ndarray, Boxes]]] = {}  # the same
         self.started, self.kept_boxes = 0, 0  # proofs started from kept boxes (for the benchmarks); boxes kept
         self.distances = Distances(WIDEN, ROTATION_SLACK)  # between certificates of a family: the widening's levels
+        self.scores: dict[tuple[bytes, ...], list[float]] = {}  # per family, goal: the last proof's margin (-1: none)
 
     @classmethod
     def of(cls, ctx: Any) -> FamilyProofs:
@@ -328,7 +326,7 @@ class FamilyProofs:
             self._certificates(lesson.goal, lesson.rotations).add(lesson.translations, lesson.margin)
 
     def cut(self, assembly: Any) -> Cut | None:
-        """:func:`cut_chain` of an assembly at the placement given, from the segments already seen where it can."""
+        """:func:`cut_chain` of an assembly at the placement given, from the segments seen where it can."""
         return self.segments.cut(assembly)
 
     def cut_serial(self, ids: tuple[str, ...], join: Any, assembly: Callable[[], Any]) -> Cut | None:
@@ -341,23 +339,29 @@ class FamilyProofs:
         self, cut: Cut, reached: set[int] | None = None, witnessed: dict[int, np.ndarray] | None = None
     ) -> Refusal | None:
         """A goal no configuration of ``cut``'s chain reaches: the first (task order) a certificate of its family
-        covers, else the first its own proof refuses; None if none. The goals (indices) found reached within the
-        proofs' slacks (a witness: no sound bound refuses them) are added to ``reached``.
+        covers, else the first its own proof refuses, tried by the margins of their last proofs in the family
+        (largest first, undecided last, task order on a tie: the largest margin covers the most chains;
+        ``obstacles_4``'s proofs 438 -> 342); None if none. The goals (indices) found reached within the proofs'
+        slacks (a witness: no sound bound refuses them) are added to ``reached``.
 
         A goal that one of the last witnesses of the family's proofs reaches on this chain too (tried by the chain's
         own poses, :func:`~.reach_proof.reaches`) is not proven: its proof would end undecided (a configuration
         within the slacks lies in a box no bound refuses), at a witness or sooner. The configurations found so (in
         the joint angles of ``cut.chain``) are put in ``witnessed`` per goal, where given."""
-        found = self._family(cut)
+        found = self.family_of(cut.rotations)
         for k, certs in enumerate(found):
             if certs.size and certs.covers(cut):
                 return self.covered[k]
         slack = ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: the merged joints' error, AXIAL)
-        for k, certs in enumerate(found):
-            goal, tolerance = self.goals[k]
+        scores = self.scores.get(cut.rotations)
+        if scores is None:
+            scores = self.scores[cut.rotations] = [0.0] * len(found)
+        for k in sorted(range(len(found)), key=scores.__getitem__, reverse=True):  # (stable: task order on a tie)
+            certs, (goal, tolerance) = found[k], self.goals[k]
             seen = self.witnesses.setdefault((k, cut.rotations), [])
             witness = reaching(_steps(cut), np.array(seen), goal, tolerance) if seen else None
             if witness is not None:
+                scores[k] = -1.0
                 if reached is not None:
                     reached.add(k)
                 if witnessed is not None:
@@ -366,6 +370,7 @@ class FamilyProofs:
             self.proofs += 1
             new: list[np.ndarray] = []
             proof = self._prove(k, cut, new)
+            scores[k] = -1.0 if proof is None else proof.margin
             if proof is not None:
                 if proof.margin > slack:
                     self._add(certs, k, cut, proof.margin - slack)
@@ -413,7 +418,7 @@ class FamilyProofs:
     def certified(self, cut: Cut) -> Refusal | None:
         """The first goal (task order) a certificate of ``cut``'s family covers (None: none does; :meth:`refusal`
         would prove the goals): :meth:`refusal`'s answer where that is a look-up."""
-        for k, certs in enumerate(self._family(cut)):
+        for k, certs in enumerate(self.family_of(cut.rotations)):
             if certs.size and certs.covers(cut):
                 return self.covered[k]
         return None
@@ -421,9 +426,6 @@ class FamilyProofs:
     def family(self, cut: Cut) -> list[Any]:
         """The certificates of ``cut``'s family per goal (the very lists :meth:`certified` reads; each has ``size``,
         ``points``, ``margins``, ``last``: the one that covered last, and ``forgotten``)."""
-        return self._family(cut)
-
-    def _family(self, cut: Cut) -> list[_Certificates]:
         return self.family_of(cut.rotations)
 
     def family_of(self, rotations: tuple[bytes, ...]) -> list[Any]:

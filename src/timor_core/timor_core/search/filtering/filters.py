@@ -151,11 +151,11 @@ class LimitsFilter(Filter):
 
 
 class FamilyFilter(Filter):
-    """A goal proven out of reach, every goal in task order: by a certificate of the chain's family (a proven chain
-    with the same joints and links of nearly the same lengths, ``search.family_proof``: a look-up), else by its
-    own proof; then out of reach free of the obstacles by the sweep proof (``search.sweep_proof.early_refusal``);
-    only where ``FilterConfig.family_proof`` is on (the exhaustive search's default). The workspace filter then
-    leaves the proof out."""
+    """A goal proven out of reach: by a certificate of the chain's family (a proven chain with the same joints and
+    links of nearly the same lengths, ``search.family_proof``: a look-up; every goal in task order), else by its
+    own proof (the goals whose last proofs in the family had the largest margins first); then out of reach free of
+    the obstacles by the sweep proof (``search.sweep_proof.early_refusal``); only where ``FilterConfig.family_proof``
+    is on (the exhaustive search's default). The workspace filter then leaves the proof out."""
 
     name = "family"
 

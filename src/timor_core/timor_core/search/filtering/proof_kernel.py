@@ -16,6 +16,7 @@ numba's kernels' results to the last digit (``tests/test_proof_aot.py``).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,11 @@ __all__ = [
     "AHEAD_SOURCES",
     "KERNEL_NAMES",
     "OTHER_KERNELS",
+    "ROT_SCORE",
+    "WITNESS_ANGLE_EPS",
+    "WITNESS_EPS",
+    "WITNESS_STARTS",
+    "WITNESS_STEPS",
     "ahead",
     "ahead_kernel",
     "ahead_path",
@@ -51,13 +57,13 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py")
+AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py", "proof_fused.py")
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
-OTHER_KERNELS = ("collisions", "descend")
+OTHER_KERNELS = ("collisions", "descend", "fused_proof")
 """The other kernels built into the same module, by :func:`ahead_kernel`: the sweep proof's bound
-(:mod:`.sweep_bound`) and the descent of :func:`reach_witness`."""
+(:mod:`.sweep_bound`), the descent of :func:`reach_witness` and a proof's levels (:mod:`.proof_fused`)."""
 WITNESS_STARTS, WITNESS_STEPS = 4, 12  # box centres nearest the goal descended from, steps each
 
 
@@ -196,10 +202,12 @@ def reach_witness(steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, goa
     if kernels is None:
         return None
     kernels[0](rotations, translations, centres, tcp, rot, origins, jaxes)
-    trace = np.einsum("mjk,kj->m", rot, goal.axes)
+    trace = np.zeros(m)  # (term by term, in the order of proof_fused's loop: the same scores to the last bit)
+    for j, k in itertools.product(range(3), range(3)):
+        trace += rot[:, j, k] * goal.axes[k, j]
     turn = np.arccos(np.clip((trace - 1.0) / 2.0, -1.0, 1.0))
     score = np.linalg.norm(tcp - goal.pos, axis=1) + ROT_SCORE * np.maximum(turn - ROT_FRACTION * goal.theta, 0.0)
-    starts = centres[np.argsort(score)[:WITNESS_STARTS]]
+    starts = centres[np.argsort(score, kind="stable")[:WITNESS_STARTS]]  # (stable: ties in task order, as compiled)
     gpos, gaxes = (np.ascontiguousarray(a, dtype=np.float64) for a in (goal.pos, goal.axes))
     slack, theta = float(goal.slack) - WITNESS_EPS, float(goal.theta) - WITNESS_ANGLE_EPS
     found = np.empty(n)

@@ -49,7 +49,18 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.kinematics.reach import joint_path, position_slack
-from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes, reach_witness, witness_from
+from timor_core.search.filtering.proof_fused import OVERFLOW, PROVEN, WITNESS, fused_kernel
+from timor_core.search.filtering.proof_kernel import (
+    ROT_SCORE,
+    WITNESS_ANGLE_EPS,
+    WITNESS_EPS,
+    WITNESS_STARTS,
+    WITNESS_STEPS,
+    halve_boxes,
+    measure_boxes,
+    reach_witness,
+    witness_from,
+)
 from timor_core.search.filtering.proof_numpy import BoxGoal, chain_frames
 from timor_core.search.filtering.widening import SPLITS, Boxes, Levels, widened
 
@@ -336,6 +347,23 @@ def pose_proof(
     else:
         centres, half, excess, near, box_weights, used, loose = _started(chain, target, *start, upper)
         widen = min(widen, loose)  # (no margin can exceed the other boxes' bound)
+    state = (centres, half, excess, box_weights, bool(near), used, loose, start is not None)
+    spend, aims = (budget, widen, widen_budget), (levels, upper, extra)
+    kernel = fused_kernel()
+    fused = False if kernel is None else _fused(kernel, chain, target, state, spend, aims, witnesses)
+    if fused is False:  # (no compiled kernel, or its buffers were too small)
+        return _levels(chain, target, state, spend, aims, (witnesses, kept))
+    if isinstance(fused, tuple) and kept is not None:
+        kept.append(fused[1])
+    return fused[0] if isinstance(fused, tuple) else None
+
+
+def _levels(chain: PoseChain, target: BoxGoal, state: tuple, spend: tuple, aims: tuple, out: tuple) -> Proof | None:
+    """:func:`pose_proof`'s levels from the first measured one (``state``: centres, half, excess, weights, near, boxes
+    used, loose, started; ``spend``: budget, widen, widen budget; ``aims``: levels, upper, extra; ``out``: the
+    witnesses and kept boxes), in numpy (what :mod:`.proof_fused` does in one compiled call)."""
+    centres, half, excess, box_weights, near, used, loose, started = state
+    (budget, widen, widen_budget), (levels, upper, extra), (witnesses, kept) = spend, aims, out
     tight: list = []
     for level in itertools.count(1):
         if near:
@@ -359,7 +387,7 @@ def pose_proof(
             if kept is not None:
                 kept.append(left)
             return Proof(used, min(left.floor, float(left.excess[0]) if len(left.excess) else math.inf) + extra)
-        if (level > 1 or start is None) and kept_boxes / len(keep) > GIVE_UP or used + kept_boxes * 2**SPLITS > budget:
+        if (level > 1 or not started) and kept_boxes / len(keep) > GIVE_UP or used + kept_boxes * 2**SPLITS > budget:
             return None
         centres, half = halve_boxes(centres[keep], half[keep], box_weights[keep], SPLITS)
         used += len(centres)
@@ -379,3 +407,39 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
         weights[open_] = measured_weights
         excess[open_] = np.maximum(measured, excess[open_])
     return boxes.centres, boxes.half, excess, near, weights, int(open_.sum()), boxes.floor - d
+
+
+def _fused(
+    kernel: Any, chain: PoseChain, goal: BoxGoal, state: tuple, spend: tuple, aims: tuple, witnesses: Any
+) -> Any:
+    """:func:`pose_proof`'s levels from the first measured one (``state``: centres, half, excess, weights, near, boxes
+    used, loose, started) in one compiled call (:mod:`.proof_fused`): the :class:`Proof` and the :class:`Boxes` kept,
+    None (undecided; a witness found is appended to ``witnesses``), or False where the kernel's buffers were too
+    small (the numpy levels then run)."""
+    centres, half, excess, weights, near, used, loose, started = state
+    (budget, widen, widen_budget), (levels, upper, extra) = spend, aims
+    m, n = centres.shape
+    rows = m + budget + widen_budget + 16
+    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
+    result, found = np.empty(4), np.empty(n)
+    params = np.array([goal.slack, goal.theta, goal.length, *goal.near, goal.rot_weight, widen, loose, extra, GIVE_UP,
+                       ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS], dtype=np.float64)  # fmt: skip
+    counts = np.array([budget, widen_budget, used, started, near, WITNESS_LEVELS, 0, SPLITS, WITNESS_STARTS,
+                       WITNESS_STEPS, upper is not None], dtype=np.int64)  # fmt: skip
+    box = [np.ascontiguousarray(a, dtype=np.float64) for a in (centres, half, excess, weights)]
+    bound = np.array(upper if upper is not None else [math.inf], dtype=np.float64)
+    rotations, translations = (np.ascontiguousarray(a, dtype=np.float64) for a in chain.steps)
+    status = kernel(rotations, translations, *box, goal.pos, goal.axes, np.ascontiguousarray(goal.direction,
+                    dtype=np.float64), params, counts, np.asarray(levels, dtype=np.float64), bound, *out, result,
+                    found)  # fmt: skip
+    if upper is not None:
+        upper[0] = float(bound[0])
+    if status == OVERFLOW:
+        return False
+    if status == WITNESS and witnesses is not None:
+        witnesses.append(found)
+    if status != PROVEN:
+        return None
+    k = int(result[2])
+    left = Boxes(out[0][:k].copy(), out[1][:k].copy(), out[2][:k].copy(), out[3][:k].copy(), float(result[3]))
+    return Proof(int(result[0]), float(result[1])), left

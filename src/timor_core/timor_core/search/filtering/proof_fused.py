@@ -1,0 +1,229 @@
+"""A reach proof's levels and widening in one compiled call (:func:`~.reach_proof.pose_proof`, numba's or built ahead
+of time with the proofs' other kernels, :mod:`.proof_aot`).
+
+Why: a proof measures ~1,500 boxes at ~0.25 us each, but its levels, witness searches and widening rounds were each a
+handful of numpy calls on arrays of a few hundred boxes, and those calls' overhead (~0.8 ms a proof) was more than
+half of a proof's CPU on the unseen tasks (``five_joints``: 0.3 of 0.5 s). The same steps in one compiled loop: the
+same bounds (the kernels of :mod:`.proof_kernel`), the same boxes in the same order, the same witness descent
+(:func:`~.proof_descent.descend`), so the same proofs, margins and kept boxes (``tests/test_proof_fused.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+from typing import Any
+
+import numpy as np
+
+from timor_core.common import compiled
+from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
+from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
+
+__all__ = [
+    "HELPERS",
+    "OVERFLOW",
+    "PROVEN",
+    "UNDECIDED",
+    "WITNESS",
+    "calling_compiled_fused",
+    "fused_kernel",
+    "fused_proof",
+]
+
+UNDECIDED, PROVEN, WITNESS, OVERFLOW = 0, 1, 2, 3  # what :func:`fused_proof` returns
+# params: slack, theta, length, near_pos, near_angle, rot_weight, widen, loose, extra, give_up, rot_score,
+# witness_eps, witness_angle_eps; counts: budget, widen_budget, used, started, near, witness_levels, (unused), splits,
+# witness_starts, witness_steps, has_levels; result: used, margin, boxes kept, floor
+poses, position, orientation, halves = (py_kernels()[name] for name in ("poses", "position", "orientation", "halves"))
+
+
+def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, upper, has_levels):
+    """Per box: excess, weights (what :func:`~.proof_kernel.measure_boxes` gives) and whether a centre is near the
+    goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``."""
+    m, n = centres.shape
+    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
+    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
+    centre = np.empty(m if has_levels else 0)
+    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes)
+    position(tcp, origins, jaxes, half, gpos, params[0], direction, params[2], params[1], params[5], excess, weights,
+             rest)  # fmt: skip
+    near = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, params[0], params[1], params[3], params[4], excess,
+                       centre)  # fmt: skip
+    if has_levels and m:
+        upper[0] = min(upper[0], centre.min())
+    return excess, near, weights
+
+
+def witness_search(rot_steps, trans_steps, centres, gpos, gaxes, params, counts, found):
+    """:func:`~.proof_kernel.reach_witness` from ``centres``: True where the descent found a configuration (in
+    ``found``)."""
+    m, n = centres.shape
+    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
+    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes)
+    score = np.empty(m)
+    for b in range(m):
+        trace = 0.0
+        for j in range(3):
+            for k in range(3):
+                trace += rot[b, j, k] * gaxes[k, j]
+        turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
+        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
+        miss = math.sqrt(dx * dx + dy * dy + dz * dz)
+        score[b] = miss + params[10] * max(turn - ROT_FRACTION * params[1], 0.0)
+    order = np.argsort(score, kind="mergesort")[: counts[8]]
+    starts = np.empty((len(order), n))
+    for s in range(len(order)):
+        for i in range(n):
+            starts[s, i] = centres[order[s], i]
+    return descend(rot_steps, trans_steps, starts, gpos, gaxes, params[0] - params[11], params[1] - params[12],
+                   counts[9], found)  # fmt: skip
+
+
+def aim_at(levels, upper, has_levels, extra, margin, widen):
+    """:meth:`~.widening.Levels.aim` (-inf: None, no box is cut)."""
+    if not has_levels:
+        return widen
+    top = upper[0] + extra
+    for level in levels:
+        if level > margin + extra:
+            return min(level - extra, widen) if level < top else -math.inf
+    return -math.inf
+
+
+def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, counts, levels, upper, floor):
+    """:func:`~.widening.widened` of the boxes ``tight`` (centres, half, excess, weights): the boxes left (unsorted)
+    and the floor."""
+    centres, half, excess, weights = tight
+    widen, parts, used = params[6], 1 << counts[7], 0
+    while len(excess):
+        aim = aim_at(levels, upper, counts[10] == 1, params[8], min(floor, excess.min()), widen)
+        cut = excess < aim
+        cuts = int(cut.sum())
+        if not cuts or used + cuts * parts > counts[1]:
+            break
+        children, child_half = np.empty((cuts * parts, centres.shape[1])), np.empty((cuts * parts, centres.shape[1]))
+        halves(centres[cut], half[cut], weights[cut], counts[7], children, child_half)
+        used += len(children)
+        child_excess, _, child_weights = measure_all(rot_steps, trans_steps, children, child_half, gpos, gaxes,
+                                                     direction, params, upper, counts[10] == 1)  # fmt: skip
+        parent = excess[cut]
+        for c in range(len(children)):
+            child_excess[c] = max(child_excess[c], parent[c // parts])
+        done = child_excess >= widen
+        if done.any():
+            floor = min(floor, child_excess[done].min())
+        stay, new = ~cut, ~done
+        centres = np.concatenate((centres[stay], children[new]))
+        half = np.concatenate((half[stay], child_half[new]))
+        weights = np.concatenate((weights[stay], child_weights[new]))
+        excess = np.concatenate((excess[stay], child_excess[new]))
+    return centres, half, excess, weights, floor
+
+
+def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
+                levels, upper, out_centres, out_half, out_weights, out_excess, result, found):  # fmt: skip
+    """:func:`~.reach_proof.pose_proof`'s levels from its first (``centres``... measured) to its end: UNDECIDED,
+    WITNESS (a configuration in ``found``), PROVEN (``result``: boxes used, margin, boxes kept (sorted by excess, in
+    ``out_*``), floor) or OVERFLOW (more boxes kept than ``out_*`` hold)."""
+    n = centres.shape[1]
+    parts, used, near, loose = 1 << counts[7], counts[2], counts[4] == 1, params[7]
+    tight_c, tight_h = np.empty((0, n)), np.empty((0, n))
+    tight_e, tight_w = np.empty(0), np.empty((0, n))
+    level = 0
+    while True:
+        level += 1
+        if near:
+            return UNDECIDED
+        keep = excess <= 0
+        kept = int(keep.sum())
+        if level <= counts[5] and kept and witness_search(rot_steps, trans_steps, centres[keep], gpos, gaxes, params,
+                                                          counts, found):  # fmt: skip
+            return WITNESS
+        if kept < len(keep):
+            low = ~keep & (excess < params[6])
+            lows = int(low.sum())
+            if lows:
+                tight_c, tight_h = np.concatenate((tight_c, centres[low])), np.concatenate((tight_h, half[low]))
+                tight_e, tight_w = np.concatenate((tight_e, excess[low])), np.concatenate((tight_w, weights[low]))
+            if lows + kept < len(keep):
+                loose = min(loose, excess[~keep & ~low].min())
+        if not kept:
+            out = (out_centres, out_half, out_weights, out_excess)
+            return _proven((tight_c, tight_h, tight_e, tight_w), rot_steps, trans_steps, gpos, gaxes, direction, params,
+                           counts, levels, upper, loose, used, out, result)  # fmt: skip
+        if ((level > 1 or counts[3] == 0) and kept / len(keep) > params[9]) or used + kept * parts > counts[0]:
+            return UNDECIDED
+        centres, half = _halved(centres[keep], half[keep], weights[keep], counts[7])
+        used += len(centres)
+        excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
+                                            upper, counts[10] == 1)  # fmt: skip
+
+
+def _halved(centres, half, weights, times):
+    """:func:`~.proof_kernel.halve_boxes` in the compiled loop."""
+    m, n = centres.shape
+    children, child_half = np.empty((m << times, n)), np.empty((m << times, n))
+    halves(centres, half, weights, times, children, child_half)
+    return children, child_half
+
+
+def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, counts, levels, upper, loose, used, out,
+            result):  # fmt: skip
+    """The widening of a proven goal's tight boxes, the boxes left put in ``out`` sorted by excess (stable)."""
+    centres, half, excess, weights, floor = widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params,
+                                                        counts, levels, upper, loose)  # fmt: skip
+    out_centres, out_half, out_weights, out_excess = out
+    if len(excess) > len(out_excess):
+        return OVERFLOW
+    order = np.argsort(excess, kind="mergesort")
+    for r in range(len(order)):
+        o = order[r]
+        out_centres[r, :], out_half[r, :], out_weights[r, :], out_excess[r] = centres[o], half[o], weights[o], excess[o]
+    first = excess[order[0]] if len(order) else math.inf
+    result[0], result[1], result[2], result[3] = used, min(floor, first) + params[8], len(order), floor
+    return PROVEN
+
+
+HELPERS = ("measure_all", "witness_search", "aim_at", "widen_boxes", "_halved", "_proven")
+"""The functions :func:`fused_proof` calls, compiled before it (in this order)."""
+
+
+def calling_compiled_fused(jit: Any) -> Any:
+    """:func:`fused_proof` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
+    (as :func:`~.proof_descent.calling_compiled`)."""
+    names: dict[str, Any] = {**fused_proof.__globals__}
+    names.update({name: jit(kernel) for name, kernel in py_kernels().items()})
+    names["descend"] = jit(calling_compiled(jit))
+    for name in HELPERS:
+        function = names[name]
+        names[name] = jit(types.FunctionType(function.__code__, names, function.__name__))
+    return types.FunctionType(fused_proof.__code__, names, fused_proof.__name__)
+
+
+def for_build() -> Any:
+    """:func:`fused_proof` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s build,
+    or :func:`fused_kernel` where none is built)."""
+    import numba  # noqa: PLC0415 (only once the process compiles its kernels)
+
+    return calling_compiled_fused(numba.njit(cache=True, fastmath=False, nogil=True))
+
+
+@functools.cache
+def _jit_kernel() -> Any:
+    """:func:`fused_proof` compiled by numba (where it is not built ahead of time)."""
+    import numba  # noqa: PLC0415 (only once the process runs its compiled kernels)
+
+    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(for_build())
+    compiled.mark_loaded()
+    return kernel
+
+
+def fused_kernel(jit: bool = False) -> Any:
+    """The compiled :func:`fused_proof` where it is built ahead of time, else None (then
+    :func:`~.reach_proof.pose_proof` runs its levels in numpy, with numba's separate kernels by the rule): numba
+    compiles it in ~15 CPU-s on a cold cache, against ~2 s for the proofs' other kernels, more than the levels it
+    saves are worth in one process. ``jit``: numba's where none is built (the tests), by the rule."""
+    kernel = ahead_kernel("fused_proof")
+    return kernel if kernel is not None or not jit else compiled.loaded_or_none(_jit_kernel, "the reach proofs")
