@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
@@ -1229,9 +1229,41 @@ def goal_tolerance(draw, names):
 
 @settings(max_examples=200, deadline=None)
 @given(tol=goal_tolerance(IK_NAMES + ("r_cyl", "r_sph", "phi_cyl", "theta")), desired=poses, start=poses)
+@example(  # Dykstra ends a few microns up the z axis (the apex is the nearest point); the lift off phi_cyl's axis
+    # used to leave the narrow cone (theta ~0.27 > 0.10), so every step crept ~1 % closer and 300 did not reach it
+    tol=Composed(
+        [
+            ProjectionTolerance("x", Interval(-0.05, 0.05)),
+            ProjectionTolerance("theta", Interval(0.0, 0.1015625)),
+            ProjectionTolerance("phi_cyl", Interval(-1.0, 1.0)),
+        ]
+    ),
+    desired=pose([1, 0, 0, 1, 0, 0]),
+    start=np.eye(4),
+)
 def test_driving_the_residual_to_zero_reaches_a_valid_pose(tol, desired, start):
     real = descend(tol, desired, start)
     assert tol.valid(desired, real), (tol, tol.error(desired, real), residual(tol, desired, real))
+
+
+@pytest.mark.parametrize("height", [3.6e-6, 5e-6, 1e-3])
+def test_lifting_a_target_off_a_wedge_axis_keeps_it_in_the_cone(height):
+    """A position error straight up a narrow cone's axis (theta 0, phi_cyl 0 by convention) with a phi_cyl wedge in
+    the same frame: the target is lifted off the axis into wedge and cone, so one residual step (with a margin) lands
+    on a valid pose (the lift used to be 1e-6 sideways whatever the cone: theta ~0.27 > 0.1 for the first two
+    heights)."""
+    tol = Composed([ProjectionTolerance("theta", Interval(0.0, 0.1015625)), ProjectionTolerance("phi_cyl", (0.5, 1.0))])
+    desired = pose([1, 0, 0, 1, 0, 0])
+    real = desired @ pose([0, 0, 0, 0, 0, height])
+    assert not tol.valid(desired, real)  # phi_cyl is 0 on the axis
+    for margin in (0.0, 1e-6):
+        res = residual(tol, desired, real, margin)
+        step = real.copy()
+        step[:3, 3] -= res[:3]
+        assert not res[3:].any() and 0 < np.linalg.norm(res) < 2e-6
+        theta, phi = tol.error(desired, step)
+        assert 0.5 <= phi <= 1.0 and theta <= 0.1015625 - margin + 1e-9, (margin, theta, phi)
+    assert tol.valid(desired, step)  # with a margin (without, the target is on the bound up to rounding)
 
 
 @settings(max_examples=100, deadline=None)

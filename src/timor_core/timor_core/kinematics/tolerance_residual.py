@@ -202,7 +202,7 @@ def _feasible_point(x0: np.ndarray, blocks: list[_Block], sweeps: int, lift: flo
 def _off_axis(blocks: list[_Block], x: np.ndarray, lift: float) -> np.ndarray:
     """Move a point closer than ``lift`` to the axis/apex of a restricting wedge/cone (where phi/theta are 0 by
     convention, or numerically arbitrary) ``lift`` into the middle of the region (of wedge and cone together if
-    both are given in the same frame)."""
+    both are given in the same frame; a point near the wedge's axis but not the apex stays inside the cone)."""
     done: list[np.ndarray] = []
     for name, _, R_F in blocks:
         if name not in ("phi_cyl", "phi_sph", "theta") or any(np.array_equal(R_F, R) for R in done):
@@ -226,12 +226,26 @@ def _off_axis(blocks: list[_Block], x: np.ndarray, lift: float) -> np.ndarray:
                 [math.sin(polar) * math.cos(azimuth), math.sin(polar) * math.sin(azimuth), math.cos(polar)]
             )
         elif wedge is not None and math.hypot(local[0], local[1]) < lift:
-            azimuth = 0.5 * (wedge.low + wedge.high)
-            local[:2] = lift * np.array([math.cos(azimuth), math.sin(azimuth)])
+            local = _beside_axis(local, lift, 0.5 * (wedge.low + wedge.high), cone)
         else:
             continue
         x = R_F @ local
     return x
+
+
+def _beside_axis(local: np.ndarray, lift: float, azimuth: float, cone: Interval | None) -> np.ndarray:
+    """``local`` (closer than ``lift`` to the axis of a wedge, at least ``lift`` from the apex) moved ``lift`` off
+    the axis towards ``azimuth``; if that leaves the cone of polar angles ``cone`` given in the same frame (a narrow
+    cone about the axis), turned about the apex onto the cone's nearest bound instead (same distance, that azimuth)."""
+    out = local.copy()
+    out[:2] = lift * np.array([math.cos(azimuth), math.sin(azimuth)])
+    if cone is None:
+        return out
+    polar = projection_value("theta", out)
+    if cone.contains(polar):
+        return out
+    polar, r = cone.clip(polar), _norm(local)
+    return r * np.array([math.sin(polar) * math.cos(azimuth), math.sin(polar) * math.sin(azimuth), math.cos(polar)])
 
 
 def residual(
