@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.common.gc_pause import paused_gc
+from timor_core.common.path_memo import resolving_paths
 from timor_core.errors import FormatError, InputError, TimorError, ValidationError, short_repr
 from timor_core.export.urdf_import.urdf_build import UrdfParts, module_set
 from timor_core.export.urdf_import.urdf_reader import XACRO_NAMESPACE, UrdfReader
@@ -269,7 +270,7 @@ def db_from_urdf(
     if missing_meshes not in MISSING_MESHES:
         raise InputError(f"missing_meshes must be one of {', '.join(MISSING_MESHES)}", path="missing_meshes",
                          value=missing_meshes)  # fmt: skip
-    with paused_gc():  # millions of objects for a big URDF, no cycles: the collector would cost a third
+    with paused_gc(), resolving_paths():  # millions of objects, no cycles: the collector would cost a third
         options = (keep_names, tool_connector, missing_meshes == "skip")
         return _db_from_urdf(urdf, package_dirs, module_id, tcp_link, joint_extras, *options)
 
