@@ -14,9 +14,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
-__all__ = ["resolving_paths", "resolved"]
+__all__ = ["resolving_paths", "resolved", "path_memory"]
 
-_resolutions: ContextVar[dict[str, Path] | None] = ContextVar("timor_resolutions", default=None)
+_resolutions: ContextVar[dict[object, Path] | None] = ContextVar("timor_resolutions", default=None)
 
 
 @contextmanager
@@ -31,6 +31,12 @@ def resolving_paths() -> Iterator[None]:
         yield
     finally:
         _resolutions.reset(token)
+
+
+def path_memory() -> dict[object, Path] | None:
+    """The memory of the :func:`resolving_paths` in force (None outside one), for a caller that remembers more
+    (the file a mesh name resolves to, by a key of its own: a tuple, where :func:`resolved`'s keys are strings)."""
+    return _resolutions.get()
 
 
 def resolved(path: Path) -> Path:

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from timor_core.common.path_memo import resolved
+from timor_core.common.path_memo import path_memory, resolved
 from timor_core.errors import MeshError
 from timor_core.limits import limits
 from timor_core.model.mesh_data import ConvexParts, MeshData
@@ -64,7 +64,20 @@ def resolve_mesh_path(
 
     Relative paths are taken relative to base_dir; absolute paths and ``file://`` URIs are accepted only if
     they lie inside base_dir (after resolving symlinks and '..'); other URI schemes and missing files raise.
+    Within ``resolving_paths`` (one import) a name found once is not looked up again.
     """
+    memory = path_memory()
+    if memory is None or not isinstance(file_field, str):
+        return _resolve_mesh_path(file_field, base_dir, json_file, json_path)
+    key = ("mesh", file_field, str(base_dir))
+    found = memory.get(key)
+    if found is None:
+        found = memory[key] = _resolve_mesh_path(file_field, base_dir, json_file, json_path)
+    return found
+
+
+def _resolve_mesh_path(file_field: str, base_dir: Path, json_file: str | Path | None, json_path: str | None) -> Path:
+    """:func:`resolve_mesh_path`, looked up."""
     base = Path(base_dir)
 
     def fail(message: str, file: Path | None = None) -> MeshError:
