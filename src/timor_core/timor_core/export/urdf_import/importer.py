@@ -222,12 +222,13 @@ def _stream(text: str, file: Path | None, reader: UrdfReader) -> str:
     """Parse a URDF text chunk by chunk, its links and joints read as they come (see :class:`_Children`); the robot's
     name. A DOCTYPE, malformed XML, a xacro file or another root than ``<robot>`` is refused, named, before any wrong
     value the reader found."""
-    if "<!DOCTYPE" in text or "<!ENTITY" in text:
+    # each "!" or "$" first: a one-character search runs at memchr's speed, two characters at a third of it (50 MB)
+    if "!" in text and ("<!DOCTYPE" in text or "<!ENTITY" in text):
         raise FormatError("a URDF must not declare a DOCTYPE or entities", file=file)
     xacro = FormatError("this is a xacro file, not a URDF: expand it first (xacro FILE > robot.urdf)", file=file)
     if file is not None and file.suffix == ".xacro":
         raise xacro
-    children = _Children(reader, XACRO_NAMESPACE in text or "${" in text or "$(" in text)
+    children = _Children(reader, XACRO_NAMESPACE in text or ("$" in text and ("${" in text or "$(" in text)))
     try:
         _feed(text, file, children)
         children.close()
