@@ -46,7 +46,7 @@ def _outcome(call, path: Path):
         return type(exc), str(exc)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(_PARTS), min_size=1, max_size=5), min_size=1, max_size=8))
 def test_resolved_in_a_scope_is_path_resolve(paths):
     """Several paths resolved in one scope (so later ones use the folders earlier ones remembered), each asked
