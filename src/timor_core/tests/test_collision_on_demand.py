@@ -4,6 +4,9 @@ does not parse, a convex decomposition without volume) still fails the robot's b
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -101,3 +104,21 @@ def test_a_convex_decomposition_without_volume_fails_the_build(tmp_path):
     assembly = assembly_from_urdf(_urdf(tmp_path, "line.wrl"))
     with pytest.raises(MeshError, match="cannot build a convex hull"):
         assembly.robot  # noqa: B018
+
+
+def test_threads_asking_at_once_get_one_model(tmp_path):
+    """The model is made once, whichever of several threads asks first (the others wait for it)."""
+    (tmp_path / "a.stl").write_text(_STL.format(name="a", s="0.23"))
+    (tmp_path / "b.stl").write_text(_STL.format(name="b", s="0.29"))
+    robot = assembly_from_urdf(_urdf(tmp_path, "b.stl")).robot
+    make, calls = robot._collision, []
+
+    def slow():  # a build long enough for every thread to ask meanwhile
+        calls.append(1)
+        time.sleep(0.2)
+        return make()
+
+    robot._collision = slow
+    with ThreadPoolExecutor(4) as pool:
+        models = list(pool.map(lambda _: robot.collision, range(4)))
+    assert len(calls) == 1 and all(m is models[0] for m in models) and models[0].ngeoms == 4

@@ -7,6 +7,7 @@ immutable); only placements and collision pairs are per robot.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
 __all__ = ["PinRobot"]
+
+_MAKING = threading.Lock()
 
 
 class PinRobot(RobotDynamics, RobotLimits):
@@ -92,7 +95,10 @@ class PinRobot(RobotDynamics, RobotLimits):
         trees can take longer than the rest of a robot, which a caller of kinematics alone never needs)."""
         gm = self._collision
         if not isinstance(gm, pin.GeometryModel):
-            gm = self._collision = gm()
+            with _MAKING:  # one model per robot, whichever thread asks first
+                gm = self._collision
+                if not isinstance(gm, pin.GeometryModel):
+                    gm = self._collision = gm()
         return gm
 
     # -- description -------------------------------------------------------------------------------
