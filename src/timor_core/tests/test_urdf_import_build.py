@@ -19,9 +19,10 @@ from timor_core.common.transforms import readonly, rot_x
 from timor_core.errors import FormatError
 from timor_core.export.urdf_import import urdf_reader
 from timor_core.export.urdf_import.importer import db_from_urdf
-from timor_core.export.urdf_import.urdf_build import body, fixed_joint
+from timor_core.export.urdf_import.urdf_build import body, fixed_joint, geometries
 from timor_core.export.urdf_import.urdf_numbers import origin, pose_json
 from timor_core.export.urdf_import.urdf_reader import FloatStack
+from timor_core.model.geometry import Mesh, geometries_from_json
 from timor_core.model.parts import Body, Connector, Joint
 
 
@@ -51,6 +52,36 @@ def test_fast_parts_equal_constructed():
     _same(made, Body("a", 2.0, inertia, com, (connector,), (), (), {"_present": ("visual", "collision")}), Body)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.mass = 1.0  # type: ignore[misc]
+
+
+_TRIANGLE_STL = "solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\n"
+
+
+def test_geometries_equal_parsed(tmp_path):
+    """The geometries the importer makes from the reader's shapes (``urdf_build.geometries``) are those the module
+    JSON's parser makes of the same shapes: each field, its type, the pose read-only; for every kind of shape, posed
+    or not, a mesh scaled and mirrored."""
+    (tmp_path / "meshes").mkdir()
+    (tmp_path / "meshes" / "m.stl").write_text(_TRIANGLE_STL + "endsolid t\n")
+    posed = '<origin xyz="0.1 -0.2 0.3" rpy="0.4 -0.5 0.6"/>'
+    shapes = [f'{posed}<geometry><box size="0.1 0.2 0.3"/></geometry>', '<geometry><cylinder radius="0.1" length="2"/>'
+              '</geometry>', f'{posed}<geometry><sphere radius="0.5"/></geometry>', '<origin xyz="0 0 1"/><geometry>'
+              '<mesh filename="meshes/m.stl" scale="1 -1 2"/></geometry>', '<geometry><mesh filename="meshes/m.stl"/>'
+              '</geometry>']  # fmt: skip
+    link = "".join(f"<{tag}>{shape}</{tag}>" for shape in shapes for tag in ("visual", "collision"))
+    file = tmp_path / "r.urdf"
+    reader = urdf_reader.UrdfReader(file, [])
+    reader.link(ET.fromstring(f'<link name="a">{link}</link>'))
+    for params, path in reader.meshes:
+        params["file"] = path.relative_to(tmp_path).as_posix()  # as the importer does
+    read = reader.links[0]
+    for made, where in ((read.visual, ".visual"), (read.collision, ".collision")):
+        fast, parsed = geometries(made, where, tmp_path, file), geometries_from_json(made, where, tmp_path, file)
+        assert len(fast) == len(parsed) == len(shapes)
+        for a, b in zip(fast, parsed, strict=True):
+            _same(a, b, type(b))
+            assert not a.pose.flags.writeable and a.pose.dtype == b.pose.dtype
+    assert isinstance(fast[3], Mesh) and fast[3].scale == (1.0, -1.0, 2.0)
 
 
 def test_float_stack_gives_read_only_views_in_order():

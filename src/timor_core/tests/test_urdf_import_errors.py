@@ -86,6 +86,18 @@ def test_xacro_is_refused_naming_the_file(tmp_path):
 
 
 @pytest.mark.invalid_urdf
+def test_a_doctype_or_entity_is_refused_and_a_dollar_or_bang_alone_is_not(tmp_path):
+    """A DOCTYPE or an entity declaration is refused naming the file; a ``$`` or ``!`` that begins neither (nor a
+    xacro expression) is plain text: the importer looks for the one character first, then for the marks."""
+    entity = '<!DOCTYPE robot [<!ENTITY len "1">]><robot name="r"><link name="a"/></robot>'
+    _refused(tmp_path, entity, FormatError, "DOCTYPE")
+    _refused(tmp_path, '<!ENTITY len "1"><robot name="r"><link name="a"/></robot>', FormatError, "DOCTYPE")
+    _refused(tmp_path, '<robot name="r"><link name="a$(x)"/></robot>', FormatError, "xacro")
+    plain = '<!-- $ and ! alone --><robot name="r$!"><link name="a$b!"/></robot>'
+    assert [b.id for b in next(iter(db_from_urdf(plain, keep_names=True))).bodies] == ["a$b!"]
+
+
+@pytest.mark.invalid_urdf
 def test_bad_values_name_the_link_or_joint(tmp_path):
     ab = "<link name='a'/>{}" + _joint("j1", "a", "b")
     inertial = "<link name='b'><inertial><mass value='-1'/></inertial></link>"

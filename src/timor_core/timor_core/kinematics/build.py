@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,7 +14,7 @@ import pinocchio as pin
 
 from timor_core.common.transforms import IDENTITY
 from timor_core.errors import ValidationError
-from timor_core.kinematics.geometry_models import collision_model
+from timor_core.kinematics.geometry_models import check_collision_geometry, collision_model
 from timor_core.kinematics.robot import PinRobot
 
 if TYPE_CHECKING:
@@ -146,5 +147,6 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
         fid = model.addFrame(frame)
         tcp = fid if tcp is None else tcp
     rotors.set_on(model)
-    collision = collision_model(tree, joint_of, frame_of, place_of)  # eager: bad meshes fail here, named
+    check_collision_geometry(tree)  # eager: bad meshes fail here, named; their BVH trees wait for a query
+    collision = partial(collision_model, tree, joint_of, frame_of, place_of)
     return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)

@@ -9,20 +9,31 @@ import coal
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["collision_model", "visual_model"]
+from timor_core.common.path_memo import resolving_paths
+
+__all__ = ["check_collision_geometry", "collision_model", "visual_model"]
+
+
+def check_collision_geometry(tree) -> None:
+    """Raise now the MeshError (naming file, field and value) :func:`collision_model` would raise: every link's
+    collision meshes loaded (cached), a convex decomposition's hulls built; a triangle mesh's BVH tree, which can
+    take longer to build than the rest of a robot, is left for the first collision query."""
+    with resolving_paths():
+        for link in tree.links:
+            for g in link.body.collision:
+                g.check_coal()
 
 
 def collision_model(tree, joint_of, frame_of, place_of) -> pin.GeometryModel:
     """The coal collision geometry of every link, placed on its joint (objects named ``<link>_c<k>``)."""
     gm = pin.GeometryModel()
-    for k, link in enumerate(tree.links):
-        base = place_of[k] @ link.body_in_link
-        count = 0
-        for g in link.body.collision:
-            for shape, pose in g.coal_shapes():
-                obj = pin.GeometryObject(f"{link.name}_c{count}", joint_of[k], frame_of[k], pin.SE3(base @ pose), shape)
-                gm.addGeometryObject(obj)
-                count += 1
+    with resolving_paths():  # a mesh the cache dropped is found again
+        for k, link in enumerate(tree.links):
+            base = place_of[k] @ link.body_in_link
+            shapes = [placed for g in link.body.collision for placed in g.coal_shapes()]
+            for count, (shape, pose) in enumerate(shapes):
+                name = f"{link.name}_c{count}"
+                gm.addGeometryObject(pin.GeometryObject(name, joint_of[k], frame_of[k], pin.SE3(base @ pose), shape))
     return gm
 
 

@@ -7,6 +7,8 @@ immutable); only placements and collision pairs are per robot.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PinRobot"]
 
+_MAKING = threading.Lock()
+
 
 class PinRobot(RobotDynamics, RobotLimits):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
@@ -35,7 +39,7 @@ class PinRobot(RobotDynamics, RobotLimits):
     def __init__(
         self,
         model: pin.Model,
-        collision: pin.GeometryModel,
+        collision: pin.GeometryModel | Callable[[], pin.GeometryModel],
         tcp: int | None,
         assembly: ModuleAssembly | None,
         ignore_collisions: str,
@@ -46,7 +50,7 @@ class PinRobot(RobotDynamics, RobotLimits):
     ) -> None:
         self.model = model
         self.data = model.createData()
-        self.collision = collision
+        self._collision = collision
         self.assembly = assembly
         self.ignore_collisions = ignore_collisions
         self._tcp = tcp
@@ -84,6 +88,18 @@ class PinRobot(RobotDynamics, RobotLimits):
         if base_placement is not None:
             assembly.base_placement = base_placement
         return assembly.robot
+
+    @property
+    def collision(self) -> pin.GeometryModel:
+        """The coal collision model, made on first use when the robot was given how to make it (its meshes' BVH
+        trees can take longer than the rest of a robot, which a caller of kinematics alone never needs)."""
+        gm = self._collision
+        if not isinstance(gm, pin.GeometryModel):
+            with _MAKING:  # one model per robot, whichever thread asks first
+                gm = self._collision
+                if not isinstance(gm, pin.GeometryModel):
+                    gm = self._collision = gm()
+        return gm
 
     # -- description -------------------------------------------------------------------------------
     @property

@@ -19,6 +19,7 @@ from timor_core.common import jsonfields as jf
 from timor_core.common.fileio import atomic_copy, atomic_write_chunks
 from timor_core.common.gc_pause import paused_gc
 from timor_core.common.json_text import json_chunks, json_text
+from timor_core.common.path_memo import resolving_paths
 from timor_core.errors import InputError, UnknownModuleError, ValidationError, short_repr
 from timor_core.model.geometry import Mesh
 from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_compatible
@@ -121,10 +122,11 @@ class ModulesDB:
             mode = jf.string(d.get("ignore_collisions", "rigid_via_joint"), "$.ignore_collisions")
         except InputError as exc:
             raise exc.located(file=source) from None
-        modules = [
-            Module.from_json(m, f"$.modules[{i}]", base_dir=base_dir, json_file=source)
-            for i, m in enumerate(modules_json)
-        ]
+        with resolving_paths():  # each folder of the meshes resolved once
+            modules = [
+                Module.from_json(m, f"$.modules[{i}]", base_dir=base_dir, json_file=source)
+                for i, m in enumerate(modules_json)
+            ]
         seen: dict[str, int] = {}
         for i, m in enumerate(modules):
             if m.id in seen:

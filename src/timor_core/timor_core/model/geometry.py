@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from timor_core.common import jsonfields as jf
+from timor_core.common.path_memo import resolved
 from timor_core.common.transforms import IDENTITY
 from timor_core.errors import FormatError, MeshError, ValidationError
 
@@ -77,6 +78,9 @@ class Geometry:
 
     def _make_coal(self) -> list[tuple[Any, np.ndarray]]:
         raise NotImplementedError
+
+    def check_coal(self) -> None:
+        """Raise what :meth:`coal_shapes` would raise, without building what cannot fail (a primitive: nothing)."""
 
     @property
     def volume(self) -> float:
@@ -191,6 +195,16 @@ class Mesh(Geometry):
         parts = getattr(data, "parts", (data,))
         return float(sum(abs(part.volume) for part in parts))
 
+    def check_coal(self) -> None:
+        """The file loaded (a bad one: a MeshError naming it), a convex decomposition's hulls built (a degenerate
+        piece: a MeshError); a triangle mesh's BVH tree, which cannot fail, is left to :meth:`coal_shapes`."""
+        if self.missing:
+            return
+        from timor_core.model.meshes import ConvexParts
+
+        if isinstance(self.load(), ConvexParts):
+            self.coal_shapes()
+
     def _make_coal(self):
         from timor_core.model.meshes import ConvexParts, to_coal_bvh, to_coal_convex
 
@@ -291,22 +305,22 @@ def mesh_from_json(
         )
 
     try:
-        resolved = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
+        found = resolve_mesh_path(file_field, base_dir, json_file=json_file, json_path=f"{ppath}.file")
     except MeshError:
-        candidate = (Path(base_dir) / file_field).resolve()
-        inside = candidate.is_relative_to(Path(base_dir).resolve())
+        candidate = resolved(Path(base_dir) / file_field)
+        inside = candidate.is_relative_to(resolved(Path(base_dir)))
         if missing != "skip" or not inside or _present(candidate):
             raise
         log.warning("%s: %s: mesh file %s not found; skipped", json_file, f"{ppath}.file", file_field)
         return mesh(candidate, absent=True)
-    if resolved.suffix.lower() not in MESH_EXTENSIONS:
+    if found.suffix.lower() not in MESH_EXTENSIONS:
         raise MeshError(
-            f"unsupported mesh format {resolved.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
+            f"unsupported mesh format {found.suffix!r} (supported: {', '.join(sorted(MESH_EXTENSIONS))})",
             file=json_file,
             path=f"{ppath}.file",
             value=file_field,
         )
-    return mesh(resolved)
+    return mesh(found)
 
 
 def _present(path: Path) -> bool:

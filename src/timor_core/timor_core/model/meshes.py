@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from timor_core.common.path_memo import path_memory, resolved
 from timor_core.errors import MeshError
 from timor_core.limits import limits
 from timor_core.model.mesh_data import ConvexParts, MeshData
@@ -63,7 +64,20 @@ def resolve_mesh_path(
 
     Relative paths are taken relative to base_dir; absolute paths and ``file://`` URIs are accepted only if
     they lie inside base_dir (after resolving symlinks and '..'); other URI schemes and missing files raise.
+    Within ``resolving_paths`` (one import) a name found once is not looked up again.
     """
+    memory = path_memory()
+    if memory is None or not isinstance(file_field, str):
+        return _resolve_mesh_path(file_field, base_dir, json_file, json_path)
+    key = ("mesh", file_field, str(base_dir))
+    found = memory.get(key)
+    if found is None:
+        found = memory[key] = _resolve_mesh_path(file_field, base_dir, json_file, json_path)
+    return found
+
+
+def _resolve_mesh_path(file_field: str, base_dir: Path, json_file: str | Path | None, json_path: str | None) -> Path:
+    """:func:`resolve_mesh_path`, looked up."""
     base = Path(base_dir)
 
     def fail(message: str, file: Path | None = None) -> MeshError:
@@ -90,21 +104,21 @@ def resolve_mesh_path(
         if not candidate.is_absolute():
             candidate = base / candidate
     try:
-        base_resolved = base.resolve()
-        resolved = candidate.resolve()
+        base_resolved = resolved(base)
+        found = resolved(candidate)
     except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: symlink loop on older Pythons
         raise fail(f"cannot resolve mesh file path: {exc}", candidate) from exc
-    if not resolved.is_relative_to(base_resolved):
+    if not found.is_relative_to(base_resolved):
         raise fail(f"mesh file lies outside the module set's folder {base_resolved}", candidate)
     try:
-        st = os.stat(resolved)
+        st = os.stat(found)
     except FileNotFoundError:
-        raise fail(f"mesh file not found: {resolved}", candidate) from None
+        raise fail(f"mesh file not found: {found}", candidate) from None
     except OSError as exc:  # a name too long, a permission problem, ...
         raise fail(f"cannot access mesh file: {exc.strerror or exc}", candidate) from None
     if not stat_module.S_ISREG(st.st_mode):
-        raise fail(f"mesh file is not a regular file: {resolved}", candidate)
-    return resolved
+        raise fail(f"mesh file is not a regular file: {found}", candidate)
+    return found
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -164,14 +178,14 @@ def load_mesh(
     suffix = path.suffix.lower()
     if suffix not in MESH_EXTENSIONS:
         raise fail(f"unknown mesh file extension '{path.suffix}' (supported: {', '.join(sorted(MESH_EXTENSIONS))})")
-    resolved, stat = _checked_file(path, fail)
-    key = (str(resolved), stat.st_mtime_ns, stat.st_size, (float(factors[0]), float(factors[1]), float(factors[2])))
+    found, stat = _checked_file(path, fail)
+    key = (str(found), stat.st_mtime_ns, stat.st_size, (float(factors[0]), float(factors[1]), float(factors[2])))
     with _mesh_cache_lock:
         cached = _mesh_cache.get(key)
         if cached is not None:
             _mesh_cache.move_to_end(key)
             return cached
-    result = _read_scaled(resolved, suffix, factors, fail)
+    result = _read_scaled(found, suffix, factors, fail)
     with _mesh_cache_lock:
         result = _mesh_cache.setdefault(key, result)  # another thread may have been faster
         _mesh_cache.move_to_end(key)
@@ -196,36 +210,36 @@ def _scale_factors(scale: Sequence[float] | float, shown: str | Path, json_path:
 def _checked_file(path: Path, fail: Callable[[str], MeshError]) -> tuple[Path, os.stat_result]:
     """The resolved mesh file and its status: it exists, is a regular file and is within ``max_mesh_bytes``."""
     try:
-        resolved = path.resolve()
-        stat = resolved.stat()
+        found = resolved(path)
+        stat = found.stat()
     except FileNotFoundError as exc:
         raise fail("mesh file not found") from exc
     except (OSError, RuntimeError, ValueError) as exc:
         raise fail(f"cannot access mesh file: {exc}") from exc
-    if not resolved.is_file():
+    if not found.is_file():
         raise fail("mesh file is not a regular file")
     if stat.st_size > limits().max_mesh_bytes:
         raise fail(
             f"mesh file of {stat.st_size} bytes exceeds the limit max_mesh_bytes ({limits().max_mesh_bytes}); "
             "raise it with TIMOR_MAX_MESH_BYTES or timor_core.limits.set_limits(max_mesh_bytes=...)"
         )
-    return resolved, stat
+    return found, stat
 
 
 def _read_scaled(
-    resolved: Path, suffix: str, factors: np.ndarray, fail: Callable[[str], MeshError]
+    file: Path, suffix: str, factors: np.ndarray, fail: Callable[[str], MeshError]
 ) -> MeshData | ConvexParts:
     """Read the mesh file (VRML: convex parts, else trimesh), scale it, and check its triangle count."""
     result: MeshData | ConvexParts
     if suffix in _VRML_EXTENSIONS:
         try:
-            parts = read_vrml(resolved)
+            parts = read_vrml(file)
         except MeshError as exc:
             raise fail(exc.message) from exc
         result = ConvexParts(tuple(_scaled(part, factors) for part in parts))
     else:
         try:
-            mesh = _load_trimesh(resolved)
+            mesh = _load_trimesh(file)
         except MeshError as exc:
             raise fail(exc.message) from exc
         except Exception as exc:  # trimesh raises all sorts of errors for broken files

@@ -1,7 +1,7 @@
 """The module of an imported URDF, built straight from the values the URDF reader has checked.
 
 Going through the module JSON and its validation again would check every pose and inertia a second time: that
-made 100,000 links take a minute. Geometry is still parsed by the model's own code (meshes must resolve), and
+made 100,000 links take a minute. A mesh is still parsed by the model's own code (its file must resolve), and
 the result is an ordinary Module whose JSON loads back to an equal one.
 """
 
@@ -20,11 +20,11 @@ from timor_core.common.transforms import IDENTITY, readonly
 from timor_core.errors import InputError, ValidationError
 from timor_core.export.urdf_import.urdf_reader import UrdfJoint, UrdfLink, UrdfReader
 from timor_core.model.db import ModulesDB
-from timor_core.model.geometry import Geometry, geometries_from_json
+from timor_core.model.geometry import Box, Cylinder, Geometry, Sphere, mesh_from_json
 from timor_core.model.module import Module
 from timor_core.model.parts import LIMIT_KEYS, Z_AXIS, Body, Connector, Joint, ModuleHeader
 
-__all__ = ["UrdfParts", "module_set", "fixed_joint", "body"]
+__all__ = ["UrdfParts", "module_set", "fixed_joint", "body", "geometries"]
 
 _BOTH = ("visual", "collision")  # the bodies' JSON always names both (possibly empty) lists
 _NO_INERTIA = readonly(np.zeros((3, 3)))
@@ -102,6 +102,26 @@ def body(name: str, mass: float, inertia: np.ndarray, com: np.ndarray, connector
     return out
 
 
+_PRIMITIVES: dict[str, type[Box | Cylinder | Sphere]] = {"box": Box, "cylinder": Cylinder, "sphere": Sphere}
+
+
+def geometries(shapes: Sequence[dict], where: str, base_dir: Path, file: Path | None) -> tuple[Geometry, ...]:
+    """``geometries_from_json(shapes, where, base_dir, file)`` of a link's shapes as the reader made them, without
+    checking again what the reader checked (sizes finite and not negative; the pose made from rpy and xyz, so a
+    rigid transform): checking each pose again was most of importing a link of 17,000 boxes. A mesh goes through
+    the model's own parser (its file must resolve). ``test_urdf_import_build.py::test_geometries_equal_parsed``
+    checks they are the parser's."""
+    out: list[Geometry] = []
+    for k, shape in enumerate(shapes):
+        pose = readonly(np.array(shape["pose"], dtype=float))
+        params = shape["parameters"]
+        if shape["type"] == "mesh":
+            out.append(mesh_from_json(params, f"{where}[{k}].parameters", pose, {}, base_dir, file, "error"))
+        else:
+            out.append(_PRIMITIVES[shape["type"]](pose=pose, **params))
+    return tuple(out)
+
+
 def _connector(data: Mapping[str, Any], body: str) -> Connector:
     pose = readonly(np.asarray(data["pose"], dtype=float))
     return Connector(data["ID"], body, pose, data["gender"], data["type"], tuple(float(s) for s in data["size"]))
@@ -118,9 +138,9 @@ def _bodies(parts: UrdfParts, base_dir: Path, file: Path | None) -> list[Body]:
         collision: tuple[Geometry, ...] = ()
         try:
             if link.visual:
-                visual = geometries_from_json(link.visual, ".visual", base_dir, file)
+                visual = geometries(link.visual, ".visual", base_dir, file)
             if link.collision:
-                collision = geometries_from_json(link.collision, ".collision", base_dir, file)
+                collision = geometries(link.collision, ".collision", base_dir, file)
         except InputError as exc:
             raise _relocated(exc, f"link[@name='{name}']", file) from None
         inertia = inertias[link.inertia] if link.inertia >= 0 else _NO_INERTIA

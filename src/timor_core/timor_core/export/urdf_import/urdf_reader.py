@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from timor_core.common.path_memo import resolved
 from timor_core.errors import FormatError, InputError, MeshError, UntrustedPathError, ValidationError
 from timor_core.export.formats.urdf import URDF_UNLIMITED
 from timor_core.export.urdf_import.urdf_numbers import (
@@ -58,15 +59,23 @@ _ORIGINS_MOST = 4096  # joint origins remembered by their text (each pose read o
 _ORIGIN_CHARS = 200  # ... if their rpy and xyz texts are no longer (the memory they hold stays small)
 
 
+def _realpath(path: Path) -> Path:
+    """``Path(os.path.realpath(path))``, through the importer's memory of resolved folders (:func:`resolved`)."""
+    try:
+        return resolved(path)
+    except (RuntimeError, ValueError):  # a symlink loop, a NUL: realpath leaves them as they are
+        return Path(os.path.realpath(path))
+
+
 def _inside(path: Path, folders: Sequence[Path], uri: str) -> Path:
     """``path`` resolved (symlinks and ``..`` followed), refused unless it lies inside one of ``folders`` (each
     resolved too): an UntrustedPathError naming the URI and the folders."""
-    resolved = Path(os.path.realpath(path))
-    allowed = [Path(os.path.realpath(f)) for f in folders]
-    if os.path.lexists(resolved) and not any(resolved.is_relative_to(f) for f in allowed):  # else: "not found"
+    found = _realpath(path)
+    allowed = [_realpath(f) for f in folders]
+    if os.path.lexists(found) and not any(found.is_relative_to(f) for f in allowed):  # else: "not found"
         where = ", ".join(map(str, allowed)) or "none: give the mesh's folder in package_dirs"
-        raise UntrustedPathError(f"mesh {uri!r} is {resolved}, outside the allowed folder ({where})")
-    return resolved
+        raise UntrustedPathError(f"mesh {uri!r} is {found}, outside the allowed folder ({where})")
+    return found
 
 
 def _package_roots(package: str, package_dirs: Sequence[Path] | Mapping[str, Path]) -> list[Path]:
@@ -178,6 +187,7 @@ class UrdfReader:
         self._most, self._most_shapes = limits().max_urdf_links, limits().max_urdf_shapes
         self.shapes = 0  # visual and collision shapes so far
         self._origins: dict[tuple[str | None, str | None], int] = {}  # (rpy, xyz) texts -> index in poses
+        self._files: dict[str, Path] = {}  # mesh filename -> its file, found (each filename resolved once)
 
     def link(self, element: ET.Element) -> None:
         """Read a ``<link>`` (the body frame is the link frame)."""
@@ -275,6 +285,24 @@ class UrdfReader:
         name = shape.get("filename")
         if not name:
             raise ElementError(FormatError, "mesh needs a filename", f"{where}/mesh")
+        path = self._files.get(name)
+        if path is None:
+            path = self._file(name, where)
+            if path is None:
+                return None
+        scale = floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
+        if 0.0 in scale:
+            raise ElementError(ValidationError, "mesh scale must not be zero", f"{where}/mesh@scale",
+                               shape.get("scale"))  # fmt: skip
+        if min(map(abs, scale)) < MIN_MESH_SCALE:
+            raise ElementError(ValidationError, f"each mesh scale factor must be at least {MIN_MESH_SCALE:g} in "
+                               "magnitude (MIN_MESH_SCALE)", f"{where}/mesh@scale", shape.get("scale"))  # fmt: skip
+        params: dict[str, Any] = {"file": "", "scale": list(scale)}  # file: relative to the set, once all are known
+        self.meshes.append((params, path))
+        return params
+
+    def _file(self, name: str, where: str) -> Path | None:
+        """The file a mesh filename names (remembered), or None if it is missing and ``skip_missing``."""
         try:
             path = resolve_package_uri(name, self.file.parent if self.file else None, self.package_dirs)
         except UntrustedPathError as exc:  # never skipped: a file outside the allowed folders is refused
@@ -289,16 +317,8 @@ class UrdfReader:
                 self._skip(where, name)
                 return None
             raise ElementError(MeshError, "mesh file not found", f"{where}/mesh@filename", str(path))
-        scale = floats(shape.get("scale"), 3, (1.0, 1.0, 1.0), f"{where}/mesh@scale")
-        if 0.0 in scale:
-            raise ElementError(ValidationError, "mesh scale must not be zero", f"{where}/mesh@scale",
-                               shape.get("scale"))  # fmt: skip
-        if min(map(abs, scale)) < MIN_MESH_SCALE:
-            raise ElementError(ValidationError, f"each mesh scale factor must be at least {MIN_MESH_SCALE:g} in "
-                               "magnitude (MIN_MESH_SCALE)", f"{where}/mesh@scale", shape.get("scale"))  # fmt: skip
-        params: dict[str, Any] = {"file": "", "scale": list(scale)}  # file: relative to the set, once all are known
-        self.meshes.append((params, path))
-        return params
+        self._files[name] = path
+        return path
 
     def _skip(self, where: str, filename: str) -> None:
         self.skipped.append(f"link[@name='{self._link_name}']{where}/mesh@filename {filename!r}")
