@@ -9,7 +9,6 @@ timor's own planner does). ``kinematics.planning.plan`` uses it when ``PlannerCo
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 
 import numpy as np
@@ -125,6 +124,7 @@ def _solve(ob, og, start, goal, is_valid, lower, upper, planner, time_limit, che
             found = setup.getSolutionPath()
             path = np.array([[found.getState(k)[i] for i in range(n)] for k in range(found.getStateCount())])
     finally:  # drop OMPL's objects while their types are alive (nanobind warns about leaks at exit otherwise)
+        # reference counting frees them here: they form no cycles (a gc.collect() after this found 0 unreachable
+        # objects per query), and a full collection cost ~0.3 s a query in a big process (a pytest worker)
         del setup, info, a, b, space, bounds, objective
-        gc.collect()
     return path

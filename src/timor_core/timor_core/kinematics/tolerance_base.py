@@ -219,14 +219,31 @@ def as_pose(T: Any, name: str) -> np.ndarray:
 
 
 class Deviation:
-    """The deviation of ``real`` from ``desired``, expressed in the frames the tolerances ask for (cached)."""
+    """The deviation of ``real`` from ``desired``, expressed in the frames the tolerances ask for (cached).
+
+    The rotation part (a matrix logarithm) is computed on first use: position-only tolerances never need it."""
 
     def __init__(self, desired: Any, real: Any) -> None:
         D, R = as_pose(desired, "desired"), as_pose(real, "real")
         self.R_d, self.R_r = D[:3, :3], R[:3, :3]
         self.dp_world = R[:3, 3] - D[:3, 3]
-        self.omega_nominal, self.angle = log3(self.R_d.T @ R[:3, :3])
+        self._rotation: tuple[np.ndarray, float] | None = None
         self._cache: dict[ToleranceFrame, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._positions: dict[ToleranceFrame, np.ndarray] = {}
+
+    @property
+    def omega_nominal(self) -> np.ndarray:
+        """The rotation vector of the deviation in the nominal (desired) frame."""
+        if self._rotation is None:
+            self._rotation = log3(self.R_d.T @ self.R_r)
+        return self._rotation[0]
+
+    @property
+    def angle(self) -> float:
+        """The rotation angle of the deviation (rad, in [0, pi])."""
+        if self._rotation is None:
+            self._rotation = log3(self.R_d.T @ self.R_r)
+        return self._rotation[1]
 
     def in_frame(self, frame: ToleranceFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(world orientation of the frame, position deviation, rotation vector) in that frame."""
@@ -234,18 +251,26 @@ class Deviation:
         if hit is None:
             R_F = frame.matrix(self.R_d)
             if frame.rotation is None:
-                hit = (R_F, R_F.T @ self.dp_world, self.omega_nominal)
+                hit = (R_F, self.position(frame), self.omega_nominal)
             else:
-                hit = (R_F, R_F.T @ self.dp_world, R_F.T @ (self.R_d @ self.omega_nominal))
+                hit = (R_F, self.position(frame), R_F.T @ (self.R_d @ self.omega_nominal))
             self._cache[frame] = hit
+        return hit
+
+    def position(self, frame: ToleranceFrame) -> np.ndarray:
+        """The position deviation in that frame."""
+        hit = self._positions.get(frame)
+        if hit is None:
+            hit = self._positions[frame] = frame.matrix(self.R_d).T @ self.dp_world
         return hit
 
     def project(self, projection: str, frame: ToleranceFrame) -> float:
         """The value of one projection."""
         if projection == "Theta_R":
             return self.angle
-        _, e, omega = self.in_frame(frame)
-        return projection_value(projection, omega if projection in ROTATION_PROJECTIONS else e)
+        if projection in ROTATION_PROJECTIONS:
+            return projection_value(projection, self.in_frame(frame)[2])
+        return projection_value(projection, self.position(frame))
 
 
 def projection_value(projection: str, local: np.ndarray) -> float:
