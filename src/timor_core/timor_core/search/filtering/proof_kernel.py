@@ -297,32 +297,46 @@ def _halves(centres, half, weights, times, children, child_half):
 
 def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
     """Per box centre: the TCP's position ``tcp`` (M, 3) and rotation ``rot`` (M, 3, 3), the joints' ``origins`` and
-    axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba)."""
+    axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba). The frames up to the
+    first joint whose angle differs from the box before's are that box's (the same values: siblings share most)."""
     m, n = centres.shape
-    turned = np.empty((3, 3))
-    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's (siblings
-    for b in range(m):  # share most angles: the same values, not computed again)
-        for r in range(3):
-            tcp[b, r] = trans_steps[0, r]
-            for col in range(3):
-                rot[b, r, col] = rot_steps[0, r, col]
+    turned, at_rot, at_tcp = np.empty((3, 3)), np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))  # frames before joint k
+    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's
+    for r in range(3):
+        at_tcp[0, r] = trans_steps[0, r]
+        for col in range(3):
+            at_rot[0, r, col] = rot_steps[0, r, col]
+    for b in range(m):
+        same = 0
+        while b > 0 and same < n and centres[b, same] == centres[b - 1, same]:
+            same += 1
         for k in range(n):
+            if k < same:  # (the box before's frame, the same arithmetic on the same angles)
+                for r in range(3):
+                    jaxes[b, k, r], origins[b, k, r] = jaxes[b - 1, k, r], origins[b - 1, k, r]
+                continue
             if centres[b, k] != seen[k]:
                 seen[k], cosines[k], sines[k] = centres[b, k], math.cos(centres[b, k]), math.sin(centres[b, k])
             c, s = cosines[k], sines[k]
             for r in range(3):
-                jaxes[b, k, r], origins[b, k, r] = rot[b, r, 2], tcp[b, r]
-                turned[r, 0] = c * rot[b, r, 0] + s * rot[b, r, 1]
-                turned[r, 1] = c * rot[b, r, 1] - s * rot[b, r, 0]
-                turned[r, 2] = rot[b, r, 2]
+                jaxes[b, k, r], origins[b, k, r] = at_rot[k, r, 2], at_tcp[k, r]
+                turned[r, 0] = c * at_rot[k, r, 0] + s * at_rot[k, r, 1]
+                turned[r, 1] = c * at_rot[k, r, 1] - s * at_rot[k, r, 0]
+                turned[r, 2] = at_rot[k, r, 2]
             for r in range(3):
+                moved = at_tcp[k, r]
                 for col in range(3):
-                    tcp[b, r] += turned[r, col] * trans_steps[k + 1, col]
-                    rot[b, r, col] = (
+                    moved += turned[r, col] * trans_steps[k + 1, col]
+                    at_rot[k + 1, r, col] = (
                         turned[r, 0] * rot_steps[k + 1, 0, col]
                         + turned[r, 1] * rot_steps[k + 1, 1, col]
                         + turned[r, 2] * rot_steps[k + 1, 2, col]
                     )
+                at_tcp[k + 1, r] = moved
+        for r in range(3):
+            tcp[b, r] = at_tcp[n, r]
+            for col in range(3):
+                rot[b, r, col] = at_rot[n, r, col]
 
 
 def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, rot_weight, excess, weights, rest):
