@@ -18,7 +18,9 @@ the search held the space. No evaluation budget and no time limit is set.
    wall time, evaluations and the best robot.
 2. Dask: ``LocalCluster(n_workers=N, threads_per_worker=1)`` for N = 1 and 2 (alternating, ``--rounds`` each, a
    fresh cluster per run, its workers loaded with the module set, task, filter chain and the compiled proof bounds
-   (where compiled kernels are allowed) before the clock starts),
+   (where compiled kernels are allowed) before the clock starts; the workers are forked from a fork server that
+   loaded timor's worker code and kernels once, ``dask_connect.forked_workers``: what is timed starts after that,
+   and a spawned worker loading them itself cost ~0.8 CPU-s, the benchmark's clusters ~5 CPU-s at small sizes),
    times the same search of the largest size on it. Besides
    the wall time (the machine is shared: other jobs take CPU), the workers' user CPU (``getrusage`` in each worker
    before and after) gives a speed-up that load does not distort: the 1-worker run's CPU over the 2-worker run's
@@ -200,7 +202,9 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     and nannies live in this process: an idle second cluster would add its heartbeats to the client CPU)."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, FilterConfig, TaskRef, load_space
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
     from timor_core.search.evaluation.parallel import WorkerSpec
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
@@ -213,7 +217,8 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     for k in range(rounds):
         for n in (1, 2) if k % 2 == 0 else (2, 1):
             with DaskEvaluator(n_workers=n, target_chunk_time=chunk_time, shards=shards) as de:
-                de.start()
+                with forked_workers(WORKER_PRELOAD):  # workers forked with timor loaded (see the module's 2.)
+                    de.start()
                 de.client.run(_warm, spec, space.options.canonical_json())  # loaded in every worker before the clock
                 run = dask_run(de, space, task, db)
                 worker_rss[n] = max(worker_rss[n], *de.client.run(_worker_rss_mb).values())
@@ -264,7 +269,9 @@ def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dic
     """Decide ``task_path`` on the space ``options`` in this (fresh) process; its figures as a dict."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, ExhaustiveSearch, FilterConfig, TaskRef, load_space
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
     from timor_core.search.evaluation.parallel import WorkerSpec
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
@@ -273,7 +280,8 @@ def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dic
     de, worker_cpu, worker_rss = None, 0.0, 0.0
     if dask:
         de = DaskEvaluator(n_workers=workers).__enter__()
-        de.start()
+        with forked_workers(WORKER_PRELOAD):
+            de.start()
         spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
         de.client.run(_warm, spec, space.options.canonical_json())
         search = ExhaustiveSearch(space, "mass", FilterConfig(), progress=False, order="cost", evaluator=de)

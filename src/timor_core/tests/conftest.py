@@ -471,15 +471,17 @@ def same_best(a, b) -> None:
 
 def start_forked(evaluator):
     """Start a local Dask cluster (``DaskEvaluator(n_workers=...)``) whose workers are forked from a forkserver that
-    has distributed and its dependencies imported once, rather than spawned (each a fresh interpreter importing them):
-    for the module-scoped clusters the Dask tests share, which only need *a* cluster. Measured 2026-11-29: a 2-worker
-    cluster's start 2.1 -> 0.9 CPU-s with its workers (after the first). The tests that check a user's cluster
+    has distributed, timor's worker code and the compiled kernels loaded once (``forked_workers(WORKER_PRELOAD)``),
+    rather than spawned (each a fresh interpreter importing them): for the module-scoped clusters the Dask tests
+    share, which only need *a* cluster. Measured 2026-11-29: a 2-worker cluster's start 2.1 -> 0.9 CPU-s with its
+    workers (after the first) with distributed preloaded; timor's worker code and kernels preloaded too saved a
+    further ~0.8 CPU-s a worker (each loaded them on its first task). The tests that check a user's cluster
     (its start, the processes it leaves: test_a_local_cluster_leaves_no_process_behind, the CLI's ``--scheduler
     local``) start theirs as a user's starts, spawned, and so does a nanny replacing a killed worker. The forkserver
     stays a child of this process until it exits; it is set up with the module's fixture, before any test takes
     its list of child processes (``before``), so no test counts it as left behind."""
-    import dask  # noqa: PLC0415 (only where distributed is installed)
-    import distributed  # noqa: F401, PLC0415 (its config defaults loaded before the key is set, not after)
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
 
-    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+    with forked_workers(WORKER_PRELOAD):
         return evaluator.start()
