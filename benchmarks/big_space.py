@@ -18,7 +18,9 @@ the search held the space. No evaluation budget and no time limit is set.
    wall time, evaluations and the best robot.
 2. Dask: ``LocalCluster(n_workers=N, threads_per_worker=1)`` for N = 1 and 2 (alternating, ``--rounds`` each, a
    fresh cluster per run, its workers loaded with the module set, task, filter chain and the compiled proof bounds
-   (where compiled kernels are allowed) before the clock starts),
+   (where compiled kernels are allowed) before the clock starts; the workers are forked from a fork server that
+   loaded timor's worker code and kernels once, ``dask_connect.forked_workers``: what is timed starts after that,
+   and a spawned worker loading them itself cost ~0.8 CPU-s, the benchmark's clusters ~5 CPU-s at small sizes),
    times the same search of the largest size on it. Besides
    the wall time (the machine is shared: other jobs take CPU), the workers' user CPU (``getrusage`` in each worker
    before and after) gives a speed-up that load does not distort: the 1-worker run's CPU over the 2-worker run's
@@ -36,13 +38,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import resource
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = REPO.parent / "shared" / "data" / "cobra" / "tasks" / "user_study.json"
@@ -67,18 +72,17 @@ def load() -> float:
 
 
 # -- 1. memory, one fresh process per size ------------------------------------------------------------------
-def child(task: str, dof_max: int, sync: bool = False) -> dict:
-    """Run the search in this (fresh) process; its figures as a dict (``sync``: once loaded, print ``ready`` and
-    wait for a line on stdin before the clock starts, so that concurrent children search at the same time)."""
+def child(task: str, dof_max: int, ready: Callable[[], None] | None = None) -> dict:
+    """Run the search in this (fresh) process; its figures as a dict (``ready``: called once loaded, before the
+    clock starts; it returns when the search may start, so that concurrent children search at the same time)."""
     from timor_core import ModulesDB
     from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
     space = load_space(space_options(dof_max), db)
-    if sync:
-        print("ready", flush=True)
-        sys.stdin.readline()
+    if ready is not None:
+        ready()
     t0 = time.perf_counter()
     result = ExhaustiveSearch(space, "mass", FilterConfig(), workers=1, progress=False, order="cost").optimize(
         load_task(task, False), db
@@ -117,24 +121,40 @@ def memory(task: str, sizes: list[int]) -> list[dict]:
     return out
 
 
+def _ceiling_child(task: str, dof_max: int, conn: Any) -> None:
+    """One process of the ceiling run: once loaded it says ``ready`` and waits for ``go``; then sends its figures."""
+
+    def ready() -> None:
+        conn.send("ready")
+        conn.recv()
+
+    conn.send(child(task, dof_max, ready))
+
+
 def ceiling(task: str, dof_max: int, rounds: int) -> dict:
     """What two cores give here: the Dask comparison's search in-process, in 1 and in 2 processes at once (each
     the whole search), alternating. ``2 * wall(1) / wall(2)`` is the most 2 workers could gain over 1 at this load
-    (shared caches, other jobs, the hypervisor), with no Dask at all."""
+    (shared caches, other jobs, the hypervisor), with no Dask at all. The processes come from this process's fork
+    server (forked with timor loaded where the Dask part ran first: ``forked_workers``; each was a fresh interpreter
+    importing timor, ~1 CPU-s, before its clock started), else are spawned."""
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
     walls: dict[int, list[float]] = {1: [], 2: []}
     for k in range(rounds):
         for n in (1, 2) if k % 2 == 0 else (2, 1):
-            cmd = [sys.executable, __file__, "--child", str(dof_max), "--task", task, "--sync"]
-            procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(n)]
-            for proc in procs:  # every child loaded (each used to wait 8 s: idle time on a quiet machine)
-                line = proc.stdout.readline() if proc.stdout else ""
-                if line.strip() != "ready":
-                    raise SystemExit(f"a child of the ceiling run did not get ready: {line!r}")
-            for proc in procs:  # then all start their clocks together
-                assert proc.stdin is not None
-                proc.stdin.write("go\n")
-                proc.stdin.flush()
-            rows = [json.loads(proc.communicate(timeout=3600)[0].strip().splitlines()[-1]) for proc in procs]
+            pipes = [ctx.Pipe() for _ in range(n)]
+            procs = [ctx.Process(target=_ceiling_child, args=(task, dof_max, theirs)) for _, theirs in pipes]
+            for proc in procs:
+                proc.start()
+            for ours, _ in pipes:  # every child loaded (each used to wait 8 s: idle time on a quiet machine)
+                said = ours.recv() if ours.poll(600) else None
+                if said != "ready":
+                    raise SystemExit(f"a child of the ceiling run did not get ready: {said!r}")
+            for ours, _ in pipes:  # then all start their clocks together
+                ours.send("go")
+            rows = [ours.recv() for ours, _ in pipes]
+            for proc in procs:
+                proc.join()
             walls[n].append(max(r["wall_s"] for r in rows))
             print(f"  in-process x{n} at once: {walls[n][-1]:.2f} s, load {load():.1f}", file=sys.stderr)
     w1, w2 = statistics.median(walls[1]), statistics.median(walls[2])
@@ -200,7 +220,9 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     and nannies live in this process: an idle second cluster would add its heartbeats to the client CPU)."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, FilterConfig, TaskRef, load_space
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
     from timor_core.search.evaluation.parallel import WorkerSpec
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
@@ -213,7 +235,8 @@ def dask_compare(task_path: str, dof_max: int, rounds: int, chunk_time: float, s
     for k in range(rounds):
         for n in (1, 2) if k % 2 == 0 else (2, 1):
             with DaskEvaluator(n_workers=n, target_chunk_time=chunk_time, shards=shards) as de:
-                de.start()
+                with forked_workers(WORKER_PRELOAD):  # workers forked with timor loaded (see the module's 2.)
+                    de.start()
                 de.client.run(_warm, spec, space.options.canonical_json())  # loaded in every worker before the clock
                 run = dask_run(de, space, task, db)
                 worker_rss[n] = max(worker_rss[n], *de.client.run(_worker_rss_mb).values())
@@ -264,7 +287,9 @@ def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dic
     """Decide ``task_path`` on the space ``options`` in this (fresh) process; its figures as a dict."""
     from timor_core import ModulesDB
     from timor_core.search import DaskEvaluator, DBRef, ExhaustiveSearch, FilterConfig, TaskRef, load_space
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
     from timor_core.search.evaluation.parallel import WorkerSpec
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
     from timor_core.task.feedback import load_task
 
     db = ModulesDB.from_name("robco_like")
@@ -273,7 +298,8 @@ def decide_child(task_path: str, options: dict, workers: int, dask: bool) -> dic
     de, worker_cpu, worker_rss = None, 0.0, 0.0
     if dask:
         de = DaskEvaluator(n_workers=workers).__enter__()
-        de.start()
+        with forked_workers(WORKER_PRELOAD):
+            de.start()
         spec = WorkerSpec(DBRef.of(db), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
         de.client.run(_warm, spec, space.options.canonical_json())
         search = ExhaustiveSearch(space, "mass", FilterConfig(), progress=False, order="cost", evaluator=de)
@@ -355,13 +381,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--decide-dask", action="store_true", help="also decide on a local Dask cluster of 2 workers")
     p.add_argument("--decide-child", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
-    p.add_argument("--sync", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "--ceiling", action="store_true", help="also time 1 and 2 concurrent in-process searches (the machine's limit)"
     )
     args = p.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(args.task, args.child, args.sync)))
+        print(json.dumps(child(args.task, args.child)))
         return 0
     if args.decide_child is not None:
         task, options, n, on_dask = args.decide_child

@@ -270,6 +270,10 @@ TIMING = {
 #: the last quarter of a worker's run: the any-order sweep test (5.9 CPU-s) began at 94 % of it, test_migration's
 #: search (2.7) at 87 %, test_hostile_bounds' 50-joint description (2.6) and test_family_proof's 1,000-arm witness
 #: checks (1.1-2.5 each, 15.6 over the module) at 73-78 %: a long test begun late keeps one worker busy at the end.
+#: Then (2026-11-29 19:00-19:15, two -n 2 runs at load 4-5 with a per-test timeline) the modules of the tests of
+#: 2-6 s that started in the last 10 % of a worker's run in either (the workers ended 3.2 and 4.9 s apart, each
+#: ending on such a test: test_so101_gripper_frame_link 5.6 s at 97 %, test_imports 3.5-4.1 s at 92-95 %, the
+#: viewer's chromium tests, the branched robot's exports).
 #: A module's own order is kept (its module fixtures are set up once per worker, as before).
 LONGEST_FIRST = (
     "test_configurator_browser.py",
@@ -295,6 +299,18 @@ LONGEST_FIRST = (
     "test_family_proof.py",
     "test_migration.py",
     "test_hostile_bounds.py",
+    "test_urdf_import_massless.py",
+    "test_ref_obstacle_imports.py",
+    "test_ref_assembly_filters.py",
+    "test_part_text.py",
+    "test_ref_tolerance_cases.py",
+    "test_urdf_import_uses.py",
+    "test_viz_viewer.py",
+    "test_reach_proof.py",
+    "test_viz_plots.py",
+    "test_srdf_agreement.py",
+    "test_ref_task_solutions.py",
+    "test_ref_serializing.py",
 )
 
 
@@ -471,15 +487,17 @@ def same_best(a, b) -> None:
 
 def start_forked(evaluator):
     """Start a local Dask cluster (``DaskEvaluator(n_workers=...)``) whose workers are forked from a forkserver that
-    has distributed and its dependencies imported once, rather than spawned (each a fresh interpreter importing them):
-    for the module-scoped clusters the Dask tests share, which only need *a* cluster. Measured 2026-11-29: a 2-worker
-    cluster's start 2.1 -> 0.9 CPU-s with its workers (after the first). The tests that check a user's cluster
+    has distributed, timor's worker code and the compiled kernels loaded once (``forked_workers(WORKER_PRELOAD)``),
+    rather than spawned (each a fresh interpreter importing them): for the module-scoped clusters the Dask tests
+    share, which only need *a* cluster. Measured 2026-11-29: a 2-worker cluster's start 2.1 -> 0.9 CPU-s with its
+    workers (after the first) with distributed preloaded; timor's worker code and kernels preloaded too saved a
+    further ~0.8 CPU-s a worker (each loaded them on its first task). The tests that check a user's cluster
     (its start, the processes it leaves: test_a_local_cluster_leaves_no_process_behind, the CLI's ``--scheduler
     local``) start theirs as a user's starts, spawned, and so does a nanny replacing a killed worker. The forkserver
     stays a child of this process until it exits; it is set up with the module's fixture, before any test takes
     its list of child processes (``before``), so no test counts it as left behind."""
-    import dask  # noqa: PLC0415 (only where distributed is installed)
-    import distributed  # noqa: F401, PLC0415 (its config defaults loaded before the key is set, not after)
+    from timor_core.search.dask_cluster.dask_connect import forked_workers
+    from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD
 
-    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+    with forked_workers(WORKER_PRELOAD):
         return evaluator.start()

@@ -26,6 +26,8 @@ from timor_core.search import (  # noqa: E402
     ExhaustiveSearch,
     SearchResult,
 )
+from timor_core.search.dask_cluster.dask_connect import forked_workers  # noqa: E402
+from timor_core.search.exhaustive_search.shards import WORKER_PRELOAD  # noqa: E402
 
 # one worker starts the Dask cluster and runs the reference search once for the tests here (xdist spreads them)
 pytestmark = pytest.mark.xdist_group("cluster")
@@ -69,7 +71,9 @@ def test_a_killed_worker_is_replaced_and_its_chunks_rerun(cluster, reference, sp
     def bound() -> float:
         return math.inf if best.best_cost is None else best.best_cost
 
-    with de:
+    # the nanny's replacement is forked from the fork server of the module's cluster (conftest.start_forked), not
+    # spawned: a fresh interpreter loading distributed and timor cost ~1.5 CPU-s; how it starts is not what is tested
+    with de, forked_workers(WORKER_PRELOAD):
         for evaluations in de.stream(((k, ids) for k, ids in enumerate(space)), bound):
             for ev in evaluations:
                 seqs.append(ev.seq)

@@ -23,11 +23,12 @@ from hypothesis import strategies as st
 from test_search import FAST, known_qs, known_robot, space, task  # noqa: F401  (fixtures)
 
 from timor_core.search import ExhaustiveSearch, paper_exp2_space
+from timor_core.search.dask_cluster.dask_connect import forked_workers
 from timor_core.search.dask_cluster.dask_worker import forget_bound, publish_bound, shared_best, shared_bound
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef
 from timor_core.search.evaluation.parallel import WorkerSpec
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
-from timor_core.search.exhaustive_search.shards import SHARD_ROUTE, cost_rank, rank_from_tails
+from timor_core.search.exhaustive_search.shards import SHARD_ROUTE, WORKER_PRELOAD, cost_rank, rank_from_tails
 from timor_core.search.spaces import cost_order
 from timor_core.search.spaces.cost_order import by_cost, by_cost_indexed
 
@@ -352,7 +353,9 @@ def test_a_worker_killed_mid_shard_changes_nothing_in_the_answer(cluster, robco,
     study, exp2 = _exp2_case("moved_goals", robco)
     local = in_process("moved_goals")
     out: dict = {}
-    with DaskEvaluator(cluster.address, report_every=0.2) as de:
+    # a replacement the nanny starts while this block runs is forked from the fork server of the module's cluster
+    # (conftest.start_forked), not spawned (a fresh interpreter loading distributed and timor: ~1.5 CPU-s)
+    with DaskEvaluator(cluster.address, report_every=0.2) as de, forked_workers(WORKER_PRELOAD):
         de.start()
 
         def search() -> None:

@@ -15,6 +15,8 @@ import signal
 import socket
 import struct
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +26,7 @@ __all__ = [
     "ClusterConnection",
     "ClusterError",
     "CONNECT_TIMEOUT",
+    "forked_workers",
     "import_distributed",
     "LOCAL_CLUSTER_CONFIG",
     "probe_scheduler",
@@ -162,6 +165,23 @@ def import_distributed() -> Any:
             "the Dask evaluator needs dask[distributed]: pip install 'timor-core[cluster]'", value="distributed"
         ) from None
     return distributed
+
+
+@contextmanager
+def forked_workers(*preload: str) -> Iterator[None]:
+    """Within: a local cluster started here forks its worker processes from a fork server that has imported
+    ``distributed`` and the modules ``preload`` once, instead of spawning each (a fresh interpreter importing them,
+    then loading timor's worker code and compiled kernels on its first task: ~1.5 CPU-s a worker). The server is this
+    process's multiprocessing fork server: started by the first worker forked, in the environment of that moment
+    (Dask's worker variables set), it lives until this process exits, and one already running keeps what it had
+    loaded. Workers a nanny starts later (replacing a lost one) are spawned as usual."""
+    distributed = import_distributed()
+    import dask
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        context = distributed.utils.get_mp_context()  # where distributed sets its preload list (once a process)
+        context.set_forkserver_preload(["distributed", *preload])  # then ours replaces it
+        yield
 
 
 class ClusterConnection:

@@ -19,6 +19,7 @@ same search), so the answer does not depend on what arrives when; sharing only s
 from __future__ import annotations
 
 import collections
+import os
 import time
 import uuid
 from typing import Any
@@ -30,8 +31,15 @@ from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
 __all__ = ["SHARE_EVERY", "CertificateLink", "decode", "encode", "link_counts"]
 
 SHARE_EVERY = 0.05  # s between two batches of one worker (each: one event through the scheduler, ~0.5 ms of its CPU)
-_PROCESS = uuid.uuid4().hex  # a worker ignores its own batches (its shards share its tables already)
+_ORIGIN = uuid.uuid4().hex  # with the process id: the sender of a batch (a worker ignores its own batches, its shards
+# share its tables already); the id tells apart workers forked from one process that imported this module (a fork
+# server's, dask_connect.forked_workers), which share the uuid: with the uuid alone each ignored the others' batches
 _COUNTS = {"sent": 0, "received": 0}  # certificates sent from and received in this process
+
+
+def _sender() -> str:
+    """This process's name on the batches it sends."""
+    return f"{_ORIGIN}-{os.getpid()}"
 
 
 def link_counts() -> dict[str, int]:
@@ -91,7 +99,7 @@ class CertificateLink:
 
     def _arrived(self, event: tuple[float, dict]) -> None:  # on the worker's event loop
         msg = event[1]
-        if msg.get("from") != _PROCESS:
+        if msg.get("from") != _sender():
             self.inbox.append(msg["batch"])
 
     def exchange(self, final: bool = False) -> None:
@@ -106,7 +114,7 @@ class CertificateLink:
         if final or now - self.sent_at >= SHARE_EVERY:
             batch = proofs.share()
             if batch:
-                self.worker.log_event(self.others, {"from": _PROCESS, "batch": encode(batch)})
+                self.worker.log_event(self.others, {"from": _sender(), "batch": encode(batch)})
                 _COUNTS["sent"] += len(batch)
             self.sent_at = now
 

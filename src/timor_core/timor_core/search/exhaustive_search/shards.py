@@ -52,8 +52,12 @@ from timor_core.task.feedback import task_base_placement
 
 __all__ = [
     "SHARD_ROUTE", "DaskShards", "ShardExecutor", "ShardedSearch", "cost_rank", "rank_from_tails", "run_shards",
-    "sharded_cost_search", "sharded_result",
+    "sharded_cost_search", "sharded_result", "WORKER_PRELOAD",
 ]  # fmt: skip
+
+#: what the fork server of a local cluster's forked workers imports (``forked_workers(WORKER_PRELOAD)``, from
+#: :mod:`timor_core.search.dask_cluster.dask_connect`): the worker side of the searches and their compiled kernels
+WORKER_PRELOAD = "timor_core.search.exhaustive_search.worker_preload"
 
 #: the ``route`` of a checkpoint written by :func:`sharded_cost_search`
 SHARD_ROUTE = "cost-shards"
