@@ -137,6 +137,14 @@ def _local_shard(job: ShardJob) -> dict:
 _SHARED: list[Any] = []  # in a shard's process: the best array, the inboxes and the reports queue
 
 
+#: s: how often the parent's threads that take the shards' results and reports look whether the search has ended.
+#: Why not a ``None`` put on their queues to wake them: a put starts a feeder thread in the parent, which outlived
+#: the search (so the next search of the process saw threads and started its shards by a forkserver: each imported
+#: and loaded all again, the user study's second 2-worker search 2.1 s instead of 0.18 s), and could wait for ever
+#: for the queue's write lock held by a shard ended meanwhile (then the watcher woke only at its 0.2 s timeout).
+WAKE = 0.02
+
+
 class ShardError(TimorError):
     """A shard's process failed or died (its traceback in the message)."""
 
@@ -166,15 +174,13 @@ class ShardProcesses(Executor):
         """Set each future from its process's result, or a ShardError once its process ended without one."""
         while not self.closed:
             try:
-                item = self.results.get(timeout=0.2)
+                item = self.results.get(timeout=WAKE)
             except queue.Empty:
                 for n, (p, f) in enumerate(zip(self.procs, self.futures)):
                     if not f.done() and p.exitcode is not None:
                         f.set_exception(ShardError(f"the process of shard {n} ended without a result"))
                 continue
             except (EOFError, OSError):  # the queue closed under us: shutting down
-                return
-            if item is None:  # shut down (see :meth:`shutdown`)
                 return
             n, ok, value = item
             if self.futures[n].done():
@@ -196,8 +202,7 @@ class ShardProcesses(Executor):
             if p.is_alive():  # SIGTERM not acted on: a process left behind would hold the interpreter's exit
                 p.kill()
                 p.join(timeout=5)
-        self.results.put(None)  # wakes the watcher at once
-        self.watcher.join(timeout=1)
+        self.watcher.join(timeout=1)  # (it sees ``closed`` within WAKE s; nothing is put here: see WAKE)
         # what is left in the queues goes unread: the exit must not wait to flush it into a full pipe (a
         # finished search printed its answer, then its process hung at exit in a clean-clone CI run)
         for q in (self.results, *self.shared[1], self.shared[2]):  # (shared[3]: counts, no queue)
@@ -239,12 +244,10 @@ class LocalShards:
         """The shards' reports, passed on as the events of a Dask search."""
         while self.open_:
             try:
-                item = self.reports.get(timeout=0.2)
+                item = self.reports.get(timeout=WAKE)
             except queue.Empty:
                 continue
             except (EOFError, OSError):
-                return
-            if item is None:  # closed (see :meth:`close`)
                 return
             kind, r, text = item
             events.put(("event", {"kind": kind, "shard": r, "state": text}))
@@ -264,8 +267,7 @@ class LocalShards:
         self.open_ = False
         self.pool.shutdown(cancel_futures=True)
         if self.pump is not None:
-            self.reports.put(None)  # wakes the pump at once (the shards have ended: nothing comes after it)
-            self.pump.join(timeout=1)
+            self.pump.join(timeout=1)  # (it sees ``open_`` unset within WAKE s)
 
 
 def warm(spec: WorkerSpec) -> Any:
