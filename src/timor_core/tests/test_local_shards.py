@@ -92,11 +92,13 @@ def test_a_failing_or_dying_shard_ends_the_search_with_a_shard_error(monkeypatch
 def test_a_search_leaves_no_thread_behind_so_the_next_one_forks_its_shards_too():
     """The parent's puts on the shards' queues (waking its watcher and pump) started feeder threads that outlived the
     search; the next search of the process then saw threads and started its shards by a forkserver (10x slower)."""
+    local_shards.settle()
     task = Task.from_json_file(TASKS / "obstacle_middle.json")
     before = threading.enumerate()
     for _ in range(2):
         result = ExhaustiveSearch(_small_space(), workers=2, order="cost", progress=False).optimize(task, DB)
         assert result.found and result.settings["shards"] == 2
+        local_shards.settle()  # (what the next search does first: its threads end within WAKE s)
         assert threading.enumerate() == before
         assert default_context().get_start_method() == ("fork" if len(before) == 1 else "forkserver")
 
