@@ -8,6 +8,7 @@ import math
 import multiprocessing
 import os
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from timor_core import ModulesDB
 from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, paper_exp2_space
 from timor_core.search.dask_cluster import dask_worker
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef
-from timor_core.search.evaluation.parallel import WorkerSpec
+from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.exhaustive_search import local_shards
 from timor_core.search.exhaustive_search.local_shards import ShardError
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, decidable, run_shard
@@ -85,6 +86,21 @@ def test_a_failing_or_dying_shard_ends_the_search_with_a_shard_error(monkeypatch
                               mp_context=multiprocessing.get_context("fork"))  # fmt: skip
     with pytest.raises(ShardError, match=message):
         search.optimize(task, DB)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is the start method on Linux only")
+def test_a_search_leaves_no_thread_behind_so_the_next_one_forks_its_shards_too():
+    """The parent's puts on the shards' queues (waking its watcher and pump) started feeder threads that outlived the
+    search; the next search of the process then saw threads and started its shards by a forkserver (10x slower)."""
+    local_shards.settle()
+    task = Task.from_json_file(TASKS / "obstacle_middle.json")
+    before = threading.enumerate()
+    for _ in range(2):
+        result = ExhaustiveSearch(_small_space(), workers=2, order="cost", progress=False).optimize(task, DB)
+        assert result.found and result.settings["shards"] == 2
+        local_shards.settle()  # (what the next search does first: its threads end within WAKE s)
+        assert threading.enumerate() == before
+        assert default_context().get_start_method() == ("fork" if len(before) == 1 else "forkserver")
 
 
 def test_the_time_limit_stops_every_shard():

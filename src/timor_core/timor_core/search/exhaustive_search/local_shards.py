@@ -39,7 +39,7 @@ from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
 from timor_core.search.filtering import proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
 
-__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search", "warm"]
+__all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search", "settle", "warm"]
 
 
 class LocalHub:
@@ -137,6 +137,23 @@ def _local_shard(job: ShardJob) -> dict:
 _SHARED: list[Any] = []  # in a shard's process: the best array, the inboxes and the reports queue
 
 
+#: s: how often the parent's threads that take the shards' results and reports look whether the search has ended.
+#: Why not a ``None`` put on their queues to wake them: a put starts a feeder thread in the parent, which outlived
+#: the search (so the next search of the process saw threads and started its shards by a forkserver: each imported
+#: and loaded all again, the user study's second 2-worker search 2.1 s instead of 0.18 s), and could wait for ever
+#: for the queue's write lock held by a shard ended meanwhile (then the watcher woke only at its 0.2 s timeout).
+WAKE = 0.02
+_ENDING: list[threading.Thread] = []  # the threads of ended searches, each ending within WAKE s (see :func:`settle`)
+
+
+def settle() -> None:
+    """Wait for the threads of the searches ended in this process to end (WAKE s at most; 1 s if one hangs). Why: a
+    search does not wait for them (that took up to 2 x WAKE s of every search), the next one does, before it
+    chooses how to start its shards (fork only with no other thread alive, :func:`~.parallel.default_context`)."""
+    while _ENDING:
+        _ENDING.pop().join(timeout=1)
+
+
 class ShardError(TimorError):
     """A shard's process failed or died (its traceback in the message)."""
 
@@ -166,15 +183,13 @@ class ShardProcesses(Executor):
         """Set each future from its process's result, or a ShardError once its process ended without one."""
         while not self.closed:
             try:
-                item = self.results.get(timeout=0.2)
+                item = self.results.get(timeout=WAKE)
             except queue.Empty:
                 for n, (p, f) in enumerate(zip(self.procs, self.futures)):
                     if not f.done() and p.exitcode is not None:
                         f.set_exception(ShardError(f"the process of shard {n} ended without a result"))
                 continue
             except (EOFError, OSError):  # the queue closed under us: shutting down
-                return
-            if item is None:  # shut down (see :meth:`shutdown`)
                 return
             n, ok, value = item
             if self.futures[n].done():
@@ -196,8 +211,7 @@ class ShardProcesses(Executor):
             if p.is_alive():  # SIGTERM not acted on: a process left behind would hold the interpreter's exit
                 p.kill()
                 p.join(timeout=5)
-        self.results.put(None)  # wakes the watcher at once
-        self.watcher.join(timeout=1)
+        _ENDING.append(self.watcher)  # (it sees ``closed`` within WAKE s; nothing is put here: see WAKE)
         # what is left in the queues goes unread: the exit must not wait to flush it into a full pipe (a
         # finished search printed its answer, then its process hung at exit in a clean-clone CI run)
         for q in (self.results, *self.shared[1], self.shared[2]):  # (shared[3]: counts, no queue)
@@ -219,6 +233,7 @@ class LocalShards:
     report_every = 1.0
 
     def __init__(self, workers: int, mp_context: Any, spec: WorkerSpec) -> None:
+        settle()
         ctx: Any = mp_context if mp_context is not None else default_context()
         ctx = ctx if ctx is not None else multiprocessing.get_context()
         forked = ctx.get_start_method() == "fork"
@@ -239,12 +254,10 @@ class LocalShards:
         """The shards' reports, passed on as the events of a Dask search."""
         while self.open_:
             try:
-                item = self.reports.get(timeout=0.2)
+                item = self.reports.get(timeout=WAKE)
             except queue.Empty:
                 continue
             except (EOFError, OSError):
-                return
-            if item is None:  # closed (see :meth:`close`)
                 return
             kind, r, text = item
             events.put(("event", {"kind": kind, "shard": r, "state": text}))
@@ -264,8 +277,7 @@ class LocalShards:
         self.open_ = False
         self.pool.shutdown(cancel_futures=True)
         if self.pump is not None:
-            self.reports.put(None)  # wakes the pump at once (the shards have ended: nothing comes after it)
-            self.pump.join(timeout=1)
+            _ENDING.append(self.pump)  # (it sees ``open_`` unset within WAKE s)
 
 
 def warm(spec: WorkerSpec) -> Any:
