@@ -11,14 +11,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from proof_robots import ROBOT
-from test_family_proof import _drawn_cut, _member
-from test_reach_proof import TOLERANCES, _within
+from test_family_proof import _drawn_cut, _goal_near, _member
+from test_reach_proof import TOLERANCES
 
 from timor_core.search.filtering import reach_proof
 from timor_core.search.filtering.family_proof import ROTATION_SLACK
 from timor_core.search.filtering.proof_fused import fused_kernel
 from timor_core.search.filtering.proof_kernel import use_compiled
-from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
+from timor_core.search.filtering.reach_proof import pose_proof
 
 
 def _proof(fused: bool, chain, goal, tolerance, budget: int, widen: float, levels: tuple, start=None) -> tuple:
@@ -51,17 +51,6 @@ def _same(a: tuple, b: tuple) -> str:
     return ""
 
 
-def _goal(chain, rng: np.random.Generator, tolerance: str, miss: float) -> np.ndarray:
-    """A goal at a random configuration of ``chain`` within ``tolerance``, moved ``miss`` (m) off."""
-    at = chain_poses(chain, rng.uniform(-np.pi, np.pi, (1, chain.dof)))
-    pose = np.eye(4)
-    pose[:3, :3], pose[:3, 3] = at.frames[0].T, at.tcp[0]
-    goal = _within(pose, tolerance, rng)
-    shift = rng.normal(size=3)
-    goal[:3, 3] += shift / np.linalg.norm(shift) * miss
-    return goal
-
-
 def _compare(name, pick, seed, miss, tolerance, budget, widen, levels, total) -> tuple[str, str]:
     """Both ways for one drawn chain and goal, then for a member started from the chain's kept boxes: how they
     differ ('' if not) and what the proof ended in."""
@@ -70,7 +59,7 @@ def _compare(name, pick, seed, miss, tolerance, budget, widen, levels, total) ->
     rng, _, _, cut = _drawn_cut(name, pick, seed)
     if cut is None:
         return "", "no chain"
-    goal, tol = _goal(cut.chain, rng, tolerance, miss), TOLERANCES[tolerance]
+    goal, tol = _goal_near(cut.chain, rng, tolerance, miss), TOLERANCES[tolerance]
     aims = (0.05 + 3e-6, 0.1 + 3e-6, widen) if levels and widen > 0.1 else ()
     runs = [_proof(fused, cut.chain, goal, tol, budget, widen, aims) for fused in (True, False)]
     if differs := _same(*runs):
