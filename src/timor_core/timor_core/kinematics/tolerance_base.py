@@ -3,6 +3,7 @@ of a real pose from a desired one in a frame (see :mod:`timor_core.kinematics.to
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -227,22 +228,22 @@ class Deviation:
         D, R = as_pose(desired, "desired"), as_pose(real, "real")
         self.R_d, self.R_r = D[:3, :3], R[:3, :3]
         self.dp_world = R[:3, 3] - D[:3, 3]
-        self._rotation: tuple[np.ndarray, float] | None = None
         self._cache: dict[ToleranceFrame, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._positions: dict[ToleranceFrame, np.ndarray] = {}
+
+    @functools.cached_property
+    def _rotation(self) -> tuple[np.ndarray, float]:
+        """``log3`` of the deviation's rotation, computed once, on first use."""
+        return log3(self.R_d.T @ self.R_r)
 
     @property
     def omega_nominal(self) -> np.ndarray:
         """The rotation vector of the deviation in the nominal (desired) frame."""
-        if self._rotation is None:
-            self._rotation = log3(self.R_d.T @ self.R_r)
         return self._rotation[0]
 
     @property
     def angle(self) -> float:
         """The rotation angle of the deviation (rad, in [0, pi])."""
-        if self._rotation is None:
-            self._rotation = log3(self.R_d.T @ self.R_r)
         return self._rotation[1]
 
     def in_frame(self, frame: ToleranceFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
