@@ -40,7 +40,13 @@ _BASE = os.environ.setdefault(
 )
 # before any rclpy context exists in this process; inherited by every node and client process
 os.environ["ROS_DOMAIN_ID"] = str(int(_BASE) + WORKER)
-os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") == "rmw_fastrtps_cpp":
+    # Fast DDS over UDP on 127.0.0.1 alone, without its shared-memory transport (fastdds_udp_localhost.xml says why);
+    # SYSTEM_DEFAULT, because rmw_fastrtps adds that transport under LOCALHOST whatever the profile says
+    os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(Path(__file__).resolve().parent / "fastdds_udp_localhost.xml")
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "SYSTEM_DEFAULT"
+else:
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
     os.environ["ROS_LOCALHOST_ONLY"] = "1"
 

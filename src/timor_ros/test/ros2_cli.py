@@ -205,44 +205,14 @@ SHUTDOWN_CRASHES = (
 )
 
 
-# Fast DDS 3.2.3's shared-memory transport: a process deleting its DDS participant at shutdown faults on a mutex of
-# a shared-memory port segment a peer left behind when it died mid-operation (move_group's abort at SIGINT,
-# moveit/moveit2#3484, whose log then ends mid-line). Seen in robot_state_publisher (listed above) and in our rclpy
-# nodes: core dump of modules_db, 2026-11-29 (benchmarks/README.md, "s47-segv"): rcl_node_fini -> rmw_destroy_node
-# -> DomainParticipantFactory::delete_participant -> SharedMemTransport::CloseInputChannel ->
-# SharedMemChannelResource::release -> interprocess_mutex::lock. A timor node's crash is forgiven only after the
-# launch's SIGINT, with exit code -11, and with faulthandler's stack (timor_ros.runner) in rclpy's teardown of the
-# node or the context: in any other frame it is ours and reported.
-TEARDOWN_FRAMES = ('rclpy/node.py", line', 'rclpy/context.py", line')
-TEARDOWN_CALLS = (" in destroy_node", " in try_shutdown", " in shutdown")
-
-
-def middleware_teardown_crash(log: str, line: str) -> bool:
-    """Whether the death ``line`` is a timor node's SIGSEGV inside rclpy's teardown (see TEARDOWN_FRAMES): its own
-    output has faulthandler's "Segmentation fault" and the crashed thread's innermost frame is that teardown."""
-    import re
-
-    name = re.search(r"\[([\w.]+-\d+)\]: process has died \[pid \d+, exit code -11,", line)
-    if not name:
-        return False
-    own = [ln[len(name.group(1)) + 3 :] for ln in log.splitlines() if ln.startswith(f"[{name.group(1)}] ")]
-    for k, text in enumerate(own[:-2]):
-        if text.startswith("Fatal Python error: Segmentation fault"):
-            rest = [t for t in own[k + 1 : k + 4] if t.strip()]
-            if len(rest) >= 2 and "(most recent call first):" in rest[0]:
-                frame = rest[1]
-                return any(f in frame for f in TEARDOWN_FRAMES) and any(frame.endswith(c) for c in TEARDOWN_CALLS)
-    return False
-
-
 def died(log: str) -> list[str]:
-    """The "process has died" lines of a launch log, but for a known upstream crash at shutdown (SHUTDOWN_CRASHES,
-    middleware_teardown_crash), after the launch's SIGINT."""
+    """The "process has died" lines of a launch log, but for a known upstream crash at shutdown (SHUTDOWN_CRASHES),
+    after the launch's SIGINT."""
     running, _, stopping = log.partition("user interrupted with ctrl-c (SIGINT)")
     lines = [ln for ln in running.splitlines() if "process has died" in ln]
     for ln in stopping.splitlines():
         known = any(name in ln and code in ln and note in log for name, code, note in SHUTDOWN_CRASHES)
-        if "process has died" in ln and not known and not middleware_teardown_crash(log, ln):
+        if "process has died" in ln and not known:
             lines.append(ln)
     return lines
 

@@ -7,7 +7,9 @@ reconfigurations. Skipped where robot_state_publisher is not really installed (a
 from __future__ import annotations
 
 import json
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,6 +128,27 @@ def test_tf_of_the_real_robot_state_publisher_equals_timor_fk(launched):
     for q in [np.zeros(3), *(assembly.robot.random_configuration(rng) for _ in range(3))]:
         robot.check_tf(assembly, q)
     assert "robot_state_publisher" in launch.output()
+    # the TF above came over UDP alone: no process of the launch (C++ and rclpy) and not this one holds Fast DDS's
+    # shared-memory transport (fastdds_udp_localhost.xml, conftest.py: its teardown crash is not met here)
+    pids = [pid for pid, _ in marked_processes(TOKEN_VAR, launch.token)]
+    assert len(pids) >= 4, pids  # ros2 launch, modules_db, assembly, robot_state_publisher
+    for pid in [*pids, os.getpid()]:
+        assert shared_memory_transport(pid) == [], (pid, shared_memory_transport(pid))
+
+
+def shared_memory_transport(pid: int) -> list[str]:
+    """Fast DDS's shared-memory transport in a process: its mapped port and segment files, its ``dds.shm`` threads."""
+    maps = {
+        line.split()[-1] for line in Path(f"/proc/{pid}/maps").read_text().splitlines() if "/dev/shm/fastdds" in line
+    }
+    tasks = Path(f"/proc/{pid}/task")
+    threads = set()
+    for task in tasks.iterdir():
+        try:
+            threads.add((task / "comm").read_text().strip())
+        except OSError:  # the thread ended meanwhile
+            continue
+    return sorted(maps | {name for name in threads if name.startswith("dds.shm")})
 
 
 @pytest.mark.parametrize("launched", [("r2", "r2_")], indirect=True, ids=["namespaced"])
