@@ -18,7 +18,7 @@ from typing import Any
 from timor_core.common import ahead_build
 from timor_core.common.ahead_build import Export, build_command, build_kernels
 from timor_core.kinematics import ik_aot
-from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound
+from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound, sweep_fused
 
 CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
@@ -35,6 +35,8 @@ SIGNATURES: dict[str, str] = {
     "fused_proof": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A1}, {_A1}, "
     f"{_A2}, {_A2}, {_A2}, {_A1}, {_A1}, {_A1})",
     "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1])",
+    "fused_sweep": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A2}, i8[::1], "
+    f"{_A1}, {_A2}, {_A3}, {_A2}, {_A2}, {_A2}, {_A2}, {_A1}, b1[::1], i8[::1])",
 }
 """Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
 
@@ -45,6 +47,7 @@ def build(folder: Path | None = None) -> Path:
     others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
     kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels()}
     kernels["fused_proof"] = proof_fused.for_build()
+    kernels["fused_sweep"] = sweep_fused.for_build()
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
 

@@ -57,13 +57,15 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py", "proof_fused.py")
+AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py", "proof_fused.py",
+                 "sweep_fused.py")  # fmt: skip
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
-OTHER_KERNELS = ("collisions", "descend", "fused_proof")
+OTHER_KERNELS = ("collisions", "descend", "fused_proof", "fused_sweep")
 """The other kernels built into the same module, by :func:`ahead_kernel`: the sweep proof's bound
-(:mod:`.sweep_bound`), the descent of :func:`reach_witness` and a proof's levels (:mod:`.proof_fused`)."""
+(:mod:`.sweep_bound`), the descent of :func:`reach_witness`, a proof's levels (:mod:`.proof_fused`) and a sweep
+proof's (:mod:`.sweep_fused`)."""
 WITNESS_STARTS, WITNESS_STEPS = 4, 12  # box centres nearest the goal descended from, steps each
 
 

@@ -42,7 +42,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import coal
 import numpy as np
@@ -61,6 +61,7 @@ from timor_core.search.filtering.sweep_bound import (
     certain_collision_numpy,
     fixed_collision,
 )
+from timor_core.search.filtering.sweep_fused import fused_levels, sweep_kernel
 
 if TYPE_CHECKING:
     from timor_core.search.filtering.filter_state import Candidate, PoseGoal
@@ -169,8 +170,31 @@ def sweep_certificate(
         return SweepProof(1, -1)
     if not len(obstacles) or (witness is not None and _free(sweep, obstacles, witness, margin)):
         return None
+    target, kernel, steps = _target(sweep.chain, goal, tolerance), sweep_kernel(), (FIRST_SPLITS, SPLITS, GIVE_UP)
+    done: tuple | Literal[False] | None = False  # (no kernel built: the numpy levels)
+    if kernel is not None:
+        done = fused_levels(kernel, sweep, obstacles, target, (margin, budget), start, (*steps, leaves))
+    if done is False:  # (or the fused call's buffers were too small)
+        return _levels(sweep, obstacles, target, margin, budget, start, leaves)
+    if done is None or not leaves:
+        return None if done is None else SweepProof(done[0], sweep.chain.dof - 1)
+    used, (centres, half, weights, excess, body) = done
+    link = _body_link(sweep, obstacles, [(centres[body], half[body])], margin)
+    return SweepProof(used, link, Leaves(centres, half, weights, excess))
+
+
+def _levels(
+    sweep: ArmSweep,
+    obstacles: ObstacleBoxes,
+    target: BoxGoal,
+    margin: float,
+    budget: int,
+    start: tuple[Leaves, float] | None,
+    leaves: bool,
+) -> SweepProof | None:
+    """:func:`sweep_certificate`'s levels in numpy, a kernel call per step (what :mod:`.sweep_fused` does in one
+    compiled call)."""
     chain = sweep.chain
-    target = _target(chain, goal, tolerance)
     if start is None:
         weights = chain.radii + ROT_WEIGHT
         centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)

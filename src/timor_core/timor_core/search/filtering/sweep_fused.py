@@ -1,0 +1,209 @@
+"""A sweep proof's levels in one compiled call (:func:`~.sweep_proof.sweep_certificate`, built ahead of time with the
+proofs' other kernels, :mod:`.proof_aot`, or numba's in the tests).
+
+Why: a sweep proof measures ~1,000 boxes in ~5 levels, but each level was a handful of numpy calls and three kernel
+calls (measure, the body's bound, halve) on arrays of a few hundred boxes: on ``obstacles_4`` the 347 proofs took
+~0.19 CPU-s, ~0.5 ms each, mostly those calls' overhead (``measure_boxes`` ~62 us a call). The same steps in one
+compiled loop: the same bounds (the kernels of :mod:`.proof_kernel` and :mod:`.sweep_bound`), the same boxes in the
+same order, so the same verdicts, box counts and refused boxes to the last bit (``tests/test_sweep_fused.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import types
+from typing import Any, Literal
+
+import numpy as np
+
+from timor_core.common import compiled
+from timor_core.search.filtering import sweep_bound
+from timor_core.search.filtering.proof_fused import measure_all
+from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
+from timor_core.search.filtering.proof_numpy import BoxGoal
+from timor_core.search.filtering.sweep_bound import EPS, PENETRATION, ArmSweep, ObstacleBoxes
+
+__all__ = ["HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
+           "fused_sweep", "sweep_kernel"]  # fmt: skip
+
+UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
+MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at most (more: the numpy levels run)
+# params: slack, theta, length, near_pos, near_angle, rot_weight, give_up; counts: budget, started, first splits,
+# splits, leaves; result: boxes used, refused boxes written
+halves = py_kernels()["halves"]
+collisions = sweep_bound.py_kernels()["collisions"]
+
+
+def _halved(centres, half, weights, times):
+    """:func:`~.proof_kernel.halve_boxes` in the compiled loop."""
+    m, n = centres.shape
+    children, child_half = np.empty((m << times, n)), np.empty((m << times, n))
+    halves(centres, half, weights, times, children, child_half)
+    return children, child_half
+
+
+def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal):
+    """A started proof's first level (:func:`~.sweep_proof.sweep_certificate`'s ``start``): the boxes whose
+    ``excess`` is not above 0 measured, their excess and weights the measured ones (the numpy levels take the larger
+    excess, but where the measured one is not above 0 neither is the larger: the box stays open, its excess unread);
+    the boxes measured."""
+    gpos, gaxes, direction, params = goal
+    open_ = np.flatnonzero(excess <= 0)
+    if not len(open_):
+        return 0
+    measured, _, measured_weights = measure_all(rot_steps, trans_steps, centres[open_], half[open_], gpos, gaxes,
+                                                direction, params, np.empty(1), False)  # fmt: skip
+    for r in range(len(open_)):
+        excess[open_[r]], weights[open_[r], :] = measured[r], measured_weights[r]
+    return len(open_)
+
+
+def _refuse(rot_steps, trans_steps, centres, half, excess, body, ball):
+    """The body's bound (:func:`~.sweep_bound.certain_collision`) on the boxes not refused by the goal: those it
+    refuses get excess inf and ``body`` True; the boxes left open."""
+    points, links, need, ob_c, ob_r, ob_h = ball
+    tried = np.flatnonzero(excess <= 0)
+    if len(tried):
+        hit = np.zeros(len(tried), dtype=np.bool_)
+        collisions(rot_steps, trans_steps, centres[tried], half[tried], points, links, need, ob_c, ob_r, ob_h, hit)
+        for t in range(len(tried)):
+            if hit[t]:
+                excess[tried[t]], body[tried[t]] = math.inf, True
+    return excess <= 0
+
+
+def _keep_leaves(centres, half, weights, excess, body, keep, out, rows):
+    """The refused boxes (not ``keep``) written to ``out`` from row ``rows``: the rows after them, -1 where ``out``
+    is too small."""
+    out_centres, out_half, out_weights, out_excess, out_body = out
+    for b in range(len(keep)):
+        if keep[b]:
+            continue
+        if rows >= len(out_excess):
+            return -1
+        out_centres[rows, :], out_half[rows, :], out_weights[rows, :] = centres[b], half[b], weights[b]
+        out_excess[rows], out_body[rows] = excess[b], body[b]
+        rows += 1
+    return rows
+
+
+def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
+                points, links, need, ob_c, ob_r, ob_h, out_centres, out_half, out_weights, out_excess, out_body,
+                result):  # fmt: skip
+    """:func:`~.sweep_proof.sweep_certificate`'s levels: from the whole turn (``counts[1]`` 0: ``centres``, ``half``
+    one box, halved ``counts[2]`` times by ``weights`` (1, n)) or from a started proof's boxes (their ``excess`` and
+    ``weights``, changed in place); UNDECIDED, PROVEN (``result``: boxes used, refused boxes written to ``out_*``
+    where ``counts[4]``, in the numpy levels' order, ``out_body`` True where the body refused one) or OVERFLOW (more
+    refused boxes than ``out_*`` hold)."""
+    goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
+    out = (out_centres, out_half, out_weights, out_excess, out_body)
+    if counts[1] == 0:
+        centres, half = _halved(centres, half, weights, counts[2])
+        used = len(centres)
+        excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
+                                         np.empty(1), False)  # fmt: skip
+    else:
+        used = _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal)
+    rows = 0
+    while True:
+        body = np.zeros(len(excess), dtype=np.bool_)
+        keep = _refuse(rot_steps, trans_steps, centres, half, excess, body, ball)
+        if counts[4] != 0:
+            rows = _keep_leaves(centres, half, weights, excess, body, keep, out, rows)
+            if rows < 0:
+                return OVERFLOW
+        kept = int(keep.sum())
+        if not kept:
+            result[0], result[1] = used, rows
+            return PROVEN
+        if kept / len(keep) > params[6] or used + kept * (1 << counts[3]) > counts[0]:
+            return UNDECIDED
+        centres, half = _halved(centres[keep], half[keep], weights[keep], counts[3])
+        used += len(centres)
+        excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
+                                         np.empty(1), False)  # fmt: skip
+
+
+HELPERS = ("measure_all", "_halved", "_measure_open", "_refuse", "_keep_leaves")
+"""The functions :func:`fused_sweep` calls, compiled before it (in this order)."""
+
+
+def calling_compiled_sweep(jit: Any) -> Any:
+    """:func:`fused_sweep` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
+    (as :func:`~.proof_fused.calling_compiled_fused`)."""
+    names: dict[str, Any] = {**fused_sweep.__globals__}
+    names.update({name: jit(kernel) for name, kernel in py_kernels().items()})
+    names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels().items()})
+    for name in HELPERS:
+        function = names[name]
+        names[name] = jit(types.FunctionType(function.__code__, names, function.__name__))
+    return types.FunctionType(fused_sweep.__code__, names, fused_sweep.__name__)
+
+
+def _numba_jit() -> Any:
+    """numba's compiler as the proofs' kernels use it (imported only once a process compiles its kernels)."""
+    import numba  # noqa: PLC0415
+
+    return numba.njit(cache=True, fastmath=False, nogil=True)
+
+
+def for_build() -> Any:
+    """:func:`fused_sweep` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s
+    build, or :func:`sweep_kernel` where none is built)."""
+    return calling_compiled_sweep(_numba_jit())
+
+
+@functools.cache
+def _jit_kernel() -> Any:
+    """:func:`fused_sweep` compiled by numba (where it is not built ahead of time)."""
+    kernel = _numba_jit()(for_build())
+    compiled.mark_loaded()
+    return kernel
+
+
+def sweep_kernel(jit: bool = False) -> Any:
+    """The compiled :func:`fused_sweep` where it is built ahead of time, else None (then the sweep proof runs its
+    levels in numpy, with the separate kernels by the rule); ``jit``: numba's where none is built (the tests)."""
+    kernel = ahead_kernel("fused_sweep")
+    return kernel if kernel is not None or not jit else compiled.loaded_or_none(_jit_kernel, "the sweep proofs")
+
+
+def fused_levels(
+    kernel: Any,
+    sweep: ArmSweep,
+    obstacles: ObstacleBoxes,
+    target: BoxGoal,
+    spend: tuple[float, int],
+    start: tuple[Any, float] | None,
+    steps: tuple[int, int, float, bool],
+) -> tuple[int, tuple[np.ndarray, ...]] | Literal[False] | None:
+    """:func:`~.sweep_proof.sweep_certificate`'s levels in one call of ``kernel`` (:func:`fused_sweep`), with
+    ``spend``: its margin and budget, from the whole turn or from ``start`` (a :class:`~.sweep_proof.Leaves` and
+    ``d``); ``steps``: the first level's halvings, the later ones', the give-up share and whether the refused boxes
+    are wanted. None (undecided), the boxes used and, where wanted, the refused boxes (centres, half, weights,
+    excess, and True where the body refused one), or False where the buffers were too small."""
+    (margin, budget), (first_splits, splits, give_up, leaves), n = spend, steps, sweep.chain.dof
+    if start is None:
+        centres, half = np.zeros((1, n)), np.full((1, n), math.pi)
+        excess, weights = np.empty(1), np.ascontiguousarray(sweep.chain.radii[None] + target.rot_weight)
+    else:
+        centres, half = (np.ascontiguousarray(a, dtype=np.float64) for a in (start[0].centres, start[0].half))
+        excess, weights = start[0].excess - start[1], np.array(start[0].weights, dtype=np.float64, order="C")
+    rows = min(len(centres) + budget + (1 << first_splits), MOST_ROWS) if leaves else 0
+    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows), np.empty(rows, np.bool_))
+    params = np.array([target.slack, target.theta, target.length, *target.near, target.rot_weight, give_up])
+    counts = np.array([budget, start is not None, first_splits, splits, leaves], dtype=np.int64)
+    need = sweep.rho + margin - PENETRATION - EPS
+    ball = [np.ascontiguousarray(a, dtype=np.float64) for a in (sweep.points, need, obstacles.centres,
+                                                                obstacles.rotations, obstacles.half)]  # fmt: skip
+    result, goal = np.zeros(2, dtype=np.int64), (target.pos, target.axes, target.direction)
+    status = kernel(*(np.ascontiguousarray(a, dtype=np.float64) for a in (*sweep.chain.steps, centres, half, excess,
+                    weights, *goal)), params, counts, ball[0], np.ascontiguousarray(sweep.links, dtype=np.int64),
+                    *ball[1:], *out, result)  # fmt: skip
+    if status == OVERFLOW:
+        return False
+    if status != PROVEN:
+        return None
+    k = int(result[1])
+    return int(result[0]), tuple(a[:k].copy() for a in out)
