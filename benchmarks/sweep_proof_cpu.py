@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""The sweep proofs' CPU in a cost-ordered search, two library trees in alternation, and a replay of one search's
+sweep proofs both ways (issue 38 item 1: the sweep proof's levels in one compiled call, ``sweep_fused.py``).
+
+    python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --before /tmp/old/src/timor_core --rounds 5
+    python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --replay --rounds 5
+
+With ``--before``: each round runs ``ExhaustiveSearch(order="cost", workers=1)`` on experiment 2's space in a fresh
+process (``TIMOR_COMPILED=1``) with ``--before``'s ``src/timor_core`` and this checkout's, the order swapped every
+round; timed by ``time.process_time``: the search, and ``sweep_proof.sweep_certificate`` (every sweep proof) within
+it. With ``--replay`` (this checkout, one process): one search records every ``sweep_certificate`` call's arguments
+and result; the calls are replayed with the levels a kernel call per step (``sweep_kernel`` None) and with the fused
+call (the ahead-built kernel, or numba's), the proofs compared (verdict, boxes, link, refused boxes to the last bit),
+then both ways timed over all calls, alternating, ``--rounds`` rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def search(task: str, calls: list | None = None) -> dict:
+    """One cost-ordered search (1 worker) in this process: its CPU seconds, its sweep proofs' and their count, the
+    evaluations; every ``sweep_certificate`` call (arguments, proof) appended to ``calls`` where given."""
+    from timor_core import ModulesDB
+    from timor_core.search import paper_exp2_space
+    from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
+    from timor_core.search.filtering import sweep_proof
+    from timor_core.task import Task
+
+    real, spent = sweep_proof.sweep_certificate, [0.0, 0]
+
+    def timed(*args, **options):
+        t = time.process_time()
+        proof = real(*args, **options)
+        spent[0], spent[1] = spent[0] + time.process_time() - t, spent[1] + 1
+        if calls is not None:
+            calls.append((args, options, proof))
+        return proof
+
+    db = ModulesDB.from_name("robco_like")
+    found = ExhaustiveSearch(paper_exp2_space(db), cost="mass", workers=1, progress=False, order="cost")
+    sweep_proof.sweep_certificate = timed
+    try:
+        c0 = time.process_time()
+        r = found.optimize(Task.from_json_file(task), db)
+        cpu = time.process_time() - c0
+    finally:
+        sweep_proof.sweep_certificate = real
+    return {"cpu": cpu, "sweep": spent[0], "calls": spent[1], "evaluations": r.evaluations}
+
+
+def _differs(a, b) -> bool:
+    """Whether two sweep proofs differ: verdict, boxes, link, refused boxes (every array to the last bit)."""
+    if a is None or b is None:
+        return a is not b
+    if (a.boxes, a.link, a.leaves is None) != (b.boxes, b.link, b.leaves is None):
+        return True
+    fields = ("centres", "half", "weights", "excess") if a.leaves is not None else ()
+    return any(getattr(a.leaves, f).tobytes() != getattr(b.leaves, f).tobytes() for f in fields)
+
+
+def replay(task: str, rounds: int) -> None:
+    """Record one search's sweep proofs, replay them both ways (see the module docstring)."""
+    from timor_core.common import compiled
+    from timor_core.search.filtering import sweep_fused, sweep_proof
+
+    compiled.use_compiled(True)
+    calls: list = []
+    search(task, calls)
+    fused, real = sweep_fused.sweep_kernel(jit=True), sweep_proof.sweep_kernel
+
+    def run(way: bool) -> list:
+        sweep_proof.sweep_kernel = (lambda: fused) if way else (lambda: None)
+        try:
+            return [sweep_proof.sweep_certificate(*args, **options) for args, options, _ in calls]
+        finally:
+            sweep_proof.sweep_kernel = real
+
+    plain, both = run(False), run(True)
+    proven = sum(p is not None for p in plain)
+    started = sum(options.get("start") is not None for _, options, _ in calls)
+    with_leaves = sum(p is not None and p.leaves is not None for p in plain)
+    own = sum(_differs(p, r) for p, (_, _, r) in zip(plain, calls, strict=True))
+    print(f"{len(calls)} sweep proofs ({proven} proven, {started} started, {with_leaves} with their boxes kept):",
+          f"{sum(map(_differs, plain, both))} differ between the two ways, {own} from the search's own")  # fmt: skip
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for k in range(rounds):
+        for way in (False, True) if k % 2 == 0 else (True, False):
+            t = time.process_time()
+            run(way)
+            times[way].append(time.process_time() - t)
+    for way, name in ((False, "a kernel call per step"), (True, "fused")):
+        print(f"{name:24} CPU s {' '.join(f'{x:.4f}' for x in times[way])}, median {statistics.median(times[way]):.4f}")
+
+
+def alternate(task: str, before: str, rounds: int) -> None:
+    """The search and its sweep proofs' CPU, ``before``'s tree and this one in alternation."""
+    trees = [("before", before), ("after", str(Path(__file__).resolve().parent.parent / "src" / "timor_core"))]
+    out: dict[str, list[dict]] = {}
+    for k in range(rounds):
+        for name, path in trees if k % 2 == 0 else trees[::-1]:
+            env = dict(os.environ, PYTHONPATH=path, TIMOR_COMPILED="1")
+            proc = subprocess.run([sys.executable, __file__, task, "--child"], capture_output=True, text=True,
+                                  env=env, timeout=900, check=True)  # fmt: skip
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            out.setdefault(name, []).append(r)
+            print(f"{k} {name:6} search {r['cpu']:.3f} s, sweep proofs {r['sweep']:.4f} s ({r['calls']} calls),",
+                  f"{r['evaluations']} evaluated, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    for name, runs in out.items():
+        cpu, sweep = (statistics.median(r[key] for r in runs) for key in ("cpu", "sweep"))
+        print(f"{name:6} median search {cpu:.3f} s, sweep proofs {sweep:.4f} s,",
+              f"evaluations {sorted({r['evaluations'] for r in runs})}")  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("task", help="a task file")
+    p.add_argument("--before", help="the other src/timor_core (alternated with this checkout's)")
+    p.add_argument("--replay", action="store_true", help="replay one search's sweep proofs both ways")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # (one search; its figures as JSON)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(search(args.task)))
+    if args.replay:
+        replay(args.task, args.rounds)
+    if args.before:
+        alternate(args.task, args.before, args.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
