@@ -110,6 +110,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.search.filtering.proof_kernel", "numba"): (153.8, "start-up"),
     ("timor_core.search.filtering.proof_fused", "numba"): (153.8, "start-up"),  # (proof_kernel's: the same numba)
     ("timor_core.search.filtering.sweep_bound", "numba"): (153.8, "start-up"),
+    ("timor_core.search.filtering.sweep_fused", "numba"): (153.8, "start-up"),  # (proof_kernel's: the same numba)
     ("timor_core.search.evaluation.result", "timor_core.model.assembly"): (4.7, "start-up"),
     ("timor_core.search.exhaustive_search.shard_share", "distributed"): (238.3, "optional extra cluster"),
     ("timor_core.search.exhaustive_search.shard_worker", "distributed"): (237.1, "optional extra cluster"),
