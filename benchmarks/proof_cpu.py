@@ -6,29 +6,30 @@
 
 Each search runs ``ExhaustiveSearch(order="cost", workers=1)`` on experiment 2's space in a fresh process
 (``nice -n 5``, ``TIMOR_COMPILED=1``), with this checkout's ``src/timor_core`` ("after") and ``--before``'s, one
-right after the other, the order swapped every round. Timed with ``time.process_time`` in the process: the family
-filter's proofs (``FamilyProofs._prove``: ``prove``), its calls that prove (``FamilyProofs.refusal``: ``refusal``,
-the certificates' and witnesses' checks included) and the search call (``search``); counted: the proofs run and the
-evaluations. Prints every run, then per task and tree the medians.
+right after the other, the order swapped every round (``cost_order_cpu.alternated``). Timed with
+``time.process_time`` in the process: the family filter's proofs (``FamilyProofs._prove``: ``prove``), its calls
+that prove (``FamilyProofs.refusal``: ``refusal``, the certificates' and witnesses' checks included) and the search
+call (``search``); counted: the proofs run and the evaluations. Prints every run, then per task and tree the
+medians. Remove ``search/filtering/__pycache__`` and build the kernels anew in a tree whose kernels changed (see
+benchmarks/README.md, s49-edge).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
-from pathlib import Path
+
+from cost_order_cpu import alternated
 
 CHILD = r"""
 import json, sys, time
 from timor_core.search.filtering import family_proof
-spent = {"prove": 0.0, "refusal": 0.0}
+spent = {"prove": 0.0, "refusal": 0.0, "proofs": 0}  # (FamilyProofs.proofs counts the calls of _prove)
 def timed(name, function):
     def wrapper(*args, **kwargs):
         t = time.process_time()
+        spent["proofs"] += name == "prove"
         try:
             return function(*args, **kwargs)
         finally:
@@ -36,12 +37,6 @@ def timed(name, function):
     return wrapper
 family_proof.FamilyProofs._prove = timed("prove", family_proof.FamilyProofs._prove)
 family_proof.FamilyProofs.refusal = timed("refusal", family_proof.FamilyProofs.refusal)
-made = []
-init = family_proof.FamilyProofs.__init__
-def keep(self, *args, **kwargs):
-    init(self, *args, **kwargs)
-    made.append(self)
-family_proof.FamilyProofs.__init__ = keep
 from timor_core import ModulesDB
 from timor_core.search import paper_exp2_space
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
@@ -51,8 +46,7 @@ search = ExhaustiveSearch(space, cost="mass", workers=1, progress=False, order="
 c0 = time.process_time()
 r = search.optimize(task, db)
 c1 = time.process_time()
-print(json.dumps({"search": c1 - c0, "evaluations": r.evaluations, "cost": r.best_cost,
-                  "proofs": sum(f.proofs for f in made), **spent}))
+print(json.dumps({"search": c1 - c0, "evaluations": r.evaluations, "cost": r.best_cost, **spent}))
 """
 KEYS = ("prove", "refusal", "search")
 
@@ -63,19 +57,12 @@ def main() -> int:
     p.add_argument("--before", required=True, help="the other src/timor_core")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    trees = [("before", args.before), ("after", str(Path(__file__).resolve().parent.parent / "src" / "timor_core"))]
     out: dict = {}
-    for k in range(args.rounds):
-        for task in args.tasks:
-            for name, path in trees if k % 2 == 0 else trees[::-1]:
-                env = dict(os.environ, PYTHONPATH=path, TIMOR_COMPILED="1")
-                cmd = ["nice", "-n", "5", sys.executable, "-c", CHILD, task]
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
-                r = json.loads(proc.stdout.strip().splitlines()[-1])
-                out.setdefault((Path(task).stem, name), []).append(r)
-                times = " ".join(f"{key} {r[key]:.3f}" for key in KEYS)
-                print(f"{k} {Path(task).stem} {name} {times} s, {r['proofs']} proofs, {r['evaluations']} evaluated,"
-                      f" load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    for k, task, name, r in alternated(args.tasks, args.before, args.rounds, CHILD):
+        out.setdefault((task, name), []).append(r)
+        times = " ".join(f"{key} {r[key]:.3f}" for key in KEYS)
+        print(f"{k} {task} {name} {times} s, {r['proofs']} proofs, {r['evaluations']} evaluated,"
+              f" load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     for (task, name), runs in sorted(out.items()):
         times = ", ".join(f"{key} {statistics.median(r[key] for r in runs):.3f}" for key in KEYS)
         seen = sorted({(r["proofs"], r["evaluations"]) for r in runs})
