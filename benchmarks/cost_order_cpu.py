@@ -20,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 CHILD = r"""
@@ -53,19 +54,12 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    trees = [("before", args.before), ("after", str(Path(__file__).resolve().parent.parent / "src" / "timor_core"))]
     out: dict = {}
-    for k in range(args.rounds):
-        for task in args.tasks:
-            for name, path in trees if k % 2 == 0 else trees[::-1]:
-                env = dict(os.environ, PYTHONPATH=path, TIMOR_COMPILED="1")
-                cmd = ["nice", "-n", "5", sys.executable, "-c", CHILD, task, str(args.workers)]
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-                r = json.loads(proc.stdout.strip().splitlines()[-1])
-                out.setdefault((Path(task).stem, name), []).append(r)
-                load = os.getloadavg()[0]
-                print(f"{k} {Path(task).stem} {name} cpu {r['cpu']:.2f} s wall {r['wall']:.2f} s", end=" ")
-                print(f"{r['evaluations']} evaluated, look-up {_per(r):.2f} us/assembly, load {load:.1f}", flush=True)
+    for k, task, name, r in alternated(args.tasks, args.before, args.rounds, CHILD, str(args.workers)):
+        out.setdefault((task, name), []).append(r)
+        print(f"{k} {task} {name} cpu {r['cpu']:.2f} s wall {r['wall']:.2f} s", end=" ")
+        load = os.getloadavg()[0]
+        print(f"{r['evaluations']} evaluated, look-up {_per(r):.2f} us/assembly, load {load:.1f}", flush=True)
     for (task, name), runs in sorted(out.items()):
         cpu, wall = (statistics.median(r[key] for r in runs) for key in ("cpu", "wall"))
         counts = sorted({r["evaluations"] for r in runs})
@@ -73,6 +67,20 @@ def main() -> int:
         print(f"{task:14} {name:6} median CPU {cpu:.2f} s, wall {wall:.2f} s, look-up {look:.2f} us/assembly", end="")
         print(f" ({statistics.median(r['lookup'] for r in runs):.3f} s), evaluations {counts}")
     return 0
+
+
+def alternated(tasks: list[str], before: str, rounds: int, child: str, *args: str) -> Iterator[tuple]:
+    """Per round, task and tree (this checkout's ``src/timor_core`` "after" and ``before``, one right after the
+    other, the order swapped every round): the round, the task's name, the tree's and the JSON the ``child`` script
+    printed last (run as ``python -c child TASK *args`` in a fresh process, ``nice -n 5``, ``TIMOR_COMPILED=1``)."""
+    trees = [("before", before), ("after", str(Path(__file__).resolve().parent.parent / "src" / "timor_core"))]
+    for k in range(rounds):
+        for task in tasks:
+            for name, path in trees if k % 2 == 0 else trees[::-1]:
+                env = dict(os.environ, PYTHONPATH=path, TIMOR_COMPILED="1")
+                cmd = ["nice", "-n", "5", sys.executable, "-c", child, task, *args]
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=True)
+                yield k, Path(task).stem, name, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _per(run: dict) -> float:

@@ -46,8 +46,8 @@ def build(folder: Path | None = None) -> Path:
     remove older builds there; the file's path. A TimorError where the compiler fails."""
     others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
     kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels()}
-    kernels["fused_proof"] = proof_fused.for_build()
-    kernels["fused_sweep"] = sweep_fused.for_build()
+    kernels["fused_proof"] = proof_fused.for_build(cache=False)  # (numba's cache could give stale bounds: s49)
+    kernels["fused_sweep"] = sweep_fused.for_build(cache=False)
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
 

@@ -202,12 +202,13 @@ def calling_compiled_fused(jit: Any) -> Any:
     return types.FunctionType(fused_proof.__code__, names, fused_proof.__name__)
 
 
-def for_build() -> Any:
+def for_build(cache: bool = True) -> Any:
     """:func:`fused_proof` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s build,
-    or :func:`fused_kernel` where none is built)."""
+    or :func:`fused_kernel` where none is built). ``cache``: numba's on-disk cache for the helpers (it checks only
+    each function's own file, not the kernels of :mod:`.proof_kernel` they take in, so a build does without it)."""
     import numba  # noqa: PLC0415 (only once the process compiles its kernels)
 
-    return calling_compiled_fused(numba.njit(cache=True, fastmath=False, nogil=True))
+    return calling_compiled_fused(numba.njit(cache=cache, fastmath=False, nogil=True))
 
 
 @functools.cache

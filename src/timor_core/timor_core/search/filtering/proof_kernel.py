@@ -387,18 +387,22 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
 
 
 def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess, centre):
-    """Per box: ``excess`` set to inf where the orientation bounds refuse it, and where ``centre`` has a place per
-    box, the centre's miss less ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether
-    a box centre is within ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
+    """Per box: ``excess`` set to inf where the orientation bounds refuse it (the angle less ``sum_i h_i``; per axis
+    to first order; :func:`~.proof_numpy.one_joint`), and where ``centre`` has a place per box, the centre's miss less
+    ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether a box centre is within
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
     m, n = half.shape
     found, least, centres = False, math.cos(theta), len(centre) == m
+    seen_h, cos_h, sin_h, seen_t, cos_t = -1.0, 1.0, 0.0, -1.0, 1.0  # (the last h's and others' sum's terms)
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
-        trace, total = 0.0, 0.0
+        trace, total, j = 0.0, 0.0, 0
         for k in range(3):
             trace += rot[b, 0, k] * gaxes[k, 0] + rot[b, 1, k] * gaxes[k, 1] + rot[b, 2, k] * gaxes[k, 2]
         for i in range(n):
             total += half[b, i]
+            if half[b, i] > half[b, j]:  # (j: the widest joint, the first on a tie)
+                j = i
         turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
         if miss <= slack + near_pos and turn <= theta + near_angle:
@@ -422,6 +426,21 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
                 cos_i = ax * tx + ay * ty + az * tz
                 top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
             off = top < least
+        h = half[b, j]
+        if not off and turn - (total - h) > theta:  # (else the least angle, at most ``turn``, refuses nothing)
+            ax, ay, az, w, q = jaxes[b, j, 0], jaxes[b, j, 1], jaxes[b, j, 2], 0.0, -trace
+            for k in range(3):
+                tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
+                gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
+                w += ax * (ty * gz - tz * gy) + ay * (tz * gx - tx * gz) + az * (tx * gy - ty * gx)
+                q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
+            if h != seen_h:  # (siblings share most half-widths)
+                seen_h, cos_h, sin_h = h, math.cos(h), math.sin(h)
+            if total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
+                seen_t, cos_t = total - h, math.cos(min(theta + total - h, math.pi))
+            r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
+            top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
+            off = (trace + q + top - 1.0) / 2.0 < cos_t
         if off:
             excess[b] = math.inf
     return found

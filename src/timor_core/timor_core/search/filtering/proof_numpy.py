@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BoxGoal", "chain_frames", "halve_boxes_numpy", "measure_boxes_numpy"]
+__all__ = ["BoxGoal", "chain_frames", "halve_boxes_numpy", "measure_boxes_numpy", "one_joint"]
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,28 @@ def measure_boxes_numpy(
         grad = np.einsum("mnj,mkj->mnk", axes, _cross(frames, gaxes))
         top = cos_k + np.einsum("mnk,mn->mk", np.abs(grad), half) + np.einsum("mn,mnk->mk", rest, sines)
         turned = (turn - half.sum(axis=1) > theta) | np.any(top < math.cos(theta), axis=1)
+        turned |= one_joint(rot, axes, half, gaxes, cos_k.sum(axis=1)) > theta
         excess = np.where(turned, math.inf, excess)
     return excess, found, reach[:, 0] + goal.rot_weight
+
+
+def one_joint(rot: np.ndarray, axes: np.ndarray, half: np.ndarray, gaxes: np.ndarray, trace: np.ndarray) -> np.ndarray:
+    """Per box, a lower bound of the angle between the TCP's rotation and the goal's over the box (``trace``: at its
+    centre, ``tr(R_g^T R)``): the box's widest joint j taken exactly, the others by the metric. Turning
+    joint i by d turns the TCP by |d| (a left factor of angle |d|), so the angle is at least the least angle over
+    j's interval at the others' centre angles less ``sum_(i != j) h_i``; turning joint j by d about its axis ``z``
+    (Rodrigues) makes the trace ``trace + Q + W sin d - Q cos d``, ``W = z . sum_k t_k x g_k``, ``Q = sum_k (z . t_k)
+    (z . g_k) - trace``, whose most over |d| <= h is ``sqrt(W^2 + Q^2)`` where its peak lies within, else at an end.
+    ``rot`` (M, 3, 3): column k the TCP's axis k; ``axes`` (M, n, 3) the joints'; ``gaxes``: row k the goal's."""
+    rows = np.arange(len(half))
+    j = np.argmax(half, axis=1)  # (the first on a tie, as the compiled loop)
+    h, z = half[rows, j], axes[rows, j]
+    frames = np.swapaxes(rot, 1, 2)  # row k: the TCP's axis k
+    w = np.einsum("mj,mkj->m", z, _cross(frames, gaxes))
+    q = np.einsum("mk,mk->m", np.einsum("mj,mkj->mk", z, frames), z @ gaxes.T) - trace
+    r = np.sqrt(w * w + q * q)
+    top = np.where((h >= math.pi) | (-q >= r * np.cos(h)), r, np.abs(w) * np.sin(h) - q * np.cos(h))
+    return np.arccos(np.clip((trace + q + top - 1.0) / 2.0, -1.0, 1.0)) - (half.sum(axis=1) - h)
 
 
 def halve_boxes_numpy(

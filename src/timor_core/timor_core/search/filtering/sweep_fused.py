@@ -141,17 +141,18 @@ def calling_compiled_sweep(jit: Any) -> Any:
     return types.FunctionType(fused_sweep.__code__, names, fused_sweep.__name__)
 
 
-def _numba_jit() -> Any:
+def _numba_jit(cache: bool = True) -> Any:
     """numba's compiler as the proofs' kernels use it (imported only once a process compiles its kernels)."""
     import numba  # noqa: PLC0415
 
-    return numba.njit(cache=True, fastmath=False, nogil=True)
+    return numba.njit(cache=cache, fastmath=False, nogil=True)
 
 
-def for_build() -> Any:
+def for_build(cache: bool = True) -> Any:
     """:func:`fused_sweep` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s
-    build, or :func:`sweep_kernel` where none is built)."""
-    return calling_compiled_sweep(_numba_jit())
+    build, or :func:`sweep_kernel` where none is built). ``cache``: numba's on-disk cache for the helpers (as
+    :func:`~.proof_fused.for_build`: a build does without it)."""
+    return calling_compiled_sweep(_numba_jit(cache))
 
 
 @functools.cache
