@@ -152,6 +152,29 @@ def test_a_recent_certificate_costs_a_head_sum_only_where_the_last_row_leaves_ro
     assert len(looked) > 100 and all(looked), (len(looked), looked.count(False))
 
 
+@pytest.mark.parametrize("cap", [2, 8192])
+def test_an_equal_cuts_answer_is_taken_while_its_certificates_hold(monkeypatch, cap):
+    """Most of the fixed long run's assemblies are answered by an equal cut's answer (``cut_verdicts``: staged
+    with their goal, not covered again) and every answer is the one-at-a-time one, with certificates added to goals
+    before the kept answers' (cap 8192) and families' certificates halved again and again (cap 2: a covering
+    certificate forgotten; fails if a halved goal's answers are kept, and with certificates added if the later
+    goals' are)."""
+    monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
+    real, reused = batch_decide.BatchLookup._extend, []
+
+    def spy(self, proofs, items, same, bound):
+        before = len(self._state)
+        real(self, proofs, items, same, bound)
+        reused.extend(goal for goal in self._state[before:] if goal >= 0)
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
+    for seed in (0, 1):
+        one, _ = _run(None, 0, N, None, seed)
+        many, _ = _run(256, 0, N, None, seed)
+        assert many == one
+    assert len(reused) >= N // 2 and 1 in reused, (len(reused), set(reused))
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     runs=st.lists(st.tuples(st.booleans(), st.integers(0, 40)), min_size=1, max_size=40),

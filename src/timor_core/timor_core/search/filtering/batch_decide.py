@@ -32,6 +32,7 @@ import numpy as np
 from timor_core.limits import limits
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
+from timor_core.search.filtering.cut_verdicts import Verdicts
 from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
@@ -60,6 +61,8 @@ class BatchLookup:
         self._heads: list[Any] = []  # (their kept heads and last rows: the cut rows are the head's and the last)
         self._lasts: list[tuple] = []
         self._state: list[int] = []
+        self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
+        self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
         self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
         self._broke = False  # the staging stopped at a cut it cannot stage
         self._fresh = 0  # the cuts staged from here on are not covered yet
@@ -99,14 +102,16 @@ class BatchLookup:
         if not self.on or not items:
             return []
         out: list[int] = []
+        changes = self._changes()  # (before the staging: it reads the answers kept per cut, ``_verdicts``)
         self._stage(items, bound, len(self._ids) < len(items) // 2)  # (else those staged before suffice for now)
         while True:
-            self._cover()
+            self._cover(*changes)
+            changes = ({}, {})
             if self._resolve(items, bound, out) or self._broke or len(out) == len(items):
                 break
             self._stage(items, bound, True)  # every cut staged was refused: stage the rest
         drop = len(out) + 1  # (the next one: the caller's, one at a time)
-        for kept in (self._ids, self._families, self._heads, self._lasts, self._state):
+        for kept in (self._ids, self._families, self._heads, self._lasts, self._state, self._keys):
             del kept[:drop]
         self._fresh = max(0, self._fresh - drop)
         return out
@@ -145,6 +150,7 @@ class BatchLookup:
             self._recent.clear()
             self._serials.clear()
             del self._certs[:], self._signs[:]
+            self._verdicts.clear()
             self._key = None
             self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
         staged_ids, same = self._ids, 0
@@ -154,7 +160,7 @@ class BatchLookup:
                 same += 1
         if same < len(staged_ids) or key != self._key:
             self._key, self._broke = key, False
-            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state):
+            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
                 del kept_list[same:]
             self._fresh = min(self._fresh, same)
         if not extend or self._broke:
@@ -178,8 +184,8 @@ class BatchLookup:
         most_modules, most_dof = bounds.max_modules, bounds.max_dof
         fewest, most, top = self._passing(most_modules, most_dof, bound)
         staged_ids, families, state = self._ids, self._families, self._state
-        staged_heads, lasts = self._heads, self._lasts
-        get_kind, get_head, low = kinds.get, heads.get, -math.inf
+        staged_heads, lasts, keys, verdicts = self._heads, self._lasts, self._keys, self._verdicts
+        get_kind, get_head, low, answers, epochs = kinds.get, heads.get, -math.inf, verdicts.answers, verdicts.epochs
         least_dof, most_dof_too = most
         for price, ids in items[same:]:
             tupled = ids if ids.__class__ is tuple else tuple(ids)
@@ -211,11 +217,17 @@ class BatchLookup:
             ) and not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
                 self._broke = True
                 break
+            shape = head.shape
+            if shape[0] != numbering:  # (the head's rows by value: ``Verdicts.shape``)
+                shape = head.shape = (numbering, verdicts.shape(head.rows))
+            key = (number[1], shape[1], got[4])
+            found = answers.get(key)  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
             staged_ids.append(ids)
             families.append(number[1])
             staged_heads.append(head)
             lasts.append(got[1])
-            state.append(_PENDING)
+            keys.append(key)
+            state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else _PENDING)
 
     def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
         """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
@@ -253,7 +265,7 @@ class BatchLookup:
         number = self._numbers.get((head.rotations, last[0]))
         if number is None:
             number = self._number(proofs, head.rotations, last[0])
-        got = (stamp, last[2], last[0], kept.tails[key][1])
+        got = (stamp, last[2], last[0], kept.tails[key][1], self._verdicts.last(last[2]))
         if head.seen == stamp[1]:
             if head.ends is None:
                 head.ends = self._ends.setdefault((head.entry, head.carry), {})
@@ -264,8 +276,10 @@ class BatchLookup:
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
         number = self._numbers[rotations, last] = len(self._certs)
-        self._certs.append(proofs.family_of((*rotations, last)))
-        self._signs.append(())
+        certs = proofs.family_of((*rotations, last))
+        self._certs.append(certs)
+        self._signs.append(tuple([(c.size, c.forgotten) for c in certs]))  # (as covered: this call covers its cuts)
+        self._verdicts.family(len(certs))
         return number
 
     def _kept(self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float) -> Any:
@@ -280,21 +294,31 @@ class BatchLookup:
             return None
         return cr.kept.keep(proofs, ids, join)
 
-    def _cover(self) -> None:
-        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
-        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call and those of the
-        families whose certificates changed since (added or halved)."""
-        state, families, signs = self._state, self._families, self._signs
-        changed: dict[int, int] = {}  # per family whose certificates changed: the first goal whose did
-        sizes: dict[int, list[int]] = {}  # per family whose certificates were only added to: their sizes before
+    def _changes(self) -> tuple[dict[int, int], dict[int, list[int]]]:
+        """The families whose certificates changed since they were last covered (added or halved): per family the
+        first goal whose did (-1: some were halved), and per family only added to, its sizes before; the answers
+        kept per cut that no longer hold so are marked (:meth:`~.cut_verdicts.Verdicts.changed`)."""
+        signs, verdicts = self._signs, self._verdicts
+        changed: dict[int, int] = {}
+        sizes: dict[int, list[int]] = {}
         for fid, certs in enumerate(self._certs):
             sign = tuple([(c.size, c.forgotten) for c in certs])
             if sign != signs[fid]:
                 was, signs[fid] = signs[fid], sign
+                first = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b)
                 added = len(was) == len(sign) and all(a[1] == b[1] for a, b in zip(was, sign, strict=True))
-                changed[fid] = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b) if added else -1
+                changed[fid] = first if added else -1
+                verdicts.changed(fid, first, not added)
                 if added:
                     sizes[fid] = [size for size, _ in was]
+        return changed, sizes
+
+    def _cover(self, changed: dict[int, int], sizes: dict[int, list[int]]) -> None:
+        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
+        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call that no equal cut's
+        answer decided (:mod:`.cut_verdicts`) and those of the families whose certificates changed since
+        (:meth:`_changes`); each cut's answer kept for the equal cuts to come."""
+        state, families = self._state, self._families
         groups: dict[int, list[int]] = {}
         grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
         for j in range(self._fresh) if changed else ():
@@ -305,9 +329,11 @@ class BatchLookup:
         for fid, at in grown.items():
             self._added(fid, sizes[fid], at)
         for j in range(self._fresh, len(state)):
-            groups.setdefault(families[j], []).append(j)
+            if state[j] == _PENDING:
+                groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
-        for fid, at in groups.items():
+        for fid, group in groups.items():
+            at = group
             for j in at:
                 state[j] = _PENDING
             for goal, certs in enumerate(self._certs[fid]):
@@ -318,6 +344,16 @@ class BatchLookup:
             for j in at:
                 if state[j] == _PENDING:
                     state[j] = _NONE
+        self._note(groups, grown)
+
+    def _note(self, *covered: dict[int, list[int]]) -> None:
+        """Keep the answers of the cuts just covered (by a goal: not ``_UNSURE`` or ``_NONE``) for equal cuts."""
+        state, keys, note = self._state, self._keys, self._verdicts.note
+        for groups in covered:
+            for at in groups.values():
+                for j in at:
+                    if state[j] >= 0:
+                        note(keys[j], state[j])
 
     def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
         """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its

@@ -50,6 +50,7 @@ class Head:
     numbers: dict[bytes, tuple] = field(default_factory=dict)  # per last rotation: a batch's family number
     sums: dict[int, float] = field(default_factory=dict)  # per certificate a batch tried: its distance to ``rows``
     parent: Head | None = None  # the head it was grown from (its rows: the first of ``rows``), if it was
+    shape: tuple[int, int] = (-1, -1)  # a batch's (numbering, number of its ``rows`` by value): ``BatchLookup``
 
 
 Tail = tuple[tuple[Any, ...], int]
