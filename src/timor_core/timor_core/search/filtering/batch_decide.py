@@ -42,7 +42,6 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _PENDING, _UNSURE, _NONE = -1, -2, -3
-_NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
 
@@ -171,11 +170,12 @@ class BatchLookup:
     def _extend(
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
-        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
-        to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs from the joint on (``Head.ends``:
-        one per entry connector and carried length) and its family's number by the last rotation (``Head.numbers``),
-        read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the
-        segments, heads, tails and numbers are the same (the stamps); an equal cut's answer (:mod:`.cut_verdicts`)."""
+        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (a look-up by
+        the IDs up to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one dictionary for the
+        heads of one entry connector and carried length, which give the same last segment) and its family's number
+        by the last rotation (``Head.numbers``): read once by :meth:`_staging` the way ``Kept.known``, ``Kept.end``
+        and :meth:`_number` read them, and valid while the segments known, the heads and tails kept and the family
+        numbers are the same (the stamps; a kept segment or head is replaced only when segments were added)."""
         cr = self.certified
         segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
         kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
@@ -194,7 +194,9 @@ class BatchLookup:
             while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
                 at -= 1
                 kind = get_kind(tupled[at]) if at >= 0 else None
-            got = number = head = _NOTHING
+            got: Any = None
+            number: Any = None
+            head: Any = None
             if kind:
                 head = get_head(tupled[: at + 1])
                 if head is not None and head.seen == count and head.ends is not None:
@@ -203,8 +205,6 @@ class BatchLookup:
                         number = head.numbers.get(got[2])
                         if number is None or number[0] != numbering:  # (a new family of a head staged)
                             number = self._renumber(proofs, head, got[2])
-                elif head is None:  # (not kept: its parent's, where the run to the last joint is straight)
-                    head, got, number = self._straight(proofs, tupled, at, stamp)
             if number is None:
                 head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
                 if head is None:
@@ -271,21 +271,7 @@ class BatchLookup:
                 head.ends = self._ends.setdefault((head.entry, head.carry), {})
             head.ends[key[0]] = got
             head.numbers[last[0]] = (stamp[0], number)
-            self.certified.kept.straighten(head, ids, got)
         return head, got, (stamp[0], number)
-
-    def _straight(self, proofs: FamilyProofs, ids: tuple[str, ...], at: int, stamp: tuple) -> Any:
-        """:meth:`_staging` of an assembly whose head is not kept from the head's parent where the run between them
-        is straight (``Kept.straight``: no head made); ``(parent, got, number)`` as :meth:`_staging` returns them
-        (with the DOF after the parent's joint), or ``(None, None, None)``: not kept so."""
-        found = self.certified.kept.straight(proofs.segments.kinds, ids, at, stamp)
-        if found is None:
-            return None, None, None
-        parent, got = found
-        number = parent.numbers.get(got[2])
-        if number is None or number[0] != stamp[0]:
-            number = self._renumber(proofs, parent, got[2])
-        return parent, got, number
 
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
@@ -358,7 +344,16 @@ class BatchLookup:
             for j in at:
                 if state[j] == _PENDING:
                     state[j] = _NONE
-        self._verdicts.keep(state, self._keys, groups, grown)
+        self._note(groups, grown)
+
+    def _note(self, *covered: dict[int, list[int]]) -> None:
+        """Keep the answers of the cuts just covered (by a goal: not ``_UNSURE`` or ``_NONE``) for equal cuts."""
+        state, keys, note = self._state, self._keys, self._verdicts.note
+        for groups in covered:
+            for at in groups.values():
+                for j in at:
+                    if state[j] >= 0:
+                        note(keys[j], state[j])
 
     def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
         """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its
