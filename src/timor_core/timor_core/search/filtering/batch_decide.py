@@ -42,6 +42,7 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _PENDING, _UNSURE, _NONE = -1, -2, -3
+_NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
 
@@ -170,12 +171,11 @@ class BatchLookup:
     def _extend(
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
-        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (a look-up by
-        the IDs up to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one dictionary for the
-        heads of one entry connector and carried length, which give the same last segment) and its family's number
-        by the last rotation (``Head.numbers``): read once by :meth:`_staging` the way ``Kept.known``, ``Kept.end``
-        and :meth:`_number` read them, and valid while the segments known, the heads and tails kept and the family
-        numbers are the same (the stamps; a kept segment or head is replaced only when segments were added)."""
+        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
+        to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one per entry connector and carried
+        length) and its family's number by the last rotation (``Head.numbers``), read once by :meth:`_staging` as
+        ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the segments, heads, tails and numbers
+        are the same (the stamps); and an equal cut's answer if one holds (:mod:`.cut_verdicts`)."""
         cr = self.certified
         segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
         kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
@@ -194,9 +194,7 @@ class BatchLookup:
             while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
                 at -= 1
                 kind = get_kind(tupled[at]) if at >= 0 else None
-            got: Any = None
-            number: Any = None
-            head: Any = None
+            got = number = head = _NOTHING
             if kind:
                 head = get_head(tupled[: at + 1])
                 if head is not None and head.seen == count and head.ends is not None:
@@ -344,16 +342,7 @@ class BatchLookup:
             for j in at:
                 if state[j] == _PENDING:
                     state[j] = _NONE
-        self._note(groups, grown)
-
-    def _note(self, *covered: dict[int, list[int]]) -> None:
-        """Keep the answers of the cuts just covered (by a goal: not ``_UNSURE`` or ``_NONE``) for equal cuts."""
-        state, keys, note = self._state, self._keys, self._verdicts.note
-        for groups in covered:
-            for at in groups.values():
-                for j in at:
-                    if state[j] >= 0:
-                        note(keys[j], state[j])
+        self._verdicts.keep(state, self._keys, groups, grown)
 
     def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
         """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its

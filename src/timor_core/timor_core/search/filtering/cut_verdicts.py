@@ -57,6 +57,15 @@ class Verdicts:
         """Keep ``goal`` as the answer of the cut ``key``."""
         self.answers[key] = (goal, self.epochs[key[0]][goal])
 
+    def keep(self, answers: list[int], keys: list[tuple[int, int, int]], *covered: dict[int, list[int]]) -> None:
+        """:meth:`note` the answers of the cuts just covered (``answers[j]`` of each ``j`` of ``covered``' lists, if a
+        goal: not one of the negative marks) with their keys."""
+        for groups in covered:
+            for at in groups.values():
+                for j in at:
+                    if answers[j] >= 0:
+                        self.note(keys[j], answers[j])
+
     def get(self, key: tuple[int, int, int]) -> int | None:
         """The answer kept for the cut ``key`` if it still holds, else None."""
         found = self.answers.get(key)
