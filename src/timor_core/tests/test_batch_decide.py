@@ -27,7 +27,7 @@ from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.exhaustive_search import shard_worker
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
 from timor_core.search.exhaustive_search.shard_worker import ShardState
-from timor_core.search.filtering import batch_decide, family_proof
+from timor_core.search.filtering import batch_decide, family_proof, kept_heads
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson, distance
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -173,6 +173,32 @@ def test_an_equal_cuts_answer_is_taken_while_its_certificates_hold(monkeypatch, 
         many, _ = _run(256, 0, N, None, seed)
         assert many == one
     assert len(reused) >= N // 2 and 1 in reused, (len(reused), set(reused))
+
+
+def test_an_assembly_after_a_straight_run_is_staged_from_its_heads_parent(monkeypatch):
+    """Where the run between an assembly's last two joints is straight (its head's rows and rotations are its
+    parent's), the batch stages it from the parent (``Kept.straight``: no head made), and a longer head whose parent
+    was not made grows it from the nearest kept ancestor (``Kept._ancestry``); every answer is the one-at-a-time
+    one (fails where a run that is not straight is noted as one: the cut then misses the head's last row)."""
+    real, ancestry, found = kept_heads.Kept.straight, kept_heads.Kept._ancestry, []
+
+    def straight(self, kinds, ids, at, stamp):
+        got = real(self, kinds, ids, at, stamp)
+        found.append(got is not None)
+        return got
+
+    def grown(self, ids, at, kinds, steps, joiner):
+        head = ancestry(self, ids, at, kinds, steps, joiner)
+        found.append(2 if head is not None else 3)
+        return head
+
+    monkeypatch.setattr(kept_heads.Kept, "straight", straight)
+    monkeypatch.setattr(kept_heads.Kept, "_ancestry", grown)
+    for seed in (0, 3):
+        one, _ = _run(None, 0, N, None, seed)
+        many, _ = _run(256, 0, N, None, seed)
+        assert many == one
+    assert found.count(True) >= N // 10 and 2 in found, (found.count(True), found.count(2), len(found))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

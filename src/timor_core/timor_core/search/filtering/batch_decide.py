@@ -172,10 +172,10 @@ class BatchLookup:
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
         """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
-        to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one per entry connector and carried
-        length) and its family's number by the last rotation (``Head.numbers``), read once by :meth:`_staging` as
-        ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the segments, heads, tails and numbers
-        are the same (the stamps); and an equal cut's answer if one holds (:mod:`.cut_verdicts`)."""
+        to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs from the joint on (``Head.ends``:
+        one per entry connector and carried length) and its family's number by the last rotation (``Head.numbers``),
+        read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the
+        segments, heads, tails and numbers are the same (the stamps); an equal cut's answer (:mod:`.cut_verdicts`)."""
         cr = self.certified
         segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
         kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
@@ -203,6 +203,8 @@ class BatchLookup:
                         number = head.numbers.get(got[2])
                         if number is None or number[0] != numbering:  # (a new family of a head staged)
                             number = self._renumber(proofs, head, got[2])
+                elif head is None:  # (not kept: its parent's, where the run to the last joint is straight)
+                    head, got, number = self._straight(proofs, tupled, at, stamp)
             if number is None:
                 head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
                 if head is None:
@@ -269,7 +271,21 @@ class BatchLookup:
                 head.ends = self._ends.setdefault((head.entry, head.carry), {})
             head.ends[key[0]] = got
             head.numbers[last[0]] = (stamp[0], number)
+            self.certified.kept.straighten(head, ids, got)
         return head, got, (stamp[0], number)
+
+    def _straight(self, proofs: FamilyProofs, ids: tuple[str, ...], at: int, stamp: tuple) -> Any:
+        """:meth:`_staging` of an assembly whose head is not kept from the head's parent where the run between them
+        is straight (``Kept.straight``: no head made); ``(parent, got, number)`` as :meth:`_staging` returns them
+        (with the DOF after the parent's joint), or ``(None, None, None)``: not kept so."""
+        found = self.certified.kept.straight(proofs.segments.kinds, ids, at, stamp)
+        if found is None:
+            return None, None, None
+        parent, got = found
+        number = parent.numbers.get(got[2])
+        if number is None or number[0] != stamp[0]:
+            number = self._renumber(proofs, parent, got[2])
+        return parent, got, number
 
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
