@@ -27,7 +27,7 @@ from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.exhaustive_search import shard_worker
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
 from timor_core.search.exhaustive_search.shard_worker import ShardState
-from timor_core.search.filtering import batch_decide, family_proof, kept_heads
+from timor_core.search.filtering import batch_decide, cut_verdicts, family_proof, kept_heads
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson, distance
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -173,6 +173,23 @@ def test_an_equal_cuts_answer_is_taken_while_its_certificates_hold(monkeypatch, 
         many, _ = _run(256, 0, N, None, seed)
         assert many == one
     assert len(reused) >= N // 2 and 1 in reused, (len(reused), set(reused))
+
+
+def test_the_answers_kept_are_bounded_and_forgotten_with_the_family_numbers(monkeypatch):
+    """Past ``MAX_VERDICTS`` answers and numbered rows the look-up numbers its families anew (everything kept per
+    cut forgotten with the old numbers): bounded memory, and every answer still the one-at-a-time one."""
+    monkeypatch.setattr(cut_verdicts, "MAX_VERDICTS", 64)
+    most, full = [], cut_verdicts.Verdicts.full
+
+    def watched(self):
+        most.append(len(self.answers) + len(self.rows) + len(self.lasts))
+        return full(self)
+
+    monkeypatch.setattr(cut_verdicts.Verdicts, "full", watched)
+    one, _ = _run(None, 0, N, None, 5)
+    many, counts = _run(256, 0, N, None, 5)
+    assert many == one and counts[0] >= N // 2
+    assert most.count(0) >= 5 and max(most) < 64 + 256 * 3, (most.count(0), max(most))  # (emptied again and again)
 
 
 def test_an_assembly_after_a_straight_run_is_staged_from_its_heads_parent(monkeypatch):

@@ -145,7 +145,7 @@ class BatchLookup:
         proofs = ctx.family_proofs or FamilyProofs.of(ctx)
         kept.use(proofs)
         key = (proofs, len(proofs.segments.steps), bound)
-        if len(self._certs) >= _FAMILIES or proofs is not self._proofs:  # (a few per task) forgotten, with the cuts
+        if len(self._certs) >= _FAMILIES or proofs is not self._proofs or self._verdicts.full():  # (a few a task)
             self._proofs = proofs
             self._numbers.clear()
             self._recent.clear()

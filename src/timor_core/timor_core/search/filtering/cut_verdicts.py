@@ -13,7 +13,10 @@ the answers that no longer hold so (a number per family and goal, its epoch, kep
 
 from __future__ import annotations
 
-__all__ = ["Verdicts"]
+__all__ = ["MAX_VERDICTS", "Verdicts"]
+
+MAX_VERDICTS = 1 << 18
+"""Answers and rows numbered: more, and the look-up numbers its families anew (all forgotten: bounded memory)."""
 
 
 class Verdicts:
@@ -32,6 +35,10 @@ class Verdicts:
         self.lasts.clear()
         self.answers.clear()
         self.epochs.clear()
+
+    def full(self) -> bool:
+        """Whether the answers and numbered rows reached :data:`MAX_VERDICTS` (then :meth:`clear` them)."""
+        return len(self.answers) + len(self.rows) + len(self.lasts) >= MAX_VERDICTS
 
     def shape(self, rows: tuple) -> int:
         """The number of a head's rows (equal rows, equal numbers)."""
