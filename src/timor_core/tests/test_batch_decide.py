@@ -27,7 +27,7 @@ from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.exhaustive_search import shard_worker
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
 from timor_core.search.exhaustive_search.shard_worker import ShardState
-from timor_core.search.filtering import batch_decide, family_proof
+from timor_core.search.filtering import batch_decide, cut_verdicts, family_proof, kept_heads
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson, distance
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -150,6 +150,72 @@ def test_a_recent_certificate_costs_a_head_sum_only_where_the_last_row_leaves_ro
     many, counts = _run(256, 0, N, None, 7)
     assert many == one
     assert len(looked) > 100 and all(looked), (len(looked), looked.count(False))
+
+
+@pytest.mark.parametrize("cap", [2, 8192])
+def test_an_equal_cuts_answer_is_taken_while_its_certificates_hold(monkeypatch, cap):
+    """Most of the fixed long run's assemblies are answered by an equal cut's answer (``cut_verdicts``: staged
+    with their goal, not covered again) and every answer is the one-at-a-time one, with certificates added to goals
+    before the kept answers' (cap 8192) and families' certificates halved again and again (cap 2: a covering
+    certificate forgotten; fails if a halved goal's answers are kept, and with certificates added if the later
+    goals' are)."""
+    monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
+    real, reused = batch_decide.BatchLookup._extend, []
+
+    def spy(self, proofs, items, same, bound):
+        before = len(self._state)
+        real(self, proofs, items, same, bound)
+        reused.extend(goal for goal in self._state[before:] if goal >= 0)
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
+    for seed in (0, 1):
+        one, _ = _run(None, 0, N, None, seed)
+        many, _ = _run(256, 0, N, None, seed)
+        assert many == one
+    assert len(reused) >= N // 2 and 1 in reused, (len(reused), set(reused))
+
+
+def test_the_answers_kept_are_bounded_and_forgotten_with_the_family_numbers(monkeypatch):
+    """Past ``MAX_VERDICTS`` answers and numbered rows the look-up numbers its families anew (everything kept per
+    cut forgotten with the old numbers): bounded memory, and every answer still the one-at-a-time one."""
+    monkeypatch.setattr(cut_verdicts, "MAX_VERDICTS", 64)
+    most, full = [], cut_verdicts.Verdicts.full
+
+    def watched(self):
+        most.append(len(self.answers) + len(self.rows) + len(self.lasts))
+        return full(self)
+
+    monkeypatch.setattr(cut_verdicts.Verdicts, "full", watched)
+    one, _ = _run(None, 0, N, None, 5)
+    many, counts = _run(256, 0, N, None, 5)
+    assert many == one and counts[0] >= N // 2
+    assert most.count(0) >= 5 and max(most) < 64 + 256 * 3, (most.count(0), max(most))  # (emptied again and again)
+
+
+def test_an_assembly_after_a_straight_run_is_staged_from_its_heads_parent(monkeypatch):
+    """Where the run between an assembly's last two joints is straight (its head's rows and rotations are its
+    parent's), the batch stages it from the parent (``Kept.straight``: no head made), and a longer head whose parent
+    was not made grows it from the nearest kept ancestor (``Kept._ancestry``); every answer is the one-at-a-time
+    one (fails where a run that is not straight is noted as one: the cut then misses the head's last row)."""
+    real, ancestry, found = kept_heads.Kept.straight, kept_heads.Kept._ancestry, []
+
+    def straight(self, kinds, ids, at, stamp):
+        got = real(self, kinds, ids, at, stamp)
+        found.append(got is not None)
+        return got
+
+    def grown(self, ids, at, kinds, steps, joiner):
+        head = ancestry(self, ids, at, kinds, steps, joiner)
+        found.append(2 if head is not None else 3)
+        return head
+
+    monkeypatch.setattr(kept_heads.Kept, "straight", straight)
+    monkeypatch.setattr(kept_heads.Kept, "_ancestry", grown)
+    for seed in (0, 3):
+        one, _ = _run(None, 0, N, None, seed)
+        many, _ = _run(256, 0, N, None, seed)
+        assert many == one
+    assert found.count(True) >= N // 10 and 2 in found, (found.count(True), found.count(2), len(found))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -32,6 +32,7 @@ import numpy as np
 from timor_core.limits import limits
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
+from timor_core.search.filtering.cut_verdicts import Verdicts
 from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
@@ -41,6 +42,7 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _PENDING, _UNSURE, _NONE = -1, -2, -3
+_NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
 
@@ -60,6 +62,8 @@ class BatchLookup:
         self._heads: list[Any] = []  # (their kept heads and last rows: the cut rows are the head's and the last)
         self._lasts: list[tuple] = []
         self._state: list[int] = []
+        self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
+        self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
         self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
         self._broke = False  # the staging stopped at a cut it cannot stage
         self._fresh = 0  # the cuts staged from here on are not covered yet
@@ -99,14 +103,16 @@ class BatchLookup:
         if not self.on or not items:
             return []
         out: list[int] = []
+        changes = self._changes()  # (before the staging: it reads the answers kept per cut, ``_verdicts``)
         self._stage(items, bound, len(self._ids) < len(items) // 2)  # (else those staged before suffice for now)
         while True:
-            self._cover()
+            self._cover(*changes)
+            changes = ({}, {})
             if self._resolve(items, bound, out) or self._broke or len(out) == len(items):
                 break
             self._stage(items, bound, True)  # every cut staged was refused: stage the rest
         drop = len(out) + 1  # (the next one: the caller's, one at a time)
-        for kept in (self._ids, self._families, self._heads, self._lasts, self._state):
+        for kept in (self._ids, self._families, self._heads, self._lasts, self._state, self._keys):
             del kept[:drop]
         self._fresh = max(0, self._fresh - drop)
         return out
@@ -139,12 +145,13 @@ class BatchLookup:
         proofs = ctx.family_proofs or FamilyProofs.of(ctx)
         kept.use(proofs)
         key = (proofs, len(proofs.segments.steps), bound)
-        if len(self._certs) >= _FAMILIES or proofs is not self._proofs:  # (a few per task) forgotten, with the cuts
+        if len(self._certs) >= _FAMILIES or proofs is not self._proofs or self._verdicts.full():  # (a few a task)
             self._proofs = proofs
             self._numbers.clear()
             self._recent.clear()
             self._serials.clear()
             del self._certs[:], self._signs[:]
+            self._verdicts.clear()
             self._key = None
             self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
         staged_ids, same = self._ids, 0
@@ -154,7 +161,7 @@ class BatchLookup:
                 same += 1
         if same < len(staged_ids) or key != self._key:
             self._key, self._broke = key, False
-            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state):
+            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
                 del kept_list[same:]
             self._fresh = min(self._fresh, same)
         if not extend or self._broke:
@@ -164,12 +171,11 @@ class BatchLookup:
     def _extend(
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
-        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (a look-up by
-        the IDs up to it), its last row and DOF by the IDs from the joint on (``Head.ends``: one dictionary for the
-        heads of one entry connector and carried length, which give the same last segment) and its family's number
-        by the last rotation (``Head.numbers``): read once by :meth:`_staging` the way ``Kept.known``, ``Kept.end``
-        and :meth:`_number` read them, and valid while the segments known, the heads and tails kept and the family
-        numbers are the same (the stamps; a kept segment or head is replaced only when segments were added)."""
+        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
+        to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs from the joint on (``Head.ends``:
+        one per entry connector and carried length) and its family's number by the last rotation (``Head.numbers``),
+        read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the
+        segments, heads, tails and numbers are the same (the stamps); an equal cut's answer (:mod:`.cut_verdicts`)."""
         cr = self.certified
         segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
         kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
@@ -178,8 +184,8 @@ class BatchLookup:
         most_modules, most_dof = bounds.max_modules, bounds.max_dof
         fewest, most, top = self._passing(most_modules, most_dof, bound)
         staged_ids, families, state = self._ids, self._families, self._state
-        staged_heads, lasts = self._heads, self._lasts
-        get_kind, get_head, low = kinds.get, heads.get, -math.inf
+        staged_heads, lasts, keys, verdicts = self._heads, self._lasts, self._keys, self._verdicts
+        get_kind, get_head, low, answers, epochs = kinds.get, heads.get, -math.inf, verdicts.answers, verdicts.epochs
         least_dof, most_dof_too = most
         for price, ids in items[same:]:
             tupled = ids if ids.__class__ is tuple else tuple(ids)
@@ -188,9 +194,7 @@ class BatchLookup:
             while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
                 at -= 1
                 kind = get_kind(tupled[at]) if at >= 0 else None
-            got: Any = None
-            number: Any = None
-            head: Any = None
+            got = number = head = _NOTHING
             if kind:
                 head = get_head(tupled[: at + 1])
                 if head is not None and head.seen == count and head.ends is not None:
@@ -199,6 +203,8 @@ class BatchLookup:
                         number = head.numbers.get(got[2])
                         if number is None or number[0] != numbering:  # (a new family of a head staged)
                             number = self._renumber(proofs, head, got[2])
+                elif head is None:  # (not kept: its parent's, where the run to the last joint is straight)
+                    head, got, number = self._straight(proofs, tupled, at, stamp)
             if number is None:
                 head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
                 if head is None:
@@ -211,11 +217,17 @@ class BatchLookup:
             ) and not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
                 self._broke = True
                 break
+            shape = head.shape
+            if shape[0] != numbering:  # (the head's rows by value: ``Verdicts.shape``)
+                shape = head.shape = (numbering, verdicts.shape(head.rows))
+            key = (number[1], shape[1], got[4])
+            found = answers.get(key)  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
             staged_ids.append(ids)
             families.append(number[1])
             staged_heads.append(head)
             lasts.append(got[1])
-            state.append(_PENDING)
+            keys.append(key)
+            state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else _PENDING)
 
     def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
         """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
@@ -253,19 +265,35 @@ class BatchLookup:
         number = self._numbers.get((head.rotations, last[0]))
         if number is None:
             number = self._number(proofs, head.rotations, last[0])
-        got = (stamp, last[2], last[0], kept.tails[key][1])
+        got = (stamp, last[2], last[0], kept.tails[key][1], self._verdicts.last(last[2]))
         if head.seen == stamp[1]:
             if head.ends is None:
                 head.ends = self._ends.setdefault((head.entry, head.carry), {})
             head.ends[key[0]] = got
             head.numbers[last[0]] = (stamp[0], number)
+            self.certified.kept.straighten(head, ids, got)
         return head, got, (stamp[0], number)
+
+    def _straight(self, proofs: FamilyProofs, ids: tuple[str, ...], at: int, stamp: tuple) -> Any:
+        """:meth:`_staging` of an assembly whose head is not kept from the head's parent where the run between them
+        is straight (``Kept.straight``: no head made); ``(parent, got, number)`` as :meth:`_staging` returns them
+        (with the DOF after the parent's joint), or ``(None, None, None)``: not kept so."""
+        found = self.certified.kept.straight(proofs.segments.kinds, ids, at, stamp)
+        if found is None:
+            return None, None, None
+        parent, got = found
+        number = parent.numbers.get(got[2])
+        if number is None or number[0] != stamp[0]:
+            number = self._renumber(proofs, parent, got[2])
+        return parent, got, number
 
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
         number = self._numbers[rotations, last] = len(self._certs)
-        self._certs.append(proofs.family_of((*rotations, last)))
-        self._signs.append(())
+        certs = proofs.family_of((*rotations, last))
+        self._certs.append(certs)
+        self._signs.append(tuple([(c.size, c.forgotten) for c in certs]))  # (as covered: this call covers its cuts)
+        self._verdicts.family(len(certs))
         return number
 
     def _kept(self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float) -> Any:
@@ -280,21 +308,31 @@ class BatchLookup:
             return None
         return cr.kept.keep(proofs, ids, join)
 
-    def _cover(self) -> None:
-        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
-        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call and those of the
-        families whose certificates changed since (added or halved)."""
-        state, families, signs = self._state, self._families, self._signs
-        changed: dict[int, int] = {}  # per family whose certificates changed: the first goal whose did
-        sizes: dict[int, list[int]] = {}  # per family whose certificates were only added to: their sizes before
+    def _changes(self) -> tuple[dict[int, int], dict[int, list[int]]]:
+        """The families whose certificates changed since they were last covered (added or halved): per family the
+        first goal whose did (-1: some were halved), and per family only added to, its sizes before; the answers
+        kept per cut that no longer hold so are marked (:meth:`~.cut_verdicts.Verdicts.changed`)."""
+        signs, verdicts = self._signs, self._verdicts
+        changed: dict[int, int] = {}
+        sizes: dict[int, list[int]] = {}
         for fid, certs in enumerate(self._certs):
             sign = tuple([(c.size, c.forgotten) for c in certs])
             if sign != signs[fid]:
                 was, signs[fid] = signs[fid], sign
+                first = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b)
                 added = len(was) == len(sign) and all(a[1] == b[1] for a, b in zip(was, sign, strict=True))
-                changed[fid] = min(k for k, (a, b) in enumerate(zip(was, sign)) if a != b) if added else -1
+                changed[fid] = first if added else -1
+                verdicts.changed(fid, first, not added)
                 if added:
                     sizes[fid] = [size for size, _ in was]
+        return changed, sizes
+
+    def _cover(self, changed: dict[int, int], sizes: dict[int, list[int]]) -> None:
+        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
+        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call that no equal cut's
+        answer decided (:mod:`.cut_verdicts`) and those of the families whose certificates changed since
+        (:meth:`_changes`); each cut's answer kept for the equal cuts to come."""
+        state, families = self._state, self._families
         groups: dict[int, list[int]] = {}
         grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
         for j in range(self._fresh) if changed else ():
@@ -305,9 +343,11 @@ class BatchLookup:
         for fid, at in grown.items():
             self._added(fid, sizes[fid], at)
         for j in range(self._fresh, len(state)):
-            groups.setdefault(families[j], []).append(j)
+            if state[j] == _PENDING:
+                groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
-        for fid, at in groups.items():
+        for fid, group in groups.items():
+            at = group
             for j in at:
                 state[j] = _PENDING
             for goal, certs in enumerate(self._certs[fid]):
@@ -318,6 +358,7 @@ class BatchLookup:
             for j in at:
                 if state[j] == _PENDING:
                     state[j] = _NONE
+        self._verdicts.keep(state, self._keys, groups, grown)
 
     def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
         """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its

@@ -50,6 +50,7 @@ class Head:
     numbers: dict[bytes, tuple] = field(default_factory=dict)  # per last rotation: a batch's family number
     sums: dict[int, float] = field(default_factory=dict)  # per certificate a batch tried: its distance to ``rows``
     parent: Head | None = None  # the head it was grown from (its rows: the first of ``rows``), if it was
+    shape: tuple[int, int] = (-1, -1)  # a batch's (numbering, number of its ``rows`` by value): ``BatchLookup``
 
 
 Tail = tuple[tuple[Any, ...], int]
@@ -67,6 +68,7 @@ class Kept:
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
         self.runs: dict[tuple, tuple] = {}  # per IDs from a head's parent's joint on and entry: :meth:`run`
+        self.straights: dict[tuple, dict] = {}  # per entry connector and carried length of a parent: :meth:`straight`
         self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
         self.clears = 0  # times the heads and tails were all forgotten (:meth:`keep`)
 
@@ -229,7 +231,7 @@ class Kept:
         if len(joints) < 2:
             return None
         at, prev = joints
-        parent = self._kept(ids[: prev + 1], steps)
+        parent = self._kept(ids[: prev + 1], steps) or self._ancestry(ids, prev, kinds, steps, joiner)
         if parent is None:
             return None
         run = self.run(ids, prev, at, parent.entry, joiner)
@@ -253,6 +255,61 @@ class Kept:
         if key not in self.tails:
             self.tails[key] = (tail, dof - head.dof)
         return head, key, last
+
+    def _ancestry(self, ids: tuple[str, ...], at: int, kinds: dict, steps: dict, joiner: Any) -> Head | None:
+        """The head of ``ids`` up to its joint at ``at`` where it is not kept but an ancestor is (a head up to an
+        earlier joint): grown from the nearest one kept, joint by joint, each kept (None: none is kept, or a module,
+        pair or segment is not read yet). The batched look-up leaves straight heads unmade
+        (``BatchLookup._straight``); a longer head needs them as parents."""
+        joints = [at]
+        for i in range(at - 1, -1, -1):
+            kind = kinds.get(ids[i])
+            if kind is None:
+                return None
+            if kind:
+                joints.append(i)
+                head = self._kept(ids[: i + 1], steps)
+                if head is not None:
+                    break
+        else:
+            return None
+        for prev, joint in zip(joints[:0:-1], joints[-2::-1], strict=True):  # (from the kept one on)
+            run = self.run(ids, prev, joint, head.entry, joiner)
+            if run is None:
+                return None
+            grown = self._child(head, ids, prev, joint, ((*head.modules, *run[1]), run[0], head.dof + run[2]), steps)
+            if grown is None:
+                return None
+            self._store(ids[: joint + 1], grown)
+            head = grown
+        return head
+
+    def straighten(self, head: Head, ids: tuple[str, ...], got: tuple) -> None:
+        """Note for :meth:`straight` what a batch read for ``ids`` through its ``head`` (``got``: a stamp, the last
+        row, the last rotation, the DOF after the head's joint, and what else the batch keeps), if the run from the
+        head's parent is straight."""
+        parent = head.parent
+        if parent is not None and head.rows is parent.rows and head.rotations is parent.rotations:
+            runs = self.straights.setdefault((parent.entry, parent.carry), {})
+            runs[ids[len(parent.modules) - 1 :]] = (*got[:3], head.dof - parent.dof + got[3], *got[4:])
+
+    def straight(self, kinds: dict, ids: tuple[str, ...], at: int, stamp: tuple) -> tuple[Head, tuple] | None:
+        """An assembly whose head (up to its last joint, at ``at``) is not kept, from the head's parent (up to the
+        joint before) where the run between the two joints is straight (an axial segment: the head's rotations and
+        rows are the parent's, its carried length longer; ``five_joints``: 6,021 of 8,515 heads): what
+        :meth:`straighten` noted for the IDs from the parent's joint on (one dictionary for the parents of one entry
+        connector and carried length: the same run from the same connector and length gives the same last row),
+        with the DOF after the parent's joint, if its stamp is ``stamp``, and the parent (kept, its segments the
+        known ones: ``stamp[1]`` of them): the cut is the parent's rows and that last row, no head is made. None: not
+        noted so."""
+        kind: Any = False
+        while kind is False and at > 0:  # (the joint before the last)
+            at -= 1
+            kind = kinds.get(ids[at])
+        parent = self.heads.get(ids[: at + 1]) if kind else None
+        runs = None if parent is None or parent.seen != stamp[1] else self.straights.get((parent.entry, parent.carry))
+        got = None if runs is None else runs.get(ids[at:])
+        return None if parent is None or got is None or got[0] != stamp else (parent, got)
 
     def run(self, ids: tuple[str, ...], prev: int, at: int, entry: str, joiner: Any) -> tuple | None:
         """How the modules of ``ids`` from its joint at ``prev`` on join, the first entered by ``entry`` (by the
@@ -282,6 +339,7 @@ class Kept:
             self.tails.clear()
             self.lasts.clear()
             self.runs.clear()
+            self.straights.clear()
             self.clears += 1
         self.heads[ids] = head
 

@@ -1,0 +1,79 @@
+"""The batched look-up's answers kept per cut by value (:mod:`.batch_decide`, issue 38 item 1).
+
+Why: in the cost order many assemblies share their cut to the last bit though not their modules (links of the same
+lengths in another order, straight runs that only add to the length carried to the next joint): ``five_joints``'
+40,170 staged cuts are 5,721 distinct ones (8,515 heads, 1,693 distinct head rows), ``obstacles_4``'s 14,570 are
+4,625. A cut's answer is a function of its family (rotations) and rows and of the family's certificates alone, so
+an answer found for one cut is the answer of every equal cut while the certificates it rests on are the same: the
+answer goal ``g`` (its certificates cover the cut by more than the slack, none of an earlier goal covers it or comes
+within the slack of its margin) holds while goal ``g``'s certificates were not halved (a covering one may be
+forgotten) and no certificate was added to a goal before it (one may cover the cut). :meth:`Verdicts.changed` marks
+the answers that no longer hold so (a number per family and goal, its epoch, kept with each answer).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_VERDICTS", "Verdicts"]
+
+MAX_VERDICTS = 1 << 18
+"""Answers and rows numbered: more, and the look-up numbers its families anew (all forgotten: bounded memory)."""
+
+
+class Verdicts:
+    """Per cut, keyed ``(family number, number of the head's rows, number of the last row)`` (rows numbered by
+    value: :meth:`shape`, :meth:`last`), the goal that answered it and the epoch of that family and goal then."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple, int] = {}
+        self.lasts: dict[tuple, int] = {}
+        self.answers: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self.epochs: list[list[int]] = []  # per family number, per goal
+
+    def clear(self) -> None:
+        """Forget everything (the family numbers are new)."""
+        self.rows.clear()
+        self.lasts.clear()
+        self.answers.clear()
+        self.epochs.clear()
+
+    def full(self) -> bool:
+        """Whether the answers and numbered rows reached :data:`MAX_VERDICTS` (then :meth:`clear` them)."""
+        return len(self.answers) + len(self.rows) + len(self.lasts) >= MAX_VERDICTS
+
+    def shape(self, rows: tuple) -> int:
+        """The number of a head's rows (equal rows, equal numbers)."""
+        return self.rows.setdefault(rows, len(self.rows))
+
+    def last(self, row: tuple) -> int:
+        """The number of a last row (equal rows, equal numbers)."""
+        return self.lasts.setdefault(row, len(self.lasts))
+
+    def family(self, goals: int) -> None:
+        """The next family number's epochs (``goals`` goals)."""
+        self.epochs.append([0] * goals)
+
+    def changed(self, family: int, first: int, halved: bool) -> None:
+        """The family's certificates changed from goal ``first`` on: the answers of the goals after it no longer hold
+        (an added certificate may cover their cuts first), and with ``halved`` (some forgotten) neither do goal
+        ``first``'s (its covering certificate may be gone)."""
+        epochs = self.epochs[family]
+        for goal in range(first if halved else first + 1, len(epochs)):
+            epochs[goal] += 1
+
+    def note(self, key: tuple[int, int, int], goal: int) -> None:
+        """Keep ``goal`` as the answer of the cut ``key``."""
+        self.answers[key] = (goal, self.epochs[key[0]][goal])
+
+    def keep(self, answers: list[int], keys: list[tuple[int, int, int]], *covered: dict[int, list[int]]) -> None:
+        """:meth:`note` the answers of the cuts just covered (``answers[j]`` of each ``j`` of ``covered``' lists, if a
+        goal: not one of the negative marks) with their keys."""
+        for groups in covered:
+            for at in groups.values():
+                for j in at:
+                    if answers[j] >= 0:
+                        self.note(keys[j], answers[j])
+
+    def get(self, key: tuple[int, int, int]) -> int | None:
+        """The answer kept for the cut ``key`` if it still holds, else None."""
+        found = self.answers.get(key)
+        return found[0] if found is not None and self.epochs[key[0]][found[0]] == found[1] else None
