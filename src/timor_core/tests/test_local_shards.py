@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import queue
 import sys
 import threading
+from concurrent.futures import Future
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -261,3 +264,38 @@ def test_the_best_is_reported_with_the_tail_its_rank_needs_not_the_whole():
     rank = rank_from_tails([report, runner], best.seq)
     assert rank == rank_from_tails([finder, runner], best.seq) == sum(1 for k in keys if k < mine[at])
     assert len(report.text()) < len(finder.text()) // 100
+
+
+class _Arriving:
+    """A results queue whose item arrives just after a read found it empty (the race seen in CI): the first read
+    raises Empty, the next gives the item; once empty again the watcher is told to stop."""
+
+    def __init__(self, pool, item) -> None:
+        self.pool, self.reads = pool, [queue.Empty(), item]
+
+    def get(self, timeout=None):
+        if not self.reads:
+            self.pool.closed = True
+            raise queue.Empty
+        read = self.reads.pop(0)
+        if isinstance(read, BaseException):
+            raise read
+        return read
+
+
+def test_a_failed_shards_traceback_is_reported_though_it_arrives_after_its_process_ended():
+    """The watcher sees the process ended after a read found the queue empty, and the traceback the process put
+    before it ended is there by then: the search's error is the shard's traceback, not "ended without a result"."""
+    pool = local_shards.ShardProcesses.__new__(local_shards.ShardProcesses)
+    pool.closed, pool.procs, pool.futures = False, [SimpleNamespace(exitcode=1)], [Future()]
+    pool.results = _Arriving(pool, (0, False, "Traceback ...\nRuntimeError: a filter broke"))
+    pool._watch()
+    with pytest.raises(ShardError, match="shard 0 failed:\nTraceback ...\nRuntimeError: a filter broke"):
+        pool.futures[0].result(timeout=0)
+    ended = local_shards.ShardProcesses.__new__(local_shards.ShardProcesses)  # nothing put: reported as such
+    ended.closed, ended.procs, ended.futures = False, [SimpleNamespace(exitcode=3)], [Future()]
+    ended.results = _Arriving(ended, None)
+    ended.results.reads = [queue.Empty()]
+    ended._watch()
+    with pytest.raises(ShardError, match="the process of shard 0 ended without a result"):
+        ended.futures[0].result(timeout=0)

@@ -185,19 +185,41 @@ class ShardProcesses(Executor):
             try:
                 item = self.results.get(timeout=WAKE)
             except queue.Empty:
-                for n, (p, f) in enumerate(zip(self.procs, self.futures)):
-                    if not f.done() and p.exitcode is not None:
-                        f.set_exception(ShardError(f"the process of shard {n} ended without a result"))
+                if not self._ended_without_result():
+                    return
                 continue
             except (EOFError, OSError):  # the queue closed under us: shutting down
                 return
-            n, ok, value = item
-            if self.futures[n].done():
-                continue
-            if ok:
-                self.futures[n].set_result(value)
-            else:
-                self.futures[n].set_exception(ShardError(f"shard {n} failed:\n{value}"))
+            self._take(item)
+
+    def _take(self, item: tuple[int, bool, Any]) -> None:
+        n, ok, value = item
+        if self.futures[n].done():
+            return
+        if ok:
+            self.futures[n].set_result(value)
+        else:
+            self.futures[n].set_exception(ShardError(f"shard {n} failed:\n{value}"))
+
+    def _ended_without_result(self) -> bool:
+        """A ShardError for each shard whose process ended without putting a result; False if the queue closed.
+        The queue is read again first: a process's result is in the pipe before it ends (its queue's feeder thread
+        is joined at its exit), but it may have arrived between the read that found nothing and the look at the
+        exit code (a failing shard's traceback was reported as "ended without a result" in a CI run)."""
+        ended = [n for n, (p, f) in enumerate(zip(self.procs, self.futures)) if not f.done() and p.exitcode is not None]
+        if not ended:
+            return True
+        while True:
+            try:
+                self._take(self.results.get(timeout=WAKE))
+            except queue.Empty:
+                break
+            except (EOFError, OSError):
+                return False
+        for n in ended:
+            if not self.futures[n].done():
+                self.futures[n].set_exception(ShardError(f"the process of shard {n} ended without a result"))
+        return True
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """End the processes still running (their futures then never complete) and the watcher."""
