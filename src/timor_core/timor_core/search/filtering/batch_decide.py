@@ -346,8 +346,7 @@ class BatchLookup:
             if state[j] == _PENDING:
                 groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
-        for fid, group in groups.items():
-            at = group
+        for fid, at in groups.items():
             for j in at:
                 state[j] = _PENDING
             for goal, certs in enumerate(self._certs[fid]):
