@@ -23,6 +23,7 @@ from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
 
 __all__ = [
     "HELPERS",
+    "halved",
     "OVERFLOW",
     "PROVEN",
     "UNDECIDED",
@@ -155,13 +156,13 @@ def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
                            counts, levels, upper, loose, used, out, result)  # fmt: skip
         if ((level > 1 or counts[3] == 0) and kept / len(keep) > params[9]) or used + kept * parts > counts[0]:
             return UNDECIDED
-        centres, half = _halved(centres[keep], half[keep], weights[keep], counts[7])
+        centres, half = halved(centres[keep], half[keep], weights[keep], counts[7])
         used += len(centres)
         excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
                                             upper, counts[10] == 1)  # fmt: skip
 
 
-def _halved(centres, half, weights, times):
+def halved(centres, half, weights, times):
     """:func:`~.proof_kernel.halve_boxes` in the compiled loop."""
     m, n = centres.shape
     children, child_half = np.empty((m << times, n)), np.empty((m << times, n))
@@ -186,7 +187,7 @@ def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, count
     return PROVEN
 
 
-HELPERS = ("measure_all", "witness_search", "aim_at", "widen_boxes", "_halved", "_proven")
+HELPERS = ("measure_all", "witness_search", "aim_at", "widen_boxes", "halved", "_proven")
 """The functions :func:`fused_proof` calls, compiled before it (in this order)."""
 
 

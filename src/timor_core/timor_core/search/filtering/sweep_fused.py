@@ -19,7 +19,7 @@ import numpy as np
 
 from timor_core.common import compiled
 from timor_core.search.filtering import sweep_bound
-from timor_core.search.filtering.proof_fused import measure_all
+from timor_core.search.filtering.proof_fused import halved, measure_all
 from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import EPS, PENETRATION, ArmSweep, ObstacleBoxes
@@ -31,16 +31,7 @@ UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
 MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at most (more: the numpy levels run)
 # params: slack, theta, length, near_pos, near_angle, rot_weight, give_up; counts: budget, started, first splits,
 # splits, leaves; result: boxes used, refused boxes written
-halves = py_kernels()["halves"]
 collisions = sweep_bound.py_kernels()["collisions"]
-
-
-def _halved(centres, half, weights, times):
-    """:func:`~.proof_kernel.halve_boxes` in the compiled loop."""
-    m, n = centres.shape
-    children, child_half = np.empty((m << times, n)), np.empty((m << times, n))
-    halves(centres, half, weights, times, children, child_half)
-    return children, child_half
 
 
 def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal):
@@ -99,7 +90,7 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
     goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
     out = (out_centres, out_half, out_weights, out_excess, out_body)
     if counts[1] == 0:
-        centres, half = _halved(centres, half, weights, counts[2])
+        centres, half = halved(centres, half, weights, counts[2])
         used = len(centres)
         excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
                                          np.empty(1), False)  # fmt: skip
@@ -119,13 +110,13 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
             return PROVEN
         if kept / len(keep) > params[6] or used + kept * (1 << counts[3]) > counts[0]:
             return UNDECIDED
-        centres, half = _halved(centres[keep], half[keep], weights[keep], counts[3])
+        centres, half = halved(centres[keep], half[keep], weights[keep], counts[3])
         used += len(centres)
         excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
                                          np.empty(1), False)  # fmt: skip
 
 
-HELPERS = ("measure_all", "_halved", "_measure_open", "_refuse", "_keep_leaves")
+HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves")
 """The functions :func:`fused_sweep` calls, compiled before it (in this order)."""
 
 
