@@ -6,24 +6,24 @@ sweep proofs both ways (issue 38 item 1: the sweep proof's levels in one compile
     python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --replay --rounds 5
 
 With ``--before``: each round runs ``ExhaustiveSearch(order="cost", workers=1)`` on experiment 2's space in a fresh
-process (``TIMOR_COMPILED=1``) with ``--before``'s ``src/timor_core`` and this checkout's, the order swapped every
-round; timed by ``time.process_time``: the search, and ``sweep_proof.sweep_certificate`` (every sweep proof) within
-it. With ``--replay`` (this checkout, one process): one search records every ``sweep_certificate`` call's arguments
-and result; the calls are replayed with the levels a kernel call per step (``sweep_kernel`` None) and with the fused
-call (the ahead-built kernel, or numba's), the proofs compared (verdict, boxes, link, refused boxes to the last bit),
-then both ways timed over all calls, alternating, ``--rounds`` rounds.
+process (``nice -n 5``, ``TIMOR_COMPILED=1``: ``cost_order_cpu.alternated``) with ``--before``'s ``src/timor_core``
+and this checkout's, the order swapped every round; timed by ``time.process_time``: the search, and
+``sweep_proof.sweep_certificate`` (every sweep proof) within it. With ``--replay`` (this checkout, one process): one
+search records every ``sweep_certificate`` call's arguments and result; the calls are replayed with the levels a
+kernel call per step (``sweep_kernel`` None) and with the fused call (the ahead-built kernel, or numba's), the
+proofs compared (verdict, boxes, link, refused boxes to the last bit), then both ways timed over all calls,
+alternating, ``--rounds`` rounds.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+from cost_order_cpu import alternated
 
 
 def search(task: str, calls: list | None = None) -> dict:
@@ -101,19 +101,21 @@ def replay(task: str, rounds: int) -> None:
         print(f"{name:24} CPU s {' '.join(f'{x:.4f}' for x in times[way])}, median {statistics.median(times[way]):.4f}")
 
 
+#: one search of the task (argv[1]) with the tree on PYTHONPATH, by this file's :func:`search`: its figures as JSON
+HERE = Path(__file__).resolve()
+CHILD = f"import json, runpy, sys; sys.path.insert(0, {str(HERE.parent)!r})\n" + (
+    f"print(json.dumps(runpy.run_path({str(HERE)!r})['search'](sys.argv[1])))"
+)
+
+
 def alternate(task: str, before: str, rounds: int) -> None:
-    """The search and its sweep proofs' CPU, ``before``'s tree and this one in alternation."""
-    trees = [("before", before), ("after", str(Path(__file__).resolve().parent.parent / "src" / "timor_core"))]
+    """The search and its sweep proofs' CPU, ``before``'s tree and this one in alternation
+    (``cost_order_cpu.alternated``)."""
     out: dict[str, list[dict]] = {}
-    for k in range(rounds):
-        for name, path in trees if k % 2 == 0 else trees[::-1]:
-            env = dict(os.environ, PYTHONPATH=path, TIMOR_COMPILED="1")
-            proc = subprocess.run([sys.executable, __file__, task, "--child"], capture_output=True, text=True,
-                                  env=env, timeout=900, check=True)  # fmt: skip
-            r = json.loads(proc.stdout.strip().splitlines()[-1])
-            out.setdefault(name, []).append(r)
-            print(f"{k} {name:6} search {r['cpu']:.3f} s, sweep proofs {r['sweep']:.4f} s ({r['calls']} calls),",
-                  f"{r['evaluations']} evaluated, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    for k, _, name, r in alternated([task], before, rounds, CHILD):
+        out.setdefault(name, []).append(r)
+        print(f"{k} {name:6} search {r['cpu']:.3f} s, sweep proofs {r['sweep']:.4f} s ({r['calls']} calls),",
+              f"{r['evaluations']} evaluated, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     for name, runs in out.items():
         cpu, sweep = (statistics.median(r[key] for r in runs) for key in ("cpu", "sweep"))
         print(f"{name:6} median search {cpu:.3f} s, sweep proofs {sweep:.4f} s,",
@@ -126,10 +128,7 @@ def main() -> int:
     p.add_argument("--before", help="the other src/timor_core (alternated with this checkout's)")
     p.add_argument("--replay", action="store_true", help="replay one search's sweep proofs both ways")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # (one search; its figures as JSON)
     args = p.parse_args()
-    if args.child:
-        print(json.dumps(search(args.task)))
     if args.replay:
         replay(args.task, args.rounds)
     if args.before:
