@@ -93,12 +93,16 @@ def task_files(unseen: int | None) -> list[Path]:
     if unseen is None:
         tasks = sorted(TASKS.glob("*.json"))
     else:
+        import atexit
+        import shutil
         import tempfile
 
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import unseen_tasks
 
-        tasks = unseen_tasks.write(unseen, Path(tempfile.mkdtemp(prefix=f"unseen{unseen}-")))
+        folder = Path(tempfile.mkdtemp(prefix=f"unseen{unseen}-"))
+        atexit.register(shutil.rmtree, folder, True)  # (the searches read the files until the end)
+        tasks = unseen_tasks.write(unseen, folder)
     return ([USER_STUDY] if USER_STUDY.is_file() else []) + tasks
 
 
