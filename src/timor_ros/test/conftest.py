@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -49,6 +51,13 @@ else:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 if os.environ.get("ROS_DISTRO") == "humble":  # Humble's way of saying the same
     os.environ["ROS_LOCALHOST_ONLY"] = "1"
+
+# launch_ros writes each dict of a node's parameters to a file of its own in the temp folder and never removes it
+# (1,686 launch_params_* files were left in /tmp after a day of runs); the processes the tests start get a temp folder
+# of this process's, removed when its session ends (in the temp folder the suite started with: pytest's tmp_path and
+# pytest-xdist's workers, which inherit TMPDIR, keep theirs)
+TEMP = tempfile.mkdtemp(prefix="timor-ros-tests-", dir=os.environ.setdefault("TIMOR_TEST_TEMP", tempfile.gettempdir()))
+os.environ["TMPDIR"] = TEMP
 
 # A shell starts a background job (`make test &`, `nohup ... &` in a script) with SIGINT and SIGQUIT ignored, and an
 # ignored signal stays ignored across exec: every launch, node and `ros2 run` the tests start then ignored the SIGINT
@@ -139,6 +148,7 @@ def pytest_sessionfinish(session, exitstatus):
     from ros2_cli import ROS2
 
     if getattr(session.config.option, "numprocesses", None) and not hasattr(session.config, "workerinput"):
+        shutil.rmtree(TEMP, ignore_errors=True)
         return  # pytest-xdist's controller starts no test process: each worker checks its own
     if ROS2.exists() and _session_leftovers():
         subprocess.run([str(ROS2), "daemon", "stop"], capture_output=True, timeout=30)
@@ -151,6 +161,7 @@ def pytest_sessionfinish(session, exitstatus):
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    shutil.rmtree(TEMP, ignore_errors=True)
     if left:
         print("\nprocesses left behind by the ROS tests (killed):\n" + "\n".join(c for _, c in left), file=sys.stderr)
         session.exitstatus = 1

@@ -86,7 +86,8 @@ def root_frame(plan: Any) -> str:
 def rviz_config_for(fixed_frame: str, namespace: str = "", task: bool = False) -> str:
     """timor_ros's RViz configuration for one launch (``timor_core.export.formats.rviz_config``: ``fixed_frame``, the
     display topics in ``namespace``, the task's MarkerArray display with ``task``), written to a temporary file whose
-    path is returned."""
+    path is returned and removed when the launch process ends (rviz2, its child, has read it by then)."""
+    import atexit
     import tempfile
 
     from ament_index_python.packages import get_package_share_directory
@@ -97,4 +98,5 @@ def rviz_config_for(fixed_frame: str, namespace: str = "", task: bool = False) -
     text = rviz_config_text(template, fixed_frame=fixed_frame, namespace=namespace, task=task)
     with tempfile.NamedTemporaryFile("w", prefix="timor_", suffix=".rviz", delete=False) as f:
         f.write(text)
+    atexit.register(Path(f.name).unlink, missing_ok=True)
     return f.name
