@@ -320,9 +320,9 @@ class ModuleSweeps:
             head, chain = self._head(ids, key, step, tcp)
         if head is None or chain is None:
             return None
-        tail = [self.steps[ids[: b + 1]] for b in range(step.last_joint + 1, n)]
-        parts = [head.moved, *(_placed(head.joints, *t.balls)[0] for t in tail if t is not None)]
-        points, links, rho = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        tail = [self.steps[ids[: b + 1]].balls for b in range(step.last_joint + 1, n)]  # type: ignore[union-attr]
+        moved = _placed(head.joints, *(np.concatenate([b[i] for b in tail]) for i in range(3)))[0] if tail else None
+        points, links, rho = (np.concatenate([head.moved[i], moved[i]]) if moved else head.moved[i] for i in range(3))
         return ArmSweep(chain, points, links, rho, *head.fixed, head.joints.groups, head.joints.signs)
 
     def _head(

@@ -77,8 +77,12 @@ class SweepStarts:
                     best = (found[1], d, n)
         if best is not None:
             return best
-        rows_of, leaves = min(kept.values(), key=lambda found: distance(found[0], rows))
-        return _reopened(leaves), distance(rows_of, rows) + slack, 0
+        nearest, least = None, math.inf
+        for found in kept.values():  # (a sum stopped at the least so far is not less)
+            d = distance(found[0], rows, least)
+            if d < least:
+                nearest, least = found[1], d
+        return None if nearest is None else (_reopened(nearest), least + slack, 0)
 
 
 def _reopened(leaves: Leaves) -> Leaves:
