@@ -42,7 +42,8 @@ def search(task: str, calls: list | None = None, warm: bool = False) -> dict:
     from timor_core.task import Task
 
     real, spent = sweep_proof.sweep_certificate, [0.0, 0]
-    early, refusal, path = filters.early_refusal, family_proof.FamilyProofs.refusal, dict.fromkeys(PATH, 0.0)
+    early, refusal = filters.early_refusal, family_proof.FamilyProofs.refusal
+    path: dict[str, float] = {key: 0 if key.endswith("_calls") else 0.0 for key in PATH}
     last = [0.0]
 
     def timed(*args, **options):
