@@ -4,11 +4,14 @@ sweep proofs both ways (issue 38 item 1: the sweep proof's levels in one compile
 
     python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --before /tmp/old/src/timor_core --rounds 5
     python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --replay --rounds 5
+    python benchmarks/sweep_proof_cpu.py /tmp/unseen38/obstacles_4.json --before /tmp/old/src/timor_core --warm
 
 With ``--before``: each round runs ``ExhaustiveSearch(order="cost", workers=1)`` on experiment 2's space in a fresh
 process (``nice -n 5``, ``TIMOR_COMPILED=1``: ``cost_order_cpu.alternated``) with ``--before``'s ``src/timor_core``
-and this checkout's, the order swapped every round; timed by ``time.process_time``: the search, and
-``sweep_proof.sweep_certificate`` (every sweep proof) within it. With ``--replay`` (this checkout, one process): one
+and this checkout's, the order swapped every round; timed by ``time.process_time``: the search, and within it
+``sweep_proof.sweep_certificate`` (every sweep proof) and the family filter's sweep proofs (``early_refusal``: all,
+and those that refused the chain, with the ``FamilyProofs.refusal`` of those chains before it); ``--warm``: each
+timed search comes after one not timed, in its process. With ``--replay`` (this checkout, one process): one
 search records every ``sweep_certificate`` call's arguments and result; the calls are replayed with the levels a
 kernel call per step (``sweep_kernel`` None) and with the fused call (the ahead-built kernel, or numba's), the
 proofs compared (verdict, boxes, link, refused boxes to the last bit), then both ways timed over all calls,
@@ -26,16 +29,22 @@ from pathlib import Path
 from cost_order_cpu import alternated
 
 
-def search(task: str, calls: list | None = None) -> dict:
-    """One cost-ordered search (1 worker) in this process: its CPU seconds, its sweep proofs' and their count, the
-    evaluations; every ``sweep_certificate`` call (arguments, proof) appended to ``calls`` where given."""
+def search(task: str, calls: list | None = None, warm: bool = False) -> dict:
+    """One cost-ordered search (1 worker) in this process (``warm``: after one search of it not timed): its CPU
+    seconds, its sweep proofs' and their count, the evaluations; the family filter's sweep proofs
+    (``filters.early_refusal``: every call, and those that refused the chain, with the family's reach proofs'
+    ``FamilyProofs.refusal`` the chain went through first); every ``sweep_certificate`` call (arguments, proof)
+    appended to ``calls`` where given."""
     from timor_core import ModulesDB
     from timor_core.search import paper_exp2_space
     from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
-    from timor_core.search.filtering import sweep_proof
+    from timor_core.search.filtering import family_proof, filters, sweep_proof
     from timor_core.task import Task
 
     real, spent = sweep_proof.sweep_certificate, [0.0, 0]
+    early, refusal = filters.early_refusal, family_proof.FamilyProofs.refusal
+    path: dict[str, float] = {key: 0 if key.endswith("_calls") else 0.0 for key in PATH}
+    last = [0.0]
 
     def timed(*args, **options):
         t = time.process_time()
@@ -45,16 +54,42 @@ def search(task: str, calls: list | None = None) -> dict:
             calls.append((args, options, proof))
         return proof
 
+    def refused(*args, **options):
+        t = time.process_time()
+        found = refusal(*args, **options)
+        last[0] = time.process_time() - t
+        return found
+
+    def swept(*args, **options):
+        t = time.process_time()
+        found = early(*args, **options)
+        dt = time.process_time() - t
+        path["early"], path["early_calls"] = path["early"] + dt, path["early_calls"] + 1
+        if found is not None:
+            path["swept"], path["swept_calls"] = path["swept"] + dt, path["swept_calls"] + 1
+            path["swept_refusal"] += last[0]
+        return found
+
     db = ModulesDB.from_name("robco_like")
-    found = ExhaustiveSearch(paper_exp2_space(db), cost="mass", workers=1, progress=False, order="cost")
-    sweep_proof.sweep_certificate = timed
+    space, problem = paper_exp2_space(db), Task.from_json_file(task)
+    if warm:
+        ExhaustiveSearch(space, cost="mass", workers=1, progress=False, order="cost").optimize(problem, db)
+    found = ExhaustiveSearch(space, cost="mass", workers=1, progress=False, order="cost")
+    sweep_proof.sweep_certificate, filters.early_refusal = timed, swept
+    family_proof.FamilyProofs.refusal = refused  # type: ignore[method-assign]
     try:
         c0 = time.process_time()
-        r = found.optimize(Task.from_json_file(task), db)
+        r = found.optimize(problem, db)
         cpu = time.process_time() - c0
     finally:
-        sweep_proof.sweep_certificate = real
-    return {"cpu": cpu, "sweep": spent[0], "calls": spent[1], "evaluations": r.evaluations}
+        sweep_proof.sweep_certificate, filters.early_refusal = real, early
+        family_proof.FamilyProofs.refusal = refusal  # type: ignore[method-assign]
+    return {"cpu": cpu, "sweep": spent[0], "calls": spent[1], "evaluations": r.evaluations, **path}
+
+
+PATH = ("early", "early_calls", "swept", "swept_calls", "swept_refusal")
+"""What :func:`search` reports of the family filter's sweep proofs: ``early_refusal``'s CPU seconds and calls, those
+of the calls that refused the chain, and those chains' ``FamilyProofs.refusal`` CPU seconds."""
 
 
 def _differs(a, b) -> bool:
@@ -104,21 +139,25 @@ def replay(task: str, rounds: int) -> None:
 #: one search of the task (argv[1]) with the tree on PYTHONPATH, by this file's :func:`search`: its figures as JSON
 HERE = Path(__file__).resolve()
 CHILD = f"import json, runpy, sys; sys.path.insert(0, {str(HERE.parent)!r})\n" + (
-    f"print(json.dumps(runpy.run_path({str(HERE)!r})['search'](sys.argv[1])))"
+    f"print(json.dumps(runpy.run_path({str(HERE)!r})['search'](sys.argv[1], warm='--warm' in sys.argv[2:])))"
 )
 
 
-def alternate(task: str, before: str, rounds: int) -> None:
+def alternate(task: str, before: str, rounds: int, warm: bool = False) -> None:
     """The search and its sweep proofs' CPU, ``before``'s tree and this one in alternation
-    (``cost_order_cpu.alternated``)."""
+    (``cost_order_cpu.alternated``; ``warm``: each timed search after one not timed, in its process)."""
     out: dict[str, list[dict]] = {}
-    for k, _, name, r in alternated([task], before, rounds, CHILD):
+    for k, _, name, r in alternated([task], before, rounds, CHILD, *(["--warm"] if warm else [])):
         out.setdefault(name, []).append(r)
         print(f"{k} {name:6} search {r['cpu']:.3f} s, sweep proofs {r['sweep']:.4f} s ({r['calls']} calls),",
-              f"{r['evaluations']} evaluated, load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+              f"early_refusal {r['early']:.4f} s ({r['early_calls']} calls; refused {r['swept_calls']}:",
+              f"{r['swept']:.4f} s, their family refusal {r['swept_refusal']:.4f} s), {r['evaluations']} evaluated,",
+              f"load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     for name, runs in out.items():
-        cpu, sweep = (statistics.median(r[key] for r in runs) for key in ("cpu", "sweep"))
-        print(f"{name:6} median search {cpu:.3f} s, sweep proofs {sweep:.4f} s,",
+        keys = ("cpu", "sweep", "early", "swept", "swept_refusal")
+        cpu, sweep, early, swept, before_it = (statistics.median(r[key] for r in runs) for key in keys)
+        print(f"{name:6} median search {cpu:.3f} s, sweep proofs {sweep:.4f} s, early_refusal {early:.4f} s",
+              f"(refused chains {swept:.4f} s + their family refusal {before_it:.4f} s),",
               f"evaluations {sorted({r['evaluations'] for r in runs})}")  # fmt: skip
 
 
@@ -128,11 +167,12 @@ def main() -> int:
     p.add_argument("--before", help="the other src/timor_core (alternated with this checkout's)")
     p.add_argument("--replay", action="store_true", help="replay one search's sweep proofs both ways")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warm", action="store_true", help="time each search after one not timed (in its process)")
     args = p.parse_args()
     if args.replay:
         replay(args.task, args.rounds)
     if args.before:
-        alternate(args.task, args.before, args.rounds)
+        alternate(args.task, args.before, args.rounds, args.warm)
     return 0
 
 

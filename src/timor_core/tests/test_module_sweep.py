@@ -11,11 +11,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import anywhere_configuration
+from conftest import anywhere_configuration, random_placement
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from proof_robots import (
+    DBS,
     ROBOTS,
+    SPACES,
     assembly_of,
     boxes_around,
     family_verdicts,
@@ -25,6 +27,7 @@ from proof_robots import (
     unseen_task,
 )
 
+from timor_core import ModuleAssembly
 from timor_core.kinematics.collision import CollisionChecker
 from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
 from timor_core.search.filtering.proof_kernel import use_compiled
@@ -131,3 +134,41 @@ def test_the_family_filter_refuses_by_the_sweep_proof_without_a_robot(obstacles_
         proven = sweep_proof_alone(obstacles_4.id, True, tuple(c.ids), goal.id)  # the built robot's, once a chain
         assert proven is not None and c.reason == f"goal {goal.id}: {sweep_reason(proven)}", (c.ids, c.reason)
     assert refused >= 100 and started >= 10, (refused, started)
+
+
+def _same_sweep(a, b) -> str:
+    """How two :class:`ArmSweep` differ ('' if not: every array, of the sweep and of its chain, to the last bit)."""
+    for field in ("points", "links", "rho", "fixed", "fixed_rho", "groups", "signs"):
+        x, y = getattr(a, field), getattr(b, field)
+        if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
+            return field
+    for field in ("origins", "axes", "tcp", "radii", "wrist_radii", "offset"):
+        if getattr(a.chain, field).tobytes() != getattr(b.chain, field).tobytes():
+            return f"chain.{field}"
+    if any(x.tobytes() != y.tobytes() for x, y in zip(a.chain.steps, b.chain.steps, strict=True)):
+        return "chain.steps"
+    return ""
+
+
+@settings(max_examples=12, deadline=None)
+@given(**ROBOTS)
+def test_the_module_sweeps_per_prefix_are_module_sweep_to_the_last_bit(name, pick, seed, spread):
+    """``arm_body.ModuleSweeps`` (one per task: each module prefix walked once, the joints' part and the balls before
+    the last joint's module placed once per prefix to it): for chains of a space 1, 5, 37 and 211 apart from one
+    drawn (they share prefixes of every length, to their last joint or not), at a moved base, in order and then
+    shuffled, every sweep is :func:`module_sweep`'s of the built assembly to the last bit, or None where that is."""
+    from timor_core.search.filtering.arm_body import ModuleSweeps
+    from timor_core.search.filtering.filter_state import SerialJoin
+
+    rng = np.random.default_rng(seed)
+    space, db = SPACES[name], DBS[name]
+    first = int(pick * space.count)
+    chains = [space[(first + j * apart) % space.count] for apart in (1, 5, 37, 211) for j in range(8)]
+    placement = random_placement(rng, spread) if spread else None
+    sweeps = ModuleSweeps(db, placement)
+    for ids in [*chains, *(chains[k] for k in rng.permutation(len(chains)))]:
+        assembly = ModuleAssembly.from_serial_modules(db, ids, base_placement=placement)
+        theirs, mine = module_sweep(assembly, placement), sweeps.sweep(tuple(ids), SerialJoin.of(assembly))
+        assert (mine is None) == (theirs is None), ids
+        if mine is not None and theirs is not None:
+            assert not _same_sweep(mine, theirs), (ids, _same_sweep(mine, theirs))

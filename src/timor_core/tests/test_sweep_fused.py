@@ -91,8 +91,10 @@ def _compare(name, pick, seed, spread, miss, tolerance, margin, budget, leaves, 
     differs, proof = _both(*args, budget, leaves=True) if not leaves else ("", proof)  # (its boxes, to start from)
     if differs:
         return differs, ended
+    if (proof.leaves.excess == sweep_fused.BODY).any():
+        ended.add("refused by the body")
     if np.isinf(proof.leaves.excess).any():
-        ended.add("refused by the body" if proof.link >= 0 else "by rotation alone")
+        ended.add("by rotation alone")
     other = robot.fk(anywhere_configuration(robot, rng))  # (another pose, most boxes open: may end undecided)
     for at, away in ((goal, d), (other, 0.3)):
         differs, started = _both(sweep, obstacles, at, *args[3:], budget, start=(proof.leaves, away), leaves=leaves)

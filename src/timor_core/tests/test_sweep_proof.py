@@ -344,6 +344,7 @@ def test_the_body_a_proof_needed_is_the_same_for_every_chain_with_those_modules(
     ``link``; whatever follows), so a proof of such a chain may start from those boxes."""
     from timor_core.search import paper_exp2_space
     from timor_core.search.filtering.reach_proof import box_excess
+    from timor_core.search.filtering.sweep_fused import BODY
     from timor_core.search.filtering.sweep_proof import body_modules, sweep_certificate
 
     use_compiled(True)
@@ -356,8 +357,8 @@ def test_the_body_a_proof_needed_is_the_same_for_every_chain_with_those_modules(
     assert end is not None and end < len(assembly.modules) - 1, (text, proof.link)
     leaves = proof.leaves
     measured = box_excess(sweep.chain, g3.world, g3.tolerance, leaves.centres, leaves.half)
-    body = np.isinf(leaves.excess) & ~np.isinf(measured)  # (refused by the body, not by rotation alone)
-    assert body.any()
+    body = leaves.excess == BODY  # (refused by the body; by rotation alone: inf, as the measure says)
+    assert body.any() and np.array_equal(np.isinf(leaves.excess), np.isinf(measured) & ~body)
     head = tuple(text.split()[: end + 1])
     others = [ids for ids in map(tuple, paper_exp2_space(DBS["robco_like"])) if ids[: end + 1] == head]
     others = [ids for ids in others if ids != tuple(text.split())]
@@ -368,3 +369,69 @@ def test_the_body_a_proof_needed_is_the_same_for_every_chain_with_those_modules(
             continue
         hit = certain_collision(other, boxes, leaves.centres[body], leaves.half[body])
         assert hit.all(), (text, ids)
+
+
+def test_a_chain_with_other_modules_starts_with_the_bodys_boxes_open(obstacles_4):
+    """A refused arm's kept proof at g3 (``sweep_proof.SweepStarts``): a chain of its family with the same modules up
+    to those its body needed starts from its boxes as they are (the body's too: excess ``BODY``); one with other
+    modules starts from them with exactly the body's boxes open (excess -inf: measured again), those refused by
+    position or by rotation alone (inf: the family's orientations are the same) as they are."""
+    from timor_core.search.filtering.sweep_fused import BODY
+    from timor_core.search.filtering.sweep_proof import SweepStarts, body_modules, sweep_certificate
+
+    use_compiled(True)
+    g3 = next(g for g in obstacles_4.goals if g.id == "g3").goal_pose
+    text = REFUSED[1]
+    sweep, cut, assembly = _module_sweep(obstacles_4, text)
+    proof = sweep_certificate(sweep, obstacle_boxes(obstacles_4), g3.world, g3.tolerance, leaves=True)
+    assert proof is not None and proof.leaves is not None
+    excess, ids = proof.leaves.excess, tuple(text.split())
+    body = excess == BODY
+    assert body.any() and np.isinf(excess).any() and np.isfinite(excess[~body]).any()  # (every kind of box)
+    end = body_modules(assembly.modules, sweep, proof.link)
+    assert end is not None and end + 1 < len(ids)
+    starts = SweepStarts()
+    starts.add(2, cut, ids, end, proof.leaves)
+    same = starts.near(2, cut, (*ids[: end + 1], *("another",) * (len(ids) - end - 1)))
+    assert same is not None and same[0] is proof.leaves and same[2] == end + 1
+    other = starts.near(2, cut, ("another", *ids[1:]))
+    assert other is not None and other[2] == 0 and other[1] == same[1]
+    assert np.all(other[0].excess[body] == -math.inf)
+    assert np.array_equal(other[0].excess[~body], excess[~body])
+    assert starts.near(1, cut, ids) is None
+
+
+def test_every_start_holds_for_the_chain_it_starts(obstacles_4, monkeypatch):
+    """The family filter's sweep proofs over 160 chains of the refused arms' family (seed 38's order), every proof's
+    boxes kept (a started one's under the modules its start's body needed too): every start handed to a chain has
+    boxes refused by the body (excess ``BODY``) only where it shares the modules they need, and the chain's own body
+    (its modules' sweep) refuses each of them; both kinds of start are handed out (the same modules, and other
+    modules with the body's boxes open)."""
+    from proof_robots import FAMILY_38
+
+    from timor_core.search import FilterChain, FilterConfig
+    from timor_core.search.filtering import filters, sweep_proof
+    from timor_core.search.filtering.sweep_fused import BODY
+
+    use_compiled(True)
+    boxes, kinds = obstacle_boxes(obstacles_4), {"same modules": 0, "other modules": 0}
+    real = sweep_proof.SweepStarts.near
+
+    def near(self, k, cut, ids):
+        found = real(self, k, cut, ids)
+        if found is not None:
+            leaves, _, shared = found
+            body = leaves.excess == BODY
+            kinds["same modules" if shared else "other modules"] += 1
+            assert shared or not body.any(), ids
+            if body.any():
+                sweep, _, _ = _module_sweep(obstacles_4, " ".join(ids))
+                assert certain_collision(sweep, boxes, leaves.centres[body], leaves.half[body]).all(), ids
+        return found
+
+    monkeypatch.setattr(sweep_proof.SweepStarts, "near", near)
+    monkeypatch.setattr(filters, "early_refusal", sweep_proof.early_refusal)
+    chain = FilterChain(obstacles_4, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
+    for ids in FAMILY_38[:160]:
+        chain(ids)
+    assert min(kinds.values()) >= 3, kinds

@@ -18,18 +18,23 @@ point of its axis, a sphere itself, a box one of its smallest half side around p
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import coal
 import numpy as np
 import pinocchio as pin
 
+from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import joint_path
-from timor_core.search.filtering.quick_reach import walk_chain
+from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
 from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
-__all__ = ["body_balls", "module_sweep", "robot_sweep", "shape_balls", "sweep_from_frames"]
+__all__ = [
+    "ModuleSweeps", "body_balls", "body_points", "module_sweep", "robot_sweep", "shape_balls", "sweep_from_frames",
+]  # fmt: skip
 
 Z_AXIS = (0.0, 0.0, 1.0)
 
@@ -96,6 +101,28 @@ def sweep_from_frames(
     by a joint merged with the next are left out (the merged angle does not fix them: the proof only gets weaker).
     None if the chain's joints are not found among the given ones (not expected)."""
     chain = chain_from_frames(origins, axes, tcp)
+    joints = _joints(origins, axes, chain)
+    if joints is None:
+        return None
+    moved, fixed = _placed(joints, points, owners, rho)
+    return ArmSweep(chain, *moved, *fixed, joints.groups, joints.signs)
+
+
+@dataclass(frozen=True)
+class _Joints:
+    """What a chain's :class:`ArmSweep` takes from its joints alone (not from its TCP): ``link_of`` and ``groups``
+    (:func:`_followed`), the ``signs`` of the joints' axes against their groups', the frames (dof, 4, 4) of the
+    chain's joints (q = 0) the balls are put in."""
+
+    link_of: np.ndarray
+    groups: np.ndarray
+    signs: np.ndarray
+    frames: np.ndarray
+
+
+def _joints(origins: np.ndarray, axes: np.ndarray, chain: PoseChain) -> _Joints | None:
+    """:class:`_Joints` of the chain (None: its joints are not found among the given ones): rows 0 to dof - 1 of
+    ``chain.steps`` alone, the same for every TCP."""
     found = _followed(origins, axes, chain)
     if found is None:
         return None
@@ -109,13 +136,22 @@ def sweep_from_frames(
         step = np.eye(4)
         step[:3, :3], step[:3, 3] = rotations[k], translations[k]
         frames[k] = frames[k - 1] @ step
-    links = link_of[np.asarray(owners, dtype=int) + 1] if len(owners) else np.zeros(0, dtype=int)
+    return _Joints(link_of, groups, signs, frames)
+
+
+def _placed(
+    joints: _Joints, points: np.ndarray, owners: np.ndarray, rho: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """The balls (world ``points``, ``owners``, ``rho``: :func:`sweep_from_frames`) placed on the chain: the moved
+    ones in their link's frame ``(points, links, rho)``, the fixed ones ``(points, rho)`` in the world (ball by
+    ball: the balls of a chain placed in parts are those placed at once)."""
+    links = joints.link_of[np.asarray(owners, dtype=int) + 1] if len(owners) else np.zeros(0, dtype=int)
     points = np.asarray(points, dtype=float).reshape(-1, 3)
     rho = np.asarray(rho, dtype=float)
     fixed, moved = links == -1, links >= 0
+    frames = joints.frames
     local = np.einsum("pji,pj->pi", frames[links[moved], :3, :3], points[moved] - frames[links[moved], :3, 3])
-    return ArmSweep(chain, local.reshape(-1, 3), links[moved].astype(int), rho[moved], points[fixed].reshape(-1, 3),
-                    rho[fixed], groups, signs)  # fmt: skip
+    return (local.reshape(-1, 3), links[moved].astype(int), rho[moved]), (points[fixed].reshape(-1, 3), rho[fixed])
 
 
 def _followed(origins: np.ndarray, axes: np.ndarray, chain: PoseChain) -> tuple[np.ndarray, np.ndarray] | None:
@@ -186,18 +222,173 @@ def module_sweep(assembly: Any, placement: np.ndarray | None) -> ArmSweep | None
     if walked is None:
         return None
     frames, tcp, bodies = walked
-    balls = [(body_balls(body), pose, owner) for pose, body, owner in bodies]
-    balls = [b for b in balls if len(b[0][1])]
     origins = np.array([f[:3, 3] for f in frames])
     axes = np.array([f[:3, 2] for f in frames])
+    return sweep_from_frames(origins, axes, tcp, *body_points(bodies))
+
+
+def body_points(bodies: Sequence[tuple[np.ndarray, Any, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The balls of ``bodies`` (world pose, body, owner joint: :func:`~.quick_reach.walk_chain`'s) in the world:
+    centres (P, 3), owners (P,), radii (P,)."""
+    balls = [(body_balls(body), pose, owner) for pose, body, owner in bodies]
+    balls = [b for b in balls if len(b[0][1])]
     if not balls:
-        return sweep_from_frames(origins, axes, tcp, np.zeros((0, 3)), np.zeros(0, dtype=int), np.zeros(0))
+        return np.zeros((0, 3)), np.zeros(0, dtype=int), np.zeros(0)
     counts = [len(r) for (_, r), _, _ in balls]
     poses = np.repeat(np.array([pose for _, pose, _ in balls]), counts, axis=0)
     local = np.concatenate([p for (p, _), _, _ in balls])
     points = np.einsum("pij,pj->pi", poses[:, :3, :3], local) + poses[:, :3, 3]
     owners = np.repeat([owner for _, _, owner in balls], counts)
-    return sweep_from_frames(origins, axes, tcp, points, owners, np.concatenate([r for (_, r), _, _ in balls]))
+    return points, owners, np.concatenate([r for (_, r), _, _ in balls])
+
+
+@dataclass(frozen=True)
+class _Step:
+    """A module prefix walked as :func:`~.quick_reach.walk_chain` walks it: the joints' world frames so far, the last
+    module's entry body pose and name and its bodies' poses from that (:func:`~.quick_reach.module_frames`), the
+    last module with a joint (-1: none), and the last module's balls (:func:`body_points`)."""
+
+    frames: tuple[np.ndarray, ...]
+    pose: np.ndarray
+    entry: str
+    rel: dict[str, np.ndarray]
+    last_joint: int
+    balls: tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What the chains with the same modules up to their last joint's share: their :class:`_Joints`, the balls of
+    those modules placed (``moved``: points, links, radii; ``fixed``: points, radii), and their
+    :class:`~.reach_proof.PoseChain`'s joints (origins, unit axes: the merged ones; ``wrist``: its
+    ``wrist_radii``)."""
+
+    joints: _Joints
+    moved: tuple[np.ndarray, np.ndarray, np.ndarray]
+    fixed: tuple[np.ndarray, np.ndarray]
+    origins: np.ndarray
+    axes: np.ndarray
+    wrist: np.ndarray
+
+    def chain(self, tcp: np.ndarray) -> PoseChain:
+        """The :class:`~.reach_proof.PoseChain` of these joints to ``tcp`` (what
+        :func:`~.reach_proof.chain_from_frames` gives: its radii and offset from the TCP, the same operations)."""
+        last = self.origins[-1]
+        radii = self.wrist + float(np.linalg.norm(tcp[:3, 3] - last))
+        return PoseChain(self.origins, self.axes, tcp, radii, self.wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+
+
+MAX_PREFIXES = 1 << 15  # module prefixes kept per task (more: all are forgotten)
+
+
+class ModuleSweeps:
+    """:func:`module_sweep` of the serial chains of one search task (at its base ``placement``) from how their
+    modules join (a ``filter_state.SerialJoin``: the modules and the connector each is entered by), no assembly
+    built, each module prefix walked once and each chain's joints part (:class:`_Joints`, the balls before its
+    last joint's module placed) made once per prefix to its last joint.
+
+    Why: on ``obstacles_4`` (issue 38) 308 chains of 9-10 modules took a sweep, ~0.25 ms each (their assembly built,
+    walked, every ball placed), but they share 750 module prefixes and 64 prefixes to their last joint; a chain then
+    adds its last modules' walk, its TCP's :class:`~.reach_proof.PoseChain` and the balls after its last joint.
+    The same products in the same order as :func:`module_sweep`: the same sweep to the last bit
+    (``tests/test_module_sweep.py`` compares them)."""
+
+    def __init__(self, db: Any, placement: np.ndarray | None) -> None:
+        self.db = db
+        self.world = np.eye(4) if placement is None else np.asarray(placement, dtype=float)
+        self.steps: dict[tuple[str, ...], _Step | None] = {}
+        self.heads: dict[tuple[str, ...], _Head | None] = {}
+        self.exits: dict[tuple[str, str, str], str] = {}  # (module, its entry, next module): its exit to that one
+
+    def sweep(self, ids: tuple[str, ...], join: Any) -> ArmSweep | None:
+        """:func:`module_sweep` of the chain of ``ids`` joined as ``join`` says (``join.modules``,
+        ``join.entries``)."""
+        n = len(ids)
+        step = self._step(ids, join, n - 1) if n else None
+        if step is None or not step.frames:
+            return None
+        module, entry = join.modules[n - 1], join.entries[n - 1]
+        tools = [c for c in module.eef_connectors if c.id != entry]
+        if len(tools) != 1:
+            return None
+        tcp = step.pose @ step.rel[tools[0].body_id] @ tools[0].pose
+        key = ids[: step.last_joint + 1]
+        if key in self.heads:
+            head = self.heads[key]
+            chain = None if head is None else head.chain(tcp)
+        else:
+            head, chain = self._head(ids, key, step, tcp)
+        if head is None or chain is None:
+            return None
+        tail = [self.steps[ids[: b + 1]].balls for b in range(step.last_joint + 1, n)]  # type: ignore[union-attr]
+        moved = _placed(head.joints, *(np.concatenate([b[i] for b in tail]) for i in range(3)))[0] if tail else None
+        points, links, rho = (np.concatenate([head.moved[i], moved[i]]) if moved else head.moved[i] for i in range(3))
+        return ArmSweep(chain, points, links, rho, *head.fixed, head.joints.groups, head.joints.signs)
+
+    def _head(
+        self, ids: tuple[str, ...], key: tuple[str, ...], step: _Step, tcp: np.ndarray
+    ) -> tuple[_Head | None, PoseChain]:
+        """The chain's :class:`_Head` (kept under ``key``: its modules to its last joint's) and its
+        :class:`~.reach_proof.PoseChain`."""
+        origins = np.array([f[:3, 3] for f in step.frames])
+        axes = np.array([f[:3, 2] for f in step.frames])
+        chain = chain_from_frames(origins, axes, tcp)
+        joints = _joints(origins, axes, chain)
+        head = None
+        if joints is not None:
+            last = step.last_joint
+            balls = [self.steps[ids[: b + 1]].balls for b in range(last + 1)]  # type: ignore[union-attr]
+            placed = _placed(joints, *(np.concatenate([b[i] for b in balls]) for i in range(3)))
+            kept = [np.array(a) for a in (chain.origins, chain.axes, chain.wrist_radii)]
+            for a in kept:
+                a.setflags(write=False)  # (shared by the chains of this head)
+            head = _Head(joints, *placed, *kept)
+        self.heads[key] = head
+        return head, chain
+
+    def _step(self, ids: tuple[str, ...], join: Any, i: int) -> _Step | None:
+        """The walk to module ``i`` (None: a module on the way has more than one joint, or one not revolute about
+        its z axis)."""
+        key = ids[: i + 1]
+        if key in self.steps:
+            return self.steps[key]
+        if len(self.steps) > MAX_PREFIXES:
+            self.steps, self.heads = {}, {}
+        module = join.modules[i]
+        step = None
+        if len(module.joints) > 1 or any(j.type not in REVOLUTE or tuple(j.axis) != Z_AXIS for j in module.joints):
+            pass
+        elif i == 0:
+            connector = module.connectors[join.entries[0]]
+            step = _walked(module, self.world @ ROT_X_PI @ inv(connector.pose), connector.body_id, (), -1, 0)
+        elif (before := self._step(ids, join, i - 1)) is not None:
+            prev, nxt = join.modules[i - 1], module.connectors[join.entries[i]]
+            pose = before.pose @ next_entry(prev, before.entry, self._exit(ids[i - 1], join.entries[i - 1], ids[i]),
+                                            before.rel, nxt)  # fmt: skip
+            step = _walked(module, pose, nxt.body_id, before.frames, before.last_joint, i)
+        self.steps[key] = step
+        return step
+
+    def _exit(self, a: str, entry: str, b: str) -> str:
+        """The connector of module ``a`` (entered by ``entry``) joined to module ``b``: the one free connector of
+        ``a`` that fits ``b`` (as ``ModuleAssembly.from_serial_modules`` joins them; the join found it one)."""
+        key = (a, entry, b)
+        found = self.exits.get(key)
+        if found is None:
+            found = self.exits[key] = next(ca for ca, _ in self.db.connections_between(a, b) if ca != entry)
+        return found
+
+
+def _walked(module: Any, pose: np.ndarray, entry: str, frames: tuple, last_joint: int, i: int) -> _Step:
+    """``module`` (the ``i``-th) walked from its entry body ``entry`` at ``pose`` (the walk so far: ``frames``, the
+    last module with a joint ``last_joint``), as
+    :func:`~.quick_reach.walk_chain` walks it: its joint frames appended, its bodies' balls placed in the world (the
+    entry body moves with the joint before, the others with its own)."""
+    rel, joints = module_frames(module, entry)
+    before = len(frames) - 1
+    frames = (*frames, *(pose @ f for f in joints))
+    bodies = [(pose @ rel[b.id], b, before if b.id == entry else len(frames) - 1) for b in module.bodies]
+    return _Step(frames, pose, entry, rel, i if joints else last_joint, body_points(bodies))
 
 
 def _walk(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray, list] | None:

@@ -256,6 +256,7 @@ class TaskContext:
         self.obstacle_boxes: Any = None  # the obstacle boxes of the sweep proofs (search.sweep_proof)
         self.sweeps: dict[tuple[int, Any], list[int]] = {}  # per goal and family: sweep proofs proven, early misses
         self.sweep_starts: Any = None  # the sweep proofs' boxes for chains near (search.sweep_proof), made on first use
+        self.module_sweeps: Any = None  # the chains' bodies from their modules (search.sweep_proof), made on first use
         self.join = _Joiner(db)
 
 

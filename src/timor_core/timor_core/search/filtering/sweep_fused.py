@@ -24,13 +24,15 @@ from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import EPS, PENETRATION, ArmSweep, ObstacleBoxes
 
-__all__ = ["HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
+__all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
            "fused_sweep", "sweep_kernel"]  # fmt: skip
 
 UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
+BODY = 1e300  # the excess of a box the body refused: above any distance, yet not inf (a box refused by rotation
+# alone: the same for every chain of its family, while the body's verdict holds only for the same modules)
 MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at most (more: the numpy levels run)
 # params: slack, theta, length, near_pos, near_angle, rot_weight, give_up; counts: budget, started, first splits,
-# splits, leaves; result: boxes used, refused boxes written
+# splits, leaves; result: boxes used, refused boxes written, the link their body needed (where written)
 collisions = sweep_bound.py_kernels()["collisions"]
 
 
@@ -52,7 +54,7 @@ def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal):
 
 def _refuse(rot_steps, trans_steps, centres, half, excess, body, ball):
     """The body's bound (:func:`~.sweep_bound.certain_collision`) on the boxes not refused by the goal: those it
-    refuses get excess inf and ``body`` True; the boxes left open."""
+    refuses get excess :data:`BODY` and ``body`` True; the boxes left open."""
     points, links, need, ob_c, ob_r, ob_h = ball
     tried = np.flatnonzero(excess <= 0)
     if len(tried):
@@ -60,7 +62,7 @@ def _refuse(rot_steps, trans_steps, centres, half, excess, body, ball):
         collisions(rot_steps, trans_steps, centres[tried], half[tried], points, links, need, ob_c, ob_r, ob_h, hit)
         for t in range(len(tried)):
             if hit[t]:
-                excess[tried[t]], body[tried[t]] = math.inf, True
+                excess[tried[t]], body[tried[t]] = BODY, True
     return excess <= 0
 
 
@@ -73,10 +75,31 @@ def _keep_leaves(centres, half, weights, excess, body, keep, out, rows):
             continue
         if rows >= len(out_excess):
             return -1
-        out_centres[rows, :], out_half[rows, :], out_weights[rows, :] = centres[b], half[b], weights[b]
+        for j in range(centres.shape[1]):  # (element by element: a row's slice costs numba an array each)
+            out_centres[rows, j], out_half[rows, j], out_weights[rows, j] = centres[b, j], half[b, j], weights[b, j]
         out_excess[rows], out_body[rows] = excess[b], body[b]
         rows += 1
     return rows
+
+
+def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball):
+    """The least link whose balls and those of the links before it refuse every box the body refused (``out_*`` up
+    to row ``rows`` where ``out_body``; -1: none): :func:`~.sweep_proof._body_link`'s loop in the compiled call (the
+    same kernel on the same balls), without its numpy calls per link (~40 us a proof)."""
+    points, links, need, ob_c, ob_r, ob_h = ball
+    body = np.flatnonzero(out_body[:rows])
+    if not len(body):
+        return -1
+    centres, half, last = out_centres[body], out_half[body], rot_steps.shape[0] - 2
+    for link in range(last):
+        on = np.flatnonzero(links <= link)
+        hit = np.zeros(len(centres), dtype=np.bool_)
+        collisions(rot_steps, trans_steps, centres, half, points[on], links[on], need[on], ob_c, ob_r, ob_h, hit)
+        left = np.flatnonzero(~hit)
+        centres, half = centres[left], half[left]
+        if not len(centres):
+            return link
+    return last
 
 
 def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
@@ -85,8 +108,8 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
     """:func:`~.sweep_proof.sweep_certificate`'s levels: from the whole turn (``counts[1]`` 0: ``centres``, ``half``
     one box, halved ``counts[2]`` times by ``weights`` (1, n)) or from a started proof's boxes (their ``excess`` and
     ``weights``, changed in place); UNDECIDED, PROVEN (``result``: boxes used, refused boxes written to ``out_*``
-    where ``counts[4]``, in the numpy levels' order, ``out_body`` True where the body refused one) or OVERFLOW (more
-    refused boxes than ``out_*`` hold)."""
+    where ``counts[4]``, in the numpy levels' order, ``out_body`` True where the body refused one, and then the link
+    their body needed, :func:`_link`) or OVERFLOW (more refused boxes than ``out_*`` hold)."""
     goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
     out = (out_centres, out_half, out_weights, out_excess, out_body)
     if counts[1] == 0:
@@ -107,6 +130,8 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
         kept = int(keep.sum())
         if not kept:
             result[0], result[1] = used, rows
+            if counts[4] != 0:
+                result[2] = _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball)
             return PROVEN
         if kept / len(keep) > params[6] or used + kept * (1 << counts[3]) > counts[0]:
             return UNDECIDED
@@ -116,7 +141,7 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
                                          np.empty(1), False)  # fmt: skip
 
 
-HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves")
+HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves", "_link")
 """The functions :func:`fused_sweep` calls, compiled before it (in this order)."""
 
 
@@ -169,12 +194,13 @@ def fused_levels(
     spend: tuple[float, int],
     start: tuple[Any, float] | None,
     steps: tuple[int, int, float, bool],
-) -> tuple[int, tuple[np.ndarray, ...]] | Literal[False] | None:
+) -> tuple[int, tuple[np.ndarray, ...], int] | Literal[False] | None:
     """:func:`~.sweep_proof.sweep_certificate`'s levels in one call of ``kernel`` (:func:`fused_sweep`), with
     ``spend``: its margin and budget, from the whole turn or from ``start`` (a :class:`~.sweep_proof.Leaves` and
     ``d``); ``steps``: the first level's halvings, the later ones', the give-up share and whether the refused boxes
     are wanted. None (undecided), the boxes used and, where wanted, the refused boxes (centres, half, weights,
-    excess, and True where the body refused one), or False where the buffers were too small."""
+    excess, and True where the body refused one) and the link their body needed (``SweepProof.link``), or False
+    where the buffers were too small."""
     (margin, budget), (first_splits, splits, give_up, leaves), n = spend, steps, sweep.chain.dof
     if start is None:
         centres, half = np.zeros((1, n)), np.full((1, n), math.pi)
@@ -189,7 +215,7 @@ def fused_levels(
     need = sweep.rho + margin - PENETRATION - EPS
     ball = [np.ascontiguousarray(a, dtype=np.float64) for a in (sweep.points, need, obstacles.centres,
                                                                 obstacles.rotations, obstacles.half)]  # fmt: skip
-    result, goal = np.zeros(2, dtype=np.int64), (target.pos, target.axes, target.direction)
+    result, goal = np.zeros(3, dtype=np.int64), (target.pos, target.axes, target.direction)
     status = kernel(*(np.ascontiguousarray(a, dtype=np.float64) for a in (*sweep.chain.steps, centres, half, excess,
                     weights, *goal)), params, counts, ball[0], np.ascontiguousarray(sweep.links, dtype=np.int64),
                     *ball[1:], *out, result)  # fmt: skip
@@ -198,4 +224,4 @@ def fused_levels(
     if status != PROVEN:
         return None
     k = int(result[1])
-    return int(result[0]), tuple(a[:k].copy() for a in out)
+    return int(result[0]), tuple(a[:k].copy() for a in out), int(result[2])

@@ -30,7 +30,12 @@ proof ends undecided at once (on ``obstacles_4`` 48 such proofs took 4-5 ms each
 proven one's family with the same modules up to the body its proof needed (:class:`SweepStarts`; ``obstacles_4``:
 the chains of one head with another extension before the gripper) starts from that proof's boxes: those refused by
 the body are refused by the same balls at the same places, the others with ``excess - d`` to spare (``d`` the family
-certificates' distance); only the rest are measured again. Property tests:
+certificates' distance); only the rest are measured again. Every proof's boxes are kept so, a started one's too
+(under the modules its own body and its start's needed: the next chain starts from the nearest, ``obstacles_4``:
+``d`` 0.10 -> 0.05 m); a chain of the family with no such proof of its modules starts from the family's nearest
+proof with the boxes its body refused (excess :data:`~.sweep_fused.BODY`) measured again: those refused by
+position or by rotation alone (inf) hold for the whole family (``obstacles_4``: 64 proofs from the whole turn ->
+2; the sweep proofs' boxes 215,000 -> 113,000). Property tests:
 ``tests/test_sweep_proof.py`` (a configuration the collision checker calls free is never inside a refused box;
 a pose the arm reaches free of the obstacles is never refused).
 """
@@ -48,8 +53,8 @@ import coal
 import numpy as np
 
 from timor_core.kinematics.reach import position_slack
-from timor_core.search.filtering.arm_body import module_sweep, robot_sweep
-from timor_core.search.filtering.family_proof import ROTATION_SLACK, Cut, distance
+from timor_core.search.filtering.arm_body import ModuleSweeps, module_sweep, robot_sweep
+from timor_core.search.filtering.family_proof import Cut
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
@@ -61,7 +66,8 @@ from timor_core.search.filtering.sweep_bound import (
     certain_collision_numpy,
     fixed_collision,
 )
-from timor_core.search.filtering.sweep_fused import fused_levels, sweep_kernel
+from timor_core.search.filtering.sweep_fused import BODY, fused_levels, sweep_kernel
+from timor_core.search.filtering.sweep_starts import Leaves, SweepStarts
 
 if TYPE_CHECKING:
     from timor_core.search.filtering.filter_state import Candidate, PoseGoal
@@ -125,17 +131,6 @@ def sweep_proof(
 
 
 @dataclass(frozen=True)
-class Leaves:
-    """The boxes of joint angles a sweep proof refused (``centres``, ``half``, the ``weights`` to cut them by), each
-    with its ``excess`` (m): refused by position with this to spare, inf: by the body (or by rotation alone)."""
-
-    centres: np.ndarray
-    half: np.ndarray
-    weights: np.ndarray
-    excess: np.ndarray
-
-
-@dataclass(frozen=True)
 class SweepProof:
     """A :func:`sweep_certificate`: ``boxes`` evaluated; ``link``: the boxes refused by the body were refused by its
     balls on the chain's links up to this one (-1: the body before the first joint; the same body, at the same
@@ -166,7 +161,7 @@ def sweep_certificate(
     ``d``: this chain's TCP and last joint origin stay within ``d`` of that one's at every configuration (the same
     orientations): the proof starts from those boxes, each with ``excess - d`` to spare (measured again where
     that is not above 0), instead of from the whole turn."""
-    if fixed_collision(sweep, obstacles, margin):
+    if _fixed(sweep, obstacles, margin):
         return SweepProof(1, -1)
     if not len(obstacles) or (witness is not None and _free(sweep, obstacles, witness, margin)):
         return None
@@ -178,9 +173,23 @@ def sweep_certificate(
         return _levels(sweep, obstacles, target, margin, budget, start, leaves)
     if done is None or not leaves:
         return None if done is None else SweepProof(done[0], sweep.chain.dof - 1)
-    used, (centres, half, weights, excess, body) = done
-    link = _body_link(sweep, obstacles, [(centres[body], half[body])], margin)
+    used, (centres, half, weights, excess, _), link = done
     return SweepProof(used, link, Leaves(centres, half, weights, excess))
+
+
+_FIXED: dict[tuple[int, int, int, float], tuple[Any, Any, ObstacleBoxes, bool]] = {}
+
+
+def _fixed(sweep: ArmSweep, obstacles: ObstacleBoxes, margin: float) -> bool:
+    """:func:`fixed_collision`, once per body before the first joint (its arrays are those of every chain with the
+    same first modules, :class:`~.arm_body.ModuleSweeps`; held with the verdict, so that their ids are not reused)."""
+    key = (id(sweep.fixed), id(sweep.fixed_rho), id(obstacles), margin)
+    hit = _FIXED.get(key)
+    if hit is None or hit[0] is not sweep.fixed or hit[1] is not sweep.fixed_rho or hit[2] is not obstacles:
+        if len(_FIXED) > 4096:
+            _FIXED.clear()
+        hit = _FIXED[key] = (sweep.fixed, sweep.fixed_rho, obstacles, fixed_collision(sweep, obstacles, margin))
+    return hit[3]
 
 
 def _levels(
@@ -211,7 +220,7 @@ def _levels(
             hit = tried[certain_collision(sweep, obstacles, centres[tried], half[tried], margin)]
             keep[hit] = False
             body.append((centres[hit], half[hit]))
-            excess[hit] = math.inf
+            excess[hit] = BODY
         if leaves:
             refused.append((centres[~keep], half[~keep], weights[~keep], excess[~keep]))
         if not keep.any():
@@ -267,7 +276,6 @@ def _body_link(sweep: ArmSweep, obstacles: ObstacleBoxes, body: list, margin: fl
 
 
 WITNESS_SLACK = 1e-9  # m: a witness is tried against the body with this much more depth allowed (rounding)
-MAX_LEAVES = 200_000  # boxes kept for started proofs in all (<= 32 MB for 4 joints); more: all are forgotten
 
 
 def sweep_reason(boxes: int, started: bool = False) -> str:
@@ -319,8 +327,8 @@ def early_refusal(c: Candidate, cut: Cut | None = None) -> tuple[int, str] | Non
     filter runs it after the family's reach proofs: a chain the ``ik`` filter would refuse so after its robot's
     build and the IK of the goals before is refused at once (the same proof on the same body: the verdict is the
     same; a chain the IK would refuse at an earlier goal is refused at this one instead). ``cut``: the chain's
-    :class:`~.family_proof.Cut`; with it the proof starts from the boxes of a proof for a chain of its family with
-    the same modules up to its body's (:class:`SweepStarts`), and a proof from the whole turn keeps its boxes."""
+    :class:`~.family_proof.Cut`; with it the proof starts from the boxes of a proof for a chain of its family
+    (:class:`SweepStarts`), and keeps its own boxes."""
     ctx = c.ctx
     if not ctx.sweeps or not ctx.config.stop_early or not ctx.config.proof_budget:
         return None
@@ -341,7 +349,12 @@ def candidate_sweep(c: Candidate, build: bool = True) -> ArmSweep | None:
     (:func:`~.arm_body.module_sweep`, no robot needed), else from its robot (:func:`arm_sweep`; built now, unless
     ``build`` is off: then None)."""
     if c.sweep is None:
-        made = module_sweep(c.require_assembly(), c.ctx.placement)
+        if c.join is None:
+            made = module_sweep(c.require_assembly(), c.ctx.placement)
+        else:  # (the modules' walk and balls per prefix, no assembly built: arm_body.ModuleSweeps)
+            if c.ctx.module_sweeps is None:
+                c.ctx.module_sweeps = ModuleSweeps(c.ctx.db, c.ctx.placement)
+            made = c.ctx.module_sweeps.sweep(c.ids, c.join)
         c.sweep = made if made is not None else False
     if c.sweep is not False:
         return c.sweep
@@ -352,7 +365,7 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
     """:func:`sweep_proof` for the candidate's chain and ``goal``, kept in the family's record (proven, or tried
     early in vain); ended at once where the family filter found a configuration reaching the goal that the body
     does not refuse (``candidate.witnesses``); with the chain's ``cut``, from the kept boxes of a proof of a chain
-    near it (:class:`SweepStarts`)."""
+    near it where there is one (:class:`SweepStarts`)."""
     ctx = c.ctx
     if index is not None:
         c.swept.add(index)
@@ -376,17 +389,26 @@ def _near_or_whole(
     c: Candidate, sweep: ArmSweep, index: int, cut: Cut, prove: Callable[..., SweepProof | None]
 ) -> tuple[SweepProof | None, bool]:
     """``prove``'s proof started from the kept boxes of a chain near the candidate's (:class:`SweepStarts`), else
-    from the whole turn (its boxes kept); and whether it was started."""
+    from the whole turn; its boxes kept either way; and whether it was started."""
     starts = c.ctx.sweep_starts
     if starts is None:
         starts = c.ctx.sweep_starts = SweepStarts()
-    start = starts.near(index, cut, c.ids)
-    if start is not None and (proof := prove(start=start)) is not None:
+    near = starts.near(index, cut, c.ids)
+    if near is not None and (proof := prove(start=near[:2], leaves=True)) is not None:
+        _keep(c, sweep, index, cut, proof, near[2])
         return proof, True
     proof = prove(leaves=True)
-    if proof is not None and proof.leaves is not None:
-        starts.add(index, cut, c.ids, body_modules(c.require_join().modules, sweep, proof.link), proof.leaves)
+    if proof is not None:
+        _keep(c, sweep, index, cut, proof, 0)
     return proof, False
+
+
+def _keep(c: Candidate, sweep: ArmSweep, index: int, cut: Cut, proof: SweepProof, shared: int) -> None:
+    """Keep a proof's boxes for the chains near the candidate's (:class:`SweepStarts`), under the modules its body
+    needed and the ``shared`` ones of the proof it started from (whose body refused some of its boxes)."""
+    end = body_modules(c.require_join().modules, sweep, proof.link)
+    if end is not None and proof.leaves is not None:
+        c.ctx.sweep_starts.add(index, cut, c.ids, max(end, shared - 1), proof.leaves)
 
 
 def body_modules(modules: Sequence[Any], sweep: ArmSweep, link: int) -> int | None:
@@ -397,46 +419,3 @@ def body_modules(modules: Sequence[Any], sweep: ArmSweep, link: int) -> int | No
     if len(joints) != len(sweep.groups) or link + 1 >= sweep.chain.dof:
         return None
     return joints[int(np.flatnonzero(sweep.groups == link + 1)[0])]
-
-
-class SweepStarts:
-    """The :class:`Leaves` of sweep proofs, per goal and family (:mod:`.family_proof`) and the modules the body of
-    their proof needed (a prefix of the IDs), for the proofs of chains with those modules (:func:`sweep_certificate`'s
-    ``start``): the boxes refused by the body are refused for them too (the same balls at the same places), the
-    others with ``excess - d`` to spare, ``d`` the chains' ``sum_k |t_k - t'_k|`` over their cuts' translations (as
-    a family certificate measures it: their TCPs and last joint origins stay within it)."""
-
-    def __init__(self) -> None:
-        self.kept: dict[tuple[int, tuple[bytes, ...]], dict[tuple[str, ...], tuple[Any, Leaves]]] = {}
-        self.lengths: dict[tuple[int, tuple[bytes, ...]], set[int]] = {}
-        self.boxes = 0
-
-    def add(self, k: int, cut: Cut, ids: tuple[str, ...], end: int | None, leaves: Leaves) -> None:
-        """Keep a proof of goal ``k`` for the chain of ``ids`` (cut ``cut``) whose body needed the modules up to
-        ``end`` (None: all of them; not kept)."""
-        if end is None or leaves.centres.shape[1] != cut.gaps - 1:
-            return
-        if self.boxes + len(leaves.excess) > MAX_LEAVES:
-            self.kept, self.lengths, self.boxes = {}, {}, 0
-        key = (k, cut.rotations)
-        kept = self.kept.setdefault(key, {})
-        before = kept.get(ids[: end + 1])
-        self.boxes += len(leaves.excess) - (0 if before is None else len(before[1].excess))
-        kept[ids[: end + 1]] = (cut.rows, leaves)
-        self.lengths.setdefault(key, set()).add(end + 1)
-
-    def near(self, k: int, cut: Cut, ids: tuple[str, ...]) -> tuple[Leaves, float] | None:
-        """The kept :class:`Leaves` of goal ``k`` nearest the chain of ``ids`` (cut ``cut``) among those it may start
-        from, with ``d``; None if none."""
-        key = (k, cut.rotations)
-        kept = self.kept.get(key)
-        if not kept:
-            return None
-        best, rows, slack = None, cut.rows, ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: merged joints, as family_proof)
-        for n in self.lengths[key]:
-            found = kept.get(ids[:n])
-            if found is not None:
-                d = distance(found[0], rows) + slack
-                if best is None or d < best[1]:
-                    best = (found[1], d)
-        return best
