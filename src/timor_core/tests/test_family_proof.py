@@ -19,7 +19,14 @@ from test_reach_proof import TOLERANCES, _within
 
 from timor_core import ModuleAssembly
 from timor_core.search import paper_exp2_space
-from timor_core.search.filtering.family_proof import Cut, FamilyProofs, chain_segments, cut_chain, distance
+from timor_core.search.filtering.family_proof import (
+    ROTATION_SLACK,
+    Cut,
+    FamilyProofs,
+    chain_segments,
+    cut_chain,
+    distance,
+)
 from timor_core.search.filtering.family_proof import reaching as reached_by
 from timor_core.search.filtering.reach_proof import chain_poses, pose_proof
 
@@ -666,3 +673,31 @@ def test_a_margin_above_a_level_covers_the_chain_at_that_distance(name, pick, se
         slack = 1e-7 * (cut.gaps + 1)  # the certificates' allowance (family_proof.ROTATION_SLACK per gap and one)
         covering.learn([Lesson(0, cut.rotations, cut.translations, margin - slack)])
         assert covering.certified(member) is not None, (gap, level)
+
+
+def test_the_nearest_kept_boxes_by_the_certificates_metric():
+    """``FamilyProofs._near`` gives, of the boxes kept by the family's proven chains, those nearest a chain by the
+    certificates' metric (the sum over the gaps of the translations' distances, numpy's value, plus the look-up's
+    allowance) among those below their floor, and that distance: chains 0-30 cm off drawn arms, against numpy."""
+    rng, checked = np.random.default_rng(11), 0
+    for k in range(40):
+        assembly, placement = assembly_of(sorted(DBS)[k % 2], float(rng.uniform()), rng, 0.3)
+        cut = cut_chain(assembly, placement)
+        if cut is None:
+            continue
+        proofs = FamilyProofs([(_goal_near(cut.chain, rng, "exp2", 0.3), TOLERANCES["exp2"])], 4096)
+        for _ in range(4):
+            proofs.refusal(_member(cut, rng, float(rng.uniform(0.0, 0.3)))[0])
+        kept, slack = proofs.starts.get((0, cut.rotations), []), ROTATION_SLACK * (cut.gaps + 1)
+        for _ in range(4):
+            member = _member(cut, rng, float(rng.uniform(0.0, 0.3)))[0]
+            ds = [float(np.sqrt(((np.array(t) - member.translations) ** 2).sum(axis=1)).sum()) + slack for t, _ in kept]
+            below = [(d, i) for i, d in enumerate(ds) if d < kept[i][1].floor]
+            got = proofs._near(0, member)
+            if below:
+                d, i = min(below)
+                assert got is not None and got[0] is kept[i][1] and got[1] == d, (got, below)
+                checked += 1
+            else:
+                assert got is None
+    assert checked >= 20, checked
