@@ -389,11 +389,10 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
     """Per box: ``excess`` set to inf where the orientation bounds refuse it (the angle less ``sum_i h_i``; per axis
     to first order; :func:`~.proof_numpy.one_joint`), and where ``centre`` has a place per box, the centre's miss less
     ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether a box centre is within
-    ``near_pos``, ``near_angle`` of the goal (compiled by numba). Angles are compared by their cosines (an angle is
-    within x in [0, pi] <=> its cosine is at least cos x): no arccos per box."""
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba). Angles by their cosines: no arccos per box."""
     m, n = half.shape
     found, least, centres = False, math.cos(theta), len(centre) == m
-    within, nearby = math.cos(min(theta, math.pi)), math.cos(min(theta + near_angle, math.pi))
+    within, nearby = math.cos(min(theta, math.pi)), math.cos(min(theta + near_angle, math.pi))  # (acos falls)
     seen_h, cos_h, sin_h, seen_t, cos_t, seen_a, cos_a = -1.0, 1.0, 0.0, -1.0, 1.0, -1.0, 1.0  # (the last h's, sums')
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
@@ -406,8 +405,7 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
                 j = i
         cos_turn = min(max((trace - 1.0) / 2.0, -1.0), 1.0)  # the angle's cosine (no arccos: see the docstring)
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if miss <= slack + near_pos and cos_turn >= nearby:
-            found = True
+        found = found or (miss <= slack + near_pos and cos_turn >= nearby)
         if centres:
             centre[b] = miss - slack if cos_turn >= within else math.inf
         if theta >= math.pi:
