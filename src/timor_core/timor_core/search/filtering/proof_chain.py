@@ -47,7 +47,8 @@ class PoseChain:
         (n + 1, 3) of ``A_0`` (world to joint 1), ``A_k`` (joint k to joint k + 1) and ``A_n`` (joint n to the
         TCP), so that ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:func:`chain_poses`). Joint k's frame: x the unit
         ``a x e`` (``e`` the world's x axis, its y where ``a`` is near x), y ``a x x``; each step ``F_k^-1 F_k+1``
-        by the rigid inverse, in floats (numpy's cross products and 4x4 inverses took 0.31 ms a chain)."""
+        by the rigid inverse, in floats (numpy's cross products and 4x4 inverses took 0.31 ms a chain). A chain of
+        :func:`chain_of_steps` has the steps it was made of instead (its joints' frames another x axis each)."""
         frames: list[Sequence[Sequence[float]]] = [_joint_frame(a) for a in self.axes.tolist()]
         frames.append(list(zip(*self.tcp[:3, :3].tolist(), strict=True)))  # columns
         points = [*self.origins.tolist(), self.tcp[:3, 3].tolist()]
