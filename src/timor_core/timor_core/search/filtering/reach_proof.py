@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -289,21 +288,6 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
     return boxes.centres, boxes.half, excess, weights, bool(near), int(open_.sum()), boxes.floor - d
 
 
-_OUTPUTS = threading.local()  # per thread: the fused call's output arrays per joint count (:func:`_outputs`)
-
-
-def _outputs(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The compiled call's output arrays (centres, half-widths, weights, excess) for ``rows`` boxes of ``n`` joints:
-    views of arrays kept per thread and joint count, grown when too small (what a proof keeps is copied out of them).
-    Why: made anew, ~1 MB a proof (sized for the budgets), the allocator's fresh pages took ~20 % of the proofs' CPU
-    (the 329 proofs of ``five_joints`` replayed: 0.18 -> 0.144 s)."""
-    kept: dict[int, tuple[np.ndarray, ...]] = _OUTPUTS.__dict__.setdefault("arrays", {})
-    arrays = kept.get(n)
-    if arrays is None or len(arrays[3]) < rows:
-        arrays = kept[n] = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
-    return arrays[0][:rows], arrays[1][:rows], arrays[2][:rows], arrays[3][:rows]
-
-
 def _fused(
     kernel: Any,
     chain: PoseChain,
@@ -324,7 +308,8 @@ def _fused(
         (boxes, d), first = start, 0
         centres, half, excess, weights = boxes.centres, boxes.half, boxes.excess, boxes.weights
         m, loose = len(boxes.excess), boxes.floor - d
-    out = _outputs(m + budget + widen_budget + 16, n)
+    rows = m + budget + widen_budget + 16
+    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
     result, found = np.empty(4), np.empty(n)
     params = np.array([goal.slack, goal.theta, goal.length, *goal.near, goal.rot_weight, widen, loose, extra, GIVE_UP,
                        ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS, d], dtype=np.float64)  # fmt: skip
