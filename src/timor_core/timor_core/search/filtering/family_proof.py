@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import PoseChain, Proof, chain_from_frames, pose_proof, reaching
+from timor_core.search.filtering.reach_proof import PoseChain, Proof, chain_of_steps, pose_proof, reaching
 from timor_core.search.filtering.segments import Segment, merged
 from timor_core.search.filtering.widening import Boxes, Distances
 
@@ -102,9 +102,8 @@ class Cut:
 
     @functools.cached_property
     def chain(self) -> PoseChain:
-        """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it)."""
-        frames = self.frames
-        return chain_from_frames(frames[:-1, :3, 3], frames[:-1, :3, 2], frames[-1])
+        """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it), in this cut's angles."""
+        return chain_of_steps(*_steps(self))
 
     @property
     def gaps(self) -> int:
@@ -297,7 +296,7 @@ class FamilyProofs:
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
         self.witnesses: dict[tuple[int, tuple[bytes, ...]], list[np.ndarray]] = {}  # per goal and family
-        self.starts: dict[tuple[int, tuple[bytes, ...]], list[tuple[np.ndarray, Boxes]]] = {}  # the same
+        self.starts: dict[tuple[int, tuple[bytes, ...]], list[tuple[Any, Boxes]]] = {}  # the same
         self.started, self.kept_boxes = 0, 0  # proofs started from kept boxes (for the benchmarks); boxes kept
         self.distances = Distances(WIDEN, ROTATION_SLACK)  # between certificates of a family: the widening's levels
         self.scores: dict[tuple[bytes, ...], list[float]] = {}  # per family, goal: the last proof's margin (-1: none)
@@ -399,7 +398,7 @@ class FamilyProofs:
         self.started += start is not None
         if proof is not None:
             starts = self.starts.setdefault((k, cut.rotations), [])
-            starts.insert(0, (cut.translations, kept[-1]))
+            starts.insert(0, (cut.rows, kept[-1]))
             self.kept_boxes += len(kept[-1].excess) - sum(len(b.excess) for _, b in starts[STARTS:])
             del starts[STARTS:]
             if self.kept_boxes > MAX_KEPT_BOXES:
@@ -409,10 +408,10 @@ class FamilyProofs:
     def _near(self, k: int, cut: Cut) -> tuple[Boxes, float] | None:
         """The kept :class:`~.reach_proof.Boxes` of goal ``k`` and ``cut``'s family nearest ``cut`` (``d``: the
         certificates' metric and allowance, below their floor: the TCPs stay within ``d``) with ``d``, or None."""
-        best, slack, dof = None, ROTATION_SLACK * (cut.gaps + 1), cut.chain.dof
+        best, slack, rows = None, ROTATION_SLACK * (cut.gaps + 1), cut.rows  # (:func:`distance`: numpy's sum)
         for t, boxes in self.starts.get((k, cut.rotations), ()):
-            d = float(np.sqrt(((t - cut.translations) ** 2).sum(axis=1)).sum()) + slack
-            if d < boxes.floor and boxes.centres.shape[1] == dof and (best is None or d < best[1]):
+            d = distance(t, rows, min(boxes.floor, math.inf if best is None else best[1]) - slack) + slack
+            if d < boxes.floor and (best is None or d < best[1]):
                 best = (boxes, d)
         return best
 

@@ -35,8 +35,9 @@ __all__ = [
 
 UNDECIDED, PROVEN, WITNESS, OVERFLOW = 0, 1, 2, 3  # what :func:`fused_proof` returns
 # params: slack, theta, length, near_pos, near_angle, rot_weight, widen, loose, extra, give_up, rot_score,
-# witness_eps, witness_angle_eps; counts: budget, widen_budget, used, started, near, witness_levels, (unused), splits,
-# witness_starts, witness_steps, has_levels; result: used, margin, boxes kept, floor
+# witness_eps, witness_angle_eps, d (a started proof's); counts: budget, widen_budget, used, started, near,
+# witness_levels, first splits (> 0: the whole turn, cut so often, is measured first), splits, witness_starts,
+# witness_steps, has_levels; result: used, margin, boxes kept, floor
 poses, position, orientation, halves = (py_kernels()[name] for name in ("poses", "position", "orientation", "halves"))
 
 
@@ -55,6 +56,26 @@ def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, p
     if has_levels and m:
         upper[0] = min(upper[0], centre.min())
     return excess, near, weights
+
+
+def started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, upper, has_levels):
+    """:func:`~.reach_proof._started`'s first level from a neighbour's kept boxes at distance ``params[13]``: each
+    box's excess (the larger of ``excess - d`` and its own measure, for those not refused by rotation alone), whether
+    a measured centre is near the goal, the weights, and the boxes measured."""
+    excess, weights = excess - params[13], weights.copy()
+    open_ = np.isfinite(excess)
+    count = int(open_.sum())
+    if not count:
+        return excess, False, weights, count
+    measured, near, measured_weights = measure_all(rot_steps, trans_steps, centres[open_], half[open_], gpos, gaxes,
+                                                   direction, params, upper, has_levels)  # fmt: skip
+    k = 0
+    for b in range(len(excess)):
+        if open_[b]:
+            weights[b, :] = measured_weights[k]
+            excess[b] = max(measured[k], excess[b])
+            k += 1
+    return excess, near, weights, count
 
 
 def witness_search(rot_steps, trans_steps, centres, gpos, gaxes, params, counts, found):
@@ -125,11 +146,20 @@ def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, c
 
 def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
                 levels, upper, out_centres, out_half, out_weights, out_excess, result, found):  # fmt: skip
-    """:func:`~.reach_proof.pose_proof`'s levels from its first (``centres``... measured) to its end: UNDECIDED,
-    WITNESS (a configuration in ``found``), PROVEN (``result``: boxes used, margin, boxes kept (sorted by excess, in
-    ``out_*``), floor) or OVERFLOW (more boxes kept than ``out_*`` hold)."""
+    """:func:`~.reach_proof.pose_proof`'s levels from its first (the whole turn cut and measured, or a neighbour's
+    kept boxes measured: see the counts above) to its end: UNDECIDED, WITNESS (a configuration in ``found``), PROVEN
+    (``result``: boxes used, margin, boxes kept (sorted by excess, in ``out_*``), floor) or OVERFLOW (more boxes kept
+    than ``out_*`` hold)."""
     n = centres.shape[1]
     parts, used, near, loose = 1 << counts[7], counts[2], counts[4] == 1, params[7]
+    if counts[6] > 0:  # the whole turn (``centres``, ``half``: one box), cut counts[6] times, measured
+        centres, half = halved(centres, half, weights, counts[6])
+        used = len(centres)
+        excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
+                                            upper, counts[10] == 1)  # fmt: skip
+    elif counts[3] == 1:  # a neighbour's kept boxes (``excess`` theirs): measured for this chain
+        excess, near, weights, used = started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes,
+                                              direction, params, upper, counts[10] == 1)  # fmt: skip
     tight_c, tight_h = np.empty((0, n)), np.empty((0, n))
     tight_e, tight_w = np.empty(0), np.empty((0, n))
     level = 0
@@ -187,7 +217,7 @@ def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, count
     return PROVEN
 
 
-HELPERS = ("measure_all", "witness_search", "aim_at", "widen_boxes", "halved", "_proven")
+HELPERS = ("measure_all", "started", "witness_search", "aim_at", "widen_boxes", "halved", "_proven")
 """The functions :func:`fused_proof` calls, compiled before it (in this order)."""
 
 

@@ -127,11 +127,8 @@ def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
     """The compiled kernels if this process runs them: the ahead-built ones wherever compiled kernels are allowed
     and they are there, else numba's by the rule (loading them if it is time), else None."""
-    if compiled.allowed():
-        built = ahead()
-        if built is not None:
-            return built
-    return compiled.loaded_or_none(_kernels, "the reach proofs")
+    built = ahead() if compiled.allowed() else None
+    return built if built is not None else compiled.loaded_or_none(_kernels, "the reach proofs")
 
 
 def measure_boxes(
@@ -239,10 +236,7 @@ def witness_from(
     return found if reached else None
 
 
-ROT_SCORE = (
-    0.1  # m per rad beyond ROT_FRACTION of the goal's rotation slack: added to a centre's distance from the goal
-)
-# when choosing the centres to descend from
+ROT_SCORE = 0.1  # m per rad beyond ROT_FRACTION of the rotation slack, added to a centre's miss (descents' starts)
 WITNESS_EPS, WITNESS_ANGLE_EPS = 1e-7, 1e-5  # m, rad: a witness lies this far inside the slacks (rounding)
 
 
@@ -262,10 +256,9 @@ def _kernels() -> tuple[Any, Any, Any, Any]:
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
     compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
-    poses, position, orientation, halves = (compile_(kernel) for kernel in py_kernels().values())
-    kernels = poses, position, orientation, halves
+    kernels = tuple(compile_(kernel) for kernel in py_kernels().values())
     compiled.mark_loaded()
-    return kernels
+    return kernels  # type: ignore[return-value]  # (poses, position, orientation, halving)
 
 
 def _halves(centres, half, weights, times, children, child_half):
@@ -303,7 +296,8 @@ def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
     first joint whose angle differs from the box before's are that box's (the same values: siblings share most)."""
     m, n = centres.shape
     turned, at_rot, at_tcp = np.empty((3, 3)), np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))  # frames before joint k
-    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's
+    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's ...
+    other, other_cos, other_sin = np.full(n, np.nan), np.empty(n), np.empty(n)  # ... and the one before (siblings)
     for r in range(3):
         at_tcp[0, r] = trans_steps[0, r]
         for col in range(3):
@@ -317,8 +311,12 @@ def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
                 for r in range(3):
                     jaxes[b, k, r], origins[b, k, r] = jaxes[b - 1, k, r], origins[b - 1, k, r]
                 continue
-            if centres[b, k] != seen[k]:
-                seen[k], cosines[k], sines[k] = centres[b, k], math.cos(centres[b, k]), math.sin(centres[b, k])
+            if centres[b, k] != seen[k]:  # (a box's siblings take one of two angles per joint: both kept)
+                angle, cos_k, sin_k = centres[b, k], other_cos[k], other_sin[k]
+                if angle != other[k]:
+                    cos_k, sin_k = math.cos(angle), math.sin(angle)
+                other[k], other_cos[k], other_sin[k] = seen[k], cosines[k], sines[k]
+                seen[k], cosines[k], sines[k] = angle, cos_k, sin_k
             c, s = cosines[k], sines[k]
             for r in range(3):
                 jaxes[b, k, r], origins[b, k, r] = at_rot[k, r, 2], at_tcp[k, r]
@@ -347,6 +345,7 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
     second-order rest per unit distance (compiled by numba)."""
     m, n = half.shape
     seen, chords, bends = np.full(n, -1.0), np.empty(n), np.empty(n)  # per joint the last half-width's terms
+    cos_theta, sin_theta = math.cos(min(theta, math.pi)), math.sin(min(theta, math.pi))
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
@@ -378,10 +377,10 @@ def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, 
         if math.isfinite(slack):  # the wrist's distance from its cap {goal + length u, angle(u, direction) <= theta}
             yx, yy, yz = wx - gpos[0], wy - gpos[1], wz - gpos[2]
             cap = math.sqrt(yx * yx + yy * yy + yz * yz)
-            if length > 0.0:
-                cos_a = (yx * direction[0] + yy * direction[1] + yz * direction[2]) / max(cap, 1e-300)
-                beyond = max(math.acos(min(max(cos_a, -1.0), 1.0)) - theta, 0.0)
-                cap = math.sqrt(max(cap * cap + length * length - 2.0 * cap * length * math.cos(beyond), 0.0))
+            if length > 0.0:  # cos(max(a - theta, 0)) of the angle a = acos(c) from ``direction``, no arccos
+                c = min(max((yx * direction[0] + yy * direction[1] + yz * direction[2]) / max(cap, 1e-300), -1.0), 1.0)
+                turned = 1.0 if c >= cos_theta else c * cos_theta + math.sqrt(max(1.0 - c * c, 0.0)) * sin_theta
+                cap = math.sqrt(max(cap * cap + length * length - 2.0 * cap * length * turned, 0.0))
             out = max(out, cap - moves_wrist - slack)
         excess[b] = out
 
@@ -390,10 +389,11 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
     """Per box: ``excess`` set to inf where the orientation bounds refuse it (the angle less ``sum_i h_i``; per axis
     to first order; :func:`~.proof_numpy.one_joint`), and where ``centre`` has a place per box, the centre's miss less
     ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether a box centre is within
-    ``near_pos``, ``near_angle`` of the goal (compiled by numba)."""
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba). Angles by their cosines: no arccos per box."""
     m, n = half.shape
     found, least, centres = False, math.cos(theta), len(centre) == m
-    seen_h, cos_h, sin_h, seen_t, cos_t = -1.0, 1.0, 0.0, -1.0, 1.0  # (the last h's and others' sum's terms)
+    within, nearby = math.cos(min(theta, math.pi)), math.cos(min(theta + near_angle, math.pi))  # (acos falls)
+    seen_h, cos_h, sin_h, seen_t, cos_t, seen_a, cos_a = -1.0, 1.0, 0.0, -1.0, 1.0, -1.0, 1.0  # (the last h's, sums')
     for b in range(m):
         dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
         trace, total, j = 0.0, 0.0, 0
@@ -403,15 +403,16 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
             total += half[b, i]
             if half[b, i] > half[b, j]:  # (j: the widest joint, the first on a tie)
                 j = i
-        turn = math.acos(min(max((trace - 1.0) / 2.0, -1.0), 1.0))
+        cos_turn = min(max((trace - 1.0) / 2.0, -1.0), 1.0)  # the angle's cosine (no arccos: see the docstring)
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        if miss <= slack + near_pos and turn <= theta + near_angle:
-            found = True
+        found = found or (miss <= slack + near_pos and cos_turn >= nearby)
         if centres:
-            centre[b] = miss - slack if turn <= theta else math.inf
+            centre[b] = miss - slack if cos_turn >= within else math.inf
         if theta >= math.pi:
             continue
-        off = turn - total > theta
+        if total != seen_a:
+            seen_a, cos_a = total, math.cos(min(theta + total, math.pi))
+        off = cos_turn < cos_a  # the angle less sum_i h_i beyond theta
         for k in range(3):
             if off:
                 break
@@ -427,7 +428,9 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
                 top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
             off = top < least
         h = half[b, j]
-        if not off and turn - (total - h) > theta:  # (else the least angle, at most ``turn``, refuses nothing)
+        if not off and total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
+            seen_t, cos_t = total - h, math.cos(min(theta + total - h, math.pi))
+        if not off and cos_turn < cos_t:  # (else the least angle, at most the centre's, refuses nothing)
             ax, ay, az, w, q = jaxes[b, j, 0], jaxes[b, j, 1], jaxes[b, j, 2], 0.0, -trace
             for k in range(3):
                 tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
@@ -436,8 +439,6 @@ def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_po
                 q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
             if h != seen_h:  # (siblings share most half-widths)
                 seen_h, cos_h, sin_h = h, math.cos(h), math.sin(h)
-            if total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
-                seen_t, cos_t = total - h, math.cos(min(theta + total - h, math.pi))
             r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
             top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
             off = (trace + q + top - 1.0) / 2.0 < cos_t

@@ -38,7 +38,6 @@ random robots, placements, configurations and goals within four kinds of toleran
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -46,9 +45,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pinocchio as pin
 
-from timor_core.kinematics.reach import joint_path, position_slack
+from timor_core.kinematics.reach import position_slack
+from timor_core.search.filtering.proof_chain import (
+    PoseChain,
+    chain_from_frames,
+    chain_of_steps,
+    chain_poses,
+    pose_chain,
+)
 from timor_core.search.filtering.proof_fused import OVERFLOW, PROVEN, WITNESS, fused_kernel
 from timor_core.search.filtering.proof_kernel import (
     ROT_SCORE,
@@ -61,7 +66,7 @@ from timor_core.search.filtering.proof_kernel import (
     reach_witness,
     witness_from,
 )
-from timor_core.search.filtering.proof_numpy import BoxGoal, chain_frames
+from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.widening import SPLITS, Boxes, Levels, widened
 
 __all__ = [
@@ -72,6 +77,7 @@ __all__ = [
     "Proof",
     "pose_proof",
     "chain_from_frames",
+    "chain_of_steps",
     "chain_poses",
     "pose_chain",
     "proof_reason",
@@ -83,7 +89,6 @@ __all__ = [
 
 BUDGET = 4096
 """Boxes evaluated per goal at most before the proof gives up (undecided: the IK decides)."""
-COAXIAL = 1e-10  # m or sine: two joint axes this close to one line are one (EPS covers the difference)
 EPS = 1e-8  # m: rounding (and merging joints within COAXIAL) must never make a reachable pose look out of reach
 ANGLE_EPS = 1e-6  # rad: the same for angles (arccos near 0 is accurate to ~1e-8 only)
 FIRST_SPLITS = 8  # the whole turn of every joint cut into 2**8 boxes before the first evaluation (7 left 65 more of
@@ -96,139 +101,9 @@ ROT_WEIGHT = 0.01  # m per rad: added to a joint's reach when choosing the side 
 # itself is cut too, at last; 0.01 against 0.1: obstacle_middle's proofs 15.7 -> 13.1 s CPU, 32 more chains decided)
 
 
-@dataclass(frozen=True)
-class PoseChain:
-    """A serial chain of revolute joints at q = 0, as the proof needs it.
-
-    ``origins[i]``, ``axes[i]``: joint i's origin and unit axis in the world; ``tcp``: the TCP's 4x4 pose;
-    ``radii[i]``: the largest distance from ``origins[i]`` to the TCP; ``wrist_radii[i]``: to the last joint's
-    origin; ``offset``: the last joint's origin seen from the TCP, in the TCP's frame (``w = p + R @ offset``).
-    """
-
-    origins: np.ndarray
-    axes: np.ndarray
-    tcp: np.ndarray
-    radii: np.ndarray
-    wrist_radii: np.ndarray
-    offset: np.ndarray
-
-    @functools.cached_property
-    def steps(self) -> tuple[np.ndarray, np.ndarray]:
-        """The chain cut at frames whose z axes are the joints' (q = 0): rotations (n + 1, 3, 3) and translations
-        (n + 1, 3) of ``A_0`` (world to joint 1), ``A_k`` (joint k to joint k + 1) and ``A_n`` (joint n to the
-        TCP), so that ``T(q) = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:func:`chain_poses`). Joint k's frame: x the unit
-        ``a x e`` (``e`` the world's x axis, its y where ``a`` is near x), y ``a x x``; each step ``F_k^-1 F_k+1``
-        by the rigid inverse, in floats (numpy's cross products and 4x4 inverses took 0.31 ms a chain)."""
-        frames: list[Sequence[Sequence[float]]] = [_joint_frame(a) for a in self.axes.tolist()]
-        frames.append(list(zip(*self.tcp[:3, :3].tolist(), strict=True)))  # columns
-        points = [*self.origins.tolist(), self.tcp[:3, 3].tolist()]
-        rotations, translations = [[list(r) for r in zip(*frames[0], strict=True)]], [points[0]]
-        for k in range(1, len(frames)):
-            before, after, p, o = frames[k - 1], frames[k], points[k], points[k - 1]
-            d = (p[0] - o[0], p[1] - o[1], p[2] - o[2])
-            rotations.append([[_dot(u, v) for v in after] for u in before])
-            translations.append([_dot(u, d) for u in before])
-        return np.array(rotations), np.array(translations)
-
-    @property
-    def dof(self) -> int:
-        return len(self.radii)
-
-
-def pose_chain(robot: Any, fid: int | None = None) -> PoseChain | None:
-    """The :class:`PoseChain` from the base to frame ``fid`` (default the TCP), cached on the robot; None if a joint
-    on the way is not a one-axis revolute joint (or there is none): no proof for such robots."""
-    fid = robot.tcp if fid is None else fid
-    cache = robot.__dict__.setdefault("_pose_chains", {})
-    if fid not in cache:
-        cache[fid] = _build(robot.model, fid)
-    return cache[fid]
-
-
-def _build(model: Any, fid: int) -> PoseChain | None:
-    joints = joint_path(model, fid)
-    if not joints or any(not model.joints[j].shortname().startswith("JointModelR") for j in joints):
-        return None
-    if any(model.joints[j].nv != 1 for j in joints):
-        return None
-    data = model.createData()
-    pin.computeJointJacobians(model, data, pin.neutral(model))
-    pin.updateFramePlacements(model, data)
-    jac = np.asarray(data.J).reshape(6, -1)
-    axes = np.array([jac[3:, model.joints[j].idx_v] for j in joints], dtype=float)
-    origins = np.array([data.oMi[j].translation for j in joints], dtype=float)
-    return chain_from_frames(origins, axes, np.array(data.oMf[fid].homogeneous))
-
-
-def chain_from_frames(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) -> PoseChain:
-    """The :class:`PoseChain` of revolute joints with these origins and axes (world, q = 0; ``axes`` need not be
-    unit vectors) and the TCP's 4x4 pose at q = 0: the radii are the sums of the distances along the chain. Joints
-    on one line with the joint before are merged into it (``E_i(a) E_j(b) = E_i(a +- b)``; the search goes over
-    whole turns), which takes a dimension off the search for arms like ``J I_50 J``."""
-    origins = np.asarray(origins, dtype=float).reshape(-1, 3)
-    axes = np.asarray(axes, dtype=float).reshape(-1, 3)
-    axes = axes / np.linalg.norm(axes, axis=1)[:, None]
-    tcp = np.asarray(tcp, dtype=float)
-    # a joint on the same line as the one before adds nothing a whole turn of that one does not: dropped
-    kept = [0]
-    for i in range(1, len(origins)):
-        a, o = axes[kept[-1]], origins[kept[-1]]
-        if _off_line(a, axes[i]) > COAXIAL or _off_line(a, origins[i] - o) > COAXIAL:
-            kept.append(i)
-    if len(kept) < len(origins):
-        origins, axes = origins[kept], axes[kept]
-    steps = np.linalg.norm(np.diff(origins, axis=0), axis=1)
-    wrist = np.array([float(steps[i:].sum()) for i in range(len(origins))])
-    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - origins[-1]))
-    offset = tcp[:3, :3].T @ (origins[-1] - tcp[:3, 3])
-    return PoseChain(origins, axes, tcp, radii, wrist, offset)
-
-
-def _joint_frame(a: list[float]) -> list[tuple[float, float, float]]:
-    """The columns x, y, z of a joint's frame (z its unit axis ``a``; see :attr:`PoseChain.steps`)."""
-    ax, ay, az = a
-    if abs(ax) < 0.9:  # a x (1, 0, 0)
-        x = (0.0, az, -ay)
-    else:  # a x (0, 1, 0)
-        x = (-az, 0.0, ax)
-    norm = math.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-    xx, xy, xz = x[0] / norm, x[1] / norm, x[2] / norm
-    return [(xx, xy, xz), (ay * xz - az * xy, az * xx - ax * xz, ax * xy - ay * xx), (ax, ay, az)]
-
-
-def _dot(u: Sequence[float], v: Sequence[float]) -> float:
-    return u[0] * v[0] + u[1] * v[1] + u[2] * v[2]
-
-
-def _off_line(a: np.ndarray, v: np.ndarray) -> float:
-    """``|a x v|`` for 3-vectors (how far ``v`` leaves the line of the unit vector ``a``), without numpy's overhead."""
-    ax, ay, az = a.tolist()
-    vx, vy, vz = v.tolist()
-    return math.sqrt((ay * vz - az * vy) ** 2 + (az * vx - ax * vz) ** 2 + (ax * vy - ay * vx) ** 2)
-
-
 def proof_reason(boxes: int) -> str:
     """The reason the search gives for a goal :func:`unreachable_pose` proved out of reach."""
     return f"no configuration reaches it within its tolerance (proven over {boxes} boxes of joint angles)"
-
-
-@dataclass(frozen=True)
-class ChainPoses:
-    """:func:`chain_poses` for M configurations: ``frames`` (M, 3, 3), row k the TCP's axis k in the world;
-    ``tcp`` (M, 3); ``wrist`` (M, 3), the last joint's origin."""
-
-    frames: np.ndarray
-    tcp: np.ndarray
-    wrist: np.ndarray
-
-
-def chain_poses(chain: PoseChain, q: np.ndarray) -> ChainPoses:
-    """The TCP's frames and positions and the last joint's origins for configurations ``q`` (M, n) (angles from
-    q = 0), joint 1 first: ``T = A_0 Rz(q_1) A_1 ... Rz(q_n) A_n`` (:attr:`PoseChain.steps`,
-    :func:`~.proof_numpy.chain_frames`)."""
-    rotations, translations = chain.steps
-    rot, tcp, _, origins = chain_frames(rotations, translations, np.atleast_2d(np.asarray(q, dtype=float)))
-    return ChainPoses(np.swapaxes(rot, 1, 2), tcp, origins[:, -1].copy())
 
 
 def rotation_slack(tolerance: Any) -> float:
@@ -339,23 +214,27 @@ def pose_proof(
     ``excess - d`` as each one's bound, instead of from the whole turn. ``kept``: a proof's :class:`Boxes` is
     appended to it. ``levels`` (m, ascending): the margins worth widening to (:class:`~.widening.Levels`)."""
     target, upper = _target(chain, goal, tolerance, extra), ([math.inf] if levels else None)  # (Levels.upper)
-    if start is None:
-        weights = chain.radii + ROT_WEIGHT
-        centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
-        excess, near, box_weights = _measure(chain, target, centres, half, upper)
-        used, loose = len(centres), math.inf
-    else:
-        centres, half, excess, near, box_weights, used, loose = _started(chain, target, *start, upper)
-        widen = min(widen, loose)  # (no margin can exceed the other boxes' bound)
-    state = (centres, half, excess, box_weights, bool(near), used, loose, start is not None)
-    spend, aims = (budget, widen, widen_budget), (levels, upper, extra)
+    loose = math.inf if start is None else start[0].floor - start[1]
+    spend, aims = (budget, min(widen, loose), widen_budget), (levels, upper, extra)  # (no margin exceeds ``loose``)
     kernel = fused_kernel()
-    fused = False if kernel is None else _fused(kernel, chain, target, state, spend, aims, witnesses)
+    fused = False if kernel is None else _fused(kernel, chain, target, start, spend, aims, witnesses)
     if fused is False:  # (no compiled kernel, or its buffers were too small)
-        return _levels(chain, target, state, spend, aims, (witnesses, kept))
+        return _levels(chain, target, _first(chain, target, start, upper), spend, aims, (witnesses, kept))
     if isinstance(fused, tuple) and kept is not None:
         kept.append(fused[1])
     return fused[0] if isinstance(fused, tuple) else None
+
+
+def _first(chain: PoseChain, target: BoxGoal, start: tuple[Boxes, float] | None, upper: list[float] | None) -> tuple:
+    """:func:`pose_proof`'s first level in numpy (what the compiled call does first): the whole turn cut
+    :data:`FIRST_SPLITS` times and measured, or the boxes of ``start`` (:func:`_started`); as :func:`_levels` takes
+    it."""
+    if start is not None:
+        return (*_started(chain, target, *start, upper), True)
+    weights = chain.radii + ROT_WEIGHT
+    centres, half = halve_boxes(np.zeros((1, chain.dof)), np.full((1, chain.dof), math.pi), weights, FIRST_SPLITS)
+    excess, near, box_weights = _measure(chain, target, centres, half, upper)
+    return centres, half, excess, box_weights, bool(near), len(centres), math.inf, False
 
 
 def _levels(chain: PoseChain, target: BoxGoal, state: tuple, spend: tuple, aims: tuple, out: tuple) -> Proof | None:
@@ -400,31 +279,41 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
     larger of ``excess - d`` and this chain's measure, for every box not refused by rotation alone: the widening
     cuts the rest from their own bound, not from ``excess - d``, s47: 5-7 % fewer boxes in all), whether a measured
     centre is near the goal, their weights, the boxes measured, and the bound of every other box (``floor - d``)."""
-    excess, weights, near = boxes.excess - d, boxes.weights.copy(), False
+    excess, weights, near = boxes.excess - d, boxes.weights.copy(), False  # (as :func:`~.proof_fused.started`)
     open_ = np.isfinite(excess)
     if open_.any():
         measured, near, measured_weights = _measure(chain, goal, boxes.centres[open_], boxes.half[open_], upper)
         weights[open_] = measured_weights
         excess[open_] = np.maximum(measured, excess[open_])
-    return boxes.centres, boxes.half, excess, near, weights, int(open_.sum()), boxes.floor - d
+    return boxes.centres, boxes.half, excess, weights, bool(near), int(open_.sum()), boxes.floor - d
 
 
 def _fused(
-    kernel: Any, chain: PoseChain, goal: BoxGoal, state: tuple, spend: tuple, aims: tuple, witnesses: Any
+    kernel: Any,
+    chain: PoseChain,
+    goal: BoxGoal,
+    start: tuple[Boxes, float] | None,
+    spend: tuple,
+    aims: tuple,
+    witnesses: Any,
 ) -> Any:
-    """:func:`pose_proof`'s levels from the first measured one (``state``: centres, half, excess, weights, near, boxes
-    used, loose, started) in one compiled call (:mod:`.proof_fused`): the :class:`Proof` and the :class:`Boxes` kept,
-    None (undecided; a witness found is appended to ``witnesses``), or False where the kernel's buffers were too
-    small (the numpy levels then run)."""
-    centres, half, excess, weights, near, used, loose, started = state
-    (budget, widen, widen_budget), (levels, upper, extra) = spend, aims
-    m, n = centres.shape
+    """:func:`pose_proof`'s levels from the whole turn or ``start`` in one compiled call (:mod:`.proof_fused`, its
+    first level too): the :class:`Proof` and the :class:`Boxes` kept, None (undecided; a witness found is appended to
+    ``witnesses``), or False where the kernel's buffers were too small (the numpy levels then run)."""
+    (budget, widen, widen_budget), (levels, upper, extra), n = spend, aims, chain.dof
+    if start is None:
+        centres, half, excess = np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+        weights, m, loose, d, first = (chain.radii + ROT_WEIGHT)[None], 1 << FIRST_SPLITS, math.inf, 0.0, FIRST_SPLITS
+    else:
+        (boxes, d), first = start, 0
+        centres, half, excess, weights = boxes.centres, boxes.half, boxes.excess, boxes.weights
+        m, loose = len(boxes.excess), boxes.floor - d
     rows = m + budget + widen_budget + 16
     out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
     result, found = np.empty(4), np.empty(n)
     params = np.array([goal.slack, goal.theta, goal.length, *goal.near, goal.rot_weight, widen, loose, extra, GIVE_UP,
-                       ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS], dtype=np.float64)  # fmt: skip
-    counts = np.array([budget, widen_budget, used, started, near, WITNESS_LEVELS, 0, SPLITS, WITNESS_STARTS,
+                       ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS, d], dtype=np.float64)  # fmt: skip
+    counts = np.array([budget, widen_budget, 0, start is not None, 0, WITNESS_LEVELS, first, SPLITS, WITNESS_STARTS,
                        WITNESS_STEPS, upper is not None], dtype=np.int64)  # fmt: skip
     box = [np.ascontiguousarray(a, dtype=np.float64) for a in (centres, half, excess, weights)]
     bound = np.array(upper if upper is not None else [math.inf], dtype=np.float64)
