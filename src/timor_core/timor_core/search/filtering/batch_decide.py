@@ -25,7 +25,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
-from operator import is_not, itemgetter, lt
+from operator import eq, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
@@ -343,9 +343,9 @@ class BatchLookup:
                 (grown if fid in sizes and state[j] != _UNSURE else groups).setdefault(fid, []).append(j)
         for fid, at in grown.items():
             self._added(fid, sizes[fid], at)
-        for j in range(self._fresh, len(state)):
-            if state[j] == _PENDING:
-                groups.setdefault(families[j], []).append(j)
+        pending = map(eq, state[self._fresh :], itertools.repeat(_PENDING))  # (picked in C: most have an answer)
+        for j in itertools.compress(itertools.count(self._fresh), pending):
+            groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
         for fid, at in groups.items():
             for j in at:
