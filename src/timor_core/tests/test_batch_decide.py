@@ -218,6 +218,47 @@ def test_an_assembly_after_a_straight_run_is_staged_from_its_heads_parent(monkey
     assert found.count(True) >= N // 10 and 2 in found, (found.count(True), found.count(2), len(found))
 
 
+def test_the_staging_of_the_assemblies_after_a_stop_is_kept_for_the_next_call(monkeypatch):
+    """After a batch stops (an assembly left to the chain), the next call's assemblies that were staged already for
+    these very IDs are not staged again (``_stage``'s ``same``, found in C): on the fixed long run most calls start
+    after such a run, and every answer is the one-at-a-time one (fails where the kept staging is dropped: ``same``
+    0, or where one staged for other IDs is kept: the answers differ)."""
+    real, kept = batch_decide.BatchLookup._extend, []
+
+    def spy(self, proofs, items, same, bound):
+        assert all(a is b[1] for a, b in zip(self._ids[:same], items, strict=False))
+        kept.append(same)
+        real(self, proofs, items, same, bound)
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
+    one, _ = _run(None, 0, N, None, 7)
+    many, _ = _run(256, 0, N, None, 7)
+    assert many == one
+    assert sum(1 for same in kept if same > 0) >= 5 and sum(kept) >= N // 4, kept
+    kept.clear()
+    db, task, items, _ = _stream()  # a call for other assemblies than those staged: none of their staging is kept
+    ev = Evaluator(task, db, "mass", FilterConfig(family_proof=True))
+    proofs, at = FamilyProofs.of(ev._certified.ctx), 0
+    while at < 600:  # (certificates learnt at the first 600's own cuts: most of the later ones are covered)
+        at += len(ev.lookup.refusals(items[at:600], math.inf)) + 1
+        found = ev._certified.decision(items[at - 1][1], math.inf, items[at - 1][0])
+        proofs.learn(_lessons(at - 1, _stream()[3], np.random.default_rng(at)) if found is None else [])
+    first = ev.lookup.refusals(items[600:856], math.inf)
+    other = ev.lookup.refusals(items[603:859], math.inf)  # (staged: from 600 + len(first) + 1 on, not 603's)
+    assert kept[-1] == 0 and len(first) > 20 and len(other) > 20, (kept[-2:], len(first), len(other))
+    decision = ev._certified.decision
+    assert other == [decision(ids, math.inf, price)[1] for price, ids in items[603 : 603 + len(other)]]
+
+
+@given(st.lists(st.sampled_from([0, 1, 2, batch_decide._PENDING, batch_decide._UNSURE, batch_decide._NONE])), st.data())
+def test_a_run_of_goals_ends_at_the_first_negative_mark(marks, data):
+    """``_negative`` (the end of a run of staged answers that are goals, found in C) is the first index from ``at``
+    on whose mark is below 0, else the length."""
+    at = data.draw(st.integers(0, len(marks)))
+    expected = next((j for j in range(at, len(marks)) if marks[j] < 0), len(marks))
+    assert batch_decide._negative(marks, at) == expected
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     runs=st.lists(st.tuples(st.booleans(), st.integers(0, 40)), min_size=1, max_size=40),

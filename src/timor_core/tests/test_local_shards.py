@@ -146,6 +146,30 @@ def test_a_shards_walk_leaves_the_garbage_collector_as_it_found_it():
         gc.enable()
 
 
+def test_what_a_walk_leaves_alive_is_not_scanned_by_the_next_young_collection():
+    """After the walk what it left alive (a search's kept heads, answers, frontier: here 20,000 lists) is in the
+    oldest generation: the next allocations do not start a collection of the youngest generation, which would scan
+    them all (~0.03 s on ``five_joints``) just before they are dropped; the young count starts from 0. Fails where
+    the walk's objects are left young (20,000 > Python's threshold of 700: the first allocation collects)."""
+    import gc
+
+    from timor_core.search.evaluation.batch_stream import collector_eased
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    young: list[dict] = []
+    seen = lambda phase, info: phase == "start" and young.append(info)  # noqa: E731
+    kept: list[list[int]] = []
+    try:
+        with collector_eased():
+            kept.extend([i] for i in range(20_000))
+            gc.callbacks.append(seen)
+        more = [[i] for i in range(100)]
+    finally:
+        gc.callbacks.remove(seen)
+    assert not young and gc.get_count()[0] <= len(more) + 10, (young, gc.get_count())
+    assert len(kept) == 20_000 and gc.get_freeze_count() == 0
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     keys=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 40)), max_size=30, unique=True),

@@ -25,7 +25,11 @@ from timor_core.search.filtering.batch_decide import BATCH
 
 __all__ = ["GC_YOUNG", "PricedItems", "Refusals", "collector_eased", "stream_priced"]
 
-GC_YOUNG = 20_000  #: allocations between collections of the youngest generation during a walk (Python's: 700)
+#: allocations between collections of the youngest generation during a walk (Python's: 700). ``five_joints``' and
+#: ``obstacles_4``'s searches leave fewer than this alive (at 20,000 the collector ran 5 and 2 times, ~0.02-0.03 s:
+#: each run scans every object the walk keeps, the kept heads' dictionaries and the frontier), so none runs during
+#: them; a longer walk's cyclic garbage still goes every this many allocations (bounded memory)
+GC_YOUNG = 200_000
 
 
 class PricedItems:
@@ -77,7 +81,10 @@ def collector_eased() -> Iterator[None]:
     """A cost order's walk with Python's garbage collector eased (unless it is off or something is frozen already):
     what is alive at the start is frozen (it lives through the walk: no need to look at it again and again) and the
     youngest generation is collected every ``GC_YOUNG`` allocations instead of 700 (the walk's short-lived tuples);
-    as before afterwards. ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s."""
+    as before afterwards, with what the walk left alive in the oldest generation (frozen and unfrozen at once: the
+    next allocation would otherwise collect the youngest generation, all of the walk's kept heads, answers and
+    frontier, ~0.03 s on ``five_joints``, just before they are dropped; cyclic garbage among them goes at the next
+    full collection). ``five_joints``' shard: the collector's CPU during the walk 0.08 s -> 0.02 s -> 0."""
     if not gc.isenabled() or gc.get_freeze_count():
         yield
         return
@@ -88,6 +95,7 @@ def collector_eased() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*saved)
+        gc.freeze()  # (the young with the rest: unfrozen into the oldest generation, not scanned by the next young one)
         gc.unfreeze()
 
 

@@ -21,6 +21,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from itertools import islice
+from operator import itemgetter
 from typing import Any
 
 from timor_core.search.dask_cluster.dask_worker import (
@@ -45,6 +46,7 @@ from timor_core.task.feedback import task_base_placement
 __all__ = ["DaskHub", "ShardJob", "ShardState", "decidable", "run_shard"]
 
 _SPACES: dict[tuple, SerialSpace] = {}
+_PRICE_IDS, _KEY = itemgetter(0, 2), itemgetter(0, 1)  # (price, ids) and (price, position) of (price, position, ids)
 #: how many of its last keys a shard reports: enough to count, without walking the cost order again, how many
 #: of its candidates come before the overall best (only the few taken before the best reached it come after)
 TAIL = 64
@@ -294,9 +296,9 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
             if run:
                 if walk.link is not None:
                     walk.link.exchange()
-                n, reasons, spent = lookup.refused([(price, ids) for price, _, ids in run], limit)
+                n, reasons, spent = lookup.refused(list(map(_PRICE_IDS, run)), limit)  # (the pairs made in C)
                 if n:
-                    state.refused_many([(price, index) for price, index, _ in run[:n]], reasons, spent, names)
+                    state.refused_many(list(map(_KEY, run[:n])), reasons, spent, names)
                     at += n
                     walk.report()
                     if at == len(batch):

@@ -25,6 +25,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Sequence
+from operator import eq, is_not, itemgetter, lt
 from typing import Any
 
 import numpy as np
@@ -118,22 +119,23 @@ class BatchLookup:
         return out
 
     def _resolve(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, out: list[int]) -> bool:
-        """Add to ``out`` the answers of the staged cuts from ``len(out)`` on; True: stopped at one not refused."""
+        """Add to ``out`` the answers of the staged cuts from ``len(out)`` on (runs of goals: :func:`_negative`); True:
+        stopped at one not refused."""
         staged, decision = self._state, self.certified.decision
-        for j in range(len(out), len(staged)):
-            goal = staged[j]
-            if goal == _UNSURE:
-                price, ids = items[j]
-                found = decision(ids, bound, price)
-                if found is None:
-                    return True
-                goal = found[1]
-                self.counts[1] += 1
-            elif goal < 0:
+        j = len(out)
+        while j < len(staged):
+            end = _negative(staged, j)
+            out += staged[j:end]
+            self.counts[0] += end - j
+            if end == len(staged) or staged[end] != _UNSURE:  # (within the slack: one at a time)
+                return end < len(staged)
+            price, ids = items[end]
+            found = decision(ids, bound, price)
+            if found is None:
                 return True
-            else:
-                self.counts[0] += 1
-            out.append(goal)
+            out.append(found[1])
+            self.counts[1] += 1
+            j = end + 1
         return False
 
     def _stage(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, extend: bool) -> None:
@@ -147,18 +149,17 @@ class BatchLookup:
         key = (proofs, len(proofs.segments.steps), bound)
         if len(self._certs) >= _FAMILIES or proofs is not self._proofs or self._verdicts.full():  # (a few a task)
             self._proofs = proofs
-            self._numbers.clear()
-            self._recent.clear()
-            self._serials.clear()
+            for table in (self._numbers, self._recent, self._serials):
+                table.clear()
             del self._certs[:], self._signs[:]
             self._verdicts.clear()
             self._key = None
             self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
         staged_ids, same = self._ids, 0
-        if key == self._key:
+        if key == self._key:  # (the first not staged for these very IDs, found in C)
             most = min(len(staged_ids), len(items))
-            while same < most and staged_ids[same] is items[same][1]:
-                same += 1
+            others = map(is_not, staged_ids[:most], map(itemgetter(1), items[:most]))
+            same = next(itertools.compress(itertools.count(), others), most)
         if same < len(staged_ids) or key != self._key:
             self._key, self._broke = key, False
             for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
@@ -335,16 +336,16 @@ class BatchLookup:
         state, families = self._state, self._families
         groups: dict[int, list[int]] = {}
         grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
-        for j in range(self._fresh) if changed else ():
-            fid = families[j]
-            low = changed.get(fid)  # (a cut covered by a goal up to ``low`` still is: certificates added)
-            if low is not None and not 0 <= state[j] <= low:
+        fresh = self._fresh if changed else 0  # (those of the changed families, picked in C)
+        for j in itertools.compress(range(fresh), map(changed.__contains__, families[:fresh])):
+            fid = families[j]  # (a cut covered by a goal up to ``changed[fid]`` still is: certificates added)
+            if not 0 <= state[j] <= changed[fid]:
                 (grown if fid in sizes and state[j] != _UNSURE else groups).setdefault(fid, []).append(j)
         for fid, at in grown.items():
             self._added(fid, sizes[fid], at)
-        for j in range(self._fresh, len(state)):
-            if state[j] == _PENDING:
-                groups.setdefault(families[j], []).append(j)
+        pending = map(eq, state[self._fresh :], itertools.repeat(_PENDING))  # (picked in C: most have an answer)
+        for j in itertools.compress(itertools.count(self._fresh), pending):
+            groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
         for fid, at in groups.items():
             for j in at:
@@ -441,3 +442,9 @@ class BatchLookup:
             recent.insert(1, (near[:-1], near[-1], float(certs.margins[k]), serial))
         del recent[1 + _RECENT :]
         return out
+
+
+def _negative(marks: list[int], at: int) -> int:
+    """The first index from ``at`` on whose mark is negative (not a goal), else ``len(marks)`` (in C)."""
+    found = itertools.compress(itertools.count(at), map(lt, marks[at:], itertools.repeat(0)))
+    return next(found, len(marks))

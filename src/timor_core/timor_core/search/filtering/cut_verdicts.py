@@ -60,18 +60,17 @@ class Verdicts:
         for goal in range(first if halved else first + 1, len(epochs)):
             epochs[goal] += 1
 
-    def note(self, key: tuple[int, int, int], goal: int) -> None:
-        """Keep ``goal`` as the answer of the cut ``key``."""
-        self.answers[key] = (goal, self.epochs[key[0]][goal])
-
     def keep(self, answers: list[int], keys: list[tuple[int, int, int]], *covered: dict[int, list[int]]) -> None:
-        """:meth:`note` the answers of the cuts just covered (``answers[j]`` of each ``j`` of ``covered``' lists, if a
+        """Keep the answers of the cuts just covered (``answers[j]`` of each ``j`` of ``covered``' lists, if a
         goal: not one of the negative marks) with their keys."""
+        kept, epochs = self.answers, self.epochs
         for groups in covered:
             for at in groups.values():
                 for j in at:
-                    if answers[j] >= 0:
-                        self.note(keys[j], answers[j])
+                    goal = answers[j]
+                    if goal >= 0:  # (the goal and its epoch now)
+                        key = keys[j]
+                        kept[key] = (goal, epochs[key[0]][goal])
 
     def get(self, key: tuple[int, int, int]) -> int | None:
         """The answer kept for the cut ``key`` if it still holds, else None."""

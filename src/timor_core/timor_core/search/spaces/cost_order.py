@@ -217,7 +217,7 @@ class _Frontier:
             heapq.heappush(self.heap, sibling)
         steps = self.extensions(s, first, length)
         if steps and steps[0][2].__class__ is tuple:  # its completions: their chains share this one's IDs
-            link = (chain_of(link),)
+            link = [chain_of(link)]  # (and the sum of their values, added by ``Bands.completions`` once)
         child = self.entry(steps, 0, value, first, link, length)
         if child is not None:
             heapq.heappush(self.heap, child)

@@ -164,12 +164,12 @@ class Bands:
 
     def completions(self, top: tuple, limit: int) -> None:
         """Price the completions of a flat state (:func:`~.cost_order._flat_order`; ``top``'s ``link`` is ``(IDs,
-        (prefix IDs,))``) from ``top`` on whose keys are below ``limit``, in the range (lists made in C: ``map``,
-        ``zip``); put the next on the frontier."""
+        [prefix IDs, their values' sum once known])``) from ``top`` on whose keys are below ``limit``, in the range
+        (lists made in C: ``map``, ``zip``); put the next on the frontier."""
         _, _, _, _, link, length, steps, pos, value, base = top
         parent = link[1]
         prefix = parent[0]
-        keys, offsets, ids, values = self.columns(steps)
+        keys, offsets, ids, values = self.flat_columns.get(id(steps)) or self.columns(steps)
         end = bisect.bisect_left(keys, limit - value, pos)
         if base < self.start or base + len(keys) > self.stop:  # (offsets are 0 .. len - 1)
             self.ranged(top, end)
@@ -178,7 +178,9 @@ class Bands:
         if self.fold is None:
             prices: Any = map(self.price_of, chains)
         else:  # price_function's arithmetic, written out, the prefix's sum once (FOLDS)
-            prices = map(sum, values[pos:end], repeat(sum(map(self.fold[1], prefix))))
+            if len(parent) == 1:  # (the prefix's sum, once a prefix: ``_Frontier.expand`` leaves it to be added)
+                parent.append(sum(map(self.fold[1], prefix)))
+            prices = map(sum, values[pos:end], repeat(parent[1]))
             if self.fold[0] is not None:  # (a weight of 1 on floats: weight * float(x) is x)
                 prices = map(self.fold[0], map(float, prices))
         if self.exact:
