@@ -253,8 +253,7 @@ class _GoalFilter(Filter):
 
     def __call__(self, c: Candidate) -> bool:
         ok = True
-        for k in self.order(c):
-            g = c.ctx.goals[k]
+        for k, g in enumerate(c.ctx.goals):
             rec = c.goal(g.id)
             if not self.check_goal(c, k, g, rec):
                 rec.success, rec.stage = False, self.name
@@ -266,10 +265,6 @@ class _GoalFilter(Filter):
             else:
                 rec.success, rec.stage = True, self.name
         return ok
-
-    def order(self, c: Candidate) -> Sequence[int]:
-        """The goals (indices) in the order they are checked: the task's."""
-        return range(len(c.ctx.goals))
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
         raise NotImplementedError
@@ -293,15 +288,6 @@ class IKFilter(_GoalFilter):
     """Kinematic IK per pose goal (no obstacles, no self-collision): can the TCP get there at all?"""
 
     name = "ik"
-
-    def order(self, c: Candidate) -> Sequence[int]:
-        """Stopping at the first failing goal: those the family filter found no witness for (not in ``reached``; on
-        ``obstacles_4`` 24 of 24 fail their IK) first, each group in task order. A goal's IK is seeded by its index:
-        which goals fail, and so the verdict, does not depend on the order."""
-        n = len(c.ctx.goals)
-        if not c.ctx.config.stop_early or not c.reached or len(c.reached) == n:
-            return range(n)
-        return sorted(range(n), key=c.reached.__contains__)
 
     def check_goal(self, c: Candidate, k: int, g: PoseGoal, rec: GoalIK) -> bool:
         cfg = c.ctx.config
@@ -434,8 +420,18 @@ def _angles_violation(
     return None
 
 
-DEFAULT_FILTER_NAMES = ("assembly", "bound", "limits", "family", "robot", "workspace", "ik", "ik_task", "torques",
-                        "joint_limits")  # fmt: skip
+DEFAULT_FILTER_NAMES = (
+    "assembly",
+    "bound",
+    "limits",
+    "family",
+    "robot",
+    "workspace",
+    "ik",
+    "ik_task",
+    "torques",
+    "joint_limits",
+)
 
 
 def default_filters() -> list[Filter]:
