@@ -19,7 +19,7 @@ from timor_core.kinematics.robot import PinRobot
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
-    from timor_core.model.parts import Joint
+    from timor_core.model.parts import Body, Joint
     from timor_core.model.tree import TreeLink
 
 __all__ = ["build_robot", "joint_model", "body_inertia"]
@@ -60,6 +60,20 @@ def body_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> pin.Inert
     out = pin.Inertia.Zero()
     out.mass, out.lever, out.inertia = float(mass), np.asarray(com, dtype=float), 0.5 * (tensor + tensor.T)
     return out
+
+
+_INERTIAS: dict[int, tuple[Body, pin.Inertia]] = {}
+
+
+def _inertia(body: Body) -> pin.Inertia:
+    """:func:`body_inertia` of a body, made once per body (bodies are immutable; Pinocchio copies an inertia it is
+    given: a search builds ~14 bodies per robot, the same few dozen over and over)."""
+    seen = _INERTIAS.get(id(body))
+    if seen is None or seen[0] is not body:  # (held: its id stays its own)
+        if len(_INERTIAS) > 4096:
+            _INERTIAS.clear()
+        seen = _INERTIAS[id(body)] = (body, body_inertia(body.mass, body.r_com, body.inertia))
+    return seen[1]
 
 
 @dataclass
@@ -139,7 +153,7 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
         frame_of[k] = model.addFrame(pin.Frame(link.name, jid, parent_frame, pin.SE3(placement_in_joint), body_frame))
         body = link.body
         if body.mass > 0 or np.any(body.inertia):  # a massless link may still carry rotational inertia
-            model.appendBodyToJoint(jid, body_inertia(body.mass, body.r_com, body.inertia), pin.SE3(body_placement))
+            model.appendBodyToJoint(jid, _inertia(body), pin.SE3(body_placement))
     tcp = None
     for tool in tree.tcp_frames:
         frame = pin.Frame(tool.name, joint_of[tool.link], frame_of[tool.link],

@@ -158,13 +158,25 @@ class AssemblyModels:
 
 
 def placement_matrix(T: np.ndarray | None) -> np.ndarray:
+    """A base placement as a read-only 4x4 float copy, checked rigid (InputError otherwise). The last one checked is
+    kept with its bytes: the same values again (the search's candidates each give the task's placement twice, the
+    assembly and its robot: ~25 us a check) get that read-only copy back without a check."""
     if T is None:
         return IDENTITY
     T = np.asarray(T, dtype=float)
-
+    key = T.tobytes() if T.shape == (4, 4) else None
+    last = _LAST_PLACEMENT[0]
+    if key is not None and last is not None and last[0] == key:
+        return last[1]
     if not is_rigid(T):
         raise InputError("base placement must be a 4x4 rigid transform", value=T.tolist())
-    return readonly(T.copy())
+    checked = readonly(T.copy())
+    if key is not None:
+        _LAST_PLACEMENT[0] = (key, checked)
+    return checked
+
+
+_LAST_PLACEMENT: list[tuple[bytes, np.ndarray] | None] = [None]
 
 
 def written(text: str, path: str | Path | None) -> str:
