@@ -13,7 +13,7 @@ import numpy as np
 from timor_core.search.filtering.batch_distances import distances
 from timor_core.search.filtering.cover_kernel import NONE, PENDING, UNSURE
 
-__all__ = ["NONE", "PENDING", "UNSURE", "added", "covered"]
+__all__ = ["NONE", "PENDING", "UNSURE", "added", "covered", "mark"]
 
 
 def covered(kernel: Any, certs: Sequence[Any], cuts: np.ndarray) -> list[int]:
@@ -51,13 +51,19 @@ def added(kernel: Any, certs: Sequence[Any], sizes: list[int], cuts: np.ndarray,
         if c.size == sizes[goal]:
             continue
         clear, near, _ = distances(c.points[sizes[goal] : c.size], c.margins[sizes[goal] : c.size], cuts[left])
-        more = []
-        for i, cl, n in zip(left, clear.tolist(), near.tolist(), strict=True):
-            if cl:
-                out[i] = goal
-            elif n:
-                out[i] = UNSURE
-            else:
-                more.append(i)
-        left = more
+        left = mark(out, left, clear, near, goal)
     return out
+
+
+def mark(marks: list[int], at: list[int], clear: np.ndarray, near: np.ndarray, goal: int) -> list[int]:
+    """Mark the cuts ``at`` by numpy's :func:`.batch_distances.distances` for goal ``goal`` (``clear``, ``near``: per
+    cut of ``at``): ``goal`` where covered, :data:`UNSURE` where within the slack; those neither, in order."""
+    left = []
+    for j, c, n in zip(at, clear.tolist(), near.tolist(), strict=True):
+        if c:
+            marks[j] = goal
+        elif n:
+            marks[j] = UNSURE
+        else:
+            left.append(j)
+    return left

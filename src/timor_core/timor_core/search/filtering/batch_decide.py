@@ -7,7 +7,8 @@ only at an assembly the look-up does not decide: so every assembly of a batch be
 decide is decided against the same certificates as one at a time. :meth:`BatchLookup.refusals` takes a batch in
 order: each assembly's kept head and tail (:mod:`.kept_heads`), the limits and the bound as
 :meth:`~.certified.CertifiedRefusal.decision` checks them, and then, per family (the rotations; a batch holds a
-few), the distances of all its cuts to the family's certificates of each goal in one numpy step. An assembly
+few), the distances of all its cuts to the family's certificates of each goal in one step (the compiled
+:mod:`.cover_kernel` where it is built, else numpy's: :mod:`.batch_cover`). An assembly
 covered, or not, by more than :data:`SLACK` is decided so; one within it of a margin (where another order of the
 same additions could change the last bit) takes the one-at-a-time look-up. The answer is the first goal (task
 order) a certificate covers: the one-at-a-time answer (property test in ``tests/test_batch_decide.py``).
@@ -32,7 +33,7 @@ import numpy as np
 
 from timor_core.limits import limits
 from timor_core.search.filtering import cover_kernel
-from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added, covered
+from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added, covered, mark
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.cut_verdicts import Verdicts
@@ -334,7 +335,9 @@ class BatchLookup:
         """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
         of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call that no equal cut's
         answer decided (:mod:`.cut_verdicts`) and those of the families whose certificates changed since
-        (:meth:`_changes`); each cut's answer kept for the equal cuts to come."""
+        (:meth:`_changes`; only their new certificates: :func:`.batch_cover.added`); each cut's answer kept for the
+        equal cuts to come. By the compiled kernel where it is built (all the certificates, one call per goal), else
+        by :meth:`_covered`."""
         state, families = self._state, self._families
         groups: dict[int, list[int]] = {}
         grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
@@ -346,16 +349,16 @@ class BatchLookup:
         kernel = cover_kernel.kernel()  # (None: numpy's route)
         for fid, at in grown.items():
             marks = added(kernel, self._certs[fid], sizes[fid], self._rows(at), [state[j] for j in at])
-            for j, mark in zip(at, marks, strict=True):
-                state[j] = mark
+            for j, found in zip(at, marks, strict=True):
+                state[j] = found
         pending = map(eq, state[self._fresh :], itertools.repeat(_PENDING))  # (picked in C: most have an answer)
         for j in itertools.compress(itertools.count(self._fresh), pending):
             groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
         for fid, at in groups.items():
             if kernel is not None:  # (compiled: all goals of the family, one call each)
-                for j, mark in zip(at, covered(kernel, self._certs[fid], self._rows(at)), strict=True):
-                    state[j] = mark
+                for j, found in zip(at, covered(kernel, self._certs[fid], self._rows(at)), strict=True):
+                    state[j] = found
                 continue
             for j in at:
                 state[j] = _PENDING
@@ -410,14 +413,7 @@ class BatchLookup:
             return left
         size = certs.size
         clear, near, first = distances(certs.points[:size], certs.margins[:size], self._rows(left))
-        out = []
-        for j, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
-            if c:
-                state[j] = goal
-            elif n:
-                state[j] = _UNSURE
-            else:
-                out.append(j)
+        out = mark(state, left, clear, near, goal)
         for k in dict.fromkeys(first[clear].tolist()):
             near = certs.points[k].tolist()
             serial = self._serials.setdefault((fid, goal, k, certs.forgotten), next(_SERIALS))

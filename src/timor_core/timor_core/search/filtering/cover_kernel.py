@@ -23,13 +23,11 @@ from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.search.filtering import proof_kernel
 
-__all__ = ["AHEAD", "NONE", "PENDING", "SIGNATURE", "UNSURE", "build", "cover", "kernel"]
+__all__ = ["AHEAD", "NONE", "PENDING", "EXPORTS", "UNSURE", "cover", "kernel"]
 
 PENDING, UNSURE, NONE = -1, -2, -3
 """A cut's mark: not decided yet; within the slack of a margin first (decided one at a time); no goal covers it."""
 _SLACK = 1e-9  # (:data:`.batch_distances.SLACK`: a constant here, numba freezes it)
-SIGNATURE = "i8(f8[:, :, ::1], f8[::1], i8, i8, f8[:, :, ::1], i8[::1], i8, i8[::1])"
-"""The one signature built: C-contiguous arrays, as :mod:`.batch_cover` passes them."""
 
 
 def cover(
@@ -84,17 +82,14 @@ AHEAD: AheadKernels[Any] = AheadKernels(
     lambda module: module.cover,
 )
 """:func:`cover` built ahead of time: where (beside the proofs' kernels), and loaded once."""
+EXPORTS: dict[str, tuple[Any, str]] = {
+    "cover": (cover, "i8(f8[:, :, ::1], f8[::1], i8, i8, f8[:, :, ::1], i8[::1], i8, i8[::1])"),
+}
+"""What :mod:`.proof_aot` builds: the kernel and its one signature (C-contiguous arrays, as :mod:`.batch_cover`
+passes them)."""
 
 
 def kernel() -> Any:
     """:func:`cover` built ahead of time where this process may run compiled kernels and it is built, else None
     (numpy's route)."""
     return AHEAD.get() if compiled.allowed() else None
-
-
-def build(folder: Path | None, compiler: Any) -> Path:
-    """Build :func:`cover` with ``compiler`` (numba's ahead-of-time compiler) into ``folder`` (default
-    :data:`.proof_kernel.AHEAD_FOLDER`) unless it is there; the file's path (:mod:`.proof_aot` calls it)."""
-    from timor_core.common.ahead_build import build_kernels  # noqa: PLC0415 (imports numba: builds only)
-
-    return build_kernels(AHEAD, folder, {"cover": (cover, SIGNATURE)}, compiler)

@@ -49,8 +49,9 @@ def build(folder: Path | None = None) -> Path:
     kernels["fused_proof"] = proof_fused.for_build(cache=False)  # (numba's cache could give stale bounds: s49)
     kernels["fused_sweep"] = sweep_fused.for_build(cache=False)
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
-    cover_kernel.build(folder, CC)  # (the certificate look-up's, a module of its own: :mod:`.cover_kernel`)
-    return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
+    built = build_kernels(proof_kernel.AHEAD, folder, exports, CC)
+    build_kernels(cover_kernel.AHEAD, folder, cover_kernel.EXPORTS, CC)  # (the look-up's, its own module: issue 38)
+    return built
 
 
 def main(argv: list[str] | None = None) -> int:
