@@ -27,7 +27,7 @@ from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.exhaustive_search import shard_worker
 from timor_core.search.exhaustive_search.exhaustive import ExhaustiveSearch
 from timor_core.search.exhaustive_search.shard_worker import ShardState
-from timor_core.search.filtering import batch_decide, cut_verdicts, family_proof, kept_heads
+from timor_core.search.filtering import batch_decide, cover_kernel, cut_verdicts, family_proof, kept_heads
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson, distance
 from timor_core.search.spaces.cost_order import by_cost
 from timor_core.task import Task
@@ -102,6 +102,16 @@ def _run(batch: int | None, start: int, length: int, bound_at: int | None, seed:
     return out, lookup.counts
 
 
+ROUTES = ["numpy", "python", "built"]
+
+
+def _route(monkeypatch: pytest.MonkeyPatch, route: str) -> None:
+    """The cover by numpy (no kernel), by :func:`.cover_kernel.cover` as Python (what is built), or as built (the
+    suite's builds: ``make test``; numpy's where none is)."""
+    if route != "built":
+        monkeypatch.setattr(cover_kernel, "kernel", lambda: None if route == "numpy" else cover_kernel.cover)
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.sampled_from([1, 2, 7, 64, 256]),
@@ -111,21 +121,26 @@ def _run(batch: int | None, start: int, length: int, bound_at: int | None, seed:
     seed=st.integers(0, 2**32 - 1),
     cap=st.sampled_from([4, 8192]),
 )
-def test_the_batched_look_up_answers_as_one_at_a_time(monkeypatch, batch, start, length, bound_at, seed, cap):
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_batched_look_up_answers_as_one_at_a_time(monkeypatch, route, batch, start, length, bound_at, seed, cap):
     """A run of the cost order decided in batches gives every assembly the one-at-a-time answer (the first goal a
     certificate covers, or none), with certificates learnt where an assembly is left to the chain (the batch then
     goes on with the ones after it: what it staged for them is kept, the families that changed are covered again),
-    borderline margins, a bound that stops the batch, and (cap 4) families' older certificates forgotten."""
+    borderline margins, a bound that stops the batch, and (cap 4) families' older certificates forgotten; by each
+    route of the cover (:func:`_route`)."""
+    _route(monkeypatch, route)
     monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
     one, _ = _run(None, start, length, bound_at, seed)
     many, _ = _run(batch, start, length, bound_at, seed)
     assert many == one
 
 
-def test_the_property_tests_runs_decide_most_in_batches_and_some_borderline_one_at_a_time():
+@pytest.mark.parametrize("route", ROUTES)
+def test_the_property_tests_runs_decide_most_in_batches_and_some_borderline_one_at_a_time(monkeypatch, route):
     """The property test's comparison on one fixed long run (so that it shows what the property test exercises,
     whatever hypothesis draws): most assemblies are decided by the batched distances, and some cut lies within the
-    slack of a margin (taken by the one-at-a-time look-up)."""
+    slack of a margin (taken by the one-at-a-time look-up); by each route of the cover."""
+    _route(monkeypatch, route)
     one, _ = _run(None, 0, N, None, 7)
     many, counts = _run(256, 0, N, None, 7)
     assert many == one
@@ -137,6 +152,7 @@ def test_a_recent_certificate_costs_a_head_sum_only_where_the_last_row_leaves_ro
     is computed only where that row's distance to the certificate's last row is below the margin less the slack (a
     cut beyond it is not covered whatever its head's sum: the sums are >= 0 and float addition is monotone), and
     the answers stay those of one at a time on the fixed long run."""
+    _route(monkeypatch, "numpy")  # (the compiled cover tries every certificate: no recent ones, no head sums)
     real, looked = batch_decide.head_sum, []
 
     def spy(head, serial, rest, margin):

@@ -7,7 +7,8 @@ only at an assembly the look-up does not decide: so every assembly of a batch be
 decide is decided against the same certificates as one at a time. :meth:`BatchLookup.refusals` takes a batch in
 order: each assembly's kept head and tail (:mod:`.kept_heads`), the limits and the bound as
 :meth:`~.certified.CertifiedRefusal.decision` checks them, and then, per family (the rotations; a batch holds a
-few), the distances of all its cuts to the family's certificates of each goal in one numpy step. An assembly
+few), the distances of all its cuts to the family's certificates of each goal in one step (the compiled
+:mod:`.cover_kernel` where it is built, else numpy's: :mod:`.batch_cover`). An assembly
 covered, or not, by more than :data:`SLACK` is decided so; one within it of a margin (where another order of the
 same additions could change the last bit) takes the one-at-a-time look-up. The answer is the first goal (task
 order) a certificate covers: the one-at-a-time answer (property test in ``tests/test_batch_decide.py``).
@@ -31,6 +32,8 @@ from typing import Any
 import numpy as np
 
 from timor_core.limits import limits
+from timor_core.search.filtering import cover_kernel
+from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added, covered, mark
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.cut_verdicts import Verdicts
@@ -42,7 +45,7 @@ BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
-_PENDING, _UNSURE, _NONE = -1, -2, -3
+_PENDING, _UNSURE, _NONE = PENDING, UNSURE, NONE
 _NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
@@ -332,7 +335,9 @@ class BatchLookup:
         """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
         of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call that no equal cut's
         answer decided (:mod:`.cut_verdicts`) and those of the families whose certificates changed since
-        (:meth:`_changes`); each cut's answer kept for the equal cuts to come."""
+        (:meth:`_changes`; only their new certificates: :func:`.batch_cover.added`); each cut's answer kept for the
+        equal cuts to come. By the compiled kernel where it is built (all the certificates, one call per goal), else
+        by :meth:`_covered`."""
         state, families = self._state, self._families
         groups: dict[int, list[int]] = {}
         grown: dict[int, list[int]] = {}  # (cuts of those families: only the new certificates can change them)
@@ -341,13 +346,20 @@ class BatchLookup:
             fid = families[j]  # (a cut covered by a goal up to ``changed[fid]`` still is: certificates added)
             if not 0 <= state[j] <= changed[fid]:
                 (grown if fid in sizes and state[j] != _UNSURE else groups).setdefault(fid, []).append(j)
+        kernel = cover_kernel.kernel()  # (None: numpy's route)
         for fid, at in grown.items():
-            self._added(fid, sizes[fid], at)
+            marks = added(kernel, self._certs[fid], sizes[fid], self._rows(at), [state[j] for j in at])
+            for j, found in zip(at, marks, strict=True):
+                state[j] = found
         pending = map(eq, state[self._fresh :], itertools.repeat(_PENDING))  # (picked in C: most have an answer)
         for j in itertools.compress(itertools.count(self._fresh), pending):
             groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
         for fid, at in groups.items():
+            if kernel is not None:  # (compiled: all goals of the family, one call each)
+                for j, found in zip(at, covered(kernel, self._certs[fid], self._rows(at)), strict=True):
+                    state[j] = found
+                continue
             for j in at:
                 state[j] = _PENDING
             for goal, certs in enumerate(self._certs[fid]):
@@ -360,35 +372,10 @@ class BatchLookup:
                     state[j] = _NONE
         self._verdicts.keep(state, self._keys, groups, grown)
 
-    def _added(self, fid: int, sizes: list[int], at: list[int]) -> None:
-        """Cover again the staged cuts ``at`` of family ``fid`` (each ``_NONE`` or covered by a goal) after its
-        certificates were only added to since they were covered (``sizes``: per goal, how many there were then).
-        A cut went past a goal only where no certificate of it covered it and none was within :data:`SLACK` of
-        its margin (the least of distance minus margin above :data:`SLACK`), so over all of the goal's certificates
-        the least is the new ones' wherever that is below :data:`SLACK`: the new certificates alone of the goals
-        before its answer decide as all of them would (the first that covers it, ``_UNSURE`` within the slack)."""
-        state, heads, lasts = self._state, self._heads, self._lasts
-        rows = np.array([(*heads[j].rows, lasts[j]) for j in at])
-        ends = [len(sizes) if state[j] == _NONE else state[j] for j in at]  # (the goals that may come first)
-        left = list(range(len(at)))
-        for goal, certs in enumerate(self._certs[fid]):
-            left = [i for i in left if goal < ends[i]]
-            if not left:
-                return
-            old = sizes[goal]
-            if certs.size == old:
-                continue
-            new = slice(old, certs.size)
-            clear, near, _ = distances(certs.points[new], certs.margins[new], rows[left])
-            more = []
-            for i, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
-                if c:
-                    state[at[i]] = goal
-                elif n:
-                    state[at[i]] = _UNSURE
-                else:
-                    more.append(i)
-            left = more
+    def _rows(self, at: list[int]) -> np.ndarray:
+        """The cut rows of the staged cuts ``at`` (one family's: (n, gaps, 3)), the head's rows and the last."""
+        heads, lasts, flat = self._heads, self._lasts, itertools.chain.from_iterable  # (fromiter: fewer steps)
+        return np.fromiter(flat(flat([(*heads[j].rows, lasts[j]) for j in at])), float).reshape(len(at), -1, 3)
 
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
@@ -425,17 +412,8 @@ class BatchLookup:
         if not left:
             return left
         size = certs.size
-        clear, near, first = distances(
-            certs.points[:size], certs.margins[:size], np.array([(*heads[j].rows, lasts[j]) for j in left])
-        )
-        out = []
-        for j, c, n in zip(left, clear.tolist(), near.tolist(), strict=True):
-            if c:
-                state[j] = goal
-            elif n:
-                state[j] = _UNSURE
-            else:
-                out.append(j)
+        clear, near, first = distances(certs.points[:size], certs.margins[:size], self._rows(left))
+        out = mark(state, left, clear, near, goal)
         for k in dict.fromkeys(first[clear].tolist()):
             near = certs.points[k].tolist()
             serial = self._serials.setdefault((fid, goal, k, certs.forgotten), next(_SERIALS))

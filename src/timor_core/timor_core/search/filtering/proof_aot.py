@@ -18,7 +18,7 @@ from typing import Any
 from timor_core.common import ahead_build
 from timor_core.common.ahead_build import Export, build_command, build_kernels
 from timor_core.kinematics import ik_aot
-from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound, sweep_fused
+from timor_core.search.filtering import cover_kernel, proof_fused, proof_kernel, sweep_bound, sweep_fused
 
 CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
@@ -49,7 +49,9 @@ def build(folder: Path | None = None) -> Path:
     kernels["fused_proof"] = proof_fused.for_build(cache=False)  # (numba's cache could give stale bounds: s49)
     kernels["fused_sweep"] = sweep_fused.for_build(cache=False)
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
-    return build_kernels(proof_kernel.AHEAD, folder, exports, CC)
+    built = build_kernels(proof_kernel.AHEAD, folder, exports, CC)
+    build_kernels(cover_kernel.AHEAD, folder, cover_kernel.EXPORTS, CC)  # (the look-up's, its own module: issue 38)
+    return built
 
 
 def main(argv: list[str] | None = None) -> int:
