@@ -149,19 +149,12 @@ def trial(task: Path, seed: int, budget: float, generations: int) -> dict:
 
 
 def task_files(unseen: int) -> list[Path]:
-    """The user study and the unseen tasks of seed ``unseen`` (written to a temp folder)."""
-    import atexit
-    import shutil
-    import tempfile
-
+    """The user study and the unseen tasks of seed ``unseen`` (:func:`exp2_tasks.task_files`: a temp folder, removed
+    at exit)."""
     sys.path.insert(0, str(HERE))
     import exp2_tasks
-    import unseen_tasks
 
-    folder = Path(tempfile.mkdtemp(prefix=f"ga-unseen{unseen}-"))
-    atexit.register(shutil.rmtree, folder, True)  # (the searches read the files until the end)
-    tasks = unseen_tasks.write(unseen, folder)
-    return ([exp2_tasks.USER_STUDY] if exp2_tasks.USER_STUDY.is_file() else []) + tasks
+    return exp2_tasks.task_files(unseen)
 
 
 def _spread(values: list[float]) -> str:
