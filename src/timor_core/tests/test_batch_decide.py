@@ -266,7 +266,7 @@ def test_the_staging_of_the_assemblies_after_a_stop_is_kept_for_the_next_call(mo
     assert other == [decision(ids, math.inf, price)[1] for price, ids in items[603 : 603 + len(other)]]
 
 
-@given(st.lists(st.sampled_from([0, 1, 2, batch_decide._PENDING, batch_decide._UNSURE, batch_decide._NONE])), st.data())
+@given(st.lists(st.sampled_from([0, 1, 2, batch_decide.PENDING, batch_decide.UNSURE, batch_decide.NONE])), st.data())
 def test_a_run_of_goals_ends_at_the_first_negative_mark(marks, data):
     """``_negative`` (the end of a run of staged answers that are goals, found in C) is the first index from ``at``
     on whose mark is below 0, else the length."""

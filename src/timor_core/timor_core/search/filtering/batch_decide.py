@@ -45,7 +45,6 @@ BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
-_PENDING, _UNSURE, _NONE = PENDING, UNSURE, NONE
 _NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
@@ -130,7 +129,7 @@ class BatchLookup:
             end = _negative(staged, j)
             out += staged[j:end]
             self.counts[0] += end - j
-            if end == len(staged) or staged[end] != _UNSURE:  # (within the slack: one at a time)
+            if end == len(staged) or staged[end] != UNSURE:  # (within the slack: one at a time)
                 return end < len(staged)
             price, ids = items[end]
             found = decision(ids, bound, price)
@@ -231,7 +230,7 @@ class BatchLookup:
             staged_heads.append(head)
             lasts.append(got[1])
             keys.append(key)
-            state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else _PENDING)
+            state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else PENDING)
 
     def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
         """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
@@ -332,8 +331,8 @@ class BatchLookup:
         return changed, sizes
 
     def _cover(self, changed: dict[int, int], sizes: dict[int, list[int]]) -> None:
-        """Per family, the first goal whose certificates cover each staged cut (``_UNSURE``: within :data:`SLACK`
-        of a margin first; ``_NONE``: none covers it), for the cuts staged since the last call that no equal cut's
+        """Per family, the first goal whose certificates cover each staged cut (``UNSURE``: within :data:`SLACK`
+        of a margin first; ``NONE``: none covers it), for the cuts staged since the last call that no equal cut's
         answer decided (:mod:`.cut_verdicts`) and those of the families whose certificates changed since
         (:meth:`_changes`; only their new certificates: :func:`.batch_cover.added`); each cut's answer kept for the
         equal cuts to come. By the compiled kernel where it is built (all the certificates, one call per goal), else
@@ -345,13 +344,13 @@ class BatchLookup:
         for j in itertools.compress(range(fresh), map(changed.__contains__, families[:fresh])):
             fid = families[j]  # (a cut covered by a goal up to ``changed[fid]`` still is: certificates added)
             if not 0 <= state[j] <= changed[fid]:
-                (grown if fid in sizes and state[j] != _UNSURE else groups).setdefault(fid, []).append(j)
+                (grown if fid in sizes and state[j] != UNSURE else groups).setdefault(fid, []).append(j)
         kernel = cover_kernel.kernel()  # (None: numpy's route)
         for fid, at in grown.items():
             marks = added(kernel, self._certs[fid], sizes[fid], self._rows(at), [state[j] for j in at])
             for j, found in zip(at, marks, strict=True):
                 state[j] = found
-        pending = map(eq, state[self._fresh :], itertools.repeat(_PENDING))  # (picked in C: most have an answer)
+        pending = map(eq, state[self._fresh :], itertools.repeat(PENDING))  # (picked in C: most have an answer)
         for j in itertools.compress(itertools.count(self._fresh), pending):
             groups.setdefault(families[j], []).append(j)
         self._fresh = len(state)
@@ -361,15 +360,15 @@ class BatchLookup:
                     state[j] = found
                 continue
             for j in at:
-                state[j] = _PENDING
+                state[j] = PENDING
             for goal, certs in enumerate(self._certs[fid]):
                 if certs.size:
                     at = self._covered(fid, goal, certs, at)
                     if not at:
                         break
             for j in at:
-                if state[j] == _PENDING:
-                    state[j] = _NONE
+                if state[j] == PENDING:
+                    state[j] = NONE
         self._verdicts.keep(state, self._keys, groups, grown)
 
     def _rows(self, at: list[int]) -> np.ndarray:
@@ -379,7 +378,7 @@ class BatchLookup:
 
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
-        :data:`SLACK` (``_UNSURE`` those within it of a margin); the others left. The certificates that covered the
+        :data:`SLACK` (``UNSURE`` those within it of a margin); the others left. The certificates that covered the
         family's last cuts are tried first (:func:`~.family_proof.distance`: most are covered by one of them), the
         others by numpy for the cuts they leave. A certificate's distance to a cut is its distance to the head's
         rows (once per head and certificate, kept on the head by the certificate's serial number:
