@@ -28,8 +28,8 @@ import pinocchio as pin
 
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import joint_path
+from timor_core.search.filtering.proof_chain import PoseChain, chain_from_frames
 from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
-from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
 __all__ = [

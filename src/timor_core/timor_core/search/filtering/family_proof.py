@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.search.filtering.proof_chain import PoseChain, chain_of_steps
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
-from timor_core.search.filtering.reach_proof import PoseChain, Proof, chain_of_steps, pose_proof, reaching
+from timor_core.search.filtering.reach_proof import Proof, pose_proof, reaching
 from timor_core.search.filtering.segments import Segment, merged
 from timor_core.search.filtering.widening import Boxes, Distances
 

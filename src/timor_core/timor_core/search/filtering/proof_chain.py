@@ -3,7 +3,8 @@
 Rz(q_n) A_n``), and its poses at configurations.
 
 Why a file of its own: the proof's levels and the chains they run on are two concepts; the chains are also the
-sweep proof's and the workspace bounds' (:mod:`.sweep_bound`, :mod:`.arm_body`, :mod:`.quick_reach`).
+sweep proof's, the family certificates' and the workspace bounds' (:mod:`.sweep_proof`, :mod:`.sweep_bound`,
+:mod:`.arm_body`, :mod:`.family_proof`, :mod:`.quick_reach`, which import them from here).
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ import numpy as np
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import ReachChain, chain_gap, position_slack
 from timor_core.search.filtering.filter_state import Candidate
-from timor_core.search.filtering.reach_proof import PoseChain, chain_from_frames, proof_reason, unreachable_pose
+from timor_core.search.filtering.proof_chain import PoseChain, chain_from_frames
+from timor_core.search.filtering.reach_proof import proof_reason, unreachable_pose
 from timor_core.search.filtering.space_reach import module_span
 
 __all__ = [

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import ahead_kernel
-from timor_core.search.filtering.reach_proof import PoseChain
 
 __all__ = ["ArmSweep", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
            "fixed_collision", "py_kernels"]  # fmt: skip

@@ -55,9 +55,10 @@ import numpy as np
 from timor_core.kinematics.reach import position_slack
 from timor_core.search.filtering.arm_body import ModuleSweeps, module_sweep, robot_sweep
 from timor_core.search.filtering.family_proof import Cut
+from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.reach_proof import ROT_WEIGHT, PoseChain, rotation_slack
+from timor_core.search.filtering.reach_proof import ROT_WEIGHT, rotation_slack
 from timor_core.search.filtering.sweep_bound import (
     PENETRATION,
     ArmSweep,
@@ -157,10 +158,10 @@ def sweep_certificate(
     undecided. ``witness``: a configuration (n,) within the goal's slacks less a witness's allowances
     (:func:`~.reach_proof.reaching`): where the body does not refuse it alone, no box holding it is ever refused
     (every bound is sound), so the proof ends undecided at once, as it would have later. ``start``: the
-    :class:`Leaves` of a proof for a chain of the same family with the same modules up to its ``link``'s, and
-    ``d``: this chain's TCP and last joint origin stay within ``d`` of that one's at every configuration (the same
-    orientations): the proof starts from those boxes, each with ``excess - d`` to spare (measured again where
-    that is not above 0), instead of from the whole turn."""
+    :class:`Leaves` of a proof for a chain of the same family (with the same modules up to its ``link``'s, or with
+    the boxes its body refused open: :meth:`SweepStarts.near`), and ``d``: this chain's TCP and last joint origin stay
+    within ``d`` of that one's at every configuration (the same orientations): the proof starts from those boxes,
+    each with ``excess - d`` to spare (measured again where that is not above 0), instead of from the whole turn."""
     if _fixed(sweep, obstacles, margin):
         return SweepProof(1, -1)
     if not len(obstacles) or (witness is not None and _free(sweep, obstacles, witness, margin)):
