@@ -28,7 +28,7 @@ import pinocchio as pin
 
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import joint_path
-from timor_core.search.filtering.proof_chain import PoseChain, chain_from_frames
+from timor_core.search.filtering.proof_chain import PoseChain, chain_from_frames, chain_to_tcp
 from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
@@ -272,10 +272,8 @@ class _Head:
 
     def chain(self, tcp: np.ndarray) -> PoseChain:
         """The :class:`~.reach_proof.PoseChain` of these joints to ``tcp`` (what
-        :func:`~.reach_proof.chain_from_frames` gives: its radii and offset from the TCP, the same operations)."""
-        last = self.origins[-1]
-        radii = self.wrist + float(np.linalg.norm(tcp[:3, 3] - last))
-        return PoseChain(self.origins, self.axes, tcp, radii, self.wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+        :func:`~.proof_chain.chain_from_frames` gives: the same function makes its radii and offset)."""
+        return chain_to_tcp(self.origins, self.axes, self.wrist, tcp)
 
 
 MAX_PREFIXES = 1 << 15  # module prefixes kept per task (more: all are forgotten)

@@ -21,7 +21,10 @@ import pinocchio as pin
 from timor_core.kinematics.reach import joint_path
 from timor_core.search.filtering.proof_numpy import chain_frames
 
-__all__ = ["COAXIAL", "ChainPoses", "PoseChain", "chain_from_frames", "chain_of_steps", "chain_poses", "pose_chain"]
+__all__ = [
+    "COAXIAL", "ChainPoses", "PoseChain", "chain_from_frames", "chain_of_steps", "chain_poses", "chain_to_tcp",
+    "pose_chain",
+]  # fmt: skip
 
 COAXIAL = 1e-10  # m or sine: two joint axes this close to one line are one (EPS covers the difference)
 
@@ -110,9 +113,16 @@ def chain_from_frames(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) ->
         origins, axes = origins[kept], axes[kept]
     steps = np.linalg.norm(np.diff(origins, axis=0), axis=1)
     wrist = np.array([float(steps[i:].sum()) for i in range(len(origins))])
-    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - origins[-1]))
-    offset = tcp[:3, :3].T @ (origins[-1] - tcp[:3, 3])
-    return PoseChain(origins, axes, tcp, radii, wrist, offset)
+    return chain_to_tcp(origins, axes, wrist, tcp)
+
+
+def chain_to_tcp(origins: np.ndarray, axes: np.ndarray, wrist: np.ndarray, tcp: np.ndarray) -> PoseChain:
+    """The :class:`PoseChain` of merged revolute joints (``origins``, unit ``axes``, their ``wrist`` radii: the
+    distances along the chain to the last joint) to the TCP's 4x4 pose ``tcp``: the radii and offset from it (the
+    chains of one set of joints to several TCPs share the joints' part, :class:`~.arm_body.ModuleSweeps`)."""
+    last = origins[-1]
+    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - last))
+    return PoseChain(origins, axes, tcp, radii, wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
 
 
 def chain_of_steps(rotations: np.ndarray, translations: np.ndarray) -> PoseChain:
