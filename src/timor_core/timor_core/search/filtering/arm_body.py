@@ -246,14 +246,15 @@ def body_points(bodies: Sequence[tuple[np.ndarray, Any, int]]) -> tuple[np.ndarr
 class _Step:
     """A module prefix walked as :func:`~.quick_reach.walk_chain` walks it: the joints' world frames so far, the last
     module's entry body pose and name and its bodies' poses from that (:func:`~.quick_reach.module_frames`), the
-    last module with a joint (-1: none), and the last module's balls (:func:`body_points`)."""
+    last module with a joint (-1: none), and the last module's bodies (world pose, body, owner joint), whose balls
+    are placed per chain part at once (:func:`body_points`: the head's, the tail's)."""
 
     frames: tuple[np.ndarray, ...]
     pose: np.ndarray
     entry: str
     rel: dict[str, np.ndarray]
     last_joint: int
-    balls: tuple[np.ndarray, np.ndarray, np.ndarray]
+    bodies: tuple[tuple[np.ndarray, Any, int], ...]
 
 
 @dataclass(frozen=True)
@@ -318,8 +319,8 @@ class ModuleSweeps:
             head, chain = self._head(ids, key, step, tcp)
         if head is None or chain is None:
             return None
-        tail = [self.steps[ids[: b + 1]].balls for b in range(step.last_joint + 1, n)]  # type: ignore[union-attr]
-        moved = _placed(head.joints, *(np.concatenate([b[i] for b in tail]) for i in range(3)))[0] if tail else None
+        tail = [body for b in range(step.last_joint + 1, n) for body in self.steps[ids[: b + 1]].bodies]  # type: ignore[union-attr]
+        moved = _placed(head.joints, *body_points(tail))[0] if tail else None
         points, links, rho = (np.concatenate([head.moved[i], moved[i]]) if moved else head.moved[i] for i in range(3))
         return ArmSweep(chain, points, links, rho, *head.fixed, head.joints.groups, head.joints.signs)
 
@@ -335,8 +336,8 @@ class ModuleSweeps:
         head = None
         if joints is not None:
             last = step.last_joint
-            balls = [self.steps[ids[: b + 1]].balls for b in range(last + 1)]  # type: ignore[union-attr]
-            placed = _placed(joints, *(np.concatenate([b[i] for b in balls]) for i in range(3)))
+            bodies = [body for b in range(last + 1) for body in self.steps[ids[: b + 1]].bodies]  # type: ignore[union-attr]
+            placed = _placed(joints, *body_points(bodies))
             kept = [np.array(a) for a in (chain.origins, chain.axes, chain.wrist_radii)]
             for a in kept:
                 a.setflags(write=False)  # (shared by the chains of this head)
@@ -380,13 +381,13 @@ class ModuleSweeps:
 def _walked(module: Any, pose: np.ndarray, entry: str, frames: tuple, last_joint: int, i: int) -> _Step:
     """``module`` (the ``i``-th) walked from its entry body ``entry`` at ``pose`` (the walk so far: ``frames``, the
     last module with a joint ``last_joint``), as
-    :func:`~.quick_reach.walk_chain` walks it: its joint frames appended, its bodies' balls placed in the world (the
-    entry body moves with the joint before, the others with its own)."""
+    :func:`~.quick_reach.walk_chain` walks it: its joint frames appended, its bodies' world poses with the joint
+    each moves after (the entry body moves with the joint before, the others with its own)."""
     rel, joints = module_frames(module, entry)
     before = len(frames) - 1
     frames = (*frames, *(pose @ f for f in joints))
-    bodies = [(pose @ rel[b.id], b, before if b.id == entry else len(frames) - 1) for b in module.bodies]
-    return _Step(frames, pose, entry, rel, i if joints else last_joint, body_points(bodies))
+    bodies = tuple((pose @ rel[b.id], b, before if b.id == entry else len(frames) - 1) for b in module.bodies)
+    return _Step(frames, pose, entry, rel, i if joints else last_joint, bodies)
 
 
 def _walk(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray, list] | None:

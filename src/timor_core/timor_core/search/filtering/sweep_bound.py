@@ -37,6 +37,11 @@ class ObstacleBoxes:
     def __len__(self) -> int:
         return len(self.centres)
 
+    @functools.cached_property
+    def staged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``centres``, ``rotations``, ``half`` as the kernels take them (C-contiguous float64), made once."""
+        return _contiguous(self.centres, self.rotations, self.half)
+
     def signed_distance(self, points: np.ndarray) -> np.ndarray:
         """The signed distance (m, < 0 inside) of every point (..., 3) from every box: (..., B)."""
         local = np.einsum("...j,bjk->...bk", points, self.rotations) - np.einsum(
@@ -64,6 +69,23 @@ class ArmSweep:
     fixed_rho: np.ndarray
     groups: np.ndarray
     signs: np.ndarray
+
+    @functools.cached_property
+    def staged(self) -> tuple[np.ndarray, ...]:
+        """What the kernels take of the chain and its balls, made once (C-contiguous): the chain's rotation and
+        translation steps, ``points``, ``links`` (int64) and ``rho``."""
+        rotations, translations = self.chain.steps
+        arrays = _contiguous(rotations, translations, self.points)
+        return (*arrays, np.ascontiguousarray(self.links, dtype=np.int64), *_contiguous(self.rho))
+
+    def need(self, margin: float) -> np.ndarray:
+        """How deep into an obstacle box (m, less than 0: the signed distance) each ball's centre must lie for the
+        ball to reach ``PENETRATION`` into it, or within ``margin`` of it (rounding allowed for)."""
+        return self.staged[4] + margin - PENETRATION - EPS  # (the order of certain_collision_numpy's sum)
+
+
+def _contiguous(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.ascontiguousarray(a, dtype=np.float64) for a in arrays)
 
 
 def _link_frames(sweep: ArmSweep, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -102,16 +124,10 @@ def certain_collision(
     kernel = ahead_kernel("collisions") or compiled.loaded_or_none(_kernel, "the sweep proofs")
     if kernel is None:
         return compiled.charged(certain_collision_numpy, sweep, obstacles, centres, half, margin)
-    rotations, translations = sweep.chain.steps
+    rotations, translations, points, links, _ = sweep.staged
     out = np.zeros(m, dtype=np.bool_)
-    need = np.ascontiguousarray(sweep.rho + margin - PENETRATION - EPS)
-    kernel(
-        np.ascontiguousarray(rotations), np.ascontiguousarray(translations),
-        np.ascontiguousarray(centres, dtype=np.float64), np.ascontiguousarray(half, dtype=np.float64),
-        np.ascontiguousarray(sweep.points), np.ascontiguousarray(sweep.links), need,
-        np.ascontiguousarray(obstacles.centres), np.ascontiguousarray(obstacles.rotations),
-        np.ascontiguousarray(obstacles.half), out,
-    )  # fmt: skip
+    centres, half = _contiguous(centres, half)
+    kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out)
     return out
 
 

@@ -22,7 +22,7 @@ from timor_core.search.filtering import sweep_bound
 from timor_core.search.filtering.proof_fused import halved, measure_all
 from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.sweep_bound import EPS, PENETRATION, ArmSweep, ObstacleBoxes
+from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
 
 __all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
            "fused_sweep", "sweep_kernel"]  # fmt: skip
@@ -212,13 +212,12 @@ def fused_levels(
     out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows), np.empty(rows, np.bool_))
     params = np.array([target.slack, target.theta, target.length, *target.near, target.rot_weight, give_up])
     counts = np.array([budget, start is not None, first_splits, splits, leaves], dtype=np.int64)
-    need = sweep.rho + margin - PENETRATION - EPS
-    ball = [np.ascontiguousarray(a, dtype=np.float64) for a in (sweep.points, need, obstacles.centres,
-                                                                obstacles.rotations, obstacles.half)]  # fmt: skip
-    result, goal = np.zeros(3, dtype=np.int64), (target.pos, target.axes, target.direction)
-    status = kernel(*(np.ascontiguousarray(a, dtype=np.float64) for a in (*sweep.chain.steps, centres, half, excess,
-                    weights, *goal)), params, counts, ball[0], np.ascontiguousarray(sweep.links, dtype=np.int64),
-                    *ball[1:], *out, result)  # fmt: skip
+    rot_steps, trans_steps, points, links, _ = sweep.staged  # (made once per chain, as the obstacles' arrays)
+    boxes = (np.ascontiguousarray(a, dtype=np.float64) for a in (centres, half, excess, weights))
+    goal = (np.ascontiguousarray(a, dtype=np.float64) for a in (target.pos, target.axes, target.direction))
+    result = np.zeros(3, dtype=np.int64)
+    status = kernel(rot_steps, trans_steps, *boxes, *goal, params, counts, points, links, sweep.need(margin),
+                    *obstacles.staged, *out, result)  # fmt: skip
     if status == OVERFLOW:
         return False
     if status != PROVEN:

@@ -236,6 +236,13 @@ def _levels(
         excess, _, weights = measure_boxes(chain.steps, centres, half, target)
 
 
+def _witnessed(sweep: ArmSweep, obstacles: ObstacleBoxes, witness: np.ndarray, margin: float) -> bool:
+    """Whether :func:`sweep_certificate` with ``witness`` ends undecided at once, from any start: the body before
+    the first joint refuses nothing and the body's balls leave the witness unrefused (:func:`_free`); where not,
+    the witness ends nothing, and the certificate without it is the same."""
+    return bool(len(obstacles)) and not _fixed(sweep, obstacles, margin) and _free(sweep, obstacles, witness, margin)
+
+
 def _free(sweep: ArmSweep, obstacles: ObstacleBoxes, q: np.ndarray, margin: float) -> bool:
     """Whether the body's balls leave configuration ``q`` unrefused even with ``WITNESS_SLACK`` more depth allowed
     (a box holding it is refused only where ``q`` alone is: the bound only grows with the box; the slack covers
@@ -375,9 +382,11 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
         return None
     witness = None if index is None else c.witnesses.get(index)
     prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance,
-                              ctx.margin, ctx.config.proof_budget, witness)  # fmt: skip
-    if cut is None or index is None or c.sweep is not sweep:
-        proof, started = prove(), False
+                              ctx.margin, ctx.config.proof_budget)  # fmt: skip
+    if witness is not None and _witnessed(sweep, ctx.obstacle_boxes, witness, ctx.margin):
+        proof, started = None, False  # (what every sweep_certificate with the witness gives, started or not)
+    elif cut is None or index is None or c.sweep is not sweep:
+        proof, started = prove(), False  # (the witness checked once: refused by the body, it would end nothing)
     else:
         proof, started = _near_or_whole(c, sweep, index, cut, prove)
     if index is not None and c.family is not None and (proof is not None or early):
