@@ -28,7 +28,7 @@ import pinocchio as pin
 
 from timor_core.common.transforms import ROT_X_PI, inv
 from timor_core.kinematics.reach import joint_path
-from timor_core.search.filtering.proof_chain import PoseChain, chain_from_frames, chain_to_tcp
+from timor_core.search.filtering.proof_chain import JointSteps, PoseChain, chain_from_frames, chain_to_tcp, joint_steps
 from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
@@ -270,11 +270,24 @@ class _Head:
     origins: np.ndarray
     axes: np.ndarray
     wrist: np.ndarray
+    steps: JointSteps
+    tail_frame: np.ndarray
 
     def chain(self, tcp: np.ndarray) -> PoseChain:
         """The :class:`~.reach_proof.PoseChain` of these joints to ``tcp`` (what
-        :func:`~.proof_chain.chain_from_frames` gives: the same function makes its radii and offset)."""
-        return chain_to_tcp(self.origins, self.axes, self.wrist, tcp)
+        :func:`~.proof_chain.chain_from_frames` gives: the same function makes its radii and offset; its steps from
+        the joints' part made once, :func:`~.proof_chain.joint_steps`)."""
+        return chain_to_tcp(self.origins, self.axes, self.wrist, tcp, self.steps)
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """The modules of a chain from its last joint's on, seen from that module's entry body (q = 0): the TCP's pose
+    ``tcp`` (4x4) and the balls of the modules after it (``points`` (P, 3), ``rho`` (P,)), all on the last link."""
+
+    tcp: np.ndarray
+    points: np.ndarray
+    rho: np.ndarray
 
 
 MAX_PREFIXES = 1 << 15  # module prefixes kept per task (more: all are forgotten)
@@ -283,52 +296,92 @@ MAX_PREFIXES = 1 << 15  # module prefixes kept per task (more: all are forgotten
 class ModuleSweeps:
     """:func:`module_sweep` of the serial chains of one search task (at its base ``placement``) from how their
     modules join (a ``filter_state.SerialJoin``: the modules and the connector each is entered by), no assembly
-    built, each module prefix walked once and each chain's joints part (:class:`_Joints`, the balls before its
-    last joint's module placed) made once per prefix to its last joint.
+    built: per chain *head* (its modules to its last joint's, walked once per prefix) the joints' part
+    (:class:`_Joints`, :class:`~.proof_chain.JointSteps`) and the head's balls placed, per *tail* (the modules from
+    the last joint's on, and how they are entered; the same for every head) the TCP and the balls seen from that
+    module's entry body (:class:`_Tail`), once each.
 
     Why: on ``obstacles_4`` (issue 38) 308 chains of 9-10 modules took a sweep, ~0.25 ms each (their assembly built,
-    walked, every ball placed), but they share 750 module prefixes and 64 prefixes to their last joint; a chain then
-    adds its last modules' walk, its TCP's :class:`~.reach_proof.PoseChain` and the balls after its last joint.
-    The same products in the same order as :func:`module_sweep`: the same sweep to the last bit
-    (``tests/test_module_sweep.py`` compares them)."""
+    walked, every ball placed), but they share 64 heads and a few tails (an extension, the gripper); a chain then
+    adds its TCP (one product), its :class:`~.reach_proof.PoseChain` (radii, offset and the last step) and its tail's
+    balls moved into its last joint's frame (one product). The same sweep as :func:`module_sweep` up to rounding
+    (the tail's products are grouped otherwise: ``tests/test_module_sweep.py`` compares them to 1e-12 m)."""
 
     def __init__(self, db: Any, placement: np.ndarray | None) -> None:
         self.db = db
         self.world = np.eye(4) if placement is None else np.asarray(placement, dtype=float)
         self.steps: dict[tuple[str, ...], _Step | None] = {}
         self.heads: dict[tuple[str, ...], _Head | None] = {}
+        self.tails: dict[tuple[tuple[str, ...], tuple[str, ...]], _Tail | None] = {}
+        self.plain: dict[int, tuple[Any, bool, bool]] = {}  # id(module): (module, its joints fit, it has one)
         self.exits: dict[tuple[str, str, str], str] = {}  # (module, its entry, next module): its exit to that one
 
     def sweep(self, ids: tuple[str, ...], join: Any) -> ArmSweep | None:
         """:func:`module_sweep` of the chain of ``ids`` joined as ``join`` says (``join.modules``,
         ``join.entries``)."""
-        n = len(ids)
-        step = self._step(ids, join, n - 1) if n else None
-        if step is None or not step.frames:
+        last = self._last_joint(join)
+        if last is None:
             return None
-        module, entry = join.modules[n - 1], join.entries[n - 1]
-        tools = [c for c in module.eef_connectors if c.id != entry]
-        if len(tools) != 1:
+        key = ids[: last + 1]
+        tail = self._tail(ids, join, last)
+        step = self._step(ids, join, last) if tail is not None else None
+        if tail is None or step is None:
             return None
-        tcp = step.pose @ step.rel[tools[0].body_id] @ tools[0].pose
-        key = ids[: step.last_joint + 1]
-        if key in self.heads:
-            head = self.heads[key]
-            chain = None if head is None else head.chain(tcp)
-        else:
-            head, chain = self._head(ids, key, step, tcp)
-        if head is None or chain is None:
+        tcp = step.pose @ tail.tcp
+        head = self.heads[key] if key in self.heads else self._head(ids, key, step, tcp)
+        if head is None:
             return None
-        tail = [body for b in range(step.last_joint + 1, n) for body in self.steps[ids[: b + 1]].bodies]  # type: ignore[union-attr]
-        moved = _placed(head.joints, *body_points(tail))[0] if tail else None
-        points, links, rho = (np.concatenate([head.moved[i], moved[i]]) if moved else head.moved[i] for i in range(3))
+        chain = head.chain(tcp)
+        points, links, rho = head.moved
+        if len(tail.rho):  # (the tail's balls in the last joint's frame: its pose from the module's entry, once)
+            local = tail.points @ head.tail_frame[:3, :3].T + head.tail_frame[:3, 3]
+            points, links = np.concatenate([points, local]), np.concatenate([links, np.full(len(local), chain.dof - 1)])
+            rho = np.concatenate([rho, tail.rho])
         return ArmSweep(chain, points, links, rho, *head.fixed, head.joints.groups, head.joints.signs)
 
-    def _head(
-        self, ids: tuple[str, ...], key: tuple[str, ...], step: _Step, tcp: np.ndarray
-    ) -> tuple[_Head | None, PoseChain]:
-        """The chain's :class:`_Head` (kept under ``key``: its modules to its last joint's) and its
-        :class:`~.reach_proof.PoseChain`."""
+    def _last_joint(self, join: Any) -> int | None:
+        """The index of the chain's last module with a joint; None where there is none, or a module has more than
+        one joint or one not revolute about its z axis."""
+        last = None
+        for i, module in enumerate(join.modules):
+            plain = self.plain.get(id(module))
+            if plain is None or plain[0] is not module:
+                joints = module.joints
+                ok = len(joints) <= 1 and all(j.type in REVOLUTE and tuple(j.axis) == Z_AXIS for j in joints)
+                plain = self.plain[id(module)] = (module, ok, bool(joints))
+            if not plain[1]:
+                return None
+            if plain[2]:
+                last = i
+        return last
+
+    def _tail(self, ids: tuple[str, ...], join: Any, last: int) -> _Tail | None:
+        """The chain's :class:`_Tail` (kept under its modules from the last joint's on, and how they are entered);
+        None where its last module has not one tool frame."""
+        key = (ids[last:], tuple(join.entries[last:]))
+        if key in self.tails:
+            return self.tails[key]
+        modules, entries = join.modules, join.entries
+        pose, entry = np.eye(4), modules[last].connectors[entries[last]].body_id
+        rel = module_frames(modules[last], entry)[0]
+        bodies: list = []
+        for i in range(last + 1, len(ids)):
+            nxt = modules[i].connectors[entries[i]]
+            pose = pose @ next_entry(modules[i - 1], entry, self._exit(ids[i - 1], entries[i - 1], ids[i]), rel, nxt)
+            entry = nxt.body_id
+            rel = module_frames(modules[i], entry)[0]
+            bodies.extend((pose @ rel[b.id], b, 0) for b in modules[i].bodies)
+        tools = [c for c in modules[-1].eef_connectors if c.id != entries[-1]]
+        tail = None
+        if len(tools) == 1:
+            points, _, rho = body_points(bodies)
+            tail = _Tail(pose @ rel[tools[0].body_id] @ tools[0].pose, points, rho)
+        self.tails[key] = tail
+        return tail
+
+    def _head(self, ids: tuple[str, ...], key: tuple[str, ...], step: _Step, tcp: np.ndarray) -> _Head | None:
+        """The chain's :class:`_Head` (kept under ``key``: its modules to its last joint's; ``step``: the walk to that
+        module; ``tcp``: the chain's, for the merged joints)."""
         origins = np.array([f[:3, 3] for f in step.frames])
         axes = np.array([f[:3, 2] for f in step.frames])
         chain = chain_from_frames(origins, axes, tcp)
@@ -338,12 +391,13 @@ class ModuleSweeps:
             last = step.last_joint
             bodies = [body for b in range(last + 1) for body in self.steps[ids[: b + 1]].bodies]  # type: ignore[union-attr]
             placed = _placed(joints, *body_points(bodies))
-            kept = [np.array(a) for a in (chain.origins, chain.axes, chain.wrist_radii)]
-            for a in kept:
+            origins, axes, wrist = (np.array(a) for a in (chain.origins, chain.axes, chain.wrist_radii))
+            for a in (origins, axes, wrist):
                 a.setflags(write=False)  # (shared by the chains of this head)
-            head = _Head(joints, *placed, *kept)
+            tail_frame = inv(joints.frames[-1]) @ step.pose
+            head = _Head(joints, *placed, origins, axes, wrist, joint_steps(origins, axes), tail_frame)
         self.heads[key] = head
-        return head, chain
+        return head
 
     def _step(self, ids: tuple[str, ...], join: Any, i: int) -> _Step | None:
         """The walk to module ``i`` (None: a module on the way has more than one joint, or one not revolute about
@@ -352,7 +406,7 @@ class ModuleSweeps:
         if key in self.steps:
             return self.steps[key]
         if len(self.steps) > MAX_PREFIXES:
-            self.steps, self.heads = {}, {}
+            self.steps, self.heads, self.tails = {}, {}, {}
         module = join.modules[i]
         step = None
         if len(module.joints) > 1 or any(j.type not in REVOLUTE or tuple(j.axis) != Z_AXIS for j in module.joints):

@@ -45,7 +45,8 @@ def build(folder: Path | None = None) -> Path:
     """Build the kernels into ``folder`` (default :data:`.proof_kernel.AHEAD_FOLDER`) unless they are there, then
     remove older builds there; the file's path. A TimorError where the compiler fails."""
     others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
-    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels()}
+    jit = sweep_fused.numba_jit(cache=False)  # (the body's bound calls helpers: compiled by numba for the build)
+    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels(jit)}
     kernels["fused_proof"] = proof_fused.for_build(cache=False)  # (numba's cache could give stale bounds: s49)
     kernels["fused_sweep"] = sweep_fused.for_build(cache=False)
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}

@@ -22,8 +22,8 @@ from timor_core.kinematics.reach import joint_path
 from timor_core.search.filtering.proof_numpy import chain_frames
 
 __all__ = [
-    "COAXIAL", "ChainPoses", "PoseChain", "chain_from_frames", "chain_of_steps", "chain_poses", "chain_to_tcp",
-    "pose_chain",
+    "COAXIAL", "ChainPoses", "JointSteps", "PoseChain", "chain_from_frames", "chain_of_steps", "chain_poses",
+    "chain_to_tcp", "joint_steps", "pose_chain", "steps_to",
 ]  # fmt: skip
 
 COAXIAL = 1e-10  # m or sine: two joint axes this close to one line are one (EPS covers the difference)
@@ -53,16 +53,7 @@ class PoseChain:
         ``a x e`` (``e`` the world's x axis, its y where ``a`` is near x), y ``a x x``; each step ``F_k^-1 F_k+1``
         by the rigid inverse, in floats (numpy's cross products and 4x4 inverses took 0.31 ms a chain). A chain of
         :func:`chain_of_steps` has the steps it was made of instead (its joints' frames another x axis each)."""
-        frames: list[Sequence[Sequence[float]]] = [_joint_frame(a) for a in self.axes.tolist()]
-        frames.append(list(zip(*self.tcp[:3, :3].tolist(), strict=True)))  # columns
-        points = [*self.origins.tolist(), self.tcp[:3, 3].tolist()]
-        rotations, translations = [[list(r) for r in zip(*frames[0], strict=True)]], [points[0]]
-        for k in range(1, len(frames)):
-            before, after, p, o = frames[k - 1], frames[k], points[k], points[k - 1]
-            d = (p[0] - o[0], p[1] - o[1], p[2] - o[2])
-            rotations.append([[_dot(u, v) for v in after] for u in before])
-            translations.append([_dot(u, d) for u in before])
-        return np.array(rotations), np.array(translations)
+        return steps_to(joint_steps(self.origins, self.axes), self.tcp)
 
     @property
     def dof(self) -> int:
@@ -116,13 +107,57 @@ def chain_from_frames(origins: np.ndarray, axes: np.ndarray, tcp: np.ndarray) ->
     return chain_to_tcp(origins, axes, wrist, tcp)
 
 
-def chain_to_tcp(origins: np.ndarray, axes: np.ndarray, wrist: np.ndarray, tcp: np.ndarray) -> PoseChain:
+def chain_to_tcp(
+    origins: np.ndarray, axes: np.ndarray, wrist: np.ndarray, tcp: np.ndarray, joints: JointSteps | None = None
+) -> PoseChain:
     """The :class:`PoseChain` of merged revolute joints (``origins``, unit ``axes``, their ``wrist`` radii: the
     distances along the chain to the last joint) to the TCP's 4x4 pose ``tcp``: the radii and offset from it (the
-    chains of one set of joints to several TCPs share the joints' part, :class:`~.arm_body.ModuleSweeps`)."""
+    chains of one set of joints to several TCPs share the joints' part, :class:`~.arm_body.ModuleSweeps`); with
+    the joints' :class:`JointSteps`, its steps are made now from them (the same numbers, the joints' part once)."""
     last = origins[-1]
     radii = wrist + float(np.linalg.norm(tcp[:3, 3] - last))
-    return PoseChain(origins, axes, tcp, radii, wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+    chain = PoseChain(origins, axes, tcp, radii, wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+    if joints is not None:
+        chain.__dict__["steps"] = steps_to(joints, tcp)  # (the cached property's place)
+    return chain
+
+
+@dataclass(frozen=True)
+class JointSteps:
+    """What :attr:`PoseChain.steps` takes from the joints alone (the same for every TCP): the steps ``A_0`` to
+    ``A_n-1`` (rotations, translations, as lists) and the last joint's frame (columns) and origin."""
+
+    rotations: list
+    translations: list
+    frame: Sequence[Sequence[float]]
+    origin: list[float]
+
+
+def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
+    """The :class:`JointSteps` of joints with these ``origins`` and unit ``axes`` (world, q = 0)."""
+    frames: list[Sequence[Sequence[float]]] = [_joint_frame(a) for a in axes.tolist()]
+    points = origins.tolist()
+    rotations, translations = [[list(r) for r in zip(*frames[0], strict=True)]], [points[0]]
+    for k in range(1, len(frames)):
+        _step(frames[k - 1], frames[k], points[k], points[k - 1], rotations, translations)
+    return JointSteps(rotations, translations, frames[-1], points[-1])
+
+
+def steps_to(joints: JointSteps, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:attr:`PoseChain.steps` of the joints of ``joints`` to the TCP's 4x4 pose ``tcp``: theirs and ``A_n``."""
+    rotations, translations = list(joints.rotations), list(joints.translations)
+    after = list(zip(*tcp[:3, :3].tolist(), strict=True))  # columns
+    _step(joints.frame, after, tcp[:3, 3].tolist(), joints.origin, rotations, translations)
+    return np.array(rotations), np.array(translations)
+
+
+def _step(
+    before: Sequence, after: Sequence, p: list[float], o: list[float], rotations: list, translations: list
+) -> None:
+    """Append the step from the frame ``before`` at ``o`` to the frame ``after`` at ``p`` (``F_k^-1 F_k+1``)."""
+    d = (p[0] - o[0], p[1] - o[1], p[2] - o[2])
+    rotations.append([[_dot(u, v) for v in after] for u in before])
+    translations.append([_dot(u, d) for u in before])
 
 
 def chain_of_steps(rotations: np.ndarray, translations: np.ndarray) -> PoseChain:

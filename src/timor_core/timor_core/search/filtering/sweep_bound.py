@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from timor_core.common import compiled
 from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import ahead_kernel
 
-__all__ = ["ArmSweep", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
+__all__ = ["ArmSweep", "HELPERS", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
            "fixed_collision", "py_kernels"]  # fmt: skip
 
 PENETRATION = 1e-3  # m: a refused box puts a ball of the arm at least this deep into an obstacle (coal's verdict
@@ -40,7 +41,8 @@ class ObstacleBoxes:
     @functools.cached_property
     def staged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``centres``, ``rotations``, ``half`` as the kernels take them (C-contiguous float64), made once."""
-        return _contiguous(self.centres, self.rotations, self.half)
+        centres, rotations, half = _contiguous(self.centres, self.rotations, self.half)
+        return centres, rotations, half
 
     def signed_distance(self, points: np.ndarray) -> np.ndarray:
         """The signed distance (m, < 0 inside) of every point (..., 3) from every box: (..., B)."""
@@ -154,10 +156,18 @@ def certain_collision_numpy(
     return np.any(sd + moves[:, :, None] < need, axis=(1, 2))
 
 
-def py_kernels() -> dict[str, Any]:
+HELPERS = ("_link_hulls", "_cull", "_near", "_inside")
+"""The functions :func:`_collisions` calls."""
+
+
+def py_kernels(jit: Any = None) -> dict[str, Any]:
     """The kernel as a Python function by name (``proof_kernel.OTHER_KERNELS``): what numba compiles, now or ahead
-    of time (:mod:`.proof_aot`)."""
-    return {"collisions": _collisions}
+    of time (:mod:`.proof_aot`); with ``jit`` (numba's compiler) one calling ``jit``'s compilations of its
+    :data:`HELPERS` (numba compiles a kernel only where what it calls is compiled too)."""
+    if jit is None:
+        return {"collisions": _collisions}
+    names = {**_collisions.__globals__, **{name: jit(globals()[name]) for name in HELPERS}}
+    return {"collisions": types.FunctionType(_collisions.__code__, names, _collisions.__name__)}
 
 
 @functools.cache
@@ -165,7 +175,8 @@ def _kernel() -> Any:
     """The compiled :func:`_collisions`."""
     import numba  # noqa: PLC0415 (on the first proof that wants it: see timor_core.common.compiled)
 
-    kernel = numba.njit(cache=True, fastmath=False, nogil=True)(_collisions)
+    jit = numba.njit(cache=True, fastmath=False, nogil=True)
+    kernel = jit(py_kernels(jit)["collisions"])
     compiled.mark_loaded()
     return kernel
 
@@ -178,7 +189,8 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
     w, local = np.empty(3), np.empty(3)
     radius = np.sqrt((ob_h * ob_h).sum(axis=1)) + SKIP_EPS  # the obstacles' circumradii (and rounding): a ball
     seen, widths, cosines, sines = np.full(n, np.nan), np.full(n, np.nan), np.empty(n), np.empty(n)  # centre farther
-    for b in range(m):  # than need - moves + it from a box's centre does not reach need - moves into it
+    hull, culled = _link_hulls(points, links, need, n), np.zeros(n, dtype=np.bool_)  # than need - moves + it from a
+    for b in range(m):  # box's centre does not reach need - moves into it
         pos[:], rot[:, :] = trans_steps[0], rot_steps[0]
         for k in range(n):  # (sibling boxes share most angles and half-widths: their terms are kept per joint)
             if half[b, k] != widths[k]:
@@ -198,34 +210,96 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
                         rot[r, col] = (frames[k, r, 0] * rot_steps[k + 1, 0, col]
                                        + frames[k, r, 1] * rot_steps[k + 1, 1, col]
                                        + frames[k, r, 2] * rot_steps[k + 1, 2, col])  # fmt: skip
+        _cull(frames, origins, hull, ob_c, radius, culled, w)
         for p in range(len(links)):
             k = links[p]
+            if culled[k]:
+                continue  # (every obstacle is beyond the reach of every ball of its link: see _link_hulls)
             for r in range(3):
                 w[r] = origins[k, r] + frames[k, r, 0] * points[p, 0] + frames[k, r, 1] * points[p, 1]
                 w[r] += frames[k, r, 2] * points[p, 2]
+            if not _near(w, need[p], ob_c, radius):
+                continue  # (beyond need + radius from every obstacle: the first test below fails whatever moves is)
             moves = 0.0
             for i in range(k + 1):
                 dx, dy, dz = w[0] - origins[i, 0], w[1] - origins[i, 1], w[2] - origins[i, 2]
                 along = dx * frames[i, 0, 2] + dy * frames[i, 1, 2] + dz * frames[i, 2, 2]
                 moves += chord[i] * math.sqrt(max(dx * dx + dy * dy + dz * dz - along * along, 0.0))
-            for o in range(len(ob_c)):
-                far = need[p] - moves + radius[o]
-                dx, dy, dz = w[0] - ob_c[o, 0], w[1] - ob_c[o, 1], w[2] - ob_c[o, 2]
-                if far <= 0.0 or dx * dx + dy * dy + dz * dz > far * far:
-                    continue  # (sd >= |w - c| - radius, and sd >= -radius inside: sd + moves >= need)
-                outside, inside = 0.0, -math.inf
-                for j in range(3):
-                    local[j] = 0.0
-                    for r in range(3):
-                        local[j] += (w[r] - ob_c[o, r]) * ob_r[o, r, j]
-                    d = abs(local[j]) - ob_h[o, j]
-                    outside += max(d, 0.0) ** 2
-                    inside = max(inside, d)
-                sd = math.sqrt(outside) + min(inside, 0.0)
-                if sd + moves < need[p]:
-                    out[b] = True
-                    break
-            if out[b]:
+            if _inside(w, need[p], moves, ob_c, ob_r, ob_h, radius, local):
+                out[b] = True
+                break
+
+
+def _inside(w, need, moves, ob_c, ob_r, ob_h, radius, local):
+    """Whether a ball at ``w`` that moves up to ``moves`` lies ``need`` deep in an obstacle box wherever it moves
+    (its signed distance + ``moves`` < ``need``)."""
+    for o in range(len(ob_c)):
+        far = need - moves + radius[o]
+        dx, dy, dz = w[0] - ob_c[o, 0], w[1] - ob_c[o, 1], w[2] - ob_c[o, 2]
+        if far <= 0.0 or dx * dx + dy * dy + dz * dz > far * far:
+            continue  # (sd >= |w - c| - radius, and sd >= -radius inside: sd + moves >= need)
+        outside, inside = 0.0, -math.inf
+        for j in range(3):
+            local[j] = 0.0
+            for r in range(3):
+                local[j] += (w[r] - ob_c[o, r]) * ob_r[o, r, j]
+            d = abs(local[j]) - ob_h[o, j]
+            outside += max(d, 0.0) ** 2
+            inside = max(inside, d)
+        if math.sqrt(outside) + min(inside, 0.0) + moves < need:
+            return True
+    return False
+
+
+def _near(w, need, ob_c, radius):
+    """Whether the point ``w`` lies within ``need + radius[o]`` of some obstacle's centre (moves >= 0: where not,
+    :func:`_collisions`' first test skips the ball for every obstacle, and its moves need not be summed)."""
+    for o in range(len(ob_c)):
+        far = need + radius[o]
+        dx, dy, dz = w[0] - ob_c[o, 0], w[1] - ob_c[o, 1], w[2] - ob_c[o, 2]
+        if far > 0.0 and dx * dx + dy * dy + dz * dz <= far * far:
+            return True
+    return False
+
+
+def _link_hulls(points, links, need, n):
+    """Per link (n, 5): the centroid of its balls' centres (its frame), their largest distance from it, and their
+    largest ``need`` (-inf: no ball). A ball's centre lies within that distance of the centroid wherever the link
+    is, so where the centroid is farther than ``need + radius + distance`` from every obstacle's centre, no ball of
+    the link passes :func:`_collisions`' first test: the link is skipped, the verdicts the same."""
+    hull, count = np.zeros((n, 5)), np.zeros(n)
+    hull[:, 4] = -math.inf
+    for p in range(len(links)):
+        k = links[p]
+        count[k] += 1.0
+        for r in range(3):
+            hull[k, r] += points[p, r]
+        hull[k, 4] = max(hull[k, 4], need[p])
+    for k in range(n):
+        for r in range(3):
+            hull[k, r] /= max(count[k], 1.0)
+    for p in range(len(links)):
+        k = links[p]
+        dx, dy, dz = points[p, 0] - hull[k, 0], points[p, 1] - hull[k, 1], points[p, 2] - hull[k, 2]
+        hull[k, 3] = max(hull[k, 3], math.sqrt(dx * dx + dy * dy + dz * dz))
+    return hull
+
+
+def _cull(frames, origins, hull, ob_c, radius, culled, w):
+    """``culled[k]`` True where link k's balls (``hull``: :func:`_link_hulls`) are all beyond reaching into every
+    obstacle at this box's centre (``frames``, ``origins``), whatever the box's moves (``SKIP_EPS``: rounding)."""
+    for k in range(len(culled)):
+        culled[k] = True
+        if hull[k, 4] == -math.inf:
+            continue
+        for r in range(3):
+            w[r] = origins[k, r] + frames[k, r, 0] * hull[k, 0] + frames[k, r, 1] * hull[k, 1]
+            w[r] += frames[k, r, 2] * hull[k, 2]
+        for o in range(len(ob_c)):
+            far = hull[k, 4] + radius[o] + hull[k, 3] + SKIP_EPS
+            dx, dy, dz = w[0] - ob_c[o, 0], w[1] - ob_c[o, 1], w[2] - ob_c[o, 2]
+            if far > 0.0 and dx * dx + dy * dy + dz * dz <= far * far:
+                culled[k] = False
                 break
 
 

@@ -25,7 +25,7 @@ from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
 
 __all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
-           "fused_sweep", "sweep_kernel"]  # fmt: skip
+           "fused_sweep", "numba_jit", "sweep_kernel"]  # fmt: skip
 
 UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
 BODY = 1e300  # the excess of a box the body refused: above any distance, yet not inf (a box refused by rotation
@@ -91,8 +91,8 @@ def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball):
     if not len(body):
         return -1
     centres, half, last = out_centres[body], out_half[body], rot_steps.shape[0] - 2
-    for link in range(last):
-        on = np.flatnonzero(links <= link)
+    for link in range(last):  # (the boxes left were refused by no ball before this link: its balls alone tried)
+        on = np.flatnonzero(links == link)
         hit = np.zeros(len(centres), dtype=np.bool_)
         collisions(rot_steps, trans_steps, centres, half, points[on], links[on], need[on], ob_c, ob_r, ob_h, hit)
         left = np.flatnonzero(~hit)
@@ -150,14 +150,14 @@ def calling_compiled_sweep(jit: Any) -> Any:
     (as :func:`~.proof_fused.calling_compiled_fused`)."""
     names: dict[str, Any] = {**fused_sweep.__globals__}
     names.update({name: jit(kernel) for name, kernel in py_kernels().items()})
-    names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels().items()})
+    names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels(jit).items()})
     for name in HELPERS:
         function = names[name]
         names[name] = jit(types.FunctionType(function.__code__, names, function.__name__))
     return types.FunctionType(fused_sweep.__code__, names, fused_sweep.__name__)
 
 
-def _numba_jit(cache: bool = True) -> Any:
+def numba_jit(cache: bool = True) -> Any:
     """numba's compiler as the proofs' kernels use it (imported only once a process compiles its kernels)."""
     import numba  # noqa: PLC0415
 
@@ -168,13 +168,13 @@ def for_build(cache: bool = True) -> Any:
     """:func:`fused_sweep` calling numba's compilations of its helpers: what numba compiles (:mod:`.proof_aot`'s
     build, or :func:`sweep_kernel` where none is built). ``cache``: numba's on-disk cache for the helpers (as
     :func:`~.proof_fused.for_build`: a build does without it)."""
-    return calling_compiled_sweep(_numba_jit(cache))
+    return calling_compiled_sweep(numba_jit(cache))
 
 
 @functools.cache
 def _jit_kernel() -> Any:
     """:func:`fused_sweep` compiled by numba (where it is not built ahead of time)."""
-    kernel = _numba_jit()(for_build())
+    kernel = numba_jit()(for_build())
     compiled.mark_loaded()
     return kernel
 

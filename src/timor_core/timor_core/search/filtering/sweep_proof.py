@@ -112,13 +112,26 @@ def arm_sweep(robot: Any) -> ArmSweep | None:
     return cache["_arm_sweep"]
 
 
+_GOALS: dict[tuple[int, int], tuple[Any, Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
+
+
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
-    g = np.asarray(goal, dtype=float)
+    """The chain's :class:`BoxGoal`: what the goal and its tolerance give once per goal (held with them, so that
+    their ids are not reused: the position and axes as the kernels take them, the slacks), the chain's last joint's
+    direction and distance from the TCP per chain."""
+    key = (id(goal), id(tolerance))
+    hit = _GOALS.get(key)
+    if hit is None or hit[0] is not goal or hit[1] is not tolerance:
+        if len(_GOALS) > 4096:
+            _GOALS.clear()
+        g = np.asarray(goal, dtype=float)
+        pos, axes, turn = (np.ascontiguousarray(a) for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
+        slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
+        hit = _GOALS[key] = (goal, tolerance, pos, axes, turn, slack, theta)
+    _, _, pos, axes, turn, slack, theta = hit
     length = float(np.linalg.norm(chain.offset))
-    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
-    slack = position_slack(tolerance) + EPS
-    theta = rotation_slack(tolerance) + ANGLE_EPS
-    return BoxGoal(g[:3, 3], g[:3, :3].T, slack, theta, direction, length, (0.0, 0.0), ROT_WEIGHT)
+    direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
+    return BoxGoal(pos, axes, slack, theta, direction, length, (0.0, 0.0), ROT_WEIGHT)
 
 
 def sweep_proof(
@@ -381,7 +394,7 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
     if sweep is None:
         return None
     witness = None if index is None else c.witnesses.get(index)
-    prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance,
+    prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, _world(goal), goal.pose.tolerance,
                               ctx.margin, ctx.config.proof_budget)  # fmt: skip
     if witness is not None and _witnessed(sweep, ctx.obstacle_boxes, witness, ctx.margin):
         proof, started = None, False  # (what every sweep_certificate with the witness gives, started or not)
@@ -393,6 +406,20 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
         record = ctx.sweeps.setdefault((index, c.family), [0, 0])
         record[0 if proof is not None else 1] += 1
     return None if proof is None else sweep_reason(proof.boxes, started)
+
+
+_WORLDS: dict[int, tuple[PoseGoal, np.ndarray]] = {}
+
+
+def _world(goal: PoseGoal) -> np.ndarray:
+    """``goal.world``, made once per goal (held with it, so that its id is not reused): one array per goal, so that
+    what :func:`_target` makes of it is made once."""
+    hit = _WORLDS.get(id(goal))
+    if hit is None or hit[0] is not goal:
+        if len(_WORLDS) > 4096:
+            _WORLDS.clear()
+        hit = _WORLDS[id(goal)] = (goal, goal.world)
+    return hit[1]
 
 
 def _near_or_whole(
