@@ -76,7 +76,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ArmSweep", "ObstacleBoxes", "PENETRATION", "arm_sweep", "body_modules", "candidate_sweep", "certain_collision",
     "certain_collision_numpy", "collision_refusal", "early_refusal", "fixed_collision", "likely_refusal",
-    "obstacle_boxes", "sweep_certificate", "sweep_proof", "sweep_reason", "Leaves", "SweepProof", "SweepStarts",
+    "obstacle_boxes", "sweep_certificate", "sweep_proof", "sweep_reason", "witness_ends", "Leaves", "SweepProof",
+    "SweepStarts",
 ]  # fmt: skip
 
 EPS = 1e-8  # m: rounding
@@ -249,7 +250,7 @@ def _levels(
         excess, _, weights = measure_boxes(chain.steps, centres, half, target)
 
 
-def _witnessed(sweep: ArmSweep, obstacles: ObstacleBoxes, witness: np.ndarray, margin: float) -> bool:
+def witness_ends(sweep: ArmSweep, obstacles: ObstacleBoxes, witness: np.ndarray, margin: float) -> bool:
     """Whether :func:`sweep_certificate` with ``witness`` ends undecided at once, from any start: the body before
     the first joint refuses nothing and the body's balls leave the witness unrefused (:func:`_free`); where not,
     the witness ends nothing, and the certificate without it is the same."""
@@ -396,7 +397,7 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
     witness = None if index is None else c.witnesses.get(index)
     prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, _world(goal), goal.pose.tolerance,
                               ctx.margin, ctx.config.proof_budget)  # fmt: skip
-    if witness is not None and _witnessed(sweep, ctx.obstacle_boxes, witness, ctx.margin):
+    if witness is not None and witness_ends(sweep, ctx.obstacle_boxes, witness, ctx.margin):
         proof, started = None, False  # (what every sweep_certificate with the witness gives, started or not)
     elif cut is None or index is None or c.sweep is not sweep:
         proof, started = prove(), False  # (the witness checked once: refused by the body, it would end nothing)
