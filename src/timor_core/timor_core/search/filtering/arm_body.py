@@ -351,8 +351,7 @@ class ModuleSweeps:
                 plain = self.plain[id(module)] = (module, ok, bool(joints))
             if not plain[1]:
                 return None
-            if plain[2]:
-                last = i
+            last = i if plain[2] else last
         return last
 
     def _tail(self, ids: tuple[str, ...], join: Any, last: int) -> _Tail | None:
@@ -400,18 +399,14 @@ class ModuleSweeps:
         return head
 
     def _step(self, ids: tuple[str, ...], join: Any, i: int) -> _Step | None:
-        """The walk to module ``i`` (None: a module on the way has more than one joint, or one not revolute about
-        its z axis)."""
+        """The walk to module ``i`` (kept per prefix; the modules' joints are checked before: :meth:`_last_joint`)."""
         key = ids[: i + 1]
         if key in self.steps:
             return self.steps[key]
         if len(self.steps) > MAX_PREFIXES:
             self.steps, self.heads, self.tails = {}, {}, {}
-        module = join.modules[i]
-        step = None
-        if len(module.joints) > 1 or any(j.type not in REVOLUTE or tuple(j.axis) != Z_AXIS for j in module.joints):
-            pass
-        elif i == 0:
+        module, step = join.modules[i], None
+        if i == 0:  # (every module's joints were checked first: _last_joint)
             connector = module.connectors[join.entries[0]]
             step = _walked(module, self.world @ ROT_X_PI @ inv(connector.pose), connector.body_id, (), -1, 0)
         elif (before := self._step(ids, join, i - 1)) is not None:

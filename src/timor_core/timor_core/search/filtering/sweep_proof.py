@@ -117,9 +117,9 @@ _GOALS: dict[tuple[int, int], tuple[Any, Any, np.ndarray, np.ndarray, np.ndarray
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
-    """The chain's :class:`BoxGoal`: what the goal and its tolerance give once per goal (held with them, so that
-    their ids are not reused: the position and axes as the kernels take them, the slacks), the chain's last joint's
-    direction and distance from the TCP per chain."""
+    """The chain's :class:`BoxGoal`: what the goal (its array: one per goal pose in the world frame) and tolerance
+    give once (held with them, so that their ids are not reused: the position and axes as the kernels take them,
+    the slacks), the chain's last joint's direction and distance from the TCP per chain."""
     key = (id(goal), id(tolerance))
     hit = _GOALS.get(key)
     if hit is None or hit[0] is not goal or hit[1] is not tolerance:
@@ -395,7 +395,7 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
     if sweep is None:
         return None
     witness = None if index is None else c.witnesses.get(index)
-    prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, _world(goal), goal.pose.tolerance,
+    prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance,
                               ctx.margin, ctx.config.proof_budget)  # fmt: skip
     if witness is not None and witness_ends(sweep, ctx.obstacle_boxes, witness, ctx.margin):
         proof, started = None, False  # (what every sweep_certificate with the witness gives, started or not)
@@ -407,20 +407,6 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
         record = ctx.sweeps.setdefault((index, c.family), [0, 0])
         record[0 if proof is not None else 1] += 1
     return None if proof is None else sweep_reason(proof.boxes, started)
-
-
-_WORLDS: dict[int, tuple[PoseGoal, np.ndarray]] = {}
-
-
-def _world(goal: PoseGoal) -> np.ndarray:
-    """``goal.world``, made once per goal (held with it, so that its id is not reused): one array per goal, so that
-    what :func:`_target` makes of it is made once."""
-    hit = _WORLDS.get(id(goal))
-    if hit is None or hit[0] is not goal:
-        if len(_WORLDS) > 4096:
-            _WORLDS.clear()
-        hit = _WORLDS[id(goal)] = (goal, goal.world)
-    return hit[1]
 
 
 def _near_or_whole(
