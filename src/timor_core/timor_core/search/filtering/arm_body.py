@@ -317,8 +317,7 @@ class ModuleSweeps:
         self.exits: dict[tuple[str, str, str], str] = {}  # (module, its entry, next module): its exit to that one
 
     def sweep(self, ids: tuple[str, ...], join: Any) -> ArmSweep | None:
-        """:func:`module_sweep` of the chain of ``ids`` joined as ``join`` says (``join.modules``,
-        ``join.entries``)."""
+        """:func:`module_sweep` of the chain of ``ids`` joined as ``join`` says (``join.modules``, ``.entries``)."""
         last = self._last_joint(join)
         if last is None:
             return None
@@ -381,9 +380,10 @@ class ModuleSweeps:
     def _head(self, ids: tuple[str, ...], key: tuple[str, ...], step: _Step, tcp: np.ndarray) -> _Head | None:
         """The chain's :class:`_Head` (kept under ``key``: its modules to its last joint's; ``step``: the walk to that
         module; ``tcp``: the chain's, for the merged joints)."""
-        origins = np.array([f[:3, 3] for f in step.frames])
-        axes = np.array([f[:3, 2] for f in step.frames])
-        chain = chain_from_frames(origins, axes, tcp)
+        origins, axes = (np.array([f[:3, k] for f in step.frames]) for k in (3, 2))
+        merged = chain_from_frames(origins, axes, tcp)  # (its steps made once, for it and the head's chains:)
+        steps = joint_steps(merged.origins, merged.axes)
+        chain = chain_to_tcp(merged.origins, merged.axes, merged.wrist_radii, tcp, steps)
         joints = _joints(origins, axes, chain)
         head = None
         if joints is not None:
@@ -394,7 +394,7 @@ class ModuleSweeps:
             for a in (origins, axes, wrist):
                 a.setflags(write=False)  # (shared by the chains of this head)
             tail_frame = inv(joints.frames[-1]) @ step.pose
-            head = _Head(joints, *placed, origins, axes, wrist, joint_steps(origins, axes), tail_frame)
+            head = _Head(joints, *placed, origins, axes, wrist, steps, tail_frame)
         self.heads[key] = head
         return head
 
@@ -429,9 +429,8 @@ class ModuleSweeps:
 
 def _walked(module: Any, pose: np.ndarray, entry: str, frames: tuple, last_joint: int, i: int) -> _Step:
     """``module`` (the ``i``-th) walked from its entry body ``entry`` at ``pose`` (the walk so far: ``frames``, the
-    last module with a joint ``last_joint``), as
-    :func:`~.quick_reach.walk_chain` walks it: its joint frames appended, its bodies' world poses with the joint
-    each moves after (the entry body moves with the joint before, the others with its own)."""
+    last module with a joint ``last_joint``), as :func:`~.quick_reach.walk_chain` walks it: its joint frames
+    appended, its bodies' world poses with the joint each moves after (the entry body moves with the joint before)."""
     rel, joints = module_frames(module, entry)
     before = len(frames) - 1
     frames = (*frames, *(pose @ f for f in joints))
