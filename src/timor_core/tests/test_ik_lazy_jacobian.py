@@ -40,62 +40,58 @@ def _eager_linearize(chain, q, params, frozen, T, r, J, JJt, work, rot_work):
 
 
 @_jit
+def _trial(q, step, lo, hi, max_step):
+    """The trial point of a step (bounded, clipped to the limits) and whether the limits clipped it."""
+    big = np.abs(step).max() if len(step) else 0.0
+    new = q - step * (max_step / big) if big > max_step else q - step
+    trial = np.minimum(np.maximum(new, lo), hi)
+    return trial, bool((trial != new).any())
+
+
+@_jit
 def _eager_descend(chain, lo, hi, crossable, frozen, q0, params, settings, q_out, T_out):
-    """``ik_jit.descend`` as it was before (issue 38 item 1): every trial linearized in full."""
+    """``ik_jit.descend`` as it was before (issue 38 item 1), written anew: every trial linearized in full."""
     n = q0.shape[0]
-    max_iter, lam, max_step, stall_window = int(settings[0]), settings[1], settings[2], int(settings[3])
-    stall_ratio, patience, converged = settings[4], int(settings[5]), settings[7]
+    lam, patience, converged = settings[1], int(settings[5]), settings[7]
     wraps = int(settings[6]) if crossable.any() else 0
-    work, rot_work = np.empty((n, 2, 3)), np.empty((3, 3))
-    q, T, r, J, JJt = q0.copy(), T_out, np.empty(6), np.empty((6, n)), np.empty((6, 6))
-    qt, Tt, rt, Jt, JJtt = np.empty(n), np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((6, 6))
-    step = np.empty(n)
-    cost = _eager_linearize(chain, q, params, frozen, T, r, J, JJt, work, rot_work)
-    at_limit = ik_jit._at_limit(q, lo, hi)
-    stall_ref, stall_count, iterations, blocked_steps, cut = cost, 0, 0, 0, False
-    for _ in range(max_iter):
+    work, rot_work, step = np.empty((n, 2, 3)), np.empty((3, 3)), np.empty(n)
+    here = (q0.copy(), np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((6, 6)))
+    cost = _eager_linearize(chain, here[0], params, frozen, here[1], here[2], here[3], here[4], work, rot_work)
+    at_limit, ref, since, iterations, blocked, cut = ik_jit._at_limit(here[0], lo, hi), cost, 0, 0, 0, False
+    while iterations < int(settings[0]):
         iterations += 1
-        if cost <= converged:
+        since += 1
+        if cost <= converged or (since == int(settings[3]) and cost > settings[4] * ref):
             break
-        stall_count += 1
-        if stall_count == stall_window:
-            if cost > stall_ratio * stall_ref:
-                break
-            stall_ref, stall_count = cost, 0
-        ik_jit._solve_step(J, JJt, lam, r, step)
+        if since == int(settings[3]):
+            ref, since = cost, 0
+        ik_jit._solve_step(here[3], here[4], lam, here[2], step)
+        action = 0
         if at_limit:
-            action, blocked_steps, wraps = ik_jit._guard(q, step, J, lam, r, lo, hi, crossable, wraps, blocked_steps,
-                                                         patience)  # fmt: skip
-            if action == 2:
-                cut = True
-                break
-            if action == 1:
-                cost = _eager_linearize(chain, q, params, frozen, T, r, J, JJt, work, rot_work)
-                lam, stall_ref, stall_count = settings[1], cost, 0
-                continue
-        big = 0.0
-        for k in range(n):
-            big = max(big, abs(step[k]))
-        scale = max_step / big if big > max_step else 1.0
-        clipped = False
-        for k in range(n):
-            new = q[k] - step[k] * scale if scale != 1.0 else q[k] - step[k]
-            qt[k] = min(max(new, lo[k]), hi[k])
-            clipped = clipped or qt[k] != new
-        cost_new = _eager_linearize(chain, qt, params, frozen, Tt, rt, Jt, JJtt, work, rot_work)
-        if cost_new < cost:
-            q, qt, T, Tt, r, rt, J, Jt, JJt, JJtt = qt, q, Tt, T, rt, r, Jt, J, JJtt, JJt
-            cost = cost_new
-            at_limit = clipped or (at_limit and ik_jit._at_limit(q, lo, hi))
-            if not at_limit:
-                blocked_steps = 0
-            lam = max(lam * 0.3, 1e-9)
-        else:
+            action, blocked, wraps = ik_jit._guard(here[0], step, here[3], lam, here[2], lo, hi, crossable, wraps,
+                                                   blocked, patience)  # fmt: skip
+        if action == 2:
+            cut = True
+            break
+        if action == 1:
+            cost = _eager_linearize(chain, here[0], params, frozen, here[1], here[2], here[3], here[4], work, rot_work)
+            lam, ref, since = settings[1], cost, 0
+            continue
+        q_trial, clipped = _trial(here[0], step, lo, hi, settings[2])
+        there = (q_trial, np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((6, 6)))
+        cost_new = _eager_linearize(chain, q_trial, params, frozen, there[1], there[2], there[3], there[4], work,
+                                    rot_work)  # fmt: skip
+        if cost_new >= cost:
             lam *= 10.0
             if lam > 1e3:
                 break
-    q_out[:] = q
-    T_out[:, :] = T
+            continue
+        here, cost = there, cost_new
+        at_limit = clipped or (at_limit and ik_jit._at_limit(here[0], lo, hi))
+        blocked = blocked if at_limit else 0
+        lam = max(lam * 0.3, 1e-9)
+    q_out[:] = here[0]
+    T_out[:, :] = here[1]
     return cost, iterations, cut
 
 
