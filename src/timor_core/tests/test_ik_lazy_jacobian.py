@@ -151,7 +151,7 @@ def _limits(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, n
         half = (rng.uniform(0.3, 1.5), math.pi - rng.uniform(0.01, 0.5), np.finfo(float).max)[kind]
         lo[k], hi[k] = -half, half
     limited = hi < 1e300
-    crossable = limited & (2 * math.pi - np.where(limited, hi - lo, 0.0) <= 1.0)
+    crossable = limited & (2 * math.pi - np.subtract(hi, lo, out=np.zeros(n), where=limited) <= 1.0)
     return lo, hi, crossable
 
 

@@ -194,7 +194,6 @@ class SerialArm:
     sample_box: tuple[np.ndarray, np.ndarray]
     base: list[float]
     reach: float
-    routes: dict = field(default_factory=dict, compare=False, repr=False)  # the IK's, per config and projector
 
     @property
     def dof(self) -> int:

@@ -216,13 +216,9 @@ def solve_arm_ik(arm: Any, desired: np.ndarray, tolerance: Any, rng: np.random.G
     if kernels is None or params is None:
         return None
     rng = rng if type(rng) is np.random.Generator else as_generator(rng, "rng")
-    key = (id(config), id(project))
-    route = arm.routes.get(key, (None, None, None))
-    if route[0] is not config or route[1] is not project:  # (held: their ids stay theirs)
-        crossable = crossable_mask(arm.lower, arm.upper, config.max_step)
-        route = arm.routes[key] = (config, project, route_of(arm.chain, (arm.lower, arm.upper), crossable,
-                                                             arm.sample_box, config, project))  # fmt: skip
-    tries = ik_kernel.Tries(route[2], params, none_frozen(arm.dof), None, None, rng, config.max_n_tries, kernels)
+    crossable = crossable_mask(arm.lower, arm.upper, config.max_step)
+    route = route_of(arm.chain, (arm.lower, arm.upper), crossable, arm.sample_box, config, project)
+    tries = ik_kernel.Tries(route, params, none_frozen(arm.dof), None, None, rng, config.max_n_tries, kernels)
     while tries.next_found():
         if not tries.checked and not project.valid(desired, tries.T):
             tries.refused()
