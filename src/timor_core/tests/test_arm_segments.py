@@ -7,6 +7,7 @@ reason, and the generator left in the same state."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +133,55 @@ def test_the_ik_of_the_arm_is_the_robots(robco, seed):
             compared += 1
             found += got.success
     assert compared > 20 and 0 < found < compared
+
+
+@pytest.mark.parametrize("name", ["obstacle_middle", "more_goals"])
+def test_the_filters_give_with_the_arm_what_they_give_with_the_robot(robco, name, monkeypatch):
+    """Chains of experiment 2's space through the default filters with the family filter on, once as the search
+    runs them (the robot filter makes the arm, the robot is built on first use) and once with the robot built by the
+    robot filter (as before): every candidate's verdict, filter, reasons and per-goal records (configuration,
+    success, reason, stage) are the same; many chains reach the ik filter, some pass it."""
+    from timor_core.search.filtering import filters
+
+    task = Task.from_json_file(Path(__file__).parent / "data" / "exp2_tasks" / f"{name}.json")
+    space = paper_exp2_space(robco)
+    rng = np.random.default_rng(len(name))
+    picks = [tuple(space[int(i)]) for i in rng.integers(0, space.count, 3000)]
+
+    def run() -> list[tuple]:
+        chain = FilterChain(task, robco, "mass", FilterConfig(family_proof=True))
+        out = []
+        for ids in picks:
+            c = chain(ids)
+            goals = {k: (g.q, g.success, g.reason, g.stage) for k, g in c.goals.items()}
+            out.append((c.failed_filter, c.reason_key, c.reason, goals, c.arm is not None))
+        return out
+
+    with_arm = run()
+    monkeypatch.setattr(filters, "build_kinematics", lambda c: c.build_robot())
+    with_robot = run()
+    assert [x[:4] for x in with_arm] == [x[:4] for x in with_robot]
+    reached_ik = sum(x[0] not in ("assembly", "bound", "limits", "family", "robot", "workspace") for x in with_arm)
+    assert sum(x[4] for x in with_arm) > 20 and reached_ik > 20 and not any(x[4] for x in with_robot)
+
+
+def test_the_workspace_filter_takes_the_robot_for_what_the_modules_did_not_check(robco):
+    """With the arm, the workspace filter leaves the robot unbuilt where the robot filter's bounds from the modules
+    checked every goal it would (``within_reach``); else it builds the robot for each goal no witness reached, and
+    gives the verdict the robot gives."""
+    task = Task.from_json_file(Path(__file__).parent / "data" / "exp2_tasks" / "more_goals.json")
+    chain = FilterChain(task, robco, "mass", FilterConfig(family_proof=True))
+    space = paper_exp2_space(robco)
+    rng = np.random.default_rng(7)
+    checked, built = 0, 0
+    for i in rng.integers(0, space.count, 3000):
+        c = chain.candidate(space[int(i)])
+        if not all(f(c) for f in chain.filters[:5]) or c.arm is None:
+            continue
+        assert c.within_reach and chain.filters[5](c) and c.robot is None
+        c.within_reach = False
+        unreached = any(k not in c.reached for k in range(len(chain.ctx.goals)))
+        assert chain.filters[5](c) and (c.robot is not None) == unreached  # (every goal within the robot's bounds)
+        checked += 1
+        built += unreached
+    assert checked > 40 and built > 10
