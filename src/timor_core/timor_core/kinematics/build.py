@@ -15,14 +15,15 @@ import pinocchio as pin
 from timor_core.common.transforms import IDENTITY
 from timor_core.errors import ValidationError
 from timor_core.kinematics.geometry_models import check_collision_geometry, collision_model
+from timor_core.kinematics.ik_kernel import KernelChain
 from timor_core.kinematics.robot import PinRobot
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.model.parts import Body, Joint
-    from timor_core.model.tree import TreeLink
+    from timor_core.model.tree import KinematicTree, TreeLink
 
-__all__ = ["build_robot", "joint_model", "body_inertia"]
+__all__ = ["SerialArm", "build_robot", "check_mass", "joint_model", "body_inertia", "serial_arm"]
 
 _ALIGNED = {
     (True, (1.0, 0.0, 0.0)): pin.JointModelRX,
@@ -116,12 +117,22 @@ def _add_joint(model: pin.Model, link: TreeLink, parent: int, placement: np.ndar
     return jid
 
 
-def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
-    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+def check_mass(assembly: ModuleAssembly) -> None:
+    """The check a robot's build starts with: the modules' masses add up to a float (ValidationError)."""
     if math.isinf(assembly.mass):  # each module's is finite: the robot's must be too
         raise ValidationError("the modules' masses add up to more than a float holds",
                               value=[m.id for m in assembly.modules])  # fmt: skip
-    tree = assembly.tree(prefix)
+
+
+def _checked_tree(assembly: ModuleAssembly, prefix: str) -> KinematicTree:
+    """The assembly's kinematic tree, after :func:`check_mass`."""
+    check_mass(assembly)
+    return assembly.tree(prefix)
+
+
+def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisions: str, prefix: str = "") -> PinRobot:
+    """Build the Pinocchio model, its collision model and collision pairs for an assembly."""
+    tree = _checked_tree(assembly, prefix)
     model = pin.Model()
     model.name = prefix + "timor_robot"
     links = tree.links
@@ -164,3 +175,80 @@ def build_robot(assembly: ModuleAssembly, placement: np.ndarray, ignore_collisio
     check_collision_geometry(tree)  # eager: bad meshes fail here, named; their BVH trees wait for a query
     collision = partial(collision_model, tree, joint_of, frame_of, place_of)
     return PinRobot(model, collision, tcp, assembly, ignore_collisions, tree, joint_of, frame_of, place_of)
+
+
+_KINDS = {(1.0, 0.0, 0.0): 0, (0.0, 1.0, 0.0): 1, (0.0, 0.0, 1.0): 2}  # a revolute joint's axis: RX, RY, RZ
+
+
+@dataclass(frozen=True)
+class SerialArm:
+    """A robot's kinematics to its TCP as the compiled IK takes them, without its Pinocchio model (issue 38 item 1:
+    a search builds a robot for every chain past its family filter, and most fail the kinematic IK, which needs
+    nothing else): ``chain`` what :func:`.ik_kernel.kernel_chain` gives of the robot's model and TCP, ``lower`` /
+    ``upper`` its position limits (Pinocchio's: +-DBL_MAX for none), ``sample_box`` its random configurations' box,
+    ``base`` its base's origin and ``reach`` its ``reach()`` (``PinRobot``'s of the TCP): the same numbers."""
+
+    chain: KernelChain
+    lower: np.ndarray
+    upper: np.ndarray
+    sample_box: tuple[np.ndarray, np.ndarray]
+    base: list[float]
+    reach: float
+
+    @property
+    def dof(self) -> int:
+        return len(self.lower)
+
+    @classmethod
+    def of(cls, placements: np.ndarray, kinds: list[int], limits: np.ndarray, tcp: np.ndarray,
+           placement: np.ndarray) -> SerialArm:  # fmt: skip
+        """The arm of these joint placements (n, 4, 4; the first in the world, each next in the joint before's
+        frame), axes (0/1/2: x/y/z), position limits (2, n; Pinocchio's), TCP placement in the last joint's frame
+        and base placement."""
+        kind = np.array(kinds, dtype=np.int64)
+        chain = KernelChain(placements, kind, np.ascontiguousarray(np.eye(3)[kind]),
+                            np.ascontiguousarray(tcp, dtype=float), len(kinds))  # fmt: skip
+        lower, upper = limits[0].copy(), limits[1].copy()
+        low = np.where(lower > -1e300, lower, -np.pi)  # (PinRobot's random configurations)
+        base = placement[:3, 3]
+        total = float(np.linalg.norm(tcp[:3, 3]))  # PinRobot.reach(): from the TCP to the base, joint by joint
+        for j in range(len(kinds) - 1, -1, -1):
+            total += float(np.linalg.norm(placements[j][:3, 3] - (base if j == 0 else 0.0)))
+        return cls(chain, lower, upper, (low, np.where(upper < 1e300, upper, np.pi) - low), base.tolist(), total)
+
+
+def serial_arm(assembly: ModuleAssembly, placement: np.ndarray) -> SerialArm | None:
+    """The :class:`SerialArm` of the robot :func:`build_robot` builds of an assembly at ``placement`` (from the same
+    tree, by the same products), where that robot has an end effector and its joints are revolute about x, y or z,
+    each the child of the one before and each moving the TCP; else None. Raises what that build raises first."""
+    tree = _checked_tree(assembly, "")
+    if not tree.tools:
+        return None
+    check_collision_geometry(tree)
+    place_of: list[np.ndarray] = [IDENTITY] * len(tree.links)
+    joint_of = [0] * len(tree.links)
+    joints: list[np.ndarray] = []
+    kinds: list[int] = []
+    limits: list[tuple[float, float]] = []
+    for k, link in enumerate(tree.links):
+        if link.parent is None:
+            place_of[k] = placement
+            continue
+        jp = place_of[link.parent] @ link.origin  # (build_robot's products)
+        if link.joint_type == "fixed":
+            joint_of[k], place_of[k] = joint_of[link.parent], jp
+            continue
+        j = link.joint
+        kind = _KINDS.get(j.axis) if j is not None else None
+        if j is None or kind is None or link.joint_type not in ("revolute", "continuous"):
+            return None
+        if joint_of[link.parent] != len(joints):  # (not the child of the joint before)
+            return None
+        joints.append(jp)
+        kinds.append(kind)
+        limits.append((_finite(j.limits.lower), _finite(j.limits.upper)))
+        joint_of[k] = len(joints)
+    tool = tree.tcp_frames[0]
+    if not joints or joint_of[tool.link] != len(joints):
+        return None
+    return SerialArm.of(np.array(joints), kinds, np.array(limits).T, place_of[tool.link] @ tool.pose, placement)

@@ -23,17 +23,20 @@ from timor_core.kinematics import ik_kernel
 from timor_core.kinematics.ik_descent import (
     CONVERGED,
     compiled_route,
+    crossable_mask,
     free_joints,
     lm_descend,
     none_frozen,
+    route_of,
     scipy_descend,
 )
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
-from timor_core.kinematics.reach import position_slack
+from timor_core.kinematics.reach import outside_workspace, workspace_gap
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
-__all__ = ["DEFAULT_IK_CONFIG", "IKConfig", "IKResult", "IK_METHODS", "solve_ik", "pose_residual"]
+__all__ = ["DEFAULT_IK_CONFIG", "IKConfig", "IKResult", "IK_METHODS", "outside_workspace", "pose_residual",
+           "solve_arm_ik", "solve_ik"]  # fmt: skip
 
 IK_METHODS = ("jacobian", "scipy")
 """Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
@@ -191,6 +194,41 @@ def solve_ik(
     if found:
         return progress.result(min(found, key=lambda item: item[0])[1], True)
     return progress.failure(robot, fid, desired, project, rng)
+
+
+def solve_arm_ik(arm: Any, desired: np.ndarray, tolerance: Any, rng: np.random.Generator | int | None,
+                 config: IKConfig = DEFAULT_IK_CONFIG) -> IKResult | None:  # fmt: skip
+    """``solve_ik(robot, desired, tolerance, rng=rng, config=config, check_self_collision=False)`` of the robot whose
+    :class:`~.build.SerialArm` ``arm`` is, without that robot: the same tries of the same compiled kernels on the same
+    chain, limits and draws, so the same result (the failure's reason says by how much the closest pose misses from
+    the chain's own kinematics: Pinocchio's to rounding). None, the generator untouched, where the compiled kernels do
+    not run this call (then only ``solve_ik`` does)."""
+    desired = _checked_pose(desired)
+    config.check()
+    project = projector(tolerance, config.margin)
+    low, span = arm.sample_box
+    gap = workspace_gap(arm.base, arm.reach, desired, tolerance)
+    if gap > 0:  # (_unreachable's, before any kernel)
+        q0 = low + span * as_generator(rng, "rng").random(low.shape)
+        return IKResult(q0, False, f"unreachable: {gap:.3f} m outside the robot's workspace", 0, 0, math.inf, {})
+    params = project.lm_params(desired) if config.method == "jacobian" else None
+    kernels = ik_kernel.ready() if params is not None else None
+    if kernels is None or params is None:
+        return None
+    rng = rng if type(rng) is np.random.Generator else as_generator(rng, "rng")
+    crossable = crossable_mask(arm.lower, arm.upper, config.max_step)
+    route = route_of(arm.chain, (arm.lower, arm.upper), crossable, arm.sample_box, config, project)
+    tries = ik_kernel.Tries(route, params, none_frozen(arm.dof), None, None, rng, config.max_n_tries, kernels)
+    while tries.next_found():
+        if not tries.checked and not project.valid(desired, tries.T):
+            tries.refused()
+            continue
+        return IKResult(tries.q.copy(), True, "", tries.tries, tries.iterations, 0.0, {})
+    best_q = tries.best_q if tries.best_res < math.inf else None
+    miss = None if best_q is None else project(desired, ik_kernel.chain_pose(arm.chain, best_q))[0]
+    q_out = best_q if best_q is not None else low + span * rng.random(low.shape)
+    progress = _Progress(tries.tries, tries.iterations, best_q, tries.best_res)
+    return progress.result(q_out, False, _reason(Counter(), miss))
 
 
 def _tries(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, rng: np.random.Generator, config: IKConfig,
@@ -369,24 +407,6 @@ def _start(robot: PinRobot, fid: int, goal: tuple[Any, Any], rng: np.random.Gene
         if c < best_cost:
             best, best_cost = i, c
     return candidates[best].copy()
-
-
-def outside_workspace(robot: PinRobot, fid: int, desired: np.ndarray, tolerance: Any) -> float:
-    """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
-    slack = _SLACK.get(id(tolerance))
-    if slack is None or slack[0] is not tolerance:  # the same tolerance object again: known (it is held)
-        if len(_SLACK) > 256:
-            _SLACK.clear()
-        slack = _SLACK[id(tolerance)] = (tolerance, position_slack(tolerance))
-    sphere = robot.__dict__.setdefault("_ik_reach_sphere", {}).get(fid)  # kept on the robot, as its reach()
-    if sphere is None:
-        base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else [0.0, 0.0, 0.0]
-        sphere = robot.__dict__["_ik_reach_sphere"][fid] = (base, robot.reach(fid))
-    distance = math.dist(desired[:3, 3].tolist(), sphere[0])
-    return max(0.0, distance - sphere[1] - slack[1])
-
-
-_SLACK: dict[int, tuple[Any, float]] = {}
 
 
 def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | None:

@@ -19,10 +19,12 @@ __all__ = [
     "CONVERGED",
     "LWA",
     "compiled_route",
+    "crossable_mask",
     "free_joints",
     "kernel_arguments",
     "lm_descend",
     "none_frozen",
+    "route_of",
     "scipy_descend",
     "spd_solve",
 ]
@@ -132,17 +134,23 @@ def compiled_route(robot: PinRobot, fid: int, config: IKConfig, project: Any) ->
     route = None
     chain = ik_kernel.kernel_chain(model, fid) if config.method == "jacobian" and model.nv > 0 else None
     if chain is not None:
-        crossable, settings = kernel_arguments(model, config)
-        sample_lo, sample_span = robot.sample_box
-        real = functools.partial(np.ascontiguousarray, dtype=float)  # the ahead-built kernels take C arrays only
-        route = ik_kernel.Route(chain, real(model.lowerPositionLimit), real(model.upperPositionLimit),
-                                np.ascontiguousarray(crossable, dtype=bool), real(settings), _limits(config),
-                                real(project.valid_bounds()), real(sample_lo), real(sample_span),
-                                config.start_candidates)  # fmt: skip
+        crossable = kernel_arguments(model, config)[0]
+        route = route_of(chain, (model.lowerPositionLimit, model.upperPositionLimit), crossable, robot.sample_box,
+                         config, project)  # fmt: skip
     if len(_ROUTES) > 64:
         _ROUTES.clear()
     _ROUTES[key] = (model, config, project, route)
     return route
+
+
+def route_of(chain: ik_kernel.KernelChain, limits: tuple[np.ndarray, np.ndarray], crossable: np.ndarray,
+             sample_box: tuple[np.ndarray, np.ndarray], config: IKConfig, project: Any) -> ik_kernel.Route:  # fmt: skip
+    """The compiled tries' arguments for a chain, its position limits (lower, upper), the joints that may cross the
+    gap between theirs, the random starts' box (low ends, widths), a config and a tolerance's projector."""
+    real = functools.partial(np.ascontiguousarray, dtype=float)  # the ahead-built kernels take C arrays only
+    return ik_kernel.Route(chain, real(limits[0]), real(limits[1]), np.ascontiguousarray(crossable, dtype=bool),
+                           real(_settings(config)), _limits(config), real(project.valid_bounds()),
+                           real(sample_box[0]), real(sample_box[1]), config.start_candidates)  # fmt: skip
 
 
 def _limits(config: IKConfig) -> np.ndarray:
@@ -294,13 +302,23 @@ def _crossable(model: pin.Model, max_step: float) -> np.ndarray | None:
     for joint in model.joints[1:]:
         name = joint.shortname()
         if joint.nq == joint.nv == 1 and name.startswith(("JointModelR", "JointModelRevolute")) and "RUB" not in name:
-            low, high = float(lo[joint.idx_q]), float(hi[joint.idx_q])
-            limited = max(abs(low), abs(high)) < _NO_LIMIT  # a continuous joint's ±DBL_MAX: no gap (no overflow)
-            mask[joint.idx_v] = limited and 2.0 * math.pi - (high - low) <= max_step
+            mask[joint.idx_v] = _gap_crossable(float(lo[joint.idx_q]), float(hi[joint.idx_q]), max_step)
     if len(_CROSSABLE) > 256:
         _CROSSABLE.clear()
     _CROSSABLE[key] = (model, mask if model.nq == model.nv and mask.any() else None)
     return _CROSSABLE[key][1]
+
+
+def _gap_crossable(low: float, high: float, max_step: float) -> bool:
+    """A revolute joint's limits leave a gap of at most ``max_step`` (rad) in the full turn."""
+    limited = max(abs(low), abs(high)) < _NO_LIMIT  # a continuous joint's ±DBL_MAX: no gap (no overflow)
+    return limited and 2.0 * math.pi - (high - low) <= max_step
+
+
+def crossable_mask(lower: np.ndarray, upper: np.ndarray, max_step: float) -> np.ndarray:
+    """What :func:`kernel_arguments` gives as the crossable joints of a chain of revolute joints (x/y/z or skew
+    axes, bounded) with these position limits."""
+    return np.array([_gap_crossable(float(lo), float(hi), max_step) for lo, hi in zip(lower, upper)], dtype=bool)
 
 
 def scipy_descend(robot: PinRobot, fid: int, desired: np.ndarray, project: Any, q: np.ndarray, free: np.ndarray,

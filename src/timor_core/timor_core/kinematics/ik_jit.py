@@ -15,16 +15,26 @@ import numba
 import numpy as np
 
 _jit = numba.njit(cache=True, fastmath=False, nogil=True)
+# the descent's helpers inlined (numba IR): a call of a compiled function counts references of each array it is
+# given (atomic, a third of the tries' CPU in `perf`); inlined, the same operations run without them
+_inline = numba.njit(cache=True, fastmath=False, nogil=True, inline="always")
 _EPS = 2.220446049250313e-16
 _PREC = _EPS ** (1.0 / 3.0)  # Pinocchio's TaylorSeriesExpansion<double>::precision<2>()
 
 
-@_jit
+@_inline
 def forward(placements, kinds, axes, tool, moving, q, T, J, work):
     """``T`` (4, 4) the frame's pose at ``q`` and ``J`` (6, n) its Jacobian in world axes at the frame's origin
     (Pinocchio's LOCAL_WORLD_ALIGNED), one joint after the other; ``work`` (n, 2, 3) scratch: the joints' origins
     and axes in the world."""
-    n = q.shape[0]
+    frame_pose(placements, kinds, axes, tool, moving, q, T, work)
+    jacobian(moving, T, J, work)
+
+
+@_inline
+def frame_pose(placements, kinds, axes, tool, moving, q, T, work):
+    """:func:`forward`'s pose ``T`` alone, and in ``work`` the joints' origins and axes in the world that
+    :func:`jacobian` takes (the same operations in the same order: the same values)."""
     R, A, M = np.eye(3), np.empty((3, 3)), np.empty((3, 3))
     p0, p1, p2 = 0.0, 0.0, 0.0
     for k in range(moving):
@@ -49,7 +59,12 @@ def forward(placements, kinds, axes, tool, moving, q, T, J, work):
         for c in range(3):
             T[r, c] = R[r, 0] * tool[0, c] + R[r, 1] * tool[1, c] + R[r, 2] * tool[2, c]
     T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
-    for k in range(n):
+
+
+@_inline
+def jacobian(moving, T, J, work):
+    """:func:`forward`'s Jacobian ``J`` (6, n) from the pose ``T`` and the ``work`` :func:`frame_pose` left."""
+    for k in range(J.shape[1]):
         if k >= moving:
             for r in range(6):
                 J[r, k] = 0.0
@@ -60,7 +75,7 @@ def forward(placements, kinds, axes, tool, moving, q, T, J, work):
         J[3, k], J[4, k], J[5, k] = wx, wy, wz
 
 
-@_jit
+@_inline
 def _joint_rotation(kind, axis, angle, M):
     """``M`` the rotation of a revolute joint about its axis (x, y, z or ``axis``) by ``angle``, as Pinocchio's."""
     c, s = math.cos(angle), math.sin(angle)
@@ -84,7 +99,7 @@ def _joint_rotation(kind, axis, angle, M):
         M[2, 0], M[2, 1], M[2, 2] = t * x * z - s * y, t * y * z + s * x, c + t * z * z
 
 
-@_jit
+@_inline
 def log3(R, out):
     """``out`` (3,) Pinocchio's log3 of the rotation ``R`` (its formulas: renormalised, the Taylor branch near 0,
     the axis from the diagonal near pi)."""
@@ -136,7 +151,7 @@ def _log3_near_pi(Rn, tr, out):
         out[k] = angle * axis[k] / norm
 
 
-@_jit
+@_inline
 def terms(T, params, r, rot_work):
     """The goal's weighted residual ``r`` (6,) at the pose ``T``; returns its squared norm and which of its six
     components are non-zero (bit k: component k), as ``ik_residual``'s sphere_cone / box_cone closures."""
@@ -175,7 +190,7 @@ def terms(T, params, r, rot_work):
     return cost, bits
 
 
-@_jit
+@_inline
 def _box_residual(x, y, z, params):
     """The position residual of a box goal (and r_sph with it) in world axes, from the error ``x, y, z``."""
     a, b, c, d, e, f, g, h, i = params[3], params[4], params[5], params[6], params[7], params[8], params[9], \
@@ -197,7 +212,7 @@ def _box_residual(x, y, z, params):
     return a * bx + b * by + c * bz, d * bx + e * by + f * bz, g * bx + h * by + i * bz
 
 
-@_jit
+@_inline
 def _solve_step(J, JJt, lam, r, step):
     """``step`` = J^T (J J^T + lam I)^-1 r, by Cholesky (as LAPACK's dposv; a general solve if it fails)."""
     L = JJt.copy()
@@ -216,7 +231,7 @@ def _solve_step(J, JJt, lam, r, step):
         step[j] = s
 
 
-@_jit
+@_inline
 def _cholesky_solve(L, b, y):
     """``y`` = L^-1 b for the symmetric positive definite ``L`` (6, 6), factorised in place; False if it is not."""
     for j in range(6):
@@ -269,31 +284,45 @@ def _gauss_solve(A, b, y):
         y[i] = s / A[i, i]
 
 
-@_jit
+@_inline
 def _gram(J, JJt):
-    """``JJt`` = J J^T (6, 6)."""
+    """``JJt`` = J J^T (6, 6): each entry below the diagonal is the one above it (the same products, commuted, added
+    in the same order: the same value)."""
     for a in range(6):
-        for b in range(6):
+        for b in range(a, 6):
             s = 0.0
             for k in range(J.shape[1]):
                 s += J[a, k] * J[b, k]
             JJt[a, b] = s
+            JJt[b, a] = s
 
 
-@_jit
+@_inline
 def linearize(chain, q, params, frozen, T, r, J, JJt, scratch):
     """At ``q``: the pose ``T``, the residual ``r``, the weighted Jacobian ``J`` with the frozen joints' columns
     zero, and J J^T; returns the squared residual."""
-    placements, kinds, axes, tool, moving, work, rot_work = chain[0], chain[1], chain[2], chain[3], chain[4], \
-        scratch[0], scratch[1]  # fmt: skip
-    forward(placements, kinds, axes, tool, moving, q, T, J, work)
-    cost, bits = terms(T, params, r, rot_work)
-    _weigh(J, bits, params[25], frozen)
-    _gram(J, JJt)
+    cost, bits = _pose_terms(chain, q, params, T, r, scratch)
+    _linear(chain[4], params[25], frozen, T, J, JJt, scratch[0], bits)
     return cost
 
 
-@_jit
+@_inline
+def _pose_terms(chain, q, params, T, r, scratch):
+    """:func:`linearize`'s pose ``T`` and residual ``r`` at ``q``: (squared residual, the non-zero components' bits);
+    ``scratch[0]`` then holds what :func:`_linear` takes."""
+    frame_pose(chain[0], chain[1], chain[2], chain[3], chain[4], q, T, scratch[0])
+    return terms(T, params, r, scratch[1])
+
+
+@_inline
+def _linear(moving, angle_weight, frozen, T, J, JJt, work, bits):
+    """:func:`linearize`'s weighted Jacobian ``J`` and J J^T, after :func:`_pose_terms` at the same q."""
+    jacobian(moving, T, J, work)
+    _weigh(J, bits, angle_weight, frozen)
+    _gram(J, JJt)
+
+
+@_inline
 def _weigh(J, bits, angle_weight, frozen):
     """Rows of the residual's zero components zero, the angle rows weighted, the frozen joints' columns zero."""
     for a in range(6):
@@ -346,8 +375,9 @@ def descend(chain, lo, hi, crossable, frozen, q0, params, settings, q_out, T_out
             new = q[k] - step[k] * scale if scale != 1.0 else q[k] - step[k]
             qt[k] = min(max(new, lo[k]), hi[k])
             clipped = clipped or qt[k] != new
-        cost_new = linearize(chain, qt, params, frozen, Tt, rt, Jt, JJtt, scratch)
-        if cost_new < cost:
+        cost_new, bits = _pose_terms(chain, qt, params, Tt, rt, scratch)
+        if cost_new < cost:  # (the trial's Jacobian only for a step taken)
+            _linear(chain[4], params[25], frozen, Tt, Jt, JJtt, scratch[0], bits)
             q, qt, T, Tt, r, rt, J, Jt, JJt, JJtt = qt, q, Tt, T, rt, r, Jt, J, JJtt, JJt
             cost = cost_new
             at_limit = clipped or (at_limit and _at_limit(q, lo, hi))
@@ -363,7 +393,7 @@ def descend(chain, lo, hi, crossable, frozen, q0, params, settings, q_out, T_out
     return cost, iterations, cut
 
 
-@_jit
+@_inline
 def _at_limit(q, lo, hi):
     for k in range(q.shape[0]):
         if q[k] <= lo[k] or q[k] >= hi[k]:
@@ -406,12 +436,10 @@ def _guard(q, step, J, lam, r, lo, hi, crossable, wraps, blocked_steps, patience
 def best_start(chain, candidates, params):
     """The index of the candidate configuration whose pose has the least squared residual (the first on a tie)."""
     n = candidates.shape[1]
-    T, r, J = np.empty((4, 4)), np.empty(6), np.empty((6, n))
-    work, rot_work = np.empty((n, 2, 3)), np.empty((3, 3))
+    T, r, scratch = np.empty((4, 4)), np.empty(6), (np.empty((n, 2, 3)), np.empty((3, 3)))
     best, best_cost = 0, math.inf
     for i in range(candidates.shape[0]):
-        forward(chain[0], chain[1], chain[2], chain[3], chain[4], candidates[i], T, J, work)
-        cost = terms(T, params, r, rot_work)[0]
+        cost = _pose_terms(chain, candidates[i], params, T, r, scratch)[0]  # (no Jacobian: the pose alone)
         if cost < best_cost:
             best, best_cost = i, cost
     return best

@@ -40,6 +40,7 @@ __all__ = [
     "Tries",
     "ahead",
     "ahead_path",
+    "chain_pose",
     "descend",
     "forget_ahead",
     "jit_kernels",
@@ -107,6 +108,21 @@ def _chain_of(model: Any, fid: int) -> KernelChain | None:
     placements = np.array([model.jointPlacements[k].homogeneous for k in range(1, n + 1)])
     tool = np.ascontiguousarray(frame.placement.homogeneous, dtype=float)  # C order: the ahead-built kernels' layout
     return KernelChain(placements, kinds, np.ascontiguousarray(axes), tool, moving)
+
+
+def chain_pose(chain: KernelChain, q: np.ndarray) -> np.ndarray:
+    """The chain's frame's pose (4, 4) at ``q``, in numpy (the kernels' and Pinocchio's to rounding)."""
+    T = np.eye(4)
+    for k in range(chain.moving):
+        x, y, z = chain.axes[k]
+        c, s = math.cos(q[k]), math.sin(q[k])
+        t = 1.0 - c
+        M = np.eye(4)
+        M[:3, :3] = [[c + t * x * x, t * x * y - s * z, t * x * z + s * y],
+                     [t * x * y + s * z, c + t * y * y, t * y * z - s * x],
+                     [t * x * z - s * y, t * y * z + s * x, c + t * z * z]]  # fmt: skip
+        T = T @ chain.placements[k] @ M
+    return T @ chain.tool
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 import pinocchio as pin
 
-__all__ = ["ReachChain", "chain_gap", "joint_path", "position_slack", "reach_chain", "reach_gap"]
+__all__ = [
+    "ReachChain",
+    "chain_gap",
+    "joint_path",
+    "outside_workspace",
+    "position_slack",
+    "reach_chain",
+    "reach_gap",
+    "workspace_gap",
+]
 
 #: samples of joint 1's angle for level 3 (error bound: distance from the axis * pi / SAMPLES)
 SAMPLES = 720
@@ -168,3 +177,26 @@ def position_slack(tolerance: Any) -> float:
     if "r_cyl" in parts and "z" in parts:
         return math.hypot(parts["r_cyl"].high, max(abs(parts["z"].low), abs(parts["z"].high)))
     return math.inf
+
+
+def outside_workspace(robot: Any, fid: int, desired: np.ndarray, tolerance: Any) -> float:
+    """How far (m) the goal lies beyond the robot's reach, allowing for the tolerance (0 if it may be reachable)."""
+    sphere = robot.__dict__.setdefault("_ik_reach_sphere", {}).get(fid)  # kept on the robot, as its reach()
+    if sphere is None:
+        base = robot.model.frames[1].placement.translation.tolist() if robot.model.nframes > 1 else [0.0, 0.0, 0.0]
+        sphere = robot.__dict__["_ik_reach_sphere"][fid] = (base, robot.reach(fid))
+    return workspace_gap(sphere[0], sphere[1], desired, tolerance)
+
+
+def workspace_gap(base: list[float], reach: float, desired: np.ndarray, tolerance: Any) -> float:
+    """:func:`outside_workspace` of a robot whose base is at ``base`` and whose frame's reach is ``reach``."""
+    slack = _SLACK.get(id(tolerance))
+    if slack is None or slack[0] is not tolerance:  # the same tolerance object again: known (it is held)
+        if len(_SLACK) > 256:
+            _SLACK.clear()
+        slack = _SLACK[id(tolerance)] = (tolerance, position_slack(tolerance))
+    distance = math.dist(desired[:3, 3].tolist(), base)
+    return max(0.0, distance - reach - slack[1])
+
+
+_SLACK: dict[int, tuple[Any, float]] = {}

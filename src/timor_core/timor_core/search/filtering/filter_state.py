@@ -19,6 +19,7 @@ from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost, task_base_placement
 
 if TYPE_CHECKING:
+    from timor_core.kinematics.build import SerialArm
     from timor_core.kinematics.robot import PinRobot
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.model.db import ModulesDB
@@ -257,6 +258,7 @@ class TaskContext:
         self.sweeps: dict[tuple[int, Any], list[int]] = {}  # per goal and family: sweep proofs proven, early misses
         self.sweep_starts: Any = None  # the sweep proofs' boxes for chains near (search.sweep_proof), made on first use
         self.module_sweeps: Any = None  # the chains' bodies from their modules (search.sweep_proof), made on first use
+        self.arm_segments: Any = None  # the chains' arms from their segments (search.arm_segments), made on first use
         self.join = _Joiner(db)
 
 
@@ -300,6 +302,14 @@ class Candidate:
     sweep: Any = None
     """The body of its chain as the sweep proofs take it (``search.sweep_proof.candidate_sweep``; from the modules
     alone where it can be), made on first use; False: the modules give none."""
+    within_reach: bool = False
+    """The ``robot`` filter found every goal the workspace filter checks within its bounds from the modules alone
+    (``search.quick_reach.first_unreachable``: the built robot's to rounding): with the robot unbuilt (``arm``), that
+    filter does not check them again."""
+    arm: SerialArm | None = None
+    """Its robot's kinematics to the TCP without the robot (``kinematics.build.SerialArm``), where the ``robot``
+    filter made that instead of the robot (``search.arm_segments.build_kinematics``): the robot is built on first
+    use."""
 
     def require_assembly(self) -> ModuleAssembly:
         """The assembly (built now if the ``assembly`` filter only joined the IDs); InputError if no earlier filter
@@ -340,7 +350,8 @@ class Candidate:
     def require_robot(self) -> PinRobot:
         """The robot model built by the ``robot`` filter (built now if that filter deferred it); InputError if no
         earlier filter in the chain built it."""
-        if self.robot is None and self.beyond_reach is not None and not self.build_robot():
+        deferred = self.beyond_reach is not None or self.arm is not None
+        if self.robot is None and deferred and not self.build_robot():
             raise InputError(f"no robot model: {self.reason}", value=self.ids)
         if self.robot is None:
             raise InputError("no robot model yet: the 'robot' filter must come earlier in the chain", value=self.ids)

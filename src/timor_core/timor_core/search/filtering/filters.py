@@ -50,6 +50,7 @@ import numpy as np
 from timor_core.errors import InputError, TimorError
 from timor_core.kinematics.ik import outside_workspace
 from timor_core.kinematics.reach import position_slack, reach_gap
+from timor_core.search.filtering.arm_segments import build_kinematics, kinematic_ik
 from timor_core.search.filtering.family_proof import COVERED, FamilyProofs
 from timor_core.search.filtering.filter_state import (
     Candidate,
@@ -192,7 +193,7 @@ class RobotFilter(Filter):
             if beyond is not None:  # the workspace filter refuses it: no model needed (~0.4 ms saved)
                 c.beyond_reach = beyond
                 return True
-        return c.build_robot()
+        return build_kinematics(c)
 
 
 def _gap(robot: PinRobot, pose: ToleratedPose) -> float:
@@ -211,11 +212,13 @@ class WorkspaceFilter(Filter):
     def __call__(self, c: Candidate) -> bool:
         if c.robot is None and c.beyond_reach is not None:  # the modules alone exclude a goal (search.quick_reach)
             return self._refuse(c, *c.beyond_reach)
-        robot = c.require_robot()
+        if c.robot is None and c.arm is not None and c.within_reach:
+            return True  # the same bounds from the modules passed every goal (search.quick_reach): robot unbuilt
         ok = True
         for k, g in enumerate(c.ctx.goals):
             if k in c.reached and not g.path:
                 continue  # the family filter found a configuration within the slacks: no sound bound refuses it
+            robot = c.require_robot()
             gaps = [_gap(robot, p) for p in (g.pose, *g.path)]
             worst = int(np.argmax(gaps))
             gap = gaps[worst]
@@ -232,7 +235,7 @@ class WorkspaceFilter(Filter):
         if ok and c.ctx.config.proof_budget and c.ctx.goals and not c.ctx.config.family_filter:
             # every goal within the distance bounds: try to prove the first one out of reach (the one the IK would
             # try first, so a refused robot has reached no goal either way: the GA's fitness counts them)
-            chain, g = pose_chain(robot), c.ctx.goals[0]
+            chain, g = pose_chain(c.require_robot()), c.ctx.goals[0]
             boxes = (
                 None
                 if chain is None
@@ -294,14 +297,7 @@ class IKFilter(_GoalFilter):
         if (proven := likely_refusal(c, k, g)) is not None:  # the ik_task filter's proof, where the family had it
             rec.reason = proven
             return False
-        result = c.require_robot().ik(
-            g.pose,
-            rng=c.rng(self.name, k),
-            ignore_self_collision=True,
-            max_n_tries=cfg.ik_tries,
-            max_iter=cfg.ik_iter,
-            details=True,
-        )
+        result = kinematic_ik(c, g.pose, c.rng(self.name, k))
         rec.q = [float(v) for v in result.q]
         rec.reason = result.reason
         if not result.success or not g.path:

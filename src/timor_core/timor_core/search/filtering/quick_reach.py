@@ -187,6 +187,7 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
     no sound bound refuses them."""
     todo = [g for k, g in enumerate(c.ctx.goals) if k not in c.reached or g.path]
     if not todo and c.ctx.config.family_filter:
+        c.within_reach = True  # (no goal to check)
         return None
     qc = quick_chain(c.require_assembly(), c.ctx.placement)
     for g in todo:
@@ -206,6 +207,7 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
         if gaps[worst] > 0:
             where = f" (pose {worst} of its trajectory)" if g.path else ""
             return g.id, OUTSIDE, f"{gaps[worst]:.3f} m outside the workspace{where} ({bound})"
+    c.within_reach = qc is not None  # (the robot's bounds, not the spans alone)
     budget = c.ctx.config.proof_budget
     if qc is None or not budget or c.ctx.config.family_filter:  # the family filter has tried every goal
         return None
