@@ -212,7 +212,9 @@ def test_an_assembly_after_a_straight_run_is_staged_from_its_heads_parent(monkey
     """Where the run between an assembly's last two joints is straight (its head's rows and rotations are its
     parent's), the batch stages it from the parent (``Kept.straight``: no head made), and a longer head whose parent
     was not made grows it from the nearest kept ancestor (``Kept._ancestry``); every answer is the one-at-a-time
-    one (fails where a run that is not straight is noted as one: the cut then misses the head's last row)."""
+    one (fails where a run that is not straight is noted as one: the cut then misses the head's last row). The
+    staging one assembly at a time (``BatchLookup._scalar``: what the automata of ``cut_states`` leave to it)."""
+    monkeypatch.setattr(batch_decide, "STATES", False)
     real, ancestry, found = kept_heads.Kept.straight, kept_heads.Kept._ancestry, []
 
     def straight(self, kinds, ids, at, stamp):

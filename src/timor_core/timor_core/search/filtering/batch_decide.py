@@ -36,6 +36,7 @@ from timor_core.search.filtering import cover_kernel
 from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added, covered, mark
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
+from timor_core.search.filtering.cut_states import CutStates
 from timor_core.search.filtering.cut_verdicts import Verdicts
 from timor_core.search.filtering.family_proof import FamilyProofs
 
@@ -43,6 +44,8 @@ __all__ = ["BATCH", "SLACK", "BatchLookup"]
 
 BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
+STATES = True
+"""Stage a batch by :mod:`.cut_states` (False: each assembly by :meth:`BatchLookup._scalar`, the older way)."""
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _NOTHING: Any = None  # (not staged yet: typed as anything)
@@ -81,6 +84,7 @@ class BatchLookup:
         self._ends: dict[tuple, dict] = {}  # per entry connector and carried length: ``Head.ends``
         # per certificate tried first (family number, goal, index, ``forgotten``): its serial (``Head.sums`` key)
         self._serials: dict[tuple, int] = {}
+        self._states = CutStates()  # (:meth:`_extend`'s automaton)
 
     def refused(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> tuple[int, dict[str, int], float]:
         """How many of the first ``items`` (``(price, ids)``) the look-up refuses (:meth:`refusals`), their reason
@@ -174,11 +178,90 @@ class BatchLookup:
     def _extend(
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
-        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
-        to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs from the joint on (``Head.ends``:
-        one per entry connector and carried length) and its family's number by the last rotation (``Head.numbers``),
-        read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the
-        segments, heads, tails and numbers are the same (the stamps); an equal cut's answer (:mod:`.cut_verdicts`)."""
+        """:meth:`_stage`'s cuts from ``items[same]`` on: by the automata of :mod:`.cut_states` in numpy steps where
+        their entries are made and the limits and bound pass at once (:meth:`_scalar`'s inline test), the others one
+        by one in order (:meth:`_one`): the same family, rows, last row and answer as :meth:`_scalar` gives."""
+        fresh, states = items[same:], self._states
+        if not STATES or not fresh:
+            self._scalar(proofs, fresh, bound)
+            return
+        if states.stamp != self._numbering:
+            states.clear(self._numbering, self._verdicts)
+        ids = list(map(itemgetter(1), fresh))
+        family, rows, last, heads, lasts, dofs, lengths = states.ends_of(ids)
+        bounds, prices = limits(), list(map(itemgetter(0), fresh))
+        tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
+        _, _, _, fewest, (least, most), top = tests
+        quick = (family >= 0) & (lengths <= fewest) & (dofs >= least) & (dofs <= most)
+        if set(map(type, prices)) == {float}:  # (the inline test: float prices)
+            price = np.array(prices)
+            quick &= (price > -math.inf) & (price < top)
+        else:
+            quick[:] = False
+        found = [family.tolist(), rows.tolist(), last.tolist(), heads.tolist(), lasts.tolist()]
+        at = 0
+        for k in np.flatnonzero(~quick).tolist():
+            done = self._one(proofs, fresh[k], k, found, int(dofs[k]), tests)
+            if done is not None:  # (staged by ``_scalar``, or the staging stops here)
+                self._bulk(ids, found, at, k)
+                if done is False or self._scalar(proofs, [fresh[k]], bound):
+                    return
+                at = k + 1
+        self._bulk(ids, found, at, len(fresh))
+
+    def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> Any:
+        """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
+        (:meth:`.CutStates.walk`) and the limits and bound tested as :meth:`_scalar` tests them (``tests``: the limits,
+        the bound and :meth:`_passing`'s): None, staged so;
+        True: take it :meth:`_scalar`'s way; False: the staging stops here."""
+        price, ids = item
+        if found[0][k] < 0:
+            segments, joiner = proofs.segments, self.certified.ctx.join
+            tables = (segments.kinds, segments.steps, joiner.modules, joiner.pairs)
+            walked = self._states.walk(ids, tables, self._family)
+            if walked is None:
+                return True
+            for column, value in zip(found, walked, strict=True):
+                column[k] = value
+            dof = sum([joiner.modules[m][1] for m in ids])
+        n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
+        if not (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) and not (
+            n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)
+        ):
+            self._broke = True
+            return False
+        return None
+
+    def _bulk(self, ids: list[Sequence[str]], found: list[list[int]], at: int, end: int) -> None:
+        """Stage the assemblies ``ids[at:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each
+        with an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
+        if at >= end:
+            return
+        family, rows, last, heads, lasts = (column[at:end] for column in found)
+        keys = list(zip(family, rows, last))
+        self._ids += ids[at:end]
+        self._families += family
+        self._heads += map(self._states.heads.__getitem__, heads)
+        self._lasts += map(self._states.lasts.__getitem__, lasts)
+        self._keys += keys
+        epochs = self._verdicts.epochs  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
+        self._state += [
+            PENDING if got is None or epochs[key[0]][got[0]] != got[1] else got[0]
+            for got, key in zip(map(self._verdicts.answers.get, keys), keys)
+        ]
+
+    def _family(self, rotations: tuple[bytes, ...], last: bytes) -> int:
+        """The number of the family ``(rotations, last)`` (numbered now if new)."""
+        number = self._numbers.get((rotations, last))
+        return self._number(self._proofs, rotations, last) if number is None else number  # type: ignore[arg-type]
+
+    def _scalar(self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> bool:
+        """:meth:`_extend`'s cuts one assembly at a time (True: it stopped at one). Per assembly only its last
+        joint, its head (by the IDs up to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs
+        from the joint on (``Head.ends``: one per entry connector and carried length) and its family's number by the
+        last rotation (``Head.numbers``), read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and
+        :meth:`_number` read them, valid while the segments, heads, tails and numbers are the same (the stamps); an
+        equal cut's answer (:mod:`.cut_verdicts`)."""
         cr = self.certified
         segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
         kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
@@ -190,7 +273,7 @@ class BatchLookup:
         staged_heads, lasts, keys, verdicts = self._heads, self._lasts, self._keys, self._verdicts
         get_kind, get_head, low, answers, epochs = kinds.get, heads.get, -math.inf, verdicts.answers, verdicts.epochs
         least_dof, most_dof_too = most
-        for price, ids in items[same:]:
+        for price, ids in items:
             tupled = ids if ids.__class__ is tuple else tuple(ids)
             at = len(tupled) - 1
             kind = get_kind(tupled[at]) if at >= 0 else None
@@ -231,6 +314,7 @@ class BatchLookup:
             lasts.append(got[1])
             keys.append(key)
             state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else PENDING)
+        return self._broke
 
     def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
         """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
