@@ -1,7 +1,7 @@
-"""The batched look-up's staging by the automata of search.filtering.cut_states (issue 38 item 1) stages what the
-staging one assembly at a time (``BatchLookup._scalar``, from the kept heads and tails) stages: the same assemblies,
-family numbers, head rows and last rows to the last bit and equal cuts' answers, on runs of a real cost-ordered
-stream with certificates learnt, bounds and halved families; and its tables keep every entry as they grow."""
+"""The batched look-up's staging by the automata of search.filtering.cut_states (issue 38 item 1) stages each
+assembly's cut as the full join and cut do (``Kept.keep``, what ``decision`` reads): the same family, head rows and
+last row to the last bit, on runs of a real cost-ordered stream with certificates learnt, bounds and halved
+families, every answer the one-at-a-time one; and its tables keep every entry as they grow."""
 
 from __future__ import annotations
 
@@ -14,11 +14,7 @@ from hypothesis import strategies as st
 from test_batch_decide import N, _run
 
 from timor_core.search.filtering import batch_decide, cut_states, family_proof
-
-_EXTEND, _SCALAR = (
-    batch_decide.BatchLookup._extend,
-    batch_decide.BatchLookup._scalar,
-)  # (as imported: the spies wrap these)
+from timor_core.search.filtering.kept_heads import Kept
 
 
 def _bits(rows: tuple) -> bytes:
@@ -27,28 +23,28 @@ def _bits(rows: tuple) -> bytes:
     return struct.pack(f"{len(flat)}d", *flat)
 
 
-def _staged(monkeypatch: pytest.MonkeyPatch, states: bool, *run: object) -> tuple[list, list, list]:
-    """What each ``_extend`` call of ``_run(*run)`` staged, by the automata (``states``) or one at a time:
-    ``(ids, family number, head rows' bits, last row's bits, answer)`` per assembly in order; the answers; and how
-    many assemblies the automata left to ``_scalar``."""
-    monkeypatch.setattr(batch_decide, "STATES", states)
-    real, real_scalar, staged, scalar = _EXTEND, _SCALAR, [], []
+def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, list]:
+    """What each ``_extend`` call of ``_run(*run)`` staged: ``(ids, family rotations, head rows' bits, last row's
+    bits)`` per assembly in order and the same from ``Kept.keep`` after a full join (the cut ``decision`` reads,
+    with the look-up's segments); and the answers."""
+    real, staged, kept = batch_decide.BatchLookup._extend, [], []
 
     def spy(self, proofs, items, same, bound):
         before = len(self._ids)
         real(self, proofs, items, same, bound)
+        rotations = {number: key for key, number in self._numbers.items()}
+        ctx, keeping = self.certified.ctx, Kept(self.certified.ctx, None)
         for j in range(before, len(self._ids)):
-            head_rows = _bits(self._heads[j].rows)
-            staged.append((self._ids[j], self._families[j], head_rows, _bits((self._lasts[j],)), self._state[j]))
-
-    def counted(self, proofs, items, bound):
-        scalar.append(len(items))
-        return real_scalar(self, proofs, items, bound)
+            ids = self._ids[j]
+            family = rotations[self._families[j]]
+            staged.append((ids, family, _bits(self._heads[j].rows), _bits((self._lasts[j],))))
+            head, key, last = keeping.keep(proofs, ids, ctx.join(ids))  # (None: not kept: the test fails)
+            end = keeping.end(head, key, last)
+            kept.append((ids, (head.rotations, end[0]), _bits(head.rows), _bits((end[2],))))
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
-    monkeypatch.setattr(batch_decide.BatchLookup, "_scalar", counted)
     answers, _ = _run(*run)  # type: ignore[arg-type]
-    return staged, answers, scalar
+    return staged, kept, answers
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -60,30 +56,36 @@ def _staged(monkeypatch: pytest.MonkeyPatch, states: bool, *run: object) -> tupl
     seed=st.integers(0, 2**32 - 1),
     cap=st.sampled_from([2, 8192]),
 )
-def test_the_automata_stage_what_one_at_a_time_stages(monkeypatch, batch, start, length, bound_at, seed, cap):
+def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, length, bound_at, seed, cap):
     """Any run of the stream, in batches, with certificates learnt where an assembly is left to the chain, a bound
-    that stops the staging, and (cap 2) families' certificates halved: the automata stage the very assemblies,
-    family numbers, rows (bit for bit) and equal cuts' answers that the staging one at a time does, and every
-    answer is the same."""
+    that stops the staging, and (cap 2) families' certificates halved: every assembly staged by the automata has
+    the family, head rows and last row (bit for bit) of its cut from the kept head and tail after a full join
+    (``Kept.keep``, ``Kept.end``: what ``decision`` reads), and every answer is the one-at-a-time one."""
     monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
-    run = (batch, start, length, bound_at, seed)
-    by_states, answers, _ = _staged(monkeypatch, True, *run)
-    one_by_one, expected, _ = _staged(monkeypatch, False, *run)
-    assert answers == expected
-    assert len(by_states) == len(one_by_one)
-    for a, b in zip(by_states, one_by_one, strict=True):
-        assert a[0] is b[0] and a[1:] == b[1:], (a, b)
+    staged, kept, answers = _staged(monkeypatch, batch, start, length, bound_at, seed)
+    assert staged == kept
+    assert answers == _run(None, start, length, bound_at, seed)[0]
 
 
-def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_left_to_the_older_way(monkeypatch):
-    """The fixed long run (so that the property test's cases are seen whatever hypothesis draws): nearly every
-    assembly is staged by the automata, a few (modules or pairs the joiner had not read yet) by ``_scalar``, and
-    what is staged and answered is what the staging one at a time gives."""
-    by_states, answers, scalar = _staged(monkeypatch, True, 256, 0, N, None, 7)
-    one_by_one, expected, _ = _staged(monkeypatch, False, 256, 0, N, None, 7)
-    assert answers == expected and len(by_states) == len(one_by_one) >= N // 2
-    assert all(a[0] is b[0] and a[1:] == b[1:] for a, b in zip(by_states, one_by_one, strict=True))
-    assert 1 <= sum(scalar) <= len(by_states) // 20, (sum(scalar), len(by_states))
+def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_first(monkeypatch):
+    """The fixed long run (so that the property test's cases are seen whatever hypothesis draws): most assemblies
+    are staged, each with its full join's cut, and a few only after their join (modules or pairs the joiner had not
+    read yet: ``CutStates.walk`` gives None first) or not at all (a segment not known yet)."""
+    real, walked = cut_states.CutStates.walk, []
+
+    def spy(self, ids, ctx, number):
+        found = real(self, ids, ctx, number)
+        walked.append(found is not None)
+        return found
+
+    monkeypatch.setattr(cut_states.CutStates, "walk", spy)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
+    assert staged == kept and len(staged) >= N // 2
+    assert answers == _run(None, 0, N, None, 7)[0]
+    assert 1 <= walked.count(False) <= len(walked) // 4 and walked.count(True) >= 100, (
+        walked.count(False),
+        len(walked),
+    )
 
 
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 70), st.integers(1, 2**40)), max_size=60))
