@@ -88,6 +88,25 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
     )
 
 
+def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch):
+    """Past ``MAX_STATES`` heads, runs and last rows the automata forget everything and make them anew (bounded
+    memory): on the fixed long run at a bound of 40 they are cleared again and again, and every assembly is still
+    staged with its full join's cut and answered as one at a time (the numbers are the look-up's and its
+    ``Verdicts``', read again)."""
+    monkeypatch.setattr(cut_states, "MAX_STATES", 40)
+    real, clears = cut_states.CutStates.clear, []
+
+    def counted(self, stamp, verdicts=None):
+        clears.append(stamp)
+        real(self, stamp, verdicts)
+
+    monkeypatch.setattr(cut_states.CutStates, "clear", counted)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 3)
+    assert staged == kept and len(staged) >= N // 2
+    assert answers == _run(None, 0, N, None, 3)[0]
+    assert len(clears) >= 10, len(clears)
+
+
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 70), st.integers(1, 2**40)), max_size=60))
 def test_a_table_keeps_every_entry_as_it_grows(puts):
     """``Table``: after any puts (rows past the room made, columns past the power of two), every entry is where

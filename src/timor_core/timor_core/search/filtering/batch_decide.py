@@ -180,7 +180,7 @@ class BatchLookup:
         fresh, states = items[same:], self._states
         if not fresh:
             return
-        if states.stamp != self._numbering:
+        if states.stamp != self._numbering or states.full():
             states.clear(self._numbering, self._verdicts)
         ids = list(map(itemgetter(1), fresh))
         family, rows, last, heads, lasts, dofs, lengths = states.ends_of(ids)

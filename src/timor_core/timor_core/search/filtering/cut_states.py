@@ -32,7 +32,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CutStates", "ValueHead"]
+__all__ = ["MAX_STATES", "CutStates", "Table", "ValueHead"]
+
+MAX_STATES = 1 << 18
+"""Heads, runs and last rows made: more, and all are forgotten and made anew (the same numbers: they are read from
+the look-up and its ``Verdicts``)."""
 
 _NONE, _START = 0, 1  # (a state not made; the run and head of no module read)
 _LOW = (1 << 32) - 1  # (a move: the next run in the low 32 bits, the segment it closes above them)
@@ -119,6 +123,10 @@ class CutStates:
         self.moves.put(_START, 0, _START)
         self.grown.put(_START, 0, _START)
 
+    def full(self) -> bool:
+        """Whether the states and numbers reached :data:`MAX_STATES` (then :meth:`clear` them: bounded memory)."""
+        return len(self.heads) + len(self.runs) + len(self.lasts) >= MAX_STATES
+
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
         head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF and number of modules;
@@ -147,7 +155,8 @@ class CutStates:
 
     def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int]) -> tuple | None:
         """``ids``' family and row numbers, head and last row (as :meth:`ends_of`), the entries it needs made where
-        not yet; None: one cannot be made from what is known (the caller takes the assembly its older way).
+        not yet; None: one cannot be made from what is known (the caller joins the assembly, which reads its modules
+        and pairs, and walks again; else the staging stops there).
         ``ctx``: ``(kinds, steps, units, pairs)`` (the segments' and joiner's tables); ``number``: a family's
         number (the look-up's)."""
         run = head = _START
