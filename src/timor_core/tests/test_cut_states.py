@@ -70,15 +70,27 @@ def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, 
 def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_first(monkeypatch):
     """The fixed long run (so that the property test's cases are seen whatever hypothesis draws): most assemblies
     are staged, each with its full join's cut, and a few only after their join (modules or pairs the joiner had not
-    read yet: ``CutStates.walk`` gives None first) or not at all (a segment not known yet)."""
-    real, walked = cut_states.CutStates.walk, []
+    read yet: ``CutStates.walk`` gives None first) or not at all (a segment not known yet); the assemblies read
+    after a stop are not read again by the next call (``BatchLookup._ends``)."""
+    walk, ends, ends_of = cut_states.CutStates.walk, batch_decide.BatchLookup._ends, cut_states.CutStates.ends_of
+    walked, asked, read = [], [], []
 
-    def spy(self, ids, ctx, number):
-        found = real(self, ids, ctx, number)
+    def spy_walk(self, ids, ctx, number):
+        found = walk(self, ids, ctx, number)
         walked.append(found is not None)
         return found
 
-    monkeypatch.setattr(cut_states.CutStates, "walk", spy)
+    def spy_ends(self, ids):
+        asked.append(len(ids))
+        return ends(self, ids)
+
+    def spy_read(self, ids):
+        read.append(len(ids))
+        return ends_of(self, ids)
+
+    monkeypatch.setattr(cut_states.CutStates, "walk", spy_walk)
+    monkeypatch.setattr(batch_decide.BatchLookup, "_ends", spy_ends)
+    monkeypatch.setattr(cut_states.CutStates, "ends_of", spy_read)
     staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
     assert staged == kept and len(staged) >= N // 2
     assert answers == _run(None, 0, N, None, 7)[0]
@@ -86,6 +98,7 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
         walked.count(False),
         len(walked),
     )
+    assert sum(read) <= sum(asked) // 2, (sum(read), sum(asked))  # (read after a stop: taken from the last call)
 
 
 def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch):

@@ -47,6 +47,7 @@ BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
+_FEW = 32  # (new assemblies :meth:`BatchLookup._ends` leaves unread: numpy's steps cost more than their walks)
 _NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``ValueHead.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: ``CutStates.stamp``)
@@ -69,7 +70,9 @@ class BatchLookup:
         self._state: list[int] = []
         self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
         self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
-        self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
+        self._key: tuple | None = None  # (proofs, bound) they were staged with
+        self._count = 0  # (segments known when the staging stopped)
+        self._ahead: tuple | None = None  # (``CutStates.ends_of`` of the assemblies after the stop, their IDs)
         self._broke = False  # the staging stopped at a cut it cannot stage
         self._fresh = 0  # the cuts staged from here on are not covered yet
         self._proofs: FamilyProofs | None = None  # the proofs whose families are numbered
@@ -103,8 +106,8 @@ class BatchLookup:
         """The goal (index) :meth:`~.certified.CertifiedRefusal.decision` refuses for each of the first ``items``
         (``(price, ids)``, ``price`` the cost's value of the modules) up to the first it does not refuse or that
         needs a segment not known yet (module docstring): fewer than ``items`` if it stopped there. The caller takes
-        that one one at a time and then asks for the rest (what was staged for them is kept while the segments,
-        the proofs and the bound are the same; a family's answers while its certificates are)."""
+        that one one at a time and then asks for the rest (what was staged for them is kept while the proofs and
+        the bound are the same; a family's answers while its certificates are)."""
         if not self.on or not items:
             return []
         out: list[int] = []
@@ -145,10 +148,11 @@ class BatchLookup:
     def _stage(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, extend: bool) -> None:
         """Each assembly's cut rows and family (head rotations, last rotation) in order, until one the look-up
         cannot decide from the segments known (:meth:`_extend`); those staged by the last call for the same
-        assemblies kept (same segments, proofs and bound)."""
+        assemblies kept (same proofs and bound: a segment learnt changes no cut staged, the segments known stay;
+        it may let the staging go past where it stopped)."""
         ctx = self.certified.ctx
         proofs = ctx.family_proofs or FamilyProofs.of(ctx)
-        key = (proofs, len(proofs.segments.steps), bound)
+        key, count = (proofs, bound), len(proofs.segments.steps)
         if len(self._certs) >= _FAMILIES or proofs is not self._proofs or self._verdicts.full():  # (a few a task)
             self._proofs = proofs
             for table in (self._numbers, self._recent, self._serials):
@@ -167,6 +171,8 @@ class BatchLookup:
             for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
                 del kept_list[same:]
             self._fresh = min(self._fresh, same)
+        if count != self._count:
+            self._count, self._broke = count, False
         if not extend or self._broke:
             return
         self._extend(proofs, items, same, bound)
@@ -183,7 +189,7 @@ class BatchLookup:
         if states.stamp != self._numbering or states.full():
             states.clear(self._numbering, self._verdicts)
         ids = list(map(itemgetter(1), fresh))
-        family, rows, last, heads, lasts, dofs, lengths = states.ends_of(ids)
+        family, rows, last, heads, lasts, dofs, lengths = self._ends(ids)
         bounds, prices = limits(), list(map(itemgetter(0), fresh))
         tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
         _, _, _, fewest, (least, most), top = tests
@@ -198,8 +204,28 @@ class BatchLookup:
             if not self._one(proofs, fresh[k], k, found, int(dofs[k]), tests):
                 self._broke = True
                 self._bulk(ids, found, k)
+                ahead = (family, rows, last, heads, lasts, dofs, lengths)
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in ahead])
                 return
         self._bulk(ids, found, len(fresh))
+
+    def _ends(self, ids: list[Sequence[str]]) -> list[np.ndarray]:
+        """``CutStates.ends_of(ids)``; for those the last call read after its stop (the same IDs from its stop or
+        the one after, the same states) what it read, so that each is read once wherever the stops fall; a few new
+        ones (fewer than :data:`_FEW`) left unread (family -1: :meth:`_one` walks them if the staging gets there)."""
+        states, ahead, known = self._states, self._ahead, 0
+        if ahead is not None and ahead[0] == states.clears and ids:
+            skip = 1 if len(ahead[1]) > 1 and ahead[1][1] is ids[0] else 0  # (the stop taken one at a time)
+            seen = ahead[1][skip:]
+            most = min(len(seen), len(ids))
+            known = next(itertools.compress(itertools.count(), map(is_not, seen[:most], ids[:most])), most)
+            columns = [column[skip : skip + known] for column in ahead[2]]
+        if not known:
+            return list(states.ends_of(ids))
+        if known < len(ids) - _FEW:
+            return [np.concatenate([a, b]) for a, b in zip(columns, states.ends_of(ids[known:]), strict=True)]
+        unread = np.zeros(len(ids) - known, dtype=np.int64)
+        return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
 
     def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``

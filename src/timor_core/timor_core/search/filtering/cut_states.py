@@ -100,6 +100,7 @@ class CutStates:
         """Forget everything (``stamp``: what the numbers hold for: the look-up's numbering; ``verdicts``: its
         ``Verdicts``, which number the rows)."""
         self.stamp, self.verdicts = stamp, verdicts
+        self.clears = getattr(self, "clears", -1) + 1  # (what was read before holds while this is the same)
         self.codes = _Numbers()  # module ID -> code
         self.runs: list[tuple] = [(), ((), None, None)]  # per run: its IDs, its first's and its last's entries
         self.run_numbers: dict[tuple, int] = {}
