@@ -199,13 +199,12 @@ class BatchLookup:
             quick &= (price > -math.inf) & (price < top)
         else:
             quick[:] = False
-        found = [family.tolist(), rows.tolist(), last.tolist(), heads.tolist(), lasts.tolist()]
+        found = [family, rows, last, heads, lasts]
         for k in np.flatnonzero(~quick).tolist():
             if not self._one(proofs, fresh[k], k, found, int(dofs[k]), tests):
                 self._broke = True
                 self._bulk(ids, found, k)
-                ahead = (family, rows, last, heads, lasts, dofs, lengths)
-                self._ahead = (states.clears, ids[k:], [column[k:] for column in ahead])
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*found, dofs, lengths)])
                 return
         self._bulk(ids, found, len(fresh))
 
@@ -227,7 +226,7 @@ class BatchLookup:
         unread = np.zeros(len(ids) - known, dtype=np.int64)
         return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
 
-    def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> bool:
+    def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[np.ndarray], dof: int, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
         (:meth:`.CutStates.walk`; where one cannot be from what the joiner has read, after its join, which reads
         the modules and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits,
@@ -249,10 +248,10 @@ class BatchLookup:
             n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)
         )
 
-    def _bulk(self, ids: list[Sequence[str]], found: list[list[int]], end: int) -> None:
+    def _bulk(self, ids: list[Sequence[str]], found: list[np.ndarray], end: int) -> None:
         """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each with
         an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
-        family, rows, last, heads, lasts = (column[:end] for column in found)
+        family, rows, last, heads, lasts = (column[:end].tolist() for column in found)
         keys = list(zip(family, rows, last))
         self._ids += ids[:end]
         self._families += family
