@@ -48,7 +48,6 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _FEW = 32  # (new assemblies :meth:`BatchLookup._ends` leaves unread: numpy's steps cost more than their walks)
-_NOTHING: Any = None  # (not staged yet: typed as anything)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``ValueHead.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: ``CutStates.stamp``)
 
