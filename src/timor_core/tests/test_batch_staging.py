@@ -1,7 +1,6 @@
-"""The batched look-up's cheaper staging (search.filtering.kept_heads ``Kept.grow``, issue 38 item 1): a head grown
-from its kept parent with the joiner's pairs read so far is the head, tail and last segment that ``Kept.keep`` makes
-after a full join, to the last bit, on the cost order of a task whose optimum has five joints; where it cannot (a
-parent, pair or segment not known yet, the limits or the bound) it says so and the caller takes the full way. A
+"""The batched look-up's staging by automata (search.filtering.cut_states, issue 38 item 1): an assembly walked
+by them has the family, head rows and last row that ``Kept.keep`` makes after a full join, to the last bit, on the
+cost order of a task whose optimum has five joints, whatever the order the automata's entries were made in; a
 head's distance to a certificate, from its parent's (``batch_distances.head_sum``), is the distance of its rows."""
 
 from __future__ import annotations
@@ -9,8 +8,8 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import struct
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 from hypothesis import given, settings
@@ -21,6 +20,8 @@ from timor_core.model.assembly import ModuleAssembly
 from timor_core.search import FilterConfig, paper_exp2_space
 from timor_core.search.evaluation.evaluate import Evaluator
 from timor_core.search.filtering.batch_distances import head_sum
+from timor_core.search.filtering.cut_states import CutStates
+from timor_core.search.filtering.cut_verdicts import Verdicts
 from timor_core.search.filtering.family_proof import FamilyProofs, distance
 from timor_core.search.filtering.kept_heads import Kept
 from timor_core.search.spaces.cost_order import by_cost
@@ -46,79 +47,59 @@ def _setting() -> tuple:
     return db, items, ctx, proofs
 
 
-def _same(a: tuple | None, b: tuple | None, kept_a: Kept, kept_b: Kept) -> None:
-    """Two ``(head, tail key, last segment)`` are the same: every field of the heads (the steps' arrays to the
-    last bit), the key, the segment and the tail kept for it."""
-    assert (a is None) == (b is None)
-    if a is None or b is None:
-        return
-    (ha, ka, la), (hb, kb, lb) = a, b
-    assert ka == kb and la is lb
-    assert kept_a.tails[ka] == kept_b.tails[kb]
-    plain = ("modules", "entry", "dof", "keys", "rotations", "rows", "carry")
-    assert [getattr(ha, f) for f in plain] == [getattr(hb, f) for f in plain]
-    assert all(x is y for x, y in zip(ha.segments, hb.segments, strict=True)) and len(ha.segments) == len(hb.segments)
-    assert len(ha.parts) == len(hb.parts)
-    for p, q in zip(ha.parts, hb.parts, strict=True):
-        assert p.dtype == q.dtype and np.array_equal(p, q)
-
-
-def _grown(start: int, step: int, count: int, most: int) -> int:
-    """Keep the heads of ``count`` assemblies from ``start`` on, every ``step``-th, once with ``Kept.keep`` after a
-    full join and once with ``Kept.grow`` where it can (else ``keep``), the bound and limits passing those of at
-    most ``most`` modules; every one the same (:func:`_same`). How many new heads ``grow`` made."""
-    _, items, ctx, proofs = _setting()
-    full, fast = Kept(ctx, None), Kept(ctx, None)
-    grown = 0
-    for _, ids in items[start : start + step * count : step]:
-        join = ctx.join(ids)
-        if join is None or len(ids) > most:
-            assert fast.grow(proofs, ids, ctx.join, lambda n, dof: n <= most) is None
+def _walked(items: tuple, states: CutStates, numbers: dict) -> list:
+    """``CutStates.walk`` of each assembly of ``items`` (the setting's context; ``numbers``: the families numbered,
+    per rotations): per assembly its ``(family rotations, head, last row)`` or None where it walks to none."""
+    _, _, ctx, proofs = _setting()
+    tables = (proofs.segments.kinds, proofs.segments.steps, ctx.join.modules, ctx.join.pairs)
+    out = []
+    for _, ids in items:
+        found = states.walk(ids, tables, lambda rotations, last: numbers.setdefault((*rotations, last), len(numbers)))
+        if found is None:
+            out.append(None)
             continue
-        a = full.keep(proofs, ids, join)
-        heads = len(fast.heads)
-        b = fast.grow(proofs, ids, ctx.join, lambda n, dof: n <= most)
-        grown += len(fast.heads) - heads
-        if b is None:
-            b = fast.keep(proofs, ids, join)
-        _same(a, b, full, fast)
-        assert fast.known(proofs, ids) is not None if b is not None else True
-    return grown
+        family, _, _, head, last = found
+        rotations = next(key for key, number in numbers.items() if number == family)
+        out.append((rotations, states.heads[head], states.lasts[last]))
+    return out
+
+
+def _bits(rows: tuple) -> bytes:
+    flat = [x for row in rows for x in row]
+    return struct.pack(f"{len(flat)}d", *flat)
 
 
 @settings(max_examples=30, deadline=None)
-@given(start=st.integers(0, N - 1), step=st.integers(1, 7), count=st.integers(1, 600), most=st.integers(3, 12))
-def test_a_head_grown_from_its_parent_is_the_head_kept_after_a_full_join(start, step, count, most):
-    """Any run of the cost order (every ``step``-th assembly, so that a head's parent is kept or not): where
-    ``grow`` gives a head, tail and last segment, they are ``keep``'s after the full join (fields, arrays to the last
-    bit); where the limits or the bound refuse an assembly, ``grow`` keeps nothing for it."""
-    _grown(start, step, count, most)
-
-
-def test_most_heads_of_the_cost_order_are_grown():
-    """On one fixed run (what the property test exercises, whatever hypothesis draws): most new heads are grown from
-    their parents, not joined in full."""
+@given(start=st.integers(0, N - 1), count=st.integers(1, 400), seed=st.integers(0, 2**32 - 1))
+def test_a_walk_of_the_automata_is_the_full_joins_cut(start, count, seed):
+    """Any run of the cost order, its assemblies walked in any order (the automata's entries made by others first or
+    not): where ``CutStates.walk`` gives an assembly's numbers, its family's rotations, head rows and last row are
+    those of ``Kept.keep`` after a full join to the last bit (the rows' bits, numbers by value); it gives them for
+    every assembly whose join and segments are known (here: all those ``keep`` keeps)."""
     _, items, ctx, proofs = _setting()
-    heads = Kept(ctx, None)
-    for _, ids in items:
+    run = list(items[start : start + count])
+    np.random.default_rng(seed).shuffle(run)
+    states, numbers, kept = CutStates(), {}, Kept(ctx, None)
+    states.clear(0, Verdicts())
+    for (_, ids), found in zip(run, _walked(tuple(run), states, numbers), strict=True):
         join = ctx.join(ids)
-        if join is not None:
-            heads.keep(proofs, ids, join)
-    assert _grown(0, 1, N, 12) >= len(heads.heads) // 2 > 100
+        made = None if join is None else kept.keep(proofs, ids, join)
+        assert (found is None) == (made is None), ids
+        if made is not None:
+            end = kept.end(*made)
+            rotations, head, last = found
+            assert rotations == (*made[0].rotations, end[0]), ids
+            assert _bits(head.rows) == _bits(made[0].rows) and _bits((last,)) == _bits((end[2],)), ids
+            assert head.rotations == made[0].rotations and head.carry == made[0].carry
 
 
 def _heads(start: int, count: int) -> list:
-    """The heads of ``count`` assemblies of the stream from ``start`` on, grown from their parents where they can be
-    (else kept after a full join), in the stream's order (each once)."""
-    _, items, ctx, proofs = _setting()
-    kept, out = Kept(ctx, None), {}
-    for _, ids in items[start : start + count]:
-        join = ctx.join(ids)
-        if join is not None:
-            found = kept.grow(proofs, ids, ctx.join, lambda n, dof: True) or kept.keep(proofs, ids, join)
-            if found is not None:
-                out[id(found[0])] = found[0]
-    return list(out.values())
+    """The heads of the automata made by walking ``count`` assemblies of the stream from ``start`` on, in the order
+    they were made (each head grown from the one before it by one segment)."""
+    states = CutStates()
+    states.clear(0, Verdicts())
+    _walked(_setting()[1][start : start + count], states, {})
+    return [head for head in states.heads if head is not None]
 
 
 @settings(max_examples=30, deadline=None)
@@ -160,28 +141,10 @@ def test_a_heads_distance_from_its_parents_is_the_distance_of_its_rows(start, co
 
 
 def test_most_heads_of_the_cost_order_have_a_parent_whose_sums_their_own_extend():
-    """On one fixed run (what the property test exercises): most heads are grown from a parent, and their rows are
-    the parent's with at most one row more (where ``head_sum`` adds to the parent's)."""
+    """On one fixed run (what the property test exercises): most heads of the automata are grown from a parent,
+    and their rows are the parent's with at most one row more (where ``head_sum`` adds to the parent's)."""
     heads = _heads(0, N)
     grown = [h for h in heads if h.parent is not None]
     assert len(grown) >= len(heads) // 2 > 100
     assert all(h.rows[: len(h.parent.rows)] == h.parent.rows and len(h.rows) - len(h.parent.rows) <= 1 for h in grown)
     assert any(len(h.rows) == len(h.parent.rows) for h in grown)  # (a joint on the line of the one before: merged)
-
-
-def test_a_run_is_kept_per_entry_connector():
-    """``Kept.grow``'s runs (how the modules from a head's parent's joint on join) are kept per IDs and the
-    connector the first is entered by: the same IDs entered otherwise join otherwise (another entry for the last
-    joint), and each is read from the joiner once (a joiner that joins the same modules in two ways by entry)."""
-    _, _, ctx, _ = _setting()
-    kept = Kept(ctx, None)
-    units = {"J": ("joint", 1, None), "L": ("link", 0, None), "E": ("end", 0, None)}
-    pairs = {("J", "a", "L"): "p", ("L", "p", "J"): "q", ("J", "q", "E"): "r",
-             ("J", "b", "L"): "s", ("L", "s", "J"): "t", ("J", "t", "E"): "u"}  # fmt: skip
-    ids = ("B", "J", "L", "J", "E")
-    joiner = SimpleNamespace(modules=units, pairs=pairs)
-    a, b = kept.run(ids, 1, 3, "a", joiner), kept.run(ids, 1, 3, "b", joiner)
-    assert a == ("q", ("link", "joint"), 1, ("end",), 0) and b == ("t", ("link", "joint"), 1, ("end",), 0)
-    joiner.pairs = {}  # (read once: kept)
-    assert kept.run(ids, 1, 3, "a", joiner) == a and kept.run(ids, 1, 3, "b", joiner) == b
-    assert kept.run(ids, 1, 3, "c", joiner) is None and len(kept.runs) == 2  # (a pair not read: nothing kept)

@@ -5,13 +5,14 @@ by a certificate look-up (:mod:`.certified`); one at a time, through the evaluat
 loops, that cost several times the walk's own step. Certificates change only when a proof runs, and a proof runs
 only at an assembly the look-up does not decide: so every assembly of a batch before the first one it does not
 decide is decided against the same certificates as one at a time. :meth:`BatchLookup.refusals` takes a batch in
-order: each assembly's kept head and tail (:mod:`.kept_heads`), the limits and the bound as
+order: each assembly's cut (its head's rows and rotations, its last row) read from the segments known by the
+automata of :mod:`.cut_states` in numpy steps, the limits and the bound as
 :meth:`~.certified.CertifiedRefusal.decision` checks them, and then, per family (the rotations; a batch holds a
 few), the distances of all its cuts to the family's certificates of each goal in one step (the compiled
-:mod:`.cover_kernel` where it is built, else numpy's: :mod:`.batch_cover`). An assembly
-covered, or not, by more than :data:`SLACK` is decided so; one within it of a margin (where another order of the
-same additions could change the last bit) takes the one-at-a-time look-up. The answer is the first goal (task
-order) a certificate covers: the one-at-a-time answer (property test in ``tests/test_batch_decide.py``).
+:mod:`.cover_kernel` where it is built, else numpy's: :mod:`.batch_cover`). An assembly covered, or not, by more
+than :data:`SLACK` is decided so; one within it of a margin (where another order of the same additions could
+change the last bit) takes the one-at-a-time look-up. The answer is the first goal (task order) a certificate
+covers: the one-at-a-time answer (property test in ``tests/test_batch_decide.py``).
 
 It stops before the first assembly it cannot decide without the filter chain (a proof to run, a bound or limit
 that refuses it) or without computing a segment not known yet (that stores the segment, and the value stored may
@@ -36,6 +37,7 @@ from timor_core.search.filtering import cover_kernel
 from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added, covered, mark
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
+from timor_core.search.filtering.cut_states import CutStates
 from timor_core.search.filtering.cut_verdicts import Verdicts
 from timor_core.search.filtering.family_proof import FamilyProofs
 
@@ -45,9 +47,9 @@ BATCH = 256
 """Assemblies a consumer takes from the stream per batch."""
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
-_NOTHING: Any = None  # (not staged yet: typed as anything)
-_SERIALS = itertools.count()  # (of the certificates tried first: ``Head.sums`` names them so)
-_NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: heads may be shared)
+_FEW = 32  # (new assemblies :meth:`BatchLookup._ends` leaves unread: numpy's steps cost more than their walks)
+_SERIALS = itertools.count()  # (of the certificates tried first: ``ValueHead.sums`` names them so)
+_NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: ``CutStates.stamp``)
 
 
 class BatchLookup:
@@ -62,12 +64,14 @@ class BatchLookup:
         # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
         self._ids: list[Sequence[str]] = []
         self._families: list[int] = []  # (the family's number in ``_numbers``)
-        self._heads: list[Any] = []  # (their kept heads and last rows: the cut rows are the head's and the last)
+        self._heads: list[Any] = []  # (their heads and last rows: the cut rows are the head's and the last)
         self._lasts: list[tuple] = []
         self._state: list[int] = []
         self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
         self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
-        self._key: tuple | None = None  # (proofs, segments known, bound) they were staged with
+        self._key: tuple | None = None  # (proofs, bound) they were staged with
+        self._count = 0  # (segments known when the staging stopped)
+        self._ahead: tuple | None = None  # (``CutStates.ends_of`` of the assemblies after the stop, their IDs)
         self._broke = False  # the staging stopped at a cut it cannot stage
         self._fresh = 0  # the cuts staged from here on are not covered yet
         self._proofs: FamilyProofs | None = None  # the proofs whose families are numbered
@@ -78,9 +82,9 @@ class BatchLookup:
         # covered its last cuts, newest first
         self._recent: dict[tuple[int, int], list[Any]] = {}
         self._numbering = next(_NUMBERINGS)  # this numbering of families (:meth:`_extend`'s stamp)
-        self._ends: dict[tuple, dict] = {}  # per entry connector and carried length: ``Head.ends``
-        # per certificate tried first (family number, goal, index, ``forgotten``): its serial (``Head.sums`` key)
+        # per certificate tried first (family number, goal, index, ``forgotten``): its serial (``ValueHead.sums`` key)
         self._serials: dict[tuple, int] = {}
+        self._states = CutStates()  # (:meth:`_extend`'s automaton)
 
     def refused(self, items: Sequence[tuple[float, Sequence[str]]], bound: float) -> tuple[int, dict[str, int], float]:
         """How many of the first ``items`` (``(price, ids)``) the look-up refuses (:meth:`refusals`), their reason
@@ -101,8 +105,8 @@ class BatchLookup:
         """The goal (index) :meth:`~.certified.CertifiedRefusal.decision` refuses for each of the first ``items``
         (``(price, ids)``, ``price`` the cost's value of the modules) up to the first it does not refuse or that
         needs a segment not known yet (module docstring): fewer than ``items`` if it stopped there. The caller takes
-        that one one at a time and then asks for the rest (what was staged for them is kept while the segments,
-        the proofs and the bound are the same; a family's answers while its certificates are)."""
+        that one one at a time and then asks for the rest (what was staged for them is kept while the proofs and
+        the bound are the same; a family's answers while its certificates are)."""
         if not self.on or not items:
             return []
         out: list[int] = []
@@ -142,13 +146,12 @@ class BatchLookup:
 
     def _stage(self, items: Sequence[tuple[float, Sequence[str]]], bound: float, extend: bool) -> None:
         """Each assembly's cut rows and family (head rotations, last rotation) in order, until one the look-up
-        cannot decide from the kept heads and tails (made here from the segments known, as ``Kept.cut`` keeps
-        them); those staged by the last call for the same assemblies kept (same segments, proofs and bound)."""
-        cr = self.certified
-        ctx, kept = cr.ctx, cr.kept
+        cannot decide from the segments known (:meth:`_extend`); those staged by the last call for the same
+        assemblies kept (same proofs and bound: a segment learnt changes no cut staged, the segments known stay;
+        it may let the staging go past where it stopped)."""
+        ctx = self.certified.ctx
         proofs = ctx.family_proofs or FamilyProofs.of(ctx)
-        kept.use(proofs)
-        key = (proofs, len(proofs.segments.steps), bound)
+        key, count = (proofs, bound), len(proofs.segments.steps)
         if len(self._certs) >= _FAMILIES or proofs is not self._proofs or self._verdicts.full():  # (a few a task)
             self._proofs = proofs
             for table in (self._numbers, self._recent, self._serials):
@@ -156,7 +159,7 @@ class BatchLookup:
             del self._certs[:], self._signs[:]
             self._verdicts.clear()
             self._key = None
-            self._numbering = next(_NUMBERINGS)  # (the stagings kept on heads name the old numbers)
+            self._numbering = next(_NUMBERINGS)  # (``CutStates``' numbers are the old ones)
         staged_ids, same = self._ids, 0
         if key == self._key:  # (the first not staged for these very IDs, found in C)
             most = min(len(staged_ids), len(items))
@@ -167,6 +170,8 @@ class BatchLookup:
             for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
                 del kept_list[same:]
             self._fresh = min(self._fresh, same)
+        if count != self._count:
+            self._count, self._broke = count, False
         if not extend or self._broke:
             return
         self._extend(proofs, items, same, bound)
@@ -174,63 +179,94 @@ class BatchLookup:
     def _extend(
         self, proofs: FamilyProofs, items: Sequence[tuple[float, Sequence[str]]], same: int, bound: float
     ) -> None:
-        """:meth:`_stage`'s cuts from ``items[same]`` on. Per assembly only its last joint, its head (by the IDs up
-        to it; or its parent's, :meth:`_straight`), its last row and DOF by the IDs from the joint on (``Head.ends``:
-        one per entry connector and carried length) and its family's number by the last rotation (``Head.numbers``),
-        read once by :meth:`_staging` as ``Kept.known``, ``Kept.end`` and :meth:`_number` read them, valid while the
-        segments, heads, tails and numbers are the same (the stamps); an equal cut's answer (:mod:`.cut_verdicts`)."""
-        cr = self.certified
-        segments, heads, passes = proofs.segments, cr.kept.heads, cr.passes
-        kinds, count, numbering = segments.kinds, len(segments.steps), self._numbering
-        stamp = (numbering, count, cr.kept.clears)
-        bounds = limits()
-        most_modules, most_dof = bounds.max_modules, bounds.max_dof
-        fewest, most, top = self._passing(most_modules, most_dof, bound)
-        staged_ids, families, state = self._ids, self._families, self._state
-        staged_heads, lasts, keys, verdicts = self._heads, self._lasts, self._keys, self._verdicts
-        get_kind, get_head, low, answers, epochs = kinds.get, heads.get, -math.inf, verdicts.answers, verdicts.epochs
-        least_dof, most_dof_too = most
-        for price, ids in items[same:]:
-            tupled = ids if ids.__class__ is tuple else tuple(ids)
-            at = len(tupled) - 1
-            kind = get_kind(tupled[at]) if at >= 0 else None
-            while kind is False:  # (the last joint, as ``Kept.known`` finds it; None: not plain or not known)
-                at -= 1
-                kind = get_kind(tupled[at]) if at >= 0 else None
-            got = number = head = _NOTHING
-            if kind:
-                head = get_head(tupled[: at + 1])
-                if head is not None and head.seen == count and head.ends is not None:
-                    got = head.ends.get(tupled[at:])
-                    if got is not None and got[0] == stamp:
-                        number = head.numbers.get(got[2])
-                        if number is None or number[0] != numbering:  # (a new family of a head staged)
-                            number = self._renumber(proofs, head, got[2])
-                elif head is None:  # (not kept: its parent's, where the run to the last joint is straight)
-                    head, got, number = self._straight(proofs, tupled, at, stamp)
-            if number is None:
-                head, got, number = self._staging(proofs, tupled, price, bound, stamp, head is not None)
-                if head is None:
-                    self._broke = True
-                    break
-            n, dof = len(tupled), head.dof + got[3]
-            # (the limits and ``passes``, at once where they hold for a float price: else as ``decision`` asks)
-            if not (
-                n <= fewest and least_dof <= dof <= most_dof_too and price.__class__ is float and low < price < top
-            ) and not (n <= most_modules and dof <= most_dof and passes(n, dof, price, bound)):
+        """:meth:`_stage`'s cuts from ``items[same]`` on: by the automata of :mod:`.cut_states` in numpy steps where
+        their entries are made and the limits and bound pass at once (``passes`` for a float price), the others one
+        by one in order (:meth:`_one`), up to the first not staged."""
+        fresh, states = items[same:], self._states
+        if not fresh:
+            return
+        if states.stamp != self._numbering or states.full():
+            states.clear(self._numbering, self._verdicts)
+        ids = list(map(itemgetter(1), fresh))
+        family, rows, last, heads, lasts, dofs, lengths = self._ends(ids)
+        bounds, prices = limits(), list(map(itemgetter(0), fresh))
+        tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
+        _, _, _, fewest, (least, most), top = tests
+        quick = (family >= 0) & (lengths <= fewest) & (dofs >= least) & (dofs <= most)
+        if set(map(type, prices)) == {float}:  # (the test at once: float prices)
+            price = np.array(prices)
+            quick &= (price > -math.inf) & (price < top)
+        else:
+            quick[:] = False
+        found = [family, rows, last, heads, lasts]
+        for k in np.flatnonzero(~quick).tolist():
+            if not self._one(proofs, fresh[k], k, found, int(dofs[k]), tests):
                 self._broke = True
-                break
-            shape = head.shape
-            if shape[0] != numbering:  # (the head's rows by value: ``Verdicts.shape``)
-                shape = head.shape = (numbering, verdicts.shape(head.rows))
-            key = (number[1], shape[1], got[4])
-            found = answers.get(key)  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
-            staged_ids.append(ids)
-            families.append(number[1])
-            staged_heads.append(head)
-            lasts.append(got[1])
-            keys.append(key)
-            state.append(found[0] if found is not None and epochs[key[0]][found[0]] == found[1] else PENDING)
+                self._bulk(ids, found, k)
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*found, dofs, lengths)])
+                return
+        self._bulk(ids, found, len(fresh))
+
+    def _ends(self, ids: list[Sequence[str]]) -> list[np.ndarray]:
+        """``CutStates.ends_of(ids)``; for those the last call read after its stop (the same IDs from its stop or
+        the one after, the same states) what it read, so that each is read once wherever the stops fall; a few new
+        ones (fewer than :data:`_FEW`) left unread (family -1: :meth:`_one` walks them if the staging gets there)."""
+        states, ahead, known = self._states, self._ahead, 0
+        if ahead is not None and ahead[0] == states.clears and ids:
+            skip = 1 if len(ahead[1]) > 1 and ahead[1][1] is ids[0] else 0  # (the stop taken one at a time)
+            seen = ahead[1][skip:]
+            most = min(len(seen), len(ids))
+            known = next(itertools.compress(itertools.count(), map(is_not, seen[:most], ids[:most])), most)
+            columns = [column[skip : skip + known] for column in ahead[2]]
+        if not known:
+            return list(states.ends_of(ids))
+        if known < len(ids) - _FEW:
+            return [np.concatenate([a, b]) for a, b in zip(columns, states.ends_of(ids[known:]), strict=True)]
+        unread = np.zeros(len(ids) - known, dtype=np.int64)
+        return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
+
+    def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[np.ndarray], dof: int, tests: tuple) -> bool:
+        """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
+        (:meth:`.CutStates.walk`; where one cannot be from what the joiner has read, after its join, which reads
+        the modules and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits,
+        the bound and :meth:`_passing`'s). False: not staged (the staging stops here: the caller takes it)."""
+        price, ids = item
+        if found[0][k] < 0:
+            ctx, segments = self.certified.ctx, proofs.segments
+            tables = (segments.kinds, segments.steps, ctx.join.modules, ctx.join.pairs)
+            walked = self._states.walk(ids, tables, self._family)
+            if walked is None and ctx.join(ids) is not None:  # (None: the join's limits, or not one way)
+                walked = self._states.walk(ids, tables, self._family)
+            if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
+                return False
+            for column, value in zip(found, walked, strict=True):
+                column[k] = value
+            dof = sum([ctx.join.modules[m][1] for m in ids])
+        n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
+        return (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) or (
+            n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)
+        )
+
+    def _bulk(self, ids: list[Sequence[str]], found: list[np.ndarray], end: int) -> None:
+        """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each with
+        an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
+        family, rows, last, heads, lasts = (column[:end].tolist() for column in found)
+        keys = list(zip(family, rows, last))
+        self._ids += ids[:end]
+        self._families += family
+        self._heads += map(self._states.heads.__getitem__, heads)
+        self._lasts += map(self._states.lasts.__getitem__, lasts)
+        self._keys += keys
+        epochs = self._verdicts.epochs  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
+        self._state += [
+            PENDING if got is None or epochs[key[0]][got[0]] != got[1] else got[0]
+            for got, key in zip(map(self._verdicts.answers.get, keys), keys)
+        ]
+
+    def _family(self, rotations: tuple[bytes, ...], last: bytes) -> int:
+        """The number of the family ``(rotations, last)`` (numbered now if new)."""
+        number = self._numbers.get((rotations, last))
+        return self._number(self._proofs, rotations, last) if number is None else number  # type: ignore[arg-type]
 
     def _passing(self, most_modules: int, most_dof: int, bound: float) -> tuple[float, tuple[float, float], float]:
         """The modules, DOF range and prices (below the last) that both the limits and ``passes`` take at once."""
@@ -240,56 +276,6 @@ class BatchLookup:
         most = min(most_dof, math.inf if cfg.max_dof is None else cfg.max_dof)
         return fewest, (least, most), (bound if cfg.bound else math.inf)
 
-    def _renumber(self, proofs: FamilyProofs, head: Any, last: bytes) -> tuple[int, int]:
-        """The family number of a staged head's assembly whose last rotation is ``last``, kept on the head."""
-        number = self._numbers.get((head.rotations, last))
-        if number is None:
-            number = self._number(proofs, head.rotations, last)
-        found = head.numbers[last] = (self._numbering, number)
-        return found
-
-    def _staging(
-        self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float, stamp: tuple, kept_head: bool
-    ) -> Any:
-        """An assembly's head, ``(stamp, last row, last rotation, DOF after the joint)`` and ``(numbering, family
-        number)`` the way ``decision`` reads them, kept on the head (module docstring; head None: not decided from
-        kept heads and tails; ``kept_head`` False: its head is not kept, as ``Kept.known`` would find)."""
-        kept = self.certified.kept
-        found = kept.known(proofs, ids) if kept_head else None
-        if found is None and price is not None:
-            passes = self.certified.passes
-            found = kept.grow(proofs, ids, self.certified.ctx.join, lambda n, dof: passes(n, dof, price, bound))
-        if found is None:
-            found = self._kept(proofs, ids, price, bound)
-            if found is None:
-                return None, None, None
-        head, key, _ = found
-        last = kept.end(*found)
-        number = self._numbers.get((head.rotations, last[0]))
-        if number is None:
-            number = self._number(proofs, head.rotations, last[0])
-        got = (stamp, last[2], last[0], kept.tails[key][1], self._verdicts.last(last[2]))
-        if head.seen == stamp[1]:
-            if head.ends is None:
-                head.ends = self._ends.setdefault((head.entry, head.carry), {})
-            head.ends[key[0]] = got
-            head.numbers[last[0]] = (stamp[0], number)
-            self.certified.kept.straighten(head, ids, got)
-        return head, got, (stamp[0], number)
-
-    def _straight(self, proofs: FamilyProofs, ids: tuple[str, ...], at: int, stamp: tuple) -> Any:
-        """:meth:`_staging` of an assembly whose head is not kept from the head's parent where the run between them
-        is straight (``Kept.straight``: no head made); ``(parent, got, number)`` as :meth:`_staging` returns them
-        (with the DOF after the parent's joint), or ``(None, None, None)``: not kept so."""
-        found = self.certified.kept.straight(proofs.segments.kinds, ids, at, stamp)
-        if found is None:
-            return None, None, None
-        parent, got = found
-        number = parent.numbers.get(got[2])
-        if number is None or number[0] != stamp[0]:
-            number = self._renumber(proofs, parent, got[2])
-        return parent, got, number
-
     def _number(self, proofs: FamilyProofs, rotations: tuple[bytes, ...], last: bytes) -> int:
         """A new family's number."""
         number = self._numbers[rotations, last] = len(self._certs)
@@ -298,18 +284,6 @@ class BatchLookup:
         self._signs.append(tuple([(c.size, c.forgotten) for c in certs]))  # (as covered: this call covers its cuts)
         self._verdicts.family(len(certs))
         return number
-
-    def _kept(self, proofs: FamilyProofs, ids: tuple[str, ...], price: float, bound: float) -> Any:
-        """``decision``'s way for an assembly whose head or tail is not kept, as far as it goes without a segment
-        not known yet: its head, tail key and last segment, now kept (None: stop here)."""
-        cr = self.certified
-        join = cr.ctx.join(ids)
-        if join is None:
-            return None
-        price = cr.ctx.cost.evaluate_modules(join.modules) if price is None else price
-        if not cr.passes(len(ids), join.dof, price, bound):
-            return None
-        return cr.kept.keep(proofs, ids, join)
 
     def _changes(self) -> tuple[dict[int, int], dict[int, list[int]]]:
         """The families whose certificates changed since they were last covered (added or halved): per family the

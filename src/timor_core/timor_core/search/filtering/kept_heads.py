@@ -31,9 +31,8 @@ class Head:
     """The modules up to an assembly's last joint: their modules, the connector the last of them is entered by,
     their DOF, the keys and segments of their steps as read, the merged steps (rotation keys, 4x4 steps,
     translations), the length the last step takes on, and how many segments there were when they were read;
-    ``parent``: the head it was grown from; ``families``, ``ends``, ``numbers`` and ``sums``: what
-    :meth:`Kept.certified` and :class:`~.batch_decide.BatchLookup` found for assemblies with this head (hints and
-    stagings, each stamped with what it holds for)."""
+    ``families``: what :meth:`Kept.certified` found for assemblies with this head (hints, each stamped with what it
+    holds for)."""
 
     modules: tuple[Any, ...]
     entry: str
@@ -46,11 +45,6 @@ class Head:
     carry: float
     seen: int
     families: dict[bytes, list] = field(default_factory=dict)  # per last rotation: goal 0's certificates, a hint
-    ends: dict[tuple, tuple] | None = None  # a batch's last rows per IDs from the last joint on (entry and carry's)
-    numbers: dict[bytes, tuple] = field(default_factory=dict)  # per last rotation: a batch's family number
-    sums: dict[int, float] = field(default_factory=dict)  # per certificate a batch tried: its distance to ``rows``
-    parent: Head | None = None  # the head it was grown from (its rows: the first of ``rows``), if it was
-    shape: tuple[int, int] = (-1, -1)  # a batch's (numbering, number of its ``rows`` by value): ``BatchLookup``
 
 
 Tail = tuple[tuple[Any, ...], int]
@@ -67,10 +61,7 @@ class Kept:
         self.heads: dict[tuple[str, ...], Head] = {}
         self.tails: dict[tuple, Tail] = {}  # per last segment's key: the modules after the joint, their DOF
         self.lasts: dict[tuple, tuple[Segment, Segment]] = {}  # per (last segment's key, carry): it, carried
-        self.runs: dict[tuple, tuple] = {}  # per IDs from a head's parent's joint on and entry: :meth:`run`
-        self.straights: dict[tuple, dict] = {}  # per entry connector and carried length of a parent: :meth:`straight`
         self.proofs: FamilyProofs | None = None  # the proofs of the heads kept
-        self.clears = 0  # times the heads and tails were all forgotten (:meth:`keep`)
 
     def decide(
         self, proofs: FamilyProofs, ids: tuple[str, ...], bound: float, price: float | None
@@ -211,136 +202,12 @@ class Kept:
             self.tails[key] = (tuple(join.modules[at + 1 :]), join.dof - head.dof)
         return head, key, last
 
-    def grow(self, proofs: FamilyProofs, ids: tuple[str, ...], joiner: Any, admit: Any) -> Any:
-        """:meth:`keep` of an assembly whose head's parent (its modules up to the joint before the last) is kept,
-        joined from that joint on with the modules and pairs ``joiner`` (``ctx.join``) has read instead of in full:
-        the same entries (each neighbouring pair joins in one way, given the first's entry), head and tail. None
-        where anything is not read or kept yet, or the join's limits or ``admit(n, dof)`` (the bound and limits
-        filters) refuse it: the caller takes the full way (:meth:`keep` after a join), which gives the same."""
-        segments = proofs.segments
-        kinds, steps = segments.kinds, segments.steps
-        joints = []
-        for i in range(len(ids) - 1, -1, -1):  # (the last two joints; those before: read when the parent was kept)
-            kind = kinds.get(ids[i])
-            if kind is None:
-                return None
-            if kind:
-                joints.append(i)
-                if len(joints) == 2:
-                    break
-        if len(joints) < 2:
-            return None
-        at, prev = joints
-        parent = self._kept(ids[: prev + 1], steps) or self._ancestry(ids, prev, kinds, steps, joiner)
-        if parent is None:
-            return None
-        run = self.run(ids, prev, at, parent.entry, joiner)
-        if run is None:
-            return None
-        entry, mid, mid_dof, tail, tail_dof = run
-        own = parent.dof + mid_dof
-        dof, bounds = own + tail_dof, limits()
-        if not (len(ids) <= bounds.max_modules and dof <= bounds.max_dof and admit(len(ids), dof)):
-            return None
-        key = (ids[at:], entry)
-        last = steps.get(key)
-        if last is None:
-            return None
-        head = self._kept(ids[: at + 1], steps)
-        if head is None:
-            head = self._child(parent, ids, prev, at, ((*parent.modules, *mid), entry, own), steps)
-            if head is None:
-                return None
-            self._store(ids[: at + 1], head)
-        if key not in self.tails:
-            self.tails[key] = (tail, dof - head.dof)
-        return head, key, last
-
-    def _ancestry(self, ids: tuple[str, ...], at: int, kinds: dict, steps: dict, joiner: Any) -> Head | None:
-        """The head of ``ids`` up to its joint at ``at`` where it is not kept but an ancestor is (a head up to an
-        earlier joint): grown from the nearest one kept, joint by joint, each kept (None: none is kept, or a module,
-        pair or segment is not read yet). The batched look-up leaves straight heads unmade
-        (``BatchLookup._straight``); a longer head needs them as parents."""
-        joints = [at]
-        for i in range(at - 1, -1, -1):
-            kind = kinds.get(ids[i])
-            if kind is None:
-                return None
-            if kind:
-                joints.append(i)
-                head = self._kept(ids[: i + 1], steps)
-                if head is not None:
-                    break
-        else:
-            return None
-        for prev, joint in zip(joints[:0:-1], joints[-2::-1], strict=True):  # (from the kept one on)
-            run = self.run(ids, prev, joint, head.entry, joiner)
-            if run is None:
-                return None
-            grown = self._child(head, ids, prev, joint, ((*head.modules, *run[1]), run[0], head.dof + run[2]), steps)
-            if grown is None:
-                return None
-            self._store(ids[: joint + 1], grown)
-            head = grown
-        return head
-
-    def straighten(self, head: Head, ids: tuple[str, ...], got: tuple) -> None:
-        """Note for :meth:`straight` what a batch read for ``ids`` through its ``head`` (``got``: a stamp, the last
-        row, the last rotation, the DOF after the head's joint, and what else the batch keeps), if the run from the
-        head's parent is straight."""
-        parent = head.parent
-        if parent is not None and head.rows is parent.rows and head.rotations is parent.rotations:
-            runs = self.straights.setdefault((parent.entry, parent.carry), {})
-            runs[ids[len(parent.modules) - 1 :]] = (*got[:3], head.dof - parent.dof + got[3], *got[4:])
-
-    def straight(self, kinds: dict, ids: tuple[str, ...], at: int, stamp: tuple) -> tuple[Head, tuple] | None:
-        """An assembly whose head (up to its last joint, at ``at``) is not kept, from the head's parent (up to the
-        joint before) where the run between the two joints is straight (an axial segment: the head's rotations and
-        rows are the parent's, its carried length longer; ``five_joints``: 6,021 of 8,515 heads): what
-        :meth:`straighten` noted for the IDs from the parent's joint on (one dictionary for the parents of one entry
-        connector and carried length: the same run from the same connector and length gives the same last row),
-        with the DOF after the parent's joint, if its stamp is ``stamp``, and the parent (kept, its segments the
-        known ones: ``stamp[1]`` of them): the cut is the parent's rows and that last row, no head is made. None: not
-        noted so."""
-        kind: Any = False
-        while kind is False and at > 0:  # (the joint before the last)
-            at -= 1
-            kind = kinds.get(ids[at])
-        parent = self.heads.get(ids[: at + 1]) if kind else None
-        runs = None if parent is None or parent.seen != stamp[1] else self.straights.get((parent.entry, parent.carry))
-        got = None if runs is None else runs.get(ids[at:])
-        return None if parent is None or got is None or got[0] != stamp else (parent, got)
-
-    def run(self, ids: tuple[str, ...], prev: int, at: int, entry: str, joiner: Any) -> tuple | None:
-        """How the modules of ``ids`` from its joint at ``prev`` on join, the first entered by ``entry`` (by the
-        modules and pairs ``joiner`` has read): the connector the joint at ``at`` is entered by, the modules and DOF
-        after ``prev`` up to ``at`` and after ``at`` (None: a module or pair not read yet); kept in ``runs`` per IDs
-        from ``prev`` on and entry (each neighbouring pair joins in one way, given the first's entry)."""
-        kept = self.runs.get((ids[prev:], entry))
-        if kept is not None:
-            return kept
-        units, pairs, first = joiner.modules, joiner.pairs, entry
-        entries: list[str] = []
-        found = [units.get(m) for m in ids[prev + 1 :]]
-        for a, b in zip(ids[prev:], ids[prev + 1 :]):
-            entry = pairs.get((a, entry, b))
-            if entry is None or found[len(entries)] is None:
-                return None
-            entries.append(entry)
-        dofs, cut = [f[1] for f in found], at - prev
-        mid, tail = tuple([f[0] for f in found[:cut]]), tuple([f[0] for f in found[cut:]])
-        run = self.runs[ids[prev:], first] = (entries[cut - 1], mid, sum(dofs[:cut]), tail, sum(dofs[cut:]))
-        return run
-
     def _store(self, ids: tuple[str, ...], head: Head) -> None:
         """Keep ``head`` for ``ids`` (past :data:`MAX_KEPT` heads, tails or last segments all are forgotten first)."""
-        if max(len(self.heads), len(self.tails), len(self.lasts), len(self.runs)) >= MAX_KEPT:
+        if max(len(self.heads), len(self.tails), len(self.lasts)) >= MAX_KEPT:
             self.heads.clear()
             self.tails.clear()
             self.lasts.clear()
-            self.runs.clear()
-            self.straights.clear()
-            self.clears += 1
         self.heads[ids] = head
 
     def _kept(self, ids: tuple[str, ...], steps: dict) -> Head | None:
@@ -386,7 +253,7 @@ class Kept:
             rotations, parts, rows = (*rotations, rotation), (*parts, step), (*rows, row)
         modules, entry, dof = own
         return Head(modules, entry, dof, (*parent.keys, key), (*parent.segments, seg), rotations, parts, rows, carry,
-                    len(steps), parent=parent)  # fmt: skip
+                    len(steps))  # fmt: skip
 
 
 def _cut(head: Head, end: Segment) -> Cut:

@@ -1,0 +1,137 @@
+"""The batched look-up's staging by the automata of search.filtering.cut_states (issue 38 item 1) stages each
+assembly's cut as the full join and cut do (``Kept.keep``, what ``decision`` reads): the same family, head rows and
+last row to the last bit, on runs of a real cost-ordered stream with certificates learnt, bounds and halved
+families, every answer the one-at-a-time one; and its tables keep every entry as they grow."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_batch_decide import N, _run
+
+from timor_core.search.filtering import batch_decide, cut_states, family_proof
+from timor_core.search.filtering.kept_heads import Kept
+
+
+def _bits(rows: tuple) -> bytes:
+    """Rows of floats as their bits (``-0.0`` is not ``0.0``, a last-bit difference shows)."""
+    flat = [x for row in rows for x in row]
+    return struct.pack(f"{len(flat)}d", *flat)
+
+
+def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, list]:
+    """What each ``_extend`` call of ``_run(*run)`` staged: ``(ids, family rotations, head rows' bits, last row's
+    bits)`` per assembly in order and the same from ``Kept.keep`` after a full join (the cut ``decision`` reads,
+    with the look-up's segments); and the answers."""
+    real, staged, kept = batch_decide.BatchLookup._extend, [], []
+
+    def spy(self, proofs, items, same, bound):
+        before = len(self._ids)
+        real(self, proofs, items, same, bound)
+        rotations = {number: key for key, number in self._numbers.items()}
+        ctx, keeping = self.certified.ctx, Kept(self.certified.ctx, None)
+        for j in range(before, len(self._ids)):
+            ids = self._ids[j]
+            family = rotations[self._families[j]]
+            staged.append((ids, family, _bits(self._heads[j].rows), _bits((self._lasts[j],))))
+            head, key, last = keeping.keep(proofs, ids, ctx.join(ids))  # (None: not kept: the test fails)
+            end = keeping.end(head, key, last)
+            kept.append((ids, (head.rotations, end[0]), _bits(head.rows), _bits((end[2],))))
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
+    answers, _ = _run(*run)  # type: ignore[arg-type]
+    return staged, kept, answers
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    batch=st.sampled_from([1, 7, 64, 256]),
+    start=st.integers(0, N - 200),
+    length=st.integers(1, 1500),
+    bound_at=st.one_of(st.none(), st.integers(0, 1500)),
+    seed=st.integers(0, 2**32 - 1),
+    cap=st.sampled_from([2, 8192]),
+)
+def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, length, bound_at, seed, cap):
+    """Any run of the stream, in batches, with certificates learnt where an assembly is left to the chain, a bound
+    that stops the staging, and (cap 2) families' certificates halved: every assembly staged by the automata has
+    the family, head rows and last row (bit for bit) of its cut from the kept head and tail after a full join
+    (``Kept.keep``, ``Kept.end``: what ``decision`` reads), and every answer is the one-at-a-time one."""
+    monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
+    staged, kept, answers = _staged(monkeypatch, batch, start, length, bound_at, seed)
+    assert staged == kept
+    assert answers == _run(None, start, length, bound_at, seed)[0]
+
+
+def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_first(monkeypatch):
+    """The fixed long run (so that the property test's cases are seen whatever hypothesis draws): most assemblies
+    are staged, each with its full join's cut, and a few only after their join (modules or pairs the joiner had not
+    read yet: ``CutStates.walk`` gives None first) or not at all (a segment not known yet); the assemblies read
+    after a stop are not read again by the next call (``BatchLookup._ends``)."""
+    walk, ends, ends_of = cut_states.CutStates.walk, batch_decide.BatchLookup._ends, cut_states.CutStates.ends_of
+    walked, asked, read = [], [], []
+
+    def spy_walk(self, ids, ctx, number):
+        found = walk(self, ids, ctx, number)
+        walked.append(found is not None)
+        return found
+
+    def spy_ends(self, ids):
+        asked.append(len(ids))
+        return ends(self, ids)
+
+    def spy_read(self, ids):
+        read.append(len(ids))
+        return ends_of(self, ids)
+
+    monkeypatch.setattr(cut_states.CutStates, "walk", spy_walk)
+    monkeypatch.setattr(batch_decide.BatchLookup, "_ends", spy_ends)
+    monkeypatch.setattr(cut_states.CutStates, "ends_of", spy_read)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
+    assert staged == kept and len(staged) >= N // 2
+    assert answers == _run(None, 0, N, None, 7)[0]
+    assert 1 <= walked.count(False) <= len(walked) // 4 and walked.count(True) >= 100, (
+        walked.count(False),
+        len(walked),
+    )
+    assert sum(read) <= sum(asked) // 2, (sum(read), sum(asked))  # (read after a stop: taken from the last call)
+
+
+def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch):
+    """Past ``MAX_STATES`` heads, runs and last rows the automata forget everything and make them anew (bounded
+    memory): on the fixed long run at a bound of 40 they are cleared again and again, and every assembly is still
+    staged with its full join's cut and answered as one at a time (the numbers are the look-up's and its
+    ``Verdicts``', read again)."""
+    monkeypatch.setattr(cut_states, "MAX_STATES", 40)
+    real, clears = cut_states.CutStates.clear, []
+
+    def counted(self, stamp, verdicts=None):
+        clears.append(stamp)
+        real(self, stamp, verdicts)
+
+    monkeypatch.setattr(cut_states.CutStates, "clear", counted)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 3)
+    assert staged == kept and len(staged) >= N // 2
+    assert answers == _run(None, 0, N, None, 3)[0]
+    assert len(clears) >= 10, len(clears)
+
+
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 70), st.integers(1, 2**40)), max_size=60))
+def test_a_table_keeps_every_entry_as_it_grows(puts):
+    """``Table``: after any puts (rows past the room made, columns past the power of two), every entry is where
+    numpy's steps read it (``flat[row << bits | column]``), equal to Python's copy, and every other cell is 0."""
+    table = cut_states.Table()
+    expected: dict[tuple[int, int], int] = {}
+    for row, column, value in puts:
+        table.put(row, column, value)
+        expected[row, column] = value
+    assert table.entries == expected
+    grid = table.flat.reshape(-1, 1 << table.bits)
+    for (row, column), value in expected.items():
+        assert table.flat[(row << table.bits) | column] == value
+        grid[row, column] = 0
+    assert not np.any(grid)
