@@ -24,7 +24,7 @@ from timor_core.search import Budget, ExhaustiveSearch, FilterConfig, paper_exp2
 from timor_core.search.dask_cluster import dask_worker
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
-from timor_core.search.exhaustive_search import local_shards
+from timor_core.search.exhaustive_search import local_shards, shard_mail
 from timor_core.search.exhaustive_search.local_shards import ShardError
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, decidable, run_shard
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
@@ -228,35 +228,56 @@ def test_a_shard_behind_the_best_decides_what_comes_before_it_in_batches(monkeyp
     assert behind_counts == alone_counts and behind_counts[0] > alone.taken // 2  # most decided in batches
 
 
-def test_a_shards_certificates_reach_the_others_right_after_its_proof():
-    """The local link sends what a proof taught at once (not every 50 ms) and takes each batch exactly once: a batch
-    counted but not in the pipe yet is taken by a later look."""
+def _linked(limit: int | None = None) -> tuple:
+    """Two shards' hubs, proofs and links on this process's mailboxes (``limit``: the bytes in flight per pipe)."""
     ctx = multiprocessing.get_context()
-    inboxes, sent = [ctx.Queue(), ctx.Queue()], ctx.RawArray("q", 4)
-    best = ctx.Array("d", [math.inf, math.inf])
-    hubs = [local_shards.LocalHub(r, best, inboxes, ctx.Queue(), sent) for r in range(2)]
+    mail, best = shard_mail.Mailboxes.make(ctx, 2), ctx.Array("d", [math.inf, math.inf])
+    if limit is not None:
+        mail.limit = limit
+    hubs = [local_shards.LocalHub(r, best, mail, ctx.Queue()) for r in range(2)]
     proofs = [FamilyProofs([], 1), FamilyProofs([], 1)]
-    links = [hub.link(p) for hub, p in zip(hubs, proofs, strict=True)]
+    return mail, proofs, [hub.link(p) for hub, p in zip(hubs, proofs, strict=True)]
+
+
+def test_a_shards_certificates_reach_the_others_right_after_its_proof():
+    """The local link sends what a proof taught at once (not every 50 ms), counted only once it is in the pipe, and
+    the other takes each message exactly once, without waiting."""
+    mail, proofs, links = _linked()
     family = (b"r1", b"r2")
     for n in range(1, 4):  # three proofs in a row, each shared at once
         proofs[0].lessons.append(Lesson(0, family, np.full((2, 3), float(n)), 0.1))
         links[0].exchange()
-        assert sent[1] == n and sent[2] == 0  # counted as sent from shard 0 to shard 1, at once
-        while len(proofs[1].certificates) == 0 or proofs[1].certificates[0, family].size < n:
-            links[1].exchange()  # (the queue's feeder thread puts it into the pipe soon)
-    links[1].exchange()
-    assert proofs[1].certificates[0, family].size == 3 and links[1].taken == 3
-    sent[1] += 1  # counted, not in the pipe yet: a look takes nothing and does not wait
-    links[1].exchange()
-    assert links[1].taken == 3
-    inboxes[1].put([Lesson(0, family, np.full((2, 3), 9.0), 0.1)])
-    while links[1].taken < 4:
-        links[1].exchange()
-    assert proofs[1].certificates[0, family].size == 4
+        assert mail.sent[1] == n and mail.sent[2] == 0  # counted as sent from shard 0 to shard 1, at once
+        links[1].exchange()  # (in the pipe: taken at the next look)
+        assert proofs[1].certificates[0, family].size == n and links[1].taken[0] == n
+        assert mail.taken_bytes[1] == mail.sent_bytes[1]
+    links[1].exchange()  # nothing more came: nothing taken, no wait
+    assert proofs[1].certificates[0, family].size == 3 and links[1].taken[0] == 3
     for link in links:
         link.close()
-    for q in inboxes:
-        q.cancel_join_thread()
+    mail.close()
+
+
+def test_a_shard_whose_reader_stopped_never_blocks_and_the_rest_arrives_in_order():
+    """A sender keeps at most the pipe's limit in flight: with its reader gone (an ended shard) it goes on without
+    blocking (what does not fit waits, the oldest beyond MAX_PENDING dropped); once read, every lesson kept
+    arrives, in order."""
+    mail, proofs, links = _linked(limit=3000)
+    family = (b"r1", b"r2")
+    for n in range(300):  # ~30 kB of lessons into a 3 kB limit, the reader not reading: a write would block
+        proofs[0].lessons.append(Lesson(0, family, np.full((2, 3), float(n)), 0.1))
+        links[0].exchange()
+        assert mail.sent_bytes[1] - mail.taken_bytes[1] <= mail.limit
+    assert 0 < mail.sent[1] and 0 < len(links[0].pending[1]) < 300  # some in the pipe, the rest waiting
+    while len(links[0].pending[1]):
+        links[1].exchange()
+        links[0].exchange()
+    links[1].exchange()
+    got = proofs[1].certificates[0, family]
+    assert got.size == 300 and got.points[:300, 0, 0].tolist() == [float(n) for n in range(300)]
+    for link in links:
+        link.close()
+    mail.close()
 
 
 def test_the_parent_loads_what_every_forked_shard_would_load():

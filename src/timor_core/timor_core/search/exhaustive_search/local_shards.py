@@ -7,7 +7,7 @@ the chunks in flight when the best is found are evaluated for nothing (~1,000 as
 process walks its own shard of the space (:func:`~.cost_order.by_cost_indexed`, a share of its subtrees) and
 evaluates it (:func:`~.shard_worker.run_shard`); the best ``(cost, position)`` found lives in shared memory, read
 before each assembly, and each shard's new certificates go to the others' queues right after the proof that made
-them (:class:`_QueueLink`).
+them (:mod:`.shard_mail`).
 The parent only starts the shards and waits: with the client loop of a Dask search (:func:`~.shards.run_shards`),
 this module only being the executor (:class:`LocalShards`). The answer is the in-process search's: the valid
 assembly of least ``(cost, position)``, its position in the cost order counted as on Dask.
@@ -24,7 +24,6 @@ import threading
 import time
 import traceback
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,10 @@ from timor_core.search.dask_cluster.dask_worker import bound_from_best, worker_e
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descriptor
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.exhaustive_search.shard_mail import Mailboxes, MailLink
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
-from timor_core.search.filtering import proof_kernel
+from timor_core.search.filtering import cover_kernel, proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
 
 __all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search", "settle", "warm"]
@@ -45,11 +45,10 @@ __all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sha
 class LocalHub:
     """What a shard shares with the others on this machine (:class:`~.shard_worker.DaskHub`'s methods): the best
     ``(cost, position)`` in a shared array, its reports and final state to the parent's queue, its certificates
-    to the other shards' queues."""
+    through the shards' pipes (:mod:`.shard_mail`)."""
 
-    def __init__(self, index: int, best: Any, inboxes: list[Any], reports: Any, sent: Any) -> None:
-        self.index, self.best_array, self.inboxes, self.reports = index, best, inboxes, reports
-        self.sent = sent  # batches put so far into each inbox by each shard (``sent[from * k + to]``)
+    def __init__(self, index: int, best: Any, mail: Mailboxes, reports: Any) -> None:
+        self.index, self.best_array, self.mail, self.reports = index, best, mail, reports
         self.raw, self.lock = best.get_obj(), best.get_lock()  # read under one lock (not one per item)
 
     def best(self) -> tuple[float, int] | None:
@@ -72,52 +71,11 @@ class LocalHub:
     def progress(self, state: ShardState) -> None:
         self.reports.put(("progress", self.index, state.text()))
 
-    def link(self, proofs: Any) -> _QueueLink | None:
-        if proofs is None or len(self.inboxes) < 2:
+    def link(self, proofs: Any) -> MailLink | None:
+        if proofs is None or self.mail.k < 2:
             return None
         proofs.share()  # from now on it keeps what it learns
-        return _QueueLink(proofs, self.index, self.inboxes, self.sent)
-
-
-@dataclass
-class _QueueLink:
-    """A shard's certificate exchange (:class:`~.shard_share.CertificateLink`'s methods) through process queues,
-    at once: what a proof taught goes out right after it, and a shard looks for what came in before each look-up and
-    proof. Looking costs a few reads of shared memory, not a look at the queue: ``sent`` counts the batches each
-    shard has put into each inbox (each count written by its sender only), and the queue is read only while fewer
-    have been taken from it (a batch counted but not in the pipe yet is taken next time)."""
-
-    proofs: Any
-    index: int
-    inboxes: list[Any]
-    sent: Any
-    taken: int = field(default=0)
-
-    def __post_init__(self) -> None:
-        k, me = len(self.inboxes), self.index
-        self.inbox = self.inboxes[me]
-        self.counts = [s * k + me for s in range(k) if s != me]  # (where the others count what they sent here)
-        self.others = [(me * k + r, q) for r, q in enumerate(self.inboxes) if r != me]
-
-    def exchange(self, final: bool = False) -> None:
-        sent = self.sent
-        expected = sum([sent[i] for i in self.counts])
-        while self.taken < expected:
-            try:
-                batch = self.inbox.get_nowait()
-            except queue.Empty:
-                break
-            self.taken += 1
-            self.proofs.learn(batch)
-        batch = self.proofs.share()
-        if batch:
-            for i, q in self.others:
-                q.put(batch)
-                sent[i] += 1
-
-    def close(self) -> None:
-        self.exchange(final=True)
-        self.proofs.lessons = None
+        return MailLink(proofs, self.index, self.mail)
 
 
 def _shard_process(n: int, fn: Any, job: ShardJob, results: Any) -> None:
@@ -134,7 +92,7 @@ def _local_shard(job: ShardJob) -> dict:
     return run_shard(job, LocalHub(job.index, *_SHARED))
 
 
-_SHARED: list[Any] = []  # in a shard's process: the best array, the inboxes and the reports queue
+_SHARED: list[Any] = []  # in a shard's process: the best array, the mailboxes and the reports queue
 
 
 #: s: how often the parent's threads that take the shards' results and reports look whether the search has ended.
@@ -236,8 +194,9 @@ class ShardProcesses(Executor):
         _ENDING.append(self.watcher)  # (it sees ``closed`` within WAKE s; nothing is put here: see WAKE)
         # what is left in the queues goes unread: the exit must not wait to flush it into a full pipe (a
         # finished search printed its answer, then its process hung at exit in a clean-clone CI run)
-        for q in (self.results, *self.shared[1], self.shared[2]):  # (shared[3]: counts, no queue)
+        for q in (self.results, self.shared[2]):  # (shared[1]: the shards' pipes, written without threads)
             q.cancel_join_thread()
+        self.shared[1].close()
 
 
 def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) -> None:
@@ -247,8 +206,8 @@ def _start_shard(n: int, fn: Any, job: ShardJob, results: Any, shared: tuple) ->
 
 class LocalShards:
     """The shards on this machine's processes (:class:`~.shards.ShardExecutor`): the best in a shared array that
-    the shards read before each assembly, their reports and certificates through process queues (each shard's
-    count of the batches it sent to each in shared memory)."""
+    the shards read before each assembly, their reports through a process queue, their certificates through pipes
+    (:mod:`.shard_mail`)."""
 
     checkpoint: Path | None = None  # (no checkpoints on this machine)
     resume_path: Path | None = None
@@ -262,8 +221,7 @@ class LocalShards:
         self.k, self.filter_names = workers, (warm(spec) if forked else spec.evaluator()).chain.names
         self.best = ctx.Array("d", [math.inf, math.inf])
         self.reports = ctx.Queue()
-        sent = ctx.RawArray("q", workers * workers)
-        self.pool = ShardProcesses(ctx, (self.best, [ctx.Queue() for _ in range(workers)], self.reports, sent))
+        self.pool = ShardProcesses(ctx, (self.best, Mailboxes.make(ctx, workers), self.reports))
         self.pump: threading.Thread | None = None
         self.open_ = False
 
@@ -309,7 +267,7 @@ def warm(spec: WorkerSpec) -> Any:
     of CPU and 14 ms of wall time a process) and the kernels built ahead of time. The evaluator."""
     for module in ("timor_core.kinematics.build", "timor_core.kinematics.collision"):
         importlib.import_module(module)
-    for kernels in (proof_kernel.AHEAD, ik_kernel.AHEAD):
+    for kernels in (proof_kernel.AHEAD, ik_kernel.AHEAD, cover_kernel.AHEAD):
         kernels.get()
     return worker_evaluator(spec)
 
