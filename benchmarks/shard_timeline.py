@@ -25,6 +25,7 @@ from timor_core import ModulesDB
 from timor_core.paper.experiments import exp2_space
 from timor_core.search import ExhaustiveSearch, FilterConfig
 from timor_core.search.exhaustive_search import local_shards as LS
+from timor_core.search.exhaustive_search import shard_mail as SM
 from timor_core.search.exhaustive_search import shard_worker as SW
 from timor_core.search.filtering import batch_decide as BD
 from timor_core.task.feedback import load_task
@@ -118,7 +119,7 @@ def refused(self, *a, **k):
 
 BD.BatchLookup.refused = refused
 
-orig_ex = LS._QueueLink.exchange
+orig_ex = SM.MailLink.exchange
 
 
 def exchange(self, final=False):
@@ -129,7 +130,7 @@ def exchange(self, final=False):
     R["learnt_keys"] = R.get("learnt_keys", 0) + len(self.proofs.certificates) - before
 
 
-LS._QueueLink.exchange = exchange
+SM.MailLink.exchange = exchange
 
 orig_step = SW._Walk.step
 
