@@ -118,6 +118,24 @@ def test_steps_from_the_joints_part_are_the_chains_steps(seed, n):
         assert np.allclose(again.origins, origins, atol=1e-12) and np.allclose(again.tcp, tcp, atol=1e-12)
 
 
+def test_a_goal_moved_in_place_is_a_new_goal_to_the_sweep_proof():
+    """The goal's arrays and slacks are made once per goal, keyed by its values: a goal array changed in place (a
+    user moving a task's goal between two searches in one process) gives the new position and axes, not the old."""
+    origins, axes = np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]])
+    tcp = np.eye(4)
+    tcp[:3, 3] = (0.3, 0.0, 0.2)
+    chain = chain_to_tcp(origins, axes, np.zeros(1), tcp)
+    goal = np.eye(4)
+    goal[:3, 3] = (0.3, 0.0, 0.5)
+    first = sweep_proof._target(chain, goal, EXP2)
+    assert first.pos.tolist() == [0.3, 0.0, 0.5]
+    goal[:3, 3] = (-0.4, 0.2, 0.1)
+    goal[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    moved = sweep_proof._target(chain, goal, EXP2)
+    assert moved.pos.tolist() == [-0.4, 0.2, 0.1] and first.pos.tolist() == [0.3, 0.0, 0.5]
+    assert np.array_equal(moved.axes, goal[:3, :3].T) and not np.array_equal(first.axes, moved.axes)
+
+
 @settings(max_examples=30, deadline=None)
 @given(**ROBOTS, margin=st.sampled_from([0.0, 0.02]), near=st.sampled_from([0.0, 0.05]))
 def test_a_witness_checked_once_ends_what_the_certificate_ends(name, pick, seed, spread, margin, near):

@@ -113,23 +113,24 @@ def arm_sweep(robot: Any) -> ArmSweep | None:
     return cache["_arm_sweep"]
 
 
-_GOALS: dict[tuple[int, int], tuple[Any, Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
+_GOALS: dict[tuple[bytes, int], tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
-    """The chain's :class:`BoxGoal`: what the goal (its array: one per goal pose in the world frame) and tolerance
-    give once (held with them, so that their ids are not reused: the position and axes as the kernels take them,
-    the slacks), the chain's last joint's direction and distance from the TCP per chain."""
-    key = (id(goal), id(tolerance))
+    """The chain's :class:`BoxGoal`: what the goal and tolerance give once (keyed by the goal's values, not its
+    array: a goal moved in place between two searches is a new goal; and by the tolerance, held so that its id is
+    not reused: tolerances are frozen): the position and axes as the kernels take them, the slacks; the chain's
+    last joint's direction and distance from the TCP per chain."""
+    g = np.asarray(goal, dtype=float)
+    key = (g.tobytes(), id(tolerance))
     hit = _GOALS.get(key)
-    if hit is None or hit[0] is not goal or hit[1] is not tolerance:
+    if hit is None or hit[0] is not tolerance:
         if len(_GOALS) > 4096:
             _GOALS.clear()
-        g = np.asarray(goal, dtype=float)
-        pos, axes, turn = (np.ascontiguousarray(a) for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
+        pos, axes, turn = (np.array(a, order="C") for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
         slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
-        hit = _GOALS[key] = (goal, tolerance, pos, axes, turn, slack, theta)
-    _, _, pos, axes, turn, slack, theta = hit
+        hit = _GOALS[key] = (tolerance, pos, axes, turn, slack, theta)
+    _, pos, axes, turn, slack, theta = hit
     length = float(np.linalg.norm(chain.offset))
     direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
     return BoxGoal(pos, axes, slack, theta, direction, length, (0.0, 0.0), ROT_WEIGHT)
