@@ -183,7 +183,9 @@ class FamilyFilter(Filter):
 
 
 class RobotFilter(Filter):
-    """The Pinocchio/coal model builds (at the task's base placement, with its gravity) and has a TCP."""
+    """The robot builds (at the task's base placement, with its gravity) and has a TCP: with the family filter on,
+    the arm's kinematics alone (``kinematics.build.SerialArm``), the Pinocchio/coal model made when a later filter
+    first needs it; else the model."""
 
     name = "robot"
 
