@@ -101,12 +101,14 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
     assert sum(read) <= sum(asked) // 2, (sum(read), sum(asked))  # (read after a stop: taken from the last call)
 
 
-def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch):
-    """Past ``MAX_STATES`` heads, runs and last rows the automata forget everything and make them anew (bounded
-    memory): on the fixed long run at a bound of 40 they are cleared again and again, and every assembly is still
-    staged with its full join's cut and answered as one at a time (the numbers are the look-up's and its
-    ``Verdicts``', read again)."""
-    monkeypatch.setattr(cut_states, "MAX_STATES", 40)
+@pytest.mark.parametrize(("bound", "at"), [("MAX_STATES", 40), ("MAX_CELLS", 6000)])
+def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch, bound, at):
+    """Past ``MAX_STATES`` heads, runs and last rows, or ``MAX_CELLS`` cells of the tables, the automata forget
+    everything and make them anew (bounded memory): on the fixed long run at a bound of 40 states (6,000 cells:
+    the five tables start at 5,120) they are cleared again and again, and every assembly is still staged with its
+    full join's cut and answered as one at a time (the numbers are the look-up's and its ``Verdicts``', read
+    again)."""
+    monkeypatch.setattr(cut_states, bound, at)
     real, clears = cut_states.CutStates.clear, []
 
     def counted(self, stamp, verdicts=None):

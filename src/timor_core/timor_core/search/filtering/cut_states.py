@@ -32,11 +32,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_STATES", "CutStates", "Table", "ValueHead"]
+__all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead"]
 
 MAX_STATES = 1 << 18
 """Heads, runs and last rows made: more, and all are forgotten and made anew (the same numbers: they are read from
 the look-up and its ``Verdicts``)."""
+MAX_CELLS = 1 << 22
+"""Cells of the tables in all (8 bytes each: 32 MiB): more, the same (a table is dense, rows by the next power of
+two of its columns: a module set with many segments fills it long before :data:`MAX_STATES` states)."""
 
 _NONE, _START = 0, 1  # (a state not made; the run and head of no module read)
 _LOW = (1 << 32) - 1  # (a move: the next run in the low 32 bits, the segment it closes above them)
@@ -125,8 +128,11 @@ class CutStates:
         self.grown.put(_START, 0, _START)
 
     def full(self) -> bool:
-        """Whether the states and numbers reached :data:`MAX_STATES` (then :meth:`clear` them: bounded memory)."""
-        return len(self.heads) + len(self.runs) + len(self.lasts) >= MAX_STATES
+        """Whether the states and numbers reached :data:`MAX_STATES`, or the tables :data:`MAX_CELLS` (then
+        :meth:`clear` them: bounded memory)."""
+        tables = (self.dofs, self.moves, self.grown, self.family, self.last)
+        return (len(self.heads) + len(self.runs) + len(self.lasts) >= MAX_STATES
+                or sum(len(t.flat) for t in tables) >= MAX_CELLS)  # fmt: skip
 
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
