@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -67,6 +67,11 @@ class IKConfig:
     start_candidates: int = 4  # random starts: the best of this many random configurations (by residual)
     limit_patience: int = 3  # abandon a try after this many steps in a row blocked by a joint limit (0: never)
     limit_wraps: int = 1  # per try, how often a revolute joint may cross the narrow gap between its limits
+
+    def overridden(self, **values: Any) -> IKConfig:
+        """This config with the settings given that are not None (``PinRobot.ik``'s keyword overrides)."""
+        given = {k: v for k, v in values.items() if v is not None}
+        return replace(self, **given) if given else self
 
     def check(self) -> None:
         """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -419,10 +418,9 @@ class PinRobot(RobotDynamics, RobotLimits):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
-        config = DEFAULT_IK_CONFIG if config is None else config
-        if max_iter is not None or max_n_tries is not None or ik_method is not None:
-            overrides = {"max_iter": max_iter, "max_n_tries": max_n_tries, "method": ik_method}
-            config = replace(config, **{k: v for k, v in overrides.items() if v is not None})
+        config = (DEFAULT_IK_CONFIG if config is None else config).overridden(
+            max_iter=max_iter, max_n_tries=max_n_tries, method=ik_method
+        )
         result = solve_ik(self, desired, tolerance, q_init=q_init, task=task, rng=rng, config=config,
                           check_self_collision=not ignore_self_collision, check_static_torques=check_static_torques,
                           margin=margin, joint_mask=joint_mask, cost_function=ik_cost_function)  # fmt: skip

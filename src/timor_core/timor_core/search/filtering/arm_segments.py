@@ -14,7 +14,6 @@ bit for bit, and with the robot's).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -121,7 +120,7 @@ def build_kinematics(c: Candidate) -> bool:
         try:
             c.arm = ArmSegments.of(c.ctx).arm(c)
         except TimorError as exc:  # (what the robot's build raises first)
-            return c.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
+            return c.no_model(exc)
         if c.arm is not None:
             return True
     return c.build_robot()
@@ -130,14 +129,11 @@ def build_kinematics(c: Candidate) -> bool:
 def kinematic_ik(c: Candidate, pose: ToleratedPose, rng: np.random.Generator) -> IKResult:
     """``robot.ik(pose, rng=rng, ignore_self_collision=True, max_n_tries=ik_tries, max_iter=ik_iter, details=True)``
     of the candidate's robot (``FilterConfig``'s), from its :class:`SerialArm` alone where it has one and the robot
-    is not built: the same result (``kinematics.ik.solve_arm_ik``)."""
+    is not built: the same result (``kinematics.ik.solve_arm_ik``: the same tries, configuration and verdict; a
+    failure's reason measures the miss by the arm's own kinematics, Pinocchio's to rounding)."""
     cfg = c.ctx.config
     if c.robot is None and c.arm is not None:
-        config = DEFAULT_IK_CONFIG  # (as PinRobot.ik makes it: the same values)
-        if cfg.ik_iter is not None:
-            config = replace(config, max_iter=cfg.ik_iter)
-        if cfg.ik_tries is not None:
-            config = replace(config, max_n_tries=cfg.ik_tries)
+        config = DEFAULT_IK_CONFIG.overridden(max_iter=cfg.ik_iter, max_n_tries=cfg.ik_tries)  # (as PinRobot.ik)
         found = solve_arm_ik(c.arm, pose.world, pose.tolerance, rng, config)
         if found is not None:
             return found

@@ -342,10 +342,14 @@ class Candidate:
             if not robot.has_end_effector:
                 raise AssemblyError("this robot has no end effector (no free 'eef' connector): there is no tool0")
         except TimorError as exc:
-            return self.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
+            return self.no_model(exc)
         robot.model.gravity.linear = self.ctx.gravity
         self.robot = robot
         return True
+
+    def no_model(self, exc: TimorError) -> bool:
+        """Fail: the robot's model (or its arm) does not build, for the reason ``exc`` gives."""
+        return self.fail(f"no robot model: {type(exc).__name__}", f"no robot model: {exc}")
 
     def require_robot(self) -> PinRobot:
         """The robot model built by the ``robot`` filter (built now if that filter deferred it); InputError if no

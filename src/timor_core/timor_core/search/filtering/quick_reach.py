@@ -184,7 +184,8 @@ def first_unreachable(c: Candidate) -> tuple[str, str, str] | None:
     the workspace filter would report it for the built robot: first by the distance bounds, then (every goal within
     them) the first goal by :func:`~.reach_proof.unreachable_pose`; None if the modules prove none (the robot must
     be built). Goals the family filter found reached within its proofs' slacks (``candidate.reached``) are left out:
-    no sound bound refuses them."""
+    no sound bound refuses them. Where no goal is refused it sets ``candidate.within_reach`` (the robot's own
+    distance bounds checked every goal left: the workspace filter need not check them again on the robot)."""
     todo = [g for k, g in enumerate(c.ctx.goals) if k not in c.reached or g.path]
     if not todo and c.ctx.config.family_filter:
         c.within_reach = True  # (no goal to check)
