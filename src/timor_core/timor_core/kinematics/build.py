@@ -197,6 +197,7 @@ class SerialArm:
 
     @property
     def dof(self) -> int:
+        """The arm's joints (each one DOF)."""
         return len(self.lower)
 
     @classmethod

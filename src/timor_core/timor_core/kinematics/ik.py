@@ -33,6 +33,7 @@ from timor_core.kinematics.ik_descent import (
 from timor_core.kinematics.ik_residual import ANGLE_WEIGHT, pose_residual, projector
 from timor_core.kinematics.reach import outside_workspace, workspace_gap
 
+SerialArm = Any  # timor_core.kinematics.build.SerialArm (its module imports this one)
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
 __all__ = ["DEFAULT_IK_CONFIG", "IKConfig", "IKResult", "IK_METHODS", "outside_workspace", "pose_residual",
@@ -201,7 +202,7 @@ def solve_ik(
     return progress.failure(robot, fid, desired, project, rng)
 
 
-def solve_arm_ik(arm: Any, desired: np.ndarray, tolerance: Any, rng: np.random.Generator | int | None,
+def solve_arm_ik(arm: SerialArm, desired: np.ndarray, tolerance: Any, rng: np.random.Generator | int | None,
                  config: IKConfig = DEFAULT_IK_CONFIG) -> IKResult | None:  # fmt: skip
     """``solve_ik(robot, desired, tolerance, rng=rng, config=config, check_self_collision=False)`` of the robot whose
     :class:`~.build.SerialArm` ``arm`` is, without that robot: the same tries of the same compiled kernels on the same

@@ -24,7 +24,8 @@ from timor_core.kinematics.ik import DEFAULT_IK_CONFIG, IKResult, solve_arm_ik
 
 if TYPE_CHECKING:
     from timor_core.kinematics.pose import ToleratedPose
-    from timor_core.search.filtering.filter_state import Candidate
+    from timor_core.model.module import Module
+    from timor_core.search.filtering.filter_state import Candidate, TaskContext
 
 __all__ = ["ArmSegments", "build_kinematics", "kinematic_ik"]
 
@@ -46,12 +47,12 @@ class ArmSegments:
         self.checked: set[str] = set()  # modules whose collision geometry a tree's check passed
 
     @classmethod
-    def of(cls, ctx: object) -> ArmSegments:
+    def of(cls, ctx: TaskContext) -> ArmSegments:
         """The task's (kept on its ``TaskContext``, made on first use)."""
         found = getattr(ctx, "arm_segments", None)
         if found is None:
             found = ArmSegments()
-            ctx.arm_segments = found  # type: ignore[attr-defined]
+            ctx.arm_segments = found
         return found
 
     def arm(self, c: Candidate) -> SerialArm | None:
@@ -100,10 +101,10 @@ class ArmSegments:
         keys.append((ids[a:], join.entries[a]))
         return keys
 
-    def _kind(self, m: str, module: object) -> bool | None:
-        joints = module.joints  # type: ignore[attr-defined]
+    def _kind(self, m: str, module: Module) -> bool | None:
+        joints = module.joints
         plain = len(joints) <= 1 and all(j.type in ("revolute", "continuous") for j in joints)
-        self.eef[m] = any(c.is_eef for c in module.connectors.values())  # type: ignore[attr-defined]
+        self.eef[m] = any(c.is_eef for c in module.connectors.values())
         kind = self.kinds[m] = bool(joints) if plain else None
         return kind
 
