@@ -47,10 +47,10 @@ def chain_angles(sweep, q) -> np.ndarray:
                      for g in range(sweep.chain.dof)])  # fmt: skip
 
 
-def _compare(name, pick, seed, spread, width, margin) -> tuple[int, int]:
+def _compare(name, pick, seed, spread, width, margin, python=False) -> tuple[int, int]:
     """Boxes of joint angles at and around two configurations the obstacle boxes were placed at (so that many are
     refused, and links both near and far from every obstacle), some whole turns: the compiled bound (numba's and the
-    ahead-built kernel) gives numpy's verdicts; the boxes refused and drawn."""
+    ahead-built kernel; ``python``: its Python source instead) gives numpy's verdicts; the boxes refused and drawn."""
     rng = np.random.default_rng(seed)
     robot = assembly_of(name, pick, rng, spread)[0].robot
     sweep = sweep_proof.arm_sweep(robot)
@@ -66,7 +66,8 @@ def _compare(name, pick, seed, spread, width, margin) -> tuple[int, int]:
     half[rng.random(len(half)) < 0.1] = math.pi
     want = sweep_proof.certain_collision_numpy(sweep, obstacles, centres, half, margin)
     use_compiled(True)
-    for kernel in (k for k in (_jit_collisions(), ahead_kernel("collisions")) if k is not None):
+    kernels = [sweep_bound.py_kernels()["collisions"]] if python else [_jit_collisions(), ahead_kernel("collisions")]
+    for kernel in (k for k in kernels if k is not None):
         out = np.zeros(len(centres), dtype=np.bool_)
         rotations, translations, points, links, _ = sweep.staged
         kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out)
@@ -93,6 +94,31 @@ def test_the_body_bounds_skips_change_no_verdict_where_many_are_refused():
                        [0.0, 0.03][k // 4 % 2])  # fmt: skip
         refused, drawn = refused + got[0], drawn + got[1]
     assert drawn >= 24 * 32 and refused * 10 >= drawn, (refused, drawn)
+
+
+def test_the_body_bounds_skips_are_taken(monkeypatch):
+    """The skips the tests above check for soundness are taken (a change that stopped them would pass those): on
+    fixed draws, the bound run in Python culls some links at some boxes (``_cull``) and leaves out some balls
+    before their moves are summed (``_near``), with numpy's verdicts."""
+    counts = {"culled": 0, "links": 0, "far": 0, "balls": 0}
+    cull, near = sweep_bound._cull, sweep_bound._near
+
+    def counted_cull(frames, origins, hull, ob_c, radius, culled, w):
+        cull(frames, origins, hull, ob_c, radius, culled, w)
+        counts["culled"], counts["links"] = counts["culled"] + int(culled.sum()), counts["links"] + len(culled)
+
+    def counted_near(w, need, ob_c, radius):
+        found = near(w, need, ob_c, radius)
+        counts["far"], counts["balls"] = counts["far"] + (not found), counts["balls"] + 1
+        return found
+
+    monkeypatch.setattr(sweep_bound, "_cull", counted_cull)
+    monkeypatch.setattr(sweep_bound, "_near", counted_near)
+    rng = np.random.default_rng(7)
+    for k in range(6):
+        name = sorted(DBS)[k % len(DBS)]
+        _compare(name, float(rng.random()), int(rng.integers(2**31)), 0.0, 0.2, 0.0, python=True)
+    assert 0 < counts["culled"] < counts["links"] and 0 < counts["far"] < counts["balls"], counts
 
 
 @settings(max_examples=40, deadline=None)
