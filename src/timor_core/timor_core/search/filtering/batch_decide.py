@@ -205,7 +205,10 @@ class BatchLookup:
             if not self._one(tables, fresh[k], k, found, dof_of[k], tests):
                 self._broke = True
                 self._bulk(ids, found, k)
-                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*found, dofs, lengths)])
+                arrays = (family, rows, last, heads, lasts)  # (kept as arrays: :meth:`_ends` joins them in numpy)
+                for array, column in zip(arrays, found, strict=True):
+                    array[k] = column[k]
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths)])
                 return
         self._bulk(ids, found, len(fresh))
 
