@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batch_decide import N, _run
 
-from timor_core.search.filtering import batch_decide, cut_states, family_proof
+from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, family_proof
 from timor_core.search.filtering.kept_heads import Kept
 
 
@@ -47,15 +47,18 @@ def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, 
     return staged, kept, answers
 
 
+_RUNS = {
+    "batch": st.sampled_from([1, 7, 64, 256]),
+    "start": st.integers(0, N - 200),
+    "length": st.integers(1, 1500),
+    "bound_at": st.one_of(st.none(), st.integers(0, 1500)),
+    "seed": st.integers(0, 2**32 - 1),
+}
+"""A run of the stream (:func:`test_batch_decide._run`'s arguments)."""
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    batch=st.sampled_from([1, 7, 64, 256]),
-    start=st.integers(0, N - 200),
-    length=st.integers(1, 1500),
-    bound_at=st.one_of(st.none(), st.integers(0, 1500)),
-    seed=st.integers(0, 2**32 - 1),
-    cap=st.sampled_from([2, 8192]),
-)
+@given(**_RUNS, cap=st.sampled_from([2, 8192]))
 def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, length, bound_at, seed, cap):
     """Any run of the stream, in batches, with certificates learnt where an assembly is left to the chain, a bound
     that stops the staging, and (cap 2) families' certificates halved: every assembly staged by the automata has
@@ -64,6 +67,30 @@ def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, 
     monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
     staged, kept, answers = _staged(monkeypatch, batch, start, length, bound_at, seed)
     assert staged == kept
+    assert answers == _run(None, start, length, bound_at, seed)[0]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(**_RUNS)
+def test_the_compiled_lock_step_reads_what_numpy_reads(monkeypatch, batch, start, length, bound_at, seed):
+    """Every batch ``ends_of`` reads in a run of the stream (entries made as the run goes, assemblies whose entries
+    are not made yet, new module IDs) gets the same columns from :func:`.cut_kernel.ends` (as Python, the function
+    built; and as built where it is) as from numpy's steps; the answers are the one-at-a-time ones."""
+    real, routes, reads = cut_states.CutStates.ends_of, [None, cut_kernel.ends, cut_kernel.AHEAD.get()], []
+
+    def spy(self, ids):
+        columns = []
+        for route in [r for r in routes if r is not None] + [None]:
+            monkeypatch.setattr(cut_kernel, "kernel", lambda route=route: route)
+            columns.append([column.tolist() for column in real(self, ids)])
+        assert all(c == columns[-1] for c in columns[:-1])
+        reads.append(len(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(cut_states.CutStates, "ends_of", spy)
+    answers = _run(batch, start, length, bound_at, seed)[0]
+    assert reads or batch == 1 or length < 2 * batch
+    monkeypatch.undo()
     assert answers == _run(None, start, length, bound_at, seed)[0]
 
 

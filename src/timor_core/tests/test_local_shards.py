@@ -27,6 +27,7 @@ from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.exhaustive_search import local_shards, shard_mail
 from timor_core.search.exhaustive_search.local_shards import ShardError
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, decidable, run_shard
+from timor_core.search.filtering import cover_kernel, cut_kernel
 from timor_core.search.filtering.family_proof import FamilyProofs, Lesson
 from timor_core.search.spaces.space import SerialSpace, SpaceOptions
 from timor_core.task import Task
@@ -285,9 +286,12 @@ def test_the_parent_loads_what_every_forked_shard_would_load():
     shards fork (each loaded them itself, ~14 ms of start-up)."""
     task = Task.from_json_file(TASKS / "moved_goals.json")
     spec = WorkerSpec(DBRef.of(DB), TaskRef.of(task), "mass", FilterConfig(family_proof=True))
+    for kernels in (cover_kernel.AHEAD, cut_kernel.AHEAD):
+        kernels.forget()
     evaluator = local_shards.warm(spec)
     assert evaluator is dask_worker.worker_evaluator(spec)
     assert {"timor_core.kinematics.build", "timor_core.kinematics.collision"} <= set(sys.modules)
+    assert cover_kernel.AHEAD.looked and cut_kernel.AHEAD.looked  # (the look-up's kernels: looked for once, here)
 
 
 def test_the_best_is_reported_with_the_tail_its_rank_needs_not_the_whole():

@@ -36,7 +36,7 @@ from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.exhaustive_search.shard_mail import Mailboxes, MailLink
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
-from timor_core.search.filtering import cover_kernel, proof_kernel
+from timor_core.search.filtering import cover_kernel, cut_kernel, proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
 
 __all__ = ["LocalHub", "LocalShards", "ShardError", "ShardProcesses", "local_sharded_search", "settle", "warm"]
@@ -267,7 +267,7 @@ def warm(spec: WorkerSpec) -> Any:
     of CPU and 14 ms of wall time a process) and the kernels built ahead of time. The evaluator."""
     for module in ("timor_core.kinematics.build", "timor_core.kinematics.collision"):
         importlib.import_module(module)
-    for kernels in (proof_kernel.AHEAD, ik_kernel.AHEAD, cover_kernel.AHEAD):
+    for kernels in (proof_kernel.AHEAD, ik_kernel.AHEAD, cover_kernel.AHEAD, cut_kernel.AHEAD):
         kernels.get()
     return worker_evaluator(spec)
 

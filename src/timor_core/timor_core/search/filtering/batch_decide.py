@@ -198,12 +198,17 @@ class BatchLookup:
             quick &= (price > -math.inf) & (price < top)
         else:
             quick[:] = False
-        found = [family, rows, last, heads, lasts]
+        found = [column.tolist() for column in (family, rows, last, heads, lasts)]  # (Python's steps on lists)
+        segments, join, dof_of = proofs.segments, self.certified.ctx.join, dofs.tolist()
+        tables = (segments.kinds, segments.steps, join.modules, join.pairs)
         for k in np.flatnonzero(~quick).tolist():
-            if not self._one(proofs, fresh[k], k, found, int(dofs[k]), tests):
+            if not self._one(tables, fresh[k], k, found, dof_of[k], tests):
                 self._broke = True
                 self._bulk(ids, found, k)
-                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*found, dofs, lengths)])
+                arrays = (family, rows, last, heads, lasts)  # (kept as arrays: :meth:`_ends` joins them in numpy)
+                for array, column in zip(arrays, found, strict=True):
+                    array[k] = column[k]
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths)])
                 return
         self._bulk(ids, found, len(fresh))
 
@@ -225,32 +230,32 @@ class BatchLookup:
         unread = np.zeros(len(ids) - known, dtype=np.int64)
         return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
 
-    def _one(self, proofs: FamilyProofs, item: tuple, k: int, found: list[np.ndarray], dof: int, tests: tuple) -> bool:
+    def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
         (:meth:`.CutStates.walk`; where one cannot be from what the joiner has read, after its join, which reads
         the modules and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits,
-        the bound and :meth:`_passing`'s). False: not staged (the staging stops here: the caller takes it)."""
+        the bound and :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops
+        here: the caller takes it)."""
         price, ids = item
         if found[0][k] < 0:
-            ctx, segments = self.certified.ctx, proofs.segments
-            tables = (segments.kinds, segments.steps, ctx.join.modules, ctx.join.pairs)
             walked = self._states.walk(ids, tables, self._family)
-            if walked is None and ctx.join(ids) is not None:  # (None: the join's limits, or not one way)
+            if walked is None and self.certified.ctx.join(ids) is not None:  # (None: the join's limits, or not one way)
                 walked = self._states.walk(ids, tables, self._family)
             if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
                 return False
             for column, value in zip(found, walked, strict=True):
                 column[k] = value
-            dof = sum([ctx.join.modules[m][1] for m in ids])
+            modules = tables[2]
+            dof = sum([modules[m][1] for m in ids])
         n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
         return (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) or (
             n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)
         )
 
-    def _bulk(self, ids: list[Sequence[str]], found: list[np.ndarray], end: int) -> None:
+    def _bulk(self, ids: list[Sequence[str]], found: list[list[int]], end: int) -> None:
         """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each with
         an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
-        family, rows, last, heads, lasts = (column[:end].tolist() for column in found)
+        family, rows, last, heads, lasts = (column[:end] for column in found)
         keys = list(zip(family, rows, last))
         self._ids += ids[:end]
         self._families += family

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.search.filtering import cut_kernel
+
 __all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead"]
 
 MAX_STATES = 1 << 18
@@ -137,11 +139,19 @@ class CutStates:
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
         head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF and number of modules;
-        a few numpy steps per module position."""
+        a few numpy steps per module position, or one call of :mod:`.cut_kernel` where it is built."""
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(map(self.codes.__getitem__, itertools.chain.from_iterable(ids)), dtype=np.int64)
         self.moves.fit(0, len(self.codes))
         self.dofs.fit(len(self.codes), 0)
+        compiled = cut_kernel.kernel()
+        if compiled is not None:  # (the same steps, one call: :mod:`.cut_kernel`)
+            out = np.empty((6, len(ids)), dtype=np.int64)
+            tables = (self.moves, self.grown, self.dofs, self.family, self.last)
+            widths = np.array([t.bits for t in tables], dtype=np.int64)
+            compiled(flat, lengths, *(t.flat for t in tables), widths, self.ending, self.head_parts, self.numbered, out)
+            family, rows, numbers, head, last, dofs = out
+            return family - 1, rows - 1, numbers, head, last, dofs, lengths
         width = int(lengths.max(initial=0))
         codes = np.zeros((len(ids), width), dtype=np.int64)
         codes[np.arange(width) < lengths[:, None]] = flat

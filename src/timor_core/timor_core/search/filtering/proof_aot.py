@@ -18,7 +18,7 @@ from typing import Any
 from timor_core.common import ahead_build
 from timor_core.common.ahead_build import Export, build_command, build_kernels
 from timor_core.kinematics import ik_aot
-from timor_core.search.filtering import cover_kernel, proof_fused, proof_kernel, sweep_bound, sweep_fused
+from timor_core.search.filtering import cover_kernel, cut_kernel, proof_fused, proof_kernel, sweep_bound, sweep_fused
 
 CC: Any = ahead_build.CC
 """numba's ahead-of-time compiler, None where this numba has none: :func:`build` says so."""
@@ -52,6 +52,7 @@ def build(folder: Path | None = None) -> Path:
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}
     built = build_kernels(proof_kernel.AHEAD, folder, exports, CC)
     build_kernels(cover_kernel.AHEAD, folder, cover_kernel.EXPORTS, CC)  # (the look-up's, its own module: issue 38)
+    build_kernels(cut_kernel.AHEAD, folder, cut_kernel.EXPORTS, CC)  # (its staging's lock-step, the same)
     return built
 
 
