@@ -4,9 +4,9 @@ ordered pair of shards, written and read by the shards themselves.
 Why pipes and not process queues: a ``multiprocessing.Queue`` pickles and writes in a feeder thread of the sending
 process, which competes with the shard's own thread for the interpreter; with ~200 batches a search the two
 shards of ``obstacles_4`` spent 0.014-0.026 s of CPU each in the exchange (the reads, ~60 us each, and the learning)
-besides the feeder threads, and ~6 % more CPU in all than with these pipes (benchmarks/README.md, s51-pipe). A write into a pipe returns once its bytes are
-in the pipe, so a sender counts a message as sent only after it is there, and the reader, taking as many as are
-counted, never waits.
+besides the feeder threads, and ~6 % more CPU in all than with these pipes (benchmarks/README.md, s51-pipe). A
+write into a pipe returns once its bytes are in the pipe, so a sender counts a message as sent only after it is
+there, and the reader, taking as many as are counted, never waits.
 
 A pipe holds only so much (64 KiB on Linux, one page where a user has used up their pipe pages): a writer whose
 reader has stopped reading (its shard ended) would block for ever once it is full. So each sender writes only while
