@@ -174,7 +174,8 @@ def box_goal(
 ) -> BoxGoal:
     """The chain's :class:`BoxGoal` (``extra``: more position slack; ``near``: the distances ending a proof)."""
     _, pos, axes, turn, slack, theta = goal_terms(goal, tolerance)
-    length = float(np.linalg.norm(chain.offset))
+    offset = chain.offset.ravel(order="K")
+    length = math.sqrt(offset.dot(offset))  # (np.linalg.norm's value: the root of the same dot, without its checks)
     direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
     return BoxGoal(pos, axes, slack + extra, theta, direction, length, near, ROT_WEIGHT)
 
