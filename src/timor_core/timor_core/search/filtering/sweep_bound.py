@@ -82,13 +82,8 @@ class ArmSweep:
 
     def need(self, margin: float) -> np.ndarray:
         """How deep into an obstacle box (m, less than 0: the signed distance) each ball's centre must lie for the
-        ball to reach ``PENETRATION`` into it, or within ``margin`` of it (rounding allowed for); made once per
-        margin (the witness's check and the proof take it; the kernels only read it)."""
-        made = self.__dict__.setdefault("_needs", {})
-        found = made.get(margin)
-        if found is None:
-            found = made[margin] = self.staged[4] + margin - PENETRATION - EPS  # (certain_collision_numpy's order)
-        return found
+        ball to reach ``PENETRATION`` into it, or within ``margin`` of it (rounding allowed for)."""
+        return self.staged[4] + margin - PENETRATION - EPS  # (the order of certain_collision_numpy's sum)
 
 
 def _contiguous(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
