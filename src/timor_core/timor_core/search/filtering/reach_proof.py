@@ -38,6 +38,7 @@ random robots, placements, configurations and goals within four kinds of toleran
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -310,6 +311,13 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
     return boxes.centres, boxes.half, excess, weights, bool(near), int(open_.sum()), boxes.floor - d
 
 
+@functools.cache
+def _whole_turn(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole turn of ``n`` joints as one box (centres, half-widths) and its excess, as :func:`_fused` passes them
+    (made once per ``n``: the kernel reads them, its first level cuts them into new arrays)."""
+    return np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+
+
 def _fused(
     kernel: Any,
     chain: PoseChain,
@@ -324,7 +332,7 @@ def _fused(
     ``witnesses``), or False where the kernel's buffers were too small (the numpy levels then run)."""
     (budget, widen, widen_budget), (levels, upper, extra), n = spend, aims, chain.dof
     if start is None:
-        centres, half, excess = np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+        centres, half, excess = _whole_turn(n)
         weights, m, loose, d, first = (chain.radii + ROT_WEIGHT)[None], 1 << FIRST_SPLITS, math.inf, 0.0, FIRST_SPLITS
     else:
         (boxes, d), first = start, 0
