@@ -86,7 +86,10 @@ class Cut:
 
     @functools.cached_property
     def translations(self) -> np.ndarray:
-        return self.steps[:, :3, 3].copy()
+        """The steps' translations (n + 1, 3): from ``rows`` where the cut has them (the same floats; a look-up
+        needs no steps made), else from the steps."""
+        rows = self.__dict__.get("rows")
+        return self.steps[:, :3, 3].copy() if rows is None else np.array(rows, dtype=float)
 
     @functools.cached_property
     def rows(self) -> tuple[tuple[float, ...], ...]:
