@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.search.filtering import cover_kernel
+from timor_core.search.filtering.family_certificates import Certificates, Lesson, distance
 from timor_core.search.filtering.proof_chain import PoseChain, chain_of_steps
 from timor_core.search.filtering.quick_reach import REVOLUTE, joint_frames
 from timor_core.search.filtering.reach_proof import Proof, pose_proof, reaching
@@ -84,7 +86,10 @@ class Cut:
 
     @functools.cached_property
     def translations(self) -> np.ndarray:
-        return self.steps[:, :3, 3].copy()
+        """The steps' translations (n + 1, 3): from ``rows`` where the cut has them (the same floats; a look-up
+        needs no steps made), else from the steps."""
+        rows = self.__dict__.get("rows")
+        return self.steps[:, :3, 3].copy() if rows is None else np.array(rows, dtype=float)
 
     @functools.cached_property
     def rows(self) -> tuple[tuple[float, ...], ...]:
@@ -145,23 +150,13 @@ def segment(step: np.ndarray) -> Segment:
     return key, step, row, axial
 
 
-def distance(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]], stop: float = math.inf) -> float:
-    """``sum_k |a_k - b_k|`` of two rows of 3-vectors in floats: for fewer than 8 rows the value of numpy's
-    ``np.sqrt(((a - b) ** 2).sum(axis=1)).sum()`` to the last bit (the same operations in the same order: numpy
-    adds fewer than 8 terms one after the other; tests/test_lazy_filters.py compares them). Stops once the sum
-    reaches ``stop`` (the partial sums only grow) and returns that partial sum."""
-    d, sqrt = 0.0, math.sqrt
-    for (px, py, pz), (qx, qy, qz) in zip(a, b, strict=True):
-        dx, dy, dz = px - qx, py - qy, pz - qz
-        d += sqrt(dx * dx + dy * dy + dz * dz)
-        if d >= stop:
-            break
-    return d
-
-
 def _steps(cut: Cut) -> tuple[np.ndarray, np.ndarray]:
-    """The rotations (n + 1, 3, 3) and translations (n + 1, 3) of a cut's steps ``A_k``."""
-    return cut.steps[:, :3, :3], cut.steps[:, :3, 3]
+    """The rotations (n + 1, 3, 3) and translations (n + 1, 3) of a cut's steps ``A_k``, in C order (as the kernels
+    take them), made once per cut (the witnesses' descents and the proof's chain take them)."""
+    found = cut.__dict__.get("split")
+    if found is None:
+        found = cut.__dict__["split"] = (np.ascontiguousarray(cut.steps[:, :3, :3]), cut.steps[:, :3, 3].copy())
+    return found
 
 
 class _Segments:
@@ -224,65 +219,6 @@ class Refusal:
     boxes: int
 
 
-class _Certificates:
-    """A family's proven chains for one goal: translations (m, gaps, 3) and margins (m,), grown in place."""
-
-    def __init__(self, gaps: int) -> None:
-        self.points = np.empty((16, gaps, 3))
-        self.margins = np.empty(16)
-        self.size = 0
-        self.last = 0  # the certificate that covered the last chain covered (the next one is often its neighbour)
-        self.forgotten = 0  # times the older half was forgotten (a certificate's index names it while this holds)
-        self.near: tuple[list[list[float]], float] | None = None  # that one's translations (floats) and margin
-
-    def covers(self, cut: Cut) -> bool:
-        if not self.size:
-            return False
-        if self.last < self.size and self._covered_by_last(cut):
-            return True
-        t = cut.translations
-        d = np.sqrt(((self.points[: self.size] - t) ** 2).sum(axis=2)).sum(axis=1)
-        hits = d < self.margins[: self.size]
-        if not hits.any():
-            return False
-        self.last, self.near = int(hits.argmax()), None
-        return True
-
-    def _covered_by_last(self, cut: Cut) -> bool:
-        """The last certificate covers ``cut``, by :func:`distance` where it gives numpy's value (fewer than 8
-        gaps): a look-up, most often the only one, without numpy's per-call overhead."""
-        if len(cut.rotations) >= 8:
-            last = self.points[self.last]
-            return bool(np.sqrt(((last - cut.translations) ** 2).sum(axis=1)).sum() < self.margins[self.last])
-        if self.near is None:
-            self.near = (self.points[self.last].tolist(), float(self.margins[self.last]))
-        rows, margin = self.near
-        return distance(rows, cut.rows, margin) < margin
-
-    def add(self, t: np.ndarray, margin: float) -> None:
-        if self.size == MAX_CERTIFICATES:  # forget the older half
-            keep, self.near, self.forgotten = MAX_CERTIFICATES // 2, None, self.forgotten + 1
-            self.points[:keep] = self.points[self.size - keep : self.size]
-            self.margins[:keep] = self.margins[self.size - keep : self.size]
-            self.size = keep
-        if self.size == len(self.margins):
-            self.points = np.concatenate([self.points, np.empty_like(self.points)])
-            self.margins = np.concatenate([self.margins, np.empty_like(self.margins)])
-        self.points[self.size], self.margins[self.size] = t, margin
-        self.size += 1
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """What one :class:`FamilyProofs` learnt about a chain, for another's (each worker of a parallel search keeps
-    its own): a certificate (``margin``) for ``goal`` and the family ``rotations``."""
-
-    goal: int
-    rotations: tuple[bytes, ...]
-    translations: np.ndarray
-    margin: float
-
-
 class FamilyProofs:
     """Per goal (4x4 pose, tolerance) and family, the certificates of proven chains (see the module docstring);
     :meth:`refusal` answers for one assembly."""
@@ -291,8 +227,9 @@ class FamilyProofs:
         self.goals = [(np.asarray(g, dtype=float), tol) for g, tol in goals]
         self.segments = _Segments(placement)
         self.budget = int(budget)
-        self.certificates: dict[tuple[int, tuple[bytes, ...]], _Certificates] = {}
-        self.families: dict[tuple[bytes, ...], list[_Certificates]] = {}  # per family, the certificates per goal
+        self.cover = cover_kernel.kernel()  # the certificates' look-ups' screen (None: numpy's alone)
+        self.certificates: dict[tuple[int, tuple[bytes, ...]], Certificates] = {}
+        self.families: dict[tuple[bytes, ...], list[Certificates]] = {}  # per family, the certificates per goal
         self.covered = [Refusal(k, 0) for k in range(len(self.goals))]
         self.proofs = 0  # branch-and-bound runs (for the benchmarks)
         self.lessons: list[Lesson] | None = None  # what it learns, kept for others once :meth:`share` is called
@@ -350,7 +287,7 @@ class FamilyProofs:
         the joint angles of ``cut.chain``) are put in ``witnessed`` per goal, where given."""
         found = self.family_of(cut.rotations)
         for k, certs in enumerate(found):
-            if certs.size and certs.covers(cut):
+            if certs.size and certs.covers(cut, self.cover):
                 return self.covered[k]
         slack = ROTATION_SLACK * (cut.gaps + 1)  # (+ 1: the merged joints' error, AXIAL)
         scores = self.scores.get(cut.rotations)
@@ -420,7 +357,7 @@ class FamilyProofs:
         """The first goal (task order) a certificate of ``cut``'s family covers (None: none does; :meth:`refusal`
         would prove the goals): :meth:`refusal`'s answer where that is a look-up."""
         for k, certs in enumerate(self.family_of(cut.rotations)):
-            if certs.size and certs.covers(cut):
+            if certs.size and certs.covers(cut, self.cover):
                 return self.covered[k]
         return None
 
@@ -436,15 +373,15 @@ class FamilyProofs:
             found = self.families[rotations] = [self._certificates(k, rotations) for k in range(len(self.goals))]
         return found
 
-    def _add(self, certs: _Certificates, k: int, cut: Cut, margin: float) -> None:
+    def _add(self, certs: Certificates, k: int, cut: Cut, margin: float) -> None:
         self.distances.note(self.family_of(cut.rotations), cut.translations)
         certs.add(cut.translations, margin)
         if self.lessons is not None:
             self.lessons.append(Lesson(k, cut.rotations, cut.translations, margin))
 
-    def _certificates(self, k: int, rotations: tuple[bytes, ...]) -> _Certificates:
+    def _certificates(self, k: int, rotations: tuple[bytes, ...]) -> Certificates:
         key = (k, rotations)
         certs = self.certificates.get(key)
         if certs is None:
-            certs = self.certificates[key] = _Certificates(len(rotations))
+            certs = self.certificates[key] = Certificates(len(rotations), MAX_CERTIFICATES)
         return certs

@@ -38,6 +38,7 @@ random robots, placements, configurations and goals within four kinds of toleran
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -73,12 +74,14 @@ __all__ = [
     "BUDGET",
     "PoseChain",
     "box_excess",
+    "box_goal",
     "Boxes",
     "Proof",
     "pose_proof",
     "chain_from_frames",
     "chain_of_steps",
     "chain_poses",
+    "goal_terms",
     "pose_chain",
     "proof_reason",
     "reaches",
@@ -147,14 +150,35 @@ def _measure(
     return Levels((), upper, 0.0).measure(chain.steps, goal, centres, half)
 
 
-def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0) -> BoxGoal:
+_GOALS: dict[tuple[bytes, int], tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
+
+
+def goal_terms(goal: np.ndarray, tolerance: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """What a goal (4x4) and tolerance give every proof of it, made once (keyed by the goal's values, not its
+    array: a goal moved in place between two searches is a new goal; and by the tolerance, held so that its id is
+    not reused: tolerances are frozen): the tolerance, the position and axes as the kernels take them (C order),
+    the rotation, the position slack plus ``EPS`` and the rotation slack plus ``ANGLE_EPS``."""
     g = np.asarray(goal, dtype=float)
-    length = float(np.linalg.norm(chain.offset))
-    direction = (g[:3, :3] @ chain.offset) / length if length > 0 else np.zeros(3)
-    slack = position_slack(tolerance) + EPS + extra
-    theta = rotation_slack(tolerance) + ANGLE_EPS
-    pos, axes = np.ascontiguousarray(g[:3, 3]), np.ascontiguousarray(g[:3, :3].T)  # (the kernels' layout, once)
-    return BoxGoal(pos, axes, slack, theta, direction, length, (NEAR, NEAR_ANGLE), ROT_WEIGHT)
+    key = (g.tobytes(), id(tolerance))
+    hit = _GOALS.get(key)
+    if hit is None or hit[0] is not tolerance:
+        if len(_GOALS) > 4096:
+            _GOALS.clear()
+        pos, axes, turn = (np.array(a, order="C") for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
+        slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
+        hit = _GOALS[key] = (tolerance, pos, axes, turn, slack, theta)
+    return hit
+
+
+def box_goal(
+    chain: PoseChain, goal: np.ndarray, tolerance: Any, extra: float = 0.0, near: tuple = (NEAR, NEAR_ANGLE)
+) -> BoxGoal:
+    """The chain's :class:`BoxGoal` (``extra``: more position slack; ``near``: the distances ending a proof)."""
+    _, pos, axes, turn, slack, theta = goal_terms(goal, tolerance)
+    offset = chain.offset.ravel(order="K")
+    length = math.sqrt(offset.dot(offset))  # (np.linalg.norm's value: the root of the same dot, without its checks)
+    direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
+    return BoxGoal(pos, axes, slack + extra, theta, direction, length, near, ROT_WEIGHT)
 
 
 def reaches(steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any) -> bool:
@@ -170,9 +194,8 @@ def reaching(
     steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any
 ) -> np.ndarray | None:
     """The configuration (n,) :func:`reaches` finds, or None."""
-    g = np.asarray(goal, dtype=float)
-    slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
-    return witness_from(steps, configurations, g[:3, 3], g[:3, :3].T, slack, theta)
+    _, pos, axes, _, slack, theta = goal_terms(goal, tolerance)
+    return witness_from(steps, configurations, pos, axes, slack, theta)
 
 
 def box_excess(
@@ -187,7 +210,7 @@ def box_excess(
     TCP within ``tolerance`` of ``goal``: > 0 refused (inf: by orientation alone), <= 0 maybe. What the proof cuts
     with, public for the tests that check it against the chain's own poses; ``upper`` (M,), where given, gets per
     box what the widening reads (:func:`~.proof_kernel.measure_boxes`)."""
-    target, centres, half = _target(chain, goal, tolerance), np.atleast_2d(centres), np.atleast_2d(half)
+    target, centres, half = box_goal(chain, goal, tolerance), np.atleast_2d(centres), np.atleast_2d(half)
     return measure_boxes(chain.steps, centres, half, target, upper)[0]
 
 
@@ -213,7 +236,7 @@ def pose_proof(
     ``d`` of that one's at every configuration, at the same orientations): the proof starts from those boxes, with
     ``excess - d`` as each one's bound, instead of from the whole turn. ``kept``: a proof's :class:`Boxes` is
     appended to it. ``levels`` (m, ascending): the margins worth widening to (:class:`~.widening.Levels`)."""
-    target, upper = _target(chain, goal, tolerance, extra), ([math.inf] if levels else None)  # (Levels.upper)
+    target, upper = box_goal(chain, goal, tolerance, extra), ([math.inf] if levels else None)  # (Levels.upper)
     loose = math.inf if start is None else start[0].floor - start[1]
     spend, aims = (budget, min(widen, loose), widen_budget), (levels, upper, extra)  # (no margin exceeds ``loose``)
     kernel = fused_kernel()
@@ -288,6 +311,13 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
     return boxes.centres, boxes.half, excess, weights, bool(near), int(open_.sum()), boxes.floor - d
 
 
+@functools.cache
+def _whole_turn(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The whole turn of ``n`` joints as one box (centres, half-widths) and its excess, as :func:`_fused` passes them
+    (made once per ``n``: the kernel reads them, its first level cuts them into new arrays)."""
+    return np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+
+
 def _fused(
     kernel: Any,
     chain: PoseChain,
@@ -302,7 +332,7 @@ def _fused(
     ``witnesses``), or False where the kernel's buffers were too small (the numpy levels then run)."""
     (budget, widen, widen_budget), (levels, upper, extra), n = spend, aims, chain.dof
     if start is None:
-        centres, half, excess = np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+        centres, half, excess = _whole_turn(n)
         weights, m, loose, d, first = (chain.radii + ROT_WEIGHT)[None], 1 << FIRST_SPLITS, math.inf, 0.0, FIRST_SPLITS
     else:
         (boxes, d), first = start, 0

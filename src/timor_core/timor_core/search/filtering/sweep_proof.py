@@ -52,13 +52,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import coal
 import numpy as np
 
-from timor_core.kinematics.reach import position_slack
 from timor_core.search.filtering.arm_body import ModuleSweeps, module_sweep, robot_sweep
 from timor_core.search.filtering.family_proof import Cut
 from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.reach_proof import ROT_WEIGHT, rotation_slack
+from timor_core.search.filtering.reach_proof import ROT_WEIGHT, box_goal
 from timor_core.search.filtering.sweep_bound import (
     PENETRATION,
     ArmSweep,
@@ -80,8 +79,6 @@ __all__ = [
     "SweepStarts",
 ]  # fmt: skip
 
-EPS = 1e-8  # m: rounding
-ANGLE_EPS = 1e-6
 FIRST_SPLITS = 8
 SPLITS = 2
 GIVE_UP = 0.9
@@ -113,27 +110,10 @@ def arm_sweep(robot: Any) -> ArmSweep | None:
     return cache["_arm_sweep"]
 
 
-_GOALS: dict[tuple[bytes, int], tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
-
-
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
-    """The chain's :class:`BoxGoal`: what the goal and tolerance give once (keyed by the goal's values, not its
-    array: a goal moved in place between two searches is a new goal; and by the tolerance, held so that its id is
-    not reused: tolerances are frozen): the position and axes as the kernels take them, the slacks; the chain's
-    last joint's direction and distance from the TCP per chain."""
-    g = np.asarray(goal, dtype=float)
-    key = (g.tobytes(), id(tolerance))
-    hit = _GOALS.get(key)
-    if hit is None or hit[0] is not tolerance:
-        if len(_GOALS) > 4096:
-            _GOALS.clear()
-        pos, axes, turn = (np.array(a, order="C") for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
-        slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
-        hit = _GOALS[key] = (tolerance, pos, axes, turn, slack, theta)
-    _, pos, axes, turn, slack, theta = hit
-    length = float(np.linalg.norm(chain.offset))
-    direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
-    return BoxGoal(pos, axes, slack, theta, direction, length, (0.0, 0.0), ROT_WEIGHT)
+    """The chain's :class:`BoxGoal`: the goal's and tolerance's terms made once (:func:`~.reach_proof.goal_terms`),
+    the chain's last joint's direction and distance from the TCP per chain."""
+    return box_goal(chain, goal, tolerance, near=(0.0, 0.0))
 
 
 def sweep_proof(

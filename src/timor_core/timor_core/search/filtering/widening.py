@@ -118,20 +118,28 @@ class Distances:
     def __init__(self, top: float, allowance: float) -> None:
         self.top, self.step, self.allowance = top, LEVEL_STEP, allowance
         self.seen: set[float] = set()  # in steps
+        self.made: dict[int, tuple[float, ...]] = {}  # :meth:`levels` per number of gaps, while ``seen`` holds
 
     def note(self, families: Iterable[Any], translations: np.ndarray) -> None:
         """The distances (sums over the gaps) from a chain about to become a certificate (``translations``) to the
         certificates of its family (each with ``size`` and ``points``)."""
-        for certs in families:
-            if certs.size and certs.points.shape[1] == len(translations):
-                d = np.sqrt(((certs.points[: certs.size] - translations) ** 2).sum(axis=2)).sum(axis=1)
-                self.seen.update(np.unique(np.ceil(d[d < self.top] / self.step)).tolist())
+        parts = [c.points[: c.size] for c in families if c.size and c.points.shape[1] == len(translations)]
+        if parts:  # (the goals' certificates at once: each distance is a row's own sums, whatever rows are beside it)
+            points = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            d = np.sqrt(((points - translations) ** 2).sum(axis=2)).sum(axis=1)
+            size = len(self.seen)
+            self.seen.update(np.ceil(d[d < self.top] / self.step).tolist())  # (a set: no np.unique needed)
+            if len(self.seen) > size:
+                self.made.clear()
 
     def levels(self, gaps: int) -> tuple[float, ...]:
         """The margins worth widening a proof of a chain of ``gaps`` steps to: just above each distance seen (one
         step more for the rounding, and the look-up's allowance), and ``top``; none before any distance is seen."""
         if not self.seen:
             return ()
-        allowance = self.allowance * (gaps + 1)
-        levels = sorted((k + 1.0) * self.step + allowance for k in self.seen)
-        return (*(level for level in levels if level < self.top), self.top)
+        made = self.made.get(gaps)
+        if made is None:
+            allowance = self.allowance * (gaps + 1)
+            levels = sorted((k + 1.0) * self.step + allowance for k in self.seen)
+            made = self.made[gaps] = (*(level for level in levels if level < self.top), self.top)
+        return made
