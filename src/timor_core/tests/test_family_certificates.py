@@ -16,21 +16,24 @@ def _cut(translations: np.ndarray) -> SimpleNamespace:
     return SimpleNamespace(translations=translations, rows=rows, rotations=(b"",) * len(translations))
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_the_compiled_screen_changes_no_look_up(seed):
+@pytest.mark.parametrize("gaps", range(1, 10))
+def test_the_compiled_screen_changes_no_look_up(gaps):
     """Chains at, just inside and just outside a certificate's margin (within 1e-12 m, far below the screen's slack),
-    far from all, and covered by several: with the screen every look-up answers as numpy's alone and the two keep
-    the same certificate as the last that covered."""
+    far from all, and covered by several (certificates made next to others); 1-9 gaps (numpy's pairwise sum from 8
+    on); a small cap, so that the older half is forgotten: with the screen every look-up answers as numpy's alone and
+    the two keep the same certificate as the last that covered, the same size and the same forgettings."""
     kernel = cover_kernel.kernel()
     if kernel is None:
         pytest.skip("the cover kernel is not built here")
-    rng = np.random.default_rng(seed)
-    gaps = int(rng.integers(1, 9))
-    screened, plain = Certificates(gaps, 64), Certificates(gaps, 64)
-    answers = []
+    rng = np.random.default_rng(gaps)
+    screened, plain = Certificates(gaps, 8), Certificates(gaps, 8)
+    answers, several = [], 0
     for step in range(400):
-        if step % 7 == 0 or not plain.size:  # a new certificate, the same for both
-            t, margin = rng.normal(size=(gaps, 3)) * 0.3, float(rng.uniform(0.01, 0.3))
+        if step % 7 == 0 or not plain.size:  # a new certificate, the same for both; every other one beside the last
+            t = rng.normal(size=(gaps, 3)) * 0.3
+            if plain.size and step % 14 == 0:
+                t = plain.points[plain.size - 1] + rng.normal(size=(gaps, 3)) * 0.01
+            margin = float(rng.uniform(0.01, 0.3))
             screened.add(t, margin)
             plain.add(t, margin)
             continue
@@ -44,9 +47,27 @@ def test_the_compiled_screen_changes_no_look_up(seed):
             target = margin + (0.0, -1e-12, 1e-12)[kind - 1]
             unit = shift / max(distance(shift.tolist(), np.zeros((gaps, 3)).tolist()), 1e-300)
             cut = base + unit * target
+        d = np.sqrt(((plain.points[: plain.size] - cut) ** 2).sum(axis=2)).sum(axis=1)
+        several += int((d < plain.margins[: plain.size]).sum() > 1)
         cut = _cut(np.ascontiguousarray(cut))
         answer = screened.covers(cut, kernel)
-        assert answer == plain.covers(cut), (seed, step)
-        assert (screened.last, screened.size) == (plain.last, plain.size)
+        assert answer == plain.covers(cut), (gaps, step)
+        assert (screened.last, screened.size, screened.forgotten) == (plain.last, plain.size, plain.forgotten)
         answers.append(answer)
     assert any(answers) and not all(answers)  # (both kinds of answer were tested)
+    assert several and plain.forgotten  # (cuts covered by several certificates, and the older half forgotten)
+
+
+def test_a_cut_of_another_family_size_is_refused():
+    """A cut with more gaps than the certificates is an error with the screen as without it (the kernel would read
+    past the rows)."""
+    kernel = cover_kernel.kernel()
+    if kernel is None:
+        pytest.skip("the cover kernel is not built here")
+    certs = Certificates(3, 8)
+    certs.add(np.zeros((3, 3)), 0.1)
+    cut = _cut(np.zeros((4, 3)))
+    with pytest.raises(ValueError):
+        certs.covers(cut, kernel)
+    with pytest.raises(ValueError):
+        certs.covers(cut)

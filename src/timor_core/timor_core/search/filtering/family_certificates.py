@@ -7,7 +7,7 @@ step (:func:`.cover_kernel.cover`, one chain): on the unseen tasks almost every 
 is covered by none of its family's certificates (``obstacles_4``: 1,910 of 1,929 look-ups, ~22 certificates each),
 and numpy's distances took ~6 us a look-up where the compiled call takes ~0.4 us. Where that call finds a certificate
 covering the chain, or one within its slack of covering it, numpy's exact look-up decides as before: the same
-answers, the same certificate remembered (``tests/test_family_proof.py``).
+answers, the same certificate remembered (``tests/test_family_certificates.py``).
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ class Certificates:
         """The compiled cover step left ``cut`` pending: no certificate covers it or comes within the slack."""
         marks = np.full(1, PENDING, dtype=np.int64)
         cuts = np.ascontiguousarray(cut.translations, dtype=np.float64)[None]
+        if cuts.shape[1:] != self.points.shape[1:]:  # (the kernel would read past the rows: numpy's route raises)
+            raise ValueError(f"a cut of {cuts.shape[1]} gaps looked up among certificates of {self.points.shape[1]}")
         return bool(kernel(self.points, self.margins, 0, self.size, cuts, _ENDS, 0, marks))
 
     def _covered_by_last(self, cut: Any) -> bool:
@@ -87,6 +89,8 @@ class Certificates:
         return distance(rows, cut.rows, margin) < margin
 
     def add(self, t: np.ndarray, margin: float) -> None:
+        """A proven chain's translations ``t`` (gaps, 3) with its margin; at ``cap`` the older half is forgotten
+        first (the newest certificates cover the chains the cost order brings next)."""
         if self.size == self.cap:  # forget the older half
             keep, self.near, self.forgotten = self.cap // 2, None, self.forgotten + 1
             self.points[:keep] = self.points[self.size - keep : self.size]
