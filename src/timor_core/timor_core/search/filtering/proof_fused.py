@@ -73,7 +73,8 @@ def started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes,
     k = 0
     for b in range(len(excess)):
         if open_[b]:
-            weights[b, :] = measured_weights[k]
+            for i in range(weights.shape[1]):  # (element by element: a row's slice costs numba an array each)
+                weights[b, i] = measured_weights[k, i]
             excess[b] = max(measured[k], excess[b])
             k += 1
     return excess, near, weights, count
@@ -212,7 +213,9 @@ def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, count
     order = np.argsort(excess, kind="mergesort")
     for r in range(len(order)):
         o = order[r]
-        out_centres[r, :], out_half[r, :], out_weights[r, :], out_excess[r] = centres[o], half[o], weights[o], excess[o]
+        for i in range(centres.shape[1]):  # (element by element, as in started)
+            out_centres[r, i], out_half[r, i], out_weights[r, i] = centres[o, i], half[o, i], weights[o, i]
+        out_excess[r] = excess[o]
     first = excess[order[0]] if len(order) else math.inf
     result[0], result[1], result[2], result[3] = used, min(floor, first) + params[8], len(order), floor
     return PROVEN

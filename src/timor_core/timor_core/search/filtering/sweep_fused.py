@@ -49,7 +49,9 @@ def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal, 
     measured, _, measured_weights = measure_all(rot_steps, trans_steps, centres[open_], half[open_], gpos, gaxes,
                                                 direction, params, np.empty(1), False, trig)  # fmt: skip
     for r in range(len(open_)):
-        excess[open_[r]], weights[open_[r], :] = measured[r], measured_weights[r]
+        excess[open_[r]] = measured[r]
+        for j in range(weights.shape[1]):  # (element by element, as in _keep_leaves)
+            weights[open_[r], j] = measured_weights[r, j]
     return len(open_)
 
 
