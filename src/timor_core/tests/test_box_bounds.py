@@ -53,14 +53,14 @@ _angles = st.one_of(
 @given(xs=st.lists(_angles, min_size=1, max_size=40), compiled=st.booleans())
 def test_the_table_gives_cos_and_sin_to_the_last_bit(xs, compiled):
     """Each argument, asked for in turn and again (the table then holds it, or another one in its slot), gets
-    ``math.cos`` and ``math.sin`` of it bit for bit; arguments far from an angle (|x| >= 1e3, inf, NaN) are
-    computed and never kept."""
+    ``math.cos`` and ``math.sin`` of it bit for bit (a zero's sign too); arguments far from an angle (|x| >= 1e3,
+    inf, NaN) and zeros are computed and never kept."""
     kernel, table = _kernel(compiled), np.full((TRIG_SLOTS, 3), np.nan)
     xs = xs if compiled else [x for x in xs if math.isfinite(x)]  # (Python's math.cos raises on inf: numba's NaN)
-    for x in xs + xs[::-1]:
+    for x in [0.0, -0.0, *xs, -0.0, 0.0, *xs[::-1]]:  # (zeros of both signs: 0.0 == -0.0, their sines differ)
         assert _same(kernel(table, x), x), x
     kept = table[np.isfinite(table[:, 0]), 0]
-    assert all(abs(x) < 1e3 for x in kept) and set(kept) <= set(xs)
+    assert all(0.0 < abs(x) < 1e3 for x in kept) and set(kept) <= set(xs)
 
 
 @pytest.mark.parametrize("compiled", [False, True])

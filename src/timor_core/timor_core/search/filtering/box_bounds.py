@@ -36,7 +36,10 @@ def trig_table() -> np.ndarray:
 
 def cos_sin(table, x):
     """``math.cos(x), math.sin(x)``, from ``table`` (:func:`trig_table`) where x's slot holds x (put there else):
-    the same values to the last bit. An argument far from any angle (or NaN) is computed, never kept."""
+    the same values to the last bit. An argument far from any angle (or NaN) is computed, never kept; a zero is
+    not kept either (0.0 == -0.0: the slot would give one's sine for the other's)."""
+    if x == 0.0:
+        return 1.0, x  # (cos(+-0) = 1, sin(+-0) = +-0, exactly)
     if not abs(x) < 1e3:
         return math.cos(x), math.sin(x)
     slot = (((int(x * _SCALE) & 0xFFFFFF) * 2654435761) >> 32) & (TRIG_SLOTS - 1)  # (no overflow: 24 + 32 bits)
