@@ -126,7 +126,7 @@ def position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, r
              trig):  # fmt: skip
     """Per box: ``excess`` by the position bounds (the sequential chords, first order plus ``rest``, the wrist's
     cap), ``weights`` (the TCP's distance from each joint's axis plus ``rot_weight``) and ``rest`` (M, n), the
-    second-order rest per unit distance (compiled by numba)."""
+    second-order rest per unit distance (compiled by numba; sines from ``trig``, :func:`cos_sin`)."""
     m, n = half.shape
     seen, chords, bends = np.full(n, -1.0), np.empty(n), np.empty(n)  # per joint the last half-width's terms
     cos_theta, sin_theta = math.cos(min(theta, math.pi)), math.sin(min(theta, math.pi))
@@ -169,12 +169,11 @@ def position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, r
         excess[b] = out
 
 
-def orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess, centre,
-                trig):  # fmt: skip
+def orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess, centre, trig):
     """Per box: ``excess`` set to inf where the orientation bounds refuse it (the angle less ``sum_i h_i``; per axis
     to first order; :func:`~.proof_numpy.one_joint`), and where ``centre`` has a place per box, the centre's miss less
     ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether a box centre is within
-    ``near_pos``, ``near_angle`` of the goal (compiled by numba). Angles by their cosines: no arccos per box."""
+    ``near_pos``, ``near_angle`` of the goal (compiled by numba; ``trig``: :func:`cos_sin`'s). By cosines: no arccos."""
     m, n = half.shape
     found, least, centres = False, math.cos(theta), len(centre) == m
     within, nearby = math.cos(min(theta, math.pi)), math.cos(min(theta + near_angle, math.pi))  # (acos falls)
