@@ -1,13 +1,13 @@
 """The bounds of :mod:`.reach_proof` per box of joint angles, box by box (compiled by numba, now or ahead of time:
 :mod:`.proof_kernel`, :mod:`.proof_aot`): the poses at the box centres, the position and orientation bounds, the
-halving; and the table of cosines and sines they (and :mod:`.sweep_bound`'s) take their angles' from.
+halving; and the table of cosines and sines they (and :mod:`.sweep_bound`'s bound) take their angles' from.
 
 Why the table: a search's boxes come from halving the whole turn, so their centres and half-widths are few values
 (~1,750 centres on ``obstacles_4``, 1.6 M joint frames computed), but each box took its own ``sin``/``cos`` calls
 (849 k of ``sincos`` in a search's poses, ~18 ns each). Kept per argument in a table of :data:`TRIG_SLOTS`, they are
 computed once: every value is ``math.cos(x)``/``math.sin(x)`` of exactly its argument, so the bounds are the same to
-the last bit (``tests/test_box_bounds.py``), and the proofs' kernels take ~25 % less CPU (benchmarks/README.md,
-s52-simd).
+the last bit (``tests/test_box_bounds.py``), and a search's proofs take 15-20 % less CPU, its sweep proofs ~13 %
+(with the poses' frames in registers; benchmarks/README.md, s52-simd).
 """
 
 from __future__ import annotations
