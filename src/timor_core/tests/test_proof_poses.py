@@ -1,4 +1,4 @@
-"""The reach proofs' poses kernel (search/filtering/proof_kernel.py ``_poses``) takes the frames up to the first joint
+"""The reach proofs' poses kernel (search/filtering/box_bounds.py ``poses``) takes the frames up to the first joint
 whose angle differs from the box before's from that box: each box must still get its own frames, to the last bit
 (the proofs' boxes, margins and verdicts depend on them), whatever prefix it shares with the box before."""
 
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from timor_core.search.filtering import proof_kernel as pk
+from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_numpy import chain_frames
 
 
@@ -30,7 +31,7 @@ def _boxes(rng: np.random.Generator, n: int, m: int, few: bool = False) -> np.nd
 def _poses(kernel, steps: tuple, centres: np.ndarray) -> list[np.ndarray]:
     m, n = centres.shape
     out = [np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))]
-    kernel(*steps, centres, *out)
+    kernel(*steps, centres, *out, trig_table())
     return out
 
 

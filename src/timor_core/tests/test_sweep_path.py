@@ -19,6 +19,7 @@ from proof_robots import DBS, ROBOTS, assembly_of, boxes_around, obstacle_task
 
 from timor_core.kinematics.tolerance import tolerance_from_json
 from timor_core.search.filtering import sweep_bound, sweep_fused, sweep_proof
+from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_chain import PoseChain, chain_of_steps, chain_to_tcp, joint_steps
 from timor_core.search.filtering.proof_kernel import ahead_kernel, use_compiled
 
@@ -70,7 +71,8 @@ def _compare(name, pick, seed, spread, width, margin, python=False) -> tuple[int
     for kernel in (k for k in kernels if k is not None):
         out = np.zeros(len(centres), dtype=np.bool_)
         rotations, translations, points, links, _ = sweep.staged
-        kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out)
+        kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out,
+               trig_table())  # fmt: skip
         assert (out == want).all(), (name, pick, seed, np.flatnonzero(out != want))
     return int(want.sum()), len(want)
 

@@ -27,16 +27,16 @@ __all__ = ["SIGNATURES", "build", "main"]
 
 _A1, _A2, _A3 = "f8[::1]", "f8[:, ::1]", "f8[:, :, ::1]"
 SIGNATURES: dict[str, str] = {
-    "poses": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_A3})",
-    "position": f"void({_A2}, {_A3}, {_A3}, {_A2}, {_A1}, f8, {_A1}, f8, f8, f8, {_A1}, {_A2}, {_A2})",
-    "orientation": f"b1({_A2}, {_A3}, {_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, f8, f8, {_A1}, {_A1})",
+    "poses": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_A3}, {_A2})",
+    "position": f"void({_A2}, {_A3}, {_A3}, {_A2}, {_A1}, f8, {_A1}, f8, f8, f8, {_A1}, {_A2}, {_A2}, {_A2})",
+    "orientation": f"b1({_A2}, {_A3}, {_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, f8, f8, {_A1}, {_A1}, {_A2})",
     "halves": f"void({_A2}, {_A2}, {_A2}, i8, {_A2}, {_A2})",
     "descend": f"b1({_A3}, {_A2}, {_A2}, {_A1}, {_A2}, f8, f8, i8, {_A1})",
     "fused_proof": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A1}, {_A1}, "
-    f"{_A2}, {_A2}, {_A2}, {_A1}, {_A1}, {_A1})",
-    "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1])",
+    f"{_A2}, {_A2}, {_A2}, {_A1}, {_A1}, {_A1}, {_A2})",
+    "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1], {_A2})",
     "fused_sweep": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A2}, i8[::1], "
-    f"{_A1}, {_A2}, {_A3}, {_A2}, {_A2}, {_A2}, {_A2}, {_A1}, b1[::1], i8[::1])",
+    f"{_A1}, {_A2}, {_A3}, {_A2}, {_A2}, {_A2}, {_A2}, {_A1}, b1[::1], i8[::1], {_A2})",
 }
 """Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
 
@@ -46,7 +46,7 @@ def build(folder: Path | None = None) -> Path:
     remove older builds there; the file's path. A TimorError where the compiler fails."""
     others = proof_kernel.other_kernels(compiled_helpers=True)  # (their helpers compiled: numba needs them so)
     jit = sweep_fused.numba_jit(cache=False)  # (the body's bound calls helpers: compiled by numba for the build)
-    kernels = {**proof_kernel.py_kernels(), **others, **sweep_bound.py_kernels(jit)}
+    kernels = {**proof_kernel.py_kernels(jit), **others, **sweep_bound.py_kernels(jit)}
     kernels["fused_proof"] = proof_fused.for_build(cache=False)  # (numba's cache could give stale bounds: s49)
     kernels["fused_sweep"] = sweep_fused.for_build(cache=False)
     exports: dict[str, Export] = {name: (f, SIGNATURES[name]) for name, f in kernels.items()}

@@ -41,24 +41,25 @@ UNDECIDED, PROVEN, WITNESS, OVERFLOW = 0, 1, 2, 3  # what :func:`fused_proof` re
 poses, position, orientation, halves = (py_kernels()[name] for name in ("poses", "position", "orientation", "halves"))
 
 
-def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, upper, has_levels):
+def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, upper, has_levels, trig):
     """Per box: excess, weights (what :func:`~.proof_kernel.measure_boxes` gives) and whether a centre is near the
     goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``."""
     m, n = centres.shape
     tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
     excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
     centre = np.empty(m if has_levels else 0)
-    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes)
+    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes, trig)
     position(tcp, origins, jaxes, half, gpos, params[0], direction, params[2], params[1], params[5], excess, weights,
-             rest)  # fmt: skip
+             rest, trig)  # fmt: skip
     near = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, params[0], params[1], params[3], params[4], excess,
-                       centre)  # fmt: skip
+                       centre, trig)  # fmt: skip
     if has_levels and m:
         upper[0] = min(upper[0], centre.min())
     return excess, near, weights
 
 
-def started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, upper, has_levels):
+def started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, upper, has_levels,
+            trig):  # fmt: skip
     """:func:`~.reach_proof._started`'s first level from a neighbour's kept boxes at distance ``params[13]``: each
     box's excess (the larger of ``excess - d`` and its own measure, for those not refused by rotation alone), whether
     a measured centre is near the goal, the weights, and the boxes measured."""
@@ -68,22 +69,23 @@ def started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes,
     if not count:
         return excess, False, weights, count
     measured, near, measured_weights = measure_all(rot_steps, trans_steps, centres[open_], half[open_], gpos, gaxes,
-                                                   direction, params, upper, has_levels)  # fmt: skip
+                                                   direction, params, upper, has_levels, trig)  # fmt: skip
     k = 0
     for b in range(len(excess)):
         if open_[b]:
-            weights[b, :] = measured_weights[k]
+            for i in range(weights.shape[1]):  # (element by element: a row's slice costs numba an array each)
+                weights[b, i] = measured_weights[k, i]
             excess[b] = max(measured[k], excess[b])
             k += 1
     return excess, near, weights, count
 
 
-def witness_search(rot_steps, trans_steps, centres, gpos, gaxes, params, counts, found):
+def witness_search(rot_steps, trans_steps, centres, gpos, gaxes, params, counts, found, trig):
     """:func:`~.proof_kernel.reach_witness` from ``centres``: True where the descent found a configuration (in
     ``found``)."""
     m, n = centres.shape
     tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
-    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes)
+    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes, trig)
     score = np.empty(m)
     for b in range(m):
         trace = 0.0
@@ -114,7 +116,7 @@ def aim_at(levels, upper, has_levels, extra, margin, widen):
     return -math.inf
 
 
-def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, counts, levels, upper, floor):
+def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, counts, levels, upper, floor, trig):
     """:func:`~.widening.widened` of the boxes ``tight`` (centres, half, excess, weights): the boxes left (unsorted)
     and the floor."""
     centres, half, excess, weights = tight
@@ -129,7 +131,7 @@ def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, c
         halves(centres[cut], half[cut], weights[cut], counts[7], children, child_half)
         used += len(children)
         child_excess, _, child_weights = measure_all(rot_steps, trans_steps, children, child_half, gpos, gaxes,
-                                                     direction, params, upper, counts[10] == 1)  # fmt: skip
+                                                     direction, params, upper, counts[10] == 1, trig)  # fmt: skip
         parent = excess[cut]
         for c in range(len(children)):
             child_excess[c] = max(child_excess[c], parent[c // parts])
@@ -145,21 +147,21 @@ def widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params, c
 
 
 def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
-                levels, upper, out_centres, out_half, out_weights, out_excess, result, found):  # fmt: skip
+                levels, upper, out_centres, out_half, out_weights, out_excess, result, found, trig):  # fmt: skip
     """:func:`~.reach_proof.pose_proof`'s levels from its first (the whole turn cut and measured, or a neighbour's
     kept boxes measured: see the counts above) to its end: UNDECIDED, WITNESS (a configuration in ``found``), PROVEN
     (``result``: boxes used, margin, boxes kept (sorted by excess, in ``out_*``), floor) or OVERFLOW (more boxes kept
-    than ``out_*`` hold)."""
+    than ``out_*`` hold). ``trig``: the table of the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
     n = centres.shape[1]
     parts, used, near, loose = 1 << counts[7], counts[2], counts[4] == 1, params[7]
     if counts[6] > 0:  # the whole turn (``centres``, ``half``: one box), cut counts[6] times, measured
         centres, half = halved(centres, half, weights, counts[6])
         used = len(centres)
         excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
-                                            upper, counts[10] == 1)  # fmt: skip
+                                            upper, counts[10] == 1, trig)  # fmt: skip
     elif counts[3] == 1:  # a neighbour's kept boxes (``excess`` theirs): measured for this chain
         excess, near, weights, used = started(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes,
-                                              direction, params, upper, counts[10] == 1)  # fmt: skip
+                                              direction, params, upper, counts[10] == 1, trig)  # fmt: skip
     tight_c, tight_h = np.empty((0, n)), np.empty((0, n))
     tight_e, tight_w = np.empty(0), np.empty((0, n))
     level = 0
@@ -170,7 +172,7 @@ def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
         keep = excess <= 0
         kept = int(keep.sum())
         if level <= counts[5] and kept and witness_search(rot_steps, trans_steps, centres[keep], gpos, gaxes, params,
-                                                          counts, found):  # fmt: skip
+                                                          counts, found, trig):  # fmt: skip
             return WITNESS
         if kept < len(keep):
             low = ~keep & (excess < params[6])
@@ -183,13 +185,13 @@ def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
         if not kept:
             out = (out_centres, out_half, out_weights, out_excess)
             return _proven((tight_c, tight_h, tight_e, tight_w), rot_steps, trans_steps, gpos, gaxes, direction, params,
-                           counts, levels, upper, loose, used, out, result)  # fmt: skip
+                           counts, levels, upper, loose, used, out, result, trig)  # fmt: skip
         if ((level > 1 or counts[3] == 0) and kept / len(keep) > params[9]) or used + kept * parts > counts[0]:
             return UNDECIDED
         centres, half = halved(centres[keep], half[keep], weights[keep], counts[7])
         used += len(centres)
         excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
-                                            upper, counts[10] == 1)  # fmt: skip
+                                            upper, counts[10] == 1, trig)  # fmt: skip
 
 
 def halved(centres, half, weights, times):
@@ -201,17 +203,19 @@ def halved(centres, half, weights, times):
 
 
 def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, counts, levels, upper, loose, used, out,
-            result):  # fmt: skip
+            result, trig):  # fmt: skip
     """The widening of a proven goal's tight boxes, the boxes left put in ``out`` sorted by excess (stable)."""
     centres, half, excess, weights, floor = widen_boxes(rot_steps, trans_steps, tight, gpos, gaxes, direction, params,
-                                                        counts, levels, upper, loose)  # fmt: skip
+                                                        counts, levels, upper, loose, trig)  # fmt: skip
     out_centres, out_half, out_weights, out_excess = out
     if len(excess) > len(out_excess):
         return OVERFLOW
     order = np.argsort(excess, kind="mergesort")
     for r in range(len(order)):
         o = order[r]
-        out_centres[r, :], out_half[r, :], out_weights[r, :], out_excess[r] = centres[o], half[o], weights[o], excess[o]
+        for i in range(centres.shape[1]):  # (element by element, as in started)
+            out_centres[r, i], out_half[r, i], out_weights[r, i] = centres[o, i], half[o, i], weights[o, i]
+        out_excess[r] = excess[o]
     first = excess[order[0]] if len(order) else math.inf
     result[0], result[1], result[2], result[3] = used, min(floor, first) + params[8], len(order), floor
     return PROVEN
@@ -225,7 +229,7 @@ def calling_compiled_fused(jit: Any) -> Any:
     """:func:`fused_proof` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
     (as :func:`~.proof_descent.calling_compiled`)."""
     names: dict[str, Any] = {**fused_proof.__globals__}
-    names.update({name: jit(kernel) for name, kernel in py_kernels().items()})
+    names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
     names["descend"] = jit(calling_compiled(jit))
     for name in HELPERS:
         function = names[name]

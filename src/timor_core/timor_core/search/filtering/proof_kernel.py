@@ -10,14 +10,15 @@ bounds run until they (with the IK's interpreted descents) have taken half a sec
 (:mod:`timor_core.common.compiled`, the ski-rental rule). Importing timor_core never loads numba. Where the
 kernels are built ahead of time (:mod:`.proof_aot`: an extension module for the sources as they are, in
 ``AHEAD_FOLDER``), a process runs that from its first proof: it loads in under a millisecond without numba and gives
-numba's kernels' results to the last digit (``tests/test_proof_aot.py``).
+numba's kernels' results to the last digit (``tests/test_proof_aot.py``). The kernels themselves are
+:mod:`.box_bounds`'.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
-import math
+import types
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
 from timor_core.kinematics import ik_kernel
+from timor_core.search.filtering import box_bounds
+from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
 
@@ -57,8 +60,8 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py", "proof_fused.py",
-                 "sweep_fused.py")  # fmt: skip
+AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py",
+                 "proof_fused.py", "sweep_fused.py")  # fmt: skip
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
@@ -108,9 +111,15 @@ def ahead_kernel(name: str) -> Any:
     return None if kernels is None else getattr(kernels[4], name)
 
 
-def py_kernels() -> dict[str, Any]:
-    """The kernels as Python functions by name (:data:`KERNEL_NAMES`): what numba compiles, now or ahead of time."""
-    return dict(zip(KERNEL_NAMES, (_poses, _position, _orientation, _halves), strict=True))
+def py_kernels(jit: Any = None) -> dict[str, Any]:
+    """The kernels as Python functions by name (:data:`KERNEL_NAMES`, :mod:`.box_bounds`): what numba compiles, now
+    or ahead of time; with ``jit`` (numba's compiler) ones calling its compilation of
+    :func:`~.box_bounds.cos_sin` (numba compiles a kernel only where what it calls is compiled too)."""
+    kernels: tuple[Any, ...] = (box_bounds.poses, box_bounds.position, box_bounds.orientation, box_bounds.halves)
+    if jit is not None:
+        names = {**box_bounds.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
+        kernels = tuple(types.FunctionType(k.__code__, names, k.__name__) for k in kernels)
+    return dict(zip(KERNEL_NAMES, kernels, strict=True))
 
 
 def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
@@ -155,12 +164,14 @@ def measure_boxes(
     gpos, gaxes = np.ascontiguousarray(goal.pos, dtype=np.float64), np.ascontiguousarray(goal.axes, dtype=np.float64)
     slack, theta = float(goal.slack), float(goal.theta)
     poses, position, orientation, _ = kernels
-    poses(*(np.ascontiguousarray(a, dtype=np.float64) for a in steps), centres, tcp, rot, origins, jaxes)
+    trig = trig_table()
+    poses(*(np.ascontiguousarray(a, dtype=np.float64) for a in steps), centres, tcp, rot, origins, jaxes, trig)
     direction = np.ascontiguousarray(goal.direction, dtype=np.float64)
     position(tcp, origins, jaxes, half, gpos, slack, direction, float(goal.length), theta, float(goal.rot_weight),
-             excess, weights, rest)  # fmt: skip
+             excess, weights, rest, trig)  # fmt: skip
     centre = upper if upper is not None else np.empty(0)
-    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess, centre)
+    found = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, *map(float, goal.near), excess, centre,
+                        trig)  # fmt: skip
     return excess, bool(found), weights
 
 
@@ -200,7 +211,7 @@ def reach_witness(steps: tuple[np.ndarray, np.ndarray], centres: np.ndarray, goa
     kernels = _compiled()
     if kernels is None:
         return None
-    kernels[0](rotations, translations, centres, tcp, rot, origins, jaxes)
+    kernels[0](rotations, translations, centres, tcp, rot, origins, jaxes, trig_table())
     trace = np.zeros(m)  # (term by term, in the order of proof_fused's loop: the same scores to the last bit)
     for j, k in itertools.product(range(3), range(3)):
         trace += rot[:, j, k] * goal.axes[k, j]
@@ -256,192 +267,6 @@ def _kernels() -> tuple[Any, Any, Any, Any]:
     import numba  # noqa: PLC0415 (on the first proof only: see the module docstring)
 
     compile_ = numba.njit(cache=True, fastmath=False, nogil=True)
-    kernels = tuple(compile_(kernel) for kernel in py_kernels().values())
+    kernels = tuple(compile_(kernel) for kernel in py_kernels(compile_).values())
     compiled.mark_loaded()
     return kernels  # type: ignore[return-value]  # (poses, position, orientation, halving)
-
-
-def _halves(centres, half, weights, times, children, child_half):
-    """Fills ``children`` and ``child_half`` (compiled by numba; see :func:`halve_boxes`)."""
-    m, n = centres.shape
-    h = np.empty(n)
-    offsets = np.zeros((times, n))
-    per_box = weights.shape[0] > 1
-    for b in range(m):
-        w = b if per_box else 0
-        for i in range(n):
-            h[i] = half[b, i]
-        offsets[:, :] = 0.0
-        for t in range(times):
-            split, widest = 0, h[0] * weights[w, 0]
-            for i in range(1, n):
-                if h[i] * weights[w, i] > widest:
-                    split, widest = i, h[i] * weights[w, i]
-            h[split] /= 2.0
-            offsets[t, split] = h[split]
-        for s in range(1 << times):
-            row = (b << times) + s
-            for i in range(n):
-                step = 0.0
-                for t in range(times):  # the bit of cut t, the first cut's the highest: -1 (0) or +1 (1)
-                    sign = 1.0 if (s >> (times - 1 - t)) & 1 else -1.0
-                    step += sign * offsets[t, i]
-                children[row, i] = centres[b, i] + step
-                child_half[row, i] = h[i]
-
-
-def _poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes):
-    """Per box centre: the TCP's position ``tcp`` (M, 3) and rotation ``rot`` (M, 3, 3), the joints' ``origins`` and
-    axes ``jaxes`` (M, n, 3) in the world, one joint frame after the other (compiled by numba). The frames up to the
-    first joint whose angle differs from the box before's are that box's (the same values: siblings share most)."""
-    m, n = centres.shape
-    turned, at_rot, at_tcp = np.empty((3, 3)), np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))  # frames before joint k
-    seen, cosines, sines = np.full(n, np.nan), np.empty(n), np.empty(n)  # per joint the last angle's ...
-    other, other_cos, other_sin = np.full(n, np.nan), np.empty(n), np.empty(n)  # ... and the one before (siblings)
-    for r in range(3):
-        at_tcp[0, r] = trans_steps[0, r]
-        for col in range(3):
-            at_rot[0, r, col] = rot_steps[0, r, col]
-    for b in range(m):
-        same = 0
-        while b > 0 and same < n and centres[b, same] == centres[b - 1, same]:
-            same += 1
-        for k in range(n):
-            if k < same:  # (the box before's frame, the same arithmetic on the same angles)
-                for r in range(3):
-                    jaxes[b, k, r], origins[b, k, r] = jaxes[b - 1, k, r], origins[b - 1, k, r]
-                continue
-            if centres[b, k] != seen[k]:  # (a box's siblings take one of two angles per joint: both kept)
-                angle, cos_k, sin_k = centres[b, k], other_cos[k], other_sin[k]
-                if angle != other[k]:
-                    cos_k, sin_k = math.cos(angle), math.sin(angle)
-                other[k], other_cos[k], other_sin[k] = seen[k], cosines[k], sines[k]
-                seen[k], cosines[k], sines[k] = angle, cos_k, sin_k
-            c, s = cosines[k], sines[k]
-            for r in range(3):
-                jaxes[b, k, r], origins[b, k, r] = at_rot[k, r, 2], at_tcp[k, r]
-                turned[r, 0] = c * at_rot[k, r, 0] + s * at_rot[k, r, 1]
-                turned[r, 1] = c * at_rot[k, r, 1] - s * at_rot[k, r, 0]
-                turned[r, 2] = at_rot[k, r, 2]
-            for r in range(3):
-                moved = at_tcp[k, r]
-                for col in range(3):
-                    moved += turned[r, col] * trans_steps[k + 1, col]
-                    at_rot[k + 1, r, col] = (
-                        turned[r, 0] * rot_steps[k + 1, 0, col]
-                        + turned[r, 1] * rot_steps[k + 1, 1, col]
-                        + turned[r, 2] * rot_steps[k + 1, 2, col]
-                    )
-                at_tcp[k + 1, r] = moved
-        for r in range(3):
-            tcp[b, r] = at_tcp[n, r]
-            for col in range(3):
-                rot[b, r, col] = at_rot[n, r, col]
-
-
-def _position(tcp, origins, jaxes, half, gpos, slack, direction, length, theta, rot_weight, excess, weights, rest):
-    """Per box: ``excess`` by the position bounds (the sequential chords, first order plus ``rest``, the wrist's
-    cap), ``weights`` (the TCP's distance from each joint's axis plus ``rot_weight``) and ``rest`` (M, n), the
-    second-order rest per unit distance (compiled by numba)."""
-    m, n = half.shape
-    seen, chords, bends = np.full(n, -1.0), np.empty(n), np.empty(n)  # per joint the last half-width's terms
-    cos_theta, sin_theta = math.cos(min(theta, math.pi)), math.sin(min(theta, math.pi))
-    for b in range(m):
-        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
-        miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        unit = max(miss, 1e-300)
-        ux, uy, uz = dx / unit, dy / unit, dz / unit
-        wx, wy, wz = origins[b, n - 1, 0], origins[b, n - 1, 1], origins[b, n - 1, 2]
-        moves_tcp, moves_wrist, first, second, before = 0.0, 0.0, 0.0, 0.0, 0.0
-        for i in range(n):
-            ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
-            px, py, pz = tcp[b, 0] - origins[b, i, 0], tcp[b, 1] - origins[b, i, 1], tcp[b, 2] - origins[b, i, 2]
-            along = px * ax + py * ay + pz * az
-            reach_tcp = math.sqrt(max(px * px + py * py + pz * pz - along * along, 0.0))
-            qx, qy, qz = wx - origins[b, i, 0], wy - origins[b, i, 1], wz - origins[b, i, 2]
-            along = qx * ax + qy * ay + qz * az
-            reach_wrist = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
-            h = half[b, i]
-            if h != seen[i]:  # (sibling boxes share most half-widths: the same terms, not computed again)
-                seen[i], chords[i], bends[i] = h, 2.0 * math.sin(h / 2.0), h - math.sin(h)
-            chord = chords[i]
-            rest[b, i] = bends[i] + chord * chord / 2.0 + chord * before
-            before += h
-            moves_tcp += chord * reach_tcp
-            moves_wrist += chord * reach_wrist
-            jx, jy, jz = ay * pz - az * py, az * px - ax * pz, ax * py - ay * px  # the TCP's velocity per radian
-            first += abs(jx * ux + jy * uy + jz * uz) * h
-            second += rest[b, i] * reach_tcp
-            weights[b, i] = reach_tcp + rot_weight
-        out = max(miss - moves_tcp - slack, miss - first - second - slack)
-        if math.isfinite(slack):  # the wrist's distance from its cap {goal + length u, angle(u, direction) <= theta}
-            yx, yy, yz = wx - gpos[0], wy - gpos[1], wz - gpos[2]
-            cap = math.sqrt(yx * yx + yy * yy + yz * yz)
-            if length > 0.0:  # cos(max(a - theta, 0)) of the angle a = acos(c) from ``direction``, no arccos
-                c = min(max((yx * direction[0] + yy * direction[1] + yz * direction[2]) / max(cap, 1e-300), -1.0), 1.0)
-                turned = 1.0 if c >= cos_theta else c * cos_theta + math.sqrt(max(1.0 - c * c, 0.0)) * sin_theta
-                cap = math.sqrt(max(cap * cap + length * length - 2.0 * cap * length * turned, 0.0))
-            out = max(out, cap - moves_wrist - slack)
-        excess[b] = out
-
-
-def _orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos, near_angle, excess, centre):
-    """Per box: ``excess`` set to inf where the orientation bounds refuse it (the angle less ``sum_i h_i``; per axis
-    to first order; :func:`~.proof_numpy.one_joint`), and where ``centre`` has a place per box, the centre's miss less
-    ``slack`` if it is within ``theta`` of the goal's rotation, else inf; returns whether a box centre is within
-    ``near_pos``, ``near_angle`` of the goal (compiled by numba). Angles by their cosines: no arccos per box."""
-    m, n = half.shape
-    found, least, centres = False, math.cos(theta), len(centre) == m
-    within, nearby = math.cos(min(theta, math.pi)), math.cos(min(theta + near_angle, math.pi))  # (acos falls)
-    seen_h, cos_h, sin_h, seen_t, cos_t, seen_a, cos_a = -1.0, 1.0, 0.0, -1.0, 1.0, -1.0, 1.0  # (the last h's, sums')
-    for b in range(m):
-        dx, dy, dz = tcp[b, 0] - gpos[0], tcp[b, 1] - gpos[1], tcp[b, 2] - gpos[2]
-        trace, total, j = 0.0, 0.0, 0
-        for k in range(3):
-            trace += rot[b, 0, k] * gaxes[k, 0] + rot[b, 1, k] * gaxes[k, 1] + rot[b, 2, k] * gaxes[k, 2]
-        for i in range(n):
-            total += half[b, i]
-            if half[b, i] > half[b, j]:  # (j: the widest joint, the first on a tie)
-                j = i
-        cos_turn = min(max((trace - 1.0) / 2.0, -1.0), 1.0)  # the angle's cosine (no arccos: see the docstring)
-        miss = math.sqrt(dx * dx + dy * dy + dz * dz)
-        found = found or (miss <= slack + near_pos and cos_turn >= nearby)
-        if centres:
-            centre[b] = miss - slack if cos_turn >= within else math.inf
-        if theta >= math.pi:
-            continue
-        if total != seen_a:
-            seen_a, cos_a = total, math.cos(min(theta + total, math.pi))
-        off = cos_turn < cos_a  # the angle less sum_i h_i beyond theta
-        for k in range(3):
-            if off:
-                break
-            tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
-            gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-            top = tx * gx + ty * gy + tz * gz
-            if top >= least:  # the terms below only add to it: this axis refuses nothing (not summed)
-                continue
-            cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
-            for i in range(n):
-                ax, ay, az = jaxes[b, i, 0], jaxes[b, i, 1], jaxes[b, i, 2]
-                cos_i = ax * tx + ay * ty + az * tz
-                top += abs(ax * cx + ay * cy + az * cz) * half[b, i] + rest[b, i] * math.sqrt(max(1.0 - cos_i**2, 0.0))
-            off = top < least
-        h = half[b, j]
-        if not off and total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
-            seen_t, cos_t = total - h, math.cos(min(theta + total - h, math.pi))
-        if not off and cos_turn < cos_t:  # (else the least angle, at most the centre's, refuses nothing)
-            ax, ay, az, w, q = jaxes[b, j, 0], jaxes[b, j, 1], jaxes[b, j, 2], 0.0, -trace
-            for k in range(3):
-                tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
-                gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-                w += ax * (ty * gz - tz * gy) + ay * (tz * gx - tx * gz) + az * (tx * gy - ty * gx)
-                q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
-            if h != seen_h:  # (siblings share most half-widths)
-                seen_h, cos_h, sin_h = h, math.cos(h), math.sin(h)
-            r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
-            top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
-            off = (trace + q + top - 1.0) / 2.0 < cos_t
-        if off:
-            excess[b] = math.inf
-    return found

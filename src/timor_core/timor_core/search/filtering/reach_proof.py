@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.kinematics.reach import position_slack
+from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_chain import (
     PoseChain,
     chain_from_frames,
@@ -350,7 +351,7 @@ def _fused(
     rotations, translations = (np.ascontiguousarray(a, dtype=np.float64) for a in chain.steps)
     status = kernel(rotations, translations, *box, goal.pos, goal.axes, np.ascontiguousarray(goal.direction,
                     dtype=np.float64), params, counts, np.asarray(levels, dtype=np.float64), bound, *out, result,
-                    found)  # fmt: skip
+                    found, trig_table())  # fmt: skip
     if upper is not None:
         upper[0] = float(bound[0])
     if status == OVERFLOW:

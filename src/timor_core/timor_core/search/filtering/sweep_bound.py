@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.search.filtering.box_bounds import cos_sin, trig_table
 from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import ahead_kernel
 
@@ -129,7 +130,8 @@ def certain_collision(
     rotations, translations, points, links, _ = sweep.staged
     out = np.zeros(m, dtype=np.bool_)
     centres, half = _contiguous(centres, half)
-    kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out)
+    kernel(rotations, translations, centres, half, points, links, sweep.need(margin), *obstacles.staged, out,
+           trig_table())  # fmt: skip
     return out
 
 
@@ -166,7 +168,7 @@ def py_kernels(jit: Any = None) -> dict[str, Any]:
     :data:`HELPERS` (numba compiles a kernel only where what it calls is compiled too)."""
     if jit is None:
         return {"collisions": _collisions}
-    names = {**_collisions.__globals__, **{name: jit(globals()[name]) for name in HELPERS}}
+    names = {**_collisions.__globals__, **{name: jit(globals()[name]) for name in HELPERS}, "cos_sin": jit(cos_sin)}
     return {"collisions": types.FunctionType(_collisions.__code__, names, _collisions.__name__)}
 
 
@@ -181,8 +183,9 @@ def _kernel() -> Any:
     return kernel
 
 
-def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c, ob_r, ob_h, out):
-    """:func:`certain_collision` box by box (compiled by numba): ``out[b]`` True where a ball is inside."""
+def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c, ob_r, ob_h, out, trig):
+    """:func:`certain_collision` box by box (compiled by numba): ``out[b]`` True where a ball is inside (the angles'
+    cosines and sines from ``trig``, :func:`~.box_bounds.cos_sin`)."""
     m, n = centres.shape
     frames, origins = np.empty((n, 3, 3)), np.empty((n, 3))
     rot, pos, chord = np.empty((3, 3)), np.empty(3), np.empty(n)
@@ -194,9 +197,9 @@ def _collisions(rot_steps, trans_steps, centres, half, points, links, need, ob_c
         pos[:], rot[:, :] = trans_steps[0], rot_steps[0]
         for k in range(n):  # (sibling boxes share most angles and half-widths: their terms are kept per joint)
             if half[b, k] != widths[k]:
-                widths[k], chord[k] = half[b, k], 2.0 * math.sin(min(half[b, k], math.pi) / 2.0)
+                widths[k], chord[k] = half[b, k], 2.0 * cos_sin(trig, min(half[b, k], math.pi) / 2.0)[1]
             if centres[b, k] != seen[k]:
-                seen[k], cosines[k], sines[k] = centres[b, k], math.cos(centres[b, k]), math.sin(centres[b, k])
+                seen[k], (cosines[k], sines[k]) = centres[b, k], cos_sin(trig, centres[b, k])
             c, s = cosines[k], sines[k]
             for r in range(3):
                 origins[k, r] = pos[r]

@@ -19,6 +19,7 @@ import numpy as np
 
 from timor_core.common import compiled
 from timor_core.search.filtering import sweep_bound
+from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_fused import halved, measure_all
 from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
@@ -36,7 +37,7 @@ MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at
 collisions = sweep_bound.py_kernels()["collisions"]
 
 
-def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal):
+def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal, trig):
     """A started proof's first level (:func:`~.sweep_proof.sweep_certificate`'s ``start``): the boxes whose
     ``excess`` is not above 0 measured, their excess and weights the measured ones (the numpy levels take the larger
     excess, but where the measured one is not above 0 neither is the larger: the box stays open, its excess unread);
@@ -46,20 +47,23 @@ def _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal):
     if not len(open_):
         return 0
     measured, _, measured_weights = measure_all(rot_steps, trans_steps, centres[open_], half[open_], gpos, gaxes,
-                                                direction, params, np.empty(1), False)  # fmt: skip
+                                                direction, params, np.empty(1), False, trig)  # fmt: skip
     for r in range(len(open_)):
-        excess[open_[r]], weights[open_[r], :] = measured[r], measured_weights[r]
+        excess[open_[r]] = measured[r]
+        for j in range(weights.shape[1]):  # (element by element, as in _keep_leaves)
+            weights[open_[r], j] = measured_weights[r, j]
     return len(open_)
 
 
-def _refuse(rot_steps, trans_steps, centres, half, excess, body, ball):
+def _refuse(rot_steps, trans_steps, centres, half, excess, body, ball, trig):
     """The body's bound (:func:`~.sweep_bound.certain_collision`) on the boxes not refused by the goal: those it
     refuses get excess :data:`BODY` and ``body`` True; the boxes left open."""
     points, links, need, ob_c, ob_r, ob_h = ball
     tried = np.flatnonzero(excess <= 0)
     if len(tried):
         hit = np.zeros(len(tried), dtype=np.bool_)
-        collisions(rot_steps, trans_steps, centres[tried], half[tried], points, links, need, ob_c, ob_r, ob_h, hit)
+        collisions(rot_steps, trans_steps, centres[tried], half[tried], points, links, need, ob_c, ob_r, ob_h, hit,
+                   trig)  # fmt: skip
         for t in range(len(tried)):
             if hit[t]:
                 excess[tried[t]], body[tried[t]] = BODY, True
@@ -82,7 +86,7 @@ def _keep_leaves(centres, half, weights, excess, body, keep, out, rows):
     return rows
 
 
-def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball):
+def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball, trig):
     """The least link whose balls and those of the links before it refuse every box the body refused (``out_*`` up
     to row ``rows`` where ``out_body``; -1: none): :func:`~.sweep_proof._body_link`'s loop in the compiled call (the
     same kernel on the same balls), without its numpy calls per link (~40 us a proof)."""
@@ -94,7 +98,7 @@ def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball):
     for link in range(last):  # (the boxes left were refused by no ball before this link: its balls alone tried)
         on = np.flatnonzero(links == link)
         hit = np.zeros(len(centres), dtype=np.bool_)
-        collisions(rot_steps, trans_steps, centres, half, points[on], links[on], need[on], ob_c, ob_r, ob_h, hit)
+        collisions(rot_steps, trans_steps, centres, half, points[on], links[on], need[on], ob_c, ob_r, ob_h, hit, trig)
         left = np.flatnonzero(~hit)
         centres, half = centres[left], half[left]
         if not len(centres):
@@ -104,25 +108,26 @@ def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball):
 
 def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
                 points, links, need, ob_c, ob_r, ob_h, out_centres, out_half, out_weights, out_excess, out_body,
-                result):  # fmt: skip
+                result, trig):  # fmt: skip
     """:func:`~.sweep_proof.sweep_certificate`'s levels: from the whole turn (``counts[1]`` 0: ``centres``, ``half``
     one box, halved ``counts[2]`` times by ``weights`` (1, n)) or from a started proof's boxes (their ``excess`` and
     ``weights``, changed in place); UNDECIDED, PROVEN (``result``: boxes used, refused boxes written to ``out_*``
     where ``counts[4]``, in the numpy levels' order, ``out_body`` True where the body refused one, and then the link
-    their body needed, :func:`_link`) or OVERFLOW (more refused boxes than ``out_*`` hold)."""
+    their body needed, :func:`_link`) or OVERFLOW (more refused boxes than ``out_*`` hold). ``trig``: the table of
+    the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
     goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
     out = (out_centres, out_half, out_weights, out_excess, out_body)
     if counts[1] == 0:
         centres, half = halved(centres, half, weights, counts[2])
         used = len(centres)
         excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
-                                         np.empty(1), False)  # fmt: skip
+                                         np.empty(1), False, trig)  # fmt: skip
     else:
-        used = _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal)
+        used = _measure_open(rot_steps, trans_steps, centres, half, excess, weights, goal, trig)
     rows = 0
     while True:
         body = np.zeros(len(excess), dtype=np.bool_)
-        keep = _refuse(rot_steps, trans_steps, centres, half, excess, body, ball)
+        keep = _refuse(rot_steps, trans_steps, centres, half, excess, body, ball, trig)
         if counts[4] != 0:
             rows = _keep_leaves(centres, half, weights, excess, body, keep, out, rows)
             if rows < 0:
@@ -131,14 +136,14 @@ def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
         if not kept:
             result[0], result[1] = used, rows
             if counts[4] != 0:
-                result[2] = _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball)
+                result[2] = _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball, trig)
             return PROVEN
         if kept / len(keep) > params[6] or used + kept * (1 << counts[3]) > counts[0]:
             return UNDECIDED
         centres, half = halved(centres[keep], half[keep], weights[keep], counts[3])
         used += len(centres)
         excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
-                                         np.empty(1), False)  # fmt: skip
+                                         np.empty(1), False, trig)  # fmt: skip
 
 
 HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves", "_link")
@@ -149,7 +154,7 @@ def calling_compiled_sweep(jit: Any) -> Any:
     """:func:`fused_sweep` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
     (as :func:`~.proof_fused.calling_compiled_fused`)."""
     names: dict[str, Any] = {**fused_sweep.__globals__}
-    names.update({name: jit(kernel) for name, kernel in py_kernels().items()})
+    names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
     names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels(jit).items()})
     for name in HELPERS:
         function = names[name]
@@ -217,7 +222,7 @@ def fused_levels(
     goal = (np.ascontiguousarray(a, dtype=np.float64) for a in (target.pos, target.axes, target.direction))
     result = np.zeros(3, dtype=np.int64)
     status = kernel(rot_steps, trans_steps, *boxes, *goal, params, counts, points, links, sweep.need(margin),
-                    *obstacles.staged, *out, result)  # fmt: skip
+                    *obstacles.staged, *out, result, trig_table())  # fmt: skip
     if status == OVERFLOW:
         return False
     if status != PROVEN:
