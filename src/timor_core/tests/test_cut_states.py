@@ -102,8 +102,8 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
     walk, ends, ends_of = cut_states.CutStates.walk, batch_decide.BatchLookup._ends, cut_states.CutStates.ends_of
     walked, asked, read = [], [], []
 
-    def spy_walk(self, ids, ctx, number):
-        found = walk(self, ids, ctx, number)
+    def spy_walk(self, ids, ctx, number, start=0):
+        found = walk(self, ids, ctx, number, start)
         walked.append(found is not None)
         return found
 
@@ -164,3 +164,30 @@ def test_a_table_keeps_every_entry_as_it_grows(puts):
         assert table.flat[(row << table.bits) | column] == value
         grid[row, column] = 0
     assert not np.any(grid)
+
+
+@pytest.mark.parametrize("route", ["numpy", "python", "built"])
+def test_a_walk_resumes_where_the_lock_step_stopped_and_gives_what_a_walk_from_the_first_module_gives(
+    monkeypatch, route
+):
+    """``CutStates.walk`` from where ``ends_of`` says the lock-step found the first move or head not made (the run
+    and head before it) gives what a walk from the first module gives, on the fixed long run, by each route of
+    ``ends_of`` (numpy's, :func:`.cut_kernel.ends` as Python, as built); most walks resume past the first module,
+    some at the end (every move made: only the tail or the numbers new)."""
+    kernel = {"numpy": None, "python": cut_kernel.ends, "built": cut_kernel.AHEAD.get()}[route]
+    if route == "built" and kernel is None:
+        pytest.skip("the lock-step kernel is not built")
+    monkeypatch.setattr(cut_kernel, "kernel", lambda: kernel)
+    walk, resumed = cut_states.CutStates.walk, []
+
+    def both(self, ids, ctx, number, start=0):
+        found = walk(self, ids, ctx, number, start)
+        assert walk(self, ids, ctx, number) == found, (ids, cut_states.resume(start))
+        resumed.append(cut_states.resume(start)[2] / len(ids))
+        return found
+
+    monkeypatch.setattr(cut_states.CutStates, "walk", both)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
+    assert staged == kept and answers == _run(None, 0, N, None, 7)[0]
+    past = [share for share in resumed if share > 0]
+    assert len(past) >= len(resumed) // 2 and any(share == 1 for share in past), (len(past), len(resumed))

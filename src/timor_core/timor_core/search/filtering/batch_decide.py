@@ -188,7 +188,7 @@ class BatchLookup:
         if states.stamp != self._numbering or states.full():
             states.clear(self._numbering, self._verdicts)
         ids = list(map(itemgetter(1), fresh))
-        family, rows, last, heads, lasts, dofs, lengths = self._ends(ids)
+        family, rows, last, heads, lasts, dofs, lengths, resumes = self._ends(ids)
         bounds, prices = limits(), list(map(itemgetter(0), fresh))
         tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
         _, _, _, fewest, (least, most), top = tests
@@ -199,16 +199,17 @@ class BatchLookup:
         else:
             quick[:] = False
         found = [column.tolist() for column in (family, rows, last, heads, lasts)]  # (Python's steps on lists)
-        segments, join, dof_of = proofs.segments, self.certified.ctx.join, dofs.tolist()
+        segments, join = proofs.segments, self.certified.ctx.join
         tables = (segments.kinds, segments.steps, join.modules, join.pairs)
-        for k in np.flatnonzero(~quick).tolist():
-            if not self._one(tables, fresh[k], k, found, dof_of[k], tests):
+        slow = np.flatnonzero(~quick)
+        for k, dof, start in zip(slow.tolist(), dofs[slow].tolist(), resumes[slow].tolist(), strict=True):
+            if not self._one(tables, fresh[k], k, found, (dof, start), tests):
                 self._broke = True
                 self._bulk(ids, found, k)
                 arrays = (family, rows, last, heads, lasts)  # (kept as arrays: :meth:`_ends` joins them in numpy)
                 for array, column in zip(arrays, found, strict=True):
                     array[k] = column[k]
-                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths)])
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths, resumes)])
                 return
         self._bulk(ids, found, len(fresh))
 
@@ -230,17 +231,19 @@ class BatchLookup:
         unread = np.zeros(len(ids) - known, dtype=np.int64)
         return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
 
-    def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> bool:
+    def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], read: tuple, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
-        (:meth:`.CutStates.walk`; where one cannot be from what the joiner has read, after its join, which reads
-        the modules and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits,
-        the bound and :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops
-        here: the caller takes it)."""
+        (:meth:`.CutStates.walk` from where ``ends_of`` read up to, ``read``: its DOF and where the walk resumes;
+        where one cannot be made from what the joiner has read, after its join, which reads the modules and pairs)
+        and the limits and bound tested as ``decision`` tests them (``tests``: the limits, the bound and
+        :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops here: the
+        caller takes it)."""
         price, ids = item
+        dof, start = read
         if found[0][k] < 0:
-            walked = self._states.walk(ids, tables, self._family)
+            walked = self._states.walk(ids, tables, self._family, start)
             if walked is None and self.certified.ctx.join(ids) is not None:  # (None: the join's limits, or not one way)
-                walked = self._states.walk(ids, tables, self._family)
+                walked = self._states.walk(ids, tables, self._family, start)
             if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
                 return False
             for column, value in zip(found, walked, strict=True):

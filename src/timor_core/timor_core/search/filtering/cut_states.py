@@ -34,7 +34,7 @@ import numpy as np
 
 from timor_core.search.filtering import cut_kernel
 
-__all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead"]
+__all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead", "resume"]
 
 MAX_STATES = 1 << 18
 """Heads, runs and last rows made: more, and all are forgotten and made anew (the same numbers: they are read from
@@ -57,6 +57,12 @@ class ValueHead:
     def __init__(self, rotations: tuple, rows: tuple, carry: float, parent: ValueHead | None) -> None:
         self.rotations, self.rows, self.carry, self.parent = rotations, rows, carry, parent
         self.sums: dict[int, float] = {}
+
+
+def resume(start: int) -> tuple[int, int, int]:
+    """``(head, run, module position)`` of a walk's start as :meth:`CutStates.ends_of` packs it (0: the first module's,
+    head and run :data:`_START`): ``(head - 1) << 40 | (run - 1) << 16 | position``."""
+    return (start >> 40) + 1, ((start >> 16) & 0xFFFFFF) + 1, start & 0xFFFF
 
 
 class Table:
@@ -138,20 +144,22 @@ class CutStates:
 
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
-        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF and number of modules;
-        a few numpy steps per module position, or one call of :mod:`.cut_kernel` where it is built."""
+        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF, number of modules and
+        where its walk resumes (:func:`resume`: the first module whose move or next head is not made, or the end,
+        with the run and head before it); a few numpy steps per module position, or one call of :mod:`.cut_kernel`
+        where it is built."""
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(map(self.codes.__getitem__, itertools.chain.from_iterable(ids)), dtype=np.int64)
         self.moves.fit(0, len(self.codes))
         self.dofs.fit(len(self.codes), 0)
         compiled = cut_kernel.kernel()
         if compiled is not None:  # (the same steps, one call: :mod:`.cut_kernel`)
-            out = np.empty((6, len(ids)), dtype=np.int64)
+            out = np.empty((7, len(ids)), dtype=np.int64)
             tables = (self.moves, self.grown, self.dofs, self.family, self.last)
             widths = np.array([t.bits for t in tables], dtype=np.int64)
             compiled(flat, lengths, *(t.flat for t in tables), widths, self.ending, self.head_parts, self.numbered, out)
-            family, rows, numbers, head, last, dofs = out
-            return family - 1, rows - 1, numbers, head, last, dofs, lengths
+            family, rows, numbers, head, last, dofs, resumes = out
+            return family - 1, rows - 1, numbers, head, last, dofs, lengths, resumes
         width = int(lengths.max(initial=0))
         codes = np.zeros((len(ids), width), dtype=np.int64)
         codes[np.arange(width) < lengths[:, None]] = flat
@@ -159,26 +167,33 @@ class CutStates:
         head = run.copy()
         moves, grown = self.moves.flat, self.grown.flat
         bits, head_bits = self.moves.bits, self.grown.bits
-        for column in codes.T:
+        at = np.full(len(ids), -1, dtype=np.int64)  # (where the first move not made is: the walk resumes there)
+        resumes = np.zeros(len(ids), dtype=np.int64)
+        for k, column in enumerate(codes.T):
             move = moves[(run << bits) | column]
-            head = grown[(head << head_bits) | (move >> 32)]
-            run = move & _LOW
+            grew = grown[(head << head_bits) | (move >> 32)]
+            missed = ((move == 0) | (grew == 0)) & (at < 0)
+            at[missed], resumes[missed] = k, ((head[missed] - 1) << 40) | ((run[missed] - 1) << 16) | k
+            head, run = grew, move & _LOW
+        whole = at < 0
+        resumes[whole] = ((head[whole] - 1) << 40) | ((run[whole] - 1) << 16) | lengths[whole]
         tail, parts = self.ending[run], self.head_parts[head]
         family = self.family.flat[(parts[:, 0] << self.family.bits) | tail]
         last = self.last.flat[(parts[:, 1] << self.last.bits) | tail]
         family[(head <= _START) | (last == 0) | (parts[:, 2] == 0)] = 0
         dofs = self.dofs.flat[codes << self.dofs.bits].sum(axis=1)
-        return family - 1, parts[:, 2] - 1, self.numbered[last], head, last, dofs, lengths
+        return family - 1, parts[:, 2] - 1, self.numbered[last], head, last, dofs, lengths, resumes
 
-    def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int]) -> tuple | None:
+    def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int], start: int = 0) -> tuple | None:
         """``ids``' family and row numbers, head and last row (as :meth:`ends_of`), the entries it needs made where
         not yet; None: one cannot be made from what is known (the caller joins the assembly, which reads its modules
         and pairs, and walks again; else the staging stops there).
         ``ctx``: ``(kinds, steps, units, pairs)`` (the segments' and joiner's tables); ``number``: a family's
-        number (the look-up's)."""
-        run = head = _START
+        number (the look-up's); ``start``: where :meth:`ends_of` says the walk resumes (:func:`resume`; 0: from
+        the first module), read by these very tables (what they hold stays while :attr:`clears` does)."""
+        head, run, at = resume(start)
         moves, grown = self.moves.entries, self.grown.entries
-        for m in ids:
+        for m in ids[at:] if at else ids:
             code = self.codes[m]
             move = moves.get((run, code)) or self._step(run, m, code, ctx)
             if not move:
