@@ -191,3 +191,31 @@ def test_a_walk_resumes_where_the_lock_step_stopped_and_gives_what_a_walk_from_t
     assert staged == kept and answers == _run(None, 0, N, None, 7)[0]
     past = [share for share in resumed if share > 0]
     assert len(past) >= len(resumed) // 2 and any(share == 1 for share in past), (len(past), len(resumed))
+
+
+@pytest.mark.parametrize("route", ["numpy", "built"])
+def test_a_dof_read_by_the_lock_step_is_the_assemblys_or_minus_one(monkeypatch, route):
+    """Every DOF ``BatchLookup._ends`` gives (``ends_of``'s, and those it leaves unread) is the assembly's modules'
+    DOF summed, or -1 (a module whose DOF the tables do not hold yet: ``_one`` sums them), on the fixed long run; many
+    of the assemblies left to a walk have theirs read, and the answers are one at a time's."""
+    kernel = {"numpy": None, "built": cut_kernel.AHEAD.get()}[route]
+    if route == "built" and kernel is None:
+        pytest.skip("the lock-step kernel is not built")
+    monkeypatch.setattr(cut_kernel, "kernel", lambda: kernel)
+    ends, seen = batch_decide.BatchLookup._ends, {"unknown": 0, "walked": 0, "read": 0}
+
+    def checked(self, ids):
+        columns = ends(self, ids)
+        modules = self.certified.ctx.join.modules
+        for family, dof, one in zip(columns[0].tolist(), columns[5].tolist(), ids, strict=True):
+            if dof < 0:
+                seen["unknown"] += 1
+                continue
+            assert dof == sum(modules[m][1] for m in one), (one, dof)
+            seen["walked" if family < 0 else "read"] += 1
+        return columns
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_ends", checked)
+    answers, _ = _run(256, 0, N, None, 7)
+    assert answers == _run(None, 0, N, None, 7)[0]
+    assert seen["unknown"] >= 1 and seen["walked"] >= 100 and seen["read"] >= N // 4, seen

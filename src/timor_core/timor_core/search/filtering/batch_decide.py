@@ -48,6 +48,7 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _FEW = 32  # (new assemblies :meth:`BatchLookup._ends` leaves unread: numpy's steps cost more than their walks)
+_UNREAD = (1, 0, 0, 0, 0, 1, 0, 0)  # (less 1 in ``ends_of``'s columns of those: family and DOF -1, not read)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``ValueHead.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: ``CutStates.stamp``)
 
@@ -216,7 +217,8 @@ class BatchLookup:
     def _ends(self, ids: list[Sequence[str]]) -> list[np.ndarray]:
         """``CutStates.ends_of(ids)``; for those the last call read after its stop (the same IDs from its stop or
         the one after, the same states) what it read, so that each is read once wherever the stops fall; a few new
-        ones (fewer than :data:`_FEW`) left unread (family -1: :meth:`_one` walks them if the staging gets there)."""
+        ones (fewer than :data:`_FEW`) left unread (family and DOF -1: :meth:`_one` walks them if the staging gets
+        there)."""
         states, ahead, known = self._states, self._ahead, 0
         if ahead is not None and ahead[0] == states.clears and ids:
             skip = 1 if len(ahead[1]) > 1 and ahead[1][1] is ids[0] else 0  # (the stop taken one at a time)
@@ -229,13 +231,13 @@ class BatchLookup:
         if known < len(ids) - _FEW:
             return [np.concatenate([a, b]) for a, b in zip(columns, states.ends_of(ids[known:]), strict=True)]
         unread = np.zeros(len(ids) - known, dtype=np.int64)
-        return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
+        return [np.concatenate([column, unread - unknown]) for column, unknown in zip(columns, _UNREAD, strict=True)]
 
     def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], read: tuple, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
-        (:meth:`.CutStates.walk` from where ``ends_of`` read up to, ``read``: its DOF and where the walk resumes;
-        where one cannot be made from what the joiner has read, after its join, which reads the modules and pairs)
-        and the limits and bound tested as ``decision`` tests them (``tests``: the limits, the bound and
+        (:meth:`.CutStates.walk` from where ``ends_of`` read up to, ``read``: its DOF (-1: not read) and where the
+        walk resumes; where one cannot be made from what the joiner has read, after its join, which reads the modules
+        and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits, the bound and
         :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops here: the
         caller takes it)."""
         price, ids = item
@@ -248,8 +250,9 @@ class BatchLookup:
                 return False
             for column, value in zip(found, walked, strict=True):
                 column[k] = value
-            modules = tables[2]
-            dof = sum([modules[m][1] for m in ids])
+            if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
+                modules = tables[2]
+                dof = sum([modules[m][1] for m in ids])
         n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
         return (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) or (
             n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)

@@ -127,7 +127,7 @@ class CutStates:
         self.lasts: list[Any] = [None]  # per last row number (from 1): the row
         self.numbered = np.zeros(64, dtype=np.int64)  # per last row number: its number in ``Verdicts``
         self.numbers_of: list[int] = [0]  # (the same, for Python's look-ups)
-        self.dofs = Table()  # [code, 0]: the module's DOF
+        self.dofs = Table()  # [code, 0]: the module's DOF + 1 (0: not known yet)
         self.moves = Table()  # [run, code]: the next run | the segment it closes (0: none) << 32
         self.grown = Table()  # [head, segment]: the next head ([head, 0]: the head)
         self.ending = np.zeros(64, dtype=np.int64)  # per run: its tail's number (0: not made)
@@ -144,10 +144,10 @@ class CutStates:
 
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
-        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF, number of modules and
-        where its walk resumes (:func:`resume`: the first module whose move or next head is not made, or the end,
-        with the run and head before it); a few numpy steps per module position, or one call of :mod:`.cut_kernel`
-        where it is built."""
+        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF (-1: some module's not
+        known yet), number of modules and where its walk resumes (:func:`resume`: the first module whose move or
+        next head is not made, or the end, with the run and head before it); a few numpy steps per module position,
+        or one call of :mod:`.cut_kernel` where it is built."""
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(map(self.codes.__getitem__, itertools.chain.from_iterable(ids)), dtype=np.int64)
         self.moves.fit(0, len(self.codes))
@@ -181,7 +181,8 @@ class CutStates:
         family = self.family.flat[(parts[:, 0] << self.family.bits) | tail]
         last = self.last.flat[(parts[:, 1] << self.last.bits) | tail]
         family[(head <= _START) | (last == 0) | (parts[:, 2] == 0)] = 0
-        dofs = self.dofs.flat[codes << self.dofs.bits].sum(axis=1)
+        dofs = self.dofs.flat[codes << self.dofs.bits]  # (DOF + 1, 0: not known; past the end code 0, row 0: 0)
+        dofs = np.where((dofs == 0).sum(axis=1) > width - lengths, -1, (dofs.sum(axis=1) - lengths))
         return family - 1, parts[:, 2] - 1, self.numbered[last], head, last, dofs, lengths, resumes
 
     def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int], start: int = 0) -> tuple | None:
@@ -229,7 +230,7 @@ class CutStates:
             entry = pairs.get((ids[-1], entry, m))
         if entry is None:
             return _NONE
-        self.dofs.put(code, 0, unit[1])
+        self.dofs.put(code, 0, unit[1] + 1)
         ids, number = (*ids, m), 0
         if kind:  # a joint: the segment from the last one (or the base) ends here, the next starts
             segment = steps.get((ids, first))
