@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batch_decide import N, _run
 
-from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, family_proof
+from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, cut_verdicts, family_proof
 from timor_core.search.filtering.kept_heads import Kept
 
 
@@ -37,7 +37,8 @@ def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, 
         for j in range(before, len(self._ids)):
             ids = self._ids[j]
             family = rotations[self._families[j]]
-            staged.append((ids, family, _bits(self._heads[j].rows), _bits((self._lasts[j],))))
+            head, last = self._states.heads[self._heads[j]], self._states.lasts[self._lasts[j]]
+            staged.append((ids, family, _bits(head.rows), _bits((last,))))
             head, key, last = keeping.keep(proofs, ids, ctx.join(ids))  # (None: not kept: the test fails)
             end = keeping.end(head, key, last)
             kept.append((ids, (head.rotations, end[0]), _bits(head.rows), _bits((end[2],))))
@@ -219,3 +220,16 @@ def test_a_dof_read_by_the_lock_step_is_the_assemblys_or_minus_one(monkeypatch, 
     answers, _ = _run(256, 0, N, None, 7)
     assert answers == _run(None, 0, N, None, 7)[0]
     assert seen["unknown"] >= 1 and seen["walked"] >= 100 and seen["read"] >= N // 4, seen
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 2**21 - 1), st.integers(0, 2**21 - 1)), max_size=40))
+def test_a_cuts_key_tells_its_numbers_apart_and_holds_its_family(numbers):
+    """``cut_verdicts.verdict_key``: one int per (family, head rows, last row) numbers (all a staging can number:
+    ``MAX_VERDICTS`` rows and last rows, ``_FAMILIES`` families, and a batch more), the family read back by
+    ``>> FAMILY``, the same from numpy's arrays."""
+    keys = [cut_verdicts.verdict_key(*n) for n in numbers]
+    assert len(set(keys)) == len(set(numbers))
+    assert [key >> cut_verdicts.FAMILY for key in keys] == [n[0] for n in numbers]
+    arrays = [np.array([n[k] for n in numbers], dtype=np.int64) for k in range(3)]
+    assert cut_verdicts.verdict_key(*arrays).tolist() == keys
+    assert cut_verdicts.MAX_VERDICTS + 4 * batch_decide.BATCH < 1 << cut_verdicts.ROWS

@@ -38,7 +38,7 @@ from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.cut_states import CutStates
-from timor_core.search.filtering.cut_verdicts import Verdicts
+from timor_core.search.filtering.cut_verdicts import FAMILY, Verdicts, verdict_key
 from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
@@ -65,10 +65,12 @@ class BatchLookup:
         # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
         self._ids: list[Sequence[str]] = []
         self._families: list[int] = []  # (the family's number in ``_numbers``)
-        self._heads: list[Any] = []  # (their heads and last rows: the cut rows are the head's and the last)
-        self._lasts: list[tuple] = []
+        self._heads: list[
+            int
+        ] = []  # (their heads and last rows in ``_states``: the cut rows are the head's and the last)
+        self._lasts: list[int] = []
         self._state: list[int] = []
-        self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
+        self._keys: list[int] = []  # (their cuts' keys in ``_verdicts``)
         self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
         self._key: tuple | None = None  # (proofs, bound) they were staged with
         self._count = 0  # (segments known when the staging stopped)
@@ -175,6 +177,12 @@ class BatchLookup:
             self._count, self._broke = count, False
         if not extend or self._broke:
             return
+        states = self._states
+        if states.stamp != self._numbering or states.full():  # (the staged cuts' heads are its numbers: staged anew)
+            states.clear(self._numbering, self._verdicts)
+            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
+                del kept_list[:]
+            same = self._fresh = 0
         self._extend(proofs, items, same, bound)
 
     def _extend(
@@ -186,8 +194,6 @@ class BatchLookup:
         fresh, states = items[same:], self._states
         if not fresh:
             return
-        if states.stamp != self._numbering or states.full():
-            states.clear(self._numbering, self._verdicts)
         ids = list(map(itemgetter(1), fresh))
         family, rows, last, heads, lasts, dofs, lengths, resumes = self._ends(ids)
         bounds, prices = limits(), list(map(itemgetter(0), fresh))
@@ -199,7 +205,8 @@ class BatchLookup:
             quick &= (price > -math.inf) & (price < top)
         else:
             quick[:] = False
-        found = [column.tolist() for column in (family, rows, last, heads, lasts)]  # (Python's steps on lists)
+        keys = verdict_key(family, rows, last)  # (those not read yet: made by their walks)
+        found = [column.tolist() for column in (family, rows, last, heads, lasts, keys)]  # (Python's steps on lists)
         segments, join = proofs.segments, self.certified.ctx.join
         tables = (segments.kinds, segments.steps, join.modules, join.pairs)
         slow = np.flatnonzero(~quick)
@@ -208,7 +215,7 @@ class BatchLookup:
                 self._broke = True
                 self._bulk(ids, found, k)
                 arrays = (family, rows, last, heads, lasts)  # (kept as arrays: :meth:`_ends` joins them in numpy)
-                for array, column in zip(arrays, found, strict=True):
+                for array, column in zip(arrays, found[:5], strict=True):
                     array[k] = column[k]
                 self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths, resumes)])
                 return
@@ -248,7 +255,7 @@ class BatchLookup:
                 walked = self._states.walk(ids, tables, self._family, start)
             if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
                 return False
-            for column, value in zip(found, walked, strict=True):
+            for column, value in zip(found, (*walked, verdict_key(*walked[:3])), strict=True):
                 column[k] = value
             if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
                 modules = tables[2]
@@ -259,18 +266,17 @@ class BatchLookup:
         )
 
     def _bulk(self, ids: list[Sequence[str]], found: list[list[int]], end: int) -> None:
-        """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each with
-        an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
-        family, rows, last, heads, lasts = (column[:end] for column in found)
-        keys = list(zip(family, rows, last))
+        """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s and their
+        cuts' keys), each with an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
+        family, _, _, heads, lasts, keys = (column[:end] for column in found)
         self._ids += ids[:end]
         self._families += family
-        self._heads += map(self._states.heads.__getitem__, heads)
-        self._lasts += map(self._states.lasts.__getitem__, lasts)
+        self._heads += heads
+        self._lasts += lasts
         self._keys += keys
         epochs = self._verdicts.epochs  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
         self._state += [
-            PENDING if got is None or epochs[key[0]][got[0]] != got[1] else got[0]
+            PENDING if got is None or epochs[key >> FAMILY][got[0]] != got[1] else got[0]
             for got, key in zip(map(self._verdicts.answers.get, keys), keys)
         ]
 
@@ -358,8 +364,10 @@ class BatchLookup:
 
     def _rows(self, at: list[int]) -> np.ndarray:
         """The cut rows of the staged cuts ``at`` (one family's: (n, gaps, 3)), the head's rows and the last."""
-        heads, lasts, flat = self._heads, self._lasts, itertools.chain.from_iterable  # (fromiter: fewer steps)
-        return np.fromiter(flat(flat([(*heads[j].rows, lasts[j]) for j in at])), float).reshape(len(at), -1, 3)
+        heads, lasts, flat = self._states.heads, self._states.lasts, itertools.chain.from_iterable  # (fromiter)
+        head_of, last_of = self._heads, self._lasts
+        rows = [(*heads[head_of[j]].rows, lasts[last_of[j]]) for j in at]  # type: ignore[union-attr]
+        return np.fromiter(flat(flat(rows)), float).reshape(len(at), -1, 3)
 
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
@@ -370,7 +378,8 @@ class BatchLookup:
         :func:`~.family_proof.distance` adds the rows in order) plus the last row's; where the head's alone reaches
         the margin, the whole does too (the sums only grow), and where the last row's alone reaches the margin less
         :data:`SLACK`, so does the whole (the head's is not computed then): the same answers."""
-        state, heads, lasts = self._state, self._heads, self._lasts
+        state, head_of, last_of = self._state, self._heads, self._lasts
+        heads, lasts = self._states.heads, self._states.lasts
         recent = self._recent.get((fid, goal))
         if recent is None or recent[0] != certs.forgotten:  # (halved: those may be forgotten)
             recent = self._recent[fid, goal] = [certs.forgotten]
@@ -379,13 +388,14 @@ class BatchLookup:
             more = []
             room = margin - SLACK
             for j in left:
-                qx, qy, qz = lasts[j]
+                qx, qy, qz = lasts[last_of[j]]
                 dx, dy, dz = px - qx, py - qy, pz - qz
                 root = sqrt(dx * dx + dy * dy + dz * dz)
                 if root < room:  # (else d + root >= root >= room whatever the head's d: not covered, d not needed)
-                    d = heads[j].sums.get(serial)
+                    head = heads[head_of[j]]
+                    d = head.sums.get(serial)  # type: ignore[union-attr]
                     if d is None:
-                        d = head_sum(heads[j], serial, rest, margin)
+                        d = head_sum(head, serial, rest, margin)
                     if d < margin and d + root < room:
                         state[j] = goal
                         continue
