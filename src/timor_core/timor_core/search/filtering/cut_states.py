@@ -87,7 +87,8 @@ class Table:
 
     def put(self, row: int, column: int, value: int) -> None:
         """Set ``[row, column]``."""
-        self.fit(row, column)
+        if column >> self.bits or (row << self.bits) >= len(self.flat):  # (else it fits: most puts)
+            self.fit(row, column)
         self.flat[(row << self.bits) | column] = self.entries[row, column] = value
 
 
@@ -280,11 +281,13 @@ class CutStates:
             if found >= len(self.head_parts):
                 self.head_parts = np.concatenate([self.head_parts, np.zeros_like(self.head_parts)])
             parts = [self.rotations[rotations], self.carries[carry], 0]
-            self.head_parts[found] = parts
+            self.head_parts[found, 0], self.head_parts[found, 1] = parts[:2]
             self.parts.append(parts)
             self.grown.put(found, 0, found)
-            self.family.fit(len(self.rotations), 0)
-            self.last.fit(len(self.carries), 0)
+            if parts[0] == len(self.rotations):  # (a new rotations number: its row)
+                self.family.fit(parts[0], 0)
+            if parts[1] == len(self.carries):
+                self.last.fit(parts[1], 0)
         self.grown.put(head, segment, found)
         return found
 
