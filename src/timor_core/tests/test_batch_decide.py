@@ -219,7 +219,8 @@ def test_assemblies_whose_heads_are_equal_by_value_share_one_head_of_the_automat
     def spy(self, proofs, items, same, bound):
         before = len(self._ids)
         real(self, proofs, items, same, bound)
-        seen.extend(zip(map(tuple, self._ids[before:]), self._heads[before:], strict=True))  # (heads kept alive)
+        heads = [self._states.heads[h] for h in self._heads[before:]]  # (kept alive: ``id`` below)
+        seen.extend(zip(map(tuple, self._ids[before:]), heads, strict=True))
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
     for seed in (0, 3):

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_batch_decide import N, _run
 
-from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, family_proof
+from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, cut_verdicts, family_proof
 from timor_core.search.filtering.kept_heads import Kept
 
 
@@ -37,7 +37,8 @@ def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, 
         for j in range(before, len(self._ids)):
             ids = self._ids[j]
             family = rotations[self._families[j]]
-            staged.append((ids, family, _bits(self._heads[j].rows), _bits((self._lasts[j],))))
+            head, last = self._states.heads[self._heads[j]], self._states.lasts[self._lasts[j]]
+            staged.append((ids, family, _bits(head.rows), _bits((last,))))
             head, key, last = keeping.keep(proofs, ids, ctx.join(ids))  # (None: not kept: the test fails)
             end = keeping.end(head, key, last)
             kept.append((ids, (head.rotations, end[0]), _bits(head.rows), _bits((end[2],))))
@@ -102,8 +103,8 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
     walk, ends, ends_of = cut_states.CutStates.walk, batch_decide.BatchLookup._ends, cut_states.CutStates.ends_of
     walked, asked, read = [], [], []
 
-    def spy_walk(self, ids, ctx, number):
-        found = walk(self, ids, ctx, number)
+    def spy_walk(self, ids, ctx, number, start=0):
+        found = walk(self, ids, ctx, number, start)
         walked.append(found is not None)
         return found
 
@@ -164,3 +165,71 @@ def test_a_table_keeps_every_entry_as_it_grows(puts):
         assert table.flat[(row << table.bits) | column] == value
         grid[row, column] = 0
     assert not np.any(grid)
+
+
+@pytest.mark.parametrize("route", ["numpy", "python", "built"])
+def test_a_walk_resumes_where_the_lock_step_stopped_and_gives_what_a_walk_from_the_first_module_gives(
+    monkeypatch, route
+):
+    """``CutStates.walk`` from where ``ends_of`` says the lock-step found the first move or head not made (the run
+    and head before it) gives what a walk from the first module gives, on the fixed long run, by each route of
+    ``ends_of`` (numpy's, :func:`.cut_kernel.ends` as Python, as built); most walks resume past the first module,
+    some at the end (every move made: only the tail or the numbers new)."""
+    kernel = {"numpy": None, "python": cut_kernel.ends, "built": cut_kernel.AHEAD.get()}[route]
+    if route == "built" and kernel is None:
+        pytest.skip("the lock-step kernel is not built")
+    monkeypatch.setattr(cut_kernel, "kernel", lambda: kernel)
+    walk, resumed = cut_states.CutStates.walk, []
+
+    def both(self, ids, ctx, number, start=0):
+        found = walk(self, ids, ctx, number, start)
+        assert walk(self, ids, ctx, number) == found, (ids, cut_states.resume(start))
+        resumed.append(cut_states.resume(start)[2] / len(ids))
+        return found
+
+    monkeypatch.setattr(cut_states.CutStates, "walk", both)
+    staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
+    assert staged == kept and answers == _run(None, 0, N, None, 7)[0]
+    past = [share for share in resumed if share > 0]
+    assert len(past) >= len(resumed) // 2 and any(share == 1 for share in past), (len(past), len(resumed))
+
+
+@pytest.mark.parametrize("route", ["numpy", "built"])
+def test_a_dof_read_by_the_lock_step_is_the_assemblys_or_minus_one(monkeypatch, route):
+    """Every DOF ``BatchLookup._ends`` gives (``ends_of``'s, and those it leaves unread) is the assembly's modules'
+    DOF summed, or -1 (a module whose DOF the tables do not hold yet: ``_one`` sums them), on the fixed long run; many
+    of the assemblies left to a walk have theirs read, and the answers are one at a time's."""
+    kernel = {"numpy": None, "built": cut_kernel.AHEAD.get()}[route]
+    if route == "built" and kernel is None:
+        pytest.skip("the lock-step kernel is not built")
+    monkeypatch.setattr(cut_kernel, "kernel", lambda: kernel)
+    ends, seen = batch_decide.BatchLookup._ends, {"unknown": 0, "walked": 0, "read": 0}
+
+    def checked(self, ids):
+        columns = ends(self, ids)
+        modules = self.certified.ctx.join.modules
+        for family, dof, one in zip(columns[0].tolist(), columns[5].tolist(), ids, strict=True):
+            if dof < 0:
+                seen["unknown"] += 1
+                continue
+            assert dof == sum(modules[m][1] for m in one), (one, dof)
+            seen["walked" if family < 0 else "read"] += 1
+        return columns
+
+    monkeypatch.setattr(batch_decide.BatchLookup, "_ends", checked)
+    answers, _ = _run(256, 0, N, None, 7)
+    assert answers == _run(None, 0, N, None, 7)[0]
+    assert seen["unknown"] >= 1 and seen["walked"] >= 100 and seen["read"] >= N // 4, seen
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**20), st.integers(0, 2**21 - 1), st.integers(0, 2**21 - 1)), max_size=40))
+def test_a_cuts_key_tells_its_numbers_apart_and_holds_its_family(numbers):
+    """``cut_verdicts.verdict_key``: one int per (family, head rows, last row) numbers (all a staging can number:
+    ``MAX_VERDICTS`` rows and last rows, ``_FAMILIES`` families, and a batch more), the family read back by
+    ``>> FAMILY``, the same from numpy's arrays."""
+    keys = [cut_verdicts.verdict_key(*n) for n in numbers]
+    assert len(set(keys)) == len(set(numbers))
+    assert [key >> cut_verdicts.FAMILY for key in keys] == [n[0] for n in numbers]
+    arrays = [np.array([n[k] for n in numbers], dtype=np.int64) for k in range(3)]
+    assert cut_verdicts.verdict_key(*arrays).tolist() == keys
+    assert cut_verdicts.MAX_VERDICTS + 4 * batch_decide.BATCH < 1 << cut_verdicts.ROWS

@@ -290,13 +290,15 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
         if not batch:
             state.stopped = "exhausted"
             return
-        at = 0
+        at, pairs = 0, None
         while at < len(batch):
             run = decidable(batch, at, limit, hub.best()) if lookup.on and not walk.late() else []
             if run:
                 if walk.link is not None:
                     walk.link.exchange()
-                n, reasons, spent = lookup.refused(list(map(_PRICE_IDS, run)), limit)  # (the pairs made in C)
+                if pairs is None:  # (made in C, once a batch: a batch is offered again after each one at a time)
+                    pairs = list(map(_PRICE_IDS, batch))
+                n, reasons, spent = lookup.refused(pairs[at : at + len(run)], limit)
                 if n:
                     state.refused_many(list(map(_KEY, run[:n])), reasons, spent, names)
                     at += n

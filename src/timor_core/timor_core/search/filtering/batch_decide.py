@@ -38,7 +38,7 @@ from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.cut_states import CutStates
-from timor_core.search.filtering.cut_verdicts import Verdicts
+from timor_core.search.filtering.cut_verdicts import FAMILY, Verdicts, verdict_key
 from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
@@ -48,6 +48,7 @@ BATCH = 256
 _RECENT = 4  # certificates that covered a family's last cuts, tried first
 _FAMILIES = 512  # families numbered (more: all are forgotten, with the cuts staged)
 _FEW = 32  # (new assemblies :meth:`BatchLookup._ends` leaves unread: numpy's steps cost more than their walks)
+_UNREAD = (1, 0, 0, 0, 0, 1, 0, 0)  # (less 1 in ``ends_of``'s columns of those: family and DOF -1, not read)
 _SERIALS = itertools.count()  # (of the certificates tried first: ``ValueHead.sums`` names them so)
 _NUMBERINGS = itertools.count()  # (one per numbering of families, over all look-ups: ``CutStates.stamp``)
 
@@ -64,10 +65,12 @@ class BatchLookup:
         # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
         self._ids: list[Sequence[str]] = []
         self._families: list[int] = []  # (the family's number in ``_numbers``)
-        self._heads: list[Any] = []  # (their heads and last rows: the cut rows are the head's and the last)
-        self._lasts: list[tuple] = []
+        self._heads: list[
+            int
+        ] = []  # (their heads and last rows in ``_states``: the cut rows are the head's and the last)
+        self._lasts: list[int] = []
         self._state: list[int] = []
-        self._keys: list[tuple[int, int, int]] = []  # (their cuts' keys in ``_verdicts``)
+        self._keys: list[int] = []  # (their cuts' keys in ``_verdicts``)
         self._verdicts = Verdicts()  # answers per cut by value, for the cuts equal to one answered before
         self._key: tuple | None = None  # (proofs, bound) they were staged with
         self._count = 0  # (segments known when the staging stopped)
@@ -174,6 +177,12 @@ class BatchLookup:
             self._count, self._broke = count, False
         if not extend or self._broke:
             return
+        states = self._states
+        if states.stamp != self._numbering or states.full():  # (the staged cuts' heads are its numbers: staged anew)
+            states.clear(self._numbering, self._verdicts)
+            for kept_list in (staged_ids, self._families, self._heads, self._lasts, self._state, self._keys):
+                del kept_list[:]
+            same = self._fresh = 0
         self._extend(proofs, items, same, bound)
 
     def _extend(
@@ -185,10 +194,8 @@ class BatchLookup:
         fresh, states = items[same:], self._states
         if not fresh:
             return
-        if states.stamp != self._numbering or states.full():
-            states.clear(self._numbering, self._verdicts)
         ids = list(map(itemgetter(1), fresh))
-        family, rows, last, heads, lasts, dofs, lengths = self._ends(ids)
+        family, rows, last, heads, lasts, dofs, lengths, resumes = self._ends(ids)
         bounds, prices = limits(), list(map(itemgetter(0), fresh))
         tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
         _, _, _, fewest, (least, most), top = tests
@@ -198,24 +205,27 @@ class BatchLookup:
             quick &= (price > -math.inf) & (price < top)
         else:
             quick[:] = False
-        found = [column.tolist() for column in (family, rows, last, heads, lasts)]  # (Python's steps on lists)
-        segments, join, dof_of = proofs.segments, self.certified.ctx.join, dofs.tolist()
+        keys = verdict_key(family, rows, last)  # (those not read yet: made by their walks)
+        found = [column.tolist() for column in (family, rows, last, heads, lasts, keys)]  # (Python's steps on lists)
+        segments, join = proofs.segments, self.certified.ctx.join
         tables = (segments.kinds, segments.steps, join.modules, join.pairs)
-        for k in np.flatnonzero(~quick).tolist():
-            if not self._one(tables, fresh[k], k, found, dof_of[k], tests):
+        slow = np.flatnonzero(~quick)
+        for k, dof, start in zip(slow.tolist(), dofs[slow].tolist(), resumes[slow].tolist(), strict=True):
+            if not self._one(tables, fresh[k], k, found, (dof, start), tests):
                 self._broke = True
                 self._bulk(ids, found, k)
                 arrays = (family, rows, last, heads, lasts)  # (kept as arrays: :meth:`_ends` joins them in numpy)
-                for array, column in zip(arrays, found, strict=True):
+                for array, column in zip(arrays, found[:5], strict=True):
                     array[k] = column[k]
-                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths)])
+                self._ahead = (states.clears, ids[k:], [column[k:] for column in (*arrays, dofs, lengths, resumes)])
                 return
         self._bulk(ids, found, len(fresh))
 
     def _ends(self, ids: list[Sequence[str]]) -> list[np.ndarray]:
         """``CutStates.ends_of(ids)``; for those the last call read after its stop (the same IDs from its stop or
         the one after, the same states) what it read, so that each is read once wherever the stops fall; a few new
-        ones (fewer than :data:`_FEW`) left unread (family -1: :meth:`_one` walks them if the staging gets there)."""
+        ones (fewer than :data:`_FEW`) left unread (family and DOF -1: :meth:`_one` walks them if the staging gets
+        there)."""
         states, ahead, known = self._states, self._ahead, 0
         if ahead is not None and ahead[0] == states.clears and ids:
             skip = 1 if len(ahead[1]) > 1 and ahead[1][1] is ids[0] else 0  # (the stop taken one at a time)
@@ -228,43 +238,45 @@ class BatchLookup:
         if known < len(ids) - _FEW:
             return [np.concatenate([a, b]) for a, b in zip(columns, states.ends_of(ids[known:]), strict=True)]
         unread = np.zeros(len(ids) - known, dtype=np.int64)
-        return [np.concatenate([column, unread - (k == 0)]) for k, column in enumerate(columns)]
+        return [np.concatenate([column, unread - unknown]) for column, unknown in zip(columns, _UNREAD, strict=True)]
 
-    def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], dof: int, tests: tuple) -> bool:
+    def _one(self, tables: tuple, item: tuple, k: int, found: list[list[int]], read: tuple, tests: tuple) -> bool:
         """:meth:`_extend`'s way for its ``k``-th assembly, not staged at once: its entries made in ``found``
-        (:meth:`.CutStates.walk`; where one cannot be from what the joiner has read, after its join, which reads
-        the modules and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits,
-        the bound and :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops
-        here: the caller takes it)."""
+        (:meth:`.CutStates.walk` from where ``ends_of`` read up to, ``read``: its DOF (-1: not read) and where the
+        walk resumes; where one cannot be made from what the joiner has read, after its join, which reads the modules
+        and pairs) and the limits and bound tested as ``decision`` tests them (``tests``: the limits, the bound and
+        :meth:`_passing`'s; ``tables``: :meth:`.CutStates.walk`'s). False: not staged (the staging stops here: the
+        caller takes it)."""
         price, ids = item
+        dof, start = read
         if found[0][k] < 0:
-            walked = self._states.walk(ids, tables, self._family)
+            walked = self._states.walk(ids, tables, self._family, start)
             if walked is None and self.certified.ctx.join(ids) is not None:  # (None: the join's limits, or not one way)
-                walked = self._states.walk(ids, tables, self._family)
+                walked = self._states.walk(ids, tables, self._family, start)
             if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
                 return False
-            for column, value in zip(found, walked, strict=True):
+            for column, value in zip(found, (*walked, verdict_key(*walked[:3])), strict=True):
                 column[k] = value
-            modules = tables[2]
-            dof = sum([modules[m][1] for m in ids])
+            if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
+                modules = tables[2]
+                dof = sum([modules[m][1] for m in ids])
         n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
         return (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) or (
             n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)
         )
 
     def _bulk(self, ids: list[Sequence[str]], found: list[list[int]], end: int) -> None:
-        """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s), each with
-        an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
-        family, rows, last, heads, lasts = (column[:end] for column in found)
-        keys = list(zip(family, rows, last))
+        """Stage the assemblies ``ids[:end]`` by their numbers (``found``: :meth:`.CutStates.ends_of`'s and their
+        cuts' keys), each with an equal cut's answer (:mod:`.cut_verdicts`) or ``PENDING``."""
+        family, _, _, heads, lasts, keys = (column[:end] for column in found)
         self._ids += ids[:end]
         self._families += family
-        self._heads += map(self._states.heads.__getitem__, heads)
-        self._lasts += map(self._states.lasts.__getitem__, lasts)
+        self._heads += heads
+        self._lasts += lasts
         self._keys += keys
         epochs = self._verdicts.epochs  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
         self._state += [
-            PENDING if got is None or epochs[key[0]][got[0]] != got[1] else got[0]
+            PENDING if got is None or epochs[key >> FAMILY][got[0]] != got[1] else got[0]
             for got, key in zip(map(self._verdicts.answers.get, keys), keys)
         ]
 
@@ -352,8 +364,10 @@ class BatchLookup:
 
     def _rows(self, at: list[int]) -> np.ndarray:
         """The cut rows of the staged cuts ``at`` (one family's: (n, gaps, 3)), the head's rows and the last."""
-        heads, lasts, flat = self._heads, self._lasts, itertools.chain.from_iterable  # (fromiter: fewer steps)
-        return np.fromiter(flat(flat([(*heads[j].rows, lasts[j]) for j in at])), float).reshape(len(at), -1, 3)
+        heads, lasts, flat = self._states.heads, self._states.lasts, itertools.chain.from_iterable  # (fromiter)
+        head_of, last_of = self._heads, self._lasts
+        rows = [(*heads[head_of[j]].rows, lasts[last_of[j]]) for j in at]  # type: ignore[union-attr]
+        return np.fromiter(flat(flat(rows)), float).reshape(len(at), -1, 3)
 
     def _covered(self, fid: int, goal: int, certs: Any, at: list[int]) -> list[int]:
         """Mark the staged cuts ``at`` that ``certs`` (goal ``goal``'s of family ``fid``) cover by more than
@@ -364,7 +378,8 @@ class BatchLookup:
         :func:`~.family_proof.distance` adds the rows in order) plus the last row's; where the head's alone reaches
         the margin, the whole does too (the sums only grow), and where the last row's alone reaches the margin less
         :data:`SLACK`, so does the whole (the head's is not computed then): the same answers."""
-        state, heads, lasts = self._state, self._heads, self._lasts
+        state, head_of, last_of = self._state, self._heads, self._lasts
+        heads, lasts = self._states.heads, self._states.lasts
         recent = self._recent.get((fid, goal))
         if recent is None or recent[0] != certs.forgotten:  # (halved: those may be forgotten)
             recent = self._recent[fid, goal] = [certs.forgotten]
@@ -373,13 +388,14 @@ class BatchLookup:
             more = []
             room = margin - SLACK
             for j in left:
-                qx, qy, qz = lasts[j]
+                qx, qy, qz = lasts[last_of[j]]
                 dx, dy, dz = px - qx, py - qy, pz - qz
                 root = sqrt(dx * dx + dy * dy + dz * dz)
                 if root < room:  # (else d + root >= root >= room whatever the head's d: not covered, d not needed)
-                    d = heads[j].sums.get(serial)
+                    head = heads[head_of[j]]
+                    d = head.sums.get(serial)  # type: ignore[union-attr]
                     if d is None:
-                        d = head_sum(heads[j], serial, rest, margin)
+                        d = head_sum(head, serial, rest, margin)
                     if d < margin and d + root < room:
                         state[j] = goal
                         continue

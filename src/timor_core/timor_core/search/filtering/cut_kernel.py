@@ -41,25 +41,33 @@ def ends(
     out: np.ndarray,
 ) -> None:
     """Per assembly ``i`` (its ``lengths[i]`` module codes next in ``codes``): into ``out[:, i]`` its family + 1, head
-    rows number + 1, last row number in ``Verdicts``, head, last row and DOF (:meth:`.cut_states.CutStates.ends_of`'s
-    before its -1s). ``moves`` ... ``last``: the flat tables, ``bits`` their column bits in that order."""
+    rows number + 1, last row number in ``Verdicts``, head, last row, DOF (-1: a module's not known) and where a
+    walk resumes (:meth:`.cut_states.CutStates.ends_of`'s before its -1s: the first module whose move or next head
+    is not made, or the length, with the run and head before it: :func:`.cut_states.resume`). ``moves`` ...
+    ``last``: the flat tables (``dofs``: DOF + 1), ``bits`` their column bits in that order."""
     at = 0
     for i in range(lengths.shape[0]):
-        run, head, dof = 1, 1, 0
+        run, head, dof, resume, known = 1, 1, 0, -1, True
         for k in range(at, at + lengths[i]):
             code = codes[k]
             move = moves[(run << bits[0]) | code]
-            head = grown[(head << bits[1]) | (move >> 32)]
-            run = move & _LOW
-            dof += dofs[code << bits[2]]
+            grew = grown[(head << bits[1]) | (move >> 32)]
+            if (move == 0 or grew == 0) and resume < 0:  # (not made: run or head 0 from here on, which have none)
+                resume = (head - 1) << 40 | (run - 1) << 16 | (k - at)
+            head, run = grew, move & _LOW
+            plus = dofs[code << bits[2]]  # (DOF + 1; 0: not known yet)
+            known = known and plus > 0
+            dof += plus - 1
         at += lengths[i]
+        if resume < 0:
+            resume = (head - 1) << 40 | (run - 1) << 16 | lengths[i]
         tail = ending[run]
         found = family[(parts[head, 0] << bits[3]) | tail]
         row = last[(parts[head, 1] << bits[4]) | tail]
         if head <= 1 or row == 0 or parts[head, 2] == 0:
             found = 0
         out[0, i], out[1, i], out[2, i] = found, parts[head, 2], numbered[row]
-        out[3, i], out[4, i], out[5, i] = head, row, dof
+        out[3, i], out[4, i], out[5, i], out[6, i] = head, row, dof if known else -1, resume
 
 
 EXPORTS: dict[str, tuple[Any, str]] = {"ends": (ends, f"void({'i8[::1], ' * 9}i8[:, ::1], i8[::1], i8[:, ::1])")}

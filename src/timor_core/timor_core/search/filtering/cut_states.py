@@ -34,7 +34,7 @@ import numpy as np
 
 from timor_core.search.filtering import cut_kernel
 
-__all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead"]
+__all__ = ["MAX_CELLS", "MAX_STATES", "CutStates", "Table", "ValueHead", "resume"]
 
 MAX_STATES = 1 << 18
 """Heads, runs and last rows made: more, and all are forgotten and made anew (the same numbers: they are read from
@@ -59,6 +59,12 @@ class ValueHead:
         self.sums: dict[int, float] = {}
 
 
+def resume(start: int) -> tuple[int, int, int]:
+    """``(head, run, module position)`` of a walk's start as :meth:`CutStates.ends_of` packs it (0: the first module's,
+    head and run :data:`_START`): ``(head - 1) << 40 | (run - 1) << 16 | position``."""
+    return (start >> 40) + 1, ((start >> 16) & 0xFFFFFF) + 1, start & 0xFFFF
+
+
 class Table:
     """A table of integers ``[row, column]`` (0: not made), grown as entries are set, flat for numpy's steps:
     ``flat[row << bits | column]``."""
@@ -81,7 +87,8 @@ class Table:
 
     def put(self, row: int, column: int, value: int) -> None:
         """Set ``[row, column]``."""
-        self.fit(row, column)
+        if column >> self.bits or (row << self.bits) >= len(self.flat):  # (else it fits: most puts)
+            self.fit(row, column)
         self.flat[(row << self.bits) | column] = self.entries[row, column] = value
 
 
@@ -121,7 +128,7 @@ class CutStates:
         self.lasts: list[Any] = [None]  # per last row number (from 1): the row
         self.numbered = np.zeros(64, dtype=np.int64)  # per last row number: its number in ``Verdicts``
         self.numbers_of: list[int] = [0]  # (the same, for Python's look-ups)
-        self.dofs = Table()  # [code, 0]: the module's DOF
+        self.dofs = Table()  # [code, 0]: the module's DOF + 1 (0: not known yet)
         self.moves = Table()  # [run, code]: the next run | the segment it closes (0: none) << 32
         self.grown = Table()  # [head, segment]: the next head ([head, 0]: the head)
         self.ending = np.zeros(64, dtype=np.int64)  # per run: its tail's number (0: not made)
@@ -138,20 +145,22 @@ class CutStates:
 
     def ends_of(self, ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, ...]:
         """Per assembly of ``ids``: its family number (-1: an entry not made yet: :meth:`walk`), the numbers of its
-        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF and number of modules;
-        a few numpy steps per module position, or one call of :mod:`.cut_kernel` where it is built."""
+        head's rows and of its last row in ``Verdicts``, its head and last row (here), DOF (-1: some module's not
+        known yet), number of modules and where its walk resumes (:func:`resume`: the first module whose move or
+        next head is not made, or the end, with the run and head before it); a few numpy steps per module position,
+        or one call of :mod:`.cut_kernel` where it is built."""
         lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         flat = np.fromiter(map(self.codes.__getitem__, itertools.chain.from_iterable(ids)), dtype=np.int64)
         self.moves.fit(0, len(self.codes))
         self.dofs.fit(len(self.codes), 0)
         compiled = cut_kernel.kernel()
         if compiled is not None:  # (the same steps, one call: :mod:`.cut_kernel`)
-            out = np.empty((6, len(ids)), dtype=np.int64)
+            out = np.empty((7, len(ids)), dtype=np.int64)
             tables = (self.moves, self.grown, self.dofs, self.family, self.last)
             widths = np.array([t.bits for t in tables], dtype=np.int64)
             compiled(flat, lengths, *(t.flat for t in tables), widths, self.ending, self.head_parts, self.numbered, out)
-            family, rows, numbers, head, last, dofs = out
-            return family - 1, rows - 1, numbers, head, last, dofs, lengths
+            family, rows, numbers, head, last, dofs, resumes = out
+            return family - 1, rows - 1, numbers, head, last, dofs, lengths, resumes
         width = int(lengths.max(initial=0))
         codes = np.zeros((len(ids), width), dtype=np.int64)
         codes[np.arange(width) < lengths[:, None]] = flat
@@ -159,26 +168,34 @@ class CutStates:
         head = run.copy()
         moves, grown = self.moves.flat, self.grown.flat
         bits, head_bits = self.moves.bits, self.grown.bits
-        for column in codes.T:
+        at = np.full(len(ids), -1, dtype=np.int64)  # (where the first move not made is: the walk resumes there)
+        resumes = np.zeros(len(ids), dtype=np.int64)
+        for k, column in enumerate(codes.T):
             move = moves[(run << bits) | column]
-            head = grown[(head << head_bits) | (move >> 32)]
-            run = move & _LOW
+            grew = grown[(head << head_bits) | (move >> 32)]
+            missed = ((move == 0) | (grew == 0)) & (at < 0)
+            at[missed], resumes[missed] = k, ((head[missed] - 1) << 40) | ((run[missed] - 1) << 16) | k
+            head, run = grew, move & _LOW
+        whole = at < 0
+        resumes[whole] = ((head[whole] - 1) << 40) | ((run[whole] - 1) << 16) | lengths[whole]
         tail, parts = self.ending[run], self.head_parts[head]
         family = self.family.flat[(parts[:, 0] << self.family.bits) | tail]
         last = self.last.flat[(parts[:, 1] << self.last.bits) | tail]
         family[(head <= _START) | (last == 0) | (parts[:, 2] == 0)] = 0
-        dofs = self.dofs.flat[codes << self.dofs.bits].sum(axis=1)
-        return family - 1, parts[:, 2] - 1, self.numbered[last], head, last, dofs, lengths
+        dofs = self.dofs.flat[codes << self.dofs.bits]  # (DOF + 1, 0: not known; past the end code 0, row 0: 0)
+        dofs = np.where((dofs == 0).sum(axis=1) > width - lengths, -1, (dofs.sum(axis=1) - lengths))
+        return family - 1, parts[:, 2] - 1, self.numbered[last], head, last, dofs, lengths, resumes
 
-    def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int]) -> tuple | None:
+    def walk(self, ids: Sequence[str], ctx: Any, number: Callable[[tuple, bytes], int], start: int = 0) -> tuple | None:
         """``ids``' family and row numbers, head and last row (as :meth:`ends_of`), the entries it needs made where
         not yet; None: one cannot be made from what is known (the caller joins the assembly, which reads its modules
         and pairs, and walks again; else the staging stops there).
         ``ctx``: ``(kinds, steps, units, pairs)`` (the segments' and joiner's tables); ``number``: a family's
-        number (the look-up's)."""
-        run = head = _START
+        number (the look-up's); ``start``: where :meth:`ends_of` says the walk resumes (:func:`resume`; 0: from
+        the first module), read by these very tables (what they hold stays while :attr:`clears` does)."""
+        head, run, at = resume(start)
         moves, grown = self.moves.entries, self.grown.entries
-        for m in ids:
+        for m in ids[at:] if at else ids:
             code = self.codes[m]
             move = moves.get((run, code)) or self._step(run, m, code, ctx)
             if not move:
@@ -214,7 +231,7 @@ class CutStates:
             entry = pairs.get((ids[-1], entry, m))
         if entry is None:
             return _NONE
-        self.dofs.put(code, 0, unit[1])
+        self.dofs.put(code, 0, unit[1] + 1)
         ids, number = (*ids, m), 0
         if kind:  # a joint: the segment from the last one (or the base) ends here, the next starts
             segment = steps.get((ids, first))
@@ -264,11 +281,13 @@ class CutStates:
             if found >= len(self.head_parts):
                 self.head_parts = np.concatenate([self.head_parts, np.zeros_like(self.head_parts)])
             parts = [self.rotations[rotations], self.carries[carry], 0]
-            self.head_parts[found] = parts
+            self.head_parts[found, 0], self.head_parts[found, 1] = parts[:2]
             self.parts.append(parts)
             self.grown.put(found, 0, found)
-            self.family.fit(len(self.rotations), 0)
-            self.last.fit(len(self.carries), 0)
+            if parts[0] == len(self.rotations):  # (a new rotations number: its row)
+                self.family.fit(parts[0], 0)
+            if parts[1] == len(self.carries):
+                self.last.fit(parts[1], 0)
         self.grown.put(head, segment, found)
         return found
 

@@ -13,20 +13,34 @@ the answers that no longer hold so (a number per family and goal, its epoch, kep
 
 from __future__ import annotations
 
-__all__ = ["MAX_VERDICTS", "Verdicts"]
+from typing import Any
+
+__all__ = ["FAMILY", "MAX_VERDICTS", "ROWS", "Verdicts", "verdict_key"]
 
 MAX_VERDICTS = 1 << 18
 """Answers and rows numbered: more, and the look-up numbers its families anew (all forgotten: bounded memory)."""
+ROWS = 21
+"""Bits of a cut's key for each rows number (:func:`verdict_key`): those numbered stay below :data:`MAX_VERDICTS`
+and what one staging adds to them (a batch)."""
+FAMILY = 2 * ROWS
+"""Where a cut's key holds its family number (``key >> FAMILY``)."""
+
+
+def verdict_key(family: Any, rows: Any, last: Any) -> Any:
+    """A cut's key in :class:`Verdicts` (ints, or numpy arrays of them): its family number, the number of its head's
+    rows and that of its last row in bits of their own (one int: hashed and compared faster than a tuple)."""
+    return (family << FAMILY) | (rows << ROWS) | last
 
 
 class Verdicts:
-    """Per cut, keyed ``(family number, number of the head's rows, number of the last row)`` (rows numbered by
-    value: :meth:`shape`, :meth:`last`), the goal that answered it and the epoch of that family and goal then."""
+    """Per cut, keyed by :func:`verdict_key` of its family number, the number of its head's rows and that of its last
+    row (rows numbered by value: :meth:`shape`, :meth:`last`), the goal that answered it and the epoch of that family
+    and goal then."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple, int] = {}
         self.lasts: dict[tuple, int] = {}
-        self.answers: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self.answers: dict[int, tuple[int, int]] = {}
         self.epochs: list[list[int]] = []  # per family number, per goal
 
     def clear(self) -> None:
@@ -60,7 +74,7 @@ class Verdicts:
         for goal in range(first if halved else first + 1, len(epochs)):
             epochs[goal] += 1
 
-    def keep(self, answers: list[int], keys: list[tuple[int, int, int]], *covered: dict[int, list[int]]) -> None:
+    def keep(self, answers: list[int], keys: list[int], *covered: dict[int, list[int]]) -> None:
         """Keep the answers of the cuts just covered (``answers[j]`` of each ``j`` of ``covered``' lists, if a
         goal: not one of the negative marks) with their keys."""
         kept, epochs = self.answers, self.epochs
@@ -70,9 +84,9 @@ class Verdicts:
                     goal = answers[j]
                     if goal >= 0:  # (the goal and its epoch now)
                         key = keys[j]
-                        kept[key] = (goal, epochs[key[0]][goal])
+                        kept[key] = (goal, epochs[key >> FAMILY][goal])
 
-    def get(self, key: tuple[int, int, int]) -> int | None:
+    def get(self, key: int) -> int | None:
         """The answer kept for the cut ``key`` if it still holds, else None."""
         found = self.answers.get(key)
-        return found[0] if found is not None and self.epochs[key[0]][found[0]] == found[1] else None
+        return found[0] if found is not None and self.epochs[key >> FAMILY][found[0]] == found[1] else None
