@@ -199,7 +199,7 @@ class BatchLookup:
         bounds, prices = limits(), list(map(itemgetter(0), fresh))
         tests = (bounds.max_modules, bounds.max_dof, bound, *self._passing(bounds.max_modules, bounds.max_dof, bound))
         _, _, _, fewest, (least, most), top = tests
-        quick = (family >= 0) & (lengths <= fewest) & (dofs >= least) & (dofs <= most)
+        quick = (family >= 0) & (dofs >= 0) & (lengths <= fewest) & (dofs >= least) & (dofs <= most)
         if set(map(type, prices)) == {float}:  # (the test at once: float prices)
             price = np.array(prices)
             quick &= (price > -math.inf) & (price < top)
@@ -257,9 +257,9 @@ class BatchLookup:
                 return False
             for column, value in zip(found, (*walked, verdict_key(*walked[:3])), strict=True):
                 column[k] = value
-            if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
-                modules = tables[2]
-                dof = sum([modules[m][1] for m in ids])
+        if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
+            modules = tables[2]
+            dof = sum([modules[m][1] for m in ids])
         n, (most_modules, most_dof, bound, fewest, (least, most), top) = len(ids), tests
         return (n <= fewest and least <= dof <= most and price.__class__ is float and -math.inf < price < top) or (
             n <= most_modules and dof <= most_dof and self.certified.passes(n, dof, price, bound)

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.errors import InputError
 from timor_core.search.filtering.cover_kernel import PENDING
 
 __all__ = ["Certificates", "Lesson", "distance"]
@@ -74,7 +75,7 @@ class Certificates:
         marks = np.full(1, PENDING, dtype=np.int64)
         cuts = np.ascontiguousarray(cut.translations, dtype=np.float64)[None]
         if cuts.shape[1:] != self.points.shape[1:]:  # (the kernel would read past the rows: numpy's route raises)
-            raise ValueError(f"a cut of {cuts.shape[1]} gaps looked up among certificates of {self.points.shape[1]}")
+            raise InputError("a cut looked up among certificates of another number of gaps", value=cuts.shape[1])
         return bool(kernel(self.points, self.margins, 0, self.size, cuts, _ENDS, 0, marks))
 
     def _covered_by_last(self, cut: Any) -> bool:
