@@ -24,11 +24,24 @@ from typing import Any
 from timor_core.search.spaces.space import post_order
 from timor_core.task.costs import ComposedCost, CostFunction, ModuleCost, NumJoints, RobotMass
 
-__all__ = ["BAND", "FOLDS", "Bands", "chain_of", "cheapest_completions", "plain_term", "price_function", "term_sizes"]
+__all__ = [
+    "BAND",
+    "FLAT_END",
+    "FOLDS",
+    "Bands",
+    "chain_of",
+    "cheapest_completions",
+    "plain_term",
+    "price_function",
+    "term_sizes",
+]
 
 logger = logging.getLogger(__name__)
 
 EPS = 2.0**-52
+FLAT_END = -1
+"""The next state of a flat order's completion (:func:`~.cost_order._flat_order`): the end, told apart from a
+module's step to the terminal state (0) by the walk's loop without reading the step."""
 Ranked = tuple[float, int, tuple[str, ...]]  # (cost, space position, module IDs)
 
 
@@ -191,8 +204,8 @@ class Bands:
                 self.check([value + step for step in keys[pos:end]], [r[0] for r in made], [r[2] for r in made])
         if end < len(keys):  # the next completion, as Frontier.entry makes it
             key = value + keys[end]
-            heapq.heappush(self.heap, (key, base + offsets[end], 0, key, (ids[end], parent), length, steps, end, value,
-                                       base))  # fmt: skip
+            heapq.heappush(self.heap, (key, base + offsets[end], FLAT_END, key, (ids[end], parent), length, steps, end,
+                                       value, base))  # fmt: skip
 
     def priced(self, top: tuple, end: int) -> None:
         """:meth:`completions`' chains from ``top`` to ``end`` (all in the range) for a cost without a fold or with
