@@ -32,7 +32,7 @@ from typing import Any
 
 from timor_core.errors import TimorError
 from timor_core.search.spaces import cost_walk
-from timor_core.search.spaces.cost_walk import Bands, chain_of, cheapest_completions, term_sizes
+from timor_core.search.spaces.cost_walk import FLAT_END, Bands, chain_of, cheapest_completions, term_sizes
 from timor_core.search.spaces.space import SerialSpace
 from timor_core.task.costs import CostFunction
 from timor_core.task.feedback import assembly_cost
@@ -252,7 +252,7 @@ _UNSEEN = ()  # (a state whose flat order was not made yet)
 
 def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
     """A state's completions as its extensions in walk order if it has at most :data:`FLAT` (else None):
-    :func:`_sibling_orders`' entries with a tuple of IDs for the module and the terminal state for the next, so a
+    :func:`_sibling_orders`' entries with a tuple of IDs for the module and :data:`FLAT_END` for the next, so a
     chain reaching the state walks to its end in one step, its frontier entries one per completion taken (not one
     per module), the same order. Made for a state when the walk first reaches it."""
     if suffixes is None or len(suffixes) > FLAT:
@@ -260,7 +260,7 @@ def _flat_order(suffixes: tuple | None, unit: dict[str, int]) -> tuple | None:
     steps = []
     for k, ids in enumerate(suffixes):  # a completion's offset is its place in space order
         value = sum([unit[m] for m in ids])
-        steps.append((value, k, ids, 0, 1, k, value))
+        steps.append((value, k, ids, FLAT_END, 1, k, value))
     return tuple(sorted(steps, key=lambda e: (e[0], e[1])))
 
 
@@ -299,9 +299,9 @@ def _best_first(
         most = before + cost_walk.BAND_MOST  # (a band ends there)
         while heap and heap[0][0] < limit and len(held) < most:
             top = pop(heap)
-            if top[2] != 0:
+            if top[2] > 0:
                 expand(top)
-            elif top[6][top[7]][2].__class__ is tuple:  # a flat state's completion
+            elif top[2]:  # a flat state's completion (FLAT_END)
                 flat(top, limit)
             else:
                 leaf(top)
