@@ -65,9 +65,8 @@ class BatchLookup:
         # staged by the last call, from the assembly after the last one answered: IDs, family, cut rows, answer
         self._ids: list[Sequence[str]] = []
         self._families: list[int] = []  # (the family's number in ``_numbers``)
-        self._heads: list[
-            int
-        ] = []  # (their heads and last rows in ``_states``: the cut rows are the head's and the last)
+        # (their heads and last rows in ``_states``: the cut rows are the head's and the last)
+        self._heads: list[int] = []
         self._lasts: list[int] = []
         self._state: list[int] = []
         self._keys: list[int] = []  # (their cuts' keys in ``_verdicts``)
