@@ -200,7 +200,7 @@ class Bands:
             else:
                 self.held += [(sum(v, start), base + o, prefix + i) for v, o, i in rows[pos:end]]
             if self.exact:
-                made = self.held[pos - end :]
+                made = self.held[len(self.held) - (end - pos) :]  # (the chains just made)
                 self.check([value + step for step in keys[pos:end]], [r[0] for r in made], [r[2] for r in made])
         if end < len(keys):  # the next completion, as Frontier.entry makes it
             key = value + keys[end]
