@@ -114,9 +114,11 @@ def chain_to_tcp(
     distances along the chain to the last joint) to the TCP's 4x4 pose ``tcp``: the radii and offset from it (the
     chains of one set of joints to several TCPs share the joints' part, :class:`~.arm_body.ModuleSweeps`); with
     the joints' :class:`JointSteps`, its steps are made now from them (the same numbers, the joints' part once)."""
-    last = origins[-1]
-    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - last))
-    chain = PoseChain(origins, axes, tcp, radii, wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+    last, at = origins[-1], tcp[:3, 3]
+    gap = at - last
+    chain = PoseChain.__new__(PoseChain)  # (a dataclass's fields without its __init__'s setattr per field)
+    chain.__dict__.update(origins=origins, axes=axes, tcp=tcp, radii=wrist + math.sqrt(gap.dot(gap)), wrist_radii=wrist,
+                          offset=tcp[:3, :3].T @ (last - at))  # (the root: np.linalg.norm's of the same dot)
     if joints is not None:
         chain.__dict__["steps"] = steps_to(joints, tcp)  # (the cached property's place)
     return chain
@@ -132,6 +134,11 @@ class JointSteps:
     frame: Sequence[Sequence[float]]
     origin: list[float]
 
+    @functools.cached_property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``rotations`` and ``translations`` as arrays, made once (every chain's steps begin with them)."""
+        return np.array(self.rotations), np.array(self.translations)
+
 
 def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
     """The :class:`JointSteps` of joints with these ``origins`` and unit ``axes`` (world, q = 0)."""
@@ -145,10 +152,13 @@ def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
 
 def steps_to(joints: JointSteps, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:attr:`PoseChain.steps` of the joints of ``joints`` to the TCP's 4x4 pose ``tcp``: theirs and ``A_n``."""
-    rotations, translations = list(joints.rotations), list(joints.translations)
+    rotations, translations = [], []  # (the last step; the joints' own made once, :attr:`JointSteps.arrays`)
     after = list(zip(*tcp[:3, :3].tolist(), strict=True))  # columns
     _step(joints.frame, after, tcp[:3, 3].tolist(), joints.origin, rotations, translations)
-    return np.array(rotations), np.array(translations)
+    (rot, trans), n = joints.arrays, len(joints.rotations)
+    out_rot, out_trans = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
+    out_rot[:n], out_trans[:n], out_rot[n], out_trans[n] = rot, trans, rotations[0], translations[0]
+    return out_rot, out_trans
 
 
 def _step(
