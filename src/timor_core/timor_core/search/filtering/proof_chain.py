@@ -178,17 +178,33 @@ def chain_of_steps(rotations: np.ndarray, translations: np.ndarray) -> PoseChain
     were ~60 % of the chain's making, once per family proof)."""
     rotations, translations = np.ascontiguousarray(rotations), np.ascontiguousarray(translations)
     n = len(rotations) - 1
-    lengths = np.sqrt((translations[1:] ** 2).sum(axis=1))  # joint to joint, and the last joint to the TCP
-    radii = np.cumsum(lengths[::-1])[::-1]
-    chain = _StepsChain.__new__(_StepsChain)
-    chain.__dict__.update(radii=radii, wrist_radii=radii - lengths[-1], offset=-rotations[n].T @ translations[n],
-                          steps=(rotations, translations))  # fmt: skip
+    chain = _StepsChain.__new__(_StepsChain)  # (its radii made when first read: a started proof reads none)
+    chain.__dict__.update(offset=-rotations[n].T @ translations[n], steps=(rotations, translations))
     return chain
 
 
 class _StepsChain(PoseChain):
     """A :class:`PoseChain` made of its steps (:func:`chain_of_steps`): the joints' origins and axes and the TCP's pose
-    at q = 0 are the steps' products, made when first read."""
+    at q = 0 are the steps' products, its radii their lengths' sums, made when first read."""
+
+    @property
+    def dof(self) -> int:
+        return len(self.steps[0]) - 1
+
+    @functools.cached_property
+    def _radii(self) -> tuple[np.ndarray, np.ndarray]:
+        translations = self.steps[1]
+        lengths = np.sqrt((translations[1:] ** 2).sum(axis=1))  # joint to joint, and the last joint to the TCP
+        radii = np.cumsum(lengths[::-1])[::-1]
+        return radii, radii - lengths[-1]
+
+    @functools.cached_property
+    def radii(self) -> np.ndarray:  # type: ignore[override]
+        return self._radii[0]
+
+    @functools.cached_property
+    def wrist_radii(self) -> np.ndarray:  # type: ignore[override]
+        return self._radii[1]
 
     @functools.cached_property
     def _frames(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
