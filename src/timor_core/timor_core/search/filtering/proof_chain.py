@@ -116,9 +116,10 @@ def chain_to_tcp(
     the joints' :class:`JointSteps`, its steps are made now from them (the same numbers, the joints' part once)."""
     last, at = origins[-1], tcp[:3, 3]
     gap = at - last
+    radii = wrist + math.sqrt(gap.dot(gap))  # (the root: np.linalg.norm's of the same dot)
     chain = PoseChain.__new__(PoseChain)  # (a dataclass's fields without its __init__'s setattr per field)
-    chain.__dict__.update(origins=origins, axes=axes, tcp=tcp, radii=wrist + math.sqrt(gap.dot(gap)), wrist_radii=wrist,
-                          offset=tcp[:3, :3].T @ (last - at))  # (the root: np.linalg.norm's of the same dot)
+    offset = tcp[:3, :3].T @ (last - at)
+    chain.__dict__.update(origins=origins, axes=axes, tcp=tcp, radii=radii, wrist_radii=wrist, offset=offset)
     if joints is not None:
         chain.__dict__["steps"] = steps_to(joints, tcp)  # (the cached property's place)
     return chain
@@ -152,7 +153,8 @@ def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
 
 def steps_to(joints: JointSteps, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:attr:`PoseChain.steps` of the joints of ``joints`` to the TCP's 4x4 pose ``tcp``: theirs and ``A_n``."""
-    rotations, translations = [], []  # (the last step; the joints' own made once, :attr:`JointSteps.arrays`)
+    rotations: list = []  # (the last step; the joints' own made once, :attr:`JointSteps.arrays`)
+    translations: list = []
     after = list(zip(*tcp[:3, :3].tolist(), strict=True))  # columns
     _step(joints.frame, after, tcp[:3, 3].tolist(), joints.origin, rotations, translations)
     (rot, trans), n = joints.arrays, len(joints.rotations)
@@ -192,19 +194,17 @@ class _StepsChain(PoseChain):
         return len(self.steps[0]) - 1
 
     @functools.cached_property
-    def _radii(self) -> tuple[np.ndarray, np.ndarray]:
+    def radii(self) -> np.ndarray:  # type: ignore[override]
         translations = self.steps[1]
         lengths = np.sqrt((translations[1:] ** 2).sum(axis=1))  # joint to joint, and the last joint to the TCP
         radii = np.cumsum(lengths[::-1])[::-1]
-        return radii, radii - lengths[-1]
-
-    @functools.cached_property
-    def radii(self) -> np.ndarray:  # type: ignore[override]
-        return self._radii[0]
+        self.__dict__["wrist_radii"] = radii - lengths[-1]  # (the wrist radii with them)
+        return radii
 
     @functools.cached_property
     def wrist_radii(self) -> np.ndarray:  # type: ignore[override]
-        return self._radii[1]
+        self.radii  # noqa: B018 (made with the radii)
+        return self.__dict__["wrist_radii"]
 
     @functools.cached_property
     def _frames(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
