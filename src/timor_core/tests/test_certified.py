@@ -267,3 +267,42 @@ def test_a_refusal_counted_without_its_evaluation_counts_as_the_evaluation():
     assert funnels[0] == funnels[1] == funnels[2] == funnels[3]
     counts = [(s.taken, s.evaluations, s.valid, s.tail, None if s.best is None else s.best.ids) for s in states]
     assert counts[0] == counts[1]
+
+
+def test_the_assembly_the_batched_look_up_stopped_at_gets_the_chains_verdict_without_a_second_look_up():
+    """The one-process cost-ordered stream (``batch_stream.stream_priced``: the batched look-up, then the assembly it
+    stopped at one at a time) over the first 2,500 assemblies of ``obstacle_middle``: the evaluator runs no look-up
+    of its own before the chain for those (``Evaluator.lookup.stopped`` is the very IDs it is handed), and each gets
+    the verdict, cost, reasons and records of an evaluator that never looks up; IDs equal but not the same object
+    are looked up as before."""
+    from timor_core.search.evaluation.batch_stream import PricedItems, stream_priced
+
+    db, items = _cost_order()
+    task = Task.from_json_data(json.loads((TASKS / "obstacle_middle.json").read_text()))
+    fast, plain = (Evaluator(task, db, "mass", FilterConfig(family_proof=True)) for _ in range(2))
+    plain._certified.on = False
+    calls, stopped, evaluated = 0, 0, []
+    certified, call = fast.certified, fast.__call__
+
+    def counted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return certified(*args, **kwargs)
+
+    class Noted:  # (the evaluator as the stream takes it, noting whether each one it evaluates is the stopped one)
+        lookup, cut = fast.lookup, fast.cut
+
+        def __call__(self, ids, *args, **kwargs):
+            nonlocal stopped
+            stopped += ids is fast.lookup.stopped
+            return call(ids, *args, **kwargs)
+
+    fast.certified = counted  # type: ignore[method-assign]
+    for out in stream_priced(Noted(), PricedItems(items[:2500]), lambda: math.inf, lambda: False):
+        evaluated.extend(out if isinstance(out, list) else [])
+    assert len(evaluated) >= 20 and stopped == len(evaluated) and calls == 0, (len(evaluated), stopped, calls)
+    for ev in evaluated:
+        assert _verdict(ev) == _verdict(plain(ev.ids, math.inf, ev.seq)), ev.ids
+    again = evaluated[-1].ids
+    fast(tuple(list(again)), math.inf, 0)
+    assert calls == 1

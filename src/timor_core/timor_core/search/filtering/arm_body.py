@@ -160,11 +160,11 @@ def _followed(origins: np.ndarray, axes: np.ndarray, chain: PoseChain) -> tuple[
     last joint of such a group turns with the merged angle; the body between two joints of a group turns by the
     first alone, which the merged angle does not fix: left out. Also the chain's joint each given joint is merged
     into. None if the chain's joints are not found among the given ones (not expected)."""
-    unit = axes / np.linalg.norm(axes, axis=1)[:, None]
+    unit = (axes / np.linalg.norm(axes, axis=1)[:, None]).tolist()  # (compared as lists: np.array_equal's verdicts)
     kept: list[int] = []
-    for i in range(len(origins)):
-        j = len(kept)
-        if j < chain.dof and np.array_equal(origins[i], chain.origins[j]) and np.array_equal(unit[i], chain.axes[j]):
+    at, along, dof = chain.origins.tolist(), chain.axes.tolist(), chain.dof
+    for i, o in enumerate(origins.tolist()):
+        if len(kept) < dof and o == at[len(kept)] and unit[i] == along[len(kept)]:
             kept.append(i)
     if len(kept) != chain.dof or not kept or kept[0] != 0:
         return None

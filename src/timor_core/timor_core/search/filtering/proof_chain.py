@@ -114,9 +114,12 @@ def chain_to_tcp(
     distances along the chain to the last joint) to the TCP's 4x4 pose ``tcp``: the radii and offset from it (the
     chains of one set of joints to several TCPs share the joints' part, :class:`~.arm_body.ModuleSweeps`); with
     the joints' :class:`JointSteps`, its steps are made now from them (the same numbers, the joints' part once)."""
-    last = origins[-1]
-    radii = wrist + float(np.linalg.norm(tcp[:3, 3] - last))
-    chain = PoseChain(origins, axes, tcp, radii, wrist, tcp[:3, :3].T @ (last - tcp[:3, 3]))
+    last, at = origins[-1], tcp[:3, 3]
+    gap = at - last
+    radii = wrist + math.sqrt(gap.dot(gap))  # (the root: np.linalg.norm's of the same dot)
+    chain = PoseChain.__new__(PoseChain)  # (a dataclass's fields without its __init__'s setattr per field)
+    offset = tcp[:3, :3].T @ (last - at)
+    chain.__dict__.update(origins=origins, axes=axes, tcp=tcp, radii=radii, wrist_radii=wrist, offset=offset)
     if joints is not None:
         chain.__dict__["steps"] = steps_to(joints, tcp)  # (the cached property's place)
     return chain
@@ -132,6 +135,11 @@ class JointSteps:
     frame: Sequence[Sequence[float]]
     origin: list[float]
 
+    @functools.cached_property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``rotations`` and ``translations`` as arrays, made once (every chain's steps begin with them)."""
+        return np.array(self.rotations), np.array(self.translations)
+
 
 def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
     """The :class:`JointSteps` of joints with these ``origins`` and unit ``axes`` (world, q = 0)."""
@@ -145,10 +153,14 @@ def joint_steps(origins: np.ndarray, axes: np.ndarray) -> JointSteps:
 
 def steps_to(joints: JointSteps, tcp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:attr:`PoseChain.steps` of the joints of ``joints`` to the TCP's 4x4 pose ``tcp``: theirs and ``A_n``."""
-    rotations, translations = list(joints.rotations), list(joints.translations)
+    rotations: list = []  # (the last step; the joints' own made once, :attr:`JointSteps.arrays`)
+    translations: list = []
     after = list(zip(*tcp[:3, :3].tolist(), strict=True))  # columns
     _step(joints.frame, after, tcp[:3, 3].tolist(), joints.origin, rotations, translations)
-    return np.array(rotations), np.array(translations)
+    (rot, trans), n = joints.arrays, len(joints.rotations)
+    out_rot, out_trans = np.empty((n + 1, 3, 3)), np.empty((n + 1, 3))
+    out_rot[:n], out_trans[:n], out_rot[n], out_trans[n] = rot, trans, rotations[0], translations[0]
+    return out_rot, out_trans
 
 
 def _step(
@@ -168,17 +180,31 @@ def chain_of_steps(rotations: np.ndarray, translations: np.ndarray) -> PoseChain
     were ~60 % of the chain's making, once per family proof)."""
     rotations, translations = np.ascontiguousarray(rotations), np.ascontiguousarray(translations)
     n = len(rotations) - 1
-    lengths = np.sqrt((translations[1:] ** 2).sum(axis=1))  # joint to joint, and the last joint to the TCP
-    radii = np.cumsum(lengths[::-1])[::-1]
-    chain = _StepsChain.__new__(_StepsChain)
-    chain.__dict__.update(radii=radii, wrist_radii=radii - lengths[-1], offset=-rotations[n].T @ translations[n],
-                          steps=(rotations, translations))  # fmt: skip
+    chain = _StepsChain.__new__(_StepsChain)  # (its radii made when first read: a started proof reads none)
+    chain.__dict__.update(offset=-rotations[n].T @ translations[n], steps=(rotations, translations))
     return chain
 
 
 class _StepsChain(PoseChain):
     """A :class:`PoseChain` made of its steps (:func:`chain_of_steps`): the joints' origins and axes and the TCP's pose
-    at q = 0 are the steps' products, made when first read."""
+    at q = 0 are the steps' products, its radii their lengths' sums, made when first read."""
+
+    @property
+    def dof(self) -> int:
+        return len(self.steps[0]) - 1
+
+    @functools.cached_property
+    def radii(self) -> np.ndarray:  # type: ignore[override]
+        translations = self.steps[1]
+        lengths = np.sqrt((translations[1:] ** 2).sum(axis=1))  # joint to joint, and the last joint to the TCP
+        radii = np.cumsum(lengths[::-1])[::-1]
+        self.__dict__["wrist_radii"] = radii - lengths[-1]  # (the wrist radii with them)
+        return radii
+
+    @functools.cached_property
+    def wrist_radii(self) -> np.ndarray:  # type: ignore[override]
+        self.radii  # noqa: B018 (made with the radii)
+        return self.__dict__["wrist_radii"]
 
     @functools.cached_property
     def _frames(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

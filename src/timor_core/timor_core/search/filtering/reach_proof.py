@@ -346,12 +346,13 @@ def _fused(
                        ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS, d], dtype=np.float64)  # fmt: skip
     counts = np.array([budget, widen_budget, 0, start is not None, 0, WITNESS_LEVELS, first, SPLITS, WITNESS_STARTS,
                        WITNESS_STEPS, upper is not None], dtype=np.int64)  # fmt: skip
-    box = [np.ascontiguousarray(a, dtype=np.float64) for a in (centres, half, excess, weights)]
+    contiguous, (rotations, translations) = np.ascontiguousarray, chain.steps
     bound = np.array(upper if upper is not None else [math.inf], dtype=np.float64)
-    rotations, translations = (np.ascontiguousarray(a, dtype=np.float64) for a in chain.steps)
-    status = kernel(rotations, translations, *box, goal.pos, goal.axes, np.ascontiguousarray(goal.direction,
-                    dtype=np.float64), params, counts, np.asarray(levels, dtype=np.float64), bound, *out, result,
-                    found, trig_table())  # fmt: skip
+    status = kernel(contiguous(rotations, dtype=np.float64), contiguous(translations, dtype=np.float64),
+                    contiguous(centres, dtype=np.float64), contiguous(half, dtype=np.float64),
+                    contiguous(excess, dtype=np.float64), contiguous(weights, dtype=np.float64), goal.pos, goal.axes,
+                    contiguous(goal.direction, dtype=np.float64), params, counts, np.asarray(levels, dtype=np.float64),
+                    bound, *out, result, found, trig_table())  # fmt: skip
     if upper is not None:
         upper[0] = float(bound[0])
     if status == OVERFLOW:
