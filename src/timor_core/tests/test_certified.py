@@ -281,7 +281,7 @@ def test_the_assembly_the_batched_look_up_stopped_at_gets_the_chains_verdict_wit
     task = Task.from_json_data(json.loads((TASKS / "obstacle_middle.json").read_text()))
     fast, plain = (Evaluator(task, db, "mass", FilterConfig(family_proof=True)) for _ in range(2))
     plain._certified.on = False
-    calls, stopped, evaluated = 0, 0, []
+    calls, stopped, evaluated, last = 0, 0, [], []
     certified, call = fast.certified, fast.__call__
 
     def counted(*args, **kwargs):
@@ -294,7 +294,9 @@ def test_the_assembly_the_batched_look_up_stopped_at_gets_the_chains_verdict_wit
 
         def __call__(self, ids, *args, **kwargs):
             nonlocal stopped
-            stopped += ids is fast.lookup.stopped
+            if ids is fast.lookup.stopped:
+                stopped += 1
+                last[:] = [ids]
             return call(ids, *args, **kwargs)
 
     fast.certified = counted  # type: ignore[method-assign]
@@ -303,6 +305,8 @@ def test_the_assembly_the_batched_look_up_stopped_at_gets_the_chains_verdict_wit
     assert len(evaluated) >= 20 and stopped == len(evaluated) and calls == 0, (len(evaluated), stopped, calls)
     for ev in evaluated:
         assert _verdict(ev) == _verdict(plain(ev.ids, math.inf, ev.seq)), ev.ids
-    again = evaluated[-1].ids
-    fast(tuple(list(again)), math.inf, 0)
+    fast.lookup.stopped = last[0]  # (as the look-up leaves it where it stopped at these IDs)
+    fast(tuple(list(last[0])), math.inf, 0)  # equal IDs, another object: looked up as before
+    assert calls == 1
+    fast(last[0], math.inf, 0)  # the very object: not looked up
     assert calls == 1

@@ -108,9 +108,11 @@ def test_a_search_leaves_no_thread_behind_so_the_next_one_forks_its_shards_too()
 
 
 def test_the_time_limit_stops_every_shard():
+    """(The limit well below the whole search with 2 workers: at 0.5 s the search had ended first, by the
+    bound, in 1 of 3 runs under load.)"""
     task = Task.from_json_file(TASKS / "obstacle_middle.json")
     result = ExhaustiveSearch(paper_exp2_space(DB), workers=2, order="cost", progress=False).optimize(
-        task, DB, Budget(max_time=0.5)
+        task, DB, Budget(max_time=0.15)
     )
     assert result.stopped == "max_time" and not result.found  # (no evaluation at all if the shards started late)
     assert result.next_seq is not None and result.next_seq <= result.evaluations + 2

@@ -191,6 +191,7 @@ class _StepsChain(PoseChain):
 
     @property
     def dof(self) -> int:
+        """The joints' count: one step fewer than the steps (the last step leads to the TCP)."""
         return len(self.steps[0]) - 1
 
     @functools.cached_property
