@@ -36,6 +36,14 @@ try:
     CC = pycc.CC
 except ImportError:  # a numba without it: build_module() says so
     pass
+CODEGEN: Any = None
+"""numba's code generators (``numba.core.codegen``: :func:`host_features` sets a hook there), None without them."""
+try:
+    from numba.core import codegen
+
+    CODEGEN = codegen
+except ImportError:  # builds are then for any CPU (can_target_host)
+    pass
 
 __all__ = ["CC", "Export", "build_command", "build_kernels", "build_module", "can_target_host", "host_features"]
 
@@ -50,19 +58,10 @@ def _prefix_and_sources(name: str) -> tuple[str, str]:
     return "_".join(parts[:at]), parts[at]
 
 
-def _codegen() -> Any:
-    """numba's code generators (``numba.core.codegen``), None where this numba has none."""
-    try:
-        from numba.core import codegen
-    except ImportError:
-        return None
-    return codegen
-
-
 def can_target_host() -> bool:
     """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64)
     and this numba has the hook :func:`host_features` sets."""
-    codegen, hook = _codegen(), "_customize_tm_features"
+    codegen, hook = CODEGEN, "_customize_tm_features"
     return host_cpu() is not None and all(
         hasattr(getattr(codegen, c, None), hook) for c in ("AOTCPUCodegen", "JITCPUCodegen")
     )
@@ -73,10 +72,10 @@ def host_features() -> Iterator[None]:
     """While open, numba's ahead-of-time compiler takes the features numba's JIT uses on this machine (its
     ``_get_host_cpu_features``; the CPU's model alone, ``target_cpu``, would imply features a virtual machine may
     hide), so a build for the host uses no instruction numba's JIT would not (where :func:`can_target_host`)."""
-    aot = _codegen().AOTCPUCodegen
+    aot = CODEGEN.AOTCPUCodegen
     hook = "_customize_tm_features"
     default = aot.__dict__.get(hook)
-    setattr(aot, hook, getattr(_codegen().JITCPUCodegen, hook))
+    setattr(aot, hook, getattr(CODEGEN.JITCPUCodegen, hook))
     try:
         yield
     finally:
