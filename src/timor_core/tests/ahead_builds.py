@@ -3,8 +3,8 @@ set's kernels in a folder of its own that held an older build, made once per tes
 ``xdist_group``, so one worker builds it) only where the build for the sources as they are is not in place (``make
 test`` makes that one before the suite with the same ``build``, ~7-11 CPU-s a set: the comparisons then run on it),
 that set's folder, memo and the compiled-kernels choice put back after each test, the check of a real build's files
-on a one-kernel build (an older build removed, no temporary files left), and the check of a numba without
-``numba.pycc``."""
+on a one-kernel build (older sources' builds removed, other CPUs' kept, no temporary files left), and the check of a
+numba without ``numba.pycc``."""
 
 from __future__ import annotations
 
@@ -67,19 +67,22 @@ def _twice(x: float) -> float:
 
 def check_build_files(folder: Path) -> None:
     """A real build (numba's ahead-of-time compiler, a one-kernel module: ~2.5 CPU-s against ~7-11 for a set's
-    kernels) in ``folder`` beside an older build of the same prefix and another module's build: the file is in
-    ``folder`` and loads with the kernel's results, the older build is removed, the other kept, no temporary files are
-    left, and a second build of the same file is a no-op."""
+    kernels) in ``folder`` beside older builds of the same prefix (for any CPU and for another CPU), a build of the
+    same sources for another CPU and another module's build: the file is in ``folder`` and loads with the kernel's
+    results, the older builds are removed, the others kept, no temporary files are left, and a second build of the
+    same file is a no-op."""
     from timor_core.common import ahead_build
     from timor_core.common.ahead import load_module
 
-    target = folder / f"tiny_aot_fedcba9876543210{EXTENSION_SUFFIXES[0]}"
-    stale, other = folder / f"tiny_aot_0123456789abcdef{EXTENSION_SUFFIXES[0]}", folder / "other_aot_0123.so"
-    stale.write_bytes(b"an older build")
-    other.write_bytes(b"another module's build")
+    suffix = EXTENSION_SUFFIXES[0]
+    target = folder / f"tiny_aot_fedcba9876543210{suffix}"
+    stale = [folder / f"tiny_aot_0123456789abcdef{suffix}", folder / f"tiny_aot_0123456789abcdef_0123456789ab{suffix}"]
+    kept = [folder / "other_aot_0123.so", folder / f"tiny_aot_fedcba9876543210_0123456789ab{suffix}"]
+    for path in stale + kept:
+        path.write_bytes(b"another build")
     path = ahead_build.build_module(target, {"twice": (_twice, "f8(f8)")}, "tiny kernels", ahead_build.CC)
-    assert path == target and path.is_file() and not stale.exists() and other.exists()
-    assert sorted(p.name for p in folder.iterdir()) == sorted([path.name, other.name]), "no temporary files left"
+    assert path == target and path.is_file() and not any(p.exists() for p in stale) and all(p.exists() for p in kept)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in [path, *kept]), "no temporary files left"
     module = load_module(path, "tiny kernels", ["twice"])
     assert module is not None and module.twice(2.5) == 5.0
     built_at = path.stat().st_mtime_ns

@@ -1,8 +1,12 @@
 """The compiled descents do less of the same work (``kinematics/ik_jit.py``, issue 38 item 1): a trial step's Jacobian
 is made only once the step is taken, J J^T's lower half is its upper half mirrored, and a random start is chosen by
 the candidates' poses alone. Each must give the same numbers to the last bit as the eager work it replaces: here the
-eager descent (the trial's Jacobian and all of J J^T made at every trial, as before) is written out with numba and
-compared with ``descend`` and ``best_start`` on random chains, goals and starts."""
+eager descent (the trial's pose, Jacobian and all of J J^T made at every trial, as before) is written out with numba
+and compared with ``descend`` and ``best_start`` on random chains, goals and starts. Its kinematics (the frame's pose
+and Jacobian, weighed) are written anew here from the definition, not taken from ``ik_jit``, and checked against
+Pinocchio's: a fault in ``ik_jit``'s pose or Jacobian makes the descents differ. (The goal's residual, the damped
+step and the limits' guard, which the laziness does not touch, are ``ik_jit``'s; ``test_ik_kernel.py`` checks those
+against the interpreted descent and Pinocchio.)"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("numba")
+pin = pytest.importorskip("pinocchio")
 
 from timor_core.kinematics import ik_jit  # noqa: E402 (after the skip: it imports numba)
 from timor_core.kinematics.ik_descent import CONVERGED  # noqa: E402
@@ -31,10 +36,79 @@ def _eager_gram(J, JJt):
 
 
 @_jit
+def _rotation_about(kind, axis, angle):
+    """A revolute joint's rotation by ``angle`` about the frame's axis ``kind`` (0-2: x, y, z; the entries c and
+    +-s, the rest 0 and 1) or about the unit ``axis`` (kind 3: Rodrigues' formula)."""
+    c, s = math.cos(angle), math.sin(angle)
+    M = np.zeros((3, 3))
+    if kind < 3:
+        j, k = (kind + 1) % 3, (kind + 2) % 3
+        M[kind, kind], M[j, j], M[j, k], M[k, j], M[k, k] = 1.0, c, -s, s, c
+        return M
+    x, y, z = axis[0], axis[1], axis[2]
+    t = 1.0 - c
+    M[0, 0], M[0, 1], M[0, 2] = c + t * x * x, t * x * y - s * z, t * x * z + s * y
+    M[1, 0], M[1, 1], M[1, 2] = t * x * y + s * z, c + t * y * y, t * y * z - s * x
+    M[2, 0], M[2, 1], M[2, 2] = t * x * z - s * y, t * y * z + s * x, c + t * z * z
+    return M
+
+
+@_jit
+def _product(A, B):
+    """A B (3, 3), each entry the sum of its three products left to right."""
+    out = np.empty((3, 3))
+    for r in range(3):
+        for col in range(3):
+            out[r, col] = A[r, 0] * B[0, col] + A[r, 1] * B[1, col] + A[r, 2] * B[2, col]
+    return out
+
+
+@_jit
+def _apply(R, p, v):
+    """p + R v (3,), each entry summed left to right."""
+    return np.array([p[r] + R[r, 0] * v[0] + R[r, 1] * v[1] + R[r, 2] * v[2] for r in range(3)])
+
+
+@_jit
+def _turn(R, v):
+    """R v (3,), each entry summed left to right."""
+    return np.array([R[r, 0] * v[0] + R[r, 1] * v[1] + R[r, 2] * v[2] for r in range(3)])
+
+
+@_jit
+def _pose_and_jacobian(placements, kinds, axes, tool, moving, q, T, J):
+    """The frame's pose ``T`` and Jacobian ``J`` (world axes at the frame's origin: each moving joint's column the
+    axis w and w x (p - o), o the joint's origin, p the frame's) of the chain, from the definition: T = P_1 Rot_1(q_1)
+    ... P_m Rot_m(q_m) tool."""
+    R, p = np.eye(3), np.zeros(3)
+    origins, directions = np.zeros((moving, 3)), np.zeros((moving, 3))
+    for k in range(moving):
+        P = placements[k]
+        p = _apply(R, p, P[:3, 3])
+        A = _product(R, P[:3, :3])
+        directions[k] = _turn(A, axes[k] if kinds[k] == 3 else np.eye(3)[kinds[k]])
+        origins[k] = p
+        R = _product(A, _rotation_about(kinds[k], axes[k], q[k]))
+    T[:3, 3] = _apply(R, p, tool[:3, 3])
+    T[:3, :3] = _product(R, tool[:3, :3])
+    T[3, :3], T[3, 3] = 0.0, 1.0
+    J[:, :] = 0.0
+    for k in range(moving):
+        w, d = directions[k], T[:3, 3] - origins[k]
+        J[0, k], J[1, k], J[2, k] = w[1] * d[2] - w[2] * d[1], w[2] * d[0] - w[0] * d[2], w[0] * d[1] - w[1] * d[0]
+        J[3, k], J[4, k], J[5, k] = w[0], w[1], w[2]
+
+
+@_jit
 def _eager_linearize(chain, q, params, frozen, T, r, J, JJt, work, rot_work):
-    ik_jit.forward(chain[0], chain[1], chain[2], chain[3], chain[4], q, T, J, work)
+    """At ``q``: pose, residual, Jacobian with the residual's zero rows and the frozen columns zero and the angle rows
+    weighted, J J^T in full; the squared residual."""
+    _pose_and_jacobian(chain[0], chain[1], chain[2], chain[3], chain[4], q, T, J)
     cost, bits = ik_jit.terms(T, params, r, rot_work)
-    ik_jit._weigh(J, bits, params[25], frozen)
+    for a in range(6):
+        weight = (1.0 if a < 3 else params[25]) if (bits >> a) & 1 else 0.0
+        for k in range(J.shape[1]):
+            J[a, k] = 0.0 if frozen[k] else J[a, k] * weight
     _eager_gram(J, JJt)
     return cost
 
@@ -98,10 +172,10 @@ def _eager_descend(chain, lo, hi, crossable, frozen, q0, params, settings, q_out
 @_jit
 def _eager_best_start(chain, candidates, params):
     n = candidates.shape[1]
-    T, r, J, work, rot_work = np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((n, 2, 3)), np.empty((3, 3))
+    T, r, J, rot_work = np.empty((4, 4)), np.empty(6), np.empty((6, n)), np.empty((3, 3))
     best, best_cost = 0, math.inf
     for i in range(candidates.shape[0]):
-        ik_jit.forward(chain[0], chain[1], chain[2], chain[3], chain[4], candidates[i], T, J, work)
+        _pose_and_jacobian(chain[0], chain[1], chain[2], chain[3], chain[4], candidates[i], T, J)
         cost = ik_jit.terms(T, params, r, rot_work)[0]
         if cost < best_cost:
             best, best_cost = i, cost
@@ -153,6 +227,37 @@ def _limits(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, n
     limited = hi < 1e300
     crossable = limited & (2 * math.pi - np.subtract(hi, lo, out=np.zeros(n), where=limited) <= 1.0)
     return lo, hi, crossable
+
+
+def _pinocchio(chain: tuple) -> tuple:
+    """The chain as a Pinocchio model (joints about x, y, z or an axis; the frame on joint ``moving``) and frame."""
+    placements, kinds, axes, tool, moving = chain
+    model, parent = pin.Model(), 0
+    for k, kind in enumerate(kinds):
+        joint = (pin.JointModelRX, pin.JointModelRY, pin.JointModelRZ)[kind]() if kind < 3 else \
+            pin.JointModelRevoluteUnaligned(*axes[k])  # fmt: skip
+        parent = model.addJoint(parent, joint, pin.SE3(placements[k]), f"j{k}")
+    fid = model.addFrame(pin.Frame("tool", moving, 0, pin.SE3(tool), pin.FrameType.OP_FRAME))
+    return model, fid
+
+
+def test_the_references_pose_and_jacobian_are_pinocchios():
+    """The reference's kinematics (written here, not ``ik_jit``'s) against Pinocchio's frame pose and Jacobian in
+    world axes at the frame (LOCAL_WORLD_ALIGNED) on random chains and configurations: to rounding."""
+    rng = np.random.default_rng(11)
+    for _ in range(100):
+        n = int(rng.integers(1, 8))
+        chain = _chain(rng, n)
+        model, fid = _pinocchio(chain)
+        data = model.createData()
+        q = rng.uniform(-math.pi, math.pi, n)
+        q[rng.random(n) < 0.2] = 0.0
+        T, J = np.empty((4, 4)), np.empty((6, n))
+        _pose_and_jacobian(*chain, q, T, J)
+        pin.framesForwardKinematics(model, data, q)
+        want_J = np.reshape(pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED), (6, n))
+        assert np.allclose(T, data.oMf[fid].homogeneous, rtol=0, atol=1e-12)
+        assert np.allclose(J, want_J, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(6))

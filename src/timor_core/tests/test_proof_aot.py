@@ -174,7 +174,9 @@ def test_a_build_compiles_the_fused_proofs_helpers_without_numbas_cache(tmp_path
 
     asked: list[bool] = []
     monkeypatch.setattr(proof_fused, "for_build", lambda cache=True: asked.append(cache) or proof_fused.fused_proof)
-    monkeypatch.setattr(proof_aot, "build_kernels", lambda ahead, folder, exports, cc: folder / "built.so")
+    monkeypatch.setattr(
+        proof_aot, "build_kernels", lambda ahead, folder, exports, cc, generic=False: folder / "built.so"
+    )
     assert proof_aot.build(tmp_path) == tmp_path / "built.so"
     assert asked == [False]
 

@@ -440,3 +440,23 @@ def test_a_centres_miss_caps_what_its_box_can_spare(name, pick, seed, width, tol
     finite = np.isfinite(upper) & np.isfinite(want)
     assert np.allclose(upper[finite], want[finite], rtol=0, atol=1e-9)
     assert np.all(excess <= upper + 1e-9)
+
+
+def test_goal_terms_are_named_and_made_once_per_goal_value():
+    """``goal_terms``: a :class:`GoalTerms` whose fields are the goal's position, axes (rows) and rotation in C order
+    and the slacks plus their allowances; the same object for the same goal values and tolerance, a new one for a
+    goal moved in place."""
+    tol = TOLERANCES["exp2"]
+    goal = np.eye(4)
+    goal[:3, :3] = Rotation.from_rotvec([0.3, -0.2, 0.5]).as_matrix()
+    goal[:3, 3] = [0.4, -0.1, 0.3]
+    terms = reach_proof.goal_terms(goal, tol)
+    assert isinstance(terms, reach_proof.GoalTerms) and terms.tolerance is tol
+    assert np.array_equal(terms.pos, goal[:3, 3]) and np.array_equal(terms.turn, goal[:3, :3])
+    assert np.array_equal(terms.axes, goal[:3, :3].T) and terms.axes.flags.c_contiguous
+    assert terms.slack == position_slack(tol) + reach_proof.EPS
+    assert terms.theta == rotation_slack(tol) + reach_proof.ANGLE_EPS
+    assert reach_proof.goal_terms(goal.copy(), tol) is terms
+    goal[0, 3] += 0.1
+    moved = reach_proof.goal_terms(goal, tol)
+    assert moved is not terms and moved.pos[0] == terms.pos[0] + 0.1

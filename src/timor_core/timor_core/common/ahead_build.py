@@ -3,23 +3,27 @@ kernels into an extension module named by :func:`.ahead.module_path`; used by ``
 ``search/filtering/proof_aot.py`` (``make venv`` and ``make test`` run them). Imports numba: never on a search's path.
 
 Why one place: a build goes to a temporary folder and then replaces its file in one step (a process never loads half
-a file), and older builds of the same kernels beside it are removed; both commands take the same options and report
-the same way (:func:`build_command`).
+a file), and builds of older sources beside it are removed (builds of the same sources for other CPUs are kept: a
+shared folder); a build is for this machine's CPU as numba's JIT compiles for it (:func:`host_features`), named by the
+CPU (:func:`.ahead.host_cpu`), unless it is asked for any CPU (``--generic``: a wheel, an image run elsewhere); both
+commands take the same options and report the same way (:func:`build_command`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import os
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from timor_core.common.ahead import AheadKernels
+from timor_core.common.ahead import AheadKernels, host_cpu
 from timor_core.errors import TimorError
 
 CC: Any = None
@@ -32,31 +36,75 @@ try:
     CC = pycc.CC
 except ImportError:  # a numba without it: build_module() says so
     pass
+CODEGEN: Any = None
+"""numba's code generators (``numba.core.codegen``: :func:`host_features` sets a hook there), None without them."""
+try:
+    from numba.core import codegen
 
-__all__ = ["CC", "Export", "build_command", "build_kernels", "build_module"]
+    CODEGEN = codegen
+except ImportError:  # builds are then for any CPU (can_target_host)
+    pass
+
+__all__ = ["CC", "Export", "build_command", "build_kernels", "build_module", "can_target_host", "host_features"]
 
 Export = tuple[Callable[..., Any], str]
 """A kernel to build: its Python function (a numba kernel's ``py_func``, or a plain function) and its one signature."""
 
 
-def build_module(target: Path, exports: dict[str, Export], what: str, compiler: Any) -> Path:
+def _prefix_and_sources(name: str) -> tuple[str, str]:
+    """A build's module name (``prefix_<sources>[_<cpu>]``) split: its prefix and its sources' hash."""
+    parts = name.split("_")
+    at = next((i for i, part in enumerate(parts) if i and len(part) == 16), len(parts) - 1)
+    return "_".join(parts[:at]), parts[at]
+
+
+def can_target_host() -> bool:
+    """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64)
+    and this numba has the hook :func:`host_features` sets."""
+    codegen, hook = CODEGEN, "_customize_tm_features"
+    return host_cpu() is not None and all(
+        hasattr(getattr(codegen, c, None), hook) for c in ("AOTCPUCodegen", "JITCPUCodegen")
+    )
+
+
+@contextlib.contextmanager
+def host_features() -> Iterator[None]:
+    """While open, numba's ahead-of-time compiler takes the features numba's JIT uses on this machine (its
+    ``_get_host_cpu_features``; the CPU's model alone, ``target_cpu``, would imply features a virtual machine may
+    hide), so a build for the host uses no instruction numba's JIT would not (where :func:`can_target_host`)."""
+    aot = CODEGEN.AOTCPUCodegen
+    hook = "_customize_tm_features"
+    default = aot.__dict__.get(hook)
+    setattr(aot, hook, getattr(CODEGEN.JITCPUCodegen, hook))
+    try:
+        yield
+    finally:
+        if default is None:
+            delattr(aot, hook)
+        else:
+            setattr(aot, hook, default)
+
+
+def build_module(target: Path, exports: dict[str, Export], what: str, compiler: Any, host: bool = False) -> Path:
     """Build ``exports`` with ``compiler`` (:data:`CC`) into ``target`` (:func:`.ahead.module_path`) unless it is
-    there, then remove older builds of the same prefix beside it; ``target``. A TimorError naming ``what`` where this
-    numba has no such compiler or compiling fails."""
+    there, for this machine's CPU where ``host`` (the caller names ``target`` by the CPU; :func:`can_target_host`
+    holds), else for any CPU of the architecture, then remove builds of older sources of the same prefix beside it;
+    ``target``. A TimorError naming ``what`` where this numba has no such compiler or compiling fails."""
     if target.is_file():
         return target
     if compiler is None:
         raise TimorError(f"this numba has no ahead-of-time compiler (numba.pycc): numba's {what} run by the rule")
     target.parent.mkdir(parents=True, exist_ok=True)
     name = target.name.split(".")[0]
-    prefix = name.rsplit("_", 1)[0]
+    prefix, sources = _prefix_and_sources(name)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{prefix}_build_") as tmp:
         cc = compiler(name)
         cc.output_dir = tmp
+        cc.target_cpu = "host" if host else ""  # (numba's default: the architecture's generic CPU, no features)
         for export, (kernel, signature) in exports.items():
             cc.export(export, signature)(kernel)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), host_features() if host else contextlib.nullcontext():
                 warnings.simplefilter("ignore")  # numba.pycc's pending deprecation
                 cc.compile()
         except Exception as exc:  # distutils' CompileError, LinkError, OSError, numba's errors
@@ -64,32 +112,42 @@ def build_module(target: Path, exports: dict[str, Export], what: str, compiler: 
         built = next(Path(tmp).glob(f"{name}.*"))
         os.replace(built, target)  # whole or not at all: a process never loads half a file
     for old in target.parent.glob(f"{prefix}_*{EXTENSION_SUFFIXES[0]}"):  # older sources' builds, this Python's
-        if old != target:
+        if _prefix_and_sources(old.name.split(".")[0]) != (prefix, sources):
             old.unlink(missing_ok=True)
     return target
 
 
-def build_kernels(kernels: AheadKernels[Any], folder: Path | None, exports: dict[str, Export], compiler: Any) -> Path:
+def build_kernels(kernels: AheadKernels[Any], folder: Path | None, exports: dict[str, Export], compiler: Any,
+                  generic: bool = False) -> Path:  # fmt: skip
     """Build ``exports`` into ``kernels``' file in ``folder`` (default its ``AHEAD_FOLDER``) with :func:`build_module`,
-    then make ``kernels`` look for it again; the file's path."""
-    target = build_module(kernels.path(folder), exports, kernels.what, compiler)
+    for this machine's CPU (for any CPU where ``generic``, or where not :func:`can_target_host`), then make ``kernels``
+    look for it again; the file's path."""
+    host = not generic and can_target_host()
+    target = build_module(kernels.path(folder, generic=not host), exports, kernels.what, compiler, host)
     kernels.forget()
     return target
 
 
 def build_command(argv: list[str] | None, description: str, kernels: AheadKernels[Any],
-                  build: Callable[[Path | None], Path],
-                  more: Mapping[str, tuple[str, Callable[[], Path]]] | None = None) -> int:  # fmt: skip
-    """A build command: ``--folder`` (default ``kernels``' folder) for ``build``, and a flag per ``more`` entry
-    (``--flag``: its help and a build to run after). Prints each built file; exit code 1, each reason on stderr,
-    where a build fails."""
+                  build: Callable[[Path | None, bool], Path],
+                  more: Mapping[str, tuple[str, Callable[[bool], Path]]] | None = None) -> int:  # fmt: skip
+    """A build command: ``--folder`` (default ``kernels``' folder) and ``--generic`` (for any CPU, not this machine's)
+    for ``build(folder, generic)``, and a flag per ``more`` entry (``--flag``: its help and a build to run after, given
+    ``generic``). Prints each built file; exit code 1, each reason on stderr, where a build fails."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--folder", type=Path, help=f"where (default {kernels.folder()})")
+    parser.add_argument("--generic", action="store_true",
+                        help="build for any CPU of this architecture (a wheel, an image run on other machines); "
+                        "default: for this machine's CPU, named by it, never loaded on another")  # fmt: skip
     for flag, (help_text, _) in (more or {}).items():
         parser.add_argument(flag, action="store_true", help=help_text)
     args = parser.parse_args(argv)
-    builds = [lambda: build(args.folder)]
-    builds += [make for flag, (_, make) in (more or {}).items() if getattr(args, flag.lstrip("-").replace("-", "_"))]
+    builds = [lambda: build(args.folder, args.generic)]
+    builds += [
+        functools.partial(make, args.generic)
+        for flag, (_, make) in (more or {}).items()
+        if getattr(args, flag.lstrip("-").replace("-", "_"))
+    ]
     code = 0
     for make in builds:
         try:

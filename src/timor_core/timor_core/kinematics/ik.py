@@ -3,7 +3,8 @@
 Only what the tolerance forbids is driven to zero: a goal with x/y/z ±1 mm and a 45° rotation
 tolerance leaves the solver free inside that box and cone, which makes tolerant goals fast and
 robust. Random restarts within the joint limits; with a task, a solution must also be free of
-self-collision and of collision with the task's obstacles (and, on request, within torque limits).
+self-collision and of collision with the task's obstacles (and, on request, within torque limits). The settings
+and results are plain data in :mod:`.ik_config` (imported from here as before).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import pinocchio as pin
 from timor_core.common.seeds import as_generator
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
+from timor_core.kinematics.ik_config import DEFAULT_IK_CONFIG, IK_METHODS, IKConfig, IKResult
 from timor_core.kinematics.ik_descent import (
     CONVERGED,
     compiled_route,
@@ -38,111 +40,6 @@ PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports this module)
 Task = Any  # a timor_core.task.Task (a higher layer): its obstacles are checked
 __all__ = ["DEFAULT_IK_CONFIG", "IKConfig", "IKResult", "IK_METHODS", "outside_workspace", "pose_residual",
            "solve_arm_ik", "solve_ik"]  # fmt: skip
-
-IK_METHODS = ("jacobian", "scipy")
-"""Inner solvers: damped least squares on the projected error (fast, default), or scipy's bounded least squares."""
-
-
-@dataclass(frozen=True)
-class IKConfig:
-    """Solver settings: iterations per try, tries (random restarts), damping and step limits.
-
-    ``method``: one of IK_METHODS. ``solutions``: with a custom cost (see ``solve_ik``), how many valid solutions
-    to collect before returning the one of least cost (1: the first valid one).
-    """
-
-    max_iter: int = 60
-    max_n_tries: int = 50
-    damping: float = 3e-3
-    max_step: float = 1.0  # rad (or m) per joint and iteration
-    margin: float = 1e-7  # aim this far (m or rad) inside each bound, so rounding never lands on one
-    stall_window: int = 5  # iterations after which a try must have cut its cost by stall_ratio ...
-    stall_ratio: float = 0.5  # ... or be abandoned for a fresh random start
-    plateau_tries: int = 20  # give up when this many tries in a row (0: never) ...
-    plateau_ratio: float = 0.9  # ... did not cut the best residual below this fraction of it ...
-    plateau_residual: float = 0.01  # ... while it stays above this (m, weighted): the goal is out of reach
-    far_plateau_tries: int = 5  # the same, sooner (0: never), while the best residual stays above far_residual
-    far_residual: float = 0.2
-    method: str = "jacobian"
-    solutions: int = 1
-    start_candidates: int = 4  # random starts: the best of this many random configurations (by residual)
-    limit_patience: int = 3  # abandon a try after this many steps in a row blocked by a joint limit (0: never)
-    limit_wraps: int = 1  # per try, how often a revolute joint may cross the narrow gap between its limits
-
-    def overridden(self, **values: Any) -> IKConfig:
-        """This config with the settings given that are not None (``PinRobot.ik``'s keyword overrides)."""
-        given = {k: v for k, v in values.items() if v is not None}
-        return replace(self, **given) if given else self
-
-    def check(self) -> None:
-        """Refuse settings that are not numbers in range (an unbounded iteration count would hang a caller).
-
-        A config that passed is remembered (configs are immutable), so the check costs nothing per IK call."""
-        if _CHECKED_IDS.get(id(self)) is self:  # the same object again (it is held: its id is not reused)
-            return
-        try:
-            known = self in _CHECKED
-        except TypeError:  # an unhashable value in a field: check it the long way (and refuse it below)
-            known = False
-        if not known:
-            self._check()
-            if len(_CHECKED) > 256:
-                _CHECKED.clear()
-            _CHECKED.add(self)
-        if len(_CHECKED_IDS) > 256:
-            _CHECKED_IDS.clear()
-        _CHECKED_IDS[id(self)] = self
-
-    def _check(self) -> None:
-        counts = {
-            "max_iter": (1, MAX_ITER),
-            "max_n_tries": (1, MAX_TRIES),
-            "stall_window": (1, MAX_ITER),
-            "plateau_tries": (0, MAX_TRIES),
-            "far_plateau_tries": (0, MAX_TRIES),
-            "solutions": (1, MAX_TRIES),
-            "start_candidates": (1, 1000),
-            "limit_patience": (0, MAX_ITER),
-            "limit_wraps": (0, MAX_ITER),
-        }
-        if self.method not in IK_METHODS:
-            raise InputError(f"IK method must be one of {IK_METHODS}", value=self.method)
-        for name, (lo, hi) in counts.items():
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
-                raise InputError(f"IK setting {name} must be an integer in {lo}..{hi}", value=v)
-        reals = ("damping", "max_step", "margin", "stall_ratio", "plateau_ratio", "plateau_residual", "far_residual")
-        for name in reals:
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.floating)) or not 0 <= v < math.inf:
-                raise InputError(f"IK setting {name} must be a finite number >= 0", value=v)
-
-
-DEFAULT_IK_CONFIG = IKConfig()
-"""The settings used when none are given (shared: configs are immutable)."""
-_CHECKED: set[IKConfig] = set()
-_CHECKED_IDS: dict[int, IKConfig] = {}
-
-MAX_ITER = 100_000
-"""Most iterations per IK try."""
-MAX_TRIES = 100_000
-"""Most IK tries (random restarts) per call."""
-
-
-@dataclass
-class IKResult:
-    """The outcome of an IK call: q, success, and why it failed if it did."""
-
-    q: np.ndarray
-    success: bool
-    reason: str = ""
-    tries: int = 0
-    iterations: int = 0
-    residual: float = math.inf  # weighted norm of the projected error of the best q
-    rejections: dict = field(default_factory=dict)  # why reached poses were refused: cause -> count
-
-    def __iter__(self):  # allows ``q, ok = solve_ik(...)``
-        return iter((self.q, self.success))
 
 
 def solve_ik(

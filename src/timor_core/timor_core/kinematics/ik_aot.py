@@ -6,9 +6,10 @@ spend in the interpreted descents altogether; so a process that makes fewer neve
 compiler (``numba.pycc``) compiles the same functions into an extension module that imports in ~0.4 ms without
 numba: :func:`.ik_kernel.ready` runs it from a process's first IK call. It is the same code through the same
 compiler: the same q as numba's kernels to the last digit (``tests/test_ik_aot.py``). Its name hashes the sources
-(:data:`.ik_kernel.AHEAD_SOURCES`), numpy's version and Python's, so a stale build is never loaded. Building takes
-~12-15 s of CPU and needs a C compiler, Python's headers and ``numba.pycc`` (pending deprecation in numba, there in
-0.68); without them the numba kernels run by the rule, as before.
+(:data:`.ik_kernel.AHEAD_SOURCES`), numpy's version and Python's, so a stale build is never loaded, and the CPU
+it is built for (this machine's unless ``--generic``), so a build copied to another CPU is not loaded there.
+Building takes ~12-15 s of CPU and needs a C compiler, Python's headers and ``numba.pycc`` (pending deprecation in
+numba, there in 0.68); without them the numba kernels run by the rule, as before.
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ EXPORTS: dict[str, tuple[Any, str]] = {
 """Name -> (numba kernel, the one signature built: C-contiguous arrays, as the library passes them)."""
 
 
-def build(folder: Path | None = None) -> Path:
-    """Build the kernels into ``folder`` (default :data:`.ik_kernel.AHEAD_FOLDER`) unless they are there, then
-    remove older builds there (:func:`timor_core.common.ahead_build.build_module`); the file's path. A TimorError
-    where the compiler fails."""
+def build(folder: Path | None = None, generic: bool = False) -> Path:
+    """Build the kernels into ``folder`` (default :data:`.ik_kernel.AHEAD_FOLDER`) unless they are there, for this
+    machine's CPU (for any where ``generic``), then remove older sources' builds there
+    (:func:`timor_core.common.ahead_build.build_module`); the file's path. A TimorError where the compiler fails."""
     exports: dict[str, Export] = {name: (kernel.py_func, signature) for name, (kernel, signature) in EXPORTS.items()}
-    return build_kernels(ik_kernel.AHEAD, folder, exports, CC)
+    return build_kernels(ik_kernel.AHEAD, folder, exports, CC, generic)
 
 
 def main(argv: list[str] | None = None) -> int:

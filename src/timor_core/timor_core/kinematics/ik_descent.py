@@ -14,6 +14,7 @@ from scipy.linalg.lapack import dposv as _dposv
 from timor_core.common import compiled
 from timor_core.errors import InputError
 from timor_core.kinematics import ik_kernel
+from timor_core.kinematics.ik_config import IKConfig
 
 __all__ = [
     "CONVERGED",
@@ -36,7 +37,6 @@ CONVERGED = 1e-18
 _EYE = np.eye(6)  # read only
 _ALL_FREE: dict[int, np.ndarray] = {}
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (it imports the IK)
-IKConfig = Any  # timor_core.kinematics.ik.IKConfig (it imports this module)
 
 
 def spd_solve(A: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.common.jit_cache import keyed
 from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
-from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
+from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_kernels
 
 __all__ = [
     "HELPERS",
@@ -227,14 +228,16 @@ HELPERS = ("measure_all", "started", "witness_search", "aim_at", "widen_boxes", 
 
 def calling_compiled_fused(jit: Any) -> Any:
     """:func:`fused_proof` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
-    (as :func:`~.proof_descent.calling_compiled`)."""
+    (as :func:`~.proof_descent.calling_compiled`), it and its helpers named by the kernels' sources
+    (:func:`~timor_core.common.jit_cache.keyed`: numba's cache checks only this file, and those of other files are
+    compiled into them)."""
     names: dict[str, Any] = {**fused_proof.__globals__}
     names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
     names["descend"] = jit(calling_compiled(jit))
     for name in HELPERS:
         function = names[name]
-        names[name] = jit(types.FunctionType(function.__code__, names, function.__name__))
-    return types.FunctionType(fused_proof.__code__, names, fused_proof.__name__)
+        names[name] = jit(keyed(types.FunctionType(function.__code__, names, function.__name__), AHEAD.sources))
+    return keyed(types.FunctionType(fused_proof.__code__, names, fused_proof.__name__), AHEAD.sources)
 
 
 def for_build(cache: bool = True) -> Any:

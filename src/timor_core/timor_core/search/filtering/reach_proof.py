@@ -43,7 +43,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -82,6 +82,7 @@ __all__ = [
     "chain_from_frames",
     "chain_of_steps",
     "chain_poses",
+    "GoalTerms",
     "goal_terms",
     "pose_chain",
     "proof_reason",
@@ -151,23 +152,40 @@ def _measure(
     return Levels((), upper, 0.0).measure(chain.steps, goal, centres, half)
 
 
-_GOALS: dict[tuple[bytes, int], tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]] = {}
+class GoalTerms(NamedTuple):
+    """What a goal (4x4) and tolerance give every proof of it (:func:`goal_terms`; a tuple, so that the proofs'
+    callers unpack it at a tuple's cost)."""
+
+    tolerance: Any
+    """The tolerance (held: its id keys the cache, and tolerances are frozen)."""
+    pos: np.ndarray
+    """The goal's position (3,), C order as the kernels take it."""
+    axes: np.ndarray
+    """The goal's axes as rows (3, 3): its rotation transposed, C order."""
+    turn: np.ndarray
+    """The goal's rotation (3, 3), C order."""
+    slack: float
+    """The position slack plus ``EPS`` (m)."""
+    theta: float
+    """The rotation slack plus ``ANGLE_EPS`` (rad)."""
 
 
-def goal_terms(goal: np.ndarray, tolerance: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, float, float]:
-    """What a goal (4x4) and tolerance give every proof of it, made once (keyed by the goal's values, not its
-    array: a goal moved in place between two searches is a new goal; and by the tolerance, held so that its id is
-    not reused: tolerances are frozen): the tolerance, the position and axes as the kernels take them (C order),
-    the rotation, the position slack plus ``EPS`` and the rotation slack plus ``ANGLE_EPS``."""
+_GOALS: dict[tuple[bytes, int], GoalTerms] = {}
+
+
+def goal_terms(goal: np.ndarray, tolerance: Any) -> GoalTerms:
+    """What a goal (4x4) and tolerance give every proof of it (:class:`GoalTerms`), made once (keyed by the goal's
+    values, not its array: a goal moved in place between two searches is a new goal; and by the tolerance, held so
+    that its id is not reused: tolerances are frozen)."""
     g = np.asarray(goal, dtype=float)
     key = (g.tobytes(), id(tolerance))
     hit = _GOALS.get(key)
-    if hit is None or hit[0] is not tolerance:
+    if hit is None or hit.tolerance is not tolerance:
         if len(_GOALS) > 4096:
             _GOALS.clear()
         pos, axes, turn = (np.array(a, order="C") for a in (g[:3, 3], g[:3, :3].T, g[:3, :3]))
         slack, theta = position_slack(tolerance) + EPS, rotation_slack(tolerance) + ANGLE_EPS
-        hit = _GOALS[key] = (tolerance, pos, axes, turn, slack, theta)
+        hit = _GOALS[key] = GoalTerms(tolerance, pos, axes, turn, slack, theta)
     return hit
 
 

@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.common.jit_cache import keyed
 from timor_core.search.filtering.box_bounds import cos_sin, trig_table
 from timor_core.search.filtering.proof_chain import PoseChain
-from timor_core.search.filtering.proof_kernel import ahead_kernel
+from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel
 
 __all__ = ["ArmSweep", "HELPERS", "ObstacleBoxes", "PENETRATION", "certain_collision", "certain_collision_numpy",
            "fixed_collision", "py_kernels"]  # fmt: skip
@@ -165,11 +166,14 @@ HELPERS = ("_link_hulls", "_cull", "_near", "_inside")
 def py_kernels(jit: Any = None) -> dict[str, Any]:
     """The kernel as a Python function by name (``proof_kernel.OTHER_KERNELS``): what numba compiles, now or ahead
     of time (:mod:`.proof_aot`); with ``jit`` (numba's compiler) one calling ``jit``'s compilations of its
-    :data:`HELPERS` (numba compiles a kernel only where what it calls is compiled too)."""
+    :data:`HELPERS` and of :func:`~.box_bounds.cos_sin` (numba compiles a kernel only where what it calls is compiled
+    too), named by the kernels' sources (:func:`~timor_core.common.jit_cache.keyed`: numba's cache checks only this
+    file, and ``cos_sin`` is compiled into it)."""
     if jit is None:
         return {"collisions": _collisions}
     names = {**_collisions.__globals__, **{name: jit(globals()[name]) for name in HELPERS}, "cos_sin": jit(cos_sin)}
-    return {"collisions": types.FunctionType(_collisions.__code__, names, _collisions.__name__)}
+    kernel = types.FunctionType(_collisions.__code__, names, _collisions.__name__)
+    return {"collisions": keyed(kernel, AHEAD.sources)}
 
 
 @functools.cache

@@ -18,10 +18,11 @@ from typing import Any, Literal
 import numpy as np
 
 from timor_core.common import compiled
+from timor_core.common.jit_cache import keyed
 from timor_core.search.filtering import sweep_bound
 from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_fused import halved, measure_all
-from timor_core.search.filtering.proof_kernel import ahead_kernel, py_kernels
+from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
 
@@ -152,14 +153,14 @@ HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves", 
 
 def calling_compiled_sweep(jit: Any) -> Any:
     """:func:`fused_sweep` as a function calling ``jit``'s compilations of its helpers and of the bounds' kernels
-    (as :func:`~.proof_fused.calling_compiled_fused`)."""
+    (as :func:`~.proof_fused.calling_compiled_fused`, named by the kernels' sources the same way)."""
     names: dict[str, Any] = {**fused_sweep.__globals__}
     names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
     names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels(jit).items()})
     for name in HELPERS:
         function = names[name]
-        names[name] = jit(types.FunctionType(function.__code__, names, function.__name__))
-    return types.FunctionType(fused_sweep.__code__, names, fused_sweep.__name__)
+        names[name] = jit(keyed(types.FunctionType(function.__code__, names, function.__name__), AHEAD.sources))
+    return keyed(types.FunctionType(fused_sweep.__code__, names, fused_sweep.__name__), AHEAD.sources)
 
 
 def numba_jit(cache: bool = True) -> Any:

@@ -1,0 +1,131 @@
+"""Kernels built ahead of time for this machine's CPU (``common/ahead.py``, ``common/ahead_build.py``): a build is
+named by the CPU it was made for (its model and feature flags), so a build made for another CPU (copied in a wheel,
+an image or a shared folder, where its AVX-512 instructions could kill the process) is never loaded: the caller falls
+back as for a stale build; a build for any CPU (``--generic``) is the second choice; numba's compiler is put back
+after a build for the host."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from timor_core.common import ahead, ahead_build
+from timor_core.common.ahead import AheadKernels, cpu_identity, host_cpu
+
+_INFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model\t\t: 2
+model name\t: AMD EPYC
+cpu MHz\t\t: 2596.120
+flags\t\t: fpu sse sse2 avx avx2 fma avx512f avx512bw
+bogomips\t: 5192.24
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+flags\t\t: fpu sse sse2
+"""
+
+
+def _tiny(x: float) -> float:
+    return 3.0 * x
+
+
+def _scaled(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.shape[0]):
+        out[i] = 3.0 * x[i] + 1.0
+
+
+def test_the_cpu_name_hashes_its_model_and_every_flag():
+    """The name changes with any flag, the model or the vendor; not with the flags' order, the clock or the other
+    processors' blocks; no name without flags."""
+    name = cpu_identity(_INFO)
+    assert name is not None and len(name) == 12
+    assert cpu_identity(_INFO.replace("cpu MHz\t\t: 2596.120", "cpu MHz\t\t: 3000.000")) == name
+    assert cpu_identity(_INFO.replace("fpu sse sse2 avx", "sse2 fpu sse avx")) == name
+    assert cpu_identity(_INFO.split("\n\n")[0]) == name
+    changes = {"avx512f avx512bw": "avx512f", "avx512f": "", "model\t\t: 2": "model\t\t: 1",
+               "AuthenticAMD": "GenuineIntel", "AMD EPYC": "Intel Xeon"}  # fmt: skip
+    for old, new in changes.items():
+        assert cpu_identity(_INFO.replace(old, new, 1)) not in (None, name), old
+    assert cpu_identity(_INFO.split("flags")[0]) is None
+
+
+def test_a_build_for_the_host_is_named_by_its_cpu_and_the_generic_one_is_not(tmp_path):
+    """This machine's build name ends in its CPU's name (where it has one: Linux on x86-64), the generic one does not;
+    both hash the same sources."""
+    kernels = AheadKernels("tiny_aot", "tiny kernels", [Path(__file__)], lambda: tmp_path, ["tiny"], lambda m: m)
+    host, generic = kernels.path(), kernels.path(generic=True)
+    assert generic.name.split(".")[0].count("_") == 2
+    if host_cpu() is None:
+        assert host == generic
+    else:
+        assert host.name.split(".")[0] == f"{generic.name.split('.')[0]}_{host_cpu()}"
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AheadKernels[object], Path, Path]]:
+    """A one-kernel module built for this CPU and for any CPU (~2.5 CPU-s each) in a folder of their own."""
+    folder = tmp_path_factory.mktemp("cpu")
+    kernels = AheadKernels("tiny_aot", "tiny kernels", [Path(__file__)], lambda: folder, ["tiny"], lambda m: m)
+    exports = {"tiny": (_tiny, "f8(f8)"), "scaled": (_scaled, "void(f8[::1], f8[::1])")}
+    host = ahead_build.build_kernels(kernels, folder, exports, ahead_build.CC)
+    generic = ahead_build.build_kernels(kernels, folder, exports, ahead_build.CC, generic=True)
+    assert host.is_file() and generic.is_file()
+    yield kernels, host, generic
+
+
+@pytest.mark.slow
+def test_a_build_named_for_another_cpu_is_not_loaded(builds, monkeypatch):
+    """The host's build loads first; on a CPU of another name (a copy on another machine) it is not loaded: the
+    generic build is, and without one none is (the caller then runs numba's kernels by the rule, or ``make``
+    builds for that CPU)."""
+    kernels, host, generic = builds
+    if host == generic:
+        pytest.skip("builds are for any CPU here (not Linux on x86-64)")
+    kernels.forget()
+    module = kernels.get()
+    assert module is not None and Path(module.__file__) == host and module.tiny(2.0) == 6.0
+    monkeypatch.setattr(ahead, "host_cpu", lambda: "0123456789ab")
+    kernels.forget()
+    module = kernels.get()
+    assert module is not None and Path(module.__file__) == generic and module.tiny(2.0) == 6.0
+    kept = generic.with_name(generic.name + ".away")
+    generic.rename(kept)
+    try:
+        kernels.forget()
+        assert host.is_file() and kernels.get() is None
+    finally:
+        kept.rename(generic)
+
+
+def test_a_build_for_the_host_compiles_as_numbas_jit_and_puts_the_compiler_back():
+    """Inside ``host_features`` numba's ahead-of-time compiler takes the host's features as numba's JIT does, and gets
+    its own method back after (a generic build takes none: numba's default)."""
+    from numba.core import codegen
+
+    before = codegen.AOTCPUCodegen.__dict__["_customize_tm_features"]
+    assert ahead_build.can_target_host() == (host_cpu() is not None)
+    with ahead_build.host_features():
+        assert codegen.AOTCPUCodegen._customize_tm_features is codegen.JITCPUCodegen._customize_tm_features
+    assert codegen.AOTCPUCodegen.__dict__["_customize_tm_features"] is before
+
+
+@pytest.mark.slow
+def test_the_generic_build_has_no_vector_instructions_beyond_sse(builds):
+    """The build for any CPU runs on any x86-64 (no AVX registers in its code, where ``objdump`` can tell); this CPU's
+    uses them where the CPU has AVX (the loop of ``_scaled`` vectorised)."""
+    _, host, generic = builds
+    if shutil.which("objdump") is None or host == generic:
+        pytest.skip("no objdump, or builds are for any CPU here")
+    code = {p: subprocess.run(["objdump", "-d", str(p)], capture_output=True, text=True, check=True).stdout
+            for p in (host, generic)}  # fmt: skip
+    assert not re.search(r"%[yz]mm", code[generic])
+    if " avx" in Path("/proc/cpuinfo").read_text():
+        assert re.search(r"%[yz]mm", code[host])

@@ -1,0 +1,91 @@
+"""numba's on-disk cache for kernels that call into other files (``common/jit_cache.py``): keyed by those files'
+text, so a change there (``box_bounds.cos_sin`` under ``sweep_bound._collisions``) is compiled anew, never loaded
+stale from the cache; the proofs' composed kernels and the IK's tries are keyed so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from timor_core.common.jit_cache import keyed, sources_digest
+
+_KERNEL = """
+import sys
+import numba
+import helper
+from timor_core.common.jit_cache import keyed
+
+jit = numba.njit(cache=True)
+step = jit(helper.step)
+
+
+def twice(x):
+    return 2.0 * step(x)
+
+
+kernel = keyed(twice, [helper.__file__]) if sys.argv[1] == "keyed" else twice
+print(jit(kernel)(1.0))
+"""
+
+
+def _twice(x: float, k: float = 2.0) -> float:
+    return k * x
+
+
+def test_a_keyed_copy_runs_the_same_and_is_named_by_the_files(tmp_path):
+    """The copy computes what the function does; its qualified name ends in the files' digest, the same while they
+    are unchanged, another after a change in either."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    copy = keyed(_twice, [a, b])  # type: ignore[arg-type]
+    assert copy(3.0) == 6.0 and copy(3.0, k=3.0) == 9.0 and copy.__name__ == _twice.__name__
+    assert copy.__qualname__ == f"_twice_{sources_digest([a, b])}" == keyed(_twice, [a, b]).__qualname__  # type: ignore[arg-type]
+    b.write_text("y = 3\n")
+    assert keyed(_twice, [a, b]).__qualname__ != copy.__qualname__  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_a_change_in_a_called_file_is_compiled_anew_not_loaded_from_numbas_cache(tmp_path):
+    """A cached kernel calling a cached helper of another file, run in a fresh process, the helper's file changed,
+    run again: keyed, it gives the new helper's result (numba alone checks only the kernel's file: stale)."""
+    (tmp_path / "helper.py").write_text("def step(x):\n    return x + 1.0\n")
+    (tmp_path / "kernel.py").write_text(textwrap.dedent(_KERNEL))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), *sys.path])}  # fmt: skip
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "kernel.py", "keyed"], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert run() == "4.0"
+    assert any((tmp_path / "cache").rglob("*.nbi")), "numba cached the kernel"
+    (tmp_path / "helper.py").write_text("def step(x):\n    return x + 2.0  # changed\n")
+    assert run() == "6.0"
+
+
+def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_they_call(monkeypatch):
+    """``sweep_bound._collisions`` (``cos_sin`` of ``box_bounds.py``), the fused proof and sweep with their helpers
+    are named by the proofs' kernel sources, the IK's tries by ``ik_jit.py``: a change in ``box_bounds.py`` alone
+    renames the first."""
+    from timor_core.kinematics import ik_jit, ik_jit_tries
+    from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound, sweep_fused
+
+    same = lambda function: function  # noqa: E731 (no compilation: the names are what is checked)
+    digest = sources_digest(proof_kernel.AHEAD.sources)
+    collisions = sweep_bound.py_kernels(same)["collisions"]
+    assert collisions.__qualname__ == f"_collisions_{digest}"
+    assert proof_fused.calling_compiled_fused(same).__qualname__ == f"fused_proof_{digest}"
+    assert sweep_fused.calling_compiled_sweep(same).__qualname__ == f"fused_sweep_{digest}"
+    ik_digest = sources_digest([Path(ik_jit.__file__)])
+    assert ik_jit_tries.run_tries.py_func.__qualname__ == f"run_tries_{ik_digest}"
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + b"#" if p.name == "box_bounds.py" else real(p))
+    assert sweep_bound.py_kernels(same)["collisions"].__qualname__ != collisions.__qualname__
