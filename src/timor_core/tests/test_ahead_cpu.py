@@ -117,6 +117,17 @@ def test_a_build_for_the_host_compiles_as_numbas_jit_and_puts_the_compiler_back(
     assert codegen.AOTCPUCodegen.__dict__["_customize_tm_features"] is before
 
 
+@pytest.mark.parametrize("variable", ["NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES"])
+def test_numbas_cpu_variables_make_the_build_generic(monkeypatch, variable):
+    """numba builds for what ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` say (even set empty), which a build named by
+    this CPU would hide: with either set, no build is for the host (``build_kernels`` names it generic)."""
+    if host_cpu() is None:
+        pytest.skip("builds here are generic anyway (not Linux on x86-64)")
+    assert ahead_build.can_target_host() or not hasattr(ahead_build.CODEGEN.AOTCPUCodegen, "_customize_tm_features")
+    monkeypatch.setenv(variable, "")
+    assert not ahead_build.can_target_host()
+
+
 @pytest.mark.slow
 def test_the_generic_build_has_no_vector_instructions_beyond_sse(builds):
     """The build for any CPU runs on any x86-64 (no AVX registers in its code, where ``objdump`` can tell); this CPU's

@@ -67,7 +67,7 @@ def host_cpu() -> str | None:
     head = b""
     try:
         with open("/proc/cpuinfo", "rb") as info:
-            while b"\n\n" not in head:  # the first processor's block (the file lists each the same way)
+            while b"\n\n" not in head and len(head) < 1 << 16:  # the first processor's block (each the same way)
                 chunk = info.read(8192)
                 if not chunk:
                     break

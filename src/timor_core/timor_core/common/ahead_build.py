@@ -59,9 +59,12 @@ def _prefix_and_sources(name: str) -> tuple[str, str]:
 
 
 def can_target_host() -> bool:
-    """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64)
-    and this numba has the hook :func:`host_features` sets."""
+    """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64),
+    this numba has the hook :func:`host_features` sets, and neither ``NUMBA_CPU_NAME`` nor ``NUMBA_CPU_FEATURES`` is
+    set (numba would build for what they say, which the build's name, the CPU's, would not tell)."""
     codegen, hook = CODEGEN, "_customize_tm_features"
+    if any(os.environ.get(v) is not None for v in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")):
+        return False
     return host_cpu() is not None and all(
         hasattr(getattr(codegen, c, None), hook) for c in ("AOTCPUCodegen", "JITCPUCodegen")
     )
