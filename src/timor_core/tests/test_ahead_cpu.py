@@ -18,6 +18,8 @@ import pytest
 from timor_core.common import ahead, ahead_build
 from timor_core.common.ahead import AheadKernels, cpu_identity, host_cpu
 
+pytestmark = pytest.mark.xdist_group("ahead_cpu")  # (one worker builds the module-scoped ``builds`` once)
+
 _INFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
 cpu family\t: 26
@@ -140,3 +142,22 @@ def test_the_generic_build_has_no_vector_instructions_beyond_sse(builds):
     assert not re.search(r"%[yz]mm", code[generic])
     if " avx" in Path("/proc/cpuinfo").read_text():
         assert re.search(r"%[yz]mm", code[host])
+
+
+@pytest.mark.slow
+def test_a_build_for_the_host_takes_numbas_jit_features_not_the_models(tmp_path, monkeypatch):
+    """A build for this CPU compiles with the features numba's JIT takes here (which a virtual machine's masking
+    reaches), not those its model name implies: with the JIT's features stripped of AVX, the build has no AVX
+    registers (it would with the model's: ``host_features`` left out)."""
+    from numba.core import config
+
+    if shutil.which("objdump") is None or not ahead_build.can_target_host():
+        pytest.skip("no objdump, or builds are for any CPU here")
+    monkeypatch.setattr(config, "CPU_FEATURES", "+sse2,-avx,-avx2,-avx512f")
+    kernels = AheadKernels("masked_aot", "masked kernels", [Path(__file__)], lambda: tmp_path, ["scaled"], lambda m: m)
+    built = ahead_build.build_kernels(
+        kernels, tmp_path, {"scaled": (_scaled, "void(f8[::1], f8[::1])")}, ahead_build.CC
+    )
+    assert built.name.split(".")[0].endswith(f"_{host_cpu()}")
+    code = subprocess.run(["objdump", "-d", str(built)], capture_output=True, text=True, check=True).stdout
+    assert "scaled" in code and not re.search(r"%[yz]mm", code)
