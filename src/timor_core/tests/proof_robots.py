@@ -73,14 +73,14 @@ def family_verdicts(early: bool) -> tuple:
     from _pytest.monkeypatch import MonkeyPatch
 
     from timor_core.search import FilterChain, FilterConfig
-    from timor_core.search.filtering import filters, sweep_proof
+    from timor_core.search.filtering import filters, goal_filters, sweep_proof
     from timor_core.search.filtering.proof_kernel import use_compiled
 
     task = unseen_task("obstacles_4")
     use_compiled(True)
     patch = MonkeyPatch()
     try:
-        patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal if early else lambda *args: None)
+        patch.setattr(goal_filters, "likely_refusal", sweep_proof.likely_refusal if early else lambda *args: None)
         patch.setattr(filters, "early_refusal", sweep_proof.early_refusal if early else lambda *args: None)
         chain = FilterChain(task, DBS["robco_like"], "mass", FilterConfig(family_proof=True))
         return tuple(chain(ids) for ids in FAMILY_38)

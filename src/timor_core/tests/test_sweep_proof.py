@@ -165,15 +165,15 @@ def test_the_arms_that_reach_g3_only_through_box1_are_proven_so(obstacles_4, com
     plain = module.collision_refusal
     try:  # the same chains with the task-aware IK alone: it fails at g3 as well
         module.collision_refusal = lambda *args: None
-        import timor_core.search.filtering.filters as filters
+        import timor_core.search.filtering.goal_filters as goal_filters
 
-        filters.collision_refusal = module.collision_refusal
+        goal_filters.collision_refusal = module.collision_refusal
         for text in REFUSED:
             c = FilterChain(obstacles_4, db, "mass", FilterConfig())(tuple(text.split()))
             assert c.failed_filter == "ik_task" and c.reason_key == "g3: collision with obstacle box1", c.reason
     finally:
         module.collision_refusal = plain
-        filters.collision_refusal = plain
+        goal_filters.collision_refusal = plain
 
 
 @pytest.mark.parametrize("compiled", [False, True])
@@ -183,7 +183,7 @@ def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compi
     refuses so is refused without it too, it refuses some, and the optimum (of the refused arms' family, tried
     early too) passes."""
     from timor_core.search import FilterChain, FilterConfig, paper_exp2_space
-    from timor_core.search.filtering import filters
+    from timor_core.search.filtering import filters, goal_filters
     from timor_core.search.spaces.cost_order import by_cost
 
     use_compiled(compiled)
@@ -196,7 +196,7 @@ def test_a_sweep_proof_tried_before_the_ik_changes_no_verdict(obstacles_4, compi
     assert optimum.failed_filter is None, optimum.reason
     assert 2 in optimum.swept  # its family's g3 was proven for the refused arms: tried first, not proven
     assert refused_early
-    monkeypatch.setattr(filters, "likely_refusal", lambda *args: None)
+    monkeypatch.setattr(goal_filters, "likely_refusal", lambda *args: None)
     monkeypatch.setattr(filters, "early_refusal", lambda *args: None)
     plain = FilterChain(obstacles_4, db, "mass", FilterConfig(family_proof=True))
     for ids in refused_early:
@@ -207,14 +207,14 @@ def _family_verdicts(task, db, order, monkeypatch, early: bool) -> list:
     """The filter chain's candidates (family proofs on) for ``order``'s chains of :data:`FAMILY`, in that order, with
     the sweep proof tried before the IK or not."""
     from timor_core.search import FilterChain, FilterConfig
-    from timor_core.search.filtering import filters, sweep_proof
+    from timor_core.search.filtering import filters, goal_filters, sweep_proof
 
     with monkeypatch.context() as patch:
         if not early:
-            patch.setattr(filters, "likely_refusal", lambda *args: None)
+            patch.setattr(goal_filters, "likely_refusal", lambda *args: None)
             patch.setattr(filters, "early_refusal", lambda *args: None)
         else:
-            patch.setattr(filters, "likely_refusal", sweep_proof.likely_refusal)
+            patch.setattr(goal_filters, "likely_refusal", sweep_proof.likely_refusal)
             patch.setattr(filters, "early_refusal", sweep_proof.early_refusal)
         chain = FilterChain(task, db, "mass", FilterConfig(family_proof=True))
         return [chain(FAMILY[k]) for k in order]
