@@ -4,11 +4,15 @@ stale from the cache; the proofs' composed kernels and the IK's tries are keyed 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
+import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +93,66 @@ def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_the
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + b"#" if p.name == "box_bounds.py" else real(p))
     assert sweep_bound.py_kernels(same)["collisions"].__qualname__ != collisions.__qualname__
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+    """What a recording jit gives for a function: the function itself (no compilation)."""
+
+    function: types.FunctionType
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function(*args)
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code objects nested in it (inner functions, comprehensions)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _calls_other_files(function: types.FunctionType, seen: dict[int, bool]) -> bool:
+    """Whether ``function`` calls (directly or through the compiled functions it calls) a function compiled by the
+    recording jit from another file: its machine code then holds another file's kernel, which numba's cache never
+    checks."""
+    if id(function) not in seen:
+        seen[id(function)] = False
+        called = {name for code in _codes(function.__code__) for name in code.co_names}
+        helpers = [f.function for name in called if isinstance(f := function.__globals__.get(name), _Compiled)]
+        seen[id(function)] = any(
+            h.__code__.co_filename != function.__code__.co_filename or _calls_other_files(h, seen) for h in helpers
+        )
+    return seen[id(function)]
+
+
+def test_every_composed_function_calling_another_files_kernel_is_keyed():
+    """Every function the proofs' compositions give their jit (``fused_proof``, ``fused_sweep``, ``_collisions`` and
+    every helper of theirs: ``measure_all``, ``halved``, ...) that calls, directly or not, a compiled function of
+    another file has the kernels' digest in its qualified name (an unkeyed helper's stale cache would be linked into a
+    fresh kernel); and every kernel of ``ik_jit_tries.py`` (which call ``ik_jit.py``'s) the IK's digest."""
+    from timor_core.kinematics import ik_jit, ik_jit_tries
+    from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound, sweep_fused
+
+    received: list[types.FunctionType] = []
+
+    def jit(function: types.FunctionType) -> _Compiled:
+        received.append(function)
+        return _Compiled(function)
+
+    roots = [proof_fused.calling_compiled_fused(jit), sweep_fused.calling_compiled_sweep(jit)]
+    roots.append(sweep_bound.py_kernels(jit)["collisions"])
+    digest = sources_digest(proof_kernel.AHEAD.sources)
+    seen: dict[int, bool] = {}
+    calling = [f for f in received + roots if _calls_other_files(f, seen)]
+    assert {"fused_proof", "fused_sweep", "_collisions", "measure_all", "halved"} <= {f.__name__ for f in calling}
+    helpers = [f for f in received if f.__name__ in {*proof_fused.HELPERS, *sweep_fused.HELPERS}]
+    assert {f.__name__ for f in helpers} == {*proof_fused.HELPERS, *sweep_fused.HELPERS}
+    unkeyed = sorted({f.__qualname__ for f in calling + helpers if not f.__qualname__.endswith(f"_{digest}")})
+    assert not unkeyed, f"composed functions calling other files' kernels without the digest: {unkeyed}"
+    ik_digest = sources_digest([Path(ik_jit.__file__)])
+    own = [k for k in vars(ik_jit_tries).values() if getattr(k, "__module__", "") == ik_jit_tries.__name__]
+    kernels = [k.py_func for k in own if getattr(k, "py_func", None) is not None]
+    assert {k.__name__ for k in kernels} == {"run_tries", "plateau_stop", "within"}
+    assert all(k.__qualname__.endswith(f"_{ik_digest}") for k in kernels)
