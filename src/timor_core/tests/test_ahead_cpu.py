@@ -161,3 +161,23 @@ def test_a_build_for_the_host_takes_numbas_jit_features_not_the_models(tmp_path,
     assert built.name.split(".")[0].endswith(f"_{host_cpu()}")
     code = subprocess.run(["objdump", "-d", str(built)], capture_output=True, text=True, check=True).stdout
     assert "scaled" in code and not re.search(r"%[yz]mm", code)
+
+
+@pytest.mark.parametrize(("flags", "generic"), [(["--generic", "--with-ik"], True), (["--with-ik"], False)])
+def test_the_build_commands_generic_flag_reaches_every_set(monkeypatch, flags, generic):
+    """``proof_aot --generic --with-ik`` builds the proofs', the look-up's cover, the cut's and the IK's kernels each
+    for any CPU (``build_kernels(..., generic=True)``), without ``--generic`` each for this one (nothing compiled: the
+    builder records what it is asked)."""
+    from timor_core.kinematics import ik_aot
+    from timor_core.search.filtering import proof_aot
+
+    asked: dict[str, bool] = {}
+
+    def record(kernels: AheadKernels, folder: Path | None, exports: dict, cc: object, wants: bool = False) -> Path:
+        asked[kernels.prefix] = wants
+        return kernels.path(folder, generic=wants)
+
+    for module in (proof_aot, ik_aot):
+        monkeypatch.setattr(module, "build_kernels", record)
+    assert proof_aot.main(flags) == 0
+    assert asked == dict.fromkeys(("proof_aot", "cover_aot", "cut_aot", "ik_aot"), generic)
