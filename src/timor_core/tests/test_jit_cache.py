@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from timor_core.common.jit_cache import keyed, sources_digest
+from timor_core.common.jit_cache import cache_folders, keyed, sources_digest
 
 _KERNEL = """
 import sys
@@ -73,6 +73,8 @@ def test_a_change_in_a_called_file_is_compiled_anew_not_loaded_from_numbas_cache
     assert any((tmp_path / "cache").rglob("*.nbi")), "numba cached the kernel"
     (tmp_path / "helper.py").write_text("def step(x):\n    return x + 2.0  # changed\n")
     assert run() == "6.0"
+    kept = sorted(p.name.split("-")[0] for p in (tmp_path / "cache").rglob("kernel.twice_*.nbi"))
+    assert kept == [f"kernel.twice_{sources_digest([tmp_path / 'helper.py'])}"], "the old digest's files removed"
 
 
 def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_they_call(monkeypatch):
@@ -156,3 +158,32 @@ def test_every_composed_function_calling_another_files_kernel_is_keyed():
     kernels = [k.py_func for k in own if getattr(k, "py_func", None) is not None]
     assert {k.__name__ for k in kernels} == {"run_tries", "plateau_stop", "within"}
     assert all(k.__qualname__.endswith(f"_{ik_digest}") for k in kernels)
+
+
+_OLD, _OTHER = "0123456789ab", "ba9876543210"
+
+
+@pytest.mark.parametrize("numba_cache_dir", [False, True])
+def test_keying_removes_that_kernels_files_of_other_digests_only(tmp_path, monkeypatch, numba_cache_dir):
+    """Keying a kernel removes numba's cache files of that kernel (module and qualified name) under another digest,
+    index and data, in ``__pycache__`` beside its file or in ``NUMBA_CACHE_DIR``'s folder for it; the current digest's
+    files, another kernel's, another module's and the unkeyed kernel's stay."""
+    source, helper = tmp_path / "mod.py", tmp_path / "helper.py"
+    source.write_text("def kern(x):\n    return x\n")
+    helper.write_text("y = 1\n")
+    if numba_cache_dir:
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    else:
+        monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    names: dict[str, Any] = {}
+    exec(compile(source.read_text(), str(source), "exec"), names)  # (a function whose file is mod.py)
+    digest = sources_digest([helper])
+    folder = cache_folders(source)[0]
+    folder.mkdir(parents=True)
+    stale = [f"mod.kern_{_OLD}-1.py311.nbi", f"mod.kern_{_OLD}-1.py311.1.nbc", f"mod.kern_{_OTHER}-3.py311.2.nbc"]
+    kept = [f"mod.kern_{digest}-1.py311.nbi", f"mod.kern_{digest}-1.py311.1.nbc", "mod.kern-1.py311.nbi"]
+    kept += [f"mod.kern2_{_OLD}-5.py311.nbi", f"other.kern_{_OLD}-1.py311.nbi", f"mod.kern_{_OLD}-1.py311.txt"]
+    for name in stale + kept:
+        (folder / name).write_bytes(b"x")
+    assert keyed(names["kern"], [helper]).__qualname__ == f"kern_{digest}"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(kept)
