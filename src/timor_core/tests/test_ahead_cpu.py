@@ -17,6 +17,7 @@ import pytest
 
 from timor_core.common import ahead, ahead_build
 from timor_core.common.ahead import AheadKernels, cpu_identity, host_cpu
+from timor_core.errors import TimorError
 
 pytestmark = pytest.mark.xdist_group("ahead_cpu")  # (one worker builds the module-scoped ``builds`` once)
 
@@ -161,3 +162,42 @@ def test_a_build_for_the_host_takes_numbas_jit_features_not_the_models(tmp_path,
     assert built.name.split(".")[0].endswith(f"_{host_cpu()}")
     code = subprocess.run(["objdump", "-d", str(built)], capture_output=True, text=True, check=True).stdout
     assert "scaled" in code and not re.search(r"%[yz]mm", code)
+
+
+@pytest.mark.parametrize(("flags", "generic"), [(["--generic", "--with-ik"], True), (["--with-ik"], False)])
+def test_the_build_commands_generic_flag_reaches_every_set(monkeypatch, flags, generic):
+    """``proof_aot --generic --with-ik`` builds the proofs', the look-up's cover, the cut's and the IK's kernels each
+    for any CPU (``build_kernels(..., generic=True)``), without ``--generic`` each for this one (nothing compiled: the
+    builder records what it is asked)."""
+    from timor_core.kinematics import ik_aot
+    from timor_core.search.filtering import proof_aot
+
+    asked: dict[str, bool] = {}
+
+    def record(kernels: AheadKernels, folder: Path | None, exports: dict, cc: object, wants: bool = False) -> Path:
+        asked[kernels.prefix] = wants
+        return kernels.path(folder, generic=wants)
+
+    for module in (proof_aot, ik_aot):
+        monkeypatch.setattr(module, "build_kernels", record)
+    assert proof_aot.main(flags) == 0
+    assert asked == dict.fromkeys(("proof_aot", "cover_aot", "cut_aot", "ik_aot"), generic)
+
+
+def test_a_build_for_the_host_must_be_named_by_its_cpu(tmp_path, monkeypatch):
+    """``build_module(host=True)`` refuses a target not named ``..._<this cpu>`` (the generic name, another CPU's)
+    with a TimorError before it looks at the file or the compiler; named so, or not for the host, it goes on (here to
+    the missing compiler's error); without a CPU name no build is for the host."""
+    monkeypatch.setattr(ahead_build, "host_cpu", lambda: "0123456789ab")
+    generic = tmp_path / "tiny_aot_0123456789abcdef.so"
+    for wrong in (generic, generic.with_name("tiny_aot_0123456789abcdef_ba9876543210.so")):
+        wrong.write_bytes(b"")  # (an existing file is not returned either)
+        with pytest.raises(TimorError, match="must be named by it"):
+            ahead_build.build_module(wrong, {}, "tiny kernels", None, host=True)
+    right = generic.with_name("tiny_aot_0123456789abcdef_0123456789ab.so")
+    with pytest.raises(TimorError, match="no ahead-of-time compiler"):
+        ahead_build.build_module(right, {}, "tiny kernels", None, host=True)
+    assert ahead_build.build_module(generic, {}, "tiny kernels", None) == generic  # (built: there)
+    monkeypatch.setattr(ahead_build, "host_cpu", lambda: None)
+    with pytest.raises(TimorError, match="must be named by it"):
+        ahead_build.build_module(tmp_path / "tiny_aot_0123456789abcdef_None.so", {}, "tiny kernels", None, host=True)

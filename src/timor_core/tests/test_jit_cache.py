@@ -4,15 +4,19 @@ stale from the cache; the proofs' composed kernels and the IK's tries are keyed 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 import textwrap
+import types
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from timor_core.common.jit_cache import keyed, sources_digest
+from timor_core.common.jit_cache import cache_folders, keyed, sources_digest
 
 _KERNEL = """
 import sys
@@ -69,6 +73,8 @@ def test_a_change_in_a_called_file_is_compiled_anew_not_loaded_from_numbas_cache
     assert any((tmp_path / "cache").rglob("*.nbi")), "numba cached the kernel"
     (tmp_path / "helper.py").write_text("def step(x):\n    return x + 2.0  # changed\n")
     assert run() == "6.0"
+    kept = sorted(p.name.split("-")[0] for p in (tmp_path / "cache").rglob("kernel.twice_*.nbi"))
+    assert kept == [f"kernel.twice_{sources_digest([tmp_path / 'helper.py'])}"], "the old digest's files removed"
 
 
 def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_they_call(monkeypatch):
@@ -89,3 +95,95 @@ def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_the
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + b"#" if p.name == "box_bounds.py" else real(p))
     assert sweep_bound.py_kernels(same)["collisions"].__qualname__ != collisions.__qualname__
+
+
+@dataclasses.dataclass(frozen=True)
+class _Compiled:
+    """What a recording jit gives for a function: the function itself (no compilation)."""
+
+    function: types.FunctionType
+
+    def __call__(self, *args: Any) -> Any:
+        return self.function(*args)
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code objects nested in it (inner functions, comprehensions)."""
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _calls_other_files(function: types.FunctionType, seen: dict[int, bool]) -> bool:
+    """Whether ``function`` calls (directly or through the compiled functions it calls) a function compiled by the
+    recording jit from another file: its machine code then holds another file's kernel, which numba's cache never
+    checks."""
+    if id(function) not in seen:
+        seen[id(function)] = False
+        called = {name for code in _codes(function.__code__) for name in code.co_names}
+        helpers = [f.function for name in called if isinstance(f := function.__globals__.get(name), _Compiled)]
+        seen[id(function)] = any(
+            h.__code__.co_filename != function.__code__.co_filename or _calls_other_files(h, seen) for h in helpers
+        )
+    return seen[id(function)]
+
+
+def test_every_composed_function_calling_another_files_kernel_is_keyed():
+    """Every function the proofs' compositions give their jit (``fused_proof``, ``fused_sweep``, ``_collisions`` and
+    every helper of theirs: ``measure_all``, ``halved``, ...) that calls, directly or not, a compiled function of
+    another file has the kernels' digest in its qualified name (an unkeyed helper's stale cache would be linked into a
+    fresh kernel); and every kernel of ``ik_jit_tries.py`` (which call ``ik_jit.py``'s) the IK's digest."""
+    from timor_core.kinematics import ik_jit, ik_jit_tries
+    from timor_core.search.filtering import proof_fused, proof_kernel, sweep_bound, sweep_fused
+
+    received: list[types.FunctionType] = []
+
+    def jit(function: types.FunctionType) -> _Compiled:
+        received.append(function)
+        return _Compiled(function)
+
+    roots = [proof_fused.calling_compiled_fused(jit), sweep_fused.calling_compiled_sweep(jit)]
+    roots.append(sweep_bound.py_kernels(jit)["collisions"])
+    digest = sources_digest(proof_kernel.AHEAD.sources)
+    seen: dict[int, bool] = {}
+    calling = [f for f in received + roots if _calls_other_files(f, seen)]
+    assert {"fused_proof", "fused_sweep", "_collisions", "measure_all", "halved"} <= {f.__name__ for f in calling}
+    helpers = [f for f in received if f.__name__ in {*proof_fused.HELPERS, *sweep_fused.HELPERS}]
+    assert {f.__name__ for f in helpers} == {*proof_fused.HELPERS, *sweep_fused.HELPERS}
+    unkeyed = sorted({f.__qualname__ for f in calling + helpers if not f.__qualname__.endswith(f"_{digest}")})
+    assert not unkeyed, f"composed functions calling other files' kernels without the digest: {unkeyed}"
+    ik_digest = sources_digest([Path(ik_jit.__file__)])
+    own = [k for k in vars(ik_jit_tries).values() if getattr(k, "__module__", "") == ik_jit_tries.__name__]
+    kernels = [k.py_func for k in own if getattr(k, "py_func", None) is not None]
+    assert {k.__name__ for k in kernels} == {"run_tries", "plateau_stop", "within"}
+    assert all(k.__qualname__.endswith(f"_{ik_digest}") for k in kernels)
+
+
+_OLD, _OTHER = "0123456789ab", "ba9876543210"
+
+
+@pytest.mark.parametrize("numba_cache_dir", [False, True])
+def test_keying_removes_that_kernels_files_of_other_digests_only(tmp_path, monkeypatch, numba_cache_dir):
+    """Keying a kernel removes numba's cache files of that kernel (module and qualified name) under another digest,
+    index and data, in ``__pycache__`` beside its file or in ``NUMBA_CACHE_DIR``'s folder for it; the current digest's
+    files, another kernel's, another module's and the unkeyed kernel's stay."""
+    source, helper = tmp_path / "mod.py", tmp_path / "helper.py"
+    source.write_text("def kern(x):\n    return x\n")
+    helper.write_text("y = 1\n")
+    if numba_cache_dir:
+        monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    else:
+        monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    names: dict[str, Any] = {}
+    exec(compile(source.read_text(), str(source), "exec"), names)  # (a function whose file is mod.py)
+    digest = sources_digest([helper])
+    folder = cache_folders(source)[0]
+    folder.mkdir(parents=True)
+    stale = [f"mod.kern_{_OLD}-1.py311.nbi", f"mod.kern_{_OLD}-1.py311.1.nbc", f"mod.kern_{_OTHER}-3.py311.2.nbc"]
+    kept = [f"mod.kern_{digest}-1.py311.nbi", f"mod.kern_{digest}-1.py311.1.nbc", "mod.kern-1.py311.nbi"]
+    kept += [f"mod.kern2_{_OLD}-5.py311.nbi", f"other.kern_{_OLD}-1.py311.nbi", f"mod.kern_{_OLD}-1.py311.txt"]
+    for name in stale + kept:
+        (folder / name).write_bytes(b"x")
+    assert keyed(names["kern"], [helper]).__qualname__ == f"kern_{digest}"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(kept)

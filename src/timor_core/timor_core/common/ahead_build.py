@@ -90,15 +90,19 @@ def host_features() -> Iterator[None]:
 
 def build_module(target: Path, exports: dict[str, Export], what: str, compiler: Any, host: bool = False) -> Path:
     """Build ``exports`` with ``compiler`` (:data:`CC`) into ``target`` (:func:`.ahead.module_path`) unless it is
-    there, for this machine's CPU where ``host`` (the caller names ``target`` by the CPU; :func:`can_target_host`
-    holds), else for any CPU of the architecture, then remove builds of older sources of the same prefix beside it;
-    ``target``. A TimorError naming ``what`` where this numba has no such compiler or compiling fails."""
+    there, for this machine's CPU where ``host`` (``target``'s name ends in ``_<cpu>``, :func:`.ahead.host_cpu`;
+    :func:`can_target_host` holds), else for any CPU of the architecture, then remove builds of older sources of the
+    same prefix beside it; ``target``. A TimorError where ``host`` and ``target`` is not named by this CPU (a build
+    under another CPU's name or the generic one would be loaded where it may not run), or naming ``what`` where this
+    numba has no such compiler or compiling fails."""
+    name = target.name.split(".")[0]
+    if host and (host_cpu() is None or not name.endswith(f"_{host_cpu()}")):
+        raise TimorError(f"a build of the {what} for this CPU must be named by it (_{host_cpu()}): not {target.name}")
     if target.is_file():
         return target
     if compiler is None:
         raise TimorError(f"this numba has no ahead-of-time compiler (numba.pycc): numba's {what} run by the rule")
     target.parent.mkdir(parents=True, exist_ok=True)
-    name = target.name.split(".")[0]
     prefix, sources = _prefix_and_sources(name)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{prefix}_build_") as tmp:
         cc = compiler(name)
