@@ -9,7 +9,8 @@ numba without ``numba.pycc``."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+import types
+from collections.abc import Callable, Iterable, Iterator
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from types import ModuleType
@@ -59,6 +60,30 @@ def fixtures(kernel: ModuleType, builder: str) -> tuple[Any, Any, Any, Callable[
         return folder if kernel.AHEAD.path(folder).is_file() else request.getfixturevalue("built")
 
     return defaults_after, built, present, use
+
+
+def kernel_files(kernels: Iterable[Any]) -> dict[str, set[str]]:
+    """Per numba kernel (a dispatcher, its ``py_func``) reached from ``kernels`` through the compiled functions their
+    code names (directly or not), by name: the files of the kernels it reaches, its own first. What numba compiles
+    into a kernel's machine code: the files whose text must name its cache and a build of it."""
+    reached: dict[int, tuple[str, set[str]]] = {}
+
+    def files(function: types.FunctionType) -> set[str]:
+        if id(function) not in reached:
+            reached[id(function)] = (function.__name__, {Path(function.__code__.co_filename).name})
+            codes, names = [function.__code__], set()
+            while codes:  # (the code and the code objects nested in it)
+                code = codes.pop()
+                names |= set(code.co_names)
+                codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+            called = [g.py_func for n in sorted(names) if hasattr(g := function.__globals__.get(n), "py_func")]
+            for callee in called:
+                reached[id(function)][1].update(files(callee))
+        return reached[id(function)][1]
+
+    for kernel in kernels:
+        files(kernel.py_func)
+    return {name: found for name, found in reached.values()}
 
 
 def _twice(x: float) -> float:

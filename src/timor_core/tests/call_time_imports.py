@@ -8,6 +8,8 @@ loaded anyway sits at the top of its file, and so does one that saves under 1 ms
 where an import that would add a module to them stays at call time ("cold path"). An optional package's import
 stays inside the function whatever it costs, so that the module imports without it. test_architecture.py enforces
 this table and that docs/architecture.md shows it. Re-measure: ``python benchmarks/deferred_imports.py --only X``.
+The rows of ``kinematics.robot_collisions`` and ``ros.launch_checks`` were measured again when those files were split
+off (2026-11-30, load average 2.5).
 """
 
 from __future__ import annotations
@@ -71,9 +73,9 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.kinematics.ik_kernel", "timor_core.kinematics.ik_jit_tries"): (217.2, "start-up"),
     ("timor_core.kinematics.ompl_planning", "ompl"): (16.4, "optional extra planning"),
     ("timor_core.kinematics.ompl_planning", "ompl.base"): (15.5, "optional extra planning"),
-    ("timor_core.kinematics.robot", "timor_core.kinematics.collision"): (0.9, "cold path"),
     ("timor_core.kinematics.robot", "timor_core.kinematics.ik"): (173.5, "start-up"),
     ("timor_core.kinematics.robot", "timor_core.kinematics.tolerance"): (16.8, "start-up"),
+    ("timor_core.kinematics.robot_collisions", "timor_core.kinematics.collision"): (3.0, "cold path"),
     ("timor_core.limits", "logging"): (4.4, "start-up"),
     ("timor_core.model.assembly", "networkx"): (114.7, "start-up"),
     ("timor_core.model.assembly", "timor_core.model.growth"): (0.2, "cold path"),
@@ -86,10 +88,10 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.model.meshes", "trimesh"): (510.5, "start-up"),
     ("timor_core.model.module", "networkx"): (119.4, "start-up"),
     ("timor_core.ros.controller_swap", "xml.etree.ElementTree"): (3.4, "start-up"),
-    ("timor_core.ros.launch_arguments", "ament_index_python.packages"): (0.8, "optional: a ROS 2 install"),
     ("timor_core.ros.launch_arguments", "timor_core.common.safe_yaml"): (10.6, "start-up"),
-    ("timor_core.ros.launch_arguments", "launch"): (81.0, "optional: a ROS 2 install"),
-    ("timor_core.ros.launch_arguments", "launch.actions"): (124.3, "optional: a ROS 2 install"),
+    ("timor_core.ros.launch_checks", "ament_index_python.packages"): (0.6, "optional: a ROS 2 install"),
+    ("timor_core.ros.launch_checks", "launch"): (59.9, "optional: a ROS 2 install"),
+    ("timor_core.ros.launch_checks", "launch.actions"): (63.6, "optional: a ROS 2 install"),
     ("timor_core.ros.launch_paths", "timor_core.task.task"): (95.0, "start-up"),
     ("timor_core.ros.robot_description", "timor_core.export.formats.ros2_control"): (4.3, "start-up"),
     ("timor_core.ros.robot_description", "timor_core.export.formats.srdf"): (66.1, "start-up"),

@@ -121,3 +121,10 @@ def test_the_built_kernel_runs_only_where_compiled_kernels_may():
     finally:
         use_compiled(None)
     assert batch_cover.PENDING not in (NONE, UNSURE)
+
+
+def test_the_cover_kernels_slack_is_the_look_ups():
+    """``cover_kernel`` writes its own copy of ``batch_distances.SLACK`` (numba freezes a global, and the name of the
+    module built ahead of time hashes ``cover_kernel.py``'s text, not the file it would be imported from): the copies
+    stay equal, or the compiled cover and numpy's would decide a cut at the slack's edge differently."""
+    assert cover_kernel._SLACK == SLACK

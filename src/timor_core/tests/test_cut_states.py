@@ -233,3 +233,27 @@ def test_a_cuts_key_tells_its_numbers_apart_and_holds_its_family(numbers):
     arrays = [np.array([n[k] for n in numbers], dtype=np.int64) for k in range(3)]
     assert cut_verdicts.verdict_key(*arrays).tolist() == keys
     assert cut_verdicts.MAX_VERDICTS + 4 * batch_decide.BATCH < 1 << cut_verdicts.ROWS
+
+
+@pytest.mark.parametrize("where", range(3))
+@pytest.mark.parametrize("as_array", [False, True])
+def test_a_number_past_its_bits_of_a_cuts_key_is_refused(where, as_array):
+    """``verdict_key`` refuses (a TimorError) a family, rows or last-row number past its bits, one int or one entry of
+    numpy's columns: unchecked, its key would be another cut's (rows ``1 << ROWS`` is family 1's key) or wrap around
+    int64; the largest that fit and the negative marks of numbers not read yet pass."""
+    from timor_core.errors import TimorError
+
+    most = [(1 << (63 - cut_verdicts.FAMILY)) - 1, (1 << cut_verdicts.ROWS) - 1, (1 << cut_verdicts.ROWS) - 1]
+    fit = [n if k == where else 0 for k, n in enumerate(most)]
+    past = [n + 1 if k == where else 0 for k, n in enumerate(most)]
+    unread = [-1, -1, 0]
+
+    def key(numbers: list[int]):
+        if not as_array:
+            return cut_verdicts.verdict_key(*numbers)
+        return cut_verdicts.verdict_key(*(np.array([u, n], dtype=np.int64) for u, n in zip(unread, numbers)))
+
+    assert key(fit) is not None and cut_verdicts.verdict_key(*unread) < 0
+    with pytest.raises(cut_verdicts.VerdictKeyError) as info:
+        key(past)
+    assert isinstance(info.value, TimorError)

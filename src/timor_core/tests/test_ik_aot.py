@@ -176,10 +176,25 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
     assert ik_kernel.ahead_path(tmp_path) != path
     monkeypatch.undo()
     sources = Path(ik_kernel.__file__).parent
-    text = (sources / "ik_jit.py").read_bytes()
-    real = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda p: text + b"#" if p.name == "ik_jit.py" else real(p))
-    assert ik_kernel.ahead_path(tmp_path) != path
+    for source in ik_kernel.AHEAD_SOURCES:
+        text = (sources / source).read_bytes()
+        real = Path.read_bytes
+        monkeypatch.setattr(Path, "read_bytes", lambda p, s=source, t=text: t + b"#" if p.name == s else real(p))
+        assert ik_kernel.ahead_path(tmp_path) != path, source
+        monkeypatch.undo()
+
+
+def test_the_builds_name_hashes_every_file_its_kernels_reach():
+    """Every file of a kernel the build's exports call (directly or through other kernels: numba compiles them into
+    the module) is among the sources its name hashes, so an edit there builds another module and a stale one is never
+    loaded (a kernel moved to a file of its own that this list left out would be)."""
+    pytest.importorskip("numba")
+    from timor_core.kinematics import ik_aot
+
+    reached = ahead_builds.kernel_files(kernel for kernel, _ in ik_aot.EXPORTS.values())
+    files = set().union(*reached.values())
+    assert {"ik_jit.py", "ik_jit_residual.py", "ik_jit_tries.py"} <= files and "terms" in reached
+    assert files <= set(ik_kernel.AHEAD_SOURCES), files - set(ik_kernel.AHEAD_SOURCES)
 
 
 def test_without_numbas_ahead_of_time_compiler_the_build_says_so(tmp_path, monkeypatch, capsys):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import ahead_builds
 import pytest
 
 from timor_core.common.jit_cache import cache_folders, keyed, sources_digest
@@ -90,8 +91,9 @@ def test_the_proofs_composed_kernels_and_the_ik_tries_are_keyed_by_the_files_the
     assert collisions.__qualname__ == f"_collisions_{digest}"
     assert proof_fused.calling_compiled_fused(same).__qualname__ == f"fused_proof_{digest}"
     assert sweep_fused.calling_compiled_sweep(same).__qualname__ == f"fused_sweep_{digest}"
-    ik_digest = sources_digest([Path(ik_jit.__file__)])
+    ik_digest = sources_digest(ik_jit.SOURCES)
     assert ik_jit_tries.run_tries.py_func.__qualname__ == f"run_tries_{ik_digest}"
+    assert ik_jit.descend.py_func.__qualname__ == f"descend_{ik_digest}"
     real = Path.read_bytes
     monkeypatch.setattr(Path, "read_bytes", lambda p: real(p) + b"#" if p.name == "box_bounds.py" else real(p))
     assert sweep_bound.py_kernels(same)["collisions"].__qualname__ != collisions.__qualname__
@@ -153,11 +155,32 @@ def test_every_composed_function_calling_another_files_kernel_is_keyed():
     assert {f.__name__ for f in helpers} == {*proof_fused.HELPERS, *sweep_fused.HELPERS}
     unkeyed = sorted({f.__qualname__ for f in calling + helpers if not f.__qualname__.endswith(f"_{digest}")})
     assert not unkeyed, f"composed functions calling other files' kernels without the digest: {unkeyed}"
-    ik_digest = sources_digest([Path(ik_jit.__file__)])
+    ik_digest = sources_digest(ik_jit.SOURCES)
     own = [k for k in vars(ik_jit_tries).values() if getattr(k, "__module__", "") == ik_jit_tries.__name__]
     kernels = [k.py_func for k in own if getattr(k, "py_func", None) is not None]
     assert {k.__name__ for k in kernels} == {"run_tries", "plateau_stop", "within"}
     assert all(k.__qualname__.endswith(f"_{ik_digest}") for k in kernels)
+
+
+def test_every_ik_kernel_calling_another_files_kernel_is_keyed_by_those_files():
+    """The IK's descents (``ik_jit.py``) call the goal's residual (``ik_jit_residual.py``) and the tries
+    (``ik_jit_tries.py``) both: every kernel of theirs that reaches (directly or not) a kernel of another file is named
+    by the digest of ``ik_jit.SOURCES``, which holds every file reached (one left out: an edit there would leave
+    numba's stale machine code in use)."""
+    pytest.importorskip("numba")
+    from timor_core.kinematics import ik_jit, ik_jit_residual, ik_jit_tries
+
+    modules = (ik_jit, ik_jit_residual, ik_jit_tries)
+    kernels = [k for m in modules for k in vars(m).values() if getattr(k, "__module__", "") == m.__name__]
+    reached = ahead_builds.kernel_files(k for k in kernels if hasattr(k, "py_func"))
+    by_name = {k.py_func.__name__: k.py_func for k in kernels if hasattr(k, "py_func")}
+    across = {name for name, files in reached.items() if len(files) > 1}
+    assert {"descend", "best_start", "linearize", "_pose_terms", "run_tries"} <= across
+    assert not across & {"terms", "log3", "forward", "_guard"}  # (their own file's kernels only)
+    assert set().union(*reached.values()) - {"ik_jit_tries.py"} <= {p.name for p in ik_jit.SOURCES}
+    digest = sources_digest(ik_jit.SOURCES)
+    unkeyed = sorted(name for name in across if not by_name[name].__qualname__.endswith(f"_{digest}"))
+    assert not unkeyed, f"kernels calling another file's kernels without the digest: {unkeyed}"
 
 
 _OLD, _OTHER = "0123456789ab", "ba9876543210"

@@ -11,7 +11,6 @@ ends. The same steps in the same order as the interpreted loop of ``ik.solve_ik`
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numba
@@ -19,7 +18,8 @@ import numpy as np
 
 from timor_core.common.jit_cache import keyed
 from timor_core.kinematics import ik_jit
-from timor_core.kinematics.ik_jit import best_start, descend, log3
+from timor_core.kinematics.ik_jit import best_start, descend
+from timor_core.kinematics.ik_jit_residual import log3
 
 __all__ = ["FOUND", "GAVE_UP", "MORE", "plateau_stop", "run_tries", "within"]
 
@@ -27,9 +27,9 @@ _njit = numba.njit(cache=True, fastmath=False, nogil=True)
 
 
 def _jit(function: Any) -> Any:
-    """numba's compilation of ``function``, its cache named by :mod:`.ik_jit`'s text too (its kernels are compiled
-    into these, and numba's cache checks only this file: :func:`~timor_core.common.jit_cache.keyed`)."""
-    return _njit(keyed(function, [Path(ik_jit.__file__)]))
+    """numba's compilation of ``function``, its cache named by the text of :data:`.ik_jit.SOURCES` too (their kernels
+    are compiled into these, and numba's cache checks only this file: :func:`~timor_core.common.jit_cache.keyed`)."""
+    return _njit(keyed(function, ik_jit.SOURCES))
 
 
 MORE, FOUND, GAVE_UP = 0, 1, 2

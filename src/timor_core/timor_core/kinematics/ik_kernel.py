@@ -139,7 +139,7 @@ class Kernels:
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.ik_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("ik_jit.py", "ik_jit_tries.py", "ik_aot.py")
+AHEAD_SOURCES = ("ik_jit.py", "ik_jit_residual.py", "ik_jit_tries.py", "ik_aot.py")
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 AHEAD: AheadKernels[Kernels] = AheadKernels(
     "ik_aot",

@@ -2,7 +2,8 @@
 
 The model is built from the same kinematic tree as the URDF export, with the same frame names, so a
 model loaded from the URDF and this one agree. Coal shapes are shared between robots (modules are
-immutable); only placements and collision pairs are per robot.
+immutable); only placements and collision pairs are per robot. The dynamics, joint limits and collision checks are
+mixins of their own files (:mod:`.dynamics`, :mod:`.robot_limits`, :mod:`.robot_collisions`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from timor_core.common.seeds import as_generator
 from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
 from timor_core.kinematics.geometry_models import visual_model
+from timor_core.kinematics.robot_collisions import RobotCollisions
 from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ __all__ = ["PinRobot"]
 _MAKING = threading.Lock()
 
 
-class PinRobot(RobotDynamics, RobotLimits):
+class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
     Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
@@ -266,73 +268,6 @@ class PinRobot(RobotDynamics, RobotLimits):
         # eigenpy returns a flat (6,) array for a single joint: keep the documented 6 x dof shape
         return pin.computeFrameJacobian(self.model, self.data, q, fid, refs[reference]).reshape(6, self.model.nv)
 
-    # -- collisions --------------------------------------------------------------------------------
-    def _ensure_pairs(self) -> None:
-        if self._pairs_ready:
-            return
-        from timor_core.kinematics.collision import configure_requests, joint_distance
-
-        gm = self.collision
-        n = gm.ngeoms
-        if n > 1:
-            parents = np.array([gm.geometryObjects[i].parentJoint for i in range(n)], dtype=int)
-            D = joint_distance(self.model)[parents[:, None], parents[None, :]]
-            mode = self.ignore_collisions
-            if mode == "rigid":
-                active = D >= 1
-            elif mode == "rigid_via_joint":
-                active = D >= 2
-            else:  # via_joint: also ignore the two bodies directly joined by a joint
-                active = D >= 1
-                joint_of, frame_of, _ = self._link_frames
-                child_link = {}
-                parent_link_of_joint = {}
-                for k, link in enumerate(self._tree.links):
-                    if link.joint_type != "fixed" and link.parent is not None:
-                        child_link[k] = True
-                        parent_link_of_joint[joint_of[k]] = (link.parent, k)
-                frames = np.array([gm.geometryObjects[i].parentFrame for i in range(n)], dtype=int)
-                link_of_frame = {f: k for k, f in enumerate(frame_of)}
-                links_of_geom = np.array([link_of_frame.get(f, -1) for f in frames])
-                for _, (pl, cl) in parent_link_of_joint.items():
-                    a = links_of_geom == pl
-                    b = links_of_geom == cl
-                    active[np.ix_(a, b)] = False
-                    active[np.ix_(b, a)] = False
-            active = np.triu(active, 1)
-            gm.setCollisionPairs(active)
-        self._collision_data = pin.GeometryData(gm)
-        configure_requests(self._collision_data, model=gm)
-        # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts
-        self._broadphase = pin.BroadPhaseManager_NaiveCollisionManager(self.model, gm, self._collision_data)
-        self._pairs_ready = True
-
-    @property
-    def collision_pairs(self) -> list[tuple[str, str]]:
-        """The geometry pairs checked for self-collision (names), per the set's ignore mode."""
-        self._ensure_pairs()
-        objs = self.collision.geometryObjects
-        return [(objs[p.first].name, objs[p.second].name) for p in self.collision.collisionPairs]
-
-    def self_collisions(self, q=None) -> list[tuple[str, str]]:
-        """All colliding geometry pairs at q (empty if none)."""
-        q = self.check_q(q)
-        self._ensure_pairs()
-        pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
-        objs = self.collision.geometryObjects
-        assert self._collision_data is not None  # set by _ensure_pairs
-        return [
-            (objs[p.first].name, objs[p.second].name)
-            for p, r in zip(self.collision.collisionPairs, self._collision_data.collisionResults)
-            if r.isCollision()
-        ]
-
-    def has_self_collision(self, q=None) -> bool:
-        """True if any checked pair of the robot's own geometries collides at q."""
-        q = self.check_q(q)
-        self._ensure_pairs()
-        return bool(pin.computeCollisions(self.model, self.data, self._broadphase, q, True))
-
     def reach(self, frame: int | None = None) -> float:
         """An upper bound of the distance from the base (the origin of ``base_link``, wherever the robot is placed)
         to a frame (the TCP), over all configurations."""
@@ -355,31 +290,7 @@ class PinRobot(RobotDynamics, RobotLimits):
             cache[fid] = total
         return cache[fid]
 
-    # -- environment and inverse kinematics ---------------------------------------------------------
-    def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
-        """A cached CollisionChecker for this robot and a task's obstacles (None: self-collision only)."""
-        from timor_core.kinematics.collision import CollisionChecker, check_margin
-
-        margin = check_margin(margin)
-        if task is not None and not hasattr(task, "obstacles"):
-            raise InputError("task must be a Task (or None)", value=type(task).__name__)
-        key = (id(task), margin, bool(self_collision))
-        cache = self.__dict__.setdefault("_checkers", {})
-        entry = cache.get(key)
-        if entry is None or entry[0] is not task:
-            obstacles = task.obstacles if task is not None else ()
-            entry = (task, CollisionChecker(self, obstacles, margin, self_collision))
-            cache[key] = entry
-        return entry[1]
-
-    def collisions(self, q=None, task=None, margin: float = 0.0):
-        """Every colliding pair at q: self-collisions and, with a task, collisions with its obstacles."""
-        return self.collision_checker(task, margin).collisions(self.check_q(q))
-
-    def has_collision(self, q=None, task=None, margin: float = 0.0) -> bool:
-        """True if the robot collides with itself or (with a task) with an obstacle at q."""
-        return self.collision_checker(task, margin).in_collision(self.check_q(q))
-
+    # -- inverse kinematics ------------------------------------------------------------------------
     def ik(
         self,
         pose,

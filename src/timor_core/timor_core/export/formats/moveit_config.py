@@ -4,7 +4,8 @@ One folder gets ``<name>.urdf`` (with a ``<ros2_control>`` block), ``<name>.srdf
 ``joint_limits.yaml``, ``ros2_controllers.yaml``, ``moveit_controllers.yaml``, ``initial_positions.yaml``,
 ``pilz_cartesian_limits.yaml`` and ``ompl_planning.yaml`` (MoveIt 2 Jazzy+ keys). ``moveit_config_data``
 gives the YAML contents as plain dicts, ``move_group_parameters`` turns them into move_group's parameters
-(the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node.
+(the layout of ``moveit_configs_utils``) and ``ros2_control_node_parameters`` gives those of ros2_control_node (both
+:mod:`.moveit_parameters`', re-exported here).
 Every text is generated before anything is written, each file is written atomically, and other files in the
 folder are left alone. YAML is written by PyYAML (:func:`timor_core.export.formats.yaml_text.to_yaml`).
 """
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from timor_core.common.fileio import write_files
 from timor_core.common.names import check_tf_frames
 from timor_core.errors import InputError
+from timor_core.export.formats.moveit_parameters import move_group_parameters, ros2_control_node_parameters
 from timor_core.export.formats.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.formats.srdf import assembly_to_srdf, planning_groups
@@ -48,10 +50,6 @@ ARM_CONTROLLER = "arm_controller"
 JOINT_STATE_BROADCASTER = "joint_state_broadcaster"
 CM_KEY = "/**/controller_manager"
 """The controller manager's key in ros2_controllers.yaml: its node in any namespace."""
-NO_SENSOR = "no_3d_sensor"
-"""The octomap updater move_group is given and skips (no depth camera or point cloud is configured)."""
-OCTOMAP_RESOLUTION = 0.025
-"""Voxel size (m) of move_group's octomap, were a sensor added."""
 MOVEIT_FILES = (
     "kinematics.yaml",
     "joint_limits.yaml",
@@ -361,63 +359,6 @@ def moveit_config_texts(
         comment = _COMMENTS.get(file_name)
         texts[file_name] = (_comment(comment) if comment else "") + to_yaml(content)
     return texts
-
-
-def move_group_parameters(data: dict[str, dict[str, Any]], urdf: str, srdf: str) -> dict[str, Any]:
-    """All parameters of MoveIt's move_group node, laid out as ``moveit_configs_utils`` does (MoveIt 2 Jazzy+).
-
-    ``data`` is ``moveit_config_data(...)``; ``urdf`` and ``srdf`` are the robot description texts.
-    ros2_controllers.yaml and initial_positions.yaml belong to ros2_control, not to move_group. The
-    robot_description(_semantic) topics are left to their publishers (the assembly node).
-    """
-    planning = copy.deepcopy(data["joint_limits.yaml"])
-    planning.update(copy.deepcopy(data["pilz_cartesian_limits.yaml"]))
-    params: dict[str, Any] = {
-        "robot_description": urdf,
-        "robot_description_semantic": srdf,
-        "robot_description_kinematics": copy.deepcopy(data["kinematics.yaml"]),
-        "robot_description_planning": planning,
-        "planning_pipelines": ["ompl"],
-        "default_planning_pipeline": "ompl",
-        "ompl": copy.deepcopy(data["ompl_planning.yaml"]),
-        "moveit_manage_controllers": True,
-    }
-    params.update(copy.deepcopy(data["moveit_controllers.yaml"]))
-    params.update(
-        {
-            "allow_trajectory_execution": True,
-            "publish_planning_scene": True,
-            "publish_geometry_updates": True,
-            "publish_state_updates": True,
-            "publish_transforms_updates": True,
-            "publish_robot_description": False,
-            "publish_robot_description_semantic": False,
-            "monitor_dynamics": False,
-            # no 3-D sensor feeds the octomap (the task's obstacles are collision objects): one named updater whose
-            # plugin "~" move_group skips, so it does not log an error for a missing sensor list
-            "octomap_resolution": OCTOMAP_RESOLUTION,
-            "sensors": [NO_SENSOR],
-            NO_SENSOR: {"sensor_plugin": "~"},
-        }
-    )
-    return params
-
-
-def ros2_control_node_parameters(config: str | Path | dict[str, Path]) -> list[str]:
-    """The ``parameters`` of controller_manager's ros2_control_node: the ros2_controllers.yaml file itself.
-
-    ``config`` is a config folder, the file, or the ``write_moveit_config`` result. The file path (not a dict)
-    is what the node needs: the controller manager hands its ``--params-file`` arguments on to the controllers
-    it loads, so the ``arm_controller: ros__parameters`` section reaches the controller node. Since Jazzy the
-    controller manager reads the URDF from the ``/robot_description`` topic, so no robot_description here.
-    """
-    if isinstance(config, dict):
-        path = Path(config["ros2_controllers.yaml"])
-    else:
-        path = Path(config)
-        if path.is_dir():
-            path = path / "ros2_controllers.yaml"
-    return [str(path)]
 
 
 def write_moveit_config(

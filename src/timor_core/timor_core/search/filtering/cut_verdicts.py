@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FAMILY", "MAX_VERDICTS", "ROWS", "Verdicts", "verdict_key"]
+from timor_core.errors import TimorError
+
+__all__ = ["FAMILY", "MAX_VERDICTS", "ROWS", "VerdictKeyError", "Verdicts", "verdict_key"]
 
 MAX_VERDICTS = 1 << 18
 """Answers and rows numbered: more, and the look-up numbers its families anew (all forgotten: bounded memory)."""
@@ -26,9 +28,25 @@ FAMILY = 2 * ROWS
 """Where a cut's key holds its family number (``key >> FAMILY``)."""
 
 
+_NUMBERS = 1 << ROWS  # (rows and last rows numbered below it: bits of their own)
+_FAMILY_NUMBERS = 1 << (63 - FAMILY)  # (families numbered below it: an int64 key holds them)
+
+
+class VerdictKeyError(TimorError):
+    """A number does not fit in its bits of a cut's key: two cuts' keys could be equal (one's answer taken for the
+    other's). Not expected: the look-up numbers anew long before (:data:`MAX_VERDICTS`)."""
+
+
 def verdict_key(family: Any, rows: Any, last: Any) -> Any:
     """A cut's key in :class:`Verdicts` (ints, or numpy arrays of them): its family number, the number of its head's
-    rows and that of its last row in bits of their own (one int: hashed and compared faster than a tuple)."""
+    rows and that of its last row in bits of their own (one int: hashed and compared faster than a tuple). Negative
+    numbers (not read yet: the key is made again once they are) pass; a number past its bits is a
+    :class:`VerdictKeyError`."""
+    if isinstance(rows, int):
+        if rows >= _NUMBERS or last >= _NUMBERS or family >= _FAMILY_NUMBERS:
+            raise VerdictKeyError(f"a cut's numbers {family, rows, last} do not fit in its key")
+    elif len(rows) and (max(rows.max(), last.max()) >= _NUMBERS or family.max() >= _FAMILY_NUMBERS):
+        raise VerdictKeyError(f"a staging's numbers reach {family.max(), rows.max(), last.max()}: past its key")
     return (family << FAMILY) | (rows << ROWS) | last
 
 

@@ -97,16 +97,6 @@ class Cut:
         return tuple(tuple(r) for r in self.translations.tolist())
 
     @functools.cached_property
-    def frames(self) -> np.ndarray:
-        """The joints' world frames and the TCP's (n + 1, 4, 4) at q = 0."""
-        steps = self.steps
-        out = np.empty_like(steps)
-        out[0] = steps[0]
-        for k in range(1, len(out)):
-            out[k] = out[k - 1] @ steps[k]
-        return out
-
-    @functools.cached_property
     def chain(self) -> PoseChain:
         """The chain for :func:`~.reach_proof.pose_proof` (made when a proof needs it), in this cut's angles."""
         return chain_of_steps(*_steps(self))
