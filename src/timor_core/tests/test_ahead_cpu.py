@@ -201,3 +201,27 @@ def test_a_build_for_the_host_must_be_named_by_its_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(ahead_build, "host_cpu", lambda: None)
     with pytest.raises(TimorError, match="must be named by it"):
         ahead_build.build_module(tmp_path / "tiny_aot_0123456789abcdef_None.so", {}, "tiny kernels", None, host=True)
+
+
+def test_every_vector_feature_of_a_host_build_must_be_listed_by_proc_cpuinfo():
+    """A host build's name vouches only for ``/proc/cpuinfo``'s flags: a vector feature LLVM turns on that the flags
+    do not list, under any of their spellings there, is named; off features and non-vector ones are not."""
+    features = "+64bit,+avx2,+avx512f,-avx512bw,+sse4.2,+avx512vnni,+sse3,+bmi,+avxvnni,+crc32,+fma"
+    flags = frozenset({"avx2", "sse4_2", "avx512_vnni", "pni", "bmi1", "avx_vnni", "fma"})
+    assert ahead_build.unvouched_features(features, flags) == ["avx512f"]
+    assert ahead_build.unvouched_features(features, flags | {"avx512f"}) == []
+    assert ahead_build.unvouched_features(features, (flags | {"avx512f"}) - {"pni"}) == ["sse3"]
+
+
+def test_a_cpuinfo_that_hides_a_feature_numba_would_use_makes_the_build_generic(monkeypatch):
+    """Here every vector feature numba's JIT uses is among ``/proc/cpuinfo``'s flags (so builds are for the host);
+    with one of them hidden from the flags, no build is for the host."""
+    if not ahead_build.can_target_host():
+        pytest.skip("builds here are generic anyway")
+    features = ahead_build.CODEGEN.get_host_cpu_features()
+    assert ahead_build.unvouched_features(features, ahead.cpu_flags()) == []
+    used = [f[1:] for f in features.split(",") if f.startswith("+") and f[1:].startswith(("sse4.2", "sse4.1", "avx"))]
+    assert used, features
+    hidden = ahead.cpu_flags() - {used[0], used[0].replace(".", "_")}
+    monkeypatch.setattr(ahead_build, "cpu_flags", lambda: hidden)
+    assert not ahead_build.can_target_host()

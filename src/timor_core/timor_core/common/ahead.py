@@ -29,7 +29,16 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-__all__ = ["CPU_FIELDS", "IGNORE", "AheadKernels", "cpu_identity", "host_cpu", "load_module", "module_path"]
+__all__ = [
+    "CPU_FIELDS",
+    "IGNORE",
+    "AheadKernels",
+    "cpu_flags",
+    "cpu_identity",
+    "host_cpu",
+    "load_module",
+    "module_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -59,22 +68,39 @@ def cpu_identity(cpuinfo: str) -> str | None:
 
 
 @functools.cache
-def host_cpu() -> str | None:
-    """The name of this machine's CPU (:func:`cpu_identity` of ``/proc/cpuinfo``'s first processor: ~0.1 ms, read
-    once a process), or None where builds are for any CPU only: not Linux on x86-64, or no such file."""
+def _first_processor() -> str | None:
+    """``/proc/cpuinfo``'s first processor block (each is the same way; read once a process, at most 64 KB), or None
+    where builds are for any CPU only: not Linux on x86-64, or no such file."""
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
         return None
     head = b""
     try:
         with open("/proc/cpuinfo", "rb") as info:
-            while b"\n\n" not in head and len(head) < 1 << 16:  # the first processor's block (each the same way)
+            while b"\n\n" not in head and len(head) < 1 << 16:
                 chunk = info.read(8192)
                 if not chunk:
                     break
                 head += chunk
     except OSError:
         return None
-    return cpu_identity(head.decode(errors="replace"))
+    return head.decode(errors="replace")
+
+
+def host_cpu() -> str | None:
+    """The name of this machine's CPU (:func:`cpu_identity` of ``/proc/cpuinfo``'s first processor: ~0.1 ms, read
+    once a process), or None where builds are for any CPU only: not Linux on x86-64, or no such file."""
+    text = _first_processor()
+    return None if text is None else cpu_identity(text)
+
+
+def cpu_flags() -> frozenset[str]:
+    """The feature flags ``/proc/cpuinfo`` lists for this machine's first processor (empty where :func:`host_cpu` is
+    None): what the build's name vouches for, checked against what a build for the host would use."""
+    for line in (_first_processor() or "").split("\n\n", 1)[0].splitlines():
+        key, colon, value = line.partition(":")
+        if colon and key.strip() == "flags":
+            return frozenset(value.split())
+    return frozenset()
 
 
 def module_path(folder: Path, prefix: str, sources: Iterable[Path], numpy_version: str, cpu: str | None = None) -> Path:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import logging
 import os
 import sys
 import tempfile
@@ -23,8 +24,10 @@ from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
-from timor_core.common.ahead import AheadKernels, host_cpu
+from timor_core.common.ahead import AheadKernels, cpu_flags, host_cpu
 from timor_core.errors import TimorError
+
+logger = logging.getLogger(__name__)
 
 CC: Any = None
 """numba's ahead-of-time compiler class, None where this numba has none (pending deprecation in numba)."""
@@ -45,7 +48,17 @@ try:
 except ImportError:  # builds are then for any CPU (can_target_host)
     pass
 
-__all__ = ["CC", "Export", "build_command", "build_kernels", "build_module", "can_target_host", "host_features"]
+__all__ = [
+    "CC",
+    "VECTOR_FEATURES",
+    "Export",
+    "build_command",
+    "build_kernels",
+    "build_module",
+    "can_target_host",
+    "host_features",
+    "unvouched_features",
+]
 
 Export = tuple[Callable[..., Any], str]
 """A kernel to build: its Python function (a numba kernel's ``py_func``, or a plain function) and its one signature."""
@@ -61,13 +74,43 @@ def _prefix_and_sources(name: str) -> tuple[str, str]:
 def can_target_host() -> bool:
     """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64),
     this numba has the hook :func:`host_features` sets, and neither ``NUMBA_CPU_NAME`` nor ``NUMBA_CPU_FEATURES`` is
-    set (numba would build for what they say, which the build's name, the CPU's, would not tell)."""
+    set (numba would build for what they say, which the build's name, the CPU's, would not tell), and every vector
+    feature numba would use is among ``/proc/cpuinfo``'s flags, which name the build (:func:`unvouched_features`)."""
     codegen, hook = CODEGEN, "_customize_tm_features"
     if any(os.environ.get(v) is not None for v in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")):
         return False
-    return host_cpu() is not None and all(
+    if host_cpu() is None or not all(
         hasattr(getattr(codegen, c, None), hook) for c in ("AOTCPUCodegen", "JITCPUCodegen")
-    )
+    ):
+        return False
+    unvouched = unvouched_features(codegen.get_host_cpu_features(), cpu_flags())
+    if unvouched:
+        logger.warning("numba would build for %s, which /proc/cpuinfo does not list: builds are for any CPU", unvouched)
+    return not unvouched
+
+
+VECTOR_FEATURES = ("avx", "sse", "ssse", "fma", "f16c", "bmi")
+"""The starts of LLVM's names of the features a build for the host may use that change the instructions of our
+kernels (vector and bit-manipulation extensions); each must be among ``/proc/cpuinfo``'s flags, which name the build."""
+
+
+def unvouched_features(features: str, flags: frozenset[str]) -> list[str]:
+    """The features LLVM turns on (``features``: ``"+avx2,-avx512f,..."``, numba's JIT's list) that start as one of
+    :data:`VECTOR_FEATURES` and that ``flags`` (``/proc/cpuinfo``'s) do not list under any of their names there
+    (``sse4.2`` is ``sse4_2``, ``avx512vnni`` ``avx512_vnni``, ``sse3`` ``pni``, ``bmi`` ``bmi1``, ``avxvnni``
+    ``avx_vnni``). Where one is, a build named by ``/proc/cpuinfo`` could carry instructions another machine of the
+    same ``/proc/cpuinfo`` (a virtual machine hiding them) does not run, so the build is for any CPU."""
+    out = []
+    for item in features.split(","):
+        name = item.strip()[1:]
+        if not item.strip().startswith("+") or not name.startswith(VECTOR_FEATURES):
+            continue
+        names = {name, name.replace(".", "_"), {"sse3": "pni", "bmi": "bmi1", "avxvnni": "avx_vnni"}.get(name, name)}
+        if name.startswith("avx512"):
+            names.add("avx512_" + name[6:])
+        if not names & flags:
+            out.append(name)
+    return out
 
 
 @contextlib.contextmanager
