@@ -217,11 +217,12 @@ def test_a_build_for_the_host_must_be_named_by_its_cpu(tmp_path, monkeypatch):
 def test_every_vector_feature_of_a_host_build_must_be_listed_by_proc_cpuinfo():
     """A host build's name vouches only for ``/proc/cpuinfo``'s flags: a vector feature LLVM turns on that the flags
     do not list, under any of their spellings there, is named; off features and non-vector ones are not."""
-    features = "+64bit,+avx2,+avx512f,-avx512bw,+sse4.2,+avx512vnni,+sse3,+bmi,+avxvnni,+crc32,+fma"
-    flags = frozenset({"avx2", "sse4_2", "avx512_vnni", "pni", "bmi1", "avx_vnni", "fma"})
+    features = "+64bit,+avx2,+avx512f,-avx512bw,+sse4.2,+avx512vnni,+sse3,+bmi,+avxvnni,+crc32,+fma,+lzcnt,+popcnt"
+    flags = frozenset({"avx2", "sse4_2", "avx512_vnni", "pni", "bmi1", "avx_vnni", "fma", "abm", "popcnt"})
     assert ahead_build.unvouched_features(features, flags) == ["avx512f"]
     assert ahead_build.unvouched_features(features, flags | {"avx512f"}) == []
     assert ahead_build.unvouched_features(features, (flags | {"avx512f"}) - {"pni"}) == ["sse3"]
+    assert ahead_build.unvouched_features(features, (flags | {"avx512f"}) - {"abm", "popcnt"}) == ["lzcnt", "popcnt"]
 
 
 def test_a_feature_proc_cpuinfo_does_not_list_is_turned_off_last():

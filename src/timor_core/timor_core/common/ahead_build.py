@@ -85,23 +85,29 @@ def can_target_host() -> bool:
     )
 
 
-VECTOR_FEATURES = ("avx", "sse", "ssse", "fma", "f16c", "bmi")
+VECTOR_FEATURES = ("avx", "sse", "ssse", "fma", "f16c", "bmi", "popcnt", "lzcnt", "gfni")
 """The starts of LLVM's names of the features a build for the host may use that change the instructions of our
-kernels (vector and bit-manipulation extensions); each must be among ``/proc/cpuinfo``'s flags, which name the build."""
+kernels (vector and bit-manipulation extensions); each not among ``/proc/cpuinfo``'s flags, which name the build, is
+left out of a build for the host (:func:`vouched_features`)."""
 
 
 def unvouched_features(features: str, flags: frozenset[str]) -> list[str]:
     """The features LLVM turns on (``features``: ``"+avx2,-avx512f,..."``, numba's JIT's list) that start as one of
     :data:`VECTOR_FEATURES` and that ``flags`` (``/proc/cpuinfo``'s) do not list under any of their names there
     (``sse4.2`` is ``sse4_2``, ``avx512vnni`` ``avx512_vnni``, ``sse3`` ``pni``, ``bmi`` ``bmi1``, ``avxvnni``
-    ``avx_vnni``). Were one in a build named by ``/proc/cpuinfo``, it could carry instructions another machine of the
-    same ``/proc/cpuinfo`` (a virtual machine hiding them) does not run: a build for the host leaves them out."""
+    ``avx_vnni``, ``lzcnt`` ``abm``). Were one in a build named by ``/proc/cpuinfo``, it could carry instructions
+    another machine of the same ``/proc/cpuinfo`` (a virtual machine hiding them) does not run: a build for the host
+    leaves them out."""
     out = []
     for item in features.split(","):
         name = item.strip()[1:]
         if not item.strip().startswith("+") or not name.startswith(VECTOR_FEATURES):
             continue
-        names = {name, name.replace(".", "_"), {"sse3": "pni", "bmi": "bmi1", "avxvnni": "avx_vnni"}.get(name, name)}
+        names = {
+            name,
+            name.replace(".", "_"),
+            {"sse3": "pni", "bmi": "bmi1", "avxvnni": "avx_vnni", "lzcnt": "abm"}.get(name, name),
+        }
         if name.startswith("avx512"):
             names.add("avx512_" + name[6:])
         if not names & flags:
