@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,15 +110,19 @@ def test_a_build_named_for_another_cpu_is_not_loaded(builds, monkeypatch):
 
 
 def test_a_build_for_the_host_compiles_as_numbas_jit_and_puts_the_compiler_back():
-    """Inside ``host_features`` numba's ahead-of-time compiler takes the host's features as numba's JIT does, and gets
-    its own method back after (a generic build takes none: numba's default)."""
+    """Inside ``host_features`` numba's ahead-of-time compiler takes the host's features as numba's JIT does (here,
+    where ``/proc/cpuinfo`` lists every vector feature of them, the very list), and gets its own method back after (a
+    generic build takes none: numba's default)."""
     from numba.core import codegen
 
     before = codegen.AOTCPUCodegen.__dict__["_customize_tm_features"]
     assert ahead_build.can_target_host() == (host_cpu() is not None)
+    jit = types.SimpleNamespace(_get_host_cpu_features=codegen.get_host_cpu_features)
     with ahead_build.host_features():
-        assert codegen.AOTCPUCodegen._customize_tm_features is codegen.JITCPUCodegen._customize_tm_features
+        features = codegen.AOTCPUCodegen._customize_tm_features(jit)
     assert codegen.AOTCPUCodegen.__dict__["_customize_tm_features"] is before
+    if ahead_build.unvouched_features(codegen.get_host_cpu_features(), ahead.cpu_flags()) == []:
+        assert features == codegen.get_host_cpu_features()
 
 
 @pytest.mark.parametrize("variable", ["NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES"])
@@ -146,15 +151,21 @@ def test_the_generic_build_has_no_vector_instructions_beyond_sse(builds):
 
 
 @pytest.mark.slow
-def test_a_build_for_the_host_takes_numbas_jit_features_not_the_models(tmp_path, monkeypatch):
+@pytest.mark.parametrize("hidden_from", ["jit", "cpuinfo"])
+def test_a_build_for_the_host_takes_numbas_jit_features_not_the_models(tmp_path, monkeypatch, hidden_from):
     """A build for this CPU compiles with the features numba's JIT takes here (which a virtual machine's masking
-    reaches), not those its model name implies: with the JIT's features stripped of AVX, the build has no AVX
-    registers (it would with the model's: ``host_features`` left out)."""
+    reaches), not those its model name implies, less those ``/proc/cpuinfo`` does not list: with AVX stripped from the
+    JIT's features, or hidden from ``/proc/cpuinfo``'s flags (turned off last, it turns off every feature that implies
+    it: AVX2, FMA, AVX-512), the build is named by this CPU and has no AVX registers (it would with the model's:
+    ``host_features`` left out)."""
     from numba.core import config
 
     if shutil.which("objdump") is None or not ahead_build.can_target_host():
         pytest.skip("no objdump, or builds are for any CPU here")
-    monkeypatch.setattr(config, "CPU_FEATURES", "+sse2,-avx,-avx2,-avx512f")
+    if hidden_from == "jit":
+        monkeypatch.setattr(config, "CPU_FEATURES", "+sse2,-avx,-avx2,-avx512f")
+    else:
+        monkeypatch.setattr(ahead_build, "cpu_flags", lambda: ahead.cpu_flags() - {"avx"})
     kernels = AheadKernels("masked_aot", "masked kernels", [Path(__file__)], lambda: tmp_path, ["scaled"], lambda m: m)
     built = ahead_build.build_kernels(
         kernels, tmp_path, {"scaled": (_scaled, "void(f8[::1], f8[::1])")}, ahead_build.CC
@@ -206,22 +217,40 @@ def test_a_build_for_the_host_must_be_named_by_its_cpu(tmp_path, monkeypatch):
 def test_every_vector_feature_of_a_host_build_must_be_listed_by_proc_cpuinfo():
     """A host build's name vouches only for ``/proc/cpuinfo``'s flags: a vector feature LLVM turns on that the flags
     do not list, under any of their spellings there, is named; off features and non-vector ones are not."""
-    features = "+64bit,+avx2,+avx512f,-avx512bw,+sse4.2,+avx512vnni,+sse3,+bmi,+avxvnni,+crc32,+fma"
-    flags = frozenset({"avx2", "sse4_2", "avx512_vnni", "pni", "bmi1", "avx_vnni", "fma"})
+    features = "+64bit,+avx2,+avx512f,-avx512bw,+sse4.2,+avx512vnni,+sse3,+bmi,+avxvnni,+crc32,+fma,+lzcnt,+popcnt"
+    flags = frozenset({"avx2", "sse4_2", "avx512_vnni", "pni", "bmi1", "avx_vnni", "fma", "abm", "popcnt"})
     assert ahead_build.unvouched_features(features, flags) == ["avx512f"]
     assert ahead_build.unvouched_features(features, flags | {"avx512f"}) == []
     assert ahead_build.unvouched_features(features, (flags | {"avx512f"}) - {"pni"}) == ["sse3"]
+    assert ahead_build.unvouched_features(features, (flags | {"avx512f"}) - {"abm", "popcnt"}) == ["lzcnt", "popcnt"]
 
 
-def test_a_cpuinfo_that_hides_a_feature_numba_would_use_makes_the_build_generic(monkeypatch):
-    """Here every vector feature numba's JIT uses is among ``/proc/cpuinfo``'s flags (so builds are for the host);
-    with one of them hidden from the flags, no build is for the host."""
+def test_a_feature_proc_cpuinfo_does_not_list_is_turned_off_last():
+    """The features a build for the host takes: LLVM's, each unvouched one turned off after all others (LLVM reads
+    them in order: ``+avx512f`` after ``-avx2`` would turn AVX2 on again), the rest as they were."""
+    features = "+avx,+avx2,+avx512f,-avx512bw,+avxvnniint8,+sse4.2,+crc32"
+    flags = frozenset({"avx", "avx512f", "sse4_2"})
+    assert ahead_build.vouched_features(features, flags) == "+avx,+avx512f,-avx512bw,+sse4.2,+crc32,-avx2,-avxvnniint8"
+    vouched = ahead_build.vouched_features(features, flags | {"avx2"})
+    assert vouched == "+avx,+avx2,+avx512f,-avx512bw,+sse4.2,+crc32,-avxvnniint8"
+    assert ahead_build.vouched_features("", flags) == ""
+
+
+def test_a_cpuinfo_that_hides_a_feature_numba_would_use_leaves_it_out_of_the_host_build(monkeypatch):
+    """Here every vector feature numba's JIT uses is among ``/proc/cpuinfo``'s flags (so a build for the host takes
+    them all); with one of them hidden from the flags, the build for the host is still for the host, without it."""
     if not ahead_build.can_target_host():
         pytest.skip("builds here are generic anyway")
+    from numba.core import codegen
+
     features = ahead_build.CODEGEN.get_host_cpu_features()
     assert ahead_build.unvouched_features(features, ahead.cpu_flags()) == []
     used = [f[1:] for f in features.split(",") if f.startswith("+") and f[1:].startswith(("sse4.2", "sse4.1", "avx"))]
     assert used, features
     hidden = ahead.cpu_flags() - {used[0], used[0].replace(".", "_")}
     monkeypatch.setattr(ahead_build, "cpu_flags", lambda: hidden)
-    assert not ahead_build.can_target_host()
+    assert ahead_build.can_target_host()
+    jit = types.SimpleNamespace(_get_host_cpu_features=lambda: features)
+    with ahead_build.host_features():
+        built = codegen.AOTCPUCodegen._customize_tm_features(jit).split(",")
+    assert built[-1] == f"-{used[0]}" and f"+{used[0]}" not in built

@@ -58,6 +58,7 @@ __all__ = [
     "can_target_host",
     "host_features",
     "unvouched_features",
+    "vouched_features",
 ]
 
 Export = tuple[Callable[..., Any], str]
@@ -74,38 +75,39 @@ def _prefix_and_sources(name: str) -> tuple[str, str]:
 def can_target_host() -> bool:
     """Whether builds can be for this machine's CPU: the CPU has a name (:func:`.ahead.host_cpu`: Linux on x86-64),
     this numba has the hook :func:`host_features` sets, and neither ``NUMBA_CPU_NAME`` nor ``NUMBA_CPU_FEATURES`` is
-    set (numba would build for what they say, which the build's name, the CPU's, would not tell), and every vector
-    feature numba would use is among ``/proc/cpuinfo``'s flags, which name the build (:func:`unvouched_features`)."""
+    set (numba would build for what they say, which the build's name, the CPU's, would not tell). A vector feature
+    numba would use that ``/proc/cpuinfo`` does not list is left out of the build (:func:`vouched_features`)."""
     codegen, hook = CODEGEN, "_customize_tm_features"
     if any(os.environ.get(v) is not None for v in ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES")):
         return False
-    if host_cpu() is None or not all(
+    return host_cpu() is not None and all(
         hasattr(getattr(codegen, c, None), hook) for c in ("AOTCPUCodegen", "JITCPUCodegen")
-    ):
-        return False
-    unvouched = unvouched_features(codegen.get_host_cpu_features(), cpu_flags())
-    if unvouched:
-        logger.warning("numba would build for %s, which /proc/cpuinfo does not list: builds are for any CPU", unvouched)
-    return not unvouched
+    )
 
 
-VECTOR_FEATURES = ("avx", "sse", "ssse", "fma", "f16c", "bmi")
+VECTOR_FEATURES = ("avx", "sse", "ssse", "fma", "f16c", "bmi", "popcnt", "lzcnt", "gfni")
 """The starts of LLVM's names of the features a build for the host may use that change the instructions of our
-kernels (vector and bit-manipulation extensions); each must be among ``/proc/cpuinfo``'s flags, which name the build."""
+kernels (vector and bit-manipulation extensions); each not among ``/proc/cpuinfo``'s flags, which name the build, is
+left out of a build for the host (:func:`vouched_features`)."""
 
 
 def unvouched_features(features: str, flags: frozenset[str]) -> list[str]:
     """The features LLVM turns on (``features``: ``"+avx2,-avx512f,..."``, numba's JIT's list) that start as one of
     :data:`VECTOR_FEATURES` and that ``flags`` (``/proc/cpuinfo``'s) do not list under any of their names there
     (``sse4.2`` is ``sse4_2``, ``avx512vnni`` ``avx512_vnni``, ``sse3`` ``pni``, ``bmi`` ``bmi1``, ``avxvnni``
-    ``avx_vnni``). Where one is, a build named by ``/proc/cpuinfo`` could carry instructions another machine of the
-    same ``/proc/cpuinfo`` (a virtual machine hiding them) does not run, so the build is for any CPU."""
+    ``avx_vnni``, ``lzcnt`` ``abm``). Were one in a build named by ``/proc/cpuinfo``, it could carry instructions
+    another machine of the same ``/proc/cpuinfo`` (a virtual machine hiding them) does not run: a build for the host
+    leaves them out."""
     out = []
     for item in features.split(","):
         name = item.strip()[1:]
         if not item.strip().startswith("+") or not name.startswith(VECTOR_FEATURES):
             continue
-        names = {name, name.replace(".", "_"), {"sse3": "pni", "bmi": "bmi1", "avxvnni": "avx_vnni"}.get(name, name)}
+        names = {
+            name,
+            name.replace(".", "_"),
+            {"sse3": "pni", "bmi": "bmi1", "avxvnni": "avx_vnni", "lzcnt": "abm"}.get(name, name),
+        }
         if name.startswith("avx512"):
             names.add("avx512_" + name[6:])
         if not names & flags:
@@ -113,15 +115,36 @@ def unvouched_features(features: str, flags: frozenset[str]) -> list[str]:
     return out
 
 
+def vouched_features(features: str, flags: frozenset[str]) -> str:
+    """``features`` (LLVM's list) with each of :func:`unvouched_features` turned off, those last (LLVM reads the list
+    in order: a feature on after them that implies one would turn it on again): what a build named by
+    ``/proc/cpuinfo`` may use. Linux lists some features under no name at all (``avxvnniint8``, ``avxneconvert``,
+    ``avxifma``, ``avx10.1``: Arrow Lake, Lunar Lake, Sierra Forest, Granite Rapids), so these are left out rather
+    than the whole build made for any CPU."""
+    off = unvouched_features(features, flags)
+    kept = [item.strip() for item in features.split(",") if item.strip() and item.strip()[1:] not in off]
+    return ",".join(kept + [f"-{name}" for name in off])
+
+
 @contextlib.contextmanager
 def host_features() -> Iterator[None]:
     """While open, numba's ahead-of-time compiler takes the features numba's JIT uses on this machine (its
     ``_get_host_cpu_features``; the CPU's model alone, ``target_cpu``, would imply features a virtual machine may
-    hide), so a build for the host uses no instruction numba's JIT would not (where :func:`can_target_host`)."""
+    hide) less those ``/proc/cpuinfo`` does not list (:func:`vouched_features`: the build's name vouches only for
+    them), so a build for the host uses no instruction numba's JIT would not (where :func:`can_target_host`)."""
     aot = CODEGEN.AOTCPUCodegen
     hook = "_customize_tm_features"
     default = aot.__dict__.get(hook)
-    setattr(aot, hook, getattr(CODEGEN.JITCPUCodegen, hook))
+    jit = getattr(CODEGEN.JITCPUCodegen, hook)
+
+    def vouched(codegen: Any) -> str:
+        features, flags = jit(codegen), cpu_flags()
+        unvouched = unvouched_features(features, flags)
+        if unvouched:
+            logger.info("numba would build for %s, which /proc/cpuinfo does not list: built without", unvouched)
+        return vouched_features(features, flags)
+
+    setattr(aot, hook, vouched)
     try:
         yield
     finally:
