@@ -121,8 +121,11 @@ class MailLink:
                 taken[s] += 1
                 mail.taken_bytes[i] += len(data) + _HEADER
                 self.proofs.learn(unpacked(data))
-        if not self.proofs.lessons and not self.waiting:  # (nothing learnt here since, nothing left to send)
-            return
+        if self.proofs.lessons or self.waiting:  # (else nothing learnt here since, nothing left to send)
+            self._post()
+
+    def _post(self) -> None:
+        """Send what the proofs learnt since (and what waits), as far as each pipe has room."""
         batch = self.proofs.share()
         for r, pending in self.pending.items():
             pending.extend(batch)
@@ -153,6 +156,7 @@ class MailLink:
             del pending[:size]
 
     def close(self) -> None:
-        """Send what fits, and let the proofs stop keeping what they learn."""
-        self.exchange(final=True)
+        """Send what fits, and let the proofs stop keeping what they learn. What came is not learnt: this shard's
+        walk has ended (its process ends with it)."""
+        self._post()
         self.proofs.lessons = None
