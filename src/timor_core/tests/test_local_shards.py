@@ -297,11 +297,12 @@ def test_a_shard_whose_reader_stopped_never_blocks_and_the_rest_arrives_in_order
 )
 def test_lessons_go_through_the_pipes_bit_for_bit(rows):
     """``packed``/``unpacked`` (marshal, not pickle): every lesson comes back with its goal, rotation keys, translations
-    and margin to the last bit (-0.0, infinities and subnormals included) and its translations' shape."""
-    lessons = [
-        Lesson(goal, tuple(rot), np.arange(3 * len(rot), dtype=float).reshape(-1, 3) * value + value, margin)
-        for goal, rot, value, margin in rows
-    ]
+    and margin to the last bit (-0.0, infinities, NaNs and subnormals included) and its translations' shape."""
+    with np.errstate(all="ignore"):  # (infinities and NaNs made on purpose)
+        lessons = [
+            Lesson(goal, tuple(rot), np.arange(3 * len(rot), dtype=float).reshape(-1, 3) * value + value, margin)
+            for goal, rot, value, margin in rows
+        ]
     back = shard_mail.unpacked(shard_mail.packed(lessons))
     assert len(back) == len(lessons)
     for a, b in zip(lessons, back, strict=True):
