@@ -283,6 +283,51 @@ def test_a_shard_whose_reader_stopped_never_blocks_and_the_rest_arrives_in_order
     mail.close()
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5),
+            st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=6),
+            st.floats(allow_nan=False, allow_infinity=True, width=64),
+            st.floats(allow_nan=False, width=64),
+        ),
+        max_size=9,
+    )
+)
+def test_lessons_go_through_the_pipes_bit_for_bit(rows):
+    """``packed``/``unpacked`` (marshal, not pickle): every lesson comes back with its goal, rotation keys, translations
+    and margin to the last bit (-0.0, infinities, NaNs and subnormals included) and its translations' shape."""
+    with np.errstate(all="ignore"):  # (infinities and NaNs made on purpose)
+        lessons = [
+            Lesson(goal, tuple(rot), np.arange(3 * len(rot), dtype=float).reshape(-1, 3) * value + value, margin)
+            for goal, rot, value, margin in rows
+        ]
+    back = shard_mail.unpacked(shard_mail.packed(lessons))
+    assert len(back) == len(lessons)
+    for a, b in zip(lessons, back, strict=True):
+        assert (a.goal, a.rotations, a.margin.hex()) == (b.goal, b.rotations, b.margin.hex())
+        assert b.translations.shape == a.translations.shape and b.translations.dtype == np.float64
+        assert b.translations.tobytes() == a.translations.tobytes()
+
+
+def test_a_closing_shard_sends_what_it_learnt_and_learns_nothing_more():
+    """``close``: the lessons a shard's proofs learnt since its last exchange go out; what the other sent meanwhile is
+    not learnt (its walk has ended: learning it only cost CPU)."""
+    mail, proofs, links = _linked()
+    family = (b"r1", b"r2")
+    proofs[1].lessons.append(Lesson(0, family, np.full((2, 3), 2.0), 0.1))
+    links[1].exchange()  # (shard 1 sent one)
+    proofs[0].lessons.append(Lesson(0, family, np.full((2, 3), 1.0), 0.1))
+    links[0].close()
+    assert mail.sent[1] == 1  # shard 0's lesson sent at its close
+    assert (0, family) not in proofs[0].certificates and links[0].taken[1] == 0  # shard 1's not learnt
+    links[1].exchange()
+    assert proofs[1].certificates[0, family].size == 1 and links[1].taken[0] == 1
+    links[1].close()
+    mail.close()
+
+
 def test_the_parent_loads_what_every_forked_shard_would_load():
     """``warm``: the evaluator the shards find in their cache, the robot building and the kernels, loaded before the
     shards fork (each loaded them itself, ~14 ms of start-up)."""

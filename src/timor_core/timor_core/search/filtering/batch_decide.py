@@ -38,7 +38,7 @@ from timor_core.search.filtering.batch_cover import NONE, PENDING, UNSURE, added
 from timor_core.search.filtering.batch_distances import SLACK, distances, head_sum
 from timor_core.search.filtering.certified import CertifiedRefusal
 from timor_core.search.filtering.cut_states import CutStates
-from timor_core.search.filtering.cut_verdicts import FAMILY, Verdicts, verdict_key
+from timor_core.search.filtering.cut_verdicts import Verdicts, verdict_key
 from timor_core.search.filtering.family_proof import FamilyProofs
 
 __all__ = ["BATCH", "SLACK", "BatchLookup"]
@@ -254,8 +254,8 @@ class BatchLookup:
                 walked = self._states.walk(ids, tables, self._family, start)
             if walked is None:  # (a module without one plain joint, none, or a segment not known yet)
                 return False
-            for column, value in zip(found, (*walked, verdict_key(*walked[:3])), strict=True):
-                column[k] = value
+            family, rows, last, found[3][k], found[4][k] = walked
+            found[0][k], found[1][k], found[2][k], found[5][k] = family, rows, last, verdict_key(family, rows, last)
         if dof < 0:  # (not read: ``ends_of`` reads it where every module's DOF is known)
             modules = tables[2]
             dof = sum([modules[m][1] for m in ids])
@@ -273,11 +273,8 @@ class BatchLookup:
         self._heads += heads
         self._lasts += lasts
         self._keys += keys
-        epochs = self._verdicts.epochs  # (``Verdicts.get``, inline: an equal cut's answer, if it still holds)
-        self._state += [
-            PENDING if got is None or epochs[key >> FAMILY][got[0]] != got[1] else got[0]
-            for got, key in zip(map(self._verdicts.answers.get, keys), keys)
-        ]
+        answers = map(self._verdicts.answers.get, keys)  # (``Verdicts.get``, inline: an equal cut's, if it holds)
+        self._state += [PENDING if got is None or got[2][got[0]] != got[1] else got[0] for got in answers]
 
     def _family(self, rotations: tuple[bytes, ...], last: bytes) -> int:
         """The number of the family ``(rotations, last)`` (numbered now if new)."""

@@ -193,16 +193,17 @@ class CutStates:
         ``ctx``: ``(kinds, steps, units, pairs)`` (the segments' and joiner's tables); ``number``: a family's
         number (the look-up's); ``start``: where :meth:`ends_of` says the walk resumes (:func:`resume`; 0: from
         the first module), read by these very tables (what they hold stays while :attr:`clears` does)."""
-        head, run, at = resume(start)
-        moves, grown = self.moves.entries, self.grown.entries
+        head, run, at = (start >> 40) + 1, ((start >> 16) & 0xFFFFFF) + 1, start & 0xFFFF  # (:func:`resume`)
+        moves, grown, codes, low = self.moves.entries, self.grown.entries, self.codes, _LOW
         for m in ids[at:] if at else ids:
-            code = self.codes[m]
+            code = codes[m]
             move = moves.get((run, code)) or self._step(run, m, code, ctx)
             if not move:
                 return None
-            if move >> 32:
-                head = grown.get((head, move >> 32)) or self._grow(head, move >> 32)
-            run = move & _LOW
+            segment = move >> 32
+            if segment:
+                head = grown.get((head, segment)) or self._grow(head, segment)
+            run = move & low
         tail = self.tail_of.get(run) or self._tail(run, ctx[1])
         if head <= _START or not tail:
             return None

@@ -58,7 +58,7 @@ class Verdicts:
     def __init__(self) -> None:
         self.rows: dict[tuple, int] = {}
         self.lasts: dict[tuple, int] = {}
-        self.answers: dict[int, tuple[int, int]] = {}
+        self.answers: dict[int, tuple[int, int, list[int]]] = {}  # (goal, its epoch then, the family's epochs)
         self.epochs: list[list[int]] = []  # per family number, per goal
 
     def clear(self) -> None:
@@ -100,11 +100,12 @@ class Verdicts:
             for at in groups.values():
                 for j in at:
                     goal = answers[j]
-                    if goal >= 0:  # (the goal and its epoch now)
+                    if goal >= 0:  # (the goal, its epoch now and the family's epochs: read back without the key)
                         key = keys[j]
-                        kept[key] = (goal, epochs[key >> FAMILY][goal])
+                        row = epochs[key >> FAMILY]
+                        kept[key] = (goal, row[goal], row)
 
     def get(self, key: int) -> int | None:
         """The answer kept for the cut ``key`` if it still holds, else None."""
         found = self.answers.get(key)
-        return found[0] if found is not None and self.epochs[key >> FAMILY][found[0]] == found[1] else None
+        return found[0] if found is not None and found[2][found[0]] == found[1] else None
