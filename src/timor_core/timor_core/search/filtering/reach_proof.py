@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -358,6 +359,22 @@ def _levels_array(levels: Sequence[float]) -> np.ndarray:
     return last[1]
 
 
+_THREAD = threading.local()
+
+
+def _outputs(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled call's arrays for the boxes it keeps (centres, half-widths, weights (rows, n), excess (rows,)), at
+    least ``rows`` long, kept per thread and number of joints (the kernels run without the GIL) and reused: the
+    kept boxes are copied out of them after each call. Why: fresh, each ~0.3 MB, they were mapped and unmapped by
+    the allocator on every proof, their pages faulted in anew (~20 us a proof, s54-proof)."""
+    held = _THREAD.__dict__.setdefault("outputs", {})
+    found = held.get(n)
+    if found is None or len(found[3]) < rows:
+        rows = max(rows, 2 * len(found[3])) if found is not None else rows
+        found = held[n] = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
+    return found
+
+
 def _fused(
     kernel: Any,
     chain: PoseChain,
@@ -382,9 +399,7 @@ def _fused(
         centres, half, excess, weights = boxes.centres, boxes.half, boxes.excess, boxes.weights
         m, loose = len(boxes.excess), boxes.floor - d
     direction, length = _direction(turn, chain.offset)
-    rows = m + budget + widen_budget + 16
-    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
-    result, found = np.empty(4), np.empty(n)
+    out, result, found = _outputs(m + budget + widen_budget + 16, n), np.empty(4), np.empty(n)
     params = np.array([slack + extra, theta, length, NEAR, NEAR_ANGLE, ROT_WEIGHT, widen, loose, extra, GIVE_UP,
                        ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS, d], dtype=np.float64)  # fmt: skip
     counts = np.array([budget, widen_budget, 0, start is not None, 0, WITNESS_LEVELS, first, SPLITS, WITNESS_STARTS,
