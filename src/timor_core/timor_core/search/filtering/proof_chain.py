@@ -13,7 +13,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pinocchio as pin
@@ -44,6 +44,9 @@ class PoseChain:
     radii: np.ndarray
     wrist_radii: np.ndarray
     offset: np.ndarray
+    radii_of_steps: ClassVar[bool] = False
+    """Whether ``radii`` are the lengths of ``steps``' translations after each joint, summed from the TCP back (a
+    chain of :func:`chain_of_steps`: the compiled proof makes them so itself, :func:`~.proof_fused.turn_weights`)."""
 
     @functools.cached_property
     def steps(self) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +191,8 @@ def chain_of_steps(rotations: np.ndarray, translations: np.ndarray) -> PoseChain
 class _StepsChain(PoseChain):
     """A :class:`PoseChain` made of its steps (:func:`chain_of_steps`): the joints' origins and axes and the TCP's pose
     at q = 0 are the steps' products, its radii their lengths' sums, made when first read."""
+
+    radii_of_steps = True
 
     @property
     def dof(self) -> int:

@@ -25,6 +25,7 @@ from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_ker
 __all__ = [
     "HELPERS",
     "halved",
+    "turn_weights",
     "OVERFLOW",
     "PROVEN",
     "UNDECIDED",
@@ -152,10 +153,13 @@ def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
     """:func:`~.reach_proof.pose_proof`'s levels from its first (the whole turn cut and measured, or a neighbour's
     kept boxes measured: see the counts above) to its end: UNDECIDED, WITNESS (a configuration in ``found``), PROVEN
     (``result``: boxes used, margin, boxes kept (sorted by excess, in ``out_*``), floor) or OVERFLOW (more boxes kept
-    than ``out_*`` hold). ``trig``: the table of the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
+    than ``out_*`` hold). The whole turn's ``weights`` given with no row are made here (:func:`turn_weights`).
+    ``trig``: the table of the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
     n = centres.shape[1]
     parts, used, near, loose = 1 << counts[7], counts[2], counts[4] == 1, params[7]
     if counts[6] > 0:  # the whole turn (``centres``, ``half``: one box), cut counts[6] times, measured
+        if not weights.shape[0]:  # (none given: the chain's radii are its steps', made here)
+            weights = turn_weights(trans_steps, params[5])
         centres, half = halved(centres, half, weights, counts[6])
         used = len(centres)
         excess, near, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
@@ -195,6 +199,20 @@ def fused_proof(rot_steps, trans_steps, centres, half, excess, weights, gpos, ga
                                             upper, counts[10] == 1, trig)  # fmt: skip
 
 
+def turn_weights(trans_steps, rot_weight):
+    """The whole turn's weights to cut by (1, n): each joint's radius, the lengths of the steps after it summed from
+    the TCP back, plus ``rot_weight``: :attr:`~.proof_chain.PoseChain.radii` of a chain of steps (its numpy
+    operations in the same order, the same values to the last bit) plus ``rot_weight``."""
+    n = trans_steps.shape[0] - 1
+    weights = np.empty((1, n))
+    total = 0.0
+    for k in range(n, 0, -1):
+        x, y, z = trans_steps[k, 0], trans_steps[k, 1], trans_steps[k, 2]
+        total += math.sqrt((x * x + y * y) + z * z)  # (0.0 + the last length: that length, as numpy's cumsum)
+        weights[0, k - 1] = total + rot_weight
+    return weights
+
+
 def halved(centres, half, weights, times):
     """:func:`~.proof_kernel.halve_boxes` in the compiled loop."""
     m, n = centres.shape
@@ -222,7 +240,7 @@ def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, count
     return PROVEN
 
 
-HELPERS = ("measure_all", "started", "witness_search", "aim_at", "widen_boxes", "halved", "_proven")
+HELPERS = ("measure_all", "started", "witness_search", "aim_at", "widen_boxes", "turn_weights", "halved", "_proven")
 """The functions :func:`fused_proof` calls, compiled before it (in this order)."""
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import types
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "WITNESS_STARTS",
     "WITNESS_STEPS",
     "ahead",
+    "distance_steps",
     "ahead_kernel",
     "ahead_path",
     "forget_ahead",
@@ -65,10 +67,10 @@ AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "proof_descent.py", "proof_
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
-OTHER_KERNELS = ("collisions", "descend", "fused_proof", "fused_sweep")
+OTHER_KERNELS = ("collisions", "descend", "fused_proof", "fused_sweep", "distance_steps")
 """The other kernels built into the same module, by :func:`ahead_kernel`: the sweep proof's bound
-(:mod:`.sweep_bound`), the descent of :func:`reach_witness`, a proof's levels (:mod:`.proof_fused`) and a sweep
-proof's (:mod:`.sweep_fused`)."""
+(:mod:`.sweep_bound`), the descent of :func:`reach_witness`, a proof's levels (:mod:`.proof_fused`), a sweep
+proof's (:mod:`.sweep_fused`) and the distances between a family's certificates (:func:`distance_steps`)."""
 WITNESS_STARTS, WITNESS_STEPS = 4, 12  # box centres nearest the goal descended from, steps each
 
 
@@ -127,10 +129,29 @@ def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
     others); with ``compiled_helpers`` the helpers they call are numba's kernels (numba compiles a kernel only where
     what it calls is compiled too: for a build, or numba's compilation)."""
     if not compiled_helpers:
-        return {"descend": descend}
+        return {"descend": descend, "distance_steps": distance_steps}
     import numba  # noqa: PLC0415 (only once the process compiles its kernels)
 
-    return {"descend": calling_compiled(numba.njit(cache=True, fastmath=False, nogil=True))}
+    return {"descend": calling_compiled(numba.njit(cache=True, fastmath=False, nogil=True)),
+            "distance_steps": distance_steps}  # fmt: skip
+
+
+def distance_steps(points: np.ndarray, size: int, t: np.ndarray, top: float, step: float, out: np.ndarray) -> int:
+    """The distances ``sum_g |p_g - t_g|`` from ``t`` (gaps, 3) to the first ``size`` rows of ``points`` (m, gaps, 3)
+    that are below ``top``, in steps of ``step`` rounded up (``ceil(d / step)``), put in ``out`` in row order; how
+    many. Each distance is numpy's ``np.sqrt(((points - t) ** 2).sum(axis=2)).sum(axis=1)`` to the last bit for fewer
+    than 8 gaps (the same operations in the same order: numpy adds fewer than 8 terms one after the other), so a
+    caller compiled or not gets the same steps (:class:`~.widening.Distances`, ``tests/test_widening.py``)."""
+    count, gaps = 0, t.shape[0]
+    for k in range(size):
+        d = 0.0
+        for g in range(gaps):
+            dx, dy, dz = points[k, g, 0] - t[g, 0], points[k, g, 1] - t[g, 1], points[k, g, 2] - t[g, 2]
+            d += math.sqrt((dx * dx + dy * dy) + dz * dz)  # (0.0 + the first: the first, bit for bit)
+        if d < top:
+            out[count] = math.ceil(d / step)
+            count += 1
+    return count
 
 
 def _compiled() -> tuple[Any, Any, Any, Any] | None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -194,10 +195,16 @@ def box_goal(
 ) -> BoxGoal:
     """The chain's :class:`BoxGoal` (``extra``: more position slack; ``near``: the distances ending a proof)."""
     _, pos, axes, turn, slack, theta = goal_terms(goal, tolerance)
-    offset = chain.offset.ravel(order="K")
-    length = math.sqrt(offset.dot(offset))  # (np.linalg.norm's value: the root of the same dot, without its checks)
-    direction = (turn @ chain.offset) / length if length > 0 else np.zeros(3)
+    direction, length = _direction(turn, chain.offset)
     return BoxGoal(pos, axes, slack + extra, theta, direction, length, near, ROT_WEIGHT)
+
+
+def _direction(turn: np.ndarray, offset: np.ndarray) -> tuple[np.ndarray, float]:
+    """:class:`BoxGoal`'s ``direction`` and ``length``: the wrist seen from the TCP (``offset``) turned by the goal's
+    rotation ``turn``, as a unit vector, and its length."""
+    flat = offset.ravel(order="K")
+    length = math.sqrt(flat.dot(flat))  # (np.linalg.norm's value: the root of the same dot, without its checks)
+    return ((turn @ offset) / length if length > 0 else np.zeros(3)), length
 
 
 def reaches(steps: tuple[np.ndarray, np.ndarray], configurations: np.ndarray, goal: np.ndarray, tolerance: Any) -> bool:
@@ -255,16 +262,18 @@ def pose_proof(
     ``d`` of that one's at every configuration, at the same orientations): the proof starts from those boxes, with
     ``excess - d`` as each one's bound, instead of from the whole turn. ``kept``: a proof's :class:`Boxes` is
     appended to it. ``levels`` (m, ascending): the margins worth widening to (:class:`~.widening.Levels`)."""
-    target, upper = box_goal(chain, goal, tolerance, extra), ([math.inf] if levels else None)  # (Levels.upper)
+    upper = [math.inf] if levels else None  # (Levels.upper)
     loose = math.inf if start is None else start[0].floor - start[1]
     spend, aims = (budget, min(widen, loose), widen_budget), (levels, upper, extra)  # (no margin exceeds ``loose``)
     kernel = fused_kernel()
-    fused = False if kernel is None else _fused(kernel, chain, target, start, spend, aims, witnesses)
-    if fused is False:  # (no compiled kernel, or its buffers were too small)
-        return _levels(chain, target, _first(chain, target, start, upper), spend, aims, (witnesses, kept))
-    if isinstance(fused, tuple) and kept is not None:
-        kept.append(fused[1])
-    return fused[0] if isinstance(fused, tuple) else None
+    if kernel is not None:
+        fused = _fused(kernel, chain, goal_terms(goal, tolerance), start, spend, aims, witnesses)
+        if fused is not False:
+            if isinstance(fused, tuple) and kept is not None:
+                kept.append(fused[1])
+            return fused[0] if isinstance(fused, tuple) else None
+    target = box_goal(chain, goal, tolerance, extra)  # (no compiled kernel, or its buffers were too small)
+    return _levels(chain, target, _first(chain, target, start, upper), spend, aims, (witnesses, kept))
 
 
 def _first(chain: PoseChain, target: BoxGoal, start: tuple[Boxes, float] | None, upper: list[float] | None) -> tuple:
@@ -331,36 +340,67 @@ def _started(chain: PoseChain, goal: BoxGoal, boxes: Boxes, d: float, upper: lis
 
 
 @functools.cache
-def _whole_turn(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The whole turn of ``n`` joints as one box (centres, half-widths) and its excess, as :func:`_fused` passes them
-    (made once per ``n``: the kernel reads them, its first level cuts them into new arrays)."""
-    return np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1)
+def _whole_turn(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The whole turn of ``n`` joints as one box (centres, half-widths), its excess and no weights (the kernel makes
+    them from a chain of steps), as :func:`_fused` passes them (made once per ``n``: the kernel reads them, its first
+    level cuts them into new arrays)."""
+    return np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1), np.empty((0, n))
+
+
+_LEVELS: list[tuple[Sequence[float], np.ndarray]] = [((), np.empty(0))]  # the last levels passed, as an array
+
+
+def _levels_array(levels: Sequence[float]) -> np.ndarray:
+    """``levels`` as the kernel takes them, made once while the same sequence is passed (a family's proofs pass the
+    very tuple :class:`~.widening.Distances` keeps until it sees a new distance)."""
+    last = _LEVELS[0]  # (one tuple, read and replaced whole: consistent across threads)
+    if last[0] is not levels:
+        last = _LEVELS[0] = (levels, np.asarray(levels, dtype=np.float64))
+    return last[1]
+
+
+_THREAD = threading.local()
+
+
+def _outputs(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The compiled call's arrays for the boxes it keeps (centres, half-widths, weights (rows, n), excess (rows,)), at
+    least ``rows`` long, kept per thread and number of joints (the kernels run without the GIL) and reused: the
+    kept boxes are copied out of them after each call. Why: fresh, each ~0.3 MB, they were mapped and unmapped by
+    the allocator on every proof, their pages faulted in anew (~20 us a proof, s54-proof)."""
+    held = _THREAD.__dict__.setdefault("outputs", {})
+    found = held.get(n)
+    if found is None or len(found[3]) < rows:
+        rows = max(rows, 2 * len(found[3])) if found is not None else rows
+        found = held[n] = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
+    return found
 
 
 def _fused(
     kernel: Any,
     chain: PoseChain,
-    goal: BoxGoal,
+    terms: GoalTerms,
     start: tuple[Boxes, float] | None,
     spend: tuple,
     aims: tuple,
     witnesses: Any,
 ) -> Any:
     """:func:`pose_proof`'s levels from the whole turn or ``start`` in one compiled call (:mod:`.proof_fused`, its
-    first level too): the :class:`Proof` and the :class:`Boxes` kept, None (undecided; a witness found is appended to
-    ``witnesses``), or False where the kernel's buffers were too small (the numpy levels then run)."""
+    first level too) against the goal's ``terms``: the :class:`Proof` and the :class:`Boxes` kept, None (undecided;
+    a witness found is appended to ``witnesses``), or False where the kernel's buffers were too small (the numpy
+    levels then run). The kernel's inputs are the arrays :func:`box_goal` and the chain give (C order, float64)."""
     (budget, widen, widen_budget), (levels, upper, extra), n = spend, aims, chain.dof
+    _, pos, axes, turn, slack, theta = terms
     if start is None:
-        centres, half, excess = _whole_turn(n)
-        weights, m, loose, d, first = (chain.radii + ROT_WEIGHT)[None], 1 << FIRST_SPLITS, math.inf, 0.0, FIRST_SPLITS
+        centres, half, excess, weights = _whole_turn(n)
+        weights = weights if chain.radii_of_steps else (chain.radii + ROT_WEIGHT)[None]  # (none: the kernel's)
+        m, loose, d, first = 1 << FIRST_SPLITS, math.inf, 0.0, FIRST_SPLITS
     else:
         (boxes, d), first = start, 0
         centres, half, excess, weights = boxes.centres, boxes.half, boxes.excess, boxes.weights
         m, loose = len(boxes.excess), boxes.floor - d
-    rows = m + budget + widen_budget + 16
-    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
-    result, found = np.empty(4), np.empty(n)
-    params = np.array([goal.slack, goal.theta, goal.length, *goal.near, goal.rot_weight, widen, loose, extra, GIVE_UP,
+    direction, length = _direction(turn, chain.offset)
+    out, result, found = _outputs(m + budget + widen_budget + 16, n), np.empty(4), np.empty(n)
+    params = np.array([slack + extra, theta, length, NEAR, NEAR_ANGLE, ROT_WEIGHT, widen, loose, extra, GIVE_UP,
                        ROT_SCORE, WITNESS_EPS, WITNESS_ANGLE_EPS, d], dtype=np.float64)  # fmt: skip
     counts = np.array([budget, widen_budget, 0, start is not None, 0, WITNESS_LEVELS, first, SPLITS, WITNESS_STARTS,
                        WITNESS_STEPS, upper is not None], dtype=np.int64)  # fmt: skip
@@ -368,9 +408,8 @@ def _fused(
     bound = np.array(upper if upper is not None else [math.inf], dtype=np.float64)
     status = kernel(contiguous(rotations, dtype=np.float64), contiguous(translations, dtype=np.float64),
                     contiguous(centres, dtype=np.float64), contiguous(half, dtype=np.float64),
-                    contiguous(excess, dtype=np.float64), contiguous(weights, dtype=np.float64), goal.pos, goal.axes,
-                    contiguous(goal.direction, dtype=np.float64), params, counts, np.asarray(levels, dtype=np.float64),
-                    bound, *out, result, found, trig_table())  # fmt: skip
+                    contiguous(excess, dtype=np.float64), contiguous(weights, dtype=np.float64), pos, axes, direction,
+                    params, counts, _levels_array(levels), bound, *out, result, found, trig_table())  # fmt: skip
     if upper is not None:
         upper[0] = float(bound[0])
     if status == OVERFLOW:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
+from timor_core.search.filtering.proof_kernel import ahead_kernel, halve_boxes, measure_boxes
 from timor_core.search.filtering.proof_numpy import BoxGoal
 
 __all__ = ["LEVEL_STEP", "SPLITS", "Boxes", "Distances", "Levels", "widened"]
@@ -122,15 +122,22 @@ class Distances:
 
     def note(self, families: Iterable[Any], translations: np.ndarray) -> None:
         """The distances (sums over the gaps) from a chain about to become a certificate (``translations``) to the
-        certificates of its family (each with ``size`` and ``points``)."""
-        parts = [c.points[: c.size] for c in families if c.size and c.points.shape[1] == len(translations)]
-        if parts:  # (the goals' certificates at once: each distance is a row's own sums, whatever rows are beside it)
-            points = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        certificates of its family (each with ``size`` and ``points``): compiled where built
+        (:func:`~.proof_kernel.distance_steps`, numpy's values for fewer than 8 gaps), else numpy's."""
+        gaps, size = len(translations), len(self.seen)
+        parts = [c for c in families if c.size and c.points.shape[1] == gaps]
+        kernel = ahead_kernel("distance_steps") if parts and gaps < 8 else None
+        if kernel is not None:  # (one call per goal's certificates: ~2 us against numpy's ~20 a chain)
+            t = np.ascontiguousarray(translations, dtype=np.float64)
+            for c in parts:
+                out = np.empty(c.size)
+                self.seen.update(out[: kernel(c.points, c.size, t, self.top, self.step, out)].tolist())
+        elif parts:  # (the goals' certificates at once: each distance is a row's own sums, whatever rows are beside it)
+            points = np.concatenate([c.points[: c.size] for c in parts])
             d = np.sqrt(((points - translations) ** 2).sum(axis=2)).sum(axis=1)
-            size = len(self.seen)
             self.seen.update(np.ceil(d[d < self.top] / self.step).tolist())  # (a set: no np.unique needed)
-            if len(self.seen) > size:
-                self.made.clear()
+        if len(self.seen) > size:
+            self.made.clear()
 
     def levels(self, gaps: int) -> tuple[float, ...]:
         """The margins worth widening a proof of a chain of ``gaps`` steps to: just above each distance seen (one
