@@ -7,7 +7,6 @@ nothing else. The soundness of the bound itself is ``test_sweep_proof``'s."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
@@ -192,17 +191,3 @@ def test_a_witness_checked_once_ends_what_the_certificate_ends(name, pick, seed,
         want = None if ended else sweep_proof.sweep_certificate(sweep, obstacles, goal, EXP2, start=start, **options)
         assert (got is None) == (want is None), (ended, start is None)
         assert got is None or (got.boxes, got.link) == (want.boxes, want.link)
-
-
-def test_the_balls_needs_made_once_per_margin_are_those_of_each_margin():
-    """``ArmSweep.need`` keeps its array per margin: asked at two margins in turn (a witness's and a proof's), each
-    answer is that margin's sum to the last bit, the same array where asked again, and a sweep made anew (one
-    more ball) answers for its own balls."""
-    sweep = sweep_proof.arm_sweep(assembly_of("robco_like", 0.3, np.random.default_rng(3), 0.0)[0].robot)
-    rho = sweep.staged[4]
-    for margin in (0.0, 0.02 + sweep_proof.WITNESS_SLACK, 0.0, 0.02 + sweep_proof.WITNESS_SLACK, 0.02):
-        fresh = rho + margin - sweep_bound.PENETRATION - sweep_bound.EPS
-        need = sweep.need(margin)
-        assert need.tobytes() == fresh.tobytes() and need is sweep.need(margin), margin
-    more = dataclasses.replace(sweep, points=sweep.points[:-1], links=sweep.links[:-1], rho=sweep.rho[:-1] + 0.01)
-    assert more.need(0.0).tobytes() == (more.rho + 0.0 - sweep_bound.PENETRATION - sweep_bound.EPS).tobytes()

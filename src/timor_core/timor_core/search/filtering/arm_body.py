@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import coal
 import numpy as np
 import pinocchio as pin
 
@@ -36,39 +35,13 @@ from timor_core.search.filtering.arm_balls import (
 )
 from timor_core.search.filtering.proof_chain import JointSteps, PoseChain, chain_from_frames, chain_to_tcp, joint_steps
 from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
-from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
+from timor_core.search.filtering.sweep_bound import ArmSweep
 
 __all__ = [
-    "ModuleSweeps", "arm_sweep", "body_balls", "body_points", "module_sweep", "obstacle_boxes", "robot_sweep",
-    "shape_balls", "sweep_from_frames",
+    "ModuleSweeps", "body_balls", "body_points", "module_sweep", "robot_sweep", "shape_balls", "sweep_from_frames",
 ]  # fmt: skip
 
 Z_AXIS = (0.0, 0.0, 1.0)
-
-
-def obstacle_boxes(task: Any) -> ObstacleBoxes:
-    """The boxes among a task's obstacles' collision shapes (world poses); others are left out."""
-    centres, rotations, half = [], [], []
-    for obstacle in getattr(task, "obstacles", ()):
-        for g in obstacle.collision:
-            for shape, pose in g.coal_shapes():
-                if isinstance(shape, coal.Box):
-                    pose = np.asarray(pose, dtype=float)
-                    centres.append(pose[:3, 3])
-                    rotations.append(pose[:3, :3])
-                    half.append(np.asarray(shape.halfSide, dtype=float))
-    return ObstacleBoxes(
-        np.array(centres).reshape(-1, 3), np.array(rotations).reshape(-1, 3, 3), np.array(half).reshape(-1, 3)
-    )
-
-
-def arm_sweep(robot: Any) -> ArmSweep | None:
-    """The :class:`ArmSweep` of a robot's chain to its TCP, cached on the robot; None if a joint on the way is not a
-    one-axis revolute joint, or the chain has no joint."""
-    cache = robot.__dict__
-    if "_arm_sweep" not in cache:
-        cache["_arm_sweep"] = robot_sweep(robot)
-    return cache["_arm_sweep"]
 
 
 def robot_sweep(robot: Any) -> ArmSweep | None:

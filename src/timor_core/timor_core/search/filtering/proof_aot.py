@@ -36,8 +36,8 @@ SIGNATURES: dict[str, str] = {
     "fused_proof": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A1}, {_A1}, "
     f"{_A2}, {_A2}, {_A2}, {_A1}, {_A1}, {_A1}, {_A2})",
     "collisions": f"void({_A3}, {_A2}, {_A2}, {_A2}, {_A2}, i8[::1], {_A1}, {_A2}, {_A3}, {_A2}, b1[::1], {_A2})",
-    "fused_sweep": f"i8({_A3}, {_A2}, {_A1}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], "
-    f"{_A2}, i8[::1], {_A1}, {_A1}, {_A2}, {_A3}, {_A2}, {_A2}, {_A2}, {_A2}, {_A1}, b1[::1], i8[::1], {_A2})",
+    "fused_sweep": f"i8({_A3}, {_A2}, {_A2}, {_A2}, {_A1}, {_A2}, {_A1}, {_A2}, {_A1}, {_A1}, i8[::1], {_A2}, i8[::1], "
+    f"{_A1}, {_A2}, {_A3}, {_A2}, {_A2}, {_A2}, {_A2}, {_A1}, b1[::1], i8[::1], {_A2})",
 }
 """Kernel name -> the one signature built: C-contiguous float64 arrays, as :mod:`.proof_kernel` passes them."""
 

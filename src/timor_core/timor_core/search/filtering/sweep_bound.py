@@ -84,13 +84,8 @@ class ArmSweep:
 
     def need(self, margin: float) -> np.ndarray:
         """How deep into an obstacle box (m, less than 0: the signed distance) each ball's centre must lie for the
-        ball to reach ``PENETRATION`` into it, or within ``margin`` of it (rounding allowed for); made once per
-        margin (a chain's witness check and proofs take it at one or two margins; the kernels only read it)."""
-        made = self.__dict__.setdefault("_need", {})  # (frozen: its cache written as cached_property writes)
-        need = made.get(margin)
-        if need is None:
-            need = made[margin] = self.staged[4] + margin - PENETRATION - EPS  # (certain_collision_numpy's order)
-        return need
+        ball to reach ``PENETRATION`` into it, or within ``margin`` of it (rounding allowed for)."""
+        return self.staged[4] + margin - PENETRATION - EPS  # (the order of certain_collision_numpy's sum)
 
 
 def _contiguous(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:

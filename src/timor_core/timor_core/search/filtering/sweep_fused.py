@@ -26,17 +26,15 @@ from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_ker
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
 
-__all__ = ["BODY", "ENDED", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build",
-           "fused_levels", "fused_sweep", "numba_jit", "sweep_kernel"]  # fmt: skip
+__all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
+           "fused_sweep", "numba_jit", "sweep_kernel"]  # fmt: skip
 
-UNDECIDED, PROVEN, OVERFLOW, ENDED = 0, 1, 3, 4  # what :func:`fused_sweep` returns
+UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
 BODY = 1e300  # the excess of a box the body refused: above any distance, yet not inf (a box refused by rotation
 # alone: the same for every chain of its family, while the body's verdict holds only for the same modules)
 MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at most (more: the numpy levels run)
-# params: slack, theta, length, near_pos, near_angle, rot_weight, give_up, d (the started boxes' distance); counts:
-# budget, started, first splits, splits, leaves, rerun (from the whole turn after an undecided started proof), the
-# started proof's rows, the whole turn's; result: boxes used, refused boxes written, the link their body needed (where
-# written), whether the started proof ended the call
+# params: slack, theta, length, near_pos, near_angle, rot_weight, give_up; counts: budget, started, first splits,
+# splits, leaves; result: boxes used, refused boxes written, the link their body needed (where written)
 collisions = sweep_bound.py_kernels()["collisions"]
 
 
@@ -109,15 +107,18 @@ def _link(rot_steps, trans_steps, out_centres, out_half, out_body, rows, ball, t
     return last
 
 
-def _levels(rot_steps, trans_steps, centres, half, excess, weights, goal, counts, started, ball, out, result, trig):
-    """The levels of one proof: from the whole turn (``started`` False: ``centres``, ``half`` one box, halved
-    ``counts[2]`` times by ``weights`` (1, n)) or from a started proof's boxes (their ``excess`` and ``weights``,
-    changed in place); UNDECIDED, PROVEN (``result``: boxes used, refused boxes written to ``out`` where
-    ``counts[4]``, in the numpy levels' order, ``out``'s body flags True where the body refused one, and then the
-    link their body needed, :func:`_link`) or OVERFLOW (more refused boxes than ``out`` holds)."""
-    gpos, gaxes, direction, params = goal
-    out_centres, out_half, _, _, out_body = out
-    if not started:
+def fused_sweep(rot_steps, trans_steps, centres, half, excess, weights, gpos, gaxes, direction, params, counts,
+                points, links, need, ob_c, ob_r, ob_h, out_centres, out_half, out_weights, out_excess, out_body,
+                result, trig):  # fmt: skip
+    """:func:`~.sweep_proof.sweep_certificate`'s levels: from the whole turn (``counts[1]`` 0: ``centres``, ``half``
+    one box, halved ``counts[2]`` times by ``weights`` (1, n)) or from a started proof's boxes (their ``excess`` and
+    ``weights``, changed in place); UNDECIDED, PROVEN (``result``: boxes used, refused boxes written to ``out_*``
+    where ``counts[4]``, in the numpy levels' order, ``out_body`` True where the body refused one, and then the link
+    their body needed, :func:`_link`) or OVERFLOW (more refused boxes than ``out_*`` hold). ``trig``: the table of
+    the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
+    goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
+    out = (out_centres, out_half, out_weights, out_excess, out_body)
+    if counts[1] == 0:
         centres, half = halved(centres, half, weights, counts[2])
         used = len(centres)
         excess, _, weights = measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params,
@@ -146,43 +147,7 @@ def _levels(rot_steps, trans_steps, centres, half, excess, weights, goal, counts
                                          np.empty(1), False, trig)  # fmt: skip
 
 
-def fused_sweep(rot_steps, trans_steps, radii, witness, centres, half, excess, weights, gpos, gaxes, direction,
-                params, counts, points, links, need, need_w, ob_c, ob_r, ob_h, out_centres, out_half, out_weights,
-                out_excess, out_body, result, trig):  # fmt: skip
-    """:func:`~.sweep_proof.sweep_certificate`'s levels for one chain in one call: first, where ``witness`` holds a
-    configuration (1, n), ENDED where the body's balls leave it unrefused at ``need_w``
-    (:func:`~.sweep_proof.witness_ends`); then, where ``counts[1]``, the proof started from a proof's boxes
-    (``centres``, ``half``, their ``excess`` less ``params[7]``, ``weights``: copied, not changed), its refused boxes
-    written to the first ``counts[6]`` rows of ``out_*``; then, where that is undecided and ``counts[5]`` or where
-    none was started, the proof from the whole turn (its weights ``radii`` + ``params[5]``), to the first
-    ``counts[7]`` rows. Each as :func:`_levels` ends it; ``result[3]`` 1 where the started proof ended the call.
-    ``trig``: the table of the angles' cosines and sines (:func:`~.box_bounds.trig_table`)."""
-    goal, ball = (gpos, gaxes, direction, params), (points, links, need, ob_c, ob_r, ob_h)
-    if len(witness):  # (the witness check: its box of no width, with the witness's slack)
-        hit = np.zeros(1, dtype=np.bool_)
-        collisions(rot_steps, trans_steps, witness, np.zeros_like(witness), points, links, need_w, ob_c, ob_r, ob_h,
-                   hit, trig)  # fmt: skip
-        if not hit[0]:
-            return ENDED
-    if counts[1] != 0:
-        r = counts[6]
-        out = (out_centres[:r], out_half[:r], out_weights[:r], out_excess[:r], out_body[:r])
-        status = _levels(rot_steps, trans_steps, centres, half, excess - params[7], weights.copy(), goal, counts,
-                         True, ball, out, result, trig)  # fmt: skip
-        result[3] = 1
-        if status != UNDECIDED or counts[5] == 0:
-            return status
-    n, r = len(radii), counts[7]
-    whole = np.empty((1, n))
-    for j in range(n):
-        whole[0, j] = radii[j] + params[5]
-    out = (out_centres[:r], out_half[:r], out_weights[:r], out_excess[:r], out_body[:r])
-    result[3] = 0
-    return _levels(rot_steps, trans_steps, np.zeros((1, n)), np.full((1, n), math.pi), np.empty(1), whole, goal,
-                   counts, False, ball, out, result, trig)  # fmt: skip
-
-
-HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves", "_link", "_levels")
+HELPERS = ("measure_all", "halved", "_measure_open", "_refuse", "_keep_leaves", "_link")
 """The functions :func:`fused_sweep` calls, compiled before it (in this order)."""
 
 
@@ -235,52 +200,33 @@ def fused_levels(
     spend: tuple[float, int],
     start: tuple[Any, float] | None,
     steps: tuple[int, int, float, bool],
-    witness: tuple[np.ndarray, float] | None = None,
-    rerun: bool = False,
-) -> tuple[int, tuple[np.ndarray, ...], int, bool] | Literal[False] | None:
+) -> tuple[int, tuple[np.ndarray, ...], int] | Literal[False] | None:
     """:func:`~.sweep_proof.sweep_certificate`'s levels in one call of ``kernel`` (:func:`fused_sweep`), with
     ``spend``: its margin and budget, from the whole turn or from ``start`` (a :class:`~.sweep_proof.Leaves` and
     ``d``); ``steps``: the first level's halvings, the later ones', the give-up share and whether the refused boxes
-    are wanted; ``witness``: a configuration (n,) and the depth allowed it beyond the margin, checked first (none
-    proven where the body leaves it unrefused: :func:`~.sweep_proof.witness_ends`); ``rerun``: from the whole turn
-    where the started proof is undecided. None (undecided, or ended by the witness), the boxes used and, where
-    wanted, the refused boxes (centres, half, weights, excess, and True where the body refused one), the link their
-    body needed (``SweepProof.link``) and whether the started proof gave them; or False where the buffers were too
-    small."""
+    are wanted. None (undecided), the boxes used and, where wanted, the refused boxes (centres, half, weights,
+    excess, and True where the body refused one) and the link their body needed (``SweepProof.link``), or False
+    where the buffers were too small."""
     (margin, budget), (first_splits, splits, give_up, leaves), n = spend, steps, sweep.chain.dof
-    contiguous, whole = np.ascontiguousarray, min(1 + budget + (1 << first_splits), MOST_ROWS) if leaves else 0
     if start is None:
-        centres = half = weights = np.empty((0, n))
-        excess, d, rows = np.empty(0), 0.0, 0
-    else:  # (the kernel copies the boxes' excess and weights, which it changes: C-contiguous float64, as it takes them)
-        kept, d = start
-        centres, half = contiguous(kept.centres, dtype=np.float64), contiguous(kept.half, dtype=np.float64)
-        excess, weights = contiguous(kept.excess, dtype=np.float64), contiguous(kept.weights, dtype=np.float64)
-        rows = min(len(centres) + budget + (1 << first_splits), MOST_ROWS) if leaves else 0
-    size = max(rows, whole if start is None or rerun else 0)
-    out = (np.empty((size, n)), np.empty((size, n)), np.empty((size, n)), np.empty(size), np.empty(size, np.bool_))
-    params = np.array([target.slack, target.theta, target.length, *target.near, target.rot_weight, give_up, d])
-    counts = np.array([budget, start is not None, first_splits, splits, leaves, rerun, rows, whole], dtype=np.int64)
-    rot_steps, trans_steps, points, links, _ = sweep.staged  # (made once per chain, as the obstacles' arrays)
-    need = sweep.need(margin)
-    if witness is None or len(witness[0]) != n:  # (a witness of another chain's joints ends nothing)
-        q, need_w = np.empty((0, n)), need
+        centres, half = np.zeros((1, n)), np.full((1, n), math.pi)
+        excess, weights = np.empty(1), np.ascontiguousarray(sweep.chain.radii[None] + target.rot_weight)
     else:
-        q, need_w = contiguous(witness[0], dtype=np.float64).reshape(1, n), sweep.need(margin + witness[1])
-    result = np.zeros(4, dtype=np.int64)
-    status = kernel(rot_steps, trans_steps, contiguous(sweep.chain.radii, dtype=np.float64), q, centres, half, excess,
-                    weights, *_goal_arrays(target), params, counts, points, links, need, need_w, *obstacles.staged,
-                    *out, result, trig_table())  # fmt: skip
+        centres, half = (np.ascontiguousarray(a, dtype=np.float64) for a in (start[0].centres, start[0].half))
+        excess, weights = start[0].excess - start[1], np.array(start[0].weights, dtype=np.float64, order="C")
+    rows = min(len(centres) + budget + (1 << first_splits), MOST_ROWS) if leaves else 0
+    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows), np.empty(rows, np.bool_))
+    params = np.array([target.slack, target.theta, target.length, *target.near, target.rot_weight, give_up])
+    counts = np.array([budget, start is not None, first_splits, splits, leaves], dtype=np.int64)
+    rot_steps, trans_steps, points, links, _ = sweep.staged  # (made once per chain, as the obstacles' arrays)
+    boxes = (np.ascontiguousarray(a, dtype=np.float64) for a in (centres, half, excess, weights))
+    goal = (np.ascontiguousarray(a, dtype=np.float64) for a in (target.pos, target.axes, target.direction))
+    result = np.zeros(3, dtype=np.int64)
+    status = kernel(rot_steps, trans_steps, *boxes, *goal, params, counts, points, links, sweep.need(margin),
+                    *obstacles.staged, *out, result, trig_table())  # fmt: skip
     if status == OVERFLOW:
         return False
     if status != PROVEN:
         return None
     k = int(result[1])
-    return int(result[0]), tuple(a[:k].copy() for a in out), int(result[2]), bool(result[3])
-
-
-def _goal_arrays(target: BoxGoal) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The target's position, axes and direction as the kernel takes them (C-contiguous float64)."""
-    contiguous = np.ascontiguousarray
-    return (contiguous(target.pos, dtype=np.float64), contiguous(target.axes, dtype=np.float64),
-            contiguous(target.direction, dtype=np.float64))  # fmt: skip
+    return int(result[0]), tuple(a[:k].copy() for a in out), int(result[2])

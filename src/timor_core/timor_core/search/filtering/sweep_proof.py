@@ -49,9 +49,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import coal
 import numpy as np
 
-from timor_core.search.filtering.arm_body import ModuleSweeps, arm_sweep, module_sweep, obstacle_boxes
+from timor_core.search.filtering.arm_body import ModuleSweeps, module_sweep, robot_sweep
 from timor_core.search.filtering.family_proof import Cut
 from timor_core.search.filtering.proof_chain import PoseChain
 from timor_core.search.filtering.proof_kernel import halve_boxes, measure_boxes
@@ -82,6 +83,31 @@ FIRST_SPLITS = 8
 SPLITS = 2
 GIVE_UP = 0.9
 BUDGET = 8192
+
+
+def obstacle_boxes(task: Any) -> ObstacleBoxes:
+    """The boxes among a task's obstacles' collision shapes (world poses); others are left out."""
+    centres, rotations, half = [], [], []
+    for obstacle in getattr(task, "obstacles", ()):
+        for g in obstacle.collision:
+            for shape, pose in g.coal_shapes():
+                if isinstance(shape, coal.Box):
+                    pose = np.asarray(pose, dtype=float)
+                    centres.append(pose[:3, 3])
+                    rotations.append(pose[:3, :3])
+                    half.append(np.asarray(shape.halfSide, dtype=float))
+    return ObstacleBoxes(
+        np.array(centres).reshape(-1, 3), np.array(rotations).reshape(-1, 3, 3), np.array(half).reshape(-1, 3)
+    )
+
+
+def arm_sweep(robot: Any) -> ArmSweep | None:
+    """The :class:`ArmSweep` of a robot's chain to its TCP, cached on the robot; None if a joint on the way is not a
+    one-axis revolute joint, or the chain has no joint."""
+    cache = robot.__dict__
+    if "_arm_sweep" not in cache:
+        cache["_arm_sweep"] = robot_sweep(robot)
+    return cache["_arm_sweep"]
 
 
 def _target(chain: PoseChain, goal: np.ndarray, tolerance: Any) -> BoxGoal:
@@ -143,28 +169,22 @@ def sweep_certificate(
         return _levels(sweep, obstacles, target, margin, budget, start, leaves)
     if done is None or not leaves:
         return None if done is None else SweepProof(done[0], sweep.chain.dof - 1)
-    used, (centres, half, weights, excess, _), link, _ = done
+    used, (centres, half, weights, excess, _), link = done
     return SweepProof(used, link, Leaves(centres, half, weights, excess))
 
 
 _FIXED: dict[tuple[int, int, int, float], tuple[Any, Any, ObstacleBoxes, bool]] = {}
-_LAST_FIXED: list[tuple[Any, Any, float, bool]] = [(None, None, math.nan, False)]
 
 
 def _fixed(sweep: ArmSweep, obstacles: ObstacleBoxes, margin: float) -> bool:
     """:func:`fixed_collision`, once per body before the first joint (its arrays are those of every chain with the
-    same first modules, :class:`~.arm_body.ModuleSweeps`; held with the verdict, so that their ids are not reused);
-    the last answer first (a chain's witness check and its proofs ask for the same)."""
-    last = _LAST_FIXED[0]
-    if last[0] is sweep and last[1] is obstacles and last[2] == margin:
-        return last[3]
+    same first modules, :class:`~.arm_body.ModuleSweeps`; held with the verdict, so that their ids are not reused)."""
     key = (id(sweep.fixed), id(sweep.fixed_rho), id(obstacles), margin)
     hit = _FIXED.get(key)
     if hit is None or hit[0] is not sweep.fixed or hit[1] is not sweep.fixed_rho or hit[2] is not obstacles:
         if len(_FIXED) > 4096:
             _FIXED.clear()
         hit = _FIXED[key] = (sweep.fixed, sweep.fixed_rho, obstacles, fixed_collision(sweep, obstacles, margin))
-    _LAST_FIXED[0] = (sweep, obstacles, margin, hit[3])
     return hit[3]
 
 
@@ -358,12 +378,12 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
     witness = None if index is None else c.witnesses.get(index)
     prove = functools.partial(sweep_certificate, sweep, ctx.obstacle_boxes, goal.world, goal.pose.tolerance,
                               ctx.margin, ctx.config.proof_budget)  # fmt: skip
-    if cut is not None and index is not None and c.sweep is sweep:
-        proof, started = _near_or_whole(c, sweep, index, cut, prove, witness)
-    elif witness is not None and witness_ends(sweep, ctx.obstacle_boxes, witness, ctx.margin):
+    if witness is not None and witness_ends(sweep, ctx.obstacle_boxes, witness, ctx.margin):
         proof, started = None, False  # (what every sweep_certificate with the witness gives, started or not)
-    else:
+    elif cut is None or index is None or c.sweep is not sweep:
         proof, started = prove(), False  # (the witness checked once: refused by the body, it would end nothing)
+    else:
+        proof, started = _near_or_whole(c, sweep, index, cut, prove)
     if index is not None and c.family is not None and (proof is not None or early):
         record = ctx.sweeps.setdefault((index, c.family), [0, 0])
         record[0 if proof is not None else 1] += 1
@@ -371,18 +391,13 @@ def _swept(c: Candidate, index: int | None, goal: PoseGoal, early: bool, cut: Cu
 
 
 def _near_or_whole(
-    c: Candidate, sweep: ArmSweep, index: int, cut: Cut, prove: Callable[..., SweepProof | None], witness: Any
+    c: Candidate, sweep: ArmSweep, index: int, cut: Cut, prove: Callable[..., SweepProof | None]
 ) -> tuple[SweepProof | None, bool]:
-    """None where ``witness`` ends the proof (:func:`witness_ends`), else ``prove``'s proof started from the kept
-    boxes of a chain near the candidate's (:class:`SweepStarts`), else from the whole turn; its boxes kept either
-    way; and whether it was started. In one compiled call where it can (:func:`_in_one_call`), else step by step."""
+    """``prove``'s proof started from the kept boxes of a chain near the candidate's (:class:`SweepStarts`), else
+    from the whole turn; its boxes kept either way; and whether it was started."""
     starts = c.ctx.sweep_starts
     if starts is None:
         starts = c.ctx.sweep_starts = SweepStarts()
-    if (done := _in_one_call(c, sweep, index, cut, prove.args[2:4], witness)) is not None:
-        return done
-    if witness is not None and witness_ends(sweep, c.ctx.obstacle_boxes, witness, c.ctx.margin):
-        return None, False  # (what every sweep_certificate with the witness gives, started or not)
     near = starts.near(index, cut, c.ids)
     if near is not None and (proof := prove(start=near[:2], leaves=True)) is not None:
         _keep(c, sweep, index, cut, proof, near[2])
@@ -391,27 +406,6 @@ def _near_or_whole(
     if proof is not None:
         _keep(c, sweep, index, cut, proof, 0)
     return proof, False
-
-
-def _in_one_call(c: Candidate, sweep: ArmSweep, index: int, cut: Cut, goal: tuple, witness: Any) -> tuple | None:
-    """:func:`_near_or_whole`'s steps in one call of the compiled levels (:func:`~.sweep_fused.fused_levels`: the
-    witness's check, the started proof, the whole turn's where that one is undecided; on ``obstacles_4`` ~70 us of
-    Python a chain in the search less): the same proof, kept the same way. None where that call does not run: no
-    kernel built, no obstacle box, the body before the first joint refusing all, or its buffers too small."""
-    ctx, kernel = c.ctx, sweep_kernel()
-    obstacles, margin = ctx.obstacle_boxes, ctx.margin
-    if kernel is None or not len(obstacles) or _fixed(sweep, obstacles, margin):
-        return None
-    near = ctx.sweep_starts.near(index, cut, c.ids)
-    done = fused_levels(kernel, sweep, obstacles, _target(sweep.chain, *goal), (margin, ctx.config.proof_budget),
-                        None if near is None else near[:2], (FIRST_SPLITS, SPLITS, GIVE_UP, True),
-                        None if witness is None else (witness, WITNESS_SLACK), rerun=True)  # fmt: skip
-    if done is None or done is False:
-        return (None, False) if done is None else None
-    used, (centres, half, weights, excess, _), link, started = done
-    proof = SweepProof(used, link, Leaves(centres, half, weights, excess))
-    _keep(c, sweep, index, cut, proof, near[2] if started and near is not None else 0)
-    return proof, started
 
 
 def _keep(c: Candidate, sweep: ArmSweep, index: int, cut: Cut, proof: SweepProof, shared: int) -> None:
