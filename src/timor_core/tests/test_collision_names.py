@@ -66,3 +66,32 @@ def test_collisions_follow_each_pass(arm, margin):
         last = hits
     assert kinds == {"obstacle", "self"}, "the configurations must hit both kinds of contact"
     assert changes > 30, "the contacts must change between calls (stale verdicts would show)"
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.02], ids=["broad_phase", "margin"])
+def test_the_first_hit_is_the_pair_the_ik_names_from_every_contact(arm, margin):
+    """``first_hit`` (the robot–obstacle pairs alone, stopping at the first contact) names the pair the task-aware IK
+    named from every contact: the first obstacle's contact in the pairs' order, else the first contact, else None;
+    over configurations hitting no obstacle, one, several and only the arm itself, two obstacles ahead of the arm in
+    the pairs' order and two checkers of one robot (each with its own model of the obstacles' pairs)."""
+    rng = np.random.default_rng(11)
+    q0 = arm.random_configuration(rng)
+    elbow = arm.fk(q0)[:3, 3] * 0.5
+    obstacles = [
+        Obstacle("ball", (Sphere(pose=translation(elbow), r=0.12),)),
+        Obstacle("wall", (Box(pose=translation((0.25, 0.0, 0.3)), x=0.1, y=0.6, z=0.6),)),
+        Obstacle("post", (Box(pose=translation((-0.2, 0.2, 0.2)), x=0.08, y=0.08, z=0.8),)),
+    ]
+    checkers = [CollisionChecker(arm, obstacles, margin=margin), CollisionChecker(arm, obstacles[1:], margin=margin)]
+    seen = {"none": 0, "self only": 0, "one obstacle": 0, "several obstacles": 0}
+    for k in range(300):
+        checker = checkers[k % 2]
+        q = arm.random_configuration(rng)
+        hits = checker.collisions(q)
+        named = [h for h in hits if h.kind == "obstacle"]
+        expected = named[0] if named else (hits[0] if hits else None)
+        assert checker.first_hit(q) == expected, (k, hits)
+        kinds = {h.obstacle for h in named}
+        seen["none" if not hits else "self only" if not named else "one obstacle" if len(kinds) == 1 else
+             "several obstacles"] += 1  # fmt: skip
+    assert all(seen.values()), seen

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +199,24 @@ def test_a_cost_without_a_module_sum_is_taken_from_the_assembly(cost):
         assert AssemblyFilter()(c) and BoundFilter()(c)
         eager = ModuleAssembly.from_serial_modules(db, ids)
         assert c.cost == float(fn.evaluate_assembly(eager)) and (c.assembly is not None) == expected_built
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ids=st.lists(st.sampled_from(["base", "J", "L_100", "I_300", "gripper", "x"]), min_size=1, max_size=12),
+    seed=st.one_of(st.integers(0, 2**32 + 5), st.just(0), st.integers(2**63, 2**64)),
+    stage=st.sampled_from(["ik", "ik_task", "torques", "joint_limits", "robot"]),
+    goal=st.integers(0, 40),
+    attempt=st.integers(0, 5),
+)
+def test_a_candidates_generator_is_that_of_its_words_as_a_list(ids, seed, stage, goal, attempt):
+    """``Candidate.rng`` hands numpy its entropy words as a uint32 array (faster to coerce than a list of ints): the
+    generator is the one of the same words as a list, its state and its draws, for any assembly, seed (wider than 32
+    bits: masked), stage, goal and attempt."""
+    c = Candidate(tuple(ids), None, seed=seed)  # type: ignore[arg-type]  (rng reads only the IDs and the seed)
+    got = c.rng(stage, goal, attempt)
+    crc = zlib.crc32("\0".join(ids).encode())
+    stages = {"ik": 1, "ik_task": 2, "torques": 3, "joint_limits": 4}
+    want = np.random.default_rng([seed & 0xFFFFFFFF, crc, stages.get(stage, 0), goal, attempt])
+    assert got.bit_generator.state == want.bit_generator.state
+    assert got.random(4).tobytes() == want.random(4).tobytes()

@@ -315,13 +315,12 @@ def _start(robot: PinRobot, fid: int, goal: tuple[Any, Any], rng: np.random.Gene
 def _rejection(robot: PinRobot, q: np.ndarray, checker, torque_limits) -> str | None:
     """Why a configuration that reaches the pose is refused (None if it is fine)."""
     if checker is not None and checker.in_collision(q):
-        hits = checker.collisions(q)
-        if hits:
-            hit = next((h for h in hits if h.kind == "obstacle"), hits[0])
-            if hit.kind == "obstacle":
-                return f"collision with obstacle {hit.obstacle}"
-            return f"self-collision ({hit.robot_geometry} / {hit.other})"
-        return "collision"
+        hit = checker.first_hit(q)  # (the first obstacle's contact in the pairs' order, else the first contact)
+        if hit is None:
+            return "collision"
+        if hit.kind == "obstacle":
+            return f"collision with obstacle {hit.obstacle}"
+        return f"self-collision ({hit.robot_geometry} / {hit.other})"
     if torque_limits is not None:
         tau = robot.static_torque(q)
         over = np.flatnonzero(np.abs(tau) > torque_limits)

@@ -34,7 +34,7 @@ class RobotCollisions:
     def _ensure_pairs(self) -> None:
         if self._pairs_ready:
             return
-        from timor_core.kinematics.collision import configure_requests, joint_distance
+        from timor_core.kinematics.collision import joint_distance
 
         gm = self.collision
         n = gm.ngeoms
@@ -65,11 +65,19 @@ class RobotCollisions:
                     active[np.ix_(b, a)] = False
             active = np.triu(active, 1)
             gm.setCollisionPairs(active)
-        self._collision_data = pin.GeometryData(gm)
-        configure_requests(self._collision_data, model=gm)
-        # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts
-        self._broadphase = pin.BroadPhaseManager_NaiveCollisionManager(self.model, gm, self._collision_data)
         self._pairs_ready = True
+
+    def _self_data(self) -> pin.GeometryData:
+        """The data of the robot's self-collision queries, made on first use (a task's checker has its own)."""
+        self._ensure_pairs()
+        if self._collision_data is None:
+            from timor_core.kinematics.collision import configure_requests
+
+            self._collision_data = data = pin.GeometryData(self.collision)
+            configure_requests(data, model=self.collision)
+            # a naive AABB broad phase before the narrow phase: ~3x faster yes/no answers, same verdicts
+            self._broadphase = pin.BroadPhaseManager_NaiveCollisionManager(self.model, self.collision, data)
+        return self._collision_data
 
     @property
     def collision_pairs(self) -> list[tuple[str, str]]:
@@ -81,20 +89,19 @@ class RobotCollisions:
     def self_collisions(self, q=None) -> list[tuple[str, str]]:
         """All colliding geometry pairs at q (empty if none)."""
         q = self.check_q(q)
-        self._ensure_pairs()
-        pin.computeCollisions(self.model, self.data, self.collision, self._collision_data, q, False)
+        data = self._self_data()
+        pin.computeCollisions(self.model, self.data, self.collision, data, q, False)
         objs = self.collision.geometryObjects
-        assert self._collision_data is not None  # set by _ensure_pairs
         return [
             (objs[p.first].name, objs[p.second].name)
-            for p, r in zip(self.collision.collisionPairs, self._collision_data.collisionResults)
+            for p, r in zip(self.collision.collisionPairs, data.collisionResults)
             if r.isCollision()
         ]
 
     def has_self_collision(self, q=None) -> bool:
         """True if any checked pair of the robot's own geometries collides at q."""
         q = self.check_q(q)
-        self._ensure_pairs()
+        self._self_data()
         return bool(pin.computeCollisions(self.model, self.data, self._broadphase, q, True))
 
     def collision_checker(self, task=None, margin: float = 0.0, self_collision: bool = True):
