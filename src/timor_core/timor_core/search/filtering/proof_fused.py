@@ -45,25 +45,16 @@ poses, position, orientation, halves = (py_kernels()[name] for name in ("poses",
 
 def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, upper, has_levels, trig):
     """Per box: excess, weights (what :func:`~.proof_kernel.measure_boxes` gives) and whether a centre is near the
-    goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``. The poses and the position's rests in
-    blocks of 256 boxes (each box's own arithmetic, the same bits): a few hundred KB reused while in cache,
-    not ~100 B a box written and read back (MBs a level: a shard's page faults and cache refills)."""
-    (m, n), block = centres.shape, 256  # (a constant here: the sweep kernel compiles this with its own globals)
-    size = min(m, block)
-    tcp, rot = np.empty((size, 3)), np.empty((size, 3, 3))
-    origins, jaxes = np.empty((size, n, 3)), np.empty((size, n, 3))
-    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((size, n))
+    goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``."""
+    m, n = centres.shape
+    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
+    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
     centre = np.empty(m if has_levels else 0)
-    near = False
-    for s in range(0, m, block):
-        e = min(s + block, m)
-        k, c = e - s, centre[min(s, len(centre)) : min(e, len(centre))]
-        poses(rot_steps, trans_steps, centres[s:e], tcp[:k], rot[:k], origins[:k], jaxes[:k], trig)
-        position(tcp[:k], origins[:k], jaxes[:k], half[s:e], gpos, params[0], direction, params[2], params[1],
-                 params[5], excess[s:e], weights[s:e], rest[:k], trig)  # fmt: skip
-        found = orientation(tcp[:k], rot[:k], jaxes[:k], half[s:e], rest[:k], gpos, gaxes, params[0], params[1],
-                            params[3], params[4], excess[s:e], c, trig)  # fmt: skip
-        near = near or found
+    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes, trig)
+    position(tcp, origins, jaxes, half, gpos, params[0], direction, params[2], params[1], params[5], excess, weights,
+             rest, trig)  # fmt: skip
+    near = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, params[0], params[1], params[3], params[4], excess,
+                       centre, trig)  # fmt: skip
     if has_levels and m:
         upper[0] = min(upper[0], centre.min())
     return excess, near, weights
