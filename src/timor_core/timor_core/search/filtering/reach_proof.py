@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -69,7 +70,6 @@ from timor_core.search.filtering.proof_kernel import (
     witness_from,
 )
 from timor_core.search.filtering.proof_numpy import BoxGoal
-from timor_core.search.filtering.thread_arrays import thread_arrays
 from timor_core.search.filtering.widening import SPLITS, Boxes, Levels, widened
 
 __all__ = [
@@ -359,13 +359,20 @@ def _levels_array(levels: Sequence[float]) -> np.ndarray:
     return last[1]
 
 
-def _outputs(rows: int, n: int) -> tuple[np.ndarray, ...]:
+_THREAD = threading.local()
+
+
+def _outputs(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The compiled call's arrays for the boxes it keeps (centres, half-widths, weights (rows, n), excess (rows,)), at
-    least ``rows`` long, kept per thread and number of joints and reused (:func:`~.thread_arrays.thread_arrays`): the
-    kept boxes are copied out of them after each call (longer arrays change nothing: the kernel only checks that the
-    boxes it keeps fit). Why: fresh, each ~0.3 MB, they were mapped and unmapped by the allocator on every proof,
-    their pages faulted in anew (~20 us a proof, s54-proof)."""
-    return thread_arrays(("reach", n), rows, (n, n, n, 0), (np.float64,) * 4)
+    least ``rows`` long, kept per thread and number of joints (the kernels run without the GIL) and reused: the
+    kept boxes are copied out of them after each call. Why: fresh, each ~0.3 MB, they were mapped and unmapped by
+    the allocator on every proof, their pages faulted in anew (~20 us a proof, s54-proof)."""
+    held = _THREAD.__dict__.setdefault("outputs", {})
+    found = held.get(n)
+    if found is None or len(found[3]) < rows:
+        rows = max(rows, 2 * len(found[3])) if found is not None else rows
+        found = held[n] = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
+    return found
 
 
 def _fused(

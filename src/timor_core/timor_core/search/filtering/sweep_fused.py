@@ -25,7 +25,6 @@ from timor_core.search.filtering.proof_fused import halved, measure_all
 from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
-from timor_core.search.filtering.thread_arrays import thread_arrays
 
 __all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compiled_sweep", "for_build", "fused_levels",
            "fused_sweep", "numba_jit", "sweep_kernel"]  # fmt: skip
@@ -33,7 +32,6 @@ __all__ = ["BODY", "HELPERS", "OVERFLOW", "PROVEN", "UNDECIDED", "calling_compil
 UNDECIDED, PROVEN, OVERFLOW = 0, 1, 3  # what :func:`fused_sweep` returns
 BODY = 1e300  # the excess of a box the body refused: above any distance, yet not inf (a box refused by rotation
 # alone: the same for every chain of its family, while the body's verdict holds only for the same modules)
-_OUT_TYPES = (np.float64, np.float64, np.float64, np.float64, np.bool_)  # the refused boxes' arrays
 MOST_ROWS = 1 << 16  # refused boxes the buffers of :func:`fused_levels` hold at most (more: the numpy levels run)
 # params: slack, theta, length, near_pos, near_angle, rot_weight, give_up; counts: budget, started, first splits,
 # splits, leaves; result: boxes used, refused boxes written, the link their body needed (where written)
@@ -217,7 +215,7 @@ def fused_levels(
         centres, half = (np.ascontiguousarray(a, dtype=np.float64) for a in (start[0].centres, start[0].half))
         excess, weights = start[0].excess - start[1], np.array(start[0].weights, dtype=np.float64, order="C")
     rows = min(len(centres) + budget + (1 << first_splits), MOST_ROWS) if leaves else 0
-    out = tuple(a[:rows] for a in thread_arrays(("sweep", n), rows, (n, n, n, 0, 0), _OUT_TYPES))  # (reused)
+    out = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows), np.empty(rows, np.bool_))
     params = np.array([target.slack, target.theta, target.length, *target.near, target.rot_weight, give_up])
     counts = np.array([budget, start is not None, first_splits, splits, leaves], dtype=np.int64)
     rot_steps, trans_steps, points, links, _ = sweep.staged  # (made once per chain, as the obstacles' arrays)
