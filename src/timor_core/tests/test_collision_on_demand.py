@@ -122,3 +122,35 @@ def test_threads_asking_at_once_get_one_model(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         models = list(pool.map(lambda _: robot.collision, range(4)))
     assert len(calls) == 1 and all(m is models[0] for m in models) and models[0].ngeoms == 4
+
+
+def test_the_self_collision_data_made_on_first_use_answers_in_any_order():
+    """The robot's self-collision data (``robot_collisions._self_data``, s54-sweep) is made by the first query that
+    needs it: ``self_collisions``, ``has_self_collision``, a task's checker and ``collision_pairs`` first used in
+    any order answer as on a robot used in the usual order (review of s54-sweep)."""
+    from itertools import permutations
+
+    from timor_core import ModuleAssembly, ModulesDB
+    from timor_core.common.transforms import translation
+    from timor_core.model.geometry import Sphere
+    from timor_core.task import Obstacle, Task, TaskHeader
+
+    db, ids = ModulesDB.from_name("geometric_primitive_modules"), ("base", "J1", "J2", "i_30", "J2", "i_30", "J1", "J2")
+    task = Task(TaskHeader("ball"), obstacles=[Obstacle("ball", (Sphere(pose=translation((0.3, 0, 0.4)), r=0.1),))])
+    reference = ModuleAssembly.from_serial_modules(db, ids).robot
+    rng = np.random.default_rng(4)
+    qs = [reference.random_configuration(rng) for _ in range(60)]
+    want = [(reference.self_collisions(q), reference.has_self_collision(q), reference.collisions(q, task)) for q in qs]
+    assert any(w[0] for w in want) and not all(w[0] for w in want) and any(w[2] != w[0] for w in want)
+    first = {
+        "self_collisions": lambda robot: robot.self_collisions(qs[0]),
+        "has_self_collision": lambda robot: robot.has_self_collision(qs[0]),
+        "checker": lambda robot: robot.collision_checker(task).collisions(qs[0]),
+        "pairs": lambda robot: robot.collision_pairs,
+    }
+    for order in permutations(first):
+        robot = ModuleAssembly.from_serial_modules(db, ids).robot
+        for name in order:
+            first[name](robot)
+        got = [(robot.self_collisions(q), robot.has_self_collision(q), robot.collisions(q, task)) for q in qs]
+        assert got == want, order

@@ -96,6 +96,44 @@ def test_the_chain_kinematics_are_pinocchios():
             np.testing.assert_allclose(J, want_J, rtol=0, atol=1e-12, err_msg=name)
 
 
+def _chain_pose_of_numpy_scalars(chain: ik_kernel.KernelChain, q: np.ndarray) -> np.ndarray:
+    """``chain_pose`` as it was before s54-sweep (numpy scalars and an identity's block set from lists)."""
+    T = np.eye(4)
+    for k in range(chain.moving):
+        x, y, z = chain.axes[k]
+        c, s = math.cos(q[k]), math.sin(q[k])
+        t = 1.0 - c
+        M = np.eye(4)
+        M[:3, :3] = [[c + t * x * x, t * x * y - s * z, t * x * z + s * y],
+                     [t * x * y + s * z, c + t * y * y, t * y * z - s * x],
+                     [t * x * z - s * y, t * y * z + s * x, c + t * z * z]]  # fmt: skip
+        T = T @ chain.placements[k] @ M
+    return T @ chain.tool
+
+
+def test_chain_pose_from_python_floats_is_the_numpy_scalars_pose_bit_for_bit():
+    """``chain_pose`` (the failed IK's miss) from Python floats gives the pose of numpy's scalars to the last bit, for
+    random chains about unaligned and x/y/z axes, angles as float64, float32 or a list, with joints after the frame
+    (review of s54-sweep)."""
+    rng = np.random.default_rng(38)
+    for k in range(2000):
+        n = int(rng.integers(1, 8))
+        placements = np.tile(np.eye(4), (n, 1, 1))
+        placements[:, :3, :3], placements[:, :3, 3] = (
+            np.linalg.qr(rng.normal(size=(n, 3, 3)))[0],
+            rng.normal(size=(n, 3)),
+        )
+        axes = rng.normal(size=(n, 3)) if k % 3 else np.eye(3)[rng.integers(0, 3, n)]
+        axes /= np.linalg.norm(axes, axis=1)[:, None]
+        tool = np.eye(4)
+        tool[:3, 3] = rng.normal(size=3)
+        chain = ik_kernel.KernelChain(placements, np.full(n, 3), axes, tool, int(rng.integers(1, n + 1)))
+        q = rng.uniform(-7.0, 7.0, n)
+        for angles in (q, q.astype(np.float32), list(q)):
+            got, want = ik_kernel.chain_pose(chain, angles), _chain_pose_of_numpy_scalars(chain, angles)
+            assert got.tobytes() == want.tobytes(), (k, angles)
+
+
 def test_a_tree_or_a_prismatic_joint_is_left_to_the_interpreted_descent():
     model = pin.buildSampleModelHumanoid()  # a tree with a free flyer
     assert ik_kernel.kernel_chain(model, model.nframes - 1) is None

@@ -352,7 +352,10 @@ _LEVELS: list[tuple[Sequence[float], np.ndarray]] = [((), np.empty(0))]  # the l
 
 def _levels_array(levels: Sequence[float]) -> np.ndarray:
     """``levels`` as the kernel takes them, made once while the same sequence is passed (a family's proofs pass the
-    very tuple :class:`~.widening.Distances` keeps until it sees a new distance)."""
+    very tuple :class:`~.widening.Distances` keeps until it sees a new distance). Only a tuple is kept: a list or
+    an array passed again may have changed in place since."""
+    if type(levels) is not tuple:
+        return np.asarray(levels, dtype=np.float64)
     last = _LEVELS[0]  # (one tuple, read and replaced whole: consistent across threads)
     if last[0] is not levels:
         last = _LEVELS[0] = (levels, np.asarray(levels, dtype=np.float64))
@@ -363,16 +366,17 @@ _THREAD = threading.local()
 
 
 def _outputs(rows: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The compiled call's arrays for the boxes it keeps (centres, half-widths, weights (rows, n), excess (rows,)), at
-    least ``rows`` long, kept per thread and number of joints (the kernels run without the GIL) and reused: the
-    kept boxes are copied out of them after each call. Why: fresh, each ~0.3 MB, they were mapped and unmapped by
-    the allocator on every proof, their pages faulted in anew (~20 us a proof, s54-proof)."""
+    """The compiled call's arrays for the boxes it keeps (centres, half-widths, weights (rows, n), excess (rows,)),
+    ``rows`` long: views of arrays at least as long kept per thread and number of joints (the kernels run without
+    the GIL) and reused; the kept boxes are copied out of them after each call. Why: fresh, each ~0.3 MB, they were
+    mapped and unmapped by the allocator on every proof, their pages faulted in anew (~20 us a proof, s54-proof).
+    Views of ``rows`` exactly: the kernel's OVERFLOW is by their length, as with fresh arrays."""
     held = _THREAD.__dict__.setdefault("outputs", {})
     found = held.get(n)
     if found is None or len(found[3]) < rows:
-        rows = max(rows, 2 * len(found[3])) if found is not None else rows
-        found = held[n] = (np.empty((rows, n)), np.empty((rows, n)), np.empty((rows, n)), np.empty(rows))
-    return found
+        size = max(rows, 2 * len(found[3])) if found is not None else rows
+        found = held[n] = (np.empty((size, n)), np.empty((size, n)), np.empty((size, n)), np.empty(size))
+    return found[0][:rows], found[1][:rows], found[2][:rows], found[3][:rows]
 
 
 def _fused(
