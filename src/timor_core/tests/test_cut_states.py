@@ -257,3 +257,24 @@ def test_a_number_past_its_bits_of_a_cuts_key_is_refused(where, as_array):
     with pytest.raises(cut_verdicts.VerdictKeyError) as info:
         key(past)
     assert isinstance(info.value, TimorError)
+
+
+def test_a_kept_answer_holds_until_its_familys_certificates_change_before_or_at_its_goal():
+    """``Verdicts.get`` (inlined by the batched look-up): an answer kept for a cut is read back by its key until the
+    family's certificates change for an earlier goal (an added one may cover the cut first), or for its own goal with
+    some forgotten; a change for a later goal, or in another family, leaves it."""
+    verdicts = cut_verdicts.Verdicts()
+    for _ in range(2):
+        verdicts.family(3)
+    keys = [cut_verdicts.verdict_key(f, verdicts.shape((f, n)), verdicts.last((n,))) for f in (0, 1) for n in (0, 1)]
+    verdicts.keep([1, 1, 2, -1], keys, {0: [0, 1, 2, 3]})
+    assert [verdicts.get(k) for k in keys] == [1, 1, 2, None]  # (a negative mark is not kept)
+    verdicts.changed(0, 1, halved=False)  # goal 1's certificates grew: its own answers hold, later goals' not
+    assert [verdicts.get(k) for k in keys] == [1, 1, 2, None]
+    verdicts.changed(1, 2, halved=False)
+    assert verdicts.get(keys[2]) == 2
+    verdicts.changed(0, 0, halved=False)  # an earlier goal's grew: goal 1's answers no longer hold
+    assert [verdicts.get(k) for k in keys] == [None, None, 2, None]
+    verdicts.keep([1], keys[:1], {0: [0]})
+    verdicts.changed(0, 1, halved=True)  # some of goal 1's forgotten: its answer may be gone
+    assert verdicts.get(keys[0]) is None and verdicts.get(keys[2]) == 2

@@ -283,6 +283,24 @@ def test_a_shard_whose_reader_stopped_never_blocks_and_the_rest_arrives_in_order
     mail.close()
 
 
+def test_a_link_makes_its_proofs_keep_what_they_learn_from_its_start():
+    """A mail link sends what its shard's proofs learn after it is made, whoever made it (not only after a first
+    ``share``): a proof learnt right after ``MailLink(...)`` reaches the other shard; what was kept before stays."""
+    mail, _, _ = _linked()
+    fresh = FamilyProofs([], 1)
+    link = shard_mail.MailLink(fresh, 0, mail)
+    assert fresh.lessons == []
+    fresh.lessons.append(Lesson(0, (b"r1",), np.full((1, 3), 1.0), 0.1))
+    link.exchange()
+    assert mail.sent[1] == 1
+    kept = FamilyProofs([], 1)
+    kept.share()
+    kept.lessons.append(Lesson(0, (b"r1",), np.full((1, 3), 2.0), 0.1))
+    shard_mail.MailLink(kept, 0, mail)
+    assert len(kept.lessons) == 1  # (not dropped by the link's start)
+    mail.close()
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

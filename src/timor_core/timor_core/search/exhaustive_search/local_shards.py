@@ -74,8 +74,7 @@ class LocalHub:
     def link(self, proofs: Any) -> MailLink | None:
         if proofs is None or self.mail.k < 2:
             return None
-        proofs.share()  # from now on it keeps what it learns
-        return MailLink(proofs, self.index, self.mail)
+        return MailLink(proofs, self.index, self.mail)  # (its proofs keep what they learn from now on)
 
 
 def _shard_process(n: int, fn: Any, job: ShardJob, results: Any) -> None:

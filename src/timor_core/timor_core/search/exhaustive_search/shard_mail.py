@@ -106,6 +106,8 @@ class MailLink:
     waiting: bool = False  # some of ``pending`` are not sent yet
 
     def __post_init__(self) -> None:
+        if self.proofs.lessons is None:  # (its proofs keep what they learn from now on: else nothing would be sent)
+            self.proofs.share()
         self.taken = [0] * self.mail.k
         self.pending = {r: [] for r in range(self.mail.k) if r != self.index}
 
