@@ -184,3 +184,56 @@ def test_the_module_sweeps_per_head_and_tail_are_module_sweep(name, pick, seed, 
         assert (mine is None) == (theirs is None), ids
         if mine is not None and theirs is not None:
             assert not _same_sweep(mine, theirs), (ids, _same_sweep(mine, theirs))
+
+
+def _walk_differs(sweeps, ids: tuple[str, ...], assembly, placement) -> str:
+    """How ``sweeps``' walk of a chain (its prefixes' steps, kept from chains walked before) differs from
+    :func:`~.quick_reach.walk_chain`'s of its assembly ('' if not): the joints' world frames to the last bit, and each
+    body of the modules to the last joint's (the head) with its world pose to the last bit and the same owner joint."""
+    from timor_core.search.filtering.quick_reach import walk_chain
+
+    bodies: list = []
+    walked = walk_chain(assembly, placement, bodies)
+    if walked is None:
+        return "no walk"
+    last = max(k for k, m in enumerate(assembly.modules) if m.joints)
+    frames = sweeps.steps[ids[: last + 1]].frames
+    if len(frames) != len(walked[0]) or any(a.tobytes() != b.tobytes() for a, b in zip(frames, walked[0])):
+        return "frames"
+    head = [body for k in range(last + 1) for body in sweeps.steps[ids[: k + 1]].bodies]
+    if len(head) != sum(len(m.bodies) for m in assembly.modules[: last + 1]):
+        return "head bodies"
+    for (p, body, joint), (q, theirs, their_joint) in zip(head, bodies, strict=False):
+        if p.tobytes() != q.tobytes() or body is not theirs or joint != their_joint:
+            return f"body {body.id}"
+    return ""
+
+
+@pytest.mark.parametrize("name", sorted(DBS))
+def test_the_module_sweeps_walk_is_walk_chains_to_the_bit(name):
+    """``arm_body.ModuleSweeps`` and :func:`~.quick_reach.walk_chain` take each module's step by one function
+    (``quick_reach.walk_module``): on chains of a space (60 drawn, each with the 3 after it and 3 more 7 apart: shared
+    prefixes), at a moved base, in order and then shuffled, wherever a chain has a sweep (all of robco_like's, 144 of
+    the 960 of geometric_primitive_modules) its walk's joint frames and head bodies (pose, body, owner joint) are
+    walk_chain's of the built assembly bit for bit (:func:`_walk_differs`), and the sweep is ``module_sweep``'s
+    (:func:`_same_sweep`: the chain's joints to the bit)."""
+    from timor_core.search.filtering.arm_body import ModuleSweeps
+    from timor_core.search.filtering.filter_state import SerialJoin
+
+    rng = np.random.default_rng(54)
+    space, db = SPACES[name], DBS[name]
+    starts = rng.integers(0, space.count, 60)
+    chains = [tuple(space[(int(s) + j * apart) % space.count]) for s in starts for apart in (1, 7) for j in range(4)]
+    placement = random_placement(rng, 0.3)
+    sweeps, checked = ModuleSweeps(db, placement), 0
+    for ids in [*chains, *(chains[k] for k in rng.permutation(len(chains)))]:
+        assembly = ModuleAssembly.from_serial_modules(db, ids, base_placement=placement)
+        mine = sweeps.sweep(ids, SerialJoin.of(assembly))
+        if mine is None:
+            assert module_sweep(assembly, placement) is None, ids
+            continue
+        differs = _walk_differs(sweeps, ids, assembly, placement)
+        assert not differs, (ids, differs)
+        assert not _same_sweep(mine, module_sweep(assembly, placement)), ids
+        checked += 1
+    assert checked >= 100, checked

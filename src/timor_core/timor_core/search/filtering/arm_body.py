@@ -34,7 +34,7 @@ from timor_core.search.filtering.arm_balls import (
     sweep_from_frames,
 )
 from timor_core.search.filtering.proof_chain import JointSteps, PoseChain, chain_from_frames, chain_to_tcp, joint_steps
-from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain
+from timor_core.search.filtering.quick_reach import REVOLUTE, module_frames, next_entry, walk_chain, walk_module
 from timor_core.search.filtering.sweep_bound import ArmSweep
 
 __all__ = [
@@ -218,8 +218,8 @@ class ModuleSweeps:
             nxt = modules[i].connectors[entries[i]]
             pose = pose @ next_entry(modules[i - 1], entry, self._exit(ids[i - 1], entries[i - 1], ids[i]), rel, nxt)
             entry = nxt.body_id
-            rel = module_frames(modules[i], entry)[0]
-            bodies.extend((pose @ rel[b.id], b, 0) for b in modules[i].bodies)
+            rel, _, placed = walk_module(modules[i], entry, pose, 0, True)  # (no joint: every body on the last link)
+            bodies.extend(placed)
         tools = [c for c in modules[-1].eef_connectors if c.id != entries[-1]]
         tail = None
         if len(tools) == 1:
@@ -280,13 +280,11 @@ class ModuleSweeps:
 
 def _walked(module: Any, pose: np.ndarray, entry: str, frames: tuple, last_joint: int, i: int) -> _Step:
     """``module`` (the ``i``-th) walked from its entry body ``entry`` at ``pose`` (the walk so far: ``frames``, the
-    last module with a joint ``last_joint``), as :func:`~.quick_reach.walk_chain` walks it: its joint frames
-    appended, its bodies' world poses with the joint each moves after (the entry body moves with the joint before)."""
-    rel, joints = module_frames(module, entry)
-    before = len(frames) - 1
-    frames = (*frames, *(pose @ f for f in joints))
-    bodies = tuple((pose @ rel[b.id], b, before if b.id == entry else len(frames) - 1) for b in module.bodies)
-    return _Step(frames, pose, entry, rel, i if joints else last_joint, bodies)
+    last module with a joint ``last_joint``) by :func:`~.quick_reach.walk_module`, the step
+    :func:`~.quick_reach.walk_chain` takes: its joint frames appended, its bodies' world poses with the joint each
+    moves after."""
+    rel, joints, bodies = walk_module(module, entry, pose, len(frames) - 1, True)
+    return _Step((*frames, *joints), pose, entry, rel, i if joints else last_joint, tuple(bodies))
 
 
 def _walk(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray, list] | None:

@@ -27,6 +27,7 @@ __all__ = [
     "OUTSIDE",
     "REVOLUTE",
     "UNREACHABLE",
+    "BodyPose",
     "QuickChain",
     "first_unreachable",
     "joint_frames",
@@ -34,9 +35,12 @@ __all__ = [
     "next_entry",
     "quick_chain",
     "quick_gap",
+    "walk_module",
 ]
 
 REVOLUTE = ("revolute", "continuous")
+BodyPose = tuple[np.ndarray, Any, int]
+"""a body's world pose (q = 0), the body, and the index of the joint after which it moves (-1: none)"""
 OUTSIDE = "outside workspace"
 UNREACHABLE = "no configuration reaches it"
 
@@ -105,6 +109,22 @@ def next_entry(module: Any, entry_body: str, out_id: str, rel: dict[str, np.ndar
     return hit[2]
 
 
+def walk_module(
+    module: Any, entry_body: str, pose: np.ndarray, last: int, with_bodies: bool
+) -> tuple[dict[str, np.ndarray], list[np.ndarray], list[BodyPose]]:
+    """One module of a serial walk entered at ``entry_body`` posed at ``pose`` (``last``: the index of the walk's last
+    joint so far, -1: none): its :func:`module_frames` ``rel``, its joints' world frames ``pose @ f`` and (where
+    ``with_bodies``) its bodies' world poses ``pose @ rel[body]`` with the joint after which each moves (the entry body
+    with the joint before, every other with the module's own), in one place so :func:`walk_chain` and
+    ``arm_body.ModuleSweeps`` walk with the very same products."""
+    rel, joints = module_frames(module, entry_body)
+    frames = [pose @ f for f in joints]
+    if not with_bodies:
+        return rel, frames, []
+    own = last + len(frames)  # with a joint, every body but the entry body lies beyond it
+    return rel, frames, [(pose @ rel[b.id], b, last if b.id == entry_body else own) for b in module.bodies]
+
+
 def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.ndarray], np.ndarray] | None:
     """The world frames (4x4, q = 0, z the axis) of a serial assembly's joints, base first, and its TCP's pose at
     ``placement``; None if the assembly is not a chain of modules with at most one revolute joint each ending in one
@@ -113,7 +133,7 @@ def joint_frames(assembly: Any, placement: np.ndarray | None) -> tuple[list[np.n
 
 
 def walk_chain(
-    assembly: Any, placement: np.ndarray | None, bodies: list | None
+    assembly: Any, placement: np.ndarray | None, bodies: list[BodyPose] | None
 ) -> tuple[list[np.ndarray], np.ndarray] | None:
     """:func:`joint_frames`; where ``bodies`` is a list, each body's world pose (q = 0) is appended to it as
     ``(pose, body, joint)``, ``joint`` the index of the joint after which it moves (-1: none): one walk, so the
@@ -132,12 +152,10 @@ def walk_chain(
     entry_body = connector.body_id
     frames: list[np.ndarray] = []
     for i, module in enumerate(modules):
-        rel, joints = module_frames(module, entry_body)
-        before = len(frames) - 1
-        frames.extend(pose @ f for f in joints)
+        rel, joints, placed = walk_module(module, entry_body, pose, len(frames) - 1, bodies is not None)
+        frames.extend(joints)
         if bodies is not None:
-            for body in module.bodies:  # with a joint, every body but the entry body lies beyond it
-                bodies.append((pose @ rel[body.id], body, before if body.id == entry_body else len(frames) - 1))
+            bodies.extend(placed)
         if i + 1 < len(modules):
             _, out_id, _, in_id = assembly.connections[i]
             nxt = modules[i + 1].connectors[in_id]
