@@ -86,6 +86,7 @@ def _first_processor() -> str | None:
     return head.decode(errors="replace")
 
 
+@functools.cache
 def host_cpu() -> str | None:
     """The name of this machine's CPU (:func:`cpu_identity` of ``/proc/cpuinfo``'s first processor: ~0.1 ms, read
     once a process), or None where builds are for any CPU only: not Linux on x86-64, or no such file."""
