@@ -150,6 +150,7 @@ SLOW = {
     "test_ref_tolerance_cases.py": {"test_visualization"},
     "test_search.py": {"test_one_and_two_workers_give_identical_results"},
     "test_search_early_bound.py": {"test_searches_are_the_same_with_and_without_the_early_bound"},
+    "test_shard_instructions.py": {"test_the_shard_loads_a_build_for_any_cpu"},
     "test_solution.py": {
         "test_cli_solution_from_a_given_start",
         "test_point_to_point_from_a_given_start",
