@@ -54,6 +54,7 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.view", "timor_core.viz.plots"): (5.0, "optional extra viz"),
     ("timor_core.cli.view", "timor_core.viz.video"): (670.5, "optional extra viz"),
     ("timor_core.cli.view", "timor_core.viz.viewer"): (609.2, "optional extra viz"),
+    ("timor_core.common.jit_cache", "numba.core.caching"): (153.8, "start-up"),  # (proof_kernel's: the same numba)
     ("timor_core.common.names", "xacro"): (11.6, "optional: xacro"),
     ("timor_core.common.transforms", "pinocchio"): (59.8, "start-up"),
     ("timor_core.demo", "timor_core.export.formats.moveit_config"): (79.3, "start-up"),

@@ -17,6 +17,7 @@ from call_time_imports import DEFERRALS
 pytestmark = pytest.mark.xdist_group("architecture")
 
 PACKAGE = Path(__file__).resolve().parents[1] / "timor_core"
+TESTS = Path(__file__).resolve().parent
 
 LAYERS = {  # a module may import from its own layer (no circles) and from lower ones, never from higher ones
     "errors": 0,
@@ -267,11 +268,33 @@ def _deferral_rows() -> list[str]:
     ]
 
 
+def _test_files() -> dict[str, Path]:
+    """Every Python file of the tests folder (tests, conftest.py and the helper modules the tests import)."""
+    return {p.stem: p for p in sorted(TESTS.glob("*.py"))}
+
+
 def test_files_stay_small():
-    """One concept a file: at most 450 lines."""
-    sizes = {m: len(p.read_text().splitlines()) for m, p in _modules().items()}
+    """One concept a file: at most 450 lines, in the package and in its tests (a test file's shared fixtures and
+    helpers go to a module the tests import, such as reach_cases.py, or to conftest.py)."""
+    files = _modules() | {f"tests/{name}": path for name, path in _test_files().items()}
+    sizes = {m: len(p.read_text().splitlines()) for m, p in files.items()}
     too_big = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not too_big, f"split these (one concept a file): {too_big}"
+
+
+def test_no_private_names_across_test_files():
+    """A test file imports no private name (``_x``) of another file of the tests folder: what tests share is public,
+    in a helper module or conftest.py (as in the package, test_no_private_names_across_files)."""
+    local = set(_test_files())
+    private = [
+        f"tests/{path.name}:{node.lineno} imports {alias.name} from {node.module}"
+        for path in _test_files().values()
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module in local
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert not private, "\n".join(private)
 
 
 def test_few_modules_at_the_top():

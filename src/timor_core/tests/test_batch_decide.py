@@ -73,7 +73,7 @@ def _lessons(i: int, cuts: tuple, rng: np.random.Generator) -> list[Lesson]:
     return [Lesson(goal, rotations, translations, margin)] if margin > 0 else []
 
 
-def _run(
+def run_stream(
     batch: int | None, start: int, length: int, bound_at: int | None, seed: int, max_dof: int | None = None
 ) -> tuple[list, list[int]]:
     """Every assembly of the stream's ``start .. start + length`` decided by the look-up, one at a time
@@ -134,8 +134,8 @@ def test_the_batched_look_up_answers_as_one_at_a_time(monkeypatch, route, batch,
     route of the cover (:func:`_route`)."""
     _route(monkeypatch, route)
     monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
-    one, _ = _run(None, start, length, bound_at, seed)
-    many, _ = _run(batch, start, length, bound_at, seed)
+    one, _ = run_stream(None, start, length, bound_at, seed)
+    many, _ = run_stream(batch, start, length, bound_at, seed)
     assert many == one
 
 
@@ -145,8 +145,8 @@ def test_the_property_tests_runs_decide_most_in_batches_and_some_borderline_one_
     whatever hypothesis draws): most assemblies are decided by the batched distances, and some cut lies within the
     slack of a margin (taken by the one-at-a-time look-up); by each route of the cover."""
     _route(monkeypatch, route)
-    one, _ = _run(None, 0, N, None, 7)
-    many, counts = _run(256, 0, N, None, 7)
+    one, _ = run_stream(None, 0, N, None, 7)
+    many, counts = run_stream(256, 0, N, None, 7)
     assert many == one
     assert counts[0] >= N // 2 and counts[1] >= 1, counts
 
@@ -202,8 +202,8 @@ def test_a_recent_certificate_costs_a_head_sum_only_where_the_last_row_leaves_ro
         return real(head, serial, rest, margin)
 
     monkeypatch.setattr(batch_decide, "head_sum", spy)
-    one, _ = _run(None, 0, N, None, 7)
-    many, counts = _run(256, 0, N, None, 7)
+    one, _ = run_stream(None, 0, N, None, 7)
+    many, counts = run_stream(256, 0, N, None, 7)
     assert many == one
     assert len(looked) > 100 and all(looked), (len(looked), looked.count(False))
 
@@ -225,8 +225,8 @@ def test_an_equal_cuts_answer_is_taken_while_its_certificates_hold(monkeypatch, 
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
     for seed in (0, 1):
-        one, _ = _run(None, 0, N, None, seed)
-        many, _ = _run(256, 0, N, None, seed)
+        one, _ = run_stream(None, 0, N, None, seed)
+        many, _ = run_stream(256, 0, N, None, seed)
         assert many == one
     assert len(reused) >= N // 2 and 1 in reused, (len(reused), set(reused))
 
@@ -242,8 +242,8 @@ def test_the_answers_kept_are_bounded_and_forgotten_with_the_family_numbers(monk
         return full(self)
 
     monkeypatch.setattr(cut_verdicts.Verdicts, "full", watched)
-    one, _ = _run(None, 0, N, None, 5)
-    many, counts = _run(256, 0, N, None, 5)
+    one, _ = run_stream(None, 0, N, None, 5)
+    many, counts = run_stream(256, 0, N, None, 5)
     assert many == one and counts[0] >= N // 2
     assert most.count(0) >= 5 and max(most) < 64 + 256 * 3, (most.count(0), max(most))  # (emptied again and again)
 
@@ -264,8 +264,8 @@ def test_assemblies_whose_heads_are_equal_by_value_share_one_head_of_the_automat
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
     for seed in (0, 3):
-        one, _ = _run(None, 0, N, None, seed)
-        many, _ = _run(256, 0, N, None, seed)
+        one, _ = run_stream(None, 0, N, None, seed)
+        many, _ = run_stream(256, 0, N, None, seed)
         assert many == one
         names = {ids[: max(i for i, m in enumerate(ids) if m == "J") + 1] for ids, _ in seen}
         heads = {id(head) for _, head in seen}
@@ -286,8 +286,8 @@ def test_the_staging_of_the_assemblies_after_a_stop_is_kept_for_the_next_call(mo
         real(self, proofs, items, same, bound)
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
-    one, _ = _run(None, 0, N, None, 7)
-    many, _ = _run(256, 0, N, None, 7)
+    one, _ = run_stream(None, 0, N, None, 7)
+    many, _ = run_stream(256, 0, N, None, 7)
     assert many == one
     assert sum(1 for same in kept if same > 0) >= 5 and sum(kept) >= N // 4, kept
     kept.clear()

@@ -5,8 +5,6 @@ master writes nothing at boot that the EDS says is read-only; unit objects are r
 from __future__ import annotations
 
 import configparser
-import json
-import math
 import re
 import shutil
 import struct
@@ -19,19 +17,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kit_build import kit_build
+from vendor_files import ROBCO, VENDOR, bus_of, edit_eds, vendor_profile, yaml
 
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.cli.app import main
 from timor_core.errors import InputError
 from timor_core.hardware.bringup import write_bringup
-from timor_core.hardware.bringup_routes import route_files
 from timor_core.hardware.eds import parse_eds, read_eds
 from timor_core.hardware.eds_text import ini_sections, normalise_eds
-from timor_core.hardware.profiles import HardwareProfile
 
-yaml = pytest.importorskip("yaml")
-
-VENDOR = Path(__file__).parent / "data" / "vendor_eds"
 KIT = Path(__file__).resolve().parents[4] / "shared" / "ros2-canopen"
 VENV = Path(sys.prefix)
 needs_kit = pytest.mark.skipif(
@@ -42,10 +36,6 @@ needs_kit = pytest.mark.skipif(
 )
 FILES = [line.split(" | ")[0] for line in (VENDOR / "SOURCES").read_text().splitlines() if not line.startswith("#")]
 VENDORS = {line.split(" | ")[1].split(",")[0] for line in (VENDOR / "SOURCES").read_text().splitlines()[1:]}
-# a mode each drive supports (its 0x6502)
-MODE = {"pilz_prbt_0_1.dcf": "profile_position", "schunk_0_63.dcf": "profile_position",
-        "technosoft_isd860.dcf": "profile_position", "amd_foc_mc.eds": "profile_velocity"}  # fmt: skip
-ROBCO = ["base", "J", "L_250", "J", "gripper"]
 WRITE = ("rw", "wo", "rww", "rwr")
 
 
@@ -92,34 +82,13 @@ def test_two_vendor_files_lely_cannot_read_as_published(name):
         _lely_reads(VENDOR / name)
 
 
-def _profile(folder: Path, name: str, **drive) -> Path:
-    (folder / "eds").mkdir(parents=True, exist_ok=True)
-    if not (folder / "eds" / name).exists():
-        shutil.copy(VENDOR / name, folder / "eds" / name)
-    eds = read_eds(folder / "eds" / name)
-    entry = {"eds": f"eds/{name}", "gear_ratio": 101, "encoder_counts": 4096,
-             "operation_mode": MODE.get(name, "cyclic_synchronous_position"), **drive}  # fmt: skip
-    if eds.vendor_id is None:
-        entry.setdefault("vendor_id", "0x00000ABC")
-    if eds.product_code is None:
-        entry.setdefault("product_code", "0x00000001")
-    path = folder / "profile.json"
-    path.write_text(json.dumps({"route": "canopen", "bus": {"first_node_id": 5}, "drives": {"J": entry}}))
-    return path
-
-
 @pytest.fixture(scope="module")
 def robco() -> ModuleAssembly:
     return ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ROBCO)
 
 
-def _bus(robco: ModuleAssembly, profile: Path) -> dict:
-    bus = yaml.safe_load(route_files(robco, HardwareProfile.from_json_file(profile)).files["config/bus/bus.yml"])
-    return {k: v for k, v in bus.items() if k not in ("options", "master")}
-
-
 def test_the_hex_count_file_installs_normalised_with_the_original_beside_it(robco, tmp_path):
-    result = write_bringup(robco, tmp_path / "src", _profile(tmp_path / "hw", "nanotec_n5_2_2.eds"), n_samples=3)
+    result = write_bringup(robco, tmp_path / "src", vendor_profile(tmp_path / "hw", "nanotec_n5_2_2.eds"), n_samples=3)
     bus = result.folder / "config" / "bus"
     text = (bus / "nanotec_n5_2_2.eds").read_text()
     counts = re.findall(r"^SupportedObjects=(.*?)\r?$", text, re.M)
@@ -127,32 +96,6 @@ def test_the_hex_count_file_installs_normalised_with_the_original_beside_it(robc
     assert "; timor: normalised for lely's dcfgen" in text and "SupportedObjects: 0x4E -> 78" in text
     assert (bus / "original" / "nanotec_n5_2_2.eds").read_bytes() == (VENDOR / "nanotec_n5_2_2.eds").read_bytes()
     assert not (bus / "original" / "maxon_epos4_50_15.dcf").exists()
-
-
-def _ratio(path: Path, index: int, num: str, den: str) -> None:
-    """Give an EDS copy the ratio object ``index`` = num/den (a record of two UNSIGNED32, as CiA 402 has it)."""
-    _edit(path, f"{index:04X}", ParameterName=f"ratio 0x{index:04X}", ObjectType="0x9", SubNumber="3")
-    _edit(path, f"{index:04X}sub0", ParameterName="entries", DataType="0x0005", AccessType="const", DefaultValue="2")
-    for sub, value in ((1, num), (2, den)):
-        _edit(path, f"{index:04X}sub{sub}", ParameterName=f"sub {sub}", DataType="0x0007", AccessType="rw",
-              PDOMapping="0", DefaultValue=value)  # fmt: skip
-
-
-def _edit(path: Path, section: str, **keys: str) -> None:
-    """Set keys of one section of an EDS copy (adding the section at the end if it is not there)."""
-    text = path.read_text(encoding="latin-1")
-    m = re.search(rf"^\[{section}\]\r?\n(.*?)(?=^\[|\Z)", text, re.M | re.S | re.I)
-    body = m.group(1) if m else "ParameterName=added by the test\nObjectType=0x7\n"
-    for key, value in keys.items():
-        if re.search(rf"^{key}=.*$", body, re.M | re.I):
-            body = re.sub(rf"^{key}=.*?(\r?)$", rf"{key}={value}\1", body, flags=re.M | re.I)
-        else:
-            body = f"{key}={value}\n" + body
-    if m:
-        text = text[: m.start(1)] + body + text[m.end(1) :]
-    else:
-        text += f"\n[{section}]\n{body}\n"
-    path.write_text(text, encoding="latin-1")
 
 
 @pytest.mark.parametrize(
@@ -167,8 +110,8 @@ def _edit(path: Path, section: str, **keys: str) -> None:
 def test_a_value_lely_cannot_read_is_refused_by_timor_bringup_naming_file_section_key_value(
     tmp_path, capsys, section, key, value, why
 ):
-    profile = _profile(tmp_path / "hw", "pilz_prbt_0_1.dcf")
-    _edit(tmp_path / "hw" / "eds" / "pilz_prbt_0_1.dcf", section, **{key: value})
+    profile = vendor_profile(tmp_path / "hw", "pilz_prbt_0_1.dcf")
+    edit_eds(tmp_path / "hw" / "eds" / "pilz_prbt_0_1.dcf", section, **{key: value})
     code = main(["bringup", "--db", "robco_like", "--modules", *ROBCO, "--hardware", str(profile),
                  "-o", str(tmp_path / "ws"), "--samples", "3"])  # fmt: skip
     err = capsys.readouterr().err
@@ -202,7 +145,7 @@ def test_a_file_read_again_is_parsed_once_and_each_reader_gets_its_own_table(tmp
     assert again == first and parses == [] and again.objects is not first.objects
     again.objects.clear()
     assert read_eds(path) == first and parses == []  # a reader's change to its table stays its own
-    _edit(path, "6040", AccessType="ro")
+    edit_eds(path, "6040", AccessType="ro")
     edited = read_eds(path)
     assert parses == [path] and edited.get(0x6040).access == "ro" and first.get(0x6040).access != "ro"
     (tmp_path / "copy").mkdir()
@@ -210,87 +153,6 @@ def test_a_file_read_again_is_parsed_once_and_each_reader_gets_its_own_table(tmp
     assert read_eds(copy) == replace(first, path=copy) and len(parses) == 1  # the same file in another folder
     shutil.copy(VENDOR / "elmo_gold.dcf", tmp_path / "other.dcf")  # its name is in the normalised file's header
     assert read_eds(tmp_path / "other.dcf").path == tmp_path / "other.dcf" and len(parses) == 2
-
-
-# -- item 2: nothing written at boot to what the EDS declares read-only
-
-
-def test_a_read_only_interpolation_period_holding_the_wanted_value_is_not_written(robco, tmp_path):
-    profile = _profile(tmp_path / "hw", "elmo_gold.dcf")
-    eds = tmp_path / "hw" / "eds" / "elmo_gold.dcf"
-    _edit(eds, "60C2sub2", AccessType="ro", DefaultValue="0xFD")  # INTEGER8 -3, fixed by the drive
-    dev = [*_bus(robco, profile).values()][0]
-    assert [(s["index"], s["sub_index"]) for s in dev["sdo"]] == [(0x60C2, 1), (0x6060, 0)]
-    _edit(eds, "60C2sub2", DefaultValue="-6")
-    with pytest.raises(InputError, match=r"elmo_gold.dcf \[60C2sub2\] AccessType=ro: object 0x60C2 sub 2 .*"
-                       r"cannot be written at boot, and the drive holds -6, not -3"):  # fmt: skip
-        _bus(robco, profile)
-
-
-@pytest.mark.parametrize(
-    ("section", "keys", "message"),
-    [
-        ("607A", {"AccessType": "ro"}, r"\[607A\] AccessType=ro: object 0x607A sub 0 .* cannot be in a RPDO"),
-        ("6041", {"AccessType": "wo"}, r"\[6041\] AccessType=wo: object 0x6041 sub 0 .* cannot be in a TPDO"),
-        ("6060", {"AccessType": "ro"}, r"\[6060\] AccessType=ro: .*holds 0, not 8"),
-        ("1601sub1", {"AccessType": "const"}, r"\[1601sub1\] AccessType=const: .* to set up RPDO 2"),
-        ("1400sub1", {"AccessType": "ro"}, r"\[1400sub1\] AccessType=ro: .* to set up RPDO 1"),
-    ],
-)
-def test_every_object_the_master_writes_is_checked_against_the_eds(robco, tmp_path, section, keys, message):
-    profile = _profile(tmp_path / "hw", "elmo_gold.dcf")
-    _edit(tmp_path / "hw" / "eds" / "elmo_gold.dcf", section, **keys)
-    with pytest.raises(InputError, match=message):
-        _bus(robco, profile)
-
-
-def test_a_read_only_heartbeat_and_cob_id_are_left_as_the_drive_has_them(robco, tmp_path):
-    profile = _profile(tmp_path / "hw", "elmo_gold.dcf")
-    eds = tmp_path / "hw" / "eds" / "elmo_gold.dcf"
-    dev = [*_bus(robco, profile).values()][0]
-    assert dev["heartbeat_producer"] == 1000 and 3 in dev["tpdo"]
-    _edit(eds, "1017", AccessType="ro")
-    _edit(eds, "1802sub1", AccessType="ro")
-    dev = [*_bus(robco, profile).values()][0]
-    assert "heartbeat_producer" not in dev and 3 not in dev["tpdo"] and dev["tpdo"][4] == {"enabled": False}
-
-
-# -- item 3: unit objects as ratios
-
-
-@pytest.mark.parametrize(
-    "ratios",
-    [
-        {0x6091: ("5308416", "5308416")},  # gear ratio 5308416/5308416
-        {0x6092: ("2048", "1"), 0x6093: ("2048", "2048")},  # feed constant, position factor 1
-        {0x6092: ("2048", "1"), 0x608F: ("2048", "1")},  # feed in encoder increments per revolution
-        {0x6091: ("3", "2"), 0x6092: ("0x3", "0x2")},  # gear ratio = feed constant
-        {0x6096: ("7", "7")},  # velocity factor 7/7
-    ],
-)
-def test_every_encoding_of_a_unit_factor_of_one_is_accepted(robco, tmp_path, ratios):
-    profile = _profile(tmp_path / "hw", "elmo_gold.dcf", encoder_counts=2048)
-    for index, (num, den) in ratios.items():
-        _ratio(tmp_path / "hw" / "eds" / "elmo_gold.dcf", index, num, den)
-    dev = [*_bus(robco, profile).values()][0]
-    assert math.isclose(dev["scale_pos_to_dev"], 2048 * 101 / (2 * math.pi), rel_tol=1e-9)  # increments
-
-
-@pytest.mark.parametrize(
-    ("ratios", "named"),
-    [
-        ({0x6093: ("3", "2")}, "0x6093 position factor 3/2"),
-        ({0x6091: ("5308416", "5308416"), 0x6092: ("2", "1")},
-         "0x6091 gear ratio 5308416/5308416, 0x6092 feed constant 2/1"),
-        ({0x6096: ("2", "1")}, "0x6096 velocity factor 2/1"),
-    ],
-)  # fmt: skip
-def test_a_factor_that_is_not_one_is_refused_naming_the_objects_and_values(robco, tmp_path, ratios, named):
-    profile = _profile(tmp_path / "hw", "elmo_gold.dcf")
-    for index, (num, den) in ratios.items():
-        _ratio(tmp_path / "hw" / "eds" / "elmo_gold.dcf", index, num, den)
-    with pytest.raises(InputError, match=re.escape(named) + r".*not a factor of 1\): give scale_pos_to_dev"):
-        _bus(robco, profile)
 
 
 # -- item 1 with the real build
@@ -322,7 +184,7 @@ def test_each_vendor_file_builds_and_boots_without_writing_a_read_only_object(ro
     """``timor bringup`` + ros2_canopen's generate_dcf() (lely dcfgen) for each file alone on a two-joint arm; every
     SDO the master writes at boot (the devices' .bin) is to an object the EDS lets it write. (The CMake configure of
     the first file's package is reused by the others: see kit_build.py.)"""
-    profile = _profile(tmp_path / "hw", name)
+    profile = vendor_profile(tmp_path / "hw", name)
     result = write_bringup(robco, tmp_path / "src", profile, name="v", n_samples=3)
     install = kit_build(result.folder, kit_tree)
     config = install / "share" / "v_bringup" / "config" / "bus"
@@ -342,8 +204,8 @@ def test_each_vendor_file_builds_and_boots_without_writing_a_read_only_object(ro
 def test_a_fixed_pdo_set_is_used_as_the_drive_has_it(robco, tmp_path):
     """AMD's file fixes its PDO mapping (the count of entries is const): the master writes no mapping and uses the
     drive's own PDOs that carry what the velocity command needs, nothing else."""
-    profile = _profile(tmp_path / "hw", "amd_foc_mc.eds")
-    dev = [*_bus(robco, profile).values()][0]
+    profile = vendor_profile(tmp_path / "hw", "amd_foc_mc.eds")
+    dev = [*bus_of(robco, profile).values()][0]
     assert dev["velocity_mode"] == 3
     assert dev["rpdo"] == {
         2: {"enabled": True, "cob_id": "auto"},

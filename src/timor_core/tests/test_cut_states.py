@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_batch_decide import N, _run
+from test_batch_decide import N, run_stream
 
 from timor_core.search.filtering import batch_decide, cut_kernel, cut_states, cut_verdicts, family_proof
 from timor_core.search.filtering.kept_heads import Kept
@@ -24,7 +24,7 @@ def _bits(rows: tuple) -> bytes:
 
 
 def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, list]:
-    """What each ``_extend`` call of ``_run(*run)`` staged: ``(ids, family rotations, head rows' bits, last row's
+    """What each ``_extend`` call of ``run_stream(*run)`` staged: ``(ids, family rotations, head rows' bits, last row's
     bits)`` per assembly in order and the same from ``Kept.keep`` after a full join (the cut ``decision`` reads,
     with the look-up's segments); and the answers."""
     real, staged, kept = batch_decide.BatchLookup._extend, [], []
@@ -44,7 +44,7 @@ def _staged(monkeypatch: pytest.MonkeyPatch, *run: object) -> tuple[list, list, 
             kept.append((ids, (head.rotations, end[0]), _bits(head.rows), _bits((end[2],))))
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_extend", spy)
-    answers, _ = _run(*run)  # type: ignore[arg-type]
+    answers, _ = run_stream(*run)  # type: ignore[arg-type]
     return staged, kept, answers
 
 
@@ -55,7 +55,7 @@ _RUNS = {
     "bound_at": st.one_of(st.none(), st.integers(0, 1500)),
     "seed": st.integers(0, 2**32 - 1),
 }
-"""A run of the stream (:func:`test_batch_decide._run`'s arguments)."""
+"""A run of the stream (:func:`test_batch_decide.run_stream`'s arguments)."""
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -68,7 +68,7 @@ def test_the_automata_stage_the_cut_of_the_full_join(monkeypatch, batch, start, 
     monkeypatch.setattr(family_proof, "MAX_CERTIFICATES", cap)
     staged, kept, answers = _staged(monkeypatch, batch, start, length, bound_at, seed)
     assert staged == kept
-    assert answers == _run(None, start, length, bound_at, seed)[0]
+    assert answers == run_stream(None, start, length, bound_at, seed)[0]
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -89,10 +89,10 @@ def test_the_compiled_lock_step_reads_what_numpy_reads(monkeypatch, batch, start
         return real(self, ids)
 
     monkeypatch.setattr(cut_states.CutStates, "ends_of", spy)
-    answers = _run(batch, start, length, bound_at, seed)[0]
+    answers = run_stream(batch, start, length, bound_at, seed)[0]
     assert reads or batch == 1 or length < 2 * batch
     monkeypatch.undo()
-    assert answers == _run(None, start, length, bound_at, seed)[0]
+    assert answers == run_stream(None, start, length, bound_at, seed)[0]
 
 
 def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_first(monkeypatch):
@@ -121,7 +121,7 @@ def test_the_fixed_run_is_staged_by_the_automata_with_a_few_assemblies_joined_fi
     monkeypatch.setattr(cut_states.CutStates, "ends_of", spy_read)
     staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
     assert staged == kept and len(staged) >= N // 2
-    assert answers == _run(None, 0, N, None, 7)[0]
+    assert answers == run_stream(None, 0, N, None, 7)[0]
     assert 1 <= walked.count(False) <= len(walked) // 4 and walked.count(True) >= 100, (
         walked.count(False),
         len(walked),
@@ -146,7 +146,7 @@ def test_the_states_are_bounded_and_made_anew_with_the_same_numbers(monkeypatch,
     monkeypatch.setattr(cut_states.CutStates, "clear", counted)
     staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 3)
     assert staged == kept and len(staged) >= N // 2
-    assert answers == _run(None, 0, N, None, 3)[0]
+    assert answers == run_stream(None, 0, N, None, 3)[0]
     assert len(clears) >= 10, len(clears)
 
 
@@ -189,7 +189,7 @@ def test_a_walk_resumes_where_the_lock_step_stopped_and_gives_what_a_walk_from_t
 
     monkeypatch.setattr(cut_states.CutStates, "walk", both)
     staged, kept, answers = _staged(monkeypatch, 256, 0, N, None, 7)
-    assert staged == kept and answers == _run(None, 0, N, None, 7)[0]
+    assert staged == kept and answers == run_stream(None, 0, N, None, 7)[0]
     past = [share for share in resumed if share > 0]
     assert len(past) >= len(resumed) // 2 and any(share == 1 for share in past), (len(past), len(resumed))
 
@@ -217,8 +217,8 @@ def test_a_dof_read_by_the_lock_step_is_the_assemblys_or_minus_one(monkeypatch, 
         return columns
 
     monkeypatch.setattr(batch_decide.BatchLookup, "_ends", checked)
-    answers, _ = _run(256, 0, N, None, 7)
-    assert answers == _run(None, 0, N, None, 7)[0]
+    answers, _ = run_stream(256, 0, N, None, 7)
+    assert answers == run_stream(None, 0, N, None, 7)[0]
     assert seen["unknown"] >= 1 and seen["walked"] >= 100 and seen["read"] >= N // 4, seen
 
 

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from test_solution import BASE, ROBCO_6DOF, make_task, task_json
+from solution_cases import BASE, ROBCO_6DOF, make_task, task_json
 
 from timor_core import ModuleAssembly, ValidationError
 from timor_core.task import EndEffector, Task

@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 import pytest
-from test_search import FAST, FLOOR, KNOWN, _check_solution, _task
+from test_search import FAST, FLOOR, KNOWN, check_solution, synthetic_task
 
 from timor_core import ModuleAssembly
 from timor_core.cli.app import main
@@ -34,7 +34,7 @@ def task(robco):
         q = robot.random_configuration(rng)
         if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.15:
             qs.append(q)
-    return _task([robot.fk(q) for q in qs], obstacles=[FLOOR])
+    return synthetic_task([robot.fk(q) for q in qs], obstacles=[FLOOR])
 
 
 def _ga(robco, **kw) -> GeneticSearch:
@@ -91,7 +91,7 @@ def test_best_is_valid_and_reaches_every_goal(robco, task, run):
     assert result.best_ids[0] == "base" and result.best_ids[-1] == "gripper"
     assert result.best_cost == pytest.approx(ModuleAssembly.from_serial_modules(robco, result.best_ids).robot.mass)
     assert all(g.success for g in result.best_goals.values()) and set(result.best_goals) == {"g0", "g1"}
-    _check_solution(robco, result.best_ids, result.best_q, task)
+    check_solution(robco, result.best_ids, result.best_q, task)
 
 
 def test_two_trials_two_histories_and_json_round_trip(run, tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_search import FAST, FLOOR, KNOWN, _task
+from test_search import FAST, FLOOR, KNOWN, synthetic_task
 
 from timor_core import ModuleAssembly
 from timor_core.errors import InputError, TimorError
@@ -83,7 +83,7 @@ def test_config_and_keywords_find_the_same_robots(robco):
         q = robot.random_configuration(rng)
         if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.15:
             poses.append(robot.fk(q))
-    task = _task(poses, obstacles=[FLOOR])
+    task = synthetic_task(poses, obstacles=[FLOOR])
     a = GeneticSearch(robco, config=GAConfig(**KW, seed=4)).optimize(task, robco)
     b = GeneticSearch(robco, **KW, seed=4).optimize(task, robco)
     assert a.evaluations == b.evaluations > 0

@@ -272,7 +272,7 @@ def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
     from dataclasses import replace
 
     import numpy as np
-    from test_ga import FLOOR, KNOWN, _task
+    from test_ga import FLOOR, KNOWN, synthetic_task
 
     from timor_core import ModuleAssembly
 
@@ -282,7 +282,7 @@ def test_ga_descends_from_a_stalled_best_and_keeps_its_bookkeeping(robco):
         q = robot.random_configuration(rng)
         if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.15:
             qs.append(q)
-    task = _task([robot.fk(q) for q in qs], obstacles=[FLOOR])
+    task = synthetic_task([robot.fk(q) for q in qs], obstacles=[FLOOR])
     kw = {**SETTINGS, "modules": MODULES, "generations": 6, "initial": [KNOWN]}  # found at once, then it stalls
     ga = GeneticSearch(robco, **{**kw, "local_search_after": 2})
     result = ga.optimize(task, robco)

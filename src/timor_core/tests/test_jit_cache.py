@@ -17,7 +17,8 @@ from typing import Any
 import ahead_builds
 import pytest
 
-from timor_core.common.jit_cache import cache_folders, keyed, sources_digest
+from timor_core.common import jit_cache
+from timor_core.common.jit_cache import cache_folders, keyed, prune, sources_digest, user_wide_folder
 
 _KERNEL = """
 import sys
@@ -210,3 +211,75 @@ def test_keying_removes_that_kernels_files_of_other_digests_only(tmp_path, monke
         (folder / name).write_bytes(b"x")
     assert keyed(names["kern"], [helper]).__qualname__ == f"kern_{digest}"
     assert sorted(p.name for p in folder.iterdir()) == sorted(kept)
+
+
+_CACHED = """
+import numba
+
+
+@numba.njit(cache=True)
+def one(x):
+    return x + 1.0
+
+
+@numba.njit(cache=True)
+def two(x):
+    return x * 2.0
+
+
+print(one(1.0) + two(1.0))
+"""
+
+
+@pytest.mark.slow
+def test_prune_removes_numbas_files_of_a_modules_older_text_from_the_user_wide_folder(tmp_path, monkeypatch):
+    """Two modules' kernels cached in numba's user-wide folder (its locator forced, ``XDG_CACHE_HOME`` a temporary
+    folder), one module edited so that its kernels move down a line and run again: numba leaves the first text's
+    files (named by the old lines); :func:`prune` removes exactly those, index and data, and keeps the new text's, the
+    other module's and a file that is not numba's; with nothing stale it removes nothing."""
+    package = tmp_path / "package"
+    package.mkdir()
+    for module in ("kern", "other"):
+        (package / f"{module}.py").write_text(_CACHED)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg"), "NUMBA_CACHE_LOCATOR_CLASSES": "UserWideCacheLocator"}
+    env.pop("NUMBA_CACHE_DIR", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+
+    def run(module: str) -> set[str]:
+        out = subprocess.run([sys.executable, "-c", f"import {module}"], cwd=package, env=env, capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 0 and out.stdout.strip() == "4.0", out.stderr
+        return {p.name for p in folder.iterdir()}
+
+    folder = user_wide_folder(package / "kern.py")
+    assert folder.parent == tmp_path / "xdg" / "numba"
+    run("other")
+    first = run("kern")
+    old = {name for name in first if name.startswith("kern.")}
+    assert len(old) == 4 and all("-5.py" in name or "-10.py" in name for name in old), first
+    (folder / "notes.txt").write_text("not numba's")
+    assert prune(package) == []
+    (package / "kern.py").write_text("# a line more: the kernels move down\n" + _CACHED)
+    second = run("kern")
+    assert old < second, "numba left the old text's files"
+    removed = prune(package)
+    assert {p.name for p in removed} == old and all(p.parent == folder for p in removed)
+    assert {p.name for p in folder.iterdir()} == second - old
+    assert prune(package) == []
+
+
+def test_keying_prunes_each_kernels_folder_once_a_process(tmp_path, monkeypatch):
+    """:func:`keyed` (what the IK's and the proofs' kernels go through on numba's path) prunes the folder of the
+    kernel's file, once a process: the product cleans its own kernels' stale cache files where it makes them."""
+    pruned: list[Path] = []
+    monkeypatch.setattr(jit_cache, "prune", pruned.append)
+    jit_cache._prune_once.cache_clear()
+    source = tmp_path / "mod.py"
+    source.write_text("def kern(x):\n    return x\n")
+    names: dict[str, Any] = {}
+    exec(compile(source.read_text(), str(source), "exec"), names)
+    keyed(names["kern"], [source])
+    keyed(names["kern"], [source])
+    assert pruned == [tmp_path]
+    jit_cache._prune_once.cache_clear()

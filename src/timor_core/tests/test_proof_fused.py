@@ -8,11 +8,11 @@ wherever the compiled kernels run."""
 from __future__ import annotations
 
 import numpy as np
+from family_cases import drawn_cut, family_member, goal_near
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from proof_robots import ROBOT
-from test_family_proof import _drawn_cut, _goal_near, _member
-from test_reach_proof import TOLERANCES
+from reach_cases import TOLERANCES
 
 from timor_core.search.filtering import reach_proof
 from timor_core.search.filtering.family_proof import ROTATION_SLACK
@@ -56,17 +56,17 @@ def _compare(name, pick, seed, miss, tolerance, budget, widen, levels, total) ->
     differ ('' if not) and what the proof ended in."""
     use_compiled(True)
     assert fused_kernel(jit=True) is not None  # (the build's, or numba's where none is built)
-    rng, _, _, cut = _drawn_cut(name, pick, seed)
+    rng, _, _, cut = drawn_cut(name, pick, seed)
     if cut is None:
         return "", "no chain"
-    goal, tol = _goal_near(cut.chain, rng, tolerance, miss), TOLERANCES[tolerance]
+    goal, tol = goal_near(cut.chain, rng, tolerance, miss), TOLERANCES[tolerance]
     aims = (0.05 + 3e-6, 0.1 + 3e-6, widen) if levels and widen > 0.1 else ()
     runs = [_proof(fused, cut.chain, goal, tol, budget, widen, aims) for fused in (True, False)]
     if differs := _same(*runs):
         return differs, ""
     proof, kept, witnesses = runs[0]
     ended = "witness" if witnesses else "undecided" if proof is None else "proven"
-    member, d = _member(cut, rng, total)
+    member, d = family_member(cut, rng, total)
     d += ROTATION_SLACK * (cut.gaps + 1)
     if proof is None or not kept or d >= kept[-1].floor:
         return "", ended

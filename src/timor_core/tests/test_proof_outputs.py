@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import pytest
 from proof_robots import assembly_of
-from test_reach_proof import TOLERANCES
+from reach_cases import TOLERANCES
 
 from timor_core.search.filtering import reach_proof
 from timor_core.search.filtering.family_proof import cut_chain

@@ -50,7 +50,7 @@ FAST = FilterConfig(ik_tries=10)  # fewer kinematic IK restarts: quick failures 
 TOL = {"toleranceProjection": ["x", "y", "z", "Theta_R"], "tolerance": [[-0.002, 0.002]] * 3 + [[0.0, 0.3]]}
 
 
-def _task(goal_poses, obstacles=(), constraints=(), gravity=(0.0, 0.0, -9.81), tid="synthetic") -> Task:
+def synthetic_task(goal_poses, obstacles=(), constraints=(), gravity=(0.0, 0.0, -9.81), tid="synthetic") -> Task:
     goals = [
         {"ID": f"g{k}", "type": "at", "goalPose": {"nominal": np.asarray(T).tolist(), **TOL}}
         for k, T in enumerate(goal_poses)
@@ -108,7 +108,7 @@ def known_qs(known_robot) -> list[np.ndarray]:
 @pytest.fixture(scope="module")
 def task(known_robot, known_qs) -> Task:
     """Two at goals: the known robot's TCP poses (reachable by construction), and a floor."""
-    return _task([known_robot.fk(q) for q in known_qs], obstacles=[FLOOR])
+    return synthetic_task([known_robot.fk(q) for q in known_qs], obstacles=[FLOOR])
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +116,7 @@ def result(space, task, robco) -> SearchResult:
     return ExhaustiveSearch(space, cost="mass", filters=FAST, workers=1, progress=False).optimize(task, robco)
 
 
-def _check_solution(db, ids, goals_q, task: Task) -> None:
+def check_solution(db, ids, goals_q, task: Task) -> None:
     """The assembly reaches every goal within its tolerance, free of collisions, at the stored and at fresh IK."""
     robot = ModuleAssembly.from_serial_modules(db, ids).robot
     for k, goal in enumerate(task.goals):
@@ -143,7 +143,7 @@ def test_known_robot_is_valid_and_evaluation_is_deterministic(task, robco, known
     assert again.goals == ev.goals  # same seed, same configurations
     other = evaluate(KNOWN, task, robco, "mass", FAST, rng=7)
     assert other.valid
-    _check_solution(robco, KNOWN, ev.q, task)
+    check_solution(robco, KNOWN, ev.q, task)
 
 
 def test_evaluate_accepts_references_and_round_trips(task, robco, tmp_path):
@@ -156,7 +156,7 @@ def test_evaluate_accepts_references_and_round_trips(task, robco, tmp_path):
 
 def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, known_qs):
     T = known_robot.fk(known_qs[0])
-    reachable = _task([T])
+    reachable = synthetic_task([T])
     T_arm = ModuleAssembly.from_serial_modules(robco, ARM).robot.fk([0.3, 1.0, 0.5])  # joint 2 holds a lever
     config = FilterConfig(ik_tries=10, max_modules=7, retries=1)
     cases = [  # (task, ids, bound, expected filter, expected reason key)
@@ -164,11 +164,11 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
         (reachable, KNOWN, 0.0, "bound", "cost not below the best found"),
         (reachable, ("base", "J", "I_200", "J", "I_200", "J", "L_100", "gripper"), math.inf, "limits", None),
         (reachable, ("base", "J"), math.inf, "robot", "no robot model: AssemblyError"),
-        (_task([_at((5.0, 0.0, 0.3))]), KNOWN, math.inf, "workspace", "g0: outside workspace"),
-        (_task([_at((0.1, 0.0, 0.2))]), ("base", "J", "gripper"), math.inf, "ik", "g0: no solution found"),
+        (synthetic_task([_at((5.0, 0.0, 0.3))]), KNOWN, math.inf, "workspace", "g0: outside workspace"),
+        (synthetic_task([_at((0.1, 0.0, 0.2))]), ("base", "J", "gripper"), math.inf, "ik", "g0: no solution found"),
         # the same with the proof of search.reach_proof (the default): refused before any IK
         (
-            _task([_at((0.1, 0.0, 0.2))]),
+            synthetic_task([_at((0.1, 0.0, 0.2))]),
             ("base", "J", "gripper"),
             math.inf,
             "workspace",
@@ -176,22 +176,22 @@ def test_every_filter_fails_with_its_reason_in_the_funnel(robco, known_robot, kn
         ),
         # the exhaustive search's family filter (FilterConfig.family_proof): the same proof, before the robot is built
         (
-            _task([_at((0.1, 0.0, 0.25))]),
+            synthetic_task([_at((0.1, 0.0, 0.25))]),
             ("base", "J", "gripper"),
             math.inf,
             "family",
             "g0: no configuration reaches it",
         ),
         (
-            _task([T], obstacles=[("block", (0.12, 0.12, 0.12), _at(T[:3, 3]))]),
+            synthetic_task([T], obstacles=[("block", (0.12, 0.12, 0.12), _at(T[:3, 3]))]),
             KNOWN,
             math.inf,
             "ik_task",
             "g0: every configuration within its tolerance collides with an obstacle",  # search.sweep_proof
         ),
-        (_task([T_arm], gravity=(0.0, 0.0, -9810.0)), ARM, math.inf, "torques", None),
+        (synthetic_task([T_arm], gravity=(0.0, 0.0, -9810.0)), ARM, math.inf, "torques", None),
         (
-            _task([T], constraints=[{"type": "validJointAngles", "limits": [[-0.01] * 3, [0.01] * 3]}]),
+            synthetic_task([T], constraints=[{"type": "validJointAngles", "limits": [[-0.01] * 3, [0.01] * 3]}]),
             KNOWN,
             math.inf,
             "joint_limits",
@@ -251,7 +251,7 @@ def test_exhaustive_search_finds_a_valid_assembly_no_heavier_than_the_known_one(
     assert result.valid >= 1 and result.next_seq == len(space)
     assert result.improvements and result.improvements[-1]["cost"] == result.best_cost
     assert result.history[-1]["best_cost"] == result.best_cost
-    _check_solution(robco, result.best_ids, result.best_q, task)
+    check_solution(robco, result.best_ids, result.best_q, task)
 
 
 def test_the_funnel_explains_every_rejection_and_the_bound_skips(result):
@@ -340,7 +340,7 @@ def test_random_search_through_the_same_interface(space, task, robco, result):
     assert partial.funnel.total == 30
     full = search.optimize(task, robco, None)  # the whole space in random order: the same optimum
     assert full.evaluations == len(space) and full.best_cost == pytest.approx(result.best_cost)
-    _check_solution(robco, full.best_ids, full.best_q, task)
+    check_solution(robco, full.best_ids, full.best_q, task)
 
 
 # -- the user-study task -------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def test_user_study_search(robco):
     assert ev.valid, ev.reason
     res = ExhaustiveSearch(space, workers=1, progress=False, order="cost").optimize(task, robco)
     assert res.found and res.best_cost <= ev.cost + 1e-9
-    _check_solution(robco, res.best_ids, res.best_q, task)
+    check_solution(robco, res.best_ids, res.best_q, task)
     reasons = {k for name in res.funnel.names for k in res.funnel.reasons[name]}
     # out of reach: proven per family of chains (search.family_proof) or by the distance bounds
     assert any(k.endswith(("outside workspace", "no configuration reaches it")) for k in reasons)
@@ -423,7 +423,7 @@ def test_follow_goals_are_filtered_along_their_whole_trajectory(robco, known_rob
     leaves = [*along[:5], _at((4.0, 0.0, 0.5)), *along[5:]]  # one pose far outside the workspace
     c = FilterChain(_follow_task(leaves), robco, "mass", config)(KNOWN, math.inf)
     assert c.failed_filter == "workspace" and "pose 5 of its trajectory" in c.reason
-    assert FilterChain(_task([leaves[0]]), robco, "mass", config)(KNOWN, math.inf).failed_filter is None
+    assert FilterChain(synthetic_task([leaves[0]]), robco, "mass", config)(KNOWN, math.inf).failed_filter is None
 
     inside = known_robot.fk(q0)  # within reach, but turned so no configuration of the 3-axis arm matches it
     inside[:3, :3] = np.diag([1.0, -1.0, -1.0]) @ inside[:3, :3]

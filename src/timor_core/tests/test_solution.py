@@ -11,69 +11,30 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from solution_cases import (
+    BASE,
+    ORDER,
+    ROBCO_6DOF,
+    TOLERANCE,
+    blocking_task,
+    entry,
+    free_configurations,
+    make_task,
+    stationary,
+    task_json,
+    two_way,
+    with_arrays,
+)
 
 from timor_core import FormatError, InputError, ModuleAssembly, ValidationError
-from timor_core.kinematics.trajectory import Trajectory, time_parametrize
+from timor_core.kinematics.trajectory import Trajectory
 from timor_core.task import Task
 from timor_core.task.point_to_point import solve_point_to_point
 from timor_core.task.solution import Solution, SolveError
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
 TASKS = SHARED / "data" / "cobra" / "tasks"
-ROBCO_6DOF = ["base", "J", "L_250", "J", "L_100", "J", "L_100", "J", "L_100", "J", "L_100", "J", "gripper"]
 IMPROV_6DOF = ["1", "21", "4", "21", "5", "23", "12"]
-BASE = np.array([[0.0, -1.0, 0.0, 0.5], [1.0, 0.0, 0.0, -0.2], [0.0, 0.0, 1.0, 0.1], [0.0, 0.0, 0.0, 1.0]])
-TOLERANCE = {"toleranceProjection": ["r_sph", "Theta_R"], "tolerance": [[0.0, 0.005], [0.0, 0.05]]}
-ORDER = ["g0", "g1", "g2", "hold", "back"]
-
-
-def _free_configurations(robot, rng, n):
-    out = []
-    while len(out) < n:
-        q = robot.random_configuration(rng)
-        if not robot.has_self_collision(q) and robot.fk(q)[2, 3] > 0.0:
-            out.append(q)
-    return out
-
-
-def task_json(robot, seed: int = 3) -> dict:
-    """A task whose pose goals are the TCP poses of random configurations (reachable by construction)."""
-    qs = _free_configurations(robot, np.random.default_rng(seed), 3)
-    goals = [
-        {"ID": f"g{k}", "type": "reach" if k == 1 else "at", "goalPose": {"nominal": robot.fk(q).tolist(), **TOLERANCE}}
-        for k, q in enumerate(qs)
-    ]
-    goals += [
-        {"ID": "hold", "type": "pause", "duration": 0.25},
-        {"ID": "back", "type": "returnTo", "returnToGoal": "g0"},
-    ]
-    floor = np.eye(4)
-    floor[:3, 3] = [0.5, -0.2, -0.5]
-    return {
-        "header": {"ID": "synthetic", "taskName": "synthetic", "timeStepSize": 0.01, "gravity": [0, 0, -9.81]},
-        "obstacles": [
-            {
-                "ID": "floor",
-                "collision": [{"type": "box", "parameters": {"x": 3, "y": 3, "z": 0.1}, "pose": floor.tolist()}],
-            }
-        ],
-        "goals": goals,
-        "constraints": [
-            {"type": "joint", "parts": ["q", "dq", "ddq", "tau"]},
-            {"type": "selfCollisionFree"},
-            {"type": "collisionFree", "safetyMargin": 0.01},
-            {"type": "allGoalsFulfilled"},
-            {"type": "allGoalsFulfilledInOrder", "order": ORDER},
-            {
-                "type": "basePlacement",
-                "pose": {"nominal": BASE.tolist(), "toleranceProjection": ["r_sph"], "tolerance": [[0, 0.01]]},
-            },
-        ],
-    }
-
-
-def make_task(data: dict) -> Task:
-    return Task.from_json_data(copy.deepcopy(data))
 
 
 # one worker builds the solved solution once for all the tests here (xdist spreads a module's tests)
@@ -98,15 +59,6 @@ def synthetic(robot) -> dict:
 @pytest.fixture(scope="module")
 def solved(assembly, synthetic) -> Solution:
     return solve_point_to_point(make_task(synthetic), assembly, rng=1, cost_function="cyc,mass_0.5")
-
-
-def stationary(q, n: int = 3, dt: float = 0.01) -> Trajectory:
-    q = np.repeat(np.asarray(q, dtype=float)[None], n, axis=0)
-    return Trajectory(np.arange(n) * dt, q, np.zeros_like(q), np.zeros_like(q))
-
-
-def entry(report: dict, ctype: str) -> dict:
-    return next(c for c in report["constraints"] if c["type"] == ctype)
 
 
 # -- solve_point_to_point and a valid solution -------------------------------------------------------
@@ -260,21 +212,12 @@ def test_wrong_dof_and_invalid_json(solved, synthetic, robco, tmp_path):
         Solution.from_json_file(path, make_task(synthetic), robco)
 
 
-# -- constraints that fail ---------------------------------------------------------------------------
-
-
-def _with(traj: Trajectory, **arrays) -> Trajectory:
-    parts = {k: np.array(getattr(traj, k)) for k in ("t", "q", "dq", "ddq")}
-    parts.update(arrays)
-    return Trajectory(**parts)
-
-
 def test_position_velocity_and_torque_limits(solved, assembly, synthetic, robot):
     tr = solved.trajectory
     k = len(tr) // 2
     q = np.array(tr.q)
     q[k, 2] = robot.joint_limits[1, 2] + 0.1
-    sol = Solution(make_task(synthetic), assembly, _with(tr, q=q), BASE, solved.goal_times)
+    sol = Solution(make_task(synthetic), assembly, with_arrays(tr, q=q), BASE, solved.goal_times)
     r = entry(sol.report(), "joint")
     assert not sol.valid and not r["ok"] and r["time"] == pytest.approx(tr.t[k])
     assert robot.joints[2] in r["reason"] and "position" in r["reason"]
@@ -307,23 +250,9 @@ def test_self_collision_is_reported_with_geometries(assembly, robot):
         assert not r["ok"] and r["time"] == 0.0 and "self-collision (" in r["reason"] and " / " in r["reason"]
 
 
-def _blocking_task(robot, q, offset: float, margin: float | None) -> dict:
-    T = robot.fk(q)
-    centre = np.eye(4)
-    centre[:3, 3] = T[:3, 3] + offset * T[:3, 2]
-    free = {"type": "collisionFree"} if margin is None else {"type": "collisionFree", "safetyMargin": margin}
-    return {
-        "header": {"ID": "obstacle"},
-        "obstacles": [
-            {"ID": "blocker", "collision": [{"type": "sphere", "parameters": {"r": 0.03}, "pose": centre.tolist()}]}
-        ],
-        "constraints": [{"type": "selfCollisionFree"}, free],
-    }
-
-
 def test_obstacle_collision_and_safety_margin(assembly, robot):
-    q = _free_configurations(robot, np.random.default_rng(7), 1)[0]
-    sol = Solution(make_task(_blocking_task(robot, q, 0.0, None)), assembly, stationary(q), BASE)
+    q = free_configurations(robot, np.random.default_rng(7), 1)[0]
+    sol = Solution(make_task(blocking_task(robot, q, 0.0, None)), assembly, stationary(q), BASE)
     report = sol.report()
     assert entry(report, "selfCollisionFree")["ok"]
     r = entry(report, "collisionFree")
@@ -332,11 +261,11 @@ def test_obstacle_collision_and_safety_margin(assembly, robot):
     offset = next(
         o
         for o in np.arange(0.0, 0.6, 0.005)
-        if Solution(make_task(_blocking_task(robot, q, o, None)), assembly, stationary(q), BASE).valid
+        if Solution(make_task(blocking_task(robot, q, o, None)), assembly, stationary(q), BASE).valid
     )
     clear = offset + 0.005
-    assert Solution(make_task(_blocking_task(robot, q, clear, 0.0)), assembly, stationary(q), BASE).valid
-    close = Solution(make_task(_blocking_task(robot, q, clear, 0.05)), assembly, stationary(q), BASE)
+    assert Solution(make_task(blocking_task(robot, q, clear, 0.0)), assembly, stationary(q), BASE).valid
+    close = Solution(make_task(blocking_task(robot, q, clear, 0.05)), assembly, stationary(q), BASE)
     r = entry(close.report(), "collisionFree")
     assert not r["ok"] and "blocker" in r["reason"] and "safety margin 0.05" in r["reason"]
 
@@ -374,17 +303,8 @@ def test_unknown_constraint_types_are_reported_unchecked(solved, assembly, synth
     assert r["ok"] and r["checked"] is False and report["valid"]
 
 
-# -- goals -----------------------------------------------------------------------------------------
-
-
-def _two_way(robot) -> tuple[Trajectory, np.ndarray, np.ndarray]:
-    qa, qb = _free_configurations(robot, np.random.default_rng(11), 2)
-    tr = time_parametrize(np.array([qa, qb, qa]), robot.velocity_limits, robot.acceleration_limits, 0.01)
-    return tr, qa, qb
-
-
 def test_at_reach_and_goal_times(assembly, robot):
-    tr, qa, qb = _two_way(robot)
+    tr, qa, qb = two_way(robot)
     k = int(np.argmax(np.abs(tr.dq).max(axis=1)))  # the fastest sample
     pose = {"nominal": robot.fk(tr.q[k]).tolist()}
     data = {
@@ -410,7 +330,7 @@ def test_at_reach_and_goal_times(assembly, robot):
 
 
 def test_pause_and_return_to(assembly, robot):
-    tr, qa, qb = _two_way(robot)
+    tr, qa, qb = two_way(robot)
     hold = stationary(qa, 31)
     full = Trajectory.concatenate([tr, hold])
     end = float(full.t[-1])
@@ -436,7 +356,7 @@ def test_pause_and_return_to(assembly, robot):
 
 
 def test_follow(assembly, robot):
-    tr, qa, qb = _two_way(robot)
+    tr, qa, qb = two_way(robot)
     poses = [{"nominal": robot.fk(q).tolist(), **TOLERANCE} for q in tr.q[10:31]]
     data = {
         "header": {"ID": "follow", "timeStepSize": 0.01},
@@ -452,7 +372,7 @@ def test_follow(assembly, robot):
 
 
 def test_goal_constraints(assembly, robot):
-    tr, qa, qb = _two_way(robot)
+    tr, qa, qb = two_way(robot)
     pose = {"nominal": robot.fk(qb).tolist()}
     tight = {"type": "validJointAngles", "limits": [[-0.01] * 6, [0.01] * 6]}
     data = {

@@ -3,7 +3,7 @@
 
 Why both: loading numba and the compiled kernels costs a process ~1.3 s, more than a short search spends on its
 proofs; a long one spends ~5x less with them. The same formulas, arrays of boxes at a time here, box by box there;
-``tests/test_reach_proof.py`` checks that both give the same bounds, and each against the chain's own poses.
+``tests/test_reach_proof_boxes.py`` checks that both give the same bounds, and each against the chain's own poses.
 """
 
 from __future__ import annotations
