@@ -282,18 +282,36 @@ def test_files_stay_small():
     assert not too_big, f"split these (one concept a file): {too_big}"
 
 
-def test_no_private_names_across_test_files():
-    """A test file imports no private name (``_x``) of another file of the tests folder: what tests share is public,
-    in a helper module or conftest.py (as in the package, test_no_private_names_across_files)."""
-    local = set(_test_files())
-    private = [
+def _private_uses(path: Path, local: set[str]) -> list[str]:
+    """The private names (``_x``) of the tests folder's files ``path`` takes: imported by name, or read off a module
+    of the folder imported whole (``import test_x`` then ``test_x._y``)."""
+    tree = _tree(path)
+    modules = {(alias.asname or alias.name): alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if alias.name in local}  # fmt: skip
+    uses = [
         f"tests/{path.name}:{node.lineno} imports {alias.name} from {node.module}"
-        for path in _test_files().values()
-        for node in ast.walk(_tree(path))
+        for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and not node.level and node.module in local
         for alias in node.names
         if alias.name.startswith("_")
     ]
+    return uses + [
+        f"tests/{path.name}:{node.lineno} reads {node.attr} of {modules[node.value.id]}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in modules
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    ]
+
+
+def test_no_private_names_across_test_files():
+    """A test file takes no private name (``_x``) of another file of the tests folder, imported or read off the
+    module: what tests share is public, in a helper module or conftest.py (as in the package,
+    test_no_private_names_across_files)."""
+    local = set(_test_files())
+    private = [use for path in _test_files().values() for use in _private_uses(path, local)]
     assert not private, "\n".join(private)
 
 
