@@ -34,7 +34,7 @@ from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descripto
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.exhaustive_search.shard_mail import Mailboxes, MailLink
-from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
+from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, keep_space, run_shard
 from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
 from timor_core.search.filtering import cover_kernel, cut_kernel, proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
@@ -281,5 +281,6 @@ def local_sharded_search(search: ShardedSearch, workers: int, mp_context: Any = 
     result = search.new_result()
     result.workers = workers
     spec = WorkerSpec(DBRef.of(search.db), TaskRef.of(search.task), cost, config)
+    keep_space(spec, search.space)  # (forked shards take it: not compiled again in each)
     ex = LocalShards(workers, mp_context, spec)
     return run_shards(ex, search, result, {"start": search.start, "stop": search.end}, None, spec, t0)

@@ -43,7 +43,7 @@ from timor_core.search.spaces.rules import SearchSpaceError, SpaceOptions
 from timor_core.search.spaces.space import SerialSpace
 from timor_core.task.feedback import task_base_placement
 
-__all__ = ["DaskHub", "ShardJob", "ShardState", "decidable", "run_shard"]
+__all__ = ["DaskHub", "ShardJob", "ShardState", "decidable", "keep_space", "run_shard", "shard_space"]
 
 _SPACES: dict[tuple, SerialSpace] = {}
 _PRICE_IDS, _KEY = itemgetter(0, 2), itemgetter(0, 1)  # (price, ids) and (price, position) of (price, position, ids)
@@ -187,14 +187,28 @@ class ShardState:
 
 
 def shard_space(spec: WorkerSpec, options: str) -> SerialSpace:
-    """The search space in this process (compiled once per module set and options)."""
+    """The search space in this process (compiled once per module set and options, or the one :func:`keep_space`
+    left)."""
     key = (spec.db.key, options)
     space = _SPACES.get(key)
     if space is None:
-        if len(_SPACES) >= 4:
-            _SPACES.clear()
         db = worker_evaluator(spec).db
-        space = _SPACES[key] = SerialSpace(db, SpaceOptions.from_json(json.loads(options)))
+        space = _keep(key, SerialSpace(db, SpaceOptions.from_json(json.loads(options))))
+    return space
+
+
+def keep_space(spec: WorkerSpec, space: SerialSpace) -> None:
+    """Let :func:`shard_space` give ``space`` for ``spec``'s module set and ``space``'s options in this process and
+    the shards forked from it. Why: each local shard compiled the space its parent had compiled already (~2-3 ms of
+    a shard's CPU, :mod:`.local_shards`); with the parent's, the shards' walk prices the assemblies with the very
+    space the parent counts the best's position in (:func:`~.shards.cost_rank`)."""
+    _keep((spec.db.key, space.options.canonical_json()), space)
+
+
+def _keep(key: tuple, space: SerialSpace) -> SerialSpace:
+    if key not in _SPACES and len(_SPACES) >= 4:
+        _SPACES.clear()
+    _SPACES[key] = space
     return space
 
 
