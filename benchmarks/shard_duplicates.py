@@ -5,12 +5,13 @@
 
 One 2-worker cost-ordered search, every family proof of each shard logged (``FamilyProofs._prove``: goal, family,
 translations, start, margin, kept boxes, monotonic times, CPU). Per shard: proofs of a chain and goal the other shard
-proved too; proofs of a chain a certificate of the other shard covered before the proof began (what a faster exchange
-would save) or while one of its proofs ran (what "I am proving this" would save); started proofs for which the other
-shard's kept boxes (of proofs ended before, its last :data:`~.family_proof.STARTS` of the goal and family) held a
-start where its own held none, or a nearer one. ``--replay``: those proofs run again in this process (warm, best of
-5) from their own start and from the other's nearest: the CPU the other's boxes would save (their direct effect
-only: a proof started elsewhere keeps other boxes, widens to another margin). Measurement only (patches made here).
+proved too; proofs of a chain a certificate of the other shard covered before the proof began (what a faster
+exchange would save), while one of its proofs ran (what "I am proving this" would save) or at any time (the cost
+order's race: the other proved a chain of the family later); started proofs for which the other shard's kept boxes
+(of proofs ended before, its last :data:`~.family_proof.STARTS` of the goal and family) held a start where its own
+held none, or a nearer one. ``--replay``: those proofs run again in this process (warm, best of 5) from their own
+start and from the other's nearest: the CPU the other's boxes would save (their direct effect only: a proof started
+elsewhere keeps other boxes, widens to another margin). Measurement only (patches made here).
 """
 
 from __future__ import annotations
@@ -73,13 +74,15 @@ def _others_start(r: dict, other: list[dict]) -> tuple[Any, float] | None:
     return best
 
 
-def _covered(r: dict, other: list[dict], during: bool) -> bool:
+def _covered(r: dict, other: list[dict], when: str) -> bool:
+    """Whether a certificate of the other shard covers ``r``'s chain, made ``when`` ("before" its proof began,
+    "during": while it began, "after": once it began)."""
     slack = family_proof.ROTATION_SLACK * (r["gaps"] + 1)
     for o in other:
         if (o["k"], o["rot"]) != (r["k"], r["rot"]) or o["margin"] is None or o["margin"] <= slack:
             continue
-        when = o["t0"] < r["t0"] <= o["t1"] if during else o["t1"] < r["t0"]
-        if when and distance(o["rows"], r["rows"]) < o["margin"] - slack:
+        at = o["t1"] < r["t0"] if when == "before" else o["t0"] < r["t0"] <= o["t1"] if when == "during" else True
+        if at and distance(o["rows"], r["rows"]) < o["margin"] - slack:
             return True
     return False
 
@@ -98,8 +101,9 @@ def report(logs: list[list[dict]], replay: bool) -> None:
     for s, log in enumerate(logs):
         other = logs[1 - s]
         same = sum(any((o["k"], o["rot"], o["rows"]) == (r["k"], r["rot"], r["rows"]) for o in other) for r in log)
-        before = sum(_covered(r, other, False) for r in log)
-        during = sum(_covered(r, other, True) and not _covered(r, other, False) for r in log)
+        before = sum(_covered(r, other, "before") for r in log)
+        during = sum(_covered(r, other, "during") and not _covered(r, other, "before") for r in log)
+        ever = sum(_covered(r, other, "ever") for r in log)
         new = nearer = 0
         own_s = others_s = 0.0
         for r in log:
@@ -114,7 +118,8 @@ def report(logs: list[list[dict]], replay: bool) -> None:
         print(
             f"shard {s}: {len(log)} proofs ({started} started), {sum(r['cpu'] for r in log):.3f} CPU-s; the same "
             f"chain and goal proven by the other: {same}; covered by the other's certificate before: {before}, "
-            f"by one being proven: {during}; the other's boxes would start {new} unstarted, {nearer} nearer"
+            f"by one being proven: {during}, at any time: {ever}; the other's boxes would start {new} unstarted, "
+            f"{nearer} nearer"
         )
         if replay:
             print(f"   replayed: {own_s * 1e3:.1f} ms from their own starts, {others_s * 1e3:.1f} ms from the other's")
