@@ -9,9 +9,9 @@ import multiprocessing
 import numpy as np
 from proof_robots import DBS, assembly_of
 
+from timor_core.kinematics.tolerance import tolerance_from_json
 from timor_core.search.exhaustive_search import shard_mail
 from timor_core.search.filtering.family_proof import FamilyProofs, cut_chain
-from timor_core.kinematics.tolerance import tolerance_from_json
 
 TOLERANCE = tolerance_from_json(["x", "y", "z", "Theta_R"], [[-1e-3, 1e-3]] * 3 + [[0.0, np.pi / 4]])
 
