@@ -54,6 +54,9 @@ TAIL = 64
 #: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
 #: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
 LONG_TAIL = 8192
+#: a final tail keeps the keys down to this many ulps below its best's cost (:meth:`ShardState.trim_tail`): equal
+#: masses summed in another order differ by a few
+NEAR_ULPS = 64
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,15 @@ class ShardState:
     tail: list[tuple[float, int]] = field(default_factory=list)  # the last taken (cost, position) of this run
 
     def trim_tail(self, best: tuple[float, int] | None) -> None:
-        """At the end of a run: keep the keys from the last one cheaper than ``best`` on (all kept if it is None).
-        Its equals in cost stay: another shard's best of the same cost at an earlier position may be the overall
-        one (the shards learn of each other's late), and its rank is counted from these keys."""
+        """At the end of a run: keep the keys from the last one more than :data:`NEAR_ULPS` ulps cheaper than
+        ``best`` on (all kept if it is None). Its equals in cost stay: another shard's best of the same cost at an
+        earlier position may be the overall one (the shards learn of each other's late), and its rank is counted from
+        these keys; so do those a few ulps cheaper: another shard's best may be the same mass summed in another order
+        (``obstacles_4``: 13.879999999999999 against 13.88, found after this shard ended in about half the searches;
+        the parent then walked the cost order again for the best's rank, 21-48 ms of the search's wall)."""
         if best is not None:
-            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (best[0], -1)) - 1) :]
+            floor = best[0] - NEAR_ULPS * math.ulp(best[0]) if math.isfinite(best[0]) else best[0]
+            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (floor, -1)) - 1) :]
 
     def found_report(self) -> ShardState:
         """The state as its best is reported (at once): a copy, its tail trimmed at that best (:meth:`trim_tail`; the
@@ -287,6 +294,9 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
     finally:
         if link is not None:
             link.close()
+    held = getattr(hub, "held", None)
+    if held is not None:  # (its process ends with the shard: freeing these took 2-7 ms of a shard's end, see the hub)
+        held += [ranked, state.tail]
     state.trim_tail(hub.best())
     return state.to_json()
 
