@@ -12,7 +12,7 @@ from timor_core import ModulesDB
 from timor_core.search import FilterConfig
 from timor_core.search.evaluation.evaluate import DBRef, TaskRef
 from timor_core.search.evaluation.parallel import WorkerSpec
-from timor_core.search.exhaustive_search import local_shards, shard_mail
+from timor_core.search.exhaustive_search import local_shards, shard_mail, shard_worker
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.exhaustive_search.shards import rank_from_tails
 from timor_core.search.spaces.space import SerialSpace, SpaceOptions
@@ -69,3 +69,42 @@ def test_a_tail_keeps_the_keys_a_few_ulps_below_its_best():
     assert rank_from_tails(states, 66_144) == 40 + 31  # (shard 0: its 40 cheaper keys; shard 1: 30 and 19,559)
     far = [_state(0, zero, (high, 50_426)), _state(1, [(10.0, 1), (11.0, 66_144)], (11.0, 66_144))]
     assert rank_from_tails(far, 66_144) is None  # (a best much cheaper: not known from the tail, walked as before)
+
+
+def _hubs(k: int = 2) -> tuple:
+    ctx = multiprocessing.get_context()
+    mail, best = shard_mail.Mailboxes.make(ctx, k), ctx.Array("d", [math.inf, math.inf])
+    places = ctx.RawArray("d", [-math.inf] * (2 * k))
+    return mail, [local_shards.LocalHub(r, best, mail, ctx.Queue(), places) for r in range(k)]
+
+
+def test_a_shard_says_where_it_walks_and_an_ended_one_takes_nothing_more():
+    mail, hubs = _hubs(3)
+    assert hubs[0].behind() == (-math.inf, -math.inf)  # (others not started: they may take anything)
+    hubs[1].at((12.5, 7))
+    hubs[2].at((11.0, 90))
+    assert hubs[0].behind() == (11.0, 90) and hubs[2].behind() == (-math.inf, -math.inf)
+    hubs[2].at((math.inf, math.inf))
+    assert hubs[0].behind() == (12.5, 7)
+    hubs[1].at((math.inf, math.inf))
+    assert hubs[0].behind() is None
+    mail.close()
+
+
+def test_a_shard_ending_ahead_keeps_its_keys_from_where_the_other_still_walks():
+    """The user study: shard 0 ends at its best, 11.08 kg, while shard 1 still walks at 11.02 and finds a best there
+    later. Shard 0's final tail keeps its keys from where shard 1 was (its best comes no earlier): the parent counts
+    the best's position from the tails (before, it walked the whole cost order again)."""
+    mail, hubs = _hubs()
+    zero = [(10.9, k) for k in range(50)] + [(11.0, 3)] + [(11.02, 70_000), (11.05, 5), (11.08, 67_876)]
+    one = [(10.95, k) for k in range(200, 260)] + [(11.01, 20_492), (11.02, 67_743)]
+    hubs[1].at((11.01, 20_492))  # (shard 1's batch starts there)
+    hubs[0].best_array[0], hubs[0].best_array[1] = 11.08, 67_876  # (shard 0's own best, the only one known)
+    end = shard_worker._trim_key(hubs[0])
+    assert end == (11.01, 20_492) and hubs[1].behind() is None  # (shard 0 said it takes nothing more)
+    states = [_state(0, zero, end), _state(1, one, (11.02, 67_743))]
+    assert states[0].tail[0] == (11.0, 3)
+    assert rank_from_tails(states, 67_743) == 51 + 61
+    alone = [_state(0, zero, (11.08, 67_876)), states[1]]  # (trimmed at its own best, as before)
+    assert rank_from_tails(alone, 67_743) is None
+    mail.close()
