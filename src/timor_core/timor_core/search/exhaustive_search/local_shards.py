@@ -34,7 +34,7 @@ from timor_core.search.evaluation.evaluate import DBRef, TaskRef, cost_descripto
 from timor_core.search.evaluation.parallel import WorkerSpec, default_context
 from timor_core.search.evaluation.result import SearchResult
 from timor_core.search.exhaustive_search.shard_mail import Mailboxes, MailLink
-from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
+from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, keep_space, run_shard
 from timor_core.search.exhaustive_search.shards import ShardedSearch, run_shards
 from timor_core.search.filtering import cover_kernel, cut_kernel, proof_kernel
 from timor_core.search.filtering.filters import FilterConfig
@@ -47,9 +47,16 @@ class LocalHub:
     ``(cost, position)`` in a shared array, its reports and final state to the parent's queue, its certificates
     through the shards' pipes (:mod:`.shard_mail`)."""
 
-    def __init__(self, index: int, best: Any, mail: Mailboxes, reports: Any) -> None:
+    def __init__(
+        self, index: int, best: Any, mail: Mailboxes, reports: Any, places: Any = None, held: list | None = None
+    ) -> None:
         self.index, self.best_array, self.mail, self.reports = index, best, mail, reports
         self.raw, self.lock = best.get_obj(), best.get_lock()  # read under one lock (not one per item)
+        self.places = places  # per shard, the (cost, position) its walk is at (shared, written by that shard only)
+        # what the shard leaves here is never freed: its process ends with it (without freeing, ``os._exit``). Why:
+        # freeing the walk's frontier and the keys of its tail at its end took 2-7 ms (``five_joints``; 2 ms on
+        # ``obstacles_4``, 0.5 ms on the user study), on the search's wall for the last shard to end
+        self.held = held
 
     def best(self) -> tuple[float, int] | None:
         with self.lock:
@@ -71,6 +78,21 @@ class LocalHub:
     def progress(self, state: ShardState) -> None:
         self.reports.put(("progress", self.index, state.text()))
 
+    def at(self, key: tuple) -> None:
+        """Where this shard's walk is: every ``(cost, position)`` it takes from now on comes at or after ``key``."""
+        if self.places is not None:
+            self.places[2 * self.index], self.places[2 * self.index + 1] = key[0], key[1]
+
+    def behind(self) -> tuple[float, float] | None:
+        """The least key another shard may still take, from where they said they are (None: none: all ended). Read
+        without a lock: a shard's place only grows, so a value read late is lower than its place, never higher."""
+        if self.places is None:
+            return None
+        places = self.places
+        keys = [(places[2 * r], places[2 * r + 1]) for r in range(len(places) // 2) if r != self.index]
+        low = min(keys, default=(math.inf, math.inf))
+        return None if math.isinf(low[0]) and low[0] > 0 else low
+
     def link(self, proofs: Any) -> MailLink | None:
         if proofs is None or self.mail.k < 2:
             return None
@@ -88,10 +110,12 @@ def _shard_process(n: int, fn: Any, job: ShardJob, results: Any) -> None:
 
 def _local_shard(job: ShardJob) -> dict:
     """Shard ``job`` with the hub of this machine's processes (set up by :class:`ShardProcesses`)."""
-    return run_shard(job, LocalHub(job.index, *_SHARED))
+    best, mail, reports, places = _SHARED
+    return run_shard(job, LocalHub(job.index, best, mail, reports, places, held=_HELD))
 
 
-_SHARED: list[Any] = []  # in a shard's process: the best array, the mailboxes and the reports queue
+_SHARED: list[Any] = []  # in a shard's process: the best array, the mailboxes, the reports queue and the places
+_HELD: list[Any] = []  # in a shard's process: what its end leaves unfreed (:class:`LocalHub`)
 
 
 #: s: how often the parent's threads that take the shards' results and reports look whether the search has ended.
@@ -220,7 +244,8 @@ class LocalShards:
         self.k, self.filter_names = workers, (warm(spec) if forked else spec.evaluator()).chain.names
         self.best = ctx.Array("d", [math.inf, math.inf])
         self.reports = ctx.Queue()
-        self.pool = ShardProcesses(ctx, (self.best, Mailboxes.make(ctx, workers), self.reports))
+        places = ctx.RawArray("d", [-math.inf] * (2 * workers))  # (not started: anywhere; :meth:`LocalHub.at`)
+        self.pool = ShardProcesses(ctx, (self.best, Mailboxes.make(ctx, workers), self.reports, places))
         self.pump: threading.Thread | None = None
         self.open_ = False
 
@@ -281,5 +306,6 @@ def local_sharded_search(search: ShardedSearch, workers: int, mp_context: Any = 
     result = search.new_result()
     result.workers = workers
     spec = WorkerSpec(DBRef.of(search.db), TaskRef.of(search.task), cost, config)
+    keep_space(spec, search.space)  # (forked shards take it: not compiled again in each)
     ex = LocalShards(workers, mp_context, spec)
     return run_shards(ex, search, result, {"start": search.start, "stop": search.end}, None, spec, t0)

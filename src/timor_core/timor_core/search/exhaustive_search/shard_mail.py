@@ -110,12 +110,19 @@ class MailLink:
             self.proofs.share()
         self.taken = [0] * self.mail.k
         self.pending = {r: [] for r in range(self.mail.k) if r != self.index}
+        self.proofs.inbox = self.receive  # (asked before each proof: what came during an evaluation is not proven)
 
     def exchange(self, final: bool = False) -> None:
         """Learn what came; send what was learnt here, as far as each pipe has room (``final``: the same). Most
         calls find nothing either way (three a walked assembly, ~1,000 a shard): those read one count per other
         shard and return."""
-        mail, me, k, taken = self.mail, self.index, self.mail.k, self.taken
+        self.receive()
+        if self.proofs.lessons or self.waiting:  # (else nothing learnt here since, nothing left to send)
+            self._post()
+
+    def receive(self) -> bool:
+        """Learn what the other shards sent since (True: something came)."""
+        mail, me, k, taken, came = self.mail, self.index, self.mail.k, self.taken, False
         for s in self.pending:
             i = s * k + me
             while taken[s] < mail.sent[i]:
@@ -123,8 +130,8 @@ class MailLink:
                 taken[s] += 1
                 mail.taken_bytes[i] += len(data) + _HEADER
                 self.proofs.learn(unpacked(data))
-        if self.proofs.lessons or self.waiting:  # (else nothing learnt here since, nothing left to send)
-            self._post()
+                came = True
+        return came
 
     def _post(self) -> None:
         """Send what the proofs learnt since (and what waits), as far as each pipe has room."""
@@ -161,4 +168,4 @@ class MailLink:
         """Send what fits, and let the proofs stop keeping what they learn. What came is not learnt: this shard's
         walk has ended (its process ends with it)."""
         self._post()
-        self.proofs.lessons = None
+        self.proofs.lessons = self.proofs.inbox = None

@@ -43,7 +43,7 @@ from timor_core.search.spaces.rules import SearchSpaceError, SpaceOptions
 from timor_core.search.spaces.space import SerialSpace
 from timor_core.task.feedback import task_base_placement
 
-__all__ = ["DaskHub", "ShardJob", "ShardState", "decidable", "run_shard"]
+__all__ = ["DaskHub", "ShardJob", "ShardState", "decidable", "keep_space", "run_shard", "shard_space"]
 
 _SPACES: dict[tuple, SerialSpace] = {}
 _PRICE_IDS, _KEY = itemgetter(0, 2), itemgetter(0, 1)  # (price, ids) and (price, position) of (price, position, ids)
@@ -54,6 +54,9 @@ TAIL = 64
 #: (a shard that ran ahead of the one that found the best took up to a few hundred after it), so that the best's
 #: position is counted without walking the cost order again (that walk took the client ~0.8 s on obstacle_middle)
 LONG_TAIL = 8192
+#: a final tail keeps the keys down to this many ulps below its best's cost (:meth:`ShardState.trim_tail`): equal
+#: masses summed in another order differ by a few
+NEAR_ULPS = 64
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,16 @@ class ShardState:
     next: tuple[float, int] | None = None
     tail: list[tuple[float, int]] = field(default_factory=list)  # the last taken (cost, position) of this run
 
-    def trim_tail(self, best: tuple[float, int] | None) -> None:
-        """At the end of a run: keep the keys from the last one cheaper than ``best`` on (all kept if it is None).
-        Its equals in cost stay: another shard's best of the same cost at an earlier position may be the overall
-        one (the shards learn of each other's late), and its rank is counted from these keys."""
+    def trim_tail(self, best: tuple[float, float] | None) -> None:
+        """At the end of a run: keep the keys from the last one more than :data:`NEAR_ULPS` ulps cheaper than
+        ``best`` on (all kept if it is None). Its equals in cost stay: another shard's best of the same cost at an
+        earlier position may be the overall one (the shards learn of each other's late), and its rank is counted from
+        these keys; so do those a few ulps cheaper: another shard's best may be the same mass summed in another order
+        (``obstacles_4``: 13.879999999999999 against 13.88, found after this shard ended in about half the searches;
+        the parent then walked the cost order again for the best's rank, 21-48 ms of the search's wall)."""
         if best is not None:
-            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (best[0], -1)) - 1) :]
+            floor = best[0] - NEAR_ULPS * math.ulp(best[0]) if math.isfinite(best[0]) else best[0]
+            self.tail = self.tail[max(0, bisect.bisect_left(self.tail, (floor, -1)) - 1) :]
 
     def found_report(self) -> ShardState:
         """The state as its best is reported (at once): a copy, its tail trimmed at that best (:meth:`trim_tail`; the
@@ -187,14 +194,28 @@ class ShardState:
 
 
 def shard_space(spec: WorkerSpec, options: str) -> SerialSpace:
-    """The search space in this process (compiled once per module set and options)."""
+    """The search space in this process (compiled once per module set and options, or the one :func:`keep_space`
+    left)."""
     key = (spec.db.key, options)
     space = _SPACES.get(key)
     if space is None:
-        if len(_SPACES) >= 4:
-            _SPACES.clear()
         db = worker_evaluator(spec).db
-        space = _SPACES[key] = SerialSpace(db, SpaceOptions.from_json(json.loads(options)))
+        space = _keep(key, SerialSpace(db, SpaceOptions.from_json(json.loads(options))))
+    return space
+
+
+def keep_space(spec: WorkerSpec, space: SerialSpace) -> None:
+    """Let :func:`shard_space` give ``space`` for ``spec``'s module set and ``space``'s options in this process and
+    the shards forked from it. Why: each local shard compiled the space its parent had compiled already (~2-3 ms of
+    a shard's CPU, :mod:`.local_shards`); with the parent's, the shards' walk prices the assemblies with the very
+    space the parent counts the best's position in (:func:`~.shards.cost_rank`)."""
+    _keep((spec.db.key, space.options.canonical_json()), space)
+
+
+def _keep(key: tuple, space: SerialSpace) -> SerialSpace:
+    if key not in _SPACES and len(_SPACES) >= 4:
+        _SPACES.clear()
+    _SPACES[key] = space
     return space
 
 
@@ -273,8 +294,25 @@ def run_shard(job: ShardJob, hub: Any = None) -> dict:
     finally:
         if link is not None:
             link.close()
-    state.trim_tail(hub.best())
+    held = getattr(hub, "held", None)
+    if held is not None:  # (its process ends with the shard: freeing these took 2-7 ms of a shard's end, see the hub)
+        held += [ranked, state.tail]
+    state.trim_tail(_trim_key(hub))
     return state.to_json()
+
+
+def _trim_key(hub: Any) -> tuple[float, float] | None:
+    """The key a shard's final tail is trimmed at (:meth:`ShardState.trim_tail`): the best known, or where another
+    shard still walks if that comes first (its best, found later, can be no earlier). Why: a shard that ended at its
+    own best while another was still behind it (the user study: 11.08 kg found while the other was at 11.02) kept
+    no key before that other's best, and the parent walked the whole cost order again for the best's rank (8-22 ms
+    on the user study, 40-100 ms on ``five_joints``, in about half the searches). Hubs that know no places
+    (:class:`DaskHub`): the best."""
+    at, behind, best = getattr(hub, "at", None), getattr(hub, "behind", None), hub.best()
+    if at is not None:
+        at((math.inf, math.inf))  # (this shard takes nothing more)
+    low = behind() if behind is not None else None
+    return best if best is None or low is None else min(best, low)
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:
@@ -284,12 +322,14 @@ def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: 
     known, :func:`decidable`), the next one as before; a batch's assemblies left when the shard stops are not
     counted."""
     walk = _Walk(job, evaluator, state, names, link, hub)
-    lookup, limit = evaluator.lookup, job.bound
+    lookup, limit, place = evaluator.lookup, job.bound, getattr(hub, "at", None)
     while True:
         batch = list(islice(ranked, BATCH))
         if not batch:
             state.stopped = "exhausted"
             return
+        if place is not None:
+            place(batch[0])  # (the other shards' tails keep what comes from here on: :func:`_trim_key`)
         at, pairs = 0, None
         while at < len(batch):
             run = decidable(batch, at, limit, hub.best()) if lookup.on and not walk.late() else []
