@@ -29,7 +29,7 @@ from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
 from timor_core.kinematics import ik_kernel
-from timor_core.search.filtering import box_bounds
+from timor_core.search.filtering import box_bounds, box_lanes
 from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
@@ -51,6 +51,7 @@ __all__ = [
     "ahead_path",
     "forget_ahead",
     "halve_boxes",
+    "lane_kernels",
     "load_compiled",
     "measure_boxes",
     "other_kernels",
@@ -62,8 +63,8 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py",
-                 "proof_fused.py", "sweep_fused.py")  # fmt: skip
+AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "box_lanes.py", "proof_descent.py", "proof_aot.py",
+                 "sweep_bound.py", "proof_fused.py", "sweep_fused.py")  # fmt: skip
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
@@ -122,6 +123,17 @@ def py_kernels(jit: Any = None) -> dict[str, Any]:
         names = {**box_bounds.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
         kernels = tuple(types.FunctionType(k.__code__, names, k.__name__) for k in kernels)
     return dict(zip(KERNEL_NAMES, kernels, strict=True))
+
+
+def lane_kernels(jit: Any = None) -> dict[str, Any]:
+    """:mod:`.box_lanes`' :func:`~.box_lanes.measure_lanes` by name, as :func:`py_kernels`: with ``jit`` (numba's
+    compiler), one calling its compilations of the helpers there and of :func:`~.box_bounds.cos_sin`."""
+    if jit is None:
+        return {"measure_lanes": box_lanes.measure_lanes}
+    names = {**box_lanes.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
+    for name in box_lanes.LANE_HELPERS[:-1]:  # (the last, measure_lanes, is the caller's to compile)
+        names[name] = jit(types.FunctionType(getattr(box_lanes, name).__code__, names, name))
+    return {"measure_lanes": types.FunctionType(box_lanes.measure_lanes.__code__, names, "measure_lanes")}
 
 
 def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
