@@ -82,9 +82,9 @@ def lane_poses(rot_steps, trans_steps, centres, start, count, frames, joints, st
     for k in range(n):
         _lane_trig(centres, start, count, k, cs, state, trig)
         if k % 2 == 0:
-            _lane_step(fa, fb, joints[k], cs, rot_steps, trans_steps, k, count)
+            _lane_step(fa, fb, joints, cs, rot_steps, trans_steps, k, count)
         else:
-            _lane_step(fb, fa, joints[k], cs, rot_steps, trans_steps, k, count)
+            _lane_step(fb, fa, joints, cs, rot_steps, trans_steps, k, count)
     return fa if n % 2 == 0 else fb
 
 
@@ -101,9 +101,9 @@ def _lane_trig(centres, start, count, k, cs, state, trig):
     state[3 * k], state[3 * k + 1], state[3 * k + 2] = seen, c, s
 
 
-def _lane_step(f, g, out, cs, rot_steps, trans_steps, k, count):
-    """The frames ``g`` after joint ``k`` from those before it, ``f``, and its axis and origin into ``out``
-    (:func:`~.box_bounds.poses`' operations in its order)."""
+def _lane_step(f, g, joints, cs, rot_steps, trans_steps, k, count):
+    """The frames ``g`` after joint ``k`` from those before it, ``f``, and its axis and origin into ``joints[k]``
+    (:func:`~.box_bounds.poses`' operations in its order; rows, not views: a view costs numba two reference counts)."""
     x0, x1, x2 = trans_steps[k + 1, 0], trans_steps[k + 1, 1], trans_steps[k + 1, 2]
     r00, r01, r02 = rot_steps[k + 1, 0, 0], rot_steps[k + 1, 0, 1], rot_steps[k + 1, 0, 2]
     r10, r11, r12 = rot_steps[k + 1, 1, 0], rot_steps[k + 1, 1, 1], rot_steps[k + 1, 1, 2]
@@ -113,7 +113,8 @@ def _lane_step(f, g, out, cs, rot_steps, trans_steps, k, count):
         c, s = cs[b], cs[L + b]
         a00, a01, a02, a10, a11, a12 = f[b], f[L + b], f[2 * L + b], f[3 * L + b], f[4 * L + b], f[5 * L + b]
         a20, a21, a22, p0, p1, p2 = f[6 * L + b], f[7 * L + b], f[8 * L + b], f[9 * L + b], f[10 * L + b], f[11 * L + b]
-        out[b], out[L + b], out[2 * L + b], out[3 * L + b], out[4 * L + b], out[5 * L + b] = a02, a12, a22, p0, p1, p2
+        joints[k, b], joints[k, L + b], joints[k, 2 * L + b] = a02, a12, a22
+        joints[k, 3 * L + b], joints[k, 4 * L + b], joints[k, 5 * L + b] = p0, p1, p2
         t00, t01, t10 = c * a00 + s * a01, c * a01 - s * a00, c * a10 + s * a11  # the frame turned by the angle
         t11, t20, t21 = c * a11 - s * a10, c * a20 + s * a21, c * a21 - s * a20
         g[9 * L + b] = p0 + t00 * x0 + t01 * x1 + a02 * x2
@@ -133,7 +134,6 @@ def lane_position(tip, joints, widths, gpos, direction, params, start, count, ex
     vector, the sums of the moves, first and second order terms and half-widths so far, a joint's chord and bend)."""
     rest, wts, sums = rows
     n, L = widths.shape[0], LANES  # noqa: N806
-    wrist = joints[n - 1]
     for b in range(count):
         dx, dy, dz = tip[9 * L + b] - gpos[0], tip[10 * L + b] - gpos[1], tip[11 * L + b] - gpos[2]
         miss = math.sqrt(dx * dx + dy * dy + dz * dz)
@@ -141,60 +141,62 @@ def lane_position(tip, joints, widths, gpos, direction, params, start, count, ex
         sums[b], sums[L + b], sums[2 * L + b], sums[3 * L + b] = miss, dx / unit, dy / unit, dz / unit
         sums[4 * L + b], sums[5 * L + b], sums[6 * L + b], sums[7 * L + b], sums[8 * L + b] = 0.0, 0.0, 0.0, 0.0, 0.0
     for i in range(n):
-        _lane_chords(widths[i], count, sums, state[3 * n + 3 * i : 3 * n + 3 * i + 3], trig)
-        _lane_joint(tip, wrist, joints[i], widths[i], rest[i], wts[i], sums, params[5], count)
+        _lane_chords(widths, i, count, sums, state, 3 * n + 3 * i, trig)
+        _lane_joint(tip, joints, widths, i, (rest, wts), sums, params[5], count)
     for b in range(count):
         for i in range(n):
             weights[start + b, i] = wts[i, b]
-    _lane_caps(wrist, gpos, direction, params, start, count, sums, excess)
+    _lane_caps(joints, gpos, direction, params, start, count, sums, excess)
 
 
-def _lane_chords(width, count, sums, state, trig):
-    """Per box the chord ``2 sin(h / 2)`` and the bend ``h - sin h`` of the half-width h in ``width`` into ``sums``'
-    rows 9 and 10, those of the last h looked up where h equals it (as :func:`~.box_bounds.position`; ``state``)."""
-    seen, chord, bend = state[0], state[1], state[2]
+def _lane_chords(widths, i, count, sums, state, at, trig):
+    """Per box the chord ``2 sin(h / 2)`` and the bend ``h - sin h`` of joint ``i``'s half-width h into ``sums``'
+    rows 9 and 10, those of the last h looked up where h equals it (as :func:`~.box_bounds.position`; in ``state`` at
+    ``at``)."""
+    seen, chord, bend = state[at], state[at + 1], state[at + 2]
     for b in range(count):
-        h = width[b]
+        h = widths[i, b]
         if h != seen:
             seen, chord, bend = h, 2.0 * cos_sin(trig, h / 2.0)[1], h - cos_sin(trig, h)[1]
         sums[9 * LANES + b], sums[10 * LANES + b] = chord, bend
-    state[0], state[1], state[2] = seen, chord, bend
+    state[at], state[at + 1], state[at + 2] = seen, chord, bend
 
 
-def _lane_joint(tip, wrist, joint, width, rest, wts, sums, rot_weight, count):
-    """One joint's terms of :func:`~.box_bounds.position` for the chunk's boxes (its operations in its order)."""
-    L = LANES  # noqa: N806
+def _lane_joint(tip, joints, widths, i, rows, sums, rot_weight, count):
+    """Joint ``i``'s terms of :func:`~.box_bounds.position` for the chunk's boxes (its operations in its order;
+    ``rows``: ``rest`` and the weights' lanes)."""
+    (rest, wts), w, L = rows, joints.shape[0] - 1, LANES  # noqa: N806
     for b in range(count):
-        ax, ay, az, ox, oy, oz = joint[b], joint[L + b], joint[2 * L + b], joint[3 * L + b], joint[4 * L + b], \
-            joint[5 * L + b]  # fmt: skip
+        ax, ay, az = joints[i, b], joints[i, L + b], joints[i, 2 * L + b]
+        ox, oy, oz = joints[i, 3 * L + b], joints[i, 4 * L + b], joints[i, 5 * L + b]
         px, py, pz = tip[9 * L + b] - ox, tip[10 * L + b] - oy, tip[11 * L + b] - oz
         along = px * ax + py * ay + pz * az
         reach_tcp = math.sqrt(max(px * px + py * py + pz * pz - along * along, 0.0))
-        qx, qy, qz = wrist[3 * L + b] - ox, wrist[4 * L + b] - oy, wrist[5 * L + b] - oz
+        qx, qy, qz = joints[w, 3 * L + b] - ox, joints[w, 4 * L + b] - oy, joints[w, 5 * L + b] - oz
         along = qx * ax + qy * ay + qz * az
         reach_wrist = math.sqrt(max(qx * qx + qy * qy + qz * qz - along * along, 0.0))
-        h, chord, before = width[b], sums[9 * L + b], sums[8 * L + b]
+        h, chord, before = widths[i, b], sums[9 * L + b], sums[8 * L + b]
         tail = sums[10 * L + b] + chord * chord / 2.0 + chord * before  # (the rest: box_bounds.position's order)
-        rest[b] = tail
+        rest[i, b] = tail
         sums[8 * L + b] = before + h
         sums[4 * L + b] += chord * reach_tcp
         sums[5 * L + b] += chord * reach_wrist
         jx, jy, jz = ay * pz - az * py, az * px - ax * pz, ax * py - ay * px  # the TCP's velocity per radian
         sums[6 * L + b] += abs(jx * sums[L + b] + jy * sums[2 * L + b] + jz * sums[3 * L + b]) * h
         sums[7 * L + b] += tail * reach_tcp
-        wts[b] = reach_tcp + rot_weight
+        wts[i, b] = reach_tcp + rot_weight
 
 
-def _lane_caps(wrist, gpos, direction, params, start, count, sums, excess):
+def _lane_caps(joints, gpos, direction, params, start, count, sums, excess):
     """The position bounds' excess from the sums (:func:`~.box_bounds.position`'s last lines), from ``start``."""
-    slack, theta, length, L = params[0], params[1], params[2], LANES  # noqa: N806
+    slack, theta, length, w, L = params[0], params[1], params[2], joints.shape[0] - 1, LANES  # noqa: N806
     cos_theta, sin_theta = math.cos(min(theta, math.pi)), math.sin(min(theta, math.pi))
     capped = math.isfinite(slack)
     for b in range(count):
         miss = sums[b]
         out = max(miss - sums[4 * L + b] - slack, miss - sums[6 * L + b] - sums[7 * L + b] - slack)
         if capped:  # the wrist's distance from its cap {goal + length u, angle(u, direction) <= theta}
-            yx, yy, yz = wrist[3 * L + b] - gpos[0], wrist[4 * L + b] - gpos[1], wrist[5 * L + b] - gpos[2]
+            yx, yy, yz = joints[w, 3 * L + b] - gpos[0], joints[w, 4 * L + b] - gpos[1], joints[w, 5 * L + b] - gpos[2]
             cap = math.sqrt(yx * yx + yy * yy + yz * yz)
             if length > 0.0:  # cos(max(a - theta, 0)) of the angle a = acos(c) from the direction, no arccos
                 c = min(max((yx * direction[0] + yy * direction[1] + yz * direction[2]) / max(cap, 1e-300), -1.0), 1.0)
@@ -228,17 +230,17 @@ def lane_orientation(tip, joints, widths, rest, goal, start, count, excess, cent
         for b in range(count):
             centre[start + b] = sums[3 * L + b] - slack if sums[L + b] >= within else math.inf
     for i in range(widths.shape[0]):
-        _lane_widest(widths[i], i, sums, count)
+        _lane_widest(widths, i, sums, count)
     if theta < math.pi:
-        _lane_turns(tip, joints, widths, rest, (gaxes, theta), start, count, excess, sums, state[-7:], trig)
+        _lane_turns(tip, joints, widths, rest, (gaxes, theta), start, count, excess, sums, state, trig)
     return hits > 0
 
 
-def _lane_widest(width, i, sums, count):
+def _lane_widest(widths, i, sums, count):
     """Adds joint ``i``'s half-widths to the sums (row 2) and keeps the widest (rows 4, 5: the first on a tie)."""
     L = LANES  # noqa: N806
     for b in range(count):
-        h = width[b]
+        h = widths[i, b]
         sums[2 * L + b] += h
         if h > sums[4 * L + b]:
             sums[4 * L + b], sums[5 * L + b] = h, float(i)
@@ -249,8 +251,9 @@ def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, sta
     joints, its caches carried in ``state`` (``goal``: axes, theta)."""
     (gaxes, theta), n, L = goal, widths.shape[0], LANES  # noqa: N806
     least = math.cos(theta)
-    seen_h, cos_h, sin_h, seen_t, cos_t, seen_a, cos_a = state[0], state[1], state[2], state[3], state[4], state[5], \
-        state[6]  # fmt: skip
+    at = len(state) - 7  # (the turns' caches, last in ``state``)
+    seen_h, cos_h, sin_h, seen_t, cos_t = state[at], state[at + 1], state[at + 2], state[at + 3], state[at + 4]
+    seen_a, cos_a = state[at + 5], state[at + 6]
     for b in range(count):
         trace, cos_turn, total = sums[b], sums[L + b], sums[2 * L + b]
         if total != seen_a:
@@ -287,5 +290,5 @@ def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, sta
             off = (trace + q + top - 1.0) / 2.0 < cos_t
         if off:
             excess[start + b] = math.inf
-    state[0], state[1], state[2], state[3], state[4], state[5], state[6] = seen_h, cos_h, sin_h, seen_t, cos_t, \
-        seen_a, cos_a  # fmt: skip
+    state[at], state[at + 1], state[at + 2], state[at + 3], state[at + 4] = seen_h, cos_h, sin_h, seen_t, cos_t
+    state[at + 5], state[at + 6] = seen_a, cos_a
