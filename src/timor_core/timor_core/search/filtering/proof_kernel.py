@@ -28,6 +28,7 @@ import numpy as np
 from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
+from timor_core.common.jit_cache import keyed
 from timor_core.kinematics import ik_kernel
 from timor_core.search.filtering import box_bounds, box_lanes
 from timor_core.search.filtering.box_bounds import trig_table
@@ -131,9 +132,11 @@ def lane_kernels(jit: Any = None) -> dict[str, Any]:
     if jit is None:
         return {"measure_lanes": box_lanes.measure_lanes}
     names = {**box_lanes.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
-    for name in box_lanes.LANE_HELPERS[:-1]:  # (the last, measure_lanes, is the caller's to compile)
-        names[name] = jit(types.FunctionType(getattr(box_lanes, name).__code__, names, name))
-    return {"measure_lanes": types.FunctionType(box_lanes.measure_lanes.__code__, names, "measure_lanes")}
+    for name in box_lanes.LANE_HELPERS:  # (named by the kernels' sources: they call box_bounds.py's cos_sin)
+        names[name] = keyed(types.FunctionType(getattr(box_lanes, name).__code__, names, name), AHEAD.sources)
+        if name != "measure_lanes":  # (the last, the caller's to compile)
+            names[name] = jit(names[name])
+    return {"measure_lanes": names["measure_lanes"]}
 
 
 def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:
