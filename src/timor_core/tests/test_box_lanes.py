@@ -14,8 +14,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from timor_core.search.filtering import proof_kernel as pk
-from timor_core.search.filtering.box_lanes import LANES
 from timor_core.search.filtering.box_bounds import trig_table
+from timor_core.search.filtering.box_lanes import LANES
 
 
 @functools.cache
@@ -42,8 +42,10 @@ def _case(rng: np.random.Generator, n: int, m: int) -> tuple:
     steps = (np.ascontiguousarray(rots), rng.normal(size=(n + 1, 3)) * 0.2)
     gpos, gaxes = rng.normal(size=3) * 0.3, Rotation.random(random_state=rng.integers(2**31)).as_matrix()
     direction = rng.normal(size=3)
-    params = np.array([rng.choice([0.001, 0.05, 0.3, np.inf]), rng.choice([0.0, 0.05, 0.5, 2.0, np.pi]),
-                       rng.choice([0.0, 0.1]), rng.uniform(0, 0.3), rng.uniform(0, 1), rng.uniform(0, 0.2)])  # fmt: skip
+    slack, theta = rng.choice([0.001, 0.05, 0.3, np.inf]), rng.choice([0.0, 0.05, 0.5, 2.0, np.pi])
+    params = np.array(
+        [slack, theta, rng.choice([0.0, 0.1]), rng.uniform(0, 0.3), rng.uniform(0, 1), rng.uniform(0, 0.2)]
+    )
     goal = (np.ascontiguousarray(gpos), np.ascontiguousarray(gaxes), direction / np.linalg.norm(direction))
     return steps, *_boxes(rng, n, m), goal, params
 
@@ -54,7 +56,8 @@ def _boxwise(case: tuple, centres_wanted: bool) -> tuple:
     (rotations, translations), centres, half, (gpos, gaxes, direction), params = case
     m, n = centres.shape
     tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
-    excess, weights, rest, centre = np.empty(m), np.empty((m, n)), np.empty((m, n)), np.empty(m if centres_wanted else 0)
+    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
+    centre = np.empty(m if centres_wanted else 0)
     trig = trig_table()
     poses(rotations, translations, centres, tcp, rot, origins, jaxes, trig)
     position(tcp, origins, jaxes, half, gpos, params[0], direction, params[2], params[1], params[5], excess, weights,

@@ -24,13 +24,14 @@ import math
 
 import numpy as np
 
-from timor_core.search.filtering.box_bounds import cos_sin
+from timor_core.search.filtering.box_bounds import cos_sin, wrist_off
 
 __all__ = ["LANES", "LANE_HELPERS", "lane_orientation", "lane_poses", "lane_position", "measure_lanes"]
 
 LANES = 128  # boxes a chunk: a multiple of the vector loops' 32 boxes a step (8 lanes, 4 interleaved)
 _ROWS = 11  # rows of ``sums``
-LANE_HELPERS = ("_lane_trig", "_lane_step", "_lane_chords", "_lane_joint", "_lane_caps", "_lane_widest", "_lane_turns",
+LANE_HELPERS = ("_lane_trig", "_lane_step", "_lane_chords", "_lane_joint", "_lane_caps", "_lane_widest", "_lane_axis",
+                "_lane_turns",
                 "lane_widths", "lane_poses", "lane_position", "lane_orientation", "measure_lanes")  # fmt: skip
 """The functions here in the order numba compiles them (each calls only those before it, and ``cos_sin``)."""
 
@@ -249,7 +250,7 @@ def _lane_widest(widths, i, sums, count):
 def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, state, trig):
     """:func:`~.box_bounds.orientation`'s refusals box by box from the lanes' traces, cosines, sums and widest
     joints, its caches carried in ``state`` (``goal``: axes, theta)."""
-    (gaxes, theta), n, L = goal, widths.shape[0], LANES  # noqa: N806
+    (gaxes, theta), L = goal, LANES  # noqa: N806
     least = math.cos(theta)
     at = len(state) - 7  # (the turns' caches, last in ``state``)
     seen_h, cos_h, sin_h, seen_t, cos_t = state[at], state[at + 1], state[at + 2], state[at + 3], state[at + 4]
@@ -259,36 +260,40 @@ def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, sta
         if total != seen_a:
             seen_a, cos_a = total, cos_sin(trig, min(theta + total, math.pi))[0]
         off = cos_turn < cos_a  # the angle less sum_i h_i beyond theta
-        for k in range(3):
-            if off:
-                break
-            tx, ty, tz = tip[k * L + b], tip[(3 + k) * L + b], tip[(6 + k) * L + b]
-            gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-            top = tx * gx + ty * gy + tz * gz
-            if top >= least:  # the terms below only add to it: this axis refuses nothing (not summed)
-                continue
-            cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
-            for i in range(n):
-                ax, ay, az = joints[i, b], joints[i, L + b], joints[i, 2 * L + b]
-                cos_i = ax * tx + ay * ty + az * tz
-                top += abs(ax * cx + ay * cy + az * cz) * widths[i, b] + rest[i, b] * math.sqrt(max(1.0 - cos_i**2, 0.0))
-            off = top < least
+        for k in range(0 if off else 3):  # per axis to first order: only where its first term is below ``least``
+            if (
+                tip[k * L + b] * gaxes[k, 0] + tip[(3 + k) * L + b] * gaxes[k, 1] + tip[(6 + k) * L + b] * gaxes[k, 2]
+                < least
+            ):
+                off = _lane_axis(tip, (joints, widths, rest), gaxes, k, b) < least
+                if off:
+                    break
         h, j = sums[4 * L + b], int(sums[5 * L + b])
         if not off and total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
             seen_t, cos_t = total - h, cos_sin(trig, min(theta + total - h, math.pi))[0]
         if not off and cos_turn < cos_t:  # (else the least angle, at most the centre's, refuses nothing)
-            ax, ay, az, w, q = joints[j, b], joints[j, L + b], joints[j, 2 * L + b], 0.0, -trace
-            for k in range(3):
-                tx, ty, tz = tip[k * L + b], tip[(3 + k) * L + b], tip[(6 + k) * L + b]
-                gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-                w += ax * (ty * gz - tz * gy) + ay * (tz * gx - tx * gz) + az * (tx * gy - ty * gx)
-                q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
             if h != seen_h:  # (siblings share most half-widths)
                 seen_h, (cos_h, sin_h) = h, cos_sin(trig, h)
-            r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
-            top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
-            off = (trace + q + top - 1.0) / 2.0 < cos_t
+            columns = (tip[b], tip[3 * L + b], tip[6 * L + b], tip[L + b], tip[4 * L + b], tip[7 * L + b],
+                       tip[2 * L + b], tip[5 * L + b], tip[8 * L + b])  # fmt: skip
+            off = wrist_off((joints[j, b], joints[j, L + b], joints[j, 2 * L + b]), columns, gaxes, trace,
+                            (h, cos_h, sin_h), cos_t)  # fmt: skip
         if off:
             excess[start + b] = math.inf
     state[at], state[at + 1], state[at + 2], state[at + 3], state[at + 4] = seen_h, cos_h, sin_h, seen_t, cos_t
     state[at + 5], state[at + 6] = seen_a, cos_a
+
+
+def _lane_axis(tip, rows, gaxes, k, b):
+    """Box ``b``'s axis ``k`` to first order (:func:`~.box_bounds.orientation`'s sum for it, in its order): the
+    least cosine of the angle between the TCP's axis k and the goal's over the box (``rows``: joints, widths, rest)."""
+    (joints, widths, rest), L = rows, LANES  # noqa: N806
+    tx, ty, tz, gx, gy, gz = tip[k * L + b], tip[(3 + k) * L + b], tip[(6 + k) * L + b], gaxes[k, 0], gaxes[k, 1], \
+        gaxes[k, 2]  # fmt: skip
+    top, (cx, cy, cz) = tx * gx + ty * gy + tz * gz, (ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx)
+    for i in range(widths.shape[0]):
+        ax, ay, az = joints[i, b], joints[i, L + b], joints[i, 2 * L + b]
+        cos_i = ax * tx + ay * ty + az * tz
+        bend = rest[i, b] * math.sqrt(max(1.0 - cos_i**2, 0.0))
+        top += abs(ax * cx + ay * cy + az * cz) * widths[i, b] + bend
+    return top

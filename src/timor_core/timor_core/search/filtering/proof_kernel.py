@@ -122,6 +122,7 @@ def py_kernels(jit: Any = None) -> dict[str, Any]:
     kernels: tuple[Any, ...] = (box_bounds.poses, box_bounds.position, box_bounds.orientation, box_bounds.halves)
     if jit is not None:
         names = {**box_bounds.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
+        names["wrist_off"] = jit(types.FunctionType(box_bounds.wrist_off.__code__, names, "wrist_off"))
         kernels = tuple(types.FunctionType(k.__code__, names, k.__name__) for k in kernels)
     return dict(zip(KERNEL_NAMES, kernels, strict=True))
 
@@ -131,7 +132,7 @@ def lane_kernels(jit: Any = None) -> dict[str, Any]:
     compiler), one calling its compilations of the helpers there and of :func:`~.box_bounds.cos_sin`."""
     if jit is None:
         return {"measure_lanes": box_lanes.measure_lanes}
-    names = {**box_lanes.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
+    names = {**box_lanes.__dict__, "cos_sin": jit(box_bounds.cos_sin), "wrist_off": jit(box_bounds.wrist_off)}
     for name in box_lanes.LANE_HELPERS:  # (named by the kernels' sources: they call box_bounds.py's cos_sin)
         names[name] = keyed(types.FunctionType(getattr(box_lanes, name).__code__, names, name), AHEAD.sources)
         if name != "measure_lanes":  # (the last, the caller's to compile)
