@@ -30,8 +30,7 @@ __all__ = ["LANES", "LANE_HELPERS", "lane_orientation", "lane_poses", "lane_posi
 
 LANES = 128  # boxes a chunk: a multiple of the vector loops' 32 boxes a step (8 lanes, 4 interleaved)
 _ROWS = 11  # rows of ``sums``
-LANE_HELPERS = ("_lane_trig", "_lane_step", "_lane_chords", "_lane_joint", "_lane_caps", "_lane_widest", "_lane_axis",
-                "_lane_turns",
+LANE_HELPERS = ("_lane_trig", "_lane_step", "_lane_chords", "_lane_joint", "_lane_caps", "_lane_widest", "_lane_turns",
                 "lane_widths", "lane_poses", "lane_position", "lane_orientation", "measure_lanes")  # fmt: skip
 """The functions here in the order numba compiles them (each calls only those before it, and ``cos_sin``)."""
 
@@ -261,11 +260,16 @@ def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, sta
             seen_a, cos_a = total, cos_sin(trig, min(theta + total, math.pi))[0]
         off = cos_turn < cos_a  # the angle less sum_i h_i beyond theta
         for k in range(0 if off else 3):  # per axis to first order: only where its first term is below ``least``
-            if (
-                tip[k * L + b] * gaxes[k, 0] + tip[(3 + k) * L + b] * gaxes[k, 1] + tip[(6 + k) * L + b] * gaxes[k, 2]
-                < least
-            ):
-                off = _lane_axis(tip, (joints, widths, rest), gaxes, k, b) < least
+            tx, ty, tz = tip[k * L + b], tip[(3 + k) * L + b], tip[(6 + k) * L + b]
+            gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
+            top = tx * gx + ty * gy + tz * gz
+            if top < least:  # (else the terms below only add to it: this axis refuses nothing)
+                cx, cy, cz = ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx  # t_k x g_k
+                for i in range(widths.shape[0]):  # (orientation's sum in its order)
+                    ax, ay, az = joints[i, b], joints[i, L + b], joints[i, 2 * L + b]
+                    bend = rest[i, b] * math.sqrt(max(1.0 - (ax * tx + ay * ty + az * tz) ** 2, 0.0))
+                    top += abs(ax * cx + ay * cy + az * cz) * widths[i, b] + bend
+                off = top < least
                 if off:
                     break
         h, j = sums[4 * L + b], int(sums[5 * L + b])
@@ -282,18 +286,3 @@ def _lane_turns(tip, joints, widths, rest, goal, start, count, excess, sums, sta
             excess[start + b] = math.inf
     state[at], state[at + 1], state[at + 2], state[at + 3], state[at + 4] = seen_h, cos_h, sin_h, seen_t, cos_t
     state[at + 5], state[at + 6] = seen_a, cos_a
-
-
-def _lane_axis(tip, rows, gaxes, k, b):
-    """Box ``b``'s axis ``k`` to first order (:func:`~.box_bounds.orientation`'s sum for it, in its order): the
-    least cosine of the angle between the TCP's axis k and the goal's over the box (``rows``: joints, widths, rest)."""
-    (joints, widths, rest), L = rows, LANES  # noqa: N806
-    tx, ty, tz, gx, gy, gz = tip[k * L + b], tip[(3 + k) * L + b], tip[(6 + k) * L + b], gaxes[k, 0], gaxes[k, 1], \
-        gaxes[k, 2]  # fmt: skip
-    top, (cx, cy, cz) = tx * gx + ty * gy + tz * gz, (ty * gz - tz * gy, tz * gx - tx * gz, tx * gy - ty * gx)
-    for i in range(widths.shape[0]):
-        ax, ay, az = joints[i, b], joints[i, L + b], joints[i, 2 * L + b]
-        cos_i = ax * tx + ay * ty + az * tz
-        bend = rest[i, b] * math.sqrt(max(1.0 - cos_i**2, 0.0))
-        top += abs(ax * cx + ay * cy + az * cz) * widths[i, b] + bend
-    return top
