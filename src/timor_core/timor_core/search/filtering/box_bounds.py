@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-__all__ = ["TRIG_SLOTS", "cos_sin", "halves", "orientation", "poses", "position", "trig_table"]
+__all__ = ["TRIG_SLOTS", "cos_sin", "halves", "orientation", "poses", "position", "trig_table", "wrist_off"]
 
 TRIG_SLOTS = 4096  # the table's slots (x, cos x, sin x): 96 kB, more than the distinct arguments of a search
 _SCALE = 2.0**20 / math.pi  # an argument's slot hashes its multiple of pi / 2**20 (boxes' angles are such sums)
@@ -215,17 +215,27 @@ def orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, slack, theta, near_pos
         if not off and total - h != seen_t:  # the least angle beyond theta + the others' sum <=> the trace below this
             seen_t, cos_t = total - h, cos_sin(trig, min(theta + total - h, math.pi))[0]
         if not off and cos_turn < cos_t:  # (else the least angle, at most the centre's, refuses nothing)
-            ax, ay, az, w, q = jaxes[b, j, 0], jaxes[b, j, 1], jaxes[b, j, 2], 0.0, -trace
-            for k in range(3):
-                tx, ty, tz = rot[b, 0, k], rot[b, 1, k], rot[b, 2, k]
-                gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
-                w += ax * (ty * gz - tz * gy) + ay * (tz * gx - tx * gz) + az * (tx * gy - ty * gx)
-                q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
             if h != seen_h:  # (siblings share most half-widths)
                 seen_h, (cos_h, sin_h) = h, cos_sin(trig, h)
-            r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
-            top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
-            off = (trace + q + top - 1.0) / 2.0 < cos_t
+            columns = (rot[b, 0, 0], rot[b, 1, 0], rot[b, 2, 0], rot[b, 0, 1], rot[b, 1, 1], rot[b, 2, 1], rot[b, 0, 2],
+                       rot[b, 1, 2], rot[b, 2, 2])  # fmt: skip
+            off = wrist_off((jaxes[b, j, 0], jaxes[b, j, 1], jaxes[b, j, 2]), columns, gaxes, trace, (h, cos_h, sin_h),
+                            cos_t)  # fmt: skip
         if off:
             excess[b] = math.inf
     return found
+
+
+def wrist_off(axis, columns, gaxes, trace, turn, cos_t):
+    """:func:`orientation`'s last test: whether the least angle from the goal's rotation over the widest joint's
+    turn (``axis``; ``turn``: its half-width h, cos h, sin h) is beyond the bound whose cosine is ``cos_t``, the TCP's
+    rotation given by its ``columns`` (x, y, z of each column in turn) and ``trace``."""
+    (ax, ay, az), (h, cos_h, sin_h), w, q = axis, turn, 0.0, -trace
+    for k in range(3):
+        tx, ty, tz = columns[3 * k], columns[3 * k + 1], columns[3 * k + 2]
+        gx, gy, gz = gaxes[k, 0], gaxes[k, 1], gaxes[k, 2]
+        w += ax * (ty * gz - tz * gy) + ay * (tz * gx - tx * gz) + az * (tx * gy - ty * gx)
+        q += (ax * tx + ay * ty + az * tz) * (ax * gx + ay * gy + az * gz)
+    r = math.sqrt(w * w + q * q)  # the most of W sin d - Q cos d: r where its peak lies within |d| <= h
+    top = r if h >= math.pi or -q >= r * cos_h else abs(w) * sin_h - q * cos_h
+    return (trace + q + top - 1.0) / 2.0 < cos_t

@@ -20,7 +20,7 @@ import numpy as np
 from timor_core.common import compiled
 from timor_core.common.jit_cache import keyed
 from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
-from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_kernels
+from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, lane_kernels, py_kernels
 
 __all__ = [
     "HELPERS",
@@ -40,21 +40,18 @@ UNDECIDED, PROVEN, WITNESS, OVERFLOW = 0, 1, 2, 3  # what :func:`fused_proof` re
 # witness_eps, witness_angle_eps, d (a started proof's); counts: budget, widen_budget, used, started, near,
 # witness_levels, first splits (> 0: the whole turn, cut so often, is measured first), splits, witness_starts,
 # witness_steps, has_levels; result: used, margin, boxes kept, floor
-poses, position, orientation, halves = (py_kernels()[name] for name in ("poses", "position", "orientation", "halves"))
+poses, halves = (py_kernels()[name] for name in ("poses", "halves"))
+measure_lanes = lane_kernels()["measure_lanes"]
 
 
 def measure_all(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, upper, has_levels, trig):
     """Per box: excess, weights (what :func:`~.proof_kernel.measure_boxes` gives) and whether a centre is near the
-    goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``."""
+    goal, lowering ``upper[0]`` by the centres' misses where ``has_levels``: :func:`~.box_lanes.measure_lanes`, the
+    boxes in the inner loops (the same values as :mod:`.box_bounds`' kernels to the last bit)."""
     m, n = centres.shape
-    tcp, rot, origins, jaxes = np.empty((m, 3)), np.empty((m, 3, 3)), np.empty((m, n, 3)), np.empty((m, n, 3))
-    excess, weights, rest = np.empty(m), np.empty((m, n)), np.empty((m, n))
-    centre = np.empty(m if has_levels else 0)
-    poses(rot_steps, trans_steps, centres, tcp, rot, origins, jaxes, trig)
-    position(tcp, origins, jaxes, half, gpos, params[0], direction, params[2], params[1], params[5], excess, weights,
-             rest, trig)  # fmt: skip
-    near = orientation(tcp, rot, jaxes, half, rest, gpos, gaxes, params[0], params[1], params[3], params[4], excess,
-                       centre, trig)  # fmt: skip
+    excess, weights, centre = np.empty(m), np.empty((m, n)), np.empty(m if has_levels else 0)
+    near = measure_lanes(rot_steps, trans_steps, centres, half, gpos, gaxes, direction, params, excess, weights,
+                         centre, trig)  # fmt: skip
     if has_levels and m:
         upper[0] = min(upper[0], centre.min())
     return excess, near, weights
@@ -251,6 +248,7 @@ def calling_compiled_fused(jit: Any) -> Any:
     compiled into them)."""
     names: dict[str, Any] = {**fused_proof.__globals__}
     names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
+    names.update({name: jit(kernel) for name, kernel in lane_kernels(jit).items()})
     names["descend"] = jit(calling_compiled(jit))
     for name in HELPERS:
         function = names[name]

@@ -28,8 +28,9 @@ import numpy as np
 from timor_core.common import compiled
 from timor_core.common.ahead import AheadKernels
 from timor_core.common.compiled import use_compiled
+from timor_core.common.jit_cache import keyed
 from timor_core.kinematics import ik_kernel
-from timor_core.search.filtering import box_bounds
+from timor_core.search.filtering import box_bounds, box_lanes
 from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_descent import ROT_FRACTION, calling_compiled, descend
 from timor_core.search.filtering.proof_numpy import BoxGoal, halve_boxes_numpy, measure_boxes_numpy
@@ -51,6 +52,7 @@ __all__ = [
     "ahead_path",
     "forget_ahead",
     "halve_boxes",
+    "lane_kernels",
     "load_compiled",
     "measure_boxes",
     "other_kernels",
@@ -62,8 +64,8 @@ __all__ = [
 
 AHEAD_FOLDER = Path(__file__).resolve().parent / "__pycache__"
 """Where :mod:`.proof_aot` puts the kernels it builds and :func:`ahead` looks for them (numba's cache is there too)."""
-AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "proof_descent.py", "proof_aot.py", "sweep_bound.py",
-                 "proof_fused.py", "sweep_fused.py")  # fmt: skip
+AHEAD_SOURCES = ("proof_kernel.py", "box_bounds.py", "box_lanes.py", "proof_descent.py", "proof_aot.py",
+                 "sweep_bound.py", "proof_fused.py", "sweep_fused.py")  # fmt: skip
 """The files whose text names the ahead-built module: a change of any builds (and loads) another one."""
 KERNEL_NAMES = ("poses", "position", "orientation", "halves")
 """The kernels in the order :func:`_compiled` gives them."""
@@ -120,8 +122,22 @@ def py_kernels(jit: Any = None) -> dict[str, Any]:
     kernels: tuple[Any, ...] = (box_bounds.poses, box_bounds.position, box_bounds.orientation, box_bounds.halves)
     if jit is not None:
         names = {**box_bounds.__dict__, "cos_sin": jit(box_bounds.cos_sin)}
+        names["wrist_off"] = jit(types.FunctionType(box_bounds.wrist_off.__code__, names, "wrist_off"))
         kernels = tuple(types.FunctionType(k.__code__, names, k.__name__) for k in kernels)
     return dict(zip(KERNEL_NAMES, kernels, strict=True))
+
+
+def lane_kernels(jit: Any = None) -> dict[str, Any]:
+    """:mod:`.box_lanes`' :func:`~.box_lanes.measure_lanes` by name, as :func:`py_kernels`: with ``jit`` (numba's
+    compiler), one calling its compilations of the helpers there and of :func:`~.box_bounds.cos_sin`."""
+    if jit is None:
+        return {"measure_lanes": box_lanes.measure_lanes}
+    names = {**box_lanes.__dict__, "cos_sin": jit(box_bounds.cos_sin), "wrist_off": jit(box_bounds.wrist_off)}
+    for name in box_lanes.LANE_HELPERS:  # (named by the kernels' sources: they call box_bounds.py's cos_sin)
+        names[name] = keyed(types.FunctionType(getattr(box_lanes, name).__code__, names, name), AHEAD.sources)
+        if name != "measure_lanes":  # (the last, the caller's to compile)
+            names[name] = jit(names[name])
+    return {"measure_lanes": names["measure_lanes"]}
 
 
 def other_kernels(compiled_helpers: bool = False) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from timor_core.common.jit_cache import keyed
 from timor_core.search.filtering import sweep_bound
 from timor_core.search.filtering.box_bounds import trig_table
 from timor_core.search.filtering.proof_fused import halved, measure_all
-from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, py_kernels
+from timor_core.search.filtering.proof_kernel import AHEAD, ahead_kernel, lane_kernels, py_kernels
 from timor_core.search.filtering.proof_numpy import BoxGoal
 from timor_core.search.filtering.sweep_bound import ArmSweep, ObstacleBoxes
 
@@ -156,6 +156,7 @@ def calling_compiled_sweep(jit: Any) -> Any:
     (as :func:`~.proof_fused.calling_compiled_fused`, named by the kernels' sources the same way)."""
     names: dict[str, Any] = {**fused_sweep.__globals__}
     names.update({name: jit(kernel) for name, kernel in py_kernels(jit).items()})
+    names.update({name: jit(kernel) for name, kernel in lane_kernels(jit).items()})
     names.update({name: jit(kernel) for name, kernel in sweep_bound.py_kernels(jit).items()})
     for name in HELPERS:
         function = names[name]
