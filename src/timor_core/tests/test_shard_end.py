@@ -108,3 +108,80 @@ def test_a_shard_ending_ahead_keeps_its_keys_from_where_the_other_still_walks():
     alone = [_state(0, zero, (11.08, 67_876)), states[1]]  # (trimmed at its own best, as before)
     assert rank_from_tails(alone, 67_743) is None
     mail.close()
+
+
+class _HeldUp:
+    """Shard 0's hub, held up after its ``moment``-th call of :func:`~.shard_worker._trim_key` (0: before any) while
+    shard 1 publishes its best and ends (``other_ends``): each interleaving of the two shards' ends in turn."""
+
+    def __init__(self, hub, moment: int, other_ends) -> None:
+        self.hub, self.moment, self.other_ends, self.calls = hub, moment, other_ends, 0
+        if moment == 0:
+            other_ends()
+
+    def _call(self, name: str, *args):
+        out = getattr(self.hub, name)(*args)
+        self.calls += 1
+        if self.calls == self.moment:
+            self.other_ends()
+        return out
+
+    def best(self):
+        return self._call("best")
+
+    def at(self, key):
+        return self._call("at", key)
+
+    def behind(self):
+        return self._call("behind")
+
+
+def test_a_shard_ending_while_the_other_ends_keeps_the_keys_before_the_others_best():
+    """s55-review2: shard 0 (its best 11.08 kg) ends while shard 1, walking from 11.01, finds 11.02 kg, publishes it
+    and ends. Whenever shard 0 is held up in its end, its trim key comes no later than shard 1's best, so the rank is
+    counted from the tails. Fails when ``_trim_key`` reads the best before the places (held up after that read,
+    shard 0 sees shard 1 ended but not its best: its tail is cut at 11.08 and the parent walks the cost order)."""
+    zero = [(10.9, k) for k in range(50)] + [(11.0, 3), (11.02, 70_000), (11.05, 5), (11.08, 67_876)]
+    one = [(10.95, k) for k in range(200, 260)] + [(11.01, 20_492), (11.02, 67_743)]
+    for moment in range(4):
+        mail, hubs = _hubs()
+        hubs[1].at((11.01, 20_492))  # (shard 1's last batch starts there)
+        hubs[0].best_array[0], hubs[0].best_array[1] = 11.08, 67_876
+
+        def other_ends(hub=hubs[1]) -> None:
+            hub.best_array[0], hub.best_array[1] = 11.02, 67_743  # (as ``LocalHub.found`` publishes it)
+            hub.at((math.inf, math.inf))
+
+        end = shard_worker._trim_key(_HeldUp(hubs[0], moment, other_ends))
+        assert end is not None and end <= (11.02, 67_743), moment
+        states = [_state(0, zero, end), _state(1, one, (11.02, 67_743))]
+        assert rank_from_tails(states, 67_743) == 51 + 61, moment
+        mail.close()
+
+
+def test_a_shard_ending_with_no_best_trims_where_the_other_walks():
+    mail, hubs = _hubs()
+    hubs[1].at((11.01, 20_492))
+    assert shard_worker._trim_key(hubs[0]) == (11.01, 20_492)  # (the other's best comes there or later)
+    assert shard_worker._trim_key(hubs[1]) is None  # (all others ended, none found a best: the whole tail stays)
+    mail.close()
+
+
+def test_the_rank_needs_every_shard_to_have_reached_the_best():
+    """s55-review2: a shard stopped by the deadline before the best's key, cancelled (its last report stands) or never
+    started took only some of its keys before the best: the rank from its tail would count too few, so it is None
+    (:func:`~.shards.cost_rank` counts the cost order). Fails when ``rank_from_tails`` counts such a shard's keys."""
+    finder = ShardState(0, taken=3, tail=[(9.0, 1), (9.8, 2), (10.0, 5)], stopped="found")
+    early = [(8.0, 4), (9.5, 8)]
+    for stopped, nxt, expect in [
+        ("max_time", (9.6, 10), None),  # (its keys from 9.6 to the best not taken)
+        ("max_time", (10.5, 10), 2 + 2),  # (stopped past the best: every key before it taken)
+        ("bound", (10.0, 7), 2 + 2),
+        (None, None, None),  # (a cancelled shard's last report)
+        ("exhausted", None, 2 + 2),
+    ]:
+        other = ShardState(1, taken=2, tail=list(early), stopped=stopped, next=nxt)
+        assert rank_from_tails([finder, other], 5) == expect, stopped
+    unstarted = ShardState(1)
+    assert rank_from_tails([finder, unstarted], 5) is None
+    assert rank_from_tails([finder, ShardState(1, stopped="exhausted")], 5) == 2

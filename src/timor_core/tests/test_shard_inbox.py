@@ -66,3 +66,30 @@ def test_with_nothing_come_the_proof_runs():
     for link in links:
         link.close()
     mail.close()
+
+
+def _chain_not_of(family: tuple, seed: int = 5):
+    """A cut of the embedded sets whose chain is of another family than ``family`` (no certificate of it covers)."""
+    rng = np.random.default_rng(seed)
+    for k in range(200):
+        assembly, placement = assembly_of(sorted(DBS)[k % 2], float(rng.uniform()), rng, 0.3)
+        cut = cut_chain(assembly, placement)
+        if cut is not None and cut.rotations != family:
+            return cut
+    raise AssertionError("no chain of another family")
+
+
+def test_a_certificate_that_came_refuses_only_the_chains_it_covers():
+    """s55-review2: what came is read before the proof, but refuses only a chain a certificate covers: another
+    family's chain is proven as without it. Fails when anything that came refuses the chain."""
+    cut, goal = _proven()
+    other = _chain_not_of(cut.rotations)
+    mail, proofs, links = _two_shards(goal)
+    assert proofs[0].refusal(cut) is not None
+    links[0].exchange()
+    found = proofs[1].refusal(other)
+    assert links[1].taken[0] == 1 and (0, cut.rotations) in proofs[1].certificates  # (read before its proof)
+    assert proofs[1].proofs == 1 and (found is None or found.boxes > 0)  # (its own proof's answer, no look-up's)
+    for link in links:
+        link.close()
+    mail.close()

@@ -307,12 +307,15 @@ def _trim_key(hub: Any) -> tuple[float, float] | None:
     own best while another was still behind it (the user study: 11.08 kg found while the other was at 11.02) kept
     no key before that other's best, and the parent walked the whole cost order again for the best's rank (8-22 ms
     on the user study, 40-100 ms on ``five_joints``, in about half the searches). Hubs that know no places
-    (:class:`DaskHub`): the best."""
-    at, behind, best = getattr(hub, "at", None), getattr(hub, "behind", None), hub.best()
+    (:class:`DaskHub`): the best. The best is read after the places: a shard that has ended (its place read as
+    ended) published its best before, so it is known then (read before, a best published while this shard was
+    held up between the two reads was missed, and the parent walked the cost order again)."""
+    at, behind = getattr(hub, "at", None), getattr(hub, "behind", None)
     if at is not None:
         at((math.inf, math.inf))  # (this shard takes nothing more)
     low = behind() if behind is not None else None
-    return best if best is None or low is None else min(best, low)
+    best = hub.best()
+    return low if best is None else best if low is None else min(best, low)
 
 
 def _walk(job: ShardJob, evaluator: Any, ranked: Any, state: ShardState, names: list[str], link: Any, hub: Any) -> None:

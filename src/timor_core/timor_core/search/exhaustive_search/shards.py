@@ -84,11 +84,24 @@ def rank_from_tails(states: list[ShardState], index: int) -> int | None:
         return None
     n = 0
     for s in states:
+        if not _reached(s, key):
+            return None  # (keys of its stream before the best it never took: a count of the taken misses them)
         after = sum(1 for k in s.tail if k >= key)
         if after == len(s.tail) and len(s.tail) < s.taken:
             return None  # the keys before the tail are not known to come before the best
         n += s.taken - after
     return n
+
+
+def _reached(state: ShardState, key: tuple[float, int]) -> bool:
+    """The shard took every key of its stream before ``key``: it ran out, or took or stopped at one not before it.
+    Why: a shard stopped by the deadline, cancelled (its last report stands) or never started took only some of
+    them; its ``taken`` then counts fewer than the cost order holds before the best (:func:`cost_rank` counts them)."""
+    return (
+        state.stopped == "exhausted"
+        or (bool(state.tail) and state.tail[-1] >= key)
+        or (state.next is not None and state.next >= key)
+    )
 
 
 @dataclass(frozen=True)
