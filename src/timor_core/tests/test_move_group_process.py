@@ -28,6 +28,7 @@ FAKE = textwrap.dedent(
     print("loading robot", params["robot"], flush=True)
     signal.signal(signal.SIGINT, lambda *_: sys.exit(0))  # before READY, as rclcpp::init installs its handler
     if mode == "die":
+        print("giving up on robot", params["robot"], flush=True)
         sys.exit(1)
     if mode == "up":
         print("{READY}!", flush=True)
@@ -79,6 +80,29 @@ def test_a_move_group_that_does_not_come_up_brings_the_last_one_back(supervisor,
     assert isinstance(info.value, TimorError)
     assert time.monotonic() - t0 < 10
     assert _robot(sup) == "A"  # the previous robot's move_group is planning again
+
+
+class _SlowEcho(io.StringIO):
+    """An echo that takes its time over a robot's first line: the output's reader lags behind move_group."""
+
+    def write(self, text: str) -> int:
+        if text.startswith("loading robot B"):
+            time.sleep(0.5)
+        return super().write(text)
+
+
+def test_a_move_group_that_dies_leaves_its_last_line_in_the_error_even_when_the_reader_lags(tmp_path):
+    exe = tmp_path / "move_group"
+    exe.write_text(FAKE)
+    exe.chmod(0o755)
+    (tmp_path / "cfg").mkdir()
+    sup = MoveGroupSupervisor(exe, "ns", tmp_path / "cfg", ready_timeout=5.0, stop_timeout=5.0, echo=_SlowEcho())
+    try:
+        with pytest.raises(MoveGroupError) as info:
+            sup.start({"robot": "B", "mode": "die"})
+        assert info.value.tail.splitlines()[-1] == "giving up on robot B"
+    finally:
+        sup.close()
 
 
 def test_no_executable_is_a_typed_error(tmp_path):

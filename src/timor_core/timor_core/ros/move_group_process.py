@@ -159,8 +159,8 @@ class MoveGroupSupervisor:
         if process.wait_ready(self.ready_timeout):
             self.process, self._params_file = process, new_file
             return SwapTiming(t1 - t0, time.monotonic() - t1, how)
+        process.stop(self.stop_timeout)  # (it joins the output's reader: a dead move_group's last lines are read)
         tail = process.tail()
-        process.stop(self.stop_timeout)
         if old_file is not None:  # the last robot move_group could load
             back = self._start(old_file)
             if back.wait_ready(self.ready_timeout):
