@@ -261,7 +261,17 @@ def _proven(tight, rot_steps, trans_steps, gpos, gaxes, direction, params, count
     return PROVEN
 
 
-HELPERS = ("measure_all", "started", "first_by", "witness_search", "aim_at", "widen_boxes", "turn_weights", "halved", "_proven")
+HELPERS = (
+    "measure_all",
+    "started",
+    "first_by",
+    "witness_search",
+    "aim_at",
+    "widen_boxes",
+    "turn_weights",
+    "halved",
+    "_proven",
+)
 """The functions :func:`fused_proof` calls, compiled before it (in this order)."""
 
 
