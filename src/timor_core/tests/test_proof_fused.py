@@ -7,7 +7,9 @@ wherever the compiled kernels run."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+import pytest
 from family_cases import drawn_cut, family_member, goal_near
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +18,7 @@ from reach_cases import TOLERANCES
 
 from timor_core.search.filtering import reach_proof
 from timor_core.search.filtering.family_proof import ROTATION_SLACK
-from timor_core.search.filtering.proof_fused import fused_kernel
+from timor_core.search.filtering.proof_fused import first_by, fused_kernel
 from timor_core.search.filtering.proof_kernel import use_compiled
 from timor_core.search.filtering.reach_proof import pose_proof
 
@@ -104,3 +106,18 @@ def test_the_fused_levels_meet_every_ending():
         assert not differs, (k, differs)
         endings.add(ended)
     assert {"proven and started", "undecided", "witness"} <= endings, endings
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_first_scores_are_the_stable_sorts_first(compiled):
+    """``first_by`` (the witness descents' starts): ``np.argsort(score, kind="mergesort")[:count]`` for scores with
+    ties, signed zeros, infinities and NaNs, counts from 0 to more than the scores, numba's and Python's."""
+    pick = numba.njit(cache=False)(first_by) if compiled else first_by
+    rng = np.random.default_rng(38)
+    values = np.array([0.0, -0.0, 1.0, -1.0, 0.5, np.inf, -np.inf, np.nan])
+    for m in (0, 1, 2, 5, 9, 40, 300):
+        for _ in range(6):
+            score = rng.choice(values, m) if rng.random() < 0.5 else np.round(rng.normal(size=m), 1)
+            for count in (0, 1, 2, 4, 7, m, m + 3):
+                expected = np.argsort(score, kind="mergesort")[:count]
+                assert np.array_equal(pick(score, count), expected), (score, count)
