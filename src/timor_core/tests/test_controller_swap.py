@@ -145,3 +145,65 @@ def test_the_hardware_components_a_manager_releases_are_the_urdfs_ros2_control_b
     assert len(names) == 1 and f'<ros2_control name="{names[0]}" type="system">' in urdf
     assert hardware_components(describe(assembly, srdf=False).urdf) == ()  # no block: nothing to release
     assert hardware_components("<robot") == ()  # unreadable: nothing known, the swap falls back to the exit
+
+
+class _GhostedServices:
+    """Manager services as the graph shows them after a SIGKILLed manager: its servers (``ghost``) linger, the new
+    manager's show up only a few looks after its URDF came; a call sent while a service's only server in sight is
+    the ghost is lost (ManagerTimeoutError, as a request no live server took)."""
+
+    def __init__(self) -> None:
+        self.ghosts, self.looks, self.urdfs, self.loaded = False, 0, 0, []
+
+    def servers(self, service: str) -> frozenset[str]:
+        self.looks += 1
+        new = {f"new {self.urdfs}"} if self.urdfs and self.looks > 40 else set()
+        return frozenset(({"ghost"} if self.ghosts else set()) | new)
+
+    def list_controllers(self, timeout: float):  # noqa: ANN201
+        from timor_core.ros.controller_swap import ControllerState
+
+        return [ControllerState(n, "active") for n in self.loaded]
+
+    def _through_new(self, service: str) -> None:
+        if not any(s.startswith("new") for s in self.servers(service)):
+            raise ManagerTimeoutError(f"{service} did not answer")
+
+    def load(self, name: str, timeout: float) -> bool:
+        self._through_new("load_controller")
+        return True
+
+    def configure(self, name: str, timeout: float) -> bool:
+        self._through_new("configure_controller")
+        return True
+
+    def activate(self, names, timeout: float) -> bool:  # noqa: ANN001
+        self._through_new("switch_controller")
+        self.loaded = list(names)
+        return True
+
+
+def test_a_swap_after_a_killed_manager_calls_the_new_one_only_once_it_serves_besides_the_ghost(tmp_path):
+    """The killed manager's servers stay in the graph; the swap's calls wait until the new manager's are there too
+    (without that wait its load_controller was sent to the ghost alone and went unanswered)."""
+    services = _GhostedServices()
+
+    def publish(topic: str, urdf: str) -> None:
+        services.urdfs += 1
+        services.looks, services.loaded = 0, []
+
+    swapper = ControllerSwapper(tmp_path, lambda topic, params: [sys.executable, "-c", _CHILD, "clean"], publish,
+                                services, "/robot_description_cm")  # fmt: skip
+    urdf = '<robot name="r"><ros2_control name="arm" type="system"/></robot>'
+    try:
+        swapper.prepare({"arm_controller": {"type": "x/Y"}})
+        assert swapper.swap(urdf, {}).controllers[0].name == "arm_controller"
+        os.kill(swapper.running.pid, signal.SIGKILL)  # no release: its servers linger as ghosts
+        while swapper.running.alive():
+            time.sleep(0.01)
+        services.ghosts = True
+        report = swapper.swap(urdf, {})
+        assert report.old_manager.startswith("exited before") or "no release" in report.old_manager, report
+        assert [c.name for c in report.controllers] == ["arm_controller"]
+    finally:
+        swapper.close(release=False)

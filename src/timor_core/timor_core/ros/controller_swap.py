@@ -280,6 +280,9 @@ class ControllerSwapper:
             if self.running is not None:
                 report.old_manager, leaving = self._retire(self.running, report.seconds)
                 self.running = None
+            # (a manager that exited unreleased, a SIGKILL's, leaves its servers in the graph until discovery drops
+            # them; the standby offers none before its URDF: whatever serves now is such a ghost)
+            ghosts = {name: self.services.servers(name) for name in _CALLED} if leaving is None else {}
             self.running, self._components = standby.process, hardware_components(urdf)
             report.pid = standby.process.pid
             try:
@@ -287,7 +290,7 @@ class ControllerSwapper:
                 if leaving is not None:  # the new manager starts meanwhile; every call waits until it is alone
                     leaving.wait()
                 report.seconds["stop"] = time.monotonic() - t0
-                report.seconds.update(self._activate(standby.process))
+                report.seconds.update(self._activate(standby.process, ghosts))
                 report.controllers = self._confirm()
             except ControlSwapError:
                 _how, failed = self._retire(self.running, {})  # its hardware may be active: released, or stopped
@@ -337,12 +340,14 @@ class ControllerSwapper:
     def _stop_in_background(self, old: ManagerProcess) -> None:
         self.stopped[old.pid] = old.stop(self.timeouts.stop)
 
-    def _activate(self, process: ManagerProcess) -> dict[str, float]:
-        """Wait for the new manager's services, load and configure each controller, activate all at once."""
+    def _activate(self, process: ManagerProcess, ghosts: dict[str, frozenset[str]]) -> dict[str, float]:
+        """Wait for the new manager's services (each besides ``ghosts``, a dead manager's), load and configure each
+        controller, activate all at once."""
         names, call = self.controller_names(), self.timeouts.call
         marks = {"start": time.monotonic()}
         end = marks["start"] + self.timeouts.up
         self._wait_up(process, end)
+        self._wait_past_ghosts(ghosts, end)
         marks["up"] = time.monotonic()
         for step, call_one in (("load", self.services.load), ("configure", self.services.configure)):
             for name in names:  # one at a time: the manager serves them in turn anyway (services_lock_)
@@ -374,6 +379,18 @@ class ControllerSwapper:
                     f"the new controller manager did not answer with no controllers loaded within"
                     f" {self.timeouts.up:g} s (no hardware from the URDF's <ros2_control> block?); its log: {self.log}",
                 )
+
+    def _wait_past_ghosts(self, ghosts: dict[str, frozenset[str]], end: float) -> None:
+        """Until each service in ``ghosts`` has a server besides them, at most until ``end`` (then the calls go
+        ahead). A request sent while a service's only server in sight is a dead manager's is lost: after a
+        SIGKILLed manager ``load_controller`` went unanswered for 10 s once (clean-clone CI, 2026-11-30), the new
+        manager's ``list_controllers`` answering already. (Where servers are counted, not named, a new one shows
+        as one more.)"""
+        while time.monotonic() < end:
+            now = {name: self.services.servers(name) for name in ghosts}
+            if all(now[n] - ghosts[n] or len(now[n]) > len(ghosts[n]) for n in ghosts):
+                return
+            time.sleep(0.002)
 
     def _confirm(self) -> tuple[ControllerState, ...]:
         try:
