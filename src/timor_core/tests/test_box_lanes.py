@@ -28,9 +28,12 @@ def _kernels() -> tuple:
 
 
 def _boxes(rng: np.random.Generator, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    """``m`` boxes as a proof's levels make them: the whole turn halved (across random sides) until there are at least
+    """``m`` boxes as a proof's levels make them: the whole turn, or a small box of it (a deep level's, where the
+    first-order bound and the second-order rests decide), halved (across random sides) until there are at least
     ``m``, then ``m`` of them kept in order (siblings share most angles and half-widths: the kernels' caches)."""
-    centres, half = np.zeros((1, n)), np.full((1, n), np.pi)
+    deep = rng.random() < 0.5
+    centres = rng.uniform(-np.pi, np.pi, (1, n)) if deep else np.zeros((1, n))
+    half = np.full((1, n), np.pi / 2.0 ** int(rng.integers(4, 12)) if deep else np.pi)
     while len(centres) < m:
         centres, half = pk.halve_boxes(centres, half, rng.uniform(0.5, 2.0, (len(centres), n)), int(rng.integers(1, 3)))
     keep = np.sort(rng.choice(len(centres), m, replace=False)) if m < len(centres) else np.arange(m)

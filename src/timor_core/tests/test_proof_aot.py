@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import ahead_builds
@@ -155,6 +156,28 @@ def test_a_build_for_other_sources_or_another_numpy_has_another_name(tmp_path, m
         monkeypatch.setattr(Path, "read_bytes", lambda p, s=source, t=text: t + b"#" if p.name == s else real(p))
         assert pk.ahead_path(tmp_path) != path, source
         monkeypatch.undo()
+
+
+def test_the_builds_name_hashes_every_file_its_kernels_reach(tmp_path, monkeypatch):
+    """Every file of a kernel the builds' exports reach (directly, through numba's compiled helpers or those it inlines
+    into their callers: ``box_lanes.py``'s under ``measure_all``) is among the sources the build's name and numba's
+    keyed cache names hash (``AHEAD.sources``): an edit there builds another module and compiles the fused kernels
+    anew, a stale one is never loaded (a kernel moved to a file this list left out would be: s55-review3)."""
+    pytest.importorskip("numba")
+    from timor_core.search.filtering import proof_aot
+
+    builds: list[tuple] = []
+    monkeypatch.setattr(proof_aot, "build_kernels", lambda ahead, folder, exports, cc, generic=False: builds.append(
+        (ahead, exports)) or folder / "built.so")  # fmt: skip
+    proof_aot.build(tmp_path)
+    reached = {}
+    for ahead, exports in builds:  # (the proofs', the look-up's, the staging's: each its own sources)
+        kernels = [f if hasattr(f, "py_func") else types.SimpleNamespace(py_func=f) for f, _ in exports.values()]
+        reached[ahead.prefix] = set().union(*ahead_builds.kernel_files(kernels).values())
+        hashed = {p.name for p in ahead.sources}
+        assert reached[ahead.prefix] <= hashed, (ahead.prefix, reached[ahead.prefix] - hashed)
+    assert len(reached) == 3, reached
+    assert {"box_bounds.py", "box_lanes.py", "proof_fused.py", "sweep_fused.py"} <= reached["proof_aot"]
 
 
 @pytest.mark.slow
