@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hung_stacks import MARK, HungStacks
 
 REPO = Path(__file__).resolve().parents[3]
 KIT = Path(os.environ.get("ROS_LAUNCH_KIT", REPO.parent / "shared" / "ros-launch"))
@@ -132,13 +133,15 @@ class Background:
             env["AMENT_PREFIX_PATH"] = os.pathsep.join(
                 [*map(str, extra), *filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep))]
             )
+        self.hung = HungStacks()  # the stacks of what hangs at stop()
         self._fh = open(log, "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [str(ROS2), *args], stdout=self._fh, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")
+        """The log, then the stacks of each process that hung at stop() (hung_stacks)."""
+        return self.log.read_text(errors="replace") + self.hung.text
 
     def wait(self, timeout: float = 60.0) -> int:
         """Wait for the launch to end by itself (e.g. a refused launch)."""
@@ -158,14 +161,21 @@ class Background:
         os.killpg(self.proc.pid, signal.SIGINT)
 
     def stop(self, timeout: float = 30.0) -> int:
-        """SIGINT (``interrupt``); SIGKILL to the group if it hangs."""
+        """SIGINT (``interrupt``); SIGKILL to the group if it hangs. Meanwhile, the stacks of each process launch
+        escalates past SIGINT are taken (``hung``)."""
         if self.proc.poll() is None:
             self.interrupt()
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+            end = time.monotonic() + timeout
+            while True:
+                try:
+                    self.proc.wait(max(0.0, min(0.2, end - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() >= end:
+                        os.killpg(self.proc.pid, signal.SIGKILL)
+                        self.proc.wait()
+                        break
+                    self.hung.take(self.log.read_text(errors="replace"))
         self._fh.close()
         end = time.monotonic() + 10  # children may take a moment after launch itself ended
         while leftovers(self.token) and time.monotonic() < end:
@@ -227,7 +237,7 @@ def deaths(log: str, tail: int = 4000) -> str:
     the log; a crash's own lines are otherwise lost in the other processes' shutdown output."""
     import re
 
-    parts = []
+    parts = [log[log.index(MARK) :]] if MARK in log else []  # the stacks of what hung (Background.output)
     for line in died(log):
         name = re.search(r"\[([\w.]+-\d+)\]: process has died", line)
         own = [ln for ln in log.splitlines() if name and ln.startswith(f"[{name.group(1)}] ")]
