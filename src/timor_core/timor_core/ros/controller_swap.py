@@ -173,10 +173,26 @@ class _Leaving:
     def wait(self) -> None:
         """Until none of ``before`` is in the graph any more (or the old process has ended), whatever new
         manager has appeared meanwhile."""
-        while self.stopper.is_alive() and time.monotonic() < self.deadline:
-            if not any(self.servers(name) & self.before[name] for name in _CALLED):
-                return
-            time.sleep(0.002)
+        poll_servers(
+            self.servers,
+            _CALLED,
+            lambda now: not any(now[name] & self.before[name] for name in _CALLED),
+            lambda: self.stopper.is_alive() and time.monotonic() < self.deadline,
+        )
+
+
+def poll_servers(
+    servers: Callable[[str], frozenset[str]],
+    names: Sequence[str],
+    done: Callable[[dict[str, frozenset[str]]], bool],
+    going: Callable[[], bool],
+) -> None:
+    """Every 2 ms, the servers of each service in ``names``, until ``done`` of them or no longer ``going``: how a swap
+    waits for the ROS graph to show a manager gone or a new one besides a dead one's ghosts."""
+    while going():
+        if done({name: servers(name) for name in names}):
+            return
+        time.sleep(0.002)
 
 
 class ControllerSwapper:
@@ -386,11 +402,12 @@ class ControllerSwapper:
         SIGKILLed manager ``load_controller`` went unanswered for 10 s once (clean-clone CI, 2026-11-30), the new
         manager's ``list_controllers`` answering already. (Where servers are counted, not named, a new one shows
         as one more.)"""
-        while time.monotonic() < end:
-            now = {name: self.services.servers(name) for name in ghosts}
-            if all(now[n] - ghosts[n] or len(now[n]) > len(ghosts[n]) for n in ghosts):
-                return
-            time.sleep(0.002)
+        poll_servers(
+            self.services.servers,
+            tuple(ghosts),
+            lambda now: all(now[n] - ghosts[n] or len(now[n]) > len(ghosts[n]) for n in ghosts),
+            lambda: time.monotonic() < end,
+        )
 
     def _confirm(self) -> tuple[ControllerState, ...]:
         try:
