@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import pickle
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +36,8 @@ from timor_core.search.filtering.proof_chain import chain_of_steps
 from timor_core.search.filtering.reach_proof import pose_proof
 from timor_core.task.feedback import load_task
 
-OUT = Path(tempfile.mkdtemp(prefix="shard-duplicates-"))
+# one folder for the parent and its shards (the environment carries it to a spawned shard); removed at the end
+OUT = Path(os.environ.setdefault("SHARD_DUPLICATES_OUT", tempfile.mkdtemp(prefix="shard-duplicates-")))
 LOG: list[dict] = []
 KEPT: dict[int, int] = {}  # id of a kept Boxes -> its proof's place in LOG
 _PROVE, _RUN = family_proof.FamilyProofs._prove, local_shards.run_shard
@@ -140,4 +143,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        shutil.rmtree(OUT, ignore_errors=True)

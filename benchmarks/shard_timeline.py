@@ -13,6 +13,7 @@ best was first seen. Measurement only: nothing here changes what the search does
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -30,9 +31,9 @@ from timor_core.search.exhaustive_search import shard_worker as SW
 from timor_core.search.filtering import batch_decide as BD
 from timor_core.task.feedback import load_task
 
-OUT = Path(tempfile.mkdtemp(prefix="shard-timeline-"))
-for f in OUT.glob("*.json"):
-    f.unlink()
+# one folder for the parent and its shard processes (a spawned shard imports this file anew: the environment carries
+# the parent's folder to it); the parent removes it at its end
+OUT = Path(os.environ.setdefault("SHARD_TIMELINE_OUT", tempfile.mkdtemp(prefix="shard-timeline-")))
 
 R: dict = {}
 
@@ -371,4 +372,7 @@ def main(task_path, workers):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    try:
+        main(sys.argv[1], int(sys.argv[2]))
+    finally:
+        shutil.rmtree(OUT, ignore_errors=True)
