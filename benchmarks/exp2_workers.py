@@ -212,8 +212,8 @@ def _ref_setup(spec: dict):
     length_filter = True
     try:  # [0], the module-length filter, needs a base constraint: does it take this task?
         run_filters(filters[:1], ModuleAssembly.from_serial_modules(db, PROBE), task)
-    except AttributeError:
-        filters, length_filter = filters[1:], False
+    except (AttributeError, ValueError):  # no base constraint; or a base tolerance it cannot size (ValueError for
+        filters, length_filter = filters[1:], False  # the user study's composed one, 1.1.1's _get_task_required_length)
     return ModuleAssembly, db, task, filters, run_filters, length_filter
 
 
