@@ -20,7 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-from timor_core.cli.args import Parser, add_robot_arguments, json_text, resolve_robot_arguments
+from timor_core.cli.args import (
+    Parser,
+    add_robot_arguments,
+    json_text,
+    refuse_outputs_over_inputs,
+    resolve_robot_arguments,
+)
 from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db as _load_db
 from timor_core.cli.args import name as _name
@@ -175,10 +181,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.start is not None and not args.solution:
         raise InputError("--start needs --solution (it is where the planned motion starts)", value=args.start)
     if args.solution:
-        from timor_core.common.fileio import output_target, refuse_overwriting_inputs
+        from timor_core.common.fileio import output_target
 
-        refuse_overwriting_inputs(args.solution, args.file, option="--solution")
-        output_target(args.solution)
+        output_target(args.solution)  # an input is refused before any command runs (refuse_outputs_over_inputs)
     start = None if args.start is None else _parse_q(args.start, assembly.dof, "--start")
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json_text(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
@@ -314,7 +319,7 @@ def _add_task_commands(sub: argparse._SubParsersAction) -> None:
         default="RRTConnect",
         help="with --solution: motion planner, OMPL's by name or timor's own RRT-Connect (default RRTConnect)",
     )
-    solve.set_defaults(func=_cmd_solve)
+    solve.set_defaults(func=_cmd_solve, file_outputs=("solution",))
 
 
 _EXTENSIONS: tuple[str, ...] = (
@@ -371,6 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = (logging.ERROR, logging.WARNING, logging.INFO)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     try:
+        refuse_outputs_over_inputs(args)
         return int(args.func(args) or 0)
     except TimorError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

@@ -28,6 +28,7 @@ __all__ = [
     "count",
     "name",
     "output_folder",
+    "refuse_outputs_over_inputs",
     "json_text",
     "resolve_robot_arguments",
     "Parser",
@@ -213,6 +214,41 @@ def output_folder(text: str) -> str:
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
     return text
+
+
+_OUTPUT_OPTIONS = {"output": "-o", "checkpoint": "--checkpoint", "solution": "--solution"}
+_INPUT_ATTRIBUTES = ("file", "files", "task", "space", "resume", "urdf", "solution", "db")
+
+
+def _input_paths(args: argparse.Namespace, outputs: tuple[str, ...]) -> list[str]:
+    """The files a command reads, as given: ``--db`` as its ``modules.json`` where it names a folder."""
+    found: list[str] = []
+    for attr in _INPUT_ATTRIBUTES:
+        value = getattr(args, attr, None)
+        if attr in outputs or value is None:
+            continue
+        for given in value if isinstance(value, list) else [value]:
+            if isinstance(given, str) and given:
+                found.append(os.path.join(given, "modules.json") if attr == "db" and os.path.isdir(given) else given)
+    return found
+
+
+def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output file that is one of the command's input files (the task, the module
+    set's ``modules.json``, a space, a checkpoint to resume): ``-o`` must never replace what the user had.
+
+    A command names its output attributes with ``set_defaults(file_outputs=(...))`` (default ``output`` and
+    ``checkpoint``); writing the checkpoint over the one resumed from is what resuming does, and is allowed.
+    """
+    from timor_core.common.fileio import refuse_overwriting_inputs
+
+    outputs = tuple(getattr(args, "file_outputs", ("output", "checkpoint")))
+    inputs = _input_paths(args, outputs)
+    for attr in outputs:
+        out = getattr(args, attr, None)
+        if isinstance(out, str) and out:
+            given = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
+            refuse_overwriting_inputs(out, *given, option=_OUTPUT_OPTIONS.get(attr, attr))
 
 
 def cost(text: str) -> str:

@@ -1,0 +1,73 @@
+"""A new user's own files through the ``timor`` command line (session 56's walk through the README): an output
+that names one of the command's inputs is refused before any work, whatever the command, so ``-o`` never replaces
+the user's module set, task, space or solution."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import EMBEDDED
+
+from timor_core.cli.app import main
+
+CHAIN = ["base", "J", "L_250", "J", "gripper"]
+
+
+@pytest.fixture()
+def own(tmp_path):
+    """A user's folder: a copy of robco_like as ``lab_set/modules.json`` and of the embedded task as ``task.json``."""
+    shutil.copytree(EMBEDDED / "robco_like", tmp_path / "lab_set")
+    shutil.copy(EMBEDDED / "tasks" / "pick_and_place.json", tmp_path / "task.json")
+    (tmp_path / "space.json").write_text('{"dof_max": 2, "modules": ["J", "L_250"], "max_links_between_joints": 1}')
+    return tmp_path
+
+
+def _run(argv, cwd, monkeypatch, capsys):
+    monkeypatch.chdir(cwd)
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+# (argv, the input the output names): each writes over a file the command reads
+CASES = [
+    (["urdf", "lab_set", *CHAIN, "-o", "lab_set/modules.json"], "lab_set/modules.json"),
+    (["urdf", "--db", "lab_set", "--modules", *CHAIN, "-o", "lab_set/../lab_set/modules.json"], "modules.json"),
+    (["xacro", "--db", "lab_set/modules.json", "--modules", *CHAIN, "-o", "lab_set/modules.json"], "modules.json"),
+    (["srdf", "--db", "lab_set", "--modules", *CHAIN, "--samples", "5", "-o", "lab_set/modules.json"], "modules.json"),
+    (["mjcf", "lab_set", *CHAIN, "-o", "lab_set/modules.json"], "modules.json"),
+    (["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "lab_set/modules.json"], "modules"),
+    (["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "task.json"], "task.json"),
+    (["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "task.json"], "task.json"),
+    (["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "lab_set/modules.json"], "modules.json"),
+    (["search", "task.json", "--db", "lab_set", "--space", "space.json", "--no-progress", "-o", "space.json"], "space"),
+]
+
+
+@pytest.mark.parametrize(("argv", "named"), CASES, ids=lambda v: " ".join(v[:1]) if isinstance(v, list) else None)
+def test_an_output_over_an_input_is_refused_and_the_input_kept(own, monkeypatch, capsys, argv, named):
+    before = {p: p.read_bytes() for p in (own / "lab_set" / "modules.json", own / "task.json", own / "space.json")}
+    code, err = _run(argv, own, monkeypatch, capsys)
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]
+    assert "would overwrite the input" in last and named in last, last
+    assert {p: p.read_bytes() for p in before} == before  # nothing the user had is touched
+    assert sorted(p.name for p in own.iterdir()) == ["lab_set", "space.json", "task.json"]  # nor anything written
+
+
+def test_outputs_beside_the_inputs_are_written(own, monkeypatch, capsys):
+    code, err = _run(["urdf", "lab_set", *CHAIN, "-o", "lab_set/arm.urdf"], own, monkeypatch, capsys)
+    assert code == 0, err
+    assert (own / "lab_set" / "arm.urdf").read_text().startswith("<?xml")
+
+
+def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
+    kept = b'{"the user\'s": "solution"}'  # refused before it is read: any text will do
+    (own / "sol.json").write_bytes(kept)
+    for argv in (
+        ["video", "sol.json", "--task", "task.json", "--db", "lab_set", "-o", "sol.json"],
+        ["plot", "trajectory", "sol.json", "--task", "task.json", "--db", "lab_set", "-o", "sol.json"],
+    ):
+        code, err = _run(argv, own, monkeypatch, capsys)
+        assert code == 2 and "would overwrite the input sol.json" in err, err
+    assert (own / "sol.json").read_bytes() == kept
