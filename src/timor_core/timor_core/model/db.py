@@ -204,7 +204,9 @@ class ModulesDB:
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         renamed: dict[str, str] = {}
-        if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
+        if copy_meshes and (self.base_dir is None or folder.resolve() != Path(self.base_dir).resolve()):
+            # a set made of other sets' modules (``ModulesDB([*db, gripper])``) has no folder of its own: its meshes
+            # are copied all the same, each from the file it was read from
             renamed = self._copy_meshes(folder, path)
         with paused_gc():  # a big set's JSON is millions of objects without cycles
             data = self.to_json_data(lazy=not renamed)  # written record by record (renamed meshes: all at once)
@@ -223,7 +225,7 @@ class ModulesDB:
             if target.exists() and not mesh.missing and not filecmp.cmp(target, mesh.path, shallow=False):
                 renamed[mesh.file] = _hashed_name(mesh.file, mesh.path)
                 target = (folder / renamed[mesh.file]).resolve()
-            if not target.exists():
+            if not target.exists() and not mesh.missing:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 atomic_copy(mesh.path, target)
         return renamed
