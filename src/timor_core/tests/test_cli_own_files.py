@@ -1,15 +1,19 @@
 """A new user's own files through the ``timor`` command line (session 56's walk through the README): an output
 that names one of the command's inputs is refused before any work, whatever the command, so ``-o`` never replaces
-the user's module set, task, space or solution."""
+the user's module set, task, space or solution; the search space examples a user copies are spaces."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 
 import pytest
-from conftest import EMBEDDED
+from conftest import EMBEDDED, REPO
 
+from timor_core import ModulesDB
 from timor_core.cli.app import main
+from timor_core.search.spaces.presets import load_space
 
 CHAIN = ["base", "J", "L_250", "J", "gripper"]
 
@@ -71,3 +75,32 @@ def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
         code, err = _run(argv, own, monkeypatch, capsys)
         assert code == 2 and "would overwrite the input sol.json" in err, err
     assert (own / "sol.json").read_bytes() == kept
+
+
+def _space_examples(capsys) -> dict[str, str]:
+    readme = " ".join((REPO / "README.md").read_text().split())  # its lines joined
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    doc = " ".join((load_space.__doc__ or "").split())
+    found = {
+        "README": re.search(r"`--space FILE` .*? e\.g\. `(\{.*?\})`", readme),
+        "--space help": re.search(r"such as (\{.*?\}) ", help_text),
+        "load_space": re.search(r"e\.g\. ``(\{.*?\})``", doc),
+    }
+    assert all(found.values()), found
+    return {k: m.group(1) for k, m in found.items() if m}
+
+
+@pytest.mark.parametrize("where", ["README", "--space help", "load_space"])
+def test_the_space_examples_a_user_copies_are_spaces(where, tmp_path, monkeypatch, capsys):
+    """They were refused (``the options allow arbitrarily long chains``): nothing bounded the links after the last
+    joint. Each loads, as JSON and as ``--space FILE``, on the module set its IDs are from."""
+    text = _space_examples(capsys)[where]
+    assert len(load_space(json.loads(text), ModulesDB.from_name("robco_like"))) > 0
+    (tmp_path / "space.json").write_text(text)
+    shutil.copy(EMBEDDED / "tasks" / "pick_and_place.json", tmp_path / "task.json")
+    argv = ["search", "task.json", "--db", "robco_like", "--space", "space.json", "--budget-evals", "1"]
+    argv.append("--no-progress")
+    code, err = _run(argv, tmp_path, monkeypatch, capsys)
+    assert code == 0, err

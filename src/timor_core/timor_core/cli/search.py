@@ -226,7 +226,7 @@ def _add_search_command(sub: argparse._SubParsersAction) -> None:
         "--space",
         default="auto",
         help="search space of the exhaustive and random search: exp2, science2019, auto (by the module set), or a "
-        'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}',
+        'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "max_modules": 6}',
     )
     search.add_argument("--workers", type=_workers, help="processes (default: all cores)")
     search.add_argument("--budget-evals", type=limited("max_search_evals"), help="stop after N evaluated assemblies")
