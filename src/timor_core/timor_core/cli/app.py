@@ -150,8 +150,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_task_validate(args: argparse.Namespace) -> int:
     from timor_core.task.feedback import check_task_file
+    from timor_core.task.unknown_fields import unknown_fields
 
     task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
+    warnings: list[str] = []
     if problems:
         ok = ""
     else:
@@ -160,8 +162,9 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
         unknown = sorted(k for k in task.extra if not k.startswith("_"))
         if unknown:  # kept for a lossless round trip, but no task reader uses them: often the wrong file
             hint = " (is this a module file?)" if {"bodies", "joints"} & set(unknown) else ""
-            print(f"warning: {args.file}: unknown top-level keys {unknown}{hint}", file=sys.stderr)
-    return _report_problems(args, problems, ok)
+            warnings.append(f"{args.file}: unknown top-level keys {unknown}{hint}")
+        warnings += [f"{args.file}: {line}" for line in unknown_fields(task)]  # a typo reads as the field left out
+    return _report_problems(args, problems, ok, warnings)
 
 
 def _cmd_task_info(args: argparse.Namespace) -> int:

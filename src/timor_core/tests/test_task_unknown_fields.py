@@ -1,0 +1,82 @@
+"""``timor task validate`` names the fields below a task's top level that no reader uses: a typo of an optional
+field (``"safetymargin": 0.05``) reads as the field left out, a 0 m margin, and the file passed as valid without a
+word (session 56's walk: a new user's own task). The fields stay in the task, written back unchanged."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from conftest import EMBEDDED, SHARED
+
+from timor_core.cli.app import main
+from timor_core.task import Task
+from timor_core.task.unknown_fields import unknown_fields
+
+TASK = json.loads((EMBEDDED / "tasks" / "pick_and_place.json").read_text())
+
+
+def _find(d: dict, kind: str, key: str) -> dict:
+    return next(item for item in d[kind] if item.get("type") == key or item.get("ID") == key)
+
+
+def _rename(d: dict, old: str, new: str) -> None:
+    d[new] = d.pop(old)
+
+
+# (what the user wrote wrong, the JSON path and field the warning names, the field it suggests)
+TYPOS = [
+    (lambda d: _rename(_find(d, "constraints", "collisionFree"), "safetyMargin", "safetymargin"),
+     "$.constraints[2]", "safetymargin", "safetyMargin"),
+    (lambda d: _rename(_find(d, "constraints", "joint"), "parts", "part"), "$.constraints[0]", "part", "parts"),
+    (lambda d: _rename(d["header"], "timeStepSize", "timeStepsize"), "$.header", "timeStepsize", "timeStepSize"),
+    (lambda d: _find(d, "goals", "pick")["goalPose"].__setitem__("nominalparent", "world"), "$.goals[0].goalPose",
+     "nominalparent", "nominalParent"),
+    (lambda d: _find(d, "goals", "home").__setitem__("returntogoal", "pick"), "$.goals[3]", "returntogoal",
+     "returnToGoal"),
+    (lambda d: d["obstacles"][0]["collision"][0].__setitem__("Pose", d["obstacles"][0]["collision"][0]["pose"]),
+     "$.obstacles[0].collision[0]", "Pose", "pose"),
+]  # fmt: skip
+
+
+def _validate(tmp_path: Path, data: dict, capsys, *extra: str) -> tuple[int, str, str]:
+    path = tmp_path / "task.json"
+    path.write_text(json.dumps(data))
+    code = main(["task", "validate", str(path), *extra])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("spoil", "path", "field", "meant"), TYPOS, ids=[t[2] for t in TYPOS])
+def test_a_misspelt_field_is_named_with_its_path_and_the_field_meant(tmp_path, capsys, spoil, path, field, meant):
+    data = copy.deepcopy(TASK)
+    spoil(data)
+    code, out, err = _validate(tmp_path, data, capsys)
+    assert code == 0 and "valid" in out and "(1 warning)" in out, (out, err)
+    line = f"{tmp_path / 'task.json'}: {path}: unknown field {field!r}, kept but not read (did you mean {meant!r}?)"
+    assert err.strip() == f"warning: {line}", err
+    code, out, _ = _validate(tmp_path, data, capsys, "--json")
+    assert json.loads(out)["warnings"] == [line]
+    task = Task.from_json_file(tmp_path / "task.json")
+    assert task.to_json_data() == Task.from_json_data(data).to_json_data()  # kept for the round trip
+
+
+def test_the_shipped_and_the_cobra_tasks_have_no_unknown_fields(capsys, tmp_path):
+    """The fields CoBRA files carry that timor does not read (an obstacle's ``pose`` and ``acknowledgement``, the
+    header's ``author``...) are no typos."""
+    code, out, err = _validate(tmp_path, TASK, capsys)
+    assert code == 0 and "warning" not in out + err
+    files = sorted((SHARED / "data" / "cobra" / "tasks").rglob("*.json"))
+    files += sorted((Path(__file__).parent / "data" / "exp2_tasks").glob("*.json"))
+    for file in files:
+        assert unknown_fields(Task.from_json_file(file, missing_assets="skip")) == [], file
+
+
+def test_a_field_unlike_any_gets_no_guess_and_a_constraint_type_timor_does_not_evaluate_keeps_its_own(tmp_path):
+    data = copy.deepcopy(TASK)
+    data["goals"][0]["note"] = "by hand"
+    data["constraints"].append({"type": "goalsBySameRobot", "goals": ["pick", "place"]})
+    task = Task.from_json_data(data)
+    assert unknown_fields(task) == ["$.goals[0]: unknown field 'note', kept but not read"]
