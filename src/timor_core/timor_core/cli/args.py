@@ -240,15 +240,16 @@ def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
     A command names its output attributes with ``set_defaults(file_outputs=(...))`` (default ``output`` and
     ``checkpoint``); writing the checkpoint over the one resumed from is what resuming does, and is allowed.
     """
+    outputs = tuple(getattr(args, "file_outputs", ("output", "checkpoint")))
+    given = [(a, out) for a in outputs if isinstance(out := getattr(args, a, None), str) and out]
+    if not given:
+        return
     from timor_core.common.fileio import refuse_overwriting_inputs
 
-    outputs = tuple(getattr(args, "file_outputs", ("output", "checkpoint")))
     inputs = _input_paths(args, outputs)
-    for attr in outputs:
-        out = getattr(args, attr, None)
-        if isinstance(out, str) and out:
-            given = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
-            refuse_overwriting_inputs(out, *given, option=_OUTPUT_OPTIONS.get(attr, attr))
+    for attr, out in given:
+        read = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
+        refuse_overwriting_inputs(out, *read, option=_OUTPUT_OPTIONS.get(attr, attr))
 
 
 def cost(text: str) -> str:
