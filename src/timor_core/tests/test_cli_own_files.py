@@ -104,3 +104,47 @@ def test_the_space_examples_a_user_copies_are_spaces(where, tmp_path, monkeypatc
     argv.append("--no-progress")
     code, err = _run(argv, tmp_path, monkeypatch, capsys)
     assert code == 0, err
+
+
+STL = """solid plate
+facet normal 0 0 1
+outer loop
+vertex 0 0 0.02
+vertex 0.08 0 0.02
+vertex 0 0.08 0.02
+endloop
+endfacet
+endsolid plate
+"""
+
+
+def _with_a_mesh(folder):
+    """The user's set with the base's visual a mesh file, ``meshes/plate.stl``, beside its modules.json."""
+    (folder / "lab_set" / "meshes").mkdir()
+    (folder / "lab_set" / "meshes" / "plate.stl").write_text(STL)
+    data = json.loads((folder / "lab_set" / "modules.json").read_text())
+    base = next(m for m in data["modules"] if m["header"]["ID"] == "base")
+    base["bodies"][0]["visual"] = [{"type": "mesh", "parameters": {"file": "meshes/plate.stl"}}]
+    (folder / "lab_set" / "modules.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("command", ["urdf", "xacro", "moveit-config"])
+def test_relative_mesh_paths_written_away_from_the_set_are_warned_about(own, monkeypatch, capsys, command):
+    """``--mesh-uri relative`` writes the paths as the set does, relative to its folder: a URDF written elsewhere
+    named meshes no reader found (PyBullet refused it, yourdfpy left the mesh out without a word)."""
+    _with_a_mesh(own)
+    away = "cfg" if command == "moveit-config" else f"out/arm.{command}"
+    beside = "lab_set" if command == "moveit-config" else f"lab_set/arm.{command}"
+    robot = ["--db", "lab_set", "--modules", *CHAIN, "--mesh-uri", "relative"]
+    extra = ["--samples", "5"] if command == "moveit-config" else []
+    code, err = _run([command, *robot, *extra, "-o", away], own, monkeypatch, capsys)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if line.startswith("warning: --mesh-uri relative")]
+    assert len(warning) == 1 and str((own / "lab_set").resolve()) in warning[0], err
+    code, err = _run([command, *robot, *extra, "-o", beside], own, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err, err
+    code, err = _run([command, *robot[:-1], "file", *extra, "-o", away], own, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err, err
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "relative to the set's folder" in " ".join(capsys.readouterr().out.split())

@@ -22,10 +22,12 @@ import numpy as np
 
 from timor_core.cli.args import (
     Parser,
+    add_mesh_arguments,
     add_robot_arguments,
     json_text,
     refuse_outputs_over_inputs,
     resolve_robot_arguments,
+    warn_relative_meshes,
 )
 from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db as _load_db
@@ -108,6 +110,7 @@ def _cmd_urdf(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
+        warn_relative_meshes(args, assembly, str(Path(args.output).parent))
     return 0
 
 
@@ -262,8 +265,7 @@ def _add_robot_commands(sub: argparse._SubParsersAction) -> None:
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     urdf.add_argument("--name", type=_name, help="robot name (default: set name + assembly hash)")
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
-    urdf.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file")
-    urdf.add_argument("--package", type=_name, help="package name for package:// mesh URIs (default: the set's name)")
+    add_mesh_arguments(urdf)
     urdf.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block (mock hardware)")
     urdf.add_argument("--plugin", help="ros2_control hardware plugin; implies --ros2-control")
     urdf.set_defaults(func=_cmd_urdf)

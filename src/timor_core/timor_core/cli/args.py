@@ -29,6 +29,8 @@ __all__ = [
     "name",
     "output_folder",
     "refuse_outputs_over_inputs",
+    "add_mesh_arguments",
+    "warn_relative_meshes",
     "json_text",
     "resolve_robot_arguments",
     "Parser",
@@ -250,6 +252,34 @@ def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
     for attr, out in given:
         read = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
         refuse_overwriting_inputs(out, *read, option=_OUTPUT_OPTIONS.get(attr, attr))
+
+
+_MESH_URI_HELP = (
+    "how mesh files are named: file (file:// URIs, the default), package (package://PACKAGE/<path in the set>), "
+    "relative (the path as the module set writes it: relative to the set's folder, so the file must go there too) "
+    "or path (plain absolute paths, for MuJoCo and other non-ROS tools)"
+)
+
+
+def add_mesh_arguments(sp: argparse.ArgumentParser) -> None:
+    """``--mesh-uri`` and ``--package`` of the robot description exports."""
+    sp.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file", help=_MESH_URI_HELP)
+    sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
+
+
+def warn_relative_meshes(args: argparse.Namespace, assembly, folder: str | None) -> None:
+    """With ``--mesh-uri relative``, warn when the file goes to another ``folder`` than the module set's: its mesh
+    paths are relative to the set's folder, so a reader looking beside the file finds none of them."""
+    if args.mesh_uri != "relative" or folder is None or assembly.db.base_dir is None:
+        return
+    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
+    base = os.path.realpath(assembly.db.base_dir)
+    if used and os.path.realpath(folder or ".") != base:
+        print(
+            f"warning: --mesh-uri relative: the {len(used)} mesh path(s) are relative to the module set's folder "
+            f"{base}, not to {folder or '.'}: write the file there, or use --mesh-uri file, package or path",
+            file=sys.stderr,
+        )
 
 
 def cost(text: str) -> str:
