@@ -1,6 +1,7 @@
-"""``timor task validate`` names the fields below a task's top level that no reader uses: a typo of an optional
-field (``"safetymargin": 0.05``) reads as the field left out, a 0 m margin, and the file passed as valid without a
-word (session 56's walk: a new user's own task). The fields stay in the task, written back unchanged."""
+"""``timor task validate`` and ``timor db validate`` name the fields no reader uses: a typo of an optional field
+(``"safetymargin": 0.05``, ``"peaktorque": 80``) reads as the field left out, a 0 m margin or no torque limit, and
+the file passed as valid without a word (session 56's walk: a new user's own task and module set). The fields stay
+in the task or set, written back unchanged."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import EMBEDDED, SHARED
+from conftest import EMBEDDED, IMPROV_FILE, SHARED
 
+from timor_core import ModulesDB
 from timor_core.cli.app import main
+from timor_core.model.validation import check_db_file
 from timor_core.task import Task
 from timor_core.task.unknown_fields import unknown_fields
 
@@ -80,3 +83,42 @@ def test_a_field_unlike_any_gets_no_guess_and_a_constraint_type_timor_does_not_e
     data["constraints"].append({"type": "goalsBySameRobot", "goals": ["pick", "place"]})
     task = Task.from_json_data(data)
     assert unknown_fields(task) == ["$.goals[0]: unknown field 'note', kept but not read"]
+
+
+SET = json.loads((EMBEDDED / "robco_like" / "modules.json").read_text())
+SET_TYPOS = [  # (module, what the user wrote wrong, the JSON path the warning names, the field, the one meant)
+    ("J", lambda m: _rename(m["joints"][0]["limits"], "peakTorque", "peaktorque"), "joints[0].limits", "peaktorque",
+     "peakTorque"),
+    ("L_100", lambda m: _rename(m["header"], "cost", "Cost"), "header", "Cost", "cost"),
+    ("J", lambda m: _rename(m["joints"][0], "gearRatio", "gear_ratio"), "joints[0]", "gear_ratio", "gearRatio"),
+    ("J", lambda m: _rename(m["bodies"][0], "r_com", "rCom"), "bodies[0]", "rCom", "r_com"),
+    ("gripper", lambda m: m["bodies"][0]["connectors"][1].__setitem__("Size", [1]), "bodies[0].connectors[1]", "Size",
+     "size"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("module", "spoil", "path", "field", "meant"), SET_TYPOS, ids=[t[3] for t in SET_TYPOS])
+def test_a_misspelt_module_field_is_a_warning_and_with_strict_an_error(tmp_path, capsys, module, spoil, path, field,
+                                                                      meant):  # fmt: skip
+    data = copy.deepcopy(SET)
+    index = next(i for i, m in enumerate(data["modules"]) if m["header"]["ID"] == module)
+    spoil(data["modules"][index])
+    (tmp_path / "modules.json").write_text(json.dumps(data))
+    report = check_db_file(tmp_path / "modules.json")
+    line = f"unknown field {field!r}, kept but not read (did you mean {meant!r}?)"
+    assert report.errors == [] and [(w.path, w.message) for w in report.warnings] == [
+        (f"$.modules[{index}].{path}", line)
+    ]
+    assert main(["db", "validate", str(tmp_path)]) == 0
+    assert line in capsys.readouterr().err
+    assert main(["db", "validate", "--strict", str(tmp_path)]) == 1
+    db = ModulesDB.from_json_file(tmp_path / "modules.json")  # it loads, and saves the field back
+    db.to_json_file(tmp_path / "again" / "modules.json")
+    saved = json.loads((tmp_path / "again" / "modules.json").read_text())["modules"][index]
+    assert f'"{field}"' in json.dumps(saved) and f'"{field}"' in json.dumps(data["modules"][index])
+
+
+def test_the_shipped_and_the_cobra_module_sets_have_no_unknown_fields():
+    files = [EMBEDDED / name / "modules.json" for name in ("robco_like", "geometric_primitive_modules")]
+    for file in files + ([IMPROV_FILE] if IMPROV_FILE.is_file() else []):
+        assert [w for w in check_db_file(file).warnings if "unknown field" in w.message] == [], file

@@ -253,7 +253,7 @@ def _add_db_commands(sub: argparse._SubParsersAction) -> None:
     val.add_argument("file", help="modules.json or its folder")
     val.add_argument("--json", action="store_true", help="print JSON")
     val.add_argument(
-        "--strict", action="store_true", help="physically impossible data the loader accepts (inertia) is an error"
+        "--strict", action="store_true", help="warnings are errors: impossible inertia, fields no reader uses"
     )
     val.set_defaults(func=_cmd_db_validate)
 

@@ -24,6 +24,14 @@ __all__ = ["DBReport", "SetCheck", "check_db_file", "validate_db_file"]
 
 T = TypeVar("T")
 
+MODULE_FIELDS = ("header", "bodies", "joints")
+HEADER_FIELDS = ("ID", "name", "cost", "date", "author", "email", "affiliation", "keepNames")
+"""A module header's fields: the CoBRA ones timor keeps without reading them too, and timor's ``keepNames``."""
+BODY_FIELDS = ("ID", "mass", "inertia", "r_com", "connectors", "visual", "collision")
+CONNECTOR_FIELDS = ("ID", "gender", "type", "size", "pose")
+JOINT_FIELDS = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive", "axis", "gearRatio")
+JOINT_FIELDS += ("motorInertia", "frictionCoulomb", "frictionViscous")
+
 
 @dataclass
 class DBReport:
@@ -110,6 +118,7 @@ class SetCheck:
         joints, duplicates = self.joints(md, bodies_json, bodies, mp)
         if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
             self.attempt(check_tree, tuple(ok_bodies), tuple(joints), mp)
+        self.unknown_fields(md, header, bodies, joints, mp)
         for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
             for g in (*body.visual, *body.collision):
                 if isinstance(g, Mesh):
@@ -138,6 +147,25 @@ class SetCheck:
                         value=[round(m, 9) for m in moments],
                     )
                 )
+
+    def unknown_fields(self, md: dict, header: Any, bodies: list[Any], joints: list[Any], mp: str) -> None:
+        """A warning for each field no reader uses: a misspelt optional one (``peaktorque``: no torque limit, ``Cost``:
+        cost 0) reads as the field left out."""
+        found = [(mp, k, MODULE_FIELDS) for k in md if k not in ("header", "bodies", "joints")]
+        if header is not None:
+            found += [(f"{mp}.header", k, HEADER_FIELDS) for k in header.extra if k not in HEADER_FIELDS]
+        for k, body in enumerate(bodies):
+            if body is not None:
+                found += [(f"{mp}.bodies[{k}]", key, BODY_FIELDS) for key in body.extra]
+                for n, c in enumerate(body.connectors):
+                    found += [(f"{mp}.bodies[{k}].connectors[{n}]", key, CONNECTOR_FIELDS) for key in c.extra]
+        for k, joint in enumerate(joints):
+            if joint is not None:
+                found += [(f"{mp}.joints[{k}]", key, JOINT_FIELDS) for key in joint.extra]
+                found += [(f"{mp}.joints[{k}].limits", key, tuple(LIMIT_KEYS)) for key in joint.limits_json]
+        for path, key, known in found:
+            if not key.startswith("_") and key not in known:
+                self.report.warnings.append(ValidationError(jf.unknown_field(key, known), file=self.path, path=path))
 
     def joints(self, md: dict, bodies_json: list, bodies: list[Any], mp: str) -> tuple[list[Any], list[InputError]]:
         """The module's parsed joints (None where bad) and the duplicate body, connector and joint IDs (recorded)."""

@@ -7,9 +7,9 @@ does not read in its ``extra``.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
+from timor_core.common.jsonfields import unknown_field
 from timor_core.task.constraints import Constraint, GenericConstraint
 from timor_core.task.task import Task
 
@@ -66,15 +66,9 @@ def _found(task: Task) -> Iterator[tuple[str, str]]:
 
 def unknown_fields(task: Task) -> list[str]:
     """One line per field below the top level that no reader of ``task`` uses: its JSON path and name, and the
-    known field it is closest to (``$.constraints[2]: unknown field 'safetymargin' (did you mean 'safetyMargin'?)``).
+    known field it is closest to (``$.constraints[2]: unknown field 'safetymargin', kept but not read (did you mean
+    'safetyMargin'?)``).
 
     Paths count the items of each list as the file does.
     """
-    out: list[str] = []
-    for path, key in _found(task):
-        close = difflib.get_close_matches(key, KNOWN_FIELDS, n=1, cutoff=0.75) or [
-            k for k in KNOWN_FIELDS if k.lower() == key.lower()
-        ]
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        out.append(f"{path}: unknown field {key!r}, kept but not read{hint}")
-    return out
+    return [f"{path}: {unknown_field(key, KNOWN_FIELDS)}" for path, key in _found(task)]
