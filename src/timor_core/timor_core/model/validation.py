@@ -24,12 +24,23 @@ __all__ = ["DBReport", "SetCheck", "check_db_file", "validate_db_file"]
 
 T = TypeVar("T")
 
-MODULE_FIELDS = ("header", "bodies", "joints")
-HEADER_FIELDS = ("ID", "name", "cost", "date", "author", "email", "affiliation", "keepNames")
+MODULE_FIELDS: tuple[str, ...] = ("header", "bodies", "joints")
+HEADER_FIELDS: tuple[str, ...] = ("ID", "name", "cost", "date", "author", "email", "affiliation", "keepNames")
 """A module header's fields: the CoBRA ones timor keeps without reading them too, and timor's ``keepNames``."""
-BODY_FIELDS = ("ID", "mass", "inertia", "r_com", "connectors", "visual", "collision")
-CONNECTOR_FIELDS = ("ID", "gender", "type", "size", "pose")
-JOINT_FIELDS = ("ID", "type", "parent", "child", "poseParent", "poseChild", "limits", "passive", "axis", "gearRatio")
+BODY_FIELDS: tuple[str, ...] = ("ID", "mass", "inertia", "r_com", "connectors", "visual", "collision")
+CONNECTOR_FIELDS: tuple[str, ...] = ("ID", "gender", "type", "size", "pose")
+JOINT_FIELDS: tuple[str, ...] = (
+    "ID",
+    "type",
+    "parent",
+    "child",
+    "poseParent",
+    "poseChild",
+    "limits",
+    "passive",
+    "axis",
+    "gearRatio",
+)
 JOINT_FIELDS += ("motorInertia", "frictionCoulomb", "frictionViscous")
 
 
@@ -151,7 +162,7 @@ class SetCheck:
     def unknown_fields(self, md: dict, header: Any, bodies: list[Any], joints: list[Any], mp: str) -> None:
         """A warning for each field no reader uses: a misspelt optional one (``peaktorque``: no torque limit, ``Cost``:
         cost 0) reads as the field left out."""
-        found = [(mp, k, MODULE_FIELDS) for k in md if k not in ("header", "bodies", "joints")]
+        found: list[tuple[str, str, tuple[str, ...]]] = [(mp, k, MODULE_FIELDS) for k in md if k not in MODULE_FIELDS]
         if header is not None:
             found += [(f"{mp}.header", k, HEADER_FIELDS) for k in header.extra if k not in HEADER_FIELDS]
         for k, body in enumerate(bodies):
