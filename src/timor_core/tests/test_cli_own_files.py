@@ -148,3 +148,22 @@ def test_relative_mesh_paths_written_away_from_the_set_are_warned_about(own, mon
     with pytest.raises(SystemExit):
         main([command, "--help"])
     assert "relative to the set's folder" in " ".join(capsys.readouterr().out.split())
+
+
+def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkeypatch, capsys):
+    """It said ``$.version: unsupported search result version (expected 1) (got None)`` of a task or module set."""
+    (own / "assembly.json").write_text('{"moduleSet": "robco_like", "moduleOrder": ["base"]}')
+    for file, kind in (
+        ("task.json", "a task"),
+        ("lab_set/modules.json", "a module set"),
+        ("assembly.json", "an assembly"),
+    ):
+        code, err = _run(["result", "show", file], own, monkeypatch, capsys)
+        assert code == 2, err
+        assert (
+            err.strip()
+            == f"error: {file}: $: not a search result (what `timor search -o` writes); it looks like {kind}"
+        )
+    (own / "result.json").write_text('{"version": 1, "optimizer": "x", "task": "t", "db": "d", "cost": "mass"}')
+    code, err = _run(["result", "show", "result.json"], own, monkeypatch, capsys)
+    assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
