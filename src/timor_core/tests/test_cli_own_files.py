@@ -14,6 +14,7 @@ from conftest import EMBEDDED, REPO
 from timor_core import ModulesDB
 from timor_core.cli.app import main
 from timor_core.search.spaces.presets import load_space
+from timor_core.task import Task
 
 CHAIN = ["base", "J", "L_250", "J", "gripper"]
 
@@ -167,3 +168,18 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
     (own / "result.json").write_text('{"version": 1, "optimizer": "x", "task": "t", "db": "d", "cost": "mass"}')
     code, err = _run(["result", "show", "result.json"], own, monkeypatch, capsys)
     assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
+
+
+def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):
+    """A module set whose arm is one module (an imported robot with another set's gripper) has no assembly in the
+    default space: the search reported 'no assembly of the space reaches farther than -inf m'."""
+    from timor_core.search import ExhaustiveSearch
+
+    (own / "links.json").write_text('{"dof_max": 3, "modules": ["L_100"], "max_modules": 4}')
+    for algorithm in ("exhaustive", "random"):
+        argv = ["search", "task.json", "--db", "lab_set", "--space", "links.json", "--algorithm", algorithm]
+        code, err = _run([*argv, "--no-progress"], own, monkeypatch, capsys)
+        assert code == 2 and err.startswith("error: --space: the search space holds no assembly of module set"), err
+    db = ModulesDB.from_json_file(own / "lab_set" / "modules.json")
+    result = ExhaustiveSearch(load_space(own / "links.json", db)).optimize(Task.from_json_file(own / "task.json"), db)
+    assert "the search space holds no assembly" in result.summary() and "-inf" not in result.summary()

@@ -154,7 +154,8 @@ class SearchResult:
     @classmethod
     def from_json_data(cls, data: Any, file: Path | None = None) -> SearchResult:
         d = jf.obj(data, "$")
-        if not {"optimizer", "funnel", "evaluations"} & set(d):  # another kind of file: say which, not "version"
+        result_keys = {"optimizer", "funnel", "evaluations"} & set(d)
+        if not result_keys and not isinstance(d.get("version"), int):  # another kind of file: say which
             raise FormatError(
                 f"not a search result (what `timor search -o` writes){_looks_like(d)}", file=file, path="$"
             )
