@@ -183,3 +183,15 @@ def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, mon
     db = ModulesDB.from_json_file(own / "lab_set" / "modules.json")
     result = ExhaustiveSearch(load_space(own / "links.json", db)).optimize(Task.from_json_file(own / "task.json"), db)
     assert "the search space holds no assembly" in result.summary() and "-inf" not in result.summary()
+
+
+def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, capsys):
+    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice."""
+    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)
+    assert code == 2
+    assert err.strip() == (
+        "error: 'lab_sett' is neither an embedded module set (geometric_primitive_modules, robco_like) nor a "
+        f"modules.json or its folder (none of that name in {own})"
+    )
+    assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
+    assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0

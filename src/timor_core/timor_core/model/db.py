@@ -168,6 +168,11 @@ class ModulesDB:
             p = p / "modules.json"
         if p.is_file() or str(name_or_file).endswith(".json") or os.sep in str(name_or_file):
             return cls.from_json_file(p)
+        if _ALIASES.get(str(name_or_file), str(name_or_file)) not in embedded_db_names():  # a typo of either
+            raise UnknownModuleError(
+                f"{short_repr(str(name_or_file))} is neither an embedded module set ({', '.join(embedded_db_names())})"
+                f" nor a modules.json or its folder (none of that name in {Path.cwd()})"
+            )
         return cls.from_name(str(name_or_file))
 
     def to_json_data(self, lazy: bool = False) -> dict:
