@@ -1,7 +1,7 @@
 """The README's Python blocks run as written: the short example, the branched assembly after it, and the tasks block
 on a task with every kind of goal (the user study the README names has only ``at`` goals; the embedded
 pick-and-place task has a ``pause`` and a ``returnTo`` goal, which have no pose: the loop as written stopped with an
-AttributeError on them)."""
+AttributeError on them). And ``help()`` of the classes they use says how to make and use them."""
 
 from __future__ import annotations
 
@@ -38,3 +38,19 @@ def test_the_tasks_block_runs_on_a_task_with_pause_and_return_goals(monkeypatch,
     exec(compile(block, "README.md", "exec"), {})
     printed = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in printed] == [g.id for g in task.goals if hasattr(g, "goal_pose")]
+
+
+def test_help_of_the_main_classes_says_how_to_make_and_use_them():
+    """``help(ModulesDB)`` and ``help(ModuleAssembly)`` said one line each; now they name the ways to make one and
+    what to do with it, and every method they name exists."""
+    from timor_core import ModuleAssembly, ModulesDB
+
+    for cls, needed in (
+        (ModulesDB, ("from_json_file", "from_name", "load", "to_json_file")),
+        (ModuleAssembly, ("from_serial_modules", "add", "robot", "to_urdf", "to_xacro", "to_srdf", "to_mjcf")),
+    ):
+        doc = cls.__doc__ or ""
+        named = set(re.findall(r"``(?:\w+\.)?(\w+)[(`]", doc))
+        named -= {"len", "embedded_db_names", "ModulesDB", "ModuleAssembly", "PinRobot"}  # not methods of the class
+        assert set(needed) <= named, (cls, set(needed) - named)
+        assert [n for n in named if not hasattr(cls, n)] == [], cls

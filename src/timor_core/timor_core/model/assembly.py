@@ -42,7 +42,13 @@ def _module_ids(given: Sequence[str], argument: str) -> list[str]:
 
 
 class ModuleAssembly(AssemblyModels):
-    """A tree of module instances from one ModulesDB, mounted to the world by a base connector."""
+    """A tree of module instances from one ModulesDB, mounted to the world by a base connector.
+
+    A chain: ``ModuleAssembly.from_serial_modules(db, ["base", "J", "L_250", "J", "gripper"])``; a tree: start with
+    ``ModuleAssembly(db, ["base"])`` and ``add(module_id, (index, connector))``. ``assembly.robot`` is its Pinocchio
+    model (``PinRobot``: fk, ik, dynamics, collisions); ``to_urdf``, ``to_xacro``, ``to_srdf``, ``to_mjcf`` export it;
+    ``to_json_file`` / ``from_json_file`` save and load it in the CoBRA solution layout.
+    """
 
     def __init__(
         self,

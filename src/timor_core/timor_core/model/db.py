@@ -66,7 +66,14 @@ class SetJson(dict):
 
 
 class ModulesDB:
-    """An immutable collection of modules with unique IDs, plus its collision-ignore mode."""
+    """An immutable collection of modules with unique IDs, plus its collision-ignore mode.
+
+    Made with ``ModulesDB.from_json_file("lab/modules.json")`` (a CoBRA module set; its meshes resolve beside it),
+    ``ModulesDB.from_name("robco_like")`` (an embedded set: ``embedded_db_names()``), ``ModulesDB.load(text)`` (either,
+    as ``--db`` takes it) or ``ModulesDB([*db, other["gripper"]])`` (modules of other sets). ``db["J"]`` is a module,
+    ``len(db)`` and ``for m in db`` go over them; ``to_json_file`` saves the set with its meshes. ``timor db validate``
+    (``timor_core.model.validation.check_db_file``) lists every error and warning of a file.
+    """
 
     def __init__(
         self,
