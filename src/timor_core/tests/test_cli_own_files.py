@@ -195,3 +195,32 @@ def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, c
     )
     assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
     assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "locked/deeper/result.json"],
+        ["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "locked/solution.json"],
+        ["moveit-config", "--db", "lab_set", "--modules", *CHAIN, "-o", "locked/cfg"],
+    ],
+    ids=["search", "solve", "moveit-config"],
+)
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(own, monkeypatch, capsys, argv):
+    """A search into a read-only folder ran to its end, then lost its answer ('cannot write: Read-only file
+    system'). The folder is checked first (here made unwritable by access(2) saying so, as on a read-only mount)."""
+    import os
+
+    from timor_core.search import ExhaustiveSearch
+    from timor_core.task import point_to_point
+
+    (own / "locked").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and not str(p).endswith("locked"))
+    for work in ((ExhaustiveSearch, "optimize"), (point_to_point, "solve_point_to_point")):
+        monkeypatch.setattr(*work, lambda *a, **k: pytest.fail("the work started"))
+    code, err = _run(argv, own, monkeypatch, capsys)
+    option = {"solve": "--solution"}.get(argv[0], "-o")
+    expected = f"error: {option}: cannot write into {own / 'locked'} (a read-only file system or no permission)"
+    assert code == 2 and err.strip().startswith(expected), err
+    assert list((own / "locked").iterdir()) == []

@@ -26,6 +26,7 @@ from timor_core.cli.args import (
     add_robot_arguments,
     json_text,
     refuse_outputs_over_inputs,
+    refuse_unwritable_outputs,
     resolve_robot_arguments,
     warn_relative_meshes,
 )
@@ -382,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     try:
         refuse_outputs_over_inputs(args)
+        refuse_unwritable_outputs(args)
         return int(args.func(args) or 0)
     except TimorError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

@@ -29,6 +29,7 @@ __all__ = [
     "name",
     "output_folder",
     "refuse_outputs_over_inputs",
+    "refuse_unwritable_outputs",
     "add_mesh_arguments",
     "warn_relative_meshes",
     "json_text",
@@ -252,6 +253,26 @@ def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
     for attr, out in given:
         read = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
         refuse_overwriting_inputs(out, *read, option=_OUTPUT_OPTIONS.get(attr, attr))
+
+
+def refuse_unwritable_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output (``-o`` file or folder, ``--solution``, ``--checkpoint``) whose folder
+    cannot be written (read-only file system, no permission): a search found its answer, then lost it at the end."""
+    for attr in ("output", "checkpoint", "solution", "out"):
+        out = getattr(args, attr, None)
+        if attr == "solution" and "solution" not in getattr(args, "file_outputs", ()):
+            continue  # timor video's solution is its input
+        if not (isinstance(out, str) and out):
+            continue
+        folder = os.path.abspath(out)
+        while not os.path.exists(folder):  # the folders the command will make: the nearest one there is
+            folder = os.path.dirname(folder)
+        if not os.path.isdir(folder):  # the output file itself: its folder
+            folder = os.path.dirname(folder)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            option = "--out" if attr == "out" else _OUTPUT_OPTIONS.get(attr, attr)
+            raise InputError(f"cannot write into {folder} (a read-only file system or no permission)", path=option,
+                             value=out)  # fmt: skip
 
 
 _MESH_URI_HELP = (
