@@ -41,6 +41,8 @@ TYPOS = [
      "returnToGoal"),
     (lambda d: d["obstacles"][0]["collision"][0].__setitem__("Pose", d["obstacles"][0]["collision"][0]["pose"]),
      "$.obstacles[0].collision[0]", "Pose", "pose"),
+    (lambda d: d["obstacles"][1]["collision"][0]["parameters"].__setitem__("R", 0.1),
+     "$.obstacles[1].collision[0].parameters", "R", "r"),
 ]  # fmt: skip
 
 
@@ -64,6 +66,7 @@ def test_a_misspelt_field_is_named_with_its_path_and_the_field_meant(tmp_path, c
     assert json.loads(out)["warnings"] == [line]
     task = Task.from_json_file(tmp_path / "task.json")
     assert task.to_json_data() == Task.from_json_data(data).to_json_data()  # kept for the round trip
+    assert f'"{field}"' in json.dumps(task.to_json_data())
 
 
 def test_the_shipped_and_the_cobra_tasks_have_no_unknown_fields(capsys, tmp_path):
@@ -94,6 +97,8 @@ SET_TYPOS = [  # (module, what the user wrote wrong, the JSON path the warning n
     ("J", lambda m: _rename(m["bodies"][0], "r_com", "rCom"), "bodies[0]", "rCom", "r_com"),
     ("gripper", lambda m: m["bodies"][0]["connectors"][1].__setitem__("Size", [1]), "bodies[0].connectors[1]", "Size",
      "size"),
+    ("J", lambda m: m["bodies"][0]["collision"][0]["parameters"].__setitem__("Z", 0.2),
+     "bodies[0].collision[0].parameters", "Z", "z"),
 ]  # fmt: skip
 
 

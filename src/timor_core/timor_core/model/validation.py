@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError, ValidationError
 from timor_core.model.db import IGNORE_COLLISION_MODES
-from timor_core.model.geometry import Mesh
+from timor_core.model.geometry import GEOMETRY_PARAMETERS, Mesh, unread_fields
 from timor_core.model.module import (
     LIMIT_KEYS,
     check_tree,
@@ -42,6 +42,12 @@ JOINT_FIELDS: tuple[str, ...] = (
     "gearRatio",
 )
 JOINT_FIELDS += ("motorInertia", "frictionCoulomb", "frictionViscous")
+GEOMETRY_FIELDS: tuple[str, ...] = (
+    "type",
+    "parameters",
+    "pose",
+    *sorted({p for v in GEOMETRY_PARAMETERS.values() for p in v}),
+)
 
 
 @dataclass
@@ -170,6 +176,10 @@ class SetCheck:
                 found += [(f"{mp}.bodies[{k}]", key, BODY_FIELDS) for key in body.extra]
                 for n, c in enumerate(body.connectors):
                     found += [(f"{mp}.bodies[{k}].connectors[{n}]", key, CONNECTOR_FIELDS) for key in c.extra]
+                for part in ("visual", "collision"):
+                    for n, g in enumerate(getattr(body, part)):
+                        at = f"{mp}.bodies[{k}].{part}[{n}]"
+                        found += [(at + below, key, GEOMETRY_FIELDS) for below, key in unread_fields(g)]
         for k, joint in enumerate(joints):
             if joint is not None:
                 found += [(f"{mp}.joints[{k}]", key, JOINT_FIELDS) for key in joint.extra]

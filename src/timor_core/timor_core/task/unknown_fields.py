@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from timor_core.common.jsonfields import unknown_field
+from timor_core.model.geometry import GEOMETRY_PARAMETERS, unread_fields
 from timor_core.task.constraints import Constraint, GenericConstraint
 from timor_core.task.task import Task
 
@@ -29,6 +30,7 @@ KNOWN_FIELDS = (
     *("duration", "returnToGoal", "epsilon", "trajectory"),
     *("safetyMargin", "parts", "order", "pose", "limits", "coterminal", "v_min", "v_max", "o_min", "o_max"),
     *("collision", "visual", "parameters"),
+    *sorted({p for names in GEOMETRY_PARAMETERS.values() for p in names}),
 )
 """Every field name a task file's parts are read by: the names an unknown field is compared with."""
 
@@ -61,7 +63,7 @@ def _found(task: Task) -> Iterator[tuple[str, str]]:
         yield from ((f"$.obstacles[{i}]", k) for k in _keys(obstacle.extra, OBSTACLE_FIELDS))
         for part in ("collision", "visual"):
             for j, geometry in enumerate(getattr(obstacle, part) or ()):
-                yield from ((f"$.obstacles[{i}].{part}[{j}]", k) for k in _keys(geometry.extra))
+                yield from ((f"$.obstacles[{i}].{part}[{j}]{below}", k) for below, k in unread_fields(geometry))
 
 
 def unknown_fields(task: Task) -> list[str]:
