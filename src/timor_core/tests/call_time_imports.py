@@ -9,7 +9,8 @@ where an import that would add a module to them stays at call time ("cold path")
 stays inside the function whatever it costs, so that the module imports without it. test_architecture.py enforces
 this table and that docs/architecture.md shows it. Re-measure: ``python benchmarks/deferred_imports.py --only X``.
 The rows of ``kinematics.robot_collisions`` and ``ros.launch_checks`` were measured again when those files were split
-off (2026-11-30, load average 2.5).
+off (2026-11-30, load average 2.5); ``cli.args`` -> ``common.fileio`` and ``cli.app`` -> ``task.unknown_fields`` were
+added in session 56 (2026-11-30, load average 1.1).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.app", "timor_core.model.validation"): (16.1, "start-up"),
     ("timor_core.cli.app", "timor_core.task.feedback"): (30.8, "start-up"),
     ("timor_core.cli.app", "timor_core.task.point_to_point"): (34.4, "start-up"),
+    ("timor_core.cli.app", "timor_core.task.unknown_fields"): (86.7, "start-up"),
+    ("timor_core.cli.args", "timor_core.common.fileio"): (8.2, "start-up"),
     ("timor_core.cli.args", "timor_core.common.names"): (4.1, "start-up"),
     ("timor_core.cli.args", "timor_core.model.assembly"): (21.1, "start-up"),
     ("timor_core.cli.args", "timor_core.model.db"): (15.3, "start-up"),

@@ -197,7 +197,7 @@ def test_cli_bad_db_is_a_timor_error(capsys):
     from timor_core.cli.app import main
 
     assert main(["configurator", "--db", "no_such_set", "--port", str(_free_port())]) == 2
-    assert "no embedded module set" in capsys.readouterr().err
+    assert "is neither an embedded module set" in capsys.readouterr().err
 
 
 def test_errors_are_timor_errors():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import timor_core
 from timor_core import ModuleAssembly, ModulesDB, connectors_compatible, modules_compatible
 from timor_core.common.transforms import IDENTITY
-from timor_core.errors import AssemblyError, ConnectorError
+from timor_core.errors import AssemblyError, ConnectorError, InputError, UnknownModuleError
 from timor_core.model.module import Connector
 
 PAPER_IDS = ("base", "J2", "i_45", "J2", "J2", "eef")
@@ -218,3 +218,15 @@ def test_set_equality_ignores_spelled_out_defaults_but_not_the_name():
     changed = primitives_json()
     changed["modules"][1]["bodies"][0]["mass"] += 0.001
     assert a != ModulesDB.from_json_data(changed, name="set")
+
+
+def test_one_string_of_ids_is_refused_naming_the_argument(primitives):
+    """``from_serial_modules(db, "base J2 eef")`` was read one character per module: ``no module with ID 'b'``."""
+    for make, argument in ((lambda ids: ModuleAssembly.from_serial_modules(primitives, ids), "module_ids"),
+                           (lambda ids: ModuleAssembly(primitives, ids), "assembly_modules")):  # fmt: skip
+        with pytest.raises(InputError, match=f"{argument} must be a sequence of module IDs, not one string") as info:
+            make("base J2 eef")
+        assert info.value.path == argument and info.value.value == "base J2 eef"
+        with pytest.raises(UnknownModuleError, match="'J9'"):
+            make(["base", "J9", "eef"])
+    assert ModuleAssembly.from_serial_modules(primitives, "base J2 eef".split()).module_ids == ["base", "J2", "eef"]

@@ -122,3 +122,21 @@ def test_a_set_made_from_a_urdf_saves_with_its_meshes_after_the_urdf2json_round_
         q = robot.random_configuration(np.random.default_rng(4))
         np.testing.assert_allclose(reloaded.robot.fk(q), robot.fk(q), atol=1e-12)
     assert json.loads(json.dumps(data)) == data  # still plain JSON for every other reader
+
+
+def test_a_set_of_modules_from_two_sets_saves_with_the_meshes(tmp_path):
+    """The README's way to put another set's gripper on an imported arm, ``ModulesDB([*db, gripper])``, has no folder
+    of its own; saved, it still carries the arm's meshes (it wrote a modules.json naming meshes it had not copied,
+    which no command could load: 'mesh file not found')."""
+    from timor_core.export.urdf_import.importer import ToolConnector
+
+    arm = db_from_urdf(SHARE / UR5, [SHARE.parent], tool_connector=ToolConnector("robco", (0.1,), "m"))
+    both = ModulesDB([*arm, ModulesDB.from_name("robco_like")["gripper"]])
+    assert both.base_dir is None and both.meshes()
+    saved = both.to_json_file(tmp_path / "ur5_gripper" / "modules.json")
+    loaded = ModulesDB.from_json_file(saved)
+    assert sorted(m.file for m in loaded.meshes()) == sorted(m.file for m in both.meshes())
+    assert all(m.path.is_file() and m.path.is_relative_to(saved.parent) for m in loaded.meshes())
+    q = np.linspace(-1, 1, 6)
+    expected = ModuleAssembly.from_serial_modules(both, ["ur5", "gripper"]).robot.fk(q)
+    np.testing.assert_allclose(ModuleAssembly.from_serial_modules(loaded, ["ur5", "gripper"]).robot.fk(q), expected)

@@ -196,7 +196,7 @@ def test_no_eef_means_a_tcp_at_the_last_free_connector(primitives):
     distal = next(c for c in i_15.connectors.values() if c.gender == "m")
     body = robot.frame_pose("m2_i_15_body", np.zeros(1))
     np.testing.assert_allclose(robot.fk(np.zeros(1)), body @ distal.pose, atol=1e-12)
-    assert '<link name="tcp"/>' in assembly.to_urdf()
+    assert '<link name="tcp">' in assembly.to_urdf()
     assert ModuleAssembly.from_serial_modules(primitives, ("base", "J1", "i_15", "eef")).robot.has_end_effector
     base_only = ModuleAssembly.from_serial_modules(primitives, ("base",)).robot
     assert base_only.dof == 0 and base_only.tcp_name == "tcp"  # at the base module's free connector
@@ -234,3 +234,24 @@ def test_continuous_and_fixed_joints(tmp_path):
     pin.framesForwardKinematics(mu, du, qu)
     np.testing.assert_allclose(du.oMf[mu.getFrameId("tool0")].homogeneous, robot.fk(q), atol=1e-9)
     np.testing.assert_allclose(robot.fk(q), tool_poses(A, q)[0], atol=1e-9)
+
+
+def test_every_link_but_the_root_carries_its_inertial(robco):
+    """PyBullet gives a link without ``<inertial>`` 1 kg and an inertia of 1 kg m²: a URDF whose tool frame had none
+    carried a phantom load at the TCP there (the gravity torques of a 4-joint arm 24 % too high). Every link but the
+    root (KDL refuses an inertia there) says its inertial; the tool frame's is none, as Pinocchio reads it."""
+    placement = np.eye(4)
+    placement[:3, 3] = (0.2, -0.1, 0.3)
+    A = ModuleAssembly.from_serial_modules(robco, ["base", "J", "L_250", "J", "gripper"], base_placement=placement)
+    text = A.to_urdf()
+    root = ET.fromstring(text)
+    links = {link.get("name"): link for link in root.iter("link")}
+    children = {joint.find("child").get("link") for joint in root.iter("joint")}
+    assert set(links) - children == {"world"} and links["world"].find("inertial") is None
+    assert [name for name in children if links[name].find("inertial") is None] == []
+    assert links["tool0"].find("inertial/mass").get("value") == "0"
+    model = pin.buildModelFromXML(text)
+    q = np.array([0.4, -0.9])
+    np.testing.assert_allclose(pin.computeGeneralizedGravity(model, model.createData(), q), A.robot.static_torque(q),
+                               atol=1e-9)  # fmt: skip
+    assert sum(i.mass for i in model.inertias) == pytest.approx(A.robot.mass)

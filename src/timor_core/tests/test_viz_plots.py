@@ -89,3 +89,13 @@ def test_cli_plot(tmp_path, capsys):
         _check(out, "png")
     assert main(["plot", "funnel", *files, "-o", str(tmp_path / "x.png")]) == 2
     assert "one result file" in capsys.readouterr().err
+
+
+def test_convergence_of_a_search_without_generations_has_one_panel(tmp_path):
+    """The lower panel (goals the GA's best and median miss per generation) stayed an empty frame under an exhaustive
+    search's curve; only the GA's plot has it, and the other's x axis is labelled where it is drawn."""
+    exhaustive = SearchResult("ExhaustiveSearch", "t", "db", "mass")
+    exhaustive.history = [{"evaluations": n, "time": 0.0, "best_cost": 9.0 - n / 100} for n in (10, 200, 400)]
+    one = plot_convergence([exhaustive], tmp_path / "exhaustive.svg").read_text()
+    assert one.count('<g id="axes_') == 1
+    assert plot_convergence([_ga_result()], tmp_path / "ga.svg").read_text().count('<g id="axes_') == 2

@@ -20,7 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from timor_core.cli.args import Parser, add_robot_arguments, json_text, resolve_robot_arguments
+from timor_core.cli.args import (
+    Parser,
+    add_mesh_arguments,
+    add_robot_arguments,
+    json_text,
+    refuse_outputs_over_inputs,
+    refuse_unwritable_outputs,
+    resolve_robot_arguments,
+    warn_relative_meshes,
+)
 from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db as _load_db
 from timor_core.cli.args import name as _name
@@ -102,6 +111,7 @@ def _cmd_urdf(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     else:
         print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
+        warn_relative_meshes(args, assembly, str(Path(args.output).parent))
     return 0
 
 
@@ -144,8 +154,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _cmd_task_validate(args: argparse.Namespace) -> int:
     from timor_core.task.feedback import check_task_file
+    from timor_core.task.unknown_fields import unknown_fields
 
     task, problems = check_task_file(args.file, skip_missing_assets=args.skip_missing_assets)
+    warnings: list[str] = []
     if problems:
         ok = ""
     else:
@@ -154,8 +166,9 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
         unknown = sorted(k for k in task.extra if not k.startswith("_"))
         if unknown:  # kept for a lossless round trip, but no task reader uses them: often the wrong file
             hint = " (is this a module file?)" if {"bodies", "joints"} & set(unknown) else ""
-            print(f"warning: {args.file}: unknown top-level keys {unknown}{hint}", file=sys.stderr)
-    return _report_problems(args, problems, ok)
+            warnings.append(f"{args.file}: unknown top-level keys {unknown}{hint}")
+        warnings += [f"{args.file}: {line}" for line in unknown_fields(task)]  # a typo reads as the field left out
+    return _report_problems(args, problems, ok, warnings)
 
 
 def _cmd_task_info(args: argparse.Namespace) -> int:
@@ -175,10 +188,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if args.start is not None and not args.solution:
         raise InputError("--start needs --solution (it is where the planned motion starts)", value=args.start)
     if args.solution:
-        from timor_core.common.fileio import output_target, refuse_overwriting_inputs
+        from timor_core.common.fileio import output_target
 
-        refuse_overwriting_inputs(args.solution, args.file, option="--solution")
-        output_target(args.solution)
+        output_target(args.solution)  # an input is refused before any command runs (refuse_outputs_over_inputs)
     start = None if args.start is None else _parse_q(args.start, assembly.dof, "--start")
     result = solve_feedback(task, assembly, seed=args.seed, cost=cost)
     print(json_text(result) if args.json else format_feedback(task, assembly, result, cost.descriptor()))
@@ -242,7 +254,7 @@ def _add_db_commands(sub: argparse._SubParsersAction) -> None:
     val.add_argument("file", help="modules.json or its folder")
     val.add_argument("--json", action="store_true", help="print JSON")
     val.add_argument(
-        "--strict", action="store_true", help="physically impossible data the loader accepts (inertia) is an error"
+        "--strict", action="store_true", help="warnings are errors: impossible inertia, fields no reader uses"
     )
     val.set_defaults(func=_cmd_db_validate)
 
@@ -254,8 +266,7 @@ def _add_robot_commands(sub: argparse._SubParsersAction) -> None:
     urdf.add_argument("-o", "--output", help="output file (default: stdout); written atomically")
     urdf.add_argument("--name", type=_name, help="robot name (default: set name + assembly hash)")
     urdf.add_argument("--prefix", default="", help="prefix for every link and joint name")
-    urdf.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file")
-    urdf.add_argument("--package", type=_name, help="package name for package:// mesh URIs (default: the set's name)")
+    add_mesh_arguments(urdf)
     urdf.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block (mock hardware)")
     urdf.add_argument("--plugin", help="ros2_control hardware plugin; implies --ros2-control")
     urdf.set_defaults(func=_cmd_urdf)
@@ -314,7 +325,7 @@ def _add_task_commands(sub: argparse._SubParsersAction) -> None:
         default="RRTConnect",
         help="with --solution: motion planner, OMPL's by name or timor's own RRT-Connect (default RRTConnect)",
     )
-    solve.set_defaults(func=_cmd_solve)
+    solve.set_defaults(func=_cmd_solve, file_outputs=("solution",))
 
 
 _EXTENSIONS: tuple[str, ...] = (
@@ -371,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = (logging.ERROR, logging.WARNING, logging.INFO)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s: %(message)s")
     try:
+        refuse_outputs_over_inputs(args)
+        refuse_unwritable_outputs(args)
         return int(args.func(args) or 0)
     except TimorError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

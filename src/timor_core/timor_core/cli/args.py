@@ -28,6 +28,10 @@ __all__ = [
     "count",
     "name",
     "output_folder",
+    "refuse_outputs_over_inputs",
+    "refuse_unwritable_outputs",
+    "add_mesh_arguments",
+    "warn_relative_meshes",
     "json_text",
     "resolve_robot_arguments",
     "Parser",
@@ -213,6 +217,90 @@ def output_folder(text: str) -> str:
     if os.path.exists(text) and not os.path.isdir(text):
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
     return text
+
+
+_OUTPUT_OPTIONS = {"output": "-o", "checkpoint": "--checkpoint", "solution": "--solution"}
+_INPUT_ATTRIBUTES = ("file", "files", "task", "space", "resume", "urdf", "solution", "db")
+
+
+def _input_paths(args: argparse.Namespace, outputs: tuple[str, ...]) -> list[str]:
+    """The files a command reads, as given: ``--db`` as its ``modules.json`` where it names a folder."""
+    found: list[str] = []
+    for attr in _INPUT_ATTRIBUTES:
+        value = getattr(args, attr, None)
+        if attr in outputs or value is None:
+            continue
+        for given in value if isinstance(value, list) else [value]:
+            if isinstance(given, str) and given:
+                found.append(os.path.join(given, "modules.json") if attr == "db" and os.path.isdir(given) else given)
+    return found
+
+
+def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output file that is one of the command's input files (the task, the module
+    set's ``modules.json``, a space, a checkpoint to resume): ``-o`` must never replace what the user had.
+
+    A command names its output attributes with ``set_defaults(file_outputs=(...))`` (default ``output`` and
+    ``checkpoint``); writing the checkpoint over the one resumed from is what resuming does, and is allowed.
+    """
+    outputs = tuple(getattr(args, "file_outputs", ("output", "checkpoint")))
+    given = [(a, out) for a in outputs if isinstance(out := getattr(args, a, None), str) and out]
+    if not given:
+        return
+    from timor_core.common.fileio import refuse_overwriting_inputs
+
+    inputs = _input_paths(args, outputs)
+    for attr, out in given:
+        read = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
+        refuse_overwriting_inputs(out, *read, option=_OUTPUT_OPTIONS.get(attr, attr))
+
+
+def refuse_unwritable_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output (``-o`` file or folder, ``--solution``, ``--checkpoint``) whose folder
+    cannot be written (read-only file system, no permission): a search found its answer, then lost it at the end."""
+    for attr in ("output", "checkpoint", "solution", "out"):
+        out = getattr(args, attr, None)
+        if attr == "solution" and "solution" not in getattr(args, "file_outputs", ()):
+            continue  # timor video's solution is its input
+        if not (isinstance(out, str) and out):
+            continue
+        folder = os.path.abspath(out)
+        while not os.path.exists(folder):  # the folders the command will make: the nearest one there is
+            folder = os.path.dirname(folder)
+        if not os.path.isdir(folder):  # the output file itself: its folder
+            folder = os.path.dirname(folder)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            option = "--out" if attr == "out" else _OUTPUT_OPTIONS.get(attr, attr)
+            raise InputError(f"cannot write into {folder} (a read-only file system or no permission)", path=option,
+                             value=out)  # fmt: skip
+
+
+_MESH_URI_HELP = (
+    "how mesh files are named: file (file:// URIs, the default), package (package://PACKAGE/<path in the set>), "
+    "relative (the path as the module set writes it: relative to the set's folder, so the file must go there too) "
+    "or path (plain absolute paths, for MuJoCo and other non-ROS tools)"
+)
+
+
+def add_mesh_arguments(sp: argparse.ArgumentParser) -> None:
+    """``--mesh-uri`` and ``--package`` of the robot description exports."""
+    sp.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file", help=_MESH_URI_HELP)
+    sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
+
+
+def warn_relative_meshes(args: argparse.Namespace, assembly, folder: str | None) -> None:
+    """With ``--mesh-uri relative``, warn when the file goes to another ``folder`` than the module set's: its mesh
+    paths are relative to the set's folder, so a reader looking beside the file finds none of them."""
+    if args.mesh_uri != "relative" or folder is None or assembly.db.base_dir is None:
+        return
+    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
+    base = os.path.realpath(assembly.db.base_dir)
+    if used and os.path.realpath(folder or ".") != base:
+        print(
+            f"warning: --mesh-uri relative: the {len(used)} mesh path(s) are relative to the module set's folder "
+            f"{base}, not to {folder or '.'}: write the file there, or use --mesh-uri file, package or path",
+            file=sys.stderr,
+        )
 
 
 def cost(text: str) -> str:

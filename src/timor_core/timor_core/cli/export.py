@@ -9,7 +9,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from timor_core.cli.args import add_robot_arguments, limited, name, output_folder, seed, serial_assembly
+from timor_core.cli.args import (
+    add_mesh_arguments,
+    add_robot_arguments,
+    limited,
+    name,
+    output_folder,
+    seed,
+    serial_assembly,
+    warn_relative_meshes,
+)
 
 __all__ = ["register", "cmd_urdf_ros2_control"]
 
@@ -53,6 +62,7 @@ def _export_description(
         **options,
     )
     _emit(args, text, f"{assembly.dof} DOF")
+    warn_relative_meshes(args, assembly, None if args.output is None else str(Path(args.output).parent))
     return 0
 
 
@@ -100,8 +110,9 @@ def _cmd_mjcf(args: argparse.Namespace) -> int:
 def _cmd_moveit_config(args: argparse.Namespace) -> int:
     from timor_core.export.formats.moveit_config import write_moveit_config
 
+    assembly = serial_assembly(args)
     written = write_moveit_config(
-        serial_assembly(args),
+        assembly,
         args.output,
         name=args.name,
         prefix=args.prefix,
@@ -114,6 +125,7 @@ def _cmd_moveit_config(args: argparse.Namespace) -> int:
     )
     for path in written.values():
         print(path)
+    warn_relative_meshes(args, assembly, args.output)
     return 0
 
 
@@ -124,10 +136,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_robot_arguments(sp)
         sp.add_argument("--name", type=name, help="robot name (default: set name + assembly hash)")
         sp.add_argument("--prefix", default="", help="prefix for every link and joint name")
-
-    def meshes(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--mesh-uri", choices=("file", "package", "relative", "path"), default="file")
-        sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
     def sampling(sp: argparse.ArgumentParser) -> None:
         sp.add_argument(
@@ -145,7 +153,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     mc.add_argument("--plugin", help=plugin_help)
     sampling(mc)
-    meshes(mc)
+    add_mesh_arguments(mc)
     mc.set_defaults(func=_cmd_moveit_config)
 
     xa = sub.add_parser("xacro", help="write a xacro macro (prefix parent *origin) of a serial assembly")
@@ -155,7 +163,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     xa.add_argument("--macro-only", action="store_true", help="only define the macro (no world link, no call)")
     xa.add_argument("--ros2-control", action="store_true", help="add a <ros2_control> block to the macro")
     xa.add_argument("--plugin", help=plugin_help + "; implies --ros2-control")
-    meshes(xa)
+    add_mesh_arguments(xa)
     xa.set_defaults(func=_cmd_xacro)
 
     sr = sub.add_parser("srdf", help="write the MoveIt SRDF (group, home, collision matrix) of a serial assembly")

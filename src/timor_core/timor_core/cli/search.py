@@ -76,10 +76,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
     if args.algorithm == "ga":
         optimizer = _genetic_search(args, db)
     elif args.algorithm == "random":
-        from timor_core.search import FilterConfig, RandomSearch, load_space
+        from timor_core.search import FilterConfig, RandomSearch
 
         optimizer = RandomSearch(
-            load_space(args.space, db),
+            _space(args, db),
             args.cost,
             FilterConfig(seed=args.seed),
             seed=args.seed,
@@ -123,9 +123,25 @@ def _genetic_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
     )
 
 
+def _space(args: argparse.Namespace, db: ModulesDB):
+    """The ``--space`` of the exhaustive and random search over ``db``; one that holds no assembly is refused (the
+    search reported 'no assembly of the space reaches farther than -inf m')."""
+    from timor_core.search import load_space
+
+    space = load_space(args.space, db)
+    if space.count == 0:
+        raise InputError(
+            f"the search space holds no assembly of module set {db.name!r}; give one that does as --space FILE, "
+            'e.g. {"dof_max": 6, "max_modules": 8}',
+            path="--space",
+            value=args.space,
+        )
+    return space
+
+
 def _exhaustive_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
     """The exhaustive search of ``timor search``: in process, or on a Dask cluster (--scheduler, --resume)."""
-    from timor_core.search import ExhaustiveSearch, FilterConfig, load_space
+    from timor_core.search import ExhaustiveSearch, FilterConfig
 
     evaluator = None
     if args.scheduler or args.resume:
@@ -139,7 +155,7 @@ def _exhaustive_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
             resume=args.resume,
         )
     return ExhaustiveSearch(
-        load_space(args.space, db),
+        _space(args, db),
         args.cost,
         FilterConfig(seed=args.seed),
         workers=args.workers,
@@ -226,7 +242,7 @@ def _add_search_command(sub: argparse._SubParsersAction) -> None:
         "--space",
         default="auto",
         help="search space of the exhaustive and random search: exp2, science2019, auto (by the module set), or a "
-        'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}',
+        'JSON file of SpaceOptions such as {"dof_max": 3, "modules": ["J", "L_100"], "max_modules": 6}',
     )
     search.add_argument("--workers", type=_workers, help="processes (default: all cores)")
     search.add_argument("--budget-evals", type=limited("max_search_evals"), help="stop after N evaluated assemblies")

@@ -6,6 +6,7 @@ file name is added by whoever knows it (see ``InputError.located``).
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -31,6 +32,7 @@ __all__ = [
     "matrix",
     "pose",
     "array",
+    "unknown_field",
 ]
 
 _MISSING = object()
@@ -355,3 +357,17 @@ def pose(value: Any, path: str) -> np.ndarray:
         )
     T.flags.writeable = False
     return T
+
+
+def unknown_field(key: str, known: tuple[str, ...]) -> str:
+    """What to say of a field no reader uses (kept for the round trip): a misspelt optional field reads as the field
+    left out, so it names the ``known`` field it is closest to, if any (``unknown field 'safetymargin', kept but not
+    read (did you mean 'safetyMargin'?)``)."""
+    same = [k for k in known if _plain(k) == _plain(key)]  # r_com for rCom, gearRatio for gear_ratio
+    close = same or difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown field {key!r}, kept but not read{hint}"
+
+
+def _plain(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")

@@ -33,8 +33,22 @@ __all__ = ["ModuleAssembly", "Connection"]
 Connection = tuple[int, str, int, str]
 
 
+def _module_ids(given: Sequence[str], argument: str) -> list[str]:
+    """The module IDs as strings; one string is refused (it would be read one character per module: ``'b'``)."""
+    if isinstance(given, (str, bytes)):
+        raise InputError(f"{argument} must be a sequence of module IDs, not one string (split it: text.split())",
+                         path=argument, value=given)  # fmt: skip
+    return [str(m) for m in given]
+
+
 class ModuleAssembly(AssemblyModels):
-    """A tree of module instances from one ModulesDB, mounted to the world by a base connector."""
+    """A tree of module instances from one ModulesDB, mounted to the world by a base connector.
+
+    A chain: ``ModuleAssembly.from_serial_modules(db, ["base", "J", "L_250", "J", "gripper"])``; a tree: start with
+    ``ModuleAssembly(db, ["base"])`` and ``add(module_id, (index, connector))``. ``assembly.robot`` is its Pinocchio
+    model (``PinRobot``: fk, ik, dynamics, collisions); ``to_urdf``, ``to_xacro``, ``to_srdf``, ``to_mjcf`` export it;
+    ``to_json_file`` / ``from_json_file`` save and load it in the CoBRA solution layout.
+    """
 
     def __init__(
         self,
@@ -45,7 +59,7 @@ class ModuleAssembly(AssemblyModels):
         base_placement: np.ndarray | None = None,
     ) -> None:
         self.db = db
-        self.module_ids: list[str] = [str(m) for m in assembly_modules]
+        self.module_ids: list[str] = _module_ids(assembly_modules, "assembly_modules")
         check_count(len(self.module_ids), "max_modules", "the number of modules in an assembly")
         self.modules: list[Module] = [db.by_id(m) for m in self.module_ids]
         check_count(sum(m.dof for m in self.modules), "max_dof", "the degrees of freedom of an assembly")
@@ -65,11 +79,13 @@ class ModuleAssembly(AssemblyModels):
     def from_serial_modules(
         cls, db: ModulesDB, module_ids: Sequence[str], base_placement: np.ndarray | None = None
     ) -> ModuleAssembly:
-        """A chain: each module joined to the next by the only connection that fits.
+        """A chain: each module joined to the next by the only connection that fits, base first
+        (``["base", "J", "L_250", "J", "gripper"]``).
 
-        Raises ConnectorError if a neighbouring pair has no free fitting connection, or more than one.
+        Raises UnknownModuleError for an ID the set does not have, ConnectorError if a neighbouring pair has no free
+        fitting connection, or more than one, and InputError for one string instead of a sequence of IDs.
         """
-        ids = [str(m) for m in module_ids]
+        ids = _module_ids(module_ids, "module_ids")
         if not ids:
             raise AssemblyError("a serial assembly needs at least one module")
         check_count(len(ids), "max_modules", "the number of modules in an assembly")

@@ -66,7 +66,14 @@ class SetJson(dict):
 
 
 class ModulesDB:
-    """An immutable collection of modules with unique IDs, plus its collision-ignore mode."""
+    """An immutable collection of modules with unique IDs, plus its collision-ignore mode.
+
+    Made with ``ModulesDB.from_json_file("lab/modules.json")`` (a CoBRA module set; its meshes resolve beside it),
+    ``ModulesDB.from_name("robco_like")`` (an embedded set: ``embedded_db_names()``), ``ModulesDB.load(text)`` (either,
+    as ``--db`` takes it) or ``ModulesDB([*db, other["gripper"]])`` (modules of other sets). ``db["J"]`` is a module,
+    ``len(db)`` and ``for m in db`` go over them; ``to_json_file`` saves the set with its meshes. ``timor db validate``
+    (``timor_core.model.validation.check_db_file``) lists every error and warning of a file.
+    """
 
     def __init__(
         self,
@@ -168,6 +175,11 @@ class ModulesDB:
             p = p / "modules.json"
         if p.is_file() or str(name_or_file).endswith(".json") or os.sep in str(name_or_file):
             return cls.from_json_file(p)
+        if _ALIASES.get(str(name_or_file), str(name_or_file)) not in embedded_db_names():  # a typo of either
+            raise UnknownModuleError(
+                f"{short_repr(str(name_or_file))} is neither an embedded module set ({', '.join(embedded_db_names())})"
+                f" nor a modules.json or its folder (none of that name in {Path.cwd()})"
+            )
         return cls.from_name(str(name_or_file))
 
     def to_json_data(self, lazy: bool = False) -> dict:
@@ -204,7 +216,9 @@ class ModulesDB:
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         renamed: dict[str, str] = {}
-        if copy_meshes and self.base_dir is not None and folder.resolve() != Path(self.base_dir).resolve():
+        if copy_meshes and (self.base_dir is None or folder.resolve() != Path(self.base_dir).resolve()):
+            # a set made of other sets' modules (``ModulesDB([*db, gripper])``) has no folder of its own: its meshes
+            # are copied all the same, each from the file it was read from
             renamed = self._copy_meshes(folder, path)
         with paused_gc():  # a big set's JSON is millions of objects without cycles
             data = self.to_json_data(lazy=not renamed)  # written record by record (renamed meshes: all at once)
@@ -223,7 +237,7 @@ class ModulesDB:
             if target.exists() and not mesh.missing and not filecmp.cmp(target, mesh.path, shallow=False):
                 renamed[mesh.file] = _hashed_name(mesh.file, mesh.path)
                 target = (folder / renamed[mesh.file]).resolve()
-            if not target.exists():
+            if not target.exists() and not mesh.missing:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 atomic_copy(mesh.path, target)
         return renamed

@@ -31,6 +31,9 @@ __all__ = [
     "geometries_from_json",
     "mesh_from_json",
     "pose_json",
+    "GEOMETRY_PARAMETERS",
+    "UNREAD_PARAMETERS",
+    "unread_fields",
 ]
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,12 @@ log = logging.getLogger(__name__)
 def pose_json(T: np.ndarray) -> list[list[float]]:
     """A 4x4 pose as nested lists of floats (CoBRA JSON)."""
     return np.asarray(T, dtype=float).tolist()
+
+
+GEOMETRY_PARAMETERS = {"box": ("x", "y", "z"), "cylinder": ("r", "z"), "sphere": ("r",), "mesh": ("file", "scale")}
+"""The parameters each geometry type reads (``empty`` none)."""
+UNREAD_PARAMETERS = "_parameters"
+"""The key of a geometry's ``extra`` holding the parameters its type does not read (written back as they were)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,13 +63,13 @@ class Geometry:
         raise NotImplementedError
 
     def to_json(self) -> dict:
-        """The CoBRA JSON description of this geometry."""
-        return {
-            "type": self.type_name,
-            "parameters": self.parameters_json(),
-            "pose": pose_json(self.pose),
-            **self.extra,
-        }
+        """The CoBRA JSON description of this geometry (with the parameters and fields it does not read, as read)."""
+        parameters = self.parameters_json()
+        out: dict[str, Any] = {"type": self.type_name, "parameters": parameters, "pose": pose_json(self.pose)}
+        if self.extra:
+            out["parameters"] = {**parameters, **self.extra.get(UNREAD_PARAMETERS, {})}
+            out.update((k, v) for k, v in self.extra.items() if k != UNREAD_PARAMETERS)
+        return out
 
     def __eq__(self, other: object) -> bool:
         return type(other) is type(self) and self.to_json() == other.to_json()  # type: ignore[union-attr]
@@ -233,6 +242,13 @@ class Empty(Geometry):
         return 0.0
 
 
+def unread_fields(geometry: Geometry) -> list[tuple[str, str]]:
+    """What a geometry's JSON held that no reader uses, as (JSON path below the geometry, field): its own fields
+    (``""``) and the parameters its type does not read (``".parameters"``: ``w`` of a box)."""
+    out = [("", k) for k in geometry.extra if not k.startswith("_")]
+    return out + [(".parameters", k) for k in geometry.extra.get(UNREAD_PARAMETERS, {})]
+
+
 def geometry_from_json(
     data: Any, path: str, base_dir: Path | None = None, json_file: Path | None = None, missing: str = "error"
 ) -> Geometry:
@@ -247,6 +263,9 @@ def geometry_from_json(
     ppath = f"{path}.parameters"
     T = jf.pose(d["pose"], f"{path}.pose") if "pose" in d else IDENTITY
     extra = {k: v for k, v in d.items() if k not in ("type", "parameters", "pose")}
+    unread = {k: v for k, v in params.items() if k not in GEOMETRY_PARAMETERS.get(kind, ())}
+    if unread:  # kept for the round trip; ``timor task validate`` and ``timor db validate`` name them
+        extra[UNREAD_PARAMETERS] = unread
 
     def positive(key: str) -> float:
         return jf.number(jf.req(params, key, ppath), f"{ppath}.{key}", min_value=0.0)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError, ValidationError
 from timor_core.model.db import IGNORE_COLLISION_MODES
-from timor_core.model.geometry import Mesh
+from timor_core.model.geometry import GEOMETRY_PARAMETERS, Mesh, unread_fields
 from timor_core.model.module import (
     LIMIT_KEYS,
     check_tree,
@@ -23,6 +23,31 @@ from timor_core.model.module import (
 __all__ = ["DBReport", "SetCheck", "check_db_file", "validate_db_file"]
 
 T = TypeVar("T")
+
+MODULE_FIELDS: tuple[str, ...] = ("header", "bodies", "joints")
+HEADER_FIELDS: tuple[str, ...] = ("ID", "name", "cost", "date", "author", "email", "affiliation", "keepNames")
+"""A module header's fields: the CoBRA ones timor keeps without reading them too, and timor's ``keepNames``."""
+BODY_FIELDS: tuple[str, ...] = ("ID", "mass", "inertia", "r_com", "connectors", "visual", "collision")
+CONNECTOR_FIELDS: tuple[str, ...] = ("ID", "gender", "type", "size", "pose")
+JOINT_FIELDS: tuple[str, ...] = (
+    "ID",
+    "type",
+    "parent",
+    "child",
+    "poseParent",
+    "poseChild",
+    "limits",
+    "passive",
+    "axis",
+    "gearRatio",
+)
+JOINT_FIELDS += ("motorInertia", "frictionCoulomb", "frictionViscous")
+GEOMETRY_FIELDS: tuple[str, ...] = (
+    "type",
+    "parameters",
+    "pose",
+    *sorted({p for v in GEOMETRY_PARAMETERS.values() for p in v}),
+)
 
 
 @dataclass
@@ -110,6 +135,7 @@ class SetCheck:
         joints, duplicates = self.joints(md, bodies_json, bodies, mp)
         if not duplicates and ok_bodies and len(ok_bodies) == len(bodies) and all(j is not None for j in joints):
             self.attempt(check_tree, tuple(ok_bodies), tuple(joints), mp)
+        self.unknown_fields(md, header, bodies, joints, mp)
         for body in ok_bodies:  # read every mesh: a corrupt file is an error of the set, not of a later robot
             for g in (*body.visual, *body.collision):
                 if isinstance(g, Mesh):
@@ -138,6 +164,29 @@ class SetCheck:
                         value=[round(m, 9) for m in moments],
                     )
                 )
+
+    def unknown_fields(self, md: dict, header: Any, bodies: list[Any], joints: list[Any], mp: str) -> None:
+        """A warning for each field no reader uses: a misspelt optional one (``peaktorque``: no torque limit, ``Cost``:
+        cost 0) reads as the field left out."""
+        found: list[tuple[str, str, tuple[str, ...]]] = [(mp, k, MODULE_FIELDS) for k in md if k not in MODULE_FIELDS]
+        if header is not None:
+            found += [(f"{mp}.header", k, HEADER_FIELDS) for k in header.extra if k not in HEADER_FIELDS]
+        for k, body in enumerate(bodies):
+            if body is not None:
+                found += [(f"{mp}.bodies[{k}]", key, BODY_FIELDS) for key in body.extra]
+                for n, c in enumerate(body.connectors):
+                    found += [(f"{mp}.bodies[{k}].connectors[{n}]", key, CONNECTOR_FIELDS) for key in c.extra]
+                for part in ("visual", "collision"):
+                    for n, g in enumerate(getattr(body, part)):
+                        at = f"{mp}.bodies[{k}].{part}[{n}]"
+                        found += [(at + below, key, GEOMETRY_FIELDS) for below, key in unread_fields(g)]
+        for k, joint in enumerate(joints):
+            if joint is not None:
+                found += [(f"{mp}.joints[{k}]", key, JOINT_FIELDS) for key in joint.extra]
+                found += [(f"{mp}.joints[{k}].limits", key, tuple(LIMIT_KEYS)) for key in joint.limits_json]
+        for path, key, known in found:
+            if not key.startswith("_") and key not in known:
+                self.report.warnings.append(ValidationError(jf.unknown_field(key, known), file=self.path, path=path))
 
     def joints(self, md: dict, bodies_json: list, bodies: list[Any], mp: str) -> tuple[list[Any], list[InputError]]:
         """The module's parsed joints (None where bad) and the duplicate body, connector and joint IDs (recorded)."""

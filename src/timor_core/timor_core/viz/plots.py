@@ -81,6 +81,10 @@ def plot_convergence(results: Sequence[SearchResult], path: str | Path) -> Path:
         )
     bottom.set_xlabel(bottom.get_xlabel() or "generation")
     bottom.grid(alpha=0.3)
+    if not ga:  # goals missed per generation is the GA's: other searches' lower panel stayed empty
+        bottom.set_visible(False)
+        top.tick_params(labelbottom=True)
+        top.set_xlabel(bottom.get_xlabel())
     return save_figure(fig, path)
 
 

@@ -154,6 +154,11 @@ class SearchResult:
     @classmethod
     def from_json_data(cls, data: Any, file: Path | None = None) -> SearchResult:
         d = jf.obj(data, "$")
+        result_keys = {"optimizer", "funnel", "evaluations"} & set(d)
+        if not result_keys and not isinstance(d.get("version"), int):  # another kind of file: say which
+            raise FormatError(
+                f"not a search result (what `timor search -o` writes){_looks_like(d)}", file=file, path="$"
+            )
         if d.get("version") != RESULT_VERSION:
             raise FormatError(
                 f"unsupported search result version (expected {RESULT_VERSION})",
@@ -186,7 +191,9 @@ class SearchResult:
                 result.best_cost = float(best["cost"])
                 result.best_seq = None if best.get("seq") is None else int(best["seq"])
                 result.best_goals = {str(k): GoalIK.from_json(v) for k, v in best.get("goals", {}).items()}
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
+            raise FormatError("missing required field of a search result", file=file, path=f"$.{exc.args[0]}") from None
+        except (TypeError, ValueError) as exc:
             raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
         return result
 
@@ -201,3 +208,14 @@ class SearchResult:
     def from_json_file(cls, path: str | Path) -> SearchResult:
         path = Path(path)
         return cls.from_json_data(jf.load_json_file(path), file=path)
+
+
+def _looks_like(d: dict) -> str:
+    """What a JSON object that is no search result looks like, for the error (`` (it looks like a task)``)."""
+    kinds = (
+        ("goals", "a task"),
+        ("trajectory", "a solution"),
+        ("moduleOrder", "an assembly"),
+        ("modules", "a module set"),
+    )
+    return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")

@@ -39,6 +39,8 @@ class UnreachableGoal:
 
     def text(self) -> str:
         """One readable line."""
+        if self.reach == -math.inf:  # the space holds no assembly at all
+            return f"goal {self.goal} is {self.distance:.3f} m from the base; the search space holds no assembly"
         return (
             f"goal {self.goal} is {self.distance:.3f} m from the base; no assembly of the space reaches farther"
             f" than {self.reach:.3f} m (+ {self.slack:.3f} m tolerance)"

@@ -75,7 +75,8 @@ def load_space(spec: str | Path | SpaceOptions | dict[str, Any], db: ModulesDB) 
 
     Presets: ``exp2`` (:func:`paper_exp2_options`), ``science2019`` (:func:`science2019_options`) and ``auto``
     (science2019 for an IMPROV set, else exp2). A file holds the options' JSON, e.g.
-    ``{"dof_max": 3, "modules": ["J", "L_100"], "first_is_joint": true}``; its errors name the file and option.
+    ``{"dof_max": 3, "modules": ["J", "L_100"], "max_modules": 6}`` (the options must bound the chains' length); its
+    errors name the file and option.
     """
     if isinstance(spec, SpaceOptions):
         return SerialSpace(db, spec)

@@ -1,0 +1,226 @@
+"""A new user's own files through the ``timor`` command line (session 56's walk through the README): an output
+that names one of the command's inputs is refused before any work, whatever the command, so ``-o`` never replaces
+the user's module set, task, space or solution; the search space examples a user copies are spaces."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+from conftest import EMBEDDED, REPO
+
+from timor_core import ModulesDB
+from timor_core.cli.app import main
+from timor_core.search.spaces.presets import load_space
+from timor_core.task import Task
+
+CHAIN = ["base", "J", "L_250", "J", "gripper"]
+
+
+@pytest.fixture()
+def own(tmp_path):
+    """A user's folder: a copy of robco_like as ``lab_set/modules.json`` and of the embedded task as ``task.json``."""
+    shutil.copytree(EMBEDDED / "robco_like", tmp_path / "lab_set")
+    shutil.copy(EMBEDDED / "tasks" / "pick_and_place.json", tmp_path / "task.json")
+    (tmp_path / "space.json").write_text('{"dof_max": 2, "modules": ["J", "L_250"], "max_links_between_joints": 1}')
+    return tmp_path
+
+
+def _run(argv, cwd, monkeypatch, capsys):
+    monkeypatch.chdir(cwd)
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+# (argv, the input the output names): each writes over a file the command reads
+CASES = [
+    (["urdf", "lab_set", *CHAIN, "-o", "lab_set/modules.json"], "lab_set/modules.json"),
+    (["urdf", "--db", "lab_set", "--modules", *CHAIN, "-o", "lab_set/../lab_set/modules.json"], "modules.json"),
+    (["xacro", "--db", "lab_set/modules.json", "--modules", *CHAIN, "-o", "lab_set/modules.json"], "modules.json"),
+    (["srdf", "--db", "lab_set", "--modules", *CHAIN, "--samples", "5", "-o", "lab_set/modules.json"], "modules.json"),
+    (["mjcf", "lab_set", *CHAIN, "-o", "lab_set/modules.json"], "modules.json"),
+    (["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "lab_set/modules.json"], "modules"),
+    (["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "task.json"], "task.json"),
+    (["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "task.json"], "task.json"),
+    (["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "lab_set/modules.json"], "modules.json"),
+    (["search", "task.json", "--db", "lab_set", "--space", "space.json", "--no-progress", "-o", "space.json"], "space"),
+]
+
+
+@pytest.mark.parametrize(("argv", "named"), CASES, ids=lambda v: " ".join(v[:1]) if isinstance(v, list) else None)
+def test_an_output_over_an_input_is_refused_and_the_input_kept(own, monkeypatch, capsys, argv, named):
+    before = {p: p.read_bytes() for p in (own / "lab_set" / "modules.json", own / "task.json", own / "space.json")}
+    code, err = _run(argv, own, monkeypatch, capsys)
+    assert code == 2, err
+    last = err.strip().splitlines()[-1]
+    assert "would overwrite the input" in last and named in last, last
+    assert {p: p.read_bytes() for p in before} == before  # nothing the user had is touched
+    assert sorted(p.name for p in own.iterdir()) == ["lab_set", "space.json", "task.json"]  # nor anything written
+
+
+def test_outputs_beside_the_inputs_are_written(own, monkeypatch, capsys):
+    code, err = _run(["urdf", "lab_set", *CHAIN, "-o", "lab_set/arm.urdf"], own, monkeypatch, capsys)
+    assert code == 0, err
+    assert (own / "lab_set" / "arm.urdf").read_text().startswith("<?xml")
+
+
+def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
+    kept = b'{"the user\'s": "solution"}'  # refused before it is read: any text will do
+    (own / "sol.json").write_bytes(kept)
+    for argv in (
+        ["video", "sol.json", "--task", "task.json", "--db", "lab_set", "-o", "sol.json"],
+        ["plot", "trajectory", "sol.json", "--task", "task.json", "--db", "lab_set", "-o", "sol.json"],
+    ):
+        code, err = _run(argv, own, monkeypatch, capsys)
+        assert code == 2 and "would overwrite the input sol.json" in err, err
+    assert (own / "sol.json").read_bytes() == kept
+
+
+def _space_examples(capsys) -> dict[str, str]:
+    readme = " ".join((REPO / "README.md").read_text().split())  # its lines joined
+    with pytest.raises(SystemExit):
+        main(["search", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    doc = " ".join((load_space.__doc__ or "").split())
+    found = {
+        "README": re.search(r"`--space FILE` .*? e\.g\. `(\{.*?\})`", readme),
+        "--space help": re.search(r"such as (\{.*?\}) ", help_text),
+        "load_space": re.search(r"e\.g\. ``(\{.*?\})``", doc),
+    }
+    assert all(found.values()), found
+    return {k: m.group(1) for k, m in found.items() if m}
+
+
+@pytest.mark.parametrize("where", ["README", "--space help", "load_space"])
+def test_the_space_examples_a_user_copies_are_spaces(where, tmp_path, monkeypatch, capsys):
+    """They were refused (``the options allow arbitrarily long chains``): nothing bounded the links after the last
+    joint. Each loads, as JSON and as ``--space FILE``, on the module set its IDs are from."""
+    text = _space_examples(capsys)[where]
+    assert len(load_space(json.loads(text), ModulesDB.from_name("robco_like"))) > 0
+    (tmp_path / "space.json").write_text(text)
+    shutil.copy(EMBEDDED / "tasks" / "pick_and_place.json", tmp_path / "task.json")
+    argv = ["search", "task.json", "--db", "robco_like", "--space", "space.json", "--budget-evals", "1"]
+    argv.append("--no-progress")
+    code, err = _run(argv, tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+
+
+STL = """solid plate
+facet normal 0 0 1
+outer loop
+vertex 0 0 0.02
+vertex 0.08 0 0.02
+vertex 0 0.08 0.02
+endloop
+endfacet
+endsolid plate
+"""
+
+
+def _with_a_mesh(folder):
+    """The user's set with the base's visual a mesh file, ``meshes/plate.stl``, beside its modules.json."""
+    (folder / "lab_set" / "meshes").mkdir()
+    (folder / "lab_set" / "meshes" / "plate.stl").write_text(STL)
+    data = json.loads((folder / "lab_set" / "modules.json").read_text())
+    base = next(m for m in data["modules"] if m["header"]["ID"] == "base")
+    base["bodies"][0]["visual"] = [{"type": "mesh", "parameters": {"file": "meshes/plate.stl"}}]
+    (folder / "lab_set" / "modules.json").write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("command", ["urdf", "xacro", "moveit-config"])
+def test_relative_mesh_paths_written_away_from_the_set_are_warned_about(own, monkeypatch, capsys, command):
+    """``--mesh-uri relative`` writes the paths as the set does, relative to its folder: a URDF written elsewhere
+    named meshes no reader found (PyBullet refused it, yourdfpy left the mesh out without a word)."""
+    _with_a_mesh(own)
+    away = "cfg" if command == "moveit-config" else f"out/arm.{command}"
+    beside = "lab_set" if command == "moveit-config" else f"lab_set/arm.{command}"
+    robot = ["--db", "lab_set", "--modules", *CHAIN, "--mesh-uri", "relative"]
+    extra = ["--samples", "5"] if command == "moveit-config" else []
+    code, err = _run([command, *robot, *extra, "-o", away], own, monkeypatch, capsys)
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if line.startswith("warning: --mesh-uri relative")]
+    assert len(warning) == 1 and str((own / "lab_set").resolve()) in warning[0], err
+    code, err = _run([command, *robot, *extra, "-o", beside], own, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err, err
+    code, err = _run([command, *robot[:-1], "file", *extra, "-o", away], own, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err, err
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "relative to the set's folder" in " ".join(capsys.readouterr().out.split())
+
+
+def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkeypatch, capsys):
+    """It said ``$.version: unsupported search result version (expected 1) (got None)`` of a task or module set."""
+    (own / "assembly.json").write_text('{"moduleSet": "robco_like", "moduleOrder": ["base"]}')
+    for file, kind in (
+        ("task.json", "a task"),
+        ("lab_set/modules.json", "a module set"),
+        ("assembly.json", "an assembly"),
+    ):
+        code, err = _run(["result", "show", file], own, monkeypatch, capsys)
+        assert code == 2, err
+        assert (
+            err.strip()
+            == f"error: {file}: $: not a search result (what `timor search -o` writes); it looks like {kind}"
+        )
+    (own / "result.json").write_text('{"version": 1, "optimizer": "x", "task": "t", "db": "d", "cost": "mass"}')
+    code, err = _run(["result", "show", "result.json"], own, monkeypatch, capsys)
+    assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
+
+
+def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):
+    """A module set whose arm is one module (an imported robot with another set's gripper) has no assembly in the
+    default space: the search reported 'no assembly of the space reaches farther than -inf m'."""
+    from timor_core.search import ExhaustiveSearch
+
+    (own / "links.json").write_text('{"dof_max": 3, "modules": ["L_100"], "max_modules": 4}')
+    for algorithm in ("exhaustive", "random"):
+        argv = ["search", "task.json", "--db", "lab_set", "--space", "links.json", "--algorithm", algorithm]
+        code, err = _run([*argv, "--no-progress"], own, monkeypatch, capsys)
+        assert code == 2 and err.startswith("error: --space: the search space holds no assembly of module set"), err
+    db = ModulesDB.from_json_file(own / "lab_set" / "modules.json")
+    result = ExhaustiveSearch(load_space(own / "links.json", db)).optimize(Task.from_json_file(own / "task.json"), db)
+    assert "the search space holds no assembly" in result.summary() and "-inf" not in result.summary()
+
+
+def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, capsys):
+    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice."""
+    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)
+    assert code == 2
+    assert err.strip() == (
+        "error: 'lab_sett' is neither an embedded module set (geometric_primitive_modules, robco_like) nor a "
+        f"modules.json or its folder (none of that name in {own})"
+    )
+    assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
+    assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "locked/deeper/result.json"],
+        ["solve", "task.json", "--db", "lab_set", "--modules", *CHAIN, "--solution", "locked/solution.json"],
+        ["moveit-config", "--db", "lab_set", "--modules", *CHAIN, "-o", "locked/cfg"],
+    ],
+    ids=["search", "solve", "moveit-config"],
+)
+def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(own, monkeypatch, capsys, argv):
+    """A search into a read-only folder ran to its end, then lost its answer ('cannot write: Read-only file
+    system'). The folder is checked first (here made unwritable by access(2) saying so, as on a read-only mount)."""
+    import os
+
+    from timor_core.search import ExhaustiveSearch
+    from timor_core.task import point_to_point
+
+    (own / "locked").mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and not str(p).endswith("locked"))
+    for work in ((ExhaustiveSearch, "optimize"), (point_to_point, "solve_point_to_point")):
+        monkeypatch.setattr(*work, lambda *a, **k: pytest.fail("the work started"))
+    code, err = _run(argv, own, monkeypatch, capsys)
+    option = {"solve": "--solution"}.get(argv[0], "-o")
+    expected = f"error: {option}: cannot write into {own / 'locked'} (a read-only file system or no permission)"
+    assert code == 2 and err.strip().startswith(expected), err
+    assert list((own / "locked").iterdir()) == []
