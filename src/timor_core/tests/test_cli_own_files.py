@@ -13,6 +13,7 @@ from conftest import EMBEDDED, REPO
 
 from timor_core import ModulesDB
 from timor_core.cli.app import main
+from timor_core.errors import InputError
 from timor_core.search.spaces.presets import load_space
 from timor_core.task import Task
 
@@ -64,6 +65,24 @@ def test_outputs_beside_the_inputs_are_written(own, monkeypatch, capsys):
     code, err = _run(["urdf", "lab_set", *CHAIN, "-o", "lab_set/arm.urdf"], own, monkeypatch, capsys)
     assert code == 0, err
     assert (own / "lab_set" / "arm.urdf").read_text().startswith("<?xml")
+
+
+def test_an_output_named_like_an_embedded_set_or_a_preset_space_is_written(own, monkeypatch, capsys):
+    """An input given by a name that is no file (the embedded ``robco_like``, ``--space auto``: the default) is
+    nothing to overwrite: ``-o robco_like`` and ``-o auto`` write new files (they were refused as 'would overwrite
+    the input robco_like', so every ``timor search -o auto`` was)."""
+    import argparse
+
+    from timor_core.cli.args import refuse_outputs_over_inputs
+
+    code, err = _run(["urdf", "robco_like", *CHAIN, "-o", "robco_like"], own, monkeypatch, capsys)
+    assert code == 0, err
+    assert (own / "robco_like").read_text().startswith("<?xml")
+    search = argparse.Namespace(task="task.json", db="robco_like", space="auto", output="auto", checkpoint=None)
+    refuse_outputs_over_inputs(search)  # the search's own check, without its search
+    search.output = "task.json"  # a file that is there still is refused
+    with pytest.raises(InputError, match="would overwrite the input task.json"):
+        refuse_outputs_over_inputs(search)
 
 
 def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
