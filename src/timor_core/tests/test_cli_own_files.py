@@ -216,6 +216,15 @@ def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, c
     assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
 
 
+def test_a_folder_without_a_module_set_is_named_as_that(own, monkeypatch, capsys):
+    """``--db lab_set`` whose modules.json is gone said 'none of that name in CWD' of a folder that is there."""
+    (own / "lab_set" / "modules.json").unlink()
+    code, err = _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)
+    assert code == 2 and err.strip() == "error: lab_set/modules.json: file not found", err
+    (own / "robco_like").mkdir()  # a folder named like an embedded set (an output folder, say) keeps the set's name
+    assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
 @pytest.mark.parametrize(
     "argv",
     [
