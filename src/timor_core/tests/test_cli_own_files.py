@@ -189,6 +189,33 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
     assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
 
 
+@pytest.mark.parametrize(
+    ("spoil", "path"),
+    [
+        (lambda d: d["funnel"].pop("filters"), "$.funnel.filters"),
+        (lambda d: d["funnel"]["filters"][0].pop("entered"), "$.funnel.filters[0].entered"),
+        (lambda d: d["best"].pop("ids"), "$.best.ids"),
+        (lambda d: d["best"].pop("cost"), "$.best.cost"),
+        (lambda d: d.pop("cost"), "$.cost"),
+        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1.success"),
+    ],
+)
+def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path):
+    """A KeyError names only the key: a funnel row's or the best assembly's missing field was called ``$.entered``
+    or ``$.ids``, a top-level field the file is not missing."""
+    from timor_core.errors import FormatError
+    from timor_core.search.evaluation.result import SearchResult
+
+    data = SearchResult("ExhaustiveSearch", "t", "db", "mass").to_json_data()
+    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}]}
+    data["best"] = {"ids": ["base", "J"], "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
+    assert SearchResult.from_json_data(json.loads(json.dumps(data))).best_cost == 1.0
+    spoil(data)
+    with pytest.raises(FormatError, match="missing required field of a search result") as info:
+        SearchResult.from_json_data(data, file=tmp_path / "r.json")
+    assert info.value.path == path
+
+
 def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):
     """A module set whose arm is one module (an imported robot with another set's gripper) has no assembly in the
     default space: the search reported 'no assembly of the space reaches farther than -inf m'."""
