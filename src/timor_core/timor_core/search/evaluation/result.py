@@ -239,7 +239,7 @@ def _missing_field(d: dict, key: str) -> str:
         if key not in best and key in ("ids", "cost"):
             return f"$.best.{key}"
         goals = best.get("goals")
-        for name, goal in (goals.items() if isinstance(goals, dict) else ()):
+        for name, goal in goals.items() if isinstance(goals, dict) else ():
             if isinstance(goal, dict) and key not in goal:
                 return f"$.best.goals.{name}.{key}"
     return f"$.{key}"
