@@ -13,6 +13,7 @@ from conftest import EMBEDDED, REPO
 
 from timor_core import ModulesDB
 from timor_core.cli.app import main
+from timor_core.errors import InputError
 from timor_core.search.spaces.presets import load_space
 from timor_core.task import Task
 
@@ -64,6 +65,24 @@ def test_outputs_beside_the_inputs_are_written(own, monkeypatch, capsys):
     code, err = _run(["urdf", "lab_set", *CHAIN, "-o", "lab_set/arm.urdf"], own, monkeypatch, capsys)
     assert code == 0, err
     assert (own / "lab_set" / "arm.urdf").read_text().startswith("<?xml")
+
+
+def test_an_output_named_like_an_embedded_set_or_a_preset_space_is_written(own, monkeypatch, capsys):
+    """An input given by a name that is no file (the embedded ``robco_like``, ``--space auto``: the default) is
+    nothing to overwrite: ``-o robco_like`` and ``-o auto`` write new files (they were refused as 'would overwrite
+    the input robco_like', so every ``timor search -o auto`` was)."""
+    import argparse
+
+    from timor_core.cli.args import refuse_outputs_over_inputs
+
+    code, err = _run(["urdf", "robco_like", *CHAIN, "-o", "robco_like"], own, monkeypatch, capsys)
+    assert code == 0, err
+    assert (own / "robco_like").read_text().startswith("<?xml")
+    search = argparse.Namespace(task="task.json", db="robco_like", space="auto", output="auto", checkpoint=None)
+    refuse_outputs_over_inputs(search)  # the search's own check, without its search
+    search.output = "task.json"  # a file that is there still is refused
+    with pytest.raises(InputError, match="would overwrite the input task.json"):
+        refuse_outputs_over_inputs(search)
 
 
 def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
@@ -170,6 +189,33 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
     assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
 
 
+@pytest.mark.parametrize(
+    ("spoil", "path"),
+    [
+        (lambda d: d["funnel"].pop("filters"), "$.funnel.filters"),
+        (lambda d: d["funnel"]["filters"][0].pop("entered"), "$.funnel.filters[0].entered"),
+        (lambda d: d["best"].pop("ids"), "$.best.ids"),
+        (lambda d: d["best"].pop("cost"), "$.best.cost"),
+        (lambda d: d.pop("cost"), "$.cost"),
+        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1.success"),
+    ],
+)
+def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path):
+    """A KeyError names only the key: a funnel row's or the best assembly's missing field was called ``$.entered``
+    or ``$.ids``, a top-level field the file is not missing."""
+    from timor_core.errors import FormatError
+    from timor_core.search.evaluation.result import SearchResult
+
+    data = SearchResult("ExhaustiveSearch", "t", "db", "mass").to_json_data()
+    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}]}
+    data["best"] = {"ids": ["base", "J"], "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
+    assert SearchResult.from_json_data(json.loads(json.dumps(data))).best_cost == 1.0
+    spoil(data)
+    with pytest.raises(FormatError, match="missing required field of a search result") as info:
+        SearchResult.from_json_data(data, file=tmp_path / "r.json")
+    assert info.value.path == path
+
+
 def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):
     """A module set whose arm is one module (an imported robot with another set's gripper) has no assembly in the
     default space: the search reported 'no assembly of the space reaches farther than -inf m'."""
@@ -194,6 +240,15 @@ def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, c
         f"modules.json or its folder (none of that name in {own})"
     )
     assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
+    assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
+def test_a_folder_without_a_module_set_is_named_as_that(own, monkeypatch, capsys):
+    """``--db lab_set`` whose modules.json is gone said 'none of that name in CWD' of a folder that is there."""
+    (own / "lab_set" / "modules.json").unlink()
+    code, err = _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)
+    assert code == 2 and err.strip() == "error: lab_set/modules.json: file not found", err
+    (own / "robco_like").mkdir()  # a folder named like an embedded set (an output folder, say) keeps the set's name
     assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
 
 

@@ -224,7 +224,9 @@ _INPUT_ATTRIBUTES = ("file", "files", "task", "space", "resume", "urdf", "soluti
 
 
 def _input_paths(args: argparse.Namespace, outputs: tuple[str, ...]) -> list[str]:
-    """The files a command reads, as given: ``--db`` as its ``modules.json`` where it names a folder."""
+    """The files a command reads, as given: ``--db`` as its ``modules.json`` where it names a folder. Only those
+    there are: an embedded set's or a preset space's name (``--space auto``, the default) is no file to overwrite,
+    and ``-o auto`` writes a new file of that name."""
     found: list[str] = []
     for attr in _INPUT_ATTRIBUTES:
         value = getattr(args, attr, None)
@@ -232,7 +234,9 @@ def _input_paths(args: argparse.Namespace, outputs: tuple[str, ...]) -> list[str
             continue
         for given in value if isinstance(value, list) else [value]:
             if isinstance(given, str) and given:
-                found.append(os.path.join(given, "modules.json") if attr == "db" and os.path.isdir(given) else given)
+                path = os.path.join(given, "modules.json") if attr == "db" and os.path.isdir(given) else given
+                if os.path.exists(path):
+                    found.append(path)
     return found
 
 

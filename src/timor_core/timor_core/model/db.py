@@ -170,12 +170,14 @@ class ModulesDB:
     @classmethod
     def load(cls, name_or_file: str | Path) -> ModulesDB:
         """An embedded set by name, or a ``modules.json`` (or its folder) by path."""
-        p = Path(name_or_file)
-        if p.is_dir():
-            p = p / "modules.json"
+        given = Path(name_or_file)
+        p = given / "modules.json" if given.is_dir() else given
+        embedded = _ALIASES.get(str(name_or_file), str(name_or_file)) in embedded_db_names()
         if p.is_file() or str(name_or_file).endswith(".json") or os.sep in str(name_or_file):
             return cls.from_json_file(p)
-        if _ALIASES.get(str(name_or_file), str(name_or_file)) not in embedded_db_names():  # a typo of either
+        if given.is_dir() and not embedded:  # a folder without modules.json: '<folder>/modules.json: file not found'
+            return cls.from_json_file(p)
+        if not embedded:  # a typo of either
             raise UnknownModuleError(
                 f"{short_repr(str(name_or_file))} is neither an embedded module set ({', '.join(embedded_db_names())})"
                 f" nor a modules.json or its folder (none of that name in {Path.cwd()})"

@@ -192,7 +192,8 @@ class SearchResult:
                 result.best_seq = None if best.get("seq") is None else int(best["seq"])
                 result.best_goals = {str(k): GoalIK.from_json(v) for k, v in best.get("goals", {}).items()}
         except KeyError as exc:
-            raise FormatError("missing required field of a search result", file=file, path=f"$.{exc.args[0]}") from None
+            where = _missing_field(d, str(exc.args[0]))
+            raise FormatError("missing required field of a search result", file=file, path=where) from None
         except (TypeError, ValueError) as exc:
             raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
         return result
@@ -219,3 +220,26 @@ def _looks_like(d: dict) -> str:
         ("modules", "a module set"),
     )
     return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")
+
+
+def _missing_field(d: dict, key: str) -> str:
+    """The JSON path of the required field ``key`` a search result lacks (the KeyError names only the key: a funnel
+    row's or the best assembly's missing field is not at the top level)."""
+    if key not in d and key in ("optimizer", "task", "db", "cost", "funnel", "evaluations"):
+        return f"$.{key}"
+    funnel, best = d.get("funnel"), d.get("best")
+    if isinstance(funnel, dict):
+        if key not in funnel and key == "filters":
+            return "$.funnel.filters"
+        rows = funnel.get("filters")
+        for i, row in enumerate(rows if isinstance(rows, list) else []):
+            if isinstance(row, dict) and key not in row and key in ("name", "entered", "passed"):
+                return f"$.funnel.filters[{i}].{key}"
+    if isinstance(best, dict):
+        if key not in best and key in ("ids", "cost"):
+            return f"$.best.{key}"
+        goals = best.get("goals")
+        for name, goal in goals.items() if isinstance(goals, dict) else ():
+            if isinstance(goal, dict) and key not in goal:
+                return f"$.best.goals.{name}.{key}"
+    return f"$.{key}"
