@@ -85,6 +85,22 @@ def test_an_output_named_like_an_embedded_set_or_a_preset_space_is_written(own, 
         refuse_outputs_over_inputs(search)
 
 
+def test_two_outputs_into_one_file_are_refused(own):
+    """``timor search --checkpoint r.json -o r.json``: the result would replace the checkpoint (or the other way
+    round); refused before any work, whatever the spelling of the path."""
+    import argparse
+
+    from timor_core.cli.args import refuse_outputs_over_inputs
+
+    search = argparse.Namespace(task=str(own / "task.json"), db="robco_like", space="auto", output=str(own / "r.json"),
+                                checkpoint=str(own / "lab_set" / ".." / "r.json"))  # fmt: skip
+    with pytest.raises(InputError, match="-o and --checkpoint name the same file") as refused:
+        refuse_outputs_over_inputs(search)
+    assert refused.value.value == search.checkpoint
+    search.checkpoint = str(own / "r.ckpt.json")
+    refuse_outputs_over_inputs(search)  # two files: fine
+
+
 def test_a_video_or_plot_over_its_solution_is_refused(own, monkeypatch, capsys):
     kept = b'{"the user\'s": "solution"}'  # refused before it is read: any text will do
     (own / "sol.json").write_bytes(kept)
@@ -279,3 +295,21 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_any_work(own,
     expected = f"error: {option}: cannot write into {own / 'locked'} (a read-only file system or no permission)"
     assert code == 2 and err.strip().startswith(expected), err
     assert list((own / "locked").iterdir()) == []
+
+
+def test_an_output_through_a_symbolic_link_is_checked_where_it_lands(own, monkeypatch, capsys):
+    """``-o link/../result.json``, ``link`` a symbolic link to ``locked/inner``: the kernel resolves ``..`` from the
+    link's target, so the file goes into ``locked`` (unwritable); the check looks there, not at the folder the path
+    names lexically (``os.path.abspath`` gave this test's folder, writable)."""
+    import os
+
+    from timor_core.search import ExhaustiveSearch
+
+    (own / "locked" / "inner").mkdir(parents=True)
+    (own / "link").symlink_to(own / "locked" / "inner")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and not str(p).endswith("locked"))
+    monkeypatch.setattr(ExhaustiveSearch, "optimize", lambda *a, **k: pytest.fail("the work started"))
+    argv = ["search", "task.json", "--db", "lab_set", "--no-progress", "-o", "link/../result.json"]
+    code, err = _run(argv, own, monkeypatch, capsys)
+    assert code == 2 and f"cannot write into {own / 'locked'} " in err, err

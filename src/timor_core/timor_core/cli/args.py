@@ -257,6 +257,12 @@ def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
     for attr, out in given:
         read = [p for p in inputs if not (attr == "checkpoint" and p == getattr(args, "resume", None))]
         refuse_overwriting_inputs(out, *read, option=_OUTPUT_OPTIONS.get(attr, attr))
+    seen: dict[str, str] = {}
+    for attr, out in given:  # two outputs into one file: the later write would replace the earlier
+        option, other = _OUTPUT_OPTIONS.get(attr, attr), seen.setdefault(os.path.realpath(out), attr)
+        if other != attr:
+            raise InputError(f"{_OUTPUT_OPTIONS.get(other, other)} and {option} name the same file", path=option,
+                             value=out)  # fmt: skip
 
 
 def refuse_unwritable_outputs(args: argparse.Namespace) -> None:
@@ -268,7 +274,7 @@ def refuse_unwritable_outputs(args: argparse.Namespace) -> None:
             continue  # timor video's solution is its input
         if not (isinstance(out, str) and out):
             continue
-        folder = os.path.abspath(out)
+        folder = os.path.realpath(out)  # through symbolic links: the folder really written
         while not os.path.exists(folder):  # the folders the command will make: the nearest one there is
             folder = os.path.dirname(folder)
         if not os.path.isdir(folder):  # the output file itself: its folder
