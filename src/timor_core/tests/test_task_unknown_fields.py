@@ -67,6 +67,8 @@ def test_a_misspelt_field_is_named_with_its_path_and_the_field_meant(tmp_path, c
     task = Task.from_json_file(tmp_path / "task.json")
     assert task.to_json_data() == Task.from_json_data(data).to_json_data()  # kept for the round trip
     assert f'"{field}"' in json.dumps(task.to_json_data())
+    code, out, err = _validate(tmp_path, data, capsys, "--strict")  # as db validate --strict: the warning fails it
+    assert code == 1 and out == "" and err.strip() == f"error: {line}", (out, err)
 
 
 def test_the_shipped_and_the_cobra_tasks_have_no_unknown_fields(capsys, tmp_path):

@@ -168,6 +168,8 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
             hint = " (is this a module file?)" if {"bodies", "joints"} & set(unknown) else ""
             warnings.append(f"{args.file}: unknown top-level keys {unknown}{hint}")
         warnings += [f"{args.file}: {line}" for line in unknown_fields(task)]  # a typo reads as the field left out
+    if args.strict:  # as db validate --strict: a warning fails the file
+        problems, warnings = [*problems, *warnings], []
     return _report_problems(args, problems, ok, warnings)
 
 
@@ -297,6 +299,7 @@ def _add_task_commands(sub: argparse._SubParsersAction) -> None:
         sp.add_argument("file", help="task .json file")
         sp.add_argument("--json", action="store_true", help="print JSON")
         sp.add_argument("--skip-missing-assets", action="store_true", help="log and skip absent obstacle meshes")
+    tval.add_argument("--strict", action="store_true", help="warnings are errors: fields no reader uses")
     tval.set_defaults(func=_cmd_task_validate)
     tinfo.set_defaults(func=_cmd_task_info)
 
