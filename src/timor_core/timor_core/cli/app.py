@@ -169,7 +169,7 @@ def _cmd_task_validate(args: argparse.Namespace) -> int:
             warnings.append(f"{args.file}: unknown top-level keys {unknown}{hint}")
         warnings += [f"{args.file}: {line}" for line in unknown_fields(task)]  # a typo reads as the field left out
     if args.strict:  # as db validate --strict: a warning fails the file
-        problems, warnings = [*problems, *warnings], []
+        return _report_problems(args, [*map(str, problems), *warnings], ok)
     return _report_problems(args, problems, ok, warnings)
 
 
