@@ -186,6 +186,38 @@ def test_relative_mesh_paths_written_away_from_the_set_are_warned_about(own, mon
     assert "relative to the set's folder" in " ".join(capsys.readouterr().out.split())
 
 
+def test_relative_mesh_paths_from_the_python_api_are_warned_about_once(own, monkeypatch):
+    """``assembly.to_urdf(mesh_uri="relative", write_to=...)`` wrote a URDF away from the set without a word (only
+    the CLI warned): the export layer, which both pass through, warns, once per file written."""
+    import warnings
+
+    from timor_core.export.formats.moveit_config import write_moveit_config
+    from timor_core.export.formats.urdf_options import RelativeMeshPaths
+    from timor_core.model.assembly import ModuleAssembly
+
+    _with_a_mesh(own)
+    monkeypatch.chdir(own)
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("lab_set"), CHAIN)
+    writes = {
+        "urdf": lambda to: assembly.to_urdf(mesh_uri="relative", write_to=to),
+        "xacro": lambda to: assembly.to_xacro(mesh_uri="relative", write_to=to),
+        "moveit": lambda to: write_moveit_config(assembly, to.parent, mesh_uri="relative", n_samples=5),
+    }
+    for kind, write in writes.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(own / "out" / f"arm.{kind}")
+        assert [type(w.message) for w in caught] == [RelativeMeshPaths], (kind, caught)
+        assert str((own / "lab_set").resolve()) in str(caught[0].message)
+        assert caught[0].filename == __file__  # it names the user's line, not the exporter's
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(own / "lab_set" / f"arm.{kind}")  # beside the set: the paths hold
+            assembly.to_urdf(mesh_uri="file", write_to=own / "out" / "file.urdf")
+            assembly.to_urdf(mesh_uri="relative")  # no file: nothing to warn of
+        assert not caught, (kind, caught)
+
+
 def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkeypatch, capsys):
     """It said ``$.version: unsupported search result version (expected 1) (got None)`` of a task or module set."""
     (own / "assembly.json").write_text('{"moduleSet": "robco_like", "moduleOrder": ["base"]}')

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 
 from timor_core.errors import InputError
 from timor_core.limits import limit_hint, limits
@@ -31,7 +34,7 @@ __all__ = [
     "refuse_outputs_over_inputs",
     "refuse_unwritable_outputs",
     "add_mesh_arguments",
-    "warn_relative_meshes",
+    "relative_mesh_warnings",
     "json_text",
     "resolve_robot_arguments",
     "Parser",
@@ -298,19 +301,26 @@ def add_mesh_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
 
-def warn_relative_meshes(args: argparse.Namespace, assembly, folder: str | None) -> None:
-    """With ``--mesh-uri relative``, warn when the file goes to another ``folder`` than the module set's: its mesh
-    paths are relative to the set's folder, so a reader looking beside the file finds none of them."""
-    if args.mesh_uri != "relative" or folder is None or assembly.db.base_dir is None:
-        return
-    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
-    base = os.path.realpath(assembly.db.base_dir)
-    if used and os.path.realpath(folder or ".") != base:
-        print(
-            f"warning: --mesh-uri relative: the {len(used)} mesh path(s) are relative to the module set's folder "
-            f"{base}, not to {folder or '.'}: write the file there, or use --mesh-uri file, package or path",
-            file=sys.stderr,
-        )
+@contextlib.contextmanager
+def relative_mesh_warnings() -> Iterator[None]:
+    """Print each ``RelativeMeshPaths`` warning of the exports run inside as one ``warning: --mesh-uri relative:``
+    line on stderr, after them (the export layer decides when: ``export.formats.urdf_options.warn_relative_meshes``,
+    for the CLI and the Python API alike); other warnings pass on."""
+    from timor_core.export.formats.urdf_options import RelativeMeshPaths
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelativeMeshPaths)
+        yield
+    for w in caught:
+        if isinstance(w.message, RelativeMeshPaths):
+            m = w.message
+            print(
+                f"warning: --mesh-uri relative: the {m.count} mesh path(s) are relative to the module set's folder "
+                f"{m.set_folder}, not to {m.folder}: write the file there, or use --mesh-uri file, package or path",
+                file=sys.stderr,
+            )
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def cost(text: str) -> str:

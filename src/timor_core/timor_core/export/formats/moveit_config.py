@@ -26,6 +26,7 @@ from timor_core.export.formats.ros2_control import Ros2ControlConfig, controlled
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.formats.srdf import assembly_to_srdf, planning_groups
 from timor_core.export.formats.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
+from timor_core.export.formats.urdf_options import warn_relative_meshes
 from timor_core.export.formats.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
 
@@ -373,11 +374,12 @@ def write_moveit_config(
     from ``seed``. The controller ``arm_controller`` drives the group's non-passive joints through the
     first of the position, velocity, effort command interfaces. Unwritable folders raise InputError.
     """
-    texts = moveit_config_texts(assembly, options, **overrides)
+    opts = MoveItOptions.build(options, **overrides)
+    texts = moveit_config_texts(assembly, opts)
     folder = Path(out_dir)
     for file_name in texts:  # file names come from the robot name: never a path of their own
         if Path(file_name).name != file_name or file_name in ("", ".", ".."):
             raise InputError("a MoveIt config file name must be a plain file name", value=file_name)
     paths = write_files({folder / file_name: text for file_name, text in texts.items()})
-    written = dict(zip(texts, paths))
-    return written
+    warn_relative_meshes(assembly, opts.urdf_options, folder)  # the URDF among them names the meshes
+    return dict(zip(texts, paths))
