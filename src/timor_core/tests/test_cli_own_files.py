@@ -279,16 +279,61 @@ def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, mon
     assert "the search space holds no assembly" in result.summary() and "-inf" not in result.summary()
 
 
-def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, capsys):
-    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice."""
-    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)
-    assert code == 2
-    assert err.strip() == (
-        "error: 'lab_sett' is neither an embedded module set (geometric_primitive_modules, robco_like) nor a "
-        f"modules.json or its folder (none of that name in {own})"
+def test_a_misspelt_module_set_names_the_option_both_things_it_could_be_and_the_closest(own, monkeypatch, capsys):
+    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice;
+    then it named both but not the option (``timor search task.json --db robco_lik``: which of the inputs?)."""
+    neither = (
+        "is neither an embedded module set (geometric_primitive_modules, robco_like) nor a modules.json or a folder "
+        f"holding one (none of that name in {own})"
     )
+    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)  # positional: the value names itself
+    assert code == 2 and err.strip() == f"error: 'lab_sett' {neither}; did you mean 'lab_set'?", err
+    for argv, typo, meant in (
+        (["urdf", "--db", "lab_sett", "--modules", *CHAIN], "lab_sett", "lab_set"),
+        (["search", "task.json", "--db", "robco_lik", "--no-progress"], "robco_lik", "robco_like"),
+        (
+            ["search", "task.json", "--db", "robco", "--budget-evals", "1", "--no-progress", "-o", "robco"],
+            "robco",
+            None,
+        ),  # an alias: a set
+        (["solve", "task.json", "--db", "xyz", "--modules", *CHAIN], "xyz", ""),
+    ):
+        code, err = _run(argv, own, monkeypatch, capsys)
+        if meant is None:
+            assert code == 0, err
+            continue
+        hint = f"; did you mean {meant!r}?" if meant else ""
+        assert code == 2 and err.strip() == f"error: --db: {typo!r} {neither}{hint}", err
     assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
     assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
+def test_an_output_named_like_a_preset_beside_a_file_of_that_name_is_written(own, monkeypatch, capsys):
+    """``-o auto`` with a file named ``auto`` in the folder was refused ('would overwrite the input auto') because
+    ``--space`` defaults to the preset ``auto``, though the search reads the preset, not the file; the check and the
+    loaders now ask one function each which file they read (``space_source``, ``db_source``)."""
+    import argparse
+
+    from timor_core.cli.args import refuse_outputs_over_inputs
+    from timor_core.model.db import db_source
+    from timor_core.search.spaces.presets import space_source
+
+    monkeypatch.chdir(own)
+    (own / "auto").write_text("not a space")
+    (own / "robco_like").mkdir()  # a folder named like an embedded set, holding no set: the set is read
+    assert space_source("auto") is None and db_source("robco_like") is None
+    argv = ["search", "task.json", "--db", "robco_like", "--budget-evals", "2", "--no-progress", "-o", "auto"]
+    code, err = _run(argv, own, monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads((own / "auto").read_text())["optimizer"] == "ExhaustiveSearch"
+    search = argparse.Namespace(task="task.json", db="robco_like", space="auto", output="robco_like/x", checkpoint=None)
+    refuse_outputs_over_inputs(search)
+    search.space, search.output = "space.json", "space.json"  # a space file is read: still refused
+    with pytest.raises(InputError, match="would overwrite the input space.json"):
+        refuse_outputs_over_inputs(search)
+    search.space, search.db, search.output = "auto", "lab_set", "lab_set/modules.json"
+    with pytest.raises(InputError, match="would overwrite the input lab_set/modules.json"):
+        refuse_outputs_over_inputs(search)
 
 
 def test_a_folder_without_a_module_set_is_named_as_that(own, monkeypatch, capsys):

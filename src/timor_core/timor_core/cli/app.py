@@ -45,7 +45,7 @@ __all__ = ["main"]
 
 
 def _cmd_db_info(args: argparse.Namespace) -> int:
-    db = _load_db(args.db)
+    db = _load_db(args.db, None)  # positional
     info = {
         "name": db.name,
         "source": str(db.source) if db.source else None,
