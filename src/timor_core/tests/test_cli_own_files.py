@@ -234,34 +234,47 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
         )
     (own / "result.json").write_text('{"version": 1, "optimizer": "x", "task": "t", "db": "d", "cost": "mass"}')
     code, err = _run(["result", "show", "result.json"], own, monkeypatch, capsys)
-    assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
+    assert code == 2 and err.strip() == "error: result.json: $: missing required field 'funnel'", err
 
 
 @pytest.mark.parametrize(
-    ("spoil", "path"),
+    ("spoil", "path", "message"),
     [
-        (lambda d: d["funnel"].pop("filters"), "$.funnel.filters"),
-        (lambda d: d["funnel"]["filters"][0].pop("entered"), "$.funnel.filters[0].entered"),
-        (lambda d: d["best"].pop("ids"), "$.best.ids"),
-        (lambda d: d["best"].pop("cost"), "$.best.cost"),
-        (lambda d: d.pop("cost"), "$.cost"),
-        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1.success"),
+        (lambda d: d["funnel"].pop("filters"), "$.funnel", "missing required field 'filters'"),
+        (lambda d: d["funnel"]["filters"][1].pop("entered"), "$.funnel.filters[1]", "missing required field 'entered'"),
+        (lambda d: d["best"].pop("ids"), "$.best", "missing required field 'ids'"),
+        (lambda d: d["best"].pop("cost"), "$.best", "missing required field 'cost'"),
+        (lambda d: d.pop("cost"), "$", "missing required field 'cost'"),
+        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1", "missing required field 'success'"),
+        # what the guess of the path from the missing key named "$" (a TypeError) or did not catch (AttributeError)
+        (lambda d: d.update(funnel=[]), "$.funnel", "expected a JSON object"),
+        (lambda d: d["funnel"].update(filters={"name": "reach"}), "$.funnel.filters", "expected a JSON array"),
+        (lambda d: d["funnel"]["filters"].__setitem__(0, 3), "$.funnel.filters[0]", "expected a JSON object"),
+        (lambda d: d.update(best=5), "$.best", "expected a JSON object"),
+        (lambda d: d["best"].update(ids=7), "$.best.ids", "expected a JSON array"),
+        (lambda d: d["best"].update(goals=[]), "$.best.goals", "expected a JSON object"),
+        (lambda d: d["best"]["goals"].update(g1=None), "$.best.goals.g1", "expected a JSON object"),
+        (lambda d: d.update(task_goals=[{"type": "at"}]), "$.task_goals[0]", "missing required field 'id'"),
     ],
 )
-def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path):
+def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path, message):
     """A KeyError names only the key: a funnel row's or the best assembly's missing field was called ``$.entered``
-    or ``$.ids``, a top-level field the file is not missing."""
+    or ``$.ids``, a top-level field the file is not missing; then its path was guessed from the key, and a funnel,
+    row or goal that is no object was named ``$`` (or crashed the command). Each reader now reads at its JSON path
+    with ``jsonfields``: a missing field is named by its object's path and its key, as in every other file."""
     from timor_core.errors import FormatError
     from timor_core.search.evaluation.result import SearchResult
 
     data = SearchResult("ExhaustiveSearch", "t", "db", "mass").to_json_data()
-    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}]}
+    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}, {"name": "ik", "entered": 1,
+                                                                                "passed": 1}]}  # fmt: skip
     data["best"] = {"ids": ["base", "J"], "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
     assert SearchResult.from_json_data(json.loads(json.dumps(data))).best_cost == 1.0
     spoil(data)
-    with pytest.raises(FormatError, match="missing required field of a search result") as info:
+    with pytest.raises(FormatError) as info:
         SearchResult.from_json_data(data, file=tmp_path / "r.json")
-    assert info.value.path == path
+    assert (info.value.path, info.value.message) == (path, message)
+    assert str(info.value).startswith(f"{tmp_path / 'r.json'}: {path}: {message}")
 
 
 def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):

@@ -200,16 +200,15 @@ class SearchResult:
                 value=d.get("version"),
             )
         try:
-            best = d.get("best")
             result = cls(
-                optimizer=str(d["optimizer"]),
-                task_id=str(d["task"]),
-                db_name=str(d["db"]),
-                cost=str(d["cost"]),
-                funnel=Funnel.from_json(d["funnel"]),
+                optimizer=str(jf.req(d, "optimizer", "$")),
+                task_id=str(jf.req(d, "task", "$")),
+                db_name=str(jf.req(d, "db", "$")),
+                cost=str(jf.req(d, "cost", "$")),
+                funnel=Funnel.from_json(jf.req(d, "funnel", "$"), "$.funnel"),
                 history=list(d.get("history", [])),
                 improvements=list(d.get("improvements", [])),
-                evaluations=int(d["evaluations"]),
+                evaluations=int(jf.req(d, "evaluations", "$")),
                 valid=int(d.get("valid", 0)),
                 wall_time=float(d.get("wall_time", 0.0)),
                 cpu_time=float(d.get("cpu_time", 0.0)),
@@ -220,16 +219,10 @@ class SearchResult:
                 settings=dict(d.get("settings", {})),
                 task_goals=_task_goals(d.get("task_goals"), "$.task_goals"),
             )
-            if best is not None:
-                result.best_ids = tuple(str(m) for m in best["ids"])
-                result.best_cost = float(best["cost"])
-                result.best_seq = None if best.get("seq") is None else int(best["seq"])
-                result.best_goals = {str(k): GoalIK.from_json(v) for k, v in best.get("goals", {}).items()}
-        except InputError as exc:  # a reader's error: it names the JSON path
+            if d.get("best") is not None:
+                _read_best(result, jf.obj(d["best"], "$.best"), "$.best")
+        except InputError as exc:  # a reader's error: it names the JSON path (a missing field: its object's)
             raise exc.located(file=file) from None
-        except KeyError as exc:
-            where = _missing_field(d, str(exc.args[0]))
-            raise FormatError("missing required field of a search result", file=file, path=where) from None
         except (TypeError, ValueError) as exc:
             raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
         return result
@@ -290,24 +283,10 @@ def _looks_like(d: dict) -> str:
     return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")
 
 
-def _missing_field(d: dict, key: str) -> str:
-    """The JSON path of the required field ``key`` a search result lacks (the KeyError names only the key: a funnel
-    row's or the best assembly's missing field is not at the top level)."""
-    if key not in d and key in ("optimizer", "task", "db", "cost", "funnel", "evaluations"):
-        return f"$.{key}"
-    funnel, best = d.get("funnel"), d.get("best")
-    if isinstance(funnel, dict):
-        if key not in funnel and key == "filters":
-            return "$.funnel.filters"
-        rows = funnel.get("filters")
-        for i, row in enumerate(rows if isinstance(rows, list) else []):
-            if isinstance(row, dict) and key not in row and key in ("name", "entered", "passed"):
-                return f"$.funnel.filters[{i}].{key}"
-    if isinstance(best, dict):
-        if key not in best and key in ("ids", "cost"):
-            return f"$.best.{key}"
-        goals = best.get("goals")
-        for name, goal in goals.items() if isinstance(goals, dict) else ():
-            if isinstance(goal, dict) and key not in goal:
-                return f"$.best.goals.{name}.{key}"
-    return f"$.{key}"
+def _read_best(result: SearchResult, best: dict, path: str) -> None:
+    """The best assembly of a result file (the object at ``path``) into ``result``."""
+    result.best_ids = tuple(str(m) for m in jf.array(jf.req(best, "ids", path), f"{path}.ids"))
+    result.best_cost = float(jf.req(best, "cost", path))
+    result.best_seq = None if best.get("seq") is None else int(best["seq"])
+    goals = jf.obj(best.get("goals", {}), f"{path}.goals")
+    result.best_goals = {str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in goals.items()}
