@@ -174,7 +174,8 @@ checks: under the pick-and-place task's 1 cm margin for the 3-joint robco arm, t
 move_group's ValidateSolution
 then checks the time-parametrized waypoints, which lie between the checked states; with a coarser step (0.002 of the
 extent: 0.036 rad, up to ~2 cm for that arm) it refused its own plan where the path grazed the padded crate
-(INVALID_MOTION_PLAN, -2: benchmarks/README.md, MoveIt vs timor; test_moveit_scene under load)."""
+(INVALID_MOTION_PLAN, -2; test_moveit_scene under load; benchmarks/README.md, "The ROS suite from a fresh clone, its
+bytecode, and move_group's motion-check step")."""
 
 
 def _joint_limits(assembly: ModuleAssembly, opts: MoveItOptions) -> dict[str, Any]:
