@@ -10,7 +10,8 @@ stays inside the function whatever it costs, so that the module imports without 
 this table and that docs/architecture.md shows it. Re-measure: ``python benchmarks/deferred_imports.py --only X``.
 The rows of ``kinematics.robot_collisions`` and ``ros.launch_checks`` were measured again when those files were split
 off (2026-11-30, load average 2.5); ``cli.args`` -> ``common.fileio`` and ``cli.app`` -> ``task.unknown_fields`` were
-added in session 56 (2026-11-30, load average 1.1).
+added in session 56 (2026-11-30, load average 1.1); ``cli.args`` -> ``export.formats.urdf_options`` and
+``search.spaces.presets`` in session 57 (2026-11-30, load average 3.4 and 3.0).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ DEFERRALS: dict[tuple[str, str], tuple[float, str]] = {
     ("timor_core.cli.app", "timor_core.task.unknown_fields"): (86.7, "start-up"),
     ("timor_core.cli.args", "timor_core.common.fileio"): (8.2, "start-up"),
     ("timor_core.cli.args", "timor_core.common.names"): (4.1, "start-up"),
+    ("timor_core.cli.args", "timor_core.export.formats.urdf_options"): (10.6, "start-up"),
     ("timor_core.cli.args", "timor_core.model.assembly"): (21.1, "start-up"),
     ("timor_core.cli.args", "timor_core.model.db"): (15.3, "start-up"),
     ("timor_core.cli.args", "timor_core.search.dask_cluster.dask_connect"): (320.0, "start-up"),
+    ("timor_core.cli.args", "timor_core.search.spaces.presets"): (388.4, "start-up"),
     ("timor_core.cli.args", "timor_core.task.costs"): (33.1, "start-up"),
     ("timor_core.cli.configurator", "timor_core.task.feedback"): (31.9, "start-up"),
     ("timor_core.cli.configurator", "timor_core.viz"): (0.2, "cold path"),

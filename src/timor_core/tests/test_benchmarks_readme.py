@@ -135,3 +135,50 @@ def test_the_standing_table_and_the_contents_are_there_and_link_into_the_noteboo
     assert all("](#" in row for row in rows), "a row that names no section"
     linked = set(IN_PAGE_LINK.findall(contents))
     assert len(linked) >= 100, f"the contents links only {len(linked)} sections"
+
+
+SESSION_TAG = re.compile(
+    r"\(s\d{2}[a-z]?-[\w-]+[,)]|\((?:lead|s\d{2}[a-z]?-\w+), (?:session|issue)|, s\d{2}[a-z]?-\w+ \("
+)
+STALE = re.compile(r"(\"?)no reference interpreter (?:on this machine )?now \(`\.\./refvenv` is absent\)", re.I)
+
+
+def heading_problems(text: str) -> list[str]:
+    """What the headings of the file must not do (s56-bench-map's findings, s57-small): say "(latest)" (a newer
+    section makes it false, and two said it), be titled just "Results" (three were: the title must say what and
+    when), or put a session's own section (its title names its session, ``(s46-batch, ...`` or ``(lead, ...``)
+    below level 2, where GitHub's outline files it under an unrelated section; and a remark that the reference was
+    missing here must say it was so at the time (it runs here again)."""
+    problems = []
+    for number, title in headings(text):
+        if "(latest)" in title:
+            problems.append(f"line {number}: {title!r} says (latest)")
+        if title.strip().lower() == "results":
+            problems.append(f"line {number}: a heading titled just {title!r}")
+    lines = text.splitlines()
+    for number, title in headings(text):
+        if SESSION_TAG.search(title) and not lines[number - 1].startswith("## "):
+            problems.append(f"line {number}: a session's section below level 2: {title[:60]!r}")
+    flat = " ".join(text.split())
+    for found in STALE.finditer(flat):  # a quotation of it (in a later section's list) is not the remark
+        if not found.group(1) and not flat.startswith(" (at the time", found.end()):
+            problems.append(f"{found.group(0)!r} at character {found.start()} does not say it was so at the time")
+    return problems
+
+
+def test_the_headings_say_what_and_when_and_sit_at_their_subjects_level():
+    problems = heading_problems(README.read_text(encoding="utf-8"))
+    assert not problems, "benchmarks/README.md:\n" + "\n".join(problems)
+
+
+def test_the_heading_rules_catch_what_they_are_for():
+    text = (
+        "# Top\n## Results\n## A (s46-batch, issue 38 item 1, 2026-11-29)\n### B (s47-segv, issue 39 item 4)\n"
+        "### C (lead, session 56, 2026-11-30)\n### D (latest)\n### Earlier rounds (issue 24)\n"
+        "No reference interpreter on this machine now (`../refvenv` is absent).\n"
+        'has no reference interpreter now (`../refvenv` is absent) (at the time, 2026-11-26). "No reference interpreter'
+        ' on this machine now (`../refvenv` is absent)" (quoted)\n'
+    )
+    problems = heading_problems(text)
+    assert len(problems) == 5, problems
+    assert sum("below level 2" in p for p in problems) == 2 and not any("Earlier" in p for p in problems)

@@ -186,6 +186,38 @@ def test_relative_mesh_paths_written_away_from_the_set_are_warned_about(own, mon
     assert "relative to the set's folder" in " ".join(capsys.readouterr().out.split())
 
 
+def test_relative_mesh_paths_from_the_python_api_are_warned_about_once(own, monkeypatch):
+    """``assembly.to_urdf(mesh_uri="relative", write_to=...)`` wrote a URDF away from the set without a word (only
+    the CLI warned): the export layer, which both pass through, warns, once per file written."""
+    import warnings
+
+    from timor_core.export.formats.moveit_config import write_moveit_config
+    from timor_core.export.formats.urdf_options import RelativeMeshPaths
+    from timor_core.model.assembly import ModuleAssembly
+
+    _with_a_mesh(own)
+    monkeypatch.chdir(own)
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("lab_set"), CHAIN)
+    writes = {
+        "urdf": lambda to: assembly.to_urdf(mesh_uri="relative", write_to=to),
+        "xacro": lambda to: assembly.to_xacro(mesh_uri="relative", write_to=to),
+        "moveit": lambda to: write_moveit_config(assembly, to.parent, mesh_uri="relative", n_samples=5),
+    }
+    for kind, write in writes.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(own / "out" / f"arm.{kind}")
+        assert [type(w.message) for w in caught] == [RelativeMeshPaths], (kind, caught)
+        assert str((own / "lab_set").resolve()) in str(caught[0].message)
+        assert caught[0].filename == __file__  # it names the user's line, not the exporter's
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            write(own / "lab_set" / f"arm.{kind}")  # beside the set: the paths hold
+            assembly.to_urdf(mesh_uri="file", write_to=own / "out" / "file.urdf")
+            assembly.to_urdf(mesh_uri="relative")  # no file: nothing to warn of
+        assert not caught, (kind, caught)
+
+
 def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkeypatch, capsys):
     """It said ``$.version: unsupported search result version (expected 1) (got None)`` of a task or module set."""
     (own / "assembly.json").write_text('{"moduleSet": "robco_like", "moduleOrder": ["base"]}')
@@ -202,34 +234,47 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
         )
     (own / "result.json").write_text('{"version": 1, "optimizer": "x", "task": "t", "db": "d", "cost": "mass"}')
     code, err = _run(["result", "show", "result.json"], own, monkeypatch, capsys)
-    assert code == 2 and err.strip() == "error: result.json: $.funnel: missing required field of a search result", err
+    assert code == 2 and err.strip() == "error: result.json: $: missing required field 'funnel'", err
 
 
 @pytest.mark.parametrize(
-    ("spoil", "path"),
+    ("spoil", "path", "message"),
     [
-        (lambda d: d["funnel"].pop("filters"), "$.funnel.filters"),
-        (lambda d: d["funnel"]["filters"][0].pop("entered"), "$.funnel.filters[0].entered"),
-        (lambda d: d["best"].pop("ids"), "$.best.ids"),
-        (lambda d: d["best"].pop("cost"), "$.best.cost"),
-        (lambda d: d.pop("cost"), "$.cost"),
-        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1.success"),
+        (lambda d: d["funnel"].pop("filters"), "$.funnel", "missing required field 'filters'"),
+        (lambda d: d["funnel"]["filters"][1].pop("entered"), "$.funnel.filters[1]", "missing required field 'entered'"),
+        (lambda d: d["best"].pop("ids"), "$.best", "missing required field 'ids'"),
+        (lambda d: d["best"].pop("cost"), "$.best", "missing required field 'cost'"),
+        (lambda d: d.pop("cost"), "$", "missing required field 'cost'"),
+        (lambda d: d["best"]["goals"]["g1"].pop("success"), "$.best.goals.g1", "missing required field 'success'"),
+        # what the guess of the path from the missing key named "$" (a TypeError) or did not catch (AttributeError)
+        (lambda d: d.update(funnel=[]), "$.funnel", "expected a JSON object"),
+        (lambda d: d["funnel"].update(filters={"name": "reach"}), "$.funnel.filters", "expected a JSON array"),
+        (lambda d: d["funnel"]["filters"].__setitem__(0, 3), "$.funnel.filters[0]", "expected a JSON object"),
+        (lambda d: d.update(best=5), "$.best", "expected a JSON object"),
+        (lambda d: d["best"].update(ids=7), "$.best.ids", "expected a JSON array"),
+        (lambda d: d["best"].update(goals=[]), "$.best.goals", "expected a JSON object"),
+        (lambda d: d["best"]["goals"].update(g1=None), "$.best.goals.g1", "expected a JSON object"),
+        (lambda d: d.update(task_goals=[{"type": "at"}]), "$.task_goals[0]", "missing required field 'id'"),
     ],
 )
-def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path):
+def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path, spoil, path, message):
     """A KeyError names only the key: a funnel row's or the best assembly's missing field was called ``$.entered``
-    or ``$.ids``, a top-level field the file is not missing."""
+    or ``$.ids``, a top-level field the file is not missing; then its path was guessed from the key, and a funnel,
+    row or goal that is no object was named ``$`` (or crashed the command). Each reader now reads at its JSON path
+    with ``jsonfields``: a missing field is named by its object's path and its key, as in every other file."""
     from timor_core.errors import FormatError
     from timor_core.search.evaluation.result import SearchResult
 
     data = SearchResult("ExhaustiveSearch", "t", "db", "mass").to_json_data()
-    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}]}
+    data["funnel"] = {"filters": [{"name": "reach", "entered": 3, "passed": 1}, {"name": "ik", "entered": 1,
+                                                                                "passed": 1}]}  # fmt: skip
     data["best"] = {"ids": ["base", "J"], "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
     assert SearchResult.from_json_data(json.loads(json.dumps(data))).best_cost == 1.0
     spoil(data)
-    with pytest.raises(FormatError, match="missing required field of a search result") as info:
+    with pytest.raises(FormatError) as info:
         SearchResult.from_json_data(data, file=tmp_path / "r.json")
-    assert info.value.path == path
+    assert (info.value.path, info.value.message) == (path, message)
+    assert str(info.value).startswith(f"{tmp_path / 'r.json'}: {path}: {message}")
 
 
 def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, monkeypatch, capsys):
@@ -247,16 +292,61 @@ def test_a_search_space_without_assemblies_is_refused_naming_the_option(own, mon
     assert "the search space holds no assembly" in result.summary() and "-inf" not in result.summary()
 
 
-def test_a_misspelt_module_set_names_both_things_it_could_be(own, monkeypatch, capsys):
-    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice."""
-    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)
-    assert code == 2
-    assert err.strip() == (
-        "error: 'lab_sett' is neither an embedded module set (geometric_primitive_modules, robco_like) nor a "
-        f"modules.json or its folder (none of that name in {own})"
+def test_a_misspelt_module_set_names_the_option_both_things_it_could_be_and_the_closest(own, monkeypatch, capsys):
+    """``--db lab_sett`` said only 'no embedded module set named ...', as if the user's folder were not a choice;
+    then it named both but not the option (``timor search task.json --db robco_lik``: which of the inputs?)."""
+    neither = (
+        "is neither an embedded module set (geometric_primitive_modules, robco_like) nor a modules.json or a folder "
+        f"holding one (none of that name in {own})"
     )
+    code, err = _run(["urdf", "lab_sett", *CHAIN], own, monkeypatch, capsys)  # positional: the value names itself
+    assert code == 2 and err.strip() == f"error: 'lab_sett' {neither}; did you mean 'lab_set'?", err
+    for argv, typo, meant in (
+        (["urdf", "--db", "lab_sett", "--modules", *CHAIN], "lab_sett", "lab_set"),
+        (["search", "task.json", "--db", "robco_lik", "--no-progress"], "robco_lik", "robco_like"),
+        (
+            ["search", "task.json", "--db", "robco", "--budget-evals", "1", "--no-progress", "-o", "robco"],
+            "robco",
+            None,
+        ),  # an alias: a set
+        (["solve", "task.json", "--db", "xyz", "--modules", *CHAIN], "xyz", ""),
+    ):
+        code, err = _run(argv, own, monkeypatch, capsys)
+        if meant is None:
+            assert code == 0, err
+            continue
+        hint = f"; did you mean {meant!r}?" if meant else ""
+        assert code == 2 and err.strip() == f"error: --db: {typo!r} {neither}{hint}", err
     assert _run(["urdf", "lab_set", *CHAIN], own, monkeypatch, capsys)[0] == 0
     assert _run(["urdf", "robco_like", *CHAIN], own, monkeypatch, capsys)[0] == 0
+
+
+def test_an_output_named_like_a_preset_beside_a_file_of_that_name_is_written(own, monkeypatch, capsys):
+    """``-o auto`` with a file named ``auto`` in the folder was refused ('would overwrite the input auto') because
+    ``--space`` defaults to the preset ``auto``, though the search reads the preset, not the file; the check and the
+    loaders now ask one function each which file they read (``space_source``, ``db_source``)."""
+    import argparse
+
+    from timor_core.cli.args import refuse_outputs_over_inputs
+    from timor_core.model.db import db_source
+    from timor_core.search.spaces.presets import space_source
+
+    monkeypatch.chdir(own)
+    (own / "auto").write_text("not a space")
+    (own / "robco_like").mkdir()  # a folder named like an embedded set, holding no set: the set is read
+    assert space_source("auto") is None and db_source("robco_like") is None
+    argv = ["search", "task.json", "--db", "robco_like", "--budget-evals", "2", "--no-progress", "-o", "auto"]
+    code, err = _run(argv, own, monkeypatch, capsys)
+    assert code == 0, err
+    assert json.loads((own / "auto").read_text())["optimizer"] == "ExhaustiveSearch"
+    search = argparse.Namespace(task="task.json", db="robco_like", space="auto", output="robco_like/x", checkpoint=None)
+    refuse_outputs_over_inputs(search)
+    search.space, search.output = "space.json", "space.json"  # a space file is read: still refused
+    with pytest.raises(InputError, match="would overwrite the input space.json"):
+        refuse_outputs_over_inputs(search)
+    search.space, search.db, search.output = "auto", "lab_set", "lab_set/modules.json"
+    with pytest.raises(InputError, match="would overwrite the input lab_set/modules.json"):
+        refuse_outputs_over_inputs(search)
 
 
 def test_a_folder_without_a_module_set_is_named_as_that(own, monkeypatch, capsys):

@@ -27,8 +27,8 @@ from timor_core.cli.args import (
     json_text,
     refuse_outputs_over_inputs,
     refuse_unwritable_outputs,
+    relative_mesh_warnings,
     resolve_robot_arguments,
-    warn_relative_meshes,
 )
 from timor_core.cli.args import cost as cost_type
 from timor_core.cli.args import load_db as _load_db
@@ -45,7 +45,7 @@ __all__ = ["main"]
 
 
 def _cmd_db_info(args: argparse.Namespace) -> int:
-    db = _load_db(args.db)
+    db = _load_db(args.db, None)  # positional
     info = {
         "name": db.name,
         "source": str(db.source) if db.source else None,
@@ -104,14 +104,14 @@ def _cmd_urdf(args: argparse.Namespace) -> int:
     if args.ros2_control or args.plugin:
         return cmd_urdf_ros2_control(args)
     assembly = _assembly(args)
-    text = assembly.to_urdf(
-        args.name, prefix=args.prefix, mesh_uri=args.mesh_uri, package=args.package, write_to=args.output
-    )
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
-        warn_relative_meshes(args, assembly, str(Path(args.output).parent))
+    with relative_mesh_warnings():
+        text = assembly.to_urdf(
+            args.name, prefix=args.prefix, mesh_uri=args.mesh_uri, package=args.package, write_to=args.output
+        )
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
     return 0
 
 

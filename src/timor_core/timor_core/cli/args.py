@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 
-from timor_core.errors import InputError
+from timor_core.errors import InputError, TimorError, UnknownModuleError
 from timor_core.limits import limit_hint, limits
 
 __all__ = [
@@ -31,7 +34,7 @@ __all__ = [
     "refuse_outputs_over_inputs",
     "refuse_unwritable_outputs",
     "add_mesh_arguments",
-    "warn_relative_meshes",
+    "relative_mesh_warnings",
     "json_text",
     "resolve_robot_arguments",
     "Parser",
@@ -69,6 +72,7 @@ def resolve_robot_arguments(args: argparse.Namespace, parser: argparse.ArgumentP
         if args.db is not None or args.modules is not None:
             parser.error("give the robot either as DB MODULE ... or with --db/--modules, not both")
         args.db, args.modules = positional[0], positional[1:]
+        args.db_option = None  # the value names itself: there is no --db to name
     if args.db is None or not args.modules:
         parser.error("the robot is missing: give DB MODULE ... (or --db DB --modules MODULE ...)")
 
@@ -77,13 +81,20 @@ MAX_SEED = 2**63 - 1
 """Largest seed (numpy takes any integer >= 0; this keeps the option finite and printable)."""
 
 
-def load_db(source: str):
-    """The module set of ``--db``: a modules.json, its folder, or an embedded set name."""
-    from timor_core.model.db import ModulesDB
+def load_db(source: str, option: str | None = "--db"):
+    """The module set of ``--db``: a modules.json, its folder, or an embedded set name. A name that is neither is
+    an error naming ``option`` (None: a positional DB, named by its value alone) and what there is to choose."""
+    from timor_core.model.db import ModulesDB, db_source
 
     if source.endswith((".urdf", ".xacro")):
         raise InputError("a URDF is not a module set: convert it first with `timor import URDF -o modules.json`",
-                         path="--db", value=source)  # fmt: skip
+                         path=option, value=source)  # fmt: skip
+    try:
+        db_source(source)  # which set it names, by the load's own rule
+    except UnknownModuleError as exc:
+        if option is None:
+            raise
+        raise InputError(str(exc), path=option) from None
     return ModulesDB.load(source)
 
 
@@ -91,7 +102,7 @@ def serial_assembly(args: argparse.Namespace):
     """The serial assembly of ``args.modules`` (base first) from the module set ``args.db``."""
     from timor_core.model.assembly import ModuleAssembly
 
-    return ModuleAssembly.from_serial_modules(load_db(args.db), args.modules)
+    return ModuleAssembly.from_serial_modules(load_db(args.db, getattr(args, "db_option", "--db")), args.modules)
 
 
 def _float(text: str) -> float:
@@ -224,20 +235,38 @@ _INPUT_ATTRIBUTES = ("file", "files", "task", "space", "resume", "urdf", "soluti
 
 
 def _input_paths(args: argparse.Namespace, outputs: tuple[str, ...]) -> list[str]:
-    """The files a command reads, as given: ``--db`` as its ``modules.json`` where it names a folder. Only those
-    there are: an embedded set's or a preset space's name (``--space auto``, the default) is no file to overwrite,
-    and ``-o auto`` writes a new file of that name."""
+    """The files a command reads, as :func:`_file_read` finds them, that are there."""
     found: list[str] = []
     for attr in _INPUT_ATTRIBUTES:
         value = getattr(args, attr, None)
         if attr in outputs or value is None:
             continue
         for given in value if isinstance(value, list) else [value]:
-            if isinstance(given, str) and given:
-                path = os.path.join(given, "modules.json") if attr == "db" and os.path.isdir(given) else given
-                if os.path.exists(path):
-                    found.append(path)
+            path = _file_read(attr, given) if isinstance(given, str) and given else None
+            if path is not None and os.path.exists(path):
+                found.append(path)
     return found
+
+
+def _file_read(attr: str, given: str) -> str | None:
+    """The file the command reads for input ``attr`` given as ``given``, by the loader's own rule: ``--db`` as
+    ``ModulesDB.load`` reads it (``model.db.db_source``: a folder's modules.json; an embedded set's name, none),
+    ``--space`` as ``load_space`` does (``search.spaces.presets.space_source``: a preset's name, such as the
+    default ``auto``, none, even beside a file of that name); the others as files."""
+    if attr == "db":
+        from timor_core.model.db import db_source
+
+        try:
+            source = db_source(given)
+        except TimorError:  # neither a set nor a file: the command says so, naming the option
+            return None
+        return None if source is None else str(source)
+    if attr == "space":
+        from timor_core.search.spaces.presets import space_source
+
+        space = space_source(given)
+        return None if space is None else str(space)
+    return given
 
 
 def refuse_outputs_over_inputs(args: argparse.Namespace) -> None:
@@ -298,19 +327,26 @@ def add_mesh_arguments(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--package", type=name, help="package name for package:// mesh URIs (default: the set's name)")
 
 
-def warn_relative_meshes(args: argparse.Namespace, assembly, folder: str | None) -> None:
-    """With ``--mesh-uri relative``, warn when the file goes to another ``folder`` than the module set's: its mesh
-    paths are relative to the set's folder, so a reader looking beside the file finds none of them."""
-    if args.mesh_uri != "relative" or folder is None or assembly.db.base_dir is None:
-        return
-    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
-    base = os.path.realpath(assembly.db.base_dir)
-    if used and os.path.realpath(folder or ".") != base:
-        print(
-            f"warning: --mesh-uri relative: the {len(used)} mesh path(s) are relative to the module set's folder "
-            f"{base}, not to {folder or '.'}: write the file there, or use --mesh-uri file, package or path",
-            file=sys.stderr,
-        )
+@contextlib.contextmanager
+def relative_mesh_warnings() -> Iterator[None]:
+    """Print each ``RelativeMeshPaths`` warning of the exports run inside as one ``warning: --mesh-uri relative:``
+    line on stderr, after them (the export layer decides when: ``export.formats.urdf_options.warn_relative_meshes``,
+    for the CLI and the Python API alike); other warnings pass on."""
+    from timor_core.export.formats.urdf_options import RelativeMeshPaths
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RelativeMeshPaths)
+        yield
+    for w in caught:
+        if isinstance(w.message, RelativeMeshPaths):
+            m = w.message
+            print(
+                f"warning: --mesh-uri relative: the {m.count} mesh path(s) are relative to the module set's folder "
+                f"{m.set_folder}, not to {m.folder}: write the file there, or use --mesh-uri file, package or path",
+                file=sys.stderr,
+            )
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def cost(text: str) -> str:

@@ -15,9 +15,9 @@ from timor_core.cli.args import (
     limited,
     name,
     output_folder,
+    relative_mesh_warnings,
     seed,
     serial_assembly,
-    warn_relative_meshes,
 )
 
 __all__ = ["register", "cmd_urdf_ros2_control"]
@@ -52,17 +52,21 @@ def _export_description(
 ) -> int:
     """Render a robot description with the common flags (prefix, meshes, ros2_control) and emit it."""
     assembly = serial_assembly(args)
-    text = render(
-        assembly,
-        *positional,
-        prefix=args.prefix,
-        mesh_uri=args.mesh_uri,
-        package=args.package,
-        ros2_control=_ros2_control(args, default=ros2_control_default),
-        **options,
-    )
-    _emit(args, text, f"{assembly.dof} DOF")
-    warn_relative_meshes(args, assembly, None if args.output is None else str(Path(args.output).parent))
+    with relative_mesh_warnings():
+        text = render(
+            assembly,
+            *positional,
+            prefix=args.prefix,
+            mesh_uri=args.mesh_uri,
+            package=args.package,
+            ros2_control=_ros2_control(args, default=ros2_control_default),
+            write_to=args.output,  # written by the exporter, which warns of relative mesh paths
+            **options,
+        )
+        if args.output is None:
+            sys.stdout.write(text)
+        else:
+            print(f"wrote {args.output} ({assembly.dof} DOF, {len(text)} bytes)", file=sys.stderr)
     return 0
 
 
@@ -111,21 +115,21 @@ def _cmd_moveit_config(args: argparse.Namespace) -> int:
     from timor_core.export.formats.moveit_config import write_moveit_config
 
     assembly = serial_assembly(args)
-    written = write_moveit_config(
-        assembly,
-        args.output,
-        name=args.name,
-        prefix=args.prefix,
-        ros2_control=_ros2_control(args, default=True),
-        group=args.group,
-        n_samples=args.samples,
-        seed=args.seed,
-        mesh_uri=args.mesh_uri,
-        package=args.package,
-    )
-    for path in written.values():
-        print(path)
-    warn_relative_meshes(args, assembly, args.output)
+    with relative_mesh_warnings():
+        written = write_moveit_config(
+            assembly,
+            args.output,
+            name=args.name,
+            prefix=args.prefix,
+            ros2_control=_ros2_control(args, default=True),
+            group=args.group,
+            n_samples=args.samples,
+            seed=args.seed,
+            mesh_uri=args.mesh_uri,
+            package=args.package,
+        )
+        for path in written.values():
+            print(path)
     return 0
 
 

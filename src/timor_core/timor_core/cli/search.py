@@ -167,14 +167,17 @@ def _exhaustive_search(args: argparse.Namespace, db: ModulesDB) -> Optimizer:
 
 def _cmd_result_show(args: argparse.Namespace) -> int:
     from timor_core.search import SearchResult
+    from timor_core.task.feedback import goal_feedback_line
 
     result = SearchResult.from_json_file(args.file)
     if args.json:
         print(json_text(result.to_json_data(), indent=1))
         return 0
     print(result.summary())
-    for gid, g in result.best_goals.items():
-        print(f"goal {gid}: {'reached' if g.success else 'NOT reached'}{'' if g.success else f' ({g.reason})'}")
+    for entry in result.goal_report():  # every goal of the task, in task order
+        print(goal_feedback_line(entry))
+    if result.found and result.task_goals is None:
+        print("(pose goals only: this result was written before results kept the task's goals)")
     return 0
 
 

@@ -116,7 +116,7 @@ def _cmd_db_show(args: argparse.Namespace) -> int:
     from timor_core.viz.catalogue import show_db
     from timor_core.viz.viewer import Viewer
 
-    db = _load_db(args.db)
+    db = _load_db(args.db, None)  # positional
     with Viewer(port=args.port, host=args.host) as viewer:
         show_db(db, viewer)
         return _serve(viewer)
@@ -125,7 +125,7 @@ def _cmd_db_show(args: argparse.Namespace) -> int:
 def _cmd_db_sheet(args: argparse.Namespace) -> int:
     from timor_core.viz.catalogue import contact_sheet
 
-    contact_sheet(_load_db(args.db), args.output, cols=args.cols)
+    contact_sheet(_load_db(args.db, None), args.output, cols=args.cols)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0
 

@@ -62,11 +62,12 @@ class AssemblyModels:
         """The URDF of this assembly (see ``timor_core.export.formats.urdf.assembly_to_urdf`` for the options).
 
         ``ros2_control`` (an ``export.formats.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
-        ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all).
+        ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all;
+        with ``mesh_uri="relative"`` into another folder than the module set's, a ``RelativeMeshPaths`` warning).
         """
         from timor_core.export.formats.urdf import assembly_to_urdf  # delegation (docs/architecture.md)
 
-        text = assembly_to_urdf(
+        return assembly_to_urdf(
             self._whole(),
             name=name,
             prefix=prefix,
@@ -74,8 +75,8 @@ class AssemblyModels:
             package=package,
             wrl=wrl,
             ros2_control=ros2_control,
+            write_to=write_to,
         )
-        return written(text, write_to)
 
     def to_mjcf(self, name: str | None = None, *, options: Any = None, write_to: str | Path | None = None) -> str:
         """The MuJoCo model (MJCF) of this assembly, compiled by MuJoCo (``export.formats.mjcf``; needs mujoco).
@@ -93,7 +94,7 @@ class AssemblyModels:
         """
         from timor_core.export.formats.xacro import assembly_to_xacro  # delegation (docs/architecture.md)
 
-        return written(assembly_to_xacro(self._whole(), macro_name, **options), write_to)
+        return assembly_to_xacro(self._whole(), macro_name, write_to=write_to, **options)
 
     def to_srdf(self, *, write_to: str | Path | None = None, **options: Any) -> str:
         """The SRDF of this serial assembly for MoveIt (planning group, end effector, disabled collision pairs).

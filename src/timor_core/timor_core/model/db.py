@@ -6,6 +6,7 @@ shapes) is cached on the DB and its modules, because modules never change after 
 
 from __future__ import annotations
 
+import difflib
 import filecmp
 import hashlib
 import itertools
@@ -27,7 +28,7 @@ from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_co
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["ModulesDB", "SetJson", "IGNORE_COLLISION_MODES", "embedded_db_names"]
+__all__ = ["ModulesDB", "SetJson", "IGNORE_COLLISION_MODES", "embedded_db_names", "db_source"]
 
 IGNORE_COLLISION_MODES = ("rigid", "via_joint", "rigid_via_joint")
 _ALIASES = {
@@ -42,6 +43,38 @@ def embedded_db_names() -> list[str]:
 
     root = resources.files("timor_core") / "data"
     return sorted(p.name for p in root.iterdir() if p.is_dir() and (p / "modules.json").is_file())
+
+
+def db_source(name_or_file: str | Path) -> Path | None:
+    """The file :meth:`ModulesDB.load` reads for ``name_or_file``: a ``modules.json`` (the one given, or the one in
+    the folder given; where it is missing the load says so), or None for an embedded set's name (a file or folder of
+    that name wins). One rule for the load and for whoever asks which file a command reads (the CLI's check that
+    ``-o`` replaces none of its inputs). Neither: UnknownModuleError naming the embedded sets (the closest first)."""
+    text, given = str(name_or_file), Path(name_or_file)
+    p = given / "modules.json" if given.is_dir() else given
+    embedded = _ALIASES.get(text, text) in embedded_db_names()
+    if p.is_file() or text.endswith(".json") or os.sep in text:
+        return p
+    if given.is_dir() and not embedded:  # a folder without modules.json: '<folder>/modules.json: file not found'
+        return p
+    if embedded:
+        return None
+    names = embedded_db_names()
+    close = difflib.get_close_matches(text, [*names, *_ALIASES, *_set_folders()], n=1, cutoff=0.6)
+    hint = f"; did you mean {_ALIASES.get(close[0], close[0])!r}?" if close else ""
+    raise UnknownModuleError(  # a typo of either
+        f"{short_repr(text)} is neither an embedded module set ({', '.join(names)}) nor a modules.json or a folder "
+        f"holding one (none of that name in {Path.cwd()}){hint}"
+    )
+
+
+def _set_folders(limit: int = 1000) -> list[str]:
+    """The folders of the current one that hold a modules.json (of its first ``limit`` entries: a typo's hint)."""
+    try:
+        with os.scandir(".") as entries:
+            return [e.name for e in itertools.islice(entries, limit) if (Path(e.path) / "modules.json").is_file()]
+    except OSError:
+        return []
 
 
 def _canonical(data: dict) -> list:
@@ -169,20 +202,9 @@ class ModulesDB:
 
     @classmethod
     def load(cls, name_or_file: str | Path) -> ModulesDB:
-        """An embedded set by name, or a ``modules.json`` (or its folder) by path."""
-        given = Path(name_or_file)
-        p = given / "modules.json" if given.is_dir() else given
-        embedded = _ALIASES.get(str(name_or_file), str(name_or_file)) in embedded_db_names()
-        if p.is_file() or str(name_or_file).endswith(".json") or os.sep in str(name_or_file):
-            return cls.from_json_file(p)
-        if given.is_dir() and not embedded:  # a folder without modules.json: '<folder>/modules.json: file not found'
-            return cls.from_json_file(p)
-        if not embedded:  # a typo of either
-            raise UnknownModuleError(
-                f"{short_repr(str(name_or_file))} is neither an embedded module set ({', '.join(embedded_db_names())})"
-                f" nor a modules.json or its folder (none of that name in {Path.cwd()})"
-            )
-        return cls.from_name(str(name_or_file))
+        """An embedded set by name, or a ``modules.json`` (or its folder) by path: which one, :func:`db_source`."""
+        source = db_source(name_or_file)
+        return cls.from_name(str(name_or_file)) if source is None else cls.from_json_file(source)
 
     def to_json_data(self, lazy: bool = False) -> dict:
         """The CoBRA JSON of the whole set (a :class:`SetJson`: a dict that remembers the set's mesh folder);

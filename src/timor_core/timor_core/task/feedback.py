@@ -47,6 +47,8 @@ __all__ = [
     "task_info",
     "task_base_placement",
     "goal_feedback",
+    "held_goal_feedback",
+    "goal_feedback_line",
     "solve_feedback",
     "verify_goal_configurations",
 ]
@@ -312,33 +314,30 @@ def goal_feedback(
                 n = len(g.trajectory)
                 note = f"only the first of {n} poses was checked" if ok else f"first of {n} poses: {reason}"
                 entry = {"id": g.id, "reached": ok, "q": q if ok else None, "reason": note}
-        elif isinstance(g, Pause):
-            entry = {"id": g.id, "reached": True, "q": None, "reason": f"pause {g.duration:g} s: stand still"}
-        elif isinstance(g, ReturnTo):
-            if g.return_to is None:
-                entry = {"id": g.id, "reached": True, "q": None, "reason": "returns to the start configuration"}
-            else:
-                ref = by_id.get(g.return_to)
-                if ref is None:
-                    entry = {
-                        "id": g.id,
-                        "reached": False,
-                        "q": None,
-                        "reason": f"returns to goal {g.return_to!r}, which does not come before it",
-                    }
-                else:
-                    entry = {
-                        "id": g.id,
-                        "reached": ref["reached"],
-                        "q": ref["q"],
-                        "reason": f"returns to goal {g.return_to!r}"
-                        + ("" if ref["reached"] else f", which is not reached: {ref['reason']}"),
-                    }
+        elif isinstance(g, (Pause, ReturnTo)):
+            entry = held_goal_feedback(g, by_id)
         else:
             entry = {"id": g.id, "reached": False, "q": None, "reason": f"goal type {g.type_name!r} is not supported"}
         out.append(entry)
         by_id[g.id] = entry
     return out
+
+
+def held_goal_feedback(g: Pause | ReturnTo, earlier: dict[str, dict]) -> dict:
+    """The ``{"id", "reached", "q", "reason"}`` of a goal no IK decides, from the entries of the goals before it by
+    ID (``earlier``): a pause is reached (stand still); a returnTo is reached with the configuration of the goal it
+    returns to if that one is (the start always is). :func:`goal_feedback` and a search result's per-goal report
+    (``SearchResult.goal_report``) say the same of these goals."""
+    if isinstance(g, Pause):
+        return {"id": g.id, "reached": True, "q": None, "reason": f"pause {g.duration:g} s: stand still"}
+    if g.return_to is None:
+        return {"id": g.id, "reached": True, "q": None, "reason": "returns to the start configuration"}
+    ref = earlier.get(g.return_to)
+    if ref is None:
+        reason = f"returns to goal {g.return_to!r}, which does not come before it"
+        return {"id": g.id, "reached": False, "q": None, "reason": reason}
+    reason = f"returns to goal {g.return_to!r}" + ("" if ref["reached"] else f", which is not reached: {ref['reason']}")
+    return {"id": g.id, "reached": ref["reached"], "q": ref["q"], "reason": reason}
 
 
 def solve_feedback(
@@ -358,19 +357,22 @@ def solve_feedback(
     return {"goals": goals, "cost": float(value)}
 
 
+def goal_feedback_line(entry: dict) -> str:
+    """One goal's ``{"id", "reached", "q", "reason"}`` as a line: ``goal pick: reached q = [0.1608, ...]``."""
+    if not entry["reached"]:
+        return f"goal {entry['id']}: NOT reached: {entry['reason']}"
+    q = "" if entry["q"] is None else " q = [" + ", ".join(f"{v:.4f}" for v in entry["q"]) + "]"
+    note = f" ({entry['reason']})" if entry["reason"] else ""
+    return f"goal {entry['id']}: reached{q}{note}"
+
+
 def format_feedback(task: Task, assembly: ModuleAssembly, result: dict, descriptor: str) -> str:
     """The feedback as readable text."""
     lines = [
         f"task {task.id!r}: {len(task.goals)} goal(s), {len(task.obstacles)} obstacle(s);"
         f" robot {assembly.dof} DOF, {assembly.mass:.3f} kg"
     ]
-    for entry in result["goals"]:
-        if entry["reached"]:
-            q = "" if entry["q"] is None else " q = [" + ", ".join(f"{v:.4f}" for v in entry["q"]) + "]"
-            note = f" ({entry['reason']})" if entry["reason"] else ""
-            lines.append(f"  goal {entry['id']}: reached{q}{note}")
-        else:
-            lines.append(f"  goal {entry['id']}: NOT reached: {entry['reason']}")
+    lines.extend(f"  {goal_feedback_line(entry)}" for entry in result["goals"])
     reached = sum(1 for e in result["goals"] if e["reached"])
     lines.append(
         f"{reached} of {len(result['goals'])} goal(s) reached; cost ({descriptor or '0'}): {result['cost']:.6g}"

@@ -26,6 +26,7 @@ from timor_core.export.formats.ros2_control import Ros2ControlConfig, controlled
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
 from timor_core.export.formats.srdf import assembly_to_srdf, planning_groups
 from timor_core.export.formats.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
+from timor_core.export.formats.urdf_options import warn_relative_meshes
 from timor_core.export.formats.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
 
@@ -173,7 +174,8 @@ checks: under the pick-and-place task's 1 cm margin for the 3-joint robco arm, t
 move_group's ValidateSolution
 then checks the time-parametrized waypoints, which lie between the checked states; with a coarser step (0.002 of the
 extent: 0.036 rad, up to ~2 cm for that arm) it refused its own plan where the path grazed the padded crate
-(INVALID_MOTION_PLAN, -2: benchmarks/README.md, MoveIt vs timor; test_moveit_scene under load)."""
+(INVALID_MOTION_PLAN, -2; test_moveit_scene under load; benchmarks/README.md, "The ROS suite from a fresh clone, its
+bytecode, and move_group's motion-check step")."""
 
 
 def _joint_limits(assembly: ModuleAssembly, opts: MoveItOptions) -> dict[str, Any]:
@@ -373,11 +375,12 @@ def write_moveit_config(
     from ``seed``. The controller ``arm_controller`` drives the group's non-passive joints through the
     first of the position, velocity, effort command interfaces. Unwritable folders raise InputError.
     """
-    texts = moveit_config_texts(assembly, options, **overrides)
+    opts = MoveItOptions.build(options, **overrides)
+    texts = moveit_config_texts(assembly, opts)
     folder = Path(out_dir)
     for file_name in texts:  # file names come from the robot name: never a path of their own
         if Path(file_name).name != file_name or file_name in ("", ".", ".."):
             raise InputError("a MoveIt config file name must be a plain file name", value=file_name)
     paths = write_files({folder / file_name: text for file_name, text in texts.items()})
-    written = dict(zip(texts, paths))
-    return written
+    warn_relative_meshes(assembly, opts.urdf_options, folder)  # the URDF among them names the meshes
+    return dict(zip(texts, paths))

@@ -15,7 +15,7 @@ import numpy as np
 
 from timor_core.common.names import check_name, xml_escape
 from timor_core.errors import AssemblyError, InputError, TimorError, URDFError
-from timor_core.export.formats.urdf_options import MESH_URI_MODES, WRL_MODES, UrdfOptions
+from timor_core.export.formats.urdf_options import MESH_URI_MODES, WRL_MODES, UrdfOptions, write_description
 from timor_core.export.formats.urdf_parts import URDF_UNLIMITED, origin_xml, robot_name_of, world_xml
 from timor_core.export.formats.urdf_walk import (
     Fragment,
@@ -34,6 +34,7 @@ from timor_core.model.tree import keeps_names
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from timor_core.export.formats.ros2_control import Ros2ControlConfig
     from timor_core.model.db import ModulesDB
@@ -66,6 +67,7 @@ def assembly_to_urdf(
     options: UrdfOptions | None = None,
     *,
     ros2_control: Ros2ControlConfig | None = None,
+    write_to: str | Path | None = None,
     **overrides: Any,
 ) -> str:
     """The URDF of an assembly.
@@ -78,7 +80,9 @@ def assembly_to_urdf(
     The root link is ``base_link``; each free ``eef`` connector gets a link ``tool0``, ``tool1``, ...
     A non-identity base placement adds a ``world`` link. Closed chains raise URDFError.
     ``ros2_control`` appends a ``<ros2_control>`` block for the actuated joints
-    (see timor_core.export.formats.ros2_control).
+    (see timor_core.export.formats.ros2_control). ``write_to`` also writes the text to that file, atomically
+    (:func:`~.urdf_options.write_description`: with ``mesh_uri="relative"`` into another folder than the module
+    set's, a :class:`~.urdf_options.RelativeMeshPaths` warning).
     """
     writer = writer_of(assembly.db, UrdfOptions.build(options, **overrides))
     walk = _walk(assembly, writer, "URDF")
@@ -100,7 +104,8 @@ def assembly_to_urdf(
         from timor_core.export.formats.ros2_control import ros2_control_xml
 
         extra = ros2_control_xml(assembly, ros2_control, prefix=writer.options.prefix, robot_name=robot_name)
-    return _document(robot_name, links, joints, tools, world, extra)
+    text = _document(robot_name, links, joints, tools, world, extra)
+    return text if write_to is None else write_description(text, write_to, assembly, writer.options)
 
 
 def links_and_joints(

@@ -7,13 +7,26 @@ users write them): :meth:`UrdfOptions.build` turns them into the object.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from types import FrameType
 from typing import Any
 
+from timor_core.common.fileio import atomic_write_text
 from timor_core.common.names import check_name, check_prefix, ros_name
-from timor_core.errors import InputError
+from timor_core.errors import InputError, TimorError
 
-__all__ = ["MESH_URI_MODES", "WRL_MODES", "UrdfOptions"]
+__all__ = [
+    "MESH_URI_MODES",
+    "WRL_MODES",
+    "UrdfOptions",
+    "RelativeMeshPaths",
+    "warn_relative_meshes",
+    "write_description",
+]
 
 MESH_URI_MODES = ("file", "package", "relative", "path")
 """How mesh files are referenced: ``file://`` URIs, ``package://<package>/<path in set>``, the path as written in
@@ -84,3 +97,46 @@ class UrdfOptions:
 
 
 _BUILT: dict[tuple, UrdfOptions] = {}  # options built from keywords, by (options, keywords): calls repeat them
+
+
+class RelativeMeshPaths(TimorError, UserWarning):  # noqa: N818 - a warning, never raised
+    """A description written with ``mesh_uri="relative"`` into another ``folder`` than its module set's: its
+    ``count`` mesh paths are relative to the set's folder ``set_folder``, so a reader looking beside the file finds
+    none of them. Issued as a warning (the file is written all the same), never raised."""
+
+    def __init__(self, count: int, set_folder: str, folder: str) -> None:
+        self.count, self.set_folder, self.folder = count, set_folder, folder
+        super().__init__(
+            f"mesh_uri='relative': the {count} mesh path(s) are relative to the module set's folder {set_folder}, "
+            f"not to {folder}: write the file there, or use mesh_uri 'file', 'package' or 'path'"
+        )
+
+
+def warn_relative_meshes(assembly: Any, options: UrdfOptions, folder: str | Path) -> None:
+    """Issue one :class:`RelativeMeshPaths` warning if a description of ``assembly`` written with ``options`` into
+    ``folder`` names its meshes relative to another folder (the module set's); every writer of a file calls it."""
+    if options.mesh_uri != "relative" or assembly.db.base_dir is None:
+        return
+    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
+    base = os.path.realpath(assembly.db.base_dir)
+    if used and os.path.realpath(folder) != base:
+        warnings.warn(RelativeMeshPaths(len(used), base, str(folder)), stacklevel=_callers_level())
+
+
+def write_description(text: str, path: str | Path, assembly: Any, options: UrdfOptions) -> str:
+    """Write a description's ``text`` to ``path`` atomically (its folder made), warn as :func:`warn_relative_meshes`
+    says; return ``text``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    warn_relative_meshes(assembly, options, path.parent)
+    return text
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of the first frame outside timor_core: the warning names the user's line that wrote."""
+    frame: FrameType | None = sys._getframe(2)  # 1: warn_relative_meshes
+    level = 2
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("timor_core."):
+        frame, level = frame.f_back, level + 1
+    return level

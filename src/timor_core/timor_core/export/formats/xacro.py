@@ -17,9 +17,11 @@ import numpy as np
 from timor_core.common.names import XACRO_PREFIX, check_name, check_prefix, name_attr, ros_name, xml_escape
 from timor_core.errors import InputError
 from timor_core.export.formats.urdf import default_robot_name, links_and_joints, origin_xml
-from timor_core.export.formats.urdf_options import UrdfOptions
+from timor_core.export.formats.urdf_options import UrdfOptions, write_description
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from timor_core.export.formats.ros2_control import Ros2ControlConfig
     from timor_core.model.assembly import ModuleAssembly
 
@@ -80,6 +82,7 @@ def assembly_to_xacro(
     prefix: str = "",
     ros2_control: Ros2ControlConfig | None = None,
     options: UrdfOptions | None = None,
+    write_to: str | Path | None = None,
     **mesh: Any,
 ) -> str:
     """A xacro file defining the macro ``macro_name(prefix parent *origin)`` for this assembly.
@@ -89,7 +92,8 @@ def assembly_to_xacro(
     so ``xacro`` expands it to a complete URDF; without it, the file only defines the macro (for
     ``xacro:include``). ``ros2_control`` puts a ``<ros2_control name="${prefix}<name>">`` block in the
     macro. ``options`` (or the keywords ``mesh_uri``, ``package``, ``wrl``) are those of ``assembly_to_urdf``;
-    the macro's names start with its ``prefix`` parameter instead of ``options.prefix``.
+    the macro's names start with its ``prefix`` parameter instead of ``options.prefix``. ``write_to`` as for
+    ``assembly_to_urdf``.
     """
     unknown = sorted(set(mesh) - {"mesh_uri", "package", "wrl"})
     if unknown:
@@ -123,4 +127,5 @@ def assembly_to_xacro(
             f"  </xacro:{macro}>\n"
         )
     out.append("</robot>\n")
-    return "".join(out)
+    text = "".join(out)
+    return text if write_to is None else write_description(text, write_to, assembly, urdf_options)

@@ -247,8 +247,8 @@ class DaskEvaluator(ClusterConnection, ParallelEvaluator):
             self._evaluations = int(d["evaluations"])
             self._valid = int(d["valid"])
             self._chunks = int(d.get("chunks", 0))
-            self._funnel = Funnel.from_json(d["funnel"]) if d.get("funnel") is not None else None
-            self._best = Evaluation.from_json(d["best"]) if d.get("best") is not None else None
+            self._funnel = Funnel.from_json(d["funnel"], "$.funnel") if d.get("funnel") is not None else None
+            self._best = Evaluation.from_json(d["best"], "$.best") if d.get("best") is not None else None
         except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
             raise ClusterError(f"cannot resume from {path}: {explain(exc)}", file=path) from None
         self._resumed = d

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError, TimorError
 from timor_core.model.db import ModulesDB
 from timor_core.search.evaluation.refs import DBRef, TaskRef, load_db, load_task
@@ -101,12 +102,15 @@ class Evaluation:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> Evaluation:
+    def from_json(cls, data: Any, path: str = "$") -> Evaluation:
+        """The inverse of :meth:`to_json`; a missing field is a FormatError naming its object's JSON path (``path``:
+        where ``data`` sits in its file, ``$.best`` in a checkpoint)."""
+        d = jf.obj(data, path)
         return cls(
-            ids=tuple(str(m) for m in d["ids"]),
-            valid=bool(d["valid"]),
+            ids=tuple(str(m) for m in jf.req(d, "ids", path)),
+            valid=bool(jf.req(d, "valid", path)),
             cost=None if d.get("cost") is None else float(d["cost"]),
-            goals={str(k): GoalIK.from_json(v) for k, v in d.get("goals", {}).items()},
+            goals={str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in d.get("goals", {}).items()},
             failed_filter=d.get("failed_filter"),
             reason=d.get("reason", ""),
             reason_key=d.get("reason_key", ""),

@@ -24,7 +24,7 @@ from timor_core.search.evaluation.batch_stream import Refusals
 from timor_core.search.evaluation.evaluate import cost_descriptor, load_db, load_task
 from timor_core.search.evaluation.parallel import ParallelEvaluator
 from timor_core.search.evaluation.progress import Progress
-from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.evaluation.result import SearchResult, task_goal_records
 from timor_core.search.filtering.filters import Filter, FilterConfig
 from timor_core.search.spaces.space import SerialSpace
 from timor_core.task import Task
@@ -160,6 +160,7 @@ def _new_result(
         workers=pe.workers,
         space=space,
         settings=settings,
+        task_goals=task_goal_records(task),
     )
     result.funnel = type(result.funnel)(pe.filter_names)
     return result

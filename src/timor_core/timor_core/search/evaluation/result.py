@@ -12,13 +12,16 @@ from timor_core.common import jsonfields as jf
 from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import FormatError, InputError
 from timor_core.search.filtering.filters import Funnel, GoalIK
+from timor_core.task.feedback import held_goal_feedback
+from timor_core.task.goals import Pause, ReturnTo
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
     from timor_core.model.db import ModulesDB
     from timor_core.search.evaluation.evaluate import Evaluation
+    from timor_core.task import Task
 
-__all__ = ["SearchResult", "RESULT_VERSION"]
+__all__ = ["SearchResult", "RESULT_VERSION", "task_goal_records"]
 
 RESULT_VERSION = 1
 
@@ -47,6 +50,8 @@ class SearchResult:
         next_seq: where a search over the same sequence would continue (every position before it is done).
         space: a description of the search space (fingerprint, count, options) or None.
         settings: the optimizer's settings (filter config, seed, ...).
+        task_goals: the task's goals in task order as :func:`task_goal_records` writes them (ID, type, a pause's
+            duration, a returnTo's goal), for :meth:`goal_report`; None in a result written before they were kept.
     """
 
     optimizer: str
@@ -69,6 +74,7 @@ class SearchResult:
     next_seq: int | None = None
     space: dict | None = None
     settings: dict = field(default_factory=dict)
+    task_goals: list[dict] | None = None
 
     # -- convenience -------------------------------------------------------------------------------
     @property
@@ -117,6 +123,32 @@ class SearchResult:
         )
         return "\n".join((head, best, self.funnel.summary()))
 
+    def goal_report(self) -> list[dict]:
+        """Per goal of the task, in task order, what this result says of the best assembly (none found: ``[]``):
+        ``{"id", "type", "reached", "q", "reason"}`` as ``timor solve`` reports them. Pose goals (at, reach,
+        follow): the search's IK (``q``, or why not); pause and returnTo: what ``task.feedback.held_goal_feedback``
+        says (a returnTo has the configuration of the goal it returns to). A result without ``task_goals``
+        (written before they were kept): the pose goals only."""
+        if self.best_ids is None:
+            return []
+        records = self.task_goals if self.task_goals is not None else [{"id": k, "type": ""} for k in self.best_goals]
+        out: list[dict] = []
+        by_id: dict[str, dict] = {}
+        for rec in records:
+            gid, kind = rec["id"], rec["type"]
+            if kind == "pause":
+                entry = held_goal_feedback(Pause(gid, duration=float(rec.get("duration", 0.0))), by_id)
+            elif kind == "returnTo":
+                entry = held_goal_feedback(ReturnTo(gid, return_to=rec.get("return_to")), by_id)
+            elif gid in self.best_goals:
+                g = self.best_goals[gid]
+                entry = {"id": gid, "reached": g.success, "q": g.q, "reason": g.reason}
+            else:
+                entry = {"id": gid, "reached": False, "q": None, "reason": f"goal type {kind!r}: not checked"}
+            by_id[gid] = entry
+            out.append({"type": kind, **entry})
+        return out
+
     def __repr__(self) -> str:
         best = f"{self.best_ids} cost {self.best_cost:.6g}" if self.found else "none"
         return f"SearchResult({self.optimizer}, best={best}, evaluations={self.evaluations}, stopped={self.stopped!r})"
@@ -149,6 +181,7 @@ class SearchResult:
             "next_seq": self.next_seq,
             "space": self.space,
             "settings": self.settings,
+            "task_goals": self.task_goals,
         }
 
     @classmethod
@@ -167,16 +200,15 @@ class SearchResult:
                 value=d.get("version"),
             )
         try:
-            best = d.get("best")
             result = cls(
-                optimizer=str(d["optimizer"]),
-                task_id=str(d["task"]),
-                db_name=str(d["db"]),
-                cost=str(d["cost"]),
-                funnel=Funnel.from_json(d["funnel"]),
+                optimizer=str(jf.req(d, "optimizer", "$")),
+                task_id=str(jf.req(d, "task", "$")),
+                db_name=str(jf.req(d, "db", "$")),
+                cost=str(jf.req(d, "cost", "$")),
+                funnel=Funnel.from_json(jf.req(d, "funnel", "$"), "$.funnel"),
                 history=list(d.get("history", [])),
                 improvements=list(d.get("improvements", [])),
-                evaluations=int(d["evaluations"]),
+                evaluations=int(jf.req(d, "evaluations", "$")),
                 valid=int(d.get("valid", 0)),
                 wall_time=float(d.get("wall_time", 0.0)),
                 cpu_time=float(d.get("cpu_time", 0.0)),
@@ -185,15 +217,12 @@ class SearchResult:
                 next_seq=d.get("next_seq"),
                 space=d.get("space"),
                 settings=dict(d.get("settings", {})),
+                task_goals=_task_goals(d.get("task_goals"), "$.task_goals"),
             )
-            if best is not None:
-                result.best_ids = tuple(str(m) for m in best["ids"])
-                result.best_cost = float(best["cost"])
-                result.best_seq = None if best.get("seq") is None else int(best["seq"])
-                result.best_goals = {str(k): GoalIK.from_json(v) for k, v in best.get("goals", {}).items()}
-        except KeyError as exc:
-            where = _missing_field(d, str(exc.args[0]))
-            raise FormatError("missing required field of a search result", file=file, path=where) from None
+            if d.get("best") is not None:
+                _read_best(result, jf.obj(d["best"], "$.best"), "$.best")
+        except InputError as exc:  # a reader's error: it names the JSON path (a missing field: its object's)
+            raise exc.located(file=file) from None
         except (TypeError, ValueError) as exc:
             raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
         return result
@@ -211,6 +240,38 @@ class SearchResult:
         return cls.from_json_data(jf.load_json_file(path), file=path)
 
 
+def task_goal_records(task: Task) -> list[dict]:
+    """The goals of ``task`` in task order as a result keeps them (:attr:`SearchResult.task_goals`): ``{"id",
+    "type"}``, a pause's ``duration`` and a returnTo's ``return_to`` (its goal; left out: the start)."""
+    out: list[dict] = []
+    for g in task.goals:
+        rec: dict[str, Any] = {"id": g.id, "type": g.type_name}
+        if isinstance(g, Pause):
+            rec["duration"] = g.duration
+        elif isinstance(g, ReturnTo) and g.return_to is not None:
+            rec["return_to"] = g.return_to
+        out.append(rec)
+    return out
+
+
+def _task_goals(data: Any, path: str) -> list[dict] | None:
+    """The ``task_goals`` of a result file (None if it has none), each checked: ID, type, the pause's duration."""
+    if data is None:
+        return None
+    out: list[dict] = []
+    for i, rec in enumerate(jf.array(data, path)):
+        at = f"{path}[{i}]"
+        d = jf.obj(rec, at)
+        goal: dict[str, Any] = {"id": jf.string(jf.req(d, "id", at), f"{at}.id")}
+        goal["type"] = jf.string(jf.req(d, "type", at), f"{at}.type")
+        if "duration" in d:
+            goal["duration"] = jf.number(d["duration"], f"{at}.duration", min_value=0.0)
+        if d.get("return_to") is not None:
+            goal["return_to"] = jf.string(d["return_to"], f"{at}.return_to")
+        out.append(goal)
+    return out
+
+
 def _looks_like(d: dict) -> str:
     """What a JSON object that is no search result looks like, for the error (`` (it looks like a task)``)."""
     kinds = (
@@ -222,24 +283,10 @@ def _looks_like(d: dict) -> str:
     return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")
 
 
-def _missing_field(d: dict, key: str) -> str:
-    """The JSON path of the required field ``key`` a search result lacks (the KeyError names only the key: a funnel
-    row's or the best assembly's missing field is not at the top level)."""
-    if key not in d and key in ("optimizer", "task", "db", "cost", "funnel", "evaluations"):
-        return f"$.{key}"
-    funnel, best = d.get("funnel"), d.get("best")
-    if isinstance(funnel, dict):
-        if key not in funnel and key == "filters":
-            return "$.funnel.filters"
-        rows = funnel.get("filters")
-        for i, row in enumerate(rows if isinstance(rows, list) else []):
-            if isinstance(row, dict) and key not in row and key in ("name", "entered", "passed"):
-                return f"$.funnel.filters[{i}].{key}"
-    if isinstance(best, dict):
-        if key not in best and key in ("ids", "cost"):
-            return f"$.best.{key}"
-        goals = best.get("goals")
-        for name, goal in goals.items() if isinstance(goals, dict) else ():
-            if isinstance(goal, dict) and key not in goal:
-                return f"$.best.goals.{name}.{key}"
-    return f"$.{key}"
+def _read_best(result: SearchResult, best: dict, path: str) -> None:
+    """The best assembly of a result file (the object at ``path``) into ``result``."""
+    result.best_ids = tuple(str(m) for m in jf.array(jf.req(best, "ids", path), f"{path}.ids"))
+    result.best_cost = float(jf.req(best, "cost", path))
+    result.best_seq = None if best.get("seq") is None else int(best["seq"])
+    goals = jf.obj(best.get("goals", {}), f"{path}.goals")
+    result.best_goals = {str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in goals.items()}

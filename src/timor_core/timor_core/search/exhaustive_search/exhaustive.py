@@ -25,7 +25,7 @@ from timor_core.search.evaluation.batch_stream import PricedItems
 from timor_core.search.evaluation.evaluate import cost_descriptor, load_task
 from timor_core.search.evaluation.optimizer import Budget, check_db, run_space_search, space_info
 from timor_core.search.evaluation.parallel import resolve_workers
-from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.evaluation.result import SearchResult, task_goal_records
 from timor_core.search.filtering.filters import FilterConfig
 from timor_core.search.filtering.space_reach import unreachable_goals
 from timor_core.search.spaces.cost_order import by_cost
@@ -180,6 +180,7 @@ class ExhaustiveSearch:
             cost=cost_descriptor(self.cost),
             space=space_info(self.space),
             settings={"filters": self.config.to_json(), **self._settings(), "unreachable": [g.text() for g in goals]},
+            task_goals=task_goal_records(task),
         )
         result.wall_time = seconds
         result.stopped = "unreachable"

@@ -40,7 +40,7 @@ from timor_core.search.evaluation.evaluate import cost_descriptor
 from timor_core.search.evaluation.optimizer import space_info
 from timor_core.search.evaluation.parallel import STOP_GRACE
 from timor_core.search.evaluation.progress import Progress
-from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.evaluation.result import SearchResult, task_goal_records
 from timor_core.search.exhaustive_search.shard_worker import ShardJob, ShardState, run_shard
 from timor_core.search.filtering.filters import FilterConfig
 from timor_core.search.filtering.funnel import Funnel
@@ -131,7 +131,12 @@ class ShardedSearch:
     def new_result(self) -> SearchResult:
         """The result before any shard has run: what was searched, the filter settings, the first history point."""
         result = SearchResult(
-            "ExhaustiveSearch", self.task.id, self.db.name, cost_descriptor(self.cost), space=space_info(self.space)
+            "ExhaustiveSearch",
+            self.task.id,
+            self.db.name,
+            cost_descriptor(self.cost),
+            space=space_info(self.space),
+            task_goals=task_goal_records(self.task),
         )
         result.settings = {"filters": (self.config or FilterConfig()).to_json(), **(self.settings or {})}
         result.history.append({"evaluations": 0, "time": 0.0, "best_cost": None})

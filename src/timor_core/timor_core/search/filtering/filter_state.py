@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from timor_core.common import jsonfields as jf
 from timor_core.errors import AssemblyError, InputError, TimorError
 from timor_core.limits import check_count
 from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
@@ -139,10 +140,12 @@ class GoalIK:
         return {"q": self.q, "success": self.success, "reason": self.reason, "stage": self.stage}
 
     @classmethod
-    def from_json(cls, d: dict) -> GoalIK:
+    def from_json(cls, data: Any, path: str = "$") -> GoalIK:
+        """The inverse of :meth:`to_json`; errors name the JSON path (``path``: where ``data`` sits in its file)."""
+        d = jf.obj(data, path)
         q = d.get("q")
-        q = None if q is None else [float(v) for v in q]
-        return cls(q, bool(d["success"]), d.get("reason", ""), d.get("stage", ""))
+        q = None if q is None else [float(v) for v in jf.array(q, f"{path}.q")]
+        return cls(q, bool(jf.req(d, "success", path)), d.get("reason", ""), d.get("stage", ""))
 
 
 @dataclass(frozen=True)

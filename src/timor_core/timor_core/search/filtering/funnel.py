@@ -6,12 +6,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from timor_core.common import jsonfields as jf
 from timor_core.errors import InputError
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Funnel"]
 
@@ -134,13 +132,18 @@ class Funnel:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> Funnel:
-        rows = data["filters"]
-        f = cls([r["name"] for r in rows])
-        for r in rows:
-            n = r["name"]
-            f.entered[n], f.passed[n], f.time[n] = int(r["entered"]), int(r["passed"]), float(r.get("time", 0.0))
-            f.reasons[n] = Counter({str(k): int(v) for k, v in r.get("reasons", {}).items()})
+    def from_json(cls, data: Any, path: str = "$") -> Funnel:
+        """The inverse of :meth:`to_json`; ``path`` is where ``data`` sits in its file: a missing field, or an object
+        or array that is not one, is a FormatError naming its JSON path (``$.funnel.filters[0]: missing required
+        field 'entered'``)."""
+        rows = jf.array(jf.req(jf.obj(data, path), "filters", path), f"{path}.filters")
+        at = [f"{path}.filters[{i}]" for i in range(len(rows))]
+        rows = [jf.obj(r, p) for r, p in zip(rows, at)]
+        f = cls([jf.string(jf.req(r, "name", p), f"{p}.name") for r, p in zip(rows, at)])
+        for n, r, p in zip(f.names, rows, at):
+            f.entered[n], f.passed[n] = int(jf.req(r, "entered", p)), int(jf.req(r, "passed", p))
+            f.time[n] = float(r.get("time", 0.0))
+            f.reasons[n] = Counter({str(k): int(v) for k, v in jf.obj(r.get("reasons", {}), f"{p}.reasons").items()})
         return f
 
     def __eq__(self, other: object) -> bool:

@@ -41,7 +41,7 @@ from timor_core.search.evaluation.evaluate import Evaluation, cost_descriptor, l
 from timor_core.search.evaluation.optimizer import Budget
 from timor_core.search.evaluation.parallel import ParallelEvaluator
 from timor_core.search.evaluation.progress import Progress
-from timor_core.search.evaluation.result import SearchResult
+from timor_core.search.evaluation.result import SearchResult, task_goal_records
 from timor_core.search.filtering.filters import FilterConfig, Funnel
 from timor_core.search.genetic.ga_coding import EMPTY, ChromosomeCoding
 from timor_core.search.genetic.ga_local import DescentStep
@@ -289,6 +289,7 @@ class GeneticSearch(ChromosomeCoding):
             cost=cost_descriptor(self.cost),
             workers=pe.workers,
             settings={"filters": self.config.to_json(), **self.settings()},
+            task_goals=task_goal_records(task),
         )
         run = GARun(self, pe, len(task.goals), budget, result, self.on_batch, self.stop)
         stopped = "exhausted"

@@ -18,6 +18,7 @@ __all__ = [
     "paper_exp2_space",
     "PRESETS",
     "load_space",
+    "space_source",
 ]
 
 
@@ -70,6 +71,14 @@ def paper_exp2_space(db: ModulesDB) -> SerialSpace:
 PRESETS = ("auto", "exp2", "science2019")
 
 
+def space_source(spec: str | Path) -> Path | None:
+    """The file :func:`load_space` reads for ``spec``: None for a preset's name (a file of that name is not read),
+    else the path. One rule for the load and for whoever asks which file a command reads (the CLI's check that
+    ``-o`` replaces none of its inputs: ``-o auto`` beside a file named ``auto`` replaces no input of
+    ``--space auto``)."""
+    return None if str(spec) in PRESETS else Path(spec)
+
+
 def load_space(spec: str | Path | SpaceOptions | dict[str, Any], db: ModulesDB) -> SerialSpace:
     """A search space over ``db`` from a preset name, a JSON file of :class:`SpaceOptions`, a dict, or options.
 
@@ -84,12 +93,12 @@ def load_space(spec: str | Path | SpaceOptions | dict[str, Any], db: ModulesDB) 
         return SerialSpace(db, SpaceOptions.from_json(spec))
     if not isinstance(spec, (str, Path)):
         raise InputError("a search space is a preset name, a JSON file, a dict or SpaceOptions", value=spec)
-    if str(spec) in PRESETS:
+    path = space_source(spec)
+    if path is None:
         name = str(spec)
         if name == "auto":
             name = "science2019" if "improv" in db.name.lower() else "exp2"
         return science2019_space(db) if name == "science2019" else paper_exp2_space(db)
-    path = Path(spec)
     if path.suffix != ".json" and not path.exists():
         raise InputError(f"unknown search space (presets: {', '.join(PRESETS)}; or a .json file)", value=str(spec))
     data = jf.load_json_file(path)

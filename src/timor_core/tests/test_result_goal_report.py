@@ -1,0 +1,74 @@
+"""``timor result show`` and ``SearchResult.goal_report`` list every goal of the task in task order, pause and
+returnTo goals too (session 56's walk: only the pose goals were shown, so the embedded ``pick_and_place``'s
+``grasp`` pause and ``home`` return were missing), each with what the result says of it."""
+
+from __future__ import annotations
+
+import json
+
+from timor_core.cli.app import main
+from timor_core.search import SearchResult
+from timor_core.search.filtering.filters import GoalIK
+from timor_core.task import Task
+
+
+def _result(task: Task) -> SearchResult:
+    """A result of a search of ``task`` that found an assembly reaching its pose goals (by hand: no search)."""
+    from timor_core.search.evaluation.result import task_goal_records
+
+    result = SearchResult("ExhaustiveSearch", task.id, "robco_like", "mass", task_goals=task_goal_records(task))
+    result.best_ids, result.best_cost, result.best_seq = ("base", "J", "gripper"), 1.5, 0
+    result.best_goals = {"pick": GoalIK([0.1, 0.2], True, "", "ik"), "place": GoalIK([0.3, -0.4], True, "", "ik")}
+    return result
+
+
+def test_result_show_lists_every_goal_of_the_task_in_order(tmp_path, capsys):
+    task = Task.from_name("pick_and_place")
+    assert [g.type_name for g in task.goals] == ["at", "pause", "at", "returnTo"]
+    path = _result(task).to_json_file(tmp_path / "r.json")
+    assert main(["result", "show", str(path)]) == 0
+    goals = [line for line in capsys.readouterr().out.splitlines() if line.startswith("goal ")]
+    assert goals == [
+        "goal pick: reached q = [0.1000, 0.2000]",
+        "goal grasp: reached (pause 0.3 s: stand still)",
+        "goal place: reached q = [0.3000, -0.4000]",
+        "goal home: reached (returns to the start configuration)",
+    ]
+
+
+def test_a_return_to_a_goal_has_its_configuration_and_the_report_survives_the_file(tmp_path):
+    data = Task.from_name("pick_and_place").to_json_data()
+    data["goals"][3]["returnToGoal"] = "pick"
+    task = Task.from_json_data(data)
+    back = SearchResult.from_json_file(_result(task).to_json_file(tmp_path / "r.json"))
+    report = back.goal_report()
+    assert [(e["id"], e["type"], e["reached"]) for e in report] == [
+        ("pick", "at", True),
+        ("grasp", "pause", True),
+        ("place", "at", True),
+        ("home", "returnTo", True),
+    ]
+    assert report[3]["q"] == [0.1, 0.2] and report[3]["reason"] == "returns to goal 'pick'"
+    no_best = SearchResult("ExhaustiveSearch", task.id, "robco_like", "mass")
+    assert no_best.goal_report() == []  # nothing found: nothing to say per goal
+
+
+def test_a_search_keeps_the_task_goals_and_an_older_result_shows_its_pose_goals(tmp_path, capsys):
+    """The optimizers record the task's goals; a result file written before (no ``task_goals``) still shows."""
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps(Task.from_name("pick_and_place").to_json_data()))
+    out = tmp_path / "r.json"
+    argv = ["search", str(task), "--db", "robco_like", "--order", "cost", "--workers", "1", "--no-progress"]
+    assert main([*argv, "-o", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert [g["id"] for g in written["task_goals"]] == ["pick", "grasp", "place", "home"]
+    capsys.readouterr()
+    assert main(["result", "show", str(out)]) == 0
+    shown = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("goal ")]
+    assert shown == ["goal pick", "goal grasp", "goal place", "goal home"]
+    del written["task_goals"]
+    out.write_text(json.dumps(written))
+    assert main(["result", "show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert [line.split(":")[0] for line in text.splitlines() if line.startswith("goal ")] == ["goal pick", "goal place"]
+    assert "pose goals only" in text
