@@ -218,6 +218,27 @@ def test_relative_mesh_paths_from_the_python_api_are_warned_about_once(own, monk
         assert not caught, (kind, caught)
 
 
+def test_absolute_mesh_paths_of_a_set_are_not_warned_about(own, monkeypatch):
+    """A set may name its meshes by an absolute path or a ``file://`` URI (inside its folder): ``relative`` writes
+    them as given, found from anywhere, yet the writer warned they were relative to the set's folder."""
+    import warnings
+
+    from timor_core.model.assembly import ModuleAssembly
+
+    _with_a_mesh(own)
+    monkeypatch.chdir(own)
+    data = json.loads((own / "lab_set" / "modules.json").read_text())
+    visual = next(m for m in data["modules"] if m["header"]["ID"] == "base")["bodies"][0]["visual"][0]
+    for given in (str(own / "lab_set" / "meshes" / "plate.stl"), (own / "lab_set" / "meshes" / "plate.stl").as_uri()):
+        visual["parameters"]["file"] = given
+        (own / "lab_set" / "modules.json").write_text(json.dumps(data))
+        assembly = ModuleAssembly.from_serial_modules(ModulesDB.load("lab_set"), CHAIN)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            text = assembly.to_urdf(mesh_uri="relative", write_to=own / "out" / "arm.urdf")
+        assert f'filename="{given}"' in text and not caught, (given, caught)
+
+
 def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkeypatch, capsys):
     """It said ``$.version: unsupported search result version (expected 1) (got None)`` of a task or module set."""
     (own / "assembly.json").write_text('{"moduleSet": "robco_like", "moduleOrder": ["base"]}')
