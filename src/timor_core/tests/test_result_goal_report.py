@@ -105,3 +105,25 @@ def test_a_checkpoint_evaluation_names_its_malformed_field():
         with pytest.raises(FormatError) as info:
             Evaluation.from_json({**good, **spoil}, "$.best")
         assert info.value.path == path, (spoil, info.value)
+
+
+def test_a_sharded_checkpoints_shard_state_names_its_malformed_field_by_its_path():
+    """A sharded search's checkpoint resumes its shards from ``$.states[i]``: a malformed best evaluation there was
+    named ``$.cost`` (the reader's default path: another field of the file) or a bare KeyError for a missing count."""
+    from timor_core.errors import FormatError
+    from timor_core.search.exhaustive_search.shard_worker import ShardState
+
+    best = {"ids": ["base", "J"], "valid": True, "cost": 1.0, "seq": 4}
+    state = {"index": 1, "taken": 3, "evaluations": 3, "valid": 1, "best": best, "funnel": {"filters": []}}
+    assert ShardState.from_json(state, "$.states[1]").best.cost == 1.0
+    for spoil, path, message in (
+        ({"best": {**best, "cost": "x"}}, "$.states[1].best.cost", "expected a number"),
+        ({"funnel": {"filters": 3}}, "$.states[1].funnel.filters", "expected a JSON array"),
+        ({"taken": None}, "$.states[1].taken", "expected an integer"),
+    ):
+        with pytest.raises(FormatError) as info:
+            ShardState.from_json({**state, **spoil}, "$.states[1]")
+        assert (info.value.path, info.value.message) == (path, message), spoil
+    with pytest.raises(FormatError, match="missing required field 'taken'") as info:
+        ShardState.from_json({k: v for k, v in state.items() if k != "taken"}, "$.states[1]")
+    assert info.value.path == "$.states[1]"
