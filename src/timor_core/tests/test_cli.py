@@ -287,3 +287,16 @@ def test_improv_db_validate_subprocess(tmp_path):
     proc = _subprocess("db", "validate", str(IMPROV), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_misspelt_demo_set_names_the_option_and_the_closest_set(tmp_path, capsys):
+    """``timor demo --db robco_lik`` said 'no embedded module set named ...' without the option or a hint (s57: every
+    other --db names both); ``ModulesDB.from_name`` gives the hint to the Python API too."""
+    assert main(["demo", "--db", "robco_lik", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --db: no embedded module set named 'robco_lik'"), err
+    assert err.endswith("; did you mean 'robco_like'?") and not (tmp_path / "out").exists(), err
+    from timor_core.errors import UnknownModuleError
+
+    with pytest.raises(UnknownModuleError, match="; did you mean 'robco_like'[?]$"):
+        ModulesDB.from_name("robcoo")  # closest to the alias robco: named as its set

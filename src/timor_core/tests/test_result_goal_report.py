@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from timor_core.cli.app import main
 from timor_core.search import SearchResult
 from timor_core.search.filtering.filters import GoalIK
@@ -72,3 +74,56 @@ def test_a_search_keeps_the_task_goals_and_an_older_result_shows_its_pose_goals(
     text = capsys.readouterr().out
     assert [line.split(":")[0] for line in text.splitlines() if line.startswith("goal ")] == ["goal pick", "goal place"]
     assert "pose goals only" in text
+
+
+def test_a_result_file_writes_back_byte_for_byte_with_and_without_task_goals(tmp_path):
+    """write -> read -> write is the same file; a file written before results kept the task's goals (no
+    ``task_goals``) writes back without the field (it gained ``"task_goals": null``)."""
+    data = Task.from_name("pick_and_place").to_json_data()
+    data["goals"][3]["returnToGoal"] = "pick"
+    for result in (_result(Task.from_json_data(data)), SearchResult("ExhaustiveSearch", "t", "robco_like", "mass")):
+        first = result.to_json_file(tmp_path / "first.json")
+        again = SearchResult.from_json_file(first).to_json_file(tmp_path / "again.json")
+        assert first.read_bytes() == again.read_bytes()
+    older = json.loads(first.read_text())
+    assert "task_goals" not in older
+
+
+def test_a_checkpoint_evaluation_names_its_malformed_field():
+    """``Evaluation.from_json`` (a dask checkpoint's best) named a malformed value nowhere (a bare ValueError)."""
+    from timor_core.errors import FormatError
+    from timor_core.search.evaluation.evaluate import Evaluation
+
+    good = {"ids": ["base", "J"], "valid": True, "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
+    assert Evaluation.from_json(good, "$.best").cost == 1.0
+    for spoil, path in (
+        ({"cost": "x"}, "$.best.cost"),
+        ({"ids": {"a": 1}}, "$.best.ids"),
+        ({"timings": [0.1, "slow"]}, "$.best.timings[1]"),
+        ({"goals": {"g1": {"q": [None], "success": True}}}, "$.best.goals.g1.q[0]"),
+    ):
+        with pytest.raises(FormatError) as info:
+            Evaluation.from_json({**good, **spoil}, "$.best")
+        assert info.value.path == path, (spoil, info.value)
+
+
+def test_a_sharded_checkpoints_shard_state_names_its_malformed_field_by_its_path():
+    """A sharded search's checkpoint resumes its shards from ``$.states[i]``: a malformed best evaluation there was
+    named ``$.cost`` (the reader's default path: another field of the file) or a bare KeyError for a missing count."""
+    from timor_core.errors import FormatError
+    from timor_core.search.exhaustive_search.shard_worker import ShardState
+
+    best = {"ids": ["base", "J"], "valid": True, "cost": 1.0, "seq": 4}
+    state = {"index": 1, "taken": 3, "evaluations": 3, "valid": 1, "best": best, "funnel": {"filters": []}}
+    assert ShardState.from_json(state, "$.states[1]").best.cost == 1.0
+    for spoil, path, message in (
+        ({"best": {**best, "cost": "x"}}, "$.states[1].best.cost", "expected a number"),
+        ({"funnel": {"filters": 3}}, "$.states[1].funnel.filters", "expected a JSON array"),
+        ({"taken": None}, "$.states[1].taken", "expected an integer"),
+    ):
+        with pytest.raises(FormatError) as info:
+            ShardState.from_json({**state, **spoil}, "$.states[1]")
+        assert (info.value.path, info.value.message) == (path, message), spoil
+    with pytest.raises(FormatError, match="missing required field 'taken'") as info:
+        ShardState.from_json({k: v for k, v in state.items() if k != "taken"}, "$.states[1]")
+    assert info.value.path == "$.states[1]"

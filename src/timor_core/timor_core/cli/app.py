@@ -24,6 +24,7 @@ from timor_core.cli.args import (
     Parser,
     add_mesh_arguments,
     add_robot_arguments,
+    embedded_db,
     json_text,
     refuse_outputs_over_inputs,
     refuse_unwritable_outputs,
@@ -147,6 +148,7 @@ def _cmd_fk(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from timor_core.demo import run_demo
 
+    embedded_db(args.db)  # the demo runs on an embedded set: a misspelt --db is named as the option's
     task = None if args.no_task else "pick_and_place"
     run_demo(db_name=args.db, modules=args.modules, out_dir=Path(args.out), task=task)
     return 0

@@ -16,6 +16,7 @@ from timor_core.limits import limit_hint, limits
 
 __all__ = [
     "load_db",
+    "embedded_db",
     "serial_assembly",
     "positive_int",
     "nonnegative_float",
@@ -96,6 +97,17 @@ def load_db(source: str, option: str | None = "--db"):
             raise
         raise InputError(str(exc), path=option) from None
     return ModulesDB.load(source)
+
+
+def embedded_db(name: str, option: str = "--db"):
+    """The embedded module set ``name`` (an alias too), for a command that runs on one (``timor demo``); another name
+    is an error naming ``option``, the sets there are and the closest."""
+    from timor_core.model.db import ModulesDB
+
+    try:
+        return ModulesDB.from_name(name)
+    except UnknownModuleError as exc:
+        raise InputError(str(exc), path=option) from None
 
 
 def serial_assembly(args: argparse.Namespace):

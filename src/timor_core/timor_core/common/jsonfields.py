@@ -10,8 +10,9 @@ import difflib
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,10 +33,12 @@ __all__ = [
     "matrix",
     "pose",
     "array",
+    "converted",
     "unknown_field",
 ]
 
 _MISSING = object()
+_T = TypeVar("_T")
 
 
 def load_json_file(path: str | Path, *, infinity_keys: frozenset[str] = frozenset()) -> Any:
@@ -314,6 +317,16 @@ def number(value: Any, path: str, *, min_value: float | None = None, allow_inf: 
     if min_value is not None and value < min_value:
         raise ValidationError(f"must be >= {min_value}", path=path, value=value)
     return value
+
+
+def converted(value: Any, path: str, kind: Callable[[Any], _T]) -> _T:
+    """``kind(value)`` (``int``, ``float``): a field of timor's own files read as it always was (lenient: ``"3"``
+    reads as 3), but where the conversion fails a FormatError naming the field's ``path``, not its file's ``$``."""
+    try:
+        return kind(value)
+    except (TypeError, ValueError, OverflowError):
+        what = "an integer" if kind is int else "a number" if kind is float else "a value"
+        raise FormatError(f"expected {what}", path=path, value=value) from None
 
 
 def boolean(value: Any, path: str) -> bool:

@@ -60,12 +60,17 @@ def db_source(name_or_file: str | Path) -> Path | None:
     if embedded:
         return None
     names = embedded_db_names()
-    close = difflib.get_close_matches(text, [*names, *_ALIASES, *_set_folders()], n=1, cutoff=0.6)
-    hint = f"; did you mean {_ALIASES.get(close[0], close[0])!r}?" if close else ""
     raise UnknownModuleError(  # a typo of either
         f"{short_repr(text)} is neither an embedded module set ({', '.join(names)}) nor a modules.json or a folder "
-        f"holding one (none of that name in {Path.cwd()}){hint}"
+        f"holding one (none of that name in {Path.cwd()}){_did_you_mean(text, [*names, *_set_folders()])}"
     )
+
+
+def _did_you_mean(text: str, names: list[str]) -> str:
+    """``; did you mean 'robco_like'?`` for the one of ``names`` or of the embedded sets' aliases closest to a
+    misspelt ``text`` (an alias named as its set), or nothing."""
+    close = difflib.get_close_matches(text, [*names, *_ALIASES], n=1, cutoff=0.6)
+    return f"; did you mean {_ALIASES.get(close[0], close[0])!r}?" if close else ""
 
 
 def _set_folders(limit: int = 1000) -> list[str]:
@@ -187,8 +192,10 @@ class ModulesDB:
         """Load a module set shipped with timor_core (see ``embedded_db_names()``)."""
         key = _ALIASES.get(name, name)
         if not isinstance(key, str) or key not in embedded_db_names():  # a name, never a path
+            names = embedded_db_names()
             raise UnknownModuleError(
-                f"no embedded module set named {short_repr(name)}; available: {', '.join(embedded_db_names())}"
+                f"no embedded module set named {short_repr(name)}; available: {', '.join(names)}"
+                + (_did_you_mean(name, names) if isinstance(name, str) else "")
             )
         from importlib import resources
 

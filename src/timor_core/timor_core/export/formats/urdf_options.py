@@ -114,10 +114,13 @@ class RelativeMeshPaths(TimorError, UserWarning):  # noqa: N818 - a warning, nev
 
 def warn_relative_meshes(assembly: Any, options: UrdfOptions, folder: str | Path) -> None:
     """Issue one :class:`RelativeMeshPaths` warning if a description of ``assembly`` written with ``options`` into
-    ``folder`` names its meshes relative to another folder (the module set's); every writer of a file calls it."""
+    ``folder`` names its meshes relative to another folder (the module set's); every writer of a file calls it.
+    Meshes the set names by an absolute path or a ``file://`` URI are written so and found from anywhere: no warning
+    for them."""
     if options.mesh_uri != "relative" or assembly.db.base_dir is None:
         return
-    used = {g.file for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision) if hasattr(g, "file")}
+    shapes = (g for m in assembly.modules for b in m.bodies for g in (*b.visual, *b.collision))
+    used = {g.file for g in shapes if hasattr(g, "file") and "://" not in g.file and not os.path.isabs(g.file)}
     base = os.path.realpath(assembly.db.base_dir)
     if used and os.path.realpath(folder) != base:
         warnings.warn(RelativeMeshPaths(len(used), base, str(folder)), stacklevel=_callers_level())

@@ -103,21 +103,23 @@ class Evaluation:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "$") -> Evaluation:
-        """The inverse of :meth:`to_json`; a missing field is a FormatError naming its object's JSON path (``path``:
-        where ``data`` sits in its file, ``$.best`` in a checkpoint)."""
+        """The inverse of :meth:`to_json`; a missing or malformed field is a FormatError naming its JSON path
+        (``path``: where ``data`` sits in its file, ``$.best`` in a checkpoint)."""
         d = jf.obj(data, path)
+        goals = jf.obj(d.get("goals", {}), f"{path}.goals")
+        timings = jf.array(d.get("timings", []), f"{path}.timings")
         return cls(
-            ids=tuple(str(m) for m in jf.req(d, "ids", path)),
+            ids=tuple(str(m) for m in jf.array(jf.req(d, "ids", path), f"{path}.ids")),
             valid=bool(jf.req(d, "valid", path)),
-            cost=None if d.get("cost") is None else float(d["cost"]),
-            goals={str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in d.get("goals", {}).items()},
+            cost=None if d.get("cost") is None else jf.converted(d["cost"], f"{path}.cost", float),
+            goals={str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in goals.items()},
             failed_filter=d.get("failed_filter"),
             reason=d.get("reason", ""),
             reason_key=d.get("reason_key", ""),
-            seq=int(d.get("seq", -1)),
-            time=float(d.get("time", 0.0)),
-            timings=tuple(float(t) for t in d.get("timings", ())),
-            cpu=float(d.get("cpu", 0.0)),
+            seq=jf.converted(d.get("seq", -1), f"{path}.seq", int),
+            time=jf.converted(d.get("time", 0.0), f"{path}.time", float),
+            timings=tuple(jf.converted(t, f"{path}.timings[{i}]", float) for i, t in enumerate(timings)),
+            cpu=jf.converted(d.get("cpu", 0.0), f"{path}.cpu", float),
         )
 
 

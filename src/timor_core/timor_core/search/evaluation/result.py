@@ -13,7 +13,7 @@ from timor_core.common.fileio import atomic_write_text
 from timor_core.errors import FormatError, InputError
 from timor_core.search.filtering.filters import Funnel, GoalIK
 from timor_core.task.feedback import held_goal_feedback
-from timor_core.task.goals import Pause, ReturnTo
+from timor_core.task.goals import GOAL_TYPES, Pause, ReturnTo
 
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
@@ -155,7 +155,9 @@ class SearchResult:
 
     # -- JSON --------------------------------------------------------------------------------------
     def to_json_data(self) -> dict:
-        return {
+        """The result as JSON data; ``task_goals`` only where the result has them (a result read from a file
+        written before they were kept writes back as it was)."""
+        data = {
             "version": RESULT_VERSION,
             "optimizer": self.optimizer,
             "task": self.task_id,
@@ -181,8 +183,10 @@ class SearchResult:
             "next_seq": self.next_seq,
             "space": self.space,
             "settings": self.settings,
-            "task_goals": self.task_goals,
         }
+        if self.task_goals is not None:
+            data["task_goals"] = self.task_goals
+        return data
 
     @classmethod
     def from_json_data(cls, data: Any, file: Path | None = None) -> SearchResult:
@@ -206,17 +210,17 @@ class SearchResult:
                 db_name=str(jf.req(d, "db", "$")),
                 cost=str(jf.req(d, "cost", "$")),
                 funnel=Funnel.from_json(jf.req(d, "funnel", "$"), "$.funnel"),
-                history=list(d.get("history", [])),
-                improvements=list(d.get("improvements", [])),
-                evaluations=int(jf.req(d, "evaluations", "$")),
-                valid=int(d.get("valid", 0)),
-                wall_time=float(d.get("wall_time", 0.0)),
-                cpu_time=float(d.get("cpu_time", 0.0)),
-                workers=int(d.get("workers", 1)),
+                history=list(jf.array(d.get("history", []), "$.history")),
+                improvements=list(jf.array(d.get("improvements", []), "$.improvements")),
+                evaluations=jf.converted(jf.req(d, "evaluations", "$"), "$.evaluations", int),
+                valid=jf.converted(d.get("valid", 0), "$.valid", int),
+                wall_time=jf.converted(d.get("wall_time", 0.0), "$.wall_time", float),
+                cpu_time=jf.converted(d.get("cpu_time", 0.0), "$.cpu_time", float),
+                workers=jf.converted(d.get("workers", 1), "$.workers", int),
                 stopped=str(d.get("stopped", "exhausted")),
-                next_seq=d.get("next_seq"),
+                next_seq=None if d.get("next_seq") is None else jf.converted(d["next_seq"], "$.next_seq", int),
                 space=d.get("space"),
-                settings=dict(d.get("settings", {})),
+                settings=dict(jf.obj(d.get("settings", {}), "$.settings")),
                 task_goals=_task_goals(d.get("task_goals"), "$.task_goals"),
             )
             if d.get("best") is not None:
@@ -255,7 +259,8 @@ def task_goal_records(task: Task) -> list[dict]:
 
 
 def _task_goals(data: Any, path: str) -> list[dict] | None:
-    """The ``task_goals`` of a result file (None if it has none), each checked: ID, type, the pause's duration."""
+    """The ``task_goals`` of a result file (None if it has none), each checked: ID, type (a task's goal type), the
+    pause's duration, the goal a returnTo returns to."""
     if data is None:
         return None
     out: list[dict] = []
@@ -264,6 +269,9 @@ def _task_goals(data: Any, path: str) -> list[dict] | None:
         d = jf.obj(rec, at)
         goal: dict[str, Any] = {"id": jf.string(jf.req(d, "id", at), f"{at}.id")}
         goal["type"] = jf.string(jf.req(d, "type", at), f"{at}.type")
+        if goal["type"] not in GOAL_TYPES:
+            raise FormatError(f"unknown goal type (expected one of {', '.join(GOAL_TYPES)})", path=f"{at}.type",
+                              value=goal["type"])  # fmt: skip
         if "duration" in d:
             goal["duration"] = jf.number(d["duration"], f"{at}.duration", min_value=0.0)
         if d.get("return_to") is not None:
@@ -286,7 +294,7 @@ def _looks_like(d: dict) -> str:
 def _read_best(result: SearchResult, best: dict, path: str) -> None:
     """The best assembly of a result file (the object at ``path``) into ``result``."""
     result.best_ids = tuple(str(m) for m in jf.array(jf.req(best, "ids", path), f"{path}.ids"))
-    result.best_cost = float(jf.req(best, "cost", path))
-    result.best_seq = None if best.get("seq") is None else int(best["seq"])
+    result.best_cost = jf.converted(jf.req(best, "cost", path), f"{path}.cost", float)
+    result.best_seq = None if best.get("seq") is None else jf.converted(best["seq"], f"{path}.seq", int)
     goals = jf.obj(best.get("goals", {}), f"{path}.goals")
     result.best_goals = {str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in goals.items()}

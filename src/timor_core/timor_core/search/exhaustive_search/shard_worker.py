@@ -24,6 +24,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
+from timor_core.common import jsonfields as jf
 from timor_core.search.dask_cluster.dask_worker import (
     bound_from_best,
     publish_bound,
@@ -173,16 +174,18 @@ class ShardState:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> ShardState:
+    def from_json(cls, d: dict, path: str = "$") -> ShardState:
+        """The inverse of :meth:`to_json`; ``path`` is where ``d`` sits (``$.states[0]`` in a checkpoint): a missing
+        or malformed field, its funnel's or best evaluation's too, is a FormatError naming its JSON path."""
         nxt = d.get("next")
         return cls(
-            index=int(d["index"]),
-            taken=int(d["taken"]),
-            evaluations=int(d["evaluations"]),
-            valid=int(d["valid"]),
+            index=_count(d, "index", path),
+            taken=_count(d, "taken", path),
+            evaluations=_count(d, "evaluations", path),
+            valid=_count(d, "valid", path),
             cpu=float(d.get("cpu", 0.0)),
-            funnel=None if d.get("funnel") is None else Funnel.from_json(d["funnel"]),
-            best=None if d.get("best") is None else Evaluation.from_json(d["best"]),
+            funnel=None if d.get("funnel") is None else Funnel.from_json(d["funnel"], f"{path}.funnel"),
+            best=None if d.get("best") is None else Evaluation.from_json(d["best"], f"{path}.best"),
             stopped=d.get("stopped"),
             next=None if nxt is None else (float(nxt[0]), int(nxt[1])),
             tail=[(float(c), int(i)) for c, i in d.get("tail", ())],
@@ -191,6 +194,11 @@ class ShardState:
     def text(self) -> str:
         """The state as a JSON text (what travels in events: plain, msgpack-safe)."""
         return json.dumps(self.to_json(), default=float)
+
+
+def _count(d: dict, key: str, path: str) -> int:
+    """The required count ``key`` of the shard state at ``path``, a FormatError naming ``path.key`` if it is not one."""
+    return jf.converted(jf.req(d, key, path), f"{path}.{key}", int)
 
 
 def shard_space(spec: WorkerSpec, options: str) -> SerialSpace:

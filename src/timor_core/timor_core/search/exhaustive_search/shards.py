@@ -210,7 +210,7 @@ class _Run:
             for key in ("task", "db", "cost", "space", "start", "stop"):
                 if resumed.get(key) != header[key]:
                     raise ClusterError(f"the checkpoint is of another search ({key} differs)", value=resumed.get(key))
-            self.states = [ShardState.from_json(s) for s in resumed["states"]]
+            self.states = [ShardState.from_json(s, f"$.states[{i}]") for i, s in enumerate(resumed["states"])]
         else:
             self.states = [ShardState(r) for r in range(ex.k)]
         self.resumed = resumed is not None

@@ -144,7 +144,8 @@ class GoalIK:
         """The inverse of :meth:`to_json`; errors name the JSON path (``path``: where ``data`` sits in its file)."""
         d = jf.obj(data, path)
         q = d.get("q")
-        q = None if q is None else [float(v) for v in jf.array(q, f"{path}.q")]
+        if q is not None:
+            q = [jf.converted(v, f"{path}.q[{i}]", float) for i, v in enumerate(jf.array(q, f"{path}.q"))]
         return cls(q, bool(jf.req(d, "success", path)), d.get("reason", ""), d.get("stage", ""))
 
 

@@ -141,9 +141,11 @@ class Funnel:
         rows = [jf.obj(r, p) for r, p in zip(rows, at)]
         f = cls([jf.string(jf.req(r, "name", p), f"{p}.name") for r, p in zip(rows, at)])
         for n, r, p in zip(f.names, rows, at):
-            f.entered[n], f.passed[n] = int(jf.req(r, "entered", p)), int(jf.req(r, "passed", p))
-            f.time[n] = float(r.get("time", 0.0))
-            f.reasons[n] = Counter({str(k): int(v) for k, v in jf.obj(r.get("reasons", {}), f"{p}.reasons").items()})
+            f.entered[n] = jf.converted(jf.req(r, "entered", p), f"{p}.entered", int)
+            f.passed[n] = jf.converted(jf.req(r, "passed", p), f"{p}.passed", int)
+            f.time[n] = jf.converted(r.get("time", 0.0), f"{p}.time", float)
+            reasons = jf.obj(r.get("reasons", {}), f"{p}.reasons").items()
+            f.reasons[n] = Counter({str(k): jf.converted(v, f"{p}.reasons.{k}", int) for k, v in reasons})
         return f
 
     def __eq__(self, other: object) -> bool:
