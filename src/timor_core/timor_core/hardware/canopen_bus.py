@@ -24,7 +24,7 @@ from typing import Any
 
 from timor_core.errors import InputError
 from timor_core.export.formats.yaml_text import to_yaml
-from timor_core.hardware.canopen_pdo import NAMES, Pdo, boot_sdos, plan_pdos, writable
+from timor_core.hardware.canopen_pdo import NAMES, Pdo, boot_sdos, check_lely_device, plan_pdos, writable
 from timor_core.hardware.canopen_units import drive_scales
 from timor_core.hardware.profiles import HardwareProfile, JointDrive
 
@@ -129,6 +129,7 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
                 value=d.operation_mode,
             )
         rpdo, tpdo, off_rpdo, off_tpdo = plan_pdos(eds, command, where)
+        check_lely_device(eds, where)  # after the objects the driver needs, which it names by their role
         sdo: list[tuple[int, int, int, str]] = []
         if d.mode in _CYCLIC:
             for sub in (1, 2):

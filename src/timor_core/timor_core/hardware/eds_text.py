@@ -42,6 +42,7 @@ _LELY_INT = re.compile(r"-?(0x[0-9A-F]+|0|[1-9][0-9]*)", re.IGNORECASE)  # what 
 _LELY_VALUE = re.compile(r"(\$NODEID\s*\+\s*)?(?P<v>-?0x[0-9A-F]+|-?[0-9]+)", re.IGNORECASE)  # lely's Value
 _NODEID = re.compile(r"\$NODEID\s*\+\s*(?P<a>.+)|(?P<b>.+?)\s*\+\s*\$NODEID|(?P<c>\$NODEID)", re.IGNORECASE)
 _COMMENT = re.compile(r"\s*[;#].*$")
+_INLINE = re.compile(r"\s[;#].*$")  # an inline comment as lely's INI reader drops it: after whitespace
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # lines as Python's file reading splits them
 
 
@@ -260,8 +261,10 @@ def _object_section(r: _Reader, upper: str, out: dict[str, str]) -> None:
     if "datatype" not in out:
         r.refuse(name, "DataType", keys.get("datatype", ("", ""))[1], "missing")
     access = keys.get("accesstype", ("AccessType", ""))[1]
-    if access.strip().lower() not in _ACCESS:
+    if _INLINE.sub("", access).strip().lower() not in _ACCESS:
         r.refuse(name, "AccessType", access, f"not one of {', '.join(_ACCESS)}")
+    if "accesstype" in keys:
+        out["accesstype"] = _INLINE.sub("", access).strip()  # lely's reader drops an inline comment
     data_type = int(out["datatype"], 0)
     for key in _VALUE_KEYS:
         if key in keys:
