@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from timor_core.common.fileio import write_files
 from timor_core.common.names import check_tf_frames
-from timor_core.errors import InputError
+from timor_core.errors import AssemblyError, InputError
 from timor_core.export.formats.moveit_parameters import move_group_parameters, ros2_control_node_parameters
 from timor_core.export.formats.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
-from timor_core.export.formats.srdf import assembly_to_srdf, planning_groups
+from timor_core.export.formats.srdf import PlanningChain, assembly_to_srdf, planning_groups
 from timor_core.export.formats.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
 from timor_core.export.formats.yaml_text import to_yaml
 from timor_core.limits import check_int, check_number
@@ -298,6 +298,19 @@ def _moveit_controllers(joints: list[str]) -> dict[str, Any]:
     }
 
 
+def _check_groups_move(groups: tuple[tuple[str, PlanningChain], ...]) -> None:
+    """AssemblyError for a planning group without a driven joint: a hand whose fingers all branch off its tool link
+    (example-robot-data's Allegro hand) has no arm for MoveIt to plan nor for the trajectory controller to drive."""
+    for name, chain in groups:
+        if not chain.commanded:
+            fingers = f"; its joints {list(chain.hand[:3])}... branch off the tool link (a hand)" if chain.hand else ""
+            raise AssemblyError(
+                f"MoveIt configuration: the planning group {name!r} ({chain.base_link} -> {chain.tip_link}) has no "
+                f"driven joint{fingers}: there is no arm to plan for nor to drive (the URDF, xacro and SRDF exports "
+                "work)"
+            )
+
+
 def moveit_config_data(
     assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, dict[str, Any]]:
@@ -309,6 +322,7 @@ def moveit_config_data(
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     command, state = _interfaces(config)
     groups = planning_groups(assembly, opts.prefix, opts.group)
+    _check_groups_move(groups)
     in_groups = {j for _, chain in groups for j in chain.commanded}  # every arm's, in the tree's order
     joints = [
         link.movable_joint_name()

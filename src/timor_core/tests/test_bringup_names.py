@@ -1,0 +1,72 @@
+"""Names and robots nobody here chose, through ``timor bringup`` and ``timor moveit-config`` (session 57).
+
+A module set is named after its folder or file: a set in ``2dof-kit/``, ``_arm/`` or ``ärm/`` gave a default robot
+name that ``timor bringup`` (without ``--name``) then refused as no ROS package name. example-robot-data's Allegro
+hand (fingers branching off the palm, joint names ``joint_0.0`` ...) stopped the MoveIt configuration with an
+internal ZeroDivisionError: its planning group holds no joint."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+from urdf_agreement import robots_share
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.cli.app import main
+from timor_core.errors import AssemblyError
+from timor_core.export.formats.moveit_config import moveit_config_data
+from timor_core.export.formats.srdf import assembly_to_srdf
+from timor_core.hardware.bringup import bringup_robot_name
+
+ROBCO = ["base", "J", "L_250", "J", "gripper"]
+PACKAGE = re.compile(r"[a-z][a-z0-9_]*_bringup")  # REP 144 as catkin_pkg/ament check it
+SHARE = robots_share()
+
+
+@pytest.mark.parametrize("folder", ["2dof-kit", "_arm", "ärm"])
+def test_a_set_whose_name_starts_no_package_name_is_brought_up_without_name(tmp_path, capsys, folder):
+    shutil.copytree(ModulesDB.from_name("robco_like").base_dir, tmp_path / folder)
+    code = main(["bringup", "--db", str(tmp_path / folder), "--modules", *ROBCO, "-o", str(tmp_path / "ws"),
+                 "--samples", "3"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    (package,) = [p.name for p in (tmp_path / "ws").iterdir()]
+    assert PACKAGE.fullmatch(package) and package.startswith("robot_"), package
+    robot = package.removesuffix("_bringup")
+    assert (tmp_path / "ws" / package / "urdf" / f"{robot}.urdf").is_file() and package in out
+
+
+def test_a_default_name_that_makes_a_package_is_kept():
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ROBCO)
+    assert re.fullmatch(r"robco_like_[0-9a-f]{8}", bringup_robot_name(assembly))
+
+
+def test_a_robot_name_given_that_makes_no_package_is_refused_saying_why(tmp_path, capsys):
+    code = main(["bringup", "--db", "robco_like", "--modules", *ROBCO, "--name", "2dof", "-o", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "a letter first" in err and "'2dof'" in err, err
+
+
+@pytest.fixture(scope="module")
+def allegro() -> ModuleAssembly:
+    if SHARE is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    from timor_core.export.urdf_import.importer import assembly_from_urdf
+
+    urdf = SHARE / "robots" / "allegro_hand_description" / "urdf" / "allegro_right_hand.urdf"
+    return assembly_from_urdf(urdf, [SHARE.parent], keep_names=True)
+
+
+def test_a_hand_without_arm_is_refused_by_the_moveit_config_naming_the_group(allegro, tmp_path, capsys):
+    with pytest.raises(AssemblyError, match=r"'manipulator' \(palm_link -> tool0\) has no driven joint; its joints "
+                       r"\['joint_0\.0', 'joint_1\.0', 'joint_2\.0'\]\.\.\. branch off the tool link"):  # fmt: skip
+        moveit_config_data(allegro)
+    assert '<joint name="joint_15.0"/>' in assembly_to_srdf(allegro, n_samples=3)  # the hand's own group stays
+    allegro.db.to_json_file(tmp_path / "hand" / "modules.json")
+    module = allegro.db.ids[0]
+    code = main(["bringup", "--db", str(tmp_path / "hand"), "--modules", module, "-o", str(tmp_path / "ws")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "no driven joint" in err, err
+    assert not (tmp_path / "ws").exists()
