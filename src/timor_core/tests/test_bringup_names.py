@@ -70,3 +70,28 @@ def test_a_hand_without_arm_is_refused_by_the_moveit_config_naming_the_group(all
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "no driven joint" in err, err
     assert not (tmp_path / "ws").exists()
+
+
+def test_a_urdf_written_elsewhere_names_its_installed_meshes_without_the_machines_folders(tmp_path):
+    """example-robot-data's SO-100 URDF copied out of its package (as xacro writes a URDF into a workspace) names
+    its meshes by package://: the set named them by their absolute path below its folder
+    (``<set>/work/.../site-packages/.../so100/Base.stl``); now by their own folder (``so100/Base.stl``)."""
+    if SHARE is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    from timor_core.export.urdf_import.importer import db_from_urdf
+
+    urdf = tmp_path / "ws" / "so100.urdf"
+    urdf.parent.mkdir()
+    shutil.copy(SHARE / "robots" / "so_arm_description" / "urdf" / "so100.urdf", urdf)
+    db = db_from_urdf(urdf, [SHARE.parent])
+    files = {mesh.file for mesh in db.meshes()}
+    assert files and all(re.fullmatch(r"so100/\w+\.stl", f) for f in files), sorted(files)[:3]
+    saved = ModulesDB.from_json_file(db.to_json_file(tmp_path / "set" / "modules.json"))
+    assert {m.file for m in saved.meshes()} == files and all(m.path.is_file() for m in saved.meshes())
+    assembly = ModuleAssembly.from_serial_modules(saved, [saved.ids[0]])
+    code = main(["bringup", "--db", str(tmp_path / "set"), "--modules", saved.ids[0], "-o", str(tmp_path / "out"),
+                 "--samples", "3"])  # fmt: skip
+    assert code == 0 and len(assembly.tree().actuated) == 6
+    (urdf_out,) = (tmp_path / "out").glob("*/urdf/*.urdf")
+    uris = re.findall(r'filename="([^"]+)"', urdf_out.read_text())
+    assert uris and not any("site-packages" in u or str(tmp_path) in u for u in uris), uris[:2]
