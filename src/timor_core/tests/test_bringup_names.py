@@ -38,9 +38,13 @@ def test_a_set_whose_name_starts_no_package_name_is_brought_up_without_name(tmp_
     assert (tmp_path / "ws" / package / "urdf" / f"{robot}.urdf").is_file() and package in out
 
 
-def test_a_default_name_that_makes_a_package_is_kept():
-    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ROBCO)
-    assert re.fullmatch(r"robco_like_[0-9a-f]{8}", bringup_robot_name(assembly))
+@pytest.fixture(scope="module")
+def robco() -> ModuleAssembly:
+    return ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ROBCO)
+
+
+def test_a_default_name_that_makes_a_package_is_kept(robco):
+    assert re.fullmatch(r"robco_like_[0-9a-f]{8}", bringup_robot_name(robco))
 
 
 def test_a_robot_name_given_that_makes_no_package_is_refused_saying_why(tmp_path, capsys):
@@ -95,3 +99,24 @@ def test_a_urdf_written_elsewhere_names_its_installed_meshes_without_the_machine
     (urdf_out,) = (tmp_path / "out").glob("*/urdf/*.urdf")
     uris = re.findall(r'filename="([^"]+)"', urdf_out.read_text())
     assert uris and not any("site-packages" in u or str(tmp_path) in u for u in uris), uris[:2]
+
+
+@pytest.mark.parametrize("robot", ["include", "if", "unless", "property", "macro", "arg", "call", "element"])
+def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
+    """The xacro macro is named after the robot, and ``<xacro:include prefix=...>`` called xacro's include ("missing
+    attribute 'filename'"): the macro of such a robot is ``robot_<name>``; a macro name given so is refused."""
+    xacro = pytest.importorskip("xacro", reason="needs the xacro package (test extra)")
+    import xml.dom.minidom
+
+    from timor_core.errors import InputError
+    from timor_core.export.formats.urdf import assembly_to_urdf
+    from timor_core.export.formats.xacro import assembly_to_xacro
+
+    assembly = robco
+    doc = xml.dom.minidom.parseString(assembly_to_xacro(assembly, name=robot))
+    xacro.process_doc(doc)
+    joints = [j.getAttribute("name") for j in doc.getElementsByTagName("joint") if j.parentNode.tagName == "robot"]
+    assert joints[0] == "world_to_base_link"  # the call hangs the macro from a world link
+    assert joints[1:] == re.findall(r'<joint name="([^"]+)"', assembly_to_urdf(assembly, name=robot))
+    with pytest.raises(InputError, match="xacro's own tags"):
+        assembly_to_xacro(assembly, name="arm", macro_name=robot)
