@@ -7,8 +7,11 @@ internal ZeroDivisionError: its planning group holds no joint."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import sys
+from pathlib import Path
 
 import pytest
 from urdf_agreement import robots_share
@@ -18,11 +21,15 @@ from timor_core.cli.app import main
 from timor_core.errors import AssemblyError
 from timor_core.export.formats.moveit_config import moveit_config_data
 from timor_core.export.formats.srdf import assembly_to_srdf
-from timor_core.hardware.bringup import bringup_robot_name
+from timor_core.hardware.bringup import bringup_robot_name, write_bringup
+
+yaml = pytest.importorskip("yaml")
 
 ROBCO = ["base", "J", "L_250", "J", "gripper"]
 PACKAGE = re.compile(r"[a-z][a-z0-9_]*_bringup")  # REP 144 as catkin_pkg/ament check it
 SHARE = robots_share()
+KIT = Path(__file__).resolve().parents[4] / "shared" / "ros2-canopen"
+VENV = Path(sys.prefix)
 
 
 @pytest.mark.parametrize("folder", ["2dof-kit", "_arm", "ärm"])
@@ -120,3 +127,52 @@ def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
     assert joints[1:] == re.findall(r'<joint name="([^"]+)"', assembly_to_urdf(assembly, name=robot))
     with pytest.raises(InputError, match="xacro's own tags"):
         assembly_to_xacro(assembly, name="arm", macro_name=robot)
+
+
+def _so100_long_joints(tmp_path) -> tuple[ModuleAssembly, Path]:
+    """example-robot-data's SO-100 with two joint names of 300 characters that differ only at their end, and a
+    CANopen profile for its module (the example set's CiA 402 drive)."""
+    if SHARE is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    from timor_core.export.urdf_import.importer import db_from_urdf
+
+    text = (SHARE / "robots" / "so_arm_description" / "urdf" / "so100.urdf").read_text()
+    long = "a_joint_name_nobody_here_chose_" * 9
+    text = text.replace('joint name="shoulder_pan"', f'joint name="{long}1"')
+    text = text.replace('joint name="shoulder_lift"', f'joint name="{long}2"')
+    (tmp_path / "so100.urdf").write_text(text)
+    db = db_from_urdf(tmp_path / "so100.urdf", [SHARE.parent], keep_names=True)
+    (tmp_path / "hw").mkdir()
+    shutil.copy(Path(ModulesDB.from_name("robco_like").base_dir) / "hardware" / "cia402_drive.eds", tmp_path / "hw")
+    drive = {"eds": "cia402_drive.eds", "vendor_id": "0xF1E", "product_code": "0x402", "encoder_counts": 4096}
+    profile = {"route": "canopen", "bus": {"first_node_id": 2}, "drives": {db.ids[0]: drive}}
+    (tmp_path / "hw" / "profile.json").write_text(json.dumps(profile))
+    return ModuleAssembly.from_serial_modules(db, [db.ids[0]]), tmp_path / "hw" / "profile.json"
+
+
+def test_joint_names_too_long_for_a_file_name_give_short_distinct_bus_devices(tmp_path):
+    """dcfgen writes each device's SDOs to ``<device>.bin``: a 300-character joint name made a file name the file
+    system refuses (``File name too long``) when the package was built."""
+    assembly, profile = _so100_long_joints(tmp_path)
+    result = write_bringup(assembly, tmp_path / "src", profile, n_samples=3)
+    bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
+    devices = [k for k in bus if k not in ("options", "master")]
+    assert len(devices) == 6 == len(set(devices)) and max(len(d) for d in devices) <= 64, devices
+    urdf = (result.folder / "urdf" / f"{result.package.removesuffix('_bringup')}.urdf").read_text()
+    assert sorted(re.findall(r'<param name="device_name">([^<]+)</param>', urdf)) == sorted(devices)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (KIT / "build_package.sh").is_file()
+    or not (VENV / "share/lely_core_libraries/cmake/lely_core_librariesConfig.cmake").is_file()
+    or not (VENV / "share/ament_cmake/cmake/ament_cmakeConfig.cmake").is_file(),
+    reason="needs ../shared/ros2-canopen with its install.sh (and ament_cmake) run on this venv",
+)
+def test_joint_names_too_long_for_a_file_name_build_with_generate_dcf(tmp_path):
+    from kit_build import kit_build
+
+    assembly, profile = _so100_long_joints(tmp_path)
+    result = write_bringup(assembly, tmp_path / "src", profile, n_samples=3)
+    config = kit_build(result.folder, tmp_path / "tree") / "share" / result.package / "config" / "bus"
+    assert len(list(config.glob("*.bin"))) == 7  # six drives and the master
