@@ -176,3 +176,20 @@ def test_joint_names_too_long_for_a_file_name_build_with_generate_dcf(tmp_path):
     result = write_bringup(assembly, tmp_path / "src", profile, n_samples=3)
     config = kit_build(result.folder, tmp_path / "tree") / "share" / result.package / "config" / "bus"
     assert len(list(config.glob("*.bin"))) == 7  # six drives and the master
+
+
+_PIPELINE_KEYS = [("planner_configs", "kilted"), ("request_adapters", "jazzy"), ("planning_plugin", "humble"),
+                  ("start_state_max_bounds_error", "humble")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("group", "distro"), _PIPELINE_KEYS)
+def test_a_group_named_like_an_ompl_pipeline_key_is_refused(robco, group, distro):
+    """ompl_planning.yaml holds the pipeline's keys and each group's settings at one level: ``--group
+    planner_configs`` replaced the planner configurations (RRTConnectkConfigDefault ...) by the group's."""
+    from timor_core.errors import InputError
+    from timor_core.export.formats.moveit_config import MoveItOptions
+
+    with pytest.raises(InputError, match=rf"the planning group name '{group}' is a key of ompl_planning.yaml"):
+        moveit_config_data(robco, MoveItOptions(group=group, distro=distro))
+    ompl = moveit_config_data(robco, MoveItOptions(group="arm", distro=distro))["ompl_planning.yaml"]
+    assert "RRTConnectkConfigDefault" in ompl["planner_configs"] and ompl["arm"]["planner_configs"]

@@ -243,6 +243,13 @@ def _ompl_planning(groups: dict[str, list[float]], distro: str) -> dict[str, Any
     default planner and its motion-check step."""
     out = {**ompl_pipeline(distro), "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS)}
     for group, ranges in groups.items():
+        if group in out:  # MoveIt reads the group's settings and the pipeline's from the same level
+            raise InputError(
+                f"the planning group name {group!r} is a key of ompl_planning.yaml's OMPL pipeline "
+                f"({', '.join(out)}): its settings would replace the pipeline's; choose another group name",
+                path="group",
+                value=group,
+            )
         out[group] = {
             "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
             "planner_configs": list(OMPL_PLANNER_CONFIGS),
