@@ -18,7 +18,7 @@ the EDS describes). A drive whose mapping cannot be written (its number of entri
 is used with its own PDOs instead: those that map only objects the driver reads or writes, as long as they
 carry the required ones.
 
-Before any of that, :func:`check_lely_device` checks what lely's ``dcfgen`` looks up to build a slave from the file
+Besides, :func:`check_lely_device` checks what lely's ``dcfgen`` looks up to build a slave from the file
 at all (``dcf.Device``): the mandatory objects 0x1000 and 0x1018 sub 1, for every PDO communication object its
 mapping object, and every object its default mapping names. A file without them passes CiA 306 parsing but
 stops the package's build with a ``KeyError``, so it is refused here naming the file and the object.
