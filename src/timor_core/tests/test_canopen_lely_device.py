@@ -42,14 +42,15 @@ def _drop(path: Path, section: str) -> None:
     path.write_text(cut, encoding="latin-1")
 
 
-def _lely_device(path: Path) -> None:
-    """Build lely's slave from the file as timor installs it (normalised); raises what dcfgen would raise."""
+def _lely_device(path: Path) -> int:
+    """Build lely's slave from the file as timor installs it (normalised); raises what dcfgen would raise; the
+    number of objects lely read."""
     dcf = pytest.importorskip("dcf", reason="needs dcf-tools (lely's dcfgen), in the test extra")
     normalised = path.with_name("normalised_" + path.name)
     normalised.write_bytes(read_eds(path).content)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        dcf.Device(dcf.parse_file(str(normalised)), {"NODEID": 5})
+        return len(dcf.Device(dcf.parse_file(str(normalised)), {"NODEID": 5}))
 
 
 def _map(sub: int, value: str):
@@ -136,7 +137,7 @@ def test_the_canopen_librarys_example_drive_is_read_as_lely_reads_it(robco, tmp_
     eds = read_eds(OTHER / "e35.eds")
     assert any("0x6505 has no section" in c for c in eds.changes) and any("0x2FFF described" in c for c in eds.changes)
     (tmp_path / "e35.eds").write_bytes(eds.content)
-    _lely_device(tmp_path / "e35.eds")
+    assert _lely_device(tmp_path / "e35.eds") == len({index for index, _ in eds.objects}) == 211
     bus = bus_of(robco, _e35_profile(tmp_path / "hw"))
     for device in bus.values():
         assert device["position_mode"] == 8 and set(device["rpdo"]) == set(device["tpdo"]) == {1, 2, 3, 4}
