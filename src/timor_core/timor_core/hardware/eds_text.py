@@ -29,6 +29,7 @@ __all__ = ["Normalised", "normalise_eds", "cia_int", "ini_sections"]
 _OBJECT = re.compile(r"([0-9A-F]{4})(?:SUB([0-9A-F]{1,2}))?")
 _LISTS = ("MandatoryObjects", "OptionalObjects", "ManufacturerObjects")
 _ACCESS = ("ro", "wo", "rw", "rwr", "rww", "const")
+_INLINE = re.compile(r"\s[;#].*$")  # an inline comment as lely's INI reader drops it: after whitespace
 _INT_KEYS = ("objecttype", "datatype", "subnumber", "compactsubobj", "pdomapping")
 _VALUE_KEYS = ("defaultvalue", "parametervalue", "lowlimit", "highlimit")
 _HEADER_INTS = {"deviceinfo": ("vendornumber", "productnumber", "revisionnumber", "compactpdo", "nrofrxpdo",
@@ -42,7 +43,6 @@ _LELY_INT = re.compile(r"-?(0x[0-9A-F]+|0|[1-9][0-9]*)", re.IGNORECASE)  # what 
 _LELY_VALUE = re.compile(r"(\$NODEID\s*\+\s*)?(?P<v>-?0x[0-9A-F]+|-?[0-9]+)", re.IGNORECASE)  # lely's Value
 _NODEID = re.compile(r"\$NODEID\s*\+\s*(?P<a>.+)|(?P<b>.+?)\s*\+\s*\$NODEID|(?P<c>\$NODEID)", re.IGNORECASE)
 _COMMENT = re.compile(r"\s*[;#].*$")
-_INLINE = re.compile(r"\s[;#].*$")  # an inline comment as lely's INI reader drops it: after whitespace
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # lines as Python's file reading splits them
 
 
