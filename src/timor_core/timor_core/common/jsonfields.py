@@ -44,10 +44,10 @@ _T = TypeVar("_T")
 def load_json_file(path: str | Path, *, infinity_keys: frozenset[str] = frozenset()) -> Any:
     """Read a JSON input file within the limits (regular file, size, depth; see ``timor_core.limits``).
 
-    A missing, unreadable, oversized or invalid file, duplicate keys, NaN/Infinity literals and nesting deeper
-    than ``max_json_depth`` raise FormatError naming the file (and the JSON path where known). ``Infinity`` and
-    ``-Infinity`` are read as float infinities only as the value of a key in ``infinity_keys`` (unlimited joint
-    limits, as Python's json module writes them); NaN is always refused.
+    A leading UTF-8 byte-order mark is ignored. A missing, unreadable, oversized or invalid file, duplicate keys,
+    NaN/Infinity literals and nesting deeper than ``max_json_depth`` raise FormatError naming the file (and the JSON
+    path where known). ``Infinity`` and ``-Infinity`` are read as float infinities only as the value of a key in
+    ``infinity_keys`` (unlimited joint limits, as Python's json module writes them); NaN is always refused.
     """
     path = Path(path)
     try:
@@ -56,7 +56,9 @@ def load_json_file(path: str | Path, *, infinity_keys: frozenset[str] = frozense
         raise
     except InputError as exc:
         raise FormatError(exc.message, file=exc.file, path=exc.path, value=exc.value) from None
-    return parse_json_text(text, file=path, infinity_keys=infinity_keys)
+    # a UTF-8 byte-order mark (Windows editors, PowerShell 5's Set-Content) is no JSON, and RFC 8259 lets a parser
+    # ignore it: Python's json module refused such a profile, module set or task ("Unexpected UTF-8 BOM")
+    return parse_json_text(text.removeprefix("\ufeff"), file=path, infinity_keys=infinity_keys)
 
 
 class _DuplicateKeyError(ValueError):

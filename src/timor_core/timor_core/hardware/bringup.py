@@ -35,7 +35,7 @@ from timor_core.model.geometry import Mesh
 if TYPE_CHECKING:
     from timor_core.model.assembly import ModuleAssembly
 
-__all__ = ["HARDWARE_CHOICES", "Bringup", "load_route", "write_bringup"]
+__all__ = ["HARDWARE_CHOICES", "Bringup", "bringup_robot_name", "load_route", "write_bringup"]
 
 HARDWARE_CHOICES = ("mock", "gazebo", "canopen", "ethercat", "plugin")
 _PACKAGE = re.compile(r"[a-z][a-z0-9_]*")
@@ -156,6 +156,26 @@ def _link_and_joint_names(assembly: ModuleAssembly, prefix: str) -> list[str]:
     return [link.name for link in links] + [link.joint_name for link in links if link.joint_name is not None]
 
 
+def bringup_robot_name(assembly: ModuleAssembly) -> str:
+    """The robot name of a bring-up package written without one: :func:`default_robot_name` (the module set's name
+    and a hash), led by ``robot_`` where that would not start a ROS package name (a set named ``2dof-kit``,
+    ``_arm`` or ``ärm``: the name is the user's folder or file, not a choice to refuse)."""
+    robot = default_robot_name(assembly)
+    return robot if _PACKAGE.fullmatch(f"{robot.lower()}_bringup") else f"robot_{robot}"
+
+
+def _package(robot: str) -> str:
+    """The bring-up package's name: the robot's in lowercase + ``_bringup``; InputError if no ROS package name."""
+    package = f"{robot.lower()}_bringup"
+    if not _PACKAGE.fullmatch(package):
+        raise InputError(
+            "the robot name must make a ROS package name (<name in lowercase>_bringup: a letter first, then letters, "
+            "digits, '_')",
+            value=robot,
+        )
+    return package
+
+
 def write_bringup(
     assembly: ModuleAssembly,
     out_dir: str | Path,
@@ -174,10 +194,8 @@ def write_bringup(
     ros_distro = check_distro(ros_distro, "ros_distro")
     check_xacro_names(_link_and_joint_names(assembly, prefix))  # the package's launch files expand its xacro
     route = route_files(assembly, load_route(assembly, hardware), prefix)
-    robot = name if name is not None else default_robot_name(assembly)
-    package = f"{robot.lower()}_bringup"
-    if not _PACKAGE.fullmatch(package):
-        raise InputError("the robot name must make a ROS package name (lowercase letters, digits, '_')", value=robot)
+    robot = name if name is not None else bringup_robot_name(assembly)
+    package = _package(robot)
     control = route.control
     xacro_args = {"config_dir": ""}
     if route.route == "canopen":

@@ -16,6 +16,7 @@ bytes beside it in ``original/`` when they differ.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from typing import Any
 
 from timor_core.errors import InputError
 from timor_core.export.formats.yaml_text import to_yaml
-from timor_core.hardware.canopen_pdo import NAMES, Pdo, boot_sdos, plan_pdos, writable
+from timor_core.hardware.canopen_pdo import NAMES, Pdo, boot_sdos, check_lely_device, plan_pdos, writable
 from timor_core.hardware.canopen_units import drive_scales
 from timor_core.hardware.profiles import HardwareProfile, JointDrive
 
@@ -36,6 +37,7 @@ _PERIOD_MS = SYNC_PERIOD_US // 1000
 _CYCLIC = (7, 8, 9, 10)
 _COMMAND = {1: "position", 7: "position", 8: "position", 3: "velocity", 9: "velocity", 4: "effort", 10: "effort"}
 _HEARTBEAT_MS = 1000
+_DEVICE_CHARS = 64
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,13 @@ def command_interface(mode: int, where: str = "$.drives.*") -> str:
 
 
 def _device_name(joint: str, taken: set[str]) -> str:
+    """bus.yml's key of a joint's drive: letters, digits, '_', not a key of bus.yml's own; at most _DEVICE_CHARS
+    (dcfgen writes ``<name>.bin``, and a file name holds 255 bytes: a URDF's joint name may be longer)."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", joint) or "joint"
     if name[0].isdigit() or name in ("master", "options", "defaults", "nodes"):
         name = f"joint_{name}"
+    if len(name) > _DEVICE_CHARS:
+        name = f"{name[: _DEVICE_CHARS - 9]}_{hashlib.sha1(joint.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
     base, k = name, 2
     while name in taken:
         name, k = f"{base}_{k}", k + 1
@@ -129,6 +135,7 @@ def bus_devices(drives: tuple[JointDrive, ...] | list[JointDrive], profile: Hard
                 value=d.operation_mode,
             )
         rpdo, tpdo, off_rpdo, off_tpdo = plan_pdos(eds, command, where)
+        check_lely_device(eds, where)  # after the objects the driver needs, which it names by their role
         sdo: list[tuple[int, int, int, str]] = []
         if d.mode in _CYCLIC:
             for sub in (1, 2):

@@ -17,6 +17,11 @@ cannot be mapped, or when the drive's mapping object has no sub-index for them (
 the EDS describes). A drive whose mapping cannot be written (its number of entries ``const``, a fixed PDO set)
 is used with its own PDOs instead: those that map only objects the driver reads or writes, as long as they
 carry the required ones.
+
+Besides, :func:`check_lely_device` checks what lely's ``dcfgen`` looks up to build a slave from the file
+at all (``dcf.Device``): the mandatory objects 0x1000 and 0x1018 sub 1, for every PDO communication object its
+mapping object, and every object its default mapping names. A file without them passes CiA 306 parsing but
+stops the package's build with a ``KeyError``, so it is refused here naming the file and the object.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from timor_core.errors import InputError
 from timor_core.hardware.eds import Eds
 
-__all__ = ["NAMES", "TARGET", "Pdo", "plan_pdos", "boot_sdos", "writable"]
+__all__ = ["NAMES", "TARGET", "Pdo", "plan_pdos", "boot_sdos", "writable", "check_lely_device"]
 
 NAMES = {0x6040: "controlword", 0x6041: "statusword", 0x6060: "modes of operation",
          0x6061: "modes of operation display", 0x6064: "position actual value", 0x606C: "velocity actual value",
@@ -35,6 +40,8 @@ TARGET = {"position": 0x607A, "velocity": 0x60FF, "effort": 0x6071}
 _WRITE = ("rw", "wo", "rww", "rwr")
 _DIRECTION = {"RPDO": ("rw", "wo", "rww"), "TPDO": ("ro", "rw", "rwr", "const")}
 _OPTIONAL = (0x6060, 0x6061, 0x606C)
+# the data types lely's dcf.DataType knows: a dummy entry (index < 0x1000) of a PDO mapping must name one
+_DUMMY_TYPES = frozenset((*range(0x1, 0xE), 0xF, *range(0x10, 0x17), *range(0x18, 0x1C)))
 
 
 @dataclass(frozen=True)
@@ -205,3 +212,52 @@ def plan_pdos(
     rpdo = _layout(eds, "RPDO", ((0x6040, 0x6060), (TARGET[command],)), command, where)
     tpdo = _layout(eds, "TPDO", ((0x6041, 0x6061), (0x6064, 0x606C)), command, where)
     return rpdo, tpdo, _off(eds, 0x1400, rpdo), _off(eds, 0x1800, tpdo)
+
+
+def _lely_refuse(eds: Eds, where: str, section: str, why: str, value: str = "") -> InputError:
+    return InputError(
+        f"{eds.path.name} [{section}]: {why}, and lely's dcfgen cannot build the drive's configuration from such a "
+        "file (fix the file or ask the vendor for a complete one)",
+        file=eds.path,
+        path=f"{where}.eds",
+        value=value or section,
+    )
+
+
+def _mapping_entry(eds: Eds, mapping: int, sub: int, kind: str, where: str) -> None:
+    """One default entry of a PDO mapping, as lely resolves it: a dummy data type, or a described (sub-)object."""
+    value = eds.number(mapping, sub) or 0
+    if value == 0:
+        return
+    index, entry_sub = value >> 16 & 0xFFFF, value >> 8 & 0xFF
+    found = index in _DUMMY_TYPES and entry_sub == 0 if index < 0x1000 else eds.has(index, entry_sub)
+    if not found:
+        obj = eds.get(mapping, sub)
+        key = "ParameterValue" if obj is not None and obj.value and obj.value.strip() else "DefaultValue"
+        raise _lely_refuse(
+            eds, where, f"{mapping:04X}sub{sub:X}",
+            f"{key}=0x{value:08X}: {kind} {(mapping & 0x1FF) + 1} maps object 0x{index:04X} sub {entry_sub}, "
+            "which the file does not describe", f"0x{value:08X}",
+        )  # fmt: skip
+
+
+def check_lely_device(eds: Eds, where: str) -> None:
+    """Refuse a file lely's dcfgen cannot build a slave from (module docstring), naming the file and the object."""
+    for index, sub, what in ((0x1000, 0, "device type"), (0x1018, 1, "identity object: vendor-ID")):
+        if not eds.has(index, sub):
+            section = f"{index:04X}" if sub == 0 else f"{index:04X}sub{sub:X}"
+            raise _lely_refuse(eds, where, section, f"missing: object 0x{index:04X} sub {sub} ({what}) is "
+                               "mandatory in CiA 301")  # fmt: skip
+    indices = {index for index, _ in eds.objects}
+    for kind, comm in (("RPDO", 0x1400), ("TPDO", 0x1800)):
+        for k in range(512):
+            if comm + k not in indices:
+                continue
+            mapping = comm + 0x200 + k
+            if mapping not in indices:
+                raise _lely_refuse(eds, where, f"{mapping:04X}", f"missing: {kind} {k + 1} has its communication "
+                                   f"object 0x{comm + k:04X} but no mapping object 0x{mapping:04X}")  # fmt: skip
+            count = eds.number(mapping, 0) or 0
+            for sub in range(1, min(count, 255) + 1):
+                if eds.has(mapping, sub):
+                    _mapping_entry(eds, mapping, sub, kind, where)

@@ -221,7 +221,7 @@ def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
         key = (int(m.group(1), 16), int(m.group(2), 16) if m.group(2) else 0)
         objects[key] = EdsObject(
             key[0], key[1], s.get("parametername", "").strip(), data_type, s.get("accesstype", "").strip().lower(),
-            s.get("pdomapping", "0").strip() in ("1", "0x1", "0x01"), s.get("defaultvalue"), s.get("parametervalue"),
+            bool(cia_int(s.get("pdomapping", "") or "0")), s.get("defaultvalue"), s.get("parametervalue"),
         )  # fmt: skip
     if not objects:
         raise InputError(f"{field}: the EDS/DCF file describes no objects", value=path.name)

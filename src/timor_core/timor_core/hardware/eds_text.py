@@ -29,6 +29,7 @@ __all__ = ["Normalised", "normalise_eds", "cia_int", "ini_sections"]
 _OBJECT = re.compile(r"([0-9A-F]{4})(?:SUB([0-9A-F]{1,2}))?")
 _LISTS = ("MandatoryObjects", "OptionalObjects", "ManufacturerObjects")
 _ACCESS = ("ro", "wo", "rw", "rwr", "rww", "const")
+_INLINE = re.compile(r"\s[;#].*$")  # an inline comment as lely's INI reader drops it: after whitespace
 _INT_KEYS = ("objecttype", "datatype", "subnumber", "compactsubobj", "pdomapping")
 _VALUE_KEYS = ("defaultvalue", "parametervalue", "lowlimit", "highlimit")
 _HEADER_INTS = {"deviceinfo": ("vendornumber", "productnumber", "revisionnumber", "compactpdo", "nrofrxpdo",
@@ -260,8 +261,10 @@ def _object_section(r: _Reader, upper: str, out: dict[str, str]) -> None:
     if "datatype" not in out:
         r.refuse(name, "DataType", keys.get("datatype", ("", ""))[1], "missing")
     access = keys.get("accesstype", ("AccessType", ""))[1]
-    if access.strip().lower() not in _ACCESS:
+    if _INLINE.sub("", access).strip().lower() not in _ACCESS:
         r.refuse(name, "AccessType", access, f"not one of {', '.join(_ACCESS)}")
+    if "accesstype" in keys:
+        out["accesstype"] = _INLINE.sub("", access).strip()  # lely's reader drops an inline comment
     data_type = int(out["datatype"], 0)
     for key in _VALUE_KEYS:
         if key in keys:

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from timor_core.common.fileio import write_files
 from timor_core.common.names import check_tf_frames
-from timor_core.errors import InputError
+from timor_core.errors import AssemblyError, InputError
 from timor_core.export.formats.moveit_parameters import move_group_parameters, ros2_control_node_parameters
 from timor_core.export.formats.ros2_control import Ros2ControlConfig, controlled_joints, initial_positions
 from timor_core.export.formats.ros_distro import DEFAULT_DISTRO, check_distro, ompl_pipeline
-from timor_core.export.formats.srdf import assembly_to_srdf, planning_groups
+from timor_core.export.formats.srdf import PlanningChain, assembly_to_srdf, planning_groups
 from timor_core.export.formats.urdf import UrdfOptions, assembly_to_urdf, default_robot_name
 from timor_core.export.formats.urdf_options import warn_relative_meshes
 from timor_core.export.formats.yaml_text import to_yaml
@@ -245,6 +245,13 @@ def _ompl_planning(groups: dict[str, list[float]], distro: str) -> dict[str, Any
     default planner and its motion-check step."""
     out = {**ompl_pipeline(distro), "planner_configs": copy.deepcopy(OMPL_PLANNER_CONFIGS)}
     for group, ranges in groups.items():
+        if group in out:  # MoveIt reads the group's settings and the pipeline's from the same level
+            raise InputError(
+                f"the planning group name {group!r} is a key of ompl_planning.yaml's OMPL pipeline "
+                f"({', '.join(out)}): its settings would replace the pipeline's; choose another group name",
+                path="group",
+                value=group,
+            )
         out[group] = {
             "default_planner_config": next(iter(OMPL_PLANNER_CONFIGS)),
             "planner_configs": list(OMPL_PLANNER_CONFIGS),
@@ -300,6 +307,19 @@ def _moveit_controllers(joints: list[str]) -> dict[str, Any]:
     }
 
 
+def _check_groups_move(groups: tuple[tuple[str, PlanningChain], ...]) -> None:
+    """AssemblyError for a planning group without a driven joint: a hand whose fingers all branch off its tool link
+    (example-robot-data's Allegro hand) has no arm for MoveIt to plan nor for the trajectory controller to drive."""
+    for name, chain in groups:
+        if not chain.commanded:
+            fingers = f"; its joints {list(chain.hand[:3])}... branch off the tool link (a hand)" if chain.hand else ""
+            raise AssemblyError(
+                f"MoveIt configuration: the planning group {name!r} ({chain.base_link} -> {chain.tip_link}) has no "
+                f"driven joint{fingers}: there is no arm to plan for nor to drive (the URDF, xacro and SRDF exports "
+                "work)"
+            )
+
+
 def moveit_config_data(
     assembly: ModuleAssembly, options: MoveItOptions | None = None, **overrides: Any
 ) -> dict[str, dict[str, Any]]:
@@ -311,6 +331,7 @@ def moveit_config_data(
     config = opts.ros2_control if opts.ros2_control is not None else Ros2ControlConfig()
     command, state = _interfaces(config)
     groups = planning_groups(assembly, opts.prefix, opts.group)
+    _check_groups_move(groups)
     in_groups = {j for _, chain in groups for j in chain.commanded}  # every arm's, in the tree's order
     joints = [
         link.movable_joint_name()

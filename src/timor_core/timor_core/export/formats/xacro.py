@@ -34,6 +34,9 @@ ROOT_WORLD = PREFIX + "world"
 """The macro's root link when the robot's root is named ``world``."""
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# xacro's own tags: <xacro:include .../> calls xacro's include, never a macro of that name (xacro 2.x eval_all)
+_XACRO_TAGS = frozenset(("arg", "attribute", "call", "element", "if", "include", "insert_block", "macro", "property",
+                         "unless"))  # fmt: skip
 
 
 def _literal(text: str) -> str:
@@ -101,10 +104,13 @@ def assembly_to_xacro(
     urdf_options = UrdfOptions.build(options, **mesh)
     robot_name = check_name(name, "robot name") if name is not None else default_robot_name(assembly)
     macro = macro_name if macro_name is not None else ros_name(robot_name)
-    if macro_name is None and not _NAME.fullmatch(macro):
+    if macro_name is None and (not _NAME.fullmatch(macro) or macro in _XACRO_TAGS):
         macro = "robot_" + macro
     if not _NAME.fullmatch(macro):
         raise InputError("a macro name must be letters, digits and underscores, not starting with a digit", value=macro)
+    if macro in _XACRO_TAGS:
+        raise InputError(f"a macro name must not be one of xacro's own tags ({', '.join(sorted(_XACRO_TAGS))}): "
+                         f"<xacro:{macro}> would call xacro's, not the macro", value=macro)  # fmt: skip
     check_prefix(prefix)
     body = _macro_body(assembly, urdf_options)
     if ros2_control is not None:

@@ -314,7 +314,7 @@ def _db_from_urdf(
     connectors[tcp].append((tool_connector or ToolConnector()).to_json())
     base_dir = file.parent if file is not None else Path.cwd()
     if reader.meshes:
-        base_dir = Path(os.path.commonpath([str(base_dir), *(str(p.parent) for _, p in reader.meshes)]))
+        base_dir = _mesh_base(base_dir, [p.parent for _, p in reader.meshes])
     for params, path in reader.meshes:
         params["file"] = path.relative_to(base_dir).as_posix()
     header: dict[str, Any] = {"ID": module_id or robot_name, "name": robot_name}
@@ -322,6 +322,18 @@ def _db_from_urdf(
         header["keepNames"] = True
     parts = UrdfParts(links, urdf_joints, reader, connectors, joint_extras or {})
     return module_set(header, parts, base_dir, file, robot_name)
+
+
+def _mesh_base(urdf_dir: Path, mesh_dirs: list[Path]) -> Path:
+    """The folder the set names its meshes from: the URDF's and its meshes' common folder (a ROS package's
+    ``meshes/...``), unless that climbs above the URDF's parent folder (a URDF written elsewhere naming an installed
+    package's meshes): then the meshes' own common folder's parent, so no mesh name spells the machine's folders
+    (``work/main/.venv/lib/...``, ``home/alice/...``) into the set, its copies and a bring-up package."""
+    common = Path(os.path.commonpath([str(urdf_dir), *(str(d) for d in mesh_dirs)]))
+    if common.is_relative_to(urdf_dir.parent):
+        return common
+    own = Path(os.path.commonpath([str(d) for d in mesh_dirs]))
+    return own.parent
 
 
 def assembly_from_urdf(
