@@ -7,6 +7,7 @@ internal ZeroDivisionError: its planning group holds no joint."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -129,17 +130,19 @@ def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
         assembly_to_xacro(assembly, name="arm", macro_name=robot)
 
 
-def _so100_long_joints(tmp_path) -> tuple[ModuleAssembly, Path]:
-    """example-robot-data's SO-100 with two joint names of 300 characters that differ only at their end, and a
-    CANopen profile for its module (the example set's CiA 402 drive)."""
+_LONG = "a_joint_name_nobody_here_chose_" * 9
+
+
+def _so100_long_joints(tmp_path, names: tuple[str, str] = (f"{_LONG}1", f"{_LONG}2")) -> tuple[ModuleAssembly, Path]:
+    """example-robot-data's SO-100 with two joint names (by default of 300 characters that differ only at their end),
+    and a CANopen profile for its module (the example set's CiA 402 drive)."""
     if SHARE is None:
         pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
     from timor_core.export.urdf_import.importer import db_from_urdf
 
     text = (SHARE / "robots" / "so_arm_description" / "urdf" / "so100.urdf").read_text()
-    long = "a_joint_name_nobody_here_chose_" * 9
-    text = text.replace('joint name="shoulder_pan"', f'joint name="{long}1"')
-    text = text.replace('joint name="shoulder_lift"', f'joint name="{long}2"')
+    text = text.replace('joint name="shoulder_pan"', f'joint name="{names[0]}"')
+    text = text.replace('joint name="shoulder_lift"', f'joint name="{names[1]}"')
     (tmp_path / "so100.urdf").write_text(text)
     db = db_from_urdf(tmp_path / "so100.urdf", [SHARE.parent], keep_names=True)
     (tmp_path / "hw").mkdir()
@@ -160,6 +163,30 @@ def test_joint_names_too_long_for_a_file_name_give_short_distinct_bus_devices(tm
     assert len(devices) == 6 == len(set(devices)) and max(len(d) for d in devices) <= 64, devices
     urdf = (result.folder / "urdf" / f"{result.package.removesuffix('_bringup')}.urdf").read_text()
     assert sorted(re.findall(r'<param name="device_name">([^<]+)</param>', urdf)) == sorted(devices)
+    by_joint = _devices_by_joint(result)  # each long joint its own device, named by a hash of that joint's name
+    for joint in (f"{_LONG}1", f"{_LONG}2"):
+        assert by_joint[joint].endswith(hashlib.sha1(joint.encode()).hexdigest()[:8]), by_joint
+
+
+def _devices_by_joint(result) -> dict[str, str]:
+    """The URDF's ros2_control joints -> their ``device_name`` (what canopen_ros2_control's RobotSystem looks up in
+    bus.yml), checked to be keys of bus.yml."""
+    bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
+    urdf = (result.folder / "urdf" / f"{result.package.removesuffix('_bringup')}.urdf").read_text()
+    control = urdf[urdf.index("<ros2_control") :]
+    pairs = re.findall(r'<joint name="([^"]+)">.*?<param name="device_name">([^<]+)</param>', control, flags=re.S)
+    assert pairs and all(device in bus for _, device in pairs), pairs
+    return dict(pairs)
+
+
+def test_two_64_character_joint_names_alike_once_sanitised_keep_devices_within_64(tmp_path):
+    """``b...b-`` and ``b...b.`` both give the 64-character device ``b...b_``: the second one's ``_2`` is kept
+    within the 64 characters (it made 66)."""
+    names = ("b" * 63 + "-", "b" * 63 + ".")
+    assembly, profile = _so100_long_joints(tmp_path, names)
+    devices = _devices_by_joint(write_bringup(assembly, tmp_path / "src", profile, n_samples=3))
+    assert devices[names[0]] == "b" * 63 + "_" and devices[names[1]] == "b" * 62 + "_2", devices
+    assert max(len(d) for d in devices.values()) <= 64 and len(set(devices.values())) == len(devices)
 
 
 @pytest.mark.slow
