@@ -41,7 +41,7 @@ def test_a_set_whose_name_starts_no_package_name_is_brought_up_without_name(tmp_
     out, err = capsys.readouterr()
     assert code == 0, err
     (package,) = [p.name for p in (tmp_path / "ws").iterdir()]
-    assert PACKAGE.fullmatch(package) and package.startswith("robot_"), package
+    assert PACKAGE.fullmatch(package) and package.startswith("robot_") and "__" not in package, package
     robot = package.removesuffix("_bringup")
     assert (tmp_path / "ws" / package / "urdf" / f"{robot}.urdf").is_file() and package in out
 
@@ -53,6 +53,21 @@ def robco() -> ModuleAssembly:
 
 def test_a_default_name_that_makes_a_package_is_kept(robco):
     assert re.fullmatch(r"robco_like_[0-9a-f]{8}", bringup_robot_name(robco))
+
+
+REP144 = re.compile(r"[a-z](_?[a-z0-9]+)*_bringup")  # REP 144: '_' only as a separator (none leading, doubled)
+
+
+@pytest.mark.parametrize("name", ["_arm", "ärm", "ÄRM", "123", "!!!", "日本", "-", "a-", "arm_", "a__b", "", "x" * 300])
+def test_every_set_name_gives_a_rep_144_package_within_a_file_name(robco, name):
+    """Umlauts, digits only, symbols only, nothing left once sanitised, doubled or trailing '_', 300 characters:
+    the default package name is REP 144's (no ``robot__arm``, ``a__d5054dde``) and a short file name."""
+    db = ModulesDB.from_json_data(robco.db.to_json_data(), base_dir=robco.db.base_dir, name=name)
+    assert db.name == name
+    robot = bringup_robot_name(ModuleAssembly.from_serial_modules(db, ROBCO))
+    package = f"{robot.lower()}_bringup"
+    assert REP144.fullmatch(package) and len(robot) <= 64, package
+    assert bringup_robot_name(ModuleAssembly.from_serial_modules(db, ROBCO)) == robot
 
 
 def test_a_robot_name_given_that_makes_no_package_is_refused_saying_why(tmp_path, capsys):
