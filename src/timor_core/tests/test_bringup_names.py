@@ -124,6 +124,21 @@ def test_a_urdf_written_elsewhere_names_its_installed_meshes_without_the_machine
     assert uris and not any("site-packages" in u or str(tmp_path) in u for u in uris), uris[:2]
 
 
+def test_a_urdf_in_its_package_naming_two_packages_meshes_keeps_its_mesh_names():
+    """example-robot-data's anymal-kinova, in place, names meshes of two packages beside it: their common folder
+    climbs above the URDF's parent but spells no machine folder; the names stay as before the change above
+    (``anymal_b_simple_description/meshes/...``), not one folder longer (``robots/anymal_b_simple_description/...``)."""
+    if SHARE is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    from timor_core.export.urdf_import.importer import db_from_urdf
+
+    db = db_from_urdf(
+        SHARE / "robots" / "anymal_b_simple_description" / "robots" / "anymal-kinova.urdf", [SHARE.parent]
+    )
+    files = {mesh.file for mesh in db.meshes()}
+    assert {f.split("/")[0] for f in files} == {"anymal_b_simple_description", "kinova_description"}, sorted(files)[:3]
+
+
 @pytest.mark.parametrize("robot", ["include", "if", "unless", "property", "macro", "arg", "call", "element"])
 def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
     """The xacro macro is named after the robot, and ``<xacro:include prefix=...>`` called xacro's include ("missing
