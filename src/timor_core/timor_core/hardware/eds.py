@@ -236,7 +236,7 @@ def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
 
 
 def _lely_subs(
-    ini: Mapping[str, Mapping[str, str]], sections: Mapping[str, str], listed: set[int]
+    ini: Mapping[str, Mapping[str, str]], sections: Mapping[str, str], listed: set[int | None]
 ) -> dict[int, frozenset[int]]:
     """The sub-indices of each listed, described object as lely's ``dcf.Object`` reads them: a record's sub-sections
     below 0xFF (``SubNumber``), 0..N of a ``CompactSubObj=N`` array, else sub 0 (what its PDO code looks up)."""
