@@ -7,6 +7,7 @@ internal ZeroDivisionError: its planning group holds no joint."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -40,7 +41,7 @@ def test_a_set_whose_name_starts_no_package_name_is_brought_up_without_name(tmp_
     out, err = capsys.readouterr()
     assert code == 0, err
     (package,) = [p.name for p in (tmp_path / "ws").iterdir()]
-    assert PACKAGE.fullmatch(package) and package.startswith("robot_"), package
+    assert PACKAGE.fullmatch(package) and package.startswith("robot_") and "__" not in package, package
     robot = package.removesuffix("_bringup")
     assert (tmp_path / "ws" / package / "urdf" / f"{robot}.urdf").is_file() and package in out
 
@@ -52,6 +53,21 @@ def robco() -> ModuleAssembly:
 
 def test_a_default_name_that_makes_a_package_is_kept(robco):
     assert re.fullmatch(r"robco_like_[0-9a-f]{8}", bringup_robot_name(robco))
+
+
+REP144 = re.compile(r"[a-z](_?[a-z0-9]+)*_bringup")  # REP 144: '_' only as a separator (none leading, doubled)
+
+
+@pytest.mark.parametrize("name", ["_arm", "ärm", "ÄRM", "123", "!!!", "日本", "-", "a-", "arm_", "a__b", "", "x" * 300])
+def test_every_set_name_gives_a_rep_144_package_within_a_file_name(robco, name):
+    """Umlauts, digits only, symbols only, nothing left once sanitised, doubled or trailing '_', 300 characters:
+    the default package name is REP 144's (no ``robot__arm``, ``a__d5054dde``) and a short file name."""
+    db = ModulesDB.from_json_data(robco.db.to_json_data(), base_dir=robco.db.base_dir, name=name)
+    assert db.name == name
+    robot = bringup_robot_name(ModuleAssembly.from_serial_modules(db, ROBCO))
+    package = f"{robot.lower()}_bringup"
+    assert REP144.fullmatch(package) and len(robot) <= 64, package
+    assert bringup_robot_name(ModuleAssembly.from_serial_modules(db, ROBCO)) == robot
 
 
 def test_a_robot_name_given_that_makes_no_package_is_refused_saying_why(tmp_path, capsys):
@@ -108,6 +124,21 @@ def test_a_urdf_written_elsewhere_names_its_installed_meshes_without_the_machine
     assert uris and not any("site-packages" in u or str(tmp_path) in u for u in uris), uris[:2]
 
 
+def test_a_urdf_in_its_package_naming_two_packages_meshes_keeps_its_mesh_names():
+    """example-robot-data's anymal-kinova, in place, names meshes of two packages beside it: their common folder
+    climbs above the URDF's parent but spells no machine folder; the names stay as before the change above
+    (``anymal_b_simple_description/meshes/...``), not one folder longer (``robots/anymal_b_simple_description/...``)."""
+    if SHARE is None:
+        pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
+    from timor_core.export.urdf_import.importer import db_from_urdf
+
+    db = db_from_urdf(
+        SHARE / "robots" / "anymal_b_simple_description" / "robots" / "anymal-kinova.urdf", [SHARE.parent]
+    )
+    files = {mesh.file for mesh in db.meshes()}
+    assert {f.split("/")[0] for f in files} == {"anymal_b_simple_description", "kinova_description"}, sorted(files)[:3]
+
+
 @pytest.mark.parametrize("robot", ["include", "if", "unless", "property", "macro", "arg", "call", "element"])
 def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
     """The xacro macro is named after the robot, and ``<xacro:include prefix=...>`` called xacro's include ("missing
@@ -129,17 +160,19 @@ def test_a_robot_named_like_a_xacro_tag_expands_to_its_urdf(robco, robot):
         assembly_to_xacro(assembly, name="arm", macro_name=robot)
 
 
-def _so100_long_joints(tmp_path) -> tuple[ModuleAssembly, Path]:
-    """example-robot-data's SO-100 with two joint names of 300 characters that differ only at their end, and a
-    CANopen profile for its module (the example set's CiA 402 drive)."""
+_LONG = "a_joint_name_nobody_here_chose_" * 9
+
+
+def _so100_long_joints(tmp_path, names: tuple[str, str] = (f"{_LONG}1", f"{_LONG}2")) -> tuple[ModuleAssembly, Path]:
+    """example-robot-data's SO-100 with two joint names (by default of 300 characters that differ only at their end),
+    and a CANopen profile for its module (the example set's CiA 402 drive)."""
     if SHARE is None:
         pytest.skip("example-robot-data is not installed (pip install example-robot-data)")
     from timor_core.export.urdf_import.importer import db_from_urdf
 
     text = (SHARE / "robots" / "so_arm_description" / "urdf" / "so100.urdf").read_text()
-    long = "a_joint_name_nobody_here_chose_" * 9
-    text = text.replace('joint name="shoulder_pan"', f'joint name="{long}1"')
-    text = text.replace('joint name="shoulder_lift"', f'joint name="{long}2"')
+    text = text.replace('joint name="shoulder_pan"', f'joint name="{names[0]}"')
+    text = text.replace('joint name="shoulder_lift"', f'joint name="{names[1]}"')
     (tmp_path / "so100.urdf").write_text(text)
     db = db_from_urdf(tmp_path / "so100.urdf", [SHARE.parent], keep_names=True)
     (tmp_path / "hw").mkdir()
@@ -160,6 +193,30 @@ def test_joint_names_too_long_for_a_file_name_give_short_distinct_bus_devices(tm
     assert len(devices) == 6 == len(set(devices)) and max(len(d) for d in devices) <= 64, devices
     urdf = (result.folder / "urdf" / f"{result.package.removesuffix('_bringup')}.urdf").read_text()
     assert sorted(re.findall(r'<param name="device_name">([^<]+)</param>', urdf)) == sorted(devices)
+    by_joint = _devices_by_joint(result)  # each long joint its own device, named by a hash of that joint's name
+    for joint in (f"{_LONG}1", f"{_LONG}2"):
+        assert by_joint[joint].endswith(hashlib.sha1(joint.encode()).hexdigest()[:8]), by_joint
+
+
+def _devices_by_joint(result) -> dict[str, str]:
+    """The URDF's ros2_control joints -> their ``device_name`` (what canopen_ros2_control's RobotSystem looks up in
+    bus.yml), checked to be keys of bus.yml."""
+    bus = yaml.safe_load((result.folder / "config" / "bus" / "bus.yml").read_text())
+    urdf = (result.folder / "urdf" / f"{result.package.removesuffix('_bringup')}.urdf").read_text()
+    control = urdf[urdf.index("<ros2_control") :]
+    pairs = re.findall(r'<joint name="([^"]+)">.*?<param name="device_name">([^<]+)</param>', control, flags=re.S)
+    assert pairs and all(device in bus for _, device in pairs), pairs
+    return dict(pairs)
+
+
+def test_two_64_character_joint_names_alike_once_sanitised_keep_devices_within_64(tmp_path):
+    """``b...b-`` and ``b...b.`` both give the 64-character device ``b...b_``: the second one's ``_2`` is kept
+    within the 64 characters (it made 66)."""
+    names = ("b" * 63 + "-", "b" * 63 + ".")
+    assembly, profile = _so100_long_joints(tmp_path, names)
+    devices = _devices_by_joint(write_bringup(assembly, tmp_path / "src", profile, n_samples=3))
+    assert devices[names[0]] == "b" * 63 + "_" and devices[names[1]] == "b" * 62 + "_2", devices
+    assert max(len(d) for d in devices.values()) <= 64 and len(set(devices.values())) == len(devices)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from vendor_files import ROBCO, VENDOR, bus_of, edit_eds, vendor_profile
 from timor_core import ModuleAssembly, ModulesDB
 from timor_core.errors import InputError
 from timor_core.hardware.bringup import write_bringup
+from timor_core.hardware.canopen_pdo import check_lely_device
 from timor_core.hardware.eds import read_eds
 
 MAXON = "maxon_epos4_50_15.dcf"
@@ -95,6 +96,54 @@ def test_a_file_lely_cannot_build_a_slave_from_is_refused_naming_file_and_object
         bus_of(robco, profile)
     assert f"{MAXON} {needle}" in info.value.message and "lely's dcfgen cannot build" in info.value.message
     assert info.value.path == "$.drives.J.eds"
+
+
+def _add(text: str):
+    def edit(path: Path) -> None:
+        path.write_text(path.read_text(encoding="latin-1") + text, encoding="latin-1")
+
+    return edit
+
+
+def _both(*edits):
+    def edit(path: Path) -> None:
+        for e in edits:
+            e(path)
+
+    return edit
+
+
+_COMPACT = (
+    "\n[2FF0]\nParameterName=Gains\nObjectType=0x8\nDataType=0x0006\nAccessType=ro\nPDOMapping=1\nCompactSubObj=4\n"
+)
+_LELY_BUILDS = {  # lely's dcf.Device reads these; timor's check must pass them (s57-review2)
+    "a mapped sub-index of a CompactSubObj array": _both(_add(_COMPACT), _map(1, "0x2FF00110")),
+    "a mapping object with no sub-objects": lambda p: _drop(p, "1A03sub[0-9A-F]+"),
+}
+
+
+@pytest.mark.parametrize("case", list(_LELY_BUILDS))
+def test_a_file_lely_builds_a_slave_from_passes_the_check(robco, tmp_path, case):
+    """Objects as lely's ``dcf.Object`` reads them: 0..N of a ``CompactSubObj=N`` array, and a record header
+    without sub-sections is an object (an empty mapping); the check refused both."""
+    profile = vendor_profile(tmp_path / "hw", MAXON)
+    _LELY_BUILDS[case](tmp_path / "hw" / "eds" / MAXON)
+    _lely_device(tmp_path / "hw" / "eds" / MAXON)
+    eds = read_eds(tmp_path / "hw" / "eds" / MAXON)
+    check_lely_device(eds, "$.drives.J")
+    bus_of(robco, profile)
+
+
+def test_a_pdo_communication_header_without_its_mapping_object_is_refused(robco, tmp_path):
+    """TPDO 4's communication object without sub-sections is still an object to lely, which then looks up 0x1A03."""
+    profile = vendor_profile(tmp_path / "hw", MAXON)
+    _both(lambda p: _drop(p, "1803sub[0-9A-F]+"), lambda p: _drop(p, "1A03(sub[0-9A-F]+)?"))(
+        tmp_path / "hw" / "eds" / MAXON
+    )
+    with pytest.raises(KeyError):
+        _lely_device(tmp_path / "hw" / "eds" / MAXON)
+    with pytest.raises(InputError, match=r"\[1A03\]: missing: TPDO 4 has its communication object 0x1803"):
+        bus_of(robco, profile)
 
 
 def test_a_dummy_entry_of_a_data_type_is_what_lely_reads_and_kept(robco, tmp_path):

@@ -13,6 +13,7 @@ package needs timor_core (``pip install``) on the computer it runs on; it needs 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
@@ -39,6 +40,7 @@ __all__ = ["HARDWARE_CHOICES", "Bringup", "bringup_robot_name", "load_route", "w
 
 HARDWARE_CHOICES = ("mock", "gazebo", "canopen", "ethercat", "plugin")
 _PACKAGE = re.compile(r"[a-z][a-z0-9_]*")
+_ROBOT_CHARS = 64  # a default robot name's length at most
 CAN_INTERFACE = "@CAN_INTERFACE@"
 
 
@@ -159,9 +161,16 @@ def _link_and_joint_names(assembly: ModuleAssembly, prefix: str) -> list[str]:
 def bringup_robot_name(assembly: ModuleAssembly) -> str:
     """The robot name of a bring-up package written without one: :func:`default_robot_name` (the module set's name
     and a hash), led by ``robot_`` where that would not start a ROS package name (a set named ``2dof-kit``,
-    ``_arm`` or ``ärm``: the name is the user's folder or file, not a choice to refuse)."""
+    ``_arm`` or ``ärm``: the name is the user's folder or file, not a choice to refuse). As REP 144 asks, '_' only
+    separates (``robot_arm_<hash>``, not ``robot__arm``), and a name longer than 64 characters is cut and ended by a
+    hash of it (the package's folder and ``urdf/<robot>.urdf`` are file names)."""
     robot = default_robot_name(assembly)
-    return robot if _PACKAGE.fullmatch(f"{robot.lower()}_bringup") else f"robot_{robot}"
+    if not _PACKAGE.fullmatch(f"{robot.lower()}_bringup"):
+        robot = f"robot_{robot}"
+    clean = re.sub(r"__+", "_", robot).rstrip("_")
+    if len(clean) > _ROBOT_CHARS:
+        clean = f"{clean[: _ROBOT_CHARS - 9].rstrip('_')}_{hashlib.sha1(robot.encode()).hexdigest()[:8]}"
+    return clean
 
 
 def _package(robot: str) -> str:

@@ -86,8 +86,8 @@ def _device_name(joint: str, taken: set[str]) -> str:
     if len(name) > _DEVICE_CHARS:
         name = f"{name[: _DEVICE_CHARS - 9]}_{hashlib.sha1(joint.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
     base, k = name, 2
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
+    while name in taken:  # the suffix within the limit too (two 64-character names alike but for a '-' and a '.')
+        name, k = f"{base[: _DEVICE_CHARS - len(str(k)) - 1]}_{k}", k + 1
     taken.add(name)
     return name
 

@@ -230,7 +230,7 @@ def _mapping_entry(eds: Eds, mapping: int, sub: int, kind: str, where: str) -> N
     if value == 0:
         return
     index, entry_sub = value >> 16 & 0xFFFF, value >> 8 & 0xFF
-    found = index in _DUMMY_TYPES and entry_sub == 0 if index < 0x1000 else eds.has(index, entry_sub)
+    found = index in _DUMMY_TYPES and entry_sub == 0 if index < 0x1000 else entry_sub in eds.lely_subs.get(index, ())
     if not found:
         obj = eds.get(mapping, sub)
         key = "ParameterValue" if obj is not None and obj.value and obj.value.strip() else "DefaultValue"
@@ -244,11 +244,11 @@ def _mapping_entry(eds: Eds, mapping: int, sub: int, kind: str, where: str) -> N
 def check_lely_device(eds: Eds, where: str) -> None:
     """Refuse a file lely's dcfgen cannot build a slave from (module docstring), naming the file and the object."""
     for index, sub, what in ((0x1000, 0, "device type"), (0x1018, 1, "identity object: vendor-ID")):
-        if not eds.has(index, sub):
+        if sub not in eds.lely_subs.get(index, ()):
             section = f"{index:04X}" if sub == 0 else f"{index:04X}sub{sub:X}"
             raise _lely_refuse(eds, where, section, f"missing: object 0x{index:04X} sub {sub} ({what}) is "
                                "mandatory in CiA 301")  # fmt: skip
-    indices = {index for index, _ in eds.objects}
+    indices = eds.lely_subs  # a record header without sub-objects is an object to lely too
     for kind, comm in (("RPDO", 0x1400), ("TPDO", 0x1800)):
         for k in range(512):
             if comm + k not in indices:
@@ -259,5 +259,5 @@ def check_lely_device(eds: Eds, where: str) -> None:
                                    f"object 0x{comm + k:04X} but no mapping object 0x{mapping:04X}")  # fmt: skip
             count = eds.number(mapping, 0) or 0
             for sub in range(1, min(count, 255) + 1):
-                if eds.has(mapping, sub):
+                if sub in indices[mapping]:
                     _mapping_entry(eds, mapping, sub, kind, where)

@@ -18,7 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from timor_core.errors import InputError
@@ -87,6 +87,8 @@ class Eds:
     content: bytes = b""  # the file as lely's dcfgen reads it (eds_text.normalise_eds)
     original: bytes | None = None  # the vendor's bytes when ``content`` differs from them
     changes: tuple[str, ...] = ()  # what the normalisation changed
+    # per listed object, the sub-indices lely's dcf.Device gives it (record headers and CompactSubObj arrays too)
+    lely_subs: Mapping[int, frozenset[int]] = field(default_factory=dict)
 
     def get(self, index: int, sub: int = 0) -> EdsObject | None:
         return self.objects.get((index, sub))
@@ -229,7 +231,27 @@ def _parse_eds(data: bytes, path: Path, field: str) -> Eds:
     vendor = _identity(info, "vendornumber", field) or eds.number(0x1018, 1) or None
     product = _identity(info, "productnumber", field) or eds.number(0x1018, 2) or None
     original = data if normalised.changes else None
-    return Eds(path, eds.vendor_name, vendor, product, objects, normalised.data, original, normalised.changes)
+    subs = _lely_subs(ini, sections, listed)
+    return Eds(path, eds.vendor_name, vendor, product, objects, normalised.data, original, normalised.changes, subs)
+
+
+def _lely_subs(
+    ini: Mapping[str, Mapping[str, str]], sections: Mapping[str, str], listed: set[int | None]
+) -> dict[int, frozenset[int]]:
+    """The sub-indices of each listed, described object as lely's ``dcf.Object`` reads them: a record's sub-sections
+    below 0xFF (``SubNumber``), 0..N of a ``CompactSubObj=N`` array, else sub 0 (what its PDO code looks up)."""
+    out: dict[int, frozenset[int]] = {}
+    for upper, name in sections.items():
+        m = _SECTION.fullmatch(upper)
+        if m is None or m.group(2) is not None or int(m.group(1), 16) not in listed:
+            continue
+        index, s = int(m.group(1), 16), ini[name]
+        sub_number, compact = (cia_int(s.get(k, "").strip() or "0") for k in ("subnumber", "compactsubobj"))
+        if sub_number:
+            out[index] = frozenset(k for k in range(0xFF) if f"{upper}SUB{k:X}" in sections)
+        else:
+            out[index] = frozenset(range(compact + 1)) if compact else frozenset((0,))
+    return out
 
 
 def _identity(info: Mapping[str, str], key: str, field: str) -> int | None:

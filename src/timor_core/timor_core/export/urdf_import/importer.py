@@ -328,11 +328,13 @@ def _mesh_base(urdf_dir: Path, mesh_dirs: list[Path]) -> Path:
     """The folder the set names its meshes from: the URDF's and its meshes' common folder (a ROS package's
     ``meshes/...``), unless that climbs above the URDF's parent folder (a URDF written elsewhere naming an installed
     package's meshes): then the meshes' own common folder's parent, so no mesh name spells the machine's folders
-    (``work/main/.venv/lib/...``, ``home/alice/...``) into the set, its copies and a bring-up package."""
+    (``work/main/.venv/lib/...``, ``home/alice/...``) into the set, its copies and a bring-up package. Where the
+    common folder is no higher than that (a URDF naming two packages' meshes beside it: example-robot-data's
+    anymal-kinova), it stays: the names are as before, not longer."""
     common = Path(os.path.commonpath([str(urdf_dir), *(str(d) for d in mesh_dirs)]))
-    if common.is_relative_to(urdf_dir.parent):
-        return common
     own = Path(os.path.commonpath([str(d) for d in mesh_dirs]))
+    if common.is_relative_to(urdf_dir.parent) or common.is_relative_to(own.parent):
+        return common
     return own.parent
 
 
