@@ -227,7 +227,7 @@ def test_a_field_missing_below_the_top_of_a_result_is_named_by_its_path(tmp_path
     data["best"] = {"ids": ["base", "J"], "cost": 1.0, "goals": {"g1": {"q": [0.1], "success": True}}}
     assert SearchResult.from_json_data(json.loads(json.dumps(data))).best_cost == 1.0
     spoil(data)
-    with pytest.raises(FormatError, match="missing required field of a search result") as info:
+    with pytest.raises(FormatError, match="missing required field") as info:
         SearchResult.from_json_data(data, file=tmp_path / "r.json")
     assert info.value.path == path
 

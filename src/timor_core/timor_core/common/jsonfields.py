@@ -27,6 +27,7 @@ __all__ = [
     "opt",
     "string",
     "number",
+    "count",
     "boolean",
     "vector",
     "matrix",
@@ -313,6 +314,15 @@ def number(value: Any, path: str, *, min_value: float | None = None, allow_inf: 
         raise ValidationError("expected a finite number", path=path, value=value)
     if min_value is not None and value < min_value:
         raise ValidationError(f"must be >= {min_value}", path=path, value=value)
+    return value
+
+
+def count(value: Any, path: str, *, most: int = 2**63 - 1) -> int:
+    """Require a JSON integer from 0 to ``most`` (a count or an index: no fraction, no sign, no overflow later)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FormatError("expected a whole number", path=path, value=value)
+    if not 0 <= value <= most:
+        raise ValidationError(f"expected a whole number from 0 to {most}", path=path, value=value)
     return value
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from timor_core.errors import AssemblyError, InputError, TimorError
+from timor_core.common import jsonfields as jf
+from timor_core.errors import AssemblyError, FormatError, InputError, TimorError
 from timor_core.limits import check_count
 from timor_core.task import At, CollisionFree, Follow, ValidJointAngles
 from timor_core.task.costs import CostFunction
@@ -139,10 +140,16 @@ class GoalIK:
         return {"q": self.q, "success": self.success, "reason": self.reason, "stage": self.stage}
 
     @classmethod
-    def from_json(cls, d: dict) -> GoalIK:
+    def from_json(cls, d: Any, path: str = "$") -> GoalIK:
+        """From :meth:`to_json`'s JSON; FormatError/ValidationError naming the field below ``path``."""
+        d = jf.obj(d, path)
         q = d.get("q")
-        q = None if q is None else [float(v) for v in q]
-        return cls(q, bool(d["success"]), d.get("reason", ""), d.get("stage", ""))
+        q = None if q is None else jf.vector(q, f"{path}.q").tolist()
+        if "success" not in d:
+            raise FormatError("missing required field", path=f"{path}.success")
+        success = jf.boolean(d["success"], f"{path}.success")
+        reason = jf.string(d.get("reason", ""), f"{path}.reason", nonempty=False)
+        return cls(q, success, reason, jf.string(d.get("stage", ""), f"{path}.stage", nonempty=False))
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from timor_core.errors import InputError
+from timor_core.common import jsonfields as jf
+from timor_core.errors import FormatError, InputError
 
 if TYPE_CHECKING:
     pass
@@ -134,13 +135,25 @@ class Funnel:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> Funnel:
-        rows = data["filters"]
-        f = cls([r["name"] for r in rows])
-        for r in rows:
-            n = r["name"]
-            f.entered[n], f.passed[n], f.time[n] = int(r["entered"]), int(r["passed"]), float(r.get("time", 0.0))
-            f.reasons[n] = Counter({str(k): int(v) for k, v in r.get("reasons", {}).items()})
+    def from_json(cls, data: Any, path: str = "$.funnel") -> Funnel:
+        """A funnel from its JSON (:meth:`to_json`); FormatError/ValidationError naming the JSON path below
+        ``path`` for anything else (a result or checkpoint file is input: it may have been edited)."""
+        rows = jf.array(_field(data, "filters", path), f"{path}.filters")
+        names: list[str] = []
+        for i, row in enumerate(rows):
+            at = f"{path}.filters[{i}]"
+            name = jf.string(_field(row, "name", at), f"{at}.name")
+            if name in names:
+                raise FormatError("a filter named twice", path=f"{at}.name", value=name)
+            names.append(name)
+        f = cls(names)
+        for i, (n, r) in enumerate(zip(names, rows)):
+            at = f"{path}.filters[{i}]"
+            f.entered[n] = jf.count(_field(r, "entered", at), f"{at}.entered")
+            f.passed[n] = jf.count(_field(r, "passed", at), f"{at}.passed")
+            f.time[n] = jf.number(r.get("time", 0.0), f"{at}.time", min_value=0.0)
+            reasons = jf.obj(r.get("reasons", {}), f"{at}.reasons")
+            f.reasons[n] = Counter({str(k): jf.count(v, f"{at}.reasons.{k}") for k, v in reasons.items()})
         return f
 
     def __eq__(self, other: object) -> bool:
@@ -169,3 +182,11 @@ class Funnel:
 
     def __repr__(self) -> str:
         return f"Funnel({', '.join(f'{n} {self.passed[n]}/{self.entered[n]}' for n in self.names)})"
+
+
+def _field(data: Any, key: str, path: str) -> Any:
+    """A required field of the object at ``path`` (FormatError naming the field's own path if it is missing)."""
+    d = jf.obj(data, path)
+    if key not in d:
+        raise FormatError("missing required field", path=f"{path}.{key}")
+    return d[key]
