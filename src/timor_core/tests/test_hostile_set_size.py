@@ -5,8 +5,10 @@ after 9 minutes; the count is linear in the connectors."""
 from __future__ import annotations
 
 import json
+import time
 from importlib import resources
 
+import pytest
 from hostile import memory_cap, time_cap
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,3 +57,18 @@ def test_the_count_equals_the_length_of_the_list_for_any_connectors(modules):
         for i, kinds in enumerate(modules)]}  # fmt: skip
     db = ModulesDB.from_json_data(data, name="fuzz")
     assert db.possible_connection_count == len(db.possible_connections)
+
+
+def test_a_search_space_over_2000_links_is_refused_at_once_in_bounded_memory(tmp_path):
+    """The exp2 space over robco_like with 2,000 more links: exploring its automaton tried every module after every
+    state found (some 30 million steps, a gigabyte and more, half a minute); now refused as soon as the states found
+    times the modules to try exceed MAX_STEPS."""
+    from timor_core.search import load_space
+    from timor_core.search.spaces.automaton import MAX_STEPS
+    from timor_core.search.spaces.rules import SearchSpaceError
+
+    db = ModulesDB.from_json_data(_robco_with_links(2000), name="links")
+    start = time.process_time()
+    with memory_cap(512 * 2**20), time_cap(30), pytest.raises(SearchSpaceError, match=f"more than {MAX_STEPS} steps"):
+        load_space("exp2", db)
+    assert time.process_time() - start < 3.0
