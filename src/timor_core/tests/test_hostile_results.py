@@ -12,7 +12,7 @@ import pytest
 from hostile import assert_clean_error, run_cli_here
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile_loaders import JSON_VALUES, _paths
+from test_hostile_loaders import JSON_VALUES, json_paths
 
 from timor_core.errors import InputError
 from timor_core.search import SearchResult
@@ -101,7 +101,7 @@ def test_the_unspoilt_result_shows_and_plots(tmp_path, capsys):
 
 
 BASE = _result()
-NODES = list(_paths(BASE))[1:]
+NODES = list(json_paths(BASE))[1:]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,6 +6,7 @@ share one copy of every mesh and of its coal collision object.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat as stat_module
@@ -146,8 +147,6 @@ def _load_trimesh(path: Path) -> MeshData:
     """The triangles of a mesh file, read by trimesh from its bytes alone: no resolver, so the files a mesh names
     (an OBJ's ``mtllib``, a COLLADA texture) are never opened; timor uses the geometry only. By its path, trimesh
     opened them unchecked: a ``mtllib`` naming a FIFO beside the mesh hung the load, a large file was read whole."""
-    import io
-
     import trimesh
 
     try:
