@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from hostile import assert_clean_error, run_cli_here
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from timor_core.errors import ValidationError
@@ -48,6 +48,7 @@ def test_every_length_projection_is_bounded_and_infinity_still_means_no_bound(pr
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.floats(allow_nan=False), st.floats(allow_nan=False)), min_size=3, max_size=3))
+@example([(0.0, 0.0), (0.0, 0.0), (math.inf, math.inf)])  # no finite value: refused without a path before
 def test_any_xyz_bounds_are_refused_or_give_a_reach_check_without_overflow(bounds):
     intervals = [sorted(b) for b in bounds]
     try:
