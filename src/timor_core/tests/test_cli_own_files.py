@@ -277,15 +277,19 @@ def test_result_show_of_another_kind_of_file_says_what_it_looks_like(own, monkey
         (lambda d: d["best"]["goals"].update(g1=None), "$.best.goals.g1", "expected a JSON object"),
         (lambda d: d.update(task_goals=[{"type": "at"}]), "$.task_goals[0]", "missing required field 'id'"),
         # a malformed value was named "$" ("malformed search result: ValueError(...)"): now its own path
-        (lambda d: d["funnel"]["filters"][1].update(entered="x"), "$.funnel.filters[1].entered", "expected an integer"),
+        (
+            lambda d: d["funnel"]["filters"][1].update(entered="x"),
+            "$.funnel.filters[1].entered",
+            "expected a whole number",
+        ),
         (
             lambda d: d["funnel"]["filters"][0].update(reasons={"r": []}),
             "$.funnel.filters[0].reasons.r",
-            "expected an integer",
+            "expected a whole number",
         ),
         (lambda d: d["best"].update(cost="x"), "$.best.cost", "expected a number"),
         (lambda d: d["best"]["goals"]["g1"].update(q=["a"]), "$.best.goals.g1.q[0]", "expected a number"),
-        (lambda d: d.update(evaluations="many"), "$.evaluations", "expected an integer"),
+        (lambda d: d.update(evaluations="many"), "$.evaluations", "expected a whole number"),
         (lambda d: d.update(history=5), "$.history", "expected a JSON array"),
         (lambda d: d.update(task_goals=[{"id": "g1", "type": "jump"}]), "$.task_goals[0].type", "unknown goal type"),
     ],

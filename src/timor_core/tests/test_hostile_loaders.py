@@ -212,20 +212,20 @@ GPM = json.loads((REPO / "src/timor_core/timor_core/data/geometric_primitive_mod
 PICK = json.loads((REPO / "src/timor_core/timor_core/data/tasks/pick_and_place.json").read_text())
 
 
-def _paths(value, prefix=()):
+def json_paths(value, prefix=()):
     yield prefix
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _paths(v, (*prefix, k))
+            yield from json_paths(v, (*prefix, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            yield from _paths(v, (*prefix, i))
+            yield from json_paths(v, (*prefix, i))
 
 
 def _mutated(base, data):
     """The base document with one node (chosen by hypothesis) replaced by a random JSON value."""
     doc = copy.deepcopy(base)
-    paths = list(_paths(doc))
+    paths = list(json_paths(doc))
     where = data.draw(st.sampled_from(paths[1:]))
     replacement = data.draw(JSON_VALUES | st.sampled_from([DEEP[:2000] + DEEP[-2000:], "x" * 5000, 10**400, -1, 0]))
     node = doc

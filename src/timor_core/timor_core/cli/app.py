@@ -56,7 +56,7 @@ def _cmd_db_info(args: argparse.Namespace) -> int:
         "end_effectors": [m.id for m in db.end_effectors],
         "joints": [m.id for m in db.joints],
         "links": [m.id for m in db.links],
-        "possible_connections": len(db.possible_connections) // 2,
+        "possible_connections": db.possible_connection_count // 2,
     }
     if args.json:
         info["module_details"] = [

@@ -27,7 +27,11 @@ def _solution(file: str, task: str | None, db: str | None):
     from timor_core.task.solution import Solution
 
     data = jf.load_json_file(Path(file))
-    db = db or (data.get("moduleSet") if isinstance(data, dict) else None)
+    if not db and isinstance(data, dict) and data.get("moduleSet") is not None:
+        try:
+            db = jf.string(data["moduleSet"], "$.moduleSet")
+        except InputError as exc:  # a set's name or path: an object there was a TypeError of pathlib
+            raise exc.located(file=file) from None
     if task is None or db is None:
         raise InputError("a solution needs its task (--task FILE) and module set (--db, or moduleSet in the file)")
     return Solution.from_json_data(data, Task.from_json_file(task), db, file)

@@ -28,6 +28,7 @@ __all__ = [
     "opt",
     "string",
     "number",
+    "count",
     "boolean",
     "vector",
     "matrix",
@@ -329,6 +330,15 @@ def converted(value: Any, path: str, kind: Callable[[Any], _T]) -> _T:
     except (TypeError, ValueError, OverflowError):
         what = "an integer" if kind is int else "a number" if kind is float else "a value"
         raise FormatError(f"expected {what}", path=path, value=value) from None
+
+
+def count(value: Any, path: str, *, most: int = 2**63 - 1) -> int:
+    """Require a JSON integer from 0 to ``most`` (a count or an index: no fraction, no sign, no overflow later)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FormatError("expected a whole number", path=path, value=value)
+    if not 0 <= value <= most:
+        raise ValidationError(f"expected a whole number from 0 to {most}", path=path, value=value)
+    return value
 
 
 def boolean(value: Any, path: str) -> bool:

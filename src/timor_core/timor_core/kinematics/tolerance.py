@@ -328,7 +328,10 @@ def _projection_interval(name: Any, bounds: Any, ppath: str, ipath: str) -> Inte
     high = jf.number(bounds[1], f"{ipath}[1]", allow_inf=True)
     if low > high:
         raise ValidationError("interval lower bound exceeds its upper bound", path=ipath, value=[low, high])
-    interval = Interval(low, high)
+    try:
+        interval = Interval(low, high)
+    except ValidationError as exc:  # [inf, inf] from Python: no finite value; say where
+        raise ValidationError(exc.message, path=ipath, value=[low, high]) from None
     check_interval(name, interval, ipath)
     return interval
 

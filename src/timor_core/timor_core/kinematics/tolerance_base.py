@@ -18,6 +18,7 @@ __all__ = [
     "POSITION_PROJECTIONS",
     "ROTATION_PROJECTIONS",
     "PROJECTION_DOMAINS",
+    "MAX_TOLERANCE_LENGTH",
     "DOMAIN_SLACK",
     "VALID_SLACK",
     "SAMPLE_SPAN",
@@ -60,6 +61,10 @@ POSITION_PROJECTIONS: frozenset[str] = frozenset(PROJECTIONS[:8])
 ROTATION_PROJECTIONS: frozenset[str] = frozenset(PROJECTIONS[8:])
 
 #: The range of values each projection can take; interval bounds must lie within it.
+MAX_TOLERANCE_LENGTH = 1e9
+"""Largest finite bound of a length projection (m): far beyond any workspace, small enough that no sum of squares of
+bounds overflows (an ``x``, ``y``, ``z`` tolerance of 1e308 made the IK's reach check raise OverflowError)."""
+
 PROJECTION_DOMAINS: dict[str, tuple[float, float]] = {
     "x": (-math.inf, math.inf),
     "y": (-math.inf, math.inf),
@@ -310,3 +315,11 @@ def check_interval(projection: str, interval: Interval, path: str | None = None)
         raise ValidationError(
             f"upper bound of '{projection}' must be <= {hi_max:g}", path=where(1), value=interval.high
         )
+    for i, bound in enumerate((interval.low, interval.high)):
+        if math.isfinite(bound) and abs(bound) > MAX_TOLERANCE_LENGTH:  # infinity: no bound (Python callers)
+            raise ValidationError(
+                f"a finite bound of '{projection}' must be at most {MAX_TOLERANCE_LENGTH:g} m in magnitude (leave "
+                "the projection out for no bound)",
+                path=where(i),
+                value=bound,
+            )

@@ -19,9 +19,13 @@ from timor_core.errors import FormatError, InputError
 from timor_core.kinematics.segment_timing import checked_path, segment_timing
 from timor_core.limits import check_count
 
-__all__ = ["Trajectory", "time_parametrize"]
+__all__ = ["Trajectory", "time_parametrize", "MAX_TRAJECTORY_VALUE"]
 
 _FIELDS = ("t", "q", "dq", "ddq")
+MAX_TRAJECTORY_VALUE = 1e9
+"""Largest magnitude of a trajectory's time, position, velocity or acceleration (s, rad or m, per s, per s²): far
+beyond any robot, small enough that no difference, sum or plot axis of them overflows (a solution's ``ddq`` of
+-1e308 made ``timor plot trajectory`` fail with an OverflowError)."""
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -50,10 +54,15 @@ def _check_arrays(t: np.ndarray, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray,
                 path=where(name),
             )
     for name, a in zip(_FIELDS, (t, q, dq, ddq)):
-        bad = np.argwhere(~np.isfinite(a))
+        bad = np.argwhere(~(np.abs(a) <= MAX_TRAJECTORY_VALUE))  # NaN too
         if bad.size:
             idx = tuple(int(i) for i in bad[0])
-            raise FormatError("expected a finite number", path=where(name, idx), value=float(a[idx]))
+            why = (
+                "expected a finite number"
+                if not np.isfinite(a[idx])
+                else f"expected a number of magnitude at most {MAX_TRAJECTORY_VALUE:g}"
+            )
+            raise FormatError(why, path=where(name, idx), value=float(a[idx]))
     if t[0] != 0.0:
         raise FormatError("the first time must be 0", path=where("t", (0,)), value=float(t[0]))
     steps = np.diff(t)

@@ -6,6 +6,7 @@ share one copy of every mesh and of its coal collision object.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat as stat_module
@@ -20,8 +21,8 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 
 from timor_core.common.path_memo import path_memory, resolved
-from timor_core.errors import MeshError
-from timor_core.limits import limits
+from timor_core.errors import InputError, MeshError
+from timor_core.limits import limits, read_input_bytes
 from timor_core.model.mesh_data import ConvexParts, MeshData
 from timor_core.model.vrml import read_vrml
 
@@ -143,9 +144,16 @@ def _scaled(mesh: MeshData, scale: np.ndarray) -> MeshData:
 
 
 def _load_trimesh(path: Path) -> MeshData:
+    """The triangles of a mesh file, read by trimesh from its bytes alone: no resolver, so the files a mesh names
+    (an OBJ's ``mtllib``, a COLLADA texture) are never opened; timor uses the geometry only. By its path, trimesh
+    opened them unchecked: a ``mtllib`` naming a FIFO beside the mesh hung the load, a large file was read whole."""
     import trimesh
 
-    loaded = trimesh.load_mesh(str(path))
+    try:
+        data = read_input_bytes(path, what="mesh file", max_bytes=limits().max_mesh_bytes)
+    except InputError as exc:  # swapped for a FIFO or grown since it was checked
+        raise MeshError(exc.message) from None
+    loaded = trimesh.load_mesh(io.BytesIO(data), file_type=path.suffix.lower().lstrip("."))
     if isinstance(loaded, (list, tuple)):  # very old trimesh versions return several meshes
         loaded = trimesh.util.concatenate(loaded)
     vertices = np.asarray(getattr(loaded, "vertices", np.zeros((0, 3))), dtype=np.float64)

@@ -190,7 +190,10 @@ class SearchResult:
 
     @classmethod
     def from_json_data(cls, data: Any, file: Path | None = None) -> SearchResult:
-        d = jf.obj(data, "$")
+        """A result from its JSON; FormatError/ValidationError naming ``file``, the JSON path and the value."""
+        if not isinstance(data, dict):
+            raise FormatError("expected a JSON object", file=file, path="$", value=data)
+        d = data
         result_keys = {"optimizer", "funnel", "evaluations"} & set(d)
         if not result_keys and not isinstance(d.get("version"), int):  # another kind of file: say which
             raise FormatError(
@@ -204,32 +207,9 @@ class SearchResult:
                 value=d.get("version"),
             )
         try:
-            result = cls(
-                optimizer=str(jf.req(d, "optimizer", "$")),
-                task_id=str(jf.req(d, "task", "$")),
-                db_name=str(jf.req(d, "db", "$")),
-                cost=str(jf.req(d, "cost", "$")),
-                funnel=Funnel.from_json(jf.req(d, "funnel", "$"), "$.funnel"),
-                history=list(jf.array(d.get("history", []), "$.history")),
-                improvements=list(jf.array(d.get("improvements", []), "$.improvements")),
-                evaluations=jf.converted(jf.req(d, "evaluations", "$"), "$.evaluations", int),
-                valid=jf.converted(d.get("valid", 0), "$.valid", int),
-                wall_time=jf.converted(d.get("wall_time", 0.0), "$.wall_time", float),
-                cpu_time=jf.converted(d.get("cpu_time", 0.0), "$.cpu_time", float),
-                workers=jf.converted(d.get("workers", 1), "$.workers", int),
-                stopped=str(d.get("stopped", "exhausted")),
-                next_seq=None if d.get("next_seq") is None else jf.converted(d["next_seq"], "$.next_seq", int),
-                space=d.get("space"),
-                settings=dict(jf.obj(d.get("settings", {}), "$.settings")),
-                task_goals=_task_goals(d.get("task_goals"), "$.task_goals"),
-            )
-            if d.get("best") is not None:
-                _read_best(result, jf.obj(d["best"], "$.best"), "$.best")
-        except InputError as exc:  # a reader's error: it names the JSON path (a missing field: its object's)
+            return _read(d)
+        except InputError as exc:
             raise exc.located(file=file) from None
-        except (TypeError, ValueError) as exc:
-            raise FormatError(f"malformed search result: {exc!r}", file=file, path="$") from None
-        return result
 
     def to_json_file(self, path: str | Path) -> Path:
         """Write the result as JSON, atomically (temp file, then rename)."""
@@ -291,10 +271,78 @@ def _looks_like(d: dict) -> str:
     return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")
 
 
-def _read_best(result: SearchResult, best: dict, path: str) -> None:
-    """The best assembly of a result file (the object at ``path``) into ``result``."""
-    result.best_ids = tuple(str(m) for m in jf.array(jf.req(best, "ids", path), f"{path}.ids"))
-    result.best_cost = jf.converted(jf.req(best, "cost", path), f"{path}.cost", float)
-    result.best_seq = None if best.get("seq") is None else jf.converted(best["seq"], f"{path}.seq", int)
-    goals = jf.obj(best.get("goals", {}), f"{path}.goals")
-    result.best_goals = {str(k): GoalIK.from_json(v, f"{path}.goals.{k}") for k, v in goals.items()}
+_POINT_COUNTS = ("evaluations", "generation", "trial", "seq")
+_POINT_NUMBERS = ("time", "best_fitness_cost", "median_cost")
+_POINT_COSTS = ("best_cost", "trial_best", "cost")  # None: no valid assembly yet
+_GA_POINT = ("generation", "best_fitness_cost", "median_cost")  # a GA generation's point (it has a "trial")
+
+
+def _read(d: dict) -> SearchResult:
+    """A result's fields, each checked where it is (a result file is input: edited, cut, from elsewhere)."""
+    result = SearchResult(
+        optimizer=jf.string(_req(d, "optimizer"), "$.optimizer"),
+        task_id=jf.string(_req(d, "task"), "$.task"),
+        db_name=jf.string(_req(d, "db"), "$.db"),
+        cost=jf.string(_req(d, "cost"), "$.cost", nonempty=False),
+        funnel=Funnel.from_json(_req(d, "funnel"), "$.funnel"),
+        history=_points(d.get("history", []), "$.history"),
+        improvements=_points(d.get("improvements", []), "$.improvements"),
+        evaluations=jf.count(_req(d, "evaluations"), "$.evaluations"),
+        valid=jf.count(d.get("valid", 0), "$.valid"),
+        wall_time=jf.number(d.get("wall_time", 0.0), "$.wall_time", min_value=0.0),
+        cpu_time=jf.number(d.get("cpu_time", 0.0), "$.cpu_time", min_value=0.0),
+        workers=jf.count(d.get("workers", 1), "$.workers"),
+        stopped=jf.string(d.get("stopped", "exhausted"), "$.stopped"),
+        next_seq=None if d.get("next_seq") is None else jf.count(d["next_seq"], "$.next_seq"),
+        space=None if d.get("space") is None else jf.obj(d["space"], "$.space"),
+        settings=_settings(d.get("settings", {})),
+        task_goals=_task_goals(d.get("task_goals"), "$.task_goals"),
+    )
+    best = d.get("best")
+    if best is not None:
+        best = jf.obj(best, "$.best")
+        ids = jf.array(_req(best, "ids", "$.best"), "$.best.ids")
+        result.best_ids = tuple(jf.string(m, f"$.best.ids[{i}]") for i, m in enumerate(ids))
+        result.best_cost = jf.number(_req(best, "cost", "$.best"), "$.best.cost")
+        result.best_seq = None if best.get("seq") is None else jf.count(best["seq"], "$.best.seq")
+        goals = jf.obj(best.get("goals", {}), "$.best.goals")
+        result.best_goals = {str(k): GoalIK.from_json(v, f"$.best.goals.{k}") for k, v in goals.items()}
+    return result
+
+
+def _req(d: dict, key: str, path: str = "$") -> Any:
+    """A required field of the object at ``path`` (missing: a FormatError naming that path and the key, as
+    ``jsonfields.req`` names them in every file)."""
+    return jf.req(d, key, path)
+
+
+def _points(value: Any, path: str) -> list[dict]:
+    """History or improvement points: objects whose counts, times and costs are what plots and resumes read."""
+    out = []
+    for i, point in enumerate(jf.array(value, path)):
+        at = f"{path}[{i}]"
+        point = jf.obj(point, at)
+        for key in ("evaluations", *(_GA_POINT if "trial" in point else ())):  # what the plots read
+            _req(point, key, at)
+        for key in _POINT_COUNTS:
+            if key in point:
+                jf.count(point[key], f"{at}.{key}")
+        for key in (*_POINT_NUMBERS, *_POINT_COSTS):
+            if point.get(key) is not None or (key in point and key in _POINT_NUMBERS):
+                jf.number(point[key], f"{at}.{key}")
+        if "ids" in point:
+            for j, m in enumerate(jf.array(point["ids"], f"{at}.ids")):
+                jf.string(m, f"{at}.ids[{j}]")
+        out.append(point)
+    return out
+
+
+def _settings(value: Any) -> dict:
+    """The optimizer's settings: kept as they are, except what a summary or a plot reads."""
+    settings = jf.obj(value, "$.settings")
+    if "penalty" in settings:
+        jf.number(settings["penalty"], "$.settings.penalty", min_value=1e-300)
+    if "unreachable" in settings:
+        for i, why in enumerate(jf.array(settings["unreachable"], "$.settings.unreachable")):
+            jf.string(why, f"$.settings.unreachable[{i}]")
+    return dict(settings)

@@ -140,13 +140,14 @@ class GoalIK:
         return {"q": self.q, "success": self.success, "reason": self.reason, "stage": self.stage}
 
     @classmethod
-    def from_json(cls, data: Any, path: str = "$") -> GoalIK:
-        """The inverse of :meth:`to_json`; errors name the JSON path (``path``: where ``data`` sits in its file)."""
-        d = jf.obj(data, path)
+    def from_json(cls, d: Any, path: str = "$") -> GoalIK:
+        """From :meth:`to_json`'s JSON; FormatError/ValidationError naming the field below ``path``."""
+        d = jf.obj(d, path)
         q = d.get("q")
-        if q is not None:
-            q = [jf.converted(v, f"{path}.q[{i}]", float) for i, v in enumerate(jf.array(q, f"{path}.q"))]
-        return cls(q, bool(jf.req(d, "success", path)), d.get("reason", ""), d.get("stage", ""))
+        q = None if q is None else jf.vector(q, f"{path}.q").tolist()
+        success = jf.boolean(jf.req(d, "success", path), f"{path}.success")
+        reason = jf.string(d.get("reason", ""), f"{path}.reason", nonempty=False)
+        return cls(q, success, reason, jf.string(d.get("stage", ""), f"{path}.stage", nonempty=False))
 
 
 @dataclass(frozen=True)

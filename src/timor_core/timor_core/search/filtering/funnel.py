@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from timor_core.common import jsonfields as jf
-from timor_core.errors import InputError
+from timor_core.errors import FormatError, InputError
 
 __all__ = ["Funnel"]
 
@@ -133,19 +133,24 @@ class Funnel:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "$") -> Funnel:
-        """The inverse of :meth:`to_json`; ``path`` is where ``data`` sits in its file: a missing field, or an object
-        or array that is not one, is a FormatError naming its JSON path (``$.funnel.filters[0]: missing required
-        field 'entered'``)."""
-        rows = jf.array(jf.req(jf.obj(data, path), "filters", path), f"{path}.filters")
-        at = [f"{path}.filters[{i}]" for i in range(len(rows))]
-        rows = [jf.obj(r, p) for r, p in zip(rows, at)]
-        f = cls([jf.string(jf.req(r, "name", p), f"{p}.name") for r, p in zip(rows, at)])
-        for n, r, p in zip(f.names, rows, at):
-            f.entered[n] = jf.converted(jf.req(r, "entered", p), f"{p}.entered", int)
-            f.passed[n] = jf.converted(jf.req(r, "passed", p), f"{p}.passed", int)
-            f.time[n] = jf.converted(r.get("time", 0.0), f"{p}.time", float)
-            reasons = jf.obj(r.get("reasons", {}), f"{p}.reasons").items()
-            f.reasons[n] = Counter({str(k): jf.converted(v, f"{p}.reasons.{k}", int) for k, v in reasons})
+        """A funnel from its JSON (:meth:`to_json`); FormatError/ValidationError naming the JSON path below
+        ``path`` for anything else (a result or checkpoint file is input: it may have been edited)."""
+        rows = jf.array(_field(data, "filters", path), f"{path}.filters")
+        names: list[str] = []
+        for i, row in enumerate(rows):
+            at = f"{path}.filters[{i}]"
+            name = jf.string(_field(row, "name", at), f"{at}.name")
+            if name in names:
+                raise FormatError("a filter named twice", path=f"{at}.name", value=name)
+            names.append(name)
+        f = cls(names)
+        for i, (n, r) in enumerate(zip(names, rows)):
+            at = f"{path}.filters[{i}]"
+            f.entered[n] = jf.count(_field(r, "entered", at), f"{at}.entered")
+            f.passed[n] = jf.count(_field(r, "passed", at), f"{at}.passed")
+            f.time[n] = jf.number(r.get("time", 0.0), f"{at}.time", min_value=0.0)
+            reasons = jf.obj(r.get("reasons", {}), f"{at}.reasons")
+            f.reasons[n] = Counter({str(k): jf.count(v, f"{at}.reasons.{k}") for k, v in reasons.items()})
         return f
 
     def __eq__(self, other: object) -> bool:
@@ -174,3 +179,8 @@ class Funnel:
 
     def __repr__(self) -> str:
         return f"Funnel({', '.join(f'{n} {self.passed[n]}/{self.entered[n]}' for n in self.names)})"
+
+
+def _field(data: Any, key: str, path: str) -> Any:
+    """A required field of the object at ``path`` (missing: a FormatError naming that path and the key)."""
+    return jf.req(jf.obj(data, path), key, path)
