@@ -340,8 +340,8 @@ def _points(value: Any, path: str) -> list[dict]:
 def _settings(value: Any) -> dict:
     """The optimizer's settings: kept as they are, except what a summary or a plot reads."""
     settings = jf.obj(value, "$.settings")
-    if "penalty" in settings:
-        jf.number(settings["penalty"], "$.settings.penalty", min_value=1e-300)
+    if "penalty" in settings:  # GAConfig's range: 0 (a GA that does not tell invalid from valid) to 1e300
+        jf.number(settings["penalty"], "$.settings.penalty", min_value=0.0)
     if "unreachable" in settings:
         for i, why in enumerate(jf.array(settings["unreachable"], "$.settings.unreachable")):
             jf.string(why, f"$.settings.unreachable[{i}]")
