@@ -17,7 +17,7 @@ from test_hostile_loaders import JSON_VALUES, json_paths
 
 import timor_core
 from timor_core.errors import InputError
-from timor_core.search import GeneticSearch, SearchResult
+from timor_core.search import Evaluation, GeneticSearch, SearchResult
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.genetic.ga import trial_histories
 from timor_core.task import Task
@@ -113,6 +113,20 @@ def test_a_ga_result_of_penalty_0_reads_and_plots(robco, tmp_path, capsys):
         warnings.simplefilter("error", RuntimeWarning)  # no division by the penalty of 0
         proc = run_cli_here(capsys, ["plot", "convergence", str(path), "-o", str(tmp_path / "c.png")])
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_result_of_evaluations_made_outside_a_search_reads_back(tmp_path):
+    """``evaluate()`` leaves an Evaluation's ``seq`` at -1 (no search sequence); ``SearchResult.consider`` keeps it
+    and ``to_json_file`` writes it (as the best's and an improvement's seq): a file timor writes reads back."""
+    result = SearchResult("mine", "user_study", "robco_like", "mass", funnel=Funnel(["assembly"]))
+    ev = Evaluation(ids=("base", "J", "gripper"), valid=True, cost=3.5)
+    assert ev.seq == -1 and result.consider(ev)
+    result.evaluations, result.improvements = 1, [{"evaluations": 1, "time": 0.1, "cost": 3.5, "seq": ev.seq}]
+    back = SearchResult.from_json_file(result.to_json_file(tmp_path / "r.json"))
+    assert back.best_seq == -1 and back.improvements[0]["seq"] == -1 and back.best_ids == ev.ids
+    for bad in (-2, 1.0, True):  # -1 is the one negative position
+        with pytest.raises(InputError, match="whole number"):
+            SearchResult.from_json_data(_spoil(back.to_json_data(), ("best", "seq"), bad))
 
 
 BASE = _result()
