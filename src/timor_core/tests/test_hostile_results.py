@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from test_hostile_loaders import JSON_VALUES, json_paths
 
 import timor_core
+from timor_core import ModulesDB
 from timor_core.errors import InputError
-from timor_core.search import Evaluation, GeneticSearch, SearchResult
+from timor_core.search import Evaluation, ExhaustiveSearch, GeneticSearch, SearchResult, load_space
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.genetic.ga import trial_histories
 from timor_core.task import Task
@@ -127,6 +128,16 @@ def test_a_result_of_evaluations_made_outside_a_search_reads_back(tmp_path):
     for bad in (-2, 1.0, True):  # -1 is the one negative position
         with pytest.raises(InputError, match="whole number"):
             SearchResult.from_json_data(_spoil(back.to_json_data(), ("best", "seq"), bad))
+
+
+def test_a_search_over_a_nameless_module_set_reads_back(robco, tmp_path):
+    """A set made from data in Python has the name "" (``ModulesDB.from_json_data``): its search's result file, which
+    timor writes with ``"db": ""``, reads back."""
+    db = ModulesDB.from_json_data(robco.to_json_data())
+    task = Task.from_json_file(Path(timor_core.__file__).parent / "data" / "tasks" / "pick_and_place.json")
+    search = ExhaustiveSearch(load_space({"dof_max": 1, "max_modules": 3}, db), "mass", workers=1, progress=False)
+    path = search.optimize(task, db).to_json_file(tmp_path / "r.json")
+    assert json.loads(path.read_text())["db"] == "" and SearchResult.from_json_file(path).db_name == ""
 
 
 BASE = _result()

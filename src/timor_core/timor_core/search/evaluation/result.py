@@ -281,8 +281,8 @@ def _read(d: dict) -> SearchResult:
     """A result's fields, each checked where it is (a result file is input: edited, cut, from elsewhere)."""
     result = SearchResult(
         optimizer=jf.string(_req(d, "optimizer"), "$.optimizer"),
-        task_id=jf.string(_req(d, "task"), "$.task"),
-        db_name=jf.string(_req(d, "db"), "$.db"),
+        task_id=jf.string(_req(d, "task"), "$.task", nonempty=False),  # names, only shown: a set made from data
+        db_name=jf.string(_req(d, "db"), "$.db", nonempty=False),  # in Python has none (ModulesDB.name "")
         cost=jf.string(_req(d, "cost"), "$.cost", nonempty=False),
         funnel=Funnel.from_json(_req(d, "funnel"), "$.funnel"),
         history=_points(d.get("history", []), "$.history"),
