@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hostile_loaders import JSON_VALUES, json_paths
 
+import timor_core
+from timor_core import ModulesDB
 from timor_core.errors import InputError
-from timor_core.search import SearchResult
+from timor_core.search import Evaluation, ExhaustiveSearch, GeneticSearch, SearchResult, load_space
 from timor_core.search.filtering.funnel import Funnel
 from timor_core.search.genetic.ga import trial_histories
+from timor_core.task import Task
 
 
 def _result() -> dict:
@@ -68,7 +72,7 @@ SPOILS = [
     (("history", 1, "generation"), "2", "$.history[1].generation"),
     (("improvements", 0, "ids"), "base", "$.improvements[0].ids"),
     (("settings", "unreachable"), 5, "$.settings.unreachable"),
-    (("settings", "penalty"), 0, "$.settings.penalty"),
+    (("settings", "penalty"), -1, "$.settings.penalty"),
     (("settings",), [], "$.settings"),
 ]
 
@@ -98,6 +102,42 @@ def test_the_unspoilt_result_shows_and_plots(tmp_path, capsys):
         proc = run_cli_here(capsys, ["plot", kind, str(tmp_path / "r.json"), "-o", str(tmp_path / f"{kind}.png")])
         assert proc.returncode == 0, proc.stderr
         assert (tmp_path / f"{kind}.png").stat().st_size > 1000
+
+
+def test_a_ga_result_of_penalty_0_reads_and_plots(robco, tmp_path, capsys):
+    """GAConfig allows a penalty of 0 (0 to 1e300): the result timor writes of such a run is no hostile file."""
+    task = Task.from_json_file(Path(timor_core.__file__).parent / "data" / "tasks" / "pick_and_place.json")
+    ga = GeneticSearch(robco, max_dof=2, population=4, generations=2, penalty=0.0, seed=0, workers=1, progress=False)
+    path = ga.optimize(task).to_json_file(tmp_path / "r.json")
+    assert SearchResult.from_json_file(path).settings["penalty"] == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no division by the penalty of 0
+        proc = run_cli_here(capsys, ["plot", "convergence", str(path), "-o", str(tmp_path / "c.png")])
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_result_of_evaluations_made_outside_a_search_reads_back(tmp_path):
+    """``evaluate()`` leaves an Evaluation's ``seq`` at -1 (no search sequence); ``SearchResult.consider`` keeps it
+    and ``to_json_file`` writes it (as the best's and an improvement's seq): a file timor writes reads back."""
+    result = SearchResult("mine", "user_study", "robco_like", "mass", funnel=Funnel(["assembly"]))
+    ev = Evaluation(ids=("base", "J", "gripper"), valid=True, cost=3.5)
+    assert ev.seq == -1 and result.consider(ev)
+    result.evaluations, result.improvements = 1, [{"evaluations": 1, "time": 0.1, "cost": 3.5, "seq": ev.seq}]
+    back = SearchResult.from_json_file(result.to_json_file(tmp_path / "r.json"))
+    assert back.best_seq == -1 and back.improvements[0]["seq"] == -1 and back.best_ids == ev.ids
+    for bad in (-2, 1.0, True):  # -1 is the one negative position
+        with pytest.raises(InputError, match="whole number"):
+            SearchResult.from_json_data(_spoil(back.to_json_data(), ("best", "seq"), bad))
+
+
+def test_a_search_over_a_nameless_module_set_reads_back(robco, tmp_path):
+    """A set made from data in Python has the name "" (``ModulesDB.from_json_data``): its search's result file, which
+    timor writes with ``"db": ""``, reads back."""
+    db = ModulesDB.from_json_data(robco.to_json_data())
+    task = Task.from_json_file(Path(timor_core.__file__).parent / "data" / "tasks" / "pick_and_place.json")
+    search = ExhaustiveSearch(load_space({"dof_max": 1, "max_modules": 3}, db), "mass", workers=1, progress=False)
+    path = search.optimize(task, db).to_json_file(tmp_path / "r.json")
+    assert json.loads(path.read_text())["db"] == "" and SearchResult.from_json_file(path).db_name == ""
 
 
 BASE = _result()

@@ -33,6 +33,15 @@ def test_timor_solve_refuses_a_huge_length_bound_naming_task_and_bound(tmp_path,
     proc = run_cli_here(capsys, args)
     assert proc.returncode == 2
     assert_clean_error(proc, "task.json", "$.goals[0].goalPose.tolerance[2][1]", "at most 1e+09")
+    assert "write 1e+09 for a one-sided bound" in proc.stderr  # JSON has no infinity: say what to write
+
+
+def test_a_one_sided_bound_of_1e9_is_kept_and_solves(tmp_path, capsys):
+    """What the refusal tells to write: ``z`` from -1 m up, with no practical upper bound, reaches the IK."""
+    (tmp_path / "task.json").write_text(json.dumps(_task([[-0.01, 0.01], [-0.01, 0.01], [-1.0, 1e9]])))
+    args = ["solve", str(tmp_path / "task.json"), "--db", "robco_like", "--modules", "base", "J", "L_100", "gripper"]
+    proc = run_cli_here(capsys, args)
+    assert proc.returncode in (0, 1) and "goal g1" in proc.stdout, proc.stderr
 
 
 @pytest.mark.parametrize("projection", ["x", "y", "z", "r_cyl", "r_sph"])

@@ -117,6 +117,9 @@ class Limits:
     max_urdf_element_chars: int = 1_000_000
     """Most characters of one child of an imported URDF's ``<robot>`` (a link, a joint), counted while it is parsed:
     bounds the elements, the nesting and the attributes held at once (real links take a few kB)."""
+    max_space_steps: int = 4_000_000
+    """Most steps exploring one search space's automaton (states found times the modules to try after each: some 5 s
+    of CPU; the presets need under 1,000, a space of 7 joints over 200 modules some 3 million)."""
 
     def __post_init__(self) -> None:
         _check(self)

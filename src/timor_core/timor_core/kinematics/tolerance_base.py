@@ -318,8 +318,8 @@ def check_interval(projection: str, interval: Interval, path: str | None = None)
     for i, bound in enumerate((interval.low, interval.high)):
         if math.isfinite(bound) and abs(bound) > MAX_TOLERANCE_LENGTH:  # infinity: no bound (Python callers)
             raise ValidationError(
-                f"a finite bound of '{projection}' must be at most {MAX_TOLERANCE_LENGTH:g} m in magnitude (leave "
-                "the projection out for no bound)",
+                f"a finite bound of '{projection}' must be at most {MAX_TOLERANCE_LENGTH:g} m in magnitude (write "
+                f"{MAX_TOLERANCE_LENGTH:g} for a one-sided bound, or leave the projection out for no bound)",
                 path=where(i),
                 value=bound,
             )

@@ -55,8 +55,9 @@ def plot_convergence(results: Sequence[SearchResult], path: str | Path) -> Path:
             if shown.any():
                 final = so_far[-1]
                 color = top.step(g[shown], so_far[shown], where="post", label=f"{label}: {final:.2f}")[0].get_color()
-            line = bottom.step(g, np.floor(best / penalty), where="post", color=color, label=f"{label}: best")[0]
-            bottom.step(g, np.floor(median / penalty), where="post", ls="--", color=line.get_color(), alpha=0.6)
+            scale = penalty if penalty > 0 else np.inf  # penalty 0: no goal counts as missed in the fitness
+            line = bottom.step(g, np.floor(best / scale), where="post", color=color, label=f"{label}: best")[0]
+            bottom.step(g, np.floor(median / scale), where="post", ls="--", color=line.get_color(), alpha=0.6)
             drawn += 1
         if not trials:
             points = [p for p in result.history if p.get("best_cost") is not None]

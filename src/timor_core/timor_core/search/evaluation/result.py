@@ -271,7 +271,7 @@ def _looks_like(d: dict) -> str:
     return next((f"; it looks like {kind}" for key, kind in kinds if key in d), "")
 
 
-_POINT_COUNTS = ("evaluations", "generation", "trial", "seq")
+_POINT_COUNTS = ("evaluations", "generation", "trial")
 _POINT_NUMBERS = ("time", "best_fitness_cost", "median_cost")
 _POINT_COSTS = ("best_cost", "trial_best", "cost")  # None: no valid assembly yet
 _GA_POINT = ("generation", "best_fitness_cost", "median_cost")  # a GA generation's point (it has a "trial")
@@ -281,8 +281,8 @@ def _read(d: dict) -> SearchResult:
     """A result's fields, each checked where it is (a result file is input: edited, cut, from elsewhere)."""
     result = SearchResult(
         optimizer=jf.string(_req(d, "optimizer"), "$.optimizer"),
-        task_id=jf.string(_req(d, "task"), "$.task"),
-        db_name=jf.string(_req(d, "db"), "$.db"),
+        task_id=jf.string(_req(d, "task"), "$.task", nonempty=False),  # names, only shown: a set made from data
+        db_name=jf.string(_req(d, "db"), "$.db", nonempty=False),  # in Python has none (ModulesDB.name "")
         cost=jf.string(_req(d, "cost"), "$.cost", nonempty=False),
         funnel=Funnel.from_json(_req(d, "funnel"), "$.funnel"),
         history=_points(d.get("history", []), "$.history"),
@@ -304,7 +304,7 @@ def _read(d: dict) -> SearchResult:
         ids = jf.array(_req(best, "ids", "$.best"), "$.best.ids")
         result.best_ids = tuple(jf.string(m, f"$.best.ids[{i}]") for i, m in enumerate(ids))
         result.best_cost = jf.number(_req(best, "cost", "$.best"), "$.best.cost")
-        result.best_seq = None if best.get("seq") is None else jf.count(best["seq"], "$.best.seq")
+        result.best_seq = None if best.get("seq") is None else _seq(best["seq"], "$.best.seq")
         goals = jf.obj(best.get("goals", {}), "$.best.goals")
         result.best_goals = {str(k): GoalIK.from_json(v, f"$.best.goals.{k}") for k, v in goals.items()}
     return result
@@ -314,6 +314,12 @@ def _req(d: dict, key: str, path: str = "$") -> Any:
     """A required field of the object at ``path`` (missing: a FormatError naming that path and the key, as
     ``jsonfields.req`` names them in every file)."""
     return jf.req(d, key, path)
+
+
+def _seq(value: Any, path: str) -> int:
+    """A position in the search's sequence, or -1: an evaluation made outside a search (``evaluate()``'s default,
+    which ``SearchResult.consider`` keeps and ``to_json_file`` writes)."""
+    return -1 if type(value) is int and value == -1 else jf.count(value, path)
 
 
 def _points(value: Any, path: str) -> list[dict]:
@@ -327,6 +333,8 @@ def _points(value: Any, path: str) -> list[dict]:
         for key in _POINT_COUNTS:
             if key in point:
                 jf.count(point[key], f"{at}.{key}")
+        if point.get("seq") is not None:
+            _seq(point["seq"], f"{at}.seq")
         for key in (*_POINT_NUMBERS, *_POINT_COSTS):
             if point.get(key) is not None or (key in point and key in _POINT_NUMBERS):
                 jf.number(point[key], f"{at}.{key}")
@@ -340,8 +348,8 @@ def _points(value: Any, path: str) -> list[dict]:
 def _settings(value: Any) -> dict:
     """The optimizer's settings: kept as they are, except what a summary or a plot reads."""
     settings = jf.obj(value, "$.settings")
-    if "penalty" in settings:
-        jf.number(settings["penalty"], "$.settings.penalty", min_value=1e-300)
+    if "penalty" in settings:  # GAConfig's range: 0 (a GA that does not tell invalid from valid) to 1e300
+        jf.number(settings["penalty"], "$.settings.penalty", min_value=0.0)
     if "unreachable" in settings:
         for i, why in enumerate(jf.array(settings["unreachable"], "$.settings.unreachable")):
             jf.string(why, f"$.settings.unreachable[{i}]")

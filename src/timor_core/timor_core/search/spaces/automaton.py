@@ -13,17 +13,19 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from timor_core.limits import Limits, limit_hint, limits
 from timor_core.model.db import ModulesDB
 from timor_core.search.spaces.rules import ResolvedRules, SearchSpaceError, SpaceOptions
 
 __all__ = ["MAX_STATES", "MAX_STEPS", "SUFFIX_CACHE", "Automaton", "SpaceCompiler", "post_order"]
 
 MAX_STATES = 2_000_000  # refuse option sets whose automaton would be larger than this
-MAX_STEPS = 4_000_000
-"""Refuse option sets whose automaton takes more steps to explore: every state found is tried with every module the
-space may add, so the states found times those modules bound the work ahead, and the exploration stops as soon as
-that exceeds this (some 5 s of CPU; ~300,000 states of a 13-module set). A set of 1,500 links took 19 s and 1 GB
-for the 11 million steps of the exp2 space, one of 20,000 links ran into gigabytes; both are now refused at once."""
+MAX_STEPS = Limits.max_space_steps
+"""The default of ``limits().max_space_steps``: refuse option sets whose automaton takes more steps to explore: every
+state found is tried with every module the space may add, so the states found times those modules bound the work
+ahead, and the exploration stops as soon as that exceeds the limit (some 5 s of CPU; ~300,000 states of a 13-module
+set). A set of 1,500 links took 19 s and 1 GB for the 11 million steps of the exp2 space, one of 20,000 links ran
+into gigabytes; both are refused at once. The limit can be raised (a space of 7 joints over 400 modules took 16 s)."""
 SUFFIX_CACHE = 256  # states with at most this many completions keep them as tuples (speed, bounded memory)
 
 _ROOT = ("<root>",)
@@ -190,6 +192,8 @@ class SpaceCompiler:
         keys: list[tuple] = [_TERMINAL, _ROOT]
         raw: list[list[tuple[str, int]]] = [[], []]
 
+        most_steps = limits().max_space_steps
+
         def sid(key: tuple) -> int:
             k = index.get(key)
             if k is None:
@@ -203,11 +207,12 @@ class SpaceCompiler:
                         path="$",
                         value=self.opt.to_json(),
                     )
-                if len(keys) * len(self.candidates) > MAX_STEPS:  # each state found is tried with every module
+                if len(keys) * len(self.candidates) > most_steps:  # each state found is tried with every module
                     raise SearchSpaceError(
-                        f"the search space's automaton would try more than {MAX_STEPS} steps ({len(keys)} states"
+                        f"the search space's automaton would try more than {most_steps} steps ({len(keys)} states"
                         f" found so far, {len(self.candidates)} modules to try after each); tighten the options"
-                        " (modules, dof_max, max_links_*, max_modules, patterns)",
+                        f" (modules, dof_max, max_links_*, max_modules, patterns) or raise the"
+                        f" {limit_hint('max_space_steps')}",
                         path="$",
                         value=self.opt.to_json(),
                     )
