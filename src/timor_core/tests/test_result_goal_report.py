@@ -127,3 +127,18 @@ def test_a_sharded_checkpoints_shard_state_names_its_malformed_field_by_its_path
     with pytest.raises(FormatError, match="missing required field 'taken'") as info:
         ShardState.from_json({k: v for k, v in state.items() if k != "taken"}, "$.states[1]")
     assert info.value.path == "$.states[1]"
+
+
+def test_a_goal_id_with_a_line_break_is_shown_on_one_line(tmp_path, capsys):
+    """A goal ID is a task's string: a newline in it broke ``result show``'s line per goal in two (s57-review's
+    list); it is escaped as the ``error:`` lines escape it."""
+    data = Task.from_name("pick_and_place").to_json_data()
+    data["goals"][0]["ID"] = "pick\nnow"
+    data = json.loads(json.dumps(data).replace('"pick"', '"pick\\nnow"'))  # (the goal order names it too)
+    task = Task.from_json_data(data)
+    result = _result(task)
+    result.best_goals["pick\nnow"] = result.best_goals.pop("pick")
+    path = result.to_json_file(tmp_path / "r.json")
+    assert main(["result", "show", str(path)]) == 0
+    goals = [line for line in capsys.readouterr().out.splitlines() if line.startswith("goal ")]
+    assert goals[0] == "goal pick\\nnow: reached q = [0.1000, 0.2000]" and len(goals) == 4, goals

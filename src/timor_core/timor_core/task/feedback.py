@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from timor_core.common import jsonfields as jf
-from timor_core.errors import InputError, TimorError
+from timor_core.errors import InputError, TimorError, one_line
 from timor_core.kinematics.frames import FrameTree
 from timor_core.task import (
     At,
@@ -358,12 +358,14 @@ def solve_feedback(
 
 
 def goal_feedback_line(entry: dict) -> str:
-    """One goal's ``{"id", "reached", "q", "reason"}`` as a line: ``goal pick: reached q = [0.1608, ...]``."""
+    """One goal's ``{"id", "reached", "q", "reason"}`` as a line: ``goal pick: reached q = [0.1608, ...]``; a goal ID
+    or reason holding a line break or another control character is escaped (``\\n``): one goal, one line."""
+    gid, reason = one_line(str(entry["id"])), one_line(str(entry["reason"] or ""))
     if not entry["reached"]:
-        return f"goal {entry['id']}: NOT reached: {entry['reason']}"
+        return f"goal {gid}: NOT reached: {reason}"
     q = "" if entry["q"] is None else " q = [" + ", ".join(f"{v:.4f}" for v in entry["q"]) + "]"
-    note = f" ({entry['reason']})" if entry["reason"] else ""
-    return f"goal {entry['id']}: reached{q}{note}"
+    note = f" ({reason})" if reason else ""
+    return f"goal {gid}: reached{q}{note}"
 
 
 def format_feedback(task: Task, assembly: ModuleAssembly, result: dict, descriptor: str) -> str:
