@@ -83,12 +83,17 @@ class _MeshPlan:
         self.stage = stage  # converted files live here while MuJoCo compiles
         self.files: dict[str, bytes] = {}  # file name in the mesh folder -> content
         self._names: dict[tuple[str, int], str] = {}
+        self._next: dict[tuple[str, str], int] = {}  # per (stem, suffix): the first number not tried yet
 
     def _unique(self, stem: str, suffix: str) -> str:
-        name = f"{stem}{suffix}"
-        k = 1
+        """``stem + suffix``, else ``stem_1 + suffix``, ``stem_2``, ...: the first not taken. Each stem resumes where
+        it stopped (the names below are taken for good), so n meshes of one stem cost O(n), not O(n^2)."""
+        k = self._next.get((stem, suffix), 0)
+        name = f"{stem}{suffix}" if k == 0 else f"{stem}_{k}{suffix}"
         while name in self.files:
-            name, k = f"{stem}_{k}{suffix}", k + 1
+            k += 1
+            name = f"{stem}_{k}{suffix}"
+        self._next[(stem, suffix)] = k + 1
         return name
 
     def add(self, source: Path, part: int, data: bytes | None) -> str:
