@@ -36,3 +36,18 @@ def test_a_task_with_a_byte_order_mark_is_read(tmp_path):
     path = tmp_path / "task.json"
     path.write_bytes(BOM + json.dumps(task.to_json_data()).encode())
     assert Task.from_json_file(path).to_json_data() == task.to_json_data()
+
+
+@pytest.mark.parametrize("encoding, name", [("utf-16", "UTF-16"), ("utf-16-be", None), ("utf-32", "UTF-32")])
+def test_a_task_saved_as_utf_16_or_32_is_refused_saying_what_it_is(tmp_path, capsys, encoding, name):
+    """Notepad's "Unicode" and PowerShell 5's default ``Out-File`` write UTF-16 with a byte-order mark: the error said
+    only "not UTF-8 text (byte 0)"; it names the encoding and what to do where the mark says it (s57-review2)."""
+    path = tmp_path / "task.json"
+    path.write_bytes(json.dumps(Task.from_name("pick_and_place").to_json_data()).encode(encoding))
+    assert main(["task", "validate", str(path)]) == 1  # (validate: 1, the file is not a valid task)
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    if name is None:  # no byte-order mark: nothing says which encoding it is ("invalid JSON": NUL is UTF-8)
+        assert "save it as UTF-8" not in err
+    else:
+        assert f"it is {name} (byte-order mark); save it as UTF-8" in err, err

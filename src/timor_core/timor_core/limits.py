@@ -341,4 +341,14 @@ def read_input_text(path: str | Path, *, what: str = "file", max_bytes: int | No
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what} is not UTF-8 text (byte {exc.start})", file=path) from None
+        encoding = next((name for bom, name in _BOMS if data.startswith(bom)), None)
+        hint = f": it is {encoding} (byte-order mark); save it as UTF-8" if encoding else ""
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start}){hint}", file=path) from None
+
+
+_BOMS = (  # (the longer first: UTF-32's little-endian mark starts as UTF-16's)
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
