@@ -3,7 +3,8 @@
 The model is built from the same kinematic tree as the URDF export, with the same frame names, so a
 model loaded from the URDF and this one agree. Coal shapes are shared between robots (modules are
 immutable); only placements and collision pairs are per robot. The dynamics, joint limits and collision checks are
-mixins of their own files (:mod:`.dynamics`, :mod:`.robot_limits`, :mod:`.robot_collisions`).
+mixins of their own files (:mod:`.dynamics`, :mod:`.robot_limits`, :mod:`.robot_collisions`; timor-python's
+names: :mod:`.robot_compat`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
 from timor_core.kinematics.geometry_models import visual_model
 from timor_core.kinematics.robot_collisions import RobotCollisions
+from timor_core.kinematics.robot_compat import RobotCompat
 from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ __all__ = ["PinRobot"]
 _MAKING = threading.Lock()
 
 
-class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
+class PinRobot(RobotDynamics, RobotLimits, RobotCollisions, RobotCompat):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
     Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).

@@ -258,6 +258,21 @@ class ModuleAssembly(AssemblyModels):
         return sum(m.dof for m in self.modules)
 
     @property
+    def nJoints(self) -> int:  # noqa: N802 (timor-python's name)
+        """timor-python's name of :attr:`dof` (its modules' joints are the actuated ones)."""
+        return self.dof
+
+    @property
+    def nModules(self) -> int:  # noqa: N802 (timor-python's name)
+        """timor-python's name of ``len(assembly)``."""
+        return len(self.modules)
+
+    @property
+    def original_module_ids(self) -> tuple[str, ...]:
+        """The module set's ID of every module instance, in order (timor-python's name of :attr:`module_ids`)."""
+        return tuple(self.module_ids)
+
+    @property
     def mass(self) -> float:
         """Total mass of all modules."""
         return float(sum(m.mass for m in self.modules))

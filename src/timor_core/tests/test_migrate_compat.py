@@ -1,0 +1,142 @@
+"""A timor-python 1.1.1 script moving over (README, "Moving from timor-python"): the reference's robot and assembly
+names answer as timor's, a call in the reference's argument order is refused saying timor's, and the documented flags
+give the reference's dynamics. The side-by-side checks run the reference where ../refvenv and the CoBRA data are on
+this machine and skip cleanly otherwise."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from timor_core import ModuleAssembly, ModulesDB
+from timor_core.errors import InputError
+from timor_core.task import Task
+
+ROOT = Path(__file__).resolve().parents[3]
+REF_PYTHON = ROOT.parent / "refvenv" / "bin" / "python"
+BENCH_REF = ROOT.parent / "shared" / "bench-ref"
+IMPROV = ROOT.parent / "shared" / "data" / "cobra" / "modules" / "IMPROV" / "modules.json"
+IMPROV_IDS = ["1", "21", "4", "21", "5", "23", "7", "12"]
+
+
+@pytest.fixture(scope="module")
+def robco():
+    db = ModulesDB.from_name("robco_like")
+    return ModuleAssembly.from_serial_modules(db, ["base", "J", "L_150", "J", "I_300", "J", "L_100", "J", "gripper"])
+
+
+def test_reference_limit_and_check_names(robco):
+    robot = robco.robot
+    assert np.array_equal(robot.joint_velocity_limits, robot.velocity_limits)
+    assert np.array_equal(robot.joint_acceleration_limits, robot.acceleration_limits)
+    assert np.array_equal(robot.joint_torque_limits, robot.torque_limits)
+    lo, hi = robot.joint_limits
+    inside = np.clip(np.zeros(robot.dof), lo, hi)
+    outside = inside.copy()
+    outside[1] = hi[1] + 0.1 if np.isfinite(hi[1]) else lo[1] - 0.1
+    assert robot.q_in_joint_limits(inside) and not robot.q_in_joint_limits(outside)
+    tau = robot.static_torque(robot.random_configuration(3))
+    limits = robot.torque_limits
+    assert robot.tau_in_torque_limits(0.5 * limits) and robot.tau_in_torque_limits(-limits)
+    assert not robot.tau_in_torque_limits(np.where(np.arange(robot.dof) == 2, -1.01 * limits, 0.0))
+    assert robot.tau_in_torque_limits(tau) == bool(np.all(np.abs(tau) <= limits))
+
+
+def test_assembly_counts_and_ids(robco):
+    assert robco.nModules == 9 and robco.nJoints == 4 == robco.robot.dof
+    assert robco.original_module_ids == ("base", "J", "L_150", "J", "I_300", "J", "L_100", "J", "gripper")
+
+
+def test_update_configuration_then_stateful_calls(robco):
+    task = Task.from_name("pick_and_place")
+    robot = ModuleAssembly.from_serial_modules(robco.db, robco.module_ids).robot
+    for seed in range(6):
+        q = robot.random_configuration(seed)
+        robot.update_configuration(q)
+        assert np.array_equal(robot.q, q)
+        assert np.allclose(robot.fk(), robot.fk(q))
+        assert robot.has_collisions(task) == robot.has_collision(q, task)
+        assert robot.has_collisions(task, safety_margin=0.05) == robot.has_collision(q, task, 0.05)
+        assert robot.has_collisions() == robot.has_self_collision(q)
+    with pytest.raises(InputError, match=r"no velocity.*tcp_velocity\(q, dq\)"):
+        robot.update_configuration(q, np.zeros(robot.dof))
+
+
+def test_collisions_in_reference_order_says_timor_order(robco):
+    task = Task.from_name("pick_and_place")
+    robot = robco.robot
+    for call in (robot.collisions, robot.has_collision):
+        with pytest.raises(InputError, match=r"takes the configuration first.*robot\.q"):
+            call(task)
+        with pytest.raises(InputError, match=r"takes the configuration first"):
+            call(task, 0.01)
+
+
+REF_SCRIPT = """
+import json, sys
+from pathlib import Path
+import numpy as np
+import timor_offline  # noqa: F401
+from timor.Module import ModulesDB, ModuleAssembly
+db = ModulesDB.from_json_file(Path(sys.argv[1]))
+a = ModuleAssembly.from_serial_modules(db, sys.argv[2].split(","))
+r = a.robot
+qs = json.loads(sys.argv[3])
+out = {"nJoints": a.nJoints, "nModules": a.nModules, "ids": list(a.original_module_ids),
+       "vel": r.joint_velocity_limits.tolist(), "tor": r.joint_torque_limits.tolist(), "rows": []}
+for q in qs:
+    q = np.array(q)
+    dq, ddq = 0.5 * np.ones(r.dof), np.ones(r.dof)
+    tau = r.static_torque(q)
+    out["rows"].append({"id": r.id(q, dq, ddq).tolist(), "fd": r.fd(tau * 1.1, q, dq).tolist(),
+                        "in_limits": bool(r.q_in_joint_limits(q)), "tau_ok": bool(r.tau_in_torque_limits(tau * 3))})
+print(json.dumps(out))
+"""
+
+
+def test_reference_side_by_side_dynamics_and_names():
+    if not (REF_PYTHON.is_file() and (BENCH_REF / "timor_offline.py").is_file() and IMPROV.is_file()):
+        pytest.skip("needs ../refvenv (timor-python 1.1.1), ../shared/bench-ref and the IMPROV set")
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_json_file(IMPROV), IMPROV_IDS)
+    robot = assembly.robot
+    rng = np.random.default_rng(7)
+    qs = [rng.uniform(-2.5, 2.5, robot.dof) for _ in range(4)]
+    run = subprocess.run(
+        [str(REF_PYTHON), "-c", REF_SCRIPT, str(IMPROV), ",".join(IMPROV_IDS), json.dumps([q.tolist() for q in qs])],
+        cwd=BENCH_REF, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    ref = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (assembly.nJoints, assembly.nModules, list(assembly.original_module_ids)) == (
+        ref["nJoints"], ref["nModules"], ref["ids"])  # fmt: skip
+    assert np.allclose(robot.joint_velocity_limits, ref["vel"]) and np.allclose(robot.joint_torque_limits, ref["tor"])
+    dq, ddq = 0.5 * np.ones(robot.dof), np.ones(robot.dof)
+    for q, row in zip(qs, ref["rows"]):
+        # README: the reference's id adds friction by default, its fd subtracts it and leaves rotor inertia out
+        assert np.allclose(robot.id(q, dq, ddq, friction=True), row["id"], rtol=1e-3, atol=1e-3)
+        tau = 1.1 * robot.static_torque(q)
+        fd = robot.fd(tau, q, dq, motor_inertia=False, friction=True)
+        assert np.allclose(fd, row["fd"], rtol=2e-3, atol=1e-3)  # its friction's sign is sin(atan(100 dq))
+        assert robot.q_in_joint_limits(q) == row["in_limits"]
+        assert robot.tau_in_torque_limits(3 * robot.static_torque(q)) == row["tau_ok"]
+
+
+def test_readme_migration_states_reference_dynamics_flags():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Moving from timor-python", 1)[1].split("\n## ", 1)[0]
+    assert "robot.id(q, dq, ddq, friction=True)" in section
+    assert "robot.fd(tau, q, dq, motor_inertia=False, friction=True)" in section
+
+
+def test_readme_migration_imports_run():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Moving from timor-python", 1)[1].split("\n## ", 1)[0]
+    assert "`from timor_core.task import Task" in section  # a moving script needs Task's import first
+    imports = re.findall(r"`(from timor_core[\w.]* import [\w, ]+)`", section)
+    assert len(imports) >= 3
+    for line in imports:
+        exec(line, {})  # each import the table shows works as written
