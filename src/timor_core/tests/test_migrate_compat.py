@@ -140,3 +140,44 @@ def test_readme_migration_imports_run():
     assert len(imports) >= 3
     for line in imports:
         exec(line, {})  # each import the table shows works as written
+
+
+@pytest.fixture(scope="module")
+def solved():
+    from timor_core.kinematics.trajectory import Trajectory
+    from timor_core.task.solution import Solution
+
+    task = Task.from_name("pick_and_place")
+    db = ModulesDB.from_name("robco_like")
+    assembly = ModuleAssembly.from_serial_modules(db, ["base", "J", "L_250", "J", "L_100", "J", "gripper"])
+    q = np.zeros((5, assembly.dof))
+    q[:, 0] = np.linspace(0.0, 0.4, 5)
+    trajectory = Trajectory.from_positions(np.linspace(0.0, 0.4, 5), q)
+    return Solution(task, assembly, trajectory, cost_function="mass")
+
+
+def test_solution_reference_names(solved):
+    tr = solved.trajectory
+    assert np.array_equal(solved.q, tr.q) and np.array_equal(solved.dq, tr.dq) and np.array_equal(solved.ddq, tr.ddq)
+    assert np.array_equal(solved.time_steps, tr.t) and solved.time_steps.shape == (5,)
+    assert solved.module_assembly is solved.assembly
+    missed = [g for g in solved.task.goals if not solved.achieved(g)]
+    assert missed and solved.failed_goals == tuple(missed)  # a 0.4 rad sweep of one joint meets no goal
+    assert solved.t_goals == {g.id: solved.goal_time(g) for g in solved.task.goals if solved.achieved(g)}
+    assert json.loads(solved.to_json_string()) == json.loads(json.dumps(solved.to_json_data()))
+
+
+def test_solution_t_goals_are_the_given_times(solved):
+    from timor_core.task.solution import Solution
+
+    first = solved.task.goals[0].id
+    given = Solution(solved.task, solved.assembly, solved.trajectory, goal_times={first: 0.2}, cost_function="mass")
+    assert given.t_goals == {first: 0.2}
+    assert given.failed_goals == tuple(g for g in solved.task.goals if not given.achieved(g))
+
+
+def test_readme_migration_says_solution_torques_is_a_method(solved):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Moving from timor-python", 1)[1].split("\n## ", 1)[0]
+    assert "`solution.torques` is a method" in section and "`solution.tau` is the property" in section
+    assert callable(solved.torques) and np.array_equal(solved.torques(), solved.tau)

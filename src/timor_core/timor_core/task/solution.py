@@ -50,6 +50,7 @@ from timor_core.task import (
 )
 from timor_core.task.costs import CostFunction, parse_cost
 from timor_core.task.solution_checks import LIMIT_SLACK, SolutionChecks
+from timor_core.task.solution_compat import SolutionCompat
 from timor_core.task.solution_goals import HOLD_EPS, RETURN_EPS, VELOCITY_EPS, SolutionGoals
 from timor_core.task.solution_json import (
     in_joint_order,
@@ -95,7 +96,7 @@ class SolveError(TimorError):
     """A solution could not be built (a goal is unreachable, no collision-free path, unsupported goal type)."""
 
 
-class Solution(SolutionGoals, SolutionChecks):
+class Solution(SolutionGoals, SolutionChecks, SolutionCompat):
     """An assembly, placed in the world, following a joint trajectory to solve a task.
 
     ``base_placement`` defaults to the assembly's; ``goal_times`` maps goal IDs to times (CoBRA ``goal2time``;
