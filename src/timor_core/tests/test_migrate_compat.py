@@ -181,3 +181,17 @@ def test_readme_migration_says_solution_torques_is_a_method(solved):
     section = readme.split("## Moving from timor-python", 1)[1].split("\n## ", 1)[0]
     assert "`solution.torques` is a method" in section and "`solution.tau` is the property" in section
     assert callable(solved.torques) and np.array_equal(solved.torques(), solved.tau)
+
+
+def test_task_header_as_dict_and_goal_order_name():
+    from timor_core.task import GoalOrder, GoalOrderConstraint, TaskHeader
+
+    task = Task({"ID": "moved", "taskName": "moved over", "timeStepSize": 0.02, "tags": ["demo"]})
+    header = task.header
+    assert (task.id, header.name, header.time_step, header.tags) == ("moved", "moved over", 0.02, ["demo"])
+    assert Task(TaskHeader("moved")).header.time_step == 0.01
+    with pytest.raises(InputError, match="ID"):
+        Task({"taskName": "no ID"})
+    with pytest.raises(InputError, match="TaskHeader or a dict of the CoBRA header fields"):
+        Task("moved")  # type: ignore[arg-type]
+    assert GoalOrderConstraint is GoalOrder and GoalOrderConstraint(["a", "b"]).order == ["a", "b"]

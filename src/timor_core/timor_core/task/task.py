@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import filecmp
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -86,7 +87,7 @@ class Task:
 
     def __init__(
         self,
-        header: TaskHeader,
+        header: TaskHeader | Mapping[str, Any],
         obstacles: list[Obstacle] | None = None,
         goals: list[Goal] | None = None,
         constraints: list[Constraint] | None = None,
@@ -96,6 +97,10 @@ class Task:
         base_dir: Path | None = None,
         extra: dict | None = None,
     ) -> None:
+        if isinstance(header, Mapping):  # the CoBRA header fields ({"ID": ..., "timeStepSize": ...}), as timor-python
+            header = TaskHeader.from_json(dict(header))
+        elif not isinstance(header, TaskHeader):
+            raise InputError("a task's header is a TaskHeader or a dict of the CoBRA header fields", value=header)
         self.header = header
         self.obstacles = list(obstacles or [])
         self.goals = list(goals or [])
