@@ -195,3 +195,28 @@ def test_task_header_as_dict_and_goal_order_name():
     with pytest.raises(InputError, match="TaskHeader or a dict of the CoBRA header fields"):
         Task("moved")  # type: ignore[arg-type]
     assert GoalOrderConstraint is GoalOrder and GoalOrderConstraint(["a", "b"]).order == ["a", "b"]
+
+
+def test_to_urdf_reference_arguments(robco, tmp_path):
+    import pinocchio as pin
+
+    out = tmp_path / "robot.urdf"
+    text = robco.to_urdf("moved", out)  # timor-python's to_urdf(name, write_to)
+    assert out.read_text(encoding="utf-8") == text and 'robot name="moved"' in text
+    model = pin.buildModelFromUrdf(str(out))
+    data = model.createData()
+    q = robco.robot.random_configuration(4)
+    pin.framesForwardKinematics(model, data, q)
+    assert np.allclose(data.oMf[model.getFrameId("tool0")].homogeneous, robco.robot.fk(q))
+    with pytest.raises(InputError, match=r"copies no meshes.*mesh_uri"):
+        robco.to_urdf("moved", handle_missing_assets="copy")
+    with pytest.raises(InputError, match="not both"):
+        robco.to_urdf("moved", wrl="keep", replace_wrl=True)
+
+
+def test_to_urdf_replace_wrl_is_wrl_mode():
+    if not IMPROV.is_file():
+        pytest.skip("needs the IMPROV set (../shared), whose collision meshes are VRML")
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_json_file(IMPROV), IMPROV_IDS)
+    assert ".wrl" in assembly.to_urdf("a", replace_wrl=False) == assembly.to_urdf("a", wrl="keep")
+    assert ".wrl" not in assembly.to_urdf("a", replace_wrl=True) == assembly.to_urdf("a")
