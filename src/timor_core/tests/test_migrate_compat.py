@@ -220,3 +220,26 @@ def test_to_urdf_replace_wrl_is_wrl_mode():
     assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_json_file(IMPROV), IMPROV_IDS)
     assert ".wrl" in assembly.to_urdf("a", replace_wrl=False) == assembly.to_urdf("a", wrl="keep")
     assert ".wrl" not in assembly.to_urdf("a", replace_wrl=True) == assembly.to_urdf("a")
+
+
+def test_db_by_id_and_by_name_are_indexed_as_in_the_reference():
+    import pickle
+
+    from timor_core.errors import UnknownModuleError
+
+    db = ModulesDB.from_name("robco_like")
+    assert db.by_id["J"] is db.by_id("J") is db["J"]
+    assert set(db.by_id) == set(db.ids) and len(db.by_id) == len(db)
+    assert "J" in db.by_id and "nope" not in db.by_id and db.by_id.get("nope") is None
+    name = db["J"].name
+    assert db.by_name[name] is db.by_name(name) is db["J"] and name in db.by_name
+    assert dict(db.by_name.items()) == {m.name: m for m in db}
+    with pytest.raises(UnknownModuleError, match="no module with ID 'nope'"):
+        db.by_id["nope"]
+    with pytest.raises(TypeError, match="read-only"):
+        db.by_id["J2"] = db["J"]
+    with pytest.raises(TypeError, match="read-only"):
+        db.by_name.update({})
+    assert db.by_id("J") is db["J"] and "J2" not in db.by_id
+    copy = pickle.loads(pickle.dumps(db))
+    assert copy.by_id["J"] is copy["J"] and copy.by_id["J"].id == "J"

@@ -61,7 +61,7 @@ class ModuleAssembly(AssemblyModels):
         self.db = db
         self.module_ids: list[str] = _module_ids(assembly_modules, "assembly_modules")
         check_count(len(self.module_ids), "max_modules", "the number of modules in an assembly")
-        self.modules: list[Module] = [db.by_id(m) for m in self.module_ids]
+        self.modules: list[Module] = [db.by_id[m] for m in self.module_ids]
         check_count(sum(m.dof for m in self.modules), "max_dof", "the degrees of freedom of an assembly")
         self.connections: list[Connection] = []
         self._used: dict[tuple[int, str], int] = {}
@@ -89,7 +89,7 @@ class ModuleAssembly(AssemblyModels):
         if not ids:
             raise AssemblyError("a serial assembly needs at least one module")
         check_count(len(ids), "max_modules", "the number of modules in an assembly")
-        modules = [db.by_id(m) for m in ids]
+        modules = [db.by_id[m] for m in ids]
         base = modules[0].base_connectors
         if len(base) != 1:
             raise AssemblyError(f"the first module {ids[0]!r} must have exactly one base connector, it has {len(base)}")

@@ -12,7 +12,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SolutionCompat"]
+__all__ = ["SolutionCompat", "trajectory_array"]
+
+
+def trajectory_array(field: str, doc: str) -> Any:
+    """A read-only property giving the solution's ``trajectory.<field>``."""
+
+    def get(self: Any) -> np.ndarray:
+        return getattr(self.trajectory, field)
+
+    return property(get, doc=doc)
 
 
 class SolutionCompat:
@@ -26,25 +35,10 @@ class SolutionCompat:
     goal_time: Any
     to_json_data: Any
 
-    @property
-    def q(self) -> np.ndarray:
-        """(N, dof) joint positions of the trajectory."""
-        return self.trajectory.q
-
-    @property
-    def dq(self) -> np.ndarray:
-        """(N, dof) joint velocities of the trajectory."""
-        return self.trajectory.dq
-
-    @property
-    def ddq(self) -> np.ndarray:
-        """(N, dof) joint accelerations of the trajectory."""
-        return self.trajectory.ddq
-
-    @property
-    def time_steps(self) -> np.ndarray:
-        """(N,) sample times of the trajectory (s)."""
-        return self.trajectory.t
+    q = trajectory_array("q", "(N, dof) joint positions of the trajectory.")
+    dq = trajectory_array("dq", "(N, dof) joint velocities of the trajectory.")
+    ddq = trajectory_array("ddq", "(N, dof) joint accelerations of the trajectory.")
+    time_steps = trajectory_array("t", "(N,) sample times of the trajectory (s).")
 
     @property
     def module_assembly(self) -> Any:
