@@ -243,3 +243,18 @@ def test_db_by_id_and_by_name_are_indexed_as_in_the_reference():
     assert db.by_id("J") is db["J"] and "J2" not in db.by_id
     copy = pickle.loads(pickle.dumps(db))
     assert copy.by_id["J"] is copy["J"] and copy.by_id["J"].id == "J"
+
+
+def test_ik_reference_keywords():
+    db = ModulesDB.from_name("geometric_primitive_modules")
+    robot = ModuleAssembly.from_serial_modules(db, ("base", "J2", "i_45", "J2", "J2", "eef")).robot
+    rng = np.random.default_rng(11)
+    q_bad = next(q for q in (robot.random_configuration(rng) for _ in range(2000)) if robot.has_self_collision(q))
+    pose = robot.fk(q_bad)
+    strict = robot.ik(pose, q_init=q_bad, rng=1, allow_random_restart=False, details=True)
+    assert not strict.success and strict.tries == 1  # one try, from q_init, refused for the self-collision
+    loose = robot.ik(pose, q_init=q_bad, rng=1, allow_random_restart=False, ignore_self_collisions=True, details=True)
+    assert loose.success and loose.tries == 1 and np.allclose(robot.fk(loose.q), pose, atol=1e-3)
+    q_ok = next(q for q in (robot.random_configuration(rng) for _ in range(2000)) if not robot.has_self_collision(q))
+    many = robot.ik(robot.fk(q_ok), rng=2, details=True)
+    assert many.success and many.tries >= 1

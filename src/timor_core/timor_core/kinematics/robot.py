@@ -310,6 +310,8 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions, RobotCompat):
         joint_mask=None,
         ik_cost_function=None,
         ik_method: str | None = None,
+        ignore_self_collisions: bool | None = None,
+        allow_random_restart: bool = True,
     ):
         """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
 
@@ -321,7 +323,8 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions, RobotCompat):
         override it).
         As in the reference: ``joint_mask`` (True: the joint may move; the others keep ``q_init``),
         ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
-        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
+        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``,
+        ``ignore_self_collisions`` (timor-python's spelling), ``allow_random_restart=False`` (one try, from ``q_init``).
         """
         from timor_core.kinematics.ik import DEFAULT_IK_CONFIG, solve_ik
         from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE
@@ -331,8 +334,9 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions, RobotCompat):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
+        ignore_self_collision = ignore_self_collision or bool(ignore_self_collisions)
         config = (DEFAULT_IK_CONFIG if config is None else config).overridden(
-            max_iter=max_iter, max_n_tries=max_n_tries, method=ik_method
+            max_iter=max_iter, max_n_tries=max_n_tries if allow_random_restart else 1, method=ik_method
         )
         result = solve_ik(self, desired, tolerance, q_init=q_init, task=task, rng=rng, config=config,
                           check_self_collision=not ignore_self_collision, check_static_torques=check_static_torques,
