@@ -258,3 +258,15 @@ def test_ik_reference_keywords():
     q_ok = next(q for q in (robot.random_configuration(rng) for _ in range(2000)) if not robot.has_self_collision(q))
     many = robot.ik(robot.fk(q_ok), rng=2, details=True)
     assert many.success and many.tries >= 1
+
+
+def test_base_placement_calls_name_how_to_place(robco):
+    robot = robco.robot
+    for call in (robot.set_base_placement, robot.move):
+        with pytest.raises(InputError, match=r"to_pin_robot\(base_placement=T\)"):
+            call(np.eye(4))
+    T = np.eye(4)
+    T[:3, 3] = (0.5, -0.2, 0.1)
+    placed = robco.to_pin_robot(base_placement=T)  # what the message says to do
+    q = robot.random_configuration(5)
+    assert np.allclose(placed.fk(q), T @ robot.fk(q)) and np.allclose(placed.placement, T @ robot.placement)

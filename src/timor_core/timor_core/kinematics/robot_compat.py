@@ -1,20 +1,21 @@
 """The reference toolbox's (timor-python 1.1.1) names on a PinRobot, for scripts moving over.
 
 A mixin: ``robot.joint_velocity_limits``, ``q_in_joint_limits(q)``, ``tau_in_torque_limits(tau)``,
-``update_configuration(q)`` and ``has_collisions(task)`` read as they did there. timor's robot keeps one current
+``update_configuration(q)`` and ``has_collisions(task)`` read as they did there; ``set_base_placement`` and
+``move`` are refused naming how a robot gets its base placement. timor's robot keeps one current
 configuration (``robot.q``, what ``fk()`` and the other calls use without a q) but no velocity or acceleration, so
 ``update_configuration`` with ``dq`` / ``ddq`` is refused naming the calls that take them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from timor_core.errors import InputError
 
-__all__ = ["RobotCompat", "refuse_task_as_q"]
+__all__ = ["RobotCompat", "refuse_placement_change", "refuse_task_as_q"]
 
 
 def refuse_task_as_q(q: Any, call: str) -> None:
@@ -26,6 +27,16 @@ def refuse_task_as_q(q: Any, call: str) -> None:
             f"robot.{call}(task, safety_margin) used the configuration set before): pass robot.q or a q",
             value=type(q).__name__,
         )
+
+
+def refuse_placement_change(call: str) -> NoReturn:
+    """timor-python's in-place base placement calls: an InputError naming how a timor robot gets its placement."""
+    raise InputError(
+        f"robot.{call} is not supported: a robot's base placement is set when it is built, "
+        "assembly.to_pin_robot(base_placement=T) or ModuleAssembly.from_serial_modules(db, ids, base_placement=T)"
+        " (timor-python changed the robot in place)",
+        value=call,
+    )
 
 
 class RobotCompat:
@@ -94,3 +105,11 @@ class RobotCompat:
         """timor-python's call: self-collision or collision with the task's obstacles at the current ``robot.q``
         (:meth:`has_collision` takes the configuration)."""
         return self.has_collision(self.q, task, safety_margin)
+
+    def set_base_placement(self, placement) -> NoReturn:
+        """Refused: a timor robot's base placement is fixed when it is built (its collision and IK caches use it)."""
+        refuse_placement_change("set_base_placement")
+
+    def move(self, displacement) -> NoReturn:
+        """Refused as :meth:`set_base_placement`: build the robot at ``displacement @ robot.placement`` instead."""
+        refuse_placement_change("move")
