@@ -270,3 +270,45 @@ def test_base_placement_calls_name_how_to_place(robco):
     placed = robco.to_pin_robot(base_placement=T)  # what the message says to do
     q = robot.random_configuration(5)
     assert np.allclose(placed.fk(q), T @ robot.fk(q)) and np.allclose(placed.placement, T @ robot.placement)
+
+
+def test_from_name_of_a_reference_set_says_how_to_load_it():
+    from timor_core.errors import UnknownModuleError
+
+    for name in ("IMPROV", "panda", "modrob-gen2"):
+        with pytest.raises(UnknownModuleError, match=r"never downloads.*from_json_file\('<set folder>/modules.json'\)"):
+            ModulesDB.from_name(name)
+    with pytest.raises(UnknownModuleError, match="did you mean 'robco_like'") as typo:
+        ModulesDB.from_name("robco_lik")
+    assert "never downloads" not in str(typo.value)
+
+
+REF_PRIMITIVES = sorted(ROOT.parent.glob("refvenv/lib/python3*/site-packages/timor_sample_robots/"
+                                         "geometric_primitive_modules/modules.json"))  # fmt: skip
+SHORT_EXAMPLE = ("base", "J2", "i_45", "J2", "J2", "eef")
+
+
+def test_short_example_numbers_are_timor_s_set_not_the_reference_s():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "not timor-python's set of that name" in readme and "3.56 kg there" in readme
+    if not REF_PRIMITIVES:
+        pytest.skip("needs ../refvenv (timor-python 1.1.1) with its timor_sample_robots")
+    ours = ModuleAssembly.from_serial_modules(ModulesDB.from_name("geometric_primitive_modules"), SHORT_EXAMPLE)
+    theirs = ModuleAssembly.from_serial_modules(ModulesDB.from_json_file(REF_PRIMITIVES[0]), SHORT_EXAMPLE)
+    assert ours.robot.mass == pytest.approx(12.625) and theirs.robot.mass == pytest.approx(3.5626, abs=1e-4)
+    q0 = np.array([0.3, -0.5, 1.0])
+    if REF_PYTHON.is_file() and (BENCH_REF / "timor_offline.py").is_file():
+        script = (
+            "import sys, json, numpy as np, timor_offline\n"
+            "from timor.Module import ModulesDB, ModuleAssembly\n"
+            "r = ModuleAssembly.from_serial_modules(ModulesDB.from_name('geometric_primitive_modules'), "
+            f"{SHORT_EXAMPLE!r}).robot\n"
+            "q = np.array([0.3, -0.5, 1.0])\n"
+            "print(json.dumps([r.mass, r.fk(q).homogeneous.tolist(), r.static_torque(q).tolist()]))\n"
+        )
+        run = subprocess.run([str(REF_PYTHON), "-c", script], cwd=BENCH_REF, capture_output=True, text=True,
+                             timeout=300, check=True)  # fmt: skip
+        mass, fk, tau = json.loads(run.stdout.strip().splitlines()[-1])
+        robot = theirs.robot
+        assert robot.mass == pytest.approx(mass) and np.allclose(robot.fk(q0), fk)
+        assert np.allclose(robot.static_torque(q0), tau, atol=1e-9)

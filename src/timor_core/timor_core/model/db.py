@@ -195,10 +195,12 @@ class ModulesDB(ModuleLookups):
         key = _ALIASES.get(name, name)
         if not isinstance(key, str) or key not in embedded_db_names():  # a name, never a path
             names = embedded_db_names()
+            hint = _did_you_mean(name, names) if isinstance(name, str) else ""
             raise UnknownModuleError(
                 f"no embedded module set named {short_repr(name)}; available: {', '.join(names)}"
-                + (_did_you_mean(name, names) if isinstance(name, str) else "")
-            )
+                + (hint or "; timor never downloads a set (timor-python's from_name did): load its file with "
+                   "ModulesDB.from_json_file('<set folder>/modules.json')")
+            )  # fmt: skip
         from importlib import resources
 
         folder = resources.files("timor_core") / "data" / key
