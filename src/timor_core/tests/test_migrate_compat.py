@@ -136,6 +136,7 @@ def test_readme_migration_imports_run():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Moving from timor-python", 1)[1].split("\n## ", 1)[0]
     assert "`from timor_core.task import Task" in section  # a moving script needs Task's import first
+    assert "`from timor_core.common.transforms import translation" in section  # and poses without Transformation
     imports = re.findall(r"`(from timor_core[\w.]* import [\w, ]+)`", section)
     assert len(imports) >= 3
     for line in imports:
