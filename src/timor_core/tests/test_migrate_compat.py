@@ -313,3 +313,26 @@ def test_short_example_numbers_are_timor_s_set_not_the_reference_s():
         robot = theirs.robot
         assert robot.mass == pytest.approx(mass) and np.allclose(robot.fk(q0), fk)
         assert np.allclose(robot.static_torque(q0), tau, atol=1e-9)
+
+
+def test_task_from_json_file_package_dir_and_from_id(tmp_path):
+    embedded = Task.from_name("pick_and_place")
+    folder = tmp_path / "tasks"
+    (folder / "lab").mkdir(parents=True)
+    data = embedded.to_json_data()
+    data["header"]["ID"] = "lab/moved"
+    (folder / "lab" / "moved.json").write_text(json.dumps(data), encoding="utf-8")
+    by_id = Task.from_json_file(folder / "lab" / "moved.json")
+    for task in (
+        Task.from_json_file(folder / "lab" / "moved.json", folder),  # timor-python: from_json_file(path, package_dir)
+        Task.from_json_file(folder / "lab" / "moved.json", package_dir=folder),
+        Task.from_id("lab/moved", folder),
+    ):
+        assert task.id == "lab/moved" and task.base_dir == by_id.base_dir == folder.resolve()
+        assert len(task.goals) == len(embedded.goals) and len(task.obstacles) == len(embedded.obstacles)
+    with pytest.raises(InputError, match="not both"):
+        Task.from_json_file(folder / "lab" / "moved.json", folder, task_dir=folder)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "| `Task.from_json_file(path, package_dir)`, `Task.from_id(id, package_dir)` | the same" in readme
+    with pytest.raises(InputError, match="leaves the package folder"):
+        Task.from_id("../tasks/lab/moved", folder / "lab")
