@@ -336,3 +336,19 @@ def test_task_from_json_file_package_dir_and_from_id(tmp_path):
     assert "| `Task.from_json_file(path, package_dir)`, `Task.from_id(id, package_dir)` | the same" in readme
     with pytest.raises(InputError, match="leaves the package folder"):
         Task.from_id("../tasks/lab/moved", folder / "lab")
+
+
+def test_solution_from_json_file_finds_an_embedded_set(solved, tmp_path):
+    from timor_core.task.solution import Solution
+
+    path = solved.to_json_file(tmp_path / "solution.json")
+    back = Solution.from_json_file(path, {solved.task.id: solved.task})  # timor-python: (path, tasks), set by name
+    assert back.assembly.module_ids == solved.assembly.module_ids and np.array_equal(back.q, solved.q)
+    assert back.assembly.db.name == "robco_like"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["moduleSet"] = "IMPROV"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InputError, match=r"'IMPROV' is not embedded.*from_json_file\(path, task, db\)") as info:
+        Solution.from_json_file(path, solved.task)
+    assert info.value.path == "$.moduleSet" and str(path) in str(info.value)
+    assert Solution.from_json_file(path, solved.task, ModulesDB.from_name("robco_like")).valid == solved.valid
