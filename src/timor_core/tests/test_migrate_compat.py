@@ -237,9 +237,9 @@ def test_db_by_id_and_by_name_are_indexed_as_in_the_reference():
     assert dict(db.by_name.items()) == {m.name: m for m in db}
     with pytest.raises(UnknownModuleError, match="no module with ID 'nope'"):
         db.by_id["nope"]
-    with pytest.raises(TypeError, match="read-only"):
+    with pytest.raises(InputError, match="read-only"):
         db.by_id["J2"] = db["J"]
-    with pytest.raises(TypeError, match="read-only"):
+    with pytest.raises(InputError, match="read-only"):
         db.by_name.update({})
     assert db.by_id("J") is db["J"] and "J2" not in db.by_id
     copy = pickle.loads(pickle.dumps(db))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from timor_core.errors import UnknownModuleError
+from timor_core.errors import InputError, UnknownModuleError
 
 if TYPE_CHECKING:
     from timor_core.model.module import Module
@@ -25,7 +25,7 @@ class ModuleLookup(dict):
 
     A key it lacks goes to ``find``, which raises ``UnknownModuleError`` (a ``KeyError``, so ``in`` and ``get`` work
     as for any dict) naming the set and its IDs. A dict, so a look-up by ID costs what the method did before (the
-    search looks modules up per assembly); changing it raises ``TypeError``.
+    search looks modules up per assembly); changing it raises ``InputError``.
     """
 
     __slots__ = ("_find",)
@@ -40,7 +40,7 @@ class ModuleLookup(dict):
         return self._find(key)
 
     def _read_only(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError("a module set's look-up is read-only (module sets are immutable)")
+        raise InputError("a module set's look-up is read-only (module sets are immutable)", value=args[:1])
 
     __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _read_only  # type: ignore
 
