@@ -352,3 +352,20 @@ def test_solution_from_json_file_finds_an_embedded_set(solved, tmp_path):
         Solution.from_json_file(path, solved.task)
     assert info.value.path == "$.moduleSet" and str(path) in str(info.value)
     assert Solution.from_json_file(path, solved.task, ModulesDB.from_name("robco_like")).valid == solved.valid
+
+
+def test_assembly_database_keyword_and_dynamics_terms(robco):
+    ids = list(robco.module_ids)
+    chain = ModuleAssembly.from_serial_modules(robco.db, ids)
+    built = ModuleAssembly(database=robco.db, assembly_modules=ids, connections=chain.connections,
+                           base_connector=chain.base_connector)  # fmt: skip
+    assert built == chain
+    with pytest.raises(InputError, match="one module set"):
+        ModuleAssembly(assembly_modules=ids)
+    with pytest.raises(InputError, match="one module set"):
+        ModuleAssembly(robco.db, ids, database=robco.db)
+    robot = robco.robot
+    q, dq, ddq = robot.random_configuration(8), np.linspace(-1.0, 1.0, robot.dof), np.linspace(2.0, -1.0, robot.dof)
+    assert np.allclose(robot.id(q, dq, ddq, friction=True) - robot.id(q, dq, ddq), robot.friction(dq))
+    assert np.allclose(robot.id(q, dq, ddq) - robot.id(q, dq, ddq, motor_inertia=False), robot.motor_inertias(ddq))
+    assert np.any(robot.friction(dq) != 0) and np.any(robot.motor_inertias(ddq) != 0)

@@ -1,8 +1,9 @@
 """The reference toolbox's (timor-python 1.1.1) names on a PinRobot, for scripts moving over.
 
 A mixin: ``robot.joint_velocity_limits``, ``q_in_joint_limits(q)``, ``tau_in_torque_limits(tau)``,
-``update_configuration(q)`` and ``has_collisions(task)`` read as they did there; ``set_base_placement`` and
-``move`` are refused naming how a robot gets its base placement. timor's robot keeps one current
+``update_configuration(q)``, ``has_collisions(task)``, ``friction(dq)`` and ``motor_inertias(ddq)`` read as they
+did there; ``set_base_placement`` and ``move`` are refused naming how a robot gets its base placement. timor's
+robot keeps one current
 configuration (``robot.q``, what ``fk()`` and the other calls use without a q) but no velocity or acceleration, so
 ``update_configuration`` with ``dq`` / ``ddq`` is refused naming the calls that take them.
 """
@@ -43,6 +44,7 @@ class RobotCompat:
     """timor-python's names on a PinRobot (mixed into it; not used alone)."""
 
     q: np.ndarray
+    model: Any
 
     @property
     def velocity_limits(self) -> np.ndarray:  # provided by RobotLimits
@@ -79,6 +81,17 @@ class RobotCompat:
     def joint_torque_limits(self) -> np.ndarray:
         """timor-python's name of :attr:`torque_limits`."""
         return self.torque_limits
+
+    def friction(self, dq) -> np.ndarray:
+        """Joint friction torques at velocities dq: Coulomb (sign(dq)·f_c) plus viscous (d·dq), the term
+        ``id(..., friction=True)`` adds (timor-python smooths the sign: sin(atan(100·dq)))."""
+        dq = self._check_vector(dq, "dq")
+        return self.model.friction * np.sign(dq) + self.model.damping * dq
+
+    def motor_inertias(self, ddq) -> np.ndarray:
+        """Torques accelerating the rotors at ddq (motorInertia·gearRatio²·ddq), in ``id`` unless
+        ``motor_inertia=False``."""
+        return self.model.armature * self._check_vector(ddq, "ddq")
 
     def q_in_joint_limits(self, q) -> bool:
         """True if q is within the position limits (timor-python's name of :meth:`within_limits`)."""

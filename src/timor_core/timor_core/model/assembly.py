@@ -52,16 +52,21 @@ class ModuleAssembly(AssemblyModels):
 
     def __init__(
         self,
-        db: ModulesDB,
+        db: ModulesDB | None = None,
         assembly_modules: Sequence[str] = (),
         connections: Sequence[Sequence[Any]] = (),
         base_connector: Sequence[Any] | None = None,
         base_placement: np.ndarray | None = None,
+        *,
+        database: ModulesDB | None = None,
     ) -> None:
-        self.db = db
+        the_db = db if database is None else database  # database=: timor-python's name
+        if the_db is None or (db is not None and database is not None):
+            raise InputError("an assembly needs one module set: ModuleAssembly(db, ...) or database=db", value=db)
+        self.db: ModulesDB = the_db
         self.module_ids: list[str] = _module_ids(assembly_modules, "assembly_modules")
         check_count(len(self.module_ids), "max_modules", "the number of modules in an assembly")
-        self.modules: list[Module] = [db.by_id[m] for m in self.module_ids]
+        self.modules: list[Module] = [the_db.by_id[m] for m in self.module_ids]
         check_count(sum(m.dof for m in self.modules), "max_dof", "the degrees of freedom of an assembly")
         self.connections: list[Connection] = []
         self._used: dict[tuple[int, str], int] = {}
