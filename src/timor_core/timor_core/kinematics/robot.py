@@ -3,7 +3,8 @@
 The model is built from the same kinematic tree as the URDF export, with the same frame names, so a
 model loaded from the URDF and this one agree. Coal shapes are shared between robots (modules are
 immutable); only placements and collision pairs are per robot. The dynamics, joint limits and collision checks are
-mixins of their own files (:mod:`.dynamics`, :mod:`.robot_limits`, :mod:`.robot_collisions`).
+mixins of their own files (:mod:`.dynamics`, :mod:`.robot_limits`, :mod:`.robot_collisions`; timor-python's
+names: :mod:`.robot_compat`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from timor_core.errors import AssemblyError, InputError
 from timor_core.kinematics.dynamics import RobotDynamics
 from timor_core.kinematics.geometry_models import visual_model
 from timor_core.kinematics.robot_collisions import RobotCollisions
+from timor_core.kinematics.robot_compat import RobotCompat
 from timor_core.kinematics.robot_limits import RobotLimits
 
 if TYPE_CHECKING:
@@ -31,7 +33,7 @@ __all__ = ["PinRobot"]
 _MAKING = threading.Lock()
 
 
-class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
+class PinRobot(RobotDynamics, RobotLimits, RobotCollisions, RobotCompat):
     """A robot model: kinematics, dynamics and self-collision of one assembly.
 
     Configurations ``q`` have ``dof`` entries (one per actuated joint, in tree order).
@@ -308,6 +310,8 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
         joint_mask=None,
         ik_cost_function=None,
         ik_method: str | None = None,
+        ignore_self_collisions: bool | None = None,
+        allow_random_restart: bool = True,
     ):
         """Inverse kinematics: ``(q, success)`` for a 4×4 pose or a ToleratedPose.
 
@@ -319,7 +323,8 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
         override it).
         As in the reference: ``joint_mask`` (True: the joint may move; the others keep ``q_init``),
         ``ik_cost_function(robot, q, desired) -> float`` (the least-cost of ``config.solutions`` valid solutions
-        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``.
+        wins; give ``config=IKConfig(solutions=k)`` to compare k), ``ik_method`` ``"jacobian"`` or ``"scipy"``,
+        ``ignore_self_collisions`` (timor-python's spelling), ``allow_random_restart=False`` (one try, from ``q_init``).
         """
         from timor_core.kinematics.ik import DEFAULT_IK_CONFIG, solve_ik
         from timor_core.kinematics.tolerance import DEFAULT_TOLERANCE
@@ -329,8 +334,9 @@ class PinRobot(RobotDynamics, RobotLimits, RobotCollisions):
             desired = pose.world
             tolerance = tolerance if tolerance is not None else pose.tolerance
         tolerance = tolerance if tolerance is not None else DEFAULT_TOLERANCE
+        ignore_self_collision = ignore_self_collision or bool(ignore_self_collisions)
         config = (DEFAULT_IK_CONFIG if config is None else config).overridden(
-            max_iter=max_iter, max_n_tries=max_n_tries, method=ik_method
+            max_iter=max_iter, max_n_tries=max_n_tries if allow_random_restart else 1, method=ik_method
         )
         result = solve_ik(self, desired, tolerance, q_init=q_init, task=task, rng=rng, config=config,
                           check_self_collision=not ignore_self_collision, check_static_torques=check_static_torques,

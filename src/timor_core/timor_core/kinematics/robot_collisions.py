@@ -12,6 +12,7 @@ import numpy as np
 import pinocchio as pin
 
 from timor_core.errors import InputError
+from timor_core.kinematics.robot_compat import refuse_task_as_q
 
 __all__ = ["RobotCollisions"]
 
@@ -122,8 +123,10 @@ class RobotCollisions:
 
     def collisions(self, q=None, task=None, margin: float = 0.0):
         """Every colliding pair at q: self-collisions and, with a task, collisions with its obstacles."""
+        refuse_task_as_q(q, "collisions")
         return self.collision_checker(task, margin).collisions(self.check_q(q))
 
     def has_collision(self, q=None, task=None, margin: float = 0.0) -> bool:
         """True if the robot collides with itself or (with a task) with an obstacle at q."""
+        refuse_task_as_q(q, "has_collision")
         return self.collision_checker(task, margin).in_collision(self.check_q(q))

@@ -52,16 +52,21 @@ class ModuleAssembly(AssemblyModels):
 
     def __init__(
         self,
-        db: ModulesDB,
+        db: ModulesDB | None = None,
         assembly_modules: Sequence[str] = (),
         connections: Sequence[Sequence[Any]] = (),
         base_connector: Sequence[Any] | None = None,
         base_placement: np.ndarray | None = None,
+        *,
+        database: ModulesDB | None = None,
     ) -> None:
-        self.db = db
+        the_db = db if database is None else database  # database=: timor-python's name
+        if the_db is None or (db is not None and database is not None):
+            raise InputError("an assembly needs one module set: ModuleAssembly(db, ...) or database=db", value=db)
+        self.db: ModulesDB = the_db
         self.module_ids: list[str] = _module_ids(assembly_modules, "assembly_modules")
         check_count(len(self.module_ids), "max_modules", "the number of modules in an assembly")
-        self.modules: list[Module] = [db.by_id(m) for m in self.module_ids]
+        self.modules: list[Module] = [the_db.by_id[m] for m in self.module_ids]
         check_count(sum(m.dof for m in self.modules), "max_dof", "the degrees of freedom of an assembly")
         self.connections: list[Connection] = []
         self._used: dict[tuple[int, str], int] = {}
@@ -89,7 +94,7 @@ class ModuleAssembly(AssemblyModels):
         if not ids:
             raise AssemblyError("a serial assembly needs at least one module")
         check_count(len(ids), "max_modules", "the number of modules in an assembly")
-        modules = [db.by_id(m) for m in ids]
+        modules = [db.by_id[m] for m in ids]
         base = modules[0].base_connectors
         if len(base) != 1:
             raise AssemblyError(f"the first module {ids[0]!r} must have exactly one base connector, it has {len(base)}")
@@ -256,6 +261,21 @@ class ModuleAssembly(AssemblyModels):
     def dof(self) -> int:
         """Number of actuated joints."""
         return sum(m.dof for m in self.modules)
+
+    @property
+    def nJoints(self) -> int:  # noqa: N802 (timor-python's name)
+        """timor-python's name of :attr:`dof` (its modules' joints are the actuated ones)."""
+        return self.dof
+
+    @property
+    def nModules(self) -> int:  # noqa: N802 (timor-python's name)
+        """timor-python's name of ``len(assembly)``."""
+        return len(self.modules)
+
+    @property
+    def original_module_ids(self) -> tuple[str, ...]:
+        """The module set's ID of every module instance, in order (timor-python's name of :attr:`module_ids`)."""
+        return tuple(self.module_ids)
 
     @property
     def mass(self) -> float:

@@ -20,7 +20,7 @@ from timor_core.model.tree import KinematicTree, build_tree
 
 PinRobot = Any  # timor_core.kinematics.robot.PinRobot (a higher layer: not imported here)
 Ros2ControlConfig = Any  # timor_core.export.formats.ros2_control.Ros2ControlConfig (a higher layer: not imported here)
-__all__ = ["AssemblyModels", "placement_matrix", "written"]
+__all__ = ["AssemblyModels", "placement_matrix", "reference_wrl_mode", "written"]
 
 ModuleAssembly = Any  # timor_core.model.assembly.ModuleAssembly (it mixes this class in)
 
@@ -51,19 +51,22 @@ class AssemblyModels:
     def to_urdf(
         self,
         name: str | None = None,
+        write_to: str | Path | None = None,
         *,
         prefix: str = "",
         mesh_uri: str = "file",
         package: str | None = None,
-        wrl: str = "visual",
+        wrl: str | None = None,
         ros2_control: Ros2ControlConfig | None = None,
-        write_to: str | Path | None = None,
+        replace_wrl: bool | None = None,
+        handle_missing_assets: str | None = None,
     ) -> str:
         """The URDF of this assembly (see ``timor_core.export.formats.urdf.assembly_to_urdf`` for the options).
 
         ``ros2_control`` (an ``export.formats.ros2_control.Ros2ControlConfig``) adds a ``<ros2_control>`` block;
         ``write_to`` also writes the text to that file (atomically: an existing file is replaced whole or not at all;
         with ``mesh_uri="relative"`` into another folder than the module set's, a ``RelativeMeshPaths`` warning).
+        ``wrl``: ``"visual"`` (default) or ``"keep"``; timor-python's ``replace_wrl=True`` / ``False`` says the same.
         """
         from timor_core.export.formats.urdf import assembly_to_urdf  # delegation (docs/architecture.md)
 
@@ -73,7 +76,7 @@ class AssemblyModels:
             prefix=prefix,
             mesh_uri=mesh_uri,
             package=package,
-            wrl=wrl,
+            wrl=reference_wrl_mode(wrl, replace_wrl, handle_missing_assets),
             ros2_control=ros2_control,
             write_to=write_to,
         )
@@ -156,6 +159,22 @@ class AssemblyModels:
             robot = self.to_pin_robot()
             self._cache["robot"] = robot
         return robot
+
+
+def reference_wrl_mode(wrl: str | None, replace_wrl: bool | None, handle_missing_assets: str | None) -> str:
+    """``to_urdf``'s VRML mode from timor's ``wrl`` or timor-python's ``replace_wrl`` (True: the visual mesh);
+    timor-python's ``handle_missing_assets`` (copying meshes beside the URDF) is refused naming ``mesh_uri``."""
+    if handle_missing_assets is not None:
+        raise InputError(
+            "to_urdf copies no meshes (timor-python's handle_missing_assets): the URDF names the module set's own "
+            "mesh files (mesh_uri='file', 'package' with package=..., 'path' or 'relative')",
+            value=handle_missing_assets,
+        )
+    if replace_wrl is None:
+        return "visual" if wrl is None else wrl
+    if wrl is not None:
+        raise InputError("give wrl ('visual' or 'keep') or timor-python's replace_wrl, not both", value=replace_wrl)
+    return "visual" if replace_wrl else "keep"
 
 
 def placement_matrix(T: np.ndarray | None) -> np.ndarray:

@@ -22,6 +22,7 @@ from timor_core.common.gc_pause import paused_gc
 from timor_core.common.json_text import json_chunks, json_text
 from timor_core.common.path_memo import resolving_paths
 from timor_core.errors import InputError, UnknownModuleError, ValidationError, short_repr
+from timor_core.model.db_lookup import ModuleLookups
 from timor_core.model.geometry import Mesh
 from timor_core.model.module import LIMIT_KEYS, Connector, Module, connectors_compatible
 
@@ -103,13 +104,14 @@ class SetJson(dict):
     base_dir: Path | None = None
 
 
-class ModulesDB:
+class ModulesDB(ModuleLookups):
     """An immutable collection of modules with unique IDs, plus its collision-ignore mode.
 
     Made with ``ModulesDB.from_json_file("lab/modules.json")`` (a CoBRA module set; its meshes resolve beside it),
     ``ModulesDB.from_name("robco_like")`` (an embedded set: ``embedded_db_names()``), ``ModulesDB.load(text)`` (either,
     as ``--db`` takes it) or ``ModulesDB([*db, other["gripper"]])`` (modules of other sets). ``db["J"]`` is a module,
-    ``len(db)`` and ``for m in db`` go over them; ``to_json_file`` saves the set with its meshes. ``timor db validate``
+    ``len(db)`` and ``for m in db`` go over them; ``db.by_id(id)`` or ``db.by_id[id]``, ``by_name`` (:mod:`.db_lookup`);
+    ``to_json_file`` saves the set with its meshes. ``timor db validate``
     (``timor_core.model.validation.check_db_file``) lists every error and warning of a file.
     """
 
@@ -193,10 +195,12 @@ class ModulesDB:
         key = _ALIASES.get(name, name)
         if not isinstance(key, str) or key not in embedded_db_names():  # a name, never a path
             names = embedded_db_names()
+            hint = _did_you_mean(name, names) if isinstance(name, str) else ""
             raise UnknownModuleError(
                 f"no embedded module set named {short_repr(name)}; available: {', '.join(names)}"
-                + (_did_you_mean(name, names) if isinstance(name, str) else "")
-            )
+                + (hint or "; timor never downloads a set (timor-python's from_name did): load its file with "
+                   "ModulesDB.from_json_file('<set folder>/modules.json')")
+            )  # fmt: skip
         from importlib import resources
 
         folder = resources.files("timor_core") / "data" / key
@@ -311,10 +315,9 @@ class ModulesDB:
         return f"ModulesDB(name={self.name!r}, modules={len(self)})"
 
     def __getitem__(self, module_id: str) -> Module:
-        return self.by_id(module_id)
+        return self._module_by_id(module_id)
 
-    def by_id(self, module_id: str) -> Module:
-        """The module with this ``header.ID``."""
+    def _module_by_id(self, module_id: str) -> Module:
         try:
             return self._modules[module_id]
         except KeyError:
@@ -322,13 +325,6 @@ class ModulesDB:
                 f"module set {self.name!r} has no module with ID {short_repr(module_id)}"
                 f" (IDs: {short_repr(', '.join(sorted(self._modules)), 400)[1:-1]})"
             ) from None
-
-    def by_name(self, name: str) -> Module:
-        """The module with this readable ``header.name`` (must be unique)."""
-        found = [m for m in self if m.name == name]
-        if len(found) != 1:
-            raise UnknownModuleError(f"module set {self.name!r} has {len(found)} modules named {name!r}")
-        return found[0]
 
     @property
     def ids(self) -> tuple[str, ...]:

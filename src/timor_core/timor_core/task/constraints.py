@@ -19,6 +19,7 @@ __all__ = [
     "CollisionFree",
     "AllGoalsFulfilled",
     "GoalOrder",
+    "GoalOrderConstraint",
     "BasePlacement",
     "ValidJointAngles",
     "EndEffector",
@@ -107,6 +108,10 @@ class GoalOrder(Constraint):
 
     def body_json(self) -> dict:
         return {"order": list(self.order)}
+
+
+#: timor-python's name of :class:`GoalOrder`.
+GoalOrderConstraint = GoalOrder
 
 
 @dataclass(eq=False)

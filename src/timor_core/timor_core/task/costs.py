@@ -131,7 +131,7 @@ class CostFunction:
     def evaluate_serial(self, db: Any, ids: Sequence[str], base_placement: Any = None) -> float:
         """The weighted cost of the serial assembly of module ``ids``: from the modules alone where the cost allows
         it (the same value, without building the assembly), else from the assembly built."""
-        value = self.evaluate_modules([db.by_id(m) for m in ids])
+        value = self.evaluate_modules([db.by_id[m] for m in ids])
         if value is None:
             from timor_core.model.assembly import ModuleAssembly
 

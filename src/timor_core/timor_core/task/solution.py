@@ -43,13 +43,14 @@ import numpy as np
 
 from timor_core.common import jsonfields as jf
 from timor_core.common.fileio import write_json
-from timor_core.errors import FormatError, InputError, TimorError, ValidationError
+from timor_core.errors import FormatError, InputError, TimorError, UnknownModuleError, ValidationError, short_repr
 from timor_core.kinematics.trajectory import Trajectory
 from timor_core.task import (
     Task,
 )
 from timor_core.task.costs import CostFunction, parse_cost
 from timor_core.task.solution_checks import LIMIT_SLACK, SolutionChecks
+from timor_core.task.solution_compat import SolutionCompat
 from timor_core.task.solution_goals import HOLD_EPS, RETURN_EPS, VELOCITY_EPS, SolutionGoals
 from timor_core.task.solution_json import (
     in_joint_order,
@@ -95,7 +96,7 @@ class SolveError(TimorError):
     """A solution could not be built (a goal is unreachable, no collision-free path, unsupported goal type)."""
 
 
-class Solution(SolutionGoals, SolutionChecks):
+class Solution(SolutionGoals, SolutionChecks, SolutionCompat):
     """An assembly, placed in the world, following a joint trajectory to solve a task.
 
     ``base_placement`` defaults to the assembly's; ``goal_times`` maps goal IDs to times (CoBRA ``goal2time``;
@@ -313,12 +314,13 @@ class Solution(SolutionGoals, SolutionChecks):
         cls,
         data: Any,
         task: Task | Mapping[str, Task],
-        db: ModulesDB | str | Path,
+        db: ModulesDB | str | Path | None = None,
         file: str | Path | None = None,
         *,
         legacy_breadth_first: bool = False,
     ) -> Solution:
-        """Read a CoBRA solution. ``task`` is the task (or a mapping of task IDs to tasks); ``db`` the module set.
+        """Read a CoBRA solution. ``task`` is the task (or a mapping of task IDs to tasks); ``db`` the module set
+        (None: the embedded set the file's ``moduleSet`` names, as timor-python looked it up; timor never downloads).
 
         Configurations are in the depth-first joint order of Pinocchio's URDF loader (the reference's and
         CoBRA's), or in the order the file's ``jointOrder`` names. ``legacy_breadth_first=True`` reads a solution
@@ -327,11 +329,8 @@ class Solution(SolutionGoals, SolutionChecks):
         Bad input raises a :class:`~timor_core.errors.InputError` naming the file, the JSON path and the value.
         """
         from timor_core.model.assembly import ModuleAssembly
-        from timor_core.model.db import ModulesDB
 
         file = Path(file) if file is not None else None
-        if not isinstance(db, ModulesDB):
-            db = ModulesDB.load(db)
         try:
             d = jf.obj(data, "$")
             header = parse_solution_header(d)
@@ -340,7 +339,7 @@ class Solution(SolutionGoals, SolutionChecks):
             trajectory, goal_times = _trajectory_fields(d)
         except InputError as exc:
             raise exc.located(file=file) from None
-        assembly = ModuleAssembly.from_json_data(db, d, file)
+        assembly = ModuleAssembly.from_json_data(_solution_db(db, d, file), d, file)
         try:
             trajectory = in_joint_order(trajectory, assembly, d.get("jointOrder"), legacy_breadth_first)
         except InputError as exc:
@@ -363,16 +362,38 @@ class Solution(SolutionGoals, SolutionChecks):
         cls,
         path: str | Path,
         task: Task | Mapping[str, Task],
-        db: ModulesDB | str | Path,
+        db: ModulesDB | str | Path | None = None,
         *,
         legacy_breadth_first: bool = False,
     ) -> Solution:
-        """Load a CoBRA solution file for a task (or a mapping of task IDs to tasks) and a module set."""
+        """Load a CoBRA solution file for a task (or a mapping of task IDs to tasks) and a module set (None: the
+        embedded set its ``moduleSet`` names)."""
         path = Path(path)
         return cls.from_json_data(jf.load_json_file(path), task, db, path, legacy_breadth_first=legacy_breadth_first)
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+
+def _solution_db(db: ModulesDB | str | Path | None, d: dict, file: Path | None) -> ModulesDB:
+    """The module set given, or (None) the embedded set the solution's ``moduleSet`` names."""
+    from timor_core.model.db import ModulesDB
+
+    if isinstance(db, ModulesDB):
+        return db
+    if db is not None:
+        return ModulesDB.load(db)
+    name = d.get("moduleSet")
+    try:
+        return ModulesDB.from_name(name if isinstance(name, str) else "")
+    except UnknownModuleError:
+        raise InputError(
+            f"the solution's module set {short_repr(name)} is not embedded in timor (timor never downloads one): give "
+            "it, Solution.from_json_file(path, task, db) with db = ModulesDB.from_json_file('<set>/modules.json')",
+            file=file,
+            path="$.moduleSet",
+            value=name,
+        ) from None
 
 
 def _cost_fields(d: dict) -> tuple[CostFunction, float | None]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import filecmp
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -86,7 +87,7 @@ class Task:
 
     def __init__(
         self,
-        header: TaskHeader,
+        header: TaskHeader | Mapping[str, Any],
         obstacles: list[Obstacle] | None = None,
         goals: list[Goal] | None = None,
         constraints: list[Constraint] | None = None,
@@ -96,6 +97,10 @@ class Task:
         base_dir: Path | None = None,
         extra: dict | None = None,
     ) -> None:
+        if isinstance(header, Mapping):  # the CoBRA header fields ({"ID": ..., "timeStepSize": ...}), as timor-python
+            header = TaskHeader.from_json(dict(header))
+        elif not isinstance(header, TaskHeader):
+            raise InputError("a task's header is a TaskHeader or a dict of the CoBRA header fields", value=header)
         self.header = header
         self.obstacles = list(obstacles or [])
         self.goals = list(goals or [])
@@ -220,13 +225,32 @@ class Task:
 
     @classmethod
     def from_json_file(
-        cls, path: str | Path, *, task_dir: str | Path | None = None, missing_assets: str = "error"
+        cls,
+        path: str | Path,
+        package_dir: str | Path | None = None,
+        *,
+        task_dir: str | Path | None = None,
+        missing_assets: str = "error",
     ) -> Task:
-        """Load a task file; the task folder is derived from ``header.ID`` unless ``task_dir`` is given."""
+        """Load a task file; the task folder is derived from ``header.ID`` unless ``task_dir`` is given
+        (``package_dir``, timor-python's name of it, also as the second argument)."""
+        if package_dir is not None:
+            if task_dir is not None:
+                raise InputError("give task_dir or timor-python's package_dir, not both", value=str(package_dir))
+            task_dir = package_dir
         path = Path(path)
         data = jf.load_json_file(path)
         base = Path(task_dir) if task_dir is not None else _task_dir(path, data)
         return cls.from_json_data(data, source=path, base_dir=base, missing_assets=missing_assets)
+
+    @classmethod
+    def from_id(cls, task_id: str, package_dir: str | Path) -> Task:
+        """The task ``<package_dir>/<task_id>.json`` (timor-python's call; the ID may hold folders: ``simple/PTP_1``,
+        but not leave ``package_dir``)."""
+        path = Path(package_dir) / f"{task_id}.json"
+        if not path.resolve().is_relative_to(Path(package_dir).resolve()):
+            raise InputError(f"task ID {task_id!r} leaves the package folder {str(package_dir)!r}", value=task_id)
+        return cls.from_json_file(path, task_dir=package_dir)
 
     @classmethod
     def from_name(cls, name: str) -> Task:

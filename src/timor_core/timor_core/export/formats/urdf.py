@@ -288,7 +288,7 @@ def _document(name: str, links: list[str], joints: list[str], tools: Tools, worl
 # -- from module IDs -----------------------------------------------------------------------------------
 def _serial_root(writer: Writer, module_id: str) -> Fragment | None:
     try:
-        module = writer.db.by_id(module_id)
+        module = writer.db.by_id[module_id]
     except TimorError:
         return None
     if len(module.base_connectors) != 1 or writer.keeps(module):
@@ -300,7 +300,7 @@ def _serial_root(writer: Writer, module_id: str) -> Fragment | None:
 def _serial_next(writer: Writer, prev: Fragment, module_id: str) -> tuple[Fragment, Template] | None:
     """The next instance of a chain and ``prev``'s template with it as its only child (None: the assembly decides)."""
     try:
-        module = writer.db.by_id(module_id)
+        module = writer.db.by_id[module_id]
     except TimorError:
         return None
     if writer.keeps(module):

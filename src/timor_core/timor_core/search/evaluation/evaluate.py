@@ -257,7 +257,7 @@ class Evaluator:
         if not self._early_bound or bound == math.inf:
             return None
         try:
-            value = self.cost.evaluate_modules([self.db.by_id(m) for m in ids])
+            value = self.cost.evaluate_modules([self.db.by_id[m] for m in ids])
         except TimorError:  # an unknown module: the assembly filter reports it
             return None
         if value is None or not math.isfinite(value) or value < bound:

@@ -221,7 +221,7 @@ class _Joiner:
         return SerialJoin(tuple([f[0] for f in found]), tuple(entries), dof)  # type: ignore[arg-type]
 
     def _module(self, m: str) -> tuple[Module, int, str | None]:
-        module = self.db.by_id(m)
+        module = self.db.by_id[m]
         base = module.base_connectors
         found = self.modules[m] = (module, module.dof, base[0].id if len(base) == 1 else None)
         return found
