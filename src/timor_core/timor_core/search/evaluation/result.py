@@ -280,14 +280,14 @@ _GA_POINT = ("generation", "best_fitness_cost", "median_cost")  # a GA generatio
 def _read(d: dict) -> SearchResult:
     """A result's fields, each checked where it is (a result file is input: edited, cut, from elsewhere)."""
     result = SearchResult(
-        optimizer=jf.string(_req(d, "optimizer"), "$.optimizer"),
-        task_id=jf.string(_req(d, "task"), "$.task", nonempty=False),  # names, only shown: a set made from data
-        db_name=jf.string(_req(d, "db"), "$.db", nonempty=False),  # in Python has none (ModulesDB.name "")
-        cost=jf.string(_req(d, "cost"), "$.cost", nonempty=False),
-        funnel=Funnel.from_json(_req(d, "funnel"), "$.funnel"),
+        optimizer=jf.string(jf.req(d, "optimizer", "$"), "$.optimizer"),
+        task_id=jf.string(jf.req(d, "task", "$"), "$.task", nonempty=False),  # names, only shown: a set made from data
+        db_name=jf.string(jf.req(d, "db", "$"), "$.db", nonempty=False),  # in Python has none (ModulesDB.name "")
+        cost=jf.string(jf.req(d, "cost", "$"), "$.cost", nonempty=False),
+        funnel=Funnel.from_json(jf.req(d, "funnel", "$"), "$.funnel"),
         history=_points(d.get("history", []), "$.history"),
         improvements=_points(d.get("improvements", []), "$.improvements"),
-        evaluations=jf.count(_req(d, "evaluations"), "$.evaluations"),
+        evaluations=jf.count(jf.req(d, "evaluations", "$"), "$.evaluations"),
         valid=jf.count(d.get("valid", 0), "$.valid"),
         wall_time=jf.number(d.get("wall_time", 0.0), "$.wall_time", min_value=0.0),
         cpu_time=jf.number(d.get("cpu_time", 0.0), "$.cpu_time", min_value=0.0),
@@ -301,19 +301,13 @@ def _read(d: dict) -> SearchResult:
     best = d.get("best")
     if best is not None:
         best = jf.obj(best, "$.best")
-        ids = jf.array(_req(best, "ids", "$.best"), "$.best.ids")
+        ids = jf.array(jf.req(best, "ids", "$.best"), "$.best.ids")
         result.best_ids = tuple(jf.string(m, f"$.best.ids[{i}]") for i, m in enumerate(ids))
-        result.best_cost = jf.number(_req(best, "cost", "$.best"), "$.best.cost")
+        result.best_cost = jf.number(jf.req(best, "cost", "$.best"), "$.best.cost")
         result.best_seq = None if best.get("seq") is None else _seq(best["seq"], "$.best.seq")
         goals = jf.obj(best.get("goals", {}), "$.best.goals")
         result.best_goals = {str(k): GoalIK.from_json(v, f"$.best.goals.{k}") for k, v in goals.items()}
     return result
-
-
-def _req(d: dict, key: str, path: str = "$") -> Any:
-    """A required field of the object at ``path`` (missing: a FormatError naming that path and the key, as
-    ``jsonfields.req`` names them in every file)."""
-    return jf.req(d, key, path)
 
 
 def _seq(value: Any, path: str) -> int:
@@ -329,7 +323,7 @@ def _points(value: Any, path: str) -> list[dict]:
         at = f"{path}[{i}]"
         point = jf.obj(point, at)
         for key in ("evaluations", *(_GA_POINT if "trial" in point else ())):  # what the plots read
-            _req(point, key, at)
+            jf.req(point, key, at)
         for key in _POINT_COUNTS:
             if key in point:
                 jf.count(point[key], f"{at}.{key}")
