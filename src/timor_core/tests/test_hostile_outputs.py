@@ -261,3 +261,14 @@ def test_moveit_config_checks_every_target_before_writing(primitives, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["joint_limits.yaml", "kinematics.yaml"]
     assert (out / "kinematics.yaml").read_text() == "user's"
     assert output_target(out / "kinematics.yaml") == (out / "kinematics.yaml").resolve()
+
+
+@pytest.mark.parametrize("kind", ["urdf", "xacro", "srdf"])
+def test_a_description_into_a_folder_that_cannot_be_made_is_an_input_error(tmp_path, kind):
+    """``to_urdf/to_xacro/to_srdf(write_to=...)`` made the folder themselves before the atomic write, outside its
+    error handling: a path under a file ended in a raw NotADirectoryError (exit 3 from the CLI); the atomic write
+    makes the folder and names the path."""
+    assembly = ModuleAssembly.from_serial_modules(ModulesDB.from_name("robco_like"), ["base", "J", "gripper"])
+    (tmp_path / "plain").write_text("a file, not a folder")
+    with pytest.raises(InputError, match="plain"):
+        getattr(assembly, f"to_{kind}")(write_to=tmp_path / "plain" / f"robot.{kind}")

@@ -200,9 +200,8 @@ _LAST_PLACEMENT: list[tuple[bytes, np.ndarray] | None] = [None]
 
 
 def written(text: str, path: str | Path | None) -> str:
-    """Write ``text`` to ``path`` atomically (creating its folder) unless ``path`` is None; return ``text``."""
+    """Write ``text`` to ``path`` atomically (``atomic_write_text`` makes its folder) unless ``path`` is None; return
+    ``text``."""
     if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(path, text)
     return text

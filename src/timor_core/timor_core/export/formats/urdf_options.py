@@ -127,10 +127,9 @@ def warn_relative_meshes(assembly: Any, options: UrdfOptions, folder: str | Path
 
 
 def write_description(text: str, path: str | Path, assembly: Any, options: UrdfOptions) -> str:
-    """Write a description's ``text`` to ``path`` atomically (its folder made), warn as :func:`warn_relative_meshes`
-    says; return ``text``."""
+    """Write a description's ``text`` to ``path`` atomically (``atomic_write_text`` makes its folder, a folder it
+    cannot make an InputError naming ``path``), warn as :func:`warn_relative_meshes` says; return ``text``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text)
     warn_relative_meshes(assembly, options, path.parent)
     return text
