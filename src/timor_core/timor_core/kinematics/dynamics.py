@@ -12,12 +12,18 @@ import pinocchio as pin
 
 from timor_core.errors import TimorError
 
-__all__ = ["RobotDynamics", "DynamicsError"]
+__all__ = ["RobotDynamics", "DynamicsError", "friction_torques"]
 
 
 class DynamicsError(TimorError, ValueError):
     """The dynamics are not defined: e.g. a moving link with no mass or inertia at or rigidly below it (and no
     rotor inertia) makes the mass matrix singular; the message names its joints."""
+
+
+def friction_torques(model: Any, dq: np.ndarray) -> np.ndarray:
+    """The module set's joint friction at velocities ``dq``: Coulomb (sign(dq)·f_c) plus viscous (d·dq), what
+    ``id``/``fd`` add with ``friction=True`` (and ``robot.friction(dq)`` gives)."""
+    return model.friction * np.sign(dq) + model.damping * dq
 
 
 class RobotDynamics:
@@ -53,7 +59,7 @@ class RobotDynamics:
         if not motor_inertia:
             tau -= self.model.armature * ddq
         if friction:
-            tau += self.model.friction * np.sign(dq) + self.model.damping * dq
+            tau += friction_torques(self.model, dq)
         return tau
 
     def fd(self, tau, q=None, dq=None, motor_inertia: bool = True, friction: bool = False) -> np.ndarray:
@@ -69,7 +75,7 @@ class RobotDynamics:
             M = M - np.diag(self.model.armature)
         bias = pin.rnea(self.model, self.data, q, dq, np.zeros(self.dof))  # Coriolis, centrifugal, gravity
         if friction:
-            bias = bias + self.model.friction * np.sign(dq) + self.model.damping * dq
+            bias = bias + friction_torques(self.model, dq)
         try:
             return np.linalg.solve(M, tau - bias)
         except np.linalg.LinAlgError:

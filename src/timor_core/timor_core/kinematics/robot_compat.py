@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from timor_core.errors import InputError
+from timor_core.kinematics.dynamics import friction_torques
 
 __all__ = ["RobotCompat", "refuse_placement_change", "refuse_task_as_q"]
 
@@ -85,8 +86,7 @@ class RobotCompat:
     def friction(self, dq) -> np.ndarray:
         """Joint friction torques at velocities dq: Coulomb (sign(dq)·f_c) plus viscous (d·dq), the term
         ``id(..., friction=True)`` adds (timor-python smooths the sign: sin(atan(100·dq)))."""
-        dq = self._check_vector(dq, "dq")
-        return self.model.friction * np.sign(dq) + self.model.damping * dq
+        return friction_torques(self.model, self._check_vector(dq, "dq"))
 
     def motor_inertias(self, ddq) -> np.ndarray:
         """Torques accelerating the rotors at ddq (motorInertia·gearRatio²·ddq), in ``id`` unless
